@@ -1,0 +1,13 @@
+/* SPDX-License-Identifier: MIT */
+/* One entry point per `snapfs` subcommand. Each returns the process exit code:
+ * 0 success, 1 a negative verdict (not compliant, not verified), 2 usage or system error. */
+#pragma once
+
+struct cli_command {
+        const char *name;
+        const char *summary;
+        int (*run)(int argc, char **argv); /* argv[0] is the subcommand name */
+};
+
+/* The table, NULL-name terminated. */
+extern const struct cli_command cli_commands[];

@@ -1,0 +1,47 @@
+/* SPDX-License-Identifier: MIT */
+/* snapfs: the command line front end. Dispatches to one subcommand per file (cmd-*.c). */
+#include <stdio.h>
+#include <string.h>
+
+#include "commands.h"
+#include "config.h"
+
+const struct cli_command cli_commands[] = {
+        { NULL, NULL, NULL },
+};
+
+static void usage(FILE *f)
+{
+        fprintf(f,
+                "Usage: snapfs [--version] [--help] COMMAND [ARGS...]\n"
+                "\n"
+                "Immutable, content-addressed snapshots over FUSE, and the checks that let a\n"
+                "process trust them.\n"
+                "\n"
+                "Commands:\n");
+        for (const struct cli_command *c = cli_commands; c->name; c++)
+                fprintf(f, "  %-8s %s\n", c->name, c->summary);
+        fprintf(f, "\nRun 'snapfs COMMAND --help' for a command's options; 'man snapfs' for all.\n");
+}
+
+int main(int argc, char **argv)
+{
+        if (argc < 2) {
+                usage(stderr);
+                return 2;
+        }
+        if (strcmp(argv[1], "--version") == 0 || strcmp(argv[1], "-V") == 0) {
+                printf("snapfs %s\n", SNAPFS_VERSION);
+                return 0;
+        }
+        if (strcmp(argv[1], "--help") == 0 || strcmp(argv[1], "-h") == 0) {
+                usage(stdout);
+                return 0;
+        }
+        for (const struct cli_command *c = cli_commands; c->name; c++)
+                if (strcmp(argv[1], c->name) == 0)
+                        return c->run(argc - 1, argv + 1);
+        fprintf(stderr, "snapfs: unknown command '%s'\n", argv[1]);
+        usage(stderr);
+        return 2;
+}

@@ -1,0 +1,61 @@
+/* SPDX-License-Identifier: MIT */
+/* Small helpers shared by every component: cleanup attributes and a few macros.
+ * Header-only on purpose, so snapshot/ and mountcheck/ stay independent libraries. */
+#pragma once
+
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <unistd.h>
+
+#define ARRAY_SIZE(a) (sizeof(a) / sizeof((a)[0]))
+#define _unused_ __attribute__((unused))
+#define _must_check_ __attribute__((warn_unused_result))
+
+/* close() that never clobbers errno, so an early return keeps the reason it fails with. */
+static inline int safe_close(int fd)
+{
+        if (fd >= 0) {
+                int saved = errno;
+                close(fd);
+                errno = saved;
+        }
+        return -1;
+}
+
+static inline void freep(void *p)
+{
+        int saved = errno;
+        free(*(void **)p);
+        errno = saved;
+}
+
+static inline void closep(int *fd)
+{
+        safe_close(*fd);
+}
+
+static inline void fclosep(FILE **f)
+{
+        if (*f) {
+                int saved = errno;
+                fclose(*f);
+                errno = saved;
+        }
+}
+
+#define _cleanup_(x) __attribute__((cleanup(x)))
+#define _cleanup_free_ _cleanup_(freep)
+#define _cleanup_close_ _cleanup_(closep)
+#define _cleanup_fclose_ _cleanup_(fclosep)
+
+/* Hand ownership out of a cleanup variable: returns the value and disarms the cleanup. */
+#define TAKE_PTR(p) ({ __typeof__(p) _p = (p); (p) = NULL; _p; })
+#define TAKE_FD(fd) ({ int _fd = (fd); (fd) = -1; _fd; })
+
+/* Negative errno of the last failed libc call, never 0 (a library bug must not look like
+ * success). */
+static inline int negative_errno(void)
+{
+        return errno > 0 ? -errno : -EIO;
+}

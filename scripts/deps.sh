@@ -1,0 +1,31 @@
+#!/usr/bin/env bash
+# Installs everything a fresh Debian 12 machine lacks to build, test, benchmark and demo
+# snapfs. Idempotent: packages already present are left alone by apt-get.
+set -euo pipefail
+
+pkgs=(
+  # build
+  build-essential meson ninja-build pkg-config
+  # libraries: FUSE, SHA-256, mount table, unit tests, JSON output
+  libfuse3-dev fuse3 libssl-dev libmount-dev libcmocka-dev libjson-c-dev
+  # sanitizers and fuzzing (clang's libFuzzer and ASan runtimes)
+  clang llvm libclang-rt-14-dev valgrind
+  # integration tests: unshare/setpriv/mount, xattr tools, python, procps, sandbox
+  util-linux mount attr python3 python3-pytest procps psmisc bubblewrap libseccomp-dev
+  # bench chart
+  gnuplot-nox
+)
+
+need=()
+for p in "${pkgs[@]}"; do
+  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q 'install ok installed' || need+=("$p")
+done
+# Node.js (for the MCP end-to-end test): keep a newer one if the machine has it.
+command -v node >/dev/null 2>&1 || need+=(nodejs)
+command -v npm >/dev/null 2>&1 || need+=(npm)
+
+if [ ${#need[@]} -gt 0 ]; then
+  export DEBIAN_FRONTEND=noninteractive
+  apt-get update -qq
+  apt-get install -y -qq --no-install-recommends "${need[@]}"
+fi

@@ -1,0 +1,73 @@
+#!/usr/bin/env bash
+# The test command: installs what a fresh Debian 12 machine lacks, then builds snapfs twice
+# (a normal build and an ASan+UBSan build) and runs every test against each build:
+# the cmocka unit suites and the integration tests on real mounts in a private mount namespace.
+# Exits non-zero when anything fails. Last line: "total: N passed, N failed".
+set -euo pipefail
+cd "$(dirname "$0")/.."
+top=$PWD
+
+if [ "$(id -u)" -ne 0 ]; then
+  echo "scripts/test.sh: run as root (it installs packages and mounts in a private namespace)" >&2
+  exit 2
+fi
+scripts/deps.sh
+
+export ASAN_OPTIONS=detect_leaks=1:abort_on_error=0:exitcode=86
+export UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1:exitcode=87
+
+passed=0
+failed=0
+count() { # $1 = passed, $2 = failed
+  passed=$((passed + $1)); failed=$((failed + $2))
+}
+
+run_build() {
+  local name=$1; shift
+  local dir="$top/build-test-$name"
+  echo "== build: $name ($*)"
+  rm -rf "$dir"
+  meson setup "$dir" "$@" >/dev/null
+  ninja -C "$dir" >/dev/null
+
+  echo "== unit tests: $name"
+  local out rc=0
+  out=$(meson test -C "$dir" --suite unit --print-errorlogs 2>&1) || rc=$?
+  printf '%s\n' "$out" | grep -E '^ *[0-9]+/[0-9]+ |^(Ok|Fail|Timeout):'
+  local ok bad
+  ok=$(printf '%s\n' "$out" | grep -oE '[0-9]+ subtests passed' | awk '{s+=$1} END {print s+0}')
+  bad=$(printf '%s\n' "$out" | grep -E '^ *[0-9]+/[0-9]+ ' | grep -cvE ' OK ' || true)
+  [ "$rc" -eq 0 ] || { [ "$bad" -gt 0 ] || bad=1; printf '%s\n' "$out" | tail -40; }
+  count "$ok" "$bad"
+
+  echo "== integration tests: $name"
+  rc=0
+  local xml="$dir/pytest.xml"
+  # A private mount namespace: a failing test can never leak a mount into the host.
+  SNAPFS_BUILD="$dir" unshare -m --propagation private -- \
+    /usr/bin/python3 -m pytest -q -p no:cacheprovider --junitxml="$xml" tests/integration || rc=$?
+  local counts
+  counts=$(/usr/bin/python3 - "$xml" <<'PY'
+import sys, xml.etree.ElementTree as ET
+try:
+    root = ET.parse(sys.argv[1]).getroot()
+except Exception:
+    print(0, 1); sys.exit()
+suites = [root] if root.tag == "testsuite" else list(root)
+t = sum(int(s.get("tests", 0)) for s in suites)
+f = sum(int(s.get("failures", 0)) + int(s.get("errors", 0)) for s in suites)
+sk = sum(int(s.get("skipped", 0)) for s in suites)
+# A skipped test is not a passed test: count it as failed so it cannot hide.
+print(t - f - sk, f + sk if t else 1)
+PY
+)
+  # shellcheck disable=SC2086
+  count $counts
+  [ "$rc" -eq 0 ] || { [ "${counts#* }" != 0 ] || count 0 1; }
+}
+
+run_build normal -Dbuildtype=debugoptimized
+run_build sanitize -Dbuildtype=debug -Db_sanitize=address,undefined -Db_lundef=false
+
+echo "total: $passed passed, $failed failed"
+[ "$failed" -eq 0 ]

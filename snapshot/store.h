@@ -1,0 +1,99 @@
+/* SPDX-License-Identifier: MIT */
+/* In-memory content-addressed store: objects named by their SHA-256, stored once, refcounted,
+ * each with an inode number that is handed out monotonically and never reused.
+ *
+ * Thread-safe: every function may be called from any thread. An object's public fields are
+ * immutable once it is returned, except priv, which belongs to the caller. */
+#pragma once
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <time.h>
+
+#include "digest.h"
+
+struct snap_store;
+
+struct snap_store_config {
+        uint64_t max_object_size; /* one object larger than this: -EFBIG */
+        uint64_t max_bytes;       /* objects + reservations past this: -ENOSPC */
+        uint64_t max_objects;     /* live objects past this: -ENOSPC */
+        uint64_t first_ino;       /* first inode number handed out (0 means 1) */
+};
+
+struct snap_object {
+        struct snap_digest digest;
+        uint64_t ino;
+        uint64_t size;
+        const uint8_t *data;      /* size bytes; never NULL, even when size is 0 */
+        uint32_t publisher_uid;
+        struct timespec created;  /* CLOCK_REALTIME when the object was stored */
+        void *priv;               /* the caller's; the store never reads or writes it */
+        /* private to the store */
+        struct snap_object *next_hash;
+        uint32_t refs;
+        bool indexed;
+};
+
+struct snap_put {
+        const void *data;                 /* len bytes of content */
+        size_t len;
+        void *owned;                      /* if set (== data, from malloc): the store takes this
+                                             buffer when it stores a new object */
+        const struct snap_digest *digest; /* digest of data if the caller already has it (it is
+                                             trusted), else NULL and the store computes it */
+        uint64_t ino;                     /* inode number from snap_store_alloc_ino(), or 0 */
+        uint64_t reserved;                /* bytes of an earlier snap_store_reserve() that the
+                                             new object takes over */
+        uint32_t publisher_uid;
+};
+
+struct snap_store_stats {
+        uint64_t bytes;    /* content bytes of live objects */
+        uint64_t reserved; /* bytes reserved and not yet taken over */
+        uint64_t objects;  /* live objects (indexed or detached but still referenced) */
+        uint64_t indexed;  /* objects a digest lookup finds */
+        uint64_t next_ino;
+};
+
+/* 0 and a new empty store, or -EINVAL (a zero limit) / -ENOMEM. */
+int snap_store_new(const struct snap_store_config *cfg, struct snap_store **out);
+/* Frees the store and every object still in it, referenced or not. */
+void snap_store_free(struct snap_store *s);
+
+/* Next inode number: strictly greater than every number handed out before. */
+uint64_t snap_store_alloc_ino(struct snap_store *s);
+
+/* Reserve bytes against max_bytes (for content still being written): 0, or -ENOSPC. */
+int snap_store_reserve(struct snap_store *s, uint64_t bytes);
+void snap_store_unreserve(struct snap_store *s, uint64_t bytes);
+
+/* Store content. Returns 0 for a new object (the caller holds one reference; p->owned and
+ * p->reserved are taken over), 1 when the same content is already indexed (a reference to that
+ * object is taken; nothing of p is taken over), or -EFBIG (len > max_object_size), -ENOSPC
+ * (bytes or object count used up), -ENOMEM. *out is set only on 0 and 1. */
+int snap_store_put(struct snap_store *s, const struct snap_put *p, struct snap_object **out);
+
+/* Shorthand: copy len bytes of data into a new or existing object. */
+int snap_store_put_bytes(struct snap_store *s, const void *data, size_t len,
+                         struct snap_object **out);
+
+/* The indexed object with this digest, with a reference taken, or NULL. O(1). */
+struct snap_object *snap_store_lookup(struct snap_store *s, const struct snap_digest *d);
+
+void snap_store_ref(struct snap_store *s, struct snap_object *o);
+/* Drops a reference; the last one frees the content and lowers the counters. */
+void snap_store_release(struct snap_store *s, struct snap_object *o);
+
+/* Takes the object out of the index: lookups no longer find it and a later put of the same
+ * content makes a new object with a new inode number. The content lives until the last
+ * release. 0, or -ENOENT when it was not indexed. */
+int snap_store_detach(struct snap_store *s, struct snap_object *o);
+
+/* Calls fn for every indexed object, under the store's lock (fn must not call the store).
+ * Stops early and returns fn's value when fn returns non-zero; else returns 0. */
+int snap_store_foreach(struct snap_store *s, int (*fn)(const struct snap_object *o, void *ctx),
+                       void *ctx);
+
+void snap_store_get_stats(struct snap_store *s, struct snap_store_stats *st);
