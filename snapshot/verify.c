@@ -1,0 +1,254 @@
+/* SPDX-License-Identifier: MIT */
+#include "verify.h"
+
+#include <errno.h>
+#include <inttypes.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/sysmacros.h>
+#include <unistd.h>
+
+#include "digest.h"
+#include "util.h"
+#include "verify-internal.h"
+
+/* Enough for SHA-NI to run at full speed, small enough to stay below malloc's mmap threshold. */
+#define VERIFY_CHUNK (64u * 1024)
+
+const char *snap_verify_finding_name(enum snap_verify_finding f)
+{
+        switch (f) {
+        case SNAP_VERIFY_OK:
+                return "ok";
+        case SNAP_VERIFY_IO:
+                return "io";
+        case SNAP_VERIFY_NOT_REGULAR:
+                return "not-regular";
+        case SNAP_VERIFY_MODE:
+                return "mode";
+        case SNAP_VERIFY_TOO_BIG:
+                return "too-big";
+        case SNAP_VERIFY_IDENTITY:
+                return "identity";
+        case SNAP_VERIFY_DIGEST:
+                return "digest-mismatch";
+        case SNAP_VERIFY_CHANGED:
+                return "changed";
+        }
+        return "unknown";
+}
+
+/* Records the finding and its one-line message; returns r so callers can `return report(...)`. */
+__attribute__((format(printf, 4, 5)))
+static int report(struct snap_verify_result *res, enum snap_verify_finding f, int r,
+                  const char *fmt, ...)
+{
+        va_list ap;
+
+        if (!res)
+                return r;
+        res->finding = f;
+        va_start(ap, fmt);
+        vsnprintf(res->message, sizeof(res->message), fmt, ap);
+        va_end(ap);
+        return r;
+}
+
+static int report_io(struct snap_verify_result *res, const char *what, int r)
+{
+        return report(res, SNAP_VERIFY_IO, r, "%s failed: %s", what,
+                      strerrordesc_np(-r) ?: "unknown error");
+}
+
+static int fstat_retry(int fd, struct stat *st)
+{
+        /* fstat on a FUSE file goes to the daemon and can be interrupted by a signal. */
+        while (fstat(fd, st) < 0)
+                if (errno != EINTR)
+                        return negative_errno();
+        return 0;
+}
+
+static bool same_time(const struct timespec *a, const struct timespec *b)
+{
+        return a->tv_sec == b->tv_sec && a->tv_nsec == b->tv_nsec;
+}
+
+const char *snap_stat_changed(const struct stat *before, const struct stat *after)
+{
+        if (before->st_dev != after->st_dev)
+                return "dev";
+        if (before->st_ino != after->st_ino)
+                return "ino";
+        if (before->st_mode != after->st_mode)
+                return "mode";
+        if (before->st_nlink != after->st_nlink)
+                return "nlink";
+        if (before->st_uid != after->st_uid)
+                return "uid";
+        if (before->st_gid != after->st_gid)
+                return "gid";
+        if (before->st_size != after->st_size)
+                return "size";
+        /* Any write moves mtime, a chmod/chown/link moves ctime; nanoseconds included so two
+         * changes within one second are not mistaken for none. */
+        if (!same_time(&before->st_mtim, &after->st_mtim))
+                return "mtime";
+        if (!same_time(&before->st_ctim, &after->st_ctim))
+                return "ctime";
+        return NULL;
+}
+
+/* Step 2 of "Reading and verifying": what fstat alone can refuse, before a byte is read. */
+static int check_metadata(const struct stat *st, const struct snap_binding *b, uint64_t limit,
+                          struct snap_verify_result *res)
+{
+        uint64_t size = (uint64_t)st->st_size;
+
+        if (S_ISDIR(st->st_mode))
+                return report(res, SNAP_VERIFY_NOT_REGULAR, -EISDIR,
+                              "not a regular file: a directory");
+        /* A FIFO or device could block the reader or never end: never read one. */
+        if (!S_ISREG(st->st_mode))
+                return report(res, SNAP_VERIFY_NOT_REGULAR, -EINVAL,
+                              "not a regular file: file type %06o", (unsigned)(st->st_mode & S_IFMT));
+        /* A snapshot has no permission bits at all: a mode-000 file whose owner chmod'ed it
+         * back (the anonymous-file hole) is refused here; setuid, setgid and sticky included. */
+        if ((st->st_mode & 07777) != 0)
+                return report(res, SNAP_VERIFY_MODE, -EPERM, "mode is %04o, must be 0000",
+                              (unsigned)(st->st_mode & 07777));
+        if (size > limit)
+                return report(res, SNAP_VERIFY_TOO_BIG, -EFBIG,
+                              "size %" PRIu64 " exceeds the limit of %" PRIu64 " bytes", size,
+                              limit);
+        if ((uint64_t)st->st_dev != b->dev || (uint64_t)st->st_ino != b->ino || size != b->size)
+                return report(res, SNAP_VERIFY_IDENTITY, -ESTALE,
+                              "identity mismatch: file is dev=%u:%u ino=%" PRIu64
+                              " size=%" PRIu64 ", binding says dev=%u:%u ino=%" PRIu64
+                              " size=%" PRIu64,
+                              major(st->st_dev), minor(st->st_dev), (uint64_t)st->st_ino, size,
+                              major(b->dev), minor(b->dev), b->ino, b->size);
+        return 0;
+}
+
+/* Hashes the content with pread: at most size + 1 bytes (size <= limit, so never past
+ * limit + 1), one byte more than fstat said so that a file grown since is noticed without
+ * reading the growth. *got is the byte count pread returned. */
+static int hash_content(int fd, uint64_t size, struct snap_hasher *h, uint64_t *got)
+{
+        _cleanup_free_ uint8_t *buf = NULL;
+        uint64_t want = size + 1, off = 0;
+        size_t bufsize = want < VERIFY_CHUNK ? (size_t)want : VERIFY_CHUNK;
+        int r;
+
+        buf = malloc(bufsize);
+        if (!buf)
+                return -ENOMEM;
+        while (off < want) {
+                size_t n = want - off < bufsize ? (size_t)(want - off) : bufsize;
+                ssize_t k = pread(fd, buf, n, (off_t)off);
+
+                if (k < 0) {
+                        if (errno == EINTR)
+                                continue;
+                        return negative_errno();
+                }
+                if (k == 0)
+                        break; /* EOF */
+                /* Bytes past size are counted, never hashed: the length check refuses them. */
+                if (off < size) {
+                        uint64_t in = (uint64_t)k < size - off ? (uint64_t)k : size - off;
+                        r = snap_hasher_update(h, buf, (size_t)in);
+                        if (r < 0)
+                                return r;
+                }
+                off += (uint64_t)k;
+        }
+        *got = off;
+        return 0;
+}
+
+int snap_verify_fd_hooked(int fd, const struct snap_binding *b, uint64_t limit,
+                          struct snap_hasher *hasher, struct snap_verify_result *res,
+                          void (*before_read)(int fd, void *ctx), void *ctx)
+{
+        struct snap_hasher *own = NULL;
+        struct snap_digest d;
+        struct stat st, again;
+        const char *field;
+        uint64_t got = 0;
+        int r;
+
+        if (res) {
+                res->finding = SNAP_VERIFY_OK;
+                res->message[0] = '\0';
+        }
+
+        r = fstat_retry(fd, &st);
+        if (r < 0)
+                return report_io(res, "fstat", r);
+        r = check_metadata(&st, b, limit, res);
+        if (r < 0)
+                return r;
+
+        if (before_read)
+                before_read(fd, ctx);
+
+        if (!hasher) {
+                r = snap_hasher_new(&own);
+                if (r < 0)
+                        return report_io(res, "hasher", r);
+                hasher = own;
+        } else {
+                r = snap_hasher_reset(hasher);
+                if (r < 0)
+                        return report_io(res, "hasher", r);
+        }
+        r = hash_content(fd, (uint64_t)st.st_size, hasher, &got);
+        if (r == 0)
+                r = snap_hasher_final(hasher, &d);
+        snap_hasher_free(own);
+        if (r < 0)
+                return report_io(res, "pread", r);
+
+        /* A length other than fstat's: the file was truncated or grew after the first fstat. */
+        if (got > (uint64_t)st.st_size)
+                return report(res, SNAP_VERIFY_CHANGED, -EAGAIN,
+                              "changed during verification: grew past the %" PRIu64
+                              " bytes fstat said", (uint64_t)st.st_size);
+        if (got < (uint64_t)st.st_size)
+                return report(res, SNAP_VERIFY_CHANGED, -EAGAIN,
+                              "changed during verification: read %" PRIu64
+                              " bytes, fstat said %" PRIu64, got, (uint64_t)st.st_size);
+
+        r = fstat_retry(fd, &again);
+        if (r < 0)
+                return report_io(res, "fstat", r);
+        /* Checked before the digest: a write during the read explains a mismatch better than
+         * "digest mismatch" does, and the caller may retry. A rewrite done before the first
+         * fstat leaves both fstat results equal, so only the digest below can catch it. */
+        field = snap_stat_changed(&st, &again);
+        if (field)
+                return report(res, SNAP_VERIFY_CHANGED, -EAGAIN,
+                              "changed during verification: %s differs between the two fstat calls",
+                              field);
+
+        if (!snap_digest_equal(&d, &b->sha256)) {
+                char have[SNAP_DIGEST_HEX_LEN + 1], want[SNAP_DIGEST_HEX_LEN + 1];
+                snap_digest_to_hex(&d, have);
+                snap_digest_to_hex(&b->sha256, want);
+                return report(res, SNAP_VERIFY_DIGEST, -EBADMSG,
+                              "digest mismatch: content hashes to %s, binding says %s", have,
+                              want);
+        }
+        return 0;
+}
+
+int snap_verify_fd(int fd, const struct snap_binding *b, uint64_t limit,
+                   struct snap_hasher *hasher, struct snap_verify_result *res)
+{
+        return snap_verify_fd_hooked(fd, b, limit, hasher, res, NULL, NULL);
+}
