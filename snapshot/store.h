@@ -32,6 +32,7 @@ struct snap_object {
         void *priv;               /* the caller's; the store never reads or writes it */
         /* private to the store */
         struct snap_object *next_hash;
+        struct snap_object **pprev_hash; /* the pointer that points here: O(1) unlinking */
         uint32_t refs;
         bool indexed;
 };
@@ -72,7 +73,8 @@ void snap_store_unreserve(struct snap_store *s, uint64_t bytes);
 /* Store content. Returns 0 for a new object (the caller holds one reference; p->owned and
  * p->reserved are taken over), 1 when the same content is already indexed (a reference to that
  * object is taken; nothing of p is taken over), or -EFBIG (len > max_object_size), -ENOSPC
- * (bytes or object count used up), -ENOMEM. *out is set only on 0 and 1. */
+ * (bytes or object count used up), -ENOMEM, -EINVAL (data NULL with len > 0, or owned set and
+ * not equal to data). Nothing of p is taken over on an error. *out is set only on 0 and 1. */
 int snap_store_put(struct snap_store *s, const struct snap_put *p, struct snap_object **out);
 
 /* Shorthand: copy len bytes of data into a new or existing object. */
