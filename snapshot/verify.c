@@ -114,7 +114,8 @@ static int check_metadata(const struct stat *st, const struct snap_binding *b, u
         /* A FIFO or device could block the reader or never end: never read one. */
         if (!S_ISREG(st->st_mode))
                 return report(res, SNAP_VERIFY_NOT_REGULAR, -EINVAL,
-                              "not a regular file: file type %06o", (unsigned)(st->st_mode & S_IFMT));
+                              "not a regular file: file type %06o",
+                              (unsigned)(st->st_mode & S_IFMT));
         /* A snapshot has no permission bits at all: a mode-000 file whose owner chmod'ed it
          * back (the anonymous-file hole) is refused here; setuid, setgid and sticky included. */
         if ((st->st_mode & 07777) != 0)

@@ -151,11 +151,14 @@ static const struct bad malformed[] = {
         { "embedded NUL in the hex", "sha256=ba7816bf8f01cfea414140de5dae2223\0"
           "00361a396177a9cb410ff61f20015ad size=3 dev=0:52 ino=7", sizeof(GOOD) - 1 },
         { "embedded NUL after size", "sha256=" HEX " size=3\0dev=0:52 ino=7", sizeof(GOOD) - 1 },
-        { "uppercase hex", "sha256=BA7816BF8F01CFEA414140DE5DAE2223B00361A396177A9CB410FF61F20015AD"
+        { "uppercase hex",
+          "sha256=BA7816BF8F01CFEA414140DE5DAE2223B00361A396177A9CB410FF61F20015AD"
           " size=3 dev=0:52 ino=7", 0 },
-        { "one uppercase hex digit", "sha256=bA7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad"
+        { "one uppercase hex digit",
+          "sha256=bA7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad"
           " size=3 dev=0:52 ino=7", 0 },
-        { "63 hex characters", "sha256=a7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad"
+        { "63 hex characters",
+          "sha256=a7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad"
           " size=3 dev=0:52 ino=7", 0 },
         { "65 hex characters", "sha256=0" HEX " size=3 dev=0:52 ino=7", 0 },
         { "0x prefix on hex", "sha256=0x" HEX " size=3 dev=0:52 ino=7", 0 },

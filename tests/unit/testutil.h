@@ -24,7 +24,8 @@ static inline int tu_dir_make(struct tu_dir *d)
 
         if (!tmp || !*tmp)
                 tmp = "/tmp";
-        if (snprintf(d->path, sizeof(d->path), "%s/snapfs-unit-XXXXXX", tmp) >= (int)sizeof(d->path))
+        if (snprintf(d->path, sizeof(d->path), "%s/snapfs-unit-XXXXXX", tmp) >=
+            (int)sizeof(d->path))
                 return -1;
         return mkdtemp(d->path) ? 0 : -1;
 }
