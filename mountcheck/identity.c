@@ -54,8 +54,10 @@ int mc_open_path_walk(const char *path, int *fd_out)
 
 int mc_open_path(const char *path, int *fd_out)
 {
+        /* No O_NOFOLLOW: with O_PATH it would hand back a trailing symlink itself instead of
+         * letting RESOLVE_NO_SYMLINKS refuse it (and O_DIRECTORY would then say ENOTDIR). */
         struct mc_kopen_how how = {
-                .flags = O_PATH | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC,
+                .flags = O_PATH | O_DIRECTORY | O_CLOEXEC,
                 .resolve = MC_RESOLVE_NO_SYMLINKS | MC_RESOLVE_NO_MAGICLINKS,
         };
         long fd;
