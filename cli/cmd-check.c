@@ -92,6 +92,14 @@ static const struct option check_options[] = {
         { NULL, 0, NULL, 0 },
 };
 
+static const char *option_name(int val)
+{
+        for (const struct option *o = check_options; o->name; o++)
+                if (o->val == val)
+                        return o->name;
+        return "?";
+}
+
 /* Policy keys, in the order the options were given; the preset is applied before them all. */
 struct setting {
         const char *option; /* as the user typed it, for error messages */
@@ -182,7 +190,7 @@ int cli_cmd_check(int argc, char **argv)
                         return 2;
                 }
                 settings[n_settings++] = (struct setting){
-                        .option = check_options[c - OPT_PRESET].name,
+                        .option = option_name(c),
                         .key = key,
                         .value = optarg,
                 };
