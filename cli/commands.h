@@ -9,5 +9,8 @@ struct cli_command {
         int (*run)(int argc, char **argv); /* argv[0] is the subcommand name */
 };
 
+/* snapfs check: mount compliance (cmd-check.c). */
+int cli_cmd_check(int argc, char **argv);
+
 /* The table, NULL-name terminated. */
 extern const struct cli_command cli_commands[];

@@ -7,6 +7,7 @@
 #include "config.h"
 
 const struct cli_command cli_commands[] = {
+        { "check", "judge whether the mount at a path is compliant", cli_cmd_check },
         { NULL, NULL, NULL },
 };
 

@@ -1,0 +1,240 @@
+/* SPDX-License-Identifier: MIT */
+/* snapfs check: is the mount at PATH compliant? Prints every finding; exit 0/1/2. */
+#include <errno.h>
+#include <getopt.h>
+#include <json-c/json.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "commands.h"
+#include "mountcheck.h"
+#include "util.h"
+
+static void check_usage(FILE *f)
+{
+        fprintf(f,
+                "Usage: snapfs check [--preset snapfs|tmpfs] [POLICY OPTIONS]\n"
+                "                    [--backend auto|statmount|mountinfo] [--json] PATH\n"
+                "\n"
+                "Judges the mount that PATH really reaches - through a descriptor opened without\n"
+                "following any symlink, by mount id, never by the text of the mount table - and\n"
+                "lists every reason it is not compliant.\n"
+                "\n"
+                "Policy (a preset, then overrides in the order given):\n"
+                "  --preset NAME      snapfs (default): type fuse.snapfs; nosuid,nodev,noexec;\n"
+                "                     private propagation; mounted by --owner (default: your uid).\n"
+                "                     tmpfs: type tmpfs; rw,nosuid,nodev,noexec; private;\n"
+                "                     root mode 1777; size limit at most 1M.\n"
+                "                     Both: PATH canonical with no symlink, the root of exactly\n"
+                "                     one mount (nothing beneath, on top or below), its root /,\n"
+                "                     not idmapped.\n"
+                "  --fstype TYPE      exact filesystem type as mountinfo spells it\n"
+                "                     (\"fuse.snapfs\", \"tmpfs\"), or \"any\"\n"
+                "  --require OPT,...  options the mount must carry; replaces the preset's list\n"
+                "                     (\"\" requires none). OPT: ro rw nosuid nodev noexec\n"
+                "                     noatime nodiratime nosymfollow\n"
+                "  --forbid OPT,...   options the mount must not carry; replaces the list\n"
+                "  --ro               require a read-only mount (and stop requiring rw)\n"
+                "  --mode OCTAL       permission bits the mount root must have (1777), or \"any\"\n"
+                "  --max-size SIZE    largest allowed size= limit, N with optional K, M or G\n"
+                "                     (binary units), or \"any\"\n"
+                "  --owner UID        uid that must have mounted the FUSE filesystem (its\n"
+                "                     user_id= option), or \"any\"\n"
+                "  --no-probe         skip the liveness probe: one FUSE GETATTR on the mount\n"
+                "                     root that reveals a dead daemon (transport-not-connected).\n"
+                "                     Without the probe the check sends no FUSE request at all.\n"
+                "\n"
+                "Output:\n"
+                "  --backend NAME     auto (default: statmount, or mountinfo where the kernel\n"
+                "                     lacks it), statmount (statx + statmount/listmount), or\n"
+                "                     mountinfo (/proc/self/mountinfo through libmount)\n"
+                "  --json             print one JSON object: compliant, path, backend,\n"
+                "                     mount_id, mount_id_unique, findings [{code, message}],\n"
+                "                     findings_dropped\n"
+                "  -h, --help         show this help\n"
+                "\n"
+                "Exit status: 0 compliant (nothing printed without --json); 1 not compliant,\n"
+                "one \"code: message\" line per finding; 2 usage or system error.\n"
+                "\n"
+                "Finding codes:");
+        for (int c = 0; c < MC_CODE_COUNT; c++)
+                fprintf(f, "%s%s", c % 4 == 0 ? "\n  " : " ", mc_code_name((enum mc_code)c));
+        fprintf(f, "\n");
+}
+
+enum {
+        OPT_PRESET = 0x100,
+        OPT_FSTYPE,
+        OPT_REQUIRE,
+        OPT_FORBID,
+        OPT_RO,
+        OPT_MODE,
+        OPT_MAX_SIZE,
+        OPT_OWNER,
+        OPT_NO_PROBE,
+        OPT_BACKEND,
+        OPT_JSON,
+};
+
+static const struct option check_options[] = {
+        { "preset", required_argument, NULL, OPT_PRESET },
+        { "fstype", required_argument, NULL, OPT_FSTYPE },
+        { "require", required_argument, NULL, OPT_REQUIRE },
+        { "forbid", required_argument, NULL, OPT_FORBID },
+        { "ro", no_argument, NULL, OPT_RO },
+        { "mode", required_argument, NULL, OPT_MODE },
+        { "max-size", required_argument, NULL, OPT_MAX_SIZE },
+        { "owner", required_argument, NULL, OPT_OWNER },
+        { "no-probe", no_argument, NULL, OPT_NO_PROBE },
+        { "backend", required_argument, NULL, OPT_BACKEND },
+        { "json", no_argument, NULL, OPT_JSON },
+        { "help", no_argument, NULL, 'h' },
+        { NULL, 0, NULL, 0 },
+};
+
+static const char *option_name(int val)
+{
+        for (const struct option *o = check_options; o->name; o++)
+                if (o->val == val)
+                        return o->name;
+        return "?";
+}
+
+/* Policy keys, in the order the options were given; the preset is applied before them all. */
+struct setting {
+        const char *option; /* as the user typed it, for error messages */
+        const char *key;
+        const char *value;
+};
+
+static int print_json(const char *path, const struct mc_verdict *v)
+{
+        json_object *root = json_object_new_object(), *list = json_object_new_array();
+        int r = 0;
+
+        if (!root || !list) {
+                json_object_put(root);
+                json_object_put(list);
+                return -ENOMEM;
+        }
+        json_object_object_add(root, "compliant", json_object_new_boolean(v->compliant));
+        json_object_object_add(root, "path", json_object_new_string(path));
+        json_object_object_add(root, "backend", json_object_new_string(mc_backend_name(v->backend)));
+        json_object_object_add(root, "mount_id",
+                               v->has_mount_id ? json_object_new_uint64(v->mount_id) : NULL);
+        json_object_object_add(root, "mount_id_unique", json_object_new_boolean(v->mount_id_unique));
+        for (size_t i = 0; i < v->n_findings; i++) {
+                json_object *f = json_object_new_object();
+                if (!f) {
+                        r = -ENOMEM;
+                        break;
+                }
+                json_object_object_add(f, "code",
+                                       json_object_new_string(mc_code_name(v->findings[i].code)));
+                json_object_object_add(f, "message", json_object_new_string(v->findings[i].message));
+                json_object_array_add(list, f);
+        }
+        json_object_object_add(root, "findings", list);
+        json_object_object_add(root, "findings_dropped", json_object_new_uint64(v->n_dropped));
+        if (r == 0)
+                printf("%s\n", json_object_to_json_string_ext(root, JSON_C_TO_STRING_PRETTY |
+                                                                  JSON_C_TO_STRING_NOSLASHESCAPE));
+        json_object_put(root);
+        return r;
+}
+
+int cli_cmd_check(int argc, char **argv)
+{
+        struct setting settings[64];
+        size_t n_settings = 0;
+        const char *preset = "snapfs", *path;
+        enum mc_backend backend = MC_BACKEND_AUTO;
+        struct mc_policy pol;
+        struct mc_verdict v;
+        bool json = false;
+        int c, r;
+
+        optind = 1;
+        while ((c = getopt_long(argc, argv, "h", check_options, NULL)) != -1) {
+                const char *key = NULL;
+                switch (c) {
+                case 'h':
+                        check_usage(stdout);
+                        return 0;
+                case OPT_PRESET:
+                        preset = optarg;
+                        continue;
+                case OPT_BACKEND:
+                        if (mc_backend_from_name(optarg, &backend) < 0) {
+                                fprintf(stderr, "snapfs check: invalid value for --backend: '%s'\n", optarg);
+                                return 2;
+                        }
+                        continue;
+                case OPT_JSON:
+                        json = true;
+                        continue;
+                case OPT_FSTYPE: key = "fstype"; break;
+                case OPT_REQUIRE: key = "require"; break;
+                case OPT_FORBID: key = "forbid"; break;
+                case OPT_RO: key = "ro"; break;
+                case OPT_MODE: key = "mode"; break;
+                case OPT_MAX_SIZE: key = "max-size"; break;
+                case OPT_OWNER: key = "owner"; break;
+                case OPT_NO_PROBE: key = "probe"; optarg = (char *)"no"; break;
+                default:
+                        check_usage(stderr);
+                        return 2;
+                }
+                if (n_settings == ARRAY_SIZE(settings)) {
+                        fprintf(stderr, "snapfs check: too many policy options\n");
+                        return 2;
+                }
+                settings[n_settings++] = (struct setting){
+                        .option = option_name(c),
+                        .key = key,
+                        .value = optarg,
+                };
+        }
+        if (optind != argc - 1) {
+                fprintf(stderr, "snapfs check: expected exactly one PATH\n");
+                check_usage(stderr);
+                return 2;
+        }
+        path = argv[optind];
+
+        if (mc_policy_preset(&pol, preset) < 0) {
+                fprintf(stderr, "snapfs check: invalid value for --preset: '%s'\n", preset);
+                return 2;
+        }
+        for (size_t i = 0; i < n_settings; i++) {
+                r = mc_policy_set(&pol, settings[i].key, settings[i].value);
+                if (r < 0) {
+                        fprintf(stderr, "snapfs check: invalid value for --%s: '%s'\n",
+                                settings[i].option, settings[i].value ? settings[i].value : "");
+                        return 2;
+                }
+        }
+
+        r = mc_check_path(path, &pol, backend, &v, NULL);
+        if (r < 0) {
+                fprintf(stderr, "snapfs check: %s: %s\n", path, strerror(-r));
+                return 2;
+        }
+        if (json) {
+                r = print_json(path, &v);
+                if (r < 0) {
+                        fprintf(stderr, "snapfs check: %s\n", strerror(-r));
+                        return 2;
+                }
+        } else {
+                for (size_t i = 0; i < v.n_findings; i++)
+                        printf("%s: %s\n", mc_code_name(v.findings[i].code), v.findings[i].message);
+                if (v.n_dropped)
+                        fprintf(stderr, "snapfs check: %zu more findings not listed\n", v.n_dropped);
+        }
+        if (fflush(stdout) != 0) {
+                fprintf(stderr, "snapfs check: writing output: %s\n", strerror(errno));
+                return 2;
+        }
+        return v.compliant ? 0 : 1;
+}

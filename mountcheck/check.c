@@ -1,0 +1,161 @@
+/* SPDX-License-Identifier: MIT */
+/* Orchestration: pin, identify, gather, probe, re-check, judge. The decision itself is
+ * mc_judge(); this file only gathers the facts it needs. */
+#include <errno.h>
+#include <string.h>
+
+#include "backend.h"
+#include "check.h"
+#include "identity.h"
+#include "record.h"
+#include "util.h"
+
+static void setp(struct mc_mount_set *set)
+{
+        mc_mount_set_free(set);
+}
+
+/* The id a client will compare with: unique when the kernel has it. Reusable ids can be
+ * handed to a new mount once the old one is gone; unique ids never are. */
+static uint64_t best_id(const struct mc_identity *id, bool *unique)
+{
+        *unique = id->has_unique;
+        return id->has_unique ? id->unique_id : id->old_id;
+}
+
+/* Re-open the path the same way and ask where it lands now. A mount slid on top, beneath or
+ * over an ancestor between our open and our reading of the table would otherwise judge a
+ * stack that no longer exists. */
+static int reached_same_mount(const char *path, const struct mc_identity *first, bool *same)
+{
+        _cleanup_close_ int fd = -1;
+        struct mc_identity now;
+        bool u1, u2;
+        int r;
+
+        r = mc_open_path(path, &fd);
+        if (r < 0) {
+                *same = false;
+                return 0;
+        }
+        r = mc_fd_identity(fd, &now);
+        if (r < 0)
+                return r;
+        *same = best_id(&now, &u2) == best_id(first, &u1) && u1 == u2 &&
+                now.mount_root == first->mount_root;
+        return 0;
+}
+
+int mc_check_path_with(const char *path, const struct mc_policy *pol,
+                       const struct mc_backend_ops *ops, struct mc_verdict *v, int *pinned_fd_out)
+{
+        _cleanup_close_ int fd = -1;
+        _cleanup_(setp) struct mc_mount_set set = { 0 };
+        struct mc_facts f = { .path = path };
+        struct mc_query q = { .path = path };
+        struct mc_identity id;
+        const struct mc_mount *t;
+        bool same;
+        int r;
+
+        if (pinned_fd_out)
+                *pinned_fd_out = -1;
+        if (!path || !pol || !ops || !ops->collect || !v)
+                return -EINVAL;
+        mc_verdict_init(v);
+        v->backend = ops->kind;
+
+        if (!mc_path_is_canonical(path))
+                goto judge;
+
+        r = mc_open_path(path, &fd);
+        if (r == -ELOOP) {
+                f.open_error = r;
+                goto judge;
+        }
+        if (r == -ENOENT || r == -ENOTDIR) {
+                /* Unreachable: an over-mounted ancestor hides a mount still recorded at the
+                 * path. Without one, a missing path is the caller's error, not a verdict. */
+                q.want = MC_WANT_AT_PATH;
+                int c = ops->collect(&q, &set);
+                if (c < 0)
+                        return c;
+                if (set.n == 0)
+                        return r;
+                f.open_error = r;
+                goto judge;
+        }
+        if (r < 0)
+                return r;
+
+        r = mc_fd_identity(fd, &id);
+        if (r < 0)
+                return r;
+        if (ops->id_unique ? !id.has_unique : !id.has_old)
+                return -EOPNOTSUPP;
+        v->mount_id = best_id(&id, &v->mount_id_unique);
+        v->has_mount_id = true;
+        f.mount_id = ops->id_unique ? id.unique_id : id.old_id;
+        f.mount_root = id.mount_root;
+        f.root_mode = id.mode & 07777;
+
+        q.has_target = true;
+        q.target_id = f.mount_id;
+        q.want = id.mount_root ? MC_WANT_TARGET | MC_WANT_PARENT | MC_WANT_CHILDREN
+                               : MC_WANT_TARGET | MC_WANT_AT_PATH;
+        r = ops->collect(&q, &set);
+        if (r < 0)
+                return r;
+        t = mc_mount_set_find(&set, f.mount_id);
+        if (id.mount_root && (!t || !t->mount_point || strcmp(t->mount_point, path) != 0)) {
+                /* A mount root, but not of a mount at this path: look for the one that is. */
+                q.want = MC_WANT_AT_PATH;
+                r = ops->collect(&q, &set);
+                if (r < 0)
+                        return r;
+        }
+
+        if (pol->probe_transport) {
+                r = mc_probe_transport(fd);
+                if (r == -ENOTCONN || r == -ECONNABORTED)
+                        f.transport_dead = true;
+                else if (r < 0)
+                        return r;
+        }
+
+        r = reached_same_mount(path, &id, &same);
+        if (r < 0)
+                return r;
+        f.changed = !same;
+
+judge:
+        f.mounts = set.v;
+        f.n_mounts = set.n;
+        mc_judge(&f, pol, v);
+        if (v->compliant && pinned_fd_out)
+                *pinned_fd_out = TAKE_FD(fd);
+        return 0;
+}
+
+int mc_check_path(const char *path, const struct mc_policy *pol, enum mc_backend backend,
+                  struct mc_verdict *out, int *pinned_fd_out)
+{
+        int r;
+
+        switch (backend) {
+        case MC_BACKEND_STATMOUNT:
+                return mc_check_path_with(path, pol, &mc_backend_statmount, out, pinned_fd_out);
+        case MC_BACKEND_MOUNTINFO:
+                return mc_check_path_with(path, pol, &mc_backend_mountinfo, out, pinned_fd_out);
+        case MC_BACKEND_AUTO:
+                r = mc_check_path_with(path, pol, &mc_backend_statmount, out, pinned_fd_out);
+                if (r == -ENOSYS || r == -EOPNOTSUPP)
+                        r = mc_check_path_with(path, pol, &mc_backend_mountinfo, out, pinned_fd_out);
+                return r;
+        }
+        if (pinned_fd_out)
+                *pinned_fd_out = -1;
+        if (out)
+                mc_verdict_init(out);
+        return -EINVAL;
+}

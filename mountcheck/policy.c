@@ -1,0 +1,251 @@
+/* SPDX-License-Identifier: MIT */
+#include <errno.h>
+#include <limits.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "policy.h"
+
+static const struct {
+        uint32_t bit;
+        const char *name;
+} option_names[] = {
+        { MC_OPT_RO, "ro" },
+        { MC_OPT_RW, "rw" },
+        { MC_OPT_NOSUID, "nosuid" },
+        { MC_OPT_NODEV, "nodev" },
+        { MC_OPT_NOEXEC, "noexec" },
+        { MC_OPT_NOATIME, "noatime" },
+        { MC_OPT_NODIRATIME, "nodiratime" },
+        { MC_OPT_NOSYMFOLLOW, "nosymfollow" },
+};
+
+const char *mc_option_name(uint32_t bit)
+{
+        for (size_t i = 0; i < sizeof(option_names) / sizeof(option_names[0]); i++)
+                if (option_names[i].bit == bit)
+                        return option_names[i].name;
+        return NULL;
+}
+
+int mc_parse_options(const char *s, uint32_t *bits)
+{
+        uint32_t out = 0;
+
+        if (!s || !bits)
+                return -EINVAL;
+        if (*s == '\0') {
+                *bits = 0;
+                return 0;
+        }
+        for (;;) {
+                size_t len = strcspn(s, ",");
+                bool found = false;
+
+                for (size_t i = 0; i < sizeof(option_names) / sizeof(option_names[0]); i++)
+                        if (strlen(option_names[i].name) == len &&
+                            strncmp(option_names[i].name, s, len) == 0) {
+                                out |= option_names[i].bit;
+                                found = true;
+                        }
+                if (!found) /* also catches an empty item: "a,,b" or a trailing comma */
+                        return -EINVAL;
+                if (s[len] == '\0')
+                        break;
+                s += len + 1;
+        }
+        *bits = out;
+        return 0;
+}
+
+int mc_parse_size(const char *s, uint64_t *bytes)
+{
+        uint64_t v = 0;
+        unsigned shift = 0;
+        const char *p = s;
+
+        if (!s || !bytes || *s < '0' || *s > '9')
+                return -EINVAL; /* no sign, no space, no empty string */
+        for (; *p >= '0' && *p <= '9'; p++) {
+                unsigned d = (unsigned)(*p - '0');
+                if (v > (UINT64_MAX - d) / 10)
+                        return -EINVAL;
+                v = v * 10 + d;
+        }
+        switch (*p) {
+        case '\0':
+                break;
+        case 'k': case 'K':
+                shift = 10;
+                break;
+        case 'm': case 'M':
+                shift = 20;
+                break;
+        case 'g': case 'G':
+                shift = 30;
+                break;
+        default:
+                return -EINVAL;
+        }
+        if (*p != '\0' && p[1] != '\0')
+                return -EINVAL;
+        if (shift && v > (UINT64_MAX >> shift))
+                return -EINVAL;
+        *bytes = v << shift;
+        return 0;
+}
+
+static int parse_uint(const char *s, uint64_t max, unsigned base, uint64_t *out)
+{
+        uint64_t v = 0;
+
+        if (!s || *s == '\0')
+                return -EINVAL;
+        for (const char *p = s; *p; p++) {
+                unsigned d;
+                if (*p < '0' || *p > '9')
+                        return -EINVAL;
+                d = (unsigned)(*p - '0');
+                if (d >= base || v > (max - d) / base)
+                        return -EINVAL;
+                v = v * base + d;
+        }
+        *out = v;
+        return 0;
+}
+
+static bool is_any(const char *v)
+{
+        return strcmp(v, "any") == 0;
+}
+
+static int set_fstype(struct mc_policy *pol, const char *v)
+{
+        size_t len = strlen(v);
+
+        if (is_any(v)) {
+                pol->fstype[0] = '\0';
+                return 0;
+        }
+        if (len == 0 || len >= sizeof(pol->fstype))
+                return -EINVAL;
+        /* mountinfo separates fields with spaces and options with commas: a type containing
+         * either (or a control byte) can never match what the kernel reports. */
+        for (const char *p = v; *p; p++)
+                if ((unsigned char)*p <= ' ' || *p == ',' || *p == 0x7f)
+                        return -EINVAL;
+        memcpy(pol->fstype, v, len + 1);
+        return 0;
+}
+
+int mc_policy_preset(struct mc_policy *pol, const char *name)
+{
+        struct mc_policy p = { 0 };
+
+        if (!pol || !name)
+                return -EINVAL;
+        if (strcmp(name, "snapfs") == 0) {
+                strcpy(p.fstype, "fuse.snapfs");
+                p.require = MC_OPT_NOSUID | MC_OPT_NODEV | MC_OPT_NOEXEC;
+                p.require_private = true;
+                p.check_owner = true;
+                p.owner = (uint32_t)getuid();
+        } else if (strcmp(name, "tmpfs") == 0) {
+                strcpy(p.fstype, "tmpfs");
+                p.require = MC_OPT_RW | MC_OPT_NOSUID | MC_OPT_NODEV | MC_OPT_NOEXEC;
+                p.require_private = true;
+                p.check_mode = true;
+                p.mode = 01777;
+                p.check_size = true;
+                p.max_size = 1ULL << 20;
+        } else
+                return -EINVAL;
+        p.probe_transport = true;
+        *pol = p;
+        return 0;
+}
+
+int mc_policy_set(struct mc_policy *pol, const char *key, const char *value)
+{
+        uint64_t n;
+        uint32_t bits;
+        int r;
+
+        if (!pol || !key)
+                return -EINVAL;
+        if (strcmp(key, "ro") == 0) {
+                pol->require = (pol->require & ~MC_OPT_RW) | MC_OPT_RO;
+                pol->forbid &= ~MC_OPT_RO;
+                return 0;
+        }
+        if (!value)
+                return -EINVAL;
+
+        if (strcmp(key, "preset") == 0)
+                return mc_policy_preset(pol, value);
+        if (strcmp(key, "fstype") == 0)
+                return set_fstype(pol, value);
+        if (strcmp(key, "require") == 0 || strcmp(key, "forbid") == 0) {
+                bool req = key[0] == 'r';
+                r = mc_parse_options(value, &bits);
+                if (r < 0)
+                        return r;
+                /* Requiring and forbidding the same option is a policy nothing can meet. */
+                if (bits & (req ? pol->forbid : pol->require))
+                        return -EINVAL;
+                if ((bits & (MC_OPT_RO | MC_OPT_RW)) == (MC_OPT_RO | MC_OPT_RW) && req)
+                        return -EINVAL;
+                if (req)
+                        pol->require = bits;
+                else
+                        pol->forbid = bits;
+                return 0;
+        }
+        if (strcmp(key, "mode") == 0) {
+                if (is_any(value)) {
+                        pol->check_mode = false;
+                        return 0;
+                }
+                r = parse_uint(value, 07777, 8, &n);
+                if (r < 0)
+                        return r;
+                pol->check_mode = true;
+                pol->mode = (uint32_t)n;
+                return 0;
+        }
+        if (strcmp(key, "max-size") == 0) {
+                if (is_any(value)) {
+                        pol->check_size = false;
+                        return 0;
+                }
+                r = mc_parse_size(value, &n);
+                if (r < 0)
+                        return r;
+                pol->check_size = true;
+                pol->max_size = n;
+                return 0;
+        }
+        if (strcmp(key, "owner") == 0) {
+                if (is_any(value)) {
+                        pol->check_owner = false;
+                        return 0;
+                }
+                /* (uid_t)-1 means "no change" to chown() and never names an owner. */
+                r = parse_uint(value, UINT32_MAX - 1, 10, &n);
+                if (r < 0)
+                        return r;
+                pol->check_owner = true;
+                pol->owner = (uint32_t)n;
+                return 0;
+        }
+        if (strcmp(key, "probe") == 0) {
+                if (strcmp(value, "yes") == 0)
+                        pol->probe_transport = true;
+                else if (strcmp(value, "no") == 0)
+                        pol->probe_transport = false;
+                else
+                        return -EINVAL;
+                return 0;
+        }
+        return -ENOENT;
+}

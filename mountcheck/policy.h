@@ -1,0 +1,78 @@
+/* SPDX-License-Identifier: MIT */
+/* What a compliant mount looks like: presets and per-field overrides. Pure parsing, no I/O
+ * beyond getuid(), so it can be unit-tested and fuzzed. */
+#pragma once
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+/* Per-mount options a policy can require or forbid. RO/RW are the effective state: a mount is
+ * read-only when either its own flag or its superblock says so. */
+enum {
+        MC_OPT_RO = 1U << 0,
+        MC_OPT_RW = 1U << 1,
+        MC_OPT_NOSUID = 1U << 2,
+        MC_OPT_NODEV = 1U << 3,
+        MC_OPT_NOEXEC = 1U << 4,
+        MC_OPT_NOATIME = 1U << 5,
+        MC_OPT_NODIRATIME = 1U << 6,
+        MC_OPT_NOSYMFOLLOW = 1U << 7,
+        MC_OPT_ALL = (1U << 8) - 1,
+};
+/* relatime/strictatime are left out on purpose: statmount reports relatime as 0, the same as
+ * strictatime, so the two backends could not agree on them (and neither matters here). */
+
+#define MC_FSTYPE_MAX 64
+
+struct mc_policy {
+        /* Exact filesystem type as mountinfo spells it ("fuse.snapfs", "tmpfs"); "" = any. */
+        char fstype[MC_FSTYPE_MAX];
+        uint32_t require; /* MC_OPT_* the mount must carry (missing-option) */
+        uint32_t forbid;  /* MC_OPT_* it must not carry (forbidden-option) */
+        /* Refuse shared and slave propagation: a mount event elsewhere must never reach in. */
+        bool require_private;
+        /* The superblock's user_id= (who mounted the FUSE filesystem) must equal owner. */
+        bool check_owner;
+        uint32_t owner;
+        /* The mount root directory's permission bits (07777) must equal mode. */
+        bool check_mode;
+        uint32_t mode;
+        /* The superblock's size= bound (tmpfs) must exist and be at most max_size bytes. */
+        bool check_size;
+        uint64_t max_size;
+        /* Liveness probe: one statx(AT_STATX_FORCE_SYNC) on the mount root, which is a FUSE
+         * round trip (GETATTR); a dead daemon gives transport-not-connected. Everything else
+         * the check does sends no FUSE request. A daemon checking its own mount before its
+         * session loop runs must set this false, or the probe waits forever for INIT. */
+        bool probe_transport;
+};
+
+/* Fills *pol from a named preset: "snapfs" (fuse.snapfs, nosuid,nodev,noexec, private,
+ * owner = the caller's uid) or "tmpfs" (rw,nosuid,nodev,noexec, private, mode 01777,
+ * size <= 1 MiB). Both probe the transport. -EINVAL for an unknown name, pol untouched. */
+int mc_policy_preset(struct mc_policy *pol, const char *name);
+
+/* Overrides one field from text, as the CLI options spell it:
+ *   preset   snapfs|tmpfs          (resets every field)
+ *   fstype   TYPE | any
+ *   require  OPT[,OPT...]         (replaces the required set; "" requires nothing)
+ *   forbid   OPT[,OPT...]         (replaces the forbidden set)
+ *   ro       (value ignored)       (require ro, stop requiring rw)
+ *   mode     octal <= 07777 | any
+ *   max-size N[K|M|G] | any        (binary units)
+ *   owner    UID | any
+ *   probe    yes|no
+ * Returns 0, -EINVAL for a bad value (pol untouched), -ENOENT for an unknown key. */
+int mc_policy_set(struct mc_policy *pol, const char *key, const char *value);
+
+/* Parses "N", "NK", "NM", "NG" (either case, binary units) into bytes. -EINVAL on anything
+ * else, including overflow and an empty string. */
+int mc_parse_size(const char *s, uint64_t *bytes);
+
+/* Parses a comma-separated option list ("nosuid,nodev") into MC_OPT_* bits. "" is 0.
+ * -EINVAL on an unknown or empty item. */
+int mc_parse_options(const char *s, uint32_t *bits);
+
+/* The name of one MC_OPT_* bit ("nosuid"), or NULL if it is not exactly one known bit. */
+const char *mc_option_name(uint32_t bit);

@@ -1,0 +1,346 @@
+/* SPDX-License-Identifier: MIT */
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "record.h"
+
+struct mc_mount *mc_mount_set_push(struct mc_mount_set *set)
+{
+        if (set->n == set->cap) {
+                size_t cap = set->cap ? set->cap * 2 : 8;
+                struct mc_mount *v = reallocarray(set->v, cap, sizeof(*v));
+                if (!v)
+                        return NULL;
+                set->v = v;
+                set->cap = cap;
+        }
+        memset(&set->v[set->n], 0, sizeof(set->v[0]));
+        return &set->v[set->n++];
+}
+
+static void mount_free(struct mc_mount *m)
+{
+        free(m->mount_point);
+        free(m->root);
+        free(m->fstype);
+        free(m->source);
+        memset(m, 0, sizeof(*m));
+}
+
+void mc_mount_set_pop(struct mc_mount_set *set)
+{
+        if (set->n > 0)
+                mount_free(&set->v[--set->n]);
+}
+
+const struct mc_mount *mc_mount_set_find(const struct mc_mount_set *set, uint64_t id)
+{
+        for (size_t i = 0; i < set->n; i++)
+                if (set->v[i].id == id)
+                        return &set->v[i];
+        return NULL;
+}
+
+void mc_mount_set_free(struct mc_mount_set *set)
+{
+        for (size_t i = 0; i < set->n; i++)
+                mount_free(&set->v[i]);
+        free(set->v);
+        *set = (struct mc_mount_set){ 0 };
+}
+
+int mc_mount_set_str(char **field, const char *s)
+{
+        char *c = NULL;
+
+        if (s) {
+                c = strdup(s);
+                if (!c)
+                        return -ENOMEM;
+        }
+        free(*field);
+        *field = c;
+        return 0;
+}
+
+static bool parse_u32(const char *s, uint32_t *out)
+{
+        uint64_t v = 0;
+
+        if (*s == '\0')
+                return false;
+        for (; *s; s++) {
+                if (*s < '0' || *s > '9')
+                        return false;
+                v = v * 10 + (uint64_t)(*s - '0');
+                if (v > UINT32_MAX)
+                        return false;
+        }
+        *out = (uint32_t)v;
+        return true;
+}
+
+void mc_mount_apply_sb_option(struct mc_mount *m, const char *opt)
+{
+        if (!m || !opt)
+                return;
+        if (strcmp(opt, "ro") == 0) {
+                /* A read-only superblock makes every mount of it read-only, whatever the
+                 * per-mount flag says. */
+                m->options = (m->options & ~(uint32_t)MC_OPT_RW) | MC_OPT_RO;
+        } else if (strncmp(opt, "user_id=", 8) == 0) {
+                uint32_t uid;
+                /* Two different answers to "who mounted this" are no answer. */
+                if (m->user_id_bad)
+                        return;
+                if (!parse_u32(opt + 8, &uid) || (m->has_user_id && m->user_id != uid)) {
+                        m->has_user_id = false;
+                        m->user_id_bad = true;
+                        return;
+                }
+                m->has_user_id = true;
+                m->user_id = uid;
+        } else if (strncmp(opt, "size=", 5) == 0) {
+                uint64_t bytes;
+                if (m->size_bad)
+                        return;
+                if (mc_parse_size(opt + 5, &bytes) < 0 || (m->has_size && m->size != bytes)) {
+                        m->has_size = false;
+                        m->size_bad = true;
+                        return;
+                }
+                m->has_size = true;
+                m->size = bytes;
+        }
+}
+
+bool mc_path_is_canonical(const char *path)
+{
+        const char *c = path;
+
+        if (!path || path[0] != '/')
+                return false;
+        if (path[1] == '\0')
+                return true;
+        while (*c) {
+                const char *s = c + 1;
+                size_t len = strcspn(s, "/");
+                if (len == 0)
+                        return false; /* "//" or a trailing slash */
+                if (len == 1 && s[0] == '.')
+                        return false;
+                if (len == 2 && s[0] == '.' && s[1] == '.')
+                        return false;
+                c = s + len;
+        }
+        return true;
+}
+
+static const char *str(const char *s)
+{
+        return s ? s : "";
+}
+
+static const struct mc_mount *find(const struct mc_facts *f, uint64_t id)
+{
+        for (size_t i = 0; i < f->n_mounts; i++)
+                if (f->mounts[i].id == id)
+                        return &f->mounts[i];
+        return NULL;
+}
+
+#define ESC(s, buf) mc_escape(str(s), buf, sizeof(buf))
+
+/* A mount recorded at the path that the path does not reach: an ancestor directory has been
+ * mounted over, so the table still lists the old mount at this path while opening the path
+ * lands in the upper mount (or nowhere). Judging that listed mount would judge a mount nobody
+ * can reach. */
+static bool report_hidden(const struct mc_facts *f, const struct mc_mount *reached,
+                          struct mc_verdict *v)
+{
+        char ep[128], ef[48];
+
+        for (size_t i = 0; i < f->n_mounts; i++) {
+                const struct mc_mount *m = &f->mounts[i];
+                if (reached && m->id == reached->id)
+                        continue;
+                if (strcmp(str(m->mount_point), f->path) != 0)
+                        continue;
+                mc_verdict_add(v, MC_ANCESTOR_OVERMOUNTED,
+                               "mount %llu (%s) is recorded at %s but the path no longer reaches it: an ancestor directory is mounted over",
+                               (unsigned long long)m->id, ESC(m->fstype, ef), ESC(f->path, ep));
+                return true;
+        }
+        return false;
+}
+
+static void judge_policy(const struct mc_facts *f, const struct mc_mount *t,
+                         const struct mc_policy *pol, struct mc_verdict *v)
+{
+        char e1[64], e2[64];
+
+        if (pol->fstype[0] && strcmp(str(t->fstype), pol->fstype) != 0)
+                mc_verdict_add(v, MC_FSTYPE, "filesystem type is %s, expected %s",
+                               ESC(t->fstype, e1), ESC(pol->fstype, e2));
+
+        for (uint32_t bit = 1; bit & MC_OPT_ALL; bit <<= 1) {
+                if ((pol->require & bit) && !(t->options & bit))
+                        mc_verdict_add(v, MC_MISSING_OPTION, "required option %s is not set",
+                                       mc_option_name(bit));
+                if ((pol->forbid & bit) && (t->options & bit))
+                        mc_verdict_add(v, MC_FORBIDDEN_OPTION, "forbidden option %s is set",
+                                       mc_option_name(bit));
+        }
+
+        /* A shared or slave mount receives mounts made elsewhere: something can appear on top
+         * of or below the path after the check, from outside this process's control. */
+        if (pol->require_private) {
+                if (t->propagation & MC_PROP_SHARED)
+                        mc_verdict_add(v, MC_PROPAGATION,
+                                       "the mount is shared: mount events propagate to and from its peer group");
+                if (t->propagation & MC_PROP_SLAVE)
+                        mc_verdict_add(v, MC_PROPAGATION,
+                                       "the mount is a slave: mount events from its master propagate into it");
+        }
+
+        /* An idmapped mount shows every file with remapped ownership: the owner a client sees
+         * is not the owner the filesystem records. */
+        if (t->idmapped)
+                mc_verdict_add(v, MC_IDMAPPED, "the mount is idmapped: ownership seen through it is remapped");
+
+        /* fsname and subtype are chosen by whoever mounts; user_id= is set by the kernel from
+         * the mounting process (fusermount3 for an unprivileged user) and says who did. */
+        if (pol->check_owner) {
+                if (!t->has_user_id)
+                        mc_verdict_add(v, MC_OWNER, "no user_id= superblock option: the mounting uid is unknown");
+                else if (t->user_id != pol->owner)
+                        mc_verdict_add(v, MC_OWNER, "mounted by uid %u, expected uid %u",
+                                       t->user_id, pol->owner);
+        }
+
+        if (pol->check_mode && (f->root_mode & 07777) != (pol->mode & 07777))
+                mc_verdict_add(v, MC_MODE, "root directory mode is %04o, expected %04o",
+                               f->root_mode & 07777, pol->mode & 07777);
+
+        if (pol->check_size) {
+                if (!t->has_size || t->size == 0)
+                        mc_verdict_add(v, MC_SIZE, "the filesystem has no size limit, expected at most %llu bytes",
+                                       (unsigned long long)pol->max_size);
+                else if (t->size > pol->max_size)
+                        mc_verdict_add(v, MC_SIZE, "size limit is %llu bytes, expected at most %llu",
+                                       (unsigned long long)t->size,
+                                       (unsigned long long)pol->max_size);
+        }
+}
+
+static void judge_reached(const struct mc_facts *f, const struct mc_mount *t,
+                          const struct mc_policy *pol, struct mc_verdict *v)
+{
+        char e1[128], e2[64];
+        const struct mc_mount *p = NULL;
+
+        /* A bind of a subdirectory is a mount root at the path, of the expected type and
+         * flags, yet it exposes a different tree than the filesystem's root. */
+        if (strcmp(str(t->root), "/") != 0)
+                mc_verdict_add(v, MC_BIND_OF_SUBDIRECTORY,
+                               "the mount shows %s of its filesystem, not its root: a bind of a subdirectory",
+                               ESC(t->root, e1));
+
+        /* Stacking is decided by ids, never by which mountinfo line comes first or last: line
+         * order is not stack order (a detached mount moved on top, or one slid beneath with
+         * MOVE_MOUNT_BENEATH, is listed before the mount it covers). Beneath: our parent is
+         * mounted at the very same path. */
+        if (t->parent_id != t->id)
+                p = find(f, t->parent_id);
+        if (p && p != t && strcmp(str(p->mount_point), f->path) == 0)
+                mc_verdict_add(v, MC_STACKED,
+                               "mount %llu (%s) lies beneath this one at the same path",
+                               (unsigned long long)p->id, ESC(p->fstype, e2));
+
+        /* On top: a child mounted on our root. Elsewhere below the path: a submount, which
+         * replaces part of the tree a client will open relative to our root. */
+        for (size_t i = 0; i < f->n_mounts; i++) {
+                const struct mc_mount *c = &f->mounts[i];
+                if (c == t || c->id == t->id || c->parent_id != t->id)
+                        continue;
+                if (strcmp(str(c->mount_point), f->path) == 0)
+                        mc_verdict_add(v, MC_STACKED, "mount %llu (%s) is mounted on top of this one",
+                                       (unsigned long long)c->id, ESC(c->fstype, e2));
+                else
+                        mc_verdict_add(v, MC_SUBMOUNT, "mount %llu (%s) at %s lies below the path",
+                                       (unsigned long long)c->id, ESC(c->fstype, e2),
+                                       ESC(c->mount_point, e1));
+        }
+
+        judge_policy(f, t, pol, v);
+}
+
+void mc_judge(const struct mc_facts *f, const struct mc_policy *pol, struct mc_verdict *v)
+{
+        char ep[128], e1[128];
+        const struct mc_mount *t;
+
+        if (!v)
+                return;
+        if (!f || !pol || !f->path) {
+                v->compliant = false;
+                return;
+        }
+        if (f->n_mounts && !f->mounts) {
+                v->compliant = false;
+                return;
+        }
+        ESC(f->path, ep);
+
+        /* Judge the path as given: "/a/../b", "/a//b" or a relative path may reach a mount
+         * whose recorded mount point can never equal the text the caller will use. */
+        if (!mc_path_is_canonical(f->path)) {
+                mc_verdict_add(v, MC_NON_CANONICAL_PATH,
+                               "%s is not an absolute canonical path (no //, ., .. or trailing /)", ep);
+                goto out;
+        }
+        /* A symlink anywhere lets whoever can write its directory retarget the path later. */
+        if (f->open_error == -ELOOP) {
+                mc_verdict_add(v, MC_SYMLINK_IN_PATH, "a component of %s is a symbolic link", ep);
+                goto out;
+        }
+        if (f->open_error != 0) {
+                if (!report_hidden(f, NULL, v))
+                        mc_verdict_add(v, MC_NOT_A_MOUNT_POINT, "%s does not resolve", ep);
+                goto tail;
+        }
+
+        t = find(f, f->mount_id);
+        if (!t) {
+                mc_verdict_add(v, MC_CHANGED_DURING_CHECK,
+                               "mount %llu reached by the path vanished during the check",
+                               (unsigned long long)f->mount_id);
+                goto tail;
+        }
+        if (!f->mount_root) {
+                mc_verdict_add(v, MC_NOT_A_MOUNT_POINT,
+                               "%s is a directory inside the mount at %s, not the root of a mount",
+                               ep, ESC(t->mount_point, e1));
+                report_hidden(f, t, v);
+                goto tail;
+        }
+        if (strcmp(str(t->mount_point), f->path) != 0) {
+                mc_verdict_add(v, MC_NOT_A_MOUNT_POINT,
+                               "%s reaches the root of the mount at %s, not a mount at the path",
+                               ep, ESC(t->mount_point, e1));
+                report_hidden(f, t, v);
+                goto tail;
+        }
+        judge_reached(f, t, pol, v);
+
+tail:
+        if (f->transport_dead)
+                mc_verdict_add(v, MC_TRANSPORT_NOT_CONNECTED,
+                               "the filesystem's daemon is gone (ENOTCONN): nothing serves this mount");
+        if (f->changed && !mc_verdict_has(v, MC_CHANGED_DURING_CHECK))
+                mc_verdict_add(v, MC_CHANGED_DURING_CHECK,
+                               "re-opening %s at the end reached another mount", ep);
+out:
+        v->compliant = v->n_findings == 0 && v->n_dropped == 0;
+}

@@ -1,0 +1,195 @@
+/* SPDX-License-Identifier: MIT */
+/* Opening a path without symlinks, both ways (openat2 and the component walk), and the
+ * mount identity of a descriptor. No mounts needed: a temporary tree and "/". */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <cmocka.h>
+
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "identity.h"
+
+static char base[] = "/tmp/mc-identity-XXXXXX";
+static char real_dir[256], link_final[256], link_mid[256], through_link[256], file[256],
+        through_file[256], missing[256];
+
+static int setup(void **state)
+{
+        (void)state;
+        if (!mkdtemp(base))
+                return -1;
+        snprintf(real_dir, sizeof(real_dir), "%s/real", base);
+        snprintf(link_final, sizeof(link_final), "%s/link", base);
+        snprintf(link_mid, sizeof(link_mid), "%s/mid", base);
+        snprintf(through_link, sizeof(through_link), "%s/mid/real", base);
+        snprintf(file, sizeof(file), "%s/file", base);
+        snprintf(through_file, sizeof(through_file), "%s/file/x", base);
+        snprintf(missing, sizeof(missing), "%s/missing", base);
+        if (mkdir(real_dir, 0755) < 0 || symlink(real_dir, link_final) < 0 ||
+            symlink(base, link_mid) < 0)
+                return -1;
+        int fd = open(file, O_CREAT | O_WRONLY | O_CLOEXEC, 0600);
+        if (fd < 0)
+                return -1;
+        close(fd);
+        return 0;
+}
+
+static int teardown(void **state)
+{
+        (void)state;
+        unlink(file);
+        unlink(link_mid);
+        unlink(link_final);
+        rmdir(real_dir);
+        rmdir(base);
+        return 0;
+}
+
+typedef int (*opener)(const char *, int *);
+static const opener openers[] = { mc_open_path, mc_open_path_walk };
+
+static void test_final_symlink_is_eloop_both_ways(void **state)
+{
+        (void)state;
+        for (size_t i = 0; i < 2; i++) {
+                int fd = -2;
+                assert_int_equal(openers[i](link_final, &fd), -ELOOP);
+                assert_int_equal(fd, -2);
+        }
+}
+
+static void test_intermediate_symlink_is_eloop_both_ways(void **state)
+{
+        (void)state;
+        for (size_t i = 0; i < 2; i++) {
+                int fd = -2;
+                assert_int_equal(openers[i](through_link, &fd), -ELOOP);
+        }
+}
+
+static void test_magic_link_is_eloop_both_ways(void **state)
+{
+        (void)state;
+        for (size_t i = 0; i < 2; i++) {
+                int fd = -2;
+                assert_int_equal(openers[i]("/proc/self/cwd", &fd), -ELOOP);
+        }
+}
+
+static void test_real_directory_opens_to_the_same_inode_both_ways(void **state)
+{
+        struct stat want, got;
+        (void)state;
+        assert_int_equal(stat(real_dir, &want), 0);
+        for (size_t i = 0; i < 2; i++) {
+                int fd = -1;
+                assert_int_equal(openers[i](real_dir, &fd), 0);
+                assert_true(fd >= 0);
+                assert_int_equal(fstat(fd, &got), 0);
+                assert_int_equal(got.st_ino, want.st_ino);
+                assert_int_equal(got.st_dev, want.st_dev);
+                /* O_PATH: the descriptor cannot be read through. */
+                assert_int_equal(fcntl(fd, F_GETFL) & O_PATH, O_PATH);
+                assert_true(fcntl(fd, F_GETFD) & FD_CLOEXEC);
+                close(fd);
+        }
+}
+
+static void test_missing_is_enoent_and_file_is_enotdir_both_ways(void **state)
+{
+        (void)state;
+        for (size_t i = 0; i < 2; i++) {
+                int fd = -2;
+                assert_int_equal(openers[i](missing, &fd), -ENOENT);
+                assert_int_equal(openers[i](file, &fd), -ENOTDIR);
+                assert_int_equal(openers[i](through_file, &fd), -ENOTDIR);
+                assert_int_equal(openers[i]("", &fd), -ENOENT);
+                assert_int_equal(fd, -2);
+        }
+}
+
+static void test_root_is_a_mount_root_and_a_subdirectory_is_not(void **state)
+{
+        struct mc_identity id;
+        int fd;
+        (void)state;
+        assert_int_equal(mc_open_path("/", &fd), 0);
+        assert_int_equal(mc_fd_identity(fd, &id), 0);
+        assert_true(id.mount_root);
+        assert_true(S_ISDIR(id.mode));
+        assert_true(id.has_unique || id.has_old);
+        close(fd);
+
+        assert_int_equal(mc_open_path(real_dir, &fd), 0);
+        assert_int_equal(mc_fd_identity(fd, &id), 0);
+        assert_false(id.mount_root);
+        assert_int_equal(id.mode & 07777, 0755);
+        close(fd);
+}
+
+static void test_fd_mount_id_matches_the_identity_and_the_containing_mount(void **state)
+{
+        struct mc_identity id;
+        uint64_t a, b;
+        bool ua, ub;
+        int dir, f;
+        (void)state;
+        assert_int_equal(mc_open_path(base, &dir), 0);
+        assert_int_equal(mc_fd_identity(dir, &id), 0);
+        assert_int_equal(mc_fd_mount_id(dir, &a, &ua), 0);
+        assert_int_equal(ua, id.has_unique);
+        assert_int_equal(a, id.has_unique ? id.unique_id : id.old_id);
+        /* A file opened relative to the directory lies on the same mount. */
+        f = openat(dir, "file", O_RDONLY | O_CLOEXEC);
+        assert_true(f >= 0);
+        assert_int_equal(mc_fd_mount_id(f, &b, &ub), 0);
+        assert_int_equal(a, b);
+        assert_int_equal(ua, ub);
+        close(f);
+        close(dir);
+}
+
+static void test_bad_descriptors_are_refused(void **state)
+{
+        struct mc_identity id;
+        uint64_t x;
+        (void)state;
+        assert_int_equal(mc_fd_mount_id(-1, &x, NULL), -EBADF);
+        assert_int_equal(mc_fd_identity(-1, &id), -EINVAL);
+        assert_int_equal(mc_probe_transport(-1), -EBADF);
+        assert_int_equal(mc_open_path(NULL, &(int){ 0 }), -EINVAL);
+}
+
+static void test_probe_answers_on_a_local_filesystem(void **state)
+{
+        int fd;
+        (void)state;
+        assert_int_equal(mc_open_path(base, &fd), 0);
+        assert_int_equal(mc_probe_transport(fd), 0);
+        close(fd);
+}
+
+int main(void)
+{
+        const struct CMUnitTest tests[] = {
+                cmocka_unit_test(test_final_symlink_is_eloop_both_ways),
+                cmocka_unit_test(test_intermediate_symlink_is_eloop_both_ways),
+                cmocka_unit_test(test_magic_link_is_eloop_both_ways),
+                cmocka_unit_test(test_real_directory_opens_to_the_same_inode_both_ways),
+                cmocka_unit_test(test_missing_is_enoent_and_file_is_enotdir_both_ways),
+                cmocka_unit_test(test_root_is_a_mount_root_and_a_subdirectory_is_not),
+                cmocka_unit_test(test_fd_mount_id_matches_the_identity_and_the_containing_mount),
+                cmocka_unit_test(test_bad_descriptors_are_refused),
+                cmocka_unit_test(test_probe_answers_on_a_local_filesystem),
+        };
+        return cmocka_run_group_tests(tests, setup, teardown);
+}
