@@ -1,0 +1,115 @@
+/* SPDX-License-Identifier: MIT */
+#include "options.h"
+
+#include <errno.h>
+#include <string.h>
+
+/* strtoull accepts leading spaces, signs and "0x"; option values must be plain digits. */
+static int parse_digits(const char **p, uint64_t *out)
+{
+        const char *s = *p;
+        uint64_t v = 0;
+
+        if (*s < '0' || *s > '9')
+                return -EINVAL;
+        for (; *s >= '0' && *s <= '9'; s++) {
+                unsigned d = (unsigned)(*s - '0');
+                if (v > (UINT64_MAX - d) / 10)
+                        return -ERANGE;
+                v = v * 10 + d;
+        }
+        *p = s;
+        *out = v;
+        return 0;
+}
+
+int sfs_parse_size(const char *s, uint64_t *out)
+{
+        uint64_t v, mult = 1;
+        int r;
+
+        if (!s)
+                return -EINVAL;
+        r = parse_digits(&s, &v);
+        if (r < 0)
+                return r;
+        switch (*s) {
+        case '\0':
+                break;
+        case 'K': case 'k':
+                mult = 1ULL << 10;
+                s++;
+                break;
+        case 'M': case 'm':
+                mult = 1ULL << 20;
+                s++;
+                break;
+        case 'G': case 'g':
+                mult = 1ULL << 30;
+                s++;
+                break;
+        default:
+                return -EINVAL;
+        }
+        if (*s != '\0')
+                return -EINVAL;
+        if (v > UINT64_MAX / mult)
+                return -ERANGE;
+        *out = v * mult;
+        return 0;
+}
+
+int sfs_parse_count(const char *s, uint64_t max, uint64_t *out)
+{
+        uint64_t v;
+        int r;
+
+        if (!s)
+                return -EINVAL;
+        r = parse_digits(&s, &v);
+        if (r < 0)
+                return r;
+        if (*s != '\0')
+                return -EINVAL;
+        if (v == 0 || v > max)
+                return -ERANGE;
+        *out = v;
+        return 0;
+}
+
+int sfs_parse_uidset(const char *s, struct sfs_uidset *out)
+{
+        struct sfs_uidset set = { .any = false };
+        int r;
+
+        if (!s || !*s)
+                return -EINVAL;
+        for (;;) {
+                uint64_t v;
+                r = parse_digits(&s, &v);
+                if (r < 0)
+                        return r;
+                if (v >= UINT32_MAX) /* (uid_t)-1 means "no uid" to the kernel */
+                        return -ERANGE;
+                if (set.n == SFS_UIDSET_MAX)
+                        return -E2BIG;
+                set.uids[set.n++] = (uid_t)v;
+                if (*s == '\0')
+                        break;
+                if (*s != ',' || s[1] == '\0')
+                        return -EINVAL;
+                s++;
+        }
+        *out = set;
+        return 0;
+}
+
+bool sfs_uidset_contains(const struct sfs_uidset *set, uid_t uid)
+{
+        if (set->any)
+                return true;
+        for (unsigned i = 0; i < set->n; i++)
+                if (set->uids[i] == uid)
+                        return true;
+        return false;
+}

@@ -1,0 +1,718 @@
+/* SPDX-License-Identifier: MIT */
+/* Staging files and publishing: write into .staging/NAME, then rename to the digest. The
+ * bytes are hashed as they arrive, so a rename normally needs no second pass over them. */
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "tree-internal.h"
+#include "util.h"
+
+bool sfs_staging_name_valid(const char *name)
+{
+        size_t n = 0;
+
+        /* No leading dot: ".", ".." and hidden names are never staging entries. */
+        if (!name || name[0] == '.')
+                return false;
+        for (; name[n]; n++) {
+                char ch = name[n];
+                if (n == SFS_STAGING_NAME_MAX)
+                        return false;
+                if (!((ch >= 'a' && ch <= 'z') || (ch >= 'A' && ch <= 'Z') ||
+                      (ch >= '0' && ch <= '9') || ch == '.' || ch == '_' || ch == '-'))
+                        return false;
+        }
+        return n > 0;
+}
+
+/* ---- per-uid staging lists (t->lock held) ---- */
+
+struct sfs_uidstage *sfs_stage_find(struct sfs_tree *t, uid_t uid, bool create)
+{
+        for (size_t i = 0; i < t->nstages; i++)
+                if (t->stages[i].uid == uid)
+                        return &t->stages[i];
+        if (!create)
+                return NULL;
+        if (t->nstages == t->capstages) {
+                size_t ncap = t->capstages ? t->capstages * 2 : 8;
+                struct sfs_uidstage *n = realloc(t->stages, ncap * sizeof(*n));
+                if (!n)
+                        return NULL;
+                t->stages = n;
+                t->capstages = ncap;
+        }
+        t->stages[t->nstages] = (struct sfs_uidstage){ .uid = uid };
+        return &t->stages[t->nstages++];
+}
+
+struct sfs_node *sfs_stage_lookup(struct sfs_uidstage *st, const char *name)
+{
+        for (struct sfs_node *n = st->head; n; n = n->stg->next_staged)
+                if (strcmp(n->stg->name, name) == 0)
+                        return n;
+        return NULL;
+}
+
+static void stage_remove(struct sfs_tree *t, struct sfs_node *n)
+{
+        struct sfs_uidstage *st = sfs_stage_find(t, n->stg->owner, false);
+        struct sfs_node **pp;
+
+        if (!st || !n->linked)
+                return;
+        for (pp = &st->head; *pp; pp = &(*pp)->stg->next_staged) {
+                if (*pp == n) {
+                        *pp = n->stg->next_staged;
+                        break;
+                }
+        }
+        n->stg->next_staged = NULL;
+        n->linked = false;
+        st->count--;
+        t->staging_files--;
+}
+
+/* ---- staging content ---- */
+
+void sfs_staging_drop_content(struct sfs_tree *t, struct sfs_staging *stg)
+{
+        pthread_mutex_lock(&stg->lock);
+        snap_store_unreserve(t->store, stg->len);
+        free(stg->buf);
+        stg->buf = NULL;
+        stg->len = stg->cap = 0;
+        stg->hashed = SFS_HASH_BROKEN;
+        stg->digest_valid = false;
+        pthread_mutex_unlock(&stg->lock);
+}
+
+void sfs_staging_free(struct sfs_tree *t, struct sfs_staging *stg)
+{
+        if (!stg)
+                return;
+        snap_store_unreserve(t->store, stg->len);
+        free(stg->buf);
+        snap_hasher_free(stg->hasher);
+        pthread_mutex_destroy(&stg->lock);
+        free(stg);
+}
+
+void sfs_staging_fill_attr(struct sfs_staging *stg, struct stat *st)
+{
+        /* 0200: the owner writes it; nobody reads it back through mode bits. */
+        st->st_mode = S_IFREG | 0200;
+        st->st_nlink = 1;
+        st->st_uid = stg->owner;
+        st->st_gid = stg->group;
+        st->st_size = (off_t)stg->len;
+        st->st_blocks = (blkcnt_t)((stg->len + 511) / 512);
+        st->st_atim = st->st_mtim = st->st_ctim = stg->mtime;
+}
+
+static const uint8_t zeros[64 * 1024];
+
+static int hash_zeros(struct snap_hasher *h, uint64_t n)
+{
+        while (n) {
+                size_t k = n > sizeof(zeros) ? sizeof(zeros) : (size_t)n;
+                int r = snap_hasher_update(h, zeros, k);
+                if (r < 0)
+                        return r;
+                n -= k;
+        }
+        return 0;
+}
+
+/* Keeps the running hash when bytes arrive in order (the publish protocol's normal case);
+ * any other change breaks it and the digest is computed from the buffer when needed. */
+static void hash_write(struct sfs_staging *stg, size_t old_len, uint64_t off, const void *data,
+                       size_t size)
+{
+        int r = 0;
+
+        stg->digest_valid = false;
+        /* SFS_HASH_BROKEN never equals a length, so a broken hash stays broken. */
+        if (stg->hashed != old_len || off < old_len) {
+                stg->hashed = SFS_HASH_BROKEN;
+                return;
+        }
+        if (off > old_len)
+                r = hash_zeros(stg->hasher, off - old_len);
+        if (r == 0)
+                r = snap_hasher_update(stg->hasher, data, size);
+        stg->hashed = r == 0 ? off + size : SFS_HASH_BROKEN;
+}
+
+/* Makes room for len bytes (zero-filled past the old end) and reserves them against the
+ * byte limit. stg->lock held. */
+static int staging_grow(struct sfs_tree *t, struct sfs_staging *stg, uint64_t len)
+{
+        int r;
+
+        if (len > t->cfg.max_snapshot_size)
+                return -EFBIG;
+        if (len <= stg->len)
+                return 0;
+        r = snap_store_reserve(t->store, len - stg->len);
+        if (r < 0)
+                return r;
+        if (len > stg->cap) {
+                /* Doubling keeps a stream of small writes linear; the cap is the limit. */
+                uint64_t ncap = stg->cap ? stg->cap : 4096;
+                uint8_t *nb;
+                while (ncap < len)
+                        ncap *= 2;
+                if (ncap > t->cfg.max_snapshot_size)
+                        ncap = t->cfg.max_snapshot_size;
+                nb = realloc(stg->buf, (size_t)ncap);
+                if (!nb) {
+                        snap_store_unreserve(t->store, len - stg->len);
+                        return -ENOMEM;
+                }
+                stg->buf = nb;
+                stg->cap = (size_t)ncap;
+        }
+        memset(stg->buf + stg->len, 0, (size_t)len - stg->len);
+        stg->len = (size_t)len;
+        return 0;
+}
+
+static void staging_truncate_locked(struct sfs_tree *t, struct sfs_staging *stg, size_t len)
+{
+        if (len >= stg->len)
+                return;
+        snap_store_unreserve(t->store, stg->len - len);
+        stg->len = len;
+        stg->digest_valid = false;
+        if (len == 0 && snap_hasher_reset(stg->hasher) == 0)
+                stg->hashed = 0;
+        else
+                stg->hashed = SFS_HASH_BROKEN;
+}
+
+int sfs_staging_digest(struct sfs_staging *stg, struct snap_digest *out)
+{
+        int r;
+
+        if (!stg->digest_valid) {
+                if (stg->hashed == stg->len)
+                        r = snap_hasher_final(stg->hasher, &stg->digest);
+                else
+                        r = snap_sha256(stg->buf ? (const void *)stg->buf : "", stg->len,
+                                        &stg->digest);
+                /* The hasher is spent either way; later writes rehash from the buffer. */
+                stg->hashed = SFS_HASH_BROKEN;
+                if (r < 0)
+                        return r;
+                stg->digest_valid = true;
+        }
+        *out = stg->digest;
+        return 0;
+}
+
+/* ---- create, open, write, truncate ---- */
+
+int sfs_tree_create(struct sfs_tree *t, const struct sfs_caller *c, struct sfs_node *parent,
+                    const char *name, int flags, struct sfs_entry *e, struct sfs_handle **h,
+                    struct sfs_open_info *oi)
+{
+        struct sfs_uidstage *st;
+        struct sfs_staging *stg = NULL;
+        struct sfs_node *n = NULL;
+        int r = 0;
+
+        pthread_mutex_lock(&t->lock);
+        if (node_kind(parent) == SFS_KIND_ROOT) {
+                r = sfs_may_see(t, c) ? -EPERM : -EACCES;
+        } else if (node_kind(parent) != SFS_KIND_STAGING_DIR) {
+                r = -ENOTDIR;
+        } else if (!sfs_may_publish(t, c)) {
+                r = -EACCES;
+        } else if (!sfs_staging_name_valid(name) || (flags & (O_APPEND | O_DIRECT))) {
+                /* O_APPEND and O_DIRECT: staging writes are already direct, and an append
+                 * position computed from a cached size is not one to trust. */
+                r = -EINVAL;
+        } else if (!(st = sfs_stage_find(t, c->uid, true))) {
+                r = -ENOMEM;
+        } else if (sfs_stage_lookup(st, name)) {
+                r = -EEXIST;
+        } else if (st->count >= t->cfg.max_staging) {
+                r = -EDQUOT;
+        }
+        if (r < 0)
+                goto refused;
+
+        stg = calloc(1, sizeof(*stg));
+        if (!stg || snap_hasher_new(&stg->hasher) < 0) {
+                free(stg);
+                r = -ENOMEM;
+                goto refused;
+        }
+        pthread_mutex_init(&stg->lock, NULL);
+        snprintf(stg->name, sizeof(stg->name), "%s", name);
+        stg->owner = c->uid;
+        stg->group = c->gid;
+        clock_gettime(CLOCK_REALTIME, &stg->mtime);
+        n = sfs_node_new(t, SFS_KIND_STAGING_FILE, snap_store_alloc_ino(t->store));
+        if (!n) {
+                sfs_staging_free(t, stg);
+                r = -ENOMEM;
+                goto refused;
+        }
+        n->stg = stg;
+        n->linked = true;
+        stg->next_staged = st->head;
+        st->head = n;
+        st->count++;
+        t->staging_files++;
+
+        *h = sfs_handle_new(t, n, (flags & O_ACCMODE) != O_RDONLY);
+        if (!*h) {
+                stage_remove(t, n);
+                sfs_node_maybe_free(t, n);
+                r = -ENOMEM;
+                goto refused;
+        }
+        if ((*h)->write)
+                stg->writers++;
+        n->nlookup++;
+        e->node = n;
+        sfs_fill_attr(t, n, &e->st);
+        e->entry_timeout = e->attr_timeout = 0;
+        oi->direct_io = true;
+        oi->keep_cache = false;
+        pthread_mutex_unlock(&t->lock);
+        return 0;
+
+refused:
+        pthread_mutex_unlock(&t->lock);
+        if (r == -ENOTDIR || r == -ENOMEM)
+                return r;
+        return sfs_tree_refuse(t, c, "create", name, -r);
+}
+
+int sfs_tree_open(struct sfs_tree *t, const struct sfs_caller *c, struct sfs_node *n, int flags,
+                  struct sfs_handle **h, struct sfs_open_info *oi)
+{
+        bool write = (flags & O_ACCMODE) != O_RDONLY;
+        struct sfs_staging *stg;
+        int r = 0;
+
+        pthread_mutex_lock(&t->lock);
+        switch (node_kind(n)) {
+        case SFS_KIND_SNAPSHOT:
+                if (!sfs_may_read(t, c))
+                        r = -EACCES;
+                else if (write || (flags & (O_TRUNC | O_APPEND)))
+                        r = -EROFS;
+                if (r < 0)
+                        break;
+                *h = sfs_handle_new(t, n, false);
+                if (!*h) {
+                        r = -ENOMEM;
+                        break;
+                }
+                /* Immutable content: the page cache never goes stale. */
+                oi->keep_cache = true;
+                oi->direct_io = false;
+                break;
+        case SFS_KIND_STAGING_FILE:
+                if (!n->linked || n->stg->owner != c->uid) {
+                        r = -ENOENT;
+                        break;
+                }
+                if (!sfs_may_publish(t, c)) {
+                        r = -EACCES;
+                        break;
+                }
+                if (flags & (O_APPEND | O_DIRECT)) {
+                        r = -EINVAL;
+                        break;
+                }
+                stg = n->stg;
+                pthread_mutex_lock(&stg->lock);
+                if (stg->publishing && (write || (flags & O_TRUNC))) {
+                        r = -EBUSY;
+                } else if (!(*h = sfs_handle_new(t, n, write))) {
+                        r = -ENOMEM;
+                } else {
+                        if (write)
+                                stg->writers++;
+                        if (write && (flags & O_TRUNC)) {
+                                staging_truncate_locked(t, stg, 0);
+                                clock_gettime(CLOCK_REALTIME, &stg->mtime);
+                        }
+                }
+                pthread_mutex_unlock(&stg->lock);
+                oi->direct_io = true;
+                oi->keep_cache = false;
+                break;
+        default:
+                r = -EISDIR;
+                break;
+        }
+        pthread_mutex_unlock(&t->lock);
+        if (r == -EACCES || r == -EROFS || r == -EINVAL || r == -EBUSY)
+                return sfs_tree_refuse(t, c, "open", NULL, -r);
+        return r;
+}
+
+int sfs_tree_read(struct sfs_tree *t, struct sfs_handle *h, size_t size, off_t off,
+                  int (*reply)(void *ctx, const void *data, size_t len), void *ctx)
+{
+        struct sfs_node *n = h->node;
+        struct sfs_staging *stg;
+        int r;
+
+        if (off < 0)
+                return -EINVAL;
+        /* Snapshot content never changes and the handle keeps it alive: no lock. */
+        if (node_kind(n) != SFS_KIND_SNAPSHOT) {
+                pthread_mutex_lock(&t->lock);
+                if (node_kind(n) != SFS_KIND_SNAPSHOT) {
+                        stg = n->stg;
+                        pthread_mutex_lock(&stg->lock);
+                        pthread_mutex_unlock(&t->lock);
+                        if ((uint64_t)off >= stg->len)
+                                r = reply(ctx, "", 0);
+                        else
+                                r = reply(ctx, stg->buf + off,
+                                          size < stg->len - (size_t)off ? size
+                                                                        : stg->len - (size_t)off);
+                        pthread_mutex_unlock(&stg->lock);
+                        return r;
+                }
+                pthread_mutex_unlock(&t->lock);
+        }
+        if ((uint64_t)off >= n->obj->size)
+                return reply(ctx, "", 0);
+        return reply(ctx, n->obj->data + off,
+                     size < n->obj->size - (uint64_t)off ? size
+                                                          : (size_t)(n->obj->size - (uint64_t)off));
+}
+
+int sfs_tree_write(struct sfs_tree *t, const struct sfs_caller *c, struct sfs_handle *h,
+                   const void *buf, size_t size, off_t off)
+{
+        struct sfs_node *n = h->node;
+        struct sfs_staging *stg;
+        uint64_t end;
+        size_t old_len;
+        int r;
+
+        if (!h->write)
+                return -EBADF;
+        if (off < 0)
+                return -EINVAL;
+        pthread_mutex_lock(&t->lock);
+        if (node_kind(n) != SFS_KIND_STAGING_FILE) {
+                pthread_mutex_unlock(&t->lock);
+                return -EBADF;
+        }
+        stg = n->stg;
+        pthread_mutex_lock(&stg->lock);
+        pthread_mutex_unlock(&t->lock);
+
+        if (__builtin_add_overflow((uint64_t)off, size, &end)) {
+                r = -EFBIG;
+                goto out;
+        }
+        old_len = stg->len;
+        r = staging_grow(t, stg, end);
+        if (r < 0)
+                goto out;
+        memcpy(stg->buf + off, buf, size);
+        hash_write(stg, old_len, (uint64_t)off, buf, size);
+        clock_gettime(CLOCK_REALTIME, &stg->mtime);
+out:
+        pthread_mutex_unlock(&stg->lock);
+        if (r == -EFBIG || r == -ENOSPC)
+                return sfs_tree_refuse(t, c, "write", NULL, -r);
+        return r;
+}
+
+void sfs_tree_release(struct sfs_tree *t, struct sfs_handle *h)
+{
+        struct sfs_node *n = h->node;
+
+        pthread_mutex_lock(&t->lock);
+        if (h->write && node_kind(n) == SFS_KIND_STAGING_FILE) {
+                pthread_mutex_lock(&n->stg->lock);
+                n->stg->writers--;
+                pthread_mutex_unlock(&n->stg->lock);
+        }
+        n->pins--;
+        if (h->prev)
+                h->prev->next = h->next;
+        else
+                t->handles = h->next;
+        if (h->next)
+                h->next->prev = h->prev;
+        sfs_node_maybe_free(t, n);
+        pthread_mutex_unlock(&t->lock);
+        free(h);
+}
+
+int sfs_tree_setattr(struct sfs_tree *t, const struct sfs_caller *c, struct sfs_node *n,
+                     const struct stat *attr, int to_set, struct stat *st, double *timeout)
+{
+        struct sfs_staging *stg;
+        int r = 0;
+
+        pthread_mutex_lock(&t->lock);
+        if (node_kind(n) != SFS_KIND_STAGING_FILE) {
+                /* Snapshots and directories never change: truncate, chmod, chown and
+                 * utimens all get EROFS, for every uid including root. */
+                bool visible = node_kind(n) == SFS_KIND_STAGING_DIR ? sfs_may_publish(t, c)
+                                                                    : sfs_may_see(t, c);
+                pthread_mutex_unlock(&t->lock);
+                return sfs_tree_refuse(t, c, "setattr", NULL, visible ? EROFS : EACCES);
+        }
+        if (!n->linked || n->stg->owner != c->uid) {
+                pthread_mutex_unlock(&t->lock);
+                return -ENOENT;
+        }
+        if (to_set & (SFS_SET_MODE | SFS_SET_UID | SFS_SET_GID)) {
+                /* A staging file stays 0200 and its owner's: nothing to hand to others. */
+                pthread_mutex_unlock(&t->lock);
+                return sfs_tree_refuse(t, c, "setattr", n->stg->name, EPERM);
+        }
+        stg = n->stg;
+        pthread_mutex_lock(&stg->lock);
+        if ((to_set & SFS_SET_SIZE) && stg->publishing) {
+                r = -EBUSY;
+        } else if (to_set & SFS_SET_SIZE) {
+                if (attr->st_size < 0) {
+                        r = -EINVAL;
+                } else if ((uint64_t)attr->st_size < stg->len) {
+                        staging_truncate_locked(t, stg, (size_t)attr->st_size);
+                } else if ((uint64_t)attr->st_size > stg->len) {
+                        size_t old_len = stg->len;
+                        r = staging_grow(t, stg, (uint64_t)attr->st_size);
+                        if (r == 0 && stg->hashed == old_len) {
+                                if (hash_zeros(stg->hasher, stg->len - old_len) == 0)
+                                        stg->hashed = stg->len;
+                                else
+                                        stg->hashed = SFS_HASH_BROKEN;
+                        } else if (r == 0) {
+                                stg->hashed = SFS_HASH_BROKEN;
+                        }
+                        stg->digest_valid = false;
+                }
+                if (r == 0)
+                        clock_gettime(CLOCK_REALTIME, &stg->mtime);
+        }
+        /* Times are accepted and ignored: tools such as cp -p set them. */
+        if (r == 0)
+                sfs_staging_fill_attr(stg, st);
+        pthread_mutex_unlock(&stg->lock);
+        pthread_mutex_unlock(&t->lock);
+        *timeout = 0;
+        if (r == -EFBIG || r == -ENOSPC || r == -EBUSY)
+                return sfs_tree_refuse(t, c, "truncate", NULL, -r);
+        return r;
+}
+
+int sfs_staging_unlink(struct sfs_tree *t, const struct sfs_caller *c, const char *name)
+{
+        struct sfs_uidstage *st;
+        struct sfs_node *n;
+        int r = 0;
+
+        pthread_mutex_lock(&t->lock);
+        if (!sfs_may_publish(t, c)) {
+                pthread_mutex_unlock(&t->lock);
+                return sfs_tree_refuse(t, c, "unlink", name, EACCES);
+        }
+        st = sfs_stage_find(t, c->uid, false);
+        n = st ? sfs_stage_lookup(st, name) : NULL;
+        if (!n) {
+                pthread_mutex_unlock(&t->lock);
+                return -ENOENT;
+        }
+        pthread_mutex_lock(&n->stg->lock);
+        if (n->stg->publishing)
+                r = -EBUSY;
+        pthread_mutex_unlock(&n->stg->lock);
+        if (r == 0) {
+                stage_remove(t, n);
+                sfs_node_maybe_free(t, n);
+        }
+        pthread_mutex_unlock(&t->lock);
+        if (r < 0)
+                return sfs_tree_refuse(t, c, "unlink", name, -r);
+        return 0;
+}
+
+/* ---- publish ---- */
+
+static int publish_refused(struct sfs_tree *t, const struct sfs_caller *c, const char *name,
+                           const char *target, int err)
+{
+        sfs_audit_emit(t->cfg.audit, &(struct sfs_audit_event){
+                                             .event = "publish-refused",
+                                             .op = "rename",
+                                             .uid = c->uid,
+                                             .pid = c->pid,
+                                             .name = name,
+                                             .target = target,
+                                             .err = err,
+                                     });
+        return -err;
+}
+
+/* Checks everything that can be checked before hashing and marks the staging file as being
+ * published (no writes, truncation or unlink meanwhile). t->lock held. */
+static int publish_begin(struct sfs_tree *t, const struct sfs_caller *c, struct sfs_node *parent,
+                         const char *name, struct sfs_node *newparent, const char *newname,
+                         unsigned flags, struct snap_digest *target, struct sfs_node **src)
+{
+        struct sfs_uidstage *st;
+        struct sfs_node *n;
+        int r = 0;
+
+        if (node_kind(parent) == SFS_KIND_ROOT)
+                /* A snapshot, or .staging itself: names in the root never move. */
+                return sfs_may_see(t, c) ? -EPERM : -EACCES;
+        if (node_kind(parent) != SFS_KIND_STAGING_DIR)
+                return -ENOTDIR;
+        if (!sfs_may_publish(t, c))
+                return -EACCES;
+        st = sfs_stage_find(t, c->uid, false);
+        n = st ? sfs_stage_lookup(st, name) : NULL;
+        if (!n)
+                return -ENOENT;
+        /* RENAME_EXCHANGE would put a snapshot back into staging; only NOREPLACE is
+         * meaningful, and publishing never replaces anything anyway. */
+        if (flags & ~(unsigned)RENAME_NOREPLACE)
+                return -EINVAL;
+        if (node_kind(newparent) != SFS_KIND_ROOT ||
+            snap_digest_from_hex(newname, strlen(newname), target) < 0)
+                return -EINVAL;
+        pthread_mutex_lock(&n->stg->lock);
+        /* Bytes still arriving could change after the hash: publish only what is closed. */
+        if (n->stg->writers || n->stg->publishing)
+                r = -EBUSY;
+        else
+                n->stg->publishing = true;
+        pthread_mutex_unlock(&n->stg->lock);
+        if (r == 0) {
+                n->pins++;
+                *src = n;
+        }
+        return r;
+}
+
+/* Turns the staging node into the snapshot: the kernel moves the source dentry onto the
+ * target name, so the node it already knows must now be the snapshot. t->lock and stg->lock
+ * held; obj carries one reference, which the node keeps. */
+static void become_snapshot(struct sfs_tree *t, struct sfs_node *n, struct snap_object *obj)
+{
+        stage_remove(t, n);
+        snap_store_ref(t->store, obj); /* the tree's reference: published */
+        n->obj = obj;
+        obj->priv = n;
+        __atomic_store_n(&n->kind, SFS_KIND_SNAPSHOT, __ATOMIC_RELEASE);
+}
+
+int sfs_tree_rename(struct sfs_tree *t, const struct sfs_caller *c, struct sfs_node *parent,
+                    const char *name, struct sfs_node *newparent, const char *newname,
+                    unsigned flags, struct sfs_node **published)
+{
+        struct snap_digest target, actual;
+        struct snap_object *obj = NULL;
+        struct sfs_staging *stg;
+        struct sfs_node *n = NULL;
+        uint64_t size = 0;
+        int r;
+
+        pthread_mutex_lock(&t->lock);
+        r = publish_begin(t, c, parent, name, newparent, newname, flags, &target, &n);
+        pthread_mutex_unlock(&t->lock);
+        if (r == -ENOENT || r == -ENOTDIR)
+                return r;
+        if (r == -EPERM || r == -EACCES)
+                return sfs_refused(t, c, "refused", "rename", name, newname, -r);
+        if (r < 0)
+                return publish_refused(t, c, name, newname, -r);
+
+        /* Hash outside the tree lock: a large staging file written out of order must not
+         * stall every other request. The publishing flag keeps its bytes still. */
+        stg = n->stg;
+        pthread_mutex_lock(&stg->lock);
+        r = sfs_staging_digest(stg, &actual);
+        pthread_mutex_unlock(&stg->lock);
+
+        pthread_mutex_lock(&t->lock);
+        n->pins--;
+        pthread_mutex_lock(&stg->lock);
+        if (r == 0 && !snap_digest_equal(&actual, &target))
+                r = -EBADMSG;
+        if (r == 0 && (obj = snap_store_lookup(t->store, &target))) {
+                /* Already published: nothing changes; the client binds to that one. */
+                snap_store_release(t->store, obj);
+                obj = NULL;
+                r = -EEXIST;
+        }
+        if (r == 0) {
+                uint8_t *buf = stg->buf;
+                if (buf && stg->len == 0) {
+                        free(buf);
+                        buf = NULL;
+                } else if (buf && stg->len < stg->cap) {
+                        uint8_t *shrunk = realloc(buf, stg->len);
+                        if (shrunk)
+                                buf = shrunk;
+                }
+                stg->buf = buf;
+                stg->cap = stg->len;
+                r = snap_store_put(t->store,
+                                   &(struct snap_put){
+                                           .data = buf ? (const void *)buf : "",
+                                           .len = stg->len,
+                                           .owned = buf,
+                                           .digest = &actual,
+                                           .ino = n->ino,
+                                           .reserved = stg->len,
+                                           .publisher_uid = c->uid,
+                                   },
+                                   &obj);
+                if (r == 1) { /* cannot happen under t->lock; treat as already published */
+                        snap_store_release(t->store, obj);
+                        r = -EEXIST;
+                }
+        }
+        if (r < 0) {
+                stg->publishing = false;
+                pthread_mutex_unlock(&stg->lock);
+                pthread_mutex_unlock(&t->lock);
+                return publish_refused(t, c, name, newname, -r);
+        }
+        /* The store took the buffer and the reservation. */
+        size = stg->len;
+        stg->buf = NULL;
+        stg->len = stg->cap = 0;
+        become_snapshot(t, n, obj);
+        pthread_mutex_unlock(&stg->lock);
+        n->stg = NULL;
+        sfs_staging_free(t, stg);
+        sfs_touch_root(t);
+        pthread_mutex_unlock(&t->lock);
+
+        sfs_audit_emit(t->cfg.audit, &(struct sfs_audit_event){
+                                             .event = "publish",
+                                             .op = "rename",
+                                             .uid = c->uid,
+                                             .pid = c->pid,
+                                             .digest = newname,
+                                             .name = name,
+                                             .size = size,
+                                     });
+        *published = n;
+        return 0;
+}

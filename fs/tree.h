@@ -1,0 +1,182 @@
+/* SPDX-License-Identifier: MIT */
+/* The snapfs tree: root, .staging/, published snapshots and staging files, and every decision
+ * DESIGN.md makes about them (publish protocol, refusals and their errnos, reader/publisher
+ * policy, limits). No FUSE types here: fs/ops.c translates requests into these calls, and
+ * tests/unit/test_tree.c drives them without a mount.
+ *
+ * Every function returns 0 or a negative errno. Refusals are audited. Thread-safe. */
+#pragma once
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/stat.h>
+#include <sys/statvfs.h>
+#include <sys/types.h>
+
+#include "audit.h"
+#include "options.h"
+
+#define SFS_ROOT_INO 1
+#define SFS_STAGING_INO 2
+#define SFS_STAGING_NAME ".staging"
+#define SFS_STAGING_NAME_MAX 64
+
+#define SFS_XATTR_SHA256 "user.snapfs.sha256"
+#define SFS_XATTR_BINDING "user.snapfs.binding"
+
+struct sfs_tree_config {
+        uint64_t max_snapshot_size;
+        uint64_t max_bytes;        /* snapshots + staging together */
+        uint64_t max_snapshots;
+        unsigned max_staging;      /* staging files per uid */
+        struct sfs_uidset readers;
+        struct sfs_uidset publishers;
+        bool read_only;            /* no .staging/ */
+        uid_t owner_uid;           /* owner shown on the directories */
+        gid_t owner_gid;
+        uint64_t dev;              /* st_dev of the mount, for the binding xattr (0 if unknown) */
+        double cache_timeout;      /* seconds the kernel may cache immutable entries/attrs */
+        struct sfs_audit *audit;   /* may be NULL */
+};
+
+struct sfs_caller {
+        uid_t uid;
+        gid_t gid;
+        pid_t pid;
+};
+
+enum sfs_kind {
+        SFS_KIND_ROOT,
+        SFS_KIND_STAGING_DIR,
+        SFS_KIND_SNAPSHOT,
+        SFS_KIND_STAGING_FILE,
+};
+
+struct sfs_tree;
+struct sfs_node;
+struct sfs_handle;
+struct sfs_dir;
+
+struct sfs_entry {
+        struct sfs_node *node;
+        struct stat st;
+        double entry_timeout;
+        double attr_timeout;
+};
+
+struct sfs_open_info {
+        bool direct_io;  /* staging files: every write reaches the daemon before write returns */
+        bool keep_cache; /* snapshots: immutable, the page cache stays valid */
+};
+
+/* Bits for sfs_tree_setattr (the same meaning as FUSE_SET_ATTR_*). */
+enum {
+        SFS_SET_MODE = 1 << 0,
+        SFS_SET_UID = 1 << 1,
+        SFS_SET_GID = 1 << 2,
+        SFS_SET_SIZE = 1 << 3,
+        SFS_SET_ATIME = 1 << 4,
+        SFS_SET_MTIME = 1 << 5,
+        SFS_SET_CTIME = 1 << 6,
+        SFS_SET_OTHER = 1 << 7, /* anything else the kernel may ask for */
+};
+
+int sfs_tree_new(const struct sfs_tree_config *cfg, struct sfs_tree **out);
+/* Frees everything, including content still referenced by nodes the kernel never forgot. */
+void sfs_tree_free(struct sfs_tree *t);
+/* Sets the mount's device number once it is known (after mounting). */
+void sfs_tree_set_dev(struct sfs_tree *t, uint64_t dev);
+
+struct sfs_node *sfs_tree_root(struct sfs_tree *t);
+enum sfs_kind sfs_node_kind(const struct sfs_node *n);
+uint64_t sfs_node_ino(const struct sfs_node *n);
+
+/* Looks name up in parent; on success the node's lookup count is raised by one (the kernel
+ * will send a matching forget). -ENOENT when absent or not visible to the caller, -EACCES
+ * outside the policy, -ENOTDIR when parent is a file. */
+int sfs_tree_lookup(struct sfs_tree *t, const struct sfs_caller *c, struct sfs_node *parent,
+                    const char *name, struct sfs_entry *e);
+void sfs_tree_forget(struct sfs_tree *t, struct sfs_node *n, uint64_t nlookup);
+
+int sfs_tree_getattr(struct sfs_tree *t, const struct sfs_caller *c, struct sfs_node *n,
+                     struct stat *st, double *timeout);
+/* Snapshots and directories: -EROFS for every change. Staging files (owner only): SFS_SET_SIZE
+ * truncates or extends, times are accepted and ignored, mode/owner changes get -EPERM. */
+int sfs_tree_setattr(struct sfs_tree *t, const struct sfs_caller *c, struct sfs_node *n,
+                     const struct stat *attr, int to_set, struct stat *st, double *timeout);
+int sfs_tree_access(struct sfs_tree *t, const struct sfs_caller *c, struct sfs_node *n,
+                    int mask);
+
+/* Opens a file. Snapshots: read-only (-EROFS for write access, O_TRUNC or O_APPEND), readers
+ * only (-EACCES). Staging files: owner only (-ENOENT for others), no O_APPEND/O_DIRECT
+ * (-EINVAL); O_TRUNC truncates. */
+int sfs_tree_open(struct sfs_tree *t, const struct sfs_caller *c, struct sfs_node *n, int flags,
+                  struct sfs_handle **h, struct sfs_open_info *oi);
+/* Creates name in .staging/ and opens it: -EPERM outside .staging/, -EACCES for a uid outside
+ * the publisher policy, -EINVAL for a bad name, -EEXIST if the caller has it already,
+ * -EDQUOT past the per-uid staging limit. */
+int sfs_tree_create(struct sfs_tree *t, const struct sfs_caller *c, struct sfs_node *parent,
+                    const char *name, int flags, struct sfs_entry *e, struct sfs_handle **h,
+                    struct sfs_open_info *oi);
+
+/* Calls reply(ctx, data, len) exactly once with up to size bytes at off (fewer at the end of
+ * the file) and returns its result; or returns a negative errno without calling it. For a
+ * snapshot the data points into immutable content: no copy. */
+int sfs_tree_read(struct sfs_tree *t, struct sfs_handle *h, size_t size, off_t off,
+                  int (*reply)(void *ctx, const void *data, size_t len), void *ctx);
+/* Writes to a staging file opened for writing: -EBADF otherwise, -EFBIG past the snapshot
+ * size limit, -ENOSPC past the byte limit, -EBUSY while it is being published. */
+int sfs_tree_write(struct sfs_tree *t, const struct sfs_caller *c, struct sfs_handle *h,
+                   const void *buf, size_t size, off_t off);
+void sfs_tree_release(struct sfs_tree *t, struct sfs_handle *h);
+struct sfs_node *sfs_handle_node(const struct sfs_handle *h);
+
+/* Snapshot: allowed to its publisher and root (-EPERM otherwise); content stays readable
+ * through open descriptors. Staging file: owner only (-ENOENT for others). */
+int sfs_tree_unlink(struct sfs_tree *t, const struct sfs_caller *c, struct sfs_node *parent,
+                    const char *name);
+/* Publishes .staging/name as root/newname: -EPERM for a snapshot source, -EINVAL for a target
+ * that is not 64 lowercase hex in the root, -EBUSY while open for writing, -EBADMSG when the
+ * bytes do not hash to newname, -EEXIST when already published (nothing changes), -ENOSPC at
+ * the snapshot-count or byte limit. On success *published is the node now at newname (the
+ * same node as before: the kernel moves the source dentry onto the target). */
+int sfs_tree_rename(struct sfs_tree *t, const struct sfs_caller *c, struct sfs_node *parent,
+                    const char *name, struct sfs_node *newparent, const char *newname,
+                    unsigned flags, struct sfs_node **published);
+
+/* link, symlink, mknod, mkdir, rmdir: always refused (-EPERM), audited under op. */
+int sfs_tree_refuse(struct sfs_tree *t, const struct sfs_caller *c, const char *op,
+                    const char *name, int err);
+
+int sfs_tree_opendir(struct sfs_tree *t, const struct sfs_caller *c, struct sfs_node *n,
+                     struct sfs_dir **d);
+/* Calls fill(ctx, name, ino, mode, next_off) for entries from off on until it returns
+ * non-zero (buffer full). The listing is taken at opendir: a snapshot published or removed
+ * meanwhile neither tears nor repeats an entry. */
+int sfs_tree_readdir(struct sfs_tree *t, struct sfs_dir *d, off_t off,
+                     int (*fill)(void *ctx, const char *name, uint64_t ino, mode_t mode,
+                                 off_t next_off),
+                     void *ctx);
+void sfs_tree_releasedir(struct sfs_tree *t, struct sfs_dir *d);
+
+/* Value of an xattr: with bufsize 0 only *len is set; -ERANGE when bufsize < *len, -ENODATA
+ * when absent, -EBUSY for a staging file still open for writing. */
+int sfs_tree_getxattr(struct sfs_tree *t, const struct sfs_caller *c, struct sfs_node *n,
+                      const char *name, char *buf, size_t bufsize, size_t *len);
+int sfs_tree_listxattr(struct sfs_tree *t, const struct sfs_caller *c, struct sfs_node *n,
+                       char *buf, size_t bufsize, size_t *len);
+/* setxattr/removexattr: -EROFS everywhere, audited. */
+int sfs_tree_setxattr(struct sfs_tree *t, const struct sfs_caller *c, struct sfs_node *n,
+                      const char *op, const char *name);
+
+void sfs_tree_statfs(struct sfs_tree *t, struct statvfs *sv);
+
+struct sfs_tree_stats {
+        uint64_t snapshots;     /* published */
+        uint64_t bytes;         /* content bytes held, published or not */
+        uint64_t reserved;      /* staging bytes */
+        uint64_t staging_files;
+        uint64_t nodes;         /* nodes alive (kernel-referenced or open) */
+};
+void sfs_tree_get_stats(struct sfs_tree *t, struct sfs_tree_stats *st);
