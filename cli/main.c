@@ -7,6 +7,7 @@
 #include "config.h"
 
 const struct cli_command cli_commands[] = {
+        { "mount", "mount snapfs and serve snapshots", cli_cmd_mount },
         { "check", "judge whether the mount at a path is compliant", cli_cmd_check },
         { NULL, NULL, NULL },
 };

@@ -356,9 +356,13 @@ int sfs_tree_open(struct sfs_tree *t, const struct sfs_caller *c, struct sfs_nod
                 r = -EISDIR;
                 break;
         }
+        if (r == -EACCES || r == -EROFS || r == -EINVAL || r == -EBUSY) {
+                char buf[SNAP_DIGEST_HEX_LEN + 1];
+                const char *label = sfs_node_label(n, buf);
+                pthread_mutex_unlock(&t->lock);
+                return sfs_tree_refuse(t, c, "open", label, -r);
+        }
         pthread_mutex_unlock(&t->lock);
-        if (r == -EACCES || r == -EROFS || r == -EINVAL || r == -EBUSY)
-                return sfs_tree_refuse(t, c, "open", NULL, -r);
         return r;
 }
 
@@ -470,8 +474,10 @@ int sfs_tree_setattr(struct sfs_tree *t, const struct sfs_caller *c, struct sfs_
                  * utimens all get EROFS, for every uid including root. */
                 bool visible = node_kind(n) == SFS_KIND_STAGING_DIR ? sfs_may_publish(t, c)
                                                                     : sfs_may_see(t, c);
+                char buf[SNAP_DIGEST_HEX_LEN + 1];
+                const char *label = sfs_node_label(n, buf);
                 pthread_mutex_unlock(&t->lock);
-                return sfs_tree_refuse(t, c, "setattr", NULL, visible ? EROFS : EACCES);
+                return sfs_tree_refuse(t, c, "setattr", label, visible ? EROFS : EACCES);
         }
         if (!n->linked || n->stg->owner != c->uid) {
                 pthread_mutex_unlock(&t->lock);

@@ -89,6 +89,9 @@ void sfs_node_maybe_free(struct sfs_tree *t, struct sfs_node *n);
 void sfs_fill_attr(struct sfs_tree *t, struct sfs_node *n, struct stat *st);
 struct sfs_handle *sfs_handle_new(struct sfs_tree *t, struct sfs_node *n, bool write);
 void sfs_touch_root(struct sfs_tree *t);
+/* What an audit line calls a node: a snapshot's digest, a staging file's name, or NULL.
+ * buf needs SNAP_DIGEST_HEX_LEN + 1 bytes. t->lock held. */
+const char *sfs_node_label(struct sfs_node *n, char *buf);
 
 /* staging.c */
 bool sfs_staging_name_valid(const char *name);

@@ -251,6 +251,22 @@ void sfs_touch_root(struct sfs_tree *t)
         clock_gettime(CLOCK_REALTIME, &t->dir_mtime);
 }
 
+const char *sfs_node_label(struct sfs_node *n, char *buf)
+{
+        switch (node_kind(n)) {
+        case SFS_KIND_SNAPSHOT:
+                snap_digest_to_hex(&n->obj->digest, buf);
+                return buf;
+        case SFS_KIND_STAGING_FILE:
+                snprintf(buf, SNAP_DIGEST_HEX_LEN + 1, "%s", n->stg->name);
+                return buf;
+        case SFS_KIND_STAGING_DIR:
+                return SFS_STAGING_NAME;
+        default:
+                return NULL;
+        }
+}
+
 /* ---- attributes ---- */
 
 void sfs_fill_attr(struct sfs_tree *t, struct sfs_node *n, struct stat *st)
@@ -464,14 +480,18 @@ int sfs_tree_access(struct sfs_tree *t, const struct sfs_caller *c, struct sfs_n
 int sfs_tree_setxattr(struct sfs_tree *t, const struct sfs_caller *c, struct sfs_node *n,
                       const char *op, const char *name)
 {
+        char buf[SNAP_DIGEST_HEX_LEN + 1];
+        const char *label;
         int r;
 
+        (void)name; /* the attribute's name says nothing about what was attacked */
         pthread_mutex_lock(&t->lock);
         r = check_visible(t, c, n);
+        label = sfs_node_label(n, buf);
         pthread_mutex_unlock(&t->lock);
         if (r == -ENOENT)
                 return r;
-        return sfs_tree_refuse(t, c, op, name, r == -EACCES ? EACCES : EROFS);
+        return sfs_tree_refuse(t, c, op, label, r == -EACCES ? EACCES : EROFS);
 }
 
 /* ---- xattrs ---- */

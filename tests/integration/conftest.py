@@ -65,3 +65,158 @@ def run(*args, **kw):
     kw.setdefault("text", True)
     kw.setdefault("timeout", 60)
     return subprocess.run([str(a) for a in args], **kw)
+
+
+# ---- a real snapfs daemon -------------------------------------------------------------
+
+import errno as _errno
+import hashlib
+import signal
+import tempfile
+import time
+
+NOBODY_UID = 1000  # a non-root uid for multi-user tests (need not exist in /etc/passwd)
+
+
+def sha256_hex(data: bytes) -> str:
+    return hashlib.sha256(data).hexdigest()
+
+
+def is_mounted(path) -> bool:
+    path = str(path)
+    with open("/proc/self/mountinfo") as f:
+        for line in f:
+            mnt = line.split()[4].replace("\\040", " ").replace("\\011", "\t")
+            mnt = mnt.replace("\\012", "\n").replace("\\134", "\\")
+            if mnt == path:
+                return True
+    return False
+
+
+class Snapfs:
+    """One running `snapfs mount -f` and helpers to publish through it like a client."""
+
+    def __init__(self, binary, path, proc, audit_log, stderr_path):
+        self.binary, self.path, self.proc = binary, str(path), proc
+        self.audit_log, self.stderr_path = audit_log, stderr_path
+
+    def p(self, name=""):
+        return os.path.join(self.path, name)
+
+    def stage(self, data: bytes, name="cfg", close=True):
+        fd = os.open(self.p(".staging/" + name), os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+        view = memoryview(data)
+        while view:
+            n = os.write(fd, view)
+            view = view[n:]
+        if close:
+            os.close(fd)
+            return None
+        return fd
+
+    def publish(self, data: bytes, name="cfg") -> str:
+        digest = sha256_hex(data)
+        self.stage(data, name)
+        os.rename(self.p(".staging/" + name), self.p(digest))
+        return digest
+
+    def audit_events(self):
+        with open(self.audit_log) as f:
+            return [line for line in f.read().splitlines() if line]
+
+    def stderr(self):
+        with open(self.stderr_path, errors="replace") as f:
+            return f.read()
+
+    def stop(self, sig=signal.SIGTERM, timeout=20):
+        if self.proc.poll() is None:
+            self.proc.send_signal(sig)
+        try:
+            rc = self.proc.wait(timeout)
+        finally:
+            if self.proc.stdout:
+                self.proc.stdout.close()
+        return rc
+
+
+def start_snapfs(binary, path, *opts, audit_log=None, expect_ready=True):
+    """Starts `snapfs mount -f`. Its standard error goes to PATH.stderr, so a sanitizer
+    report from the daemon is kept for the assertion that its exit status fails."""
+    args = [binary, "mount", "-f", *opts]
+    if audit_log:
+        args += ["--audit-log", str(audit_log)]
+    args.append(str(path))
+    if not expect_ready:
+        return subprocess.Popen(args, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    stderr_path = str(path) + ".stderr"
+    with open(stderr_path, "w") as err:
+        proc = subprocess.Popen(args, stdout=subprocess.PIPE, stderr=err, text=True)
+    line = proc.stdout.readline()
+    if not line.startswith("snapfs: serving"):
+        rc = proc.wait(20)
+        proc.stdout.close()
+        with open(stderr_path) as f:
+            raise AssertionError(f"snapfs mount did not start (exit {rc}): {line}{f.read()}")
+    return Snapfs(binary, path, proc, audit_log, stderr_path)
+
+
+@pytest.fixture
+def workdir():
+    """A world-traversable directory, so tests can act as a non-root uid under it."""
+    d = tempfile.mkdtemp(prefix="snapfs-test-", dir="/tmp")
+    os.chmod(d, 0o755)
+    yield d
+    subprocess.run(["rm", "-rf", "--one-file-system", d], check=False)
+
+
+@pytest.fixture
+def mount_snapfs(snapfs_bin, workdir):
+    """Factory: mount_snapfs(*options) -> Snapfs, unmounted (SIGTERM, exit 0) at the end."""
+    started = []
+
+    def start(*opts, name="mnt"):
+        path = os.path.join(workdir, name)
+        os.makedirs(path, exist_ok=True)
+        fs = start_snapfs(snapfs_bin, path, *opts, audit_log=os.path.join(workdir, name + ".audit"))
+        started.append(fs)
+        return fs
+
+    yield start
+    for fs in started:
+        if fs.proc.poll() is None:
+            rc = fs.stop()
+            assert rc == 0, f"snapfs exited {rc} on SIGTERM:\n{fs.stderr()}"
+            assert not is_mounted(fs.path), "snapfs left its mount behind"
+        elif fs.proc.stdout:
+            fs.proc.stdout.close()
+        if is_mounted(fs.path):  # a test that killed the daemon leaves ENOTCONN
+            subprocess.run(["umount", "-l", fs.path], check=False)
+
+
+@pytest.fixture
+def snapfs(mount_snapfs):
+    """A default mount, reachable by other uids."""
+    return mount_snapfs("--allow-other")
+
+
+def as_uid(uid, code, *args, check=True):
+    """Runs Python code as another uid (real and effective), no supplementary groups."""
+    r = subprocess.run(
+        ["setpriv", f"--reuid={uid}", f"--regid={uid}", "--clear-groups",
+         "/usr/bin/python3", "-c", code, *[str(a) for a in args]],
+        capture_output=True, text=True, timeout=60)
+    if check:
+        assert r.returncode == 0, f"as uid {uid}: {r.stdout}{r.stderr}"
+    return r
+
+
+def errno_of(fn, *args, **kw):
+    """The errno an OS call fails with; fails the test if the call succeeds."""
+    try:
+        fn(*args, **kw)
+    except OSError as e:
+        return e.errno
+    raise AssertionError(f"{getattr(fn, '__name__', fn)}{args} succeeded; expected a refusal")
+
+
+E = _errno

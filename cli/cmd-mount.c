@@ -1,0 +1,186 @@
+/* SPDX-License-Identifier: MIT */
+/* snapfs mount: parse options, then hand over to the daemon (fs/daemon.c). */
+#include <errno.h>
+#include <getopt.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "commands.h"
+#include "daemon.h"
+#include "options.h"
+
+#define DEFAULT_MAX_SNAPSHOT_SIZE (256ULL << 10)
+#define MAX_SNAPSHOT_SIZE_LIMIT (1ULL << 30)
+#define DEFAULT_MAX_BYTES (64ULL << 20)
+#define DEFAULT_MAX_SNAPSHOTS 4096
+#define DEFAULT_MAX_STAGING 16
+#define CACHE_TIMEOUT 86400.0
+
+static void mount_usage(FILE *f)
+{
+        fprintf(f,
+                "Usage: snapfs mount [OPTIONS] MOUNTPOINT\n"
+                "\n"
+                "Mount snapfs at MOUNTPOINT (nosuid,nodev,noexec, type fuse.snapfs), check the new\n"
+                "mount with mountcheck and serve it. Returns once the mount is ready; the daemon\n"
+                "keeps running until SIGTERM or SIGINT, then unmounts.\n"
+                "\n"
+                "Options:\n"
+                "  -f, --foreground           stay in the foreground (print a line when serving)\n"
+                "      --max-snapshot-size SIZE  largest snapshot (default 256K, at most 1G)\n"
+                "      --max-bytes SIZE       snapshots and staging together (default 64M)\n"
+                "      --max-snapshots N      published snapshots (default 4096)\n"
+                "      --max-staging N        staging files per uid (default 16)\n"
+                "      --publishers UID,...   uids that may publish (default: any uid)\n"
+                "      --readers UID,...      uids that may read content (default: any uid)\n"
+                "      --read-only            no .staging/, mount read-only\n"
+                "      --allow-other          let other uids reach the mount (FUSE allow_other)\n"
+                "      --audit-log FILE       append audit events (JSON lines) to FILE\n"
+                "                             (default: standard error, with -f)\n"
+                "      --replace-stale        clear a dead snapfs mount at MOUNTPOINT first\n"
+                "      --threads N            at most N worker threads (default: libfuse's)\n"
+                "      --debug                print every FUSE request (implies -f)\n"
+                "  -h, --help                 show this help\n"
+                "\n"
+                "SIZE takes a K, M or G suffix (binary units).\n"
+                "Exit status: 0 served and unmounted cleanly, 1 refused (mount not compliant or\n"
+                "a dead mount in the way), 2 usage or system error.\n");
+}
+
+enum {
+        OPT_MAX_SNAPSHOT_SIZE = 256,
+        OPT_MAX_BYTES,
+        OPT_MAX_SNAPSHOTS,
+        OPT_MAX_STAGING,
+        OPT_PUBLISHERS,
+        OPT_READERS,
+        OPT_READ_ONLY,
+        OPT_ALLOW_OTHER,
+        OPT_AUDIT_LOG,
+        OPT_REPLACE_STALE,
+        OPT_THREADS,
+        OPT_DEBUG,
+};
+
+static int bad_value(const char *opt, const char *value, int err)
+{
+        fprintf(stderr, "snapfs mount: --%s: invalid value '%s' (%s)\n", opt, value,
+                err == -ERANGE ? "out of range" : err == -E2BIG ? "too many uids" : "not valid");
+        return 2;
+}
+
+int cli_cmd_mount(int argc, char **argv)
+{
+        static const struct option longopts[] = {
+                { "foreground", no_argument, NULL, 'f' },
+                { "max-snapshot-size", required_argument, NULL, OPT_MAX_SNAPSHOT_SIZE },
+                { "max-bytes", required_argument, NULL, OPT_MAX_BYTES },
+                { "max-snapshots", required_argument, NULL, OPT_MAX_SNAPSHOTS },
+                { "max-staging", required_argument, NULL, OPT_MAX_STAGING },
+                { "publishers", required_argument, NULL, OPT_PUBLISHERS },
+                { "readers", required_argument, NULL, OPT_READERS },
+                { "read-only", no_argument, NULL, OPT_READ_ONLY },
+                { "allow-other", no_argument, NULL, OPT_ALLOW_OTHER },
+                { "audit-log", required_argument, NULL, OPT_AUDIT_LOG },
+                { "replace-stale", no_argument, NULL, OPT_REPLACE_STALE },
+                { "threads", required_argument, NULL, OPT_THREADS },
+                { "debug", no_argument, NULL, OPT_DEBUG },
+                { "help", no_argument, NULL, 'h' },
+                { NULL, 0, NULL, 0 },
+        };
+        struct sfs_daemon_config cfg = {
+                .tree = {
+                        .max_snapshot_size = DEFAULT_MAX_SNAPSHOT_SIZE,
+                        .max_bytes = DEFAULT_MAX_BYTES,
+                        .max_snapshots = DEFAULT_MAX_SNAPSHOTS,
+                        .max_staging = DEFAULT_MAX_STAGING,
+                        .readers = { .any = true },
+                        .publishers = { .any = true },
+                        .cache_timeout = CACHE_TIMEOUT,
+                },
+        };
+        uint64_t v;
+        int c, r;
+
+        optind = 1;
+        while ((c = getopt_long(argc, argv, "+fh", longopts, NULL)) != -1) {
+                switch (c) {
+                case 'f':
+                        cfg.foreground = true;
+                        break;
+                case 'h':
+                        mount_usage(stdout);
+                        return 0;
+                case OPT_MAX_SNAPSHOT_SIZE:
+                        r = sfs_parse_size(optarg, &v);
+                        if (r == 0 && (v == 0 || v > MAX_SNAPSHOT_SIZE_LIMIT))
+                                r = -ERANGE;
+                        if (r < 0)
+                                return bad_value("max-snapshot-size", optarg, r);
+                        cfg.tree.max_snapshot_size = v;
+                        break;
+                case OPT_MAX_BYTES:
+                        r = sfs_parse_size(optarg, &v);
+                        if (r == 0 && v == 0)
+                                r = -ERANGE;
+                        if (r < 0)
+                                return bad_value("max-bytes", optarg, r);
+                        cfg.tree.max_bytes = v;
+                        break;
+                case OPT_MAX_SNAPSHOTS:
+                        r = sfs_parse_count(optarg, 1ULL << 32, &v);
+                        if (r < 0)
+                                return bad_value("max-snapshots", optarg, r);
+                        cfg.tree.max_snapshots = v;
+                        break;
+                case OPT_MAX_STAGING:
+                        r = sfs_parse_count(optarg, 65536, &v);
+                        if (r < 0)
+                                return bad_value("max-staging", optarg, r);
+                        cfg.tree.max_staging = (unsigned)v;
+                        break;
+                case OPT_PUBLISHERS:
+                        r = sfs_parse_uidset(optarg, &cfg.tree.publishers);
+                        if (r < 0)
+                                return bad_value("publishers", optarg, r);
+                        break;
+                case OPT_READERS:
+                        r = sfs_parse_uidset(optarg, &cfg.tree.readers);
+                        if (r < 0)
+                                return bad_value("readers", optarg, r);
+                        break;
+                case OPT_READ_ONLY:
+                        cfg.tree.read_only = true;
+                        break;
+                case OPT_ALLOW_OTHER:
+                        cfg.allow_other = true;
+                        break;
+                case OPT_AUDIT_LOG:
+                        cfg.audit_log = optarg;
+                        break;
+                case OPT_REPLACE_STALE:
+                        cfg.replace_stale = true;
+                        break;
+                case OPT_THREADS:
+                        r = sfs_parse_count(optarg, 1024, &v);
+                        if (r < 0)
+                                return bad_value("threads", optarg, r);
+                        cfg.max_threads = (unsigned)v;
+                        break;
+                case OPT_DEBUG:
+                        cfg.debug = true;
+                        cfg.foreground = true;
+                        break;
+                default:
+                        mount_usage(stderr);
+                        return 2;
+                }
+        }
+        if (optind != argc - 1) {
+                fprintf(stderr, "snapfs mount: expected exactly one MOUNTPOINT\n");
+                mount_usage(stderr);
+                return 2;
+        }
+        cfg.mountpoint = argv[optind];
+        return sfs_daemon_run(&cfg);
+}

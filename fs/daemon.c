@@ -1,0 +1,254 @@
+/* SPDX-License-Identifier: MIT */
+#include "daemon.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mount.h>
+#include <sys/stat.h>
+#include <sys/sysmacros.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "audit.h"
+#include "mountcheck.h"
+#include "ops.h"
+#include "util.h"
+
+#define LOG(...) fprintf(stderr, "snapfs mount: " __VA_ARGS__)
+
+/* The mount point as an absolute path, without resolving anything: mountcheck must see the
+ * path the caller named, and refuses one with symlinks or dot components. */
+static char *absolute_path(const char *p)
+{
+        char cwd[PATH_MAX];
+        char *out;
+
+        if (p[0] == '/')
+                return strdup(p);
+        if (!getcwd(cwd, sizeof(cwd)))
+                return NULL;
+        if (asprintf(&out, "%s/%s", strcmp(cwd, "/") == 0 ? "" : cwd, p) < 0)
+                return NULL;
+        return out;
+}
+
+static void print_findings(const char *path, const struct mc_verdict *v)
+{
+        LOG("%s: the new mount is not compliant; refusing to serve it:\n", path);
+        for (size_t i = 0; i < v->n_findings; i++)
+                fprintf(stderr, "%s: %s\n", mc_code_name(v->findings[i].code),
+                        v->findings[i].message);
+        if (v->n_dropped)
+                fprintf(stderr, "(and %zu more findings)\n", v->n_dropped);
+}
+
+/* A FUSE daemon that died leaves its mount answering ENOTCONN. Mounting over it would stack
+ * (and be refused); clearing it is allowed only on request and only for a snapfs mount. */
+static int handle_stale(const struct sfs_daemon_config *cfg, const char *path)
+{
+        struct mc_policy pol;
+        struct mc_verdict v;
+        struct stat st;
+        int r;
+
+        if (stat(path, &st) == 0)
+                return 0;
+        if (errno != ENOTCONN) {
+                LOG("%s: %m\n", path);
+                return SFS_EXIT_ERROR;
+        }
+        if (!cfg->replace_stale) {
+                LOG("%s: a dead FUSE mount is in the way (transport endpoint is not connected).\n"
+                    "Clear it with 'fusermount3 -u %s' (or 'umount -l %s'), or pass "
+                    "--replace-stale to let snapfs clear a dead snapfs mount itself.\n",
+                    path, path, path);
+                return SFS_EXIT_REFUSED;
+        }
+        mc_policy_preset(&pol, "snapfs");
+        pol.check_owner = false;
+        r = mc_check_path(path, &pol, MC_BACKEND_AUTO, &v, NULL);
+        if (r < 0 || !mc_verdict_has(&v, MC_TRANSPORT_NOT_CONNECTED) ||
+            mc_verdict_has(&v, MC_FSTYPE)) {
+                LOG("%s: the dead mount there is not a snapfs mount; not clearing it\n", path);
+                return SFS_EXIT_REFUSED;
+        }
+        if (umount2(path, MNT_DETACH) < 0) {
+                /* Unprivileged: fusermount3 may unmount what this uid mounted. */
+                pid_t pid = fork();
+                int status;
+                if (pid == 0) {
+                        execlp("fusermount3", "fusermount3", "-u", "-z", "--", path, (char *)NULL);
+                        _exit(127);
+                }
+                if (pid < 0 || waitpid(pid, &status, 0) < 0 || !WIFEXITED(status) ||
+                    WEXITSTATUS(status) != 0) {
+                        LOG("%s: could not clear the dead snapfs mount\n", path);
+                        return SFS_EXIT_ERROR;
+                }
+        }
+        LOG("%s: cleared a dead snapfs mount\n", path);
+        return 0;
+}
+
+/* Runs mountcheck on the mount we just made, before the session loop starts, so not one
+ * request is served from a non-compliant mount. The probe is off: any FUSE request now would
+ * wait forever for INIT, which only the loop answers. */
+static int self_check(const char *path, uint64_t *dev)
+{
+        _cleanup_close_ int pinned = -1;
+        struct mc_policy pol;
+        struct mc_verdict v;
+        struct statx stx;
+        int r;
+
+        mc_policy_preset(&pol, "snapfs");
+        pol.owner = (uint32_t)getuid();
+        pol.probe_transport = false;
+        r = mc_check_path(path, &pol, MC_BACKEND_AUTO, &v, &pinned);
+        if (r < 0) {
+                LOG("%s: cannot check the new mount: %s\n", path, strerror(-r));
+                return SFS_EXIT_ERROR;
+        }
+        if (!v.compliant) {
+                print_findings(path, &v);
+                return SFS_EXIT_REFUSED;
+        }
+        /* The binding's dev is the superblock's, read from the mount that was judged.
+         * AT_STATX_DONT_SYNC: answered by the VFS, no GETATTR. */
+        if (statx(pinned, "", AT_EMPTY_PATH | AT_STATX_DONT_SYNC, STATX_TYPE, &stx) < 0) {
+                LOG("%s: statx: %m\n", path);
+                return SFS_EXIT_ERROR;
+        }
+        *dev = makedev(stx.stx_dev_major, stx.stx_dev_minor);
+        return 0;
+}
+
+static struct fuse_session *new_session(const struct sfs_daemon_config *cfg,
+                                        struct sfs_ops_ctx *ctx)
+{
+        char opts[256];
+        char *argv[4] = { "snapfs", "-o", opts, NULL };
+        struct fuse_args args;
+        struct fuse_session *se;
+
+        /* nosuid,nodev,noexec: a snapshot is data, never a program or a device. No
+         * default_permissions: the daemon decides every access, not the mode bits. */
+        snprintf(opts, sizeof(opts), "fsname=snapfs,subtype=snapfs,nosuid,nodev,noexec%s%s",
+                 cfg->allow_other ? ",allow_other" : "", cfg->tree.read_only ? ",ro" : "");
+        args = (struct fuse_args)FUSE_ARGS_INIT(3, argv);
+        if (cfg->debug) {
+                static char *dargv[5] = { "snapfs", "-o", NULL, "-d", NULL };
+                dargv[2] = opts;
+                args = (struct fuse_args)FUSE_ARGS_INIT(4, dargv);
+        }
+        se = fuse_session_new(&args, &sfs_ops, sizeof(sfs_ops), ctx);
+        fuse_opt_free_args(&args);
+        return se;
+}
+
+static int serve(const struct sfs_daemon_config *cfg, struct fuse_session *se)
+{
+        struct fuse_loop_config *lc;
+        int r;
+
+        if (fuse_set_signal_handlers(se) < 0) {
+                LOG("cannot install signal handlers\n");
+                return SFS_EXIT_ERROR;
+        }
+        lc = fuse_loop_cfg_create();
+        if (!lc) {
+                fuse_remove_signal_handlers(se);
+                return SFS_EXIT_ERROR;
+        }
+        /* One /dev/fuse descriptor per worker: requests do not queue behind one read(). */
+        fuse_loop_cfg_set_clone_fd(lc, 1);
+        if (cfg->max_threads)
+                fuse_loop_cfg_set_max_threads(lc, cfg->max_threads);
+        r = fuse_session_loop_mt(se, lc);
+        fuse_loop_cfg_destroy(lc);
+        fuse_remove_signal_handlers(se);
+        /* The loop ends with 0 on a clean exit and with the signal number for SIGTERM/INT. */
+        return r < 0 ? SFS_EXIT_ERROR : SFS_EXIT_OK;
+}
+
+int sfs_daemon_run(const struct sfs_daemon_config *cfg)
+{
+        _cleanup_free_ char *path = NULL;
+        struct sfs_tree_config tc = cfg->tree;
+        struct sfs_ops_ctx ctx = { 0 };
+        struct sfs_audit *audit = NULL;
+        struct fuse_session *se = NULL;
+        uint64_t dev = 0;
+        int r, ret = SFS_EXIT_ERROR;
+
+        path = absolute_path(cfg->mountpoint);
+        if (!path) {
+                LOG("%s: %m\n", cfg->mountpoint);
+                return SFS_EXIT_ERROR;
+        }
+        r = handle_stale(cfg, path);
+        if (r)
+                return r;
+        /* Open the log before daemonizing: a relative path means the caller's directory. */
+        r = sfs_audit_open(cfg->audit_log, &audit);
+        if (r < 0) {
+                LOG("--audit-log %s: %s\n", cfg->audit_log, strerror(-r));
+                return SFS_EXIT_ERROR;
+        }
+        tc.audit = audit;
+        tc.owner_uid = getuid();
+        tc.owner_gid = getgid();
+        r = sfs_tree_new(&tc, &ctx.tree);
+        if (r < 0) {
+                LOG("%s\n", strerror(-r));
+                goto out;
+        }
+        se = new_session(cfg, &ctx);
+        if (!se) {
+                LOG("cannot create the FUSE session\n");
+                goto out;
+        }
+        ctx.se = se;
+        if (fuse_session_mount(se, path) != 0) {
+                LOG("%s: mount failed\n", path);
+                fuse_session_destroy(se);
+                se = NULL;
+                goto out;
+        }
+        /* A mount on a shared parent joins its peer group: events elsewhere could then
+         * propagate in. Make ours private when we may (mountcheck refuses it otherwise). */
+        if (geteuid() == 0 && mount(NULL, path, NULL, MS_PRIVATE, NULL) < 0)
+                LOG("%s: cannot make the mount private: %m\n", path);
+
+        r = self_check(path, &dev);
+        if (r) {
+                ret = r;
+                goto unmount;
+        }
+        sfs_tree_set_dev(ctx.tree, dev);
+
+        if (!cfg->foreground) {
+                /* Forks; the parent exits 0 once the child is set up, so the caller of
+                 * "snapfs mount" returns with the mount ready (requests wait for INIT). */
+                if (fuse_daemonize(0) < 0) {
+                        LOG("cannot daemonize\n");
+                        goto unmount;
+                }
+        } else {
+                printf("snapfs: serving %s (pid %d)\n", path, (int)getpid());
+                fflush(stdout);
+        }
+        ret = serve(cfg, se);
+unmount:
+        fuse_session_unmount(se);
+        fuse_session_destroy(se);
+out:
+        /* Everything the snapshots held is freed before exit. */
+        sfs_tree_free(ctx.tree);
+        sfs_audit_close(audit);
+        return ret;
+}

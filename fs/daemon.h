@@ -1,0 +1,31 @@
+/* SPDX-License-Identifier: MIT */
+/* The snapfs daemon: mount, self-check, serve, and a clean exit. */
+#pragma once
+
+#include <stdbool.h>
+
+#include "tree.h"
+
+struct sfs_daemon_config {
+        const char *mountpoint;
+        struct sfs_tree_config tree;  /* limits and policy; audit/owner/dev are filled in */
+        const char *audit_log;        /* NULL: standard error */
+        bool foreground;
+        bool allow_other;
+        bool replace_stale;
+        bool debug;
+        unsigned max_threads;         /* 0: libfuse's default */
+};
+
+/* Exit codes of sfs_daemon_run. */
+enum {
+        SFS_EXIT_OK = 0,
+        SFS_EXIT_REFUSED = 1, /* the mount is not compliant, or a stale mount is in the way */
+        SFS_EXIT_ERROR = 2,   /* usage or system error */
+};
+
+/* Mounts snapfs at cfg->mountpoint, checks the mount it made (refusing to serve a non-compliant
+ * one: it unmounts and returns SFS_EXIT_REFUSED, printing every finding to standard error),
+ * daemonizes unless cfg->foreground (the caller's process returns only once the mount is
+ * ready), and serves until SIGTERM, SIGINT or SIGHUP, then unmounts. Returns an exit code. */
+int sfs_daemon_run(const struct sfs_daemon_config *cfg);

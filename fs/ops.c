@@ -1,0 +1,464 @@
+/* SPDX-License-Identifier: MIT */
+/* The FUSE low-level operations: each one translates a request into an sfs_tree call and
+ * the result into a reply. Every decision is made in tree.c/staging.c.
+ *
+ * Node ids are node pointers (the root is FUSE_ROOT_ID). The kernel only ever sends ids we
+ * gave it, and a node lives until the kernel forgets it and no handle is open on it. */
+#include "ops.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "tree.h"
+
+static struct sfs_ops_ctx *ctx_of(fuse_req_t req)
+{
+        return fuse_req_userdata(req);
+}
+
+static struct sfs_node *node_of(fuse_req_t req, fuse_ino_t ino)
+{
+        if (ino == FUSE_ROOT_ID)
+                return sfs_tree_root(ctx_of(req)->tree);
+        return (struct sfs_node *)(uintptr_t)ino;
+}
+
+static fuse_ino_t id_of(fuse_req_t req, struct sfs_node *n)
+{
+        if (n == sfs_tree_root(ctx_of(req)->tree))
+                return FUSE_ROOT_ID;
+        return (fuse_ino_t)(uintptr_t)n;
+}
+
+static struct sfs_caller caller_of(fuse_req_t req)
+{
+        const struct fuse_ctx *c = fuse_req_ctx(req);
+        return (struct sfs_caller){ .uid = c->uid, .gid = c->gid, .pid = c->pid };
+}
+
+static void reply_entry(fuse_req_t req, const struct sfs_entry *e)
+{
+        struct fuse_entry_param p = {
+                .ino = id_of(req, e->node),
+                .attr = e->st,
+                .attr_timeout = e->attr_timeout,
+                .entry_timeout = e->entry_timeout,
+        };
+        /* If the kernel did not get the entry (interrupted), it will never forget it. */
+        if (fuse_reply_entry(req, &p) < 0)
+                sfs_tree_forget(ctx_of(req)->tree, e->node, 1);
+}
+
+static void op_init(void *userdata, struct fuse_conn_info *conn)
+{
+        struct sfs_ops_ctx *ctx = userdata;
+
+        /* Let OPEN carry O_TRUNC, so a truncating open of a snapshot is refused in one
+         * place (EROFS) instead of as a separate SETATTR. */
+        if (conn->capable & FUSE_CAP_ATOMIC_O_TRUNC)
+                conn->want |= FUSE_CAP_ATOMIC_O_TRUNC;
+        /* Content never changes under a name: no GETATTR per read to detect changes. */
+        conn->want &= ~(unsigned)FUSE_CAP_AUTO_INVAL_DATA;
+        conn->want &= ~(unsigned)FUSE_CAP_WRITEBACK_CACHE;
+        conn->time_gran = 1;
+        ctx->initialized = true;
+}
+
+static void op_lookup(fuse_req_t req, fuse_ino_t parent, const char *name)
+{
+        struct sfs_caller c = caller_of(req);
+        struct sfs_entry e;
+        int r = sfs_tree_lookup(ctx_of(req)->tree, &c, node_of(req, parent), name, &e);
+        if (r < 0)
+                fuse_reply_err(req, -r);
+        else
+                reply_entry(req, &e);
+}
+
+static void op_forget(fuse_req_t req, fuse_ino_t ino, uint64_t nlookup)
+{
+        if (ino != FUSE_ROOT_ID)
+                sfs_tree_forget(ctx_of(req)->tree, node_of(req, ino), nlookup);
+        fuse_reply_none(req);
+}
+
+static void op_forget_multi(fuse_req_t req, size_t count, struct fuse_forget_data *forgets)
+{
+        for (size_t i = 0; i < count; i++)
+                if (forgets[i].ino != FUSE_ROOT_ID)
+                        sfs_tree_forget(ctx_of(req)->tree, node_of(req, forgets[i].ino),
+                                        forgets[i].nlookup);
+        fuse_reply_none(req);
+}
+
+static void op_getattr(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
+{
+        struct sfs_caller c = caller_of(req);
+        struct stat st;
+        double timeout;
+        int r;
+
+        (void)fi;
+        r = sfs_tree_getattr(ctx_of(req)->tree, &c, node_of(req, ino), &st, &timeout);
+        if (r < 0)
+                fuse_reply_err(req, -r);
+        else
+                fuse_reply_attr(req, &st, timeout);
+}
+
+static void op_setattr(fuse_req_t req, fuse_ino_t ino, struct stat *attr, int to_set,
+                       struct fuse_file_info *fi)
+{
+        struct sfs_caller c = caller_of(req);
+        struct stat st;
+        double timeout;
+        int set = 0, r;
+
+        (void)fi;
+        if (to_set & FUSE_SET_ATTR_MODE)
+                set |= SFS_SET_MODE;
+        if (to_set & FUSE_SET_ATTR_UID)
+                set |= SFS_SET_UID;
+        if (to_set & FUSE_SET_ATTR_GID)
+                set |= SFS_SET_GID;
+        if (to_set & FUSE_SET_ATTR_SIZE)
+                set |= SFS_SET_SIZE;
+        if (to_set & (FUSE_SET_ATTR_ATIME | FUSE_SET_ATTR_ATIME_NOW))
+                set |= SFS_SET_ATIME;
+        if (to_set & (FUSE_SET_ATTR_MTIME | FUSE_SET_ATTR_MTIME_NOW))
+                set |= SFS_SET_MTIME;
+        if (to_set & FUSE_SET_ATTR_CTIME)
+                set |= SFS_SET_CTIME;
+        if (!set)
+                set = SFS_SET_OTHER;
+        r = sfs_tree_setattr(ctx_of(req)->tree, &c, node_of(req, ino), attr, set, &st, &timeout);
+        if (r < 0)
+                fuse_reply_err(req, -r);
+        else
+                fuse_reply_attr(req, &st, timeout);
+}
+
+static void op_access(fuse_req_t req, fuse_ino_t ino, int mask)
+{
+        struct sfs_caller c = caller_of(req);
+        fuse_reply_err(req, -sfs_tree_access(ctx_of(req)->tree, &c, node_of(req, ino), mask));
+}
+
+static void op_open(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
+{
+        struct sfs_ops_ctx *ctx = ctx_of(req);
+        struct sfs_caller c = caller_of(req);
+        struct sfs_open_info oi = { 0 };
+        struct sfs_handle *h;
+        int r;
+
+        r = sfs_tree_open(ctx->tree, &c, node_of(req, ino), fi->flags, &h, &oi);
+        if (r < 0) {
+                fuse_reply_err(req, -r);
+                return;
+        }
+        fi->fh = (uint64_t)(uintptr_t)h;
+        fi->keep_cache = oi.keep_cache;
+        fi->direct_io = oi.direct_io;
+        if (fuse_reply_open(req, fi) < 0)
+                sfs_tree_release(ctx->tree, h);
+}
+
+static void op_create(fuse_req_t req, fuse_ino_t parent, const char *name, mode_t mode,
+                      struct fuse_file_info *fi)
+{
+        struct sfs_ops_ctx *ctx = ctx_of(req);
+        struct sfs_caller c = caller_of(req);
+        struct sfs_open_info oi = { 0 };
+        struct sfs_handle *h;
+        struct sfs_entry e;
+        int r;
+
+        (void)mode; /* staging files are always 0200 */
+        r = sfs_tree_create(ctx->tree, &c, node_of(req, parent), name, fi->flags, &e, &h, &oi);
+        if (r < 0) {
+                fuse_reply_err(req, -r);
+                return;
+        }
+        fi->fh = (uint64_t)(uintptr_t)h;
+        fi->keep_cache = oi.keep_cache;
+        fi->direct_io = oi.direct_io;
+        struct fuse_entry_param p = {
+                .ino = id_of(req, e.node),
+                .attr = e.st,
+                .attr_timeout = e.attr_timeout,
+                .entry_timeout = e.entry_timeout,
+        };
+        if (fuse_reply_create(req, &p, fi) < 0) {
+                sfs_tree_release(ctx->tree, h);
+                sfs_tree_forget(ctx->tree, e.node, 1);
+        }
+}
+
+struct read_reply {
+        fuse_req_t req;
+        bool replied;
+};
+
+static int reply_data(void *ctx, const void *data, size_t len)
+{
+        struct read_reply *rr = ctx;
+        rr->replied = true;
+        return fuse_reply_buf(rr->req, data, len);
+}
+
+static void op_read(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
+                    struct fuse_file_info *fi)
+{
+        struct sfs_handle *h = (struct sfs_handle *)(uintptr_t)fi->fh;
+        struct read_reply rr = { .req = req };
+        int r;
+
+        (void)ino;
+        r = sfs_tree_read(ctx_of(req)->tree, h, size, off, reply_data, &rr);
+        /* A request is answered exactly once: after a failed reply it is already gone. */
+        if (r < 0 && !rr.replied)
+                fuse_reply_err(req, -r);
+}
+
+static void op_write(fuse_req_t req, fuse_ino_t ino, const char *buf, size_t size, off_t off,
+                     struct fuse_file_info *fi)
+{
+        struct sfs_handle *h = (struct sfs_handle *)(uintptr_t)fi->fh;
+        struct sfs_caller c = caller_of(req);
+        int r;
+
+        (void)ino;
+        r = sfs_tree_write(ctx_of(req)->tree, &c, h, buf, size, off);
+        if (r < 0)
+                fuse_reply_err(req, -r);
+        else
+                fuse_reply_write(req, size);
+}
+
+static void op_release(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
+{
+        (void)ino;
+        sfs_tree_release(ctx_of(req)->tree, (struct sfs_handle *)(uintptr_t)fi->fh);
+        fuse_reply_err(req, 0);
+}
+
+static void op_unlink(fuse_req_t req, fuse_ino_t parent, const char *name)
+{
+        struct sfs_caller c = caller_of(req);
+        fuse_reply_err(req, -sfs_tree_unlink(ctx_of(req)->tree, &c, node_of(req, parent), name));
+}
+
+static void op_rename(fuse_req_t req, fuse_ino_t parent, const char *name, fuse_ino_t newparent,
+                      const char *newname, unsigned int flags)
+{
+        struct sfs_ops_ctx *ctx = ctx_of(req);
+        struct sfs_caller c = caller_of(req);
+        struct sfs_node *published = NULL;
+        int r;
+
+        fuse_ino_t id;
+
+        r = sfs_tree_rename(ctx->tree, &c, node_of(req, parent), name, node_of(req, newparent),
+                            newname, flags, &published);
+        id = r == 0 ? id_of(req, published) : 0; /* the reply below frees req */
+        fuse_reply_err(req, -r);
+        /* The kernel moves the staging dentry onto the digest name and keeps the attributes
+         * it cached for the staging file (mode 0200, its size); drop them so the next stat
+         * shows the snapshot (mode 0000). Only attributes: offset -1. */
+        if (r == 0 && ctx->se)
+                fuse_lowlevel_notify_inval_inode(ctx->se, id, -1, 0);
+}
+
+static void refuse(fuse_req_t req, const char *op, const char *name)
+{
+        struct sfs_caller c = caller_of(req);
+        fuse_reply_err(req, -sfs_tree_refuse(ctx_of(req)->tree, &c, op, name, EPERM));
+}
+
+static void op_mknod(fuse_req_t req, fuse_ino_t parent, const char *name, mode_t mode,
+                     dev_t rdev)
+{
+        (void)parent, (void)mode, (void)rdev;
+        refuse(req, "mknod", name);
+}
+
+static void op_mkdir(fuse_req_t req, fuse_ino_t parent, const char *name, mode_t mode)
+{
+        (void)parent, (void)mode;
+        refuse(req, "mkdir", name);
+}
+
+static void op_rmdir(fuse_req_t req, fuse_ino_t parent, const char *name)
+{
+        (void)parent;
+        refuse(req, "rmdir", name);
+}
+
+static void op_symlink(fuse_req_t req, const char *link, fuse_ino_t parent, const char *name)
+{
+        (void)link, (void)parent;
+        refuse(req, "symlink", name);
+}
+
+static void op_link(fuse_req_t req, fuse_ino_t ino, fuse_ino_t newparent, const char *newname)
+{
+        (void)ino, (void)newparent;
+        refuse(req, "link", newname);
+}
+
+static void op_opendir(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
+{
+        struct sfs_ops_ctx *ctx = ctx_of(req);
+        struct sfs_caller c = caller_of(req);
+        struct sfs_dir *d;
+        int r;
+
+        r = sfs_tree_opendir(ctx->tree, &c, node_of(req, ino), &d);
+        if (r < 0) {
+                fuse_reply_err(req, -r);
+                return;
+        }
+        fi->fh = (uint64_t)(uintptr_t)d;
+        if (fuse_reply_open(req, fi) < 0)
+                sfs_tree_releasedir(ctx->tree, d);
+}
+
+struct dirbuf {
+        fuse_req_t req;
+        char *buf;
+        size_t size;
+        size_t used;
+};
+
+static int fill_dirent(void *ctx, const char *name, uint64_t ino, mode_t mode, off_t next_off)
+{
+        struct dirbuf *b = ctx;
+        struct stat st = { .st_ino = ino, .st_mode = mode };
+        size_t need = fuse_add_direntry(b->req, NULL, 0, name, NULL, 0);
+
+        if (b->used + need > b->size)
+                return 1;
+        fuse_add_direntry(b->req, b->buf + b->used, b->size - b->used, name, &st, next_off);
+        b->used += need;
+        return 0;
+}
+
+static void op_readdir(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
+                       struct fuse_file_info *fi)
+{
+        struct dirbuf b = { .req = req, .size = size };
+
+        (void)ino;
+        b.buf = malloc(size ? size : 1);
+        if (!b.buf) {
+                fuse_reply_err(req, ENOMEM);
+                return;
+        }
+        sfs_tree_readdir(ctx_of(req)->tree, (struct sfs_dir *)(uintptr_t)fi->fh, off,
+                         fill_dirent, &b);
+        fuse_reply_buf(req, b.buf, b.used);
+        free(b.buf);
+}
+
+static void op_releasedir(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
+{
+        (void)ino;
+        sfs_tree_releasedir(ctx_of(req)->tree, (struct sfs_dir *)(uintptr_t)fi->fh);
+        fuse_reply_err(req, 0);
+}
+
+static void op_statfs(fuse_req_t req, fuse_ino_t ino)
+{
+        struct statvfs sv;
+
+        (void)ino;
+        sfs_tree_statfs(ctx_of(req)->tree, &sv);
+        fuse_reply_statfs(req, &sv);
+}
+
+/* The kernel caps xattr sizes at XATTR_SIZE_MAX (64 KiB); our values are far smaller, so a
+ * caller's huge buffer is never allocated in full. */
+#define XATTR_BUF_MAX 4096
+
+static void reply_xattr_result(fuse_req_t req, int r, const char *buf, size_t size, size_t len)
+{
+        if (r < 0)
+                fuse_reply_err(req, -r);
+        else if (size == 0)
+                fuse_reply_xattr(req, len);
+        else
+                fuse_reply_buf(req, buf, len);
+}
+
+static void op_getxattr(fuse_req_t req, fuse_ino_t ino, const char *name, size_t size)
+{
+        struct sfs_caller c = caller_of(req);
+        char buf[XATTR_BUF_MAX];
+        size_t len = 0, cap = size > sizeof(buf) ? sizeof(buf) : size;
+        int r;
+
+        r = sfs_tree_getxattr(ctx_of(req)->tree, &c, node_of(req, ino), name, buf, cap, &len);
+        reply_xattr_result(req, r, buf, size, len);
+}
+
+static void op_listxattr(fuse_req_t req, fuse_ino_t ino, size_t size)
+{
+        struct sfs_caller c = caller_of(req);
+        char buf[XATTR_BUF_MAX];
+        size_t len = 0, cap = size > sizeof(buf) ? sizeof(buf) : size;
+        int r;
+
+        r = sfs_tree_listxattr(ctx_of(req)->tree, &c, node_of(req, ino), buf, cap, &len);
+        reply_xattr_result(req, r, buf, size, len);
+}
+
+static void op_setxattr(fuse_req_t req, fuse_ino_t ino, const char *name, const char *value,
+                        size_t size, int flags)
+{
+        struct sfs_caller c = caller_of(req);
+        (void)value, (void)size, (void)flags;
+        fuse_reply_err(req, -sfs_tree_setxattr(ctx_of(req)->tree, &c, node_of(req, ino),
+                                               "setxattr", name));
+}
+
+static void op_removexattr(fuse_req_t req, fuse_ino_t ino, const char *name)
+{
+        struct sfs_caller c = caller_of(req);
+        fuse_reply_err(req, -sfs_tree_setxattr(ctx_of(req)->tree, &c, node_of(req, ino),
+                                               "removexattr", name));
+}
+
+/* No flush, fsync, fallocate, ioctl or copy_file_range: the kernel remembers the ENOSYS and
+ * stops sending flush/fsync (no round trip on every close), and refuses the others. */
+const struct fuse_lowlevel_ops sfs_ops = {
+        .init = op_init,
+        .lookup = op_lookup,
+        .forget = op_forget,
+        .forget_multi = op_forget_multi,
+        .getattr = op_getattr,
+        .setattr = op_setattr,
+        .access = op_access,
+        .open = op_open,
+        .create = op_create,
+        .read = op_read,
+        .write = op_write,
+        .release = op_release,
+        .unlink = op_unlink,
+        .rename = op_rename,
+        .mknod = op_mknod,
+        .mkdir = op_mkdir,
+        .rmdir = op_rmdir,
+        .symlink = op_symlink,
+        .link = op_link,
+        .opendir = op_opendir,
+        .readdir = op_readdir,
+        .releasedir = op_releasedir,
+        .statfs = op_statfs,
+        .getxattr = op_getxattr,
+        .listxattr = op_listxattr,
+        .setxattr = op_setxattr,
+        .removexattr = op_removexattr,
+};

@@ -1,0 +1,18 @@
+/* SPDX-License-Identifier: MIT */
+/* The FUSE low-level operations table of the snapfs daemon. */
+#pragma once
+
+#define FUSE_USE_VERSION 314
+#include <fuse_lowlevel.h>
+#include <stdbool.h>
+
+struct sfs_tree;
+
+/* The session's userdata. */
+struct sfs_ops_ctx {
+        struct sfs_tree *tree;
+        struct fuse_session *se; /* for invalidation notices; set before the loop starts */
+        bool initialized;        /* INIT has been answered */
+};
+
+extern const struct fuse_lowlevel_ops sfs_ops;

@@ -1,0 +1,129 @@
+# SPDX-License-Identifier: MIT
+"""Several uids on one mount: a non-root publisher and reader, invisible staging, unlink
+rights, and the --readers/--publishers policies."""
+import os
+
+from conftest import NOBODY_UID, E, as_uid, errno_of, sha256_hex
+
+# Runs as another uid: argv[1] is the mount. Prints nothing on success; asserts otherwise.
+CLIENT = r'''
+import errno, hashlib, os, sys
+mnt = sys.argv[1]
+def refused(fn, *a):
+    try:
+        fn(*a)
+    except OSError as e:
+        return e.errno
+    raise SystemExit(f"{fn.__name__}{a} was not refused")
+'''
+
+
+def test_a_non_root_uid_publishes_and_reads_but_modifies_nothing(snapfs):
+    code = CLIENT + r'''
+data = b"published by an ordinary uid"
+d = hashlib.sha256(data).hexdigest()
+fd = os.open(f"{mnt}/.staging/mine", os.O_WRONLY | os.O_CREAT | os.O_EXCL)
+os.write(fd, data); os.close(fd)
+os.rename(f"{mnt}/.staging/mine", f"{mnt}/{d}")
+assert open(f"{mnt}/{d}", "rb").read() == data
+st = os.stat(f"{mnt}/{d}")
+assert st.st_uid == os.getuid() and st.st_mode & 0o7777 == 0
+assert refused(os.open, f"{mnt}/{d}", os.O_WRONLY) == errno.EROFS
+assert refused(os.chmod, f"{mnt}/{d}", 0o600) == errno.EROFS
+assert refused(os.truncate, f"{mnt}/{d}", 0) == errno.EROFS
+assert open(f"{mnt}/{d}", "rb").read() == data
+print(d)
+'''
+    r = as_uid(NOBODY_UID, code, snapfs.path)
+    digest = r.stdout.strip()
+    assert digest == sha256_hex(b"published by an ordinary uid")
+    assert os.stat(snapfs.p(digest)).st_uid == NOBODY_UID
+
+
+def test_another_uids_staging_files_are_invisible(snapfs):
+    snapfs.stage(b"root's half-written token", "secret")
+    code = CLIENT + r'''
+assert os.listdir(f"{mnt}/.staging") == []
+assert refused(os.stat, f"{mnt}/.staging/secret") == errno.ENOENT
+assert refused(os.open, f"{mnt}/.staging/secret", os.O_RDONLY) == errno.ENOENT
+assert refused(os.getxattr, f"{mnt}/.staging/secret", "user.snapfs.sha256") == errno.ENOENT
+assert refused(os.unlink, f"{mnt}/.staging/secret") == errno.ENOENT
+assert refused(os.rename, f"{mnt}/.staging/secret",
+               f"{mnt}/" + hashlib.sha256(b"x").hexdigest()) == errno.ENOENT
+# Its own file of the same name is its own.
+fd = os.open(f"{mnt}/.staging/secret", os.O_WRONLY | os.O_CREAT | os.O_EXCL)
+os.write(fd, b"mine"); os.close(fd)
+assert os.listdir(f"{mnt}/.staging") == ["secret"]
+os.unlink(f"{mnt}/.staging/secret")
+'''
+    as_uid(NOBODY_UID, code, snapfs.path)
+    # Root's file is untouched.
+    assert os.listdir(snapfs.p(".staging")) == ["secret"]
+    assert os.getxattr(snapfs.p(".staging/secret"), "user.snapfs.sha256").decode() == \
+        sha256_hex(b"root's half-written token")
+
+
+def test_a_non_root_uid_cannot_unlink_roots_snapshot_but_can_its_own(snapfs):
+    digest = snapfs.publish(b"root's config")
+    code = CLIENT + r'''
+d = sys.argv[2]
+assert refused(os.unlink, f"{mnt}/{d}") == errno.EPERM
+assert open(f"{mnt}/{d}", "rb").read() == b"root's config"
+data = b"its own"
+mine = hashlib.sha256(data).hexdigest()
+fd = os.open(f"{mnt}/.staging/x", os.O_WRONLY | os.O_CREAT | os.O_EXCL)
+os.write(fd, data); os.close(fd)
+os.rename(f"{mnt}/.staging/x", f"{mnt}/{mine}")
+os.unlink(f"{mnt}/{mine}")
+assert not os.path.exists(f"{mnt}/{mine}")
+'''
+    as_uid(NOBODY_UID, code, snapfs.path, digest)
+    assert open(snapfs.p(digest), "rb").read() == b"root's config"
+    os.unlink(snapfs.p(digest))  # root may
+
+
+def test_readers_policy_excludes_a_uid_while_an_admitted_uid_reads(mount_snapfs):
+    fs = mount_snapfs("--allow-other", "--readers", f"0,{NOBODY_UID}", "--publishers", "0")
+    digest = fs.publish(b"for admitted readers")
+    ok = CLIENT + r'''
+assert open(f"{mnt}/{sys.argv[2]}", "rb").read() == b"for admitted readers"
+'''
+    as_uid(NOBODY_UID, ok, fs.path, digest)
+    denied = CLIENT + r'''
+assert refused(os.open, f"{mnt}/{sys.argv[2]}", os.O_RDONLY) == errno.EACCES
+assert refused(os.stat, f"{mnt}/{sys.argv[2]}") == errno.EACCES
+assert refused(os.listdir, mnt) == errno.EACCES
+'''
+    as_uid(NOBODY_UID + 1, denied, fs.path, digest)
+
+
+def test_a_publisher_outside_the_readers_sees_metadata_but_not_content(mount_snapfs):
+    # Publishers may learn the binding of what they publish; content is for readers only.
+    fs = mount_snapfs("--allow-other", "--readers", "0")
+    digest = fs.publish(b"content for root only")
+    code = CLIENT + r'''
+d = sys.argv[2]
+assert os.stat(f"{mnt}/{d}").st_size == len(b"content for root only")
+assert os.getxattr(f"{mnt}/{d}", "user.snapfs.sha256").decode() == d
+assert refused(os.open, f"{mnt}/{d}", os.O_RDONLY) == errno.EACCES
+'''
+    as_uid(NOBODY_UID, code, fs.path, digest)
+    assert open(fs.p(digest), "rb").read() == b"content for root only"
+
+
+def test_publishers_policy_excludes_a_uid_while_an_admitted_uid_publishes(mount_snapfs):
+    fs = mount_snapfs("--allow-other", "--publishers", str(NOBODY_UID))
+    publish = CLIENT + r'''
+data = sys.argv[2].encode()
+fd = os.open(f"{mnt}/.staging/p", os.O_WRONLY | os.O_CREAT | os.O_EXCL)
+os.write(fd, data); os.close(fd)
+os.rename(f"{mnt}/.staging/p", f"{mnt}/" + hashlib.sha256(data).hexdigest())
+'''
+    as_uid(NOBODY_UID, publish, fs.path, "admitted")
+    assert open(fs.p(sha256_hex(b"admitted")), "rb").read() == b"admitted"
+    denied = CLIENT + r'''
+assert refused(os.open, f"{mnt}/.staging/p", os.O_WRONLY | os.O_CREAT) == errno.EACCES
+assert refused(os.listdir, f"{mnt}/.staging") == errno.EACCES
+'''
+    as_uid(NOBODY_UID + 1, denied, fs.path)
+    assert errno_of(os.open, fs.p(".staging/p"), os.O_WRONLY | os.O_CREAT) == E.EACCES
