@@ -15,6 +15,7 @@
 #define DEFAULT_MAX_SNAPSHOTS 4096
 #define DEFAULT_MAX_STAGING 16
 #define CACHE_TIMEOUT 86400.0
+#define DEFAULT_STAGING_TTL_MS (10 * 60 * 1000)
 
 static void mount_usage(FILE *f)
 {
@@ -37,6 +38,8 @@ static void mount_usage(FILE *f)
                 "      --allow-other          let other uids reach the mount (FUSE allow_other)\n"
                 "      --audit-log FILE       append audit events (JSON lines) to FILE\n"
                 "                             (default: standard error, with -f)\n"
+                "      --staging-ttl DURATION remove closed staging files idle this long\n"
+                "                             (default 10m; 90, 90s, 15m, 2h; 0 never)\n"
                 "      --replace-stale        clear a dead snapfs mount at MOUNTPOINT first\n"
                 "      --threads N            at most N worker threads (default: libfuse's)\n"
                 "      --debug                print every FUSE request (implies -f)\n"
@@ -59,6 +62,7 @@ enum {
         OPT_AUDIT_LOG,
         OPT_REPLACE_STALE,
         OPT_THREADS,
+        OPT_STAGING_TTL,
         OPT_DEBUG,
 };
 
@@ -84,6 +88,7 @@ int cli_cmd_mount(int argc, char **argv)
                 { "audit-log", required_argument, NULL, OPT_AUDIT_LOG },
                 { "replace-stale", no_argument, NULL, OPT_REPLACE_STALE },
                 { "threads", required_argument, NULL, OPT_THREADS },
+                { "staging-ttl", required_argument, NULL, OPT_STAGING_TTL },
                 { "debug", no_argument, NULL, OPT_DEBUG },
                 { "help", no_argument, NULL, 'h' },
                 { NULL, 0, NULL, 0 },
@@ -97,6 +102,7 @@ int cli_cmd_mount(int argc, char **argv)
                         .readers = { .any = true },
                         .publishers = { .any = true },
                         .cache_timeout = CACHE_TIMEOUT,
+                        .staging_ttl_ms = DEFAULT_STAGING_TTL_MS,
                 },
         };
         uint64_t v;
@@ -166,6 +172,12 @@ int cli_cmd_mount(int argc, char **argv)
                         if (r < 0)
                                 return bad_value("threads", optarg, r);
                         cfg.max_threads = (unsigned)v;
+                        break;
+                case OPT_STAGING_TTL:
+                        r = sfs_parse_duration(optarg, &v);
+                        if (r < 0)
+                                return bad_value("staging-ttl", optarg, r);
+                        cfg.tree.staging_ttl_ms = v;
                         break;
                 case OPT_DEBUG:
                         cfg.debug = true;

@@ -4,6 +4,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -11,6 +12,7 @@
 #include <sys/stat.h>
 #include <sys/sysmacros.h>
 #include <sys/wait.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "audit.h"
@@ -150,6 +152,75 @@ static struct fuse_session *new_session(const struct sfs_daemon_config *cfg,
         return se;
 }
 
+/* Removes staging files left behind by clients that died between write and rename. */
+struct sweeper {
+        struct sfs_tree *tree;
+        uint64_t period_ms;
+        pthread_t thread;
+        pthread_mutex_t lock;
+        pthread_cond_t cond;
+        bool stop;
+        bool running;
+};
+
+static void *sweep_loop(void *arg)
+{
+        struct sweeper *sw = arg;
+        struct timespec deadline;
+
+        pthread_mutex_lock(&sw->lock);
+        while (!sw->stop) {
+                clock_gettime(CLOCK_MONOTONIC, &deadline);
+                deadline.tv_sec += (time_t)(sw->period_ms / 1000);
+                deadline.tv_nsec += (long)(sw->period_ms % 1000) * 1000000;
+                if (deadline.tv_nsec >= 1000000000) {
+                        deadline.tv_sec++;
+                        deadline.tv_nsec -= 1000000000;
+                }
+                pthread_cond_timedwait(&sw->cond, &sw->lock, &deadline);
+                if (sw->stop)
+                        break;
+                pthread_mutex_unlock(&sw->lock);
+                sfs_tree_expire_staging(sw->tree, sfs_now_ms());
+                pthread_mutex_lock(&sw->lock);
+        }
+        pthread_mutex_unlock(&sw->lock);
+        return NULL;
+}
+
+static void sweeper_start(struct sweeper *sw, struct sfs_tree *tree, uint64_t ttl_ms)
+{
+        pthread_condattr_t ca;
+
+        *sw = (struct sweeper){ .tree = tree };
+        if (!ttl_ms)
+                return;
+        /* A quarter of the TTL, between 50 ms and 10 s: an idle file goes at most 25% late. */
+        sw->period_ms = ttl_ms / 4 < 50 ? 50 : ttl_ms / 4 > 10000 ? 10000 : ttl_ms / 4;
+        pthread_mutex_init(&sw->lock, NULL);
+        pthread_condattr_init(&ca);
+        pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
+        pthread_cond_init(&sw->cond, &ca);
+        pthread_condattr_destroy(&ca);
+        if (pthread_create(&sw->thread, NULL, sweep_loop, sw) == 0)
+                sw->running = true;
+        else
+                LOG("cannot start the staging sweeper; --staging-ttl is not enforced\n");
+}
+
+static void sweeper_stop(struct sweeper *sw)
+{
+        if (!sw->running)
+                return;
+        pthread_mutex_lock(&sw->lock);
+        sw->stop = true;
+        pthread_cond_signal(&sw->cond);
+        pthread_mutex_unlock(&sw->lock);
+        pthread_join(sw->thread, NULL);
+        pthread_cond_destroy(&sw->cond);
+        pthread_mutex_destroy(&sw->lock);
+}
+
 static int serve(const struct sfs_daemon_config *cfg, struct fuse_session *se)
 {
         struct fuse_loop_config *lc;
@@ -242,7 +313,13 @@ int sfs_daemon_run(const struct sfs_daemon_config *cfg)
                 printf("snapfs: serving %s (pid %d)\n", path, (int)getpid());
                 fflush(stdout);
         }
-        ret = serve(cfg, se);
+        {
+                /* Threads only after fuse_daemonize's fork: a fork keeps just one. */
+                struct sweeper sw;
+                sweeper_start(&sw, ctx.tree, cfg->tree.staging_ttl_ms);
+                ret = serve(cfg, se);
+                sweeper_stop(&sw);
+        }
 unmount:
         fuse_session_unmount(se);
         fuse_session_destroy(se);

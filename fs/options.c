@@ -77,6 +77,41 @@ int sfs_parse_count(const char *s, uint64_t max, uint64_t *out)
         return 0;
 }
 
+int sfs_parse_duration(const char *s, uint64_t *out_ms)
+{
+        uint64_t v, mult = 1000;
+        int r;
+
+        if (!s)
+                return -EINVAL;
+        r = parse_digits(&s, &v);
+        if (r < 0)
+                return r;
+        switch (*s) {
+        case '\0':
+                break;
+        case 's':
+                s++;
+                break;
+        case 'm':
+                mult = 60 * 1000;
+                s++;
+                break;
+        case 'h':
+                mult = 3600 * 1000;
+                s++;
+                break;
+        default:
+                return -EINVAL;
+        }
+        if (*s != '\0')
+                return -EINVAL;
+        if (v > UINT64_MAX / mult)
+                return -ERANGE;
+        *out_ms = v * mult;
+        return 0;
+}
+
 int sfs_parse_uidset(const char *s, struct sfs_uidset *out)
 {
         struct sfs_uidset set = { .any = false };

@@ -15,6 +15,10 @@ int sfs_parse_size(const char *s, uint64_t *out);
 /* Decimal count without suffix, 1..max: 0 and *out, or -EINVAL/-ERANGE. */
 int sfs_parse_count(const char *s, uint64_t max, uint64_t *out);
 
+/* "90", "90s", "15m", "2h": a duration in milliseconds; "0" means zero. Refuses signs,
+ * spaces, other suffixes and overflow: 0 and *out_ms, or -EINVAL/-ERANGE. */
+int sfs_parse_duration(const char *s, uint64_t *out_ms);
+
 #define SFS_UIDSET_MAX 64
 
 /* A set of uids; an empty set (any == true) admits every uid. */

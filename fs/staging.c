@@ -11,6 +11,13 @@
 #include "tree-internal.h"
 #include "util.h"
 
+uint64_t sfs_now_ms(void)
+{
+        struct timespec ts;
+        clock_gettime(CLOCK_MONOTONIC, &ts);
+        return (uint64_t)ts.tv_sec * 1000 + (uint64_t)ts.tv_nsec / 1000000;
+}
+
 bool sfs_staging_name_valid(const char *name)
 {
         size_t n = 0;
@@ -258,6 +265,7 @@ int sfs_tree_create(struct sfs_tree *t, const struct sfs_caller *c, struct sfs_n
         stg->owner = c->uid;
         stg->group = c->gid;
         clock_gettime(CLOCK_REALTIME, &stg->mtime);
+        stg->last_active_ms = sfs_now_ms();
         n = sfs_node_new(t, SFS_KIND_STAGING_FILE, snap_store_alloc_ino(t->store));
         if (!n) {
                 sfs_staging_free(t, stg);
@@ -341,11 +349,13 @@ int sfs_tree_open(struct sfs_tree *t, const struct sfs_caller *c, struct sfs_nod
                 } else if (!(*h = sfs_handle_new(t, n, write))) {
                         r = -ENOMEM;
                 } else {
+                        stg->last_active_ms = sfs_now_ms();
                         if (write)
                                 stg->writers++;
                         if (write && (flags & O_TRUNC)) {
                                 staging_truncate_locked(t, stg, 0);
                                 clock_gettime(CLOCK_REALTIME, &stg->mtime);
+                                stg->last_active_ms = sfs_now_ms();
                         }
                 }
                 pthread_mutex_unlock(&stg->lock);
@@ -433,6 +443,7 @@ int sfs_tree_write(struct sfs_tree *t, const struct sfs_caller *c, struct sfs_ha
         memcpy(stg->buf + off, buf, size);
         hash_write(stg, old_len, (uint64_t)off, buf, size);
         clock_gettime(CLOCK_REALTIME, &stg->mtime);
+        stg->last_active_ms = sfs_now_ms();
 out:
         pthread_mutex_unlock(&stg->lock);
         if (r == -EFBIG || r == -ENOSPC)
@@ -445,9 +456,11 @@ void sfs_tree_release(struct sfs_tree *t, struct sfs_handle *h)
         struct sfs_node *n = h->node;
 
         pthread_mutex_lock(&t->lock);
-        if (h->write && node_kind(n) == SFS_KIND_STAGING_FILE) {
+        if (node_kind(n) == SFS_KIND_STAGING_FILE) {
                 pthread_mutex_lock(&n->stg->lock);
-                n->stg->writers--;
+                if (h->write)
+                        n->stg->writers--;
+                n->stg->last_active_ms = sfs_now_ms();
                 pthread_mutex_unlock(&n->stg->lock);
         }
         n->pins--;
@@ -510,8 +523,10 @@ int sfs_tree_setattr(struct sfs_tree *t, const struct sfs_caller *c, struct sfs_
                         }
                         stg->digest_valid = false;
                 }
-                if (r == 0)
+                if (r == 0) {
                         clock_gettime(CLOCK_REALTIME, &stg->mtime);
+                        stg->last_active_ms = sfs_now_ms();
+                }
         }
         /* Times are accepted and ignored: tools such as cp -p set them. */
         if (r == 0)
@@ -721,4 +736,56 @@ int sfs_tree_rename(struct sfs_tree *t, const struct sfs_caller *c, struct sfs_n
                                      });
         *published = n;
         return 0;
+}
+
+/* ---- expiry ---- */
+
+unsigned sfs_tree_expire_staging(struct sfs_tree *t, uint64_t now_ms)
+{
+        struct expired {
+                uid_t uid;
+                char name[SFS_STAGING_NAME_MAX + 1];
+        } gone[16];
+        unsigned n_gone = 0, removed = 0;
+
+        if (!t->cfg.staging_ttl_ms)
+                return 0;
+        pthread_mutex_lock(&t->lock);
+        for (size_t i = 0; i < t->nstages; i++) {
+                struct sfs_node *n = t->stages[i].head, *next;
+                for (; n; n = next) {
+                        struct sfs_staging *stg = n->stg;
+                        bool idle;
+
+                        next = stg->next_staged;
+                        pthread_mutex_lock(&stg->lock);
+                        /* A client that died mid-publish leaves a closed staging file
+                         * behind: it must not hold the owner's quota and the byte budget
+                         * forever. Anything still open, or being published, is in use. */
+                        idle = n->pins == 0 && !stg->publishing &&
+                               now_ms >= stg->last_active_ms &&
+                               now_ms - stg->last_active_ms >= t->cfg.staging_ttl_ms;
+                        pthread_mutex_unlock(&stg->lock);
+                        if (!idle)
+                                continue;
+                        if (n_gone < sizeof(gone) / sizeof(gone[0])) {
+                                gone[n_gone].uid = stg->owner;
+                                snprintf(gone[n_gone].name, sizeof(gone[n_gone].name), "%s",
+                                         stg->name);
+                                n_gone++;
+                        }
+                        stage_remove(t, n);
+                        sfs_node_maybe_free(t, n);
+                        removed++;
+                }
+        }
+        pthread_mutex_unlock(&t->lock);
+
+        for (unsigned i = 0; i < n_gone; i++)
+                sfs_audit_emit(t->cfg.audit, &(struct sfs_audit_event){
+                                                     .event = "staging-expired",
+                                                     .uid = gone[i].uid,
+                                                     .name = gone[i].name,
+                                             });
+        return removed;
 }

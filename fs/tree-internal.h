@@ -29,6 +29,8 @@ struct sfs_staging {
         bool digest_valid;
         struct snap_digest digest;
         struct timespec mtime;
+        uint64_t last_active_ms;      /* CLOCK_MONOTONIC of the owner's last create, open,
+                                         write, truncate or close: what --staging-ttl measures */
         struct sfs_node *next_staged; /* in its owner's list */
 };
 
@@ -94,6 +96,7 @@ void sfs_touch_root(struct sfs_tree *t);
 const char *sfs_node_label(struct sfs_node *n, char *buf);
 
 /* staging.c */
+uint64_t sfs_now_ms(void);
 bool sfs_staging_name_valid(const char *name);
 struct sfs_uidstage *sfs_stage_find(struct sfs_tree *t, uid_t uid, bool create);
 struct sfs_node *sfs_stage_lookup(struct sfs_uidstage *st, const char *name);

@@ -37,6 +37,7 @@ struct sfs_tree_config {
         gid_t owner_gid;
         uint64_t dev;              /* st_dev of the mount, for the binding xattr (0 if unknown) */
         double cache_timeout;      /* seconds the kernel may cache immutable entries/attrs */
+        uint64_t staging_ttl_ms;   /* closed staging files idle this long are removed; 0 never */
         struct sfs_audit *audit;   /* may be NULL */
 };
 
@@ -171,6 +172,12 @@ int sfs_tree_setxattr(struct sfs_tree *t, const struct sfs_caller *c, struct sfs
                       const char *op, const char *name);
 
 void sfs_tree_statfs(struct sfs_tree *t, struct statvfs *sv);
+
+/* Removes every staging file that no handle holds open, that is not being published and
+ * whose owner has not touched it for staging_ttl_ms before now_ms (CLOCK_MONOTONIC, as
+ * sfs_now_ms() gives). Returns how many were removed; 0 when the TTL is 0. Audited. */
+unsigned sfs_tree_expire_staging(struct sfs_tree *t, uint64_t now_ms);
+uint64_t sfs_now_ms(void);
 
 struct sfs_tree_stats {
         uint64_t snapshots;     /* published */

@@ -645,6 +645,54 @@ static void test_counters_return_to_zero_after_everything_is_gone(void **state)
         sfs_tree_free(t);
 }
 
+static void test_idle_closed_staging_files_expire_and_open_ones_stay(void **state)
+{
+        struct sfs_tree_config cfg = base_config();
+        struct sfs_tree *t;
+        struct sfs_open_info oi;
+        struct sfs_handle *h;
+        struct sfs_tree_stats st;
+        struct sfs_entry e;
+        uint64_t now;
+
+        (void)state;
+        cfg.staging_ttl_ms = 1000;
+        t = new_tree(&cfg);
+        stage(t, &alice, "abandoned", "half a config", 13);
+        assert_int_equal(sfs_tree_create(t, &bob, staging_dir(t, &bob), "writing", O_WRONLY, &e,
+                                         &h, &oi),
+                         0);
+        assert_int_equal(sfs_tree_write(t, &bob, h, "still here", 10, 0), 0);
+        now = sfs_now_ms();
+        /* Not yet idle long enough: nothing goes. */
+        assert_int_equal(sfs_tree_expire_staging(t, now + 500), 0);
+        assert_int_equal(sfs_tree_lookup(t, &alice, staging_dir(t, &alice), "abandoned", &e), 0);
+        /* Past the TTL: the closed file goes, the open one stays. */
+        assert_int_equal(sfs_tree_expire_staging(t, now + 5000), 1);
+        assert_int_equal(sfs_tree_lookup(t, &alice, staging_dir(t, &alice), "abandoned", &e),
+                         -ENOENT);
+        assert_int_equal(sfs_tree_lookup(t, &bob, staging_dir(t, &bob), "writing", &e), 0);
+        sfs_tree_get_stats(t, &st);
+        assert_int_equal(st.staging_files, 1);
+        assert_int_equal(st.reserved, 10);
+        sfs_tree_release(t, h);
+        assert_int_equal(sfs_tree_expire_staging(t, sfs_now_ms() + 5000), 1);
+        sfs_tree_free(t);
+}
+
+static void test_a_zero_ttl_never_expires_anything(void **state)
+{
+        struct sfs_tree_config cfg = base_config();
+        struct sfs_tree *t = new_tree(&cfg);
+        struct sfs_entry e;
+
+        (void)state;
+        stage(t, &alice, "kept", "x", 1);
+        assert_int_equal(sfs_tree_expire_staging(t, UINT64_MAX), 0);
+        assert_int_equal(sfs_tree_lookup(t, &alice, staging_dir(t, &alice), "kept", &e), 0);
+        sfs_tree_free(t);
+}
+
 int main(void)
 {
         const struct CMUnitTest tests[] = {
@@ -667,6 +715,8 @@ int main(void)
                 cmocka_unit_test(test_reader_and_publisher_policies_refuse_with_eacces),
                 cmocka_unit_test(test_binding_xattr_names_the_snapshot),
                 cmocka_unit_test(test_counters_return_to_zero_after_everything_is_gone),
+                cmocka_unit_test(test_idle_closed_staging_files_expire_and_open_ones_stay),
+                cmocka_unit_test(test_a_zero_ttl_never_expires_anything),
         };
         return cmocka_run_group_tests(tests, NULL, NULL);
 }
