@@ -162,6 +162,9 @@ static void op_open(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
         fi->fh = (uint64_t)(uintptr_t)h;
         fi->keep_cache = oi.keep_cache;
         fi->direct_io = oi.direct_io;
+        /* Only staging writes need close() to reach the daemon; for everything else a
+         * FLUSH would be a wasted round trip on every close. */
+        fi->noflush = !oi.flush;
         if (fuse_reply_open(req, fi) < 0)
                 sfs_tree_release(ctx->tree, h);
 }
@@ -185,6 +188,7 @@ static void op_create(fuse_req_t req, fuse_ino_t parent, const char *name, mode_
         fi->fh = (uint64_t)(uintptr_t)h;
         fi->keep_cache = oi.keep_cache;
         fi->direct_io = oi.direct_io;
+        fi->noflush = !oi.flush;
         struct fuse_entry_param p = {
                 .ino = id_of(req, e.node),
                 .attr = e.st,
@@ -236,6 +240,13 @@ static void op_write(fuse_req_t req, fuse_ino_t ino, const char *buf, size_t siz
                 fuse_reply_err(req, -r);
         else
                 fuse_reply_write(req, size);
+}
+
+static void op_flush(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
+{
+        (void)ino;
+        sfs_tree_flush(ctx_of(req)->tree, (struct sfs_handle *)(uintptr_t)fi->fh);
+        fuse_reply_err(req, 0);
 }
 
 static void op_release(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
@@ -431,8 +442,9 @@ static void op_removexattr(fuse_req_t req, fuse_ino_t ino, const char *name)
                                                "removexattr", name));
 }
 
-/* No flush, fsync, fallocate, ioctl or copy_file_range: the kernel remembers the ENOSYS and
- * stops sending flush/fsync (no round trip on every close), and refuses the others. */
+/* flush only reaches the daemon for staging writes (everything else opens with noflush). No
+ * fsync, fallocate, ioctl or copy_file_range: the kernel remembers the ENOSYS for fsync and
+ * refuses the others. */
 const struct fuse_lowlevel_ops sfs_ops = {
         .init = op_init,
         .lookup = op_lookup,
@@ -445,6 +457,7 @@ const struct fuse_lowlevel_ops sfs_ops = {
         .create = op_create,
         .read = op_read,
         .write = op_write,
+        .flush = op_flush,
         .release = op_release,
         .unlink = op_unlink,
         .rename = op_rename,

@@ -40,21 +40,27 @@ bool sfs_staging_name_valid(const char *name)
 
 struct sfs_uidstage *sfs_stage_find(struct sfs_tree *t, uid_t uid, bool create)
 {
+        struct sfs_uidstage *st;
+
         for (size_t i = 0; i < t->nstages; i++)
-                if (t->stages[i].uid == uid)
-                        return &t->stages[i];
+                if (t->stages[i]->uid == uid)
+                        return t->stages[i];
         if (!create)
                 return NULL;
         if (t->nstages == t->capstages) {
                 size_t ncap = t->capstages ? t->capstages * 2 : 8;
-                struct sfs_uidstage *n = realloc(t->stages, ncap * sizeof(*n));
+                struct sfs_uidstage **n = realloc(t->stages, ncap * sizeof(*n));
                 if (!n)
                         return NULL;
                 t->stages = n;
                 t->capstages = ncap;
         }
-        t->stages[t->nstages] = (struct sfs_uidstage){ .uid = uid };
-        return &t->stages[t->nstages++];
+        st = calloc(1, sizeof(*st));
+        if (!st)
+                return NULL;
+        st->uid = uid;
+        t->stages[t->nstages++] = st;
+        return st;
 }
 
 struct sfs_node *sfs_stage_lookup(struct sfs_uidstage *st, const char *name)
@@ -86,10 +92,29 @@ static void stage_remove(struct sfs_tree *t, struct sfs_node *n)
 
 /* ---- staging content ---- */
 
+/* Charges delta bytes to the owner: -EDQUOT past max_staging_bytes. */
+static int stage_charge(struct sfs_tree *t, struct sfs_staging *stg, uint64_t delta)
+{
+        uint64_t cur = __atomic_load_n(&stg->stage->bytes, __ATOMIC_RELAXED);
+
+        do {
+                if (cur + delta > t->cfg.max_staging_bytes || cur + delta < cur)
+                        return -EDQUOT;
+        } while (!__atomic_compare_exchange_n(&stg->stage->bytes, &cur, cur + delta, true,
+                                              __ATOMIC_RELAXED, __ATOMIC_RELAXED));
+        return 0;
+}
+
+static void stage_uncharge(struct sfs_staging *stg, uint64_t delta)
+{
+        __atomic_sub_fetch(&stg->stage->bytes, delta, __ATOMIC_RELAXED);
+}
+
 void sfs_staging_drop_content(struct sfs_tree *t, struct sfs_staging *stg)
 {
         pthread_mutex_lock(&stg->lock);
         snap_store_unreserve(t->store, stg->len);
+        stage_uncharge(stg, stg->len);
         free(stg->buf);
         stg->buf = NULL;
         stg->len = stg->cap = 0;
@@ -103,6 +128,7 @@ void sfs_staging_free(struct sfs_tree *t, struct sfs_staging *stg)
         if (!stg)
                 return;
         snap_store_unreserve(t->store, stg->len);
+        stage_uncharge(stg, stg->len);
         free(stg->buf);
         snap_hasher_free(stg->hasher);
         pthread_mutex_destroy(&stg->lock);
@@ -165,9 +191,14 @@ static int staging_grow(struct sfs_tree *t, struct sfs_staging *stg, uint64_t le
                 return -EFBIG;
         if (len <= stg->len)
                 return 0;
-        r = snap_store_reserve(t->store, len - stg->len);
+        r = stage_charge(t, stg, len - stg->len);
         if (r < 0)
                 return r;
+        r = snap_store_reserve(t->store, len - stg->len);
+        if (r < 0) {
+                stage_uncharge(stg, len - stg->len);
+                return r;
+        }
         if (len > stg->cap) {
                 /* Doubling keeps a stream of small writes linear; the cap is the limit. */
                 uint64_t ncap = stg->cap ? stg->cap : 4096;
@@ -179,6 +210,7 @@ static int staging_grow(struct sfs_tree *t, struct sfs_staging *stg, uint64_t le
                 nb = realloc(stg->buf, (size_t)ncap);
                 if (!nb) {
                         snap_store_unreserve(t->store, len - stg->len);
+                        stage_uncharge(stg, len - stg->len);
                         return -ENOMEM;
                 }
                 stg->buf = nb;
@@ -194,6 +226,7 @@ static void staging_truncate_locked(struct sfs_tree *t, struct sfs_staging *stg,
         if (len >= stg->len)
                 return;
         snap_store_unreserve(t->store, stg->len - len);
+        stage_uncharge(stg, stg->len - len);
         stg->len = len;
         stg->digest_valid = false;
         if (len == 0 && snap_hasher_reset(stg->hasher) == 0)
@@ -264,6 +297,7 @@ int sfs_tree_create(struct sfs_tree *t, const struct sfs_caller *c, struct sfs_n
         snprintf(stg->name, sizeof(stg->name), "%s", name);
         stg->owner = c->uid;
         stg->group = c->gid;
+        stg->stage = st;
         clock_gettime(CLOCK_REALTIME, &stg->mtime);
         stg->last_active_ms = sfs_now_ms();
         n = sfs_node_new(t, SFS_KIND_STAGING_FILE, snap_store_alloc_ino(t->store));
@@ -286,14 +320,17 @@ int sfs_tree_create(struct sfs_tree *t, const struct sfs_caller *c, struct sfs_n
                 r = -ENOMEM;
                 goto refused;
         }
-        if ((*h)->write)
+        if ((*h)->write) {
+                (*h)->writing = true;
                 stg->writers++;
+        }
         n->nlookup++;
         e->node = n;
         sfs_fill_attr(t, n, &e->st);
         e->entry_timeout = e->attr_timeout = 0;
         oi->direct_io = true;
         oi->keep_cache = false;
+        oi->flush = (*h)->write;
         pthread_mutex_unlock(&t->lock);
         return 0;
 
@@ -350,8 +387,10 @@ int sfs_tree_open(struct sfs_tree *t, const struct sfs_caller *c, struct sfs_nod
                         r = -ENOMEM;
                 } else {
                         stg->last_active_ms = sfs_now_ms();
-                        if (write)
+                        if (write) {
+                                (*h)->writing = true;
                                 stg->writers++;
+                        }
                         if (write && (flags & O_TRUNC)) {
                                 staging_truncate_locked(t, stg, 0);
                                 clock_gettime(CLOCK_REALTIME, &stg->mtime);
@@ -361,6 +400,7 @@ int sfs_tree_open(struct sfs_tree *t, const struct sfs_caller *c, struct sfs_nod
                 pthread_mutex_unlock(&stg->lock);
                 oi->direct_io = true;
                 oi->keep_cache = false;
+                oi->flush = write;
                 break;
         default:
                 r = -EISDIR;
@@ -432,9 +472,19 @@ int sfs_tree_write(struct sfs_tree *t, const struct sfs_caller *c, struct sfs_ha
         pthread_mutex_lock(&stg->lock);
         pthread_mutex_unlock(&t->lock);
 
+        /* A handle flushed by close() of one dup can still write through another: never
+         * while a rename is hashing, or the published bytes would not be the hashed ones. */
+        if (stg->publishing) {
+                r = -EBUSY;
+                goto out;
+        }
         if (__builtin_add_overflow((uint64_t)off, size, &end)) {
                 r = -EFBIG;
                 goto out;
+        }
+        if (!h->writing) {
+                h->writing = true;
+                stg->writers++;
         }
         old_len = stg->len;
         r = staging_grow(t, stg, end);
@@ -446,9 +496,26 @@ int sfs_tree_write(struct sfs_tree *t, const struct sfs_caller *c, struct sfs_ha
         stg->last_active_ms = sfs_now_ms();
 out:
         pthread_mutex_unlock(&stg->lock);
-        if (r == -EFBIG || r == -ENOSPC)
+        if (r == -EFBIG || r == -ENOSPC || r == -EBUSY || r == -EDQUOT)
                 return sfs_tree_refuse(t, c, "write", NULL, -r);
         return r;
+}
+
+void sfs_tree_flush(struct sfs_tree *t, struct sfs_handle *h)
+{
+        struct sfs_node *n = h->node;
+
+        pthread_mutex_lock(&t->lock);
+        if (node_kind(n) == SFS_KIND_STAGING_FILE) {
+                pthread_mutex_lock(&n->stg->lock);
+                if (h->writing) {
+                        h->writing = false;
+                        n->stg->writers--;
+                }
+                n->stg->last_active_ms = sfs_now_ms();
+                pthread_mutex_unlock(&n->stg->lock);
+        }
+        pthread_mutex_unlock(&t->lock);
 }
 
 void sfs_tree_release(struct sfs_tree *t, struct sfs_handle *h)
@@ -458,7 +525,7 @@ void sfs_tree_release(struct sfs_tree *t, struct sfs_handle *h)
         pthread_mutex_lock(&t->lock);
         if (node_kind(n) == SFS_KIND_STAGING_FILE) {
                 pthread_mutex_lock(&n->stg->lock);
-                if (h->write)
+                if (h->writing)
                         n->stg->writers--;
                 n->stg->last_active_ms = sfs_now_ms();
                 pthread_mutex_unlock(&n->stg->lock);
@@ -534,7 +601,7 @@ int sfs_tree_setattr(struct sfs_tree *t, const struct sfs_caller *c, struct sfs_
         pthread_mutex_unlock(&stg->lock);
         pthread_mutex_unlock(&t->lock);
         *timeout = 0;
-        if (r == -EFBIG || r == -ENOSPC || r == -EBUSY)
+        if (r == -EFBIG || r == -ENOSPC || r == -EBUSY || r == -EDQUOT)
                 return sfs_tree_refuse(t, c, "truncate", NULL, -r);
         return r;
 }
@@ -714,8 +781,9 @@ int sfs_tree_rename(struct sfs_tree *t, const struct sfs_caller *c, struct sfs_n
                 pthread_mutex_unlock(&t->lock);
                 return publish_refused(t, c, name, newname, -r);
         }
-        /* The store took the buffer and the reservation. */
+        /* The store took the buffer and the reservation; the bytes are no longer staged. */
         size = stg->len;
+        stage_uncharge(stg, size);
         stg->buf = NULL;
         stg->len = stg->cap = 0;
         become_snapshot(t, n, obj);
@@ -752,7 +820,7 @@ unsigned sfs_tree_expire_staging(struct sfs_tree *t, uint64_t now_ms)
                 return 0;
         pthread_mutex_lock(&t->lock);
         for (size_t i = 0; i < t->nstages; i++) {
-                struct sfs_node *n = t->stages[i].head, *next;
+                struct sfs_node *n = t->stages[i]->head, *next;
                 for (; n; n = next) {
                         struct sfs_staging *stg = n->stg;
                         bool idle;

@@ -22,7 +22,7 @@ struct sfs_staging {
         uint8_t *buf;
         size_t len;             /* content length; exactly this many bytes are reserved */
         size_t cap;
-        unsigned writers;       /* handles open for writing */
+        unsigned writers;       /* write handles not flushed since they last wrote */
         bool publishing;        /* a rename is hashing it: no writes, no truncation */
         struct snap_hasher *hasher;
         uint64_t hashed;        /* bytes fed to hasher in order, or SFS_HASH_BROKEN */
@@ -32,6 +32,7 @@ struct sfs_staging {
         uint64_t last_active_ms;      /* CLOCK_MONOTONIC of the owner's last create, open,
                                          write, truncate or close: what --staging-ttl measures */
         struct sfs_node *next_staged; /* in its owner's list */
+        struct sfs_uidstage *stage;   /* its owner's counters */
 };
 
 struct sfs_node {
@@ -48,13 +49,18 @@ struct sfs_node {
 
 struct sfs_handle {
         struct sfs_node *node;
-        bool write;
+        bool write;     /* opened for writing */
+        bool writing;   /* counted in stg->writers: written to since its last flush */
         struct sfs_handle *prev, *next;
 };
 
+/* One per uid that ever staged; never freed before the tree, so a staging file can keep a
+ * pointer to its owner's. count and head change under t->lock; bytes atomically, since
+ * writes to different staging files of one uid run in parallel. */
 struct sfs_uidstage {
         uid_t uid;
         unsigned count;
+        uint64_t bytes;         /* content of this uid's staging files */
         struct sfs_node *head;
 };
 
@@ -67,7 +73,7 @@ struct sfs_tree {
         struct sfs_node *nodes;        /* list of dynamic nodes */
         struct sfs_handle *handles;    /* list of open handles */
         struct sfs_dir *dirs;          /* list of open directory listings */
-        struct sfs_uidstage *stages;
+        struct sfs_uidstage **stages;
         size_t nstages;
         size_t capstages;
         uint64_t nnodes;

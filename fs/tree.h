@@ -30,6 +30,8 @@ struct sfs_tree_config {
         uint64_t max_bytes;        /* snapshots + staging together */
         uint64_t max_snapshots;
         unsigned max_staging;      /* staging files per uid */
+        uint64_t max_staging_bytes; /* staging bytes per uid; 0: a quarter of max_bytes, but
+                                       at least max_snapshot_size */
         struct sfs_uidset readers;
         struct sfs_uidset publishers;
         bool read_only;            /* no .staging/ */
@@ -69,6 +71,7 @@ struct sfs_entry {
 struct sfs_open_info {
         bool direct_io;  /* staging files: every write reaches the daemon before write returns */
         bool keep_cache; /* snapshots: immutable, the page cache stays valid */
+        bool flush;      /* staging writes: close() must send a synchronous FLUSH */
 };
 
 /* Bits for sfs_tree_setattr (the same meaning as FUSE_SET_ATTR_*). */
@@ -130,6 +133,10 @@ int sfs_tree_read(struct sfs_tree *t, struct sfs_handle *h, size_t size, off_t o
  * size limit, -ENOSPC past the byte limit, -EBUSY while it is being published. */
 int sfs_tree_write(struct sfs_tree *t, const struct sfs_caller *c, struct sfs_handle *h,
                    const void *buf, size_t size, off_t off);
+/* close() of a descriptor: a staging write handle stops counting as a writer (until it
+ * writes again). The kernel sends RELEASE only later and asynchronously, so this is what
+ * lets "close, then rename" publish without a spurious EBUSY. */
+void sfs_tree_flush(struct sfs_tree *t, struct sfs_handle *h);
 void sfs_tree_release(struct sfs_tree *t, struct sfs_handle *h);
 struct sfs_node *sfs_handle_node(const struct sfs_handle *h);
 

@@ -74,6 +74,14 @@ static struct sfs_node *stage(struct sfs_tree *t, const struct sfs_caller *c, co
         return e.node;
 }
 
+static int sfs_tree_truncate_for_test(struct sfs_tree *t, const struct sfs_caller *c,
+                                      struct sfs_node *n, off_t size)
+{
+        struct stat attr = { .st_size = size }, st;
+        double timeout;
+        return sfs_tree_setattr(t, c, n, &attr, SFS_SET_SIZE, &st, &timeout);
+}
+
 static int publish(struct sfs_tree *t, const struct sfs_caller *c, const char *name,
                    const void *buf, size_t len, struct sfs_node **out)
 {
@@ -228,6 +236,43 @@ static void test_rename_while_open_for_writing_is_busy(void **state)
         assert_int_equal(sfs_tree_rename(t, &alice, staging_dir(t, &alice), "cfg",
                                          sfs_tree_root(t), hex, 0, &p),
                          0);
+        sfs_tree_free(t);
+}
+
+static void test_close_then_rename_publishes_before_the_late_release(void **state)
+{
+        struct sfs_tree_config cfg = base_config();
+        struct sfs_tree *t = new_tree(&cfg);
+        char hex[SNAP_DIGEST_HEX_LEN + 1];
+        struct sfs_open_info oi;
+        struct sfs_handle *h, *dup_writer;
+        struct sfs_node *p = NULL;
+        struct sfs_entry e;
+
+        (void)state;
+        /* close() sends FLUSH at once; RELEASE comes later, asynchronously. */
+        assert_int_equal(sfs_tree_create(t, &alice, staging_dir(t, &alice), "cfg", O_WRONLY, &e,
+                                         &h, &oi),
+                         0);
+        assert_true(oi.flush);
+        assert_int_equal(sfs_tree_write(t, &alice, h, "abc", 3, 0), 0);
+        hex_of("abc", 3, hex);
+        sfs_tree_flush(t, h);
+        /* A second descriptor of the same open file writes again: a writer once more. */
+        dup_writer = h;
+        assert_int_equal(sfs_tree_write(t, &alice, dup_writer, "d", 1, 3), 0);
+        assert_int_equal(sfs_tree_rename(t, &alice, staging_dir(t, &alice), "cfg",
+                                         sfs_tree_root(t), hex, 0, &p),
+                         -EBUSY);
+        assert_int_equal(sfs_tree_truncate_for_test(t, &alice, e.node, 3), 0);
+        sfs_tree_flush(t, dup_writer);
+        assert_int_equal(sfs_tree_rename(t, &alice, staging_dir(t, &alice), "cfg",
+                                         sfs_tree_root(t), hex, 0, &p),
+                         0);
+        /* The late RELEASE of the handle is harmless, and it cannot write any more. */
+        assert_int_equal(sfs_tree_write(t, &alice, h, "x", 1, 0), -EBADF);
+        sfs_tree_release(t, h);
+        assert_reads(t, &bob, p, "abc");
         sfs_tree_free(t);
 }
 
@@ -412,6 +457,7 @@ static void test_limits_give_efbig_enospc_and_edquot_while_others_still_work(voi
 
         (void)state;
         cfg.max_bytes = 12288;
+        cfg.max_staging_bytes = 12288; /* this test is about the global limit */
         t = new_tree(&cfg);
         memset(big, 'x', sizeof(big));
         /* EFBIG: one snapshot larger than max_snapshot_size (4096), even by sparse pwrite. */
@@ -447,6 +493,52 @@ static void test_limits_give_efbig_enospc_and_edquot_while_others_still_work(voi
                      "bob still publishes");
         for (int i = 0; i < 3; i++)
                 sfs_tree_release(t, hs[i]);
+        sfs_tree_free(t);
+}
+
+static void test_one_uid_cannot_stage_past_its_byte_quota_while_others_can(void **state)
+{
+        struct sfs_tree_config cfg = base_config();
+        struct sfs_tree *t;
+        static char big[4096];
+        struct sfs_open_info oi;
+        struct sfs_handle *h[3], *hb;
+        struct sfs_entry e;
+
+        (void)state;
+        cfg.max_staging_bytes = 6000;
+        t = new_tree(&cfg);
+        for (int i = 0; i < 2; i++) {
+                char name[4] = { 'g', (char)('0' + i), 0 };
+                assert_int_equal(sfs_tree_create(t, &alice, staging_dir(t, &alice), name,
+                                                 O_WRONLY, &e, &h[i], &oi),
+                                 0);
+        }
+        assert_int_equal(sfs_tree_write(t, &alice, h[0], big, 4096, 0), 0);
+        assert_int_equal(sfs_tree_write(t, &alice, h[1], big, 4096, 0), -EDQUOT);
+        assert_int_equal(sfs_tree_write(t, &alice, h[1], big, 1904, 0), 0);
+        /* Bob has his own quota. */
+        assert_int_equal(sfs_tree_create(t, &bob, staging_dir(t, &bob), "b", O_WRONLY, &e, &hb,
+                                         &oi),
+                         0);
+        assert_int_equal(sfs_tree_write(t, &bob, hb, big, 4096, 0), 0);
+        sfs_tree_release(t, hb);
+        /* Publishing moves bytes out of staging: the quota comes back. */
+        sfs_tree_flush(t, h[0]);
+        {
+                char hex[SNAP_DIGEST_HEX_LEN + 1];
+                struct sfs_node *p = NULL;
+                hex_of(big, 4096, hex);
+                assert_int_equal(sfs_tree_rename(t, &alice, staging_dir(t, &alice), "g0",
+                                                 sfs_tree_root(t), hex, 0, &p),
+                                 0);
+        }
+        assert_int_equal(sfs_tree_create(t, &alice, staging_dir(t, &alice), "g2", O_WRONLY, &e,
+                                         &h[2], &oi),
+                         0);
+        assert_int_equal(sfs_tree_write(t, &alice, h[2], big, 4096, 0), 0);
+        for (int i = 0; i < 3; i++)
+                sfs_tree_release(t, h[i]);
         sfs_tree_free(t);
 }
 
@@ -700,6 +792,7 @@ int main(void)
                 cmocka_unit_test(test_rename_with_wrong_digest_publishes_nothing),
                 cmocka_unit_test(test_rename_to_a_target_that_is_not_a_digest_in_the_root_is_invalid),
                 cmocka_unit_test(test_rename_while_open_for_writing_is_busy),
+                cmocka_unit_test(test_close_then_rename_publishes_before_the_late_release),
                 cmocka_unit_test(test_identical_content_again_is_eexist_and_keeps_the_first_inode),
                 cmocka_unit_test(test_write_open_of_a_snapshot_is_erofs_and_reading_still_works),
                 cmocka_unit_test(test_setattr_and_xattr_changes_on_a_snapshot_are_erofs_for_everyone),
@@ -708,6 +801,7 @@ int main(void)
                 cmocka_unit_test(test_unlink_of_a_snapshot_is_for_its_publisher_and_root),
                 cmocka_unit_test(test_unlinked_snapshot_stays_readable_and_republish_gets_a_new_inode),
                 cmocka_unit_test(test_limits_give_efbig_enospc_and_edquot_while_others_still_work),
+                cmocka_unit_test(test_one_uid_cannot_stage_past_its_byte_quota_while_others_can),
                 cmocka_unit_test(test_snapshot_count_limit_gives_enospc),
                 cmocka_unit_test(test_out_of_order_writes_publish_under_the_right_digest),
                 cmocka_unit_test(test_sparse_append_keeps_the_running_hash_right),
