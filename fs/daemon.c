@@ -226,22 +226,15 @@ static int serve(const struct sfs_daemon_config *cfg, struct fuse_session *se)
         struct fuse_loop_config *lc;
         int r;
 
-        if (fuse_set_signal_handlers(se) < 0) {
-                LOG("cannot install signal handlers\n");
-                return SFS_EXIT_ERROR;
-        }
         lc = fuse_loop_cfg_create();
-        if (!lc) {
-                fuse_remove_signal_handlers(se);
+        if (!lc)
                 return SFS_EXIT_ERROR;
-        }
         /* One /dev/fuse descriptor per worker: requests do not queue behind one read(). */
         fuse_loop_cfg_set_clone_fd(lc, 1);
         if (cfg->max_threads)
                 fuse_loop_cfg_set_max_threads(lc, cfg->max_threads);
         r = fuse_session_loop_mt(se, lc);
         fuse_loop_cfg_destroy(lc);
-        fuse_remove_signal_handlers(se);
         /* The loop ends with 0 on a clean exit and with the signal number for SIGTERM/INT. */
         return r < 0 ? SFS_EXIT_ERROR : SFS_EXIT_OK;
 }
@@ -284,8 +277,17 @@ int sfs_daemon_run(const struct sfs_daemon_config *cfg)
                 goto out;
         }
         ctx.se = se;
+        /* Before anything can announce the mount: a SIGTERM that arrives early must end the
+         * loop (and unmount) like any other, not kill the process by default action. */
+        if (fuse_set_signal_handlers(se) < 0) {
+                LOG("cannot install signal handlers\n");
+                fuse_session_destroy(se);
+                se = NULL;
+                goto out;
+        }
         if (fuse_session_mount(se, path) != 0) {
                 LOG("%s: mount failed\n", path);
+                fuse_remove_signal_handlers(se);
                 fuse_session_destroy(se);
                 se = NULL;
                 goto out;
@@ -322,6 +324,7 @@ int sfs_daemon_run(const struct sfs_daemon_config *cfg)
         }
 unmount:
         fuse_session_unmount(se);
+        fuse_remove_signal_handlers(se);
         fuse_session_destroy(se);
 out:
         /* Everything the snapshots held is freed before exit. */
