@@ -32,6 +32,8 @@ static void mount_usage(FILE *f)
                 "      --max-bytes SIZE       snapshots and staging together (default 64M)\n"
                 "      --max-snapshots N      published snapshots (default 4096)\n"
                 "      --max-staging N        staging files per uid (default 16)\n"
+                "      --max-staging-bytes SIZE  staging bytes per uid (default: a quarter of\n"
+                "                             --max-bytes, at least --max-snapshot-size)\n"
                 "      --publishers UID,...   uids that may publish (default: any uid)\n"
                 "      --readers UID,...      uids that may read content (default: any uid)\n"
                 "      --read-only            no .staging/, mount read-only\n"
@@ -55,6 +57,7 @@ enum {
         OPT_MAX_BYTES,
         OPT_MAX_SNAPSHOTS,
         OPT_MAX_STAGING,
+        OPT_MAX_STAGING_BYTES,
         OPT_PUBLISHERS,
         OPT_READERS,
         OPT_READ_ONLY,
@@ -81,6 +84,7 @@ int cli_cmd_mount(int argc, char **argv)
                 { "max-bytes", required_argument, NULL, OPT_MAX_BYTES },
                 { "max-snapshots", required_argument, NULL, OPT_MAX_SNAPSHOTS },
                 { "max-staging", required_argument, NULL, OPT_MAX_STAGING },
+                { "max-staging-bytes", required_argument, NULL, OPT_MAX_STAGING_BYTES },
                 { "publishers", required_argument, NULL, OPT_PUBLISHERS },
                 { "readers", required_argument, NULL, OPT_READERS },
                 { "read-only", no_argument, NULL, OPT_READ_ONLY },
@@ -144,6 +148,14 @@ int cli_cmd_mount(int argc, char **argv)
                         if (r < 0)
                                 return bad_value("max-staging", optarg, r);
                         cfg.tree.max_staging = (unsigned)v;
+                        break;
+                case OPT_MAX_STAGING_BYTES:
+                        r = sfs_parse_size(optarg, &v);
+                        if (r == 0 && v == 0)
+                                r = -ERANGE;
+                        if (r < 0)
+                                return bad_value("max-staging-bytes", optarg, r);
+                        cfg.tree.max_staging_bytes = v;
                         break;
                 case OPT_PUBLISHERS:
                         r = sfs_parse_uidset(optarg, &cfg.tree.publishers);

@@ -121,6 +121,13 @@ int sfs_tree_new(const struct sfs_tree_config *cfg, struct sfs_tree **out)
         if (!t)
                 return -ENOMEM;
         t->cfg = *cfg;
+        if (!t->cfg.max_staging_bytes) {
+                /* One uid must not be able to fill the whole byte budget with staging files
+                 * it never publishes; it must still be able to stage one largest snapshot. */
+                t->cfg.max_staging_bytes = cfg->max_bytes / 4;
+                if (t->cfg.max_staging_bytes < cfg->max_snapshot_size)
+                        t->cfg.max_staging_bytes = cfg->max_snapshot_size;
+        }
         r = snap_store_new(&(struct snap_store_config){
                                    .max_object_size = cfg->max_snapshot_size,
                                    .max_bytes = cfg->max_bytes,
@@ -172,6 +179,8 @@ void sfs_tree_free(struct sfs_tree *t)
         }
         while (t->nodes)
                 node_free(t, t->nodes);
+        for (size_t i = 0; i < t->nstages; i++)
+                free(t->stages[i]);
         free(t->stages);
         snap_store_free(t->store);
         pthread_mutex_destroy(&t->lock);
