@@ -420,6 +420,7 @@ int sfs_tree_read(struct sfs_tree *t, struct sfs_handle *h, size_t size, off_t o
                   int (*reply)(void *ctx, const void *data, size_t len), void *ctx)
 {
         struct sfs_node *n = h->node;
+        struct snap_object *obj;
         struct sfs_staging *stg;
         int r;
 
@@ -443,11 +444,18 @@ int sfs_tree_read(struct sfs_tree *t, struct sfs_handle *h, size_t size, off_t o
                 }
                 pthread_mutex_unlock(&t->lock);
         }
-        if ((uint64_t)off >= n->obj->size)
+        obj = n->obj;
+        if ((uint64_t)off >= obj->size)
                 return reply(ctx, "", 0);
-        return reply(ctx, n->obj->data + off,
-                     size < n->obj->size - (uint64_t)off ? size
-                                                          : (size_t)(n->obj->size - (uint64_t)off));
+        /* The reply completes the kernel's READ inside writev(), and with it the kernel may
+         * send the RELEASE that unpins this node, which another thread can process while this
+         * one is still returning from writev(). Hold the content for the whole reply rather
+         * than rely on that ordering. */
+        snap_store_ref(t->store, obj);
+        r = reply(ctx, obj->data + off,
+                  size < obj->size - (uint64_t)off ? size : (size_t)(obj->size - (uint64_t)off));
+        snap_store_release(t->store, obj);
+        return r;
 }
 
 int sfs_tree_write(struct sfs_tree *t, const struct sfs_caller *c, struct sfs_handle *h,
