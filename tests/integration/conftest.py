@@ -128,7 +128,10 @@ class Snapfs:
         with open(self.stderr_path, errors="replace") as f:
             return f.read()
 
+    stopped = False  # set when the test itself ended the daemon
+
     def stop(self, sig=signal.SIGTERM, timeout=20):
+        self.stopped = True
         if self.proc.poll() is None:
             self.proc.send_signal(sig)
         try:
@@ -183,6 +186,12 @@ def mount_snapfs(snapfs_bin, workdir):
 
     yield start
     for fs in started:
+        if fs.proc.poll() is not None and not fs.stopped:
+            if fs.proc.stdout:
+                fs.proc.stdout.close()
+            subprocess.run(["umount", "-l", fs.path], check=False)
+            raise AssertionError(f"snapfs died during the test (exit {fs.proc.returncode}):\n"
+                                 f"{fs.stderr()}")
         if fs.proc.poll() is None:
             rc = fs.stop()
             assert rc == 0, f"snapfs exited {rc} on SIGTERM:\n{fs.stderr()}"
