@@ -200,3 +200,55 @@ def test_large_snapshot_reads_back_intact(mount_snapfs):
     with open(fs.p(digest), "rb") as f:
         assert f.read() == data
     assert run("sha256sum", fs.p(digest)).stdout.split()[0] == digest
+
+
+def test_staging_bytes_per_uid_are_limited_while_another_uid_stages(mount_snapfs):
+    from conftest import NOBODY_UID, as_uid
+    fs = mount_snapfs("--allow-other", "--max-staging-bytes", "64K",
+                      "--max-snapshot-size", "256K")
+    fd = os.open(fs.p(".staging/a"), os.O_WRONLY | os.O_CREAT | os.O_EXCL)
+    try:
+        os.write(fd, b"r" * 65536)
+        assert errno_of(os.write, fd, b"r") == E.EDQUOT
+    finally:
+        os.close(fd)
+    assert errno_of(os.truncate, fs.p(".staging/a"), 65537) == E.EDQUOT
+    # Another uid has its own quota.
+    as_uid(NOBODY_UID, "import os, sys\n"
+                       "fd = os.open(sys.argv[1], os.O_WRONLY | os.O_CREAT | os.O_EXCL)\n"
+                       "assert os.write(fd, b'u' * 65536) == 65536\nos.close(fd)",
+           fs.p(".staging/b"))
+    # Publishing takes the bytes out of staging: the quota is free again.
+    os.rename(fs.p(".staging/a"), fs.p(sha256_hex(b"r" * 65536)))
+    fs.stage(b"s" * 65536, "c")
+
+
+def test_close_then_rename_publishes_even_while_a_dup_stays_open(snapfs):
+    """close() is what ends writing (it reaches the daemon synchronously; the kernel's RELEASE
+    comes later, asynchronously). A descriptor still open through dup() does not block the
+    publish, and cannot change the snapshot afterwards."""
+    fd = os.open(snapfs.p(".staging/d"), os.O_WRONLY | os.O_CREAT | os.O_EXCL)
+    os.write(fd, b"published through a dup")
+    keep = os.dup(fd)
+    try:
+        os.close(fd)
+        digest = sha256_hex(b"published through a dup")
+        os.rename(snapfs.p(".staging/d"), snapfs.p(digest))
+        assert errno_of(os.pwrite, keep, b"X", 0) == E.EBADF
+        assert open(snapfs.p(digest), "rb").read() == b"published through a dup"
+    finally:
+        os.close(keep)
+
+
+def test_writing_again_through_a_dup_makes_it_a_writer_again(snapfs):
+    fd = os.open(snapfs.p(".staging/d"), os.O_WRONLY | os.O_CREAT | os.O_EXCL)
+    os.write(fd, b"first")
+    keep = os.dup(fd)
+    try:
+        os.close(fd)
+        os.write(keep, b" and more")
+        assert errno_of(os.rename, snapfs.p(".staging/d"),
+                        snapfs.p(sha256_hex(b"first and more"))) == E.EBUSY
+    finally:
+        os.close(keep)
+    os.rename(snapfs.p(".staging/d"), snapfs.p(sha256_hex(b"first and more")))
