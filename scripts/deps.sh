@@ -14,6 +14,8 @@ pkgs=(
   util-linux mount attr python3 python3-pytest procps psmisc bubblewrap libseccomp-dev
   # bench chart
   gnuplot-nox
+  # the man page: man -l renders cli/snapfs.1 (the tests check it renders without warnings)
+  man-db groff-base
 )
 
 need=()
