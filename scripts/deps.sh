@@ -31,3 +31,13 @@ if [ ${#need[@]} -gt 0 ]; then
   apt-get update -qq
   apt-get install -y -qq --no-install-recommends "${need[@]}"
 fi
+
+# The real MCP client and server of the end-to-end test (tests/integration/test_mcp_delivery.py),
+# exactly as pinned by tests/mcp/package-lock.json. npm ci reinstalls from scratch, so it runs
+# only when the lock file changed since the last install. --ignore-scripts: no package needs
+# an install script, and none gets to run one as root.
+mcp="$(cd "$(dirname "$0")/.." && pwd)/tests/mcp"
+if ! cmp -s "$mcp/package-lock.json" "$mcp/node_modules/.snapfs-installed-lock"; then
+  (cd "$mcp" && timeout 900 npm ci --no-audit --no-fund --ignore-scripts --loglevel=error)
+  cp "$mcp/package-lock.json" "$mcp/node_modules/.snapfs-installed-lock"
+fi
