@@ -11,7 +11,7 @@ import signal
 import subprocess
 import sys
 
-from conftest import BUILD, ROOT
+from conftest import BUILD, ROOT, SNAPFS, sha256_hex
 
 LIBSNAPFS = BUILD / "client" / "libsnapfs.so.0"
 APICLIENT = BUILD / "tests" / "helpers" / "apiclient"
@@ -129,4 +129,33 @@ def slide_tmpfs_beneath(path):
     the same top mount, which is no longer alone there."""
     r = subprocess.run([str(MOUNTTOOL), "beneath", path, "nodev,mode=1777,size=1m"],
                        capture_output=True, text=True, timeout=30)
+    assert r.returncode == 0, r.stderr
+
+
+def put(fs, data: bytes, uid=None) -> str:
+    """Publishes through `snapfs put` (libsnapfs) and returns the digest. The library, not a
+    hand-written write-close-rename, so publishing here behaves as for any real client."""
+    argv = [str(SNAPFS), "put", "--mount", fs.path, "--owner", "0", "-"]
+    if uid is not None:
+        argv = ["setpriv", f"--reuid={uid}", f"--regid={uid}", "--clear-groups", *argv]
+    r = subprocess.run(argv, input=data, capture_output=True, timeout=60)
+    assert r.returncode == 0, r.stderr
+    digest = sha256_hex(data)
+    assert r.stdout.decode().startswith(f"sha256={digest} ")
+    return digest
+
+
+PUBLISH_MANY = """
+import sys
+sys.path.insert(0, sys.argv[1])
+import snapfs_client as snapfs
+for i in range(int(sys.argv[3])):
+    snapfs.publish(sys.argv[2], b"snapshot %d\\n" % i)
+"""
+
+
+def publish_many(fs, n):
+    """n snapshots published by one Python client process (the library, in a loop)."""
+    r = subprocess.run([sys.executable, "-c", PUBLISH_MANY, str(PYCLIENT.parent), fs.path,
+                        str(n)], capture_output=True, text=True, timeout=300, env=client_env())
     assert r.returncode == 0, r.stderr

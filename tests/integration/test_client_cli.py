@@ -14,8 +14,9 @@ import time
 
 import pytest
 
-from clients import FAKESNAP, MOUNTTOOL, fakesnap, slide_tmpfs_beneath, tmpfs
-from conftest import NOBODY_UID, ROOT, SNAPFS, as_uid, run, sha256_hex
+from clients import (FAKESNAP, MOUNTTOOL, fakesnap, publish_many, put, slide_tmpfs_beneath,
+                     tmpfs)
+from conftest import NOBODY_UID, ROOT, SNAPFS, run, sha256_hex
 
 EMPTY_SHA256 = "e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855"
 MANPAGE = ROOT / "cli" / "snapfs.1"
@@ -41,13 +42,6 @@ def write(path, data: bytes):
     with open(path, "wb") as f:
         f.write(data)
     return path
-
-
-def publish_many(fs, n):
-    digests = []
-    for i in range(n):
-        digests.append(fs.publish(b"snapshot %d\n" % i, "s"))
-    return digests
 
 
 # ---- put ----------------------------------------------------------------------------------
@@ -122,14 +116,14 @@ def test_put_of_an_unreadable_file_is_a_usage_error(snapfs, workdir):
 # ---- verify -------------------------------------------------------------------------------
 
 def test_verify_of_a_good_binding_exits_0_and_prints_it(snapfs):
-    digest = snapfs.publish(b"cfg")
+    digest = put(snapfs, b"cfg")
     binding = xattr_binding(snapfs, digest)
     r = snap("verify", "--mount", snapfs.path, binding)
     assert r.returncode == 0 and r.stdout == binding + "\n", r.stderr
 
 
 def test_verify_of_a_stale_binding_exits_1_with_its_reason(snapfs):
-    digest = snapfs.publish(b"cfg")
+    digest = put(snapfs, b"cfg")
     binding = xattr_binding(snapfs, digest)
     stale = re.sub(r"ino=\d+", "ino=999999", binding)
     r = snap("verify", "--mount", snapfs.path, stale)
@@ -141,7 +135,7 @@ def test_verify_of_a_stale_binding_exits_1_with_its_reason(snapfs):
 
 
 def test_verify_of_a_snapshot_path_holds_it_to_its_name(snapfs):
-    digest = snapfs.publish(b"by path")
+    digest = put(snapfs, b"by path")
     r = snap("verify", snapfs.p(digest))
     assert r.returncode == 0 and r.stdout == xattr_binding(snapfs, digest) + "\n", r.stdout
     r = snap("verify", snapfs.p(sha256_hex(b"not published")))
@@ -149,7 +143,7 @@ def test_verify_of_a_snapshot_path_holds_it_to_its_name(snapfs):
 
 
 def test_verify_json_lists_the_finding_of_a_stacked_mount(snapfs):
-    binding = xattr_binding(snapfs, snapfs.publish(b"cfg"))
+    binding = xattr_binding(snapfs, put(snapfs, b"cfg"))
     r = snap("verify", "--json", "--mount", snapfs.path, binding)
     assert r.returncode == 0 and json.loads(r.stdout)["verified"] is True
     slide_tmpfs_beneath(snapfs.path)
@@ -172,7 +166,7 @@ def test_verify_of_a_malformed_binding_is_a_usage_error(snapfs, arg):
 
 
 def test_verify_of_a_path_outside_the_given_mount_is_a_usage_error(snapfs, workdir):
-    digest = snapfs.publish(b"cfg")
+    digest = put(snapfs, b"cfg")
     r = snap("verify", "--mount", workdir, snapfs.p(digest))
     assert r.returncode == 2 and "is not on --mount" in r.stderr
     assert snap("verify", "--mount", snapfs.path, snapfs.p(digest)).returncode == 0
@@ -214,7 +208,7 @@ def exec_child(fs, binding, *opts, fd="3", env="SNAPFS_BINDING", pass_fds=()):
 
 
 def test_exec_gives_the_child_the_verified_descriptor_and_nothing_else(snapfs):
-    digest = snapfs.publish(b'{"mcpServers": {}}')
+    digest = put(snapfs, b'{"mcpServers": {}}')
     binding = xattr_binding(snapfs, digest)
     # A descriptor the caller lets its children inherit: exec must not pass it on.
     leak_r, leak_w = os.pipe()
@@ -234,7 +228,7 @@ def test_exec_gives_the_child_the_verified_descriptor_and_nothing_else(snapfs):
 
 
 def test_exec_places_the_snapshot_at_the_fd_and_variable_asked_for(snapfs):
-    digest = snapfs.publish(b"seven")
+    digest = put(snapfs, b"seven")
     binding = xattr_binding(snapfs, digest)
     out = exec_child(snapfs, binding, "--fd", "7", "--env", "CFG", fd="7", env="CFG")
     assert out["fds"] == [0, 1, 2, 7]
@@ -243,7 +237,7 @@ def test_exec_places_the_snapshot_at_the_fd_and_variable_asked_for(snapfs):
 
 
 def test_exec_never_starts_the_child_when_verification_fails(snapfs, workdir):
-    digest = snapfs.publish(b"cfg")
+    digest = put(snapfs, b"cfg")
     binding = xattr_binding(snapfs, digest)
     marker = os.path.join(workdir, "child-ran")
     bad = binding.replace(digest, sha256_hex(b"tampered"))
@@ -257,7 +251,7 @@ def test_exec_never_starts_the_child_when_verification_fails(snapfs, workdir):
 
 
 def test_exec_of_a_missing_command_exits_127(snapfs):
-    binding = xattr_binding(snapfs, snapfs.publish(b"cfg"))
+    binding = xattr_binding(snapfs, put(snapfs, b"cfg"))
     r = snap("exec", "--mount", snapfs.path, "--binding", binding, "--", "/nonexistent/cmd")
     assert r.returncode == 127 and "No such file or directory" in r.stderr
     assert snap("exec", "--mount", snapfs.path, "--binding", binding, "--",
@@ -271,7 +265,7 @@ def test_exec_of_a_missing_command_exits_127(snapfs):
     (("--env", "A=B"), "--env: invalid name"),
 ])
 def test_exec_refuses_bad_options_as_usage_errors(snapfs, opts, message):
-    binding = xattr_binding(snapfs, snapfs.publish(b"cfg"))
+    binding = xattr_binding(snapfs, put(snapfs, b"cfg"))
     r = snap("exec", "--mount", snapfs.path, "--binding", binding, *opts, "--", "true")
     assert r.returncode == 2 and message in r.stderr
 
@@ -279,15 +273,8 @@ def test_exec_refuses_bad_options_as_usage_errors(snapfs, opts, message):
 # ---- ls -----------------------------------------------------------------------------------
 
 def test_ls_lists_snapshots_in_publishing_order_with_publisher_and_time(snapfs):
-    first = snapfs.publish(b"first by root")
-    as_uid(NOBODY_UID, """
-import hashlib, os, sys
-d = b"second by 1000"
-fd = os.open(sys.argv[1] + "/.staging/s", os.O_WRONLY | os.O_CREAT | os.O_EXCL)
-os.write(fd, d); os.close(fd)
-os.rename(sys.argv[1] + "/.staging/s", sys.argv[1] + "/" + hashlib.sha256(d).hexdigest())
-""", snapfs.path)
-    second = sha256_hex(b"second by 1000")
+    first = put(snapfs, b"first by root")
+    second = put(snapfs, b"second by 1000", uid=NOBODY_UID)
     r = snap("ls", "--mount", snapfs.path, "--json")
     assert r.returncode == 0, r.stderr
     out = json.loads(r.stdout)
@@ -304,7 +291,7 @@ os.rename(sys.argv[1] + "/.staging/s", sys.argv[1] + "/" + hashlib.sha256(d).hex
 
 
 def test_ls_of_a_mount_that_is_not_compliant_exits_1(snapfs, workdir):
-    snapfs.publish(b"cfg")
+    put(snapfs, b"cfg")
     with tmpfs(os.path.join(workdir, "fake")) as fake:
         write(os.path.join(fake, sha256_hex(b"cfg")), b"cfg")
         r = snap("ls", "--mount", fake)
@@ -393,8 +380,8 @@ def test_audit_of_an_impostor_names_each_broken_promise(workdir):
 
 
 def test_audit_of_a_real_mount_beside_the_impostor_holds(snapfs):
-    snapfs.publish(b"good")
-    snapfs.publish(b"other")
+    put(snapfs, b"good")
+    put(snapfs, b"other")
     r = snap("audit", snapfs.path)
     assert r.returncode == 0, r.stdout
     assert r.stdout.rstrip().endswith("audit: everything holds")
