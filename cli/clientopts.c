@@ -73,15 +73,24 @@ json_object *cli_reasons_json(const struct snapfs_report *why)
         return list;
 }
 
+json_object *cli_refusal_json(json_object *o, int err, const struct snapfs_report *why)
+{
+        if (!o)
+                return NULL;
+        json_object_object_add(o, "error", json_object_new_string(strerrorname_np(-err) ?: "?"));
+        json_object_object_add(o, "message", json_object_new_string(snapfs_strerror(err)));
+        json_object_object_add(o, "reasons", cli_reasons_json(why));
+        return o;
+}
+
 int cli_print_json(json_object *o)
 {
+        const int flags = JSON_C_TO_STRING_PRETTY | JSON_C_TO_STRING_NOSLASHESCAPE;
         int r = 0;
 
         if (!o)
                 return -ENOMEM;
-        if (printf("%s\n", json_object_to_json_string_ext(o, JSON_C_TO_STRING_PRETTY |
-                                                                 JSON_C_TO_STRING_NOSLASHESCAPE)) < 0 ||
-            fflush(stdout) != 0)
+        if (printf("%s\n", json_object_to_json_string_ext(o, flags)) < 0 || fflush(stdout) != 0)
                 r = -EIO;
         json_object_put(o);
         return r;

@@ -11,6 +11,9 @@
 /* The mount when --mount is not given: $SNAPFS_MOUNT, else /run/snapfs. */
 #define CLI_DEFAULT_MOUNT "/run/snapfs"
 const char *cli_default_mount(void);
+/* The --mount line of every --help. */
+#define CLI_HELP_MOUNT "the snapfs mount (default: $SNAPFS_MOUNT, else " CLI_DEFAULT_MOUNT ")"
+
 
 /* --owner UID: a decimal uid (no sign, no leading zero, < 2^32 - 1). 0, or -EINVAL. */
 int cli_parse_owner(const char *s, struct snapfs_options *opts);
@@ -24,6 +27,9 @@ void cli_print_reasons(FILE *f, const struct snapfs_report *why);
 
 /* [{"code": ..., "message": ...}, ...] */
 json_object *cli_reasons_json(const struct snapfs_report *why);
+
+/* Adds error (the errno's name), message (snapfs_strerror) and reasons to o; returns o. */
+json_object *cli_refusal_json(json_object *o, int err, const struct snapfs_report *why);
 
 /* Prints a JSON object (pretty, no slash escaping) and a newline to stdout, and frees it:
  * 0, or -EIO when stdout cannot take it. */

@@ -29,7 +29,7 @@ static void ls_usage(FILE *f)
                 "audit re-hashes them.\n"
                 "\n"
                 "Options:\n"
-                "  --mount MNT   the snapfs mount (default: $SNAPFS_MOUNT, else " CLI_DEFAULT_MOUNT ")\n"
+                "  --mount MNT   " CLI_HELP_MOUNT "\n"
                 "  --owner UID   trust a mount made by UID (default: your uid)\n"
                 "  --json        print one JSON array of objects: sha256, size, ino, uid,\n"
                 "                published, binding\n"
@@ -185,12 +185,15 @@ int cli_cmd_ls(int argc, char **argv)
                                 break;
                         iso_time(&st->st_mtim, when, sizeof(when));
                         /* Identity as fstatat reports it; the content is not read here. */
-                        snprintf(text, sizeof(text), "sha256=%s size=%" PRIu64 " dev=%u:%u ino=%" PRIu64,
+                        snprintf(text, sizeof(text),
+                                 "sha256=%s size=%" PRIu64 " dev=%u:%u ino=%" PRIu64,
                                  items[i].name, (uint64_t)st->st_size, major(st->st_dev),
                                  minor(st->st_dev), (uint64_t)st->st_ino);
                         json_object_object_add(o, "sha256", json_object_new_string(items[i].name));
-                        json_object_object_add(o, "size", json_object_new_uint64((uint64_t)st->st_size));
-                        json_object_object_add(o, "ino", json_object_new_uint64((uint64_t)st->st_ino));
+                        json_object_object_add(o, "size",
+                                               json_object_new_uint64((uint64_t)st->st_size));
+                        json_object_object_add(o, "ino",
+                                               json_object_new_uint64((uint64_t)st->st_ino));
                         json_object_object_add(o, "uid", json_object_new_uint64(st->st_uid));
                         json_object_object_add(o, "published", json_object_new_string(when));
                         json_object_object_add(o, "binding", json_object_new_string(text));

@@ -27,7 +27,7 @@ static void put_usage(FILE *f)
                 "are allowed (the empty snapshot).\n"
                 "\n"
                 "Options:\n"
-                "  --mount MNT   the snapfs mount (default: $SNAPFS_MOUNT, else " CLI_DEFAULT_MOUNT ")\n"
+                "  --mount MNT   " CLI_HELP_MOUNT "\n"
                 "  --owner UID   trust a mount made by UID (default: your uid), e.g. 0 when root\n"
                 "                runs the daemon for others\n"
                 "  --json        print one JSON object: published, already_published, binding,\n"
@@ -101,7 +101,7 @@ int cli_cmd_put(int argc, char **argv)
                 }
         }
         if (optind != argc - 1) {
-                fprintf(stderr, "snapfs put: expected exactly one FILE (or - for standard input)\n");
+                fprintf(stderr, "snapfs put: expected one FILE (or - for standard input)\n");
                 put_usage(stderr);
                 return 2;
         }
@@ -128,15 +128,11 @@ int cli_cmd_put(int argc, char **argv)
                 if (json) {
                         json_object *o = json_object_new_object();
                         if (o) {
-                                json_object_object_add(o, "published", json_object_new_boolean(false));
+                                json_object_object_add(o, "published",
+                                                       json_object_new_boolean(false));
                                 json_object_object_add(o, "mount", json_object_new_string(mount));
-                                json_object_object_add(o, "error",
-                                                       json_object_new_string(strerrorname_np(-r) ?: "?"));
-                                json_object_object_add(o, "message",
-                                                       json_object_new_string(snapfs_strerror(r)));
-                                json_object_object_add(o, "reasons", cli_reasons_json(&why));
                         }
-                        if (cli_print_json(o) < 0)
+                        if (cli_print_json(cli_refusal_json(o, r, &why)) < 0)
                                 return 2;
                 } else {
                         fprintf(stderr, "snapfs put: %s: not published: %s\n", mount,

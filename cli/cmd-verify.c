@@ -18,12 +18,12 @@ static void verify_usage(FILE *f)
         fprintf(f,
                 "Usage: snapfs verify [--mount MNT] [--owner UID] [--json] BINDING|PATH\n"
                 "\n"
-                "Verified open, then close: check the mount (type fuse.snapfs, nosuid,nodev,noexec,\n"
-                "private, exactly one mount, mounted by the trusted owner) through a pinned\n"
-                "descriptor; open the snapshot relative to it without following a symlink or\n"
-                "crossing a mount; confirm the descriptor's mount; fstat it against the binding\n"
-                "(regular file, mode 0000, dev, ino, size); read and hash the whole content;\n"
-                "fstat again.\n"
+                "Verified open, then close: check the mount (type fuse.snapfs;\n"
+                "nosuid,nodev,noexec; private; exactly one mount; mounted by the trusted owner)\n"
+                "through a pinned descriptor; open the snapshot relative to it without following\n"
+                "a symlink or crossing a mount; confirm the descriptor's mount; fstat it against\n"
+                "the binding (regular file, mode 0000, dev, ino, size); read and hash the whole\n"
+                "content; fstat again.\n"
                 "\n"
                 "BINDING is the one-line text form \"sha256=<hex> size=<n> dev=<maj>:<min>\n"
                 "ino=<n>\" (quote it), checked on MNT. PATH is MNT/<sha256-hex>: the snapshot is\n"
@@ -134,17 +134,10 @@ int cli_cmd_verify(int argc, char **argv)
                 if (o) {
                         json_object_object_add(o, "verified", json_object_new_boolean(fd >= 0));
                         json_object_object_add(o, "mount", json_object_new_string(mount));
-                        if (fd >= 0) {
+                        if (fd >= 0)
                                 json_object_object_add(o, "binding", json_object_new_string(text));
-                        } else {
-                                json_object_object_add(o, "error",
-                                                       json_object_new_string(strerrorname_np(-fd) ?: "?"));
-                                json_object_object_add(o, "message",
-                                                       json_object_new_string(snapfs_strerror(fd)));
-                                json_object_object_add(o, "reasons", cli_reasons_json(&why));
-                        }
                 }
-                if (cli_print_json(o) < 0)
+                if (cli_print_json(fd >= 0 ? o : cli_refusal_json(o, fd, &why)) < 0)
                         return 2;
         } else if (fd >= 0) {
                 printf("%s\n", text);

@@ -45,8 +45,10 @@ static void put_report(int r, const struct snapfs_report *why)
         }
         json_object_object_add(out, "reasons", list);
         json_object_object_add(out, "dropped", json_object_new_int((int)why->n_dropped));
+        /* The report must record what the call returned; the tests look for this key. */
         if (r < 0 && why->error != r)
-                json_object_object_add(out, "report_error_mismatch", json_object_new_int(why->error));
+                json_object_object_add(out, "report_error_mismatch",
+                                       json_object_new_int(why->error));
 }
 
 static void put_binding(const struct snapfs_binding *b)
@@ -139,8 +141,10 @@ static int usage(void)
 
 static int cmd_abi(void)
 {
-#define SIZE(t) json_object_object_add(out, "sizeof " #t, json_object_new_int((int)sizeof(struct t)))
-#define OFF(t, f) json_object_object_add(out, #t "." #f, json_object_new_int((int)offsetof(struct t, f)))
+#define SIZE(t) \
+        json_object_object_add(out, "sizeof " #t, json_object_new_int((int)sizeof(struct t)))
+#define OFF(t, f) \
+        json_object_object_add(out, #t "." #f, json_object_new_int((int)offsetof(struct t, f)))
         SIZE(snapfs_binding);
         OFF(snapfs_binding, size);
         OFF(snapfs_binding, dev);

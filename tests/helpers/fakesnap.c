@@ -217,7 +217,8 @@ int main(int argc, char **argv)
         int ret = 1;
 
         if (argc < 2) {
-                fprintf(stderr, "usage: fakesnap MOUNTPOINT NAME=reg:MODE:FILE|NAME=link:T|NAME=fifo...\n");
+                fprintf(stderr, "usage: fakesnap MOUNTPOINT "
+                                "NAME=reg:MODE:FILE|NAME=link:TARGET|NAME=fifo...\n");
                 return 2;
         }
         for (int i = 2; i < argc; i++)

@@ -72,6 +72,7 @@ class Client:
         assert r.returncode in (0, 1), f"{self.name} {args}: exit {r.returncode}: {r.stderr!r}"
         out = json.loads(r.stdout)
         assert out["ok"] == (r.returncode == 0), out
+        assert "report_error_mismatch" not in out, f"report.error is not the return value: {out}"
         if not out["ok"]:
             assert out["errno"] and out["reasons"], f"a refusal without its reasons: {out}"
         return out

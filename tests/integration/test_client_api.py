@@ -11,8 +11,8 @@ import json
 import os
 import re
 import stat
-import sys
 import subprocess
+import sys
 
 import pytest
 
@@ -320,6 +320,6 @@ finally:
     assert r.stdout == b'{"mcpServers": {}}'
     # And the refusal comes back as an exception carrying every reason.
     bad = program.replace("binding, owner=0)", "str(binding).replace('ino=', 'ino=9'), owner=0)")
-    r = subprocess.run([sys.executable, "-c", bad], capture_output=True, timeout=60, env=client_env(),
-                       text=True)
+    r = subprocess.run([sys.executable, "-c", bad], capture_output=True, timeout=60,
+                       env=client_env(), text=True)
     assert r.returncode == 1 and "SnapfsError" in r.stderr and "identity:" in r.stderr
