@@ -8,6 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/random.h>
+#include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -91,7 +92,7 @@ static const char *describe(int r)
 
 /* Copies the source into the staging descriptor, hashing what it writes. */
 static int copy_in(int fd, struct source *src, uint64_t limit, struct snap_hasher *h,
-                   struct snapfs_report *why)
+                   uint64_t *written, struct snapfs_report *why)
 {
         _cleanup_free_ uint8_t *buf = NULL;
         uint64_t total = 0;
@@ -110,8 +111,10 @@ static int copy_in(int fd, struct source *src, uint64_t limit, struct snap_hashe
                 if (r < 0)
                         return snapfs_report_fail(why, r, "read", "reading the content: %s",
                                                   describe(r));
-                if (n == 0)
+                if (n == 0) {
+                        *written = total;
                         return 0;
+                }
                 total += n;
                 if (total > limit)
                         return snapfs_report_fail(why, -EFBIG, "too-big",
@@ -131,6 +134,41 @@ static int copy_in(int fd, struct source *src, uint64_t limit, struct snap_hashe
         }
 }
 
+/* A publisher outside the mount's reader policy may see metadata but not read content back
+ * (EACCES). Its binding then comes from the snapshot's own fstat, through an O_PATH descriptor
+ * on the judged mount, and the content rests on the daemon's word: it hashed the bytes to
+ * this name before it published them. Readers verify everything when they open it. */
+static int identity_only(const struct snapfs_mnt *m, const char *hex, uint64_t size,
+                         struct snap_binding *out, struct snapfs_report *why)
+{
+        _cleanup_close_ int fd = -1;
+        struct stat st;
+        int r;
+
+        fd = snapfs_mnt_open(m, hex, O_PATH, 0);
+        if (fd < 0)
+                return snapfs_report_fail(why, fd, "open", "open %s: %s", hex, describe(fd));
+        r = snapfs_mnt_confirm(m, fd);
+        if (r < 0)
+                return snapfs_report_fail(why, r, "other-mount",
+                                          "%s lies on another mount than the one checked", hex);
+        if (fstat(fd, &st) < 0) {
+                r = negative_errno();
+                return snapfs_report_fail(why, r, "io", "fstat %s: %s", hex, describe(r));
+        }
+        if (!S_ISREG(st.st_mode) || (st.st_mode & 07777) != 0 || (uint64_t)st.st_size != size)
+                return snapfs_report_fail(why, -ESTALE, "identity",
+                                          "%s is not a mode-0000 file of %" PRIu64 " bytes", hex,
+                                          size);
+        r = snap_digest_from_hex(hex, SNAP_DIGEST_HEX_LEN, &out->sha256);
+        if (r < 0)
+                return snapfs_report_fail(why, r, "invalid-argument", "not a snapshot name");
+        out->size = size;
+        out->dev = (uint64_t)st.st_dev;
+        out->ino = (uint64_t)st.st_ino;
+        return 0;
+}
+
 static int publish(const char *mount, struct source *src, const struct snapfs_options *opts,
                    struct snapfs_binding *out, struct snapfs_report *why)
 {
@@ -139,7 +177,7 @@ static int publish(const char *mount, struct source *src, const struct snapfs_op
         struct snap_digest d;
         struct snap_binding got;
         char staged[96], hex[SNAP_DIGEST_HEX_LEN + 1];
-        uint64_t limit = snapfs_opt_limit(opts);
+        uint64_t limit = snapfs_opt_limit(opts), written = 0;
         int fd = -1, r, already = 0;
         bool created = false;
 
@@ -181,7 +219,7 @@ static int publish(const char *mount, struct source *src, const struct snapfs_op
                 goto out;
         }
 
-        r = copy_in(fd, src, limit, h, why);
+        r = copy_in(fd, src, limit, h, &written, why);
         if (r < 0)
                 goto out;
         /* close is where FUSE reports a failed flush: its result counts. */
@@ -216,6 +254,12 @@ static int publish(const char *mount, struct source *src, const struct snapfs_op
                 if (r >= 0) {
                         safe_close(r);
                         break;
+                }
+                if (r == -EACCES) {
+                        snapfs_report_reset(why);
+                        r = identity_only(&m, hex, written, &got, why);
+                        if (r == 0)
+                                break;
                 }
                 /* Unlinked by its publisher between our rename and open: rename ours again. */
                 if (!(already && r == -ENOENT && i + 1 < RENAME_TRIES))

@@ -80,7 +80,8 @@ int snapfs_binding_parse(const char *text, struct snapfs_binding *out);
 
 /* Publishes len bytes (0 is allowed: the empty snapshot) to the snapfs mount at mount:
  * writes them to a staging file of its own, renames it to their SHA-256, then opens and
- * verifies the snapshot and fills *out with its binding. Returns 0 when published now, 1 when
+ * verifies the snapshot and fills *out with its binding (a publisher the mount does not let
+ * read gets it from the snapshot's fstat: the daemon hashed the bytes). Returns 0 when published now, 1 when
  * the same content was already published (*out binds the existing snapshot), or: -EFBIG
  * (larger than max_size or the daemon's limit), -ENOSPC, -EDQUOT, -EACCES (not a publisher),
  * -EMEDIUMTYPE (not a compliant snapfs mount), -ENOTCONN (its daemon is gone), the errno of a

@@ -92,6 +92,19 @@ def test_publishing_one_byte_past_the_limit_is_efbig_and_leaves_nothing(client, 
     assert client.publish(fs.path, data[:4096], from_fd=from_fd)["ok"]
 
 
+def test_a_publisher_that_may_not_read_gets_the_binding_a_reader_verifies(client,
+                                                                          mount_snapfs):
+    fs = mount_snapfs("--allow-other", "--publishers", "0", "--readers", str(NOBODY_UID))
+    out = client.publish(fs.path, b"for the sandbox")
+    assert out["binding"] == binding_of(fs.p(sha256_hex(b"for the sandbox")))
+    # The publisher itself may not read the content back; the reader uid may, verified.
+    refused = client.open(fs.path, out["binding"])
+    assert refused["errno"] == "EACCES" and codes(refused) == {"open"}
+    reader = client.as_uid(NOBODY_UID)
+    assert reader.open(fs.path, out["binding"], "--owner", "0")["content_hex"] == \
+        b"for the sandbox".hex()
+
+
 def test_a_client_size_limit_refuses_before_writing(client, snapfs):
     out = client.publish(snapfs.path, b"12345", "--max-size", "4")
     assert out["errno"] == "EFBIG" and codes(out) == {"too-big"}
