@@ -15,5 +15,12 @@ int cli_cmd_mount(int argc, char **argv);
 /* snapfs check: mount compliance (cmd-check.c). */
 int cli_cmd_check(int argc, char **argv);
 
+/* snapfs put, verify, exec, ls, audit: the client side (cmd-*.c, on libsnapfs). */
+int cli_cmd_put(int argc, char **argv);
+int cli_cmd_verify(int argc, char **argv);
+int cli_cmd_exec(int argc, char **argv);
+int cli_cmd_ls(int argc, char **argv);
+int cli_cmd_audit(int argc, char **argv);
+
 /* The table, NULL-name terminated. */
 extern const struct cli_command cli_commands[];

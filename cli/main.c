@@ -9,6 +9,11 @@
 const struct cli_command cli_commands[] = {
         { "mount", "mount snapfs and serve snapshots", cli_cmd_mount },
         { "check", "judge whether the mount at a path is compliant", cli_cmd_check },
+        { "put", "publish a file and print its binding", cli_cmd_put },
+        { "verify", "verify a binding or a snapshot path, with every reason", cli_cmd_verify },
+        { "exec", "run a program with a verified snapshot as a descriptor", cli_cmd_exec },
+        { "ls", "list the snapshots of a mount", cli_cmd_ls },
+        { "audit", "check a mount and re-hash every snapshot on it", cli_cmd_audit },
         { NULL, NULL, NULL },
 };
 

@@ -14,6 +14,8 @@ pkgs=(
   util-linux mount attr python3 python3-pytest procps psmisc bubblewrap libseccomp-dev
   # bench chart
   gnuplot-nox
+  # the man page: man -l renders cli/snapfs.1 (the tests check it renders without warnings)
+  man-db groff-base
 )
 
 need=()
@@ -28,4 +30,14 @@ if [ ${#need[@]} -gt 0 ]; then
   export DEBIAN_FRONTEND=noninteractive
   apt-get update -qq
   apt-get install -y -qq --no-install-recommends "${need[@]}"
+fi
+
+# The real MCP client and server of the end-to-end test (tests/integration/test_mcp_delivery.py),
+# exactly as pinned by tests/mcp/package-lock.json. npm ci reinstalls from scratch, so it runs
+# only when the lock file changed since the last install. --ignore-scripts: no package needs
+# an install script, and none gets to run one as root.
+mcp="$(cd "$(dirname "$0")/.." && pwd)/tests/mcp"
+if ! cmp -s "$mcp/package-lock.json" "$mcp/node_modules/.snapfs-installed-lock"; then
+  (cd "$mcp" && timeout 900 npm ci --no-audit --no-fund --ignore-scripts --loglevel=error)
+  cp "$mcp/package-lock.json" "$mcp/node_modules/.snapfs-installed-lock"
 fi

@@ -1,0 +1,67 @@
+/* SPDX-License-Identifier: MIT */
+/* libsnapfs internals shared by its files and by the snapfs command (ls, audit). Not
+ * installed and not exported from libsnapfs.so (libsnapfs.sym lists what is). */
+#pragma once
+
+#include <stdbool.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+#include "binding.h"
+#include "snapfs.h"
+
+struct snap_hasher;
+
+/* A judged snapfs mount: everything below is opened relative to fd, never by path again. */
+struct snapfs_mnt {
+        int fd;            /* O_PATH|O_DIRECTORY root of the judged mount, or -1 */
+        uint64_t mount_id; /* as mc_fd_mount_id() reports it */
+        bool unique;
+        uint64_t dev;      /* st_dev of the mount root */
+};
+
+#define SNAPFS_MNT_INIT { .fd = -1 }
+
+void snapfs_mnt_close(struct snapfs_mnt *m);
+
+/* Runs the mount check (preset snapfs; owner from opts, else the caller's real uid) on
+ * mount. 0 and *m, or: -EMEDIUMTYPE (not compliant; every finding in *why), -ENOTCONN (the
+ * daemon is gone), or the errno that kept the check from running ("mount-check"). */
+int snapfs_mnt_check(const char *mount, const struct snapfs_options *opts, struct snapfs_mnt *m,
+                     struct snapfs_report *why);
+
+/* openat2 relative to the judged root without following a symlink, leaving the mount or
+ * climbing out of it (O_CLOEXEC|O_NOFOLLOW added): a descriptor, or a negative errno. */
+int snapfs_mnt_open(const struct snapfs_mnt *m, const char *name, int flags, mode_t mode);
+
+/* 0 when fd lies on exactly the judged mount, -EXDEV when it does not, another errno when
+ * the kernel will not say. */
+int snapfs_mnt_confirm(const struct snapfs_mnt *m, int fd);
+
+/* Opens the snapshot hex on the judged mount and verifies it against *want, or, when want
+ * is NULL, against its name and its own fstat (dev, ino, size). The descriptor (O_CLOEXEC),
+ * with *got (may be NULL) the binding it satisfied; or a negative errno and why. hasher may
+ * be NULL. */
+int snapfs_mnt_open_snapshot(const struct snapfs_mnt *m, const char *hex,
+                             const struct snap_binding *want, uint64_t limit,
+                             struct snap_hasher *hasher, struct snap_binding *got,
+                             struct snapfs_report *why);
+
+/* The size limit the options ask for. */
+uint64_t snapfs_opt_limit(const struct snapfs_options *opts);
+
+void snapfs_binding_to_snap(const struct snapfs_binding *in, struct snap_binding *out);
+void snapfs_binding_from_snap(const struct snap_binding *in, struct snapfs_binding *out);
+
+/* Report helpers. reset: no error, no reason. add: one reason (message printf-style, one
+ * line, truncated; past SNAPFS_REASONS_MAX only counted). fail: add, record err as the
+ * call's error and return it, so a caller can `return snapfs_report_fail(...)`. All accept
+ * a NULL report. */
+void snapfs_report_reset(struct snapfs_report *why);
+void snapfs_report_add(struct snapfs_report *why, const char *code, const char *fmt, ...)
+        __attribute__((format(printf, 3, 4)));
+int snapfs_report_fail(struct snapfs_report *why, int err, const char *code, const char *fmt,
+                       ...) __attribute__((format(printf, 4, 5)));
+/* Records err as the call's error without adding a reason (the reasons are in already). */
+int snapfs_report_error(struct snapfs_report *why, int err);
+

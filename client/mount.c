@@ -1,0 +1,204 @@
+/* SPDX-License-Identifier: MIT */
+/* Judging the mount, and opening below its pinned root without leaving it. */
+#include <errno.h>
+#include <fcntl.h>
+#include <inttypes.h>
+#include <linux/openat2.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
+#include <sys/sysmacros.h>
+#include <unistd.h>
+
+#include "client-internal.h"
+#include "digest.h"
+#include "mountcheck.h"
+#include "util.h"
+#include "verify.h"
+
+#ifndef SYS_openat2
+#define SYS_openat2 437
+#endif
+
+/* Escaped paths in messages: one line whatever the name holds. */
+#define ESC_MAX 256
+
+void snapfs_mnt_close(struct snapfs_mnt *m)
+{
+        if (m && m->fd >= 0) {
+                safe_close(m->fd);
+                m->fd = -1;
+        }
+}
+
+uint64_t snapfs_opt_limit(const struct snapfs_options *opts)
+{
+        return opts && opts->max_size ? opts->max_size : SNAPFS_DEFAULT_MAX_SIZE;
+}
+
+int snapfs_mnt_check(const char *mount, const struct snapfs_options *opts, struct snapfs_mnt *m,
+                     struct snapfs_report *why)
+{
+        _cleanup_close_ int pinned = -1;
+        char esc[ESC_MAX];
+        struct mc_policy pol;
+        struct mc_verdict v;
+        struct statx stx;
+        int r;
+
+        m->fd = -1;
+        if (!mount)
+                return snapfs_report_fail(why, -EINVAL, "invalid-argument", "no mount path");
+        mc_escape(mount, esc, sizeof(esc));
+
+        mc_policy_preset(&pol, "snapfs");
+        /* The owner is the trust root: anyone may mount a FUSE filesystem that calls itself
+         * fuse.snapfs (fsname and subtype are the mounter's choice), so only a mount made by
+         * the uid the caller trusts can vouch for its snapshots. */
+        if (opts && (opts->flags & SNAPFS_OPT_OWNER))
+                pol.owner = opts->owner;
+
+        r = mc_check_path(mount, &pol, MC_BACKEND_AUTO, &v, &pinned);
+        if (r < 0)
+                return snapfs_report_fail(why, r, "mount-check", "cannot check the mount %s: %s",
+                                          esc, strerrordesc_np(-r) ?: "unknown error");
+        if (!v.compliant) {
+                for (size_t i = 0; i < v.n_findings; i++)
+                        snapfs_report_add(why, mc_code_name(v.findings[i].code), "%s",
+                                          v.findings[i].message);
+                if (why)
+                        why->n_dropped += (unsigned)v.n_dropped;
+                if (v.n_findings == 0 && v.n_dropped == 0)
+                        snapfs_report_add(why, "mount-check", "%s is not compliant", esc);
+                return snapfs_report_error(why, mc_verdict_has(&v, MC_TRANSPORT_NOT_CONNECTED) ?
+                                                        -ENOTCONN : -EMEDIUMTYPE);
+        }
+        if (pinned < 0 || !v.has_mount_id)
+                return snapfs_report_fail(why, -EIO, "mount-check",
+                                          "the check of %s returned no mount", esc);
+        /* The device the snapshots' bindings carry. AT_STATX_DONT_SYNC: the VFS answers, no
+         * FUSE round trip. */
+        if (statx(pinned, "", AT_EMPTY_PATH | AT_STATX_DONT_SYNC, STATX_TYPE, &stx) < 0)
+                return snapfs_report_fail(why, negative_errno(), "mount-check", "statx %s: %s",
+                                          esc, strerrordesc_np(errno) ?: "unknown error");
+        m->dev = makedev(stx.stx_dev_major, stx.stx_dev_minor);
+        m->mount_id = v.mount_id;
+        m->unique = v.mount_id_unique;
+        m->fd = TAKE_FD(pinned);
+        return 0;
+}
+
+int snapfs_mnt_open(const struct snapfs_mnt *m, const char *name, int flags, mode_t mode)
+{
+        /* RESOLVE_NO_SYMLINKS: a symlink at the name (or in .staging/) is refused, never
+         *   followed to a file of someone else's choosing.
+         * RESOLVE_NO_XDEV: a mount slid over the snapshot or over .staging/ after the check
+         *   would otherwise receive the open (and, for publishing, the secret bytes).
+         * RESOLVE_BENEATH: ".." never climbs out of the judged root. */
+        struct open_how how = {
+                .flags = (uint64_t)(flags | O_CLOEXEC | O_NOFOLLOW),
+                .mode = (flags & O_CREAT) ? mode : 0,
+                .resolve = RESOLVE_BENEATH | RESOLVE_NO_SYMLINKS | RESOLVE_NO_MAGICLINKS |
+                           RESOLVE_NO_XDEV,
+        };
+        long fd;
+
+        if (!m || m->fd < 0 || !name)
+                return -EINVAL;
+        for (int tries = 0; tries < 8; tries++) {
+                fd = syscall(SYS_openat2, m->fd, name, &how, sizeof(how));
+                if (fd >= 0)
+                        return (int)fd;
+                if (errno == ENOSYS) {
+                        /* Before Linux 5.6: O_NOFOLLOW guards the last component and the
+                         * caller's snapfs_mnt_confirm() the mount; our names have no "..". */
+                        if (strstr(name, ".."))
+                                return -EINVAL;
+                        fd = openat(m->fd, name, flags | O_CLOEXEC | O_NOFOLLOW, mode);
+                        return fd >= 0 ? (int)fd : negative_errno();
+                }
+                if (errno != EAGAIN) /* EAGAIN: a concurrent rename or mount; resolve again */
+                        return negative_errno();
+        }
+        return -EAGAIN;
+}
+
+int snapfs_mnt_confirm(const struct snapfs_mnt *m, int fd)
+{
+        uint64_t id;
+        bool unique;
+        int r;
+
+        r = mc_fd_mount_id(fd, &id, &unique);
+        if (r < 0)
+                return r;
+        return id == m->mount_id && unique == m->unique ? 0 : -EXDEV;
+}
+
+static int open_failed(struct snapfs_report *why, int r, const char *hex)
+{
+        switch (-r) {
+        case ENOENT:
+                return snapfs_report_fail(why, r, "open", "no snapshot %s on this mount", hex);
+        case ELOOP:
+                return snapfs_report_fail(why, r, "open",
+                                          "%s is a symlink: refused, never followed", hex);
+        case EXDEV:
+                return snapfs_report_fail(why, r, "other-mount",
+                                          "%s lies on another mount than the one checked", hex);
+        default:
+                return snapfs_report_fail(why, r, "open", "open %s: %s", hex,
+                                          strerrordesc_np(-r) ?: "unknown error");
+        }
+}
+
+int snapfs_mnt_open_snapshot(const struct snapfs_mnt *m, const char *hex,
+                             const struct snap_binding *want, uint64_t limit,
+                             struct snap_hasher *hasher, struct snap_binding *got,
+                             struct snapfs_report *why)
+{
+        _cleanup_close_ int fd = -1;
+        struct snap_verify_result res;
+        struct snap_binding own;
+        struct stat st;
+        int r;
+
+        if (!snap_is_digest_name(hex))
+                return snapfs_report_fail(why, -EINVAL, "invalid-argument",
+                                          "not a snapshot name (64 lowercase hex characters)");
+
+        /* Step 1: O_NONBLOCK so a FIFO planted at the name never blocks the open; O_NOCTTY
+         * so a terminal never becomes ours. Nothing is read before fstat has judged. */
+        fd = snapfs_mnt_open(m, hex, O_RDONLY | O_NONBLOCK | O_NOCTTY, 0);
+        if (fd < 0)
+                return open_failed(why, fd, hex);
+
+        /* Step 3: the descriptor itself lies on the judged mount (openat2 already refused a
+         * crossing; this also covers the pre-openat2 fallback). */
+        r = snapfs_mnt_confirm(m, fd);
+        if (r < 0)
+                return open_failed(why, r, hex);
+
+        if (!want) {
+                /* Only the name is known: the identity to hold the file to is its own. */
+                if (fstat(fd, &st) < 0)
+                        return snapfs_report_fail(why, negative_errno(), "io", "fstat %s: %s",
+                                                  hex, strerrordesc_np(errno) ?: "unknown error");
+                if (snap_digest_from_hex(hex, SNAP_DIGEST_HEX_LEN, &own.sha256) < 0)
+                        return snapfs_report_fail(why, -EINVAL, "invalid-argument",
+                                                  "not a snapshot name");
+                own.size = st.st_size >= 0 ? (uint64_t)st.st_size : 0;
+                own.dev = (uint64_t)st.st_dev;
+                own.ino = (uint64_t)st.st_ino;
+                want = &own;
+        }
+
+        /* Steps 2 and 4: fstat against the binding, the whole content hashed, fstat again. */
+        r = snap_verify_fd(fd, want, limit, hasher, &res);
+        if (r < 0)
+                return snapfs_report_fail(why, r, snap_verify_finding_name(res.finding), "%s: %s",
+                                          hex, res.message);
+        if (got)
+                *got = *want;
+        return TAKE_FD(fd);
+}

@@ -1,0 +1,73 @@
+/* SPDX-License-Identifier: MIT */
+/* Verified open and re-verification: DESIGN.md "Reading and verifying". */
+#include <errno.h>
+#include <string.h>
+
+#include "client-internal.h"
+#include "digest.h"
+#include "util.h"
+#include "verify.h"
+
+int snapfs_open_verified(const char *mount, const struct snapfs_binding *b,
+                         const struct snapfs_options *opts, struct snapfs_report *why)
+{
+        struct snapfs_mnt m = SNAPFS_MNT_INIT;
+        struct snap_binding want;
+        char hex[SNAP_DIGEST_HEX_LEN + 1];
+        int fd;
+
+        snapfs_report_reset(why);
+        if (!b)
+                return snapfs_report_fail(why, -EINVAL, "invalid-argument", "no binding");
+        snapfs_binding_to_snap(b, &want);
+        snap_digest_to_hex(&want.sha256, hex);
+
+        fd = snapfs_mnt_check(mount, opts, &m, why);
+        if (fd < 0)
+                return fd;
+        fd = snapfs_mnt_open_snapshot(&m, hex, &want, snapfs_opt_limit(opts), NULL, NULL, why);
+        snapfs_mnt_close(&m);
+        return fd;
+}
+
+int snapfs_open_digest(const char *mount, const char *hex, const struct snapfs_options *opts,
+                       struct snapfs_binding *out, struct snapfs_report *why)
+{
+        struct snapfs_mnt m = SNAPFS_MNT_INIT;
+        struct snap_binding got;
+        int fd;
+
+        snapfs_report_reset(why);
+        if (!hex || !out)
+                return snapfs_report_fail(why, -EINVAL, "invalid-argument", "no digest");
+        if (!snap_is_digest_name(hex))
+                return snapfs_report_fail(why, -EINVAL, "invalid-argument",
+                                          "not a snapshot name (64 lowercase hex characters)");
+        fd = snapfs_mnt_check(mount, opts, &m, why);
+        if (fd < 0)
+                return fd;
+        fd = snapfs_mnt_open_snapshot(&m, hex, NULL, snapfs_opt_limit(opts), NULL, &got, why);
+        snapfs_mnt_close(&m);
+        if (fd >= 0)
+                snapfs_binding_from_snap(&got, out);
+        return fd;
+}
+
+int snapfs_verify_fd(int fd, const struct snapfs_binding *b, const struct snapfs_options *opts,
+                     struct snapfs_report *why)
+{
+        struct snap_verify_result res;
+        struct snap_binding want;
+        int r;
+
+        snapfs_report_reset(why);
+        if (fd < 0 || !b)
+                return snapfs_report_fail(why, -EINVAL, "invalid-argument",
+                                          fd < 0 ? "no descriptor" : "no binding");
+        snapfs_binding_to_snap(b, &want);
+        r = snap_verify_fd(fd, &want, snapfs_opt_limit(opts), NULL, &res);
+        if (r < 0)
+                return snapfs_report_fail(why, r, snap_verify_finding_name(res.finding), "%s",
+                                          res.message);
+        return 0;
+}

@@ -1,0 +1,307 @@
+/* SPDX-License-Identifier: MIT */
+/* Publishing: DESIGN.md "Publishing (write, then rename)", from the client's side. */
+#include <errno.h>
+#include <fcntl.h>
+#include <inttypes.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/random.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "client-internal.h"
+#include "digest.h"
+#include "util.h"
+
+/* Reads and writes in this size: FUSE splits larger writes into max_write pieces anyway. */
+#define CHUNK (128u * 1024)
+/* Staging names are random; a collision (EEXIST) just draws another. */
+#define STAGING_TRIES 8
+/* An EEXIST rename whose existing snapshot is unlinked before we open it: rename again. */
+#define RENAME_TRIES 4
+
+/* Where the bytes come from: a buffer, or a descriptor read to its end. */
+struct source {
+        const uint8_t *data;
+        size_t len, off;
+        int fd;
+};
+
+/* Next piece: 0 with *n > 0, 0 with *n == 0 at the end, or a negative errno. */
+static int source_next(struct source *s, uint8_t *buf, const uint8_t **p, size_t *n)
+{
+        if (s->fd < 0) {
+                size_t left = s->len - s->off;
+                *n = left < CHUNK ? left : CHUNK;
+                *p = s->data + s->off;
+                s->off += *n;
+                return 0;
+        }
+        for (;;) {
+                ssize_t k = read(s->fd, buf, CHUNK);
+                if (k >= 0) {
+                        *n = (size_t)k;
+                        *p = buf;
+                        return 0;
+                }
+                if (errno != EINTR)
+                        return negative_errno();
+        }
+}
+
+static int write_all(int fd, const uint8_t *p, size_t n)
+{
+        while (n > 0) {
+                ssize_t k = write(fd, p, n);
+                if (k < 0) {
+                        if (errno == EINTR)
+                                continue;
+                        return negative_errno();
+                }
+                if (k == 0)
+                        return -EIO;
+                p += k;
+                n -= (size_t)k;
+        }
+        return 0;
+}
+
+static void staging_name(char *out, size_t n)
+{
+        static atomic_uint counter;
+        uint64_t rnd = 0;
+
+        /* Unpredictable, so another process of the same uid cannot pre-create the name and
+         * make us fail; the counter and the clock keep it unique if getrandom is missing. */
+        if (getrandom(&rnd, sizeof(rnd), GRND_NONBLOCK) != sizeof(rnd)) {
+                struct timespec ts;
+                clock_gettime(CLOCK_MONOTONIC, &ts);
+                rnd = (uint64_t)ts.tv_nsec ^ ((uint64_t)ts.tv_sec << 30);
+        }
+        snprintf(out, n, ".staging/lib-%d-%u-%016" PRIx64, (int)getpid(),
+                 atomic_fetch_add(&counter, 1), rnd);
+}
+
+static const char *describe(int r)
+{
+        return strerrordesc_np(-r) ?: "unknown error";
+}
+
+/* Copies the source into the staging descriptor, hashing what it writes. */
+static int copy_in(int fd, struct source *src, uint64_t limit, struct snap_hasher *h,
+                   uint64_t *written, struct snapfs_report *why)
+{
+        _cleanup_free_ uint8_t *buf = NULL;
+        uint64_t total = 0;
+        int r;
+
+        if (src->fd >= 0) {
+                buf = malloc(CHUNK);
+                if (!buf)
+                        return snapfs_report_fail(why, -ENOMEM, "read", "out of memory");
+        }
+        for (;;) {
+                const uint8_t *p;
+                size_t n;
+
+                r = source_next(src, buf, &p, &n);
+                if (r < 0)
+                        return snapfs_report_fail(why, r, "read", "reading the content: %s",
+                                                  describe(r));
+                if (n == 0) {
+                        *written = total;
+                        return 0;
+                }
+                total += n;
+                if (total > limit)
+                        return snapfs_report_fail(why, -EFBIG, "too-big",
+                                                  "the content is larger than the limit of %"
+                                                  PRIu64 " bytes", limit);
+                r = snap_hasher_update(h, p, n);
+                if (r < 0)
+                        return snapfs_report_fail(why, r, "io", "hashing: %s", describe(r));
+                r = write_all(fd, p, n);
+                if (r == -EFBIG)
+                        return snapfs_report_fail(why, r, "too-big",
+                                                  "the content is larger than the daemon's "
+                                                  "snapshot size limit");
+                if (r < 0)
+                        return snapfs_report_fail(why, r, "write", "writing the staging file: %s",
+                                                  describe(r));
+        }
+}
+
+/* A publisher outside the mount's reader policy may see metadata but not read content back
+ * (EACCES). Its binding then comes from the snapshot's own fstat, through an O_PATH descriptor
+ * on the judged mount, and the content rests on the daemon's word: it hashed the bytes to
+ * this name before it published them. Readers verify everything when they open it. */
+static int identity_only(const struct snapfs_mnt *m, const char *hex, uint64_t size,
+                         struct snap_binding *out, struct snapfs_report *why)
+{
+        _cleanup_close_ int fd = -1;
+        struct stat st;
+        int r;
+
+        fd = snapfs_mnt_open(m, hex, O_PATH, 0);
+        if (fd < 0)
+                return snapfs_report_fail(why, fd, "open", "open %s: %s", hex, describe(fd));
+        r = snapfs_mnt_confirm(m, fd);
+        if (r < 0)
+                return snapfs_report_fail(why, r, "other-mount",
+                                          "%s lies on another mount than the one checked", hex);
+        if (fstat(fd, &st) < 0) {
+                r = negative_errno();
+                return snapfs_report_fail(why, r, "io", "fstat %s: %s", hex, describe(r));
+        }
+        if (!S_ISREG(st.st_mode) || (st.st_mode & 07777) != 0 || (uint64_t)st.st_size != size)
+                return snapfs_report_fail(why, -ESTALE, "identity",
+                                          "%s is not a mode-0000 file of %" PRIu64 " bytes", hex,
+                                          size);
+        r = snap_digest_from_hex(hex, SNAP_DIGEST_HEX_LEN, &out->sha256);
+        if (r < 0)
+                return snapfs_report_fail(why, r, "invalid-argument", "not a snapshot name");
+        out->size = size;
+        out->dev = (uint64_t)st.st_dev;
+        out->ino = (uint64_t)st.st_ino;
+        return 0;
+}
+
+static int publish(const char *mount, struct source *src, const struct snapfs_options *opts,
+                   struct snapfs_binding *out, struct snapfs_report *why)
+{
+        struct snapfs_mnt m = SNAPFS_MNT_INIT;
+        struct snap_hasher *h = NULL;
+        struct snap_digest d;
+        struct snap_binding got;
+        char staged[96], hex[SNAP_DIGEST_HEX_LEN + 1];
+        uint64_t limit = snapfs_opt_limit(opts), written = 0;
+        int fd = -1, r, already = 0;
+        bool created = false;
+
+        snapfs_report_reset(why);
+        if (!out)
+                return snapfs_report_fail(why, -EINVAL, "invalid-argument", "no binding to fill");
+        if (src->fd < 0 && src->len > limit)
+                return snapfs_report_fail(why, -EFBIG, "too-big",
+                                          "%zu bytes is larger than the limit of %" PRIu64
+                                          " bytes", src->len, limit);
+
+        /* The mount is judged before a byte is written: a secret must never be handed to a
+         * mount that only looks like snapfs. */
+        r = snapfs_mnt_check(mount, opts, &m, why);
+        if (r < 0)
+                return r;
+        r = snap_hasher_new(&h);
+        if (r < 0) {
+                snapfs_report_fail(why, r, "io", "hasher: %s", describe(r));
+                goto out;
+        }
+
+        for (int i = 0; i < STAGING_TRIES; i++) {
+                staging_name(staged, sizeof(staged));
+                fd = snapfs_mnt_open(&m, staged, O_WRONLY | O_CREAT | O_EXCL, 0600);
+                if (fd != -EEXIST)
+                        break;
+        }
+        if (fd < 0) {
+                r = snapfs_report_fail(why, fd, "staging", "cannot create %s: %s", staged,
+                                       describe(fd));
+                goto out;
+        }
+        created = true;
+        r = snapfs_mnt_confirm(&m, fd);
+        if (r < 0) {
+                snapfs_report_fail(why, r, "other-mount",
+                                   "the staging file lies on another mount than the one checked");
+                goto out;
+        }
+
+        r = copy_in(fd, src, limit, h, &written, why);
+        if (r < 0)
+                goto out;
+        /* close is where FUSE reports a failed flush: its result counts. */
+        r = close(fd) < 0 ? negative_errno() : 0;
+        fd = -1;
+        if (r < 0) {
+                snapfs_report_fail(why, r, "write", "closing the staging file: %s", describe(r));
+                goto out;
+        }
+        r = snap_hasher_final(h, &d);
+        if (r < 0) {
+                snapfs_report_fail(why, r, "io", "hashing: %s", describe(r));
+                goto out;
+        }
+        snap_digest_to_hex(&d, hex);
+
+        for (int i = 0;; i++) {
+                if (renameat(m.fd, staged, m.fd, hex) == 0) {
+                        created = false; /* the staging entry is the snapshot now */
+                        already = 0;
+                } else if (errno == EEXIST) {
+                        already = 1; /* the same bytes are published: bind to those */
+                } else {
+                        r = negative_errno();
+                        snapfs_report_fail(why, r, "rename", "publishing %s: %s", hex,
+                                           describe(r));
+                        goto out;
+                }
+                /* The binding comes from the published snapshot itself, verified like any
+                 * reader would: name, dev, ino and size from its descriptor, content hashed. */
+                r = snapfs_mnt_open_snapshot(&m, hex, NULL, limit, h, &got, why);
+                if (r >= 0) {
+                        safe_close(r);
+                        break;
+                }
+                if (r == -EACCES) {
+                        snapfs_report_reset(why);
+                        r = identity_only(&m, hex, written, &got, why);
+                        if (r == 0)
+                                break;
+                }
+                /* Unlinked by its publisher between our rename and open: rename ours again. */
+                if (!(already && r == -ENOENT && i + 1 < RENAME_TRIES))
+                        goto out;
+                snapfs_report_reset(why);
+        }
+        snapfs_binding_from_snap(&got, out);
+        r = already;
+out:
+        safe_close(fd);
+        /* Removed in every outcome: a staging file left behind would count against the
+         * uid's staging quota and hold the bytes. */
+        if (created)
+                (void)unlinkat(m.fd, staged, 0);
+        snap_hasher_free(h);
+        snapfs_mnt_close(&m);
+        return r;
+}
+
+int snapfs_publish(const char *mount, const void *data, size_t len,
+                   const struct snapfs_options *opts, struct snapfs_binding *out,
+                   struct snapfs_report *why)
+{
+        struct source src = { .data = data, .len = len, .fd = -1 };
+
+        if (!data && len > 0) {
+                snapfs_report_reset(why);
+                return snapfs_report_fail(why, -EINVAL, "invalid-argument", "no data");
+        }
+        if (!data)
+                src.data = (const uint8_t *)"";
+        return publish(mount, &src, opts, out, why);
+}
+
+int snapfs_publish_fd(const char *mount, int fd, const struct snapfs_options *opts,
+                      struct snapfs_binding *out, struct snapfs_report *why)
+{
+        struct source src = { .fd = fd };
+
+        if (fd < 0) {
+                snapfs_report_reset(why);
+                return snapfs_report_fail(why, -EINVAL, "invalid-argument", "no descriptor");
+        }
+        return publish(mount, &src, opts, out, why);
+}

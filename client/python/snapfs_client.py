@@ -1,0 +1,351 @@
+#!/usr/bin/env python3
+# SPDX-License-Identifier: MIT
+"""Publish to snapfs and open snapshots verified, from Python, with the standard library only.
+
+This module binds libsnapfs.so with ctypes, so every check is the C library's own code:
+the mount check (fuse.snapfs, nosuid/nodev/noexec, private, exactly one mount, mounted by the
+uid you trust), the open relative to the pinned mount root, the descriptor's mount id, fstat
+against the binding, the whole content hashed. Same semantics as C, by construction.
+
+    import subprocess, snapfs_client as snapfs
+
+    binding = snapfs.publish("/run/snapfs", config_bytes)      # -> Binding (str() is its text)
+    fd = snapfs.open_verified("/run/snapfs", binding)          # a verified, read-only descriptor
+    try:
+        subprocess.run(["mcp-client", "--config", f"/proc/self/fd/{fd}"], pass_fds=[fd])
+    finally:
+        os.close(fd)
+
+Failures raise SnapfsError (an OSError): .errno is the library's errno, .reasons every
+(code, message) pair it gave. The library is found through $SNAPFS_LIBRARY (a path), then
+the dynamic linker's search for libsnapfs.so.0.
+
+As a script (same commands and JSON output as the C test driver):
+    snapfs_client.py publish [--owner UID] [--max-size N] [--from-fd] MNT FILE|-
+    snapfs_client.py open [--owner UID] [--max-size N] MNT BINDING
+    snapfs_client.py digest [--owner UID] [--max-size N] MNT HEX
+    snapfs_client.py verify-fd [--max-size N] PATH BINDING
+    snapfs_client.py cat [--owner UID] [--max-size N] MNT BINDING   (the bytes to stdout)
+    snapfs_client.py abi
+"""
+import ctypes
+import dataclasses
+import errno as _errno
+import os
+import sys
+import threading
+
+__all__ = ["Binding", "SnapfsError", "publish", "publish_fd", "open_verified", "open_digest",
+           "verify_fd", "read_verified", "strerror"]
+
+DIGEST_LEN = 32
+BINDING_TEXT_MAX = 160
+REASONS_MAX = 40
+CODE_MAX = 32
+MESSAGE_MAX = 320
+OPT_OWNER = 1
+
+
+class _CBinding(ctypes.Structure):
+    _fields_ = [("sha256", ctypes.c_uint8 * DIGEST_LEN), ("size", ctypes.c_uint64),
+                ("dev", ctypes.c_uint64), ("ino", ctypes.c_uint64)]
+
+
+class _COptions(ctypes.Structure):
+    _fields_ = [("flags", ctypes.c_uint), ("owner", ctypes.c_uint32),
+                ("max_size", ctypes.c_uint64)]
+
+
+class _CReason(ctypes.Structure):
+    _fields_ = [("code", ctypes.c_char * CODE_MAX), ("message", ctypes.c_char * MESSAGE_MAX)]
+
+
+class _CReport(ctypes.Structure):
+    _fields_ = [("error", ctypes.c_int), ("n_reasons", ctypes.c_uint),
+                ("n_dropped", ctypes.c_uint), ("reasons", _CReason * REASONS_MAX)]
+
+
+_lib = None
+_lib_lock = threading.Lock()
+
+
+def _load():
+    """libsnapfs, loaded once, with every prototype declared (ctypes guesses nothing)."""
+    global _lib
+    with _lib_lock:
+        if _lib is not None:
+            return _lib
+        name = os.environ.get("SNAPFS_LIBRARY") or "libsnapfs.so.0"
+        lib = ctypes.CDLL(name, use_errno=False)
+        P = ctypes.POINTER
+        protos = {
+            "snapfs_binding_format": [P(_CBinding), ctypes.c_char_p, ctypes.c_size_t],
+            "snapfs_binding_parse": [ctypes.c_char_p, P(_CBinding)],
+            "snapfs_publish": [ctypes.c_char_p, ctypes.c_char_p, ctypes.c_size_t, P(_COptions),
+                               P(_CBinding), P(_CReport)],
+            "snapfs_publish_fd": [ctypes.c_char_p, ctypes.c_int, P(_COptions), P(_CBinding),
+                                  P(_CReport)],
+            "snapfs_open_verified": [ctypes.c_char_p, P(_CBinding), P(_COptions), P(_CReport)],
+            "snapfs_open_digest": [ctypes.c_char_p, ctypes.c_char_p, P(_COptions),
+                                   P(_CBinding), P(_CReport)],
+            "snapfs_verify_fd": [ctypes.c_int, P(_CBinding), P(_COptions), P(_CReport)],
+        }
+        for fn, args in protos.items():
+            f = getattr(lib, fn)
+            f.argtypes, f.restype = args, ctypes.c_int
+        lib.snapfs_strerror.argtypes, lib.snapfs_strerror.restype = [ctypes.c_int], ctypes.c_char_p
+        _lib = lib
+        return lib
+
+
+def strerror(err):
+    """What an errno of this library means, in words (err may be negative or positive)."""
+    return _load().snapfs_strerror(-abs(err)).decode()
+
+
+class SnapfsError(OSError):
+    """A refusal: errno and strerror as the library says them, and every reason it gave."""
+
+    def __init__(self, err, reasons=(), dropped=0):
+        super().__init__(err, strerror(err))
+        self.reasons = list(reasons)
+        self.dropped = dropped
+
+    def __str__(self):
+        lines = [f"[Errno {self.errno}] {self.strerror}"]
+        lines += [f"{code}: {message}" for code, message in self.reasons]
+        return "\n".join(lines)
+
+
+def _raise_for(r, report):
+    reasons = [(report.reasons[i].code.decode(errors="replace"),
+                report.reasons[i].message.decode(errors="replace"))
+               for i in range(min(report.n_reasons, REASONS_MAX))]
+    raise SnapfsError(-r, reasons, report.n_dropped)
+
+
+@dataclasses.dataclass(frozen=True)
+class Binding:
+    """(sha256, size, dev, ino) of one published snapshot in one mount instance."""
+    sha256: str  # 64 lowercase hex
+    size: int
+    dev: int     # st_dev, as os.makedev(major, minor)
+    ino: int
+    # Set by publish(): the same bytes were published before (not part of the identity).
+    already_published: bool = dataclasses.field(default=False, compare=False)
+
+    @classmethod
+    def parse(cls, text):
+        """The strict one-line text form; raises SnapfsError(EINVAL) for anything else."""
+        if isinstance(text, Binding):
+            return text
+        c = _CBinding()
+        raw = text.encode() if isinstance(text, str) else bytes(text)
+        if b"\0" in raw or _load().snapfs_binding_parse(raw, ctypes.byref(c)) < 0:
+            raise SnapfsError(_errno.EINVAL, [("invalid-argument", "not a binding")])
+        return cls._from_c(c)
+
+    @classmethod
+    def _from_c(cls, c, already=False):
+        return cls(bytes(c.sha256).hex(), c.size, c.dev, c.ino, already)
+
+    def _to_c(self):
+        c = _CBinding()
+        digest = bytes.fromhex(self.sha256)
+        if len(digest) != DIGEST_LEN:
+            raise SnapfsError(_errno.EINVAL, [("invalid-argument", "not a SHA-256")])
+        c.sha256[:] = list(digest)
+        c.size, c.dev, c.ino = self.size, self.dev, self.ino
+        return c
+
+    def __str__(self):
+        buf = ctypes.create_string_buffer(BINDING_TEXT_MAX)
+        r = _load().snapfs_binding_format(ctypes.byref(self._to_c()), buf, len(buf))
+        if r < 0:
+            raise SnapfsError(-r)
+        return buf.value.decode()
+
+
+def _options(owner, max_size):
+    o = _COptions()
+    if owner is not None:
+        o.flags, o.owner = OPT_OWNER, owner
+    o.max_size = max_size
+    return o
+
+
+def publish(mount, data, *, owner=None, max_size=0):
+    """Publishes bytes (b"" is allowed) and returns the verified Binding of the snapshot;
+    .already_published tells whether the same bytes were there already. owner: the uid that
+    must have mounted snapfs (default: yours); max_size: 0 for the library's default."""
+    data = bytes(data)
+    lib, c, rep = _load(), _CBinding(), _CReport()
+    r = lib.snapfs_publish(os.fsencode(mount), data, len(data),
+                           ctypes.byref(_options(owner, max_size)), ctypes.byref(c),
+                           ctypes.byref(rep))
+    if r < 0:
+        _raise_for(r, rep)
+    return Binding._from_c(c, r == 1)
+
+
+def publish_fd(mount, fd, *, owner=None, max_size=0):
+    """publish() of everything read from the descriptor fd until end of file."""
+    lib, c, rep = _load(), _CBinding(), _CReport()
+    r = lib.snapfs_publish_fd(os.fsencode(mount), fd, ctypes.byref(_options(owner, max_size)),
+                              ctypes.byref(c), ctypes.byref(rep))
+    if r < 0:
+        _raise_for(r, rep)
+    return Binding._from_c(c, r == 1)
+
+
+def open_verified(mount, binding, *, owner=None, max_size=0):
+    """The verified read-only descriptor (close-on-exec; yours to close) of the snapshot the
+    binding (a Binding or its text) names on the snapfs mount at mount."""
+    b = Binding.parse(binding)
+    rep = _CReport()
+    r = _load().snapfs_open_verified(os.fsencode(mount), ctypes.byref(b._to_c()),
+                                     ctypes.byref(_options(owner, max_size)), ctypes.byref(rep))
+    if r < 0:
+        _raise_for(r, rep)
+    return r
+
+
+def open_digest(mount, digest, *, owner=None, max_size=0):
+    """(descriptor, Binding) of the snapshot named digest, verified against its own name."""
+    c, rep = _CBinding(), _CReport()
+    r = _load().snapfs_open_digest(os.fsencode(mount), digest.encode(),
+                                   ctypes.byref(_options(owner, max_size)), ctypes.byref(c),
+                                   ctypes.byref(rep))
+    if r < 0:
+        _raise_for(r, rep)
+    return r, Binding._from_c(c)
+
+
+def verify_fd(fd, binding, *, max_size=0):
+    """Re-verifies a held descriptor against the binding before a use; raises on a refusal."""
+    b = Binding.parse(binding)
+    rep = _CReport()
+    r = _load().snapfs_verify_fd(fd, ctypes.byref(b._to_c()),
+                                 ctypes.byref(_options(None, max_size)), ctypes.byref(rep))
+    if r < 0:
+        _raise_for(r, rep)
+
+
+def _pread_all(fd):
+    chunks, off = [], 0
+    while True:
+        chunk = os.pread(fd, 1 << 16, off)
+        if not chunk:
+            return b"".join(chunks)
+        chunks.append(chunk)
+        off += len(chunk)
+
+
+def read_verified(mount, binding, *, owner=None, max_size=0):
+    """The bytes of the snapshot, read through a verified descriptor."""
+    fd = open_verified(mount, binding, owner=owner, max_size=max_size)
+    try:
+        return _pread_all(fd)
+    finally:
+        os.close(fd)
+
+
+# ---- the script -------------------------------------------------------------------------
+
+def _main(argv):
+    import argparse
+    import json
+
+    ap = argparse.ArgumentParser(prog="snapfs_client.py", description=__doc__.split("\n")[0])
+    sub = ap.add_subparsers(dest="cmd", required=True)
+    common = argparse.ArgumentParser(add_help=False)
+    common.add_argument("--owner", type=int, help="uid that must have mounted snapfs")
+    common.add_argument("--max-size", type=int, default=0, help="largest snapshot, bytes")
+    p = sub.add_parser("publish", parents=[common], help="publish FILE (or - for stdin)")
+    p.add_argument("--from-fd", action="store_true", help="stream from the descriptor")
+    p.add_argument("mount")
+    p.add_argument("file")
+    for name, last in (("open", "binding"), ("digest", "digest"), ("cat", "binding")):
+        p = sub.add_parser(name, parents=[common])
+        p.add_argument("mount")
+        p.add_argument(last)
+    p = sub.add_parser("verify-fd", parents=[common])
+    p.add_argument("path")
+    p.add_argument("binding")
+    sub.add_parser("abi")
+    a = ap.parse_args(argv)
+
+    if a.cmd == "abi":
+        print(json.dumps({
+            "sizeof snapfs_binding": ctypes.sizeof(_CBinding),
+            "snapfs_binding.size": _CBinding.size.offset,
+            "snapfs_binding.dev": _CBinding.dev.offset,
+            "snapfs_binding.ino": _CBinding.ino.offset,
+            "sizeof snapfs_options": ctypes.sizeof(_COptions),
+            "snapfs_options.owner": _COptions.owner.offset,
+            "snapfs_options.max_size": _COptions.max_size.offset,
+            "sizeof snapfs_reason": ctypes.sizeof(_CReason),
+            "snapfs_reason.message": _CReason.message.offset,
+            "sizeof snapfs_report": ctypes.sizeof(_CReport),
+            "snapfs_report.n_reasons": _CReport.n_reasons.offset,
+            "snapfs_report.n_dropped": _CReport.n_dropped.offset,
+            "snapfs_report.reasons": _CReport.reasons.offset,
+        }))
+        return 0
+
+    kw = {"owner": a.owner, "max_size": a.max_size}
+    out = {}
+    try:
+        if a.cmd == "publish":
+            src = sys.stdin.buffer if a.file == "-" else open(a.file, "rb")
+            with src:
+                if a.from_fd:
+                    b = publish_fd(a.mount, src.fileno(), **kw)
+                else:
+                    b = publish(a.mount, src.read(), **kw)
+            out.update(binding=str(b), already_published=b.already_published)
+            result = 1 if b.already_published else 0
+        elif a.cmd == "cat":
+            sys.stdout.buffer.write(read_verified(a.mount, a.binding, **kw))
+            return 0
+        elif a.cmd == "open":
+            b = Binding.parse(a.binding)
+            fd = open_verified(a.mount, b, **kw)
+            try:
+                out["binding"] = str(b)
+                verify_fd(fd, b, max_size=a.max_size)  # re-verifying the held one must pass
+                out["content_hex"] = _pread_all(fd).hex()
+            finally:
+                os.close(fd)
+            result = 0
+        elif a.cmd == "digest":
+            fd, b = open_digest(a.mount, a.digest, **kw)
+            try:
+                out.update(binding=str(b), content_hex=_pread_all(fd).hex())
+            finally:
+                os.close(fd)
+            result = 0
+        else:  # verify-fd
+            fd = os.open(a.path, os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC)
+            try:
+                verify_fd(fd, a.binding, max_size=a.max_size)
+            finally:
+                os.close(fd)
+            result = 0
+    except SnapfsError as e:
+        if a.cmd == "cat":  # standard output carries the bytes: the refusal goes elsewhere
+            print(f"snapfs_client.py cat: {e}", file=sys.stderr)
+            return 1
+        out.update(ok=False, result=-e.errno, errno=_errno.errorcode.get(e.errno, "?"),
+                   strerror=e.strerror,
+                   reasons=[{"code": c, "message": m} for c, m in e.reasons],
+                   dropped=e.dropped)
+        print(json.dumps(out))
+        return 1
+    out.update(ok=True, result=result, errno=None, strerror=strerror(0), reasons=[], dropped=0)
+    print(json.dumps(out))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(_main(sys.argv[1:]))

@@ -1,0 +1,126 @@
+/* SPDX-License-Identifier: MIT */
+/* libsnapfs: publish bytes to a snapfs mount, and open them again verified.
+ *
+ * A snapshot is named by the SHA-256 of its content and bound by (sha256, size, dev, ino):
+ * the binding names one published snapshot in one mount instance, and no later snapshot can
+ * ever satisfy it. Every function here judges the mount first (fuse.snapfs, nosuid, nodev,
+ * noexec, private, exactly one mount at the path, mounted by the trusted owner), by the mount
+ * id a pinned descriptor reaches, and opens files relative to that descriptor only.
+ *
+ * Every function returns 0 (or a descriptor, or 1 where said) or a negative errno. A failed
+ * call fills *why (when not NULL) with every reason, each a stable code and a one-line
+ * message. All functions are thread-safe and never print, exit or abort.
+ *
+ *   struct snapfs_binding b;
+ *   if (snapfs_publish("/run/snapfs", cfg, len, NULL, &b, NULL) < 0) ...
+ *   int fd = snapfs_open_verified("/run/snapfs", &b, NULL, &why);  // hand fd to a child
+ */
+#pragma once
+
+#include <stddef.h>
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#define SNAPFS_DIGEST_LEN 32
+/* Longest binding text, terminating NUL included. */
+#define SNAPFS_BINDING_TEXT_MAX 160
+/* Largest snapshot accepted when the options set no max_size: the most a daemon can serve. */
+#define SNAPFS_DEFAULT_MAX_SIZE (UINT64_C(1) << 30)
+
+struct snapfs_binding {
+        uint8_t sha256[SNAPFS_DIGEST_LEN];
+        uint64_t size;
+        uint64_t dev; /* st_dev of the snapshot: makedev(major, minor) of the mount */
+        uint64_t ino;
+};
+
+enum {
+        /* owner below is set: trust mounts made by that uid instead of the caller's. */
+        SNAPFS_OPT_OWNER = 1u << 0,
+};
+
+/* NULL, or all zero, means: trust mounts made by the caller's real uid; accept snapshots up
+ * to SNAPFS_DEFAULT_MAX_SIZE. */
+struct snapfs_options {
+        unsigned flags;    /* SNAPFS_OPT_* */
+        uint32_t owner;    /* with SNAPFS_OPT_OWNER: the uid that must have mounted snapfs */
+        uint64_t max_size; /* largest snapshot to publish or read; 0: the default */
+};
+
+#define SNAPFS_REASONS_MAX 40
+#define SNAPFS_CODE_MAX 32
+#define SNAPFS_MESSAGE_MAX 320
+
+struct snapfs_reason {
+        char code[SNAPFS_CODE_MAX];       /* stable: "stacked", "digest-mismatch", "open", ... */
+        char message[SNAPFS_MESSAGE_MAX]; /* one line for a person; control bytes escaped */
+};
+
+/* Why a call failed. Codes: the mount check's finding codes (as `snapfs check` prints them),
+ * "mount-check" (the check could not run), "open", "other-mount", the verification findings
+ * ("not-regular", "mode", "too-big", "identity", "digest-mismatch", "changed", "io"), and for
+ * publishing "read", "staging", "write", "rename"; "invalid-argument" for bad input. */
+struct snapfs_report {
+        int error;          /* what the call returned: 0 or a negative errno */
+        unsigned n_reasons; /* stored in reasons[] */
+        unsigned n_dropped; /* found but not stored: the array was full */
+        struct snapfs_reason reasons[SNAPFS_REASONS_MAX];
+};
+
+/* The one-line text form "sha256=<hex> size=<n> dev=<major>:<minor> ino=<n>" into buf (at
+ * least SNAPFS_BINDING_TEXT_MAX bytes): 0, -EINVAL for NULL, -ENOBUFS when buf is short. */
+int snapfs_binding_format(const struct snapfs_binding *b, char *buf, size_t buflen);
+
+/* Parses the text form (NUL-terminated; one spelling per binding: no trailing newline, no
+ * leading zero, no uppercase): 0 and *out, or -EINVAL. */
+int snapfs_binding_parse(const char *text, struct snapfs_binding *out);
+
+/* Publishes len bytes (0 is allowed: the empty snapshot) to the snapfs mount at mount:
+ * writes them to a staging file of its own, renames it to their SHA-256, then opens and
+ * verifies the snapshot and fills *out with its binding (a publisher the mount does not let
+ * read gets it from the snapshot's fstat: the daemon hashed the bytes). Returns 0 when published now, 1 when
+ * the same content was already published (*out binds the existing snapshot), or: -EFBIG
+ * (larger than max_size or the daemon's limit), -ENOSPC, -EDQUOT, -EACCES (not a publisher),
+ * -EMEDIUMTYPE (not a compliant snapfs mount), -ENOTCONN (its daemon is gone), the errno of a
+ * step. The staging file is removed in every outcome. */
+int snapfs_publish(const char *mount, const void *data, size_t len,
+                   const struct snapfs_options *opts, struct snapfs_binding *out,
+                   struct snapfs_report *why);
+
+/* snapfs_publish of everything read from fd until end of file (a file, pipe or socket). */
+int snapfs_publish_fd(const char *mount, int fd, const struct snapfs_options *opts,
+                      struct snapfs_binding *out, struct snapfs_report *why);
+
+/* Verified open, DESIGN.md "Reading and verifying": judges the mount, opens the snapshot
+ * relative to the pinned mount root (O_RDONLY|O_NOFOLLOW|O_NONBLOCK|O_CLOEXEC, no symlink,
+ * no mount crossing), confirms the descriptor lies on the judged mount, checks fstat against
+ * the binding, reads and hashes the whole content and fstats again. Returns that descriptor
+ * (O_CLOEXEC; the caller closes it), or: -EMEDIUMTYPE / -ENOTCONN (the mount), -ENOENT (no
+ * such snapshot), -ELOOP (a symlink), -EXDEV (another mount), -EINVAL (not a regular file, or
+ * a bad argument), -EPERM (mode not 0000), -EFBIG, -ESTALE (dev, ino or size differ),
+ * -EBADMSG (content does not hash to the binding), -EAGAIN (changed while verifying). */
+int snapfs_open_verified(const char *mount, const struct snapfs_binding *b,
+                         const struct snapfs_options *opts, struct snapfs_report *why);
+
+/* Verified open of the snapshot named hex (64 lowercase hex) when only its digest is known:
+ * every step of snapfs_open_verified except the identity comparison, whose dev, ino and size
+ * are taken from the descriptor and returned in *out. Same errors. */
+int snapfs_open_digest(const char *mount, const char *hex, const struct snapfs_options *opts,
+                       struct snapfs_binding *out, struct snapfs_report *why);
+
+/* Re-verifies a held descriptor against b before each use: fstat (regular, mode 0000,
+ * dev/ino/size), the whole content hashed, fstat again. 0, or the errors of the fstat and
+ * hash steps above. The mount was judged when the descriptor was opened. */
+int snapfs_verify_fd(int fd, const struct snapfs_binding *b, const struct snapfs_options *opts,
+                     struct snapfs_report *why);
+
+/* What a negative errno from this library means, in words ("not a compliant snapfs mount");
+ * a static string, never NULL. */
+const char *snapfs_strerror(int err);
+
+#ifdef __cplusplus
+}
+#endif

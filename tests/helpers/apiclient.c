@@ -1,0 +1,266 @@
+/* SPDX-License-Identifier: MIT */
+/* apiclient: drives libsnapfs.so through its public header only, for the integration tests,
+ * with the same commands and JSON output as client/python/snapfs_client.py, so both clients
+ * run the very same cases.
+ *
+ *   apiclient publish [--owner UID] [--max-size N] [--from-fd] MNT FILE|-
+ *   apiclient open [--owner UID] [--max-size N] MNT BINDING
+ *   apiclient digest [--owner UID] MNT HEX
+ *   apiclient verify-fd PATH BINDING
+ *   apiclient abi
+ *
+ * Prints one JSON object: ok, result, errno (name), binding, already_published,
+ * content_hex (open, digest: the bytes read through the returned descriptor), reasons
+ * [{code, message}], dropped. Exit 0 ok, 1 refused, 2 usage. */
+#include <errno.h>
+#include <fcntl.h>
+#include <getopt.h>
+#include <json-c/json.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "snapfs.h"
+
+static json_object *out;
+
+static void put_report(int r, const struct snapfs_report *why)
+{
+        json_object *list = json_object_new_array();
+
+        json_object_object_add(out, "ok", json_object_new_boolean(r >= 0));
+        json_object_object_add(out, "result", json_object_new_int(r));
+        json_object_object_add(out, "errno",
+                               r < 0 ? json_object_new_string(strerrorname_np(-r) ?: "?") : NULL);
+        json_object_object_add(out, "strerror", json_object_new_string(snapfs_strerror(r)));
+        for (unsigned i = 0; r < 0 && i < why->n_reasons; i++) {
+                json_object *o = json_object_new_object();
+                json_object_object_add(o, "code", json_object_new_string(why->reasons[i].code));
+                json_object_object_add(o, "message",
+                                       json_object_new_string(why->reasons[i].message));
+                json_object_array_add(list, o);
+        }
+        json_object_object_add(out, "reasons", list);
+        json_object_object_add(out, "dropped", json_object_new_int((int)why->n_dropped));
+        /* The report must record what the call returned; the tests look for this key. */
+        if (r < 0 && why->error != r)
+                json_object_object_add(out, "report_error_mismatch",
+                                       json_object_new_int(why->error));
+}
+
+static void put_binding(const struct snapfs_binding *b)
+{
+        char text[SNAPFS_BINDING_TEXT_MAX];
+
+        if (snapfs_binding_format(b, text, sizeof(text)) == 0)
+                json_object_object_add(out, "binding", json_object_new_string(text));
+}
+
+/* Reads the whole descriptor with pread (the offset stays at 0) into hex. */
+static int put_content(int fd)
+{
+        static const char digits[] = "0123456789abcdef";
+        char *hex = NULL;
+        size_t len = 0, cap = 0;
+        unsigned char buf[65536];
+        off_t off = 0;
+
+        for (;;) {
+                ssize_t k = pread(fd, buf, sizeof(buf), off);
+                if (k < 0)
+                        return -errno;
+                if (k == 0)
+                        break;
+                if (len + 2 * (size_t)k + 1 > cap) {
+                        cap = (len + 2 * (size_t)k + 1) * 2;
+                        hex = realloc(hex, cap);
+                        if (!hex)
+                                return -ENOMEM;
+                }
+                for (ssize_t i = 0; i < k; i++) {
+                        hex[len++] = digits[buf[i] >> 4];
+                        hex[len++] = digits[buf[i] & 15];
+                }
+                off += k;
+        }
+        json_object_object_add(out, "content_hex", json_object_new_string_len(hex ? hex : "",
+                                                                               (int)len));
+        free(hex);
+        return 0;
+}
+
+static int read_all(int fd, char **data, size_t *len)
+{
+        size_t cap = 65536;
+        char *buf = malloc(cap);
+
+        *len = 0;
+        if (!buf)
+                return -ENOMEM;
+        for (;;) {
+                ssize_t k;
+                if (*len == cap) {
+                        char *n = realloc(buf, cap *= 2);
+                        if (!n) {
+                                free(buf);
+                                return -ENOMEM;
+                        }
+                        buf = n;
+                }
+                k = read(fd, buf + *len, cap - *len);
+                if (k < 0) {
+                        free(buf);
+                        return -errno;
+                }
+                if (k == 0)
+                        break;
+                *len += (size_t)k;
+        }
+        *data = buf;
+        return 0;
+}
+
+/* The binding text is parsed here, not by the library call: report it the same way. */
+static int bad_binding(struct snapfs_report *why)
+{
+        why->error = -EINVAL;
+        why->n_reasons = 1;
+        snprintf(why->reasons[0].code, sizeof(why->reasons[0].code), "invalid-argument");
+        snprintf(why->reasons[0].message, sizeof(why->reasons[0].message), "not a binding");
+        return -EINVAL;
+}
+
+static int usage(void)
+{
+        fprintf(stderr, "usage: apiclient publish|open|digest|verify-fd|abi ...\n");
+        return 2;
+}
+
+static int cmd_abi(void)
+{
+#define SIZE(t) \
+        json_object_object_add(out, "sizeof " #t, json_object_new_int((int)sizeof(struct t)))
+#define OFF(t, f) \
+        json_object_object_add(out, #t "." #f, json_object_new_int((int)offsetof(struct t, f)))
+        SIZE(snapfs_binding);
+        OFF(snapfs_binding, size);
+        OFF(snapfs_binding, dev);
+        OFF(snapfs_binding, ino);
+        SIZE(snapfs_options);
+        OFF(snapfs_options, owner);
+        OFF(snapfs_options, max_size);
+        SIZE(snapfs_reason);
+        OFF(snapfs_reason, message);
+        SIZE(snapfs_report);
+        OFF(snapfs_report, n_reasons);
+        OFF(snapfs_report, n_dropped);
+        OFF(snapfs_report, reasons);
+        return 0;
+}
+
+int main(int argc, char **argv)
+{
+        static const struct option longopts[] = {
+                { "owner", required_argument, NULL, 'o' },
+                { "max-size", required_argument, NULL, 'm' },
+                { "from-fd", no_argument, NULL, 'f' },
+                { NULL, 0, NULL, 0 },
+        };
+        struct snapfs_options opts = { 0 };
+        struct snapfs_report why = { 0 };
+        struct snapfs_binding b;
+        const char *cmd;
+        bool from_fd = false;
+        int c, r = 0, fd;
+
+        if (argc < 2)
+                return usage();
+        cmd = argv[1];
+        optind = 2;
+        while ((c = getopt_long(argc, argv, "", longopts, NULL)) != -1) {
+                switch (c) {
+                case 'o':
+                        opts.flags |= SNAPFS_OPT_OWNER;
+                        opts.owner = (uint32_t)strtoul(optarg, NULL, 10);
+                        break;
+                case 'm':
+                        opts.max_size = strtoull(optarg, NULL, 10);
+                        break;
+                case 'f':
+                        from_fd = true;
+                        break;
+                default:
+                        return usage();
+                }
+        }
+        argc -= optind;
+        argv += optind;
+        out = json_object_new_object();
+
+        if (strcmp(cmd, "abi") == 0 && argc == 0) {
+                cmd_abi();
+                printf("%s\n", json_object_to_json_string(out));
+                return 0;
+        } else if (strcmp(cmd, "publish") == 0 && argc == 2) {
+                bool stdin_ = strcmp(argv[1], "-") == 0;
+                fd = stdin_ ? 0 : open(argv[1], O_RDONLY | O_CLOEXEC);
+                if (fd < 0)
+                        return usage();
+                if (from_fd) {
+                        r = snapfs_publish_fd(argv[0], fd, &opts, &b, &why);
+                } else {
+                        char *data = NULL;
+                        size_t len = 0;
+                        if (read_all(fd, &data, &len) < 0)
+                                return usage();
+                        r = snapfs_publish(argv[0], data, len, &opts, &b, &why);
+                        free(data);
+                }
+                if (r >= 0) {
+                        put_binding(&b);
+                        json_object_object_add(out, "already_published",
+                                               json_object_new_boolean(r == 1));
+                }
+        } else if (strcmp(cmd, "open") == 0 && argc == 2) {
+                if (snapfs_binding_parse(argv[1], &b) < 0) {
+                        r = bad_binding(&why);
+                } else {
+                        r = fd = snapfs_open_verified(argv[0], &b, &opts, &why);
+                        if (fd >= 0) {
+                                put_binding(&b);
+                                /* Re-verifying the held descriptor must pass too. */
+                                r = snapfs_verify_fd(fd, &b, &opts, &why);
+                                if (r == 0)
+                                        r = put_content(fd);
+                                close(fd);
+                        }
+                }
+        } else if (strcmp(cmd, "digest") == 0 && argc == 2) {
+                r = fd = snapfs_open_digest(argv[0], argv[1], &opts, &b, &why);
+                if (fd >= 0) {
+                        put_binding(&b);
+                        r = put_content(fd);
+                        close(fd);
+                }
+        } else if (strcmp(cmd, "verify-fd") == 0 && argc == 2) {
+                fd = open(argv[0], O_RDONLY | O_NONBLOCK | O_CLOEXEC);
+                if (fd < 0) {
+                        fprintf(stderr, "apiclient: %s: %m\n", argv[0]);
+                        return 2;
+                }
+                if (snapfs_binding_parse(argv[1], &b) < 0)
+                        r = bad_binding(&why);
+                else
+                        r = snapfs_verify_fd(fd, &b, &opts, &why);
+                close(fd);
+        } else {
+                return usage();
+        }
+        put_report(r, &why);
+        printf("%s\n", json_object_to_json_string(out));
+        json_object_put(out);
+        return r < 0 ? 1 : 0;
+}

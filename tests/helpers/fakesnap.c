@@ -1,0 +1,247 @@
+/* SPDX-License-Identifier: MIT */
+/* fakesnap: an impostor. A low-level FUSE filesystem that names itself exactly as snapfs does
+ * (fsname=snapfs, subtype=snapfs, nosuid,nodev,noexec: type fuse.snapfs), so the mount check
+ * accepts it when its mounter is the trusted owner, and that serves at digest names whatever
+ * a test asks for: a symlink, a FIFO, a file of any mode and content. It lets the tests reach
+ * the checks a client makes after the mount check, one by one.
+ *
+ *   fakesnap MOUNTPOINT ENTRY...
+ *     NAME=reg:MODE:FILE   a regular file with FILE's bytes and permission bits MODE (octal)
+ *     NAME=link:TARGET     a symlink to TARGET
+ *     NAME=fifo            a FIFO
+ *
+ * Prints "mounted" once the kernel has the mount; SIGTERM unmounts and exits 0. */
+#define FUSE_USE_VERSION 314
+#include <errno.h>
+#include <fcntl.h>
+#include <fuse_lowlevel.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#define MAX_ENTRIES 16
+
+struct entry {
+        char name[128];
+        mode_t mode;   /* type and permission bits */
+        char *data;    /* content, or the symlink target */
+        size_t len;
+};
+
+static struct entry entries[MAX_ENTRIES];
+static size_t n_entries;
+
+/* Inode 1 is the root; entry i is inode i + 2. */
+static struct entry *entry_of(fuse_ino_t ino)
+{
+        return ino >= 2 && ino - 2 < n_entries ? &entries[ino - 2] : NULL;
+}
+
+static int fake_stat(fuse_ino_t ino, struct stat *st)
+{
+        struct entry *e = entry_of(ino);
+
+        memset(st, 0, sizeof(*st));
+        st->st_ino = ino;
+        if (ino == FUSE_ROOT_ID) {
+                st->st_mode = S_IFDIR | 0555;
+                st->st_nlink = 2;
+                return 0;
+        }
+        if (!e)
+                return -ENOENT;
+        st->st_mode = e->mode;
+        st->st_nlink = 1;
+        st->st_size = (off_t)e->len;
+        return 0;
+}
+
+static void fake_lookup(fuse_req_t req, fuse_ino_t parent, const char *name)
+{
+        struct fuse_entry_param ep;
+
+        for (size_t i = 0; parent == FUSE_ROOT_ID && i < n_entries; i++) {
+                if (strcmp(entries[i].name, name) != 0)
+                        continue;
+                memset(&ep, 0, sizeof(ep));
+                ep.ino = i + 2;
+                ep.attr_timeout = ep.entry_timeout = 1.0;
+                fake_stat(ep.ino, &ep.attr);
+                fuse_reply_entry(req, &ep);
+                return;
+        }
+        fuse_reply_err(req, ENOENT);
+}
+
+static void fake_getattr(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
+{
+        struct stat st;
+        (void)fi;
+        if (fake_stat(ino, &st) < 0)
+                fuse_reply_err(req, ENOENT);
+        else
+                fuse_reply_attr(req, &st, 1.0);
+}
+
+static void fake_readlink(fuse_req_t req, fuse_ino_t ino)
+{
+        struct entry *e = entry_of(ino);
+
+        if (!e || !S_ISLNK(e->mode))
+                fuse_reply_err(req, EINVAL);
+        else
+                fuse_reply_readlink(req, e->data);
+}
+
+static void fake_open(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
+{
+        struct entry *e = entry_of(ino);
+
+        if (!e || !S_ISREG(e->mode))
+                fuse_reply_err(req, EISDIR);
+        else if ((fi->flags & O_ACCMODE) != O_RDONLY)
+                fuse_reply_err(req, EROFS);
+        else
+                fuse_reply_open(req, fi);
+}
+
+static void fake_read(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
+                      struct fuse_file_info *fi)
+{
+        struct entry *e = entry_of(ino);
+        (void)fi;
+
+        if (!e || (size_t)off >= e->len)
+                fuse_reply_buf(req, NULL, 0);
+        else
+                fuse_reply_buf(req, e->data + off,
+                               size < e->len - (size_t)off ? size : e->len - (size_t)off);
+}
+
+static void fake_readdir(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
+                         struct fuse_file_info *fi)
+{
+        char buf[4096];
+        size_t used = 0;
+        struct stat st = { 0 };
+        (void)fi;
+
+        if (ino != FUSE_ROOT_ID) {
+                fuse_reply_err(req, ENOTDIR);
+                return;
+        }
+        /* Offsets: 0 ".", 1 "..", 2 + i entry i. */
+        for (off_t i = off; i < (off_t)n_entries + 2; i++) {
+                const char *name = i == 0 ? "." : i == 1 ? ".." : entries[i - 2].name;
+                size_t need;
+
+                st.st_ino = i < 2 ? FUSE_ROOT_ID : (fuse_ino_t)i;
+                st.st_mode = i < 2 ? S_IFDIR : entries[i - 2].mode;
+                need = fuse_add_direntry(req, buf + used, sizeof(buf) - used, name, &st, i + 1);
+                if (used + need > size || used + need > sizeof(buf))
+                        break;
+                used += need;
+        }
+        fuse_reply_buf(req, buf, used);
+}
+
+static const struct fuse_lowlevel_ops fake_ops = {
+        .lookup = fake_lookup,
+        .getattr = fake_getattr,
+        .readlink = fake_readlink,
+        .open = fake_open,
+        .read = fake_read,
+        .readdir = fake_readdir,
+};
+
+static char *slurp(const char *path, size_t *len)
+{
+        FILE *f = fopen(path, "rb");
+        char *buf = NULL;
+        size_t cap = 0, n;
+
+        *len = 0;
+        if (!f)
+                return NULL;
+        do {
+                if (*len + 4096 > cap) {
+                        cap = (*len + 4096) * 2;
+                        buf = realloc(buf, cap);
+                        if (!buf)
+                                break;
+                }
+                n = fread(buf + *len, 1, cap - *len, f);
+                *len += n;
+        } while (n > 0);
+        fclose(f);
+        return buf;
+}
+
+static int parse_entry(const char *spec)
+{
+        struct entry *e = &entries[n_entries];
+        const char *eq = strchr(spec, '='), *rest;
+
+        if (!eq || n_entries == MAX_ENTRIES || (size_t)(eq - spec) >= sizeof(e->name))
+                return -1;
+        memcpy(e->name, spec, (size_t)(eq - spec));
+        rest = eq + 1;
+        if (strncmp(rest, "reg:", 4) == 0) {
+                char *end;
+                unsigned long mode = strtoul(rest + 4, &end, 8);
+                if (*end != ':' || mode > 07777)
+                        return -1;
+                e->mode = S_IFREG | (mode_t)mode;
+                e->data = slurp(end + 1, &e->len);
+                if (!e->data)
+                        return -1;
+        } else if (strncmp(rest, "link:", 5) == 0) {
+                e->mode = S_IFLNK | 0777;
+                e->data = strdup(rest + 5);
+                e->len = strlen(rest + 5);
+        } else if (strcmp(rest, "fifo") == 0) {
+                e->mode = S_IFIFO | 0600;
+        } else
+                return -1;
+        n_entries++;
+        return 0;
+}
+
+int main(int argc, char **argv)
+{
+        char *fargv[] = { argv[0], "-o", "fsname=snapfs,subtype=snapfs,nosuid,nodev,noexec", NULL };
+        struct fuse_args args = FUSE_ARGS_INIT(3, fargv);
+        struct fuse_session *se;
+        int ret = 1;
+
+        if (argc < 2) {
+                fprintf(stderr, "usage: fakesnap MOUNTPOINT "
+                                "NAME=reg:MODE:FILE|NAME=link:TARGET|NAME=fifo...\n");
+                return 2;
+        }
+        for (int i = 2; i < argc; i++)
+                if (parse_entry(argv[i]) < 0) {
+                        fprintf(stderr, "fakesnap: bad entry '%s'\n", argv[i]);
+                        return 2;
+                }
+        se = fuse_session_new(&args, &fake_ops, sizeof(fake_ops), NULL);
+        if (!se)
+                return 1;
+        if (fuse_set_signal_handlers(se) != 0)
+                goto out_session;
+        if (fuse_session_mount(se, argv[1]) != 0)
+                goto out_handlers;
+        printf("mounted\n");
+        fflush(stdout);
+        ret = fuse_session_loop(se) < 0 ? 1 : 0;
+        fuse_session_unmount(se);
+out_handlers:
+        fuse_remove_signal_handlers(se);
+out_session:
+        fuse_session_destroy(se);
+        for (size_t i = 0; i < n_entries; i++)
+                free(entries[i].data);
+        return ret;
+}

@@ -1,0 +1,353 @@
+/* SPDX-License-Identifier: MIT */
+/* libsnapfs without a mount: the public binding text, the report, snapfs_strerror, argument
+ * refusals, snapfs_verify_fd on plain files, and the below-the-root open that every snapshot
+ * and staging file goes through. Real mounts are in tests/integration/test_client_api.py. */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <cmocka.h>
+
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "client-internal.h"
+#include "digest.h"
+#include "snapfs.h"
+#include "testutil.h"
+#include "util.h"
+
+#define T(f) cmocka_unit_test(f)
+
+static const char good_text[] =
+        "sha256=84b9e5b4126e0e1136bc9e3f11e837ec593fc29b8e4934b424f6da483c8187e4 size=176 "
+        "dev=0:39 ino=3";
+
+static void test_binding_text_round_trips(void **state)
+{
+        struct snapfs_binding b;
+        char out[SNAPFS_BINDING_TEXT_MAX];
+        (void)state;
+
+        assert_int_equal(snapfs_binding_parse(good_text, &b), 0);
+        assert_int_equal(b.size, 176);
+        assert_int_equal(b.ino, 3);
+        assert_int_equal(b.sha256[0], 0x84);
+        assert_int_equal(b.sha256[31], 0xe4);
+        assert_int_equal(snapfs_binding_format(&b, out, sizeof(out)), 0);
+        assert_string_equal(out, good_text);
+}
+
+static void test_binding_parse_refuses_a_second_spelling(void **state)
+{
+        struct snapfs_binding b;
+        char text[256];
+        (void)state;
+
+        snprintf(text, sizeof(text), "%s\n", good_text);
+        assert_int_equal(snapfs_binding_parse(text, &b), -EINVAL);
+        snprintf(text, sizeof(text), " %s", good_text);
+        assert_int_equal(snapfs_binding_parse(text, &b), -EINVAL);
+        assert_int_equal(snapfs_binding_parse("sha256=84B9E5B4126E0E1136BC9E3F11E837EC"
+                                              "593FC29B8E4934B424F6DA483C8187E4 "
+                                              "size=176 dev=0:39 ino=3", &b), -EINVAL);
+        assert_int_equal(snapfs_binding_parse("sha256=84b9e5b4126e0e1136bc9e3f11e837ec"
+                                              "593fc29b8e4934b424f6da483c8187e4 "
+                                              "size=0176 dev=0:39 ino=3", &b), -EINVAL);
+        assert_int_equal(snapfs_binding_parse("", &b), -EINVAL);
+        assert_int_equal(snapfs_binding_parse(NULL, &b), -EINVAL);
+        assert_int_equal(snapfs_binding_parse(good_text, NULL), -EINVAL);
+        assert_int_equal(snapfs_binding_parse(good_text, &b), 0);
+}
+
+static void test_binding_format_refuses_a_short_buffer(void **state)
+{
+        struct snapfs_binding b;
+        char out[SNAPFS_BINDING_TEXT_MAX];
+        (void)state;
+
+        assert_int_equal(snapfs_binding_parse(good_text, &b), 0);
+        assert_int_equal(snapfs_binding_format(&b, out, strlen(good_text)), -ENOBUFS);
+        assert_int_equal(snapfs_binding_format(&b, out, strlen(good_text) + 1), 0);
+        assert_int_equal(snapfs_binding_format(NULL, out, sizeof(out)), -EINVAL);
+}
+
+static void test_strerror_names_the_library_meaning(void **state)
+{
+        (void)state;
+        assert_string_equal(snapfs_strerror(-EMEDIUMTYPE), "not a compliant snapfs mount");
+        assert_string_equal(snapfs_strerror(-ESTALE),
+                            "not the snapshot the binding names: dev, ino or size differ");
+        assert_string_equal(snapfs_strerror(-EBADMSG),
+                            "content does not hash to the binding's SHA-256");
+        assert_string_equal(snapfs_strerror(0), "success");
+        assert_string_equal(snapfs_strerror(1), "success");
+        /* Anything else: the C library's description, never NULL. */
+        assert_string_equal(snapfs_strerror(-ENOSPC), strerrordesc_np(ENOSPC));
+        assert_non_null(snapfs_strerror(-100000));
+}
+
+static void test_report_counts_reasons_past_its_capacity(void **state)
+{
+        struct snapfs_report why;
+        (void)state;
+
+        snapfs_report_reset(&why);
+        for (int i = 0; i < SNAPFS_REASONS_MAX + 3; i++)
+                snapfs_report_add(&why, "stacked", "reason %d", i);
+        assert_int_equal(why.n_reasons, SNAPFS_REASONS_MAX);
+        assert_int_equal(why.n_dropped, 3);
+        assert_string_equal(why.reasons[SNAPFS_REASONS_MAX - 1].message, "reason 39");
+        snapfs_report_reset(&why);
+        assert_int_equal(why.n_reasons, 0);
+        assert_int_equal(why.n_dropped, 0);
+}
+
+static void test_report_keeps_each_reason_on_one_line(void **state)
+{
+        struct snapfs_report why;
+        (void)state;
+
+        snapfs_report_reset(&why);
+        assert_int_equal(snapfs_report_fail(&why, -ENOENT, "open", "a\nforged: line\tand\x1b[m"),
+                         -ENOENT);
+        assert_int_equal(why.error, -ENOENT);
+        assert_string_equal(why.reasons[0].code, "open");
+        assert_string_equal(why.reasons[0].message, "a?forged: line?and?[m");
+}
+
+static void test_report_may_be_null(void **state)
+{
+        (void)state;
+        snapfs_report_reset(NULL);
+        snapfs_report_add(NULL, "x", "y");
+        assert_int_equal(snapfs_report_fail(NULL, -EIO, "x", "y"), -EIO);
+        assert_int_equal(snapfs_open_verified(NULL, NULL, NULL, NULL), -EINVAL);
+}
+
+static void test_bad_arguments_are_einval_with_a_reason(void **state)
+{
+        struct snapfs_report why;
+        struct snapfs_binding b;
+        (void)state;
+
+        assert_int_equal(snapfs_binding_parse(good_text, &b), 0);
+        assert_int_equal(snapfs_open_verified(NULL, &b, NULL, &why), -EINVAL);
+        assert_string_equal(why.reasons[0].code, "invalid-argument");
+        assert_int_equal(snapfs_open_verified("/run/snapfs", NULL, NULL, &why), -EINVAL);
+        assert_int_equal(snapfs_open_digest("/run/snapfs", "ABC", NULL, &b, &why), -EINVAL);
+        assert_string_equal(why.reasons[0].code, "invalid-argument");
+        assert_int_equal(snapfs_publish("/run/snapfs", NULL, 5, NULL, &b, &why), -EINVAL);
+        assert_int_equal(snapfs_publish_fd("/run/snapfs", -1, NULL, &b, &why), -EINVAL);
+        assert_int_equal(snapfs_verify_fd(-1, &b, NULL, &why), -EINVAL);
+        assert_int_equal(why.error, -EINVAL);
+}
+
+static void test_publish_past_the_client_limit_is_efbig_before_any_mount_work(void **state)
+{
+        struct snapfs_options o = { .max_size = 4 };
+        struct snapfs_report why;
+        struct snapfs_binding b;
+        (void)state;
+
+        /* The mount does not even exist: the size is refused first. */
+        assert_int_equal(snapfs_publish("/nonexistent/snapfs", "12345", 5, &o, &b, &why), -EFBIG);
+        assert_string_equal(why.reasons[0].code, "too-big");
+        assert_int_equal(snapfs_publish("/nonexistent/snapfs", "1234", 4, &o, &b, &why), -ENOENT);
+        assert_string_equal(why.reasons[0].code, "mount-check");
+}
+
+static void test_a_plain_directory_is_not_a_snapfs_mount(void **state)
+{
+        struct snapfs_report why;
+        struct snapfs_binding b;
+        struct tu_dir d;
+        bool not_a_mount = false;
+        (void)state;
+
+        assert_int_equal(tu_dir_make(&d), 0);
+        assert_int_equal(snapfs_publish(d.path, "x", 1, NULL, &b, &why), -EMEDIUMTYPE);
+        for (unsigned i = 0; i < why.n_reasons; i++)
+                not_a_mount |= strcmp(why.reasons[i].code, "not-a-mount-point") == 0;
+        assert_true(not_a_mount);
+        tu_dir_remove(&d);
+}
+
+/* A mode-0000 file with known content and its binding, for snapfs_verify_fd. */
+struct fx {
+        struct tu_dir dir;
+        int fd;
+        struct snapfs_binding b;
+};
+
+static int setup(void **state)
+{
+        static const char content[] = "{\"mcpServers\": {}}";
+        struct fx *f = calloc(1, sizeof(*f));
+        struct snap_digest d;
+        struct stat st;
+
+        assert_non_null(f);
+        assert_int_equal(tu_dir_make(&f->dir), 0);
+        f->fd = tu_create(&f->dir, "snap", content, sizeof(content) - 1);
+        assert_true(f->fd >= 0);
+        assert_int_equal(fchmod(f->fd, 0), 0);
+        assert_int_equal(fstat(f->fd, &st), 0);
+        assert_int_equal(snap_sha256(content, sizeof(content) - 1, &d), 0);
+        memcpy(f->b.sha256, d.bytes, sizeof(f->b.sha256));
+        f->b.size = (uint64_t)st.st_size;
+        f->b.dev = st.st_dev;
+        f->b.ino = st.st_ino;
+        *state = f;
+        return 0;
+}
+
+static int teardown(void **state)
+{
+        struct fx *f = *state;
+
+        close(f->fd);
+        tu_dir_remove(&f->dir);
+        free(f);
+        return 0;
+}
+
+static void test_verify_fd_accepts_its_binding(void **state)
+{
+        struct fx *f = *state;
+        struct snapfs_report why;
+
+        assert_int_equal(snapfs_verify_fd(f->fd, &f->b, NULL, &why), 0);
+        assert_int_equal(why.error, 0);
+        assert_int_equal(why.n_reasons, 0);
+}
+
+static void test_verify_fd_refuses_another_digest(void **state)
+{
+        struct fx *f = *state;
+        struct snapfs_report why;
+
+        f->b.sha256[5] ^= 1;
+        assert_int_equal(snapfs_verify_fd(f->fd, &f->b, NULL, &why), -EBADMSG);
+        assert_int_equal(why.n_reasons, 1);
+        assert_string_equal(why.reasons[0].code, "digest-mismatch");
+        f->b.sha256[5] ^= 1;
+        assert_int_equal(snapfs_verify_fd(f->fd, &f->b, NULL, &why), 0);
+}
+
+static void test_verify_fd_refuses_another_inode(void **state)
+{
+        struct fx *f = *state;
+        struct snapfs_report why;
+
+        f->b.ino++;
+        assert_int_equal(snapfs_verify_fd(f->fd, &f->b, NULL, &why), -ESTALE);
+        assert_string_equal(why.reasons[0].code, "identity");
+}
+
+static void test_verify_fd_refuses_a_mode_chmoded_back(void **state)
+{
+        struct fx *f = *state;
+        struct snapfs_report why;
+
+        /* The anonymous-file hole: the owner makes it 0600 again. */
+        assert_int_equal(fchmod(f->fd, 0600), 0);
+        assert_int_equal(snapfs_verify_fd(f->fd, &f->b, NULL, &why), -EPERM);
+        assert_string_equal(why.reasons[0].code, "mode");
+}
+
+static void test_verify_fd_applies_the_size_limit(void **state)
+{
+        struct fx *f = *state;
+        struct snapfs_options o = { .max_size = f->b.size - 1 };
+        struct snapfs_report why;
+
+        assert_int_equal(snapfs_verify_fd(f->fd, &f->b, &o, &why), -EFBIG);
+        assert_string_equal(why.reasons[0].code, "too-big");
+        o.max_size = f->b.size;
+        assert_int_equal(snapfs_verify_fd(f->fd, &f->b, &o, &why), 0);
+}
+
+static void test_open_below_the_root_refuses_a_symlink_and_dotdot(void **state)
+{
+        struct snapfs_mnt m = SNAPFS_MNT_INIT;
+        struct tu_dir d;
+        char p[PATH_MAX];
+        int fd;
+        (void)state;
+
+        assert_int_equal(tu_dir_make(&d), 0);
+        assert_int_equal(symlink("/etc/hostname", tu_path(&d, "link", p)), 0);
+        fd = tu_create(&d, "file", "x", 1);
+        assert_true(fd >= 0);
+        close(fd);
+        m.fd = open(d.path, O_PATH | O_DIRECTORY | O_CLOEXEC);
+        assert_true(m.fd >= 0);
+
+        assert_int_equal(snapfs_mnt_open(&m, "link", O_RDONLY, 0), -ELOOP);
+        /* RESOLVE_BENEATH: ".." never climbs out of the judged root. */
+        assert_int_equal(snapfs_mnt_open(&m, "../etc", O_RDONLY, 0), -EXDEV);
+        assert_int_equal(snapfs_mnt_open(&m, "/etc/hostname", O_RDONLY, 0), -EXDEV);
+        fd = snapfs_mnt_open(&m, "file", O_RDONLY, 0);
+        assert_true(fd >= 0);
+        assert_true(fcntl(fd, F_GETFD) & FD_CLOEXEC);
+        close(fd);
+        snapfs_mnt_close(&m);
+        assert_int_equal(m.fd, -1);
+        tu_dir_remove(&d);
+}
+
+static void test_open_below_the_root_refuses_leaving_the_mount(void **state)
+{
+        struct snapfs_mnt m = SNAPFS_MNT_INIT;
+        (void)state;
+
+        /* /proc is a mount of its own below /: RESOLVE_NO_XDEV stops at its root. */
+        m.fd = open("/", O_PATH | O_DIRECTORY | O_CLOEXEC);
+        assert_true(m.fd >= 0);
+        assert_int_equal(snapfs_mnt_open(&m, "proc/self/status", O_RDONLY, 0), -EXDEV);
+        snapfs_mnt_close(&m);
+        m.fd = open("/proc", O_PATH | O_DIRECTORY | O_CLOEXEC);
+        assert_true(m.fd >= 0);
+        int fd = snapfs_mnt_open(&m, "self/status", O_RDONLY, 0);
+        /* /proc/self is a symlink: refused too; the mount's own file opens. */
+        assert_int_equal(fd, -ELOOP);
+        fd = snapfs_mnt_open(&m, "uptime", O_RDONLY, 0);
+        assert_true(fd >= 0);
+        close(fd);
+        snapfs_mnt_close(&m);
+}
+
+int main(void)
+{
+        const struct CMUnitTest tests[] = {
+                T(test_binding_text_round_trips),
+                T(test_binding_parse_refuses_a_second_spelling),
+                T(test_binding_format_refuses_a_short_buffer),
+                T(test_strerror_names_the_library_meaning),
+                T(test_report_counts_reasons_past_its_capacity),
+                T(test_report_keeps_each_reason_on_one_line),
+                T(test_report_may_be_null),
+                T(test_bad_arguments_are_einval_with_a_reason),
+                T(test_publish_past_the_client_limit_is_efbig_before_any_mount_work),
+                T(test_a_plain_directory_is_not_a_snapfs_mount),
+                cmocka_unit_test_setup_teardown(test_verify_fd_accepts_its_binding, setup,
+                                                teardown),
+                cmocka_unit_test_setup_teardown(test_verify_fd_refuses_another_digest, setup,
+                                                teardown),
+                cmocka_unit_test_setup_teardown(test_verify_fd_refuses_another_inode, setup,
+                                                teardown),
+                cmocka_unit_test_setup_teardown(test_verify_fd_refuses_a_mode_chmoded_back, setup,
+                                                teardown),
+                cmocka_unit_test_setup_teardown(test_verify_fd_applies_the_size_limit, setup,
+                                                teardown),
+                T(test_open_below_the_root_refuses_a_symlink_and_dotdot),
+                T(test_open_below_the_root_refuses_leaving_the_mount),
+        };
+        return cmocka_run_group_tests(tests, NULL, NULL);
+}
