@@ -2,6 +2,7 @@
 #include "clientopts.h"
 
 #include <errno.h>
+#include <getopt.h>
 #include <limits.h>
 #include <stdint.h>
 #include <stdlib.h>
@@ -13,6 +14,65 @@ const char *cli_default_mount(void)
         const char *m = getenv("SNAPFS_MOUNT");
 
         return m && *m ? m : CLI_DEFAULT_MOUNT;
+}
+
+int cli_parse_common(const char *cmd, int argc, char **argv, bool with_mount, int operands,
+                     const char *what, void (*usage)(FILE *f), struct cli_common *c)
+{
+        static const struct option longopts[] = {
+                { "mount", required_argument, NULL, 'm' },
+                { "owner", required_argument, NULL, 'o' },
+                { "json", no_argument, NULL, 'j' },
+                { "help", no_argument, NULL, 'h' },
+                { NULL, 0, NULL, 0 },
+        };
+        int ch;
+
+        *c = (struct cli_common){ 0 };
+        optind = 1;
+        /* Commands without --mount take the mount as an operand: skip the option entry. */
+        while ((ch = getopt_long(argc, argv, "h", longopts + !with_mount, NULL)) != -1) {
+                switch (ch) {
+                case 'm':
+                        c->mount_arg = optarg;
+                        break;
+                case 'o':
+                        if (cli_parse_owner(optarg, &c->opts) < 0) {
+                                fprintf(stderr, "snapfs %s: --owner: invalid uid '%s'\n", cmd,
+                                        optarg);
+                                return 2;
+                        }
+                        break;
+                case 'j':
+                        c->json = true;
+                        break;
+                case 'h':
+                        usage(stdout);
+                        return 0;
+                default:
+                        usage(stderr);
+                        return 2;
+                }
+        }
+        if (argc - optind != operands) {
+                if (operands == 0)
+                        fprintf(stderr, "snapfs %s: unexpected argument '%s'%s\n", cmd,
+                                argv[optind], with_mount ? " (use --mount)" : "");
+                else
+                        fprintf(stderr, "snapfs %s: expected %s\n", cmd, what);
+                usage(stderr);
+                return 2;
+        }
+        return -1;
+}
+
+char *cli_mount_path(const char *cmd, const struct cli_common *c)
+{
+        char *mount = cli_absolute_path(c->mount_arg ? c->mount_arg : cli_default_mount());
+
+        if (!mount)
+                fprintf(stderr, "snapfs %s: %s\n", cmd, strerror(errno));
+        return mount;
 }
 
 int cli_parse_owner(const char *s, struct snapfs_options *opts)

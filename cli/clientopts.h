@@ -4,6 +4,7 @@
 #pragma once
 
 #include <json-c/json.h>
+#include <stdbool.h>
 #include <stdio.h>
 
 #include "snapfs.h"
@@ -14,6 +15,24 @@ const char *cli_default_mount(void);
 /* The --mount line of every --help. */
 #define CLI_HELP_MOUNT "the snapfs mount (default: $SNAPFS_MOUNT, else " CLI_DEFAULT_MOUNT ")"
 
+
+/* The options put, verify, ls and audit share. */
+struct cli_common {
+        struct snapfs_options opts; /* --owner */
+        const char *mount_arg;      /* --mount as given, or NULL */
+        bool json;                  /* --json */
+};
+
+/* Parses [--mount MNT] (when with_mount) [--owner UID] [--json] [-h] for "snapfs cmd", then
+ * requires exactly `operands` operands, named by what in the error ("one FILE"). Returns -1
+ * to go on (the operands start at argv[optind]), else the exit code: 0 after --help, 2 for a
+ * usage error, already printed. */
+int cli_parse_common(const char *cmd, int argc, char **argv, bool with_mount, int operands,
+                     const char *what, void (*usage)(FILE *f), struct cli_common *c);
+
+/* --mount, else $SNAPFS_MOUNT, else CLI_DEFAULT_MOUNT, made absolute: malloc'd, or NULL after
+ * printing why. */
+char *cli_mount_path(const char *cmd, const struct cli_common *c);
 
 /* --owner UID: a decimal uid (no sign, no leading zero, < 2^32 - 1). 0, or -EINVAL. */
 int cli_parse_owner(const char *s, struct snapfs_options *opts);

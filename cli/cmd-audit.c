@@ -423,48 +423,20 @@ static int print_json(const char *mount, const struct snapfs_report *why, bool c
 
 int cli_cmd_audit(int argc, char **argv)
 {
-        static const struct option longopts[] = {
-                { "owner", required_argument, NULL, 'o' },
-                { "json", no_argument, NULL, 'j' },
-                { "help", no_argument, NULL, 'h' },
-                { NULL, 0, NULL, 0 },
-        };
         _cleanup_free_ char *mount = NULL;
         struct snapfs_mnt m = SNAPFS_MNT_INIT;
-        struct snapfs_options opts = { 0 };
+        struct cli_common co;
         struct snapfs_report why;
         struct audit a = { .m = &m };
         char **names = NULL;
         size_t n_names = 0;
-        bool json = false, compliant, tty;
-        int c, r;
+        bool compliant, tty;
+        int r;
 
-        optind = 1;
-        while ((c = getopt_long(argc, argv, "h", longopts, NULL)) != -1) {
-                switch (c) {
-                case 'o':
-                        if (cli_parse_owner(optarg, &opts) < 0) {
-                                fprintf(stderr, "snapfs audit: --owner: invalid uid '%s'\n",
-                                        optarg);
-                                return 2;
-                        }
-                        break;
-                case 'j':
-                        json = true;
-                        break;
-                case 'h':
-                        audit_usage(stdout);
-                        return 0;
-                default:
-                        audit_usage(stderr);
-                        return 2;
-                }
-        }
-        if (optind != argc - 1) {
-                fprintf(stderr, "snapfs audit: expected exactly one MNT\n");
-                audit_usage(stderr);
-                return 2;
-        }
+        r = cli_parse_common("audit", argc, argv, false, 1,
+                             "exactly one MNT", audit_usage, &co);
+        if (r >= 0)
+                return r;
         mount = cli_absolute_path(argv[optind]);
         if (!mount) {
                 fprintf(stderr, "snapfs audit: %s\n", strerror(errno));
@@ -472,7 +444,7 @@ int cli_cmd_audit(int argc, char **argv)
         }
 
         snapfs_report_reset(&why);
-        r = snapfs_mnt_check(mount, &opts, &m, &why);
+        r = snapfs_mnt_check(mount, &co.opts, &m, &why);
         compliant = r == 0;
         if (!compliant && r != -EMEDIUMTYPE && r != -ENOTCONN) {
                 fprintf(stderr, "snapfs audit: %s: %s\n", mount, snapfs_strerror(r));
@@ -490,7 +462,7 @@ int cli_cmd_audit(int argc, char **argv)
                         if (!a.inos)
                                 r = -ENOMEM;
                 }
-                tty = !json && n_names > PROGRESS_OVER && isatty(STDERR_FILENO);
+                tty = !co.json && n_names > PROGRESS_OVER && isatty(STDERR_FILENO);
                 for (size_t i = 0; r == 0 && i < n_names; i++) {
                         if (i % 64 == 0)
                                 progress(i, n_names, tty);
@@ -520,7 +492,7 @@ int cli_cmd_audit(int argc, char **argv)
                 }
         }
 
-        r = json ? print_json(mount, &why, compliant, &m, &a)
+        r = co.json ? print_json(mount, &why, compliant, &m, &a)
                  : print_text(mount, &why, compliant, &m, &a);
         if (r < 0)
                 fprintf(stderr, "snapfs audit: writing output: %s\n", strerror(-r));

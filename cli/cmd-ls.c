@@ -109,59 +109,24 @@ static int list(const struct snapfs_mnt *m, struct item **out, size_t *n_out)
 
 int cli_cmd_ls(int argc, char **argv)
 {
-        static const struct option longopts[] = {
-                { "mount", required_argument, NULL, 'm' },
-                { "owner", required_argument, NULL, 'o' },
-                { "json", no_argument, NULL, 'j' },
-                { "help", no_argument, NULL, 'h' },
-                { NULL, 0, NULL, 0 },
-        };
         _cleanup_free_ char *mount = NULL;
         _cleanup_free_ struct item *items = NULL;
         struct snapfs_mnt m = SNAPFS_MNT_INIT;
-        struct snapfs_options opts = { 0 };
+        struct cli_common co;
         struct snapfs_report why;
-        const char *mnt = NULL;
         size_t n = 0;
-        bool json = false;
-        int c, r;
+        int r;
 
-        optind = 1;
-        while ((c = getopt_long(argc, argv, "h", longopts, NULL)) != -1) {
-                switch (c) {
-                case 'm':
-                        mnt = optarg;
-                        break;
-                case 'o':
-                        if (cli_parse_owner(optarg, &opts) < 0) {
-                                fprintf(stderr, "snapfs ls: --owner: invalid uid '%s'\n", optarg);
-                                return 2;
-                        }
-                        break;
-                case 'j':
-                        json = true;
-                        break;
-                case 'h':
-                        ls_usage(stdout);
-                        return 0;
-                default:
-                        ls_usage(stderr);
-                        return 2;
-                }
-        }
-        if (optind != argc) {
-                fprintf(stderr, "snapfs ls: unexpected argument '%s' (use --mount)\n",
-                        argv[optind]);
+        r = cli_parse_common("ls", argc, argv, true, 0,
+                             NULL, ls_usage, &co);
+        if (r >= 0)
+                return r;
+        mount = cli_mount_path("ls", &co);
+        if (!mount)
                 return 2;
-        }
-        mount = cli_absolute_path(mnt ?: cli_default_mount());
-        if (!mount) {
-                fprintf(stderr, "snapfs ls: %s\n", strerror(errno));
-                return 2;
-        }
 
         snapfs_report_reset(&why);
-        r = snapfs_mnt_check(mount, &opts, &m, &why);
+        r = snapfs_mnt_check(mount, &co.opts, &m, &why);
         if (r < 0) {
                 fprintf(stderr, "snapfs ls: %s: %s\n", mount, snapfs_strerror(r));
                 cli_print_reasons(stderr, &why);
@@ -174,7 +139,7 @@ int cli_cmd_ls(int argc, char **argv)
                 return 2;
         }
 
-        if (json) {
+        if (co.json) {
                 json_object *arr = json_object_new_array();
                 for (size_t i = 0; arr && i < n; i++) {
                         json_object *o = json_object_new_object();

@@ -60,60 +60,26 @@ static json_object *binding_json(const struct snapfs_binding *b, const char *tex
 
 int cli_cmd_put(int argc, char **argv)
 {
-        static const struct option longopts[] = {
-                { "mount", required_argument, NULL, 'm' },
-                { "owner", required_argument, NULL, 'o' },
-                { "json", no_argument, NULL, 'j' },
-                { "help", no_argument, NULL, 'h' },
-                { NULL, 0, NULL, 0 },
-        };
         _cleanup_close_ int fd = -1;
         _cleanup_free_ char *mount = NULL;
-        struct snapfs_options opts = { 0 };
+        struct cli_common co;
         struct snapfs_report why;
         struct snapfs_binding b;
         char text[SNAPFS_BINDING_TEXT_MAX];
-        const char *mnt = NULL, *file;
-        bool json = false;
-        int c, r;
+        const char *file;
+        int r;
 
-        optind = 1;
-        while ((c = getopt_long(argc, argv, "h", longopts, NULL)) != -1) {
-                switch (c) {
-                case 'm':
-                        mnt = optarg;
-                        break;
-                case 'o':
-                        if (cli_parse_owner(optarg, &opts) < 0) {
-                                fprintf(stderr, "snapfs put: --owner: invalid uid '%s'\n", optarg);
-                                return 2;
-                        }
-                        break;
-                case 'j':
-                        json = true;
-                        break;
-                case 'h':
-                        put_usage(stdout);
-                        return 0;
-                default:
-                        put_usage(stderr);
-                        return 2;
-                }
-        }
-        if (optind != argc - 1) {
-                fprintf(stderr, "snapfs put: expected one FILE (or - for standard input)\n");
-                put_usage(stderr);
-                return 2;
-        }
+        r = cli_parse_common("put", argc, argv, true, 1,
+                             "one FILE (or - for standard input)", put_usage, &co);
+        if (r >= 0)
+                return r;
         file = argv[optind];
-        mount = cli_absolute_path(mnt ?: cli_default_mount());
-        if (!mount) {
-                fprintf(stderr, "snapfs put: %s\n", strerror(errno));
+        mount = cli_mount_path("put", &co);
+        if (!mount)
                 return 2;
-        }
 
         if (strcmp(file, "-") == 0) {
-                r = snapfs_publish_fd(mount, STDIN_FILENO, &opts, &b, &why);
+                r = snapfs_publish_fd(mount, STDIN_FILENO, &co.opts, &b, &why);
         } else {
                 /* O_NONBLOCK is not used: a FIFO as FILE is a stream to publish, on purpose. */
                 fd = open(file, O_RDONLY | O_CLOEXEC | O_NOCTTY);
@@ -121,11 +87,11 @@ int cli_cmd_put(int argc, char **argv)
                         fprintf(stderr, "snapfs put: %s: %s\n", file, strerror(errno));
                         return 2;
                 }
-                r = snapfs_publish_fd(mount, fd, &opts, &b, &why);
+                r = snapfs_publish_fd(mount, fd, &co.opts, &b, &why);
         }
 
         if (r < 0) {
-                if (json) {
+                if (co.json) {
                         json_object *o = json_object_new_object();
                         if (o) {
                                 json_object_object_add(o, "published",
@@ -143,7 +109,7 @@ int cli_cmd_put(int argc, char **argv)
         }
         if (snapfs_binding_format(&b, text, sizeof(text)) < 0)
                 return 2;
-        if (json)
+        if (co.json)
                 return cli_print_json(binding_json(&b, text, r)) < 0 ? 2 : 0;
         if (printf("%s\n", text) < 0 || fflush(stdout) != 0) {
                 fprintf(stderr, "snapfs put: writing output: %s\n", strerror(errno));

@@ -43,51 +43,18 @@ static void verify_usage(FILE *f)
 
 int cli_cmd_verify(int argc, char **argv)
 {
-        static const struct option longopts[] = {
-                { "mount", required_argument, NULL, 'm' },
-                { "owner", required_argument, NULL, 'o' },
-                { "json", no_argument, NULL, 'j' },
-                { "help", no_argument, NULL, 'h' },
-                { NULL, 0, NULL, 0 },
-        };
         _cleanup_free_ char *mount = NULL, *path = NULL, *dir = NULL, *name = NULL;
-        struct snapfs_options opts = { 0 };
+        struct cli_common co;
         struct snapfs_report why;
         struct snapfs_binding b;
         char text[SNAPFS_BINDING_TEXT_MAX];
-        const char *mnt = NULL, *arg;
-        bool json = false;
-        int c, fd;
+        const char *arg;
+        int r, fd;
 
-        optind = 1;
-        while ((c = getopt_long(argc, argv, "h", longopts, NULL)) != -1) {
-                switch (c) {
-                case 'm':
-                        mnt = optarg;
-                        break;
-                case 'o':
-                        if (cli_parse_owner(optarg, &opts) < 0) {
-                                fprintf(stderr, "snapfs verify: --owner: invalid uid '%s'\n",
-                                        optarg);
-                                return 2;
-                        }
-                        break;
-                case 'j':
-                        json = true;
-                        break;
-                case 'h':
-                        verify_usage(stdout);
-                        return 0;
-                default:
-                        verify_usage(stderr);
-                        return 2;
-                }
-        }
-        if (optind != argc - 1) {
-                fprintf(stderr, "snapfs verify: expected exactly one BINDING or PATH\n");
-                verify_usage(stderr);
-                return 2;
-        }
+        r = cli_parse_common("verify", argc, argv, true, 1,
+                             "exactly one BINDING or PATH", verify_usage, &co);
+        if (r >= 0)
+                return r;
         arg = argv[optind];
 
         if (strncmp(arg, "sha256=", 7) == 0) {
@@ -95,12 +62,10 @@ int cli_cmd_verify(int argc, char **argv)
                         fprintf(stderr, "snapfs verify: not a valid binding: '%s'\n", arg);
                         return 2;
                 }
-                mount = cli_absolute_path(mnt ?: cli_default_mount());
-                if (!mount) {
-                        fprintf(stderr, "snapfs verify: %s\n", strerror(errno));
+                mount = cli_mount_path("verify", &co);
+                if (!mount)
                         return 2;
-                }
-                fd = snapfs_open_verified(mount, &b, &opts, &why);
+                fd = snapfs_open_verified(mount, &b, &co.opts, &why);
         } else {
                 /* dirname/basename may modify their argument: each gets its own copy. */
                 path = cli_absolute_path(arg);
@@ -113,15 +78,15 @@ int cli_cmd_verify(int argc, char **argv)
                 mount = strdup(dirname(dir));
                 if (!mount)
                         return 2;
-                if (mnt) {
-                        _cleanup_free_ char *given = cli_absolute_path(mnt);
+                if (co.mount_arg) {
+                        _cleanup_free_ char *given = cli_absolute_path(co.mount_arg);
                         if (!given || strcmp(given, mount) != 0) {
                                 fprintf(stderr, "snapfs verify: %s is not on --mount %s\n", arg,
-                                        mnt);
+                                        co.mount_arg);
                                 return 2;
                         }
                 }
-                fd = snapfs_open_digest(mount, basename(name), &opts, &b, &why);
+                fd = snapfs_open_digest(mount, basename(name), &co.opts, &b, &why);
         }
 
         if (fd >= 0) {
@@ -129,7 +94,7 @@ int cli_cmd_verify(int argc, char **argv)
                 if (snapfs_binding_format(&b, text, sizeof(text)) < 0)
                         return 2;
         }
-        if (json) {
+        if (co.json) {
                 json_object *o = json_object_new_object();
                 if (o) {
                         json_object_object_add(o, "verified", json_object_new_boolean(fd >= 0));
