@@ -22,8 +22,13 @@ int snap_binding_format(const struct snap_binding *b, char *buf, size_t buflen)
         snap_digest_to_hex(&b->sha256, hex);
         n = snprintf(buf, buflen, "sha256=%s size=%" PRIu64 " dev=%u:%u ino=%" PRIu64, hex,
                      b->size, major(b->dev), minor(b->dev), b->ino);
-        if (n < 0 || (size_t)n >= buflen)
+        if (n < 0 || (size_t)n >= buflen) {
+                /* snprintf leaves a truncated prefix, and a prefix of a binding can be another
+                 * valid binding ("ino=123" cut to "ino=12"): leave no text at all. */
+                if (buflen > 0)
+                        buf[0] = '\0';
                 return -ENOBUFS;
+        }
         return 0;
 }
 
