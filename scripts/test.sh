@@ -43,8 +43,19 @@ run_build() {
   echo "== integration tests: $name"
   rc=0
   local xml="$dir/pytest.xml"
+  # Every ASan/LSan report, whichever process writes it (a daemonized daemon's standard error
+  # is /dev/null), lands in its own file here; conftest.py fails the test during which one
+  # appears. 1777: a sanitized binary run as another uid must be able to report too. (GCC's
+  # UBSan ignores log_path when linked with ASan: conftest.py finds its reports on stderr.)
+  local reports="$dir/sanitizer-reports"
+  rm -rf "$reports"
+  mkdir -p "$reports"
+  chmod 1777 "$reports"
   # A private mount namespace: a failing test can never leak a mount into the host.
-  SNAPFS_BUILD="$dir" unshare -m --propagation private -- \
+  SNAPFS_BUILD="$dir" SNAPFS_SANITIZER_REPORTS="$reports" \
+  ASAN_OPTIONS="$ASAN_OPTIONS:log_path=$reports/report" \
+  UBSAN_OPTIONS="$UBSAN_OPTIONS:log_path=$reports/report" \
+    unshare -m --propagation private -- \
     /usr/bin/python3 -m pytest -q -p no:cacheprovider --junitxml="$xml" tests/integration || rc=$?
   local counts
   counts=$(/usr/bin/python3 - "$xml" <<'PY'
@@ -64,6 +75,12 @@ PY
   # shellcheck disable=SC2086
   count $counts
   [ "$rc" -eq 0 ] || { [ "${counts#* }" != 0 ] || count 0 1; }
+  # A report written outside any test's window (after its checks ran) still fails the run.
+  if [ -n "$(ls -A "$reports")" ]; then
+    echo "sanitizer reports not attributed to a test:"
+    for f in "$reports"/*; do echo "---- $f"; cat "$f"; done
+    count 0 1
+  fi
 }
 
 run_build normal -Dbuildtype=debugoptimized
