@@ -150,27 +150,21 @@ static struct fuse_session *new_session(const struct sfs_daemon_config *cfg,
         return se;
 }
 
+/* The session's signal handlers are installed by the caller, before it announces the mount. */
 static int serve(const struct sfs_daemon_config *cfg, struct fuse_session *se)
 {
         struct fuse_loop_config *lc;
         int r;
 
-        if (fuse_set_signal_handlers(se) < 0) {
-                LOG("cannot install signal handlers\n");
-                return SFS_EXIT_ERROR;
-        }
         lc = fuse_loop_cfg_create();
-        if (!lc) {
-                fuse_remove_signal_handlers(se);
+        if (!lc)
                 return SFS_EXIT_ERROR;
-        }
         /* One /dev/fuse descriptor per worker: requests do not queue behind one read(). */
         fuse_loop_cfg_set_clone_fd(lc, 1);
         if (cfg->max_threads)
                 fuse_loop_cfg_set_max_threads(lc, cfg->max_threads);
         r = fuse_session_loop_mt(se, lc);
         fuse_loop_cfg_destroy(lc);
-        fuse_remove_signal_handlers(se);
         /* The loop ends with 0 on a clean exit and with the signal number for SIGTERM/INT. */
         return r < 0 ? SFS_EXIT_ERROR : SFS_EXIT_OK;
 }
@@ -231,11 +225,19 @@ int sfs_daemon_run(const struct sfs_daemon_config *cfg)
         }
         sfs_tree_set_dev(ctx.tree, dev);
 
+        /* Before the mount is announced: a SIGTERM sent as soon as "serving" is read (or
+         * "snapfs mount" returns) must unmount and exit 0, not kill the daemon with the
+         * default action and leave its mount behind. */
+        if (fuse_set_signal_handlers(se) < 0) {
+                LOG("cannot install signal handlers\n");
+                goto unmount;
+        }
         if (!cfg->foreground) {
                 /* Forks; the parent exits 0 once the child is set up, so the caller of
                  * "snapfs mount" returns with the mount ready (requests wait for INIT). */
                 if (fuse_daemonize(0) < 0) {
                         LOG("cannot daemonize\n");
+                        fuse_remove_signal_handlers(se);
                         goto unmount;
                 }
         } else {
@@ -243,6 +245,7 @@ int sfs_daemon_run(const struct sfs_daemon_config *cfg)
                 fflush(stdout);
         }
         ret = serve(cfg, se);
+        fuse_remove_signal_handlers(se);
 unmount:
         fuse_session_unmount(se);
         fuse_session_destroy(se);
