@@ -72,12 +72,14 @@ static bool take_decimal(struct cursor *c, uint64_t max, uint64_t *out)
 
 int snap_binding_parse(const char *s, size_t len, struct snap_binding *out)
 {
-        struct cursor c = { s, s + len };
+        struct cursor c;
         struct snap_binding b;
         uint64_t maj, min;
 
+        /* Checked before s + len is formed: pointer arithmetic on NULL is undefined. */
         if (!s || !out)
                 return -EINVAL;
+        c = (struct cursor){ s, s + len };
 
         /* Fixed order: a missing, repeated, reordered or unknown field fails the next literal. */
         if (!take_literal(&c, "sha256=") || c.end - c.p < SNAP_DIGEST_HEX_LEN ||
