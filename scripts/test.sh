@@ -124,10 +124,28 @@ run_fuzz() {
   count "$ok" "$bad"
 }
 
+# The unit tests once more, built by clang in the fuzz build (ASan + clang's UBSan, which
+# checks what GCC's does not, such as arithmetic on a NULL pointer). Only the unit test
+# binaries are built: their libraries are already there for the fuzz targets.
+run_clang_units() {
+  local dir="$top/build-test-fuzz" out rc=0 ok bad units
+  echo "== unit tests: clang ASan+UBSan"
+  units=$(cd "$dir" && ninja -t targets all | sed -n 's|^\(tests/unit/test_[a-z_]*\): .*|\1|p')
+  # shellcheck disable=SC2086
+  ninja -C "$dir" $units >/dev/null
+  out=$(meson test -C "$dir" --suite unit --no-rebuild --print-errorlogs 2>&1) || rc=$?
+  printf '%s\n' "$out" | grep -E '^ *[0-9]+/[0-9]+ |^(Ok|Fail|Timeout):'
+  ok=$(printf '%s\n' "$out" | grep -oE '[0-9]+ subtests passed' | awk '{s+=$1} END {print s+0}')
+  bad=$(printf '%s\n' "$out" | grep -E '^ *[0-9]+/[0-9]+ ' | grep -cvE ' OK ' || true)
+  [ "$rc" -eq 0 ] || { [ "$bad" -gt 0 ] || bad=1; printf '%s\n' "$out" | tail -40; }
+  count "$ok" "$bad"
+}
+
 run_build normal -Dbuildtype=debugoptimized
 run_valgrind "$top/build-test-normal"
 run_build sanitize -Dbuildtype=debug -Db_sanitize=address,undefined -Db_lundef=false
 run_fuzz
+run_clang_units
 
 echo "total: $passed passed, $failed failed"
 [ "$failed" -eq 0 ]
