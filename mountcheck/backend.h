@@ -4,7 +4,9 @@
 #pragma once
 
 #include <stdbool.h>
+#include <stddef.h>
 #include <stdint.h>
+#include <stdio.h>
 
 #include "record.h"
 #include "verdict.h"
@@ -34,6 +36,18 @@ struct mc_backend_ops {
          * or another -errno. Records in *set stay valid on error; the caller frees the set. */
         int (*collect)(const struct mc_query *q, struct mc_mount_set *set);
 };
+
+/* The record parsers behind the two backends, callable on bytes that did not come from the
+ * kernel (the fuzz targets feed them arbitrary input). */
+
+/* Fills *m from one statmount() reply of len bytes (at least the fixed struct); every string
+ * offset is checked against len and against the reply's own size. 0, -EOPNOTSUPP when a field
+ * the record needs is absent, -EIO for a malformed reply, -ENOMEM. */
+int mc_statmount_record(const void *reply, size_t len, struct mc_mount *m);
+
+/* mc_backend_mountinfo's collect, reading the mountinfo text in f instead of
+ * /proc/self/mountinfo. Same contract; -EBADMSG when a line does not parse. */
+int mc_mountinfo_collect_stream(const struct mc_query *q, FILE *f, struct mc_mount_set *set);
 
 extern const struct mc_backend_ops mc_backend_statmount;
 extern const struct mc_backend_ops mc_backend_mountinfo;

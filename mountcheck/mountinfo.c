@@ -144,7 +144,8 @@ static int mi_push(struct libmnt_fs *fs, struct mc_mount_set *set)
         return r;
 }
 
-static int mi_collect(const struct mc_query *q, struct mc_mount_set *set)
+/* Collects from the table in f, or from /proc/self/mountinfo when f is NULL. */
+static int mi_collect_from(const struct mc_query *q, FILE *f, struct mc_mount_set *set)
 {
         _cleanup_(tablep) struct libmnt_table *tb = NULL;
         _cleanup_(iterp) struct libmnt_iter *it = NULL;
@@ -160,7 +161,8 @@ static int mi_collect(const struct mc_query *q, struct mc_mount_set *set)
         if (!tb || !it)
                 return -ENOMEM;
         mnt_table_set_parser_errcb(tb, parse_error);
-        r = mnt_table_parse_file(tb, MOUNTINFO);
+        /* The stream is named as the real file, so libmount parses both alike. */
+        r = f ? mnt_table_parse_stream(tb, f, MOUNTINFO) : mnt_table_parse_file(tb, MOUNTINFO);
         if (r < 0)
                 return r == -1 ? -EBADMSG : r;
 
@@ -196,6 +198,18 @@ static int mi_collect(const struct mc_query *q, struct mc_mount_set *set)
                         return r;
         }
         return 0;
+}
+
+static int mi_collect(const struct mc_query *q, struct mc_mount_set *set)
+{
+        return mi_collect_from(q, NULL, set);
+}
+
+int mc_mountinfo_collect_stream(const struct mc_query *q, FILE *f, struct mc_mount_set *set)
+{
+        if (!f)
+                return -EINVAL;
+        return mi_collect_from(q, f, set);
 }
 
 const struct mc_backend_ops mc_backend_mountinfo = {

@@ -193,7 +193,9 @@ int mc_policy_set(struct mc_policy *pol, const char *key, const char *value)
                 /* Requiring and forbidding the same option is a policy nothing can meet. */
                 if (bits & (req ? pol->forbid : pol->require))
                         return -EINVAL;
-                if ((bits & (MC_OPT_RO | MC_OPT_RW)) == (MC_OPT_RO | MC_OPT_RW) && req)
+                /* Every mount is exactly one of ro and rw: requiring both, or forbidding
+                 * both, refuses every mount. */
+                if ((bits & (MC_OPT_RO | MC_OPT_RW)) == (MC_OPT_RO | MC_OPT_RW))
                         return -EINVAL;
                 if (req)
                         pol->require = bits;
@@ -221,6 +223,9 @@ int mc_policy_set(struct mc_policy *pol, const char *key, const char *value)
                 r = mc_parse_size(value, &n);
                 if (r < 0)
                         return r;
+                /* size=0 means "unlimited" to tmpfs, so no mount has a bound of at most 0. */
+                if (n == 0)
+                        return -EINVAL;
                 pol->check_size = true;
                 pol->max_size = n;
                 return 0;

@@ -58,9 +58,10 @@ int mc_policy_preset(struct mc_policy *pol, const char *name);
  *   fstype   TYPE | any
  *   require  OPT[,OPT...]         (replaces the required set; "" requires nothing)
  *   forbid   OPT[,OPT...]         (replaces the forbidden set)
+ *            (an option both required and forbidden, or ro and rw together, is refused)
  *   ro       (value ignored)       (require ro, stop requiring rw)
  *   mode     octal <= 07777 | any
- *   max-size N[K|M|G] | any        (binary units)
+ *   max-size N[K|M|G] | any        (binary units, N > 0)
  *   owner    UID | any
  *   probe    yes|no
  * Returns 0, -EINVAL for a bad value (pol untouched), -ENOENT for an unknown key. */

@@ -193,6 +193,17 @@ static int sm_fill(const struct smbuf *b, struct mc_mount *m)
         return 0;
 }
 
+int mc_statmount_record(const void *reply, size_t len, struct mc_mount *m)
+{
+        /* sm_fill only reads through the buffer; smbuf's pointer is not const because
+         * sm_stat reallocates it. */
+        const struct smbuf b = { .sm = (struct mc_kstatmount *)reply, .cap = len };
+
+        if (!reply || !m || len < sizeof(struct mc_kstatmount))
+                return -EIO;
+        return sm_fill(&b, m);
+}
+
 /* Appends the record of mount id; -ENOENT if it is gone. */
 static int sm_fetch(struct smbuf *b, uint64_t id, struct mc_mount_set *set)
 {

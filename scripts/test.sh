@@ -2,6 +2,9 @@
 # The test command: installs what a fresh Debian 12 machine lacks, then builds snapfs twice
 # (a normal build and an ASan+UBSan build) and runs every test against each build:
 # the cmocka unit suites and the integration tests on real mounts in a private mount namespace.
+# Then valgrind over every unit test binary of the normal build; a fuzz smoke, in which each
+# libFuzzer target replays its committed corpus and runs for a few seconds; and the unit tests
+# built by clang with its sanitizers.
 # Exits non-zero when anything fails. Last line: "total: N passed, N failed".
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -43,8 +46,19 @@ run_build() {
   echo "== integration tests: $name"
   rc=0
   local xml="$dir/pytest.xml"
+  # Every ASan/LSan report, whichever process writes it (a daemonized daemon's standard error
+  # is /dev/null), lands in its own file here; conftest.py fails the test during which one
+  # appears. 1777: a sanitized binary run as another uid must be able to report too. (GCC's
+  # UBSan ignores log_path when linked with ASan: conftest.py finds its reports on stderr.)
+  local reports="$dir/sanitizer-reports"
+  rm -rf "$reports"
+  mkdir -p "$reports"
+  chmod 1777 "$reports"
   # A private mount namespace: a failing test can never leak a mount into the host.
-  SNAPFS_BUILD="$dir" unshare -m --propagation private -- \
+  SNAPFS_BUILD="$dir" SNAPFS_SANITIZER_REPORTS="$reports" \
+  ASAN_OPTIONS="$ASAN_OPTIONS:log_path=$reports/report" \
+  UBSAN_OPTIONS="$UBSAN_OPTIONS:log_path=$reports/report" \
+    unshare -m --propagation private -- \
     /usr/bin/python3 -m pytest -q -p no:cacheprovider --junitxml="$xml" tests/integration || rc=$?
   local counts
   counts=$(/usr/bin/python3 - "$xml" <<'PY'
@@ -64,10 +78,80 @@ PY
   # shellcheck disable=SC2086
   count $counts
   [ "$rc" -eq 0 ] || { [ "${counts#* }" != 0 ] || count 0 1; }
+  # A report written outside any test's window (after its checks ran) still fails the run.
+  if [ -n "$(ls -A "$reports")" ]; then
+    echo "sanitizer reports not attributed to a test:"
+    for f in "$reports"/*; do echo "---- $f"; cat "$f"; done
+    count 0 1
+  fi
+}
+
+# valgrind over every unit test binary of a build without sanitizers: 0 errors, 0 leaks.
+run_valgrind() {
+  local dir=$1 ok=0 bad=0 t name
+  echo "== valgrind: unit tests ($dir)"
+  for t in "$dir"/tests/unit/test_*; do
+    [ -f "$t" ] && [ -x "$t" ] || continue
+    name=$(basename "$t")
+    # The exit status alone decides: the log also holds valgrind's warnings about syscalls
+    # it does not know (openat2, statmount), which the code under test gets as ENOSYS.
+    if valgrind -q --leak-check=full --show-leak-kinds=definite,indirect,possible \
+        --errors-for-leak-kinds=definite,indirect,possible --error-exitcode=1 \
+        --log-file="$dir/valgrind-$name.log" "$t" >"$dir/valgrind-$name.out" 2>&1; then
+      echo "  ok    $name"
+      ok=$((ok + 1))
+    else
+      echo "  FAIL  $name"
+      tail -n 40 "$dir/valgrind-$name.log" "$dir/valgrind-$name.out"
+      bad=$((bad + 1))
+    fi
+  done
+  [ $((ok + bad)) -gt 0 ] || { echo "  no unit test binaries in $dir"; bad=1; }
+  count "$ok" "$bad"
+}
+
+# Each fuzz target replays its committed corpus (regressions included), then fuzzes for a
+# few seconds; a crash, a sanitizer report or a broken invariant fails it.
+run_fuzz() {
+  local dir="$top/build-test-fuzz" out rc=0 ok bad
+  echo "== fuzz smoke"
+  rm -rf "$dir"
+  out=$(FUZZ_BUILD="$dir" scripts/fuzz.sh --smoke "${SNAPFS_FUZZ_SMOKE:-10}" 2>&1) || rc=$?
+  printf '%s\n' "$out"
+  ok=$(printf '%s\n' "$out" | grep -cE '^[a-z]+ +ok ' || true)
+  bad=$(printf '%s\n' "$out" | grep -cE '^[a-z]+ +CRASH ' || true)
+  [ "$rc" -eq 0 ] || [ "$bad" -gt 0 ] || bad=1
+  [ $((ok + bad)) -gt 0 ] || bad=1
+  count "$ok" "$bad"
+}
+
+# The unit tests once more, built by clang in the fuzz build (ASan + clang's UBSan, which
+# checks what GCC's does not, such as arithmetic on a NULL pointer). Only the unit test
+# binaries are built: their libraries are already there for the fuzz targets.
+run_clang_units() {
+  local dir="$top/build-test-fuzz" out rc=0 ok bad units
+  echo "== unit tests: clang ASan+UBSan"
+  units=$(cd "$dir" 2>/dev/null && ninja -t targets all |
+    sed -n 's|^\(tests/unit/test_[a-z_]*\): .*|\1|p') || true
+  # shellcheck disable=SC2086
+  if [ -z "$units" ] || ! ninja -C "$dir" $units >/dev/null; then
+    echo "  cannot build the unit tests in $dir"
+    count 0 1
+    return
+  fi
+  out=$(meson test -C "$dir" --suite unit --no-rebuild --print-errorlogs 2>&1) || rc=$?
+  printf '%s\n' "$out" | grep -E '^ *[0-9]+/[0-9]+ |^(Ok|Fail|Timeout):'
+  ok=$(printf '%s\n' "$out" | grep -oE '[0-9]+ subtests passed' | awk '{s+=$1} END {print s+0}')
+  bad=$(printf '%s\n' "$out" | grep -E '^ *[0-9]+/[0-9]+ ' | grep -cvE ' OK ' || true)
+  [ "$rc" -eq 0 ] || { [ "$bad" -gt 0 ] || bad=1; printf '%s\n' "$out" | tail -40; }
+  count "$ok" "$bad"
 }
 
 run_build normal -Dbuildtype=debugoptimized
+run_valgrind "$top/build-test-normal"
 run_build sanitize -Dbuildtype=debug -Db_sanitize=address,undefined -Db_lundef=false
+run_fuzz
+run_clang_units
 
 echo "total: $passed passed, $failed failed"
 [ "$failed" -eq 0 ]

@@ -22,8 +22,13 @@ int snap_binding_format(const struct snap_binding *b, char *buf, size_t buflen)
         snap_digest_to_hex(&b->sha256, hex);
         n = snprintf(buf, buflen, "sha256=%s size=%" PRIu64 " dev=%u:%u ino=%" PRIu64, hex,
                      b->size, major(b->dev), minor(b->dev), b->ino);
-        if (n < 0 || (size_t)n >= buflen)
+        if (n < 0 || (size_t)n >= buflen) {
+                /* snprintf leaves a truncated prefix, and a prefix of a binding can be another
+                 * valid binding ("ino=123" cut to "ino=12"): leave no text at all. */
+                if (buflen > 0)
+                        buf[0] = '\0';
                 return -ENOBUFS;
+        }
         return 0;
 }
 
@@ -67,12 +72,14 @@ static bool take_decimal(struct cursor *c, uint64_t max, uint64_t *out)
 
 int snap_binding_parse(const char *s, size_t len, struct snap_binding *out)
 {
-        struct cursor c = { s, s + len };
+        struct cursor c;
         struct snap_binding b;
         uint64_t maj, min;
 
+        /* Checked before s + len is formed: pointer arithmetic on NULL is undefined. */
         if (!s || !out)
                 return -EINVAL;
+        c = (struct cursor){ s, s + len };
 
         /* Fixed order: a missing, repeated, reordered or unknown field fails the next literal. */
         if (!take_literal(&c, "sha256=") || c.end - c.p < SNAP_DIGEST_HEX_LEN ||

@@ -23,7 +23,8 @@ struct snap_binding {
 /* Longest text form, including the terminating NUL. */
 #define SNAP_BINDING_TEXT_MAX 160
 
-/* Writes the text form into buf (at least SNAP_BINDING_TEXT_MAX bytes): 0, or -ENOBUFS. */
+/* Writes the text form into buf (at least SNAP_BINDING_TEXT_MAX bytes): 0, or -ENOBUFS with
+ * buf holding the empty string (never a truncated text, which could parse as another binding). */
 int snap_binding_format(const struct snap_binding *b, char *buf, size_t buflen);
 
 /* Parses exactly len bytes of s (no trailing newline): 0 and *out, or -EINVAL. */

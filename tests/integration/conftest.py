@@ -41,14 +41,43 @@ def open_fds():
     return set(os.listdir("/proc/self/fd"))
 
 
+# scripts/test.sh points ASan/UBSan's log_path here, so every report lands in a file of its own
+# (report.PID) whichever process made it: a daemon that daemonized (its stderr is /dev/null),
+# a CLI run whose exit status a test does not look at, a helper.
+SANITIZER_REPORTS = os.environ.get("SNAPFS_SANITIZER_REPORTS")
+
+# What ASan, LSan and UBSan write on standard error. GCC's UBSan runtime ignores log_path when
+# it is linked together with ASan, so its reports only ever reach standard error: the output
+# of every CLI run and every daemon's PATH.stderr is searched for them.
+SANITIZER_MARKERS = ("runtime error:", "ERROR: AddressSanitizer", "ERROR: LeakSanitizer",
+                     "SUMMARY: UndefinedBehaviorSanitizer")
+
+
+def has_sanitizer_report(text):
+    return any(m in text for m in SANITIZER_MARKERS)
+
+
+def sanitizer_reports():
+    if not SANITIZER_REPORTS:
+        return set()
+    return set(os.listdir(SANITIZER_REPORTS))
+
+
 @pytest.fixture(autouse=True)
 def leaves_nothing_behind():
-    """Fail a test that leaves a mount, a child process or a descriptor behind."""
-    mounts, fds = mount_ids(), open_fds()
+    """Fail a test that leaves a mount, a child process or a descriptor behind, or during
+    which any process wrote a sanitizer report."""
+    mounts, fds, reports = mount_ids(), open_fds(), sanitizer_reports()
     yield
     left_mounts = mount_ids() - mounts
     left_kids = child_pids()
     left_fds = {fd for fd in open_fds() - fds if os.path.exists(f"/proc/self/fd/{fd}")}
+    new_reports = sorted(sanitizer_reports() - reports)
+    texts = []
+    for name in new_reports:
+        with open(os.path.join(SANITIZER_REPORTS, name), errors="replace") as f:
+            texts.append(f"---- {name}\n{f.read()}")
+    assert not new_reports, "sanitizer reports during the test:\n" + "\n".join(texts)
     assert not left_mounts, f"test left mounts behind: {left_mounts}"
     assert not left_kids, f"test left child processes behind: {left_kids}"
     assert not left_fds, f"test left descriptors behind: {left_fds}"
@@ -64,7 +93,11 @@ def run(*args, **kw):
     kw.setdefault("capture_output", True)
     kw.setdefault("text", True)
     kw.setdefault("timeout", 60)
-    return subprocess.run([str(a) for a in args], **kw)
+    r = subprocess.run([str(a) for a in args], **kw)
+    err = r.stderr if isinstance(r.stderr, str) else (r.stderr or b"").decode(errors="replace")
+    # Even where a test expects a failure and ignores the exit status, a sanitizer report fails.
+    assert not has_sanitizer_report(err), f"sanitizer report from {list(args)}:\n{err}"
+    return r
 
 
 # ---- a real snapfs daemon -------------------------------------------------------------
@@ -99,6 +132,7 @@ class Snapfs:
     def __init__(self, binary, path, proc, audit_log, stderr_path):
         self.binary, self.path, self.proc = binary, str(path), proc
         self.audit_log, self.stderr_path = audit_log, stderr_path
+        self.stopped = False  # the test ended it through stop()
 
     def p(self, name=""):
         return os.path.join(self.path, name)
@@ -127,8 +161,6 @@ class Snapfs:
     def stderr(self):
         with open(self.stderr_path, errors="replace") as f:
             return f.read()
-
-    stopped = False  # set when the test itself ended the daemon
 
     def stop(self, sig=signal.SIGTERM, timeout=20):
         self.stopped = True
@@ -169,7 +201,17 @@ def workdir():
     d = tempfile.mkdtemp(prefix="snapfs-test-", dir="/tmp")
     os.chmod(d, 0o755)
     yield d
+    # Daemons started under d write their standard error to d/NAME.stderr: read them before
+    # they go, so a sanitizer report from any daemon of the test fails it.
+    reports = []
+    for name in sorted(os.listdir(d)):
+        if name.endswith(".stderr"):
+            with open(os.path.join(d, name), errors="replace") as f:
+                text = f.read()
+            if has_sanitizer_report(text):
+                reports.append(f"---- {name}\n{text}")
     subprocess.run(["rm", "-rf", "--one-file-system", d], check=False)
+    assert not reports, "sanitizer reports from daemons:\n" + "\n".join(reports)
 
 
 @pytest.fixture
@@ -186,20 +228,22 @@ def mount_snapfs(snapfs_bin, workdir):
 
     yield start
     for fs in started:
-        if fs.proc.poll() is not None and not fs.stopped:
-            if fs.proc.stdout:
-                fs.proc.stdout.close()
-            subprocess.run(["umount", "-l", fs.path], check=False)
-            raise AssertionError(f"snapfs died during the test (exit {fs.proc.returncode}):\n"
-                                 f"{fs.stderr()}")
+        died = None
         if fs.proc.poll() is None:
             rc = fs.stop()
             assert rc == 0, f"snapfs exited {rc} on SIGTERM:\n{fs.stderr()}"
             assert not is_mounted(fs.path), "snapfs left its mount behind"
-        elif fs.proc.stdout:
-            fs.proc.stdout.close()
+        else:
+            rc = fs.proc.returncode
+            if fs.proc.stdout:
+                fs.proc.stdout.close()
+            # Ended by itself, not by the test: only a clean exit (an unmount) is fine. 86 and
+            # 87 are the sanitizers' exit codes; a negative code is a signal nobody sent.
+            if not fs.stopped and rc != 0:
+                died = f"snapfs died during the test (exit {rc}):\n{fs.stderr()}"
         if is_mounted(fs.path):  # a test that killed the daemon leaves ENOTCONN
             subprocess.run(["umount", "-l", fs.path], check=False)
+        assert died is None, died
 
 
 @pytest.fixture

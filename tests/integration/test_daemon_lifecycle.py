@@ -55,6 +55,17 @@ def test_sigint_unmounts_and_exits_zero(snapfs):
     assert not is_mounted(snapfs.path)
 
 
+def test_sigterm_as_soon_as_it_reports_serving_unmounts_and_exits_zero(snapfs_bin, workdir):
+    # The signal handlers must be in place before "serving" is printed: a caller may stop the
+    # daemon the moment it reads that line (before the fix, 3 of 4 such stops killed it).
+    path = os.path.join(workdir, "quick")
+    os.mkdir(path)
+    for _ in range(5):
+        fs = start_snapfs(snapfs_bin, path)
+        assert fs.stop(signal.SIGTERM) == 0, fs.stderr()
+        assert not is_mounted(path)
+
+
 def test_a_mount_stacked_on_another_is_refused_before_serving(snapfs_bin, workdir):
     path = os.path.join(workdir, "stacked")
     os.mkdir(path)

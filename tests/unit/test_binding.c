@@ -111,6 +111,21 @@ static void test_format_into_short_buffer_is_refused_with_enobufs(void **state)
         assert_int_equal(snap_binding_format(&b, text, need - 1), -ENOBUFS);
 }
 
+static void test_format_into_short_buffer_leaves_no_text_that_parses(void **state)
+{
+        (void)state;
+        struct snap_binding b = make(3, 0, 52, 123), parsed;
+        char text[SNAP_BINDING_TEXT_MAX];
+        size_t need;
+
+        assert_int_equal(snap_binding_format(&b, text, sizeof(text)), 0);
+        need = strlen(text) + 1;
+        /* One byte short would have cut "ino=123" to "ino=12": a different, valid binding. */
+        assert_int_equal(snap_binding_format(&b, text, need - 1), -ENOBUFS);
+        assert_string_equal(text, "");
+        assert_int_equal(snap_binding_parse(text, strlen(text), &parsed), -EINVAL);
+}
+
 static void test_good_string_is_accepted(void **state)
 {
         (void)state;
@@ -251,6 +266,7 @@ int main(void)
                 cmocka_unit_test(test_round_trip_of_large_major_and_minor),
                 cmocka_unit_test(test_every_dev_value_round_trips),
                 cmocka_unit_test(test_format_into_short_buffer_is_refused_with_enobufs),
+                cmocka_unit_test(test_format_into_short_buffer_leaves_no_text_that_parses),
                 cmocka_unit_test(test_good_string_is_accepted),
                 cmocka_unit_test(test_exact_bounds_are_accepted),
                 cmocka_unit_test(test_each_malformed_string_is_refused_with_einval),

@@ -142,6 +142,31 @@ static void test_requiring_and_forbidding_one_option_is_einval(void **state)
         assert_int_equal(mc_policy_set(&p, "require", "ro,rw"), -EINVAL);
 }
 
+static void test_forbidding_both_ro_and_rw_is_einval(void **state)
+{
+        struct mc_policy p;
+        (void)state;
+        mc_policy_preset(&p, "snapfs");
+        /* Every mount is one of the two: this policy would refuse them all. */
+        assert_int_equal(mc_policy_set(&p, "forbid", "ro,rw"), -EINVAL);
+        assert_int_equal(p.forbid, 0);
+        assert_int_equal(mc_policy_set(&p, "forbid", "rw"), 0);
+        assert_int_equal(p.forbid, MC_OPT_RW);
+}
+
+static void test_max_size_zero_is_einval(void **state)
+{
+        struct mc_policy p;
+        (void)state;
+        mc_policy_preset(&p, "tmpfs");
+        /* tmpfs size=0 is unlimited: no mount could ever meet a bound of 0 bytes. */
+        assert_int_equal(mc_policy_set(&p, "max-size", "0"), -EINVAL);
+        assert_int_equal(mc_policy_set(&p, "max-size", "0K"), -EINVAL);
+        assert_int_equal(p.max_size, 1 << 20);
+        assert_int_equal(mc_policy_set(&p, "max-size", "1"), 0);
+        assert_int_equal(p.max_size, 1);
+}
+
 static void test_ro_replaces_the_rw_requirement(void **state)
 {
         struct mc_policy p;
@@ -265,6 +290,8 @@ int main(void)
                 cmocka_unit_test(test_require_replaces_the_preset_list),
                 cmocka_unit_test(test_unknown_or_empty_option_item_is_einval_and_policy_unchanged),
                 cmocka_unit_test(test_requiring_and_forbidding_one_option_is_einval),
+                cmocka_unit_test(test_forbidding_both_ro_and_rw_is_einval),
+                cmocka_unit_test(test_max_size_zero_is_einval),
                 cmocka_unit_test(test_ro_replaces_the_rw_requirement),
                 cmocka_unit_test(test_mode_is_octal_up_to_07777),
                 cmocka_unit_test(test_owner_is_a_uid_other_than_minus_one),

@@ -624,8 +624,8 @@ static void test_sparse_append_keeps_the_running_hash_right(void **state)
 static void test_staging_names_are_checked(void **state)
 {
         static const char *bad[] = { ".hidden", "", "a/b", "tab\there", "new\nline",
-                                     "sp ace", "0123456789012345678901234567890123456789"
-                                               "01234567890123456789012345" };
+                                     "sp ace", ("0123456789012345678901234567890123456789"
+                                                "01234567890123456789012345") };
         struct sfs_tree_config cfg = base_config();
         struct sfs_tree *t = new_tree(&cfg);
         struct sfs_open_info oi;
