@@ -227,6 +227,7 @@ int main(int argc, char **argv)
                         return 2;
                 }
         se = fuse_session_new(&args, &fake_ops, sizeof(fake_ops), NULL);
+        fuse_opt_free_args(&args); /* libfuse copies what it keeps */
         if (!se)
                 return 1;
         if (fuse_set_signal_handlers(se) != 0)
