@@ -24,6 +24,11 @@ struct snapfs_mnt {
 
 void snapfs_mnt_close(struct snapfs_mnt *m);
 
+/* What snapfs_mnt_open() falls back to where openat2 is missing: the same refusals (-EXDEV
+ * for an absolute name, "." , ".." or another mount; -ELOOP for a symlink), by walking the
+ * components. Returns the descriptor or a negative errno. */
+int snapfs_open_beneath_by_hand(int root, const char *name, int flags, mode_t mode);
+
 /* Runs the mount check (preset snapfs; owner from opts, else the caller's real uid) on
  * mount. 0 and *m, or: -EMEDIUMTYPE (not compliant; every finding in *why), -ENOTCONN (the
  * daemon is gone), or the errno that kept the check from running ("mount-check"). */

@@ -88,6 +88,65 @@ int snapfs_mnt_check(const char *mount, const struct snapfs_options *opts, struc
         return 0;
 }
 
+/* Where openat2 is missing (before Linux 5.6, under a seccomp profile that answers ENOSYS,
+ * or under valgrind), the same guarantees by hand: walk name one component at a time with
+ * O_PATH|O_NOFOLLOW, refuse an absolute name, "." or ".." (-EXDEV, as RESOLVE_BENEATH would),
+ * a symlink anywhere (-ELOOP, as RESOLVE_NO_SYMLINKS would) and any component on another
+ * mount than the root's (-EXDEV, as RESOLVE_NO_XDEV would), then open the last component
+ * with O_NOFOLLOW and check its mount too. */
+int snapfs_open_beneath_by_hand(int root, const char *name, int flags, mode_t mode)
+{
+        _cleanup_free_ char *copy = strdup(name);
+        _cleanup_close_ int dir = -1;
+        uint64_t root_id, id;
+        bool root_unique, unique;
+        char *comp, *next;
+        int fd, r, at;
+
+        if (!copy)
+                return -ENOMEM;
+        if (name[0] == '/' || name[0] == '\0')
+                return name[0] == '/' ? -EXDEV : -ENOENT;
+        r = mc_fd_mount_id(root, &root_id, &root_unique);
+        if (r < 0)
+                return r;
+        at = root;
+        for (comp = copy; comp; comp = next) {
+                struct stat st;
+
+                next = strchr(comp, '/');
+                if (next)
+                        *next++ = '\0';
+                if (strcmp(comp, "..") == 0 || strcmp(comp, ".") == 0 || comp[0] == '\0')
+                        return -EXDEV;
+                if (next) {
+                        fd = openat(at, comp, O_PATH | O_NOFOLLOW | O_CLOEXEC);
+                        if (fd < 0)
+                                return negative_errno();
+                        safe_close(dir);
+                        dir = fd;
+                        at = dir;
+                        if (fstat(dir, &st) < 0)
+                                return negative_errno();
+                        if (S_ISLNK(st.st_mode))
+                                return -ELOOP;
+                        if (!S_ISDIR(st.st_mode))
+                                return -ENOTDIR;
+                } else {
+                        fd = openat(at, comp, flags | O_CLOEXEC | O_NOFOLLOW, mode);
+                        if (fd < 0)
+                                return negative_errno();
+                }
+                r = mc_fd_mount_id(next ? dir : fd, &id, &unique);
+                if (r < 0 || id != root_id || unique != root_unique) {
+                        if (!next)
+                                safe_close(fd);
+                        return r < 0 ? r : -EXDEV;
+                }
+        }
+        return fd;
+}
+
 int snapfs_mnt_open(const struct snapfs_mnt *m, const char *name, int flags, mode_t mode)
 {
         /* RESOLVE_NO_SYMLINKS: a symlink at the name (or in .staging/) is refused, never
@@ -109,14 +168,8 @@ int snapfs_mnt_open(const struct snapfs_mnt *m, const char *name, int flags, mod
                 fd = syscall(SYS_openat2, m->fd, name, &how, sizeof(how));
                 if (fd >= 0)
                         return (int)fd;
-                if (errno == ENOSYS) {
-                        /* Before Linux 5.6: O_NOFOLLOW guards the last component and the
-                         * caller's snapfs_mnt_confirm() the mount; our names have no "..". */
-                        if (strstr(name, ".."))
-                                return -EINVAL;
-                        fd = openat(m->fd, name, flags | O_CLOEXEC | O_NOFOLLOW, mode);
-                        return fd >= 0 ? (int)fd : negative_errno();
-                }
+                if (errno == ENOSYS)
+                        return snapfs_open_beneath_by_hand(m->fd, name, flags, mode);
                 if (errno != EAGAIN) /* EAGAIN: a concurrent rename or mount; resolve again */
                         return negative_errno();
         }

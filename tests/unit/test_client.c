@@ -323,6 +323,41 @@ static void test_open_below_the_root_refuses_leaving_the_mount(void **state)
         snapfs_mnt_close(&m);
 }
 
+static void test_the_fallback_without_openat2_refuses_the_same(void **state)
+{
+        struct tu_dir d;
+        char p[PATH_MAX];
+        int root, fd;
+        (void)state;
+
+        assert_int_equal(tu_dir_make(&d), 0);
+        assert_int_equal(symlink("/etc", tu_path(&d, "link", p)), 0);
+        assert_int_equal(mkdir(tu_path(&d, "sub", p), 0755), 0);
+        fd = tu_create(&d, "sub/file", "x", 1);
+        assert_true(fd >= 0);
+        close(fd);
+        root = open(d.path, O_PATH | O_DIRECTORY | O_CLOEXEC);
+        assert_true(root >= 0);
+        assert_int_equal(snapfs_open_beneath_by_hand(root, "link", O_RDONLY, 0), -ELOOP);
+        assert_int_equal(snapfs_open_beneath_by_hand(root, "link/hostname", O_RDONLY, 0), -ELOOP);
+        assert_int_equal(snapfs_open_beneath_by_hand(root, "../etc", O_RDONLY, 0), -EXDEV);
+        assert_int_equal(snapfs_open_beneath_by_hand(root, "sub/../sub/file", O_RDONLY, 0),
+                         -EXDEV);
+        assert_int_equal(snapfs_open_beneath_by_hand(root, "/etc/hostname", O_RDONLY, 0), -EXDEV);
+        fd = snapfs_open_beneath_by_hand(root, "sub/file", O_RDONLY, 0);
+        assert_true(fd >= 0);
+        assert_true(fcntl(fd, F_GETFD) & FD_CLOEXEC);
+        close(fd);
+        close(root);
+        /* /proc is another mount below /. */
+        root = open("/", O_PATH | O_DIRECTORY | O_CLOEXEC);
+        assert_int_equal(snapfs_open_beneath_by_hand(root, "proc/uptime", O_RDONLY, 0), -EXDEV);
+        close(root);
+        assert_int_equal(unlink(tu_path(&d, "sub/file", p)), 0); /* tu_dir_remove goes one level */
+        assert_int_equal(rmdir(tu_path(&d, "sub", p)), 0);
+        tu_dir_remove(&d);
+}
+
 int main(void)
 {
         const struct CMUnitTest tests[] = {
@@ -348,6 +383,7 @@ int main(void)
                                                 teardown),
                 T(test_open_below_the_root_refuses_a_symlink_and_dotdot),
                 T(test_open_below_the_root_refuses_leaving_the_mount),
+                T(test_the_fallback_without_openat2_refuses_the_same),
         };
         return cmocka_run_group_tests(tests, NULL, NULL);
 }
