@@ -16,6 +16,7 @@ void snapfs_report_reset(struct snapfs_report *why)
         why->n_dropped = 0;
 }
 
+__attribute__((format(printf, 3, 0)))
 static void vadd(struct snapfs_report *why, const char *code, const char *fmt, va_list ap)
 {
         struct snapfs_reason *r;
