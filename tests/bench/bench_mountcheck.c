@@ -4,7 +4,10 @@
  * in the same run, medians and their ratio. Root, inside `unshare -m --propagation private`
  * (scripts/bench.sh does that): every mount made here dies with the namespace.
  *
- *   bench_mountcheck [N...]     default: 100 1000 10000 */
+ *   bench_mountcheck [--csv FILE] [N...]     default: 100 1000 10000
+ *
+ * With --csv, each size also becomes a row of scripts/bench.sh's summary table (item 6):
+ * statmount (what snapfs clients use) against the mountinfo baseline. */
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -14,6 +17,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "benchutil.h"
 #include "mountcheck.h"
 
 #define BUDGET_NS 1500000000LL /* per backend and size: enough runs for a stable median */
@@ -87,8 +91,15 @@ int main(int argc, char **argv)
         char target[64], many[64], p[96];
         struct mc_policy pol;
         long made = 0;
-        int rc = 1;
+        int rc = 1, first = 1;
 
+        if (argc > 2 && strcmp(argv[1], "--csv") == 0) {
+                if (bench_csv_open(argv[2]) < 0) {
+                        perror(argv[2]);
+                        return 2;
+                }
+                first = 3;
+        }
         if (geteuid() != 0) {
                 fprintf(stderr, "bench_mountcheck: run as root in a private mount namespace\n");
                 return 2;
@@ -108,8 +119,9 @@ int main(int argc, char **argv)
 
         printf("%8s %8s %14s %6s %14s %6s %9s\n", "mounts", "in ns", "statmount ms", "runs",
                "mountinfo ms", "runs", "ratio");
-        for (int i = 0; i < (argc > 1 ? argc - 1 : 3); i++) {
-                long want = argc > 1 ? strtol(argv[i + 1], NULL, 10) : defaults[i];
+        for (int i = 0; i < (argc > first ? argc - first : 3); i++) {
+                long want = argc > first ? strtol(argv[i + first], NULL, 10) : defaults[i];
+                char what[48];
                 long long sm, mi;
                 int sm_runs = 0, mi_runs = 0;
 
@@ -130,11 +142,27 @@ int main(int argc, char **argv)
                 printf("%8ld %8d %14.4f %6d %14.4f %6d %8.1fx\n", want, count_mounts(),
                        (double)sm / 1e6, sm_runs, (double)mi / 1e6, mi_runs, (double)mi / (double)sm);
                 fflush(stdout);
+                snprintf(what, sizeof(what), "mountcheck %ld mounts", want);
+                bench_record(&(struct bench_row){
+                        .item = "6",
+                        .what = what,
+                        .size = "-",
+                        .placement = "-",
+                        .snapfs = "statmount",
+                        .baseline = "mountinfo",
+                        .snapfs_value = (double)sm / 1e6,
+                        .baseline_value = (double)mi / 1e6,
+                        .unit = "ms",
+                        .target = "",
+                        .runs = sm_runs,
+                        .note = "",
+                });
         }
         rc = 0;
 out:
         /* Lazily detaching the scratch tmpfs takes every mount below it along. */
         umount2(base, MNT_DETACH);
         rmdir(base);
+        bench_csv_close();
         return rc;
 }

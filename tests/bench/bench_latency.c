@@ -1,0 +1,395 @@
+/* SPDX-License-Identifier: MIT */
+/* Items 1 and 2: what a runtime pays to hand over vetted bytes.
+ *
+ * 1. publish + first verified open, 256 B to 1 MiB: snapfs (stage, rename to the digest,
+ *    stat for the binding, verified open) vs a sealed memfd (create, write, seal, verify the
+ *    held descriptor) vs O_TMPFILE (write, fchmod 0, reopen read-only through /proc/self/fd,
+ *    verify) vs a tmpfs file (write, rename to the digest, verified open). Every contender
+ *    hashes the bytes once to name or bind them and once more to verify them.
+ * 2. verified open of a 4 KiB snapshot published earlier: snapfs and tmpfs open by name;
+ *    the memfd's holder verifies the descriptor it holds.
+ * Contenders take turns within each round (the order rotates), so a noisy neighbour slows
+ * them alike; medians of the rounds are reported. */
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "bench_snapfs.h"
+#include "mountcheck.h"
+#include "util.h"
+
+#define WARMUP_ROUNDS 5
+#define WATCH_ROUNDS 32 /* extra snapfs rounds, untimed, that sample where the daemon ran */
+#define STAGING_NAME ".staging/bench"
+
+enum { C_SNAPFS, C_MEMFD, C_TMPFILE, C_TMPFS, N_CONTENDERS };
+static const char *const contender_names[N_CONTENDERS] = { "snapfs", "memfd", "O_TMPFILE",
+                                                            "tmpfs" };
+
+struct lat {
+        struct bench_env *env;
+        struct bench_daemon d;
+        uint8_t *buf;
+};
+
+static void binding_from(const struct stat *st, const struct snap_digest *d, size_t len,
+                         struct snap_binding *b)
+{
+        b->sha256 = *d;
+        b->size = len;
+        b->dev = st->st_dev;
+        b->ino = st->st_ino;
+}
+
+/* ---- item 1: publish + first verified open ---- */
+
+static long long publish_snapfs(struct lat *l, size_t len)
+{
+        struct bench_env *env = l->env;
+        char hex[SNAP_DIGEST_HEX_LEN + 1];
+        struct snap_binding b;
+        struct snap_digest d;
+        struct stat st;
+        long long t0, t;
+        int fd;
+
+        bench_fill(l->buf, len, C_SNAPFS, env->counter++);
+        t0 = bench_now_ns();
+        bench_digest(env, l->buf, len, &d);
+        snap_digest_to_hex(&d, hex);
+        fd = openat(l->d.root, STAGING_NAME, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
+        if (fd < 0)
+                bench_die("create %s: %s", STAGING_NAME, strerror(errno));
+        bench_write_all(fd, l->buf, len);
+        close(fd);
+        if (renameat(l->d.root, STAGING_NAME, l->d.root, hex) < 0)
+                bench_die("publish: %s", strerror(errno));
+        /* The publisher learns the binding (dev, ino) from the published name. */
+        if (fstatat(l->d.root, hex, &st, AT_SYMLINK_NOFOLLOW) < 0)
+                bench_die("stat: %s", strerror(errno));
+        binding_from(&st, &d, len, &b);
+        bench_verified_open(env, l->d.root, hex, &b, l->d.mount_id);
+        t = bench_now_ns() - t0;
+        if (unlinkat(l->d.root, hex, 0) < 0)
+                bench_die("unlink: %s", strerror(errno));
+        return t;
+}
+
+static long long publish_memfd(struct lat *l, size_t len)
+{
+        struct bench_env *env = l->env;
+        struct snap_binding b;
+        struct snap_digest d;
+        struct stat st;
+        long long t0, t;
+        int fd, seals = F_SEAL_SEAL | F_SEAL_SHRINK | F_SEAL_GROW | F_SEAL_WRITE;
+
+        bench_fill(l->buf, len, C_MEMFD, env->counter++);
+        t0 = bench_now_ns();
+        bench_digest(env, l->buf, len, &d);
+        fd = memfd_create("bench", MFD_CLOEXEC | MFD_ALLOW_SEALING);
+        if (fd < 0)
+                bench_die("memfd_create: %s", strerror(errno));
+        bench_write_all(fd, l->buf, len);
+        /* Mode 0000 like every other contender, so all of them pass the same
+         * snap_verify_fd; the seals are what make a memfd immutable. */
+        if (fchmod(fd, 0) < 0 || fcntl(fd, F_ADD_SEALS, seals) < 0 || fstat(fd, &st) < 0)
+                bench_die("seal: %s", strerror(errno));
+        binding_from(&st, &d, len, &b);
+        if ((fcntl(fd, F_GET_SEALS) & seals) != seals)
+                bench_die("memfd not sealed");
+        bench_verify_held(env, fd, &b);
+        close(fd);
+        t = bench_now_ns() - t0;
+        return t;
+}
+
+static long long publish_tmpfile(struct lat *l, size_t len)
+{
+        struct bench_env *env = l->env;
+        struct snap_binding b;
+        struct snap_digest d;
+        char proc[64];
+        struct stat st;
+        long long t0, t;
+        uint64_t id;
+        bool unique;
+        int fd, rfd;
+
+        bench_fill(l->buf, len, C_TMPFILE, env->counter++);
+        t0 = bench_now_ns();
+        bench_digest(env, l->buf, len, &d);
+        fd = openat(env->tmpfs_dir, ".", O_TMPFILE | O_RDWR | O_CLOEXEC, 0600);
+        if (fd < 0)
+                bench_die("O_TMPFILE: %s", strerror(errno));
+        bench_write_all(fd, l->buf, len);
+        if (fchmod(fd, 0) < 0)
+                bench_die("fchmod: %s", strerror(errno));
+        /* Reopening a mode-0000 file through /proc works for root only (FIELD-NOTES). */
+        snprintf(proc, sizeof(proc), "/proc/self/fd/%d", fd);
+        rfd = open(proc, O_RDONLY | O_NONBLOCK | O_CLOEXEC);
+        if (rfd < 0)
+                bench_die("reopen: %s", strerror(errno));
+        close(fd);
+        if (fstat(rfd, &st) < 0)
+                bench_die("fstat: %s", strerror(errno));
+        binding_from(&st, &d, len, &b);
+        bench_verify_held(env, rfd, &b);
+        if (mc_fd_mount_id(rfd, &id, &unique) < 0 || id != env->tmpfs_mount_id)
+                bench_die("O_TMPFILE not on the baseline tmpfs");
+        close(rfd);
+        t = bench_now_ns() - t0;
+        return t;
+}
+
+static long long publish_tmpfs(struct lat *l, size_t len)
+{
+        struct bench_env *env = l->env;
+        char hex[SNAP_DIGEST_HEX_LEN + 1];
+        struct snap_binding b;
+        struct snap_digest d;
+        struct stat st;
+        long long t0, t;
+        int fd;
+
+        bench_fill(l->buf, len, C_TMPFS, env->counter++);
+        t0 = bench_now_ns();
+        bench_digest(env, l->buf, len, &d);
+        snap_digest_to_hex(&d, hex);
+        fd = openat(env->tmpfs_dir, "bench.tmp", O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0);
+        if (fd < 0)
+                bench_die("create bench.tmp: %s", strerror(errno));
+        bench_write_all(fd, l->buf, len);
+        close(fd);
+        if (renameat(env->tmpfs_dir, "bench.tmp", env->tmpfs_dir, hex) < 0 ||
+            fstatat(env->tmpfs_dir, hex, &st, AT_SYMLINK_NOFOLLOW) < 0)
+                bench_die("rename: %s", strerror(errno));
+        binding_from(&st, &d, len, &b);
+        bench_verified_open(env, env->tmpfs_dir, hex, &b, env->tmpfs_mount_id);
+        t = bench_now_ns() - t0;
+        if (unlinkat(env->tmpfs_dir, hex, 0) < 0)
+                bench_die("unlink: %s", strerror(errno));
+        return t;
+}
+
+static long long (*const publish_fn[N_CONTENDERS])(struct lat *, size_t) = {
+        publish_snapfs, publish_memfd, publish_tmpfile, publish_tmpfs,
+};
+
+static const char *size_label(size_t len, char *buf, size_t n)
+{
+        if (len >= (1u << 20))
+                snprintf(buf, n, "%zuMiB", len >> 20);
+        else if (len >= 1024)
+                snprintf(buf, n, "%zuKiB", len >> 10);
+        else
+                snprintf(buf, n, "%zuB", len);
+        return buf;
+}
+
+static void watch(struct lat *l, long long (*op)(struct lat *, size_t), size_t len,
+                  char *note, size_t n)
+{
+        struct bench_cpu_watch w = { .daemon = l->d.pid };
+
+        for (int i = 0; i < WATCH_ROUNDS; i++) {
+                bench_cpu_watch_begin(&w);
+                op(l, len);
+                bench_cpu_watch_end(&w);
+        }
+        bench_cpu_watch_describe(&w, note, n);
+}
+
+static void publish_item(struct lat *l, size_t len, int rounds)
+{
+        struct bench_series s[N_CONTENDERS] = { 0 };
+        const char *placement = bench_placement_name(l->env->placement);
+        char size[32], note[64];
+
+        size_label(len, size, sizeof(size));
+        for (int r = -WARMUP_ROUNDS; r < rounds; r++)
+                for (int k = 0; k < N_CONTENDERS; k++) {
+                        int c = (k + (r < 0 ? 0 : r)) % N_CONTENDERS;
+                        long long t = publish_fn[c](l, len);
+                        if (r >= 0)
+                                bench_series_add(&s[c], (double)t);
+                }
+        watch(l, publish_snapfs, len, note, sizeof(note));
+        for (int c = 1; c < N_CONTENDERS; c++)
+                bench_emit(&(struct bench_row){
+                        .item = "1",
+                        .what = "publish+verified open",
+                        .size = size,
+                        .placement = placement,
+                        .snapfs = "snapfs",
+                        .baseline = contender_names[c],
+                        .snapfs_value = bench_series_median(&s[C_SNAPFS]) / 1e3,
+                        .baseline_value = bench_series_median(&s[c]) / 1e3,
+                        .unit = "us",
+                        /* The targets: against the sealed memfd, at 4 KiB and 1 MiB. */
+                        .target = c != C_MEMFD            ? ""
+                                  : len == 4096           ? "<=5"
+                                  : len == (1u << 20)     ? "<=1.2"
+                                                          : "",
+                        .runs = rounds,
+                        .note = note,
+                });
+        for (int c = 0; c < N_CONTENDERS; c++)
+                bench_series_free(&s[c]);
+}
+
+/* ---- item 2: verified open of a snapshot published earlier ---- */
+
+struct published {
+        struct snap_binding b;
+        char hex[SNAP_DIGEST_HEX_LEN + 1];
+        int memfd;
+};
+
+static long long open_snapfs(struct lat *l, struct published *p)
+{
+        long long t0 = bench_now_ns();
+        bench_verified_open(l->env, l->d.root, p->hex, &p->b, l->d.mount_id);
+        return bench_now_ns() - t0;
+}
+
+static long long open_memfd(struct lat *l, struct published *p)
+{
+        int seals = F_SEAL_SEAL | F_SEAL_SHRINK | F_SEAL_GROW | F_SEAL_WRITE;
+        long long t0 = bench_now_ns();
+
+        if ((fcntl(p->memfd, F_GET_SEALS) & seals) != seals)
+                bench_die("memfd not sealed");
+        bench_verify_held(l->env, p->memfd, &p->b);
+        return bench_now_ns() - t0;
+}
+
+static long long open_tmpfs(struct lat *l, struct published *p)
+{
+        long long t0 = bench_now_ns();
+        bench_verified_open(l->env, l->env->tmpfs_dir, p->hex, &p->b, l->env->tmpfs_mount_id);
+        return bench_now_ns() - t0;
+}
+
+static void open_item(struct lat *l, int rounds)
+{
+        struct bench_env *env = l->env;
+        struct published sp = { .memfd = -1 }, tp = { .memfd = -1 }, mp = { .memfd = -1 };
+        struct bench_series s[3] = { 0 };
+        const size_t len = 4096;
+        struct stat st;
+        char note[64];
+        int fd, seals = F_SEAL_SEAL | F_SEAL_SHRINK | F_SEAL_GROW | F_SEAL_WRITE;
+
+        /* snapfs */
+        bench_fill(l->buf, len, 10, env->counter++);
+        bench_digest(env, l->buf, len, &sp.b.sha256);
+        snap_digest_to_hex(&sp.b.sha256, sp.hex);
+        fd = openat(l->d.root, STAGING_NAME, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
+        if (fd < 0)
+                bench_die("create: %s", strerror(errno));
+        bench_write_all(fd, l->buf, len);
+        close(fd);
+        if (renameat(l->d.root, STAGING_NAME, l->d.root, sp.hex) < 0 ||
+            fstatat(l->d.root, sp.hex, &st, AT_SYMLINK_NOFOLLOW) < 0)
+                bench_die("publish: %s", strerror(errno));
+        binding_from(&st, &sp.b.sha256, len, &sp.b);
+
+        /* tmpfs */
+        bench_fill(l->buf, len, 11, env->counter++);
+        bench_digest(env, l->buf, len, &tp.b.sha256);
+        snap_digest_to_hex(&tp.b.sha256, tp.hex);
+        fd = openat(env->tmpfs_dir, tp.hex, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0);
+        if (fd < 0)
+                bench_die("create: %s", strerror(errno));
+        bench_write_all(fd, l->buf, len);
+        close(fd);
+        if (fstatat(env->tmpfs_dir, tp.hex, &st, AT_SYMLINK_NOFOLLOW) < 0)
+                bench_die("stat: %s", strerror(errno));
+        binding_from(&st, &tp.b.sha256, len, &tp.b);
+
+        /* memfd */
+        bench_fill(l->buf, len, 12, env->counter++);
+        bench_digest(env, l->buf, len, &mp.b.sha256);
+        mp.memfd = memfd_create("bench", MFD_CLOEXEC | MFD_ALLOW_SEALING);
+        if (mp.memfd < 0)
+                bench_die("memfd_create: %s", strerror(errno));
+        bench_write_all(mp.memfd, l->buf, len);
+        if (fchmod(mp.memfd, 0) < 0 || fcntl(mp.memfd, F_ADD_SEALS, seals) < 0 ||
+            fstat(mp.memfd, &st) < 0)
+                bench_die("seal: %s", strerror(errno));
+        binding_from(&st, &mp.b.sha256, len, &mp.b);
+
+        for (int r = -WARMUP_ROUNDS; r < rounds; r++)
+                for (int k = 0; k < 3; k++) {
+                        int c = (k + (r < 0 ? 0 : r)) % 3;
+                        long long t = c == 0   ? open_snapfs(l, &sp)
+                                      : c == 1 ? open_memfd(l, &mp)
+                                               : open_tmpfs(l, &tp);
+                        if (r >= 0)
+                                bench_series_add(&s[c], (double)t);
+                }
+        {
+                struct bench_cpu_watch w = { .daemon = l->d.pid };
+                for (int i = 0; i < WATCH_ROUNDS; i++) {
+                        bench_cpu_watch_begin(&w);
+                        open_snapfs(l, &sp);
+                        bench_cpu_watch_end(&w);
+                }
+                bench_cpu_watch_describe(&w, note, sizeof(note));
+        }
+        for (int c = 1; c < 3; c++)
+                bench_emit(&(struct bench_row){
+                        .item = "2",
+                        .what = "verified open (published)",
+                        .size = "4KiB",
+                        .placement = bench_placement_name(env->placement),
+                        .snapfs = "snapfs",
+                        .baseline = c == 1 ? "memfd" : "tmpfs",
+                        .snapfs_value = bench_series_median(&s[0]) / 1e3,
+                        .baseline_value = bench_series_median(&s[c]) / 1e3,
+                        .unit = "us",
+                        .target = c == 1 ? "<=1.5" : "",
+                        .runs = rounds,
+                        .note = note,
+                });
+        close(mp.memfd);
+        unlinkat(l->d.root, sp.hex, 0);
+        unlinkat(env->tmpfs_dir, tp.hex, 0);
+        for (int c = 0; c < 3; c++)
+                bench_series_free(&s[c]);
+}
+
+void bench_section_latency(struct bench_env *env)
+{
+        static const struct {
+                size_t len;
+                int rounds;
+        } sizes[] = {
+                { 256, 400 },
+                { 4096, 400 },
+                { 65536, 300 },
+                { 1u << 20, 100 },
+        };
+        char audit[128];
+        const char *const opts[] = { "--max-snapshot-size", "2M", "--max-bytes", "256M",
+                                     "--audit-log", audit, NULL };
+        struct lat l = { .env = env };
+
+        snprintf(audit, sizeof(audit), "%s/latency.audit", env->base);
+        l.buf = malloc(1u << 20);
+        if (!l.buf)
+                bench_die("out of memory");
+        bench_env_daemon(env, &l.d, "latency", opts);
+        for (size_t i = 0; i < ARRAY_SIZE(sizes); i++)
+                publish_item(&l, sizes[i].len, sizes[i].rounds);
+        open_item(&l, 2000);
+        if (bench_daemon_stop(&l.d) < 0)
+                bench_die("snapfs did not exit cleanly");
+        free(l.buf);
+}
