@@ -270,17 +270,17 @@ static void op_rename(fuse_req_t req, fuse_ino_t parent, const char *name, fuse_
         struct sfs_node *published = NULL;
         int r;
 
-        fuse_ino_t id;
-
         r = sfs_tree_rename(ctx->tree, &c, node_of(req, parent), name, node_of(req, newparent),
                             newname, flags, &published);
-        id = r == 0 ? id_of(req, published) : 0; /* the reply below frees req */
-        fuse_reply_err(req, -r);
         /* The kernel moves the staging dentry onto the digest name and keeps the attributes
          * it cached for the staging file (mode 0200, its size); drop them so the next stat
-         * shows the snapshot (mode 0000). Only attributes: offset -1. */
+         * shows the snapshot (mode 0000). Only attributes (offset -1): no page lock is taken,
+         * so this cannot wait on the rename in progress. Sent before the reply, so it lands
+         * before the caller's next stat; sent after, it could land behind that stat's GETATTR
+         * and throw away the fresh attributes, costing the stat after it another round trip. */
         if (r == 0 && ctx->se)
-                fuse_lowlevel_notify_inval_inode(ctx->se, id, -1, 0);
+                fuse_lowlevel_notify_inval_inode(ctx->se, id_of(req, published), -1, 0);
+        fuse_reply_err(req, -r);
 }
 
 static void refuse(fuse_req_t req, const char *op, const char *name)
