@@ -262,6 +262,37 @@ static void op_unlink(fuse_req_t req, fuse_ino_t parent, const char *name)
         fuse_reply_err(req, -sfs_tree_unlink(ctx_of(req)->tree, &c, node_of(req, parent), name));
 }
 
+/* Hands a just-published snapshot's bytes to the kernel's page cache (NOTIFY_STORE), so the
+ * first read after publishing costs no READ round trip, and no GETATTR either (a READ answered
+ * by the daemon makes the kernel drop the cached atime, so the next fstat asks again).
+ *
+ * Called inside the RENAME request, before its reply: the kernel still holds the parents'
+ * locks, so nobody can open the new name yet, and with no handle open on the node (checked by
+ * sfs_tree_get_content) no mapping exists whose page fault could hold a page lock while it
+ * waits for a READ; the store can then never wait on this daemon. After the reply, a reader
+ * could fault a page in, and with every worker thread storing, nobody would answer its READ. */
+#define PREFILL_CHUNK (1u << 20)
+
+static void prefill(struct sfs_ops_ctx *ctx, struct sfs_node *n, fuse_ino_t id)
+{
+        struct snap_object *ref;
+        const uint8_t *data;
+        uint64_t size;
+
+        if (sfs_tree_get_content(ctx->tree, n, &ref, (const void **)&data, &size) < 0)
+                return;
+        for (uint64_t off = 0; off < size; off += PREFILL_CHUNK) {
+                size_t len = size - off < PREFILL_CHUNK ? (size_t)(size - off) : PREFILL_CHUNK;
+                struct fuse_bufvec bv = FUSE_BUFVEC_INIT(len);
+
+                bv.buf[0].mem = (void *)(uintptr_t)(data + off);
+                /* Only a speed-up: a refusal (memory pressure, say) leaves reads to READ. */
+                if (fuse_lowlevel_notify_store(ctx->se, id, (off_t)off, &bv, 0) < 0)
+                        break;
+        }
+        sfs_tree_put_content(ctx->tree, ref);
+}
+
 static void op_rename(fuse_req_t req, fuse_ino_t parent, const char *name, fuse_ino_t newparent,
                       const char *newname, unsigned int flags)
 {
@@ -278,8 +309,11 @@ static void op_rename(fuse_req_t req, fuse_ino_t parent, const char *name, fuse_
          * so this cannot wait on the rename in progress. Sent before the reply, so it lands
          * before the caller's next stat; sent after, it could land behind that stat's GETATTR
          * and throw away the fresh attributes, costing the stat after it another round trip. */
-        if (r == 0 && ctx->se)
-                fuse_lowlevel_notify_inval_inode(ctx->se, id_of(req, published), -1, 0);
+        if (r == 0 && ctx->se) {
+                fuse_ino_t id = id_of(req, published);
+                fuse_lowlevel_notify_inval_inode(ctx->se, id, -1, 0);
+                prefill(ctx, published, id);
+        }
         fuse_reply_err(req, -r);
 }
 

@@ -798,3 +798,30 @@ void sfs_tree_get_stats(struct sfs_tree *t, struct sfs_tree_stats *st)
         st->nodes = t->nnodes;
         pthread_mutex_unlock(&t->lock);
 }
+
+/* ---- content for the page cache ---- */
+
+int sfs_tree_get_content(struct sfs_tree *t, struct sfs_node *n, struct snap_object **ref,
+                         const void **data, uint64_t *size)
+{
+        int r = 0;
+
+        pthread_mutex_lock(&t->lock);
+        if (node_kind(n) != SFS_KIND_SNAPSHOT) {
+                r = -EINVAL;
+        } else if (n->pins) {
+                r = -EBUSY;
+        } else {
+                snap_store_ref(t->store, n->obj);
+                *ref = n->obj;
+                *data = n->obj->data;
+                *size = n->obj->size;
+        }
+        pthread_mutex_unlock(&t->lock);
+        return r;
+}
+
+void sfs_tree_put_content(struct sfs_tree *t, struct snap_object *ref)
+{
+        snap_store_release(t->store, ref);
+}

@@ -58,6 +58,7 @@ enum sfs_kind {
 
 struct sfs_tree;
 struct sfs_node;
+struct snap_object;
 struct sfs_handle;
 struct sfs_dir;
 
@@ -129,6 +130,13 @@ int sfs_tree_create(struct sfs_tree *t, const struct sfs_caller *c, struct sfs_n
  * snapshot the data points into immutable content: no copy. */
 int sfs_tree_read(struct sfs_tree *t, struct sfs_handle *h, size_t size, off_t off,
                   int (*reply)(void *ctx, const void *data, size_t len), void *ctx);
+/* A published snapshot's content, to pre-fill the kernel's page cache with: 0 with *data and
+ * *size and one store reference in *ref (sfs_tree_put_content drops it), -EINVAL when n is
+ * not a snapshot, -EBUSY while a handle is open on it (a page fault through a mapping of that
+ * handle could hold a page lock while it waits for this daemon). The bytes never change. */
+int sfs_tree_get_content(struct sfs_tree *t, struct sfs_node *n, struct snap_object **ref,
+                         const void **data, uint64_t *size);
+void sfs_tree_put_content(struct sfs_tree *t, struct snap_object *ref);
 /* Writes to a staging file opened for writing: -EBADF otherwise, -EFBIG past the snapshot
  * size limit, -ENOSPC past the byte limit, -EBUSY while it is being published. */
 int sfs_tree_write(struct sfs_tree *t, const struct sfs_caller *c, struct sfs_handle *h,

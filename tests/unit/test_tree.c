@@ -785,6 +785,50 @@ static void test_a_zero_ttl_never_expires_anything(void **state)
         sfs_tree_free(t);
 }
 
+static void test_content_of_a_snapshot_is_its_bytes_and_staging_has_none(void **state)
+{
+        struct sfs_tree_config cfg = base_config();
+        struct sfs_tree *t = new_tree(&cfg);
+        struct sfs_node *staged, *published;
+        struct snap_object *ref = NULL;
+        const void *data = NULL;
+        uint64_t size = 0;
+
+        (void)state;
+        staged = stage(t, &alice, "other", "not yet", 7);
+        assert_int_equal(sfs_tree_get_content(t, staged, &ref, &data, &size), -EINVAL);
+        assert_int_equal(sfs_tree_get_content(t, sfs_tree_root(t), &ref, &data, &size), -EINVAL);
+        assert_int_equal(publish(t, &alice, "cfg", "config bytes", 12, &published), 0);
+        assert_int_equal(sfs_tree_get_content(t, published, &ref, &data, &size), 0);
+        assert_int_equal(size, 12);
+        assert_memory_equal(data, "config bytes", 12);
+        sfs_tree_put_content(t, ref);
+        assert_reads(t, &alice, published, "config bytes");
+        sfs_tree_free(t);
+}
+
+static void test_content_is_withheld_while_a_handle_is_open(void **state)
+{
+        struct sfs_tree_config cfg = base_config();
+        struct sfs_tree *t = new_tree(&cfg);
+        struct snap_object *ref = NULL;
+        struct sfs_node *published;
+        struct sfs_open_info oi;
+        const void *data = NULL;
+        struct sfs_handle *h;
+        uint64_t size = 0;
+
+        (void)state;
+        assert_int_equal(publish(t, &alice, "cfg", "config bytes", 12, &published), 0);
+        assert_int_equal(sfs_tree_open(t, &bob, published, O_RDONLY, &h, &oi), 0);
+        assert_int_equal(sfs_tree_get_content(t, published, &ref, &data, &size), -EBUSY);
+        sfs_tree_release(t, h);
+        assert_int_equal(sfs_tree_get_content(t, published, &ref, &data, &size), 0);
+        assert_memory_equal(data, "config bytes", 12);
+        sfs_tree_put_content(t, ref);
+        sfs_tree_free(t);
+}
+
 int main(void)
 {
         const struct CMUnitTest tests[] = {
@@ -811,6 +855,8 @@ int main(void)
                 cmocka_unit_test(test_counters_return_to_zero_after_everything_is_gone),
                 cmocka_unit_test(test_idle_closed_staging_files_expire_and_open_ones_stay),
                 cmocka_unit_test(test_a_zero_ttl_never_expires_anything),
+                cmocka_unit_test(test_content_of_a_snapshot_is_its_bytes_and_staging_has_none),
+                cmocka_unit_test(test_content_is_withheld_while_a_handle_is_open),
         };
         return cmocka_run_group_tests(tests, NULL, NULL);
 }
