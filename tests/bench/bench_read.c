@@ -4,7 +4,10 @@
  * 3. Sequential read of a 256 MiB snapshot with 1 MiB read() calls: the first read right
  *    after publishing, and repeated reads (open, read all, close), vs the same file on tmpfs.
  *    How long publishing itself took is reported beside it (no target): a fast path that moves
- *    work from the first read into publishing shows up there.
+ *    work from the first read into publishing shows up there. A cold read, after the
+ *    snapshot's page cache is dropped (POSIX_FADV_DONTNEED), shows what every read request to
+ *    the daemon costs (readahead size, reply path); on tmpfs the pages are the file itself, so
+ *    its cold read is an ordinary read.
  * 4. snap_verify_fd (what `snapfs verify` calls: fstat checks, pread + SHA-256, fstat) on the
  *    published snapshot vs SHA-256 of the same bytes already in memory.
  * Rounds alternate which contender goes first. */
@@ -29,7 +32,7 @@ struct rd {
         struct bench_daemon d;
         uint8_t *buf;   /* the content */
         uint8_t *chunk; /* the reader's buffer */
-        struct bench_series publish[2], first[2], again[2], verify, raw;
+        struct bench_series publish[2], first[2], again[2], cold[2], verify, raw;
 };
 
 enum { SNAPFS, TMPFS };
@@ -59,11 +62,24 @@ static long long read_all(int dirfd, const char *name, void *chunk)
         return bench_now_ns() - t0;
 }
 
+static void drop_pages(int dirfd, const char *name)
+{
+        int fd = openat(dirfd, name, O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
+
+        if (fd < 0 || posix_fadvise(fd, 0, 0, POSIX_FADV_DONTNEED) != 0)
+                bench_die("dropping the page cache of %s failed", name);
+        close(fd);
+}
+
 static void reads(struct rd *r, int c, int dirfd, const char *name)
 {
         bench_series_add(&r->first[c], (double)read_all(dirfd, name, r->chunk));
         for (int i = 0; i < REPEATS; i++)
                 bench_series_add(&r->again[c], (double)read_all(dirfd, name, r->chunk));
+        for (int i = 0; i < REPEATS; i++) {
+                drop_pages(dirfd, name);
+                bench_series_add(&r->cold[c], (double)read_all(dirfd, name, r->chunk));
+        }
 }
 
 static void round_tmpfs(struct rd *r)
@@ -185,6 +201,8 @@ void bench_section_read(struct bench_env *env)
             true, ">=0.4", placement);
         row("3", "repeated read", &r.again[SNAPFS], "tmpfs", &r.again[TMPFS], "GB/s", true,
             ">=1.0", placement);
+        row("3", "cold read (pages dropped)", &r.cold[SNAPFS], "tmpfs", &r.cold[TMPFS], "GB/s",
+            true, "", placement);
         row("4", "verify throughput", &r.verify, "SHA-256 in memory", &r.raw, "GB/s", true,
             ">=0.9", placement);
         if (bench_daemon_stop(&r.d) < 0)
@@ -193,6 +211,7 @@ void bench_section_read(struct bench_env *env)
                 bench_series_free(&r.publish[c]);
                 bench_series_free(&r.first[c]);
                 bench_series_free(&r.again[c]);
+                bench_series_free(&r.cold[c]);
         }
         bench_series_free(&r.verify);
         bench_series_free(&r.raw);
