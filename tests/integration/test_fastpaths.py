@@ -1,6 +1,7 @@
 # SPDX-License-Identifier: MIT
-"""The daemon's fast paths keep every byte exact: the page cache pre-filled at publish.
-Nothing here measures time (scripts/bench.sh does, side by side with its baselines)."""
+"""The daemon's fast paths keep every byte exact: the page cache pre-filled at publish, and
+the larger readahead the daemon sets on its mount. Nothing here measures time
+(scripts/bench.sh does, side by side with its baselines)."""
 import ctypes
 import hashlib
 import mmap
@@ -32,6 +33,14 @@ def resident_pages(path):
             return sum(b & 1 for b in vec), pages
         finally:
             LIBC.munmap(addr, size)
+    finally:
+        os.close(fd)
+
+
+def drop_page_cache(path):
+    fd = os.open(path, os.O_RDONLY)
+    try:
+        os.posix_fadvise(fd, 0, 0, os.POSIX_FADV_DONTNEED)
     finally:
         os.close(fd)
 
@@ -83,3 +92,26 @@ def test_snapshot_with_a_handle_open_at_publish_is_not_prefilled_and_still_reads
     finally:
         os.close(held)
     assert read_all(path, 65536) == data
+
+
+def test_mount_reads_ahead_one_mib_and_cold_reads_stay_exact(mount_snapfs):
+    fs = mount_snapfs("--max-snapshot-size", "8M")
+    st = os.stat(fs.path)
+    bdi = f"/sys/class/bdi/{os.major(st.st_dev)}:{os.minor(st.st_dev)}/read_ahead_kb"
+    with open(bdi) as f:
+        assert f.read().strip() == "1024"
+
+    data = content(5 * 1024 * 1024 + 4095, b"readahead")
+    digest = fs.publish(data)
+    path = fs.p(digest)
+    drop_page_cache(path)
+    assert resident_pages(path)[0] == 0  # every byte below comes through READ requests
+    assert read_all(path, 1 << 20) == data
+    drop_page_cache(path)
+    assert read_all(path, 3000) == data  # reads that straddle requests and pages
+    drop_page_cache(path)
+    with open(path, "rb") as f:  # and backwards, past readahead windows
+        f.seek(len(data) - 100)
+        assert f.read() == data[-100:]
+        f.seek(4 * 1024 * 1024 - 1)
+        assert f.read(2) == data[4 * 1024 * 1024 - 1:4 * 1024 * 1024 + 1]
