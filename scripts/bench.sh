@@ -108,7 +108,8 @@ chart() {
       better = ($9 == "GB/s") ? "higher is better" : "lower is better"
       place = ($4 == "free" || $4 == "-") ? "" : " [" $4 " CPU]"
       size = ($3 == "-") ? "" : " " $3
-      label = $1 ": " $2 size place " vs " $6 " (" better ")"
+      who = ($5 == "snapfs") ? "" : ", " $5
+      label = $1 ": " $2 size place who " vs " $6 " (" better ")"
       target = ($11 == "-") ? "NaN" : substr($11, 3)
       color = ($12 == "yes") ? "0x2e8b57" : ($12 == "no") ? "0xcc3333" : "0x888888"
       lo = ($10 < 1) ? $10 : 1; hi = ($10 < 1) ? 1 : $10
