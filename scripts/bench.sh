@@ -11,7 +11,9 @@
 #   2 verified open of a 4 KiB snapshot published earlier, vs memfd and tmpfs (latency)
 #   3 sequential read of 256 MiB, first read after publishing and repeated, vs tmpfs (read)
 #   4 verify throughput (snap_verify_fd, what `snapfs verify` calls) vs SHA-256 in memory (read)
-#   5 lookup + open with 10 vs 100,000 snapshots, and the daemon's memory per snapshot (scale)
+#   5 lookup + open with 10 vs 100,000 snapshots, and the daemon's memory per snapshot (scale;
+#     it writes 2 to /proc/sys/vm/drop_caches, dropping every unused dentry and inode of the
+#     machine, before each of its 40 cold rounds)
 #   6 mountcheck with 100 / 1,000 / 10,000 mounts, statmount vs mountinfo (mountcheck)
 # "Verified" is DESIGN.md's verified open: open, fstat identity checks, the descriptor's mount
 # id against the judged mount, pread + SHA-256, fstat again. The latency section runs three
