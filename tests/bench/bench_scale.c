@@ -8,14 +8,18 @@
  *   round, so every open sends a LOOKUP and an OPEN to the daemon; each large-side sample
  *   opens a snapshot not touched since the drop;
  * - open, warm: the entry is cached by the kernel, only the OPEN reaches the daemon;
+ * - list + stat, cold: what `ls -l` or an audit does after the kernel dropped its entries:
+ *   read the directory and fstatat every snapshot in it; per snapshot;
  * - memory: the large daemon's resident set (VmRSS) grown while publishing, minus the content
  *   bytes, per snapshot; the kernel still holds an entry for every snapshot then (publishing
  *   leaves the renamed dentry cached), so the daemon's per-entry node is included. */
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <sys/statvfs.h>
 #include <unistd.h>
 
@@ -25,6 +29,7 @@
 #define CONTENT 32          /* bytes per snapshot: a small config */
 #define COLD_ROUNDS 40      /* drop_caches rounds, SMALL samples per side each */
 #define WARM_SAMPLES 2000
+#define LIST_ROUNDS 3       /* list + stat of every snapshot, per side */
 
 typedef char name_t[SNAP_DIGEST_HEX_LEN + 1];
 
@@ -76,6 +81,32 @@ static long long open_close(struct side *s, unsigned i)
         return bench_now_ns() - t0;
 }
 
+/* Reads the whole root directory and fstatat()s every snapshot in it: ns per snapshot. */
+static double list_stat(struct side *s)
+{
+        long long t0 = bench_now_ns();
+        unsigned seen = 0;
+        struct dirent *e;
+        struct stat st;
+        DIR *dir;
+        int fd;
+
+        fd = openat(s->d.root, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+        if (fd < 0 || !(dir = fdopendir(fd)))
+                bench_die("opendir: %s", strerror(errno));
+        while ((e = readdir(dir))) {
+                if (strlen(e->d_name) != SNAP_DIGEST_HEX_LEN)
+                        continue;
+                if (fstatat(dirfd(dir), e->d_name, &st, AT_SYMLINK_NOFOLLOW) < 0)
+                        bench_die("stat: %s", strerror(errno));
+                seen++;
+        }
+        closedir(dir);
+        if (seen != s->n)
+                bench_die("listed %u snapshots of %u", seen, s->n);
+        return (double)(bench_now_ns() - t0) / seen;
+}
+
 static void emit(const char *what, const char *large, struct bench_series *l,
                  struct bench_series *s, const char *target, const char *placement)
 {
@@ -103,6 +134,7 @@ void bench_section_scale(struct bench_env *env)
                                        "--audit-log", audit_l, NULL };
         const char *placement = bench_placement_name(env->placement);
         struct bench_series cold_s = { 0 }, cold_l = { 0 }, warm_s = { 0 }, warm_l = { 0 };
+        struct bench_series list_s = { 0 }, list_l = { 0 };
         struct side small = { 0 }, large = { 0 };
         long long rss0, rss1, t0;
         struct statvfs sv;
@@ -173,8 +205,17 @@ void bench_section_scale(struct bench_env *env)
                 bench_series_add(&warm_l, (double)open_close(&large, li));
                 bench_series_add(&warm_s, (double)open_close(&small, i % SMALL));
         }
+        for (unsigned r = 0; r < LIST_ROUNDS; r++) {
+                drop_dentries();
+                bench_series_add(&list_l, list_stat(&large));
+                for (unsigned i = 0; i < COLD_ROUNDS / LIST_ROUNDS; i++) {
+                        drop_dentries();
+                        bench_series_add(&list_s, list_stat(&small));
+                }
+        }
         emit("lookup+open (cold)", large_name, &cold_l, &cold_s, "<=1.2", placement);
         emit("open (entry cached)", large_name, &warm_l, &warm_s, "<=1.2", placement);
+        emit("list+stat (cold) per entry", large_name, &list_l, &list_s, "", placement);
 
         if (bench_daemon_stop(&small.d) < 0 || bench_daemon_stop(&large.d) < 0)
                 bench_die("snapfs did not exit cleanly");
@@ -182,6 +223,8 @@ void bench_section_scale(struct bench_env *env)
         bench_series_free(&cold_l);
         bench_series_free(&warm_s);
         bench_series_free(&warm_l);
+        bench_series_free(&list_s);
+        bench_series_free(&list_l);
         free(small.names);
         free(large.names);
 }
