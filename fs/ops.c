@@ -376,6 +376,12 @@ struct dirbuf {
         char *buf;
         size_t size;
         size_t used;
+        /* readdirplus: every entry returned with attributes is a lookup the kernel will
+         * forget. If the reply never reaches the kernel, they are forgotten here. */
+        struct sfs_node *dir;
+        struct sfs_caller caller;
+        struct sfs_node **looked_up;
+        size_t nlooked_up, cap;
 };
 
 static int fill_dirent(void *ctx, const char *name, uint64_t ino, mode_t mode, off_t next_off)
@@ -406,6 +412,66 @@ static void op_readdir(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
                          fill_dirent, &b);
         fuse_reply_buf(req, b.buf, b.used);
         free(b.buf);
+}
+
+/* Each entry goes through the same lookup a LOOKUP request would make (policy, visibility,
+ * timeouts), so `ls -l` or an audit of N snapshots costs N / (entries per reply) round trips
+ * instead of one LOOKUP each. */
+static int fill_dirent_plus(void *ctx, const char *name, uint64_t ino, mode_t mode,
+                            off_t next_off)
+{
+        struct dirbuf *b = ctx;
+        struct fuse_entry_param p = { .attr = { .st_ino = (ino_t)ino, .st_mode = mode } };
+        size_t need = fuse_add_direntry_plus(b->req, NULL, 0, name, NULL, 0);
+        struct sfs_entry e;
+
+        if (b->used + need > b->size || b->nlooked_up == b->cap)
+                return 1;
+        /* "." and ".." carry no attributes, so no lookup to forget; neither does an entry
+         * gone since opendir (ino 0: the kernel lists it and looks it up when asked), nor
+         * .staging, which a reader that may not publish would be refused, and audited for,
+         * without having asked for it. */
+        if (strcmp(name, ".") != 0 && strcmp(name, "..") != 0 &&
+            strcmp(name, SFS_STAGING_NAME) != 0 &&
+            sfs_tree_lookup(ctx_of(b->req)->tree, &b->caller, b->dir, name, &e) == 0) {
+                p.ino = id_of(b->req, e.node);
+                p.attr = e.st;
+                p.attr_timeout = e.attr_timeout;
+                p.entry_timeout = e.entry_timeout;
+                b->looked_up[b->nlooked_up++] = e.node;
+        }
+        fuse_add_direntry_plus(b->req, b->buf + b->used, b->size - b->used, name, &p, next_off);
+        b->used += need;
+        return 0;
+}
+
+static void op_readdirplus(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
+                           struct fuse_file_info *fi)
+{
+        struct sfs_ops_ctx *ctx = ctx_of(req);
+        struct dirbuf b = {
+                .req = req,
+                .size = size,
+                .dir = node_of(req, ino),
+                .caller = caller_of(req),
+        };
+
+        b.cap = size / fuse_add_direntry_plus(req, NULL, 0, "", NULL, 0) + 1;
+        b.buf = malloc(size ? size : 1);
+        b.looked_up = calloc(b.cap, sizeof(*b.looked_up));
+        if (!b.buf || !b.looked_up) {
+                free(b.buf);
+                free(b.looked_up);
+                fuse_reply_err(req, ENOMEM);
+                return;
+        }
+        sfs_tree_readdir(ctx->tree, (struct sfs_dir *)(uintptr_t)fi->fh, off, fill_dirent_plus,
+                         &b);
+        if (fuse_reply_buf(req, b.buf, b.used) < 0)
+                for (size_t i = 0; i < b.nlooked_up; i++)
+                        sfs_tree_forget(ctx->tree, b.looked_up[i], 1);
+        free(b.buf);
+        free(b.looked_up);
 }
 
 static void op_releasedir(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
@@ -502,6 +568,7 @@ const struct fuse_lowlevel_ops sfs_ops = {
         .link = op_link,
         .opendir = op_opendir,
         .readdir = op_readdir,
+        .readdirplus = op_readdirplus,
         .releasedir = op_releasedir,
         .statfs = op_statfs,
         .getxattr = op_getxattr,

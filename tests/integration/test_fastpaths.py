@@ -1,13 +1,15 @@
 # SPDX-License-Identifier: MIT
-"""The daemon's fast paths keep every byte exact: the page cache pre-filled at publish, and
-the larger readahead the daemon sets on its mount. Nothing here measures time
-(scripts/bench.sh does, side by side with its baselines)."""
+"""The daemon's fast paths keep every byte exact and every refusal in place: the page cache
+pre-filled at publish, the larger readahead the daemon sets on its mount, and listings that
+carry attributes (readdirplus). Nothing here measures time (scripts/bench.sh does, side by
+side with its baselines)."""
 import ctypes
 import hashlib
 import mmap
 import os
+import stat
 
-from conftest import sha256_hex
+from conftest import NOBODY_UID, as_uid, sha256_hex
 
 PAGE = mmap.PAGESIZE
 LIBC = ctypes.CDLL(None, use_errno=True)
@@ -115,3 +117,76 @@ def test_mount_reads_ahead_one_mib_and_cold_reads_stay_exact(mount_snapfs):
         assert f.read() == data[-100:]
         f.seek(4 * 1024 * 1024 - 1)
         assert f.read(2) == data[4 * 1024 * 1024 - 1:4 * 1024 * 1024 + 1]
+
+
+def test_listing_with_attributes_gives_each_snapshot_its_own_stat(snapfs):
+    # Enough entries that the listing takes several replies.
+    published = {snapfs.publish(b"listed %d" % i, name=f"l{i}"): b"listed %d" % i
+                 for i in range(60)}
+    seen = {}
+    with os.scandir(snapfs.path) as it:
+        for e in it:
+            seen[e.name] = (e.inode(), e.stat(follow_symlinks=False))
+    assert sorted(seen) == sorted([".staging", *published])
+    assert stat.S_ISDIR(seen[".staging"][1].st_mode)
+    for digest, data in published.items():
+        ino, st = seen[digest]
+        again = os.stat(snapfs.p(digest))
+        assert ino == st.st_ino == again.st_ino
+        assert stat.S_ISREG(st.st_mode) and stat.S_IMODE(st.st_mode) == 0
+        assert st.st_size == len(data) == again.st_size and st.st_nlink == 1
+        assert read_all(snapfs.p(digest), 4096) == data
+
+
+# Runs as another uid: argv[1] is the mount.
+LIST = r'''
+import errno, os, stat, sys
+mnt = sys.argv[1]
+def refused(fn, *a):
+    try:
+        fn(*a)
+    except OSError as e:
+        return e.errno
+    raise SystemExit(f"{fn.__name__}{a} was not refused")
+'''
+
+
+def test_staging_listing_with_attributes_shows_each_uid_only_its_own_files(snapfs):
+    snapfs.stage(b"root's half-written token", "secret")
+    code = LIST + r'''
+fd = os.open(f"{mnt}/.staging/mine", os.O_WRONLY | os.O_CREAT | os.O_EXCL)
+os.write(fd, b"mine"); os.close(fd)
+with os.scandir(f"{mnt}/.staging") as it:
+    entries = {e.name: e.stat(follow_symlinks=False) for e in it}
+assert list(entries) == ["mine"], entries
+assert stat.S_IMODE(entries["mine"].st_mode) == 0o200 and entries["mine"].st_size == 4
+assert refused(os.stat, f"{mnt}/.staging/secret") == errno.ENOENT
+os.unlink(f"{mnt}/.staging/mine")
+'''
+    as_uid(NOBODY_UID, code, snapfs.path)
+    with os.scandir(snapfs.p(".staging")) as it:
+        entries = {e.name: e.stat(follow_symlinks=False) for e in it}
+    assert list(entries) == ["secret"]
+    assert entries["secret"].st_size == len(b"root's half-written token")
+
+
+def test_an_admitted_uids_listing_leaves_nothing_an_excluded_uid_can_use(mount_snapfs):
+    # Both policies restrict: the kernel may cache no entry, since its cache is not per uid.
+    fs = mount_snapfs("--allow-other", "--readers", f"0,{NOBODY_UID}", "--publishers", "0")
+    digest = fs.publish(b"for admitted readers")
+    admitted = LIST + r'''
+with os.scandir(mnt) as it:
+    sizes = {e.name: e.stat(follow_symlinks=False).st_size for e in it if e.name != ".staging"}
+assert sizes == {sys.argv[2]: len(b"for admitted readers")}, sizes
+assert open(f"{mnt}/{sys.argv[2]}", "rb").read() == b"for admitted readers"
+'''
+    as_uid(NOBODY_UID, admitted, fs.path, digest)
+    # A reader that may not publish listed the root (.staging included) and was refused
+    # nothing it did not ask for.
+    assert not [e for e in fs.audit_events() if '"refused"' in e]
+    excluded = LIST + r'''
+assert refused(os.stat, f"{mnt}/{sys.argv[2]}") == errno.EACCES
+assert refused(os.open, f"{mnt}/{sys.argv[2]}", os.O_RDONLY) == errno.EACCES
+assert refused(os.listdir, mnt) == errno.EACCES
+'''
+    as_uid(NOBODY_UID + 1, excluded, fs.path, digest)
