@@ -12,11 +12,9 @@
 #include <unistd.h>
 
 #include "digest.h"
+#include "readhash.h"
 #include "util.h"
 #include "verify-internal.h"
-
-/* Enough for SHA-NI to run at full speed, small enough to stay below malloc's mmap threshold. */
-#define VERIFY_CHUNK (64u * 1024)
 
 const char *snap_verify_finding_name(enum snap_verify_finding f)
 {
@@ -135,43 +133,6 @@ static int check_metadata(const struct stat *st, const struct snap_binding *b, u
         return 0;
 }
 
-/* Hashes the content with pread: at most size + 1 bytes (size <= limit, so never past
- * limit + 1), one byte more than fstat said so that a file grown since is noticed without
- * reading the growth. *got is the byte count pread returned. */
-static int hash_content(int fd, uint64_t size, struct snap_hasher *h, uint64_t *got)
-{
-        _cleanup_free_ uint8_t *buf = NULL;
-        uint64_t want = size + 1, off = 0;
-        size_t bufsize = want < VERIFY_CHUNK ? (size_t)want : VERIFY_CHUNK;
-        int r;
-
-        buf = malloc(bufsize);
-        if (!buf)
-                return -ENOMEM;
-        while (off < want) {
-                size_t n = want - off < bufsize ? (size_t)(want - off) : bufsize;
-                ssize_t k = pread(fd, buf, n, (off_t)off);
-
-                if (k < 0) {
-                        if (errno == EINTR)
-                                continue;
-                        return negative_errno();
-                }
-                if (k == 0)
-                        break; /* EOF */
-                /* Bytes past size are counted, never hashed: the length check refuses them. */
-                if (off < size) {
-                        uint64_t in = (uint64_t)k < size - off ? (uint64_t)k : size - off;
-                        r = snap_hasher_update(h, buf, (size_t)in);
-                        if (r < 0)
-                                return r;
-                }
-                off += (uint64_t)k;
-        }
-        *got = off;
-        return 0;
-}
-
 int snap_verify_fd_hooked(int fd, const struct snap_binding *b, uint64_t limit,
                           struct snap_hasher *hasher, struct snap_verify_result *res,
                           void (*before_read)(int fd, void *ctx), void *ctx)
@@ -208,7 +169,7 @@ int snap_verify_fd_hooked(int fd, const struct snap_binding *b, uint64_t limit,
                 if (r < 0)
                         return report_io(res, "hasher", r);
         }
-        r = hash_content(fd, (uint64_t)st.st_size, hasher, &got);
+        r = snap_hash_fd(fd, (uint64_t)st.st_size, hasher, &got);
         if (r == 0)
                 r = snap_hasher_final(hasher, &d);
         snap_hasher_free(own);
