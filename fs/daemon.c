@@ -16,16 +16,17 @@
 #include <unistd.h>
 
 #include "audit.h"
+#include "daemon-internal.h"
 #include "mountcheck.h"
 #include "ops.h"
+#include "view.h"
 #include "readahead.h"
 #include "util.h"
 
-#define LOG(...) fprintf(stderr, "snapfs mount: " __VA_ARGS__)
 
-/* The mount point as an absolute path, without resolving anything: mountcheck must see the
- * path the caller named, and refuses one with symlinks or dot components. */
-static char *absolute_path(const char *p)
+/* Without resolving anything: mountcheck must see the path the caller named, and refuses one
+ * with symlinks or dot components. */
+char *sfs_absolute_path(const char *p)
 {
         char cwd[PATH_MAX];
         char *out;
@@ -100,7 +101,7 @@ static int handle_stale(const struct sfs_daemon_config *cfg, const char *path)
 /* Runs mountcheck on the mount we just made, before the session loop starts, so not one
  * request is served from a non-compliant mount. The probe is off: any FUSE request now would
  * wait forever for INIT, which only the loop answers. */
-static int self_check(const char *path, uint64_t *dev)
+int sfs_self_check(const char *path, bool ro, uint64_t *dev)
 {
         _cleanup_close_ int pinned = -1;
         struct mc_policy pol;
@@ -111,6 +112,8 @@ static int self_check(const char *path, uint64_t *dev)
         mc_policy_preset(&pol, "snapfs");
         pol.owner = (uint32_t)getuid();
         pol.probe_transport = false;
+        if (ro)
+                mc_policy_set(&pol, "ro", "");
         r = mc_check_path(path, &pol, MC_BACKEND_AUTO, &v, &pinned);
         if (r < 0) {
                 LOG("%s: cannot check the new mount: %s\n", path, strerror(-r));
@@ -130,8 +133,8 @@ static int self_check(const char *path, uint64_t *dev)
         return 0;
 }
 
-static struct fuse_session *new_session(const struct sfs_daemon_config *cfg,
-                                        struct sfs_ops_ctx *ctx)
+struct fuse_session *sfs_new_session(const struct sfs_daemon_config *cfg,
+                                     struct sfs_ops_ctx *ctx)
 {
         char opts[256];
         char *argv[4] = { "snapfs", "-o", opts, NULL };
@@ -141,7 +144,8 @@ static struct fuse_session *new_session(const struct sfs_daemon_config *cfg,
         /* nosuid,nodev,noexec: a snapshot is data, never a program or a device. No
          * default_permissions: the daemon decides every access, not the mode bits. */
         snprintf(opts, sizeof(opts), "fsname=snapfs,subtype=snapfs,nosuid,nodev,noexec%s%s",
-                 cfg->allow_other ? ",allow_other" : "", cfg->tree.read_only ? ",ro" : "");
+                 cfg->allow_other ? ",allow_other" : "",
+                 cfg->tree.read_only || ctx->read_view ? ",ro" : "");
         args = (struct fuse_args)FUSE_ARGS_INIT(3, argv);
         if (cfg->debug) {
                 static char *dargv[5] = { "snapfs", "-o", NULL, "-d", NULL };
@@ -226,7 +230,7 @@ static void sweeper_stop(struct sweeper *sw)
  * returns, the kernel has applied INIT's reply: the one point where raising the readahead
  * sticks (the reply's max_readahead would clamp anything set earlier back to 128 KiB).
  * 0, or a negative errno; 0 also when a signal ended the session first. */
-static int answer_init(struct fuse_session *se)
+int sfs_answer_init(struct fuse_session *se)
 {
         struct fuse_buf buf = { .mem = NULL };
         int r;
@@ -246,7 +250,7 @@ static int serve(const struct sfs_daemon_config *cfg, struct fuse_session *se,
         struct fuse_loop_config *lc;
         int r;
 
-        r = answer_init(se);
+        r = sfs_answer_init(se);
         if (r < 0) {
                 LOG("no INIT from the kernel: %s\n", strerror(-r));
                 return SFS_EXIT_ERROR;
@@ -277,12 +281,13 @@ int sfs_daemon_run(const struct sfs_daemon_config *cfg)
         _cleanup_free_ char *path = NULL;
         struct sfs_tree_config tc = cfg->tree;
         struct sfs_ops_ctx ctx = { 0 };
+        struct sfs_view view = { 0 };
         struct sfs_audit *audit = NULL;
         struct fuse_session *se = NULL;
         uint64_t dev = 0;
         int r, ret = SFS_EXIT_ERROR;
 
-        path = absolute_path(cfg->mountpoint);
+        path = sfs_absolute_path(cfg->mountpoint);
         if (!path) {
                 LOG("%s: %m\n", cfg->mountpoint);
                 return SFS_EXIT_ERROR;
@@ -304,7 +309,7 @@ int sfs_daemon_run(const struct sfs_daemon_config *cfg)
                 LOG("%s\n", strerror(-r));
                 goto out;
         }
-        se = new_session(cfg, &ctx);
+        se = sfs_new_session(cfg, &ctx);
         if (!se) {
                 LOG("cannot create the FUSE session\n");
                 goto out;
@@ -330,12 +335,20 @@ int sfs_daemon_run(const struct sfs_daemon_config *cfg)
         if (geteuid() == 0 && mount(NULL, path, NULL, MS_PRIVATE, NULL) < 0)
                 LOG("%s: cannot make the mount private: %m\n", path);
 
-        r = self_check(path, &dev);
+        r = sfs_self_check(path, false, &dev);
         if (r) {
                 ret = r;
                 goto unmount;
         }
-        sfs_tree_set_dev(ctx.tree, dev);
+        sfs_tree_set_dev(ctx.tree, dev, false);
+        if (cfg->read_view) {
+                r = sfs_view_mount(&view, cfg, ctx.tree);
+                if (r) {
+                        ret = r;
+                        goto unmount;
+                }
+                ctx.view_se = view.se;
+        }
 
         if (!cfg->foreground) {
                 /* Forks; the parent exits 0 once the child is set up, so the caller of
@@ -345,17 +358,28 @@ int sfs_daemon_run(const struct sfs_daemon_config *cfg)
                         goto unmount;
                 }
         } else {
-                printf("snapfs: serving %s (pid %d)\n", path, (int)getpid());
+                if (view.path)
+                        printf("snapfs: serving %s, read view %s (pid %d)\n", path, view.path,
+                               (int)getpid());
+                else
+                        printf("snapfs: serving %s (pid %d)\n", path, (int)getpid());
                 fflush(stdout);
         }
         {
                 /* Threads only after fuse_daemonize's fork: a fork keeps just one. */
                 struct sweeper sw;
                 sweeper_start(&sw, ctx.tree, cfg->tree.staging_ttl_ms);
-                ret = serve(cfg, se, &ctx, dev);
+                r = sfs_view_start(&view, cfg);
+                if (r < 0)
+                        LOG("cannot serve the read view: %s\n", strerror(-r));
+                else
+                        ret = serve(cfg, se, &ctx, dev);
                 sweeper_stop(&sw);
         }
 unmount:
+        /* The view first: its loop must be gone before the tree it reads is freed. */
+        ctx.view_se = NULL;
+        sfs_view_stop(&view);
         fuse_session_unmount(se);
         fuse_remove_signal_handlers(se);
         fuse_session_destroy(se);

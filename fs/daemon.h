@@ -10,6 +10,7 @@ struct sfs_daemon_config {
         const char *mountpoint;
         struct sfs_tree_config tree;  /* limits and policy; audit/owner/dev are filled in */
         const char *audit_log;        /* NULL: standard error */
+        const char *read_view;        /* also mount a read-only view here, or NULL */
         bool foreground;
         bool allow_other;
         bool replace_stale;

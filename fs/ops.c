@@ -35,7 +35,12 @@ static fuse_ino_t id_of(fuse_req_t req, struct sfs_node *n)
 static struct sfs_caller caller_of(fuse_req_t req)
 {
         const struct fuse_ctx *c = fuse_req_ctx(req);
-        return (struct sfs_caller){ .uid = c->uid, .gid = c->gid, .pid = c->pid };
+        return (struct sfs_caller){
+                .uid = c->uid,
+                .gid = c->gid,
+                .pid = c->pid,
+                .read_view = ctx_of(req)->read_view,
+        };
 }
 
 static void reply_entry(fuse_req_t req, const struct sfs_entry *e)
@@ -154,6 +159,16 @@ static void op_open(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
         struct sfs_handle *h;
         int r;
 
+        /* The read view is mounted read-only, so the kernel itself refuses every open for
+         * writing, writable shared mappings, truncation and attribute changes before asking
+         * us. What is left, read-only opens of immutable files, needs no round trip: ENOSYS
+         * tells the kernel to stop sending OPEN (and RELEASE) on this mount altogether. It is
+         * only mounted when every uid may read, so no per-open policy is skipped. */
+        if (ctx->read_view) {
+                fuse_reply_err(req, ENOSYS);
+                return;
+        }
+
         r = sfs_tree_open(ctx->tree, &c, node_of(req, ino), fi->flags, &h, &oi);
         if (r < 0) {
                 fuse_reply_err(req, -r);
@@ -220,8 +235,15 @@ static void op_read(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
         struct read_reply rr = { .req = req };
         int r;
 
-        (void)ino;
-        r = sfs_tree_read(ctx_of(req)->tree, h, size, off, reply_data, &rr);
+        /* No handle: the read view, whose opens the kernel made without asking us. The
+         * publishing mount always has one. */
+        if (h)
+                r = sfs_tree_read(ctx_of(req)->tree, h, size, off, reply_data, &rr);
+        else if (ctx_of(req)->read_view)
+                r = sfs_tree_read_node(ctx_of(req)->tree, node_of(req, ino), size, off,
+                                       reply_data, &rr);
+        else
+                r = -EBADF;
         /* A request is answered exactly once: after a failed reply it is already gone. */
         if (r < 0 && !rr.replied)
                 fuse_reply_err(req, -r);
@@ -245,6 +267,11 @@ static void op_write(fuse_req_t req, fuse_ino_t ino, const char *buf, size_t siz
 static void op_flush(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 {
         (void)ino;
+        if (ctx_of(req)->read_view) {
+                /* Nothing is ever written there: no FLUSH on every close(). */
+                fuse_reply_err(req, ENOSYS);
+                return;
+        }
         sfs_tree_flush(ctx_of(req)->tree, (struct sfs_handle *)(uintptr_t)fi->fh);
         fuse_reply_err(req, 0);
 }
@@ -258,8 +285,18 @@ static void op_release(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi
 
 static void op_unlink(fuse_req_t req, fuse_ino_t parent, const char *name)
 {
+        struct sfs_ops_ctx *ctx = ctx_of(req);
         struct sfs_caller c = caller_of(req);
-        fuse_reply_err(req, -sfs_tree_unlink(ctx_of(req)->tree, &c, node_of(req, parent), name));
+        bool root = parent == FUSE_ROOT_ID;
+        int r;
+
+        r = sfs_tree_unlink(ctx->tree, &c, node_of(req, parent), name);
+        /* The read view's kernel caches the name for a long time and never saw this unlink:
+         * drop its entry, or new opens there would still find the removed snapshot. Sent
+         * with no lock held, so the view's own workers can answer whatever waits on it. */
+        if (r == 0 && root && ctx->view_se)
+                fuse_lowlevel_notify_inval_entry(ctx->view_se, FUSE_ROOT_ID, name, strlen(name));
+        fuse_reply_err(req, -r);
 }
 
 /* Hands a just-published snapshot's bytes to the kernel's page cache (NOTIFY_STORE), so the

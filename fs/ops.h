@@ -13,6 +13,8 @@ struct sfs_ops_ctx {
         struct sfs_tree *tree;
         struct fuse_session *se; /* for invalidation notices; set before the loop starts */
         bool initialized;        /* INIT has been answered */
+        bool read_view;          /* this session is the read-only view: no OPEN, no FLUSH */
+        struct fuse_session *view_se; /* the publishing session's read view, or NULL */
 };
 
 extern const struct fuse_lowlevel_ops sfs_ops;

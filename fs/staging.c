@@ -416,11 +416,13 @@ int sfs_tree_open(struct sfs_tree *t, const struct sfs_caller *c, struct sfs_nod
         return r;
 }
 
+static int read_snapshot(struct sfs_tree *t, struct sfs_node *n, size_t size, off_t off,
+                         int (*reply)(void *ctx, const void *data, size_t len), void *ctx);
+
 int sfs_tree_read(struct sfs_tree *t, struct sfs_handle *h, size_t size, off_t off,
                   int (*reply)(void *ctx, const void *data, size_t len), void *ctx)
 {
         struct sfs_node *n = h->node;
-        struct snap_object *obj;
         struct sfs_staging *stg;
         int r;
 
@@ -444,7 +446,25 @@ int sfs_tree_read(struct sfs_tree *t, struct sfs_handle *h, size_t size, off_t o
                 }
                 pthread_mutex_unlock(&t->lock);
         }
-        obj = n->obj;
+        return read_snapshot(t, n, size, off, reply, ctx);
+}
+
+int sfs_tree_read_node(struct sfs_tree *t, struct sfs_node *n, size_t size, off_t off,
+                       int (*reply)(void *ctx, const void *data, size_t len), void *ctx)
+{
+        if (off < 0)
+                return -EINVAL;
+        if (node_kind(n) != SFS_KIND_SNAPSHOT)
+                return -EBADF;
+        return read_snapshot(t, n, size, off, reply, ctx);
+}
+
+static int read_snapshot(struct sfs_tree *t, struct sfs_node *n, size_t size, off_t off,
+                         int (*reply)(void *ctx, const void *data, size_t len), void *ctx)
+{
+        struct snap_object *obj = n->obj;
+        int r;
+
         if ((uint64_t)off >= obj->size)
                 return reply(ctx, "", 0);
         /* The reply completes the kernel's READ inside writev(), and with it the kernel may

@@ -67,7 +67,8 @@ bool sfs_may_read(const struct sfs_tree *t, const struct sfs_caller *c)
 
 bool sfs_may_publish(const struct sfs_tree *t, const struct sfs_caller *c)
 {
-        return !t->cfg.read_only && sfs_uidset_contains(&t->cfg.publishers, c->uid);
+        return !t->cfg.read_only && !c->read_view &&
+               sfs_uidset_contains(&t->cfg.publishers, c->uid);
 }
 
 /* When metadata is not visible to every uid, nothing may be cached by the kernel: its caches
@@ -187,10 +188,13 @@ void sfs_tree_free(struct sfs_tree *t)
         free(t);
 }
 
-void sfs_tree_set_dev(struct sfs_tree *t, uint64_t dev)
+void sfs_tree_set_dev(struct sfs_tree *t, uint64_t dev, bool view)
 {
         pthread_mutex_lock(&t->lock);
-        t->cfg.dev = dev;
+        if (view)
+                t->cfg.read_view_dev = dev;
+        else
+                t->cfg.dev = dev;
         pthread_mutex_unlock(&t->lock);
 }
 
@@ -393,7 +397,7 @@ static int lookup_locked(struct sfs_tree *t, const struct sfs_caller *c, struct 
         case SFS_KIND_ROOT:
                 if (!sfs_may_see(t, c))
                         return -EACCES;
-                if (!t->cfg.read_only && strcmp(name, SFS_STAGING_NAME) == 0) {
+                if (!t->cfg.read_only && !c->read_view && strcmp(name, SFS_STAGING_NAME) == 0) {
                         *out = &t->staging;
                         return 0;
                 }
@@ -538,7 +542,7 @@ int sfs_tree_getxattr(struct sfs_tree *t, const struct sfs_caller *c, struct sfs
                         struct snap_binding b = {
                                 .sha256 = n->obj->digest,
                                 .size = n->obj->size,
-                                .dev = t->cfg.dev,
+                                .dev = c->read_view ? t->cfg.read_view_dev : t->cfg.dev,
                                 .ino = n->obj->ino,
                         };
                         r = snap_binding_format(&b, value, sizeof(value));
@@ -719,7 +723,7 @@ int sfs_tree_opendir(struct sfs_tree *t, const struct sfs_caller *c, struct sfs_
         if (r == 0)
                 r = dir_add(&cl, "..", SFS_ROOT_INO, S_IFDIR);
         if (r == 0 && node_kind(n) == SFS_KIND_ROOT) {
-                if (!t->cfg.read_only)
+                if (!t->cfg.read_only && !c->read_view)
                         r = dir_add(&cl, SFS_STAGING_NAME, SFS_STAGING_INO, S_IFDIR);
                 if (r == 0)
                         r = snap_store_foreach(t->store, collect_object, &cl);

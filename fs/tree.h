@@ -38,6 +38,7 @@ struct sfs_tree_config {
         uid_t owner_uid;           /* owner shown on the directories */
         gid_t owner_gid;
         uint64_t dev;              /* st_dev of the mount, for the binding xattr (0 if unknown) */
+        uint64_t read_view_dev;    /* st_dev of the read-only view, if there is one */
         double cache_timeout;      /* seconds the kernel may cache immutable entries/attrs */
         uint64_t staging_ttl_ms;   /* closed staging files idle this long are removed; 0 never */
         struct sfs_audit *audit;   /* may be NULL */
@@ -47,6 +48,7 @@ struct sfs_caller {
         uid_t uid;
         gid_t gid;
         pid_t pid;
+        bool read_view; /* the request came through the read-only view (no staging) */
 };
 
 enum sfs_kind {
@@ -90,8 +92,9 @@ enum {
 int sfs_tree_new(const struct sfs_tree_config *cfg, struct sfs_tree **out);
 /* Frees everything, including content still referenced by nodes the kernel never forgot. */
 void sfs_tree_free(struct sfs_tree *t);
-/* Sets the mount's device number once it is known (after mounting). */
-void sfs_tree_set_dev(struct sfs_tree *t, uint64_t dev);
+/* Sets the mount's device number once it is known (after mounting); view: of the read-only
+ * view instead. */
+void sfs_tree_set_dev(struct sfs_tree *t, uint64_t dev, bool view);
 
 struct sfs_node *sfs_tree_root(struct sfs_tree *t);
 enum sfs_kind sfs_node_kind(const struct sfs_node *n);
@@ -137,6 +140,11 @@ int sfs_tree_read(struct sfs_tree *t, struct sfs_handle *h, size_t size, off_t o
 int sfs_tree_get_content(struct sfs_tree *t, struct sfs_node *n, struct snap_object **ref,
                          const void **data, uint64_t *size);
 void sfs_tree_put_content(struct sfs_tree *t, struct snap_object *ref);
+/* The same for a request that carries no handle: reads through the read-only view, whose
+ * opens the kernel makes without asking the daemon. Snapshots only (-EBADF otherwise); the
+ * kernel holds the inode, and with it the node, while it reads. */
+int sfs_tree_read_node(struct sfs_tree *t, struct sfs_node *n, size_t size, off_t off,
+                       int (*reply)(void *ctx, const void *data, size_t len), void *ctx);
 /* Writes to a staging file opened for writing: -EBADF otherwise, -EFBIG past the snapshot
  * size limit, -ENOSPC past the byte limit, -EBUSY while it is being published. */
 int sfs_tree_write(struct sfs_tree *t, const struct sfs_caller *c, struct sfs_handle *h,

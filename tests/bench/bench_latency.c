@@ -38,6 +38,8 @@ struct lat {
         struct bench_env *env;
         struct bench_daemon d;
         uint8_t *buf;
+        int view_root;          /* the read view (--read-view), judged like the mount */
+        uint64_t view_mount_id;
 };
 
 static void binding_from(const struct stat *st, const struct snap_digest *d, size_t len,
@@ -279,6 +281,7 @@ static void publish_item(struct lat *l, size_t len, int rounds)
 
 struct published {
         struct snap_binding b;
+        struct snap_binding view; /* the same snapshot through the read view */
         char hex[SNAP_DIGEST_HEX_LEN + 1];
         int memfd;
 };
@@ -287,6 +290,13 @@ static long long open_snapfs(struct lat *l, struct published *p)
 {
         long long t0 = bench_now_ns();
         bench_verified_open(l->env, l->d.root, p->hex, &p->b, l->d.mount_id);
+        return bench_now_ns() - t0;
+}
+
+static long long open_view(struct lat *l, struct published *p)
+{
+        long long t0 = bench_now_ns();
+        bench_verified_open(l->env, l->view_root, p->hex, &p->view, l->view_mount_id);
         return bench_now_ns() - t0;
 }
 
@@ -312,7 +322,7 @@ static void open_item(struct lat *l, int rounds)
 {
         struct bench_env *env = l->env;
         struct published sp = { .memfd = -1 }, tp = { .memfd = -1 }, mp = { .memfd = -1 };
-        struct bench_series s[3] = { 0 };
+        struct bench_series s[4] = { 0 };
         const size_t len = 4096;
         struct stat st;
         char note[64];
@@ -331,6 +341,9 @@ static void open_item(struct lat *l, int rounds)
             fstatat(l->d.root, sp.hex, &st, AT_SYMLINK_NOFOLLOW) < 0)
                 bench_die("publish: %s", strerror(errno));
         binding_from(&st, &sp.b.sha256, len, &sp.b);
+        if (fstatat(l->view_root, sp.hex, &st, AT_SYMLINK_NOFOLLOW) < 0)
+                bench_die("stat in the read view: %s", strerror(errno));
+        binding_from(&st, &sp.b.sha256, len, &sp.view);
 
         /* tmpfs */
         bench_fill(l->buf, len, 11, env->counter++);
@@ -358,11 +371,12 @@ static void open_item(struct lat *l, int rounds)
         binding_from(&st, &mp.b.sha256, len, &mp.b);
 
         for (int r = -WARMUP_ROUNDS; r < rounds; r++)
-                for (int k = 0; k < 3; k++) {
-                        int c = (k + (r < 0 ? 0 : r)) % 3;
+                for (int k = 0; k < 4; k++) {
+                        int c = (k + (r < 0 ? 0 : r)) % 4;
                         long long t = c == 0   ? open_snapfs(l, &sp)
                                       : c == 1 ? open_memfd(l, &mp)
-                                               : open_tmpfs(l, &tp);
+                                      : c == 2 ? open_tmpfs(l, &tp)
+                                               : open_view(l, &sp);
                         if (r >= 0)
                                 bench_series_add(&s[c], (double)t);
                 }
@@ -375,25 +389,27 @@ static void open_item(struct lat *l, int rounds)
                 }
                 bench_cpu_watch_describe(&w, note, sizeof(note));
         }
-        for (int c = 1; c < 3; c++)
-                bench_emit(&(struct bench_row){
-                        .item = "2",
-                        .what = "verified open (published)",
-                        .size = "4KiB",
-                        .placement = bench_placement_name(env->placement),
-                        .snapfs = "snapfs",
-                        .baseline = c == 1 ? "memfd" : "tmpfs",
-                        .snapfs_value = bench_series_median(&s[0]) / 1e3,
-                        .baseline_value = bench_series_median(&s[c]) / 1e3,
-                        .unit = "us",
-                        .target = c == 1 ? "<=1.5" : "",
-                        .runs = rounds,
-                        .note = note,
-                });
+        for (int v = 0; v < 2; v++)
+                for (int c = 1; c < 3; c++)
+                        bench_emit(&(struct bench_row){
+                                .item = "2",
+                                .what = v ? "verified open (read view)"
+                                          : "verified open (published)",
+                                .size = "4KiB",
+                                .placement = bench_placement_name(env->placement),
+                                .snapfs = v ? "snapfs-view" : "snapfs",
+                                .baseline = c == 1 ? "memfd" : "tmpfs",
+                                .snapfs_value = bench_series_median(&s[v ? 3 : 0]) / 1e3,
+                                .baseline_value = bench_series_median(&s[c]) / 1e3,
+                                .unit = "us",
+                                .target = c == 1 ? "<=1.5" : "",
+                                .runs = rounds,
+                                .note = v ? "" : note,
+                        });
         close(mp.memfd);
         unlinkat(l->d.root, sp.hex, 0);
         unlinkat(env->tmpfs_dir, tp.hex, 0);
-        for (int c = 0; c < 3; c++)
+        for (int c = 0; c < 4; c++)
                 bench_series_free(&s[c]);
 }
 
@@ -408,19 +424,31 @@ void bench_section_latency(struct bench_env *env)
                 { 65536, 300 },
                 { 1u << 20, 100 },
         };
-        char audit[128];
+        char audit[128], view[128];
         const char *const opts[] = { "--max-snapshot-size", "2M", "--max-bytes", "256M",
-                                     "--audit-log", audit, NULL };
-        struct lat l = { .env = env };
+                                     "--audit-log", audit, "--read-view", view, NULL };
+        struct lat l = { .env = env, .view_root = -1 };
+        struct mc_policy pol;
+        struct mc_verdict v;
 
         snprintf(audit, sizeof(audit), "%s/latency.audit", env->base);
+        snprintf(view, sizeof(view), "%s/latency-view", env->base);
+        if (mkdir(view, 0755) < 0 && errno != EEXIST)
+                bench_die("mkdir %s: %s", view, strerror(errno));
         l.buf = malloc(1u << 20);
         if (!l.buf)
                 bench_die("out of memory");
         bench_env_daemon(env, &l.d, "latency", opts);
+        /* The view is judged like the mount, read-only required. */
+        mc_policy_preset(&pol, "snapfs");
+        mc_policy_set(&pol, "ro", "");
+        if (mc_check_path(view, &pol, MC_BACKEND_AUTO, &v, &l.view_root) < 0 || !v.compliant)
+                bench_die("mountcheck refused the read view %s", view);
+        l.view_mount_id = v.mount_id;
         for (size_t i = 0; i < ARRAY_SIZE(sizes); i++)
                 publish_item(&l, sizes[i].len, sizes[i].rounds);
         open_item(&l, 2000);
+        close(l.view_root);
         if (bench_daemon_stop(&l.d) < 0)
                 bench_die("snapfs did not exit cleanly");
         free(l.buf);

@@ -829,6 +829,59 @@ static void test_content_is_withheld_while_a_handle_is_open(void **state)
         sfs_tree_free(t);
 }
 
+static int count_entry(void *ctx, const char *name, uint64_t ino, mode_t mode, off_t next)
+{
+        (void)ino, (void)mode, (void)next;
+        if (strcmp(name, ".staging") == 0)
+                ++*(int *)ctx;
+        return 0;
+}
+
+static void test_the_read_view_hides_staging_and_binds_with_its_own_dev(void **state)
+{
+        struct sfs_tree_config cfg = base_config();
+        struct sfs_caller viewer = { .uid = 1001, .gid = 1001, .pid = 13, .read_view = true };
+        struct readback rb = { .len = 0 };
+        struct sfs_tree *t;
+        struct sfs_node *n, *staged;
+        struct sfs_entry e;
+        struct sfs_dir *d;
+        char buf[256];
+        size_t len = 0;
+        int seen = 0;
+
+        (void)state;
+        t = new_tree(&cfg);
+        sfs_tree_set_dev(t, makedev(0, 50), false);
+        sfs_tree_set_dev(t, makedev(0, 51), true);
+        assert_int_equal(publish(t, &alice, "a", "view me", 7, &n), 0);
+        staged = stage(t, &alice, "b", "staged", 6);
+        assert_int_equal(sfs_tree_lookup(t, &viewer, sfs_tree_root(t), ".staging", &e), -ENOENT);
+        assert_int_equal(sfs_tree_opendir(t, &viewer, sfs_tree_root(t), &d), 0);
+        sfs_tree_readdir(t, d, 0, count_entry, &seen);
+        sfs_tree_releasedir(t, d);
+        assert_int_equal(seen, 0);
+        assert_int_equal(sfs_tree_getxattr(t, &viewer, n, SFS_XATTR_BINDING, buf, sizeof(buf),
+                                           &len),
+                         0);
+        assert_non_null(memmem(buf, len, " dev=0:51 ", 10));
+        assert_int_equal(sfs_tree_getxattr(t, &bob, n, SFS_XATTR_BINDING, buf, sizeof(buf), &len),
+                         0);
+        assert_non_null(memmem(buf, len, " dev=0:50 ", 10));
+        /* Reads without a handle: snapshots only. */
+        assert_int_equal(sfs_tree_read_node(t, n, sizeof(rb.buf), 0, collect, &rb), 0);
+        assert_int_equal(rb.len, 7);
+        assert_memory_equal(rb.buf, "view me", 7);
+        assert_int_equal(sfs_tree_read_node(t, staged, sizeof(rb.buf), 0, collect, &rb), -EBADF);
+        /* The main mount still lists .staging. */
+        seen = 0;
+        assert_int_equal(sfs_tree_opendir(t, &bob, sfs_tree_root(t), &d), 0);
+        sfs_tree_readdir(t, d, 0, count_entry, &seen);
+        sfs_tree_releasedir(t, d);
+        assert_int_equal(seen, 1);
+        sfs_tree_free(t);
+}
+
 int main(void)
 {
         const struct CMUnitTest tests[] = {
@@ -855,6 +908,7 @@ int main(void)
                 cmocka_unit_test(test_counters_return_to_zero_after_everything_is_gone),
                 cmocka_unit_test(test_idle_closed_staging_files_expire_and_open_ones_stay),
                 cmocka_unit_test(test_a_zero_ttl_never_expires_anything),
+                cmocka_unit_test(test_the_read_view_hides_staging_and_binds_with_its_own_dev),
                 cmocka_unit_test(test_content_of_a_snapshot_is_its_bytes_and_staging_has_none),
                 cmocka_unit_test(test_content_is_withheld_while_a_handle_is_open),
         };
