@@ -1,7 +1,10 @@
 /* SPDX-License-Identifier: MIT */
 #include "clientopts.h"
+#include "client-internal.h"
+#include "util.h"
 
 #include <errno.h>
+#include <fcntl.h>
 #include <getopt.h>
 #include <limits.h>
 #include <stdint.h>
@@ -68,11 +71,26 @@ int cli_parse_common(const char *cmd, int argc, char **argv, bool with_mount, in
 
 char *cli_mount_path(const char *cmd, const struct cli_common *c)
 {
-        char *mount = cli_absolute_path(c->mount_arg ? c->mount_arg : cli_default_mount());
+        char *mount = path_make_absolute(c->mount_arg ? c->mount_arg : cli_default_mount());
 
         if (!mount)
                 fprintf(stderr, "snapfs %s: %s\n", cmd, strerror(errno));
         return mount;
+}
+
+int cli_open_root_dir(const struct snapfs_mnt *m, DIR **out)
+{
+        int fd = snapfs_mnt_open(m, ".", O_RDONLY | O_DIRECTORY, 0);
+
+        if (fd < 0)
+                return fd;
+        *out = fdopendir(fd);
+        if (!*out) {
+                int r = negative_errno();
+                safe_close(fd);
+                return r;
+        }
+        return 0;
 }
 
 int cli_parse_owner(const char *s, struct snapfs_options *opts)
@@ -93,20 +111,6 @@ int cli_parse_owner(const char *s, struct snapfs_options *opts)
         opts->flags |= SNAPFS_OPT_OWNER;
         opts->owner = (uint32_t)v;
         return 0;
-}
-
-char *cli_absolute_path(const char *path)
-{
-        char cwd[PATH_MAX];
-        char *out;
-
-        if (path[0] == '/')
-                return strdup(path);
-        if (!getcwd(cwd, sizeof(cwd)))
-                return NULL;
-        if (asprintf(&out, "%s/%s", strcmp(cwd, "/") == 0 ? "" : cwd, path) < 0)
-                return NULL;
-        return out;
 }
 
 void cli_print_reasons(FILE *f, const struct snapfs_report *why)

@@ -3,11 +3,14 @@
  * a refusal's reasons are printed. */
 #pragma once
 
+#include <dirent.h>
 #include <json-c/json.h>
 #include <stdbool.h>
 #include <stdio.h>
 
 #include "snapfs.h"
+
+struct snapfs_mnt;
 
 /* The mount when --mount is not given: $SNAPFS_MOUNT, else /run/snapfs. */
 #define CLI_DEFAULT_MOUNT "/run/snapfs"
@@ -34,12 +37,12 @@ int cli_parse_common(const char *cmd, int argc, char **argv, bool with_mount, in
  * printing why. */
 char *cli_mount_path(const char *cmd, const struct cli_common *c);
 
+/* The judged mount's root, opened for listing below its pinned descriptor (never through the
+ * path again): 0 and *out (closedir it), or a negative errno. */
+int cli_open_root_dir(const struct snapfs_mnt *m, DIR **out);
+
 /* --owner UID: a decimal uid (no sign, no leading zero, < 2^32 - 1). 0, or -EINVAL. */
 int cli_parse_owner(const char *s, struct snapfs_options *opts);
-
-/* path made absolute against the working directory, without resolving anything (the mount
- * check must see the path as named). malloc'd, or NULL with errno set. */
-char *cli_absolute_path(const char *path);
 
 /* One "code: message" line per reason, then a line counting dropped ones. */
 void cli_print_reasons(FILE *f, const struct snapfs_report *why);

@@ -309,16 +309,11 @@ static int read_names(const struct snapfs_mnt *m, char ***out, size_t *n_out)
         size_t n = 0, cap = 0;
         struct dirent *de;
         DIR *d;
-        int fd, r = 0;
+        int r = 0;
 
-        fd = snapfs_mnt_open(m, ".", O_RDONLY | O_DIRECTORY, 0);
-        if (fd < 0)
-                return fd;
-        d = fdopendir(fd);
-        if (!d) {
-                safe_close(fd);
-                return negative_errno();
-        }
+        r = cli_open_root_dir(m, &d);
+        if (r < 0)
+                return r;
         while ((errno = 0, de = readdir(d))) {
                 if (strcmp(de->d_name, ".") == 0 || strcmp(de->d_name, "..") == 0)
                         continue;
@@ -437,7 +432,7 @@ int cli_cmd_audit(int argc, char **argv)
                              "exactly one MNT", audit_usage, &co);
         if (r >= 0)
                 return r;
-        mount = cli_absolute_path(argv[optind]);
+        mount = path_make_absolute(argv[optind]);
         if (!mount) {
                 fprintf(stderr, "snapfs audit: %s\n", strerror(errno));
                 return 2;

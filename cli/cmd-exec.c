@@ -160,7 +160,7 @@ int cli_cmd_exec(int argc, char **argv)
                 return 2;
         }
         cmd = argv + optind;
-        mount = cli_absolute_path(mnt ?: cli_default_mount());
+        mount = path_make_absolute(mnt ?: cli_default_mount());
         if (!mount) {
                 fprintf(stderr, "snapfs exec: %s\n", strerror(errno));
                 return 2;

@@ -67,16 +67,11 @@ static int list(const struct snapfs_mnt *m, struct item **out, size_t *n_out)
         size_t n = 0, cap = 0;
         struct dirent *de;
         DIR *d;
-        int fd;
+        int r;
 
-        fd = snapfs_mnt_open(m, ".", O_RDONLY | O_DIRECTORY, 0);
-        if (fd < 0)
-                return fd;
-        d = fdopendir(fd);
-        if (!d) {
-                safe_close(fd);
-                return negative_errno();
-        }
+        r = cli_open_root_dir(m, &d);
+        if (r < 0)
+                return r;
         while ((errno = 0, de = readdir(d))) {
                 if (!snap_is_digest_name(de->d_name))
                         continue; /* ".", "..", ".staging" */
@@ -95,7 +90,7 @@ static int list(const struct snapfs_mnt *m, struct item **out, size_t *n_out)
                         n++;
         }
         if (errno) {
-                int r = negative_errno();
+                r = negative_errno();
                 closedir(d);
                 return r;
         }

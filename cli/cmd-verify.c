@@ -68,7 +68,7 @@ int cli_cmd_verify(int argc, char **argv)
                 fd = snapfs_open_verified(mount, &b, &co.opts, &why);
         } else {
                 /* dirname/basename may modify their argument: each gets its own copy. */
-                path = cli_absolute_path(arg);
+                path = path_make_absolute(arg);
                 dir = path ? strdup(path) : NULL;
                 name = path ? strdup(path) : NULL;
                 if (!dir || !name) {
@@ -79,7 +79,7 @@ int cli_cmd_verify(int argc, char **argv)
                 if (!mount)
                         return 2;
                 if (co.mount_arg) {
-                        _cleanup_free_ char *given = cli_absolute_path(co.mount_arg);
+                        _cleanup_free_ char *given = path_make_absolute(co.mount_arg);
                         if (!given || strcmp(given, mount) != 0) {
                                 fprintf(stderr, "snapfs verify: %s is not on --mount %s\n", arg,
                                         co.mount_arg);

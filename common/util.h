@@ -4,8 +4,10 @@
 #pragma once
 
 #include <errno.h>
+#include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 #include <unistd.h>
 
 #define ARRAY_SIZE(a) (sizeof(a) / sizeof((a)[0]))
@@ -58,4 +60,20 @@ static inline void fclosep(FILE **f)
 static inline int negative_errno(void)
 {
         return errno > 0 ? -errno : -EIO;
+}
+
+/* path made absolute against the working directory, resolving nothing (a mount check must
+ * see the path as the user named it). malloc'd, or NULL with errno set. */
+static inline char *path_make_absolute(const char *path)
+{
+        char cwd[PATH_MAX];
+        char *out;
+
+        if (path[0] == '/')
+                return strdup(path);
+        if (!getcwd(cwd, sizeof(cwd)))
+                return NULL;
+        if (asprintf(&out, "%s/%s", strcmp(cwd, "/") == 0 ? "" : cwd, path) < 0)
+                return NULL;
+        return out;
 }

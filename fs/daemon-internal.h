@@ -10,8 +10,6 @@
 
 #define LOG(...) fprintf(stderr, "snapfs mount: " __VA_ARGS__)
 
-/* The path as an absolute path, resolving nothing. malloc'd, or NULL with errno set. */
-char *sfs_absolute_path(const char *p);
 /* A FUSE session for ctx: nosuid,nodev,noexec, type fuse.snapfs, ro for a read view. */
 struct fuse_session *sfs_new_session(const struct sfs_daemon_config *cfg,
                                      struct sfs_ops_ctx *ctx);

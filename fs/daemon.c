@@ -24,22 +24,6 @@
 #include "util.h"
 
 
-/* Without resolving anything: mountcheck must see the path the caller named, and refuses one
- * with symlinks or dot components. */
-char *sfs_absolute_path(const char *p)
-{
-        char cwd[PATH_MAX];
-        char *out;
-
-        if (p[0] == '/')
-                return strdup(p);
-        if (!getcwd(cwd, sizeof(cwd)))
-                return NULL;
-        if (asprintf(&out, "%s/%s", strcmp(cwd, "/") == 0 ? "" : cwd, p) < 0)
-                return NULL;
-        return out;
-}
-
 static void print_findings(const char *path, const struct mc_verdict *v)
 {
         LOG("%s: the new mount is not compliant; refusing to serve it:\n", path);
@@ -287,7 +271,7 @@ int sfs_daemon_run(const struct sfs_daemon_config *cfg)
         uint64_t dev = 0;
         int r, ret = SFS_EXIT_ERROR;
 
-        path = sfs_absolute_path(cfg->mountpoint);
+        path = path_make_absolute(cfg->mountpoint);
         if (!path) {
                 LOG("%s: %m\n", cfg->mountpoint);
                 return SFS_EXIT_ERROR;

@@ -13,6 +13,7 @@
 #include "daemon-internal.h"
 #include "readahead.h"
 #include "tree.h"
+#include "util.h"
 
 static unsigned view_max_threads;
 
@@ -22,7 +23,7 @@ int sfs_view_mount(struct sfs_view *v, const struct sfs_daemon_config *cfg,
         int r;
 
         *v = (struct sfs_view){ .ctx = { .tree = tree, .read_view = true } };
-        v->path = sfs_absolute_path(cfg->read_view);
+        v->path = path_make_absolute(cfg->read_view);
         if (!v->path) {
                 LOG("--read-view %s: %m\n", cfg->read_view);
                 return SFS_EXIT_ERROR;
