@@ -151,6 +151,18 @@ static void op_access(fuse_req_t req, fuse_ino_t ino, int mask)
         fuse_reply_err(req, -sfs_tree_access(ctx_of(req)->tree, &c, node_of(req, ino), mask));
 }
 
+/* What an open or create tells the kernel about the new handle. */
+static void set_file_info(struct fuse_file_info *fi, struct sfs_handle *h,
+                          const struct sfs_open_info *oi)
+{
+        fi->fh = (uint64_t)(uintptr_t)h;
+        fi->keep_cache = oi->keep_cache;
+        fi->direct_io = oi->direct_io;
+        /* Only staging writes need close() to reach the daemon; for everything else a
+         * FLUSH would be a wasted round trip on every close. */
+        fi->noflush = !oi->flush;
+}
+
 static void op_open(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 {
         struct sfs_ops_ctx *ctx = ctx_of(req);
@@ -174,12 +186,7 @@ static void op_open(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
                 fuse_reply_err(req, -r);
                 return;
         }
-        fi->fh = (uint64_t)(uintptr_t)h;
-        fi->keep_cache = oi.keep_cache;
-        fi->direct_io = oi.direct_io;
-        /* Only staging writes need close() to reach the daemon; for everything else a
-         * FLUSH would be a wasted round trip on every close. */
-        fi->noflush = !oi.flush;
+        set_file_info(fi, h, &oi);
         if (fuse_reply_open(req, fi) < 0)
                 sfs_tree_release(ctx->tree, h);
 }
@@ -200,10 +207,7 @@ static void op_create(fuse_req_t req, fuse_ino_t parent, const char *name, mode_
                 fuse_reply_err(req, -r);
                 return;
         }
-        fi->fh = (uint64_t)(uintptr_t)h;
-        fi->keep_cache = oi.keep_cache;
-        fi->direct_io = oi.direct_io;
-        fi->noflush = !oi.flush;
+        set_file_info(fi, h, &oi);
         struct fuse_entry_param p = {
                 .ino = id_of(req, e.node),
                 .attr = e.st,

@@ -23,9 +23,16 @@ static int parse_digits(const char **p, uint64_t *out)
         return 0;
 }
 
-int sfs_parse_size(const char *s, uint64_t *out)
+struct unit {
+        char suffix;
+        uint64_t mult;
+};
+
+/* Digits, then at most one suffix from units (a table ended by suffix 0), then nothing. */
+static int parse_scaled(const char *s, const struct unit *units, uint64_t plain,
+                        uint64_t *out)
 {
-        uint64_t v, mult = 1;
+        uint64_t v, mult = plain;
         int r;
 
         if (!s)
@@ -33,30 +40,27 @@ int sfs_parse_size(const char *s, uint64_t *out)
         r = parse_digits(&s, &v);
         if (r < 0)
                 return r;
-        switch (*s) {
-        case '\0':
-                break;
-        case 'K': case 'k':
-                mult = 1ULL << 10;
-                s++;
-                break;
-        case 'M': case 'm':
-                mult = 1ULL << 20;
-                s++;
-                break;
-        case 'G': case 'g':
-                mult = 1ULL << 30;
-                s++;
-                break;
-        default:
-                return -EINVAL;
+        if (*s != '\0') {
+                const struct unit *u = units;
+                while (u->suffix && u->suffix != *s)
+                        u++;
+                if (!u->suffix || s[1] != '\0')
+                        return -EINVAL;
+                mult = u->mult;
         }
-        if (*s != '\0')
-                return -EINVAL;
         if (v > UINT64_MAX / mult)
                 return -ERANGE;
         *out = v * mult;
         return 0;
+}
+
+int sfs_parse_size(const char *s, uint64_t *out)
+{
+        static const struct unit units[] = {
+                { 'K', 1ULL << 10 }, { 'k', 1ULL << 10 }, { 'M', 1ULL << 20 },
+                { 'm', 1ULL << 20 }, { 'G', 1ULL << 30 }, { 'g', 1ULL << 30 }, { 0, 0 },
+        };
+        return parse_scaled(s, units, 1, out);
 }
 
 int sfs_parse_count(const char *s, uint64_t max, uint64_t *out)
@@ -79,37 +83,10 @@ int sfs_parse_count(const char *s, uint64_t max, uint64_t *out)
 
 int sfs_parse_duration(const char *s, uint64_t *out_ms)
 {
-        uint64_t v, mult = 1000;
-        int r;
-
-        if (!s)
-                return -EINVAL;
-        r = parse_digits(&s, &v);
-        if (r < 0)
-                return r;
-        switch (*s) {
-        case '\0':
-                break;
-        case 's':
-                s++;
-                break;
-        case 'm':
-                mult = 60 * 1000;
-                s++;
-                break;
-        case 'h':
-                mult = 3600 * 1000;
-                s++;
-                break;
-        default:
-                return -EINVAL;
-        }
-        if (*s != '\0')
-                return -EINVAL;
-        if (v > UINT64_MAX / mult)
-                return -ERANGE;
-        *out_ms = v * mult;
-        return 0;
+        static const struct unit units[] = {
+                { 's', 1000 }, { 'm', 60 * 1000 }, { 'h', 3600 * 1000 }, { 0, 0 },
+        };
+        return parse_scaled(s, units, 1000, out_ms);
 }
 
 int sfs_parse_uidset(const char *s, struct sfs_uidset *out)
