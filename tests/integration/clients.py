@@ -11,7 +11,7 @@ import signal
 import subprocess
 import sys
 
-from conftest import BUILD, ROOT, SNAPFS, sha256_hex
+from conftest import BUILD, ROOT, SNAPFS, helper_fs, sha256_hex
 
 LIBSNAPFS = BUILD / "client" / "libsnapfs.so.0"
 APICLIENT = BUILD / "tests" / "helpers" / "apiclient"
@@ -89,28 +89,9 @@ def codes(out):
     return {r["code"] for r in out["reasons"]}
 
 
-@contextlib.contextmanager
 def fakesnap(mnt, *entries):
     """The impostor mounted at mnt (by root: the owner a root client trusts by default)."""
-    os.makedirs(mnt, exist_ok=True)
-    p = subprocess.Popen([str(FAKESNAP), mnt, *entries], stdout=subprocess.PIPE,
-                         stderr=subprocess.PIPE, text=True)
-    try:
-        ready, _, _ = select.select([p.stdout], [], [], 20)
-        line = p.stdout.readline() if ready else ""
-        assert line.strip() == "mounted", f"fakesnap did not mount: {line!r}"
-        yield p
-    finally:
-        if p.poll() is None:
-            p.send_signal(signal.SIGTERM)
-            try:
-                p.wait(timeout=20)
-            except subprocess.TimeoutExpired:
-                p.kill()
-                p.wait()
-        subprocess.run(["umount", "-l", mnt], capture_output=True, check=False)
-        p.stdout.close()
-        p.stderr.close()
+    return helper_fs([FAKESNAP, mnt, *entries], mnt, "fakesnap")
 
 
 @contextlib.contextmanager

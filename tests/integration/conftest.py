@@ -5,8 +5,10 @@ The suite runs inside `unshare -m --propagation private` (scripts/test.sh), so e
 test makes dies with the namespace even if the test crashes. Each test still checks that it
 left no mount, no child process and no open descriptor behind.
 """
+import contextlib
 import os
 import pathlib
+import select
 import subprocess
 
 import pytest
@@ -261,6 +263,46 @@ def as_uid(uid, code, *args, check=True):
     if check:
         assert r.returncode == 0, f"as uid {uid}: {r.stdout}{r.stderr}"
     return r
+
+
+# Prefix for Python code run as another uid (as_uid): argv[1] is the mount, and refused()
+# returns the errno a call fails with, or exits non-zero when it succeeds.
+UID_PRELUDE = r'''
+import errno, hashlib, os, stat, sys
+mnt = sys.argv[1]
+def refused(fn, *a):
+    try:
+        fn(*a)
+    except OSError as e:
+        return e.errno
+    raise SystemExit(f"{fn.__name__}{a} was not refused")
+'''
+
+
+@contextlib.contextmanager
+def helper_fs(argv, mnt, name):
+    """A test FUSE server (tinyfs, fakesnap: they print "mounted" once serving) at mnt;
+    stopped, reaped and unmounted on exit, whatever happened."""
+    os.makedirs(mnt, exist_ok=True)
+    p = subprocess.Popen([str(a) for a in argv], stdout=subprocess.PIPE,
+                         stderr=subprocess.PIPE, text=True)
+    try:
+        ready, _, _ = select.select([p.stdout], [], [], 20)
+        line = p.stdout.readline() if ready else ""
+        assert line.strip() == "mounted", f"{name} did not mount: {line!r}"
+        yield p
+    finally:
+        if p.poll() is None:
+            p.send_signal(signal.SIGTERM)
+            try:
+                p.wait(timeout=20)
+            except subprocess.TimeoutExpired:
+                p.kill()
+                p.wait()
+        # A killed server leaves its mount answering ENOTCONN: clear it.
+        subprocess.run(["umount", "-l", mnt], capture_output=True, check=False)
+        p.stdout.close()
+        p.stderr.close()
 
 
 def errno_of(fn, *args, **kw):

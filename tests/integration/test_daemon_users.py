@@ -3,19 +3,10 @@
 rights, and the --readers/--publishers policies."""
 import os
 
-from conftest import NOBODY_UID, E, as_uid, errno_of, sha256_hex
+from conftest import NOBODY_UID, UID_PRELUDE, E, as_uid, errno_of, sha256_hex
 
-# Runs as another uid: argv[1] is the mount. Prints nothing on success; asserts otherwise.
-CLIENT = r'''
-import errno, hashlib, os, sys
-mnt = sys.argv[1]
-def refused(fn, *a):
-    try:
-        fn(*a)
-    except OSError as e:
-        return e.errno
-    raise SystemExit(f"{fn.__name__}{a} was not refused")
-'''
+# Runs as another uid: prints nothing on success; asserts otherwise.
+CLIENT = UID_PRELUDE
 
 
 def test_a_non_root_uid_publishes_and_reads_but_modifies_nothing(snapfs):

@@ -9,7 +9,7 @@ import mmap
 import os
 import stat
 
-from conftest import NOBODY_UID, as_uid, sha256_hex
+from conftest import NOBODY_UID, UID_PRELUDE, as_uid, sha256_hex
 
 PAGE = mmap.PAGESIZE
 LIBC = ctypes.CDLL(None, use_errno=True)
@@ -138,17 +138,8 @@ def test_listing_with_attributes_gives_each_snapshot_its_own_stat(snapfs):
         assert read_all(snapfs.p(digest), 4096) == data
 
 
-# Runs as another uid: argv[1] is the mount.
-LIST = r'''
-import errno, os, stat, sys
-mnt = sys.argv[1]
-def refused(fn, *a):
-    try:
-        fn(*a)
-    except OSError as e:
-        return e.errno
-    raise SystemExit(f"{fn.__name__}{a} was not refused")
-'''
+# Runs as another uid.
+LIST = UID_PRELUDE
 
 
 def test_staging_listing_with_attributes_shows_each_uid_only_its_own_files(snapfs):

@@ -21,7 +21,7 @@ import tempfile
 
 import pytest
 
-from conftest import BUILD, SNAPFS, run
+from conftest import BUILD, SNAPFS, helper_fs, run
 
 HELPERS = BUILD / "tests" / "helpers"
 TINYFS = HELPERS / "tinyfs"
@@ -79,29 +79,9 @@ def scratch():
         os.rmdir(d)
 
 
-@contextlib.contextmanager
 def tinyfs(mnt, opts=FUSE_OK, *extra):
     """tinyfs mounted at mnt; stopped, reaped and unmounted on exit, whatever happened."""
-    os.makedirs(mnt, exist_ok=True)
-    p = subprocess.Popen([str(TINYFS), *extra, mnt, "-o", opts],
-                         stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-    try:
-        ready, _, _ = select.select([p.stdout], [], [], 20)
-        line = p.stdout.readline() if ready else ""
-        assert line.strip() == "mounted", f"tinyfs did not mount: {line!r}"
-        yield p
-    finally:
-        if p.poll() is None:
-            p.send_signal(signal.SIGTERM)
-            try:
-                p.wait(timeout=20)
-            except subprocess.TimeoutExpired:
-                p.kill()
-                p.wait()
-        # A killed daemon leaves its mount answering ENOTCONN: clear it.
-        subprocess.run(["umount", "-l", mnt], capture_output=True, check=False)
-        p.stdout.close()
-        p.stderr.close()
+    return helper_fs([TINYFS, *extra, mnt, "-o", opts], mnt, "tinyfs")
 
 
 @dataclasses.dataclass
