@@ -5,6 +5,8 @@
 
 #include <errno.h>
 #include <limits.h>
+#include <pthread.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -76,4 +78,21 @@ static inline char *path_make_absolute(const char *path)
         if (asprintf(&out, "%s/%s", strcmp(cwd, "/") == 0 ? "" : cwd, path) < 0)
                 return NULL;
         return out;
+}
+
+/* pthread_create with every signal blocked in the new thread except keep (0 for none), so
+ * process-directed signals (SIGTERM, SIGINT) reach the threads that expect them: libfuse
+ * stops its loop only when the signal interrupts the thread waiting in it. */
+static inline int pthread_create_quiet(pthread_t *t, void *(*fn)(void *), void *arg, int keep)
+{
+        sigset_t all, old;
+        int r;
+
+        sigfillset(&all);
+        if (keep)
+                sigdelset(&all, keep);
+        pthread_sigmask(SIG_SETMASK, &all, &old);
+        r = pthread_create(t, NULL, fn, arg);
+        pthread_sigmask(SIG_SETMASK, &old, NULL);
+        return r;
 }

@@ -191,7 +191,7 @@ static void sweeper_start(struct sweeper *sw, struct sfs_tree *tree, uint64_t tt
         pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
         pthread_cond_init(&sw->cond, &ca);
         pthread_condattr_destroy(&ca);
-        if (pthread_create(&sw->thread, NULL, sweep_loop, sw) == 0)
+        if (pthread_create_quiet(&sw->thread, sweep_loop, sw, 0) == 0)
                 sw->running = true;
         else
                 LOG("cannot start the staging sweeper; --staging-ttl is not enforced\n");
@@ -334,30 +334,31 @@ int sfs_daemon_run(const struct sfs_daemon_config *cfg)
                 ctx.view_se = view.se;
         }
 
-        if (!cfg->foreground) {
+        if (!cfg->foreground && fuse_daemonize(0) < 0) {
                 /* Forks; the parent exits 0 once the child is set up, so the caller of
                  * "snapfs mount" returns with the mount ready (requests wait for INIT). */
-                if (fuse_daemonize(0) < 0) {
-                        LOG("cannot daemonize\n");
-                        goto unmount;
-                }
-        } else {
-                if (view.path)
-                        printf("snapfs: serving %s, read view %s (pid %d)\n", path, view.path,
-                               (int)getpid());
-                else
-                        printf("snapfs: serving %s (pid %d)\n", path, (int)getpid());
-                fflush(stdout);
+                LOG("cannot daemonize\n");
+                goto unmount;
         }
         {
                 /* Threads only after fuse_daemonize's fork: a fork keeps just one. */
                 struct sweeper sw;
                 sweeper_start(&sw, ctx.tree, cfg->tree.staging_ttl_ms);
                 r = sfs_view_start(&view, cfg);
-                if (r < 0)
+                if (r < 0) {
                         LOG("cannot serve the read view: %s\n", strerror(-r));
-                else
+                } else {
+                        if (cfg->foreground) {
+                                if (view.path)
+                                        printf("snapfs: serving %s, read view %s (pid %d)\n",
+                                               path, view.path, (int)getpid());
+                                else
+                                        printf("snapfs: serving %s (pid %d)\n", path,
+                                               (int)getpid());
+                                fflush(stdout);
+                        }
                         ret = serve(cfg, se, &ctx, dev);
+                }
                 sweeper_stop(&sw);
         }
 unmount:

@@ -95,7 +95,8 @@ int sfs_view_start(struct sfs_view *v, const struct sfs_daemon_config *cfg)
         if (sigaction(SIGUSR2, &sa, NULL) < 0)
                 return -errno;
         view_max_threads = cfg->max_threads;
-        r = pthread_create(&v->thread, NULL, view_loop, v);
+        /* Only its wake-up: SIGTERM and SIGINT must reach the main loop's thread. */
+        r = pthread_create_quiet(&v->thread, view_loop, v, SIGUSR2);
         if (r)
                 return -r;
         v->running = true;

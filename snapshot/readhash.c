@@ -125,7 +125,8 @@ int snap_hash_fd_parallel(int fd, uint64_t size, struct snap_hasher *h, uint64_t
         }
         pthread_mutex_init(&r.lock, NULL);
         pthread_cond_init(&r.changed, NULL);
-        if (pthread_create(&thread, NULL, reader, &r) != 0) {
+        /* A library thread must not take the application's signals. */
+        if (pthread_create_quiet(&thread, reader, &r, 0) != 0) {
                 ret = snap_hash_fd_serial(fd, size, h, got);
                 goto out;
         }

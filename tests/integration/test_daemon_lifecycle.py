@@ -204,3 +204,30 @@ def test_audit_log_has_one_json_line_per_publish_and_refusal(snapfs):
     assert events[3]["name"] == "w" and events[3]["target"] == sha256_hex(b"right")
     for e in events:
         assert e["time"].endswith("Z")
+
+
+def blocked_signals(pid, tid):
+    with open(f"/proc/{pid}/task/{tid}/status") as f:
+        for line in f:
+            if line.startswith("SigBlk:"):
+                return int(line.split()[1], 16)
+    raise AssertionError("no SigBlk")
+
+
+def test_only_the_main_thread_takes_sigterm_so_it_always_stops_the_loop(mount_snapfs, workdir):
+    """libfuse stops its loop when SIGTERM interrupts the thread waiting in it. Were SIGTERM
+    delivered to another thread of ours (the staging sweeper, the read view's loop), the
+    daemon would mark itself exited and never stop: every other thread must block it."""
+    view = os.path.join(workdir, "view")
+    os.mkdir(view)
+    fs = mount_snapfs("--read-view", view, "--staging-ttl", "1m")
+    pid = fs.proc.pid
+    tids = [int(t) for t in os.listdir(f"/proc/{pid}/task")]
+    assert len(tids) >= 3  # main, sweeper, view loop (and libfuse's workers)
+    term = 1 << (signal.SIGTERM - 1)
+    both = term | 1 << (signal.SIGINT - 1) | 1 << (signal.SIGHUP - 1)
+    assert blocked_signals(pid, pid) & term == 0
+    for tid in tids:
+        if tid != pid:
+            assert blocked_signals(pid, tid) & both == both, f"thread {tid} takes SIGTERM"
+    assert fs.stop() == 0
