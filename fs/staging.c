@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: MIT */
-/* Staging files and publishing: write into .staging/NAME, then rename to the digest. The
- * bytes are hashed as they arrive, so a rename normally needs no second pass over them. */
+/* Staging files: per-uid entries in .staging/, their content and quotas, and expiry. The
+ * bytes are hashed as they arrive, so publishing (publish.c) normally needs no second pass
+ * over them. */
 #include <errno.h>
 #include <fcntl.h>
 #include <stdio.h>
@@ -71,7 +72,7 @@ struct sfs_node *sfs_stage_lookup(struct sfs_uidstage *st, const char *name)
         return NULL;
 }
 
-static void stage_remove(struct sfs_tree *t, struct sfs_node *n)
+void sfs_stage_remove(struct sfs_tree *t, struct sfs_node *n)
 {
         struct sfs_uidstage *st = sfs_stage_find(t, n->stg->owner, false);
         struct sfs_node **pp;
@@ -105,7 +106,7 @@ static int stage_charge(struct sfs_tree *t, struct sfs_staging *stg, uint64_t de
         return 0;
 }
 
-static void stage_uncharge(struct sfs_staging *stg, uint64_t delta)
+void sfs_stage_uncharge(struct sfs_staging *stg, uint64_t delta)
 {
         __atomic_sub_fetch(&stg->stage->bytes, delta, __ATOMIC_RELAXED);
 }
@@ -114,7 +115,7 @@ void sfs_staging_drop_content(struct sfs_tree *t, struct sfs_staging *stg)
 {
         pthread_mutex_lock(&stg->lock);
         snap_store_unreserve(t->store, stg->len);
-        stage_uncharge(stg, stg->len);
+        sfs_stage_uncharge(stg, stg->len);
         free(stg->buf);
         stg->buf = NULL;
         stg->len = stg->cap = 0;
@@ -128,7 +129,7 @@ void sfs_staging_free(struct sfs_tree *t, struct sfs_staging *stg)
         if (!stg)
                 return;
         snap_store_unreserve(t->store, stg->len);
-        stage_uncharge(stg, stg->len);
+        sfs_stage_uncharge(stg, stg->len);
         free(stg->buf);
         snap_hasher_free(stg->hasher);
         pthread_mutex_destroy(&stg->lock);
@@ -196,7 +197,7 @@ static int staging_grow(struct sfs_tree *t, struct sfs_staging *stg, uint64_t le
                 return r;
         r = snap_store_reserve(t->store, len - stg->len);
         if (r < 0) {
-                stage_uncharge(stg, len - stg->len);
+                sfs_stage_uncharge(stg, len - stg->len);
                 return r;
         }
         if (len > stg->cap) {
@@ -210,7 +211,7 @@ static int staging_grow(struct sfs_tree *t, struct sfs_staging *stg, uint64_t le
                 nb = realloc(stg->buf, (size_t)ncap);
                 if (!nb) {
                         snap_store_unreserve(t->store, len - stg->len);
-                        stage_uncharge(stg, len - stg->len);
+                        sfs_stage_uncharge(stg, len - stg->len);
                         return -ENOMEM;
                 }
                 stg->buf = nb;
@@ -221,12 +222,12 @@ static int staging_grow(struct sfs_tree *t, struct sfs_staging *stg, uint64_t le
         return 0;
 }
 
-static void staging_truncate_locked(struct sfs_tree *t, struct sfs_staging *stg, size_t len)
+void sfs_staging_truncate_locked(struct sfs_tree *t, struct sfs_staging *stg, size_t len)
 {
         if (len >= stg->len)
                 return;
         snap_store_unreserve(t->store, stg->len - len);
-        stage_uncharge(stg, stg->len - len);
+        sfs_stage_uncharge(stg, stg->len - len);
         stg->len = len;
         stg->digest_valid = false;
         if (len == 0 && snap_hasher_reset(stg->hasher) == 0)
@@ -315,7 +316,7 @@ int sfs_tree_create(struct sfs_tree *t, const struct sfs_caller *c, struct sfs_n
 
         *h = sfs_handle_new(t, n, (flags & O_ACCMODE) != O_RDONLY);
         if (!*h) {
-                stage_remove(t, n);
+                sfs_stage_remove(t, n);
                 sfs_node_maybe_free(t, n);
                 r = -ENOMEM;
                 goto refused;
@@ -339,143 +340,6 @@ refused:
         if (r == -ENOTDIR || r == -ENOMEM)
                 return r;
         return sfs_tree_refuse(t, c, "create", name, -r);
-}
-
-int sfs_tree_open(struct sfs_tree *t, const struct sfs_caller *c, struct sfs_node *n, int flags,
-                  struct sfs_handle **h, struct sfs_open_info *oi)
-{
-        bool write = (flags & O_ACCMODE) != O_RDONLY;
-        struct sfs_staging *stg;
-        int r = 0;
-
-        pthread_mutex_lock(&t->lock);
-        switch (node_kind(n)) {
-        case SFS_KIND_SNAPSHOT:
-                if (!sfs_may_read(t, c))
-                        r = -EACCES;
-                else if (write || (flags & (O_TRUNC | O_APPEND)))
-                        r = -EROFS;
-                if (r < 0)
-                        break;
-                *h = sfs_handle_new(t, n, false);
-                if (!*h) {
-                        r = -ENOMEM;
-                        break;
-                }
-                /* Immutable content: the page cache never goes stale. */
-                oi->keep_cache = true;
-                oi->direct_io = false;
-                break;
-        case SFS_KIND_STAGING_FILE:
-                if (!n->linked || n->stg->owner != c->uid) {
-                        r = -ENOENT;
-                        break;
-                }
-                if (!sfs_may_publish(t, c)) {
-                        r = -EACCES;
-                        break;
-                }
-                if (flags & (O_APPEND | O_DIRECT)) {
-                        r = -EINVAL;
-                        break;
-                }
-                stg = n->stg;
-                pthread_mutex_lock(&stg->lock);
-                if (stg->publishing && (write || (flags & O_TRUNC))) {
-                        r = -EBUSY;
-                } else if (!(*h = sfs_handle_new(t, n, write))) {
-                        r = -ENOMEM;
-                } else {
-                        stg->last_active_ms = sfs_now_ms();
-                        if (write) {
-                                (*h)->writing = true;
-                                stg->writers++;
-                        }
-                        if (write && (flags & O_TRUNC)) {
-                                staging_truncate_locked(t, stg, 0);
-                                clock_gettime(CLOCK_REALTIME, &stg->mtime);
-                                stg->last_active_ms = sfs_now_ms();
-                        }
-                }
-                pthread_mutex_unlock(&stg->lock);
-                oi->direct_io = true;
-                oi->keep_cache = false;
-                oi->flush = write;
-                break;
-        default:
-                r = -EISDIR;
-                break;
-        }
-        if (r == -EACCES || r == -EROFS || r == -EINVAL || r == -EBUSY) {
-                char buf[SNAP_DIGEST_HEX_LEN + 1];
-                const char *label = sfs_node_label(n, buf);
-                pthread_mutex_unlock(&t->lock);
-                return sfs_tree_refuse(t, c, "open", label, -r);
-        }
-        pthread_mutex_unlock(&t->lock);
-        return r;
-}
-
-static int read_snapshot(struct sfs_tree *t, struct sfs_node *n, size_t size, off_t off,
-                         int (*reply)(void *ctx, const void *data, size_t len), void *ctx);
-
-int sfs_tree_read(struct sfs_tree *t, struct sfs_handle *h, size_t size, off_t off,
-                  int (*reply)(void *ctx, const void *data, size_t len), void *ctx)
-{
-        struct sfs_node *n = h->node;
-        struct sfs_staging *stg;
-        int r;
-
-        if (off < 0)
-                return -EINVAL;
-        /* Snapshot content never changes and the handle keeps it alive: no lock. */
-        if (node_kind(n) != SFS_KIND_SNAPSHOT) {
-                pthread_mutex_lock(&t->lock);
-                if (node_kind(n) != SFS_KIND_SNAPSHOT) {
-                        stg = n->stg;
-                        pthread_mutex_lock(&stg->lock);
-                        pthread_mutex_unlock(&t->lock);
-                        if ((uint64_t)off >= stg->len)
-                                r = reply(ctx, "", 0);
-                        else
-                                r = reply(ctx, stg->buf + off,
-                                          size < stg->len - (size_t)off ? size
-                                                                        : stg->len - (size_t)off);
-                        pthread_mutex_unlock(&stg->lock);
-                        return r;
-                }
-                pthread_mutex_unlock(&t->lock);
-        }
-        return read_snapshot(t, n, size, off, reply, ctx);
-}
-
-int sfs_tree_read_node(struct sfs_tree *t, struct sfs_node *n, size_t size, off_t off,
-                       int (*reply)(void *ctx, const void *data, size_t len), void *ctx)
-{
-        if (off < 0)
-                return -EINVAL;
-        if (node_kind(n) != SFS_KIND_SNAPSHOT)
-                return -EBADF;
-        return read_snapshot(t, n, size, off, reply, ctx);
-}
-
-static int read_snapshot(struct sfs_tree *t, struct sfs_node *n, size_t size, off_t off,
-                         int (*reply)(void *ctx, const void *data, size_t len), void *ctx)
-{
-        struct snap_object *obj = n->obj;
-        int r;
-
-        if ((uint64_t)off >= obj->size)
-                return reply(ctx, "", 0);
-        /* The reply completes the kernel's READ inside writev(), and with it the kernel may
-         * send the RELEASE that unpins this node, which another thread can process while this
-         * one is still returning from writev(). Hold the content for the whole reply rather
-         * than rely on that ordering. */
-        snap_store_ref(t->store, obj);
-        r = reply(ctx, obj->data + off,
-                  size < obj->size - (uint64_t)off ? size : (size_t)(obj->size - (uint64_t)off));
-        snap_store_release(t->store, obj);
-        return r;
 }
 
 int sfs_tree_write(struct sfs_tree *t, const struct sfs_caller *c, struct sfs_handle *h,
@@ -529,47 +393,6 @@ out:
         return r;
 }
 
-void sfs_tree_flush(struct sfs_tree *t, struct sfs_handle *h)
-{
-        struct sfs_node *n = h->node;
-
-        pthread_mutex_lock(&t->lock);
-        if (node_kind(n) == SFS_KIND_STAGING_FILE) {
-                pthread_mutex_lock(&n->stg->lock);
-                if (h->writing) {
-                        h->writing = false;
-                        n->stg->writers--;
-                }
-                n->stg->last_active_ms = sfs_now_ms();
-                pthread_mutex_unlock(&n->stg->lock);
-        }
-        pthread_mutex_unlock(&t->lock);
-}
-
-void sfs_tree_release(struct sfs_tree *t, struct sfs_handle *h)
-{
-        struct sfs_node *n = h->node;
-
-        pthread_mutex_lock(&t->lock);
-        if (node_kind(n) == SFS_KIND_STAGING_FILE) {
-                pthread_mutex_lock(&n->stg->lock);
-                if (h->writing)
-                        n->stg->writers--;
-                n->stg->last_active_ms = sfs_now_ms();
-                pthread_mutex_unlock(&n->stg->lock);
-        }
-        n->pins--;
-        if (h->prev)
-                h->prev->next = h->next;
-        else
-                t->handles = h->next;
-        if (h->next)
-                h->next->prev = h->prev;
-        sfs_node_maybe_free(t, n);
-        pthread_mutex_unlock(&t->lock);
-        free(h);
-}
-
 int sfs_tree_setattr(struct sfs_tree *t, const struct sfs_caller *c, struct sfs_node *n,
                      const struct stat *attr, int to_set, struct stat *st, double *timeout)
 {
@@ -604,7 +427,7 @@ int sfs_tree_setattr(struct sfs_tree *t, const struct sfs_caller *c, struct sfs_
                 if (attr->st_size < 0) {
                         r = -EINVAL;
                 } else if ((uint64_t)attr->st_size < stg->len) {
-                        staging_truncate_locked(t, stg, (size_t)attr->st_size);
+                        sfs_staging_truncate_locked(t, stg, (size_t)attr->st_size);
                 } else if ((uint64_t)attr->st_size > stg->len) {
                         size_t old_len = stg->len;
                         r = staging_grow(t, stg, (uint64_t)attr->st_size);
@@ -656,181 +479,12 @@ int sfs_staging_unlink(struct sfs_tree *t, const struct sfs_caller *c, const cha
                 r = -EBUSY;
         pthread_mutex_unlock(&n->stg->lock);
         if (r == 0) {
-                stage_remove(t, n);
+                sfs_stage_remove(t, n);
                 sfs_node_maybe_free(t, n);
         }
         pthread_mutex_unlock(&t->lock);
         if (r < 0)
                 return sfs_tree_refuse(t, c, "unlink", name, -r);
-        return 0;
-}
-
-/* ---- publish ---- */
-
-static int publish_refused(struct sfs_tree *t, const struct sfs_caller *c, const char *name,
-                           const char *target, int err)
-{
-        sfs_audit_emit(t->cfg.audit, &(struct sfs_audit_event){
-                                             .event = "publish-refused",
-                                             .op = "rename",
-                                             .uid = c->uid,
-                                             .pid = c->pid,
-                                             .name = name,
-                                             .target = target,
-                                             .err = err,
-                                     });
-        return -err;
-}
-
-/* Checks everything that can be checked before hashing and marks the staging file as being
- * published (no writes, truncation or unlink meanwhile). t->lock held. */
-static int publish_begin(struct sfs_tree *t, const struct sfs_caller *c, struct sfs_node *parent,
-                         const char *name, struct sfs_node *newparent, const char *newname,
-                         unsigned flags, struct snap_digest *target, struct sfs_node **src)
-{
-        struct sfs_uidstage *st;
-        struct sfs_node *n;
-        int r = 0;
-
-        if (node_kind(parent) == SFS_KIND_ROOT)
-                /* A snapshot, or .staging itself: names in the root never move. */
-                return sfs_may_see(t, c) ? -EPERM : -EACCES;
-        if (node_kind(parent) != SFS_KIND_STAGING_DIR)
-                return -ENOTDIR;
-        if (!sfs_may_publish(t, c))
-                return -EACCES;
-        st = sfs_stage_find(t, c->uid, false);
-        n = st ? sfs_stage_lookup(st, name) : NULL;
-        if (!n)
-                return -ENOENT;
-        /* RENAME_EXCHANGE would put a snapshot back into staging; only NOREPLACE is
-         * meaningful, and publishing never replaces anything anyway. */
-        if (flags & ~(unsigned)RENAME_NOREPLACE)
-                return -EINVAL;
-        if (node_kind(newparent) != SFS_KIND_ROOT ||
-            snap_digest_from_hex(newname, strlen(newname), target) < 0)
-                return -EINVAL;
-        pthread_mutex_lock(&n->stg->lock);
-        /* Bytes still arriving could change after the hash: publish only what is closed. */
-        if (n->stg->writers || n->stg->publishing)
-                r = -EBUSY;
-        else
-                n->stg->publishing = true;
-        pthread_mutex_unlock(&n->stg->lock);
-        if (r == 0) {
-                n->pins++;
-                *src = n;
-        }
-        return r;
-}
-
-/* Turns the staging node into the snapshot: the kernel moves the source dentry onto the
- * target name, so the node it already knows must now be the snapshot. t->lock and stg->lock
- * held; obj carries one reference, which the node keeps. */
-static void become_snapshot(struct sfs_tree *t, struct sfs_node *n, struct snap_object *obj)
-{
-        stage_remove(t, n);
-        snap_store_ref(t->store, obj); /* the tree's reference: published */
-        n->obj = obj;
-        obj->priv = n;
-        __atomic_store_n(&n->kind, SFS_KIND_SNAPSHOT, __ATOMIC_RELEASE);
-}
-
-int sfs_tree_rename(struct sfs_tree *t, const struct sfs_caller *c, struct sfs_node *parent,
-                    const char *name, struct sfs_node *newparent, const char *newname,
-                    unsigned flags, struct sfs_node **published)
-{
-        struct snap_digest target, actual;
-        struct snap_object *obj = NULL;
-        struct sfs_staging *stg;
-        struct sfs_node *n = NULL;
-        uint64_t size = 0;
-        int r;
-
-        pthread_mutex_lock(&t->lock);
-        r = publish_begin(t, c, parent, name, newparent, newname, flags, &target, &n);
-        pthread_mutex_unlock(&t->lock);
-        if (r == -ENOENT || r == -ENOTDIR)
-                return r;
-        if (r == -EPERM || r == -EACCES)
-                return sfs_refused(t, c, "refused", "rename", name, newname, -r);
-        if (r < 0)
-                return publish_refused(t, c, name, newname, -r);
-
-        /* Hash outside the tree lock: a large staging file written out of order must not
-         * stall every other request. The publishing flag keeps its bytes still. */
-        stg = n->stg;
-        pthread_mutex_lock(&stg->lock);
-        r = sfs_staging_digest(stg, &actual);
-        pthread_mutex_unlock(&stg->lock);
-
-        pthread_mutex_lock(&t->lock);
-        n->pins--;
-        pthread_mutex_lock(&stg->lock);
-        if (r == 0 && !snap_digest_equal(&actual, &target))
-                r = -EBADMSG;
-        if (r == 0 && (obj = snap_store_lookup(t->store, &target))) {
-                /* Already published: nothing changes; the client binds to that one. */
-                snap_store_release(t->store, obj);
-                obj = NULL;
-                r = -EEXIST;
-        }
-        if (r == 0) {
-                uint8_t *buf = stg->buf;
-                if (buf && stg->len == 0) {
-                        free(buf);
-                        buf = NULL;
-                } else if (buf && stg->len < stg->cap) {
-                        uint8_t *shrunk = realloc(buf, stg->len);
-                        if (shrunk)
-                                buf = shrunk;
-                }
-                stg->buf = buf;
-                stg->cap = stg->len;
-                r = snap_store_put(t->store,
-                                   &(struct snap_put){
-                                           .data = buf ? (const void *)buf : "",
-                                           .len = stg->len,
-                                           .owned = buf,
-                                           .digest = &actual,
-                                           .ino = n->ino,
-                                           .reserved = stg->len,
-                                           .publisher_uid = c->uid,
-                                   },
-                                   &obj);
-                if (r == 1) { /* cannot happen under t->lock; treat as already published */
-                        snap_store_release(t->store, obj);
-                        r = -EEXIST;
-                }
-        }
-        if (r < 0) {
-                stg->publishing = false;
-                pthread_mutex_unlock(&stg->lock);
-                pthread_mutex_unlock(&t->lock);
-                return publish_refused(t, c, name, newname, -r);
-        }
-        /* The store took the buffer and the reservation; the bytes are no longer staged. */
-        size = stg->len;
-        stage_uncharge(stg, size);
-        stg->buf = NULL;
-        stg->len = stg->cap = 0;
-        become_snapshot(t, n, obj);
-        pthread_mutex_unlock(&stg->lock);
-        n->stg = NULL;
-        sfs_staging_free(t, stg);
-        sfs_touch_root(t);
-        pthread_mutex_unlock(&t->lock);
-
-        sfs_audit_emit(t->cfg.audit, &(struct sfs_audit_event){
-                                             .event = "publish",
-                                             .op = "rename",
-                                             .uid = c->uid,
-                                             .pid = c->pid,
-                                             .digest = newname,
-                                             .name = name,
-                                             .size = size,
-                                     });
-        *published = n;
         return 0;
 }
 
@@ -870,7 +524,7 @@ unsigned sfs_tree_expire_staging(struct sfs_tree *t, uint64_t now_ms)
                                          stg->name);
                                 n_gone++;
                         }
-                        stage_remove(t, n);
+                        sfs_stage_remove(t, n);
                         sfs_node_maybe_free(t, n);
                         removed++;
                 }

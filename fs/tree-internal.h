@@ -86,7 +86,43 @@ static inline enum sfs_kind node_kind(const struct sfs_node *n)
         return __atomic_load_n(&n->kind, __ATOMIC_ACQUIRE);
 }
 
+struct sfs_dirent {
+        uint64_t ino;
+        mode_t mode;
+        char name[SFS_STAGING_NAME_MAX + 1]; /* digests and staging names both fit */
+};
+
+struct sfs_dir {
+        struct sfs_dir *prev, *next;
+        size_t n;
+        struct sfs_dirent e[];
+};
+
+/* ---- intrusive lists ---- */
+
+#define LIST_ADD(head, item)                                                                   \
+        do {                                                                                   \
+                (item)->prev = NULL;                                                           \
+                (item)->next = (head);                                                         \
+                if (head)                                                                      \
+                        (head)->prev = (item);                                                 \
+                (head) = (item);                                                               \
+        } while (0)
+
+#define LIST_DEL(head, item)                                                                   \
+        do {                                                                                   \
+                if ((item)->prev)                                                              \
+                        (item)->prev->next = (item)->next;                                     \
+                else                                                                           \
+                        (head) = (item)->next;                                                 \
+                if ((item)->next)                                                              \
+                        (item)->next->prev = (item)->prev;                                     \
+                (item)->prev = (item)->next = NULL;                                            \
+        } while (0)
+
 /* tree.c */
+/* -EACCES outside the policy, -ENOENT for another uid's staging file. t->lock held. */
+int sfs_check_visible(struct sfs_tree *t, const struct sfs_caller *c, struct sfs_node *n);
 bool sfs_may_see(const struct sfs_tree *t, const struct sfs_caller *c);
 bool sfs_may_read(const struct sfs_tree *t, const struct sfs_caller *c);
 bool sfs_may_publish(const struct sfs_tree *t, const struct sfs_caller *c);
@@ -111,3 +147,9 @@ void sfs_staging_drop_content(struct sfs_tree *t, struct sfs_staging *stg);
 void sfs_staging_fill_attr(struct sfs_staging *stg, struct stat *st);
 int sfs_staging_digest(struct sfs_staging *stg, struct snap_digest *out);
 int sfs_staging_unlink(struct sfs_tree *t, const struct sfs_caller *c, const char *name);
+/* Takes a staging file out of its owner's list (it stays alive while referenced). */
+void sfs_stage_remove(struct sfs_tree *t, struct sfs_node *n);
+/* Gives delta staged bytes back to the owner's quota. */
+void sfs_stage_uncharge(struct sfs_staging *stg, uint64_t delta);
+/* Shortens the content to len bytes, giving the quota back. stg->lock held. */
+void sfs_staging_truncate_locked(struct sfs_tree *t, struct sfs_staging *stg, size_t len);

@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: MIT */
-/* Nodes, lookups, attributes, listings, xattrs, unlink and the access policy. Staging files
- * and publishing live in staging.c. */
+/* Nodes, lookups, attributes, unlink and the access policy. The rest of the tree's decisions:
+ * staging files (staging.c), open handles (io.c), publishing (publish.c), listings and
+ * statfs (listing.c), xattrs (xattr.c); what they share is in tree-internal.h. */
 #include "tree.h"
 
 #include <errno.h>
@@ -15,40 +16,6 @@
 #include "util.h"
 
 #define DIR_ATTR_TIMEOUT 1.0
-
-struct sfs_dirent {
-        uint64_t ino;
-        mode_t mode;
-        char name[SFS_STAGING_NAME_MAX + 1]; /* digests and staging names both fit */
-};
-
-struct sfs_dir {
-        struct sfs_dir *prev, *next;
-        size_t n;
-        struct sfs_dirent e[];
-};
-
-/* ---- intrusive lists ---- */
-
-#define LIST_ADD(head, item)                                                                   \
-        do {                                                                                   \
-                (item)->prev = NULL;                                                           \
-                (item)->next = (head);                                                         \
-                if (head)                                                                      \
-                        (head)->prev = (item);                                                 \
-                (head) = (item);                                                               \
-        } while (0)
-
-#define LIST_DEL(head, item)                                                                   \
-        do {                                                                                   \
-                if ((item)->prev)                                                              \
-                        (item)->prev->next = (item)->next;                                     \
-                else                                                                           \
-                        (head) = (item)->next;                                                 \
-                if ((item)->next)                                                              \
-                        (item)->next->prev = (item)->prev;                                     \
-                (item)->prev = (item)->next = NULL;                                            \
-        } while (0)
 
 /* ---- policy ---- */
 
@@ -336,7 +303,7 @@ static double attr_timeout(struct sfs_tree *t, struct sfs_node *n)
 
 /* Visibility of a node to a caller: -EACCES outside the policy, -ENOENT for another uid's
  * staging file (it must be indistinguishable from an absent one). */
-static int check_visible(struct sfs_tree *t, const struct sfs_caller *c, struct sfs_node *n)
+int sfs_check_visible(struct sfs_tree *t, const struct sfs_caller *c, struct sfs_node *n)
 {
         switch (node_kind(n)) {
         case SFS_KIND_STAGING_FILE:
@@ -356,7 +323,7 @@ int sfs_tree_getattr(struct sfs_tree *t, const struct sfs_caller *c, struct sfs_
         int r;
 
         pthread_mutex_lock(&t->lock);
-        r = check_visible(t, c, n);
+        r = sfs_check_visible(t, c, n);
         if (r == 0) {
                 sfs_fill_attr(t, n, st);
                 *timeout = attr_timeout(t, n);
@@ -463,7 +430,7 @@ int sfs_tree_access(struct sfs_tree *t, const struct sfs_caller *c, struct sfs_n
         int r;
 
         pthread_mutex_lock(&t->lock);
-        r = check_visible(t, c, n);
+        r = sfs_check_visible(t, c, n);
         if (r == 0) {
                 switch (node_kind(n)) {
                 case SFS_KIND_SNAPSHOT:
@@ -490,114 +457,6 @@ int sfs_tree_access(struct sfs_tree *t, const struct sfs_caller *c, struct sfs_n
         return r;
 }
 
-int sfs_tree_setxattr(struct sfs_tree *t, const struct sfs_caller *c, struct sfs_node *n,
-                      const char *op, const char *name)
-{
-        char buf[SNAP_DIGEST_HEX_LEN + 1];
-        const char *label;
-        int r;
-
-        (void)name; /* the attribute's name says nothing about what was attacked */
-        pthread_mutex_lock(&t->lock);
-        r = check_visible(t, c, n);
-        label = sfs_node_label(n, buf);
-        pthread_mutex_unlock(&t->lock);
-        if (r == -ENOENT)
-                return r;
-        return sfs_tree_refuse(t, c, op, label, r == -EACCES ? EACCES : EROFS);
-}
-
-/* ---- xattrs ---- */
-
-static int xattr_value(char *out, size_t outsize, const char *value, size_t vlen, size_t *len)
-{
-        *len = vlen;
-        if (outsize == 0)
-                return 0;
-        if (outsize < vlen)
-                return -ERANGE;
-        memcpy(out, value, vlen);
-        return 0;
-}
-
-int sfs_tree_getxattr(struct sfs_tree *t, const struct sfs_caller *c, struct sfs_node *n,
-                      const char *name, char *buf, size_t bufsize, size_t *len)
-{
-        char value[SNAP_BINDING_TEXT_MAX];
-        struct snap_digest d;
-        struct sfs_staging *stg;
-        int r;
-
-        pthread_mutex_lock(&t->lock);
-        r = check_visible(t, c, n);
-        if (r < 0) {
-                pthread_mutex_unlock(&t->lock);
-                return r;
-        }
-        switch (node_kind(n)) {
-        case SFS_KIND_SNAPSHOT:
-                if (strcmp(name, SFS_XATTR_SHA256) == 0) {
-                        snap_digest_to_hex(&n->obj->digest, value);
-                } else if (strcmp(name, SFS_XATTR_BINDING) == 0) {
-                        struct snap_binding b = {
-                                .sha256 = n->obj->digest,
-                                .size = n->obj->size,
-                                .dev = c->read_view ? t->cfg.read_view_dev : t->cfg.dev,
-                                .ino = n->obj->ino,
-                        };
-                        r = snap_binding_format(&b, value, sizeof(value));
-                } else {
-                        r = -ENODATA;
-                }
-                pthread_mutex_unlock(&t->lock);
-                break;
-        case SFS_KIND_STAGING_FILE:
-                if (strcmp(name, SFS_XATTR_SHA256) != 0) {
-                        pthread_mutex_unlock(&t->lock);
-                        return -ENODATA;
-                }
-                stg = n->stg;
-                pthread_mutex_lock(&stg->lock);
-                pthread_mutex_unlock(&t->lock);
-                /* The digest of bytes still being written would be a lie a moment later. */
-                if (stg->writers)
-                        r = -EBUSY;
-                else
-                        r = sfs_staging_digest(stg, &d);
-                pthread_mutex_unlock(&stg->lock);
-                if (r == 0)
-                        snap_digest_to_hex(&d, value);
-                break;
-        default:
-                pthread_mutex_unlock(&t->lock);
-                return -ENODATA;
-        }
-        if (r < 0)
-                return r;
-        return xattr_value(buf, bufsize, value, strlen(value), len);
-}
-
-int sfs_tree_listxattr(struct sfs_tree *t, const struct sfs_caller *c, struct sfs_node *n,
-                       char *buf, size_t bufsize, size_t *len)
-{
-        static const char snapshot_names[] = SFS_XATTR_SHA256 "\0" SFS_XATTR_BINDING;
-        static const char staging_names[] = SFS_XATTR_SHA256;
-        enum sfs_kind kind;
-        int r;
-
-        pthread_mutex_lock(&t->lock);
-        r = check_visible(t, c, n);
-        kind = node_kind(n);
-        pthread_mutex_unlock(&t->lock);
-        if (r < 0)
-                return r;
-        if (kind == SFS_KIND_SNAPSHOT)
-                return xattr_value(buf, bufsize, snapshot_names, sizeof(snapshot_names), len);
-        if (kind == SFS_KIND_STAGING_FILE)
-                return xattr_value(buf, bufsize, staging_names, sizeof(staging_names), len);
-        *len = 0;
-        return 0;
-}
 
 /* ---- unlink ---- */
 
@@ -659,148 +518,6 @@ int sfs_tree_unlink(struct sfs_tree *t, const struct sfs_caller *c, struct sfs_n
                                              .size = size,
                                      });
         return 0;
-}
-
-/* ---- directories ---- */
-
-struct collect {
-        struct sfs_dir *d;
-        size_t cap;
-};
-
-static int dir_add(struct collect *cl, const char *name, uint64_t ino, mode_t mode)
-{
-        struct sfs_dirent *e;
-
-        if (cl->d->n == cl->cap) {
-                size_t ncap = cl->cap * 2;
-                struct sfs_dir *nd = realloc(cl->d, sizeof(*nd) + ncap * sizeof(nd->e[0]));
-                if (!nd)
-                        return -ENOMEM;
-                cl->d = nd;
-                cl->cap = ncap;
-        }
-        e = &cl->d->e[cl->d->n++];
-        e->ino = ino;
-        e->mode = mode;
-        snprintf(e->name, sizeof(e->name), "%s", name);
-        return 0;
-}
-
-static int collect_object(const struct snap_object *o, void *ctx)
-{
-        char hex[SNAP_DIGEST_HEX_LEN + 1];
-        snap_digest_to_hex(&o->digest, hex);
-        return dir_add(ctx, hex, o->ino, S_IFREG);
-}
-
-int sfs_tree_opendir(struct sfs_tree *t, const struct sfs_caller *c, struct sfs_node *n,
-                     struct sfs_dir **out)
-{
-        struct collect cl = { .cap = 16 };
-        struct snap_store_stats stats;
-        int r;
-
-        pthread_mutex_lock(&t->lock);
-        r = check_visible(t, c, n);
-        if (r < 0)
-                goto out;
-        if (node_kind(n) != SFS_KIND_ROOT && node_kind(n) != SFS_KIND_STAGING_DIR) {
-                r = -ENOTDIR;
-                goto out;
-        }
-        if (node_kind(n) == SFS_KIND_ROOT) {
-                snap_store_get_stats(t->store, &stats);
-                cl.cap += stats.indexed;
-        }
-        cl.d = malloc(sizeof(*cl.d) + cl.cap * sizeof(cl.d->e[0]));
-        if (!cl.d) {
-                r = -ENOMEM;
-                goto out;
-        }
-        cl.d->n = 0;
-        r = dir_add(&cl, ".", n->ino, S_IFDIR);
-        if (r == 0)
-                r = dir_add(&cl, "..", SFS_ROOT_INO, S_IFDIR);
-        if (r == 0 && node_kind(n) == SFS_KIND_ROOT) {
-                if (!t->cfg.read_only && !c->read_view)
-                        r = dir_add(&cl, SFS_STAGING_NAME, SFS_STAGING_INO, S_IFDIR);
-                if (r == 0)
-                        r = snap_store_foreach(t->store, collect_object, &cl);
-        } else if (r == 0) {
-                struct sfs_uidstage *st = sfs_stage_find(t, c->uid, false);
-                for (struct sfs_node *s = st ? st->head : NULL; s && r == 0;
-                     s = s->stg->next_staged)
-                        r = dir_add(&cl, s->stg->name, s->ino, S_IFREG);
-        }
-        if (r < 0) {
-                free(cl.d);
-                goto out;
-        }
-        LIST_ADD(t->dirs, cl.d);
-        *out = cl.d;
-out:
-        pthread_mutex_unlock(&t->lock);
-        if (r == -EACCES)
-                sfs_tree_refuse(t, c, "opendir", NULL, EACCES);
-        return r;
-}
-
-int sfs_tree_readdir(struct sfs_tree *t, struct sfs_dir *d, off_t off,
-                     int (*fill)(void *ctx, const char *name, uint64_t ino, mode_t mode,
-                                 off_t next_off),
-                     void *ctx)
-{
-        (void)t;
-        /* The listing is private to this handle: no lock needed. */
-        for (size_t i = off < 0 ? 0 : (size_t)off; i < d->n; i++)
-                if (fill(ctx, d->e[i].name, d->e[i].ino, d->e[i].mode, (off_t)(i + 1)))
-                        break;
-        return 0;
-}
-
-void sfs_tree_releasedir(struct sfs_tree *t, struct sfs_dir *d)
-{
-        pthread_mutex_lock(&t->lock);
-        LIST_DEL(t->dirs, d);
-        pthread_mutex_unlock(&t->lock);
-        free(d);
-}
-
-/* ---- statfs and stats ---- */
-
-void sfs_tree_statfs(struct sfs_tree *t, struct statvfs *sv)
-{
-        struct snap_store_stats s;
-        const unsigned long bsize = 4096;
-        uint64_t used;
-
-        snap_store_get_stats(t->store, &s);
-        used = s.bytes + s.reserved;
-        memset(sv, 0, sizeof(*sv));
-        sv->f_bsize = bsize;
-        sv->f_frsize = bsize;
-        sv->f_blocks = t->cfg.max_bytes / bsize;
-        sv->f_bfree = used >= t->cfg.max_bytes ? 0 : (t->cfg.max_bytes - used) / bsize;
-        sv->f_bavail = sv->f_bfree;
-        sv->f_files = t->cfg.max_snapshots;
-        sv->f_ffree = s.objects >= t->cfg.max_snapshots ? 0 : t->cfg.max_snapshots - s.objects;
-        sv->f_favail = sv->f_ffree;
-        sv->f_namemax = SNAP_DIGEST_HEX_LEN;
-}
-
-void sfs_tree_get_stats(struct sfs_tree *t, struct sfs_tree_stats *st)
-{
-        struct snap_store_stats s;
-
-        pthread_mutex_lock(&t->lock);
-        snap_store_get_stats(t->store, &s);
-        st->snapshots = s.indexed;
-        st->bytes = s.bytes;
-        st->reserved = s.reserved;
-        st->staging_files = t->staging_files;
-        st->nodes = t->nnodes;
-        pthread_mutex_unlock(&t->lock);
 }
 
 /* ---- content for the page cache ---- */

@@ -1,0 +1,180 @@
+/* SPDX-License-Identifier: MIT */
+/* Publishing: rename .staging/NAME to the digest, after checking the bytes hash to it. */
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "tree-internal.h"
+#include "util.h"
+
+/* ---- publish ---- */
+
+static int publish_refused(struct sfs_tree *t, const struct sfs_caller *c, const char *name,
+                           const char *target, int err)
+{
+        sfs_audit_emit(t->cfg.audit, &(struct sfs_audit_event){
+                                             .event = "publish-refused",
+                                             .op = "rename",
+                                             .uid = c->uid,
+                                             .pid = c->pid,
+                                             .name = name,
+                                             .target = target,
+                                             .err = err,
+                                     });
+        return -err;
+}
+
+/* Checks everything that can be checked before hashing and marks the staging file as being
+ * published (no writes, truncation or unlink meanwhile). t->lock held. */
+static int publish_begin(struct sfs_tree *t, const struct sfs_caller *c, struct sfs_node *parent,
+                         const char *name, struct sfs_node *newparent, const char *newname,
+                         unsigned flags, struct snap_digest *target, struct sfs_node **src)
+{
+        struct sfs_uidstage *st;
+        struct sfs_node *n;
+        int r = 0;
+
+        if (node_kind(parent) == SFS_KIND_ROOT)
+                /* A snapshot, or .staging itself: names in the root never move. */
+                return sfs_may_see(t, c) ? -EPERM : -EACCES;
+        if (node_kind(parent) != SFS_KIND_STAGING_DIR)
+                return -ENOTDIR;
+        if (!sfs_may_publish(t, c))
+                return -EACCES;
+        st = sfs_stage_find(t, c->uid, false);
+        n = st ? sfs_stage_lookup(st, name) : NULL;
+        if (!n)
+                return -ENOENT;
+        /* RENAME_EXCHANGE would put a snapshot back into staging; only NOREPLACE is
+         * meaningful, and publishing never replaces anything anyway. */
+        if (flags & ~(unsigned)RENAME_NOREPLACE)
+                return -EINVAL;
+        if (node_kind(newparent) != SFS_KIND_ROOT ||
+            snap_digest_from_hex(newname, strlen(newname), target) < 0)
+                return -EINVAL;
+        pthread_mutex_lock(&n->stg->lock);
+        /* Bytes still arriving could change after the hash: publish only what is closed. */
+        if (n->stg->writers || n->stg->publishing)
+                r = -EBUSY;
+        else
+                n->stg->publishing = true;
+        pthread_mutex_unlock(&n->stg->lock);
+        if (r == 0) {
+                n->pins++;
+                *src = n;
+        }
+        return r;
+}
+
+/* Turns the staging node into the snapshot: the kernel moves the source dentry onto the
+ * target name, so the node it already knows must now be the snapshot. t->lock and stg->lock
+ * held; obj carries one reference, which the node keeps. */
+static void become_snapshot(struct sfs_tree *t, struct sfs_node *n, struct snap_object *obj)
+{
+        sfs_stage_remove(t, n);
+        snap_store_ref(t->store, obj); /* the tree's reference: published */
+        n->obj = obj;
+        obj->priv = n;
+        __atomic_store_n(&n->kind, SFS_KIND_SNAPSHOT, __ATOMIC_RELEASE);
+}
+
+int sfs_tree_rename(struct sfs_tree *t, const struct sfs_caller *c, struct sfs_node *parent,
+                    const char *name, struct sfs_node *newparent, const char *newname,
+                    unsigned flags, struct sfs_node **published)
+{
+        struct snap_digest target, actual;
+        struct snap_object *obj = NULL;
+        struct sfs_staging *stg;
+        struct sfs_node *n = NULL;
+        uint64_t size = 0;
+        int r;
+
+        pthread_mutex_lock(&t->lock);
+        r = publish_begin(t, c, parent, name, newparent, newname, flags, &target, &n);
+        pthread_mutex_unlock(&t->lock);
+        if (r == -ENOENT || r == -ENOTDIR)
+                return r;
+        if (r == -EPERM || r == -EACCES)
+                return sfs_refused(t, c, "refused", "rename", name, newname, -r);
+        if (r < 0)
+                return publish_refused(t, c, name, newname, -r);
+
+        /* Hash outside the tree lock: a large staging file written out of order must not
+         * stall every other request. The publishing flag keeps its bytes still. */
+        stg = n->stg;
+        pthread_mutex_lock(&stg->lock);
+        r = sfs_staging_digest(stg, &actual);
+        pthread_mutex_unlock(&stg->lock);
+
+        pthread_mutex_lock(&t->lock);
+        n->pins--;
+        pthread_mutex_lock(&stg->lock);
+        if (r == 0 && !snap_digest_equal(&actual, &target))
+                r = -EBADMSG;
+        if (r == 0 && (obj = snap_store_lookup(t->store, &target))) {
+                /* Already published: nothing changes; the client binds to that one. */
+                snap_store_release(t->store, obj);
+                obj = NULL;
+                r = -EEXIST;
+        }
+        if (r == 0) {
+                uint8_t *buf = stg->buf;
+                if (buf && stg->len == 0) {
+                        free(buf);
+                        buf = NULL;
+                } else if (buf && stg->len < stg->cap) {
+                        uint8_t *shrunk = realloc(buf, stg->len);
+                        if (shrunk)
+                                buf = shrunk;
+                }
+                stg->buf = buf;
+                stg->cap = stg->len;
+                r = snap_store_put(t->store,
+                                   &(struct snap_put){
+                                           .data = buf ? (const void *)buf : "",
+                                           .len = stg->len,
+                                           .owned = buf,
+                                           .digest = &actual,
+                                           .ino = n->ino,
+                                           .reserved = stg->len,
+                                           .publisher_uid = c->uid,
+                                   },
+                                   &obj);
+                if (r == 1) { /* cannot happen under t->lock; treat as already published */
+                        snap_store_release(t->store, obj);
+                        r = -EEXIST;
+                }
+        }
+        if (r < 0) {
+                stg->publishing = false;
+                pthread_mutex_unlock(&stg->lock);
+                pthread_mutex_unlock(&t->lock);
+                return publish_refused(t, c, name, newname, -r);
+        }
+        /* The store took the buffer and the reservation; the bytes are no longer staged. */
+        size = stg->len;
+        sfs_stage_uncharge(stg, size);
+        stg->buf = NULL;
+        stg->len = stg->cap = 0;
+        become_snapshot(t, n, obj);
+        pthread_mutex_unlock(&stg->lock);
+        n->stg = NULL;
+        sfs_staging_free(t, stg);
+        sfs_touch_root(t);
+        pthread_mutex_unlock(&t->lock);
+
+        sfs_audit_emit(t->cfg.audit, &(struct sfs_audit_event){
+                                             .event = "publish",
+                                             .op = "rename",
+                                             .uid = c->uid,
+                                             .pid = c->pid,
+                                             .digest = newname,
+                                             .name = name,
+                                             .size = size,
+                                     });
+        *published = n;
+        return 0;
+}
