@@ -67,3 +67,24 @@ static inline bool fz_judge_and_check(const struct mc_facts *f, const struct mc_
         FZ_CHECK(!pol->check_size || (t->has_size && t->size && t->size <= pol->max_size));
         return true;
 }
+
+/* Judges the mount id at path among mounts under both presets, checking every verdict. */
+static inline void fz_judge_both_presets(const char *path, uint64_t id,
+                                         const struct mc_mount *mounts, size_t n)
+{
+        struct mc_facts f = {
+                .path = path,
+                .mount_id = id,
+                .mount_root = true,
+                .root_mode = 0555,
+                .mounts = mounts,
+                .n_mounts = n,
+        };
+        struct mc_policy pol;
+
+        FZ_CHECK(mc_policy_preset(&pol, "snapfs") == 0);
+        pol.owner = 0;
+        fz_judge_and_check(&f, &pol);
+        FZ_CHECK(mc_policy_preset(&pol, "tmpfs") == 0);
+        fz_judge_and_check(&f, &pol);
+}

@@ -15,8 +15,6 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
         const uint8_t *nl = memchr(data, '\n', size);
         struct mc_mount_set set = { 0 };
-        struct mc_policy pol;
-        struct mc_facts f = { 0 };
         struct mc_query q = { 0 };
         char *head, *path;
         uint64_t id = 0;
@@ -54,19 +52,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
                         FZ_CHECK(set.v[j].id != m->id);
         }
 
-        if (r == 0) {
-                FZ_CHECK(mc_policy_preset(&pol, "snapfs") == 0);
-                pol.owner = 0;
-                f.path = path;
-                f.mount_id = id;
-                f.mount_root = true;
-                f.root_mode = 0555;
-                f.mounts = set.v;
-                f.n_mounts = set.n;
-                fz_judge_and_check(&f, &pol);
-                FZ_CHECK(mc_policy_preset(&pol, "tmpfs") == 0);
-                fz_judge_and_check(&f, &pol);
-        }
+        if (r == 0)
+                fz_judge_both_presets(path, id, set.v, set.n);
         mc_mount_set_free(&set);
         free(head);
         return 0;

@@ -16,8 +16,6 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
         struct fz_reader in = { data, size };
         struct mc_mount_set set = { 0 };
-        struct mc_policy pol;
-        struct mc_facts f = { 0 };
 
         while (in.n >= 2 && set.n < 16) {
                 size_t len = fz_u8(&in);
@@ -51,19 +49,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
                 free(reply);
         }
 
-        if (set.n) {
-                FZ_CHECK(mc_policy_preset(&pol, "snapfs") == 0);
-                pol.owner = 0;
-                f.path = set.v[0].mount_point;
-                f.mount_id = set.v[0].id;
-                f.mount_root = true;
-                f.root_mode = 0555;
-                f.mounts = set.v;
-                f.n_mounts = set.n;
-                fz_judge_and_check(&f, &pol);
-                FZ_CHECK(mc_policy_preset(&pol, "tmpfs") == 0);
-                fz_judge_and_check(&f, &pol);
-        }
+        if (set.n)
+                fz_judge_both_presets(set.v[0].mount_point, set.v[0].id, set.v, set.n);
         mc_mount_set_free(&set);
         return 0;
 }
