@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: MIT */
-/* Verified open and re-verification: DESIGN.md "Reading and verifying". */
+/* Verified open and re-verification: docs/design.md "Reading and verifying". */
 #include <errno.h>
 #include <string.h>
 

@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: MIT */
-/* Publishing: DESIGN.md "Publishing (write, then rename)", from the client's side. */
+/* Publishing: docs/design.md "Publishing (write, then rename)", from the client's side. */
 #include <errno.h>
 #include <fcntl.h>
 #include <inttypes.h>

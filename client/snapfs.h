@@ -94,7 +94,7 @@ int snapfs_publish(const char *mount, const void *data, size_t len,
 int snapfs_publish_fd(const char *mount, int fd, const struct snapfs_options *opts,
                       struct snapfs_binding *out, struct snapfs_report *why);
 
-/* Verified open, DESIGN.md "Reading and verifying": judges the mount, opens the snapshot
+/* Verified open, docs/design.md "Reading and verifying": judges the mount, opens the snapshot
  * relative to the pinned mount root (O_RDONLY|O_NOFOLLOW|O_NONBLOCK|O_CLOEXEC, no symlink,
  * no mount crossing), confirms the descriptor lies on the judged mount, checks fstat against
  * the binding, reads and hashes the whole content and fstats again. Returns that descriptor

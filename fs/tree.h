@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 /* The snapfs tree: root, .staging/, published snapshots and staging files, and every decision
- * DESIGN.md makes about them (publish protocol, refusals and their errnos, reader/publisher
+ * docs/design.md makes about them (publish protocol, refusals and their errnos, reader/publisher
  * policy, limits). No FUSE types here: fs/ops.c translates requests into these calls, and
  * tests/unit/test_tree.c drives them without a mount.
  *

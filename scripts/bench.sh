@@ -15,7 +15,7 @@
 #     it writes 2 to /proc/sys/vm/drop_caches, dropping every unused dentry and inode of the
 #     machine, before each of its 40 cold rounds)
 #   6 mountcheck with 100 / 1,000 / 10,000 mounts, statmount vs mountinfo (mountcheck)
-# "Verified" is DESIGN.md's verified open: open, fstat identity checks, the descriptor's mount
+# "Verified" is docs/design.md's verified open: open, fstat identity checks, the descriptor's mount
 # id against the judged mount, pread + SHA-256, fstat again. The latency section runs three
 # times: client and daemon left to the scheduler ("free"), pinned to one CPU ("same"), and
 # pinned to different CPUs ("split"); "free" rows say where the daemon actually ran.

@@ -1,5 +1,6 @@
 /* SPDX-License-Identifier: MIT */
-/* Verify a held descriptor against a binding: DESIGN.md "Reading and verifying", steps 2 and 4.
+/* Verify a held descriptor against a binding: docs/design.md "Reading and verifying",
+ * steps 2 and 4.
  *
  * Step 2: fstat — a regular file, mode 0000, size within the limit, dev/ino/size equal to the
  * binding. Step 4: pread the whole content (never more than limit + 1 bytes), SHA-256 it and

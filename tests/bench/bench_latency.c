@@ -7,7 +7,7 @@
  *    verify) vs a tmpfs file (write, rename to the digest, verified open). Every contender
  *    hashes the bytes once to name or bind them and once more to verify them. One more row:
  *    snapfs publishing without hashing the bytes itself (the digest from the closed staging
- *    file's xattr, as DESIGN.md allows) against the memfd.
+ *    file's xattr, as docs/design.md allows) against the memfd.
  * 2. verified open of a 4 KiB snapshot published earlier: snapfs and tmpfs open by name;
  *    the memfd's holder verifies the descriptor it holds.
  * Contenders take turns within each round (the order rotates), so a noisy neighbour slows
@@ -159,7 +159,7 @@ static long long publish_tmpfile(struct lat *l, size_t len)
         bench_write_all(fd, l->buf, len);
         if (fchmod(fd, 0) < 0)
                 bench_die("fchmod: %s", strerror(errno));
-        /* Reopening a mode-0000 file through /proc works for root only (FIELD-NOTES). */
+        /* Reopening a mode-0000 file through /proc works for root only (others get EACCES). */
         snprintf(proc, sizeof(proc), "/proc/self/fd/%d", fd);
         rfd = open(proc, O_RDONLY | O_NONBLOCK | O_CLOEXEC);
         if (rfd < 0)

@@ -34,7 +34,7 @@ void bench_digest(struct bench_env *env, const void *buf, size_t len, struct sna
 /* write() until done, or die. */
 void bench_write_all(int fd, const void *buf, size_t len);
 
-/* DESIGN.md's verified open of dirfd/name: open O_RDONLY|O_NOFOLLOW|O_NONBLOCK|O_CLOEXEC,
+/* docs/design.md's verified open of dirfd/name: open O_RDONLY|O_NOFOLLOW|O_NONBLOCK|O_CLOEXEC,
  * snap_verify_fd (fstat identity, pread + SHA-256, fstat again), the descriptor's mount id
  * against the judged one, close. Dies on any refusal. */
 void bench_verified_open(struct bench_env *env, int dirfd, const char *name,

@@ -16,7 +16,7 @@ static inline const struct mc_mount *fz_find(const struct mc_facts *f, uint64_t 
 }
 
 /* Judges f under pol and checks the verdict: well-formed findings, the same verdict when
- * judged twice, and fail-closed: "compliant" only when every rule of DESIGN.md holds on the
+ * judged twice, and fail-closed: "compliant" only when every rule of docs/design.md holds on the
  * records, restated independently of record.c. Returns the verdict's compliance. */
 static inline bool fz_judge_and_check(const struct mc_facts *f, const struct mc_policy *pol)
 {

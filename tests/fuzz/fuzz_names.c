@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: MIT */
-/* The two name checks of the tree, against plain restatements of DESIGN.md:
+/* The two name checks of the tree, against plain restatements of docs/design.md:
  *   a snapshot name is exactly 64 characters of [0-9a-f] (snap_digest_from_hex, and
  *   snap_is_digest_name on a C string);
  *   a staging name is 1-64 characters of [A-Za-z0-9._-], not starting with "."

@@ -1,5 +1,5 @@
 # SPDX-License-Identifier: MIT
-"""Every refused modification of DESIGN.md's table, each with its exact errno, and after each
+"""Every refused modification of docs/design.md's table, each with its exact errno, and after each
 one a read of the same snapshot showing the same binding and the same bytes."""
 import ctypes
 import mmap
