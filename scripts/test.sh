@@ -49,7 +49,7 @@ run_build() {
   # Every ASan/LSan report, whichever process writes it (a daemonized daemon's standard error
   # is /dev/null), lands in its own file here; conftest.py fails the test during which one
   # appears. 1777: a sanitized binary run as another uid must be able to report too. (GCC's
-  # UBSan ignores log_path when linked with ASan: conftest.py finds its reports on stderr.)
+  # UBSan ignores log_path when linked with ASan: the tests search standard error for it.)
   local reports="$dir/sanitizer-reports"
   rm -rf "$reports"
   mkdir -p "$reports"

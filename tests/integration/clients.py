@@ -11,7 +11,7 @@ import signal
 import subprocess
 import sys
 
-from conftest import BUILD, ROOT, SNAPFS, helper_fs, sha256_hex
+from snaptest import BUILD, ROOT, SNAPFS, helper_fs, sha256_hex
 
 LIBSNAPFS = BUILD / "client" / "libsnapfs.so.0"
 APICLIENT = BUILD / "tests" / "helpers" / "apiclient"

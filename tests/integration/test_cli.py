@@ -1,5 +1,5 @@
 # SPDX-License-Identifier: MIT
-from conftest import run
+from snaptest import run
 
 
 def test_version_names_the_program(snapfs_bin):

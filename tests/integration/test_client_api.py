@@ -18,7 +18,7 @@ import pytest
 
 from clients import (APICLIENT, CLIENTS, FAKESNAP, LIBSNAPFS, MOUNTTOOL, PYCLIENT, Client,
                      client_env, codes, fakesnap, slide_tmpfs_beneath, tmpfs)
-from conftest import NOBODY_UID, sha256_hex
+from snaptest import NOBODY_UID, sha256_hex
 
 EMPTY_SHA256 = "e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855"
 BINDING_RE = re.compile(r"sha256=([0-9a-f]{64}) size=(\d+) dev=(\d+):(\d+) ino=(\d+)")

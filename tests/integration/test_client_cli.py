@@ -16,7 +16,7 @@ import pytest
 
 from clients import (FAKESNAP, MOUNTTOOL, fakesnap, publish_many, put, slide_tmpfs_beneath,
                      tmpfs)
-from conftest import NOBODY_UID, ROOT, SNAPFS, run, sha256_hex
+from snaptest import NOBODY_UID, ROOT, SNAPFS, run, sha256_hex
 
 EMPTY_SHA256 = "e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855"
 MANPAGE = ROOT / "cli" / "snapfs.1"

@@ -9,7 +9,7 @@ import subprocess
 
 import pytest
 
-from conftest import E, errno_of, sha256_hex
+from snaptest import E, errno_of, sha256_hex
 
 DATA = b'{"mcpServers": {"x": {"command": "true", "env": {"TOKEN": "t0k3n"}}}}\n'
 

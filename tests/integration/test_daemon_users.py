@@ -3,7 +3,7 @@
 rights, and the --readers/--publishers policies."""
 import os
 
-from conftest import NOBODY_UID, UID_PRELUDE, E, as_uid, errno_of, sha256_hex
+from snaptest import NOBODY_UID, UID_PRELUDE, E, as_uid, errno_of, sha256_hex
 
 # Runs as another uid: prints nothing on success; asserts otherwise.
 CLIENT = UID_PRELUDE

@@ -3,7 +3,7 @@
 (scripts/demo.sh adds only installing and building)."""
 import os
 
-from conftest import BUILD, ROOT, run
+from snaptest import BUILD, ROOT, run
 
 
 def test_the_demo_runs_end_to_end_and_exits_zero():

@@ -9,7 +9,7 @@ import mmap
 import os
 import stat
 
-from conftest import NOBODY_UID, UID_PRELUDE, as_uid, sha256_hex
+from snaptest import NOBODY_UID, UID_PRELUDE, as_uid, sha256_hex
 
 PAGE = mmap.PAGESIZE
 LIBC = ctypes.CDLL(None, use_errno=True)

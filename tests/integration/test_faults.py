@@ -11,7 +11,7 @@ import time
 
 import pytest
 
-from conftest import (NOBODY_UID, E, Snapfs, as_uid, errno_of, is_mounted, run, sha256_hex,
+from snaptest import (NOBODY_UID, E, Snapfs, as_uid, errno_of, is_mounted, run, sha256_hex,
                       start_snapfs)
 
 PY = "/usr/bin/python3"

@@ -10,7 +10,7 @@ import threading
 
 import pytest
 
-from conftest import E, errno_of, sha256_hex
+from snaptest import E, errno_of, sha256_hex
 
 libc = ctypes.CDLL(None, use_errno=True)
 libc.getxattr.argtypes = [ctypes.c_char_p, ctypes.c_char_p, ctypes.c_void_p, ctypes.c_size_t]

@@ -9,7 +9,7 @@ import shutil
 import pytest
 
 from clients import sanitized
-from conftest import BUILD, ROOT, run, sha256_hex
+from snaptest import BUILD, ROOT, run, sha256_hex
 
 EXAMPLE = ROOT / "tests" / "pkgconfig" / "example.c"
 EXPORTED = {"snapfs_binding_format", "snapfs_binding_parse", "snapfs_publish",

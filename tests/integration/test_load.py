@@ -3,7 +3,7 @@
 different uids publish, verify and read back while unlinkers and greedy uids interfere."""
 import os
 
-from conftest import BUILD, run
+from snaptest import BUILD, run
 
 
 def load_driver():

@@ -18,7 +18,7 @@ import sys
 
 import pytest
 
-from conftest import BUILD, NOBODY_UID, ROOT, SNAPFS, E, as_uid, errno_of, run, sha256_hex
+from snaptest import BUILD, NOBODY_UID, ROOT, SNAPFS, E, as_uid, errno_of, run, sha256_hex
 
 MCP = ROOT / "tests" / "mcp"
 INSPECTOR = MCP / "node_modules" / "@modelcontextprotocol" / "inspector" / "cli" / "build" / \

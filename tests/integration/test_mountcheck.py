@@ -21,7 +21,7 @@ import tempfile
 
 import pytest
 
-from conftest import BUILD, SNAPFS, helper_fs, run
+from snaptest import BUILD, SNAPFS, helper_fs, run
 
 HELPERS = BUILD / "tests" / "helpers"
 TINYFS = HELPERS / "tinyfs"

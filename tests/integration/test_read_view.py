@@ -9,7 +9,7 @@ import subprocess
 
 import pytest
 
-from conftest import E, errno_of, is_mounted, run, sha256_hex, start_snapfs
+from snaptest import E, errno_of, is_mounted, run, sha256_hex, start_snapfs
 
 DATA = b'{"mcpServers": {"view": {"command": "true"}}}\n'
 
