@@ -6,6 +6,8 @@
 #include <string.h>
 
 #include "commands.h"
+#include "mountopts.h"
+#include "util.h"
 #include "daemon.h"
 #include "options.h"
 
@@ -21,12 +23,18 @@ static void mount_usage(FILE *f)
 {
         fprintf(f,
                 "Usage: snapfs mount [OPTIONS] MOUNTPOINT\n"
+                "       snapfs SOURCE MOUNTPOINT [-o OPTIONS]   (as mount.fuse3 runs it)\n"
                 "\n"
                 "Mount snapfs at MOUNTPOINT (nosuid,nodev,noexec, type fuse.snapfs), check the new\n"
                 "mount with mountcheck and serve it. Returns once the mount is ready; the daemon\n"
                 "keeps running until SIGTERM or SIGINT, then unmounts.\n"
                 "\n"
                 "Options:\n"
+                "  -o NAME[=VALUE][,...]      any long option below, as mount(8) and fstab pass\n"
+                "                             them (max_bytes=64M or max-bytes=64M; allow_other;\n"
+                "                             ro for --read-only); rw, dev, suid, exec and the\n"
+                "                             other generic flags are ignored: the mount is\n"
+                "                             always nosuid,nodev,noexec\n"
                 "  -f, --foreground           stay in the foreground (print a line when serving)\n"
                 "      --max-snapshot-size SIZE  largest snapshot (default 256K, at most 1G)\n"
                 "      --max-bytes SIZE       snapshots and staging together (default 64M)\n"
@@ -80,28 +88,29 @@ static int bad_value(const char *opt, const char *value, int err)
         return 2;
 }
 
-int cli_cmd_mount(int argc, char **argv)
+static const struct option longopts[] = {
+        { "foreground", no_argument, NULL, 'f' },
+        { "max-snapshot-size", required_argument, NULL, OPT_MAX_SNAPSHOT_SIZE },
+        { "max-bytes", required_argument, NULL, OPT_MAX_BYTES },
+        { "max-snapshots", required_argument, NULL, OPT_MAX_SNAPSHOTS },
+        { "max-staging", required_argument, NULL, OPT_MAX_STAGING },
+        { "max-staging-bytes", required_argument, NULL, OPT_MAX_STAGING_BYTES },
+        { "publishers", required_argument, NULL, OPT_PUBLISHERS },
+        { "readers", required_argument, NULL, OPT_READERS },
+        { "read-only", no_argument, NULL, OPT_READ_ONLY },
+        { "read-view", required_argument, NULL, OPT_READ_VIEW },
+        { "allow-other", no_argument, NULL, OPT_ALLOW_OTHER },
+        { "audit-log", required_argument, NULL, OPT_AUDIT_LOG },
+        { "replace-stale", no_argument, NULL, OPT_REPLACE_STALE },
+        { "threads", required_argument, NULL, OPT_THREADS },
+        { "staging-ttl", required_argument, NULL, OPT_STAGING_TTL },
+        { "debug", no_argument, NULL, OPT_DEBUG },
+        { "help", no_argument, NULL, 'h' },
+        { NULL, 0, NULL, 0 },
+};
+
+static int mount_parsed(int argc, char **argv)
 {
-        static const struct option longopts[] = {
-                { "foreground", no_argument, NULL, 'f' },
-                { "max-snapshot-size", required_argument, NULL, OPT_MAX_SNAPSHOT_SIZE },
-                { "max-bytes", required_argument, NULL, OPT_MAX_BYTES },
-                { "max-snapshots", required_argument, NULL, OPT_MAX_SNAPSHOTS },
-                { "max-staging", required_argument, NULL, OPT_MAX_STAGING },
-                { "max-staging-bytes", required_argument, NULL, OPT_MAX_STAGING_BYTES },
-                { "publishers", required_argument, NULL, OPT_PUBLISHERS },
-                { "readers", required_argument, NULL, OPT_READERS },
-                { "read-only", no_argument, NULL, OPT_READ_ONLY },
-                { "read-view", required_argument, NULL, OPT_READ_VIEW },
-                { "allow-other", no_argument, NULL, OPT_ALLOW_OTHER },
-                { "audit-log", required_argument, NULL, OPT_AUDIT_LOG },
-                { "replace-stale", no_argument, NULL, OPT_REPLACE_STALE },
-                { "threads", required_argument, NULL, OPT_THREADS },
-                { "staging-ttl", required_argument, NULL, OPT_STAGING_TTL },
-                { "debug", no_argument, NULL, OPT_DEBUG },
-                { "help", no_argument, NULL, 'h' },
-                { NULL, 0, NULL, 0 },
-        };
         struct sfs_daemon_config cfg = {
                 .tree = {
                         .max_snapshot_size = DEFAULT_MAX_SNAPSHOT_SIZE,
@@ -221,4 +230,21 @@ int cli_cmd_mount(int argc, char **argv)
                 return 2;
         }
         return sfs_daemon_run(&cfg);
+}
+
+/* mount(8) can only pass "-o WORDS": they become long options first (mountopts.c). */
+int cli_cmd_mount(int argc, char **argv)
+{
+        char **args = NULL;
+        int n, r;
+
+        r = cli_mountopts_expand(argc, argv, longopts, &n, &args);
+        if (r < 0) {
+                fprintf(stderr, "snapfs mount: -o: %s\n",
+                        r == -ENOMEM ? strerror(ENOMEM) : "an empty option or no options");
+                return 2;
+        }
+        r = mount_parsed(n, args);
+        cli_mountopts_free(args);
+        return r;
 }

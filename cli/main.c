@@ -31,6 +31,22 @@ static void usage(FILE *f)
         fprintf(f, "\nRun 'snapfs COMMAND --help' for a command's options; 'man snapfs' for all.\n");
 }
 
+/* mount -t fuse.snapfs SOURCE MNT -o OPTS: util-linux runs mount.fuse3, which runs
+ * "snapfs SOURCE MNT -o OPTS" (the subtype as the program name). That is "snapfs mount -o OPTS
+ * MNT"; SOURCE is free text for mountinfo's first column and means nothing to snapfs. */
+static int mount_helper(int argc, char **argv)
+{
+        char *args[argc];
+        int n = 0;
+
+        args[n++] = "mount";
+        for (int i = 3; i < argc; i++)
+                args[n++] = argv[i];
+        args[n++] = argv[2];
+        args[n] = NULL;
+        return cli_cmd_mount(n, args);
+}
+
 int main(int argc, char **argv)
 {
         if (argc < 2) {
@@ -48,6 +64,9 @@ int main(int argc, char **argv)
         for (const struct cli_command *c = cli_commands; c->name; c++)
                 if (strcmp(argv[1], c->name) == 0)
                         return c->run(argc - 1, argv + 1);
+        /* Only mount.fuse3's exact shape, so a mistyped command never mounts anything. */
+        if (argc >= 5 && argv[1][0] != '-' && argv[2][0] == '/' && strcmp(argv[3], "-o") == 0)
+                return mount_helper(argc, argv);
         fprintf(stderr, "snapfs: unknown command '%s'\n", argv[1]);
         usage(stderr);
         return 2;

@@ -1,0 +1,176 @@
+/* SPDX-License-Identifier: MIT */
+#include "mountopts.h"
+
+#include <errno.h>
+#include <stdbool.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "util.h"
+
+/* Generic flags that mount(8), mount.fuse3 or an fstab line add on their own. dev and suid
+ * come from mount.fuse3 itself on every mount that does not say nodev,nosuid, so refusing
+ * them would refuse every mount; snapfs mounts nosuid,nodev,noexec whatever it is given. */
+static const char *const ignored[] = {
+        "rw",        "dev",          "nodev",    "suid",        "nosuid",     "exec",
+        "noexec",    "atime",        "noatime",  "relatime",    "norelatime", "strictatime",
+        "nostrictatime", "diratime", "nodiratime", "lazytime",  "nolazytime", "sync",
+        "async",     "dirsync",      "defaults", "auto",        "noauto",     "nofail",
+        "_netdev",   "user",         "nouser",   "users",       "silent",     "loud",
+};
+
+struct vec {
+        char **v;
+        int n, cap;
+};
+
+static int vec_push(struct vec *vec, char *s)
+{
+        if (!s)
+                return -ENOMEM;
+        if (vec->n + 2 > vec->cap) {
+                int cap = vec->cap ? vec->cap * 2 : 16;
+                char **v = realloc(vec->v, (size_t)cap * sizeof(*v));
+                if (!v) {
+                        free(s);
+                        return -ENOMEM;
+                }
+                vec->v = v;
+                vec->cap = cap;
+        }
+        vec->v[vec->n++] = s;
+        vec->v[vec->n] = NULL;
+        return 0;
+}
+
+static bool all_digits(const char *s, size_t len)
+{
+        if (!len)
+                return false;
+        for (size_t i = 0; i < len; i++)
+                if (s[i] < '0' || s[i] > '9')
+                        return false;
+        return true;
+}
+
+static bool is_ignored(const char *name, bool has_value)
+{
+        /* x-systemd.requires=..., comment=...: meant for other readers of fstab. */
+        if (strncmp(name, "x-", 2) == 0 || strcmp(name, "comment") == 0)
+                return true;
+        for (size_t i = 0; i < ARRAY_SIZE(ignored) && !has_value; i++)
+                if (strcmp(name, ignored[i]) == 0)
+                        return true;
+        return false;
+}
+
+/* One -o argument: words separated by commas. */
+static int expand_words(struct vec *out, const char *words)
+{
+        bool in_uid_list = false;
+        const char *p = words;
+
+        if (!*words)
+                return -EINVAL;
+        for (;;) {
+                size_t len = strcspn(p, ",");
+                const char *eq = memchr(p, '=', len);
+                size_t nlen = eq ? (size_t)(eq - p) : len;
+                _cleanup_free_ char *name = strndup(p, nlen);
+                char *arg;
+
+                if (!name)
+                        return -ENOMEM;
+                if (!len)
+                        return -EINVAL;
+                if (in_uid_list && all_digits(p, len)) {
+                        char **last = &out->v[out->n - 1];
+                        if (asprintf(&arg, "%s,%.*s", *last, (int)len, p) < 0)
+                                return -ENOMEM;
+                        free(*last);
+                        *last = arg;
+                } else if (!nlen) {
+                        return -EINVAL;
+                } else if (!eq && strcmp(name, "ro") == 0) {
+                        in_uid_list = false;
+                        if (vec_push(out, strdup("--read-only")) < 0)
+                                return -ENOMEM;
+                } else if (is_ignored(name, eq != NULL)) {
+                        in_uid_list = false;
+                } else {
+                        for (char *c = name; *c; c++)
+                                if (*c == '_')
+                                        *c = '-';
+                        in_uid_list = eq && (strcmp(name, "publishers") == 0 ||
+                                             strcmp(name, "readers") == 0);
+                        if (asprintf(&arg, "--%s%s%.*s", name, eq ? "=" : "",
+                                     eq ? (int)(len - nlen - 1) : 0, eq ? eq + 1 : "") < 0)
+                                return -ENOMEM;
+                        if (vec_push(out, arg) < 0)
+                                return -ENOMEM;
+                }
+                if (!p[len])
+                        return 0;
+                p += len + 1;
+        }
+}
+
+/* Does the long option named by arg ("--name", no '=') take its value from the next word? */
+static bool takes_separate_value(const struct option *longopts, const char *arg)
+{
+        if (strchr(arg, '='))
+                return false;
+        for (const struct option *o = longopts; o->name; o++)
+                if (strcmp(arg + 2, o->name) == 0)
+                        return o->has_arg == required_argument;
+        return false;
+}
+
+int cli_mountopts_expand(int argc, char **argv, const struct option *longopts,
+                         int *out_argc, char ***out)
+{
+        struct vec vec = { 0 };
+        bool options = true;
+        int r = 0;
+
+        for (int i = 0; i < argc && r == 0; i++) {
+                const char *a = argv[i];
+
+                if (i == 0 || !options || a[0] != '-' || a[1] == '\0') {
+                        /* getopt_long with "+" stops at the first operand. */
+                        if (i > 0 && (a[0] != '-' || a[1] == '\0'))
+                                options = false;
+                        r = vec_push(&vec, strdup(a));
+                } else if (strcmp(a, "--") == 0) {
+                        options = false;
+                        r = vec_push(&vec, strdup(a));
+                } else if (strcmp(a, "-o") == 0) {
+                        r = i + 1 < argc ? expand_words(&vec, argv[++i]) : -EINVAL;
+                } else if (strncmp(a, "-o", 2) == 0) {
+                        r = expand_words(&vec, a + 2);
+                } else {
+                        r = vec_push(&vec, strdup(a));
+                        if (r == 0 && a[1] == '-' && i + 1 < argc &&
+                            takes_separate_value(longopts, a))
+                                r = vec_push(&vec, strdup(argv[++i]));
+                }
+        }
+        if (r == 0 && !vec.v)
+                r = -EINVAL;
+        if (r < 0) {
+                cli_mountopts_free(vec.v);
+                return r;
+        }
+        *out_argc = vec.n;
+        *out = vec.v;
+        return 0;
+}
+
+void cli_mountopts_free(char **argv)
+{
+        if (!argv)
+                return;
+        for (char **p = argv; *p; p++)
+                free(*p);
+        free(argv);
+}
