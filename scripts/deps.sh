@@ -12,6 +12,9 @@ pkgs=(
   clang llvm libclang-rt-14-dev valgrind
   # integration tests: unshare/setpriv/mount, xattr tools, python, procps, sandbox
   util-linux mount attr python3 python3-pytest procps psmisc bubblewrap libseccomp-dev
+  # the service tests: systemd-analyze verify on the unit, logrotate on the snippet, and a
+  # rootless container runtime for the deployment recipe
+  systemd logrotate podman crun uidmap
   # bench chart
   gnuplot-nox
   # the man page: man -l renders cli/snapfs.1 (the tests check it renders without warnings)

@@ -1,0 +1,104 @@
+# SPDX-License-Identifier: MIT
+"""snapfs run as a service, as an operator deploys it: installed by `meson install`, started by
+mount(8) and fstab through mount.fuse3, supervised by systemd (the unit verifies, READY=1
+reaches the notify socket), logs rotated. Scenarios that need snapfs at /usr/local/bin run in a
+mount namespace of their own (service_ns.py)."""
+import json
+import os
+import shutil
+import subprocess
+import sys
+
+import pytest
+
+from conftest import BUILD, ROOT, run
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+
+
+@pytest.fixture(scope="module")
+def installed(tmp_path_factory):
+    """The build installed by `meson install --destdir` (default prefix /usr/local)."""
+    dest = str(tmp_path_factory.mktemp("dest"))
+    r = run("meson", "install", "-C", BUILD, "--no-rebuild", "--destdir", dest, "--quiet",
+            timeout=120)
+    assert r.returncode == 0, r.stdout + r.stderr
+    prefix = dest + "/usr/local"
+    assert os.access(prefix + "/bin/snapfs", os.X_OK), "snapfs is not installed in /usr/local/bin"
+    yield prefix
+    shutil.rmtree(dest)
+
+
+def scenario(name, installed, work, *args):
+    """Runs service_ns.py's scenario in a new private mount namespace: its JSON result."""
+    r = subprocess.run(["unshare", "-m", "--propagation", "private", sys.executable,
+                        os.path.join(HERE, "service_ns.py"), name, installed + "/bin", work,
+                        *[str(a) for a in args]],
+                       capture_output=True, text=True, timeout=300)
+    assert r.returncode == 0, r.stdout + r.stderr
+    res = json.loads(r.stdout)
+    assert res["killed"] == [], f"processes still running at the end: {res}"
+    return res
+
+
+def assert_served_then_stopped_cleanly(res):
+    assert res["mount"]["rc"] == 0, res["mount"]
+    # Whatever mount(8) and mount.fuse3 pass (dev,suid always), snapfs imposes its flags.
+    flags = res["mountinfo"].split()[5].split(",")
+    assert {"nosuid", "nodev", "noexec"} <= set(flags), res["mountinfo"]
+    assert res["mountinfo"].split()[7] == "fuse.snapfs"
+    # The options reached the daemon: max_snapshot_size=1K refuses 2 KiB, accepts 10 bytes.
+    assert res["small"] == "OK" and res["big"] == "EFBIG", res
+    # umount stops the daemon: it exits 0, and no process is left.
+    assert res["umount"]["rc"] == 0, res["umount"]
+    assert len(res["pids"]) == 1
+    assert res["reaped"] == [[res["pids"][0], 0]], res
+
+
+def test_mount_8_starts_the_daemon_and_umount_stops_it(installed, workdir):
+    res = scenario("mount8", installed, workdir, "-o",
+                   "allow_other,max_snapshot_size=1K,max-bytes=64M,exec,dev,suid")
+    assert_served_then_stopped_cleanly(res)
+    assert "allow_other" in res["mountinfo"].split()[-1]
+
+
+def test_an_unknown_mount_option_is_refused_and_nothing_is_mounted(installed, workdir):
+    res = scenario("mount8", installed, workdir, "-o", "max_snapshot_size=1K,no_such_option")
+    assert res["mount"]["rc"] != 0
+    assert "unrecognized option '--no-such-option'" in res["mount"]["err"], res["mount"]
+    assert res["mountinfo"] is None
+    # The daemon process refused before forking: mount.fuse3 reaped it, nothing is left.
+    assert res["reaped"] == []
+    # Beside it, the same mount without the bad word is served.
+    assert_served_then_stopped_cleanly(
+        scenario("mount8", installed, workdir, "-o", "max_snapshot_size=1K"))
+
+
+def test_an_fstab_line_mounts_with_mount_T(installed, workdir):
+    res = scenario("fstab", installed, workdir,
+                   "max_snapshot_size=1K,publishers=0,1000,allow_other,noauto,nofail,"
+                   "x-systemd.requires=network.target")
+    assert_served_then_stopped_cleanly(res)
+    assert res["staging"] == "OK"
+
+
+def test_an_fstab_line_with_ro_mounts_read_only(installed, workdir):
+    res = scenario("fstab", installed, workdir, "ro,max_snapshot_size=1K")
+    assert res["mount"]["rc"] == 0, res["mount"]
+    assert res["mountinfo"].split()[5].startswith("ro,"), res["mountinfo"]
+    # Read-only: no staging area at all, so nothing can be published.
+    assert res["small"] == "ENOENT" and res["staging"] == "ENOENT"
+    assert res["umount"]["rc"] == 0
+    assert res["reaped"] == [[res["pids"][0], 0]]
+
+
+def test_the_installed_unit_passes_systemd_analyze_verify(installed, workdir):
+    unit = installed + "/lib/systemd/system/snapfs.service"
+    assert os.path.exists(unit)
+    with open(unit) as f:
+        text = f.read()
+    assert "ExecStart=/usr/local/bin/snapfs mount --foreground" in text
+    assert "Type=notify" in text
+    res = scenario("verify_unit", installed, workdir, unit, installed + "/share/man")
+    assert res["verify"]["rc"] == 0, res["verify"]
+    assert res["verify"]["err"] == "", res["verify"]
