@@ -18,6 +18,7 @@
 #include "audit.h"
 #include "daemon-internal.h"
 #include "mountcheck.h"
+#include "notify.h"
 #include "ops.h"
 #include "view.h"
 #include "readahead.h"
@@ -247,6 +248,16 @@ static int serve(const struct sfs_daemon_config *cfg, struct fuse_session *se,
                 if (r < 0 && cfg->debug)
                         LOG("cannot raise the readahead: %s\n", strerror(-r));
         }
+        /* The self-check passed before the loop, and INIT is answered: the mount serves.
+         * A daemonized process names itself, since its manager watched the parent. */
+        {
+                char state[64] = "READY=1";
+                if (!cfg->foreground)
+                        snprintf(state, sizeof(state), "MAINPID=%d\nREADY=1", (int)getpid());
+                r = sfs_notify(state);
+                if (r < 0)
+                        LOG("$NOTIFY_SOCKET: %s\n", strerror(-r));
+        }
         lc = fuse_loop_cfg_create();
         if (!lc)
                 return SFS_EXIT_ERROR;
@@ -256,6 +267,7 @@ static int serve(const struct sfs_daemon_config *cfg, struct fuse_session *se,
                 fuse_loop_cfg_set_max_threads(lc, cfg->max_threads);
         r = fuse_session_loop_mt(se, lc);
         fuse_loop_cfg_destroy(lc);
+        sfs_notify("STOPPING=1");
         /* The loop ends with 0 on a clean exit and with the signal number for SIGTERM/INT. */
         return r < 0 ? SFS_EXIT_ERROR : SFS_EXIT_OK;
 }

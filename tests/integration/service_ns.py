@@ -149,6 +149,30 @@ def scenario_verify_unit(work, unit, mandir):
     return {"verify": sh("systemd-analyze", "verify", unit, env=env)}
 
 
+def scenario_notify_daemonized(work, binary):
+    """snapfs mount (daemonized) with an abstract $NOTIFY_SOCKET: MAINPID= and READY=1 come
+    from the daemon once it serves; SIGTERM to that pid stops it."""
+    mnt = os.path.join(work, "mnt")
+    os.makedirs(mnt, exist_ok=True)
+    name = f"@snapfs-notify-{os.getpid()}"
+    sock = socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM | socket.SOCK_CLOEXEC)
+    sock.bind("\0" + name[1:])
+    sock.settimeout(DEADLINE)
+    env = dict(os.environ, NOTIFY_SOCKET=name)
+    res = {"mount": sh(binary, "mount", mnt, env=env)}
+    if res["mount"]["rc"] != 0:
+        return res
+    res["message"] = sock.recv(4096).decode()
+    res["pids"] = child_pids("snapfs")
+    res["served"] = errno_name(os.listdir, mnt)
+    os.kill(res["pids"][0], signal.SIGTERM)
+    sock.settimeout(DEADLINE)
+    res["stopping"] = sock.recv(4096).decode()
+    wait_for(lambda: mountinfo_line(mnt) is None, "the unmount")
+    sock.close()
+    return res
+
+
 SCENARIOS = {name[len("scenario_"):]: fn for name, fn in globals().items()
              if name.startswith("scenario_")}
 

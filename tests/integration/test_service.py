@@ -5,13 +5,16 @@ reaches the notify socket), logs rotated. Scenarios that need snapfs at /usr/loc
 mount namespace of their own (service_ns.py)."""
 import json
 import os
+import select
 import shutil
+import signal
+import socket
 import subprocess
 import sys
 
 import pytest
 
-from conftest import BUILD, ROOT, run
+from conftest import BUILD, E, errno_of, is_mounted, run
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 
@@ -102,3 +105,67 @@ def test_the_installed_unit_passes_systemd_analyze_verify(installed, workdir):
     res = scenario("verify_unit", installed, workdir, unit, installed + "/share/man")
     assert res["verify"]["rc"] == 0, res["verify"]
     assert res["verify"]["err"] == "", res["verify"]
+
+
+def notify_socket(path):
+    s = socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM | socket.SOCK_CLOEXEC)
+    s.bind(path)
+    return s
+
+
+def recv_within(sock, deadline=60):
+    ready, _, _ = select.select([sock], [], [], deadline)
+    assert ready, "no datagram on the notify socket"
+    return sock.recv(4096).decode()
+
+
+def test_ready_reaches_the_notify_socket_once_the_mount_serves(snapfs_bin, workdir):
+    mnt = os.path.join(workdir, "mnt")
+    os.mkdir(mnt)
+    sock = notify_socket(os.path.join(workdir, "notify"))
+    env = dict(os.environ, NOTIFY_SOCKET=os.path.join(workdir, "notify"))
+    with open(mnt + ".stderr", "w") as err:
+        proc = subprocess.Popen([snapfs_bin, "mount", "-f", "--audit-log",
+                                 os.path.join(workdir, "audit"), mnt],
+                                stdout=subprocess.DEVNULL, stderr=err, env=env)
+    try:
+        assert recv_within(sock) == "READY=1"
+        # Ready means served: the mount is there and answers a request.
+        assert is_mounted(mnt)
+        assert os.listdir(mnt) == [".staging"]
+        proc.send_signal(signal.SIGTERM)
+        assert recv_within(sock) == "STOPPING=1"
+        assert proc.wait(60) == 0
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+        sock.close()
+    assert not is_mounted(mnt)
+
+
+def test_a_refused_mount_never_says_ready(mount_snapfs, snapfs_bin, workdir):
+    fs = mount_snapfs()
+    sock = notify_socket(os.path.join(workdir, "notify"))
+    env = dict(os.environ, NOTIFY_SOCKET=os.path.join(workdir, "notify"))
+    try:
+        # A second mount on the same path stacks: its self-check refuses it, before READY.
+        r = run(snapfs_bin, "mount", "-f", fs.path, env=env)
+        assert r.returncode == 1, r.stderr
+        assert "stacked" in r.stderr
+        # The process has exited: anything it sent is queued already.
+        assert errno_of(sock.recv, 4096, socket.MSG_DONTWAIT) == E.EAGAIN
+        # Beside it, the mount that is alone serves (and was announced by its own start).
+        assert os.listdir(fs.path) == [".staging"]
+    finally:
+        sock.close()
+
+
+def test_a_daemonized_mount_names_its_main_pid(installed, snapfs_bin, workdir):
+    res = scenario("notify_daemonized", installed, workdir, snapfs_bin)
+    assert res["mount"]["rc"] == 0, res["mount"]
+    pid = res["pids"][0]
+    assert res["message"] == f"MAINPID={pid}\nREADY=1"
+    assert res["served"] == "OK"
+    assert res["stopping"] == "STOPPING=1"
+    assert res["reaped"] == [[pid, 0]]
