@@ -14,7 +14,7 @@ import sys
 
 import pytest
 
-from conftest import BUILD, E, errno_of, is_mounted, run
+from snaptest import BUILD, E, errno_of, is_mounted, run
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 
