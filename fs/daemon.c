@@ -41,10 +41,13 @@ static int handle_stale(const struct sfs_daemon_config *cfg, const char *path)
 {
         struct mc_policy pol;
         struct mc_verdict v;
-        struct stat st;
+        struct statx stx;
         int r;
 
-        if (stat(path, &st) == 0)
+        /* AT_STATX_FORCE_SYNC: a GETATTR that must reach the daemon. A plain stat() is
+         * answered from attributes the kernel cached while the daemon lived, so a dead mount
+         * whose root anyone had looked at passed for alive (and the new mount stacked). */
+        if (statx(AT_FDCWD, path, AT_STATX_FORCE_SYNC, STATX_TYPE | STATX_MODE, &stx) == 0)
                 return 0;
         if (errno != ENOTCONN) {
                 LOG("%s: %m\n", path);

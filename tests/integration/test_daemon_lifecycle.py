@@ -138,6 +138,39 @@ def test_a_killed_daemon_is_reported_and_must_be_cleared_explicitly(snapfs_bin, 
     assert not is_mounted(path)
 
 
+def test_replace_stale_sees_a_dead_daemon_whose_root_was_stat_ed(snapfs_bin, workdir):
+    """The kernel answers stat() of a dead mount's root from cached attributes: the stale
+    check must ask the daemon itself. Beside it, a live mount is never replaced."""
+    path = os.path.join(workdir, "cached")
+    os.mkdir(path)
+    fs = start_snapfs(snapfs_bin, path)
+    digest = fs.publish(b"looked at before the kill")
+    try:
+        # The live mount first: --replace-stale leaves it alone, refused as stacked.
+        r = run(snapfs_bin, "mount", "-f", "--replace-stale", path)
+        assert r.returncode == 1, r.stderr
+        assert "stacked" in r.stderr
+        assert mount_count(path) == 1
+        assert os.stat(os.path.join(path, digest)).st_size == len(b"looked at before the kill")
+
+        os.stat(path)
+        os.stat(os.path.join(path, digest))
+        fs.stop(signal.SIGKILL)
+        # Cached attributes still answer stat(): this is what fooled the old check.
+        assert os.stat(path).st_mode & 0o777 == 0o555
+
+        fs2 = start_snapfs(snapfs_bin, path, "--replace-stale")
+        try:
+            assert mount_count(path) == 1
+            assert fs2.publish(b"new daemon") == sha256_hex(b"new daemon")
+        finally:
+            assert fs2.stop() == 0
+    finally:
+        if is_mounted(path):
+            subprocess.run(["umount", "-l", path], check=False)
+    assert not is_mounted(path)
+
+
 def test_replace_stale_leaves_a_dead_mount_of_another_type_alone(snapfs_bin, workdir):
     tiny = os.path.join(os.environ.get("SNAPFS_BUILD", "build"), "tests", "helpers", "tinyfs")
     if not os.path.exists(tiny):
