@@ -15,6 +15,8 @@ pkgs=(
   # the service tests: systemd-analyze verify on the unit, logrotate on the snippet, and a
   # rootless container runtime for the deployment recipe
   systemd logrotate podman crun uidmap
+  # distribution through OCI registries (tests/integration/test_oci_registry.py)
+  skopeo docker-registry
   # bench chart
   gnuplot-nox
   # the man page: man -l renders cli/snapfs.1 (the tests check it renders without warnings)

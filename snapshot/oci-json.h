@@ -1,0 +1,36 @@
+/* SPDX-License-Identifier: MIT */
+/* json-c helpers of oci.c and oci-sign.c: strict parsing of documents and descriptors. */
+#pragma once
+
+#include <stddef.h>
+
+#include <json-c/json.h>
+
+#include "oci.h"
+
+/* Parses len bytes as one JSON object in strict mode (RFC 8259 only, valid UTF-8, depth at
+ * most 32) with nothing after it but whitespace: 0 and *out, or -EFBIG (len past
+ * SNAP_OCI_DOC_MAX), -EINVAL. */
+int oci_json_parse(const void *buf, size_t len, json_object **out);
+
+/* Adds o under key to obj, or drops o: 0 or -ENOMEM. */
+int oci_json_add(json_object *obj, const char *key, json_object *o);
+
+/* The string under key when present: 0 and *out (malloc'd, or NULL when absent), -EINVAL when
+ * it is not a string without NUL of at most max bytes. */
+int oci_json_opt_string(json_object *obj, const char *key, size_t max, char **out);
+/* The same for a media type (snap_oci_media_type_valid). */
+int oci_json_opt_type(json_object *obj, const char *key, char **out);
+
+/* Checks annotations is an object of strings (each at most SNAP_OCI_ANNOTATION_MAX bytes, no
+ * NUL); fills *title and *ref_name (malloc'd) when not NULL and present. 0, -EINVAL,
+ * -ENOMEM. */
+int oci_json_check_annotations(json_object *ann, char **title, char **ref_name);
+
+/* A descriptor object: mediaType, digest, size required; artifactType, annotations optional.
+ * 0 and *d filled (strings malloc'd), or -EINVAL / -ENOMEM (d is cleared on failure). */
+int oci_json_desc_parse(json_object *o, struct snap_oci_desc *d);
+
+/* A new descriptor object for d (title and ref_name as annotations when set): 0 and *out,
+ * -EINVAL (a bad media type or annotation), -ENOMEM. */
+int oci_json_desc_new(const struct snap_oci_desc *d, json_object **out);

@@ -1,0 +1,237 @@
+/* SPDX-License-Identifier: MIT */
+/* OCI image layout (image-spec v1.1): the directory `oci-layout`, `index.json`,
+ * `blobs/sha256/<hex>` that skopeo and oras read and write, and the artifact manifests that
+ * carry snapshots as layers. Used by `snapfs export/import` and by the daemon's `--store`.
+ *
+ * Every blob and index.json is written to a temporary file, fsync'd, renamed into place and
+ * its directory fsync'd: a crash leaves the old file or the new one, never a torn one. Every
+ * read of the layout is bounded and refuses symlinks and non-regular files; every parsed
+ * document is checked strictly (sizes, counts, digest format, media types). */
+#pragma once
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "digest.h"
+
+#define SNAP_OCI_MEDIA_MANIFEST "application/vnd.oci.image.manifest.v1+json"
+#define SNAP_OCI_MEDIA_INDEX "application/vnd.oci.image.index.v1+json"
+#define SNAP_OCI_MEDIA_EMPTY "application/vnd.oci.empty.v1+json"
+/* artifactType of a manifest whose layers are snapshots, and the media type of each layer
+ * (the snapshot's bytes as they are). */
+#define SNAP_OCI_ARTIFACT_SNAPSHOTS "application/vnd.snapfs.snapshots.v1"
+#define SNAP_OCI_MEDIA_SNAPSHOT "application/vnd.snapfs.snapshot.v1"
+/* artifactType of a signature manifest (an OCI referrer whose subject is the signed
+ * manifest) and the media type of its one layer, the signature envelope. */
+#define SNAP_OCI_ARTIFACT_SIGNATURE "application/vnd.snapfs.signature.v1"
+#define SNAP_OCI_MEDIA_SIGNATURE "application/vnd.snapfs.signature.v1+json"
+
+#define SNAP_OCI_ANNOTATION_TITLE "org.opencontainers.image.title"
+#define SNAP_OCI_ANNOTATION_REF_NAME "org.opencontainers.image.ref.name"
+
+/* Bounds on what is parsed: a manifest or index.json larger than 4 MiB (what registries
+ * accept), more than 65536 layers or index entries, a media type longer than 255 bytes, an
+ * annotation value longer than 1024 bytes, a size past 2^40 are refused with -EFBIG or
+ * -EINVAL. */
+#define SNAP_OCI_DOC_MAX (UINT64_C(4) << 20)
+#define SNAP_OCI_ENTRIES_MAX 65536u
+#define SNAP_OCI_TYPE_MAX 255u
+#define SNAP_OCI_ANNOTATION_MAX 1024u
+#define SNAP_OCI_BLOB_MAX (UINT64_C(1) << 40)
+/* A tag: [A-Za-z0-9_][A-Za-z0-9._-]{0,127}, as registries and skopeo accept it. */
+#define SNAP_OCI_TAG_MAX 128u
+
+/* An open layout: descriptors of its directory and of blobs/sha256; paths are never used
+ * again after the open. */
+struct snap_oci_layout {
+        int dirfd;
+        int blobsfd;
+};
+
+#define SNAP_OCI_LAYOUT_INIT { .dirfd = -1, .blobsfd = -1 }
+
+/* A content descriptor. Strings are malloc'd and owned by the document they belong to. */
+struct snap_oci_desc {
+        char *media_type;           /* never NULL in a parsed or built document */
+        struct snap_digest digest;  /* sha256 only */
+        uint64_t size;
+        char *artifact_type;        /* NULL when absent */
+        char *title;                /* annotation org.opencontainers.image.title, or NULL */
+        char *ref_name;             /* annotation org.opencontainers.image.ref.name, or NULL */
+};
+
+struct snap_oci_manifest {
+        char *artifact_type; /* NULL when absent */
+        struct snap_oci_desc config;
+        size_t n_layers;
+        struct snap_oci_desc *layers;
+        bool has_subject;
+        struct snap_oci_desc subject;
+};
+
+struct snap_oci_index {
+        size_t n_manifests;
+        struct snap_oci_desc *manifests;
+};
+
+enum {
+        /* Create the directory, oci-layout and blobs/sha256 when missing. */
+        SNAP_OCI_CREATE = 1u << 0,
+};
+
+/* Opens the layout at path (O_DIRECTORY|O_NOFOLLOW: a symlink as last component is refused
+ * with -ELOOP), checks `oci-layout` says imageLayoutVersion 1.0.0 and opens
+ * blobs/sha256 the same way. With SNAP_OCI_CREATE, makes what is missing (mode 0755 and 0644
+ * before umask). 0, or -ENOENT (no layout there and no CREATE), -EINVAL (oci-layout is not a
+ * version we read, or a part is not a directory), the errno of a step. */
+int snap_oci_layout_open(const char *path, unsigned flags, struct snap_oci_layout *out);
+void snap_oci_layout_close(struct snap_oci_layout *l);
+
+/* Writes name (a file directly in dirfd) atomically and durably: a temporary file in the
+ * same directory, fsync, rename over name, fsync of the directory. 0 or a negative errno;
+ * on failure name is unchanged and the temporary file removed. */
+int snap_oci_write_atomic(int dirfd, const char *name, const void *buf, size_t len);
+
+/* Writes buf as the blob of its SHA-256 (into *digest when not NULL). 0 when written, 1 when
+ * an intact blob with that digest was there already (nothing written); a blob there that does
+ * not match, or a symlink in its place, is replaced. */
+int snap_oci_blob_write(const struct snap_oci_layout *l, const void *buf, size_t len,
+                        struct snap_digest *digest);
+
+/* Opens the blob d for reading: the descriptor, after refusing a symlink (-ELOOP), a
+ * non-regular file (-EINVAL, -EISDIR), a missing blob (-ENOENT) and a size other than size
+ * (-EBADMSG). Nothing is read. */
+int snap_oci_blob_open(const struct snap_oci_layout *l, const struct snap_digest *d,
+                       uint64_t size);
+
+/* Hashes the blob d through its descriptor, reading at most size + 1 bytes: 0 when it is
+ * size bytes that hash to d, -EBADMSG when not, or the errors of snap_oci_blob_open. */
+int snap_oci_blob_verify(const struct snap_oci_layout *l, const struct snap_digest *d,
+                         uint64_t size);
+
+/* Reads and verifies the blob d: 0 and its size bytes in *buf (malloc'd, never NULL), or
+ * -EFBIG when size > limit (nothing read), -EBADMSG, the errors of snap_oci_blob_open. */
+int snap_oci_blob_read(const struct snap_oci_layout *l, const struct snap_digest *d,
+                       uint64_t size, uint64_t limit, void **buf);
+
+/* Removes the blob d and fsyncs the directory: 0, or -ENOENT, or the errno of unlink. */
+int snap_oci_blob_remove(const struct snap_oci_layout *l, const struct snap_digest *d);
+
+/* "sha256:<64 lowercase hex>" (strict, len bytes of s): 0 and *out, or -EINVAL. */
+int snap_oci_digest_parse(const char *s, size_t len, struct snap_digest *out);
+/* out needs 7 + 64 + 1 bytes. */
+#define SNAP_OCI_DIGEST_TEXT_LEN (7 + SNAP_DIGEST_HEX_LEN)
+void snap_oci_digest_format(const struct snap_digest *d, char out[SNAP_OCI_DIGEST_TEXT_LEN + 1]);
+
+/* True for a media type of the form type/subtype of RFC 6838 restricted-name characters,
+ * at most SNAP_OCI_TYPE_MAX bytes. */
+bool snap_oci_media_type_valid(const char *s);
+/* True for a tag as SNAP_OCI_TAG_MAX says. */
+bool snap_oci_tag_valid(const char *s);
+
+/* Sets d to the empty config descriptor (application/vnd.oci.empty.v1+json, blob "{}"); the
+ * strings are static: do not pass d to snap_oci_desc_clear. */
+void snap_oci_desc_empty_config(struct snap_oci_desc *d);
+/* Frees d's strings and zeroes it. */
+void snap_oci_desc_clear(struct snap_oci_desc *d);
+
+/* The manifest as JSON text (malloc'd, *len bytes, NUL-terminated): 0, or -EINVAL when a
+ * media type, annotation or count is out of the bounds above, -ENOMEM. */
+int snap_oci_manifest_build(const struct snap_oci_manifest *m, char **json, size_t *len);
+
+/* Parses a manifest (len bytes, no NUL needed): 0 and *out (free with
+ * snap_oci_manifest_free), or -EFBIG (len > SNAP_OCI_DOC_MAX), -EINVAL (not JSON, trailing
+ * bytes, schemaVersion not 2, a mediaType other than a manifest's, a bad descriptor: missing
+ * or bad mediaType, digest not sha256:<hex>, size not a non-negative integer, annotations not
+ * strings, too many layers), -ENOMEM. Unknown fields are ignored, as the spec asks. */
+int snap_oci_manifest_parse(const void *buf, size_t len, struct snap_oci_manifest **out);
+void snap_oci_manifest_free(struct snap_oci_manifest *m);
+
+/* Parses index.json the same way (schemaVersion 2, mediaType absent or an index's, at most
+ * SNAP_OCI_ENTRIES_MAX descriptors). */
+int snap_oci_index_parse(const void *buf, size_t len, struct snap_oci_index **out);
+void snap_oci_index_free(struct snap_oci_index *ix);
+
+/* Reads and parses the layout's index.json: 0 and *out (an empty index when the file is
+ * missing), or the errors of the parse and the bounded read. */
+int snap_oci_index_read(const struct snap_oci_layout *l, struct snap_oci_index **out);
+
+/* Builds m, writes it as a blob (with the empty config blob when m's config is that) and
+ * fills *out (may be NULL) with its descriptor (static media type; digest and size). 0 or
+ * the errors of build and write. */
+int snap_oci_manifest_write(const struct snap_oci_layout *l, const struct snap_oci_manifest *m,
+                            struct snap_oci_desc *out);
+
+/* Reads the manifest blob of desc verified (size bounded by SNAP_OCI_DOC_MAX: -EFBIG) and
+ * parses it: 0 and *out, or the errors of snap_oci_blob_read and snap_oci_manifest_parse. */
+int snap_oci_manifest_load(const struct snap_oci_layout *l, const struct snap_oci_desc *desc,
+                           struct snap_oci_manifest **out);
+
+/* Tags the manifest desc (its media_type, digest, size, artifact_type) as tag in index.json:
+ * entries already carrying that ref name are dropped, every other entry is kept as it was,
+ * and the file is rewritten atomically under an exclusive flock of the layout directory
+ * (two writers never lose each other's tag). 0, or -EINVAL (bad tag), the errors of
+ * reading, parsing and writing. */
+int snap_oci_tag(const struct snap_oci_layout *l, const struct snap_oci_desc *desc,
+                 const char *tag);
+
+/* Resolves ref, a tag, "@sha256:<hex>" or "sha256:<hex>" (a manifest digest), to the
+ * descriptor of a manifest: 0 and *out (strings malloc'd: snap_oci_desc_clear), or -ENOENT
+ * (no such tag; no such blob), -ENOTUNIQ (two entries with that tag), -EMEDIUMTYPE (the tag
+ * names something that is not an image manifest, e.g. an index), -EINVAL (bad ref). A
+ * digest not in index.json resolves when its blob is there. */
+int snap_oci_resolve(const struct snap_oci_layout *l, const char *ref, struct snap_oci_desc *out);
+
+/* The manifests in index.json whose subject is subject and whose artifactType is
+ * artifact_type (any when NULL), in index order: 0 and *out (free with
+ * snap_oci_index_free; n_manifests may be 0). Entries that do not load are skipped. */
+int snap_oci_referrers(const struct snap_oci_layout *l, const struct snap_digest *subject,
+                       const char *artifact_type, struct snap_oci_index **out);
+
+/* ---- Signatures (oci-sign.c) --------------------------------------------------------
+ *
+ * A signature envelope is a small JSON document, the one layer of a signature manifest:
+ *   {"mediaType": SNAP_OCI_MEDIA_SIGNATURE, "algorithm": "ed25519",
+ *    "manifest": {"digest": "sha256:<hex>", "size": N},
+ *    "key": "sha256:<hex of the SHA-256 of the public key's DER SubjectPublicKeyInfo>",
+ *    "signature": "<base64 of the 64-byte Ed25519 signature>"}
+ * The signed message is "snapfs-signature-v1\nsha256:<hex>\n<size>\n": the manifest's digest
+ * and size, under a prefix no other use of the key shares. An envelope is
+ * self-authenticating: whoever holds the public key can check it without the layout. */
+
+struct evp_pkey_st;
+
+struct snap_oci_envelope {
+        struct snap_digest manifest;
+        uint64_t manifest_size;
+        struct snap_digest key;  /* fingerprint of the signing public key */
+        uint8_t signature[64];
+};
+
+#define SNAP_OCI_ENVELOPE_MAX 4096u
+
+/* A new Ed25519 key pair: 0 and *out (EVP_PKEY_free), or -EIO. */
+int snap_oci_key_generate(struct evp_pkey_st **out);
+/* PEM text of the private key (PKCS#8) or of the public key (SubjectPublicKeyInfo): 0 and
+ * *pem (malloc'd, *len bytes, NUL-terminated), or -EIO/-ENOMEM. */
+int snap_oci_key_to_pem(struct evp_pkey_st *key, bool private_key, char **pem, size_t *len);
+/* Parses a PEM key (len bytes): a private key, or with want_private false a public key or
+ * a private key whose public half is used. 0 and *out, or -EINVAL (not PEM, not Ed25519). */
+int snap_oci_key_from_pem(const void *pem, size_t len, bool want_private,
+                          struct evp_pkey_st **out);
+/* Reads a PEM key file (bounded, no symlink, regular file) and parses it as above. */
+int snap_oci_key_load(const char *path, bool want_private, struct evp_pkey_st **out);
+/* SHA-256 of the key's DER SubjectPublicKeyInfo: 0, or -EIO. */
+int snap_oci_key_fingerprint(struct evp_pkey_st *key, struct snap_digest *out);
+
+/* Signs the manifest digest and size with key: 0 and the envelope JSON in *json (malloc'd,
+ * *len bytes), or -EINVAL (not an Ed25519 private key), -EIO, -ENOMEM. */
+int snap_oci_sign(struct evp_pkey_st *key, const struct snap_digest *manifest, uint64_t size,
+                  char **json, size_t *len);
+/* Parses an envelope strictly (at most SNAP_OCI_ENVELOPE_MAX bytes; every field present and
+ * well formed): 0 and *out, or -EINVAL / -EFBIG. */
+int snap_oci_envelope_parse(const void *buf, size_t len, struct snap_oci_envelope *out);
+/* Checks e against the public key pub: 0 when e was signed by pub; -EKEYREJECTED when e names
+ * another key; -EBADMSG when the signature does not verify; -EIO. */
+int snap_oci_envelope_verify(const struct snap_oci_envelope *e, struct evp_pkey_st *pub);
