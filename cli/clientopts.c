@@ -7,6 +7,7 @@
 #include <fcntl.h>
 #include <getopt.h>
 #include <limits.h>
+#include <stdarg.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
@@ -19,7 +20,7 @@ const char *cli_default_mount(void)
         return m && *m ? m : CLI_DEFAULT_MOUNT;
 }
 
-int cli_parse_common(const char *cmd, int argc, char **argv, bool with_mount, int operands,
+int cli_parse_common(const char *cmd, int argc, char **argv, bool mount_operand, int operands,
                      const char *what, void (*usage)(FILE *f), struct cli_common *c)
 {
         static const struct option longopts[] = {
@@ -29,22 +30,21 @@ int cli_parse_common(const char *cmd, int argc, char **argv, bool with_mount, in
                 { "help", no_argument, NULL, 'h' },
                 { NULL, 0, NULL, 0 },
         };
+        const bool json = cli_json_requested(argc, argv);
         int ch;
 
-        *c = (struct cli_common){ 0 };
+        *c = (struct cli_common){ .json = json };
         optind = 1;
-        /* Commands without --mount take the mount as an operand: skip the option entry. */
-        while ((ch = getopt_long(argc, argv, "h", longopts + !with_mount, NULL)) != -1) {
+        opterr = 0;
+        while ((ch = getopt_long(argc, argv, ":h", longopts, NULL)) != -1) {
                 switch (ch) {
                 case 'm':
                         c->mount_arg = optarg;
                         break;
                 case 'o':
-                        if (cli_parse_owner(optarg, &c->opts) < 0) {
-                                fprintf(stderr, "snapfs %s: --owner: invalid uid '%s'\n", cmd,
-                                        optarg);
-                                return 2;
-                        }
+                        if (cli_parse_owner(optarg, &c->opts) < 0)
+                                return cli_usage_error(cmd, json, NULL,
+                                                       "--owner: invalid uid '%s'", optarg);
                         break;
                 case 'j':
                         c->json = true;
@@ -53,28 +53,60 @@ int cli_parse_common(const char *cmd, int argc, char **argv, bool with_mount, in
                         usage(stdout);
                         return 0;
                 default:
-                        usage(stderr);
-                        return 2;
+                        return cli_getopt_error(cmd, json, usage, argv, ch);
                 }
         }
+        if (mount_operand && argc - optind == 1) {
+                /* The mount as an operand: the older spelling, kept as an alias of --mount. */
+                if (c->mount_arg &&
+                    cli_same_mount(cmd, json, usage, argv[optind], c->mount_arg) < 0)
+                        return 2;
+                c->mount_arg = argv[optind++];
+        }
         if (argc - optind != operands) {
-                if (operands == 0)
-                        fprintf(stderr, "snapfs %s: unexpected argument '%s'%s\n", cmd,
-                                argv[optind], with_mount ? " (use --mount)" : "");
-                else
-                        fprintf(stderr, "snapfs %s: expected %s\n", cmd, what);
-                usage(stderr);
-                return 2;
+                if (argc - optind > operands && operands == 0)
+                        return cli_usage_error(cmd, json, usage,
+                                               "unexpected argument '%s' (use --mount)",
+                                               argv[optind + operands]);
+                return cli_usage_error(cmd, json, usage, "expected %s", what);
         }
         return -1;
 }
 
+char *cli_absolute_dir(const char *path)
+{
+        char *out = path_make_absolute(path);
+        size_t n;
+
+        if (!out)
+                return NULL;
+        n = strlen(out);
+        while (n > 1 && out[n - 1] == '/')
+                out[--n] = '\0';
+        return out;
+}
+
+int cli_same_mount(const char *cmd, bool json, void (*usage)(FILE *f), const char *operand,
+                   const char *mount_arg)
+{
+        _cleanup_free_ char *a = cli_absolute_dir(operand), *b = cli_absolute_dir(mount_arg);
+
+        if (!a || !b)
+                return -ENOMEM;
+        if (strcmp(a, b) != 0) {
+                cli_usage_error(cmd, json, usage, "the mount operand '%s' and --mount '%s' "
+                                "differ: give one of them", operand, mount_arg);
+                return -EINVAL;
+        }
+        return 0;
+}
+
 char *cli_mount_path(const char *cmd, const struct cli_common *c)
 {
-        char *mount = path_make_absolute(c->mount_arg ? c->mount_arg : cli_default_mount());
+        char *mount = cli_absolute_dir(c->mount_arg ? c->mount_arg : cli_default_mount());
 
         if (!mount)
-                fprintf(stderr, "snapfs %s: %s\n", cmd, strerror(errno));
+                cli_system_error(cmd, c->json, negative_errno(), "--mount");
         return mount;
 }
 
@@ -137,14 +169,86 @@ json_object *cli_reasons_json(const struct snapfs_report *why)
         return list;
 }
 
-json_object *cli_refusal_json(json_object *o, int err, const struct snapfs_report *why)
+json_object *cli_json_result(bool ok, const char *error, const char *message,
+                             const struct snapfs_report *why)
 {
+        static const struct snapfs_report none;
+        json_object *o = json_object_new_object();
+
         if (!o)
                 return NULL;
-        json_object_object_add(o, "error", json_object_new_string(strerrorname_np(-err) ?: "?"));
-        json_object_object_add(o, "message", json_object_new_string(snapfs_strerror(err)));
-        json_object_object_add(o, "reasons", cli_reasons_json(why));
+        json_object_object_add(o, "ok", json_object_new_boolean(ok));
+        json_object_object_add(o, "error", error ? json_object_new_string(error) : NULL);
+        json_object_object_add(o, "message", message ? json_object_new_string(message) : NULL);
+        json_object_object_add(o, "reasons", cli_reasons_json(why ? why : &none));
         return o;
+}
+
+json_object *cli_json_refusal(int err, const struct snapfs_report *why)
+{
+        return cli_json_result(false, strerrorname_np(-err) ?: "EIO", snapfs_strerror(err), why);
+}
+
+bool cli_json_requested(int argc, char **argv)
+{
+        for (int i = 1; i < argc; i++) {
+                if (strcmp(argv[i], "--") == 0)
+                        return false;
+                if (strcmp(argv[i], "--json") == 0)
+                        return true;
+        }
+        return false;
+}
+
+__attribute__((format(printf, 3, 0)))
+static int report_error(const char *cmd, const char *code, const char *fmt, va_list ap,
+                        bool json, const char *suffix)
+{
+        _cleanup_free_ char *msg = NULL, *line = NULL;
+
+        if (vasprintf(&msg, fmt, ap) < 0)
+                msg = NULL;
+        if (asprintf(&line, "snapfs %s: %s%s%s", cmd, msg ?: "out of memory", suffix ? ": " : "",
+                     suffix ?: "") < 0)
+                line = NULL;
+        fprintf(stderr, "%s\n", line ?: cmd);
+        if (json)
+                cli_print_json(cli_json_result(false, code, line ?: cmd, NULL));
+        return 2;
+}
+
+int cli_usage_error(const char *cmd, bool json, void (*usage)(FILE *f), const char *fmt, ...)
+{
+        va_list ap;
+
+        va_start(ap, fmt);
+        report_error(cmd, "usage", fmt, ap, json, NULL);
+        va_end(ap);
+        if (usage)
+                usage(stderr);
+        return 2;
+}
+
+int cli_system_error(const char *cmd, bool json, int err, const char *fmt, ...)
+{
+        va_list ap;
+
+        va_start(ap, fmt);
+        report_error(cmd, strerrorname_np(-err) ?: "EIO", fmt, ap, json, strerror(-err));
+        va_end(ap);
+        return 2;
+}
+
+int cli_getopt_error(const char *cmd, bool json, void (*usage)(FILE *f), char **argv, int ch)
+{
+        const char *arg = optind > 0 ? argv[optind - 1] : "";
+
+        if (ch == ':')
+                return cli_usage_error(cmd, json, usage, "option '%s' needs a value", arg);
+        /* An unknown long option leaves optopt 0; an unknown short one is optopt. */
+        if (optopt > 0 && optopt < 0x80)
+                return cli_usage_error(cmd, json, usage, "unknown option '-%c'", optopt);
+        return cli_usage_error(cmd, json, usage, "unknown option '%s'", arg);
 }
 
 int cli_print_json(json_object *o)

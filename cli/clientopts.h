@@ -22,20 +22,30 @@ const char *cli_default_mount(void);
 /* The options put, verify, ls and audit share. */
 struct cli_common {
         struct snapfs_options opts; /* --owner */
-        const char *mount_arg;      /* --mount as given, or NULL */
+        const char *mount_arg;      /* --mount as given (or the mount operand), or NULL */
         bool json;                  /* --json */
 };
 
-/* Parses [--mount MNT] (when with_mount) [--owner UID] [--json] [-h] for "snapfs cmd", then
- * requires exactly `operands` operands, named by what in the error ("one FILE"). Returns -1
- * to go on (the operands start at argv[optind]), else the exit code: 0 after --help, 2 for a
- * usage error, already printed. */
-int cli_parse_common(const char *cmd, int argc, char **argv, bool with_mount, int operands,
+/* Parses [--mount MNT] [--owner UID] [--json] [-h] for "snapfs cmd", then requires exactly
+ * `operands` operands, named by what in the error ("one FILE"). With mount_operand, the one
+ * operand may also be the mount (an alias of --mount, refused when both disagree). Returns
+ * -1 to go on (the operands start at argv[optind]), else the exit code: 0 after --help, 2
+ * for a usage error, already printed (as JSON too when --json was asked for). */
+int cli_parse_common(const char *cmd, int argc, char **argv, bool mount_operand, int operands,
                      const char *what, void (*usage)(FILE *f), struct cli_common *c);
 
-/* --mount, else $SNAPFS_MOUNT, else CLI_DEFAULT_MOUNT, made absolute: malloc'd, or NULL after
- * printing why. */
+/* --mount, else $SNAPFS_MOUNT, else CLI_DEFAULT_MOUNT, made absolute without its trailing
+ * slashes: malloc'd, or NULL after printing why. */
 char *cli_mount_path(const char *cmd, const struct cli_common *c);
+
+/* path made absolute, trailing slashes dropped ("/run/snapfs/" names /run/snapfs; the mount
+ * check then refuses a symlink at the last component as at any other): malloc'd, or NULL. */
+char *cli_absolute_dir(const char *path);
+
+/* Whether an operand and --mount name one directory: 0, -EINVAL (they differ, printed
+ * naming both as a usage error), or -ENOMEM. */
+int cli_same_mount(const char *cmd, bool json, void (*usage)(FILE *f), const char *operand,
+                   const char *mount_arg);
 
 /* The judged mount's root, opened for listing below its pinned descriptor (never through the
  * path again): 0 and *out (closedir it), or a negative errno. */
@@ -50,8 +60,33 @@ void cli_print_reasons(FILE *f, const struct snapfs_report *why);
 /* [{"code": ..., "message": ...}, ...] */
 json_object *cli_reasons_json(const struct snapfs_report *why);
 
-/* Adds error (the errno's name), message (snapfs_strerror) and reasons to o; returns o. */
-json_object *cli_refusal_json(json_object *o, int err, const struct snapfs_report *why);
+/* Every --json outcome of every subcommand is one object that starts with the same four
+ * fields: {"ok", "error" (null, an errno name or "usage"), "message" (null or text),
+ * "reasons" [{code, message}]}; the command adds its own after them (docs/design.md,
+ * "Command-line contract"). why may be NULL (no reasons). */
+json_object *cli_json_result(bool ok, const char *error, const char *message,
+                             const struct snapfs_report *why);
+
+/* cli_json_result of a refusal: error is the errno's name, message snapfs_strerror's. */
+json_object *cli_json_refusal(int err, const struct snapfs_report *why);
+
+/* True when argv asks for --json before any "--" or the first operand of exec: a usage
+ * error found before the parser reached --json is then reported as JSON too. */
+bool cli_json_requested(int argc, char **argv);
+
+/* A usage error: "snapfs CMD: MESSAGE" and the usage on standard error; with json also the
+ * one object {"ok": false, "error": "usage", ...} on standard output. Returns 2. */
+__attribute__((format(printf, 4, 5)))
+int cli_usage_error(const char *cmd, bool json, void (*usage)(FILE *f), const char *fmt, ...);
+
+/* A system error err (negative errno): "snapfs CMD: MESSAGE: strerror" on standard error;
+ * with json the object whose error is the errno's name. Returns 2. */
+__attribute__((format(printf, 4, 5)))
+int cli_system_error(const char *cmd, bool json, int err, const char *fmt, ...);
+
+/* The usage error getopt_long found (called with opterr 0 and ':' leading its optstring):
+ * ch is what it returned ('?' or ':'). Returns 2. */
+int cli_getopt_error(const char *cmd, bool json, void (*usage)(FILE *f), char **argv, int ch);
 
 /* Prints a JSON object (pretty, no slash escaping) and a newline to stdout, and frees it:
  * 0, or -EIO when stdout cannot take it. */

@@ -33,9 +33,9 @@
 static void audit_usage(FILE *f)
 {
         fprintf(f,
-                "Usage: snapfs audit [--owner UID] [--json] MNT\n"
+                "Usage: snapfs audit [--mount MNT] [--owner UID] [--json]\n"
                 "\n"
-                "Check the mount at MNT, then every entry of it through the pinned mount root:\n"
+                "Check the mount MNT, then every entry of it through the pinned mount root:\n"
                 "each name is a SHA-256 (or .staging), each snapshot opens on that very mount, is\n"
                 "a regular file with one link and mode 0000 on the mount's device, has an inode\n"
                 "no other snapshot has, xattrs user.snapfs.sha256 and user.snapfs.binding that\n"
@@ -44,9 +44,12 @@ static void audit_usage(FILE *f)
                 "terminal when there are more than %d snapshots.\n"
                 "\n"
                 "Options:\n"
+                "  --mount MNT   " CLI_HELP_MOUNT ";\n"
+                "                a lone MNT operand is the same (the older spelling)\n"
                 "  --owner UID   trust a mount made by UID (default: your uid)\n"
-                "  --json        print one JSON object: ok, mount, compliant, findings,\n"
-                "                snapshots, bytes, checks [{check, passed, failed}],\n"
+                "  --json        print one JSON object: ok, error, message, reasons (the\n"
+                "                mount's findings, then every problem), mount, compliant,\n"
+                "                mount_id, snapshots, bytes, checks [{check, passed, failed}],\n"
                 "                problems [{entry, code, message}]\n"
                 "  -h, --help    show this help\n"
                 "\n"
@@ -375,19 +378,38 @@ static int print_text(const char *mount, const struct snapfs_report *why, bool c
         return fflush(stdout) == 0 ? 0 : -EIO;
 }
 
-static int print_json(const char *mount, const struct snapfs_report *why, bool compliant,
+static int print_json(const char *mount, const struct snapfs_report *why, int check,
                       const struct snapfs_mnt *m, const struct audit *a)
 {
-        json_object *o = json_object_new_object(), *checks, *problems;
+        const bool compliant = check == 0, ok = compliant && !a->n_problems;
+        json_object *o, *checks, *problems, *reasons;
 
+        /* Not compliant: the findings are the reasons (EMEDIUMTYPE, as every client says it).
+         * Compliant with problems: the snapshots do not hold what they promise; each problem
+         * is a reason too, its entry in the message. */
+        o = compliant ? cli_json_result(ok, ok ? NULL : "EBADMSG",
+                                        ok ? NULL : "a snapshot does not hold what it promises",
+                                        NULL)
+                      : cli_json_refusal(check, why);
         if (!o)
                 return -ENOMEM;
-        json_object_object_add(o, "ok", json_object_new_boolean(compliant && !a->n_problems));
+        if (compliant && json_object_object_get_ex(o, "reasons", &reasons)) {
+                for (size_t i = 0; i < a->n_problems; i++) {
+                        json_object *p = json_object_new_object();
+                        char msg[sizeof(a->problems[i].entry) + sizeof(a->problems[i].message) + 2];
+                        if (!p)
+                                break;
+                        snprintf(msg, sizeof(msg), "%s: %s", a->problems[i].entry,
+                                 a->problems[i].message);
+                        json_object_object_add(p, "code", json_object_new_string(a->problems[i].code));
+                        json_object_object_add(p, "message", json_object_new_string(msg));
+                        json_object_array_add(reasons, p);
+                }
+        }
         json_object_object_add(o, "mount", json_object_new_string(mount));
         json_object_object_add(o, "compliant", json_object_new_boolean(compliant));
         json_object_object_add(o, "mount_id",
                                compliant ? json_object_new_uint64(m->mount_id) : NULL);
-        json_object_object_add(o, "findings", cli_reasons_json(why));
         json_object_object_add(o, "snapshots", json_object_new_uint64(a->snapshots));
         json_object_object_add(o, "bytes", json_object_new_uint64(a->bytes));
         checks = json_object_new_array();
@@ -426,25 +448,22 @@ int cli_cmd_audit(int argc, char **argv)
         char **names = NULL;
         size_t n_names = 0;
         bool compliant, tty;
-        int r;
+        int r, check;
 
-        r = cli_parse_common("audit", argc, argv, false, 1,
-                             "exactly one MNT", audit_usage, &co);
+        r = cli_parse_common("audit", argc, argv, true, 0, NULL, audit_usage, &co);
         if (r >= 0)
                 return r;
-        mount = path_make_absolute(argv[optind]);
-        if (!mount) {
-                fprintf(stderr, "snapfs audit: %s\n", strerror(errno));
+        mount = cli_mount_path("audit", &co);
+        if (!mount)
                 return 2;
-        }
 
         snapfs_report_reset(&why);
         r = snapfs_mnt_check(mount, &co.opts, &m, &why);
+        check = r;
         compliant = r == 0;
         if (!compliant && r != -EMEDIUMTYPE && r != -ENOTCONN) {
-                fprintf(stderr, "snapfs audit: %s: %s\n", mount, snapfs_strerror(r));
                 cli_print_reasons(stderr, &why);
-                return 2;
+                return cli_system_error("audit", co.json, r, "%s", mount);
         }
         result(&a, CHECK_MOUNT, compliant);
 
@@ -487,7 +506,7 @@ int cli_cmd_audit(int argc, char **argv)
                 }
         }
 
-        r = co.json ? print_json(mount, &why, compliant, &m, &a)
+        r = co.json ? print_json(mount, &why, check, &m, &a)
                  : print_text(mount, &why, compliant, &m, &a);
         if (r < 0)
                 fprintf(stderr, "snapfs audit: writing output: %s\n", strerror(-r));

@@ -6,6 +6,7 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "clientopts.h"
 #include "commands.h"
 #include "mountcheck.h"
 #include "util.h"
@@ -14,9 +15,11 @@ static void check_usage(FILE *f)
 {
         fprintf(f,
                 "Usage: snapfs check [--preset snapfs|tmpfs] [POLICY OPTIONS]\n"
-                "                    [--backend auto|statmount|mountinfo] [--json] PATH\n"
+                "                    [--backend auto|statmount|mountinfo] [--json]\n"
+                "                    [--mount PATH | PATH]\n"
                 "\n"
-                "Judges the mount that PATH really reaches - through a descriptor opened without\n"
+                "Judges the mount that PATH (default: $SNAPFS_MOUNT, else " CLI_DEFAULT_MOUNT ")\n"
+                "really reaches - through a descriptor opened without\n"
                 "following any symlink, by mount id, never by the text of the mount table - and\n"
                 "lists every reason it is not compliant.\n"
                 "\n"
@@ -48,9 +51,11 @@ static void check_usage(FILE *f)
                 "  --backend NAME     auto (default: statmount, or mountinfo where the kernel\n"
                 "                     lacks it), statmount (statx + statmount/listmount), or\n"
                 "                     mountinfo (/proc/self/mountinfo through libmount)\n"
-                "  --json             print one JSON object: compliant, path, backend,\n"
-                "                     mount_id, mount_id_unique, findings [{code, message}],\n"
-                "                     findings_dropped\n"
+                "  --mount PATH       the path to judge, as every client takes its mount (made\n"
+                "                     absolute, a trailing / dropped); PATH is judged as written\n"
+                "  --json             print one JSON object: ok, error, message, reasons\n"
+                "                     [{code, message}] (the findings), path, backend,\n"
+                "                     mount_id, mount_id_unique, reasons_dropped\n"
                 "  -h, --help         show this help\n"
                 "\n"
                 "Exit status: 0 compliant (nothing printed without --json); 1 not compliant,\n"
@@ -74,6 +79,7 @@ enum {
         OPT_NO_PROBE,
         OPT_BACKEND,
         OPT_JSON,
+        OPT_MOUNT,
 };
 
 static const struct option check_options[] = {
@@ -88,6 +94,7 @@ static const struct option check_options[] = {
         { "no-probe", no_argument, NULL, OPT_NO_PROBE },
         { "backend", required_argument, NULL, OPT_BACKEND },
         { "json", no_argument, NULL, OPT_JSON },
+        { "mount", required_argument, NULL, OPT_MOUNT },
         { "help", no_argument, NULL, 'h' },
         { NULL, 0, NULL, 0 },
 };
@@ -109,7 +116,9 @@ struct setting {
 
 static int print_json(const char *path, const struct mc_verdict *v)
 {
-        json_object *root = json_object_new_object(), *list = json_object_new_array();
+        json_object *root = cli_json_result(v->compliant, v->compliant ? NULL : "EMEDIUMTYPE",
+                                            v->compliant ? NULL : "not a compliant mount", NULL);
+        json_object *list = json_object_new_array();
         int r = 0;
 
         if (!root || !list) {
@@ -117,12 +126,6 @@ static int print_json(const char *path, const struct mc_verdict *v)
                 json_object_put(list);
                 return -ENOMEM;
         }
-        json_object_object_add(root, "compliant", json_object_new_boolean(v->compliant));
-        json_object_object_add(root, "path", json_object_new_string(path));
-        json_object_object_add(root, "backend", json_object_new_string(mc_backend_name(v->backend)));
-        json_object_object_add(root, "mount_id",
-                               v->has_mount_id ? json_object_new_uint64(v->mount_id) : NULL);
-        json_object_object_add(root, "mount_id_unique", json_object_new_boolean(v->mount_id_unique));
         for (size_t i = 0; i < v->n_findings; i++) {
                 json_object *f = json_object_new_object();
                 if (!f) {
@@ -134,12 +137,17 @@ static int print_json(const char *path, const struct mc_verdict *v)
                 json_object_object_add(f, "message", json_object_new_string(v->findings[i].message));
                 json_object_array_add(list, f);
         }
-        json_object_object_add(root, "findings", list);
-        json_object_object_add(root, "findings_dropped", json_object_new_uint64(v->n_dropped));
+        json_object_object_add(root, "reasons", list);
+        json_object_object_add(root, "path", json_object_new_string(path));
+        json_object_object_add(root, "backend", json_object_new_string(mc_backend_name(v->backend)));
+        json_object_object_add(root, "mount_id",
+                               v->has_mount_id ? json_object_new_uint64(v->mount_id) : NULL);
+        json_object_object_add(root, "mount_id_unique", json_object_new_boolean(v->mount_id_unique));
+        json_object_object_add(root, "reasons_dropped", json_object_new_uint64(v->n_dropped));
         if (r == 0)
-                printf("%s\n", json_object_to_json_string_ext(root, JSON_C_TO_STRING_PRETTY |
-                                                                  JSON_C_TO_STRING_NOSLASHESCAPE));
-        json_object_put(root);
+                r = cli_print_json(root);
+        else
+                json_object_put(root);
         return r;
 }
 
@@ -147,15 +155,17 @@ int cli_cmd_check(int argc, char **argv)
 {
         struct setting settings[64];
         size_t n_settings = 0;
-        const char *preset = "snapfs", *path;
+        const char *preset = "snapfs", *mount_arg = NULL;
+        _cleanup_free_ char *path = NULL;
         enum mc_backend backend = MC_BACKEND_AUTO;
         struct mc_policy pol;
         struct mc_verdict v;
-        bool json = false;
+        bool json = cli_json_requested(argc, argv);
         int c, r;
 
         optind = 1;
-        while ((c = getopt_long(argc, argv, "h", check_options, NULL)) != -1) {
+        opterr = 0;
+        while ((c = getopt_long(argc, argv, ":h", check_options, NULL)) != -1) {
                 const char *key = NULL;
                 switch (c) {
                 case 'h':
@@ -165,13 +175,15 @@ int cli_cmd_check(int argc, char **argv)
                         preset = optarg;
                         continue;
                 case OPT_BACKEND:
-                        if (mc_backend_from_name(optarg, &backend) < 0) {
-                                fprintf(stderr, "snapfs check: invalid value for --backend: '%s'\n", optarg);
-                                return 2;
-                        }
+                        if (mc_backend_from_name(optarg, &backend) < 0)
+                                return cli_usage_error("check", json, NULL,
+                                                       "invalid value for --backend: '%s'", optarg);
                         continue;
                 case OPT_JSON:
                         json = true;
+                        continue;
+                case OPT_MOUNT:
+                        mount_arg = optarg;
                         continue;
                 case OPT_FSTYPE: key = "fstype"; break;
                 case OPT_REQUIRE: key = "require"; break;
@@ -182,44 +194,43 @@ int cli_cmd_check(int argc, char **argv)
                 case OPT_OWNER: key = "owner"; break;
                 case OPT_NO_PROBE: key = "probe"; optarg = (char *)"no"; break;
                 default:
-                        check_usage(stderr);
-                        return 2;
+                        return cli_getopt_error("check", json, check_usage, argv, c);
                 }
-                if (n_settings == ARRAY_SIZE(settings)) {
-                        fprintf(stderr, "snapfs check: too many policy options\n");
-                        return 2;
-                }
+                if (n_settings == ARRAY_SIZE(settings))
+                        return cli_usage_error("check", json, NULL, "too many policy options");
                 settings[n_settings++] = (struct setting){
                         .option = option_name(c),
                         .key = key,
                         .value = optarg,
                 };
         }
-        if (optind != argc - 1) {
-                fprintf(stderr, "snapfs check: expected exactly one PATH\n");
-                check_usage(stderr);
+        if (argc - optind > 1)
+                return cli_usage_error("check", json, check_usage, "expected at most one PATH");
+        if (optind < argc && mount_arg && cli_same_mount("check", json, check_usage,
+                                                         argv[optind], mount_arg) < 0)
                 return 2;
-        }
-        path = argv[optind];
+        /* PATH is judged exactly as written (the check reports a non-canonical spelling);
+         * --mount, like every client's, names a directory: made absolute, trailing '/'
+         * dropped. */
+        path = optind < argc ? strdup(argv[optind])
+                             : cli_absolute_dir(mount_arg ?: cli_default_mount());
+        if (!path)
+                return cli_system_error("check", json, -ENOMEM, "PATH");
 
-        if (mc_policy_preset(&pol, preset) < 0) {
-                fprintf(stderr, "snapfs check: invalid value for --preset: '%s'\n", preset);
-                return 2;
-        }
+        if (mc_policy_preset(&pol, preset) < 0)
+                return cli_usage_error("check", json, NULL, "invalid value for --preset: '%s'",
+                                       preset);
         for (size_t i = 0; i < n_settings; i++) {
                 r = mc_policy_set(&pol, settings[i].key, settings[i].value);
-                if (r < 0) {
-                        fprintf(stderr, "snapfs check: invalid value for --%s: '%s'\n",
-                                settings[i].option, settings[i].value ? settings[i].value : "");
-                        return 2;
-                }
+                if (r < 0)
+                        return cli_usage_error("check", json, NULL,
+                                               "invalid value for --%s: '%s'", settings[i].option,
+                                               settings[i].value ? settings[i].value : "");
         }
 
         r = mc_check_path(path, &pol, backend, &v, NULL);
-        if (r < 0) {
-                fprintf(stderr, "snapfs check: %s: %s\n", path, strerror(-r));
-                return 2;
-        }
+        if (r < 0)
+                return cli_system_error("check", json, r, "%s", path);
         if (json) {
                 r = print_json(path, &v);
                 if (r < 0) {

@@ -16,6 +16,12 @@
 
 #define DEFAULT_FD 3
 #define DEFAULT_ENV "SNAPFS_BINDING"
+/* The variable that carries /proc/self/fd/N, for a program that takes a path from its
+ * environment rather than from its arguments. */
+#define FD_PATH_ENV "SNAPFS_FD_PATH"
+/* env(1)'s convention: 125 when snapfs exec itself fails (bad usage, the snapshot does not
+ * verify), so that every other status is the program's own; 126/127 cannot run / not found. */
+#define EXIT_OWN_FAILURE 125
 /* Highest --fd accepted; dup2 refuses anything past RLIMIT_NOFILE anyway. */
 #define MAX_FD 65535
 
@@ -27,9 +33,10 @@ static void exec_usage(FILE *f)
                 "\n"
                 "Verified open of the snapshot BINDING names (as snapfs verify does it), then run\n"
                 "COMMAND with that very descriptor at fd N: every ARG that is exactly {} becomes\n"
-                "/proc/self/fd/N, and the environment variable NAME is set to the binding. No\n"
-                "other descriptor of the caller above standard error reaches COMMAND. If the\n"
-                "snapshot does not verify, COMMAND is never started.\n"
+                "/proc/self/fd/N, the environment variable NAME is set to the binding and\n"
+                FD_PATH_ENV " to /proc/self/fd/N. No other descriptor of the caller above\n"
+                "standard error reaches COMMAND. If the snapshot does not verify, COMMAND is\n"
+                "never started.\n"
                 "\n"
                 "Options:\n"
                 "  --mount MNT       " CLI_HELP_MOUNT "\n"
@@ -37,16 +44,37 @@ static void exec_usage(FILE *f)
                 "  --binding BINDING the snapshot, as its binding text:\n"
                 "                    \"sha256=<hex> size=<n> dev=<maj>:<min> ino=<n>\"\n"
                 "  --fd N            the descriptor number COMMAND gets (default %d)\n"
-                "  --env NAME        the variable that carries the binding (default %s)\n"
+                "  --env NAME        the variable that carries the binding (default %s); names\n"
+                "                    the loader, libc or a shell interpret (PATH, LD_*, IFS, ...)\n"
+                "                    are refused\n"
                 "  -h, --help        show this help\n"
                 "\n"
-                "Exit status: COMMAND's own; 1 when the snapshot does not verify (every reason on\n"
-                "standard error); 2 usage error; 126 COMMAND cannot run; 127 COMMAND not found.\n",
+                "Exit status: COMMAND's own; 125 when snapfs exec fails itself (the snapshot does\n"
+                "not verify, every reason on standard error; a usage error); 126 COMMAND cannot\n"
+                "run; 127 COMMAND not found.\n",
                 DEFAULT_FD, DEFAULT_ENV);
 }
 
+/* Names the dynamic loader, libc or a shell reads to decide what code runs or which files
+ * it loads: setting one to the binding text would change how COMMAND runs (LD_PRELOAD, PATH)
+ * or how its shell parses (IFS, ENV, BASH_ENV, SHELLOPTS, PS4 under xtrace). An attacker who
+ * controls --env must not get that lever; the binding's own variable never needs it. */
+static const char *const refused_env_names[] = {
+        "PATH", "IFS", "ENV", "BASH_ENV", "SHELLOPTS", "BASHOPTS", "PS4", "CDPATH",
+        "PROMPT_COMMAND", "GLOBIGNORE", "HOME", "GCONV_PATH", "NLSPATH", "LOCPATH",
+        "HOSTALIASES", "RES_OPTIONS", "LOCALDOMAIN", "TZ", "TZDIR", "GLIBC_TUNABLES",
+        "MALLOC_CHECK_", "MALLOC_TRACE", "TMPDIR", FD_PATH_ENV,
+};
+static const char *const refused_env_prefixes[] = { "LD_", "BASH_FUNC_", "MALLOC_" };
+
 static bool valid_env_name(const char *s)
 {
+        for (size_t i = 0; i < ARRAY_SIZE(refused_env_names); i++)
+                if (strcmp(s, refused_env_names[i]) == 0)
+                        return false;
+        for (size_t i = 0; i < ARRAY_SIZE(refused_env_prefixes); i++)
+                if (strncmp(s, refused_env_prefixes[i], strlen(refused_env_prefixes[i])) == 0)
+                        return false;
         if (!*s || (*s >= '0' && *s <= '9'))
                 return false;
         for (; *s; s++)
@@ -112,8 +140,9 @@ int cli_cmd_exec(int argc, char **argv)
         int c, r, fd, target = DEFAULT_FD;
 
         optind = 1;
+        opterr = 0;
         /* "+": options end at COMMAND, whose own options are its business. */
-        while ((c = getopt_long(argc, argv, "+h", longopts, NULL)) != -1) {
+        while ((c = getopt_long(argc, argv, "+:h", longopts, NULL)) != -1) {
                 switch (c) {
                 case 'm':
                         mnt = optarg;
@@ -121,7 +150,7 @@ int cli_cmd_exec(int argc, char **argv)
                 case 'o':
                         if (cli_parse_owner(optarg, &opts) < 0) {
                                 fprintf(stderr, "snapfs exec: --owner: invalid uid '%s'\n", optarg);
-                                return 2;
+                                return EXIT_OWN_FAILURE;
                         }
                         break;
                 case 'b':
@@ -131,13 +160,15 @@ int cli_cmd_exec(int argc, char **argv)
                         if (parse_fd(optarg, &target) < 0) {
                                 fprintf(stderr, "snapfs exec: --fd: invalid descriptor '%s'\n",
                                         optarg);
-                                return 2;
+                                return EXIT_OWN_FAILURE;
                         }
                         break;
                 case 'e':
                         if (!valid_env_name(optarg)) {
-                                fprintf(stderr, "snapfs exec: --env: invalid name '%s'\n", optarg);
-                                return 2;
+                                fprintf(stderr, "snapfs exec: --env: '%s' is not a name snapfs "
+                                                "exec sets (invalid, or read by the loader, libc "
+                                                "or a shell; see snapfs(1))\n", optarg);
+                                return EXIT_OWN_FAILURE;
                         }
                         env = optarg;
                         break;
@@ -145,25 +176,25 @@ int cli_cmd_exec(int argc, char **argv)
                         exec_usage(stdout);
                         return 0;
                 default:
-                        exec_usage(stderr);
-                        return 2;
+                        cli_getopt_error("exec", false, exec_usage, argv, c);
+                        return EXIT_OWN_FAILURE;
                 }
         }
         if (!binding || optind >= argc) {
                 fprintf(stderr, "snapfs exec: %s\n",
                         !binding ? "--binding is required" : "no COMMAND given");
                 exec_usage(stderr);
-                return 2;
+                return EXIT_OWN_FAILURE;
         }
         if (snapfs_binding_parse(binding, &b) < 0) {
                 fprintf(stderr, "snapfs exec: not a valid binding: '%s'\n", binding);
-                return 2;
+                return EXIT_OWN_FAILURE;
         }
         cmd = argv + optind;
-        mount = path_make_absolute(mnt ?: cli_default_mount());
+        mount = cli_absolute_dir(mnt ?: cli_default_mount());
         if (!mount) {
                 fprintf(stderr, "snapfs exec: %s\n", strerror(errno));
-                return 2;
+                return EXIT_OWN_FAILURE;
         }
 
         fd = snapfs_open_verified(mount, &b, &opts, &why);
@@ -171,22 +202,23 @@ int cli_cmd_exec(int argc, char **argv)
                 fprintf(stderr, "snapfs exec: %s: not verified, not starting %s: %s\n", mount,
                         cmd[0], snapfs_strerror(fd));
                 cli_print_reasons(stderr, &why);
-                return 1;
+                return EXIT_OWN_FAILURE;
         }
 
         r = place_descriptor(fd, target);
         if (r < 0) {
                 fprintf(stderr, "snapfs exec: cannot place the snapshot at fd %d: %s\n", target,
                         strerror(-r));
-                return 2;
+                return EXIT_OWN_FAILURE;
         }
         snprintf(fdpath, sizeof(fdpath), "/proc/self/fd/%d", target);
         for (char **a = cmd; *a; a++)
                 if (strcmp(*a, "{}") == 0)
                         *a = fdpath;
-        if (snapfs_binding_format(&b, text, sizeof(text)) < 0 || setenv(env, text, 1) < 0) {
+        if (snapfs_binding_format(&b, text, sizeof(text)) < 0 || setenv(env, text, 1) < 0 ||
+            setenv(FD_PATH_ENV, fdpath, 1) < 0) {
                 fprintf(stderr, "snapfs exec: cannot set %s\n", env);
-                return 2;
+                return EXIT_OWN_FAILURE;
         }
         fflush(NULL);
         execvp(cmd[0], cmd);

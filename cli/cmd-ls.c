@@ -31,8 +31,8 @@ static void ls_usage(FILE *f)
                 "Options:\n"
                 "  --mount MNT   " CLI_HELP_MOUNT "\n"
                 "  --owner UID   trust a mount made by UID (default: your uid)\n"
-                "  --json        print one JSON array of objects: sha256, size, ino, uid,\n"
-                "                published, binding\n"
+                "  --json        print one JSON object: ok, error, message, reasons, mount,\n"
+                "                snapshots [{sha256, size, ino, uid, published, binding}]\n"
                 "  -h, --help    show this help\n"
                 "\n"
                 "Exit status: 0 listed; 1 the mount is not compliant (every reason printed);\n"
@@ -112,7 +112,7 @@ int cli_cmd_ls(int argc, char **argv)
         size_t n = 0;
         int r;
 
-        r = cli_parse_common("ls", argc, argv, true, 0,
+        r = cli_parse_common("ls", argc, argv, false, 0,
                              NULL, ls_usage, &co);
         if (r >= 0)
                 return r;
@@ -123,18 +123,23 @@ int cli_cmd_ls(int argc, char **argv)
         snapfs_report_reset(&why);
         r = snapfs_mnt_check(mount, &co.opts, &m, &why);
         if (r < 0) {
+                if (co.json) {
+                        json_object *o = cli_json_refusal(r, &why);
+                        if (o)
+                                json_object_object_add(o, "mount", json_object_new_string(mount));
+                        return cli_print_json(o) < 0 ? 2 : 1;
+                }
                 fprintf(stderr, "snapfs ls: %s: %s\n", mount, snapfs_strerror(r));
                 cli_print_reasons(stderr, &why);
                 return 1;
         }
         r = list(&m, &items, &n);
         snapfs_mnt_close(&m);
-        if (r < 0) {
-                fprintf(stderr, "snapfs ls: %s: %s\n", mount, strerror(-r));
-                return 2;
-        }
+        if (r < 0)
+                return cli_system_error("ls", co.json, r, "%s", mount);
 
         if (co.json) {
+                json_object *top = cli_json_result(true, NULL, NULL, NULL);
                 json_object *arr = json_object_new_array();
                 for (size_t i = 0; arr && i < n; i++) {
                         json_object *o = json_object_new_object();
@@ -159,7 +164,14 @@ int cli_cmd_ls(int argc, char **argv)
                         json_object_object_add(o, "binding", json_object_new_string(text));
                         json_object_array_add(arr, o);
                 }
-                return cli_print_json(arr) < 0 ? 2 : 0;
+                if (top) {
+                        json_object_object_add(top, "mount", json_object_new_string(mount));
+                        /* An object holding the list, as findmnt --json does: room for more. */
+                        json_object_object_add(top, "snapshots", arr);
+                } else {
+                        json_object_put(arr);
+                }
+                return cli_print_json(top) < 0 ? 2 : 0;
         }
         printf("%-64s %10s %8s %6s  %s\n", "SHA256", "SIZE", "INODE", "UID", "PUBLISHED");
         for (size_t i = 0; i < n; i++) {

@@ -123,6 +123,7 @@ static int mount_parsed(int argc, char **argv)
                         .staging_ttl_ms = DEFAULT_STAGING_TTL_MS,
                 },
         };
+        const char *size_arg = NULL, *bytes_arg = NULL;
         uint64_t v;
         int c, r;
 
@@ -142,6 +143,7 @@ static int mount_parsed(int argc, char **argv)
                         if (r < 0)
                                 return bad_value("max-snapshot-size", optarg, r);
                         cfg.tree.max_snapshot_size = v;
+                        size_arg = optarg;
                         break;
                 case OPT_MAX_BYTES:
                         r = sfs_parse_size(optarg, &v);
@@ -150,6 +152,7 @@ static int mount_parsed(int argc, char **argv)
                         if (r < 0)
                                 return bad_value("max-bytes", optarg, r);
                         cfg.tree.max_bytes = v;
+                        bytes_arg = optarg;
                         break;
                 case OPT_MAX_SNAPSHOTS:
                         r = sfs_parse_count(optarg, 1ULL << 32, &v);
@@ -227,6 +230,14 @@ static int mount_parsed(int argc, char **argv)
                 /* The view never asks the daemon at open: a reader policy could not apply. */
                 fprintf(stderr, "snapfs mount: --read-view needs every uid to be a reader "
                                 "(drop --readers)\n");
+                return 2;
+        }
+        if (cfg.tree.max_snapshot_size > cfg.tree.max_bytes) {
+                /* Accepted, it would refuse every snapshot between the two with ENOSPC and
+                 * look like a full mount: name both options instead. */
+                fprintf(stderr, "snapfs mount: --max-snapshot-size %s is larger than "
+                                "--max-bytes %s: they cannot both hold\n",
+                        size_arg ?: "(256K by default)", bytes_arg ?: "(64M by default)");
                 return 2;
         }
         return sfs_daemon_run(&cfg);

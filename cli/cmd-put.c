@@ -23,24 +23,26 @@ static void put_usage(FILE *f)
                 "check the mount, write the bytes to a staging file, rename it to their SHA-256,\n"
                 "then open and verify the snapshot. Prints its binding, one line:\n"
                 "  sha256=<hex> size=<n> dev=<major>:<minor> ino=<n>\n"
-                "Content already published gives the existing snapshot's binding. Zero bytes\n"
-                "are allowed (the empty snapshot).\n"
+                "Content already published gives the existing snapshot's binding (and \"already\n"
+                "published\" on standard error). Zero bytes are allowed (the empty snapshot).\n"
                 "\n"
                 "Options:\n"
                 "  --mount MNT   " CLI_HELP_MOUNT "\n"
                 "  --owner UID   trust a mount made by UID (default: your uid), e.g. 0 when root\n"
                 "                runs the daemon for others\n"
-                "  --json        print one JSON object: published, already_published, binding,\n"
-                "                sha256, size, dev, ino (or error, message, reasons)\n"
+                "  --json        print one JSON object: ok, error, message, reasons, mount,\n"
+                "                binding, sha256, size, dev, ino, already_published\n"
                 "  -h, --help    show this help\n"
                 "\n"
                 "Exit status: 0 published (or already there); 1 refused, with every reason on\n"
-                "standard error (\"code: message\" lines); 2 usage error or FILE unreadable.\n");
+                "standard error (\"code: message\" lines); 2 usage or system error (FILE\n"
+                "unreadable).\n");
 }
 
-static json_object *binding_json(const struct snapfs_binding *b, const char *text, int r)
+static json_object *binding_json(const char *mount, const struct snapfs_binding *b,
+                                 const char *text, int r)
 {
-        json_object *o = json_object_new_object();
+        json_object *o = cli_json_result(true, NULL, NULL, NULL);
         char hex[2 * SNAPFS_DIGEST_LEN + 1], dev[32];
 
         if (!o)
@@ -48,13 +50,13 @@ static json_object *binding_json(const struct snapfs_binding *b, const char *tex
         for (size_t i = 0; i < SNAPFS_DIGEST_LEN; i++)
                 snprintf(hex + 2 * i, 3, "%02x", b->sha256[i]);
         snprintf(dev, sizeof(dev), "%u:%u", major(b->dev), minor(b->dev));
-        json_object_object_add(o, "published", json_object_new_boolean(true));
-        json_object_object_add(o, "already_published", json_object_new_boolean(r == 1));
+        json_object_object_add(o, "mount", json_object_new_string(mount));
         json_object_object_add(o, "binding", json_object_new_string(text));
         json_object_object_add(o, "sha256", json_object_new_string(hex));
         json_object_object_add(o, "size", json_object_new_uint64(b->size));
         json_object_object_add(o, "dev", json_object_new_string(dev));
         json_object_object_add(o, "ino", json_object_new_uint64(b->ino));
+        json_object_object_add(o, "already_published", json_object_new_boolean(r == 1));
         return o;
 }
 
@@ -69,7 +71,7 @@ int cli_cmd_put(int argc, char **argv)
         const char *file;
         int r;
 
-        r = cli_parse_common("put", argc, argv, true, 1,
+        r = cli_parse_common("put", argc, argv, false, 1,
                              "one FILE (or - for standard input)", put_usage, &co);
         if (r >= 0)
                 return r;
@@ -83,22 +85,17 @@ int cli_cmd_put(int argc, char **argv)
         } else {
                 /* O_NONBLOCK is not used: a FIFO as FILE is a stream to publish, on purpose. */
                 fd = open(file, O_RDONLY | O_CLOEXEC | O_NOCTTY);
-                if (fd < 0) {
-                        fprintf(stderr, "snapfs put: %s: %s\n", file, strerror(errno));
-                        return 2;
-                }
+                if (fd < 0)
+                        return cli_system_error("put", co.json, negative_errno(), "%s", file);
                 r = snapfs_publish_fd(mount, fd, &co.opts, &b, &why);
         }
 
         if (r < 0) {
                 if (co.json) {
-                        json_object *o = json_object_new_object();
-                        if (o) {
-                                json_object_object_add(o, "published",
-                                                       json_object_new_boolean(false));
+                        json_object *o = cli_json_refusal(r, &why);
+                        if (o)
                                 json_object_object_add(o, "mount", json_object_new_string(mount));
-                        }
-                        if (cli_print_json(cli_refusal_json(o, r, &why)) < 0)
+                        if (cli_print_json(o) < 0)
                                 return 2;
                 } else {
                         fprintf(stderr, "snapfs put: %s: not published: %s\n", mount,
@@ -110,7 +107,10 @@ int cli_cmd_put(int argc, char **argv)
         if (snapfs_binding_format(&b, text, sizeof(text)) < 0)
                 return 2;
         if (co.json)
-                return cli_print_json(binding_json(&b, text, r)) < 0 ? 2 : 0;
+                return cli_print_json(binding_json(mount, &b, text, r)) < 0 ? 2 : 0;
+        /* Idempotent: the content is there, bound to the existing snapshot. Not a failure. */
+        if (r == 1)
+                fprintf(stderr, "snapfs put: already published\n");
         if (printf("%s\n", text) < 0 || fflush(stdout) != 0) {
                 fprintf(stderr, "snapfs put: writing output: %s\n", strerror(errno));
                 return 2;

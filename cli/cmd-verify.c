@@ -11,6 +11,7 @@
 
 #include "clientopts.h"
 #include "commands.h"
+#include "digest.h"
 #include "util.h"
 
 static void verify_usage(FILE *f)
@@ -26,15 +27,16 @@ static void verify_usage(FILE *f)
                 "content; fstat again.\n"
                 "\n"
                 "BINDING is the one-line text form \"sha256=<hex> size=<n> dev=<maj>:<min>\n"
-                "ino=<n>\" (quote it), checked on MNT. PATH is MNT/<sha256-hex>: the snapshot is\n"
-                "held to its own name (its content must hash to it) and its binding is printed.\n"
+                "ino=<n>\" (quote it), checked on MNT. PATH is MNT/<sha256-hex> (or the bare\n"
+                "<sha256-hex>, on MNT): the snapshot is held to its own name (its content must\n"
+                "hash to it) and its binding is printed.\n"
                 "\n"
                 "Options:\n"
                 "  --mount MNT   the snapfs mount for a BINDING (default: $SNAPFS_MOUNT, else\n"
                 "                " CLI_DEFAULT_MOUNT "); with a PATH it must be PATH's directory\n"
                 "  --owner UID   trust a mount made by UID (default: your uid)\n"
-                "  --json        print one JSON object: verified, mount, binding (or error,\n"
-                "                message, reasons [{code, message}])\n"
+                "  --json        print one JSON object: ok, error, message, reasons\n"
+                "                [{code, message}], mount, binding\n"
                 "  -h, --help    show this help\n"
                 "\n"
                 "Exit status: 0 verified (the binding is printed); 1 not verified, every reason\n"
@@ -51,17 +53,16 @@ int cli_cmd_verify(int argc, char **argv)
         const char *arg;
         int r, fd;
 
-        r = cli_parse_common("verify", argc, argv, true, 1,
+        r = cli_parse_common("verify", argc, argv, false, 1,
                              "exactly one BINDING or PATH", verify_usage, &co);
         if (r >= 0)
                 return r;
         arg = argv[optind];
 
         if (strncmp(arg, "sha256=", 7) == 0) {
-                if (snapfs_binding_parse(arg, &b) < 0) {
-                        fprintf(stderr, "snapfs verify: not a valid binding: '%s'\n", arg);
-                        return 2;
-                }
+                if (snapfs_binding_parse(arg, &b) < 0)
+                        return cli_usage_error("verify", co.json, NULL,
+                                               "not a valid binding: '%s'", arg);
                 mount = cli_mount_path("verify", &co);
                 if (!mount)
                         return 2;
@@ -71,21 +72,28 @@ int cli_cmd_verify(int argc, char **argv)
                 path = path_make_absolute(arg);
                 dir = path ? strdup(path) : NULL;
                 name = path ? strdup(path) : NULL;
-                if (!dir || !name) {
-                        fprintf(stderr, "snapfs verify: %s\n", strerror(ENOMEM));
-                        return 2;
-                }
-                mount = strdup(dirname(dir));
-                if (!mount)
-                        return 2;
-                if (co.mount_arg) {
-                        _cleanup_free_ char *given = path_make_absolute(co.mount_arg);
-                        if (!given || strcmp(given, mount) != 0) {
-                                fprintf(stderr, "snapfs verify: %s is not on --mount %s\n", arg,
-                                        co.mount_arg);
-                                return 2;
+                if (!dir || !name)
+                        return cli_system_error("verify", co.json, -ENOMEM, "%s", arg);
+                if (!snap_is_digest_name(basename(name)))
+                        return cli_usage_error("verify", co.json, NULL,
+                                               "'%s' is neither a binding (sha256=<hex> size=<n> "
+                                               "dev=<maj>:<min> ino=<n>) nor a snapshot path "
+                                               "(MNT/<sha256-hex>)", arg);
+                if (!strchr(arg, '/')) {
+                        /* A bare digest names that snapshot on the mount. */
+                        mount = cli_mount_path("verify", &co);
+                } else {
+                        mount = cli_absolute_dir(dirname(dir));
+                        if (mount && co.mount_arg) {
+                                _cleanup_free_ char *given = cli_absolute_dir(co.mount_arg);
+                                if (given && strcmp(given, mount) != 0)
+                                        return cli_usage_error("verify", co.json, NULL,
+                                                               "%s is not on --mount %s", arg,
+                                                               co.mount_arg);
                         }
                 }
+                if (!mount)
+                        return 2;
                 fd = snapfs_open_digest(mount, basename(name), &co.opts, &b, &why);
         }
 
@@ -95,14 +103,14 @@ int cli_cmd_verify(int argc, char **argv)
                         return 2;
         }
         if (co.json) {
-                json_object *o = json_object_new_object();
+                json_object *o = fd >= 0 ? cli_json_result(true, NULL, NULL, NULL)
+                                         : cli_json_refusal(fd, &why);
                 if (o) {
-                        json_object_object_add(o, "verified", json_object_new_boolean(fd >= 0));
                         json_object_object_add(o, "mount", json_object_new_string(mount));
-                        if (fd >= 0)
-                                json_object_object_add(o, "binding", json_object_new_string(text));
+                        json_object_object_add(o, "binding",
+                                               fd >= 0 ? json_object_new_string(text) : NULL);
                 }
-                if (cli_print_json(fd >= 0 ? o : cli_refusal_json(o, fd, &why)) < 0)
+                if (cli_print_json(o) < 0)
                         return 2;
         } else if (fd >= 0) {
                 printf("%s\n", text);

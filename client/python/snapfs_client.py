@@ -17,7 +17,9 @@ against the binding, the whole content hashed. Same semantics as C, by construct
         os.close(fd)
 
 Failures raise SnapfsError (an OSError): .errno is the library's errno, .reasons every
-(code, message) pair it gave. The library is found through $SNAPFS_LIBRARY (a path), then
+(code, message) pair it gave. SnapfsError.as_dict() and Binding.as_dict() give the fields of
+`snapfs --json` (ok, error, message, reasons, and the binding's own), so a runtime can log the
+same objects whichever client it used. The library is found through $SNAPFS_LIBRARY (a path), then
 the dynamic linker's search for libsnapfs.so.0.
 
 As a script (same commands and JSON output as the C test driver):
@@ -116,6 +118,16 @@ class SnapfsError(OSError):
         lines += [f"{code}: {message}" for code, message in self.reasons]
         return "\n".join(lines)
 
+    @property
+    def code(self):
+        """The errno's name ("EMEDIUMTYPE"), as `snapfs --json` gives it in "error"."""
+        return _errno.errorcode.get(self.errno, "EIO")
+
+    def as_dict(self):
+        """The object `snapfs --json` prints for this refusal: ok, error, message, reasons."""
+        return {"ok": False, "error": self.code, "message": self.strerror,
+                "reasons": [{"code": c, "message": m} for c, m in self.reasons]}
+
 
 def _raise_for(r, report):
     reasons = [(report.reasons[i].code.decode(errors="replace"),
@@ -164,6 +176,13 @@ class Binding:
         if r < 0:
             raise SnapfsError(-r)
         return buf.value.decode()
+
+    def as_dict(self):
+        """The object `snapfs put --json` prints for this binding (less its "mount")."""
+        return {"ok": True, "error": None, "message": None, "reasons": [],
+                "binding": str(self), "sha256": self.sha256, "size": self.size,
+                "dev": f"{os.major(self.dev)}:{os.minor(self.dev)}", "ino": self.ino,
+                "already_published": self.already_published}
 
 
 def _options(owner, max_size):
@@ -336,14 +355,10 @@ def _main(argv):
         if a.cmd == "cat":  # standard output carries the bytes: the refusal goes elsewhere
             print(f"snapfs_client.py cat: {e}", file=sys.stderr)
             return 1
-        out.update(ok=False, result=-e.errno, errno=_errno.errorcode.get(e.errno, "?"),
-                   strerror=e.strerror,
-                   reasons=[{"code": c, "message": m} for c, m in e.reasons],
-                   dropped=e.dropped)
-        print(json.dumps(out))
+        print(json.dumps({**e.as_dict(), "result": -e.errno, "dropped": e.dropped, **out}))
         return 1
-    out.update(ok=True, result=result, errno=None, strerror=strerror(0), reasons=[], dropped=0)
-    print(json.dumps(out))
+    print(json.dumps({"ok": True, "error": None, "message": None, "reasons": [],
+                      "result": result, "dropped": 0, **out}))
     return 0
 
 

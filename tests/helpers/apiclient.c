@@ -9,9 +9,9 @@
  *   apiclient verify-fd PATH BINDING
  *   apiclient abi
  *
- * Prints one JSON object: ok, result, errno (name), binding, already_published,
- * content_hex (open, digest: the bytes read through the returned descriptor), reasons
- * [{code, message}], dropped. Exit 0 ok, 1 refused, 2 usage. */
+ * Prints one JSON object: ok, error (errno name), message, reasons [{code, message}],
+ * result, dropped, binding, already_published, content_hex (open, digest: the bytes read
+ * through the returned descriptor). Exit 0 ok, 1 refused, 2 usage. */
 #include <errno.h>
 #include <fcntl.h>
 #include <getopt.h>
@@ -31,11 +31,14 @@ static void put_report(int r, const struct snapfs_report *why)
 {
         json_object *list = json_object_new_array();
 
+        /* The shape of every snapfs --json outcome: ok, error, message, reasons, then the
+         * command's own fields. */
         json_object_object_add(out, "ok", json_object_new_boolean(r >= 0));
-        json_object_object_add(out, "result", json_object_new_int(r));
-        json_object_object_add(out, "errno",
+        json_object_object_add(out, "error",
                                r < 0 ? json_object_new_string(strerrorname_np(-r) ?: "?") : NULL);
-        json_object_object_add(out, "strerror", json_object_new_string(snapfs_strerror(r)));
+        json_object_object_add(out, "message",
+                               r < 0 ? json_object_new_string(snapfs_strerror(r)) : NULL);
+        json_object_object_add(out, "result", json_object_new_int(r));
         for (unsigned i = 0; r < 0 && i < why->n_reasons; i++) {
                 json_object *o = json_object_new_object();
                 json_object_object_add(o, "code", json_object_new_string(why->reasons[i].code));

@@ -74,7 +74,7 @@ class Client:
         assert out["ok"] == (r.returncode == 0), out
         assert "report_error_mismatch" not in out, f"report.error is not the return value: {out}"
         if not out["ok"]:
-            assert out["errno"] and out["reasons"], f"a refusal without its reasons: {out}"
+            assert out["error"] and out["reasons"], f"a refusal without its reasons: {out}"
         return out
 
     def publish(self, mnt, data: bytes, *opts, from_fd=False):

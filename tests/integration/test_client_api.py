@@ -85,7 +85,7 @@ def test_publishing_one_byte_past_the_limit_is_efbig_and_leaves_nothing(client, 
     fs = mount_snapfs("--max-snapshot-size", "4K")
     data = os.urandom(4097)
     out = client.publish(fs.path, data, from_fd=from_fd)
-    assert out["errno"] == "EFBIG" and codes(out) == {"too-big"}
+    assert out["error"] == "EFBIG" and codes(out) == {"too-big"}
     assert os.listdir(fs.p(".staging")) == []
     assert sorted(os.listdir(fs.p())) == [".staging"]
     # The same bytes one shorter are published through the same mount.
@@ -99,7 +99,7 @@ def test_a_publisher_that_may_not_read_gets_the_binding_a_reader_verifies(client
     assert out["binding"] == binding_of(fs.p(sha256_hex(b"for the sandbox")))
     # The publisher itself may not read the content back; the reader uid may, verified.
     refused = client.open(fs.path, out["binding"])
-    assert refused["errno"] == "EACCES" and codes(refused) == {"open"}
+    assert refused["error"] == "EACCES" and codes(refused) == {"open"}
     reader = client.as_uid(NOBODY_UID)
     assert reader.open(fs.path, out["binding"], "--owner", "0")["content_hex"] == \
         b"for the sandbox".hex()
@@ -107,7 +107,7 @@ def test_a_publisher_that_may_not_read_gets_the_binding_a_reader_verifies(client
 
 def test_a_client_size_limit_refuses_before_writing(client, snapfs):
     out = client.publish(snapfs.path, b"12345", "--max-size", "4")
-    assert out["errno"] == "EFBIG" and codes(out) == {"too-big"}
+    assert out["error"] == "EFBIG" and codes(out) == {"too-big"}
     assert sorted(os.listdir(snapfs.p())) == [".staging"]
     assert client.publish(snapfs.path, b"1234", "--max-size", "4")["ok"]
 
@@ -124,7 +124,7 @@ def test_publishing_to_a_tmpfs_that_looks_like_the_mount_writes_nothing(client, 
     with tmpfs(os.path.join(workdir, "fake")) as fake:
         os.mkdir(os.path.join(fake, ".staging"), 0o1777)
         out = client.publish(fake, b"token=s3cret")
-        assert out["errno"] == "EMEDIUMTYPE" and "fstype" in codes(out)
+        assert out["error"] == "EMEDIUMTYPE" and "fstype" in codes(out)
         assert os.listdir(os.path.join(fake, ".staging")) == []
         assert sorted(os.listdir(fake)) == [".staging"]
 
@@ -140,7 +140,7 @@ def test_open_refuses_a_digest_that_is_not_published_and_accepts_the_real_one(cl
     good = client.publish(snapfs.path, b"published")["binding"]
     other = with_field(good, sha256=sha256_hex(b"never published"))
     out = client.open(snapfs.path, other)
-    assert out["errno"] == "ENOENT" and codes(out) == {"open"}
+    assert out["error"] == "ENOENT" and codes(out) == {"open"}
     assert client.open(snapfs.path, good)["content_hex"] == b"published".hex()
 
 
@@ -149,7 +149,7 @@ def test_verify_fd_refuses_a_binding_with_another_digest(client, snapfs):
     path = snapfs.p(sha256_hex(b"held bytes"))
     other = with_field(good, sha256=sha256_hex(b"other bytes!"))  # same size, dev, ino
     out = client("verify-fd", path, other)
-    assert out["errno"] == "EBADMSG" and codes(out) == {"digest-mismatch"}
+    assert out["error"] == "EBADMSG" and codes(out) == {"digest-mismatch"}
     assert client("verify-fd", path, good)["ok"]
 
 
@@ -158,7 +158,7 @@ def test_verify_fd_refuses_a_file_whose_mode_is_not_0000(client, workdir):
     with open(path, "wb") as f:
         f.write(b"plain")
     out = client("verify-fd", path, binding_of(path))
-    assert out["errno"] == "EPERM" and codes(out) == {"mode"}
+    assert out["error"] == "EPERM" and codes(out) == {"mode"}
     os.chmod(path, 0)
     assert client("verify-fd", path, binding_of(path))["ok"]
 
@@ -170,7 +170,7 @@ def test_a_binding_from_before_an_unlink_and_republish_is_stale(client, snapfs):
     new = client.publish(snapfs.path, b"A")["binding"]
     assert new != old  # a new inode: numbers are never reused
     out = client.open(snapfs.path, old)
-    assert out["errno"] == "ESTALE" and codes(out) == {"identity"}
+    assert out["error"] == "ESTALE" and codes(out) == {"identity"}
     assert client.open(snapfs.path, new)["content_hex"] == b"A".hex()
 
 
@@ -180,7 +180,7 @@ def test_a_binding_of_another_snapfs_mount_is_stale(client, mount_snapfs):
     on_b = client.publish(b.path, b"same bytes")["binding"]
     assert on_a.split(" dev=")[1] != on_b.split(" dev=")[1]
     out = client.open(b.path, on_a)
-    assert out["errno"] == "ESTALE" and codes(out) == {"identity"}
+    assert out["error"] == "ESTALE" and codes(out) == {"identity"}
     assert client.open(b.path, on_b)["content_hex"] == b"same bytes".hex()
 
 
@@ -192,7 +192,7 @@ def test_a_file_on_tmpfs_with_the_right_name_and_content_is_refused(client, snap
             f.write(b"cfg")
         os.chmod(path, 0)
         out = client.open(fake, binding_of(path))
-        assert out["errno"] == "EMEDIUMTYPE" and "fstype" in codes(out)
+        assert out["error"] == "EMEDIUMTYPE" and "fstype" in codes(out)
     assert client.open(snapfs.path, real)["ok"]
 
 
@@ -202,7 +202,7 @@ def test_a_symlink_on_a_tmpfs_made_to_look_like_the_mount_is_refused(client, sna
         # The link leads to the genuine snapshot: only the mount it sits on is wrong.
         os.symlink(snapfs.p(sha256_hex(b"cfg")), os.path.join(fake, sha256_hex(b"cfg")))
         out = client.open(fake, real)
-        assert out["errno"] == "EMEDIUMTYPE" and "fstype" in codes(out)
+        assert out["error"] == "EMEDIUMTYPE" and "fstype" in codes(out)
     assert client.open(snapfs.path, real)["ok"]
 
 
@@ -217,7 +217,7 @@ def test_on_an_impostor_mount_a_symlink_is_refused_never_followed(client, snapfs
         # The mount check passes (the impostor names itself fuse.snapfs and root mounted it):
         # the open's own refusal of a symlink is what stops this.
         out = client.open(fake, real)
-        assert out["errno"] == "ELOOP" and codes(out) == {"open"}
+        assert out["error"] == "ELOOP" and codes(out) == {"open"}
         # The same mount's regular mode-0000 file with the right bytes is accepted.
         assert client.open(fake, binding_of(os.path.join(fake, good_name)))["ok"]
 
@@ -234,7 +234,7 @@ def test_on_an_impostor_mount_a_fifo_is_refused_without_blocking(client, workdir
         binding = (f"sha256={name} size=0 dev={os.major(st.st_dev)}:{os.minor(st.st_dev)} "
                    f"ino={st.st_ino}")
         out = client.open(fake, binding)  # a blocking open would hit the 60 s timeout
-        assert out["errno"] == "EINVAL" and codes(out) == {"not-regular"}
+        assert out["error"] == "EINVAL" and codes(out) == {"not-regular"}
         assert client.open(fake, binding_of(os.path.join(fake, sha256_hex(b"good"))))["ok"]
 
 
@@ -246,7 +246,7 @@ def test_on_an_impostor_mount_a_readable_mode_is_refused(client, workdir):
     name = sha256_hex(b"bytes")
     with fakesnap(fake, f"{name}=reg:0444:{src}"):
         out = client.open(fake, binding_of(os.path.join(fake, name)))
-        assert out["errno"] == "EPERM" and codes(out) == {"mode"}
+        assert out["error"] == "EPERM" and codes(out) == {"mode"}
     with fakesnap(fake, f"{name}=reg:0:{src}"):
         assert client.open(fake, binding_of(os.path.join(fake, name)))["ok"]
 
@@ -260,7 +260,7 @@ def test_on_an_impostor_mount_content_that_does_not_hash_to_the_name_is_refused(
     name = sha256_hex(b"bytes")
     with fakesnap(fake, f"{name}=reg:0:{src}", f"{sha256_hex(b'other')}=reg:0:{src}"):
         out = client.open(fake, binding_of(os.path.join(fake, name)))
-        assert out["errno"] == "EBADMSG" and codes(out) == {"digest-mismatch"}
+        assert out["error"] == "EBADMSG" and codes(out) == {"digest-mismatch"}
         assert client.open(fake, binding_of(os.path.join(fake, sha256_hex(b"other"))))["ok"]
 
 
@@ -270,9 +270,9 @@ def test_a_stacked_snapfs_mount_is_refused(client, snapfs):
     slide_tmpfs_beneath(snapfs.path)
     try:
         out = client.open(snapfs.path, binding)
-        assert out["errno"] == "EMEDIUMTYPE" and codes(out) == {"stacked"}
+        assert out["error"] == "EMEDIUMTYPE" and codes(out) == {"stacked"}
         out = client.publish(snapfs.path, b"more")
-        assert out["errno"] == "EMEDIUMTYPE" and codes(out) == {"stacked"}
+        assert out["error"] == "EMEDIUMTYPE" and codes(out) == {"stacked"}
     finally:
         assert snapfs.stop() == 0
         subprocess.run(["umount", snapfs.path], capture_output=True, timeout=30)
@@ -282,7 +282,7 @@ def test_a_mount_made_by_another_uid_is_refused_unless_that_owner_is_trusted(cli
     binding = client.publish(snapfs.path, b"cfg")["binding"]
     other = client.as_uid(NOBODY_UID)
     out = other.open(snapfs.path, binding)  # root mounted it; the caller is uid 1000
-    assert out["errno"] == "EMEDIUMTYPE" and codes(out) == {"owner"}
+    assert out["error"] == "EMEDIUMTYPE" and codes(out) == {"owner"}
     assert other.open(snapfs.path, binding, "--owner", "0")["content_hex"] == b"cfg".hex()
 
 
@@ -291,7 +291,7 @@ def test_open_digest_binds_a_snapshot_known_only_by_name(client, snapfs):
     out = client("digest", snapfs.path, sha256_hex(b"by name"))
     assert out["binding"] == binding and out["content_hex"] == b"by name".hex()
     out = client("digest", snapfs.path, sha256_hex(b"absent"))
-    assert out["errno"] == "ENOENT" and codes(out) == {"open"}
+    assert out["error"] == "ENOENT" and codes(out) == {"open"}
 
 
 @pytest.mark.parametrize("text", [
@@ -302,7 +302,7 @@ def test_open_digest_binds_a_snapshot_known_only_by_name(client, snapfs):
 ])
 def test_a_malformed_binding_is_invalid(client, snapfs, text):
     out = client.open(snapfs.path, text)
-    assert out["errno"] == "EINVAL" and codes(out) == {"invalid-argument"}
+    assert out["error"] == "EINVAL" and codes(out) == {"invalid-argument"}
 
 
 def test_both_clients_agree_on_the_abi():

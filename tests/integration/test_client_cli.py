@@ -61,7 +61,8 @@ def test_put_reads_standard_input_and_json_describes_the_snapshot(snapfs):
     out = json.loads(r.stdout)
     digest = sha256_hex(b"from stdin")
     st = os.stat(snapfs.p(digest))
-    assert out == {"published": True, "already_published": False,
+    assert out == {"ok": True, "error": None, "message": None, "reasons": [],
+                   "mount": snapfs.path, "already_published": False,
                    "binding": xattr_binding(snapfs, digest), "sha256": digest, "size": 10,
                    "dev": f"{os.major(st.st_dev)}:{os.minor(st.st_dev)}", "ino": st.st_ino}
 
@@ -78,8 +79,12 @@ def test_put_of_published_content_gives_the_existing_binding(snapfs):
     again = snap("put", "--mount", snapfs.path, "--json", "-", input="same")
     assert first.returncode == 0 and again.returncode == 0, first.stderr + again.stderr
     out = json.loads(again.stdout)
-    assert out["already_published"] is True
+    assert out["ok"] is True and out["already_published"] is True
     assert out["binding"] + "\n" == first.stdout
+    # Idempotent, not a failure: said on standard error, exit 0, the same binding.
+    text = snap("put", "--mount", snapfs.path, "-", input="same")
+    assert text.returncode == 0 and text.stdout == first.stdout
+    assert text.stderr == "snapfs put: already published\n" and first.stderr == ""
 
 
 def test_put_uses_SNAPFS_MOUNT_when_no_mount_is_given(snapfs):
@@ -108,9 +113,11 @@ def test_put_past_the_snapshot_limit_exits_1_naming_it(mount_snapfs):
     assert snap("put", "--mount", fs.path, "-", input="x" * 4096).returncode == 0
 
 
-def test_put_of_an_unreadable_file_is_a_usage_error(snapfs, workdir):
+def test_put_of_an_unreadable_file_is_a_system_error(snapfs, workdir):
     r = snap("put", "--mount", snapfs.path, os.path.join(workdir, "missing"))
     assert r.returncode == 2 and "No such file or directory" in r.stderr
+    ok = snap("put", "--mount", snapfs.path, write(os.path.join(workdir, "there"), b"x"))
+    assert ok.returncode == 0, ok.stderr
 
 
 # ---- verify -------------------------------------------------------------------------------
@@ -145,12 +152,12 @@ def test_verify_of_a_snapshot_path_holds_it_to_its_name(snapfs):
 def test_verify_json_lists_the_finding_of_a_stacked_mount(snapfs):
     binding = xattr_binding(snapfs, put(snapfs, b"cfg"))
     r = snap("verify", "--json", "--mount", snapfs.path, binding)
-    assert r.returncode == 0 and json.loads(r.stdout)["verified"] is True
+    assert r.returncode == 0 and json.loads(r.stdout)["ok"] is True
     slide_tmpfs_beneath(snapfs.path)
     try:
         r = snap("verify", "--json", "--mount", snapfs.path, binding)
         out = json.loads(r.stdout)
-        assert r.returncode == 1 and out["verified"] is False
+        assert r.returncode == 1 and out["ok"] is False
         assert out["error"] == "EMEDIUMTYPE"
         assert [x["code"] for x in out["reasons"]] == ["stacked"]
     finally:
@@ -242,7 +249,7 @@ def test_exec_never_starts_the_child_when_verification_fails(snapfs, workdir):
     marker = os.path.join(workdir, "child-ran")
     bad = binding.replace(digest, sha256_hex(b"tampered"))
     r = snap("exec", "--mount", snapfs.path, "--binding", bad, "--", "touch", marker)
-    assert r.returncode == 1
+    assert r.returncode == 125  # its own failure, never a status the child could give
     assert "not verified, not starting touch" in r.stderr
     assert re.search(r"^open: no snapshot ", r.stderr, re.M)
     assert not os.path.exists(marker)
@@ -261,13 +268,15 @@ def test_exec_of_a_missing_command_exits_127(snapfs):
 @pytest.mark.parametrize("opts,message", [
     (("--fd", "-1"), "--fd: invalid descriptor"),
     (("--fd", "3x"), "--fd: invalid descriptor"),
-    (("--env", "1BAD"), "--env: invalid name"),
-    (("--env", "A=B"), "--env: invalid name"),
+    (("--env", "1BAD"), "--env: '1BAD' is not a name"),
+    (("--env", "A=B"), "--env: 'A=B' is not a name"),
 ])
-def test_exec_refuses_bad_options_as_usage_errors(snapfs, opts, message):
+def test_exec_refuses_bad_options_with_125(snapfs, opts, message):
     binding = xattr_binding(snapfs, put(snapfs, b"cfg"))
     r = snap("exec", "--mount", snapfs.path, "--binding", binding, *opts, "--", "true")
-    assert r.returncode == 2 and message in r.stderr
+    assert r.returncode == 125 and message in r.stderr
+    assert snap("exec", "--mount", snapfs.path, "--binding", binding, "--",
+                "true").returncode == 0
 
 
 # ---- ls -----------------------------------------------------------------------------------
@@ -277,7 +286,9 @@ def test_ls_lists_snapshots_in_publishing_order_with_publisher_and_time(snapfs):
     second = put(snapfs, b"second by 1000", uid=NOBODY_UID)
     r = snap("ls", "--mount", snapfs.path, "--json")
     assert r.returncode == 0, r.stderr
-    out = json.loads(r.stdout)
+    top = json.loads(r.stdout)
+    assert top["ok"] is True and top["mount"] == snapfs.path
+    out = top["snapshots"]
     assert [e["sha256"] for e in out] == [first, second]
     assert [e["uid"] for e in out] == [0, NOBODY_UID]
     for e in out:
@@ -319,7 +330,8 @@ def test_audit_of_2000_snapshots_holds_until_a_mount_is_slid_beneath(snapfs):
         assert re.search(r"^stacked: .*beneath", r.stdout, re.M)
         assert "NOT compliant" in r.stdout and r.stdout.rstrip().endswith("audit: FAILED")
         out = json.loads(snap("audit", "--json", snapfs.path).stdout)
-        assert out["ok"] is False and [f["code"] for f in out["findings"]] == ["stacked"]
+        assert out["ok"] is False and out["error"] == "EMEDIUMTYPE"
+        assert [f["code"] for f in out["reasons"]] == ["stacked"]
     finally:
         assert snapfs.stop() == 0
         subprocess.run(["umount", snapfs.path], capture_output=True, timeout=30)
@@ -369,8 +381,9 @@ def test_audit_of_an_impostor_names_each_broken_promise(workdir):
         r = snap("audit", "--json", fake)
     assert r.returncode == 1
     out = json.loads(r.stdout)
-    assert out["compliant"] is True and out["ok"] is False
+    assert out["compliant"] is True and out["ok"] is False and out["error"] == "EBADMSG"
     got = {(p["entry"], p["code"]) for p in out["problems"]}
+    assert {(m["message"].split(": ")[0], m["code"]) for m in out["reasons"]} == got
     assert (sha256_hex(b"good"), "mode") in got
     assert (sha256_hex(b"other"), "digest-mismatch") in got
     assert (sha256_hex(b"link"), "open") in got

@@ -143,13 +143,14 @@ def test_a_write_past_the_snapshot_size_limit_is_efbig(mount_snapfs):
 
 
 def test_bytes_limit_gives_enospc_while_readers_keep_reading(mount_snapfs):
-    fs = mount_snapfs("--max-bytes", "64K", "--max-snapshot-size", "256K")
-    kept = fs.publish(b"k" * 1000, "kept")
+    fs = mount_snapfs("--max-bytes", "64K", "--max-snapshot-size", "64K")
+    kept = fs.publish(b"k" * 10000, "kept")
     fd = os.open(fs.p(".staging/greedy"), os.O_WRONLY | os.O_CREAT | os.O_EXCL)
     try:
-        os.write(fd, b"g" * 60000)
+        os.write(fd, b"g" * 50000)
+        # 58,000 bytes would fit one snapshot, but not beside the 10,000 already kept.
         assert errno_of(os.write, fd, b"g" * 8000) == E.ENOSPC
-        assert open(fs.p(kept), "rb").read() == b"k" * 1000
+        assert open(fs.p(kept), "rb").read() == b"k" * 10000
     finally:
         os.close(fd)
     os.unlink(fs.p(".staging/greedy"))

@@ -142,7 +142,7 @@ def test_a_binding_whose_digest_does_not_match_never_starts_the_client(delivery,
     prefix = ("sh", "-c", 'touch "$0" && exec "$@"', marker)
     wrong = delivery.binding.replace(delivery.digest, sha256_hex(b"a config nobody vetted"))
     r = delivery.run_client(*LIST_TOOLS, binding=wrong, prefix=prefix)
-    assert r.returncode == 1 and r.stdout == ""
+    assert r.returncode == 125 and r.stdout == ""
     assert "not verified, not starting sh" in r.stderr
     assert not os.path.exists(marker)
     # The right binding, same command: the client starts and gets its tools.

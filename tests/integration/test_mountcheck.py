@@ -99,21 +99,22 @@ def snapfs_check(backend, c):
     out = json.loads(r.stdout)
     assert out["backend"] == backend, "a named backend must never fall back"
     assert out["path"] == c.path
-    assert out["compliant"] == (r.returncode == 0) == (not out["findings"])
-    assert out["findings_dropped"] == 0
+    assert out["ok"] == (r.returncode == 0) == (not out["reasons"])
+    assert out["error"] == (None if out["ok"] else "EMEDIUMTYPE")
+    assert out["reasons_dropped"] == 0
     return out
 
 
 def codes(out):
-    return {f["code"] for f in out["findings"]}
+    return {f["code"] for f in out["reasons"]}
 
 
 def assert_check(backend, c):
     out = snapfs_check(backend, c)
-    assert codes(out) == c.expect, f"{c.path} {c.args}: {out['findings']}"
+    assert codes(out) == c.expect, f"{c.path} {c.args}: {out['reasons']}"
     for code, word in c.named:
-        assert any(word in f["message"] for f in out["findings"] if f["code"] == code), \
-            f"no {code} finding names {word!r}: {out['findings']}"
+        assert any(word in f["message"] for f in out["reasons"] if f["code"] == code), \
+            f"no {code} finding names {word!r}: {out['reasons']}"
     if not c.expect:
         assert isinstance(out["mount_id"], int)
 
@@ -464,7 +465,7 @@ def test_usage_and_system_errors_exit_2_naming_the_problem():
         (["--fstype", "a b", "/"], "--fstype"),
         (["--preset", "ext4", "/"], "--preset"),
         (["--backend", "proc", "/"], "--backend"),
-        ([], "PATH"),
+        (["--mount", "/a", "/b"], "--mount"),
         (["/a", "/b"], "PATH"),
         (["/nonexistent-mountcheck-path"], "No such file"),
     ]
