@@ -275,6 +275,28 @@ static int serve(const struct sfs_daemon_config *cfg, struct fuse_session *se,
         return r < 0 ? SFS_EXIT_ERROR : SFS_EXIT_OK;
 }
 
+/* Why the audit log was not opened, said so an operator can fix it; nothing is mounted. */
+static int audit_refused(const char *path, int r)
+{
+        switch (r) {
+        case -EINVAL:
+                LOG("--audit-log %s: refused: not a regular file (a FIFO or device could block "
+                    "the log writer); nothing mounted\n", path);
+                return SFS_EXIT_REFUSED;
+        case -EPERM:
+                LOG("--audit-log %s: refused: writable by group or others, or not owned by "
+                    "this uid (they could rewrite the log); nothing mounted\n", path);
+                return SFS_EXIT_REFUSED;
+        case -ELOOP:
+                LOG("--audit-log %s: refused: a symbolic link; nothing mounted\n", path);
+                return SFS_EXIT_REFUSED;
+        default:
+                LOG("--audit-log %s: %s; nothing mounted\n", path ? path : "(stderr)",
+                    strerror(-r));
+                return SFS_EXIT_ERROR;
+        }
+}
+
 int sfs_daemon_run(const struct sfs_daemon_config *cfg)
 {
         _cleanup_free_ char *path = NULL;
@@ -295,11 +317,10 @@ int sfs_daemon_run(const struct sfs_daemon_config *cfg)
         if (r)
                 return r;
         /* Open the log before daemonizing: a relative path means the caller's directory. */
-        r = sfs_audit_open(cfg->audit_log, &audit);
-        if (r < 0) {
-                LOG("--audit-log %s: %s\n", cfg->audit_log, strerror(-r));
-                return SFS_EXIT_ERROR;
-        }
+        r = sfs_audit_open(cfg->audit_log ? SFS_AUDIT_FILE : SFS_AUDIT_STDERR, cfg->audit_log,
+                           &audit);
+        if (r < 0)
+                return audit_refused(cfg->audit_log, r);
         tc.audit = audit;
         tc.owner_uid = getuid();
         tc.owner_gid = getgid();
@@ -358,6 +379,8 @@ int sfs_daemon_run(const struct sfs_daemon_config *cfg)
         {
                 /* Threads only after fuse_daemonize's fork: a fork keeps just one. */
                 struct sweeper sw;
+                if (sfs_audit_start(audit) < 0)
+                        LOG("cannot start the audit writer; events are written at exit\n");
                 sweeper_start(&sw, ctx.tree, cfg->tree.staging_ttl_ms);
                 r = sfs_view_start(&view, cfg);
                 if (r < 0) {

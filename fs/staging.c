@@ -492,11 +492,7 @@ int sfs_staging_unlink(struct sfs_tree *t, const struct sfs_caller *c, const cha
 
 unsigned sfs_tree_expire_staging(struct sfs_tree *t, uint64_t now_ms)
 {
-        struct expired {
-                uid_t uid;
-                char name[SFS_STAGING_NAME_MAX + 1];
-        } gone[16];
-        unsigned n_gone = 0, removed = 0;
+        unsigned removed = 0;
 
         if (!t->cfg.staging_ttl_ms)
                 return 0;
@@ -518,24 +514,18 @@ unsigned sfs_tree_expire_staging(struct sfs_tree *t, uint64_t now_ms)
                         pthread_mutex_unlock(&stg->lock);
                         if (!idle)
                                 continue;
-                        if (n_gone < sizeof(gone) / sizeof(gone[0])) {
-                                gone[n_gone].uid = stg->owner;
-                                snprintf(gone[n_gone].name, sizeof(gone[n_gone].name), "%s",
-                                         stg->name);
-                                n_gone++;
-                        }
+                        /* Every expiry is its own line: the emit only queues it, so doing
+                         * it under the lock costs no wait on the log. */
+                        sfs_audit_emit(t->cfg.audit, &(struct sfs_audit_event){
+                                                             .event = "staging-expired",
+                                                             .uid = stg->owner,
+                                                             .name = stg->name,
+                                                     });
                         sfs_stage_remove(t, n);
                         sfs_node_maybe_free(t, n);
                         removed++;
                 }
         }
         pthread_mutex_unlock(&t->lock);
-
-        for (unsigned i = 0; i < n_gone; i++)
-                sfs_audit_emit(t->cfg.audit, &(struct sfs_audit_event){
-                                                     .event = "staging-expired",
-                                                     .uid = gone[i].uid,
-                                                     .name = gone[i].name,
-                                             });
         return removed;
 }

@@ -63,6 +63,8 @@ step "snapfs check: the mount a pinned descriptor reaches is compliant"
 "$snapfs" check --preset snapfs "$mnt" && echo "compliant"
 
 step "audit log"
+# Written by a thread of the daemon, a moment after each request: wait for the publish.
+for _ in $(seq 200); do grep -q publish "$work/audit.log" && break; sleep 0.05; done
 cat "$work/audit.log"
 
 step "unmount: the daemon exits and nothing stays mounted"

@@ -8,11 +8,13 @@ fixtures, which build on them.
 import contextlib
 import errno as _errno
 import hashlib
+import json
 import os
 import pathlib
 import select
 import signal
 import subprocess
+import time
 
 ROOT = pathlib.Path(__file__).resolve().parents[2]
 BUILD = pathlib.Path(os.environ.get("SNAPFS_BUILD", ROOT / "build"))
@@ -130,6 +132,16 @@ class Snapfs:
     def audit_events(self):
         with open(self.audit_log) as f:
             return [line for line in f.read().splitlines() if line]
+
+    def wait_audit(self, done, timeout=20):
+        """The audit log's events, parsed, once done(events) holds (or the deadline passed):
+        the daemon writes them from a thread of its own, after the request has its answer."""
+        deadline = time.monotonic() + timeout
+        while True:
+            events = [json.loads(line) for line in self.audit_events()]
+            if done(events) or time.monotonic() > deadline:
+                return events
+            time.sleep(0.02)
 
     def stderr(self):
         with open(self.stderr_path, errors="replace") as f:

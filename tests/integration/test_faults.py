@@ -97,7 +97,7 @@ def test_a_dead_clients_staging_file_expires_after_the_ttl(mount_snapfs, stop):
         time.sleep(0.1)
     assert owner_listing(fs) == ""
     assert os.listdir(fs.p()) == [".staging"]
-    events = [json.loads(line) for line in fs.audit_events()]
+    events = fs.wait_audit(lambda ev: any(e["event"] == "staging-expired" for e in ev))
     assert [(e["event"], e["uid"], e["name"]) for e in events
             if e["event"] == "staging-expired"] == [("staging-expired", NOBODY_UID, "victim")]
     # The owner's quota is back: it can stage again under the same name.
