@@ -22,5 +22,10 @@ int cli_cmd_exec(int argc, char **argv);
 int cli_cmd_ls(int argc, char **argv);
 int cli_cmd_audit(int argc, char **argv);
 
+/* snapfs export, import, keygen: OCI image layouts and signatures (cmd-oci.c). */
+int cli_cmd_export(int argc, char **argv);
+int cli_cmd_import(int argc, char **argv);
+int cli_cmd_keygen(int argc, char **argv);
+
 /* The table, NULL-name terminated. */
 extern const struct cli_command cli_commands[];

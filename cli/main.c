@@ -14,6 +14,9 @@ const struct cli_command cli_commands[] = {
         { "exec", "run a program with a verified snapshot as a descriptor", cli_cmd_exec },
         { "ls", "list the snapshots of a mount", cli_cmd_ls },
         { "audit", "check a mount and re-hash every snapshot on it", cli_cmd_audit },
+        { "export", "write snapshots into an OCI image layout, optionally signed", cli_cmd_export },
+        { "import", "publish the snapshots of an OCI image layout", cli_cmd_import },
+        { "keygen", "write an Ed25519 key pair for signing exports", cli_cmd_keygen },
         { NULL, NULL, NULL },
 };
 

@@ -52,6 +52,13 @@ int snapfs_mnt_open_snapshot(const struct snapfs_mnt *m, const char *hex,
                              struct snap_hasher *hasher, struct snap_binding *got,
                              struct snapfs_report *why);
 
+/* Publishes len bytes on the judged mount m, staged under name (a valid staging NAME, kept
+ * by the daemon as the snapshot's name; NULL or taken: a random one): 0 published now, 1
+ * already there, *out its binding; the errors of snapfs_publish. */
+int snapfs_mnt_publish(const struct snapfs_mnt *m, const void *data, size_t len,
+                       const char *name, const struct snapfs_options *opts,
+                       struct snap_binding *out, struct snapfs_report *why);
+
 /* The size limit the options ask for. */
 uint64_t snapfs_opt_limit(const struct snapfs_options *opts);
 

@@ -169,42 +169,35 @@ static int identity_only(const struct snapfs_mnt *m, const char *hex, uint64_t s
         return 0;
 }
 
-static int publish(const char *mount, struct source *src, const struct snapfs_options *opts,
-                   struct snapfs_binding *out, struct snapfs_report *why)
+/* Publishes src on the judged mount m: staging file (named name when given and free, else
+ * a random name), content, rename to its digest, then the binding from the snapshot itself. */
+static int publish_on(const struct snapfs_mnt *m, struct source *src, const char *name,
+                      const struct snapfs_options *opts, struct snap_binding *got,
+                      struct snapfs_report *why)
 {
-        struct snapfs_mnt m = SNAPFS_MNT_INIT;
         struct snap_hasher *h = NULL;
         struct snap_digest d;
-        struct snap_binding got;
         char staged[96], hex[SNAP_DIGEST_HEX_LEN + 1];
         uint64_t limit = snapfs_opt_limit(opts), written = 0;
-        int fd = -1, r, already = 0;
+        int fd = -EEXIST, r, already = 0;
         bool created = false;
 
-        snapfs_report_reset(why);
-        if (!out)
-                return snapfs_report_fail(why, -EINVAL, "invalid-argument", "no binding to fill");
-        if (src->fd < 0 && src->len > limit)
-                return snapfs_report_fail(why, -EFBIG, "too-big",
-                                          "%zu bytes is larger than the limit of %" PRIu64
-                                          " bytes", src->len, limit);
-
-        /* The mount is judged before a byte is written: a secret must never be handed to a
-         * mount that only looks like snapfs. */
-        r = snapfs_mnt_check(mount, opts, &m, why);
-        if (r < 0)
-                return r;
         r = snap_hasher_new(&h);
         if (r < 0) {
                 snapfs_report_fail(why, r, "io", "hasher: %s", describe(r));
                 goto out;
         }
 
-        for (int i = 0; i < STAGING_TRIES; i++) {
+        /* The staging NAME is what the daemon keeps as the snapshot's name; a name already
+         * staged by this uid falls back to a random one (the bytes matter, the name does
+         * not). */
+        if (name) {
+                snprintf(staged, sizeof(staged), ".staging/%s", name);
+                fd = snapfs_mnt_open(m, staged, O_WRONLY | O_CREAT | O_EXCL, 0600);
+        }
+        for (int i = 0; fd == -EEXIST && i < STAGING_TRIES; i++) {
                 staging_name(staged, sizeof(staged));
-                fd = snapfs_mnt_open(&m, staged, O_WRONLY | O_CREAT | O_EXCL, 0600);
-                if (fd != -EEXIST)
-                        break;
+                fd = snapfs_mnt_open(m, staged, O_WRONLY | O_CREAT | O_EXCL, 0600);
         }
         if (fd < 0) {
                 r = snapfs_report_fail(why, fd, "staging", "cannot create %s: %s", staged,
@@ -212,7 +205,7 @@ static int publish(const char *mount, struct source *src, const struct snapfs_op
                 goto out;
         }
         created = true;
-        r = snapfs_mnt_confirm(&m, fd);
+        r = snapfs_mnt_confirm(m, fd);
         if (r < 0) {
                 snapfs_report_fail(why, r, "other-mount",
                                    "the staging file lies on another mount than the one checked");
@@ -237,7 +230,7 @@ static int publish(const char *mount, struct source *src, const struct snapfs_op
         snap_digest_to_hex(&d, hex);
 
         for (int i = 0;; i++) {
-                if (renameat(m.fd, staged, m.fd, hex) == 0) {
+                if (renameat(m->fd, staged, m->fd, hex) == 0) {
                         created = false; /* the staging entry is the snapshot now */
                         already = 0;
                 } else if (errno == EEXIST) {
@@ -250,14 +243,14 @@ static int publish(const char *mount, struct source *src, const struct snapfs_op
                 }
                 /* The binding comes from the published snapshot itself, verified like any
                  * reader would: name, dev, ino and size from its descriptor, content hashed. */
-                r = snapfs_mnt_open_snapshot(&m, hex, NULL, limit, h, &got, why);
+                r = snapfs_mnt_open_snapshot(m, hex, NULL, limit, h, got, why);
                 if (r >= 0) {
                         safe_close(r);
                         break;
                 }
                 if (r == -EACCES) {
                         snapfs_report_reset(why);
-                        r = identity_only(&m, hex, written, &got, why);
+                        r = identity_only(m, hex, written, got, why);
                         if (r == 0)
                                 break;
                 }
@@ -266,17 +259,57 @@ static int publish(const char *mount, struct source *src, const struct snapfs_op
                         goto out;
                 snapfs_report_reset(why);
         }
-        snapfs_binding_from_snap(&got, out);
         r = already;
 out:
         safe_close(fd);
         /* Removed in every outcome: a staging file left behind would count against the
          * uid's staging quota and hold the bytes. */
         if (created)
-                (void)unlinkat(m.fd, staged, 0);
+                (void)unlinkat(m->fd, staged, 0);
         snap_hasher_free(h);
+        return r;
+}
+
+static int publish(const char *mount, struct source *src, const struct snapfs_options *opts,
+                   struct snapfs_binding *out, struct snapfs_report *why)
+{
+        struct snapfs_mnt m = SNAPFS_MNT_INIT;
+        struct snap_binding got;
+        int r;
+
+        snapfs_report_reset(why);
+        if (!out)
+                return snapfs_report_fail(why, -EINVAL, "invalid-argument", "no binding to fill");
+        if (src->fd < 0 && src->len > snapfs_opt_limit(opts))
+                return snapfs_report_fail(why, -EFBIG, "too-big",
+                                          "%zu bytes is larger than the limit of %" PRIu64
+                                          " bytes", src->len, snapfs_opt_limit(opts));
+        /* The mount is judged before a byte is written: a secret must never be handed to a
+         * mount that only looks like snapfs. */
+        r = snapfs_mnt_check(mount, opts, &m, why);
+        if (r < 0)
+                return r;
+        r = publish_on(&m, src, NULL, opts, &got, why);
+        if (r >= 0)
+                snapfs_binding_from_snap(&got, out);
         snapfs_mnt_close(&m);
         return r;
+}
+
+int snapfs_mnt_publish(const struct snapfs_mnt *m, const void *data, size_t len,
+                       const char *name, const struct snapfs_options *opts,
+                       struct snap_binding *out, struct snapfs_report *why)
+{
+        struct source src = { .data = data ? data : (const uint8_t *)"", .len = len, .fd = -1 };
+
+        snapfs_report_reset(why);
+        if ((!data && len > 0) || !out)
+                return snapfs_report_fail(why, -EINVAL, "invalid-argument", "no data");
+        if (len > snapfs_opt_limit(opts))
+                return snapfs_report_fail(why, -EFBIG, "too-big",
+                                          "%zu bytes is larger than the limit of %" PRIu64
+                                          " bytes", len, snapfs_opt_limit(opts));
+        return publish_on(m, &src, name, opts, out, why);
 }
 
 int snapfs_publish(const char *mount, const void *data, size_t len,

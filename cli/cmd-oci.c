@@ -1,0 +1,469 @@
+/* SPDX-License-Identifier: MIT */
+/* snapfs export, import and keygen: snapshots to and from an OCI image layout (the engines
+ * are in client/export.c and client/import.c; this file parses options and prints). */
+#include <errno.h>
+#include <fcntl.h>
+#include <getopt.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/sysmacros.h>
+#include <unistd.h>
+
+#include <openssl/evp.h>
+
+#include "clientopts.h"
+#include "commands.h"
+#include "transfer.h"
+#include "util.h"
+
+#define KEYS_MAX 16
+
+struct oci_args {
+        struct cli_common co;
+        const char *sign;                  /* --sign KEY */
+        const char *verify[KEYS_MAX];      /* --verify-key PUB, repeatable */
+        size_t n_verify;
+};
+
+static void export_usage(FILE *f)
+{
+        fprintf(f,
+                "Usage: snapfs export [--mount MNT] [--owner UID] [--sign KEY] [--json]\n"
+                "                     oci:DIR:TAG [DIGEST...]\n"
+                "\n"
+                "Write the snapshots DIGEST... (default: every snapshot) of the snapfs mount MNT\n"
+                "into the OCI image layout DIR (created when missing), as one artifact manifest\n"
+                "tagged TAG in DIR/index.json: a layer per snapshot, titled by its name. Each\n"
+                "snapshot is opened verified first. skopeo copies the layout to a registry:\n"
+                "  skopeo copy oci:DIR:TAG docker://HOST/NAME:TAG\n"
+                "\n"
+                "Options:\n"
+                "  --mount MNT   " CLI_HELP_MOUNT "\n"
+                "  --owner UID   trust a mount made by UID (default: 0)\n"
+                "  --sign KEY    sign the manifest with the Ed25519 private key in KEY (PEM);\n"
+                "                the signature is a second manifest, tagged TAG.sig\n"
+                "  --json        print one JSON object\n"
+                "  -h, --help    show this help\n"
+                "\n"
+                "Exit status: 0 exported; 1 refused (a snapshot did not verify); 2 usage or\n"
+                "system error.\n");
+}
+
+static void import_usage(FILE *f)
+{
+        fprintf(f,
+                "Usage: snapfs import [--mount MNT] [--owner UID] [--verify-key PUB]... [--json]\n"
+                "                     oci:DIR:TAG|oci:DIR:@sha256:<hex>\n"
+                "\n"
+                "Publish every layer of the manifest TAG (or the manifest of that digest) of the\n"
+                "OCI image layout DIR to the snapfs mount MNT. Every layer blob is checked\n"
+                "against its digest and size before any is published: one that does not match\n"
+                "publishes nothing and is named. Each layer is staged under its title when that\n"
+                "is a valid name. Prints one line per layer: its binding, then name=NAME.\n"
+                "\n"
+                "Options:\n"
+                "  --mount MNT        " CLI_HELP_MOUNT "\n"
+                "  --owner UID        trust a mount made by UID (default: 0)\n"
+                "  --verify-key PUB   publish nothing unless the manifest carries a signature\n"
+                "                     that the Ed25519 public key in PUB (PEM) verifies; may be\n"
+                "                     given more than once (any of them)\n"
+                "  --json             print one JSON object\n"
+                "  -h, --help         show this help\n"
+                "\n"
+                "Exit status: 0 published; 1 refused (a blob or the manifest does not match,\n"
+                "unsigned, wrong key, bad signature, or the mount refused); 2 usage or system\n"
+                "error (no such layout or tag).\n");
+}
+
+static void keygen_usage(FILE *f)
+{
+        fprintf(f,
+                "Usage: snapfs keygen [--json] KEY\n"
+                "\n"
+                "Write a new Ed25519 key pair: the private key to KEY (PEM, mode 0600) and the\n"
+                "public key to KEY.pub. Neither file may exist. The same keys come from\n"
+                "  openssl genpkey -algorithm ed25519 -out KEY\n"
+                "  openssl pkey -in KEY -pubout -out KEY.pub\n"
+                "\n"
+                "Exit status: 0 written; 2 usage or system error.\n");
+}
+
+/* The common JSON head every --json outcome starts with. */
+static json_object *json_head(int err, const struct snapfs_report *why)
+{
+        json_object *o = json_object_new_object();
+
+        if (!o)
+                return NULL;
+        json_object_object_add(o, "ok", json_object_new_boolean(err == 0));
+        json_object_object_add(o, "error",
+                               err ? json_object_new_string(strerrorname_np(-err) ?: "?") : NULL);
+        json_object_object_add(o, "message",
+                               err ? json_object_new_string(snapfs_strerror(err)) : NULL);
+        json_object_object_add(o, "reasons", why ? cli_reasons_json(why) : json_object_new_array());
+        return o;
+}
+
+static int usage_error(const char *cmd, bool json, void (*usage)(FILE *f), const char *what)
+{
+        fprintf(stderr, "snapfs %s: %s\n", cmd, what);
+        usage(stderr);
+        if (json) {
+                json_object *o = json_object_new_object();
+                if (o) {
+                        json_object_object_add(o, "ok", json_object_new_boolean(false));
+                        json_object_object_add(o, "error", json_object_new_string("usage"));
+                        json_object_object_add(o, "message", json_object_new_string(what));
+                        json_object_object_add(o, "reasons", json_object_new_array());
+                }
+                cli_print_json(o);
+        }
+        return 2;
+}
+
+static bool wants_json(int argc, char **argv)
+{
+        for (int i = 1; i < argc && strcmp(argv[i], "--"); i++)
+                if (!strcmp(argv[i], "--json"))
+                        return true;
+        return false;
+}
+
+/* Parses the options of export/import/keygen. -1 to go on, else the exit code. */
+static int parse(const char *cmd, int argc, char **argv, void (*usage)(FILE *f),
+                 struct oci_args *a)
+{
+        static const struct option longopts[] = {
+                { "mount", required_argument, NULL, 'm' },
+                { "owner", required_argument, NULL, 'o' },
+                { "json", no_argument, NULL, 'j' },
+                { "help", no_argument, NULL, 'h' },
+                { "sign", required_argument, NULL, 's' },
+                { "verify-key", required_argument, NULL, 'v' },
+                { NULL, 0, NULL, 0 },
+        };
+        bool json = wants_json(argc, argv);
+        int ch;
+
+        *a = (struct oci_args){ 0 };
+        a->co.json = json;
+        optind = 1;
+        opterr = 0;
+        while ((ch = getopt_long(argc, argv, ":h", longopts, NULL)) != -1) {
+                switch (ch) {
+                case 'm':
+                        a->co.mount_arg = optarg;
+                        break;
+                case 'o':
+                        if (cli_parse_owner(optarg, &a->co.opts) < 0)
+                                return usage_error(cmd, json, usage, "--owner: invalid uid");
+                        break;
+                case 'j':
+                        break;
+                case 'h':
+                        usage(stdout);
+                        return 0;
+                case 's':
+                        if (strcmp(cmd, "export"))
+                                return usage_error(cmd, json, usage, "unknown option --sign");
+                        a->sign = optarg;
+                        break;
+                case 'v':
+                        if (strcmp(cmd, "import"))
+                                return usage_error(cmd, json, usage,
+                                                   "unknown option --verify-key");
+                        if (a->n_verify == KEYS_MAX)
+                                return usage_error(cmd, json, usage, "too many --verify-key");
+                        a->verify[a->n_verify++] = optarg;
+                        break;
+                case ':':
+                        return usage_error(cmd, json, usage, "an option lacks its argument");
+                default:
+                        return usage_error(cmd, json, usage, "unknown option");
+                }
+        }
+        if (optind >= argc)
+                return usage_error(cmd, json, usage,
+                                   strcmp(cmd, "keygen") ? "expected oci:DIR:TAG" : "expected KEY");
+        return -1;
+}
+
+/* A failure of an engine: 2 when the layout, the arguments or the system failed, 1 for a
+ * refusal (something did not verify, or the mount said no). */
+static int fail(const char *cmd, bool json, int r, const struct snapfs_report *why)
+{
+        const char *code = why->n_reasons ? why->reasons[0].code : "";
+        int rc = (!strcmp(code, "layout") || !strcmp(code, "invalid-argument") ||
+                  !strcmp(code, "io")) ? 2 : 1;
+
+        if (json)
+                return cli_print_json(json_head(r, why)) < 0 ? 2 : rc;
+        fprintf(stderr, "snapfs %s: %s\n", cmd, snapfs_strerror(r));
+        cli_print_reasons(stderr, why);
+        return rc;
+}
+
+static int load_key(const char *cmd, bool json, const char *path, bool priv, EVP_PKEY **out)
+{
+        int r = snap_oci_key_load(path, priv, out);
+        struct snapfs_report why;
+
+        if (r == 0)
+                return 0;
+        snapfs_report_reset(&why);
+        snapfs_report_fail(&why, r, "key", "%s: %s", path,
+                           r == -EINVAL ? (priv ? "not an Ed25519 private key (PEM)"
+                                                : "not an Ed25519 key (PEM)")
+                                        : strerror(-r));
+        fail(cmd, json, r, &why);
+        return 2;
+}
+
+static void digest_text(const struct snap_digest *d, char out[SNAP_OCI_DIGEST_TEXT_LEN + 1])
+{
+        snap_oci_digest_format(d, out);
+}
+
+int cli_cmd_export(int argc, char **argv)
+{
+        _cleanup_free_ char *mount = NULL, *dir = NULL;
+        struct snapfs_transfer t;
+        struct snapfs_report why;
+        struct oci_args a;
+        EVP_PKEY *key = NULL;
+        char md[SNAP_OCI_DIGEST_TEXT_LEN + 1], hex[SNAP_DIGEST_HEX_LEN + 1];
+        const char *tag;
+        int r, rc = 0;
+
+        r = parse("export", argc, argv, export_usage, &a);
+        if (r >= 0)
+                return r;
+        if (snapfs_oci_ref_parse(argv[optind], &dir, &tag) < 0)
+                return usage_error("export", a.co.json, export_usage,
+                                   "expected oci:DIR:TAG as the first operand");
+        mount = cli_mount_path("export", &a.co);
+        if (!mount)
+                return 2;
+        if (a.sign && load_key("export", a.co.json, a.sign, true, &key) != 0)
+                return 2;
+        r = snapfs_export(mount, &a.co.opts, dir, tag, (const char *const *)argv + optind + 1,
+                          (size_t)(argc - optind - 1), key, &t, &why);
+        EVP_PKEY_free(key);
+        if (r < 0)
+                return fail("export", a.co.json, r, &why);
+        digest_text(&t.manifest, md);
+        if (a.co.json) {
+                json_object *o = json_head(0, NULL), *list = json_object_new_array();
+                char sig[SNAP_OCI_DIGEST_TEXT_LEN + 1], fp[SNAP_OCI_DIGEST_TEXT_LEN + 1];
+
+                if (o) {
+                        json_object_object_add(o, "layout", json_object_new_string(dir));
+                        json_object_object_add(o, "tag", json_object_new_string(tag));
+                        json_object_object_add(o, "manifest", json_object_new_string(md));
+                        json_object_object_add(o, "signed", json_object_new_boolean(t.is_signed));
+                        digest_text(&t.signature, sig);
+                        digest_text(&t.key, fp);
+                        json_object_object_add(o, "signature",
+                                               t.is_signed ? json_object_new_string(sig) : NULL);
+                        json_object_object_add(o, "key",
+                                               t.is_signed ? json_object_new_string(fp) : NULL);
+                        json_object_object_add(o, "snapshots", list);
+                }
+                for (size_t i = 0; list && i < t.n_items; i++) {
+                        json_object *s = json_object_new_object();
+                        if (!s)
+                                break;
+                        snap_digest_to_hex(&t.items[i].binding.sha256, hex);
+                        json_object_object_add(s, "sha256", json_object_new_string(hex));
+                        json_object_object_add(s, "size",
+                                               json_object_new_uint64(t.items[i].binding.size));
+                        json_object_object_add(s, "name",
+                                               t.items[i].name[0]
+                                                       ? json_object_new_string(t.items[i].name)
+                                                       : NULL);
+                        json_object_array_add(list, s);
+                }
+                rc = cli_print_json(o) < 0 ? 2 : 0;
+        } else {
+                printf("manifest %s oci:%s:%s (%zu snapshots)\n", md, dir, tag, t.n_items);
+                if (t.is_signed) {
+                        char sig[SNAP_OCI_DIGEST_TEXT_LEN + 1], fp[SNAP_OCI_DIGEST_TEXT_LEN + 1];
+                        digest_text(&t.signature, sig);
+                        digest_text(&t.key, fp);
+                        printf("signature %s oci:%s:%s.sig key %s\n", sig, dir, tag, fp);
+                }
+                for (size_t i = 0; i < t.n_items; i++) {
+                        snap_digest_to_hex(&t.items[i].binding.sha256, hex);
+                        printf("%s%s%s\n", hex, t.items[i].name[0] ? " " : "", t.items[i].name);
+                }
+                if (fflush(stdout) != 0)
+                        rc = 2;
+        }
+        snapfs_transfer_free(&t);
+        return rc;
+}
+
+static json_object *item_json(const struct snapfs_transfer_item *it)
+{
+        char text[SNAPFS_BINDING_TEXT_MAX], hex[SNAP_DIGEST_HEX_LEN + 1], dev[32];
+        struct snapfs_binding b;
+        json_object *s = json_object_new_object();
+
+        if (!s)
+                return NULL;
+        snapfs_binding_from_snap(&it->binding, &b);
+        snapfs_binding_format(&b, text, sizeof(text));
+        snap_digest_to_hex(&it->binding.sha256, hex);
+        snprintf(dev, sizeof(dev), "%u:%u", major(b.dev), minor(b.dev));
+        json_object_object_add(s, "binding", json_object_new_string(text));
+        json_object_object_add(s, "sha256", json_object_new_string(hex));
+        json_object_object_add(s, "size", json_object_new_uint64(b.size));
+        json_object_object_add(s, "dev", json_object_new_string(dev));
+        json_object_object_add(s, "ino", json_object_new_uint64(b.ino));
+        json_object_object_add(s, "name", it->name[0] ? json_object_new_string(it->name) : NULL);
+        json_object_object_add(s, "already_published", json_object_new_boolean(it->already));
+        return s;
+}
+
+int cli_cmd_import(int argc, char **argv)
+{
+        _cleanup_free_ char *mount = NULL, *dir = NULL;
+        EVP_PKEY *keys[KEYS_MAX] = { 0 };
+        struct snapfs_transfer t;
+        struct snapfs_report why;
+        struct oci_args a;
+        char md[SNAP_OCI_DIGEST_TEXT_LEN + 1];
+        const char *ref;
+        int r, rc = 0;
+
+        r = parse("import", argc, argv, import_usage, &a);
+        if (r >= 0)
+                return r;
+        if (argc - optind != 1 || snapfs_oci_ref_parse(argv[optind], &dir, &ref) < 0)
+                return usage_error("import", a.co.json, import_usage,
+                                   "expected one oci:DIR:TAG or oci:DIR:@sha256:<hex>");
+        mount = cli_mount_path("import", &a.co);
+        if (!mount)
+                return 2;
+        for (size_t i = 0; i < a.n_verify; i++)
+                if (load_key("import", a.co.json, a.verify[i], false, &keys[i]) != 0) {
+                        for (size_t k = 0; k < i; k++)
+                                EVP_PKEY_free(keys[k]);
+                        return 2;
+                }
+        r = snapfs_import(mount, &a.co.opts, dir, ref, keys, a.n_verify, &t, &why);
+        for (size_t i = 0; i < a.n_verify; i++)
+                EVP_PKEY_free(keys[i]);
+        if (r < 0) {
+                rc = fail("import", a.co.json, r, &why);
+                snapfs_transfer_free(&t);
+                return rc;
+        }
+        digest_text(&t.manifest, md);
+        if (a.co.json) {
+                json_object *o = json_head(0, NULL), *list = json_object_new_array();
+                char fp[SNAP_OCI_DIGEST_TEXT_LEN + 1];
+
+                digest_text(&t.key, fp);
+                if (o) {
+                        json_object_object_add(o, "manifest", json_object_new_string(md));
+                        json_object_object_add(o, "signed", json_object_new_boolean(t.is_signed));
+                        json_object_object_add(o, "key",
+                                               t.is_signed ? json_object_new_string(fp) : NULL);
+                        json_object_object_add(o, "snapshots", list);
+                }
+                for (size_t i = 0; list && i < t.n_items; i++)
+                        json_object_array_add(list, item_json(&t.items[i]));
+                rc = cli_print_json(o) < 0 ? 2 : 0;
+        } else {
+                for (size_t i = 0; i < t.n_items; i++) {
+                        char text[SNAPFS_BINDING_TEXT_MAX];
+                        struct snapfs_binding b;
+
+                        snapfs_binding_from_snap(&t.items[i].binding, &b);
+                        snapfs_binding_format(&b, text, sizeof(text));
+                        printf("%s%s%s\n", text, t.items[i].name[0] ? " name=" : "",
+                               t.items[i].name);
+                }
+                if (fflush(stdout) != 0)
+                        rc = 2;
+        }
+        snapfs_transfer_free(&t);
+        return rc;
+}
+
+/* Writes len bytes to a new file path (O_EXCL|O_NOFOLLOW: never over an existing file or
+ * through a planted symlink) with mode. */
+static int write_new(const char *path, const char *buf, size_t len, mode_t mode)
+{
+        _cleanup_close_ int fd = open(path, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC,
+                                      mode);
+
+        if (fd < 0)
+                return negative_errno();
+        while (len > 0) {
+                ssize_t k = write(fd, buf, len);
+                if (k < 0 && errno == EINTR)
+                        continue;
+                if (k <= 0)
+                        return k < 0 ? negative_errno() : -EIO;
+                buf += k;
+                len -= (size_t)k;
+        }
+        return fsync(fd) < 0 ? negative_errno() : 0;
+}
+
+int cli_cmd_keygen(int argc, char **argv)
+{
+        _cleanup_free_ char *priv = NULL, *pub = NULL, *pubpath = NULL;
+        char fp[SNAP_OCI_DIGEST_TEXT_LEN + 1];
+        struct snap_digest d;
+        struct oci_args a;
+        EVP_PKEY *key = NULL;
+        size_t plen, qlen;
+        const char *path;
+        int r;
+
+        r = parse("keygen", argc, argv, keygen_usage, &a);
+        if (r >= 0)
+                return r;
+        if (argc - optind != 1 || a.co.mount_arg)
+                return usage_error("keygen", a.co.json, keygen_usage, "expected one KEY");
+        path = argv[optind];
+        if (asprintf(&pubpath, "%s.pub", path) < 0)
+                return 2;
+        r = snap_oci_key_generate(&key);
+        if (r == 0)
+                r = snap_oci_key_to_pem(key, true, &priv, &plen);
+        if (r == 0)
+                r = snap_oci_key_to_pem(key, false, &pub, &qlen);
+        if (r == 0)
+                r = snap_oci_key_fingerprint(key, &d);
+        EVP_PKEY_free(key);
+        if (r == 0 && (r = write_new(path, priv, plen, 0600)) == 0 &&
+            (r = write_new(pubpath, pub, qlen, 0644)) < 0)
+                unlink(path);
+        if (priv)
+                OPENSSL_cleanse(priv, plen);
+        if (r < 0) {
+                struct snapfs_report why;
+                snapfs_report_reset(&why);
+                snapfs_report_fail(&why, r, "key", "writing %s: %s", path, strerror(-r));
+                fail("keygen", a.co.json, r, &why);
+                return 2;
+        }
+        digest_text(&d, fp);
+        if (a.co.json) {
+                json_object *o = json_head(0, NULL);
+                if (o) {
+                        json_object_object_add(o, "private_key", json_object_new_string(path));
+                        json_object_object_add(o, "public_key", json_object_new_string(pubpath));
+                        json_object_object_add(o, "key", json_object_new_string(fp));
+                }
+                return cli_print_json(o) < 0 ? 2 : 0;
+        }
+        printf("%s %s key %s\n", path, pubpath, fp);
+        return fflush(stdout) != 0 ? 2 : 0;
+}

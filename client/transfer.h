@@ -1,0 +1,78 @@
+/* SPDX-License-Identifier: MIT */
+/* Moving snapshots between a snapfs mount and an OCI image layout (snapshot/oci.h): the
+ * engines of `snapfs export` and `snapfs import`. Internal to libsnapfs and the snapfs
+ * command: not exported from libsnapfs.so. Both fill a report with every reason and never
+ * print. */
+#pragma once
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "binding.h"
+#include "client-internal.h"
+#include "oci.h"
+
+struct evp_pkey_st;
+
+/* The xattr that carries the staging NAME a snapshot was published under (the daemon keeps
+ * the first publisher's). */
+#define SNAPFS_XATTR_NAME "user.snapfs.name"
+/* Longest staging NAME: 1-64 of [A-Za-z0-9._-], not starting with '.'. */
+#define SNAPFS_NAME_MAX 64
+
+/* True for a valid staging NAME. */
+bool snapfs_name_valid(const char *s);
+
+/* Largest sum of layer sizes one import holds in memory before it publishes any. */
+#define SNAPFS_IMPORT_BYTES_MAX (UINT64_C(1) << 30)
+
+/* One snapshot moved: its binding on the mount and its name ("" when it has none). */
+struct snapfs_transfer_item {
+        struct snap_binding binding;
+        char name[SNAPFS_NAME_MAX + 1];
+        bool already; /* import: the same bytes were published already */
+};
+
+struct snapfs_transfer {
+        struct snap_digest manifest;       /* the snapshots' manifest */
+        uint64_t manifest_size;
+        bool is_signed;                    /* export: signed; import: signature verified */
+        struct snap_digest signature;      /* the signature manifest, when is_signed */
+        struct snap_digest key;            /* fingerprint of the key that signed */
+        size_t n_items;
+        struct snapfs_transfer_item *items;
+};
+
+void snapfs_transfer_free(struct snapfs_transfer *t);
+
+/* What `snapfs export` does: judges mount, verified-opens every snapshot named in hexes (n
+ * of them; all when n is 0, in digest order), writes each as a blob of layout (created when
+ * missing), then one artifact manifest (SNAP_OCI_ARTIFACT_SNAPSHOTS, a layer per snapshot
+ * titled by its name) tagged tag in index.json. With sign_key, also the signature envelope
+ * and its manifest (subject: the manifest), tagged "<tag>.sig". 0 and *out, or a negative
+ * errno with every reason: the mount's, "invalid-argument" (a bad digest or tag),
+ * "layout", "snapshot" (one that did not verify), "sign". */
+int snapfs_export(const char *mount, const struct snapfs_options *opts, const char *layout,
+                  const char *tag, const char *const *hexes, size_t n,
+                  struct evp_pkey_st *sign_key, struct snapfs_transfer *out,
+                  struct snapfs_report *why);
+
+/* What `snapfs import` does: resolves ref (a tag or @sha256:<hex>) in layout, reads the
+ * manifest verified against its digest, then checks every layer blob against its digest and
+ * size (reading each whole, bounded by the size limit) before publishing any. With keys (n_keys
+ * of them), the manifest must carry a signature envelope that one of them verifies. Then
+ * publishes, in order: each signature envelope that names the manifest and the manifest
+ * itself (so a --trust-key daemon learns what it admits; see docs/distribution.md), and every
+ * layer, staged under its title when that is a valid NAME. 0 and *out (the layers' bindings),
+ * or a negative errno with reasons: "layout", "manifest", "blob-missing", "blob-mismatch"
+ * (naming the blob; nothing published), "too-big", "unsigned" (-ENOKEY), "wrong-key"
+ * (-EKEYREJECTED), "bad-signature" (-EBADMSG), or the publish's. */
+int snapfs_import(const char *mount, const struct snapfs_options *opts, const char *layout,
+                  const char *ref, struct evp_pkey_st *const *keys, size_t n_keys,
+                  struct snapfs_transfer *out, struct snapfs_report *why);
+
+/* Parses "oci:DIR:TAG" (TAG may be "@sha256:<hex>"); as skopeo does, the first ':' after
+ * DIR splits, so DIR holds none: 0 and *dir (malloc'd), *ref (points into spec), or
+ * -EINVAL. */
+int snapfs_oci_ref_parse(const char *spec, char **dir, const char **ref);

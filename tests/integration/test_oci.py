@@ -1,0 +1,250 @@
+# SPDX-License-Identifier: MIT
+"""snapfs export and import through an OCI image layout on real mounts: the round trip, and
+each refusal (tampered blob, tampered manifest, wrong key, missing signature) beside its
+accepted twin."""
+import hashlib
+import json
+import os
+
+import pytest
+
+from snaptest import SNAPFS, run, sha256_hex
+
+CONFIG = b'{"mcpServers": {"fs": {"command": "npx"}}}\n'
+OTHER = b"second snapshot\n"
+
+
+def snap(*args):
+    return run(SNAPFS, *args)
+
+
+def snap_json(*args):
+    r = snap(*args, "--json")
+    out = json.loads(r.stdout)
+    assert set(["ok", "error", "message", "reasons"]) <= set(out), out
+    return r.returncode, out
+
+
+def published(fs):
+    return sorted(n for n in os.listdir(fs.p()) if n != ".staging")
+
+
+def blob(layout, digest):
+    return os.path.join(layout, "blobs", "sha256", digest.removeprefix("sha256:"))
+
+
+def manifest_of(layout, tag):
+    with open(os.path.join(layout, "index.json")) as f:
+        index = json.load(f)
+    entry = [m for m in index["manifests"]
+             if m.get("annotations", {}).get("org.opencontainers.image.ref.name") == tag]
+    assert len(entry) == 1, index
+    with open(blob(layout, entry[0]["digest"]), "rb") as f:
+        return entry[0]["digest"], json.load(f)
+
+
+@pytest.fixture
+def two(mount_snapfs, workdir):
+    """A source mount with two snapshots exported to a layout, and an empty second mount."""
+    src = mount_snapfs(name="src")
+    dst = mount_snapfs(name="dst")
+    digests = [src.publish(CONFIG, "mcp.json"), src.publish(OTHER, "other")]
+    layout = os.path.join(workdir, "layout")
+    return src, dst, layout, sorted(digests)
+
+
+def export(src, layout, tag="v1", *extra):
+    """extra: options (starting with --) and their values, then digests."""
+    opts = [a for a in extra if a.startswith("--") or os.sep in a]
+    digests = [a for a in extra if a not in opts]
+    r = snap("export", "--mount", src.path, *opts, f"oci:{layout}:{tag}", *digests)
+    assert r.returncode == 0, r.stderr
+    return r
+
+
+def test_export_then_import_gives_the_same_digests_and_bytes(two):
+    src, dst, layout, digests = two
+    export(src, layout)
+    digest, man = manifest_of(layout, "v1")
+    assert man["artifactType"] == "application/vnd.snapfs.snapshots.v1"
+    assert man["config"] == {"mediaType": "application/vnd.oci.empty.v1+json", "size": 2,
+                             "digest": "sha256:" + sha256_hex(b"{}")}
+    assert [layer["digest"] for layer in man["layers"]] == ["sha256:" + d for d in digests]
+    with open(os.path.join(layout, "oci-layout")) as f:
+        assert json.load(f) == {"imageLayoutVersion": "1.0.0"}
+
+    rc, out = snap_json("import", "--mount", dst.path, f"oci:{layout}:v1")
+    assert rc == 0 and out["ok"] and out["error"] is None, out
+    assert out["manifest"] == digest and out["signed"] is False
+    assert [s["sha256"] for s in out["snapshots"]] == digests
+    assert published(dst) == digests
+    for d in digests:
+        with open(dst.p(d), "rb") as f:
+            assert hashlib.sha256(f.read()).hexdigest() == d
+    # The same manifest by its digest, published again: already there, same bindings.
+    rc, again = snap_json("import", "--mount", dst.path, f"oci:{layout}:@{digest}")
+    assert rc == 0 and [s["binding"] for s in again["snapshots"]] == \
+        [s["binding"] for s in out["snapshots"]]
+    assert all(s["already_published"] for s in again["snapshots"])
+
+
+def test_export_of_chosen_digests_exports_only_those(two):
+    src, dst, layout, digests = two
+    export(src, layout, "one", digests[1])
+    _, man = manifest_of(layout, "one")
+    assert [layer["digest"] for layer in man["layers"]] == ["sha256:" + digests[1]]
+    # A digest the mount does not serve is refused, and nothing is tagged.
+    missing = sha256_hex(b"never published")
+    r = snap("export", "--mount", src.path, f"oci:{layout}:two", missing)
+    assert r.returncode == 1 and "open" in r.stderr, r.stderr
+    with open(os.path.join(layout, "index.json")) as f:
+        assert "two" not in f.read()
+
+
+def test_tampered_blob_publishes_nothing_and_is_named(two):
+    src, dst, layout, digests = two
+    export(src, layout)
+    path = blob(layout, digests[1])
+    with open(path, "rb") as f:
+        good = f.read()
+    with open(path, "wb") as f:
+        f.write(bytes([good[0] ^ 1]) + good[1:])  # same size, other bytes
+    rc, out = snap_json("import", "--mount", dst.path, f"oci:{layout}:v1")
+    assert rc == 1 and out["error"] == "EBADMSG", out
+    assert out["reasons"][0]["code"] == "blob-mismatch"
+    assert digests[1] in out["reasons"][0]["message"]
+    assert published(dst) == []  # not even the intact first layer
+    # The accepted twin: the true bytes back, the same import publishes both.
+    with open(path, "wb") as f:
+        f.write(good)
+    rc, out = snap_json("import", "--mount", dst.path, f"oci:{layout}:v1")
+    assert rc == 0 and published(dst) == digests
+
+
+def test_symlinked_or_missing_blob_publishes_nothing(two, workdir):
+    src, dst, layout, digests = two
+    export(src, layout)
+    path = blob(layout, digests[0])
+    outside = os.path.join(workdir, "outside")
+    os.rename(path, outside)
+    rc, out = snap_json("import", "--mount", dst.path, f"oci:{layout}:v1")
+    assert rc == 1 and out["error"] == "ENOENT" and out["reasons"][0]["code"] == "blob-missing"
+    os.symlink(outside, path)
+    rc, out = snap_json("import", "--mount", dst.path, f"oci:{layout}:v1")
+    assert rc == 1 and out["error"] == "ELOOP" and out["reasons"][0]["code"] == "blob"
+    assert published(dst) == []
+    os.unlink(path)
+    os.rename(outside, path)
+    rc, out = snap_json("import", "--mount", dst.path, f"oci:{layout}:v1")
+    assert rc == 0 and published(dst) == digests
+
+
+def test_tampered_manifest_publishes_nothing(two):
+    src, dst, layout, digests = two
+    export(src, layout)
+    digest, man = manifest_of(layout, "v1")
+    path = blob(layout, digest)
+    with open(path, "rb") as f:
+        good = f.read()
+    # One layer dropped in place: index.json still names the original digest.
+    man["layers"] = man["layers"][:1]
+    with open(path, "w") as f:
+        json.dump(man, f)
+    rc, out = snap_json("import", "--mount", dst.path, f"oci:{layout}:v1")
+    assert rc == 1 and out["error"] == "EBADMSG" and out["reasons"][0]["code"] == "manifest"
+    assert published(dst) == []
+    with open(path, "wb") as f:
+        f.write(good)
+    rc, out = snap_json("import", "--mount", dst.path, f"oci:{layout}:v1")
+    assert rc == 0 and published(dst) == digests
+
+
+def test_signed_export_imports_only_with_its_key(two, workdir):
+    src, dst, layout, digests = two
+    key, wrong = os.path.join(workdir, "key"), os.path.join(workdir, "wrong")
+    for k in (key, wrong):
+        r = snap("keygen", k)
+        assert r.returncode == 0, r.stderr
+        assert os.stat(k).st_mode & 0o777 == 0o600
+    rc, out = snap_json("export", "--mount", src.path, "--sign", key, f"oci:{layout}:v1")
+    assert rc == 0 and out["signed"], out
+    sig_digest, sig = manifest_of(layout, "v1.sig")
+    assert sig["artifactType"] == "application/vnd.snapfs.signature.v1"
+    assert sig["subject"]["digest"] == out["manifest"]
+    # Another manifest, never signed. (The same snapshots exported unsigned would give the
+    # same manifest digest, which the signature covers.)
+    export(src, layout, "plain", digests[0])
+
+    rc, bad = snap_json("import", "--mount", dst.path, "--verify-key", wrong + ".pub",
+                        f"oci:{layout}:v1")
+    assert rc == 1 and bad["error"] == "EKEYREJECTED", bad
+    assert bad["reasons"][0]["code"] == "wrong-key"
+    rc, bad = snap_json("import", "--mount", dst.path, "--verify-key", key + ".pub",
+                        f"oci:{layout}:plain")
+    assert rc == 1 and bad["error"] == "ENOKEY" and bad["reasons"][0]["code"] == "unsigned"
+    assert published(dst) == []
+
+    rc, ok = snap_json("import", "--mount", dst.path, "--verify-key", wrong + ".pub",
+                       "--verify-key", key + ".pub", f"oci:{layout}:v1")
+    assert rc == 0 and ok["signed"] and ok["key"] == out["key"], ok
+    # The layers, and the provenance: the signature envelope and the signed manifest.
+    envelope = sig["layers"][0]["digest"].removeprefix("sha256:")
+    assert published(dst) == sorted(digests + [out["manifest"].removeprefix("sha256:"),
+                                               envelope])
+
+
+def test_signature_moved_onto_another_manifest_is_refused(two, workdir):
+    src, dst, layout, digests = two
+    key = os.path.join(workdir, "key")
+    assert snap("keygen", key).returncode == 0
+    export(src, layout, "v1", "--sign", key)
+    export(src, layout, "one", digests[0])
+    one_digest, _ = manifest_of(layout, "one")
+    sig_digest, sig = manifest_of(layout, "v1.sig")
+    # A signature manifest that claims "one" as its subject; its envelope signed "v1".
+    sig["subject"]["digest"] = one_digest
+    sig["subject"]["size"] = os.stat(blob(layout, one_digest)).st_size
+    data = json.dumps(sig).encode()
+    moved = "sha256:" + sha256_hex(data)
+    with open(blob(layout, moved), "wb") as f:
+        f.write(data)
+    with open(os.path.join(layout, "index.json")) as f:
+        index = json.load(f)
+    index["manifests"].append({"mediaType": "application/vnd.oci.image.manifest.v1+json",
+                               "digest": moved, "size": len(data),
+                               "annotations": {"org.opencontainers.image.ref.name": "one.sig"}})
+    with open(os.path.join(layout, "index.json"), "w") as f:
+        json.dump(index, f)
+    rc, bad = snap_json("import", "--mount", dst.path, "--verify-key", key + ".pub",
+                        f"oci:{layout}:one")
+    assert rc == 1 and bad["error"] == "EBADMSG" and bad["reasons"][0]["code"] == "bad-signature"
+    assert published(dst) == []
+    rc, ok = snap_json("import", "--mount", dst.path, "--verify-key", key + ".pub",
+                       f"oci:{layout}:v1")
+    assert rc == 0 and ok["signed"]
+
+
+def test_openssl_keys_work_as_well(two, workdir):
+    src, dst, layout, digests = two
+    key = os.path.join(workdir, "ossl.pem")
+    assert run("openssl", "genpkey", "-algorithm", "ed25519", "-out", key).returncode == 0
+    assert run("openssl", "pkey", "-in", key, "-pubout", "-out", key + ".pub").returncode == 0
+    export(src, layout, "v1", "--sign", key)
+    rc, ok = snap_json("import", "--mount", dst.path, "--verify-key", key + ".pub",
+                       f"oci:{layout}:v1")
+    assert rc == 0 and ok["signed"], ok
+
+
+def test_usage_and_layout_errors(two, workdir):
+    src, dst, layout, digests = two
+    rc, out = snap_json("import", "--mount", dst.path, "docker://x")
+    assert rc == 2 and out == {"ok": False, "error": "usage", "message": out["message"],
+                               "reasons": []}
+    rc, out = snap_json("import", "--mount", dst.path, f"oci:{workdir}/nothing:v1")
+    assert rc == 2 and out["error"] == "ENOENT" and out["reasons"][0]["code"] == "layout"
+    export(src, layout)
+    rc, out = snap_json("import", "--mount", dst.path, f"oci:{layout}:v2")
+    assert rc == 2 and out["error"] == "ENOENT"
+    rc, out = snap_json("export", "--mount", src.path, f"oci:{layout}:bad/tag")
+    assert rc == 2 and out["error"] == "EINVAL"
+    assert published(dst) == []
