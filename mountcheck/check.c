@@ -3,6 +3,7 @@
  * mc_judge(); this file only gathers the facts it needs. */
 #include <errno.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "backend.h"
 #include "check.h"
@@ -65,6 +66,11 @@ int mc_check_path_with(const char *path, const struct mc_policy *pol,
         mc_verdict_init(v);
         v->backend = ops->kind;
 
+        /* Who asks. Unknown (an older kernel) counts as "not the initial namespace": the
+         * judge then refuses a FUSE mount unless the policy trusts user namespaces. */
+        f.caller_uid = (uint32_t)getuid();
+        f.caller_initial_userns = mc_caller_initial_userns() == 1;
+
         if (!mc_path_is_canonical(path))
                 goto judge;
 
@@ -116,11 +122,13 @@ int mc_check_path_with(const char *path, const struct mc_policy *pol,
         }
 
         if (pol->probe_transport) {
-                r = mc_probe_transport(fd);
+                r = mc_probe_owner(fd, &f.root_uid);
                 if (r == -ENOTCONN || r == -ECONNABORTED)
                         f.transport_dead = true;
                 else if (r < 0)
                         return r;
+                else
+                        f.has_root_uid = true;
         }
 
         r = reached_same_mount(path, &id, &same);

@@ -2,7 +2,9 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <string.h>
+#include <sys/ioctl.h>
 #include <sys/stat.h>
+#include <sys/statfs.h>
 #include <sys/syscall.h>
 #include <unistd.h>
 
@@ -145,7 +147,7 @@ int mc_fd_mount_id(int fd, uint64_t *id, bool *unique)
         return 0;
 }
 
-int mc_probe_transport(int fd)
+int mc_probe_owner(int fd, uint32_t *uid)
 {
         struct statx stx;
 
@@ -154,5 +156,34 @@ int mc_probe_transport(int fd)
         if (statx(fd, "", AT_EMPTY_PATH | AT_SYMLINK_NOFOLLOW | AT_STATX_FORCE_SYNC,
                   STATX_BASIC_STATS, &stx) < 0)
                 return negative_errno();
+        if (uid) {
+                if (!(stx.stx_mask & STATX_UID))
+                        return -EOPNOTSUPP;
+                *uid = stx.stx_uid;
+        }
         return 0;
+}
+
+int mc_probe_transport(int fd)
+{
+        return mc_probe_owner(fd, NULL);
+}
+
+int mc_caller_initial_userns(void)
+{
+        _cleanup_close_ int pidfd = -1, nsfd = -1;
+        struct statfs sfs;
+        struct stat st;
+
+        pidfd = (int)syscall(__NR_pidfd_open, getpid(), 0);
+        if (pidfd < 0)
+                return negative_errno();
+        nsfd = ioctl(pidfd, MC_PIDFD_GET_USER_NAMESPACE, 0);
+        if (nsfd < 0)
+                return negative_errno();
+        if (fstatfs(nsfd, &sfs) < 0 || fstat(nsfd, &st) < 0)
+                return negative_errno();
+        if (sfs.f_type != MC_NSFS_MAGIC)
+                return -EIO;
+        return st.st_ino == MC_PROC_USER_INIT_INO;
 }

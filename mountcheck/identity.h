@@ -41,3 +41,13 @@ int mc_fd_mount_id(int fd, uint64_t *id, bool *unique);
  * -errno otherwise. Blocks until a FUSE daemon answers: never call it on your own mount
  * before your session loop runs. */
 int mc_probe_transport(int fd);
+
+/* mc_probe_transport() that also returns, in *uid, the owner of fd's inode as the kernel shows
+ * it to this process after that fresh GETATTR. Same errors. */
+int mc_probe_owner(int fd, uint32_t *uid);
+
+/* Whether this process runs in the initial user namespace: 1 yes, 0 no, or -errno when the
+ * kernel cannot say (before Linux 6.11: -ENOTTY). Asked of the kernel through a pidfd of this
+ * process (PIDFD_GET_USER_NAMESPACE, then fstat of that nsfs descriptor), never through a
+ * path: whoever controls this process's mount namespace can mount a forged /proc. */
+int mc_caller_initial_userns(void);

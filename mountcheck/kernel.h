@@ -14,6 +14,15 @@
 #define MC_NR_STATMOUNT 457
 #define MC_NR_LISTMOUNT 458
 
+/* pidfd_open() and the pidfs ioctl that returns a process's user namespace (Linux 6.11+);
+ * the initial user namespace's nsfs inode number (PROC_USER_INIT_INO, fixed since 3.8). */
+#ifndef __NR_pidfd_open
+#define __NR_pidfd_open 434
+#endif
+#define MC_PIDFD_GET_USER_NAMESPACE 0xFF09U /* _IO(0xFF, 9) */
+#define MC_PROC_USER_INIT_INO 0xEFFFFFFDU
+#define MC_NSFS_MAGIC 0x6e736673
+
 /* statx() */
 #define MC_STATX_MNT_ID 0x00001000U
 #define MC_STATX_MNT_ID_UNIQUE 0x00004000U

@@ -2,7 +2,6 @@
 #include <errno.h>
 #include <limits.h>
 #include <string.h>
-#include <unistd.h>
 
 #include "policy.h"
 
@@ -114,6 +113,17 @@ static int parse_uint(const char *s, uint64_t max, unsigned base, uint64_t *out)
         return 0;
 }
 
+static int parse_yes_no(const char *v, bool *out)
+{
+        if (strcmp(v, "yes") == 0)
+                *out = true;
+        else if (strcmp(v, "no") == 0)
+                *out = false;
+        else
+                return -EINVAL;
+        return 0;
+}
+
 static bool is_any(const char *v)
 {
         return strcmp(v, "any") == 0;
@@ -148,8 +158,10 @@ int mc_policy_preset(struct mc_policy *pol, const char *name)
                 strcpy(p.fstype, "fuse.snapfs");
                 p.require = MC_OPT_NOSUID | MC_OPT_NODEV | MC_OPT_NOEXEC;
                 p.require_private = true;
+                /* Root, not the caller: the threat snapfs exists for is code running as the
+                 * caller's own uid, which can always replace a mount that uid made. */
                 p.check_owner = true;
-                p.owner = (uint32_t)getuid();
+                p.owner = 0;
         } else if (strcmp(name, "tmpfs") == 0) {
                 strcpy(p.fstype, "tmpfs");
                 p.require = MC_OPT_RW | MC_OPT_NOSUID | MC_OPT_NODEV | MC_OPT_NOEXEC;
@@ -243,14 +255,18 @@ int mc_policy_set(struct mc_policy *pol, const char *key, const char *value)
                 pol->owner = (uint32_t)n;
                 return 0;
         }
-        if (strcmp(key, "probe") == 0) {
-                if (strcmp(value, "yes") == 0)
-                        pol->probe_transport = true;
-                else if (strcmp(value, "no") == 0)
-                        pol->probe_transport = false;
+        if (strcmp(key, "insecure-own-mount") == 0)
+                return parse_yes_no(value, &pol->insecure_own_mount);
+        if (strcmp(key, "user-namespace") == 0) {
+                if (strcmp(value, "trust") == 0)
+                        pol->trust_user_namespace = true;
+                else if (strcmp(value, "refuse") == 0)
+                        pol->trust_user_namespace = false;
                 else
                         return -EINVAL;
                 return 0;
         }
+        if (strcmp(key, "probe") == 0)
+                return parse_yes_no(value, &pol->probe_transport);
         return -ENOENT;
 }

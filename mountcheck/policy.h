@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT */
-/* What a compliant mount looks like: presets and per-field overrides. Pure parsing, no I/O
- * beyond getuid(), so it can be unit-tested and fuzzed. */
+/* What a compliant mount looks like: presets and per-field overrides. Pure parsing, no I/O,
+ * so it can be unit-tested and fuzzed. */
 #pragma once
 
 #include <stdbool.h>
@@ -35,6 +35,15 @@ struct mc_policy {
         /* The superblock's user_id= (who mounted the FUSE filesystem) must equal owner. */
         bool check_owner;
         uint32_t owner;
+        /* Accept a FUSE mount made by the checking process's own (non-root) uid. Off by
+         * default: any process of that uid can unmount it (fusermount3 -u) and mount a server
+         * of its own at the same path, which then serves whatever bytes it likes. */
+        bool insecure_own_mount;
+        /* Accept a FUSE superblock whose user namespace cannot be shown to be the initial
+         * one (or a check run from inside another user namespace). Off by default: uids are
+         * translated through the superblock's namespace, so its user_id= says 0 for whoever
+         * created that namespace. */
+        bool trust_user_namespace;
         /* The mount root directory's permission bits (07777) must equal mode. */
         bool check_mode;
         uint32_t mode;
@@ -49,7 +58,7 @@ struct mc_policy {
 };
 
 /* Fills *pol from a named preset: "snapfs" (fuse.snapfs, nosuid,nodev,noexec, private,
- * owner = the caller's uid) or "tmpfs" (rw,nosuid,nodev,noexec, private, mode 01777,
+ * owner = uid 0, own mounts and foreign user namespaces refused) or "tmpfs" (rw,nosuid,nodev,noexec, private, mode 01777,
  * size <= 1 MiB). Both probe the transport. -EINVAL for an unknown name, pol untouched. */
 int mc_policy_preset(struct mc_policy *pol, const char *name);
 
@@ -63,6 +72,8 @@ int mc_policy_preset(struct mc_policy *pol, const char *name);
  *   mode     octal <= 07777 | any
  *   max-size N[K|M|G] | any        (binary units, N > 0)
  *   owner    UID | any
+ *   insecure-own-mount   yes|no  (accept a mount made by the caller's own uid)
+ *   user-namespace       refuse|trust
  *   probe    yes|no
  * Returns 0, -EINVAL for a bad value (pol untouched), -ENOENT for an unknown key. */
 int mc_policy_set(struct mc_policy *pol, const char *key, const char *value);

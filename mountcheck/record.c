@@ -175,6 +175,56 @@ static bool report_hidden(const struct mc_facts *f, const struct mc_mount *reach
         return false;
 }
 
+/* Who mounted a FUSE filesystem, and may this caller trust it. fsname and subtype are chosen
+ * by whoever mounts; user_id= is set by the kernel from the mounting process (fusermount3 for
+ * an unprivileged user), but printed relative to the superblock's user namespace: a server
+ * mounted inside `unshare -Ur` by uid 1000 shows user_id=0. */
+static void judge_owner(const struct mc_facts *f, const struct mc_mount *t,
+                        const struct mc_policy *pol, struct mc_verdict *v)
+{
+        bool own;
+
+        /* user-namespace. From inside another user namespace the uids this process sees are
+         * not the host's: "0" may be whoever created the namespace, and nothing it can read
+         * tells a superblock of the initial namespace from one of its own. */
+        if (t->has_user_id && !pol->trust_user_namespace) {
+                if (!f->caller_initial_userns) {
+                        mc_verdict_add(v, MC_USER_NAMESPACE,
+                                       "this process runs in a user namespace other than the initial one: the uids it sees are not the host's, so who mounted this FUSE filesystem cannot be verified");
+                } else if (f->has_root_uid && f->root_uid != t->user_id) {
+                        /* In the initial namespace user_id= of an initial-namespace superblock
+                         * is the real uid, and snapfs reports its root as owned by the uid it
+                         * runs as. FUSE maps the root's owner through the superblock's
+                         * namespace, so a namespace-local "0" shows here as the real uid of
+                         * the namespace's creator (or the overflow uid), never as uid 0. */
+                        mc_verdict_add(v, MC_USER_NAMESPACE,
+                                       "the superblock says user_id=%u but the kernel shows its root owned by uid %u: it was mounted in another user namespace",
+                                       t->user_id, f->root_uid);
+                }
+        }
+
+        /* owner-is-caller. A mount of the caller's own uid proves nothing against code running
+         * as that uid: it can unmount it (fusermount3 -u) and mount its own server at the same
+         * path, and even the device number and mount id may come back the same. */
+        own = f->caller_uid != 0 &&
+              ((t->has_user_id && t->user_id == f->caller_uid) ||
+               (f->caller_initial_userns && f->has_root_uid && f->root_uid == f->caller_uid));
+        if (own && !pol->insecure_own_mount) {
+                mc_verdict_add(v, MC_OWNER_IS_CALLER,
+                               "mounted by uid %u, the caller's own: any process of that uid can unmount it and mount its own FUSE server in its place",
+                               f->caller_uid);
+                return;
+        }
+
+        if (!pol->check_owner)
+                return;
+        if (!t->has_user_id)
+                mc_verdict_add(v, MC_OWNER, "no user_id= superblock option: the mounting uid is unknown");
+        else if (t->user_id != pol->owner && !(own && pol->insecure_own_mount))
+                mc_verdict_add(v, MC_OWNER, "mounted by uid %u, expected uid %u",
+                               t->user_id, pol->owner);
+}
+
 static void judge_policy(const struct mc_facts *f, const struct mc_mount *t,
                          const struct mc_policy *pol, struct mc_verdict *v)
 {
@@ -209,15 +259,7 @@ static void judge_policy(const struct mc_facts *f, const struct mc_mount *t,
         if (t->idmapped)
                 mc_verdict_add(v, MC_IDMAPPED, "the mount is idmapped: ownership seen through it is remapped");
 
-        /* fsname and subtype are chosen by whoever mounts; user_id= is set by the kernel from
-         * the mounting process (fusermount3 for an unprivileged user) and says who did. */
-        if (pol->check_owner) {
-                if (!t->has_user_id)
-                        mc_verdict_add(v, MC_OWNER, "no user_id= superblock option: the mounting uid is unknown");
-                else if (t->user_id != pol->owner)
-                        mc_verdict_add(v, MC_OWNER, "mounted by uid %u, expected uid %u",
-                                       t->user_id, pol->owner);
-        }
+        judge_owner(f, t, pol, v);
 
         if (pol->check_mode && (f->root_mode & 07777) != (pol->mode & 07777))
                 mc_verdict_add(v, MC_MODE, "root directory mode is %04o, expected %04o",

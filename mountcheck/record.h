@@ -69,6 +69,17 @@ struct mc_facts {
         const struct mc_mount *mounts; /* the reached mount, its parent, its children, and any */
         size_t n_mounts;               /* other mount recorded at the path */
         bool transport_dead;  /* the liveness probe got ENOTCONN */
+        /* Who asks, never taken from the mount table: */
+        uint32_t caller_uid;  /* the checking process's real uid */
+        /* The checking process runs in the initial user namespace (asked of the kernel by
+         * pidfd, never through a path): only there are the uids it sees the host's own. */
+        bool caller_initial_userns;
+        /* The mount root's owner as the kernel shows it to the caller, read right after the
+         * forced GETATTR of the liveness probe. FUSE maps every uid a server reports through
+         * the superblock's user namespace, so from the initial namespace this is the real
+         * uid (or the overflow uid), whatever the server or user_id= claims. */
+        bool has_root_uid;
+        uint32_t root_uid;
         bool changed;         /* re-opening the path at the end reached another mount */
 };
 

@@ -24,6 +24,8 @@ static const char *const code_names[MC_CODE_COUNT] = {
         [MC_SIZE] = "size",
         [MC_TRANSPORT_NOT_CONNECTED] = "transport-not-connected",
         [MC_CHANGED_DURING_CHECK] = "changed-during-check",
+        [MC_OWNER_IS_CALLER] = "owner-is-caller",
+        [MC_USER_NAMESPACE] = "user-namespace",
 };
 
 static const char *const backend_names[] = {

@@ -32,6 +32,8 @@ enum mc_code {
         MC_SIZE,
         MC_TRANSPORT_NOT_CONNECTED,
         MC_CHANGED_DURING_CHECK,
+        MC_OWNER_IS_CALLER,
+        MC_USER_NAMESPACE,
         MC_CODE_COUNT
 };
 

@@ -95,6 +95,8 @@ static void fill_policy(struct fz_reader *in, struct mc_policy *pol)
                 pol->mode = fz_u32(in);
                 pol->check_size = fz_u8(in) & 1;
                 pol->max_size = fz_u64(in);
+                pol->insecure_own_mount = fz_u8(in) & 1;
+                pol->trust_user_namespace = fz_u8(in) & 1;
         }
 }
 
@@ -117,6 +119,10 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         f.root_mode = fz_u32(&in);
         f.transport_dead = fz_u8(&in) & 1;
         f.changed = fz_u8(&in) & 1;
+        f.caller_uid = fz_u32(&in);
+        f.caller_initial_userns = fz_u8(&in) & 1;
+        f.has_root_uid = fz_u8(&in) & 1;
+        f.root_uid = fz_u32(&in);
         n = fz_u8(&in) % 12;
         for (unsigned i = 0; i < n; i++) {
                 struct mc_mount *m = mc_mount_set_push(&set);

@@ -63,6 +63,10 @@ static void check_meetable(const struct mc_policy *pol)
                 .mount_id = 2,
                 .mount_root = true,
                 .root_mode = pol->check_mode ? pol->mode : 0755,
+                /* Asked by root in the initial namespace, the mount root owned by its owner. */
+                .caller_initial_userns = true,
+                .has_root_uid = true,
+                .root_uid = pol->owner,
                 .mounts = m,
                 .n_mounts = 2,
         };

@@ -178,6 +178,16 @@ static void test_probe_answers_on_a_local_filesystem(void **state)
         close(fd);
 }
 
+static void test_caller_user_namespace_agrees_with_proc(void **state)
+{
+        struct stat st;
+        int r = mc_caller_initial_userns();
+        (void)state;
+        /* The test runs with a /proc it can trust; the library asks by pidfd instead. */
+        assert_int_equal(stat("/proc/self/ns/user", &st), 0);
+        assert_int_equal(r, st.st_ino == 0xEFFFFFFDU);
+}
+
 int main(void)
 {
         const struct CMUnitTest tests[] = {
@@ -190,6 +200,7 @@ int main(void)
                 cmocka_unit_test(test_fd_mount_id_matches_the_identity_and_the_containing_mount),
                 cmocka_unit_test(test_bad_descriptors_are_refused),
                 cmocka_unit_test(test_probe_answers_on_a_local_filesystem),
+                cmocka_unit_test(test_caller_user_namespace_agrees_with_proc),
         };
         return cmocka_run_group_tests(tests, setup, teardown);
 }

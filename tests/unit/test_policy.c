@@ -11,7 +11,7 @@
 
 #include "policy.h"
 
-static void test_snapfs_preset_requires_nosuid_nodev_noexec_and_callers_uid(void **state)
+static void test_snapfs_preset_requires_nosuid_nodev_noexec_and_root_as_owner(void **state)
 {
         struct mc_policy p;
         (void)state;
@@ -21,10 +21,31 @@ static void test_snapfs_preset_requires_nosuid_nodev_noexec_and_callers_uid(void
         assert_int_equal(p.forbid, 0);
         assert_true(p.require_private);
         assert_true(p.check_owner);
-        assert_int_equal(p.owner, getuid());
+        assert_int_equal(p.owner, 0);
+        assert_false(p.insecure_own_mount);
+        assert_false(p.trust_user_namespace);
         assert_false(p.check_mode);
         assert_false(p.check_size);
         assert_true(p.probe_transport);
+}
+
+static void test_own_mount_and_user_namespace_keys_opt_in_and_back_out(void **state)
+{
+        struct mc_policy p, before;
+        (void)state;
+        assert_int_equal(mc_policy_preset(&p, "snapfs"), 0);
+        assert_int_equal(mc_policy_set(&p, "insecure-own-mount", "yes"), 0);
+        assert_true(p.insecure_own_mount);
+        assert_int_equal(mc_policy_set(&p, "insecure-own-mount", "no"), 0);
+        assert_false(p.insecure_own_mount);
+        assert_int_equal(mc_policy_set(&p, "user-namespace", "trust"), 0);
+        assert_true(p.trust_user_namespace);
+        assert_int_equal(mc_policy_set(&p, "user-namespace", "refuse"), 0);
+        assert_false(p.trust_user_namespace);
+        before = p;
+        assert_int_equal(mc_policy_set(&p, "insecure-own-mount", "1"), -EINVAL);
+        assert_int_equal(mc_policy_set(&p, "user-namespace", "yes"), -EINVAL);
+        assert_memory_equal(&p, &before, sizeof(p));
 }
 
 static void test_tmpfs_preset_requires_rw_mode_1777_and_one_mib(void **state)
@@ -281,7 +302,7 @@ static void test_every_option_name_parses_back_to_its_bit(void **state)
 int main(void)
 {
         const struct CMUnitTest tests[] = {
-                cmocka_unit_test(test_snapfs_preset_requires_nosuid_nodev_noexec_and_callers_uid),
+                cmocka_unit_test(test_snapfs_preset_requires_nosuid_nodev_noexec_and_root_as_owner),
                 cmocka_unit_test(test_tmpfs_preset_requires_rw_mode_1777_and_one_mib),
                 cmocka_unit_test(test_unknown_preset_is_einval_and_leaves_policy_untouched),
                 cmocka_unit_test(test_size_suffixes_are_binary_units),
@@ -299,6 +320,7 @@ int main(void)
                 cmocka_unit_test(test_probe_switch_takes_yes_or_no_only),
                 cmocka_unit_test(test_unknown_key_is_enoent_and_missing_value_is_einval),
                 cmocka_unit_test(test_every_option_name_parses_back_to_its_bit),
+                cmocka_unit_test(test_own_mount_and_user_namespace_keys_opt_in_and_back_out),
         };
         return cmocka_run_group_tests(tests, NULL, NULL);
 }

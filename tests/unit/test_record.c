@@ -45,6 +45,7 @@ static struct mc_facts facts(const struct mc_mount *mounts, size_t n, uint64_t r
                 .mount_id = reached,
                 .mount_root = true,
                 .root_mode = 01777,
+                .caller_initial_userns = true,
                 .mounts = mounts,
                 .n_mounts = n,
         };
@@ -251,6 +252,136 @@ static void test_fstype_and_owner_for_a_fuse_mount(void **state)
         m[0].has_user_id = false;
         v = judge(&f, &p);
         assert_string_equal(codes(&v), "owner");
+}
+
+/* A snapfs mount as a record: user_id= is who mounted it, as its superblock prints it. */
+static struct mc_mount snapfs_rec(uint32_t user_id)
+{
+        struct mc_mount m = mount_rec(10, 1, PATH);
+        char opt[32];
+        m.fstype = (char *)"fuse.snapfs";
+        m.has_size = false;
+        snprintf(opt, sizeof(opt), "user_id=%u", user_id);
+        mc_mount_apply_sb_option(&m, opt);
+        return m;
+}
+
+static struct mc_policy snapfs_policy(void)
+{
+        struct mc_policy p;
+        assert_int_equal(mc_policy_preset(&p, "snapfs"), 0);
+        return p;
+}
+
+static void test_mount_of_the_callers_own_uid_is_owner_is_caller_unless_opted_in(void **state)
+{
+        struct mc_mount m[] = { snapfs_rec(1000) };
+        struct mc_policy p = snapfs_policy();
+        struct mc_facts f = facts(m, 1, 10);
+        struct mc_verdict v;
+        (void)state;
+        f.caller_uid = 1000;
+        v = judge(&f, &p);
+        assert_string_equal(codes(&v), "owner-is-caller");
+        /* Naming the caller's uid as the owner does not make its own mount trustworthy. */
+        assert_int_equal(mc_policy_set(&p, "owner", "1000"), 0);
+        v = judge(&f, &p);
+        assert_string_equal(codes(&v), "owner-is-caller");
+        assert_int_equal(mc_policy_set(&p, "owner", "any"), 0);
+        v = judge(&f, &p);
+        assert_string_equal(codes(&v), "owner-is-caller");
+        /* The opt-in accepts it, whatever the owner says. */
+        p = snapfs_policy();
+        assert_int_equal(mc_policy_set(&p, "insecure-own-mount", "yes"), 0);
+        v = judge(&f, &p);
+        assert_true(v.compliant);
+        /* Another uid's mount still needs that uid named as the owner. */
+        m[0] = snapfs_rec(1001);
+        v = judge(&f, &p);
+        assert_string_equal(codes(&v), "owner");
+}
+
+static void test_root_mount_is_trusted_by_default_by_root_and_other_uids(void **state)
+{
+        struct mc_mount m[] = { snapfs_rec(0) };
+        struct mc_policy p = snapfs_policy();
+        struct mc_facts f = facts(m, 1, 10);
+        struct mc_verdict v;
+        (void)state;
+        f.has_root_uid = true;
+        f.root_uid = 0;
+        f.caller_uid = 1000;
+        v = judge(&f, &p);
+        assert_true(v.compliant);
+        f.caller_uid = 0; /* root on a root mount: root is outside the threat model */
+        v = judge(&f, &p);
+        assert_true(v.compliant);
+        /* A mount of another uid is refused by the default owner, root's own is not special. */
+        m[0] = snapfs_rec(2000);
+        f.root_uid = 2000;
+        v = judge(&f, &p);
+        assert_string_equal(codes(&v), "owner");
+}
+
+static void test_root_owned_by_another_uid_than_user_id_is_user_namespace(void **state)
+{
+        /* A server mounted in `unshare -Ur` by uid 1000: its superblock says user_id=0, but
+         * the kernel maps the root's owner through that namespace and shows uid 1000. */
+        struct mc_mount m[] = { snapfs_rec(0) };
+        struct mc_policy p = snapfs_policy();
+        struct mc_facts f = facts(m, 1, 10);
+        struct mc_verdict v;
+        (void)state;
+        f.has_root_uid = true;
+        f.root_uid = 1000;
+        f.caller_uid = 2000;
+        v = judge(&f, &p);
+        assert_string_equal(codes(&v), "user-namespace");
+        /* The caller of that same uid is told both: the namespace, and that it is its own. */
+        f.caller_uid = 1000;
+        v = judge(&f, &p);
+        assert_string_equal(codes(&v), "user-namespace,owner-is-caller");
+        /* The same superblock in the initial namespace shows its root owned by root. */
+        f.root_uid = 0;
+        v = judge(&f, &p);
+        assert_true(v.compliant);
+        /* Trusted explicitly: user_id= is then taken as it stands. */
+        f.root_uid = 65534;
+        v = judge(&f, &p);
+        assert_string_equal(codes(&v), "user-namespace");
+        assert_int_equal(mc_policy_set(&p, "user-namespace", "trust"), 0);
+        v = judge(&f, &p);
+        assert_true(v.compliant);
+        /* No fresh owner (no probe): nothing to compare, no finding invented. */
+        p = snapfs_policy();
+        f.has_root_uid = false;
+        v = judge(&f, &p);
+        assert_true(v.compliant);
+}
+
+static void test_caller_in_another_user_namespace_cannot_verify_a_fuse_owner(void **state)
+{
+        struct mc_mount m[] = { snapfs_rec(0) }, t[] = { mount_rec(10, 1, PATH) };
+        struct mc_policy p = snapfs_policy(), tp = tmpfs_policy();
+        struct mc_facts f = facts(m, 1, 10), ft = facts(t, 1, 10);
+        struct mc_verdict v;
+        (void)state;
+        f.caller_initial_userns = false;
+        f.has_root_uid = true;
+        f.root_uid = 0;
+        v = judge(&f, &p);
+        assert_string_equal(codes(&v), "user-namespace");
+        f.caller_initial_userns = true;
+        v = judge(&f, &p);
+        assert_true(v.compliant);
+        /* A tmpfs has no mounting uid to doubt. */
+        ft.caller_initial_userns = false;
+        v = judge(&ft, &tp);
+        assert_true(v.compliant);
+        f.caller_initial_userns = false;
+        assert_int_equal(mc_policy_set(&p, "user-namespace", "trust"), 0);
+        v = judge(&f, &p);
+        assert_true(v.compliant);
 }
 
 static void test_contradictory_user_ids_leave_the_owner_unknown(void **state)
@@ -494,6 +625,10 @@ int main(void)
                 cmocka_unit_test(test_shared_and_slave_propagation_are_refused_unbindable_is_not),
                 cmocka_unit_test(test_idmapped_mount_is_refused),
                 cmocka_unit_test(test_fstype_and_owner_for_a_fuse_mount),
+                cmocka_unit_test(test_mount_of_the_callers_own_uid_is_owner_is_caller_unless_opted_in),
+                cmocka_unit_test(test_root_mount_is_trusted_by_default_by_root_and_other_uids),
+                cmocka_unit_test(test_root_owned_by_another_uid_than_user_id_is_user_namespace),
+                cmocka_unit_test(test_caller_in_another_user_namespace_cannot_verify_a_fuse_owner),
                 cmocka_unit_test(test_contradictory_user_ids_leave_the_owner_unknown),
                 cmocka_unit_test(test_size_option_is_read_in_kibibytes),
                 cmocka_unit_test(test_mode_and_size_bounds),
