@@ -26,6 +26,8 @@ int cli_parse_common(const char *cmd, int argc, char **argv, bool mount_operand,
         static const struct option longopts[] = {
                 { "mount", required_argument, NULL, 'm' },
                 { "owner", required_argument, NULL, 'o' },
+                { "insecure-own-mount", no_argument, NULL, 'I' },
+                { "trust-user-namespace", no_argument, NULL, 'U' },
                 { "json", no_argument, NULL, 'j' },
                 { "help", no_argument, NULL, 'h' },
                 { NULL, 0, NULL, 0 },
@@ -34,6 +36,8 @@ int cli_parse_common(const char *cmd, int argc, char **argv, bool mount_operand,
         int ch;
 
         *c = (struct cli_common){ .json = json };
+        if (cli_apply_env_owner(cmd, json, &c->opts) != 0)
+                return 2;
         optind = 1;
         opterr = 0;
         while ((ch = getopt_long(argc, argv, ":h", longopts, NULL)) != -1) {
@@ -45,6 +49,12 @@ int cli_parse_common(const char *cmd, int argc, char **argv, bool mount_operand,
                         if (cli_parse_owner(optarg, &c->opts) < 0)
                                 return cli_usage_error(cmd, json, NULL,
                                                        "--owner: invalid uid '%s'", optarg);
+                        break;
+                case 'I':
+                        c->opts.flags |= SNAPFS_OPT_INSECURE_OWN_MOUNT;
+                        break;
+                case 'U':
+                        c->opts.flags |= SNAPFS_OPT_TRUST_USER_NAMESPACE;
                         break;
                 case 'j':
                         c->json = true;
@@ -142,6 +152,22 @@ int cli_parse_owner(const char *s, struct snapfs_options *opts)
         }
         opts->flags |= SNAPFS_OPT_OWNER;
         opts->owner = (uint32_t)v;
+        return 0;
+}
+
+const char *cli_env_owner(void)
+{
+        const char *s = getenv("SNAPFS_OWNER");
+
+        return s && *s ? s : NULL;
+}
+
+int cli_apply_env_owner(const char *cmd, bool json, struct snapfs_options *opts)
+{
+        const char *s = cli_env_owner();
+
+        if (s && cli_parse_owner(s, opts) < 0)
+                return cli_usage_error(cmd, json, NULL, "SNAPFS_OWNER: invalid uid '%s'", s);
         return 0;
 }
 

@@ -26,9 +26,10 @@ struct cli_common {
         bool json;                  /* --json */
 };
 
-/* Parses [--mount MNT] [--owner UID] [--json] [-h] for "snapfs cmd", then requires exactly
- * `operands` operands, named by what in the error ("one FILE"). With mount_operand, the one
- * operand may also be the mount (an alias of --mount, refused when both disagree). Returns
+/* Parses [--mount MNT] [--owner UID] [--insecure-own-mount] [--trust-user-namespace]
+ * [--json] [-h] for "snapfs cmd" ($SNAPFS_OWNER first), then requires exactly `operands`
+ * operands, named by what in the error ("one FILE"). With mount_operand, the one operand may
+ * also be the mount (an alias of --mount, refused when both disagree). Returns
  * -1 to go on (the operands start at argv[optind]), else the exit code: 0 after --help, 2
  * for a usage error, already printed (as JSON too when --json was asked for). */
 int cli_parse_common(const char *cmd, int argc, char **argv, bool mount_operand, int operands,
@@ -53,6 +54,27 @@ int cli_open_root_dir(const struct snapfs_mnt *m, DIR **out);
 
 /* --owner UID: a decimal uid (no sign, no leading zero, < 2^32 - 1). 0, or -EINVAL. */
 int cli_parse_owner(const char *s, struct snapfs_options *opts);
+
+/* $SNAPFS_OWNER when set and not empty, else NULL: the trusted owner of every client command
+ * (an explicit --owner wins). */
+const char *cli_env_owner(void);
+
+/* Applies $SNAPFS_OWNER to opts: 0, or 2 after reporting a usage error (as JSON too when
+ * json) that it is not a uid. */
+int cli_apply_env_owner(const char *cmd, bool json, struct snapfs_options *opts);
+
+/* The trust options of every client command's --help. */
+#define CLI_HELP_TRUST \
+        "  --owner UID   trust a mount made by UID (default: $SNAPFS_OWNER, else 0: root)\n" \
+        "  --insecure-own-mount\n" \
+        "                INSECURE: also trust a mount made by your own uid. Any process of\n" \
+        "                your uid can unmount it and mount its own FUSE server in its place,\n" \
+        "                serving whatever bytes it likes. Refused without it (owner-is-caller).\n" \
+        "  --trust-user-namespace\n" \
+        "                accept a mount whose owner cannot be verified: one made in another\n" \
+        "                user namespace, or any FUSE mount when you run inside one\n" \
+        "                (refused without it: user-namespace)\n"
+
 
 /* One "code: message" line per reason, then a line counting dropped ones. */
 void cli_print_reasons(FILE *f, const struct snapfs_report *why);

@@ -33,7 +33,7 @@
 static void audit_usage(FILE *f)
 {
         fprintf(f,
-                "Usage: snapfs audit [--mount MNT] [--owner UID] [--json]\n"
+                "Usage: snapfs audit [--mount MNT] [--owner UID] [--insecure-own-mount] [--json]\n"
                 "\n"
                 "Check the mount MNT, then every entry of it through the pinned mount root:\n"
                 "each name is a SHA-256 (or .staging), each snapshot opens on that very mount, is\n"
@@ -46,7 +46,7 @@ static void audit_usage(FILE *f)
                 "Options:\n"
                 "  --mount MNT   " CLI_HELP_MOUNT ";\n"
                 "                a lone MNT operand is the same (the older spelling)\n"
-                "  --owner UID   trust a mount made by UID (default: your uid)\n"
+                CLI_HELP_TRUST
                 "  --json        print one JSON object: ok, error, message, reasons (the\n"
                 "                mount's findings, then every problem), mount, compliant,\n"
                 "                mount_id, snapshots, bytes, checks [{check, passed, failed}],\n"

@@ -25,7 +25,8 @@ static void check_usage(FILE *f)
                 "\n"
                 "Policy (a preset, then overrides in the order given):\n"
                 "  --preset NAME      snapfs (default): type fuse.snapfs; nosuid,nodev,noexec;\n"
-                "                     private propagation; mounted by --owner (default: your uid).\n"
+                "                     private propagation; mounted by --owner (default: root;\n"
+                "                     $SNAPFS_OWNER when set), in the initial user namespace.\n"
                 "                     tmpfs: type tmpfs; rw,nosuid,nodev,noexec; private;\n"
                 "                     root mode 1777; size limit at most 1M.\n"
                 "                     Both: PATH canonical with no symlink, the root of exactly\n"
@@ -42,7 +43,16 @@ static void check_usage(FILE *f)
                 "  --max-size SIZE    largest allowed size= limit, N with optional K, M or G\n"
                 "                     (binary units), or \"any\"\n"
                 "  --owner UID        uid that must have mounted the FUSE filesystem (its\n"
-                "                     user_id= option), or \"any\"\n"
+                "                     user_id= option), or \"any\". Default: 0, or $SNAPFS_OWNER\n"
+                "  --insecure-own-mount\n"
+                "                     INSECURE: accept a FUSE mount made by your own uid. Any\n"
+                "                     process of your uid can unmount it and mount its own FUSE\n"
+                "                     server in its place, serving whatever bytes it likes.\n"
+                "                     Without it such a mount is refused (owner-is-caller).\n"
+                "  --trust-user-namespace\n"
+                "                     accept a FUSE mount whose superblock may belong to another\n"
+                "                     user namespace, or a check run from inside one (where\n"
+                "                     user_id=0 can be anyone); refused by default (user-namespace)\n"
                 "  --no-probe         skip the liveness probe: one FUSE GETATTR on the mount\n"
                 "                     root that reveals a dead daemon (transport-not-connected).\n"
                 "                     Without the probe the check sends no FUSE request at all.\n"
@@ -77,6 +87,8 @@ enum {
         OPT_MAX_SIZE,
         OPT_OWNER,
         OPT_NO_PROBE,
+        OPT_INSECURE_OWN_MOUNT,
+        OPT_TRUST_USERNS,
         OPT_BACKEND,
         OPT_JSON,
         OPT_MOUNT,
@@ -92,6 +104,8 @@ static const struct option check_options[] = {
         { "max-size", required_argument, NULL, OPT_MAX_SIZE },
         { "owner", required_argument, NULL, OPT_OWNER },
         { "no-probe", no_argument, NULL, OPT_NO_PROBE },
+        { "insecure-own-mount", no_argument, NULL, OPT_INSECURE_OWN_MOUNT },
+        { "trust-user-namespace", no_argument, NULL, OPT_TRUST_USERNS },
         { "backend", required_argument, NULL, OPT_BACKEND },
         { "json", no_argument, NULL, OPT_JSON },
         { "mount", required_argument, NULL, OPT_MOUNT },
@@ -193,6 +207,8 @@ int cli_cmd_check(int argc, char **argv)
                 case OPT_MAX_SIZE: key = "max-size"; break;
                 case OPT_OWNER: key = "owner"; break;
                 case OPT_NO_PROBE: key = "probe"; optarg = (char *)"no"; break;
+                case OPT_INSECURE_OWN_MOUNT: key = "insecure-own-mount"; optarg = (char *)"yes"; break;
+                case OPT_TRUST_USERNS: key = "user-namespace"; optarg = (char *)"trust"; break;
                 default:
                         return cli_getopt_error("check", json, check_usage, argv, c);
                 }
@@ -220,6 +236,11 @@ int cli_cmd_check(int argc, char **argv)
         if (mc_policy_preset(&pol, preset) < 0)
                 return cli_usage_error("check", json, NULL, "invalid value for --preset: '%s'",
                                        preset);
+        /* $SNAPFS_OWNER names the trusted owner for every client command; --owner wins. */
+        if (strcmp(preset, "snapfs") == 0 && cli_env_owner() &&
+            mc_policy_set(&pol, "owner", cli_env_owner()) < 0)
+                return cli_usage_error("check", json, NULL, "invalid SNAPFS_OWNER: '%s'",
+                                       cli_env_owner());
         for (size_t i = 0; i < n_settings; i++) {
                 r = mc_policy_set(&pol, settings[i].key, settings[i].value);
                 if (r < 0)

@@ -28,7 +28,7 @@
 static void exec_usage(FILE *f)
 {
         fprintf(f,
-                "Usage: snapfs exec [--mount MNT] [--owner UID] --binding BINDING [--fd N]\n"
+                "Usage: snapfs exec [--mount MNT] [--owner UID] [--insecure-own-mount] --binding BINDING [--fd N]\n"
                 "                   [--env NAME] -- COMMAND [ARG...]\n"
                 "\n"
                 "Verified open of the snapshot BINDING names (as snapfs verify does it), then run\n"
@@ -40,7 +40,7 @@ static void exec_usage(FILE *f)
                 "\n"
                 "Options:\n"
                 "  --mount MNT       " CLI_HELP_MOUNT "\n"
-                "  --owner UID       trust a mount made by UID (default: your uid)\n"
+                CLI_HELP_TRUST
                 "  --binding BINDING the snapshot, as its binding text:\n"
                 "                    \"sha256=<hex> size=<n> dev=<maj>:<min> ino=<n>\"\n"
                 "  --fd N            the descriptor number COMMAND gets (default %d)\n"
@@ -124,6 +124,8 @@ int cli_cmd_exec(int argc, char **argv)
         static const struct option longopts[] = {
                 { "mount", required_argument, NULL, 'm' },
                 { "owner", required_argument, NULL, 'o' },
+                { "insecure-own-mount", no_argument, NULL, 'I' },
+                { "trust-user-namespace", no_argument, NULL, 'U' },
                 { "binding", required_argument, NULL, 'b' },
                 { "fd", required_argument, NULL, 'f' },
                 { "env", required_argument, NULL, 'e' },
@@ -139,6 +141,8 @@ int cli_cmd_exec(int argc, char **argv)
         char **cmd;
         int c, r, fd, target = DEFAULT_FD;
 
+        if (cli_apply_env_owner("exec", false, &opts) != 0)
+                return EXIT_OWN_FAILURE;
         optind = 1;
         opterr = 0;
         /* "+": options end at COMMAND, whose own options are its business. */
@@ -152,6 +156,12 @@ int cli_cmd_exec(int argc, char **argv)
                                 fprintf(stderr, "snapfs exec: --owner: invalid uid '%s'\n", optarg);
                                 return EXIT_OWN_FAILURE;
                         }
+                        break;
+                case 'I':
+                        opts.flags |= SNAPFS_OPT_INSECURE_OWN_MOUNT;
+                        break;
+                case 'U':
+                        opts.flags |= SNAPFS_OPT_TRUST_USER_NAMESPACE;
                         break;
                 case 'b':
                         binding = optarg;

@@ -22,7 +22,7 @@
 static void ls_usage(FILE *f)
 {
         fprintf(f,
-                "Usage: snapfs ls [--mount MNT] [--owner UID] [--json]\n"
+                "Usage: snapfs ls [--mount MNT] [--owner UID] [--insecure-own-mount] [--json]\n"
                 "\n"
                 "Check the mount, then list its snapshots in publishing order: digest, size,\n"
                 "inode, publisher uid and publish time (UTC). Contents are not read; snapfs\n"
@@ -30,7 +30,7 @@ static void ls_usage(FILE *f)
                 "\n"
                 "Options:\n"
                 "  --mount MNT   " CLI_HELP_MOUNT "\n"
-                "  --owner UID   trust a mount made by UID (default: your uid)\n"
+                CLI_HELP_TRUST
                 "  --json        print one JSON object: ok, error, message, reasons, mount,\n"
                 "                snapshots [{sha256, size, ino, uid, published, binding}]\n"
                 "  -h, --help    show this help\n"

@@ -17,7 +17,7 @@
 static void put_usage(FILE *f)
 {
         fprintf(f,
-                "Usage: snapfs put [--mount MNT] [--owner UID] [--json] FILE|-\n"
+                "Usage: snapfs put [--mount MNT] [--owner UID] [--insecure-own-mount] [--json] FILE|-\n"
                 "\n"
                 "Publish the bytes of FILE (or standard input for -) to the snapfs mount MNT:\n"
                 "check the mount, write the bytes to a staging file, rename it to their SHA-256,\n"
@@ -28,7 +28,7 @@ static void put_usage(FILE *f)
                 "\n"
                 "Options:\n"
                 "  --mount MNT   " CLI_HELP_MOUNT "\n"
-                "  --owner UID   trust a mount made by UID (default: your uid), e.g. 0 when root\n"
+                CLI_HELP_TRUST
                 "                runs the daemon for others\n"
                 "  --json        print one JSON object: ok, error, message, reasons, mount,\n"
                 "                binding, sha256, size, dev, ino, already_published\n"

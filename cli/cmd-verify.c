@@ -17,7 +17,7 @@
 static void verify_usage(FILE *f)
 {
         fprintf(f,
-                "Usage: snapfs verify [--mount MNT] [--owner UID] [--json] BINDING|PATH\n"
+                "Usage: snapfs verify [--mount MNT] [--owner UID] [--insecure-own-mount] [--json] BINDING|PATH\n"
                 "\n"
                 "Verified open, then close: check the mount (type fuse.snapfs;\n"
                 "nosuid,nodev,noexec; private; exactly one mount; mounted by the trusted owner)\n"
@@ -34,7 +34,7 @@ static void verify_usage(FILE *f)
                 "Options:\n"
                 "  --mount MNT   the snapfs mount for a BINDING (default: $SNAPFS_MOUNT, else\n"
                 "                " CLI_DEFAULT_MOUNT "); with a PATH it must be PATH's directory\n"
-                "  --owner UID   trust a mount made by UID (default: your uid)\n"
+                CLI_HELP_TRUST
                 "  --json        print one JSON object: ok, error, message, reasons\n"
                 "                [{code, message}], mount, binding\n"
                 "  -h, --help    show this help\n"

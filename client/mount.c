@@ -57,6 +57,10 @@ int snapfs_mnt_check(const char *mount, const struct snapfs_options *opts, struc
          * the uid the caller trusts can vouch for its snapshots. */
         if (opts && (opts->flags & SNAPFS_OPT_OWNER))
                 pol.owner = opts->owner;
+        /* A mount of the caller's own uid is refused unless asked for: code of that uid, the
+         * very threat snapfs is for, can replace it with a server of its own. */
+        pol.insecure_own_mount = opts && (opts->flags & SNAPFS_OPT_INSECURE_OWN_MOUNT);
+        pol.trust_user_namespace = opts && (opts->flags & SNAPFS_OPT_TRUST_USER_NAMESPACE);
 
         r = mc_check_path(mount, &pol, MC_BACKEND_AUTO, &v, &pinned);
         if (r < 0)

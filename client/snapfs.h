@@ -4,7 +4,8 @@
  * A snapshot is named by the SHA-256 of its content and bound by (sha256, size, dev, ino):
  * the binding names one published snapshot in one mount instance, and no later snapshot can
  * ever satisfy it. Every function here judges the mount first (fuse.snapfs, nosuid, nodev,
- * noexec, private, exactly one mount at the path, mounted by the trusted owner), by the mount
+ * noexec, private, exactly one mount at the path, mounted by the trusted owner - root unless
+ * the options name another uid - and never by the caller's own uid), by the mount
  * id a pinned descriptor reaches, and opens files relative to that descriptor only.
  *
  * Every function returns 0 (or a descriptor, or 1 where said) or a negative errno. A failed
@@ -38,12 +39,22 @@ struct snapfs_binding {
 };
 
 enum {
-        /* owner below is set: trust mounts made by that uid instead of the caller's. */
+        /* owner below is set: trust mounts made by that uid instead of root's. */
         SNAPFS_OPT_OWNER = 1u << 0,
+        /* INSECURE: also trust a mount made by the caller's own (non-root) uid. Any process of
+         * that uid can unmount it and mount its own FUSE server in its place, which may serve
+         * the right bytes to the check and its own to every later read. Without this flag
+         * such a mount is refused with the reason "owner-is-caller". */
+        SNAPFS_OPT_INSECURE_OWN_MOUNT = 1u << 1,
+        /* Accept a mount whose owner cannot be verified because of user namespaces: one
+         * mounted inside another user namespace (where user_id=0 is whoever created it), or
+         * any FUSE mount when the caller itself runs inside one. Refused by default with the
+         * reason "user-namespace". */
+        SNAPFS_OPT_TRUST_USER_NAMESPACE = 1u << 2,
 };
 
-/* NULL, or all zero, means: trust mounts made by the caller's real uid; accept snapshots up
- * to SNAPFS_DEFAULT_MAX_SIZE. */
+/* NULL, or all zero, means: trust mounts made by root (uid 0) in the initial user namespace,
+ * refuse a mount of the caller's own uid; accept snapshots up to SNAPFS_DEFAULT_MAX_SIZE. */
 struct snapfs_options {
         unsigned flags;    /* SNAPFS_OPT_* */
         uint32_t owner;    /* with SNAPFS_OPT_OWNER: the uid that must have mounted snapfs */

@@ -4,7 +4,8 @@
 
 This module binds libsnapfs.so with ctypes, so every check is the C library's own code:
 the mount check (fuse.snapfs, nosuid/nodev/noexec, private, exactly one mount, mounted by the
-uid you trust), the open relative to the pinned mount root, the descriptor's mount id, fstat
+uid you trust: root unless owner= names another, never your own uid unless
+insecure_own_mount=True), the open relative to the pinned mount root, the descriptor's mount id, fstat
 against the binding, the whole content hashed. Same semantics as C, by construction.
 
     import subprocess, snapfs_client as snapfs
@@ -23,11 +24,11 @@ same objects whichever client it used. The library is found through $SNAPFS_LIBR
 the dynamic linker's search for libsnapfs.so.0.
 
 As a script (same commands and JSON output as the C test driver):
-    snapfs_client.py publish [--owner UID] [--max-size N] [--from-fd] MNT FILE|-
-    snapfs_client.py open [--owner UID] [--max-size N] MNT BINDING
-    snapfs_client.py digest [--owner UID] [--max-size N] MNT HEX
+    snapfs_client.py publish [--owner UID] [--insecure-own-mount] [--max-size N] [--from-fd] MNT FILE|-
+    snapfs_client.py open [--owner UID] [--insecure-own-mount] [--max-size N] MNT BINDING
+    snapfs_client.py digest [--owner UID] [--insecure-own-mount] [--max-size N] MNT HEX
     snapfs_client.py verify-fd [--max-size N] PATH BINDING
-    snapfs_client.py cat [--owner UID] [--max-size N] MNT BINDING   (the bytes to stdout)
+    snapfs_client.py cat [--owner UID] [--insecure-own-mount] [--max-size N] MNT BINDING   (the bytes to stdout)
     snapfs_client.py abi
 """
 import ctypes
@@ -46,6 +47,11 @@ REASONS_MAX = 40
 CODE_MAX = 32
 MESSAGE_MAX = 320
 OPT_OWNER = 1
+# INSECURE: also trust a mount of your own uid. Any process of your uid can unmount it and
+# mount its own FUSE server in its place (refused without it: "owner-is-caller").
+OPT_INSECURE_OWN_MOUNT = 2
+# Accept a mount whose owner user namespaces hide (refused without it: "user-namespace").
+OPT_TRUST_USER_NAMESPACE = 4
 
 
 class _CBinding(ctypes.Structure):
@@ -185,55 +191,65 @@ class Binding:
                 "already_published": self.already_published}
 
 
-def _options(owner, max_size):
+def _options(owner, max_size, insecure_own_mount=False, trust_user_namespace=False):
     o = _COptions()
     if owner is not None:
         o.flags, o.owner = OPT_OWNER, owner
+    if insecure_own_mount:
+        o.flags |= OPT_INSECURE_OWN_MOUNT
+    if trust_user_namespace:
+        o.flags |= OPT_TRUST_USER_NAMESPACE
     o.max_size = max_size
     return o
 
 
-def publish(mount, data, *, owner=None, max_size=0):
+def publish(mount, data, *, owner=None, max_size=0, insecure_own_mount=False,
+                trust_user_namespace=False):
     """Publishes bytes (b"" is allowed) and returns the verified Binding of the snapshot;
     .already_published tells whether the same bytes were there already. owner: the uid that
-    must have mounted snapfs (default: yours); max_size: 0 for the library's default."""
+    must have mounted snapfs (default: root); insecure_own_mount=True also trusts a mount of
+    your own uid, which any process of your uid can replace with a FUSE server of its own;
+    max_size: 0 for the library's default."""
     data = bytes(data)
     lib, c, rep = _load(), _CBinding(), _CReport()
     r = lib.snapfs_publish(os.fsencode(mount), data, len(data),
-                           ctypes.byref(_options(owner, max_size)), ctypes.byref(c),
+                           ctypes.byref(_options(owner, max_size, insecure_own_mount, trust_user_namespace)), ctypes.byref(c),
                            ctypes.byref(rep))
     if r < 0:
         _raise_for(r, rep)
     return Binding._from_c(c, r == 1)
 
 
-def publish_fd(mount, fd, *, owner=None, max_size=0):
+def publish_fd(mount, fd, *, owner=None, max_size=0, insecure_own_mount=False,
+                trust_user_namespace=False):
     """publish() of everything read from the descriptor fd until end of file."""
     lib, c, rep = _load(), _CBinding(), _CReport()
-    r = lib.snapfs_publish_fd(os.fsencode(mount), fd, ctypes.byref(_options(owner, max_size)),
+    r = lib.snapfs_publish_fd(os.fsencode(mount), fd, ctypes.byref(_options(owner, max_size, insecure_own_mount, trust_user_namespace)),
                               ctypes.byref(c), ctypes.byref(rep))
     if r < 0:
         _raise_for(r, rep)
     return Binding._from_c(c, r == 1)
 
 
-def open_verified(mount, binding, *, owner=None, max_size=0):
+def open_verified(mount, binding, *, owner=None, max_size=0, insecure_own_mount=False,
+                trust_user_namespace=False):
     """The verified read-only descriptor (close-on-exec; yours to close) of the snapshot the
     binding (a Binding or its text) names on the snapfs mount at mount."""
     b = Binding.parse(binding)
     rep = _CReport()
     r = _load().snapfs_open_verified(os.fsencode(mount), ctypes.byref(b._to_c()),
-                                     ctypes.byref(_options(owner, max_size)), ctypes.byref(rep))
+                                     ctypes.byref(_options(owner, max_size, insecure_own_mount, trust_user_namespace)), ctypes.byref(rep))
     if r < 0:
         _raise_for(r, rep)
     return r
 
 
-def open_digest(mount, digest, *, owner=None, max_size=0):
+def open_digest(mount, digest, *, owner=None, max_size=0, insecure_own_mount=False,
+                trust_user_namespace=False):
     """(descriptor, Binding) of the snapshot named digest, verified against its own name."""
     c, rep = _CBinding(), _CReport()
     r = _load().snapfs_open_digest(os.fsencode(mount), digest.encode(),
-                                   ctypes.byref(_options(owner, max_size)), ctypes.byref(c),
+                                   ctypes.byref(_options(owner, max_size, insecure_own_mount, trust_user_namespace)), ctypes.byref(c),
                                    ctypes.byref(rep))
     if r < 0:
         _raise_for(r, rep)
@@ -260,9 +276,12 @@ def _pread_all(fd):
         off += len(chunk)
 
 
-def read_verified(mount, binding, *, owner=None, max_size=0):
+def read_verified(mount, binding, *, owner=None, max_size=0, insecure_own_mount=False,
+                trust_user_namespace=False):
     """The bytes of the snapshot, read through a verified descriptor."""
-    fd = open_verified(mount, binding, owner=owner, max_size=max_size)
+    fd = open_verified(mount, binding, owner=owner, max_size=max_size,
+                       insecure_own_mount=insecure_own_mount,
+                       trust_user_namespace=trust_user_namespace)
     try:
         return _pread_all(fd)
     finally:
@@ -278,7 +297,14 @@ def _main(argv):
     ap = argparse.ArgumentParser(prog="snapfs_client.py", description=__doc__.split("\n")[0])
     sub = ap.add_subparsers(dest="cmd", required=True)
     common = argparse.ArgumentParser(add_help=False)
-    common.add_argument("--owner", type=int, help="uid that must have mounted snapfs")
+    env_owner = os.environ.get("SNAPFS_OWNER") or None
+    common.add_argument("--owner", type=int, default=int(env_owner) if env_owner else None,
+                        help="uid that must have mounted snapfs (default: $SNAPFS_OWNER, else 0)")
+    common.add_argument("--insecure-own-mount", action="store_true",
+                        help="INSECURE: also trust a mount of your own uid; any process of "
+                             "your uid can unmount it and mount its own FUSE server there")
+    common.add_argument("--trust-user-namespace", action="store_true",
+                        help="accept a mount whose owner user namespaces hide")
     common.add_argument("--max-size", type=int, default=0, help="largest snapshot, bytes")
     p = sub.add_parser("publish", parents=[common], help="publish FILE (or - for stdin)")
     p.add_argument("--from-fd", action="store_true", help="stream from the descriptor")
@@ -312,7 +338,8 @@ def _main(argv):
         }))
         return 0
 
-    kw = {"owner": a.owner, "max_size": a.max_size}
+    kw = {"owner": a.owner, "max_size": a.max_size, "insecure_own_mount": a.insecure_own_mount,
+          "trust_user_namespace": a.trust_user_namespace}
     out = {}
     try:
         if a.cmd == "publish":

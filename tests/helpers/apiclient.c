@@ -170,6 +170,7 @@ int main(int argc, char **argv)
                 { "owner", required_argument, NULL, 'o' },
                 { "max-size", required_argument, NULL, 'm' },
                 { "from-fd", no_argument, NULL, 'f' },
+                { "insecure-own-mount", no_argument, NULL, 'I' },
                 { NULL, 0, NULL, 0 },
         };
         struct snapfs_options opts = { 0 };
@@ -194,6 +195,9 @@ int main(int argc, char **argv)
                         break;
                 case 'f':
                         from_fd = true;
+                        break;
+                case 'I':
+                        opts.flags |= SNAPFS_OPT_INSECURE_OWN_MOUNT;
                         break;
                 default:
                         return usage();

@@ -278,12 +278,13 @@ def test_a_stacked_snapfs_mount_is_refused(client, snapfs):
         subprocess.run(["umount", snapfs.path], capture_output=True, timeout=30)
 
 
-def test_a_mount_made_by_another_uid_is_refused_unless_that_owner_is_trusted(client, snapfs):
+def test_a_root_mount_is_trusted_by_default_and_refused_when_another_owner_is_named(client, snapfs):
     binding = client.publish(snapfs.path, b"cfg")["binding"]
     other = client.as_uid(NOBODY_UID)
-    out = other.open(snapfs.path, binding)  # root mounted it; the caller is uid 1000
+    # Root mounted it; the caller is uid 1000 and names no owner: root is the trust root.
+    assert other.open(snapfs.path, binding)["content_hex"] == b"cfg".hex()
+    out = other.open(snapfs.path, binding, "--owner", "4242")
     assert out["error"] == "EMEDIUMTYPE" and codes(out) == {"owner"}
-    assert other.open(snapfs.path, binding, "--owner", "0")["content_hex"] == b"cfg".hex()
 
 
 def test_open_digest_binds_a_snapshot_known_only_by_name(client, snapfs):

@@ -60,8 +60,8 @@ class Delivery:
         self.digest = sha256_hex(self.config)
         self.path = fs.p(self.digest)
 
-    def exec_argv(self, *client_args, binding=None, prefix=()):
-        return [str(SNAPFS), "exec", "--mount", self.fs.path, "--owner", "0",
+    def exec_argv(self, *client_args, binding=None, prefix=(), trust=()):
+        return [str(SNAPFS), "exec", "--mount", self.fs.path, "--owner", "0", *trust,
                 "--binding", binding or self.binding, "--", *prefix,
                 "node", str(INSPECTOR), "--cli", "--config", "{}", "--server", "fs",
                 *client_args]
@@ -177,24 +177,19 @@ def test_delivery_works_in_a_bubblewrap_sandbox_where_memfd_create_is_denied(del
                            timeout=30)
     assert r.returncode == 0, r.stderr
     fd = os.open(bpf, os.O_RDONLY)
+    # Inside its own user namespace the client cannot verify who mounted snapfs (uid 0 there
+    # is whoever created the namespace): refused unless the runtime says it trusts that.
+    refused = shlex.join(delivery.exec_argv(*CALL_ALLOWED))
+    trusted = shlex.join(delivery.exec_argv(*CALL_ALLOWED, trust=("--trust-user-namespace",)))
     try:
-        inside = shlex.join(delivery.exec_argv(*CALL_ALLOWED))
         probe = shlex.join([sys.executable, "-c", SANDBOX_PROBE])
-        argv = [
-            "bwrap", "--unshare-user", "--unshare-pid", "--die-with-parent",
-            "--ro-bind", "/usr", "/usr", "--symlink", "usr/bin", "/bin",
-            "--symlink", "usr/lib", "/lib", "--symlink", "usr/lib64", "/lib64",
-            "--symlink", "usr/sbin", "/sbin", "--ro-bind", "/etc", "/etc",
-            "--proc", "/proc", "--dev", "/dev", "--tmpfs", "/tmp",
-            "--ro-bind", str(ROOT), str(ROOT),
-            "--ro-bind", delivery.data, delivery.data,
-            # The snapfs mount bound in read-write: mountcheck inside judges this bind.
-            "--bind", delivery.fs.path, delivery.fs.path,
-            "--setenv", "HOME", "/tmp", "--setenv", "PATH", "/usr/bin:/bin",
-            "--seccomp", str(fd),
-            "--", "sh", "-c", f"{probe} && exec {inside}",
-        ]
-        r = subprocess.run(argv, capture_output=True, text=True, timeout=NODE_TIMEOUT,
+        r = subprocess.run(sandbox_argv(delivery, fd, refused), capture_output=True, text=True,
+                           timeout=NODE_TIMEOUT, pass_fds=(fd,))
+        assert r.returncode == 125 and r.stdout == "", r.stderr  # exec's own failure
+        assert "user-namespace: this process runs in a user namespace" in r.stderr
+        os.lseek(fd, 0, os.SEEK_SET)  # bwrap read the filter to its end
+        r = subprocess.run(sandbox_argv(delivery, fd, f"{probe} && exec {trusted}"),
+                           capture_output=True, text=True, timeout=NODE_TIMEOUT,
                            pass_fds=(fd,))
     finally:
         os.close(fd)
@@ -206,3 +201,20 @@ def test_delivery_works_in_a_bubblewrap_sandbox_where_memfd_create_is_denied(del
     assert probe["user_ns"] != os.readlink("/proc/self/ns/user")
     assert probe["mnt_ns"] != os.readlink("/proc/self/ns/mnt")
     assert allowed_directories(rest) == f"Allowed directories:\n{delivery.data}"
+
+
+def sandbox_argv(delivery, seccomp_fd, script):
+    return [
+        "bwrap", "--unshare-user", "--unshare-pid", "--die-with-parent",
+        "--ro-bind", "/usr", "/usr", "--symlink", "usr/bin", "/bin",
+        "--symlink", "usr/lib", "/lib", "--symlink", "usr/lib64", "/lib64",
+        "--symlink", "usr/sbin", "/sbin", "--ro-bind", "/etc", "/etc",
+        "--proc", "/proc", "--dev", "/dev", "--tmpfs", "/tmp",
+        "--ro-bind", str(ROOT), str(ROOT),
+        "--ro-bind", delivery.data, delivery.data,
+        # The snapfs mount bound in read-write: mountcheck inside judges this bind.
+        "--bind", delivery.fs.path, delivery.fs.path,
+        "--setenv", "HOME", "/tmp", "--setenv", "PATH", "/usr/bin:/bin",
+        "--seccomp", str(seccomp_fd),
+        "--", "sh", "-c", script,
+    ]
