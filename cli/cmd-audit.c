@@ -25,6 +25,7 @@
 
 #define XATTR_SHA256 "user.snapfs.sha256"
 #define XATTR_BINDING "user.snapfs.binding"
+#define XATTR_STORE_CORRUPT "user.snapfs.store-corrupt"
 #define STAGING ".staging"
 /* Past this many snapshots a terminal gets a progress line. */
 #define PROGRESS_OVER 1000
@@ -68,6 +69,7 @@ enum check {
         CHECK_INODE,
         CHECK_XATTRS,
         CHECK_CONTENT,
+        CHECK_STORE,
         CHECK_COUNT,
 };
 
@@ -81,6 +83,7 @@ static const char *const check_names[CHECK_COUNT] = {
         [CHECK_INODE] = "inode of its own",
         [CHECK_XATTRS] = "xattrs agree",
         [CHECK_CONTENT] = "content hashes to name",
+        [CHECK_STORE] = "store blobs intact",
 };
 
 struct problem {
@@ -132,6 +135,37 @@ static int problem(struct audit *a, enum check c, const char *entry, const char 
         vsnprintf(p->message, sizeof(p->message), fmt, ap);
         va_end(ap);
         return 0;
+}
+
+/* A daemon with --store says on its root how many blobs it set aside at start (they did not
+ * hash to their names): each is a snapshot the store lost. No attribute: no store. */
+static int audit_store(struct audit *a)
+{
+        /* The pinned root is O_PATH, which has no xattrs to read: a real descriptor of it. */
+        _cleanup_close_ int fd = openat(a->m->fd, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+        char buf[32];
+        unsigned long long count;
+        ssize_t n;
+        char *end;
+
+        if (fd < 0)
+                return negative_errno();
+        n = fgetxattr(fd, XATTR_STORE_CORRUPT, buf, sizeof(buf) - 1);
+        if (n < 0)
+                return errno == ENODATA || errno == EOPNOTSUPP ? 0 : negative_errno();
+        buf[n] = '\0';
+        errno = 0;
+        count = strtoull(buf, &end, 10);
+        if (errno || end == buf || *end)
+                return problem(a, CHECK_STORE, ".", "store-blob-corrupt",
+                               "%s is not a count: '%s'", XATTR_STORE_CORRUPT, buf);
+        if (count == 0) {
+                result(a, CHECK_STORE, true);
+                return 0;
+        }
+        return problem(a, CHECK_STORE, ".", "store-blob-corrupt",
+                       "%llu blob(s) of the daemon's --store did not hash to their names at "
+                       "start: set aside in its corrupt/ directory, not served", count);
 }
 
 /* SHA-256 of the whole content with pread, at most limit + 1 bytes: *len is what was read. */
@@ -500,6 +534,8 @@ int cli_cmd_audit(int argc, char **argv)
                 progress(n_names, n_names, tty);
                 if (r == 0)
                         r = find_duplicates(&a, names);
+                if (r == 0)
+                        r = audit_store(&a);
                 if (r < 0) {
                         fprintf(stderr, "snapfs audit: %s: %s\n", mount, strerror(-r));
                         goto out;

@@ -53,6 +53,10 @@ static void mount_usage(FILE *f)
                 "                             (default: standard error, with -f)\n"
                 "      --staging-ttl DURATION remove closed staging files idle this long\n"
                 "                             (default 10m; 90, 90s, 15m, 2h; 0 never)\n"
+                "      --store DIR            keep snapshots in DIR, an OCI image layout on a local\n"
+                "                             filesystem, written before each publish is answered;\n"
+                "                             at start every blob is re-hashed and served again\n"
+                "                             (one that does not match is set aside in DIR/corrupt/)\n"
                 "      --replace-stale        clear a dead snapfs mount at MOUNTPOINT first\n"
                 "      --threads N            at most N worker threads (default: libfuse's)\n"
                 "      --debug                print every FUSE request (implies -f)\n"
@@ -79,6 +83,7 @@ enum {
         OPT_THREADS,
         OPT_STAGING_TTL,
         OPT_DEBUG,
+        OPT_STORE,
 };
 
 static int bad_value(const char *opt, const char *value, int err)
@@ -105,6 +110,7 @@ static const struct option longopts[] = {
         { "threads", required_argument, NULL, OPT_THREADS },
         { "staging-ttl", required_argument, NULL, OPT_STAGING_TTL },
         { "debug", no_argument, NULL, OPT_DEBUG },
+        { "store", required_argument, NULL, OPT_STORE },
         { "help", no_argument, NULL, 'h' },
         { NULL, 0, NULL, 0 },
 };
@@ -210,6 +216,9 @@ static int mount_parsed(int argc, char **argv)
                         if (r < 0)
                                 return bad_value("staging-ttl", optarg, r);
                         cfg.tree.staging_ttl_ms = v;
+                        break;
+                case OPT_STORE:
+                        cfg.store = optarg;
                         break;
                 case OPT_DEBUG:
                         cfg.debug = true;

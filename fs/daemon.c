@@ -19,6 +19,7 @@
 #include "daemon-internal.h"
 #include "mountcheck.h"
 #include "notify.h"
+#include "ocistore.h"
 #include "ops.h"
 #include "view.h"
 #include "readahead.h"
@@ -301,6 +302,82 @@ static int audit_refused(const char *path, int r)
         }
 }
 
+/* ---- --store: what the start finds ---- */
+
+struct store_ctx {
+        struct sfs_tree *tree;
+        struct sfs_audit *audit;
+        const char *dir;
+};
+
+static void store_corrupt(void *ctx, const char *hex, int err)
+{
+        struct store_ctx *sc = ctx;
+
+        LOG("--store %s: blob %s does not hash to its name (%s); set aside in %s/%s/, "
+            "not served\n", sc->dir, hex, strerror(-err), sc->dir, SFS_OCISTORE_CORRUPT_DIR);
+        sfs_audit_emit(sc->audit, &(struct sfs_audit_event){
+                                          .event = "store-blob-corrupt",
+                                          .uid = getuid(),
+                                          .pid = getpid(),
+                                          .digest = hex,
+                                          .err = -err,
+                                  });
+}
+
+static void store_warn(void *ctx, const char *hex, const char *what, int err)
+{
+        struct store_ctx *sc = ctx;
+        LOG("--store %s: %s: %s (%s)\n", sc->dir, hex, what, strerror(-err));
+}
+
+static int store_restore_tree(void *ctx, const struct snap_digest *d, void *data, size_t len)
+{
+        return sfs_tree_restore(((struct store_ctx *)ctx)->tree, d, data, len);
+}
+
+/* Opens --store and serves its snapshots again: 0, or an SFS_EXIT_* code (printed). */
+static int store_start(const struct sfs_daemon_config *cfg, struct sfs_ocistore *store,
+                       struct sfs_tree *tree, struct sfs_audit *audit)
+{
+        struct store_ctx sc = { .tree = tree, .audit = audit, .dir = cfg->store };
+        struct sfs_ocistore_hooks hooks = {
+                .restore = store_restore_tree,
+                .corrupt = store_corrupt,
+                .warn = store_warn,
+                .ctx = &sc,
+        };
+        int r = sfs_ocistore_load(store, cfg->tree.max_snapshot_size, &hooks);
+
+        if (r < 0) {
+                LOG("--store %s: %s\n", cfg->store, strerror(-r));
+                return SFS_EXIT_ERROR;
+        }
+        return 0;
+}
+
+static int store_open(const struct sfs_daemon_config *cfg, struct sfs_ocistore **out)
+{
+        const char *fstype = NULL;
+        int r = sfs_ocistore_open(cfg->store, out, &fstype);
+
+        if (r == -EREMOTE) {
+                LOG("--store %s: refused: on a %s filesystem; a store must be on a local "
+                    "filesystem, whose fsync and rename this host can rely on\n",
+                    cfg->store, fstype);
+                return SFS_EXIT_REFUSED;
+        }
+        if (r == -EWOULDBLOCK) {
+                LOG("--store %s: refused: another snapfs daemon uses this store\n", cfg->store);
+                return SFS_EXIT_REFUSED;
+        }
+        if (r < 0) {
+                LOG("--store %s: %s\n", cfg->store, strerror(-r));
+                return SFS_EXIT_ERROR;
+        }
+        return 0;
+}
+
 int sfs_daemon_run(const struct sfs_daemon_config *cfg)
 {
         _cleanup_free_ char *path = NULL;
@@ -308,6 +385,7 @@ int sfs_daemon_run(const struct sfs_daemon_config *cfg)
         struct sfs_ops_ctx ctx = { 0 };
         struct sfs_view view = { 0 };
         struct sfs_audit *audit = NULL;
+        struct sfs_ocistore *store = NULL;
         struct fuse_session *se = NULL;
         uint64_t dev = 0;
         int r, ret = SFS_EXIT_ERROR;
@@ -328,10 +406,25 @@ int sfs_daemon_run(const struct sfs_daemon_config *cfg)
         tc.audit = audit;
         tc.owner_uid = getuid();
         tc.owner_gid = getgid();
+        if (cfg->store) {
+                r = store_open(cfg, &store);
+                if (r) {
+                        ret = r;
+                        goto out;
+                }
+                tc.ocistore = store;
+        }
         r = sfs_tree_new(&tc, &ctx.tree);
         if (r < 0) {
                 LOG("%s\n", strerror(-r));
                 goto out;
+        }
+        if (store) {
+                r = store_start(cfg, store, ctx.tree, audit);
+                if (r) {
+                        ret = r;
+                        goto out;
+                }
         }
         se = sfs_new_session(cfg, &ctx);
         if (!se) {
@@ -413,6 +506,7 @@ unmount:
 out:
         /* Everything the snapshots held is freed before exit. */
         sfs_tree_free(ctx.tree);
+        sfs_ocistore_close(store);
         sfs_audit_close(audit);
         return ret;
 }

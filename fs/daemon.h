@@ -11,6 +11,7 @@ struct sfs_daemon_config {
         struct sfs_tree_config tree;  /* limits and policy; audit/owner/dev are filled in */
         const char *audit_log;        /* NULL: standard error */
         const char *read_view;        /* also mount a read-only view here, or NULL */
+        const char *store;            /* --store: an OCI image layout to keep snapshots in */
         bool foreground;
         bool allow_other;
         bool replace_stale;

@@ -7,6 +7,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "ocistore.h"
 #include "tree-internal.h"
 #include "util.h"
 
@@ -81,6 +82,29 @@ static void become_snapshot(struct sfs_tree *t, struct sfs_node *n, struct snap_
         __atomic_store_n(&n->kind, SFS_KIND_SNAPSHOT, __ATOMIC_RELEASE);
 }
 
+/* --store: writes the staged bytes durably before the rename is answered, unless the same
+ * content is published already (the rename then fails with EEXIST, nothing written). 1 when
+ * stored, 0 when not needed, or a negative errno. The store's lock is held; no other. */
+static int persist(struct sfs_tree *t, struct sfs_ocistore *os, struct sfs_staging *stg,
+                   const struct snap_digest *d)
+{
+        struct snap_object *obj;
+        int r;
+
+        pthread_mutex_lock(&t->lock);
+        obj = snap_store_lookup(t->store, d);
+        pthread_mutex_unlock(&t->lock);
+        if (obj) {
+                snap_store_release(t->store, obj);
+                return 0;
+        }
+        /* The publishing flag keeps the bytes still; the lock orders us after any writer. */
+        pthread_mutex_lock(&stg->lock);
+        r = sfs_ocistore_add(os, d, stg->buf ? (const void *)stg->buf : "", stg->len, stg->name);
+        pthread_mutex_unlock(&stg->lock);
+        return r < 0 ? r : 1;
+}
+
 int sfs_tree_rename(struct sfs_tree *t, const struct sfs_caller *c, struct sfs_node *parent,
                     const char *name, struct sfs_node *newparent, const char *newname,
                     unsigned flags, struct sfs_node **published)
@@ -89,6 +113,8 @@ int sfs_tree_rename(struct sfs_tree *t, const struct sfs_caller *c, struct sfs_n
         struct snap_object *obj = NULL;
         struct sfs_staging *stg;
         struct sfs_node *n = NULL;
+        struct sfs_ocistore *os = t->cfg.ocistore;
+        bool stored = false;
         uint64_t size = 0;
         int r;
 
@@ -108,6 +134,17 @@ int sfs_tree_rename(struct sfs_tree *t, const struct sfs_caller *c, struct sfs_n
         pthread_mutex_lock(&stg->lock);
         r = sfs_staging_digest(stg, &actual);
         pthread_mutex_unlock(&stg->lock);
+        if (os) {
+                /* Held until the snapshot is in the tree: publishes and unlinks of a store
+                 * reach the disk in the order the tree sees them. Outermost lock. */
+                sfs_ocistore_lock(os);
+                if (r == 0 && snap_digest_equal(&actual, &target)) {
+                        r = persist(t, os, stg, &actual);
+                        stored = r > 0;
+                        if (r > 0)
+                                r = 0;
+                }
+        }
 
         pthread_mutex_lock(&t->lock);
         n->pins--;
@@ -152,6 +189,10 @@ int sfs_tree_rename(struct sfs_tree *t, const struct sfs_caller *c, struct sfs_n
                 stg->publishing = false;
                 pthread_mutex_unlock(&stg->lock);
                 pthread_mutex_unlock(&t->lock);
+                if (stored)
+                        sfs_ocistore_remove(os, &actual); /* not published after all */
+                if (os)
+                        sfs_ocistore_unlock(os);
                 return publish_refused(t, c, name, newname, -r);
         }
         /* The store took the buffer and the reservation; the bytes are no longer staged. */
@@ -165,6 +206,8 @@ int sfs_tree_rename(struct sfs_tree *t, const struct sfs_caller *c, struct sfs_n
         sfs_staging_free(t, stg);
         sfs_touch_root(t);
         pthread_mutex_unlock(&t->lock);
+        if (os)
+                sfs_ocistore_unlock(os);
 
         sfs_audit_emit(t->cfg.audit, &(struct sfs_audit_event){
                                              .event = "publish",

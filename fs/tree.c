@@ -12,6 +12,7 @@
 #include <unistd.h>
 
 #include "binding.h"
+#include "ocistore.h"
 #include "tree-internal.h"
 #include "util.h"
 
@@ -332,6 +333,30 @@ int sfs_tree_getattr(struct sfs_tree *t, const struct sfs_caller *c, struct sfs_
         return r;
 }
 
+int sfs_tree_restore(struct sfs_tree *t, const struct snap_digest *d, void *data, size_t len)
+{
+        struct snap_object *obj;
+        int r;
+
+        pthread_mutex_lock(&t->lock);
+        r = snap_store_put(t->store,
+                           &(struct snap_put){
+                                   .data = data,
+                                   .len = len,
+                                   .owned = len ? data : NULL,
+                                   .digest = d,
+                                   .publisher_uid = (uint32_t)t->cfg.owner_uid,
+                           },
+                           &obj);
+        if (r == 1)
+                snap_store_release(t->store, obj);
+        /* On 0 the reference the put returned is the tree's: published. */
+        pthread_mutex_unlock(&t->lock);
+        if (r == 0 && !len)
+                free(data);
+        return r;
+}
+
 /* ---- lookup ---- */
 
 /* The node for a published object, creating it on first lookup. Takes over the reference
@@ -460,13 +485,12 @@ int sfs_tree_access(struct sfs_tree *t, const struct sfs_caller *c, struct sfs_n
 
 /* ---- unlink ---- */
 
+static int unlink_snapshot(struct sfs_tree *t, const struct sfs_caller *c, const char *name);
+
 int sfs_tree_unlink(struct sfs_tree *t, const struct sfs_caller *c, struct sfs_node *parent,
                     const char *name)
 {
-        struct snap_digest d;
-        struct snap_object *obj;
-        char hex[SNAP_DIGEST_HEX_LEN + 1];
-        uint64_t size;
+        int r;
 
         switch (node_kind(parent)) {
         case SFS_KIND_ROOT:
@@ -476,6 +500,24 @@ int sfs_tree_unlink(struct sfs_tree *t, const struct sfs_caller *c, struct sfs_n
         default:
                 return -ENOTDIR;
         }
+
+        if (t->cfg.ocistore) {
+                /* The store's lock is the outermost: taken first, held to the end. */
+                sfs_ocistore_lock(t->cfg.ocistore);
+                r = unlink_snapshot(t, c, name);
+                sfs_ocistore_unlock(t->cfg.ocistore);
+                return r;
+        }
+        return unlink_snapshot(t, c, name);
+}
+
+static int unlink_snapshot(struct sfs_tree *t, const struct sfs_caller *c, const char *name)
+{
+        struct snap_digest d;
+        struct snap_object *obj;
+        char hex[SNAP_DIGEST_HEX_LEN + 1];
+        uint64_t size;
+        int r;
 
         pthread_mutex_lock(&t->lock);
         if (!sfs_may_see(t, c)) {
@@ -498,6 +540,17 @@ int sfs_tree_unlink(struct sfs_tree *t, const struct sfs_caller *c, struct sfs_n
                 snap_store_release(t->store, obj);
                 pthread_mutex_unlock(&t->lock);
                 return sfs_tree_refuse(t, c, "unlink", name, EPERM);
+        }
+        if (t->cfg.ocistore) {
+                /* Off the disk first: a snapshot answered as removed never comes back after a
+                 * restart. Under t->lock: unlinks are rare, and the tree must not change
+                 * between the checks above and the detach below. */
+                r = sfs_ocistore_remove(t->cfg.ocistore, &d);
+                if (r < 0 && r != -ENOENT) {
+                        snap_store_release(t->store, obj);
+                        pthread_mutex_unlock(&t->lock);
+                        return sfs_tree_refuse(t, c, "unlink", name, -r);
+                }
         }
         size = obj->size;
         snap_store_detach(t->store, obj);

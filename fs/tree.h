@@ -24,6 +24,8 @@
 
 #define SFS_XATTR_SHA256 "user.snapfs.sha256"
 #define SFS_XATTR_BINDING "user.snapfs.binding"
+/* On the root with --store: how many blobs were set aside at start (decimal). */
+#define SFS_XATTR_STORE_CORRUPT "user.snapfs.store-corrupt"
 
 struct sfs_tree_config {
         uint64_t max_snapshot_size;
@@ -42,6 +44,7 @@ struct sfs_tree_config {
         double cache_timeout;      /* seconds the kernel may cache immutable entries/attrs */
         uint64_t staging_ttl_ms;   /* closed staging files idle this long are removed; 0 never */
         struct sfs_audit *audit;   /* may be NULL */
+        struct sfs_ocistore *ocistore; /* --store: snapshots written there first; or NULL */
 };
 
 struct sfs_caller {
@@ -63,6 +66,8 @@ struct sfs_node;
 struct snap_object;
 struct sfs_handle;
 struct sfs_dir;
+struct sfs_ocistore;
+struct snap_digest;
 
 struct sfs_entry {
         struct sfs_node *node;
@@ -92,6 +97,10 @@ enum {
 int sfs_tree_new(const struct sfs_tree_config *cfg, struct sfs_tree **out);
 /* Frees everything, including content still referenced by nodes the kernel never forgot. */
 void sfs_tree_free(struct sfs_tree *t);
+/* A snapshot served again from --store at start, owned by the mount owner: takes data
+ * (malloc'd, len bytes, trusted to hash to d) on 0; 1 when already there; -EFBIG, -ENOSPC
+ * past the limits, -ENOMEM. */
+int sfs_tree_restore(struct sfs_tree *t, const struct snap_digest *d, void *data, size_t len);
 /* Sets the mount's device number once it is known (after mounting); view: of the read-only
  * view instead. */
 void sfs_tree_set_dev(struct sfs_tree *t, uint64_t dev, bool view);

@@ -1,5 +1,6 @@
 /* SPDX-License-Identifier: MIT */
-/* Extended attributes: user.snapfs.sha256 and user.snapfs.binding, read-only. */
+/* Extended attributes: user.snapfs.sha256 and user.snapfs.binding, read-only; on the root
+ * with --store, user.snapfs.store-corrupt. */
 #include <errno.h>
 #include <fcntl.h>
 #include <stdio.h>
@@ -11,6 +12,7 @@
 #include "util.h"
 
 #include "binding.h"
+#include "ocistore.h"
 
 /* ---- xattrs ---- */
 
@@ -91,6 +93,14 @@ int sfs_tree_getxattr(struct sfs_tree *t, const struct sfs_caller *c, struct sfs
                 if (r == 0)
                         snap_digest_to_hex(&d, value);
                 break;
+        case SFS_KIND_ROOT:
+                pthread_mutex_unlock(&t->lock);
+                /* What `snapfs audit` reads to learn that --store set blobs aside at start. */
+                if (!t->cfg.ocistore || strcmp(name, SFS_XATTR_STORE_CORRUPT) != 0)
+                        return -ENODATA;
+                snprintf(value, sizeof(value), "%llu",
+                         (unsigned long long)sfs_ocistore_corrupt(t->cfg.ocistore));
+                break;
         default:
                 pthread_mutex_unlock(&t->lock);
                 return -ENODATA;
@@ -105,6 +115,7 @@ int sfs_tree_listxattr(struct sfs_tree *t, const struct sfs_caller *c, struct sf
 {
         static const char snapshot_names[] = SFS_XATTR_SHA256 "\0" SFS_XATTR_BINDING;
         static const char staging_names[] = SFS_XATTR_SHA256;
+        static const char root_names[] = SFS_XATTR_STORE_CORRUPT;
         enum sfs_kind kind;
         int r;
 
@@ -118,6 +129,8 @@ int sfs_tree_listxattr(struct sfs_tree *t, const struct sfs_caller *c, struct sf
                 return xattr_value(buf, bufsize, snapshot_names, sizeof(snapshot_names), len);
         if (kind == SFS_KIND_STAGING_FILE)
                 return xattr_value(buf, bufsize, staging_names, sizeof(staging_names), len);
+        if (kind == SFS_KIND_ROOT && t->cfg.ocistore)
+                return xattr_value(buf, bufsize, root_names, sizeof(root_names), len);
         *len = 0;
         return 0;
 }
