@@ -1,0 +1,176 @@
+/* SPDX-License-Identifier: MIT */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <cmocka.h>
+
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <openssl/evp.h>
+
+#include "oci.h"
+#include "trust.h"
+
+struct fx {
+        struct snap_trust *t;
+        EVP_PKEY *key, *other;
+        char *manifest;  /* a manifest of two layers, "layer-a" and "layer-b" */
+        size_t manifest_len;
+        struct snap_digest md;
+};
+
+static const char *const layer_text[2] = { "layer-a", "layer-b" };
+
+static int setup(void **state)
+{
+        struct fx *f = calloc(1, sizeof(*f));
+        struct snap_oci_manifest m = { .artifact_type = (char *)SNAP_OCI_ARTIFACT_SNAPSHOTS };
+        struct snap_oci_desc layers[2];
+
+        assert_non_null(f);
+        assert_int_equal(snap_trust_new(&f->t), 0);
+        assert_int_equal(snap_oci_key_generate(&f->key), 0);
+        assert_int_equal(snap_oci_key_generate(&f->other), 0);
+        assert_int_equal(snap_trust_add_key(f->t, f->key), 0);
+        assert_int_equal(snap_trust_n_keys(f->t), 1);
+        snap_oci_desc_empty_config(&m.config);
+        for (int i = 0; i < 2; i++) {
+                layers[i] = (struct snap_oci_desc){ .media_type = (char *)SNAP_OCI_MEDIA_SNAPSHOT,
+                                                    .size = strlen(layer_text[i]) };
+                assert_int_equal(snap_sha256(layer_text[i], layers[i].size, &layers[i].digest), 0);
+        }
+        m.layers = layers;
+        m.n_layers = 2;
+        assert_int_equal(snap_oci_manifest_build(&m, &f->manifest, &f->manifest_len), 0);
+        assert_int_equal(snap_sha256(f->manifest, f->manifest_len, &f->md), 0);
+        *state = f;
+        return 0;
+}
+
+static int teardown(void **state)
+{
+        struct fx *f = *state;
+
+        snap_trust_free(f->t);
+        EVP_PKEY_free(f->key);
+        EVP_PKEY_free(f->other);
+        free(f->manifest);
+        free(f);
+        return 0;
+}
+
+/* Publishes data through the trust check: its return, with *reason. */
+static int admit(struct fx *f, const void *data, size_t len, const char **reason)
+{
+        struct snap_digest d;
+
+        assert_int_equal(snap_sha256(data, len, &d), 0);
+        return snap_trust_admit(f->t, &d, data, len, reason);
+}
+
+static int admit_text(struct fx *f, const char *s, const char **reason)
+{
+        return admit(f, s, strlen(s), reason);
+}
+
+static void sign(EVP_PKEY *key, const struct snap_digest *d, uint64_t size,
+                 char **env, size_t *len)
+{
+        assert_int_equal(snap_oci_sign(key, d, size, env, len), 0);
+}
+
+static void test_signed_chain_admits_envelope_then_manifest_then_layers(void **state)
+{
+        struct fx *f = *state;
+        const char *why;
+        char *env;
+        size_t len;
+
+        /* Refused before the chain: the layer, and the manifest itself. */
+        assert_int_equal(admit_text(f, layer_text[0], &why), -EPERM);
+        assert_string_equal(why, SNAP_TRUST_NOT_ADMITTED);
+        assert_int_equal(admit(f, f->manifest, f->manifest_len, &why), -EPERM);
+        assert_string_equal(why, SNAP_TRUST_NOT_ADMITTED);
+
+        sign(f->key, &f->md, f->manifest_len, &env, &len);
+        assert_int_equal(admit(f, env, len, &why), 0);
+        /* The layers wait for the manifest. */
+        assert_int_equal(admit_text(f, layer_text[0], &why), -EPERM);
+        assert_int_equal(admit(f, f->manifest, f->manifest_len, &why), 0);
+        assert_int_equal(admit_text(f, layer_text[0], &why), 0);
+        assert_int_equal(admit_text(f, layer_text[1], &why), 0);
+        /* Something in no manifest stays refused. */
+        assert_int_equal(admit_text(f, "layer-c", &why), -EPERM);
+        assert_string_equal(why, SNAP_TRUST_NOT_ADMITTED);
+        free(env);
+}
+
+static void test_envelope_of_untrusted_key_or_bad_signature_is_refused(void **state)
+{
+        struct fx *f = *state;
+        const char *why;
+        char *env, *p, orig;
+        size_t len;
+
+        sign(f->other, &f->md, f->manifest_len, &env, &len);
+        assert_int_equal(admit(f, env, len, &why), -EPERM);
+        assert_string_equal(why, SNAP_TRUST_UNTRUSTED_KEY);
+        assert_int_equal(admit(f, f->manifest, f->manifest_len, &why), -EPERM);
+        free(env);
+
+        /* Signed by the trusted key, one character of the signature changed. */
+        sign(f->key, &f->md, f->manifest_len, &env, &len);
+        p = strstr(env, "\"signature\":\"") + 13;
+        orig = *p;
+        *p = orig == 'A' ? 'B' : 'A';
+        assert_int_equal(admit(f, env, len, &why), -EPERM);
+        assert_string_equal(why, SNAP_TRUST_BAD_SIGNATURE);
+        *p = orig;
+        /* The accepted twin: the envelope as signed. */
+        assert_int_equal(admit(f, env, len, &why), 0);
+        free(env);
+}
+
+static void test_signed_digest_that_is_no_manifest_is_refused(void **state)
+{
+        struct fx *f = *state;
+        static const char junk[] = "not a manifest";
+        struct snap_digest d;
+        const char *why;
+        char *env;
+        size_t len;
+
+        assert_int_equal(snap_sha256(junk, strlen(junk), &d), 0);
+        sign(f->key, &d, strlen(junk), &env, &len);
+        assert_int_equal(admit(f, env, len, &why), 0);
+        assert_int_equal(admit_text(f, junk, &why), -EPERM);
+        assert_string_equal(why, SNAP_TRUST_BAD_MANIFEST);
+        free(env);
+}
+
+static void test_non_ed25519_key_is_not_trusted(void **state)
+{
+        struct fx *f = *state;
+        EVP_PKEY *ec = EVP_PKEY_Q_keygen(NULL, NULL, "EC", "P-256");
+
+        assert_non_null(ec);
+        assert_int_equal(snap_trust_add_key(f->t, ec), -EINVAL);
+        assert_int_equal(snap_trust_n_keys(f->t), 1);
+        EVP_PKEY_free(ec);
+}
+
+#define T(name) cmocka_unit_test_setup_teardown(name, setup, teardown)
+
+int main(void)
+{
+        const struct CMUnitTest tests[] = {
+                T(test_signed_chain_admits_envelope_then_manifest_then_layers),
+                T(test_envelope_of_untrusted_key_or_bad_signature_is_refused),
+                T(test_signed_digest_that_is_no_manifest_is_refused),
+                T(test_non_ed25519_key_is_not_trusted),
+        };
+        return cmocka_run_group_tests(tests, NULL, NULL);
+}
