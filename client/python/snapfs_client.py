@@ -20,8 +20,9 @@ against the binding, the whole content hashed. Same semantics as C, by construct
 Failures raise SnapfsError (an OSError): .errno is the library's errno, .reasons every
 (code, message) pair it gave. SnapfsError.as_dict() and Binding.as_dict() give the fields of
 `snapfs --json` (ok, error, message, reasons, and the binding's own), so a runtime can log the
-same objects whichever client it used. The library is found through $SNAPFS_LIBRARY (a path), then
-the dynamic linker's search for libsnapfs.so.0.
+same objects whichever client it used. The library is found through $SNAPFS_LIBRARY (a path),
+then the library `meson install` put in place (the installed copy of this file carries its
+absolute path), then the dynamic linker's search for libsnapfs.so.0.
 
 As a script (same commands and JSON output as the C test driver):
     snapfs_client.py publish [--owner UID] [--insecure-own-mount] [--max-size N] [--from-fd] MNT FILE|-
@@ -73,6 +74,10 @@ class _CReport(ctypes.Structure):
                 ("n_dropped", ctypes.c_uint), ("reasons", _CReason * REASONS_MAX)]
 
 
+# Where `meson install` put libsnapfs.so.0: the installed copy of this file carries its
+# absolute path; None here, in the source tree.
+_INSTALLED_LIBRARY = None
+
 _lib = None
 _lib_lock = threading.Lock()
 
@@ -83,7 +88,10 @@ def _load():
     with _lib_lock:
         if _lib is not None:
             return _lib
-        name = os.environ.get("SNAPFS_LIBRARY") or "libsnapfs.so.0"
+        name = os.environ.get("SNAPFS_LIBRARY")
+        if not name and _INSTALLED_LIBRARY and os.path.exists(_INSTALLED_LIBRARY):
+            name = _INSTALLED_LIBRARY
+        name = name or "libsnapfs.so.0"
         lib = ctypes.CDLL(name, use_errno=False)
         P = ctypes.POINTER
         protos = {

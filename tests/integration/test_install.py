@@ -1,10 +1,14 @@
 # SPDX-License-Identifier: MIT
 """libsnapfs as installed: `meson install` into a scratch directory, then pkg-config and a C
 compiler build tests/pkgconfig/example.c against the installed header and library only, and
-that program publishes and verifies on a real mount."""
+that program publishes and verifies on a real mount. scripts/install.sh: a second run with
+another prefix takes it, the Python client lands where /usr/bin/python3 imports it and finds
+libsnapfs with no environment variable, and --uninstall removes every installed file."""
 import os
 import re
 import shutil
+import subprocess
+import tempfile
 
 import pytest
 
@@ -12,6 +16,7 @@ from clients import sanitized
 from snaptest import BUILD, ROOT, run, sha256_hex
 
 EXAMPLE = ROOT / "tests" / "pkgconfig" / "example.c"
+INSTALL = ROOT / "scripts" / "install.sh"
 EXPORTED = {"snapfs_binding_format", "snapfs_binding_parse", "snapfs_publish",
             "snapfs_publish_fd", "snapfs_open_verified", "snapfs_open_digest",
             "snapfs_verify_fd", "snapfs_strerror"}
@@ -95,3 +100,98 @@ def test_the_readme_shows_the_example_as_it_is():
     with open(EXAMPLE) as f:
         example = f.read()
     assert example in readme, "README.md's libsnapfs example differs from tests/pkgconfig"
+
+
+# ---- scripts/install.sh ---------------------------------------------------------------------
+
+@pytest.fixture(scope="module")
+def release_build():
+    """One build directory for scripts/install.sh, shared by the tests below."""
+    d = tempfile.mkdtemp(prefix="snapfs-install-")
+    try:
+        yield os.path.join(d, "build")
+    finally:
+        shutil.rmtree(d)
+
+
+def install_sh(build, *args, **env):
+    # LDCONFIG=true: the loader cache is the host's; these tests must not rewrite it.
+    return run(INSTALL, *args, env=dict(os.environ, SNAPFS_INSTALL_BUILD=build, LDCONFIG="true",
+                                        **env), timeout=600)
+
+
+def configured_prefix(build):
+    r = run("meson", "introspect", build, "--buildoptions")
+    assert r.returncode == 0, r.stderr
+    import json
+    return {o["name"]: o["value"] for o in json.loads(r.stdout)}["prefix"]
+
+
+def test_a_second_install_with_another_prefix_takes_it(release_build, workdir):
+    one, two = os.path.join(workdir, "one"), os.path.join(workdir, "two")
+    r = install_sh(release_build, "/opt/snapfs-a", DESTDIR=one)
+    assert r.returncode == 0, r.stdout + r.stderr
+    assert os.path.exists(f"{one}/opt/snapfs-a/bin/snapfs")
+    r = install_sh(release_build, "/opt/snapfs-b", DESTDIR=two)
+    assert r.returncode == 0, r.stdout + r.stderr
+    assert os.path.exists(f"{two}/opt/snapfs-b/bin/snapfs")
+    assert not os.path.exists(f"{two}/opt/snapfs-a")
+    # The trap the script avoids: plain meson setup on that directory keeps the old prefix.
+    r = run("meson", "setup", release_build, "--prefix=/opt/snapfs-c")
+    assert "Directory already configured" in r.stdout + r.stderr
+    assert configured_prefix(release_build) == "/opt/snapfs-b"
+    # A relative prefix is refused before anything is built or installed.
+    r = install_sh(release_build, "opt/snapfs", DESTDIR=two)
+    assert r.returncode == 2 and "PREFIX must be an absolute path" in r.stderr
+
+
+PUBLISH = """
+import sys
+import snapfs_client as snapfs
+b = snapfs.publish(sys.argv[1], b"installed client", owner=0)
+print(snapfs.__file__)
+print(b)
+"""
+
+
+@pytest.fixture
+def scratch_usr_local():
+    """An empty /usr/local for this test only (the suite runs in a private mount namespace):
+    the install goes where a real one would, and vanishes with the mount."""
+    r = run("mount", "-t", "tmpfs", "-o", "mode=755", "tmpfs", "/usr/local")
+    assert r.returncode == 0, r.stderr
+    try:
+        yield "/usr/local"
+    finally:
+        subprocess.run(["umount", "-l", "/usr/local"], capture_output=True, check=False)
+
+
+def test_installed_client_imports_in_debian_python_with_no_environment_then_uninstalls(
+        release_build, scratch_usr_local, snapfs):
+    r = install_sh(release_build, scratch_usr_local)
+    assert r.returncode == 0, r.stdout + r.stderr
+    with open(os.path.join(release_build, "meson-logs", "install-log.txt")) as f:
+        files = [line.strip() for line in f if line.startswith("/")]
+    assert files and all(os.path.lexists(p) for p in files)
+    # Debian's interpreter, an empty environment: no PYTHONPATH, no SNAPFS_LIBRARY, no
+    # LD_LIBRARY_PATH, and no loader cache entry (ldconfig was not run).
+    clean = {"PATH": "/usr/bin:/bin"}
+    r = subprocess.run(["/usr/bin/python3", "-c", PUBLISH, snapfs.path], capture_output=True,
+                       text=True, timeout=60, env=clean)
+    assert r.returncode == 0, r.stderr
+    where, binding = r.stdout.splitlines()
+    assert where.startswith("/usr/local/lib/python3") and where in files
+    digest = sha256_hex(b"installed client")
+    assert binding == os.getxattr(snapfs.p(digest), "user.snapfs.binding").decode()
+    r = subprocess.run(["/usr/local/bin/snapfs", "verify", "--mount", snapfs.path, binding],
+                       capture_output=True, text=True, timeout=60, env=clean)
+    assert r.returncode == 0 and r.stdout == binding + "\n", r.stderr
+
+    r = install_sh(release_build, "--uninstall")
+    assert r.returncode == 0, r.stdout + r.stderr
+    assert [p for p in files if os.path.lexists(p)] == []
+    r = subprocess.run(["/usr/bin/python3", "-c", "import snapfs_client"], capture_output=True,
+                       text=True, timeout=60, env=clean)
+    assert r.returncode == 1 and "No module named 'snapfs_client'" in r.stderr
+    r = install_sh(release_build, "--uninstall")
+    assert r.returncode == 1 and "nothing installed" in r.stderr
