@@ -1,4 +1,7 @@
 /* SPDX-License-Identifier: MIT */
+/* The daemon's life: clear a stale mount if asked, open the audit log and --store, mount and
+ * check, daemonize, serve the mount (and the read view) until a signal, sweeping expired
+ * staging files meanwhile, then unmount. */
 #include "daemon.h"
 
 #include <errno.h>
@@ -16,25 +19,14 @@
 #include <unistd.h>
 
 #include "audit.h"
-#include "daemon-internal.h"
 #include "mountcheck.h"
 #include "notify.h"
 #include "ocistore.h"
 #include "ops.h"
-#include "view.h"
-#include "readahead.h"
+#include "session.h"
 #include "util.h"
+#include "view.h"
 
-
-static void print_findings(const char *path, const struct mc_verdict *v)
-{
-        LOG("%s: the new mount is not compliant; refusing to serve it:\n", path);
-        for (size_t i = 0; i < v->n_findings; i++)
-                fprintf(stderr, "%s: %s\n", mc_code_name(v->findings[i].code),
-                        v->findings[i].message);
-        if (v->n_dropped)
-                fprintf(stderr, "(and %zu more findings)\n", v->n_dropped);
-}
 
 /* A FUSE daemon that died leaves its mount answering ENOTCONN. Mounting over it would stack
  * (and be refused); clearing it is allowed only on request and only for a snapfs mount. */
@@ -87,67 +79,10 @@ static int handle_stale(const struct sfs_daemon_config *cfg, const char *path)
         return 0;
 }
 
-/* Runs mountcheck on the mount we just made, before the session loop starts, so not one
- * request is served from a non-compliant mount. The probe is off: any FUSE request now would
- * wait forever for INIT, which only the loop answers. */
-int sfs_self_check(const char *path, bool ro, uint64_t *dev)
+/* An SFS_EXIT_* code for what a session or view setup returned: 1 not compliant, < 0 error. */
+static int exit_code(int r)
 {
-        _cleanup_close_ int pinned = -1;
-        struct mc_policy pol;
-        struct mc_verdict v;
-        struct statx stx;
-        int r;
-
-        mc_policy_preset(&pol, "snapfs");
-        pol.owner = (uint32_t)getuid();
-        /* Our own mount, judged for its flags and its place: whether a client may trust a
-         * mount of this uid, or of this user namespace, is the client's decision. */
-        pol.insecure_own_mount = true;
-        pol.trust_user_namespace = true;
-        pol.probe_transport = false;
-        if (ro)
-                mc_policy_set(&pol, "ro", "");
-        r = mc_check_path(path, &pol, MC_BACKEND_AUTO, &v, &pinned);
-        if (r < 0) {
-                LOG("%s: cannot check the new mount: %s\n", path, strerror(-r));
-                return SFS_EXIT_ERROR;
-        }
-        if (!v.compliant) {
-                print_findings(path, &v);
-                return SFS_EXIT_REFUSED;
-        }
-        /* The binding's dev is the superblock's, read from the mount that was judged.
-         * AT_STATX_DONT_SYNC: answered by the VFS, no GETATTR. */
-        if (statx(pinned, "", AT_EMPTY_PATH | AT_STATX_DONT_SYNC, STATX_TYPE, &stx) < 0) {
-                LOG("%s: statx: %m\n", path);
-                return SFS_EXIT_ERROR;
-        }
-        *dev = makedev(stx.stx_dev_major, stx.stx_dev_minor);
-        return 0;
-}
-
-struct fuse_session *sfs_new_session(const struct sfs_daemon_config *cfg,
-                                     struct sfs_ops_ctx *ctx)
-{
-        char opts[256];
-        char *argv[4] = { "snapfs", "-o", opts, NULL };
-        struct fuse_args args;
-        struct fuse_session *se;
-
-        /* nosuid,nodev,noexec: a snapshot is data, never a program or a device. No
-         * default_permissions: the daemon decides every access, not the mode bits. */
-        snprintf(opts, sizeof(opts), "fsname=snapfs,subtype=snapfs,nosuid,nodev,noexec%s%s",
-                 cfg->allow_other ? ",allow_other" : "",
-                 cfg->tree.read_only || ctx->read_view ? ",ro" : "");
-        args = (struct fuse_args)FUSE_ARGS_INIT(3, argv);
-        if (cfg->debug) {
-                static char *dargv[5] = { "snapfs", "-o", NULL, "-d", NULL };
-                dargv[2] = opts;
-                args = (struct fuse_args)FUSE_ARGS_INIT(4, dargv);
-        }
-        se = fuse_session_new(&args, &sfs_ops, sizeof(sfs_ops), ctx);
-        fuse_opt_free_args(&args);
-        return se;
+        return r > 0 ? SFS_EXIT_REFUSED : r < 0 ? SFS_EXIT_ERROR : SFS_EXIT_OK;
 }
 
 /* Removes staging files left behind by clients that died between write and rename. */
@@ -219,45 +154,17 @@ static void sweeper_stop(struct sweeper *sw)
         pthread_mutex_destroy(&sw->lock);
 }
 
-/* Reads and answers the kernel's first request, INIT, before any worker thread runs. Once it
- * returns, the kernel has applied INIT's reply: the one point where raising the readahead
- * sticks (the reply's max_readahead would clamp anything set earlier back to 128 KiB).
- * 0, or a negative errno; 0 also when a signal ended the session first. */
-int sfs_answer_init(struct fuse_session *se)
-{
-        struct fuse_buf buf = { .mem = NULL };
-        int r;
-
-        do
-                r = fuse_session_receive_buf(se, &buf);
-        while (r == -EINTR && !fuse_session_exited(se));
-        if (r > 0)
-                fuse_session_process_buf(se, &buf);
-        free(buf.mem);
-        return r < 0 && r != -EINTR ? r : 0;
-}
-
+/* Serves the main mount: INIT, then READY=1 for a service manager (the self-check passed
+ * and the mount answers), then the loop until a signal. An SFS_EXIT_* code. */
 static int serve(const struct sfs_daemon_config *cfg, struct fuse_session *se,
-                 struct sfs_ops_ctx *ctx, uint64_t dev)
+                 const struct sfs_ops_ctx *ctx, uint64_t dev)
 {
-        struct fuse_loop_config *lc;
         int r;
 
-        r = sfs_answer_init(se);
-        if (r < 0) {
-                LOG("no INIT from the kernel: %s\n", strerror(-r));
+        r = sfs_session_init(se, ctx, dev, cfg->debug);
+        if (r < 0)
                 return SFS_EXIT_ERROR;
-        }
-        /* A sequential reader's READ requests are as large as the readahead window: 128 KiB
-         * by default, 1 MiB here, a quarter of the round trips for a cold read. Only root
-         * may; anyone else keeps the default. */
-        if (ctx->initialized && geteuid() == 0) {
-                r = sfs_set_read_ahead(dev, SFS_READ_AHEAD_KB);
-                if (r < 0 && cfg->debug)
-                        LOG("cannot raise the readahead: %s\n", strerror(-r));
-        }
-        /* The self-check passed before the loop, and INIT is answered: the mount serves.
-         * A daemonized process names itself, since its manager watched the parent. */
+        /* A daemonized process names itself, since its manager watched the parent. */
         {
                 char state[64] = "READY=1";
                 if (!cfg->foreground)
@@ -266,17 +173,8 @@ static int serve(const struct sfs_daemon_config *cfg, struct fuse_session *se,
                 if (r < 0)
                         LOG("$NOTIFY_SOCKET: %s\n", strerror(-r));
         }
-        lc = fuse_loop_cfg_create();
-        if (!lc)
-                return SFS_EXIT_ERROR;
-        /* One /dev/fuse descriptor per worker: requests do not queue behind one read(). */
-        fuse_loop_cfg_set_clone_fd(lc, 1);
-        if (cfg->max_threads)
-                fuse_loop_cfg_set_max_threads(lc, cfg->max_threads);
-        r = fuse_session_loop_mt(se, lc);
-        fuse_loop_cfg_destroy(lc);
+        r = sfs_session_loop(se, cfg->max_threads);
         sfs_notify("STOPPING=1");
-        /* The loop ends with 0 on a clean exit and with the signal number for SIGTERM/INT. */
         return r < 0 ? SFS_EXIT_ERROR : SFS_EXIT_OK;
 }
 
@@ -384,6 +282,11 @@ int sfs_daemon_run(const struct sfs_daemon_config *cfg)
         struct sfs_tree_config tc = cfg->tree;
         struct sfs_ops_ctx ctx = { 0 };
         struct sfs_view view = { 0 };
+        struct sfs_session_config sc = {
+                .allow_other = cfg->allow_other,
+                .ro = cfg->tree.read_only,
+                .debug = cfg->debug,
+        };
         struct sfs_audit *audit = NULL;
         struct sfs_ocistore *store = NULL;
         struct fuse_session *se = NULL;
@@ -426,7 +329,7 @@ int sfs_daemon_run(const struct sfs_daemon_config *cfg)
                         goto out;
                 }
         }
-        se = sfs_new_session(cfg, &ctx);
+        se = sfs_session_new(&sc, &ctx);
         if (!se) {
                 LOG("cannot create the FUSE session\n");
                 goto out;
@@ -452,16 +355,16 @@ int sfs_daemon_run(const struct sfs_daemon_config *cfg)
         if (geteuid() == 0 && mount(NULL, path, NULL, MS_PRIVATE, NULL) < 0)
                 LOG("%s: cannot make the mount private: %m\n", path);
 
-        r = sfs_self_check(path, false, &dev);
+        r = sfs_session_check(path, false, &dev);
         if (r) {
-                ret = r;
+                ret = exit_code(r);
                 goto unmount;
         }
         sfs_tree_set_dev(ctx.tree, dev, false);
         if (cfg->read_view) {
-                r = sfs_view_mount(&view, cfg, ctx.tree);
+                r = sfs_view_mount(&view, cfg->read_view, &sc, ctx.tree);
                 if (r) {
-                        ret = r;
+                        ret = exit_code(r);
                         goto unmount;
                 }
                 ctx.view_se = view.se;
@@ -479,7 +382,7 @@ int sfs_daemon_run(const struct sfs_daemon_config *cfg)
                 if (sfs_audit_start(audit) < 0)
                         LOG("cannot start the audit writer; events are written at exit\n");
                 sweeper_start(&sw, ctx.tree, cfg->tree.staging_ttl_ms);
-                r = sfs_view_start(&view, cfg);
+                r = sfs_view_start(&view, cfg->max_threads);
                 if (r < 0) {
                         LOG("cannot serve the read view: %s\n", strerror(-r));
                 } else {

@@ -81,7 +81,7 @@ int sfs_tree_opendir(struct sfs_tree *t, const struct sfs_caller *c, struct sfs_
         } else if (r == 0) {
                 struct sfs_uidstage *st = sfs_stage_find(t, c->uid, false);
                 for (struct sfs_node *s = st ? st->head : NULL; s && r == 0;
-                     s = s->stg->next_staged)
+                     s = s->next_staged)
                         r = dir_add(&cl, s->stg->name, s->ino, S_IFREG);
         }
         if (r < 0) {

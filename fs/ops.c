@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: MIT */
-/* The FUSE low-level operations: each one translates a request into an sfs_tree call and
- * the result into a reply. Every decision is made in tree.c/staging.c.
+/* The FUSE low-level operations: each one translates a request into an sfs_tree call (tree.h)
+ * and the result into a reply. Every decision is made by the tree's files below (tree.c,
+ * file.c, publish.c, listing.c, xattr.c), none here.
  *
  * Node ids are node pointers (the root is FUSE_ROOT_ID). The kernel only ever sends ids we
  * gave it, and a node lives until the kernel forgets it and no handle is open on it. */

@@ -1,4 +1,5 @@
 /* SPDX-License-Identifier: MIT */
+/* Parsers of the daemon's option values: plain digits with an optional suffix, uid lists. */
 #include "options.h"
 
 #include <errno.h>

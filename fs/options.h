@@ -1,5 +1,6 @@
 /* SPDX-License-Identifier: MIT */
-/* Parsing of the daemon's option values: sizes with K/M/G suffixes and uid lists. Pure
+/* The daemon's options: the configuration a tree is built with, and the parsers of their
+ * values (sizes with K/M/G suffixes, counts, durations, uid lists). The parsers are pure
  * functions (no I/O), so they can be unit-tested and fuzzed. */
 #pragma once
 
@@ -33,3 +34,27 @@ struct sfs_uidset {
 int sfs_parse_uidset(const char *s, struct sfs_uidset *out);
 
 bool sfs_uidset_contains(const struct sfs_uidset *set, uid_t uid);
+
+struct sfs_audit;
+struct sfs_ocistore;
+
+/* What a tree is built with: limits, roles, caching, and the mount it serves. */
+struct sfs_tree_config {
+        uint64_t max_snapshot_size;
+        uint64_t max_bytes;        /* snapshots + staging together */
+        uint64_t max_snapshots;
+        unsigned max_staging;      /* staging files per uid */
+        uint64_t max_staging_bytes; /* staging bytes per uid; 0: a quarter of max_bytes, but
+                                       at least max_snapshot_size */
+        struct sfs_uidset readers;
+        struct sfs_uidset publishers;
+        bool read_only;            /* no .staging/ */
+        uid_t owner_uid;           /* owner shown on the directories */
+        gid_t owner_gid;
+        uint64_t dev;              /* st_dev of the mount, for the binding xattr (0 if unknown) */
+        uint64_t read_view_dev;    /* st_dev of the read-only view, if there is one */
+        double cache_timeout;      /* seconds the kernel may cache immutable entries/attrs */
+        uint64_t staging_ttl_ms;   /* closed staging files idle this long are removed; 0 never */
+        struct sfs_audit *audit;   /* may be NULL */
+        struct sfs_ocistore *ocistore; /* --store: snapshots written there first; or NULL */
+};

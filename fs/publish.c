@@ -1,5 +1,7 @@
 /* SPDX-License-Identifier: MIT */
-/* Publishing: rename .staging/NAME to the digest, after checking the bytes hash to it. */
+/* Publishing: rename .staging/NAME to the digest, after checking the bytes hash to it; the
+ * staging node becomes the snapshot and the store takes over its bytes (written to --store
+ * first, when there is one). Also the snapshots --store serves again at start. */
 #include <errno.h>
 #include <fcntl.h>
 #include <stdio.h>
@@ -10,8 +12,6 @@
 #include "ocistore.h"
 #include "tree-internal.h"
 #include "util.h"
-
-/* ---- publish ---- */
 
 static int publish_refused(struct sfs_tree *t, const struct sfs_caller *c, const char *name,
                            const char *target, int err)
@@ -40,10 +40,10 @@ static int publish_begin(struct sfs_tree *t, const struct sfs_caller *c, struct 
 
         if (node_kind(parent) == SFS_KIND_ROOT)
                 /* A snapshot, or .staging itself: names in the root never move. */
-                return sfs_may_see(t, c) ? -EPERM : -EACCES;
+                return sfs_may_see(&t->cfg, c) ? -EPERM : -EACCES;
         if (node_kind(parent) != SFS_KIND_STAGING_DIR)
                 return -ENOTDIR;
-        if (!sfs_may_publish(t, c))
+        if (!sfs_may_publish(&t->cfg, c))
                 return -EACCES;
         st = sfs_stage_find(t, c->uid, false);
         n = st ? sfs_stage_lookup(st, name) : NULL;
@@ -158,22 +158,12 @@ int sfs_tree_rename(struct sfs_tree *t, const struct sfs_caller *c, struct sfs_n
                 r = -EEXIST;
         }
         if (r == 0) {
-                uint8_t *buf = stg->buf;
-                if (buf && stg->len == 0) {
-                        free(buf);
-                        buf = NULL;
-                } else if (buf && stg->len < stg->cap) {
-                        uint8_t *shrunk = realloc(buf, stg->len);
-                        if (shrunk)
-                                buf = shrunk;
-                }
-                stg->buf = buf;
-                stg->cap = stg->len;
+                sfs_staging_fit_locked(stg);
                 r = snap_store_put(t->store,
                                    &(struct snap_put){
-                                           .data = buf ? (const void *)buf : "",
+                                           .data = stg->buf ? (const void *)stg->buf : "",
                                            .len = stg->len,
-                                           .owned = buf,
+                                           .owned = stg->buf,
                                            .digest = &actual,
                                            .ino = n->ino,
                                            .reserved = stg->len,
@@ -197,13 +187,11 @@ int sfs_tree_rename(struct sfs_tree *t, const struct sfs_caller *c, struct sfs_n
         }
         /* The store took the buffer and the reservation; the bytes are no longer staged. */
         size = stg->len;
-        sfs_stage_uncharge(stg, size);
-        stg->buf = NULL;
-        stg->len = stg->cap = 0;
+        sfs_staging_handed_over_locked(stg);
         become_snapshot(t, n, obj);
         pthread_mutex_unlock(&stg->lock);
         n->stg = NULL;
-        sfs_staging_free(t, stg);
+        sfs_staging_free(stg);
         sfs_touch_root(t);
         pthread_mutex_unlock(&t->lock);
         if (os)
@@ -220,4 +208,28 @@ int sfs_tree_rename(struct sfs_tree *t, const struct sfs_caller *c, struct sfs_n
                                      });
         *published = n;
         return 0;
+}
+
+int sfs_tree_restore(struct sfs_tree *t, const struct snap_digest *d, void *data, size_t len)
+{
+        struct snap_object *obj;
+        int r;
+
+        pthread_mutex_lock(&t->lock);
+        r = snap_store_put(t->store,
+                           &(struct snap_put){
+                                   .data = data,
+                                   .len = len,
+                                   .owned = len ? data : NULL,
+                                   .digest = d,
+                                   .publisher_uid = (uint32_t)t->cfg.owner_uid,
+                           },
+                           &obj);
+        if (r == 1)
+                snap_store_release(t->store, obj);
+        /* On 0 the reference the put returned is the tree's: published. */
+        pthread_mutex_unlock(&t->lock);
+        if (r == 0 && !len)
+                free(data);
+        return r;
 }

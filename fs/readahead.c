@@ -1,4 +1,5 @@
 /* SPDX-License-Identifier: MIT */
+/* The mount's readahead, written to its backing device info in sysfs. */
 #include "readahead.h"
 
 #include <errno.h>

@@ -1,52 +1,24 @@
 /* SPDX-License-Identifier: MIT */
-/* Nodes, lookups, attributes, unlink and the access policy. The rest of the tree's decisions:
- * staging files (staging.c), open handles (io.c), publishing (publish.c), listings and
- * statfs (listing.c), xattrs (xattr.c); what they share is in tree-internal.h. */
+/* Nodes and handles: the tree's lifetime, lookups, attributes, visibility, the per-uid
+ * staging lists, and the audit line of a refusal. The operations on files, renames, listings
+ * and xattrs are built on these in file.c, publish.c, listing.c and xattr.c. */
 #include "tree.h"
 
 #include <errno.h>
 #include <fcntl.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
 #include <unistd.h>
 
 #include "binding.h"
-#include "ocistore.h"
 #include "tree-internal.h"
 #include "util.h"
 
 #define DIR_ATTR_TIMEOUT 1.0
 
-/* ---- policy ---- */
-
-/* Metadata (names, sizes, bindings) is visible to readers and publishers; content only to
- * readers; staging only to publishers. An empty set admits every uid. */
-bool sfs_may_see(const struct sfs_tree *t, const struct sfs_caller *c)
-{
-        return sfs_uidset_contains(&t->cfg.readers, c->uid) ||
-               sfs_uidset_contains(&t->cfg.publishers, c->uid);
-}
-
-bool sfs_may_read(const struct sfs_tree *t, const struct sfs_caller *c)
-{
-        return sfs_uidset_contains(&t->cfg.readers, c->uid);
-}
-
-bool sfs_may_publish(const struct sfs_tree *t, const struct sfs_caller *c)
-{
-        return !t->cfg.read_only && !c->read_view &&
-               sfs_uidset_contains(&t->cfg.publishers, c->uid);
-}
-
-/* When metadata is not visible to every uid, nothing may be cached by the kernel: its caches
- * are per superblock, not per uid, so a cached entry would answer an excluded uid. */
-static double meta_timeout(const struct sfs_tree *t, double want)
-{
-        if (!t->cfg.readers.any && !t->cfg.publishers.any)
-                return 0;
-        return want;
-}
+/* ---- refusals ---- */
 
 int sfs_refused(struct sfs_tree *t, const struct sfs_caller *c, const char *event,
                 const char *op, const char *name, const char *target, int err)
@@ -108,6 +80,11 @@ int sfs_tree_new(const struct sfs_tree_config *cfg, struct sfs_tree **out)
                 free(t);
                 return r;
         }
+        t->budget = (struct sfs_staging_budget){
+                .store = t->store,
+                .max_size = t->cfg.max_snapshot_size,
+                .max_uid_bytes = t->cfg.max_staging_bytes,
+        };
         pthread_mutex_init(&t->lock, NULL);
         t->root.kind = SFS_KIND_ROOT;
         t->root.ino = SFS_ROOT_INO;
@@ -125,7 +102,7 @@ static void node_free(struct sfs_tree *t, struct sfs_node *n)
                         n->obj->priv = NULL;
                 snap_store_release(t->store, n->obj);
         } else if (n->stg) {
-                sfs_staging_free(t, n->stg);
+                sfs_staging_free(n->stg);
         }
         LIST_DEL(t->nodes, n);
         t->nnodes--;
@@ -204,7 +181,7 @@ void sfs_node_maybe_free(struct sfs_tree *t, struct sfs_node *n)
         if (n->pins == 0 && n->stg)
                 /* Unlinked and closed: nobody can reach these bytes again, so give their
                  * quota back now rather than when the kernel gets round to forgetting. */
-                sfs_staging_drop_content(t, n->stg);
+                sfs_staging_drop_content(n->stg);
         if (n->nlookup || n->pins)
                 return;
         node_free(t, n);
@@ -225,6 +202,15 @@ struct sfs_handle *sfs_handle_new(struct sfs_tree *t, struct sfs_node *n, bool w
 struct sfs_node *sfs_handle_node(const struct sfs_handle *h)
 {
         return h->node;
+}
+
+void sfs_handle_del(struct sfs_tree *t, struct sfs_handle *h)
+{
+        struct sfs_node *n = h->node;
+
+        n->pins--;
+        LIST_DEL(t->handles, h);
+        sfs_node_maybe_free(t, n);
 }
 
 void sfs_touch_root(struct sfs_tree *t)
@@ -294,11 +280,11 @@ static double attr_timeout(struct sfs_tree *t, struct sfs_node *n)
 {
         switch (node_kind(n)) {
         case SFS_KIND_SNAPSHOT:
-                return meta_timeout(t, t->cfg.cache_timeout);
+                return sfs_meta_timeout(&t->cfg, t->cfg.cache_timeout);
         case SFS_KIND_STAGING_FILE:
                 return 0; /* per uid, and changing */
         default:
-                return meta_timeout(t, DIR_ATTR_TIMEOUT);
+                return sfs_meta_timeout(&t->cfg, DIR_ATTR_TIMEOUT);
         }
 }
 
@@ -310,11 +296,11 @@ int sfs_check_visible(struct sfs_tree *t, const struct sfs_caller *c, struct sfs
         case SFS_KIND_STAGING_FILE:
                 if (!n->linked || n->stg->owner != c->uid)
                         return -ENOENT;
-                return sfs_may_publish(t, c) ? 0 : -EACCES;
+                return sfs_may_publish(&t->cfg, c) ? 0 : -EACCES;
         case SFS_KIND_STAGING_DIR:
-                return sfs_may_publish(t, c) ? 0 : -EACCES;
+                return sfs_may_publish(&t->cfg, c) ? 0 : -EACCES;
         default:
-                return sfs_may_see(t, c) ? 0 : -EACCES;
+                return sfs_may_see(&t->cfg, c) ? 0 : -EACCES;
         }
 }
 
@@ -330,30 +316,6 @@ int sfs_tree_getattr(struct sfs_tree *t, const struct sfs_caller *c, struct sfs_
                 *timeout = attr_timeout(t, n);
         }
         pthread_mutex_unlock(&t->lock);
-        return r;
-}
-
-int sfs_tree_restore(struct sfs_tree *t, const struct snap_digest *d, void *data, size_t len)
-{
-        struct snap_object *obj;
-        int r;
-
-        pthread_mutex_lock(&t->lock);
-        r = snap_store_put(t->store,
-                           &(struct snap_put){
-                                   .data = data,
-                                   .len = len,
-                                   .owned = len ? data : NULL,
-                                   .digest = d,
-                                   .publisher_uid = (uint32_t)t->cfg.owner_uid,
-                           },
-                           &obj);
-        if (r == 1)
-                snap_store_release(t->store, obj);
-        /* On 0 the reference the put returned is the tree's: published. */
-        pthread_mutex_unlock(&t->lock);
-        if (r == 0 && !len)
-                free(data);
         return r;
 }
 
@@ -387,7 +349,7 @@ static int lookup_locked(struct sfs_tree *t, const struct sfs_caller *c, struct 
 
         switch (node_kind(parent)) {
         case SFS_KIND_ROOT:
-                if (!sfs_may_see(t, c))
+                if (!sfs_may_see(&t->cfg, c))
                         return -EACCES;
                 if (!t->cfg.read_only && !c->read_view && strcmp(name, SFS_STAGING_NAME) == 0) {
                         *out = &t->staging;
@@ -402,7 +364,7 @@ static int lookup_locked(struct sfs_tree *t, const struct sfs_caller *c, struct 
                 return *out ? 0 : -ENOMEM;
         case SFS_KIND_STAGING_DIR: {
                 struct sfs_uidstage *st;
-                if (!sfs_may_publish(t, c))
+                if (!sfs_may_publish(&t->cfg, c))
                         return -EACCES;
                 st = sfs_stage_find(t, c->uid, false);
                 *out = st ? sfs_stage_lookup(st, name) : NULL;
@@ -431,7 +393,7 @@ int sfs_tree_lookup(struct sfs_tree *t, const struct sfs_caller *c, struct sfs_n
                  * through this mount, so their entries can be cached long. */
                 e->entry_timeout = node_kind(n) == SFS_KIND_STAGING_FILE
                                            ? 0
-                                           : meta_timeout(t, t->cfg.cache_timeout);
+                                           : sfs_meta_timeout(&t->cfg, t->cfg.cache_timeout);
         }
         pthread_mutex_unlock(&t->lock);
         if (r == -EACCES)
@@ -463,7 +425,7 @@ int sfs_tree_access(struct sfs_tree *t, const struct sfs_caller *c, struct sfs_n
                                 r = -EROFS;
                         else if (mask & X_OK)
                                 r = -EACCES;
-                        else if ((mask & R_OK) && !sfs_may_read(t, c))
+                        else if ((mask & R_OK) && !sfs_may_read(&t->cfg, c))
                                 r = -EACCES;
                         break;
                 case SFS_KIND_ROOT:
@@ -482,120 +444,65 @@ int sfs_tree_access(struct sfs_tree *t, const struct sfs_caller *c, struct sfs_n
         return r;
 }
 
+/* ---- per-uid staging lists ---- */
 
-/* ---- unlink ---- */
-
-static int unlink_snapshot(struct sfs_tree *t, const struct sfs_caller *c, const char *name);
-
-int sfs_tree_unlink(struct sfs_tree *t, const struct sfs_caller *c, struct sfs_node *parent,
-                    const char *name)
+struct sfs_uidstage *sfs_stage_find(struct sfs_tree *t, uid_t uid, bool create)
 {
-        int r;
+        struct sfs_uidstage *st;
 
-        switch (node_kind(parent)) {
-        case SFS_KIND_ROOT:
-                break;
-        case SFS_KIND_STAGING_DIR:
-                return sfs_staging_unlink(t, c, name);
-        default:
-                return -ENOTDIR;
+        for (size_t i = 0; i < t->nstages; i++)
+                if (t->stages[i]->uid == uid)
+                        return t->stages[i];
+        if (!create)
+                return NULL;
+        if (t->nstages == t->capstages) {
+                size_t ncap = t->capstages ? t->capstages * 2 : 8;
+                struct sfs_uidstage **n = realloc(t->stages, ncap * sizeof(*n));
+                if (!n)
+                        return NULL;
+                t->stages = n;
+                t->capstages = ncap;
         }
-
-        if (t->cfg.ocistore) {
-                /* The store's lock is the outermost: taken first, held to the end. */
-                sfs_ocistore_lock(t->cfg.ocistore);
-                r = unlink_snapshot(t, c, name);
-                sfs_ocistore_unlock(t->cfg.ocistore);
-                return r;
-        }
-        return unlink_snapshot(t, c, name);
+        st = calloc(1, sizeof(*st));
+        if (!st)
+                return NULL;
+        st->uid = uid;
+        t->stages[t->nstages++] = st;
+        return st;
 }
 
-static int unlink_snapshot(struct sfs_tree *t, const struct sfs_caller *c, const char *name)
+struct sfs_node *sfs_stage_lookup(struct sfs_uidstage *st, const char *name)
 {
-        struct snap_digest d;
-        struct snap_object *obj;
-        char hex[SNAP_DIGEST_HEX_LEN + 1];
-        uint64_t size;
-        int r;
+        for (struct sfs_node *n = st->head; n; n = n->next_staged)
+                if (strcmp(n->stg->name, name) == 0)
+                        return n;
+        return NULL;
+}
 
-        pthread_mutex_lock(&t->lock);
-        if (!sfs_may_see(t, c)) {
-                pthread_mutex_unlock(&t->lock);
-                return sfs_tree_refuse(t, c, "unlink", name, EACCES);
-        }
-        if (strcmp(name, SFS_STAGING_NAME) == 0) {
-                pthread_mutex_unlock(&t->lock);
-                return sfs_tree_refuse(t, c, "unlink", name, EPERM);
-        }
-        if (snap_digest_from_hex(name, strlen(name), &d) < 0 ||
-            !(obj = snap_store_lookup(t->store, &d))) {
-                pthread_mutex_unlock(&t->lock);
-                return -ENOENT;
-        }
-        /* Only the publisher (or root) may withdraw a snapshot: another sandboxed process
-         * running as a different uid must not be able to pull a config out from under the
-         * runtime that published it. */
-        if (c->uid != obj->publisher_uid && c->uid != 0) {
-                snap_store_release(t->store, obj);
-                pthread_mutex_unlock(&t->lock);
-                return sfs_tree_refuse(t, c, "unlink", name, EPERM);
-        }
-        if (t->cfg.ocistore) {
-                /* Off the disk first: a snapshot answered as removed never comes back after a
-                 * restart. Under t->lock: unlinks are rare, and the tree must not change
-                 * between the checks above and the detach below. */
-                r = sfs_ocistore_remove(t->cfg.ocistore, &d);
-                if (r < 0 && r != -ENOENT) {
-                        snap_store_release(t->store, obj);
-                        pthread_mutex_unlock(&t->lock);
-                        return sfs_tree_refuse(t, c, "unlink", name, -r);
+void sfs_stage_add(struct sfs_tree *t, struct sfs_uidstage *st, struct sfs_node *n)
+{
+        n->linked = true;
+        n->next_staged = st->head;
+        st->head = n;
+        st->count++;
+        t->staging_files++;
+}
+
+void sfs_stage_remove(struct sfs_tree *t, struct sfs_node *n)
+{
+        struct sfs_uidstage *st = sfs_stage_find(t, n->stg->owner, false);
+        struct sfs_node **pp;
+
+        if (!st || !n->linked)
+                return;
+        for (pp = &st->head; *pp; pp = &(*pp)->next_staged) {
+                if (*pp == n) {
+                        *pp = n->next_staged;
+                        break;
                 }
         }
-        size = obj->size;
-        snap_store_detach(t->store, obj);
-        if (obj->priv)
-                ((struct sfs_node *)obj->priv)->unlinked = true;
-        snap_store_release(t->store, obj); /* the tree's reference */
-        snap_store_release(t->store, obj); /* ours from the lookup */
-        sfs_touch_root(t);
-        pthread_mutex_unlock(&t->lock);
-
-        snap_digest_to_hex(&d, hex);
-        sfs_audit_emit(t->cfg.audit, &(struct sfs_audit_event){
-                                             .event = "unlink",
-                                             .op = "unlink",
-                                             .uid = c->uid,
-                                             .pid = c->pid,
-                                             .digest = hex,
-                                             .size = size,
-                                     });
-        return 0;
-}
-
-/* ---- content for the page cache ---- */
-
-int sfs_tree_get_content(struct sfs_tree *t, struct sfs_node *n, struct snap_object **ref,
-                         const void **data, uint64_t *size)
-{
-        int r = 0;
-
-        pthread_mutex_lock(&t->lock);
-        if (node_kind(n) != SFS_KIND_SNAPSHOT) {
-                r = -EINVAL;
-        } else if (n->pins) {
-                r = -EBUSY;
-        } else {
-                snap_store_ref(t->store, n->obj);
-                *ref = n->obj;
-                *data = n->obj->data;
-                *size = n->obj->size;
-        }
-        pthread_mutex_unlock(&t->lock);
-        return r;
-}
-
-void sfs_tree_put_content(struct sfs_tree *t, struct snap_object *ref)
-{
-        snap_store_release(t->store, ref);
+        n->next_staged = NULL;
+        n->linked = false;
+        st->count--;
+        t->staging_files--;
 }

@@ -1,8 +1,9 @@
 /* SPDX-License-Identifier: MIT */
 /* The snapfs tree: root, .staging/, published snapshots and staging files, and every decision
- * docs/design.md makes about them (publish protocol, refusals and their errnos, reader/publisher
- * policy, limits). No FUSE types here: fs/ops.c translates requests into these calls, and
- * tests/unit/test_tree.c drives them without a mount.
+ * docs/design.md makes about them (publish protocol, refusals and their errnos, roles,
+ * limits). No FUSE types here: fs/ops.c translates requests into these calls, and the unit
+ * tests drive them without a mount. "Layout of fs/" in docs/design.md says which file
+ * implements which part.
  *
  * Every function returns 0 or a negative errno. Refusals are audited. Thread-safe. */
 #pragma once
@@ -16,43 +17,17 @@
 
 #include "audit.h"
 #include "options.h"
+#include "roles.h"
+#include "staging.h"
 
 #define SFS_ROOT_INO 1
 #define SFS_STAGING_INO 2
 #define SFS_STAGING_NAME ".staging"
-#define SFS_STAGING_NAME_MAX 64
 
 #define SFS_XATTR_SHA256 "user.snapfs.sha256"
 #define SFS_XATTR_BINDING "user.snapfs.binding"
 /* On the root with --store: how many blobs were set aside at start (decimal). */
 #define SFS_XATTR_STORE_CORRUPT "user.snapfs.store-corrupt"
-
-struct sfs_tree_config {
-        uint64_t max_snapshot_size;
-        uint64_t max_bytes;        /* snapshots + staging together */
-        uint64_t max_snapshots;
-        unsigned max_staging;      /* staging files per uid */
-        uint64_t max_staging_bytes; /* staging bytes per uid; 0: a quarter of max_bytes, but
-                                       at least max_snapshot_size */
-        struct sfs_uidset readers;
-        struct sfs_uidset publishers;
-        bool read_only;            /* no .staging/ */
-        uid_t owner_uid;           /* owner shown on the directories */
-        gid_t owner_gid;
-        uint64_t dev;              /* st_dev of the mount, for the binding xattr (0 if unknown) */
-        uint64_t read_view_dev;    /* st_dev of the read-only view, if there is one */
-        double cache_timeout;      /* seconds the kernel may cache immutable entries/attrs */
-        uint64_t staging_ttl_ms;   /* closed staging files idle this long are removed; 0 never */
-        struct sfs_audit *audit;   /* may be NULL */
-        struct sfs_ocistore *ocistore; /* --store: snapshots written there first; or NULL */
-};
-
-struct sfs_caller {
-        uid_t uid;
-        gid_t gid;
-        pid_t pid;
-        bool read_view; /* the request came through the read-only view (no staging) */
-};
 
 enum sfs_kind {
         SFS_KIND_ROOT,
@@ -209,7 +184,6 @@ void sfs_tree_statfs(struct sfs_tree *t, struct statvfs *sv);
  * whose owner has not touched it for staging_ttl_ms before now_ms (CLOCK_MONOTONIC, as
  * sfs_now_ms() gives). Returns how many were removed; 0 when the TTL is 0. Audited. */
 unsigned sfs_tree_expire_staging(struct sfs_tree *t, uint64_t now_ms);
-uint64_t sfs_now_ms(void);
 
 struct sfs_tree_stats {
         uint64_t snapshots;     /* published */

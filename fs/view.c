@@ -1,4 +1,5 @@
 /* SPDX-License-Identifier: MIT */
+/* The read view's mount and its serving thread; the session itself is session.c's. */
 #include "view.h"
 
 #include <errno.h>
@@ -10,25 +11,22 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "daemon-internal.h"
-#include "readahead.h"
 #include "tree.h"
 #include "util.h"
 
-static unsigned view_max_threads;
-
-int sfs_view_mount(struct sfs_view *v, const struct sfs_daemon_config *cfg,
+int sfs_view_mount(struct sfs_view *v, const char *path, const struct sfs_session_config *sc,
                    struct sfs_tree *tree)
 {
         int r;
 
-        *v = (struct sfs_view){ .ctx = { .tree = tree, .read_view = true } };
-        v->path = path_make_absolute(cfg->read_view);
+        *v = (struct sfs_view){ .ctx = { .tree = tree, .read_view = true }, .debug = sc->debug };
+        v->path = path_make_absolute(path);
         if (!v->path) {
-                LOG("--read-view %s: %m\n", cfg->read_view);
-                return SFS_EXIT_ERROR;
+                r = negative_errno();
+                LOG("--read-view %s: %s\n", path, strerror(-r));
+                return r;
         }
-        v->se = sfs_new_session(cfg, &v->ctx);
+        v->se = sfs_session_new(sc, &v->ctx);
         if (!v->se) {
                 LOG("cannot create the read view's FUSE session\n");
                 goto fail;
@@ -44,7 +42,7 @@ int sfs_view_mount(struct sfs_view *v, const struct sfs_daemon_config *cfg,
                 LOG("%s: cannot make the read view private: %m\n", v->path);
         /* The view must really be read-only: that, not the daemon, is what refuses writes
          * there, since the daemon is never asked at open. */
-        r = sfs_self_check(v->path, true, &v->dev);
+        r = sfs_session_check(v->path, true, &v->dev);
         if (r) {
                 sfs_view_stop(v);
                 return r;
@@ -54,26 +52,15 @@ int sfs_view_mount(struct sfs_view *v, const struct sfs_daemon_config *cfg,
 fail:
         free(v->path);
         v->path = NULL;
-        return SFS_EXIT_ERROR;
+        return -EIO;
 }
 
 static void *view_loop(void *arg)
 {
         struct sfs_view *v = arg;
-        struct fuse_loop_config *lc;
 
-        if (sfs_answer_init(v->se) < 0 || fuse_session_exited(v->se))
-                return NULL;
-        if (v->ctx.initialized && geteuid() == 0)
-                sfs_set_read_ahead(v->dev, SFS_READ_AHEAD_KB);
-        lc = fuse_loop_cfg_create();
-        if (!lc)
-                return NULL;
-        fuse_loop_cfg_set_clone_fd(lc, 1);
-        if (view_max_threads)
-                fuse_loop_cfg_set_max_threads(lc, view_max_threads);
-        fuse_session_loop_mt(v->se, lc);
-        fuse_loop_cfg_destroy(lc);
+        if (sfs_session_init(v->se, &v->ctx, v->dev, v->debug) == 0)
+                sfs_session_loop(v->se, v->max_threads);
         return NULL;
 }
 
@@ -84,7 +71,7 @@ static void wake(int sig)
         (void)sig;
 }
 
-int sfs_view_start(struct sfs_view *v, const struct sfs_daemon_config *cfg)
+int sfs_view_start(struct sfs_view *v, unsigned max_threads)
 {
         struct sigaction sa = { .sa_handler = wake };
         int r;
@@ -94,7 +81,7 @@ int sfs_view_start(struct sfs_view *v, const struct sfs_daemon_config *cfg)
         sigemptyset(&sa.sa_mask);
         if (sigaction(SIGUSR2, &sa, NULL) < 0)
                 return -errno;
-        view_max_threads = cfg->max_threads;
+        v->max_threads = max_threads;
         /* Only its wake-up: SIGTERM and SIGINT must reach the main loop's thread. */
         r = pthread_create_quiet(&v->thread, view_loop, v, SIGUSR2);
         if (r)

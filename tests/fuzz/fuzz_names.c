@@ -8,7 +8,7 @@
 
 #include "digest.h"
 #include "fuzz.h"
-#include "tree-internal.h"
+#include "staging.h"
 
 static bool ref_lower_hex(const uint8_t *s, size_t len)
 {

@@ -1,0 +1,149 @@
+/* SPDX-License-Identifier: MIT */
+/* One FUSE session: creation with the mount options snapfs imposes, the self-check of the
+ * mount it made, INIT answered before any worker runs, and the serve loop. */
+#include "session.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/sysmacros.h>
+#include <unistd.h>
+
+#include "mountcheck.h"
+#include "readahead.h"
+#include "util.h"
+
+struct fuse_session *sfs_session_new(const struct sfs_session_config *cfg,
+                                     struct sfs_ops_ctx *ctx)
+{
+        char opts[256];
+        char *argv[4] = { "snapfs", "-o", opts, NULL };
+        struct fuse_args args;
+        struct fuse_session *se;
+
+        /* nosuid,nodev,noexec: a snapshot is data, never a program or a device. No
+         * default_permissions: the daemon decides every access, not the mode bits. */
+        snprintf(opts, sizeof(opts), "fsname=snapfs,subtype=snapfs,nosuid,nodev,noexec%s%s",
+                 cfg->allow_other ? ",allow_other" : "", cfg->ro || ctx->read_view ? ",ro" : "");
+        args = (struct fuse_args)FUSE_ARGS_INIT(3, argv);
+        if (cfg->debug) {
+                static char *dargv[5] = { "snapfs", "-o", NULL, "-d", NULL };
+                dargv[2] = opts;
+                args = (struct fuse_args)FUSE_ARGS_INIT(4, dargv);
+        }
+        se = fuse_session_new(&args, &sfs_ops, sizeof(sfs_ops), ctx);
+        fuse_opt_free_args(&args);
+        return se;
+}
+
+static void print_findings(const char *path, const struct mc_verdict *v)
+{
+        LOG("%s: the new mount is not compliant; refusing to serve it:\n", path);
+        for (size_t i = 0; i < v->n_findings; i++)
+                fprintf(stderr, "%s: %s\n", mc_code_name(v->findings[i].code),
+                        v->findings[i].message);
+        if (v->n_dropped)
+                fprintf(stderr, "(and %zu more findings)\n", v->n_dropped);
+}
+
+/* Runs before the session loop starts, so not one request is served from a non-compliant
+ * mount. The probe is off: any FUSE request now would wait forever for INIT, which only the
+ * loop answers. */
+int sfs_session_check(const char *path, bool ro, uint64_t *dev)
+{
+        _cleanup_close_ int pinned = -1;
+        struct mc_policy pol;
+        struct mc_verdict v;
+        struct statx stx;
+        int r;
+
+        mc_policy_preset(&pol, "snapfs");
+        pol.owner = (uint32_t)getuid();
+        /* Our own mount, judged for its flags and its place: whether a client may trust a
+         * mount of this uid, or of this user namespace, is the client's decision. */
+        pol.insecure_own_mount = true;
+        pol.trust_user_namespace = true;
+        pol.probe_transport = false;
+        if (ro)
+                mc_policy_set(&pol, "ro", "");
+        r = mc_check_path(path, &pol, MC_BACKEND_AUTO, &v, &pinned);
+        if (r < 0) {
+                LOG("%s: cannot check the new mount: %s\n", path, strerror(-r));
+                return r;
+        }
+        if (!v.compliant) {
+                print_findings(path, &v);
+                return 1;
+        }
+        /* The binding's dev is the superblock's, read from the mount that was judged.
+         * AT_STATX_DONT_SYNC: answered by the VFS, no GETATTR. */
+        if (statx(pinned, "", AT_EMPTY_PATH | AT_STATX_DONT_SYNC, STATX_TYPE, &stx) < 0) {
+                r = negative_errno();
+                LOG("%s: statx: %s\n", path, strerror(-r));
+                return r;
+        }
+        *dev = makedev(stx.stx_dev_major, stx.stx_dev_minor);
+        return 0;
+}
+
+/* Reads and answers the kernel's first request, INIT, before any worker thread runs. Once it
+ * returns, the kernel has applied INIT's reply: the one point where raising the readahead
+ * sticks (the reply's max_readahead would clamp anything set earlier back to 128 KiB).
+ * 0, or a negative errno; 0 also when a signal ended the session first. */
+static int answer_init(struct fuse_session *se)
+{
+        struct fuse_buf buf = { .mem = NULL };
+        int r;
+
+        do
+                r = fuse_session_receive_buf(se, &buf);
+        while (r == -EINTR && !fuse_session_exited(se));
+        if (r > 0)
+                fuse_session_process_buf(se, &buf);
+        free(buf.mem);
+        return r < 0 && r != -EINTR ? r : 0;
+}
+
+int sfs_session_init(struct fuse_session *se, const struct sfs_ops_ctx *ctx, uint64_t dev,
+                     bool debug)
+{
+        int r;
+
+        r = answer_init(se);
+        if (r < 0) {
+                LOG("no INIT from the kernel: %s\n", strerror(-r));
+                return r;
+        }
+        /* A sequential reader's READ requests are as large as the readahead window: 128 KiB
+         * by default, 1 MiB here, a quarter of the round trips for a cold read. Only root
+         * may; anyone else keeps the default. */
+        if (ctx->initialized && geteuid() == 0) {
+                r = sfs_set_read_ahead(dev, SFS_READ_AHEAD_KB);
+                if (r < 0 && debug)
+                        LOG("cannot raise the readahead: %s\n", strerror(-r));
+        }
+        return 0;
+}
+
+int sfs_session_loop(struct fuse_session *se, unsigned max_threads)
+{
+        struct fuse_loop_config *lc;
+        int r;
+
+        /* Asked to stop before it started (the read view, stopped during INIT). */
+        if (fuse_session_exited(se))
+                return 0;
+        lc = fuse_loop_cfg_create();
+        if (!lc)
+                return -ENOMEM;
+        /* One /dev/fuse descriptor per worker: requests do not queue behind one read(). */
+        fuse_loop_cfg_set_clone_fd(lc, 1);
+        if (max_threads)
+                fuse_loop_cfg_set_max_threads(lc, max_threads);
+        r = fuse_session_loop_mt(se, lc);
+        fuse_loop_cfg_destroy(lc);
+        /* The loop ends with 0 on a clean exit and with the signal number for SIGTERM/INT. */
+        return r < 0 ? r : 0;
+}
