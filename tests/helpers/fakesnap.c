@@ -9,11 +9,20 @@
  *     NAME=reg:MODE:FILE   a regular file with FILE's bytes and permission bits MODE (octal)
  *     NAME=link:TARGET     a symlink to TARGET
  *     NAME=fifo            a FIFO
+ *     NAME=swap:MODE:INO:FIRST:LATER
+ *                          a regular file reporting inode number INO: each open serves
+ *                          FIRST's bytes until one read has reached their end, then LATER's
+ *                          (same size): what a same-uid attacker's server does to pass a client's
+ *                          check and then feed the child its own bytes (direct I/O, so the
+ *                          page cache never hides a later read)
  *
+ * The root directory is owned by the uid the server runs as, as snapfs reports it.
  * Prints "mounted" once the kernel has the mount; SIGTERM unmounts and exits 0. */
 #define FUSE_USE_VERSION 314
 #include <errno.h>
 #include <fcntl.h>
+#include <stdbool.h>
+#include <stdint.h>
 #include <fuse_lowlevel.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -28,6 +37,8 @@ struct entry {
         mode_t mode;   /* type and permission bits */
         char *data;    /* content, or the symlink target */
         size_t len;
+        ino_t ino;     /* st_ino to report; 0: the node id */
+        char *later;   /* swap: served once a read of this open has reached the end of data */
 };
 
 static struct entry entries[MAX_ENTRIES];
@@ -48,10 +59,14 @@ static int fake_stat(fuse_ino_t ino, struct stat *st)
         if (ino == FUSE_ROOT_ID) {
                 st->st_mode = S_IFDIR | 0555;
                 st->st_nlink = 2;
+                st->st_uid = getuid();
+                st->st_gid = getgid();
                 return 0;
         }
         if (!e)
                 return -ENOENT;
+        if (e->ino)
+                st->st_ino = e->ino;
         st->st_mode = e->mode;
         st->st_nlink = 1;
         st->st_size = (off_t)e->len;
@@ -103,21 +118,44 @@ static void fake_open(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
                 fuse_reply_err(req, EISDIR);
         else if ((fi->flags & O_ACCMODE) != O_RDONLY)
                 fuse_reply_err(req, EROFS);
-        else
-                fuse_reply_open(req, fi);
+        else {
+                /* Per open: has a read reached the end yet (swap entries). */
+                bool *swapped = calloc(1, sizeof(*swapped));
+                if (!swapped) {
+                        fuse_reply_err(req, ENOMEM);
+                        return;
+                }
+                fi->fh = (uint64_t)(uintptr_t)swapped;
+                fi->direct_io = e->later != NULL;
+                if (fuse_reply_open(req, fi) != 0)
+                        free(swapped);
+        }
 }
 
 static void fake_read(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
                       struct fuse_file_info *fi)
 {
         struct entry *e = entry_of(ino);
-        (void)fi;
+        bool *swapped = (bool *)(uintptr_t)fi->fh;
+        const char *data;
+        size_t n;
 
-        if (!e || (size_t)off >= e->len)
+        if (!e || (size_t)off >= e->len) {
                 fuse_reply_buf(req, NULL, 0);
-        else
-                fuse_reply_buf(req, e->data + off,
-                               size < e->len - (size_t)off ? size : e->len - (size_t)off);
+                return;
+        }
+        data = *swapped && e->later ? e->later : e->data;
+        n = size < e->len - (size_t)off ? size : e->len - (size_t)off;
+        if ((size_t)off + n == e->len)
+                *swapped = true; /* one full read served: every later read gets LATER */
+        fuse_reply_buf(req, data + off, n);
+}
+
+static void fake_release(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
+{
+        (void)ino;
+        free((bool *)(uintptr_t)fi->fh);
+        fuse_reply_err(req, 0);
 }
 
 static void fake_readdir(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
@@ -153,6 +191,7 @@ static const struct fuse_lowlevel_ops fake_ops = {
         .readlink = fake_readlink,
         .open = fake_open,
         .read = fake_read,
+        .release = fake_release,
         .readdir = fake_readdir,
 };
 
@@ -201,6 +240,29 @@ static int parse_entry(const char *spec)
                 e->mode = S_IFLNK | 0777;
                 e->data = strdup(rest + 5);
                 e->len = strlen(rest + 5);
+        } else if (strncmp(rest, "swap:", 5) == 0) {
+                char *end, *first, *later;
+                unsigned long mode = strtoul(rest + 5, &end, 8);
+                unsigned long long ino;
+                size_t later_len;
+                if (*end != ':' || mode > 07777)
+                        return -1;
+                ino = strtoull(end + 1, &end, 10);
+                if (*end != ':' || ino == 0)
+                        return -1;
+                first = strdup(end + 1);
+                if (!first || !(later = strchr(first, ':'))) {
+                        free(first);
+                        return -1;
+                }
+                *later++ = '\0';
+                e->mode = S_IFREG | (mode_t)mode;
+                e->ino = (ino_t)ino;
+                e->data = slurp(first, &e->len);
+                e->later = slurp(later, &later_len);
+                free(first);
+                if (!e->data || !e->later || later_len != e->len)
+                        return -1;
         } else if (strcmp(rest, "fifo") == 0) {
                 e->mode = S_IFIFO | 0600;
         } else
@@ -218,7 +280,8 @@ int main(int argc, char **argv)
 
         if (argc < 2) {
                 fprintf(stderr, "usage: fakesnap MOUNTPOINT "
-                                "NAME=reg:MODE:FILE|NAME=link:TARGET|NAME=fifo...\n");
+                                "NAME=reg:MODE:FILE|NAME=link:TARGET|NAME=fifo|"
+                                "NAME=swap:MODE:INO:FIRST:LATER...\n");
                 return 2;
         }
         for (int i = 2; i < argc; i++)
@@ -242,7 +305,9 @@ out_handlers:
         fuse_remove_signal_handlers(se);
 out_session:
         fuse_session_destroy(se);
-        for (size_t i = 0; i < n_entries; i++)
+        for (size_t i = 0; i < n_entries; i++) {
                 free(entries[i].data);
+                free(entries[i].later);
+        }
         return ret;
 }

@@ -1,0 +1,196 @@
+# SPDX-License-Identifier: MIT
+"""The trust root against the one attacker snapfs exists for: code running as the caller's own
+uid. A rootless runtime's mount is replaced by a FUSE server of the same uid (refused:
+owner-is-caller) while root's mount verifies for the same client with no flag; a server
+mounted inside `unshare -Ur` (refused: user-namespace) beside the same server mounted in the
+initial namespace (accepted)."""
+import contextlib
+import json
+import os
+import select
+import stat
+import subprocess
+
+import pytest
+
+from clients import FAKESNAP, Client, codes
+from snaptest import NOBODY_UID, SNAPFS, helper_fs, run, sha256_hex
+
+REAL = b'{"mcpServers": {"files": {"command": "mcp-server-filesystem"}}}\n'
+FAKE = b'{"mcpServers": {"files": {"command": "sh -c attacker-code-here"}}}\n'[:len(REAL)]
+ATTACKER = 1000  # the runtime's uid, and so the attacker's
+SANDBOX = 2000
+assert len(FAKE) == len(REAL) and ATTACKER == NOBODY_UID
+
+
+def as_uid(uid, *argv):
+    return ["setpriv", f"--reuid={uid}", f"--regid={uid}", "--clear-groups", *map(str, argv)]
+
+
+@pytest.fixture
+def user_fuse(workdir):
+    """/dev/fuse is 0600 on these machines: a 0666 copy of its node (10,229), bound over it in
+    this test's own mount namespace, lets an ordinary uid mount through fusermount3 or inside
+    `unshare -Ur`. Unbound at the end."""
+    node = os.path.join(workdir, "fuse")
+    os.mknod(node, stat.S_IFCHR | 0o666, os.makedev(10, 229))
+    os.chmod(node, 0o666)
+    r = run("mount", "--bind", node, "/dev/fuse")
+    assert r.returncode == 0, r.stderr
+    try:
+        yield
+    finally:
+        run("umount", "/dev/fuse")
+
+
+def user_dir(workdir, name, uid=ATTACKER):
+    d = os.path.join(workdir, name)
+    os.mkdir(d)
+    os.chown(d, uid, uid)
+    return d
+
+
+def data_file(workdir, name, data):
+    path = os.path.join(workdir, name)
+    with open(path, "wb") as f:
+        f.write(data)
+    os.chmod(path, 0o644)
+    return path
+
+
+@contextlib.contextmanager
+def rootless_snapfs(mnt):
+    """`snapfs mount -f` run by the runtime's uid: it mounts through fusermount3."""
+    p = subprocess.Popen(as_uid(ATTACKER, SNAPFS, "mount", "-f", mnt), stdout=subprocess.PIPE,
+                         stderr=subprocess.PIPE, text=True)
+    try:
+        ready, _, _ = select.select([p.stdout], [], [], 20)
+        line = p.stdout.readline() if ready else ""
+        assert line.startswith("snapfs: serving"), f"rootless snapfs did not start: {line!r}"
+        yield p
+    finally:
+        if p.poll() is None:
+            p.terminate()
+        p.wait(timeout=20)
+        run("umount", "-l", mnt)
+        p.stdout.close()
+        p.stderr.close()
+
+
+def check_codes(argv, backend):
+    """The finding codes of `snapfs check --json` run as argv says."""
+    r = run(*argv[:-1], "--backend", backend, "--json", argv[-1])
+    assert r.returncode in (0, 1), r.stderr
+    out = json.loads(r.stdout)
+    assert out["ok"] == (r.returncode == 0)
+    return {x["code"] for x in out["reasons"]}
+
+
+def test_a_same_uid_server_in_place_of_a_rootless_mount_is_refused_owner_is_caller(
+        workdir, user_fuse):
+    real = data_file(workdir, "real.json", REAL)
+    fake = data_file(workdir, "fake.json", FAKE)
+    mnt = os.path.join(user_dir(workdir, "run"), "snapfs")
+    os.mkdir(mnt)
+    os.chown(mnt, ATTACKER, ATTACKER)
+
+    # 1. The runtime (uid 1000) mounts snapfs itself and publishes. Its own publish now needs
+    #    the insecure opt-in too: the same refusal protects the runtime.
+    with rootless_snapfs(mnt) as runtime:
+        r = run(*as_uid(ATTACKER, SNAPFS, "put", "--mount", mnt, real))
+        assert r.returncode == 1 and "owner-is-caller: mounted by uid 1000" in r.stderr
+        r = run(*as_uid(ATTACKER, SNAPFS, "put", "--mount", mnt, "--insecure-own-mount", real))
+        assert r.returncode == 0, r.stderr
+        binding = r.stdout.strip()
+        digest, ino = sha256_hex(REAL), binding.rsplit("ino=", 1)[1]
+        assert binding.startswith(f"sha256={digest} ")
+
+        # 2. Code of the same uid unmounts it and mounts its own server at the same path:
+        #    type fuse.snapfs, nosuid,nodev,noexec, a mode-0000 file under the right name and
+        #    inode, the real bytes for the first full read and its own after that.
+        r = run(*as_uid(ATTACKER, "fusermount3", "-u", mnt))
+        assert r.returncode == 0, r.stderr
+        assert runtime.wait(timeout=20) == 0
+    entry = f"{digest}=swap:0:{ino}:{real}:{fake}"
+    with helper_fs(as_uid(ATTACKER, FAKESNAP, mnt, entry), mnt, "impostor"):
+        # (Only its own uid may look: no allow_other.)
+        r = run(*as_uid(ATTACKER, "stat", "-c", "%a %i", os.path.join(mnt, digest)))
+        assert r.stdout.split() == ["0", ino], r.stdout + r.stderr
+
+        # 3. The client of that uid with no flag: refused, by its own finding, in text and
+        #    JSON, by both backends; exec never starts the child.
+        for backend in ("statmount", "mountinfo"):
+            assert check_codes(as_uid(ATTACKER, SNAPFS, "check", mnt), backend) == \
+                {"owner-is-caller"}
+        r = run(*as_uid(ATTACKER, SNAPFS, "check", mnt))
+        assert r.returncode == 1
+        assert r.stdout.startswith("owner-is-caller: mounted by uid 1000, the caller's own")
+        r = run(*as_uid(ATTACKER, SNAPFS, "exec", "--mount", mnt, "--binding", binding,
+                        "--", "cat", "{}"))
+        assert r.returncode == 125 and r.stdout == "", r.stdout
+        assert "owner-is-caller: mounted by uid 1000" in r.stderr
+        # libsnapfs from C and Python: refused the same way ...
+        for name in ("c", "python"):
+            out = Client(name, ATTACKER)("digest", mnt, digest)
+            assert out["error"] == "EMEDIUMTYPE" and codes(out) == {"owner-is-caller"}
+        # ... and what the opt-in is worth: the descriptor verifies (the first full read got
+        # the real bytes), then reading it again gives the attacker's.
+        for name in ("c", "python"):
+            out = Client(name, ATTACKER)("digest", "--insecure-own-mount", mnt, digest)
+            assert out["ok"] and out["content_hex"] == FAKE.hex()
+
+
+def test_the_same_client_with_no_flag_verifies_on_a_root_mount(mount_snapfs, workdir):
+    fs = mount_snapfs("--allow-other")
+    real = data_file(workdir, "real.json", REAL)
+    r = run(SNAPFS, "put", "--mount", fs.path, real)
+    assert r.returncode == 0, r.stderr
+    binding = r.stdout.strip()
+    for backend in ("statmount", "mountinfo"):
+        assert check_codes(as_uid(ATTACKER, SNAPFS, "check", fs.path), backend) == set()
+    r = run(*as_uid(ATTACKER, SNAPFS, "exec", "--mount", fs.path, "--binding", binding,
+                    "--", "cat", "{}"))
+    assert r.returncode == 0, r.stderr
+    assert r.stdout == REAL.decode()
+
+
+def test_a_server_mounted_in_a_user_namespace_is_refused_the_same_in_the_initial_one_is_not(
+        workdir, user_fuse):
+    real = data_file(workdir, "real.json", REAL)
+    entry = f"{sha256_hex(REAL)}=reg:0:{real}"
+    ns_mnt = user_dir(workdir, "ns")
+    host_mnt = user_dir(workdir, "host")
+
+    # Mounted inside `unshare -Ur` by uid 1000: its superblock says user_id=0, which is what
+    # the default owner trusts. Only its own mount namespace sees it.
+    with helper_fs(as_uid(ATTACKER, "unshare", "-Ur", "-m", FAKESNAP, ns_mnt, entry), ns_mnt,
+                   "fakesnap in a user namespace") as server:
+        enter = ["nsenter", "-m", "-t", str(server.pid)]
+        r = run(*enter, "grep", f" {ns_mnt} ", "/proc/self/mountinfo")
+        assert "fuse.snapfs snapfs rw,user_id=0,group_id=0" in r.stdout, r.stdout
+        for backend in ("statmount", "mountinfo"):
+            # From the initial user namespace, in its mount namespace: the root the server
+            # calls uid 0 shows as uid 1000, so user_id=0 is no root.
+            argv = [*enter, *as_uid(ATTACKER, SNAPFS, "check", "--insecure-own-mount",
+                                    ns_mnt)]
+            assert check_codes(argv, backend) == {"user-namespace"}
+            argv = [*enter, *as_uid(ATTACKER, SNAPFS, "check", ns_mnt)]
+            assert check_codes(argv, backend) == {"user-namespace", "owner-is-caller"}
+            # From inside that user namespace, where the client is "root".
+            argv = ["nsenter", "-U", "-m", "-t", str(server.pid), SNAPFS, "check", ns_mnt]
+            assert check_codes(argv, backend) == {"user-namespace"}
+        r = run(*enter, *as_uid(ATTACKER, SNAPFS, "check", "--insecure-own-mount", ns_mnt))
+        assert r.returncode == 1
+        assert r.stdout.startswith("user-namespace: the superblock says user_id=0 but the "
+                                   "kernel shows its root owned by uid 1000")
+        # Explicitly trusted, the same check passes.
+        r = run(*enter, *as_uid(ATTACKER, SNAPFS, "check", "--insecure-own-mount",
+                                "--trust-user-namespace", ns_mnt))
+        assert r.returncode == 0, r.stdout + r.stderr
+
+    # The same server, same uid, mounted in the initial namespace through fusermount3: its
+    # user_id= is the real uid, and the same client with the same flag accepts it.
+    with helper_fs(as_uid(ATTACKER, FAKESNAP, host_mnt, entry), host_mnt, "fakesnap"):
+        for backend in ("statmount", "mountinfo"):
+            argv = as_uid(ATTACKER, SNAPFS, "check", "--insecure-own-mount", host_mnt)
+            assert check_codes(argv, backend) == set()
