@@ -3,7 +3,7 @@
 # medians and ratios (never a timed assertion in a test). Builds a release build in
 # build-bench/ and runs every section, or only those named:
 #
-#   sudo scripts/bench.sh [SECTION...]      sections: latency read scale mountcheck
+#   sudo scripts/bench.sh [SECTION...]      sections: latency read scale mountcheck import
 #
 # What is measured (items of the summary table):
 #   1 publish + first verified open, 256 B .. 1 MiB: snapfs vs a sealed memfd, O_TMPFILE
@@ -15,6 +15,8 @@
 #     it writes 2 to /proc/sys/vm/drop_caches, dropping every unused dentry and inode of the
 #     machine, before each of its 40 cold rounds)
 #   6 mountcheck with 100 / 1,000 / 10,000 mounts, statmount vs mountinfo (mountcheck)
+#   7 snapfs import of 100 snapshots of 4 KiB from an OCI image layout vs the same bytes
+#     published with snapfs put, one process each (import)
 # "Verified" is docs/design.md's verified open: open, fstat identity checks, the descriptor's mount
 # id against the judged mount, pread + SHA-256, fstat again. The latency section runs three
 # times: client and daemon left to the scheduler ("free"), pinned to one CPU ("same"), and
@@ -83,7 +85,13 @@ section_mountcheck() {
   private "$builddir/tests/bench/bench_mountcheck" --csv "$csv" 100 1000 10000
 }
 
-sections=(latency read scale mountcheck)
+# import: one `snapfs import` of 100 snapshots of 4 KiB vs 100 `snapfs put` of the same bytes.
+section_import() {
+  echo "== item 7: import 100 x 4 KiB from an OCI layout vs snapfs put x 100; medians in ms"
+  private "$builddir/tests/bench/bench_import" --snapfs "$builddir/cli/snapfs" --csv "$csv"
+}
+
+sections=(latency read scale mountcheck import)
 
 # One table of every row in the CSV, in the order measured.
 table() {
