@@ -19,24 +19,6 @@ static const char *describe(int r)
         return strerrordesc_np(-r) ?: "unknown error";
 }
 
-bool snapfs_name_valid(const char *s)
-{
-        size_t n;
-
-        if (!s || !*s || s[0] == '.')
-                return false;
-        n = strlen(s);
-        if (n > SNAPFS_NAME_MAX)
-                return false;
-        for (size_t i = 0; i < n; i++) {
-                char c = s[i];
-                if (!((c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') ||
-                      c == '.' || c == '_' || c == '-'))
-                        return false;
-        }
-        return true;
-}
-
 void snapfs_transfer_free(struct snapfs_transfer *t)
 {
         if (!t)
@@ -67,7 +49,7 @@ static int cmp_hex(const void *a, const void *b)
         return strcmp(*(char *const *)a, *(char *const *)b);
 }
 
-static void free_names(char **names, size_t n)
+void snapfs_names_free(char **names, size_t n)
 {
         for (size_t i = 0; i < n; i++)
                 free(names[i]);
@@ -76,7 +58,7 @@ static void free_names(char **names, size_t n)
 
 /* Every snapshot name in the judged mount's root, sorted (a manifest that does not depend
  * on readdir order: the same snapshots export to the same digest). */
-static int list_all(const struct snapfs_mnt *m, char ***out, size_t *n,
+int snapfs_mnt_list(const struct snapfs_mnt *m, char ***out, size_t *n,
                     struct snapfs_report *why)
 {
         char **names = NULL;
@@ -117,7 +99,7 @@ static int list_all(const struct snapfs_mnt *m, char ***out, size_t *n,
         return 0;
 nomem:
         closedir(d);
-        free_names(names, k);
+        snapfs_names_free(names, k);
         return snapfs_report_fail(why, -ENOMEM, "io", "out of memory");
 }
 
@@ -127,7 +109,7 @@ static void read_name(int fd, char out[SNAPFS_NAME_MAX + 1])
         ssize_t k = fgetxattr(fd, SNAPFS_XATTR_NAME, out, SNAPFS_NAME_MAX);
 
         out[k > 0 ? k : 0] = 0;
-        if (!snapfs_name_valid(out))
+        if (!snap_name_valid(out))
                 out[0] = 0;
 }
 
@@ -266,7 +248,7 @@ static int collect(const char *const *hexes, size_t n, char ***out, size_t *k,
         for (size_t i = 0; i < n; i++) {
                 bool seen = false;
                 if (!snap_is_digest_name(hexes[i])) {
-                        free_names(names, *k);
+                        snapfs_names_free(names, *k);
                         return snapfs_report_fail(why, -EINVAL, "invalid-argument",
                                                   "'%s' is not a snapshot name (64 lowercase "
                                                   "hex characters)", hexes[i]);
@@ -277,7 +259,7 @@ static int collect(const char *const *hexes, size_t n, char ***out, size_t *k,
                         continue;
                 names[*k] = strdup(hexes[i]);
                 if (!names[*k]) {
-                        free_names(names, *k);
+                        snapfs_names_free(names, *k);
                         return snapfs_report_fail(why, -ENOMEM, "io", "out of memory");
                 }
                 (*k)++;
@@ -313,9 +295,9 @@ int snapfs_export(const char *mount, const struct snapfs_options *opts, const ch
         if (r < 0)
                 goto out;
         if (n == 0) {
-                free_names(names, 0);
+                snapfs_names_free(names, 0);
                 names = NULL;
-                r = list_all(&m, &names, &k, why);
+                r = snapfs_mnt_list(&m, &names, &k, why);
                 if (r < 0)
                         goto out;
         }
@@ -328,7 +310,7 @@ int snapfs_export(const char *mount, const struct snapfs_options *opts, const ch
 out:
         if (r < 0)
                 snapfs_transfer_free(out);
-        free_names(names, k);
+        snapfs_names_free(names, k);
         snap_oci_layout_close(&l);
         snapfs_mnt_close(&m);
         return r;

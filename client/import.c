@@ -194,7 +194,7 @@ static int publish_all(const struct snapfs_mnt *m, const struct snapfs_options *
         for (size_t i = 0; i < man->n_layers; i++) {
                 struct snapfs_transfer_item *it = &out->items[i];
                 const char *title = man->layers[i].title;
-                bool named = snapfs_name_valid(title);
+                bool named = snap_name_valid(title);
 
                 r = snapfs_mnt_publish(m, p->layer[i], (size_t)man->layers[i].size,
                                        named ? title : NULL, opts, &it->binding, why);

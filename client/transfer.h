@@ -12,17 +12,14 @@
 #include "binding.h"
 #include "client-internal.h"
 #include "oci.h"
+#include "store.h"
 
 struct evp_pkey_st;
 
 /* The xattr that carries the staging NAME a snapshot was published under (the daemon keeps
  * the first publisher's). */
 #define SNAPFS_XATTR_NAME "user.snapfs.name"
-/* Longest staging NAME: 1-64 of [A-Za-z0-9._-], not starting with '.'. */
-#define SNAPFS_NAME_MAX 64
-
-/* True for a valid staging NAME. */
-bool snapfs_name_valid(const char *s);
+#define SNAPFS_NAME_MAX SNAP_NAME_MAX /* snap_name_valid() says which names are */
 
 /* Largest sum of layer sizes one import holds in memory before it publishes any. */
 #define SNAPFS_IMPORT_BYTES_MAX (UINT64_C(1) << 30)
@@ -71,6 +68,12 @@ int snapfs_export(const char *mount, const struct snapfs_options *opts, const ch
 int snapfs_import(const char *mount, const struct snapfs_options *opts, const char *layout,
                   const char *ref, struct evp_pkey_st *const *keys, size_t n_keys,
                   struct snapfs_transfer *out, struct snapfs_report *why);
+
+/* Every snapshot name (64 hex) in the judged mount's root, sorted: 0 and *names (free with
+ * snapfs_names_free), *n; or a negative errno with the reason. */
+int snapfs_mnt_list(const struct snapfs_mnt *m, char ***names, size_t *n,
+                    struct snapfs_report *why);
+void snapfs_names_free(char **names, size_t n);
 
 /* Parses "oci:DIR:TAG" (TAG may be "@sha256:<hex>"); as skopeo does, the first ':' after
  * DIR splits, so DIR holds none: 0 and *dir (malloc'd), *ref (points into spec), or

@@ -229,9 +229,10 @@ static void store_warn(void *ctx, const char *hex, const char *what, int err)
         LOG("--store %s: %s: %s (%s)\n", sc->dir, hex, what, strerror(-err));
 }
 
-static int store_restore_tree(void *ctx, const struct snap_digest *d, void *data, size_t len)
+static int store_restore_tree(void *ctx, const struct snap_digest *d, void *data, size_t len,
+                              const char *title)
 {
-        return sfs_tree_restore(((struct store_ctx *)ctx)->tree, d, data, len);
+        return sfs_tree_restore(((struct store_ctx *)ctx)->tree, d, data, len, title);
 }
 
 /* Opens --store and serves its snapshots again: 0, or an SFS_EXIT_* code (printed). */

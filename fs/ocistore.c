@@ -414,7 +414,8 @@ static bool was_set_aside(const struct sfs_ocistore *s, const char *hex)
 }
 
 static void restore_one(struct sfs_ocistore *s, const struct sfs_ocistore_hooks *h,
-                        const struct snap_digest *d, uint64_t size, uint64_t max_size)
+                        const struct snap_digest *d, uint64_t size, uint64_t max_size,
+                        const char *title)
 {
         char hex[SNAP_DIGEST_HEX_LEN + 1];
         void *buf = NULL;
@@ -423,7 +424,7 @@ static void restore_one(struct sfs_ocistore *s, const struct sfs_ocistore_hooks 
         snap_digest_to_hex(d, hex);
         r = snap_oci_blob_read(&s->layout, d, size, max_size, &buf);
         if (r == 0) {
-                r = h->restore(h->ctx, d, buf, (size_t)size);
+                r = h->restore(h->ctx, d, buf, (size_t)size, title);
                 if (r != 0)
                         free(buf);
         }
@@ -466,7 +467,7 @@ int sfs_ocistore_load(struct sfs_ocistore *s, uint64_t max_size,
                         }
                         r = push(s, &l->digest, l->size, l->title);
                         if (r == 0)
-                                restore_one(s, h, &l->digest, l->size, max_size);
+                                restore_one(s, h, &l->digest, l->size, max_size, l->title);
                 }
         } else if (broken) {
                 /* The tag names a manifest that is gone: keep every intact blob that no other
@@ -483,7 +484,7 @@ int sfs_ocistore_load(struct sfs_ocistore *s, uint64_t max_size,
                         r = push(s, &good.v[i], (uint64_t)st.st_size, NULL);
                         if (r == 0) {
                                 good.named[i] = true;
-                                restore_one(s, h, &good.v[i], (uint64_t)st.st_size, max_size);
+                                restore_one(s, h, &good.v[i], (uint64_t)st.st_size, max_size, NULL);
                         }
                 }
                 h->warn(h->ctx, SFS_OCISTORE_TAG, "the tagged manifest is missing or corrupt; "

@@ -32,7 +32,8 @@ void sfs_ocistore_close(struct sfs_ocistore *s);
 struct sfs_ocistore_hooks {
         /* A snapshot to serve again: takes data (malloc'd, len bytes) on 0; any other return
          * keeps the snapshot in the store without serving it. */
-        int (*restore)(void *ctx, const struct snap_digest *d, void *data, size_t len);
+        int (*restore)(void *ctx, const struct snap_digest *d, void *data, size_t len,
+                       const char *title);
         /* A blob set aside into DIR/corrupt/ (hex is its name; err why: -EBADMSG, -ELOOP...). */
         void (*corrupt)(void *ctx, const char *hex, int err);
         /* Anything else worth a line to the operator (a snapshot not served, a missing blob). */

@@ -168,6 +168,7 @@ int sfs_tree_rename(struct sfs_tree *t, const struct sfs_caller *c, struct sfs_n
                                            .ino = n->ino,
                                            .reserved = stg->len,
                                            .publisher_uid = c->uid,
+                                           .name = stg->name,
                                    },
                                    &obj);
                 if (r == 1) { /* cannot happen under t->lock; treat as already published */
@@ -210,7 +211,8 @@ int sfs_tree_rename(struct sfs_tree *t, const struct sfs_caller *c, struct sfs_n
         return 0;
 }
 
-int sfs_tree_restore(struct sfs_tree *t, const struct snap_digest *d, void *data, size_t len)
+int sfs_tree_restore(struct sfs_tree *t, const struct snap_digest *d, void *data, size_t len,
+                     const char *name)
 {
         struct snap_object *obj;
         int r;
@@ -223,6 +225,8 @@ int sfs_tree_restore(struct sfs_tree *t, const struct snap_digest *d, void *data
                                    .owned = len ? data : NULL,
                                    .digest = d,
                                    .publisher_uid = (uint32_t)t->cfg.owner_uid,
+                                   /* A title that is no staging NAME was not ours. */
+                                   .name = sfs_staging_name_valid(name) ? name : NULL,
                            },
                            &obj);
         if (r == 1)

@@ -18,20 +18,8 @@ uint64_t sfs_now_ms(void)
 
 bool sfs_staging_name_valid(const char *name)
 {
-        size_t n = 0;
-
-        /* No leading dot: ".", ".." and hidden names are never staging entries. */
-        if (!name || name[0] == '.')
-                return false;
-        for (; name[n]; n++) {
-                char ch = name[n];
-                if (n == SFS_STAGING_NAME_MAX)
-                        return false;
-                if (!((ch >= 'a' && ch <= 'z') || (ch >= 'A' && ch <= 'Z') ||
-                      (ch >= '0' && ch <= '9') || ch == '.' || ch == '_' || ch == '-'))
-                        return false;
-        }
-        return n > 0;
+        /* The snapshot keeps its staging NAME: one rule for both. */
+        return snap_name_valid(name);
 }
 
 int sfs_staging_new(const char *name, uid_t owner, gid_t group,

@@ -16,7 +16,7 @@
 #include "digest.h"
 #include "store.h"
 
-#define SFS_STAGING_NAME_MAX 64
+#define SFS_STAGING_NAME_MAX SNAP_NAME_MAX
 #define SFS_HASH_BROKEN UINT64_MAX
 
 /* What staged bytes are charged to: one per tree. */

@@ -26,6 +26,8 @@
 
 #define SFS_XATTR_SHA256 "user.snapfs.sha256"
 #define SFS_XATTR_BINDING "user.snapfs.binding"
+/* The staging NAME the snapshot was first published under (absent when it has none). */
+#define SFS_XATTR_NAME "user.snapfs.name"
 /* On the root with --store: how many blobs were set aside at start (decimal). */
 #define SFS_XATTR_STORE_CORRUPT "user.snapfs.store-corrupt"
 
@@ -75,7 +77,8 @@ void sfs_tree_free(struct sfs_tree *t);
 /* A snapshot served again from --store at start, owned by the mount owner: takes data
  * (malloc'd, len bytes, trusted to hash to d) on 0; 1 when already there; -EFBIG, -ENOSPC
  * past the limits, -ENOMEM. */
-int sfs_tree_restore(struct sfs_tree *t, const struct snap_digest *d, void *data, size_t len);
+int sfs_tree_restore(struct sfs_tree *t, const struct snap_digest *d, void *data, size_t len,
+                     const char *name);
 /* Sets the mount's device number once it is known (after mounting); view: of the read-only
  * view instead. */
 void sfs_tree_set_dev(struct sfs_tree *t, uint64_t dev, bool view);

@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT */
-/* Extended attributes: user.snapfs.sha256 and user.snapfs.binding, read-only; on the root
- * with --store, user.snapfs.store-corrupt. */
+/* Extended attributes: user.snapfs.sha256, user.snapfs.binding and user.snapfs.name,
+ * read-only; on the root with --store, user.snapfs.store-corrupt. */
 #include <errno.h>
 #include <fcntl.h>
 #include <stdio.h>
@@ -71,6 +71,8 @@ int sfs_tree_getxattr(struct sfs_tree *t, const struct sfs_caller *c, struct sfs
                                 .ino = n->obj->ino,
                         };
                         r = snap_binding_format(&b, value, sizeof(value));
+                } else if (strcmp(name, SFS_XATTR_NAME) == 0 && n->obj->name) {
+                        snprintf(value, sizeof(value), "%s", n->obj->name);
                 } else {
                         r = -ENODATA;
                 }
@@ -113,20 +115,28 @@ int sfs_tree_getxattr(struct sfs_tree *t, const struct sfs_caller *c, struct sfs
 int sfs_tree_listxattr(struct sfs_tree *t, const struct sfs_caller *c, struct sfs_node *n,
                        char *buf, size_t bufsize, size_t *len)
 {
-        static const char snapshot_names[] = SFS_XATTR_SHA256 "\0" SFS_XATTR_BINDING;
+        static const char snapshot_names[] = SFS_XATTR_SHA256 "\0" SFS_XATTR_BINDING "\0"
+                                             SFS_XATTR_NAME;
         static const char staging_names[] = SFS_XATTR_SHA256;
         static const char root_names[] = SFS_XATTR_STORE_CORRUPT;
         enum sfs_kind kind;
+        bool named = false;
         int r;
 
         pthread_mutex_lock(&t->lock);
         r = sfs_check_visible(t, c, n);
         kind = node_kind(n);
+        if (r == 0 && kind == SFS_KIND_SNAPSHOT)
+                named = n->obj->name != NULL;
         pthread_mutex_unlock(&t->lock);
         if (r < 0)
                 return r;
+        /* The name last, so a snapshot without one lists the first two alone. */
         if (kind == SFS_KIND_SNAPSHOT)
-                return xattr_value(buf, bufsize, snapshot_names, sizeof(snapshot_names), len);
+                return xattr_value(buf, bufsize, snapshot_names,
+                                   named ? sizeof(snapshot_names)
+                                         : sizeof(SFS_XATTR_SHA256 "\0" SFS_XATTR_BINDING),
+                                   len);
         if (kind == SFS_KIND_STAGING_FILE)
                 return xattr_value(buf, bufsize, staging_names, sizeof(staging_names), len);
         if (kind == SFS_KIND_ROOT && t->cfg.ocistore)

@@ -134,9 +134,27 @@ int snap_store_new(const struct snap_store_config *cfg, struct snap_store **out)
         return 0;
 }
 
+bool snap_name_valid(const char *name)
+{
+        size_t n = 0;
+
+        if (!name || name[0] == '.')
+                return false;
+        for (; name[n]; n++) {
+                char ch = name[n];
+                if (n == SNAP_NAME_MAX)
+                        return false;
+                if (!((ch >= 'a' && ch <= 'z') || (ch >= 'A' && ch <= 'Z') ||
+                      (ch >= '0' && ch <= '9') || ch == '.' || ch == '_' || ch == '-'))
+                        return false;
+        }
+        return n > 0;
+}
+
 static void free_object(struct snap_object *o)
 {
         free((void *)o->data);
+        free(o->name);
         free(o);
 }
 
@@ -223,6 +241,7 @@ int snap_store_put(struct snap_store *s, const struct snap_put *p, struct snap_o
 {
         _cleanup_free_ struct snap_object *o = NULL;
         _cleanup_free_ uint8_t *copy = NULL;
+        _cleanup_free_ char *name = NULL;
         struct snap_object *found;
         struct snap_digest d;
         int r = 0;
@@ -254,7 +273,7 @@ int snap_store_put(struct snap_store *s, const struct snap_put *p, struct snap_o
                 return r;
 
         o = calloc(1, sizeof(*o));
-        if (!o)
+        if (!o || (p->name && !(name = strdup(p->name))))
                 return -ENOMEM;
         if (!p->owned) {
                 copy = malloc(p->len ? p->len : 1); /* data is never NULL, even when empty */
@@ -269,6 +288,7 @@ int snap_store_put(struct snap_store *s, const struct snap_put *p, struct snap_o
         o->digest = d;
         o->size = p->len;
         o->publisher_uid = p->publisher_uid;
+        o->name = name;
         clock_gettime(CLOCK_REALTIME, &o->created);
         o->refs = 1;
         o->indexed = true;
@@ -306,6 +326,7 @@ int snap_store_put(struct snap_store *s, const struct snap_put *p, struct snap_o
                 return r;
 
         copy = NULL; /* it is o->data now: the object's */
+        name = NULL;
         *out = TAKE_PTR(o);
         return 0;
 }

@@ -28,6 +28,7 @@ struct snap_object {
         uint64_t size;
         const uint8_t *data;      /* size bytes; never NULL, even when size is 0 */
         uint32_t publisher_uid;
+        char *name;               /* the staging NAME it was first published under, or NULL */
         struct timespec created;  /* CLOCK_REALTIME when the object was stored */
         void *priv;               /* the caller's; the store never reads or writes it */
         /* private to the store */
@@ -48,6 +49,8 @@ struct snap_put {
         uint64_t reserved;                /* bytes of an earlier snap_store_reserve() that the
                                              new object takes over */
         uint32_t publisher_uid;
+        const char *name;                 /* kept (copied) by a new object only: the first
+                                             publisher of some content names it */
 };
 
 struct snap_store_stats {
@@ -57,6 +60,11 @@ struct snap_store_stats {
         uint64_t indexed;  /* objects a digest lookup finds */
         uint64_t next_ino;
 };
+
+/* A staging NAME, the name a snapshot keeps: 1-64 of [A-Za-z0-9._-], not starting with '.'
+ * (".", ".." and hidden names are never names). */
+#define SNAP_NAME_MAX 64
+bool snap_name_valid(const char *name);
 
 /* 0 and a new empty store, or -EINVAL (a zero limit) / -ENOMEM. */
 int snap_store_new(const struct snap_store_config *cfg, struct snap_store **out);

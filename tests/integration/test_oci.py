@@ -88,6 +88,30 @@ def test_export_then_import_gives_the_same_digests_and_bytes(two):
     assert all(s["already_published"] for s in again["snapshots"])
 
 
+def test_the_first_publisher_names_a_snapshot_and_the_name_travels(two):
+    src, dst, layout, digests = two
+    config = sha256_hex(CONFIG)
+    assert os.getxattr(src.p(config), "user.snapfs.name") == b"mcp.json"
+    # The same bytes staged under another name: already published, the name stays.
+    src.stage(CONFIG, "renamed.json")
+    with pytest.raises(FileExistsError):
+        os.rename(src.p(".staging/renamed.json"), src.p(config))
+    os.unlink(src.p(".staging/renamed.json"))
+    assert os.getxattr(src.p(config), "user.snapfs.name") == b"mcp.json"
+
+    rc, out = snap_json("export", "--mount", src.path, f"oci:{layout}:v1")
+    assert rc == 0 and {s["name"] for s in out["snapshots"]} == {"mcp.json", "other"}
+    _, man = manifest_of(layout, "v1")
+    titles = {layer["digest"]: layer["annotations"]["org.opencontainers.image.title"]
+              for layer in man["layers"]}
+    assert titles["sha256:" + config] == "mcp.json"
+    rc, out = snap_json("import", "--mount", dst.path, f"oci:{layout}:v1")
+    assert rc == 0 and {s["name"] for s in out["snapshots"]} == {"mcp.json", "other"}
+    assert os.getxattr(dst.p(config), "user.snapfs.name") == b"mcp.json"
+    text = snap("import", "--mount", dst.path, f"oci:{layout}:v1").stdout
+    assert f"sha256={config} " in text and "name=mcp.json" in text
+
+
 def test_export_of_chosen_digests_exports_only_those(two):
     src, dst, layout, digests = two
     export(src, layout, "one", digests[1])

@@ -103,6 +103,8 @@ def test_snapshots_survive_a_restart_in_an_oci_layout(store_mount, snapfs_bin):
     fs2 = store_mount()
     assert served(fs2) == sorted([a, b])
     assert read_snapshot(fs2, a) == b'{"mcpServers": {}}\n'
+    # The name comes back from the layer's title.
+    assert os.getxattr(fs2.p(a), "user.snapfs.name") == b"mcp.json"
     # The binding is per mount instance: the new one is what verify prints now.
     r = run(snapfs_bin, "verify", "--mount", fs2.path, "--json", fs2.p(a))
     assert r.returncode == 0, r.stdout + r.stderr

@@ -697,7 +697,42 @@ static void test_binding_xattr_names_the_snapshot(void **state)
         assert_int_equal(sfs_tree_getxattr(t, &bob, n, "user.other", buf, sizeof(buf), &len),
                          -ENODATA);
         assert_int_equal(sfs_tree_listxattr(t, &bob, n, buf, sizeof(buf), &len), 0);
+        assert_int_equal(len, sizeof(SFS_XATTR_SHA256 "\0" SFS_XATTR_BINDING "\0" SFS_XATTR_NAME));
+        /* The staging NAME it was published under. */
+        assert_int_equal(sfs_tree_getxattr(t, &bob, n, SFS_XATTR_NAME, buf, sizeof(buf), &len), 0);
+        assert_int_equal(len, 1);
+        assert_memory_equal(buf, "a", 1);
+        sfs_tree_free(t);
+}
+
+static void test_restored_snapshot_without_a_name_has_no_name_xattr(void **state)
+{
+        struct sfs_tree_config cfg = base_config();
+        struct sfs_tree *t = new_tree(&cfg);
+        struct snap_digest d;
+        struct sfs_node *n;
+        char *data = strdup("restored"), buf[256];
+        size_t len = 0;
+
+        (void)state;
+        assert_non_null(data);
+        assert_int_equal(snap_sha256(data, 8, &d), 0);
+        /* A title that is no staging NAME is not kept either. */
+        assert_int_equal(sfs_tree_restore(t, &d, data, 8, "../not a name"), 0);
+        n = lookup_digest(t, &bob, "restored", 0);
+        assert_int_equal(sfs_tree_getxattr(t, &bob, n, SFS_XATTR_NAME, buf, sizeof(buf), &len),
+                         -ENODATA);
+        assert_int_equal(sfs_tree_listxattr(t, &bob, n, buf, sizeof(buf), &len), 0);
         assert_int_equal(len, sizeof(SFS_XATTR_SHA256 "\0" SFS_XATTR_BINDING));
+        /* Its twin with a valid title keeps it. */
+        data = strdup("named");
+        assert_non_null(data);
+        assert_int_equal(snap_sha256(data, 5, &d), 0);
+        assert_int_equal(sfs_tree_restore(t, &d, data, 5, "cfg.json"), 0);
+        n = lookup_digest(t, &bob, "named", 0);
+        assert_int_equal(sfs_tree_getxattr(t, &bob, n, SFS_XATTR_NAME, buf, sizeof(buf), &len), 0);
+        assert_int_equal(len, 8);
+        assert_memory_equal(buf, "cfg.json", 8);
         sfs_tree_free(t);
 }
 
@@ -905,6 +940,7 @@ int main(void)
                 cmocka_unit_test(test_staging_names_are_checked),
                 cmocka_unit_test(test_reader_and_publisher_policies_refuse_with_eacces),
                 cmocka_unit_test(test_binding_xattr_names_the_snapshot),
+                cmocka_unit_test(test_restored_snapshot_without_a_name_has_no_name_xattr),
                 cmocka_unit_test(test_counters_return_to_zero_after_everything_is_gone),
                 cmocka_unit_test(test_idle_closed_staging_files_expire_and_open_ones_stay),
                 cmocka_unit_test(test_a_zero_ttl_never_expires_anything),
