@@ -8,6 +8,7 @@
 #include <fcntl.h>
 #include <limits.h>
 #include <pthread.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -277,6 +278,35 @@ static int store_open(const struct sfs_daemon_config *cfg, struct sfs_ocistore *
         return 0;
 }
 
+/* ---- SIGHUP: reopen the audit log ---- */
+
+static struct sfs_audit *hup_audit;
+
+static void on_hup(int sig)
+{
+        (void)sig;
+        sfs_audit_request_reopen(hup_audit); /* an atomic store and a write(): signal-safe */
+}
+
+/* libfuse's handlers end the loop on SIGHUP as on SIGTERM: logrotate's postrotate would stop
+ * the service. SIGHUP reopens the audit log instead (after a rotation the old file keeps its
+ * lines, the new one gets the next); only SIGTERM, SIGINT and umount stop the daemon. With a
+ * NULL audit, SIGHUP is ignored from then on (the audit is about to be freed). 0 or -errno. */
+static int reopen_on_hup(struct sfs_audit *audit)
+{
+        struct sigaction sa = { .sa_flags = SA_RESTART };
+
+        sigemptyset(&sa.sa_mask);
+        sa.sa_handler = audit ? on_hup : SIG_IGN;
+        if (audit)
+                __atomic_store_n(&hup_audit, audit, __ATOMIC_RELEASE);
+        if (sigaction(SIGHUP, &sa, NULL) < 0)
+                return negative_errno();
+        if (!audit)
+                __atomic_store_n(&hup_audit, NULL, __ATOMIC_RELEASE);
+        return 0;
+}
+
 int sfs_daemon_run(const struct sfs_daemon_config *cfg)
 {
         _cleanup_free_ char *path = NULL;
@@ -302,9 +332,12 @@ int sfs_daemon_run(const struct sfs_daemon_config *cfg)
         r = handle_stale(cfg, path);
         if (r)
                 return r;
-        /* Open the log before daemonizing: a relative path means the caller's directory. */
-        r = sfs_audit_open(cfg->audit_log ? SFS_AUDIT_FILE : SFS_AUDIT_STDERR, cfg->audit_log,
-                           &audit);
+        /* Open the log before daemonizing: a relative path means the caller's directory.
+         * A daemon's standard error is /dev/null: without a file, its events go to syslog
+         * (the journal, where there is one). */
+        r = sfs_audit_open(cfg->audit_log ? SFS_AUDIT_FILE
+                           : cfg->foreground ? SFS_AUDIT_STDERR : SFS_AUDIT_SYSLOG,
+                           cfg->audit_log, &audit);
         if (r < 0)
                 return audit_refused(cfg->audit_log, r);
         tc.audit = audit;
@@ -338,8 +371,9 @@ int sfs_daemon_run(const struct sfs_daemon_config *cfg)
         ctx.se = se;
         /* Before anything can announce the mount: a SIGTERM that arrives early must end the
          * loop (and unmount) like any other, not kill the process by default action. */
-        if (fuse_set_signal_handlers(se) < 0) {
+        if (fuse_set_signal_handlers(se) < 0 || reopen_on_hup(audit) < 0) {
                 LOG("cannot install signal handlers\n");
+                fuse_remove_signal_handlers(se);
                 fuse_session_destroy(se);
                 se = NULL;
                 goto out;
@@ -408,6 +442,7 @@ unmount:
         fuse_remove_signal_handlers(se);
         fuse_session_destroy(se);
 out:
+        reopen_on_hup(NULL);
         /* Everything the snapshots held is freed before exit. */
         sfs_tree_free(ctx.tree);
         sfs_ocistore_close(store);

@@ -9,7 +9,7 @@
 struct sfs_daemon_config {
         const char *mountpoint;
         struct sfs_tree_config tree;  /* limits and policy; audit/owner/dev are filled in */
-        const char *audit_log;        /* NULL: standard error */
+        const char *audit_log;        /* NULL: standard error in the foreground, else syslog */
         const char *read_view;        /* also mount a read-only view here, or NULL */
         const char *store;            /* --store: an OCI image layout to keep snapshots in */
         bool foreground;
@@ -29,5 +29,6 @@ enum {
 /* Mounts snapfs at cfg->mountpoint, checks the mount it made (refusing to serve a non-compliant
  * one: it unmounts and returns SFS_EXIT_REFUSED, printing every finding to standard error),
  * daemonizes unless cfg->foreground (the caller's process returns only once the mount is
- * ready), and serves until SIGTERM, SIGINT or SIGHUP, then unmounts. Returns an exit code. */
+ * ready), and serves until SIGTERM, SIGINT or umount(8), then unmounts (SIGHUP reopens the
+ * audit log). Returns an exit code. */
 int sfs_daemon_run(const struct sfs_daemon_config *cfg);

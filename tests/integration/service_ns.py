@@ -13,6 +13,7 @@ running at the end is killed and reported under "killed", which fails the test.
 """
 import ctypes
 import errno
+import hashlib
 import json
 import os
 import signal
@@ -169,6 +170,97 @@ def scenario_notify_daemonized(work, binary):
     sock.settimeout(DEADLINE)
     res["stopping"] = sock.recv(4096).decode()
     wait_for(lambda: mountinfo_line(mnt) is None, "the unmount")
+    sock.close()
+    return res
+
+
+# What this machine needs for rootless podman, in the user's own configuration: no systemd
+# here to manage cgroups, and a hard RLIMIT_NOFILE below podman's default.
+CONTAINERS_CONF = """[engine]
+cgroup_manager = "cgroupfs"
+events_logger = "file"
+[containers]
+cgroups = "disabled"
+default_ulimits = ["nofile=%d:%d"]
+"""
+
+
+def scenario_podman(work, recipe, view, binding, uid, *command):
+    """docs/recipes/podman-rootless.sh as uid (subordinate ids given in this namespace only)."""
+    import pwd
+    import resource
+    user = pwd.getpwuid(int(uid))
+    res = {}
+    # crun refuses a hybrid cgroup layout (v1 controllers and a v2 tree beside them), which
+    # this machine has; with cgroups disabled it only needs not to see the v2 tree.
+    if os.path.ismount("/sys/fs/cgroup/unified"):
+        res["cgroup"] = sh("umount", "/sys/fs/cgroup/unified")
+    for name in ("subuid", "subgid"):
+        path = os.path.join(work, name)
+        with open(path, "w") as f:
+            f.write(f"{user.pw_name}:100000:65536\n")
+        res[name] = sh("mount", "--bind", path, f"/etc/{name}")
+    home, runtime = os.path.join(work, "home"), os.path.join(work, "run")
+    os.makedirs(os.path.join(home, ".config", "containers"))
+    os.makedirs(runtime, mode=0o700)
+    hard = resource.getrlimit(resource.RLIMIT_NOFILE)[1]
+    with open(os.path.join(home, ".config", "containers", "containers.conf"), "w") as f:
+        f.write(CONTAINERS_CONF % (hard, hard))
+    for top, dirs, files in os.walk(work):
+        for n in dirs + files:
+            os.lchown(os.path.join(top, n), int(uid), int(uid))
+    os.chown(work, int(uid), int(uid))
+    env = {"HOME": home, "XDG_RUNTIME_DIR": runtime, "PATH": os.environ["PATH"]}
+    res["run"] = sh("setpriv", f"--reuid={uid}", f"--regid={uid}", "--init-groups",
+                    recipe, view, binding, os.path.join(work, "rootfs"), *command,
+                    env=env, timeout=300)
+    # Rootless podman leaves a pause process holding its namespaces: ours to stop.
+    pause = os.path.join(runtime, "libpod", "tmp", "pause.pid")
+    if os.path.exists(pause):
+        with open(pause) as f:
+            pid = int(f.read().strip())
+        os.kill(pid, signal.SIGTERM)
+    return res
+
+
+def private_dev_log(work):
+    """A /dev of this namespace only (a tmpfs, the devices the daemon needs bound in from the
+    real one) with our own datagram socket at /dev/log, as syslog(3) finds it."""
+    old = os.path.join(work, "olddev")
+    os.makedirs(old)
+    res = {"rbind": sh("mount", "--rbind", "/dev", old),
+           "tmpfs": sh("mount", "-t", "tmpfs", "-o", "mode=0755", "tmpfs", "/dev")}
+    for node in ("null", "zero", "full", "random", "urandom", "fuse", "tty"):
+        open(f"/dev/{node}", "w").close()
+        res[node] = sh("mount", "--bind", os.path.join(old, node), f"/dev/{node}")
+    sock = socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM | socket.SOCK_CLOEXEC)
+    sock.bind("/dev/log")
+    os.chmod("/dev/log", 0o666)
+    return sock, res
+
+
+def scenario_syslog(work, binary):
+    """snapfs mount daemonized without --audit-log: its events reach /dev/log."""
+    mnt = os.path.join(work, "mnt")
+    os.makedirs(mnt, exist_ok=True)
+    sock, res = private_dev_log(work)
+    res["mount"] = sh(binary, "mount", mnt)
+    if res["mount"]["rc"] != 0:
+        return res
+    res["pids"] = child_pids("snapfs")
+    data = b"audited through syslog"
+    digest = hashlib.sha256(data).hexdigest()
+    res["stage"] = stage(mnt, "cfg", data)
+    res["publish"] = errno_name(os.rename, os.path.join(mnt, ".staging", "cfg"),
+                                os.path.join(mnt, digest))
+    res["write"] = errno_name(os.open, os.path.join(mnt, digest), os.O_WRONLY)
+    res["digest"] = digest
+    messages = []
+    sock.settimeout(DEADLINE)
+    while len([m for m in messages if "snapfs" in m]) < 2:
+        messages.append(sock.recv(65536).decode(errors="replace"))
+    res["messages"] = messages
+    res["umount"] = sh("umount", mnt)
     sock.close()
     return res
 

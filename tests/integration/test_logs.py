@@ -1,0 +1,125 @@
+# SPDX-License-Identifier: MIT
+"""Logs that reach someone: a daemon without --audit-log logs to syslog, never to /dev/null;
+SIGHUP reopens the audit log (a rotated file keeps its lines, the new one gets the next) and
+does not stop the daemon; the shipped logrotate snippet passes logrotate -d and, run for
+real, rotates a live daemon's log."""
+import json
+import os
+import re
+import signal
+import subprocess
+import sys
+import time
+
+import pytest
+
+from snaptest import BUILD, ROOT, E, errno_of, is_mounted, run, sha256_hex
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+SNIPPET = ROOT / "dist" / "snapfs.logrotate"
+
+
+def events(path):
+    with open(path) as f:
+        return [json.loads(line) for line in f if line.strip()]
+
+
+def wait_until(pred, what, deadline=60):
+    end = time.monotonic() + deadline
+    while not pred():
+        assert time.monotonic() < end, f"timed out waiting for {what}"
+        time.sleep(0.02)
+
+
+def writes_to(pid, path):
+    """True once one of pid's descriptors is the file now at path (not a renamed one)."""
+    st = os.stat(path)
+    for fd in os.listdir(f"/proc/{pid}/fd"):
+        try:
+            fst = os.stat(f"/proc/{pid}/fd/{fd}")
+        except OSError:
+            continue
+        if (fst.st_dev, fst.st_ino) == (st.st_dev, st.st_ino):
+            return True
+    return False
+
+
+def test_sighup_reopens_the_audit_log_and_the_daemon_keeps_serving(mount_snapfs, workdir):
+    fs = mount_snapfs()
+    log = fs.audit_log
+    first = fs.publish(b"before the rotation", name="one")
+    wait_until(lambda: any(e.get("digest") == first for e in events(log)), "the first line")
+    os.rename(log, log + ".1")
+    fs.proc.send_signal(signal.SIGHUP)
+    # The daemon made the file anew and writes there: only then publish again.
+    wait_until(lambda: os.path.exists(log) and writes_to(fs.proc.pid, log), "the reopen")
+    second = fs.publish(b"after the rotation", name="two")
+    wait_until(lambda: any(e.get("digest") == second for e in events(log)), "the next line")
+    old = events(log + ".1")
+    assert [e["digest"] for e in old if e["event"] == "publish"] == [first]
+    assert [e["digest"] for e in events(log) if e["event"] == "publish"] == [second]
+    # SIGHUP stopped nothing: still mounted, still serving; SIGTERM stops it (exit 0).
+    assert fs.proc.poll() is None and is_mounted(fs.path)
+    with open(fs.p(first), "rb") as f:
+        assert f.read() == b"before the rotation"
+    assert fs.stop(signal.SIGTERM) == 0
+    assert not is_mounted(fs.path)
+
+
+def test_the_logrotate_snippet_passes_logrotate_d():
+    r = run("logrotate", "-d", "-s", "/dev/null", str(SNIPPET))
+    assert r.returncode == 0, r.stdout + r.stderr
+    out = r.stdout + r.stderr
+    assert "error" not in out.lower(), out
+    assert "rotating pattern: /var/log/snapfs/*.log" in out
+
+
+def test_the_logrotate_snippet_rotates_a_live_daemons_log(mount_snapfs, workdir):
+    fs = mount_snapfs()
+    log = fs.audit_log
+    first = fs.publish(b"rotated away", name="one")
+    wait_until(lambda: any(e.get("digest") == first for e in events(log)), "the first line")
+    # The shipped snippet, pointed at this test's log and daemon.
+    with open(SNIPPET) as f:
+        text = f.read()
+    assert "/var/log/snapfs/*.log {" in text
+    assert "systemctl reload snapfs.service" in text
+    text = text.replace("/var/log/snapfs/*.log", log)
+    text = re.sub(r"systemctl reload snapfs.service[^\n]*", f"kill -HUP {fs.proc.pid}", text)
+    conf = os.path.join(workdir, "logrotate.conf")
+    with open(conf, "w") as f:
+        f.write(text)
+    os.chmod(conf, 0o644)
+    r = run("logrotate", "-f", "-s", os.path.join(workdir, "logrotate.state"), conf)
+    assert r.returncode == 0, r.stdout + r.stderr
+    wait_until(lambda: os.path.exists(log) and writes_to(fs.proc.pid, log), "the reopen")
+    second = fs.publish(b"in the new file", name="two")
+    wait_until(lambda: any(e.get("digest") == second for e in events(log)), "the next line")
+    assert first in {e.get("digest") for e in events(log + ".1")}
+    assert first not in {e.get("digest") for e in events(log)}
+    assert oct(os.stat(log).st_mode & 0o777) == "0o600"
+    assert fs.proc.poll() is None and is_mounted(fs.path)
+
+
+def test_a_daemon_without_audit_log_logs_to_syslog(snapfs_bin, workdir):
+    r = subprocess.run(["unshare", "-m", "--propagation", "private", sys.executable,
+                        os.path.join(HERE, "service_ns.py"), "syslog", "/usr/local/bin",
+                        workdir, snapfs_bin], capture_output=True, text=True, timeout=300)
+    assert r.returncode == 0, r.stdout + r.stderr
+    res = json.loads(r.stdout)
+    assert res["killed"] == [], res
+    assert res["mount"]["rc"] == 0, res["mount"]
+    assert res["publish"] == "OK" and res["write"] == "EROFS", res
+    lines = {}
+    for m in res["messages"]:
+        # <PRI>timestamp snapfs[pid]: {json}; PRI = facility daemon (3) * 8 + severity.
+        g = re.match(r"<(\d+)>.*? snapfs\[(\d+)\]: (\{.*\})$", m)
+        assert g, m
+        assert int(g.group(1)) // 8 == 3, m
+        assert int(g.group(2)) == res["pids"][0]
+        e = json.loads(g.group(3))
+        lines[e["event"]] = e
+    assert lines["publish"]["digest"] == res["digest"]
+    assert lines["refused"]["error"] == "EROFS" and lines["refused"]["digest"] == res["digest"]
+    assert res["umount"]["rc"] == 0
+    assert res["reaped"] == [[res["pids"][0], 0]]
