@@ -240,6 +240,15 @@ void sfs_tree_put_content(struct sfs_tree *t, struct snap_object *ref)
 
 /* ---- write, truncate ---- */
 
+int sfs_tree_write_flags(struct sfs_tree *t, const struct sfs_caller *c, int flags)
+{
+        /* An append position is computed by the kernel from a cached size, not one to trust;
+         * the same rule as at create (docs/design.md, "Every errno of the mount"). */
+        if (flags & (O_APPEND | O_DIRECT))
+                return sfs_tree_refuse(t, c, "write", NULL, EINVAL);
+        return 0;
+}
+
 int sfs_tree_write(struct sfs_tree *t, const struct sfs_caller *c, struct sfs_handle *h,
                    const void *buf, size_t size, off_t off)
 {

@@ -262,7 +262,9 @@ static void op_write(fuse_req_t req, fuse_ino_t ino, const char *buf, size_t siz
         int r;
 
         (void)ino;
-        r = sfs_tree_write(ctx_of(req)->tree, &c, h, buf, size, off);
+        r = sfs_tree_write_flags(ctx_of(req)->tree, &c, fi->flags);
+        if (r == 0)
+                r = sfs_tree_write(ctx_of(req)->tree, &c, h, buf, size, off);
         if (r < 0)
                 fuse_reply_err(req, -r);
         else

@@ -16,6 +16,19 @@
 static int publish_refused(struct sfs_tree *t, const struct sfs_caller *c, const char *name,
                            const char *target, int err)
 {
+        /* The same content already published: the caller gets EEXIST and binds to it, an
+         * idempotent publish that is no refusal (alerting on publish-refused must not fire). */
+        if (err == EEXIST) {
+                sfs_audit_emit(t->cfg.audit, &(struct sfs_audit_event){
+                                                     .event = "publish-exists",
+                                                     .op = "rename",
+                                                     .uid = c->uid,
+                                                     .pid = c->pid,
+                                                     .digest = target,
+                                                     .name = name,
+                                             });
+                return -err;
+        }
         sfs_audit_emit(t->cfg.audit, &(struct sfs_audit_event){
                                              .event = "publish-refused",
                                              .op = "rename",

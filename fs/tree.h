@@ -132,6 +132,10 @@ void sfs_tree_put_content(struct sfs_tree *t, struct snap_object *ref);
  * kernel holds the inode, and with it the node, while it reads. */
 int sfs_tree_read_node(struct sfs_tree *t, struct sfs_node *n, size_t size, off_t off,
                        int (*reply)(void *ctx, const void *data, size_t len), void *ctx);
+/* The flags a WRITE request carries are its descriptor's at that moment, and fcntl(F_SETFL)
+ * can add O_APPEND or O_DIRECT after an open that refused them without asking the daemon:
+ * -EINVAL (audited) for those, as the open gives; 0 otherwise. Called before sfs_tree_write. */
+int sfs_tree_write_flags(struct sfs_tree *t, const struct sfs_caller *c, int flags);
 /* Writes to a staging file opened for writing: -EBADF otherwise, -EFBIG past the snapshot
  * size limit, -ENOSPC past the byte limit, -EBUSY while it is being published. */
 int sfs_tree_write(struct sfs_tree *t, const struct sfs_caller *c, struct sfs_handle *h,

@@ -213,6 +213,21 @@ static void test_rename_to_a_target_that_is_not_a_digest_in_the_root_is_invalid(
         sfs_tree_free(t);
 }
 
+/* fcntl(F_SETFL) adds O_APPEND or O_DIRECT without asking the daemon; the WRITE request then
+ * carries them, and gets what the create would have. */
+static void test_a_write_carrying_append_or_direct_is_einval_and_plain_writes_work(void **state)
+{
+        struct sfs_tree_config cfg = base_config();
+        struct sfs_tree *t = new_tree(&cfg);
+
+        (void)state;
+        assert_int_equal(sfs_tree_write_flags(t, &alice, O_WRONLY | O_APPEND), -EINVAL);
+        assert_int_equal(sfs_tree_write_flags(t, &alice, O_WRONLY | O_DIRECT), -EINVAL);
+        assert_int_equal(sfs_tree_write_flags(t, &alice, O_WRONLY), 0);
+        assert_int_equal(sfs_tree_write_flags(t, &alice, O_WRONLY | O_CLOEXEC), 0);
+        sfs_tree_free(t);
+}
+
 static void test_rename_while_open_for_writing_is_busy(void **state)
 {
         struct sfs_tree_config cfg = base_config();
@@ -923,6 +938,7 @@ int main(void)
                 cmocka_unit_test(test_publish_makes_a_mode_0000_snapshot_named_by_its_digest),
                 cmocka_unit_test(test_rename_with_wrong_digest_publishes_nothing),
                 cmocka_unit_test(test_rename_to_a_target_that_is_not_a_digest_in_the_root_is_invalid),
+                cmocka_unit_test(test_a_write_carrying_append_or_direct_is_einval_and_plain_writes_work),
                 cmocka_unit_test(test_rename_while_open_for_writing_is_busy),
                 cmocka_unit_test(test_close_then_rename_publishes_before_the_late_release),
                 cmocka_unit_test(test_identical_content_again_is_eexist_and_keeps_the_first_inode),

@@ -1,0 +1,445 @@
+# SPDX-License-Identifier: MIT
+"""docs/design.md's table "Every errno of the mount", one test per row: each row's key maps
+to a case below that asserts the row's exact errno on a real mount, beside the allowance that
+shows the same snapshot (or staging file) still works. A row without a case, or a case without
+a row, fails test_every_row_of_the_table_has_its_case."""
+import ctypes
+import fcntl
+import mmap
+import os
+import re
+import subprocess
+
+import pytest
+
+from snaptest import E, NOBODY_UID, ROOT, UID_PRELUDE, as_uid, errno_of, sha256_hex
+
+DESIGN = ROOT / "docs" / "design.md"
+RENAME_NOREPLACE, RENAME_EXCHANGE = 1, 2
+_libc = ctypes.CDLL(None, use_errno=True)
+
+
+def renameat2(old, new, flags):
+    if _libc.renameat2(-100, os.fsencode(old), -100, os.fsencode(new), flags) < 0:
+        err = ctypes.get_errno()
+        raise OSError(err, os.strerror(err))
+
+
+def fallocate(fd, offset, length):
+    """The system call itself: glibc's posix_fallocate writes zeros when it is refused."""
+    if _libc.fallocate(fd, 0, ctypes.c_long(offset), ctypes.c_long(length)) < 0:
+        err = ctypes.get_errno()
+        raise OSError(err, os.strerror(err))
+
+
+def table_keys():
+    with open(DESIGN) as f:
+        text = f.read()
+    section = text.split("## Every errno of the mount", 1)[1].split("\n## ", 1)[0]
+    return re.findall(r"^\| `([a-z-]+)` \|", section, re.M)
+
+
+def read(fs, digest):
+    with open(fs.p(digest), "rb") as f:
+        return f.read()
+
+
+def binding(fs, digest):
+    return os.getxattr(fs.p(digest), "user.snapfs.binding")
+
+
+def unchanged(fs, digest, data, before):
+    assert read(fs, digest) == data and binding(fs, digest) == before
+
+
+CASES = {}
+
+
+def case(key, *mount_opts):
+    def register(fn):
+        CASES[key] = (fn, mount_opts)
+        return fn
+    return register
+
+
+# ---- rename (publishing) --------------------------------------------------------------------
+
+@case("rename-published")
+def _(fs, workdir):
+    digest = fs.publish(b"published")
+    assert read(fs, digest) == b"published"
+    assert os.listdir(fs.p(".staging")) == []
+
+
+@case("rename-bad-target")
+def _(fs, workdir):
+    fs.stage(b"cfg", "a")
+    for target in ("config.json", "A" * 64, "0" * 63, ".staging/b"):
+        assert errno_of(os.rename, fs.p(".staging/a"), fs.p(target)) == E.EINVAL
+    os.rename(fs.p(".staging/a"), fs.p(sha256_hex(b"cfg")))
+
+
+@case("rename-wrong-digest")
+def _(fs, workdir):
+    fs.stage(b"forged", "a")
+    assert errno_of(os.rename, fs.p(".staging/a"), fs.p(sha256_hex(b"vetted"))) == E.EBADMSG
+    assert not os.path.exists(fs.p(sha256_hex(b"vetted")))
+    os.rename(fs.p(".staging/a"), fs.p(sha256_hex(b"forged")))
+
+
+@case("rename-busy")
+def _(fs, workdir):
+    fd = fs.stage(b"still writing", "a", close=False)
+    try:
+        assert errno_of(os.rename, fs.p(".staging/a"), fs.p(sha256_hex(b"still writing"))) \
+            == E.EBUSY
+    finally:
+        os.close(fd)
+    os.rename(fs.p(".staging/a"), fs.p(sha256_hex(b"still writing")))
+
+
+@case("rename-exists")
+def _(fs, workdir):
+    digest = fs.publish(b"same", "first")
+    before = binding(fs, digest)
+    fs.stage(b"same", "again")
+    assert errno_of(os.rename, fs.p(".staging/again"), fs.p(digest)) == E.EEXIST
+    unchanged(fs, digest, b"same", before)
+    assert os.listdir(fs.p(".staging")) == ["again"]  # left for the caller to unlink
+    os.unlink(fs.p(".staging/again"))
+    events = fs.wait_audit(lambda ev: any(e["event"] == "publish-exists" for e in ev))
+    kinds = [e["event"] for e in events if e.get("op") == "rename"]
+    assert kinds == ["publish", "publish-exists"], kinds
+
+
+@case("rename-not-publisher", "--allow-other", "--publishers", "0")
+def _(fs, workdir):
+    r = as_uid(NOBODY_UID, UID_PRELUDE + """
+fd = os.open(f"{mnt}/.staging/a", os.O_WRONLY | os.O_CREAT | os.O_EXCL)
+""", fs.path, check=False)
+    assert r.returncode == 1 and "PermissionError" in r.stderr, r.stderr
+    fs.publish(b"root publishes")
+
+
+@case("rename-full", "--max-snapshots", "1")
+def _(fs, workdir):
+    fs.publish(b"one")
+    fs.stage(b"two", "a")
+    assert errno_of(os.rename, fs.p(".staging/a"), fs.p(sha256_hex(b"two"))) == E.ENOSPC
+    assert read(fs, sha256_hex(b"one")) == b"one"
+
+
+# ---- published snapshots ----------------------------------------------------------------------
+
+@case("snapshot-open-write")
+def _(fs, workdir):
+    digest = fs.publish(b"cfg")
+    before = binding(fs, digest)
+    for flags in (os.O_WRONLY, os.O_RDWR, os.O_RDONLY | os.O_TRUNC, os.O_WRONLY | os.O_APPEND,
+                  os.O_RDONLY | os.O_APPEND):
+        assert errno_of(os.open, fs.p(digest), flags) == E.EROFS, flags
+    unchanged(fs, digest, b"cfg", before)
+
+
+@case("snapshot-truncate")
+def _(fs, workdir):
+    digest = fs.publish(b"cfg")
+    before = binding(fs, digest)
+    assert errno_of(os.truncate, fs.p(digest), 0) == E.EROFS
+    unchanged(fs, digest, b"cfg", before)
+
+
+@case("snapshot-ftruncate")
+def _(fs, workdir):
+    digest = fs.publish(b"cfg")
+    before = binding(fs, digest)
+    fd = os.open(fs.p(digest), os.O_RDONLY)
+    try:
+        assert errno_of(os.ftruncate, fd, 0) == E.EINVAL
+        assert os.pread(fd, 16, 0) == b"cfg"
+    finally:
+        os.close(fd)
+    unchanged(fs, digest, b"cfg", before)
+
+
+@case("snapshot-metadata")
+def _(fs, workdir):
+    digest = fs.publish(b"cfg")
+    before = binding(fs, digest)
+    assert errno_of(os.chmod, fs.p(digest), 0o600) == E.EROFS
+    assert errno_of(os.chown, fs.p(digest), NOBODY_UID, NOBODY_UID) == E.EROFS
+    assert errno_of(os.utime, fs.p(digest), (0, 0)) == E.EROFS
+    unchanged(fs, digest, b"cfg", before)
+    assert os.stat(fs.p(digest)).st_mode & 0o7777 == 0
+
+
+@case("snapshot-xattr")
+def _(fs, workdir):
+    digest = fs.publish(b"cfg")
+    before = binding(fs, digest)
+    assert errno_of(os.setxattr, fs.p(digest), "user.x", b"1") == E.EROFS
+    assert errno_of(os.removexattr, fs.p(digest), "user.snapfs.binding") == E.EROFS
+    unchanged(fs, digest, b"cfg", before)
+
+
+@case("tree-create")
+def _(fs, workdir):
+    digest = fs.publish(b"cfg")
+    assert errno_of(os.link, fs.p(digest), fs.p("hard")) == E.EPERM
+    assert errno_of(os.symlink, digest, fs.p("soft")) == E.EPERM
+    assert errno_of(os.mknod, fs.p("fifo"), 0o600 | 0o010000) == E.EPERM
+    assert errno_of(os.mkdir, fs.p("dir")) == E.EPERM
+    assert errno_of(os.open, fs.p("new"), os.O_WRONLY | os.O_CREAT) == E.EPERM
+    assert sorted(os.listdir(fs.p())) == sorted([".staging", digest])
+    fs.stage(b"x", "allowed")  # creating inside .staging/ works
+
+
+@case("snapshot-rename")
+def _(fs, workdir):
+    a, b = fs.publish(b"a", "a"), fs.publish(b"b", "b")
+    before = binding(fs, a)
+    assert errno_of(os.rename, fs.p(a), fs.p(b)) == E.EPERM
+    assert errno_of(renameat2, fs.p(a), fs.p(b), RENAME_EXCHANGE) == E.EPERM
+    assert errno_of(renameat2, fs.p(a), fs.p("f" * 64), RENAME_NOREPLACE) == E.EPERM
+    assert errno_of(os.rename, fs.p(a), fs.p(".staging/back")) == E.EPERM
+    unchanged(fs, a, b"a", before)
+
+
+@case("snapshot-rename-noreplace")
+def _(fs, workdir):
+    a, b = fs.publish(b"a", "a"), fs.publish(b"b", "b")
+    before = binding(fs, a)
+    assert errno_of(renameat2, fs.p(a), fs.p(b), RENAME_NOREPLACE) == E.EEXIST
+    unchanged(fs, a, b"a", before)
+    assert read(fs, b) == b"b"
+
+
+@case("snapshot-unlink-other", "--allow-other", "--publishers", f"0,{NOBODY_UID}")
+def _(fs, workdir):
+    digest = fs.publish(b"root's")
+    r = as_uid(NOBODY_UID, UID_PRELUDE + """
+assert refused(os.unlink, f"{mnt}/{sys.argv[2]}") == errno.EPERM
+""", fs.path, digest, check=False)
+    assert r.returncode == 0, r.stderr
+    assert read(fs, digest) == b"root's"
+    os.unlink(fs.p(digest))  # root may
+    assert not os.path.exists(fs.p(digest))
+
+
+@case("staging-unlink")
+def _(fs, workdir):
+    assert errno_of(os.unlink, fs.p(".staging")) == E.EISDIR
+    fs.stage(b"x", "still-there")
+    assert os.listdir(fs.p(".staging")) == ["still-there"]
+
+
+@case("staging-rmdir")
+def _(fs, workdir):
+    assert errno_of(os.rmdir, fs.p(".staging")) == E.EPERM
+    fs.stage(b"x", "still-there")
+    assert os.listdir(fs.p(".staging")) == ["still-there"]
+
+
+@case("policy", "--allow-other", "--readers", "0")
+def _(fs, workdir):
+    digest = fs.publish(b"for root only")
+    r = as_uid(NOBODY_UID, UID_PRELUDE + """
+assert refused(os.open, f"{mnt}/{sys.argv[2]}", os.O_RDONLY) == errno.EACCES
+""", fs.path, digest, check=False)
+    assert r.returncode == 0, r.stderr
+    assert read(fs, digest) == b"for root only"
+
+
+@case("snapshot-exec")
+def _(fs, workdir):
+    digest = fs.publish(b"#!/bin/sh\necho ran\n")
+    r = subprocess.run(["sh", "-c", f'exec "{fs.p(digest)}"'], capture_output=True, text=True,
+                       timeout=30)
+    assert r.returncode == 126 and "Permission denied" in r.stderr
+    assert errno_of(os.execv, fs.p(digest), [fs.p(digest)]) == E.EACCES
+    assert read(fs, digest) == b"#!/bin/sh\necho ran\n"
+
+
+@case("snapshot-mmap-shared-write")
+def _(fs, workdir):
+    digest = fs.publish(b"c" * 4096)
+    fd = os.open(fs.p(digest), os.O_RDONLY)
+    try:
+        assert errno_of(mmap.mmap, fd, 4096, mmap.MAP_SHARED,
+                        mmap.PROT_READ | mmap.PROT_WRITE) == E.EACCES
+        m = mmap.mmap(fd, 4096, mmap.MAP_SHARED, mmap.PROT_READ)
+        assert m[:4] == b"cccc"
+        m.close()
+    finally:
+        os.close(fd)
+
+
+# ---- staging files ------------------------------------------------------------------------
+
+@case("staging-other-uid", "--allow-other", "--publishers", f"0,{NOBODY_UID}")
+def _(fs, workdir):
+    fs.stage(b"root's", "mine")
+    r = as_uid(NOBODY_UID, UID_PRELUDE + """
+assert refused(os.stat, f"{mnt}/.staging/mine") == errno.ENOENT
+assert os.listdir(f"{mnt}/.staging") == []
+""", fs.path, check=False)
+    assert r.returncode == 0, r.stderr
+    assert os.listdir(fs.p(".staging")) == ["mine"]
+
+
+@case("staging-bad-name")
+def _(fs, workdir):
+    for name in (".hidden", "a" * 65, "sp ace", "new\nline"):
+        assert errno_of(os.open, fs.p(".staging/" + name),
+                        os.O_WRONLY | os.O_CREAT | os.O_EXCL) == E.EINVAL, name
+    fs.stage(b"x", "A.b-c_" + "d" * 58)
+
+
+@case("staging-open-flags")
+def _(fs, workdir):
+    for flag in (os.O_APPEND, os.O_DIRECT):
+        assert errno_of(os.open, fs.p(".staging/a"),
+                        os.O_WRONLY | os.O_CREAT | os.O_EXCL | flag) == E.EINVAL
+    fs.stage(b"x", "a")
+
+
+@case("staging-fcntl-flags")
+def _(fs, workdir):
+    fd = fs.stage(b"first", "a", close=False)
+    try:
+        for flag in (os.O_APPEND, os.O_DIRECT):
+            fcntl.fcntl(fd, fcntl.F_SETFL, flag)  # the kernel lets it; the daemon is not asked
+            assert errno_of(os.pwrite, fd, b"more", 5) == E.EINVAL
+            fcntl.fcntl(fd, fcntl.F_SETFL, 0)
+        os.pwrite(fd, b" and more", 5)  # without the flag, the same descriptor writes
+    finally:
+        os.close(fd)
+    os.rename(fs.p(".staging/a"), fs.p(sha256_hex(b"first and more")))
+
+
+@case("staging-too-big", "--max-snapshot-size", "4K")
+def _(fs, workdir):
+    fd = fs.stage(b"x" * 4096, "a", close=False)
+    try:
+        assert errno_of(os.write, fd, b"x") == E.EFBIG
+    finally:
+        os.close(fd)
+    os.rename(fs.p(".staging/a"), fs.p(sha256_hex(b"x" * 4096)))
+
+
+@case("staging-no-space", "--max-bytes", "64K", "--max-snapshot-size", "64K")
+def _(fs, workdir):
+    kept = fs.publish(b"k" * 40000, "kept")
+    fd = fs.stage(b"g" * 20000, "greedy", close=False)
+    try:
+        assert errno_of(os.write, fd, b"g" * 8000) == E.ENOSPC
+    finally:
+        os.close(fd)
+    assert read(fs, kept) == b"k" * 40000
+    os.rename(fs.p(".staging/greedy"), fs.p(sha256_hex(b"g" * 20000)))
+
+
+@case("staging-quota", "--max-staging", "1", "--max-staging-bytes", "4K",
+      "--max-snapshot-size", "8K")
+def _(fs, workdir):
+    fd = fs.stage(b"q" * 4096, "a", close=False)
+    try:
+        assert errno_of(os.write, fd, b"q") == E.EDQUOT
+        assert errno_of(os.open, fs.p(".staging/b"),
+                        os.O_WRONLY | os.O_CREAT | os.O_EXCL) == E.EDQUOT
+    finally:
+        os.close(fd)
+    os.rename(fs.p(".staging/a"), fs.p(sha256_hex(b"q" * 4096)))
+    fs.stage(b"x", "b")  # the slot came back
+
+
+@case("staging-fallocate")
+def _(fs, workdir):
+    fd = fs.stage(b"x", "a", close=False)
+    try:
+        assert errno_of(fallocate, fd, 0, 4096) == E.EOPNOTSUPP
+        os.write(fd, b"y")
+    finally:
+        os.close(fd)
+    os.rename(fs.p(".staging/a"), fs.p(sha256_hex(b"xy")))
+
+
+@case("staging-metadata")
+def _(fs, workdir):
+    fs.stage(b"x", "a")
+    assert errno_of(os.chmod, fs.p(".staging/a"), 0o644) == E.EPERM
+    assert errno_of(os.chown, fs.p(".staging/a"), NOBODY_UID, NOBODY_UID) == E.EPERM
+    os.utime(fs.p(".staging/a"), (0, 0))  # times are accepted and ignored
+    os.rename(fs.p(".staging/a"), fs.p(sha256_hex(b"x")))
+
+
+# ---- the read view --------------------------------------------------------------------------
+
+def with_view(fn):
+    """Runs fn(fs, view) on a mount with a read view beside it."""
+    def run_case(fs, workdir):
+        return fn(fs, os.path.join(workdir, "view"))
+    return run_case
+
+
+@case("view-change", "--read-view", "VIEW")
+@with_view
+def _(fs, view):
+    digest = fs.publish(b"cfg")
+    v = os.path.join(view, digest)
+    assert errno_of(os.open, v, os.O_WRONLY) == E.EROFS
+    assert errno_of(os.truncate, v, 0) == E.EROFS
+    assert errno_of(os.chmod, v, 0o600) == E.EROFS
+    assert errno_of(os.setxattr, v, "user.x", b"1") == E.EROFS
+    assert errno_of(os.link, v, os.path.join(view, "hard")) == E.EROFS
+    assert errno_of(os.symlink, digest, os.path.join(view, "soft")) == E.EROFS
+    assert errno_of(os.mkdir, os.path.join(view, "dir")) == E.EROFS
+    assert errno_of(os.unlink, v) == E.EROFS
+    assert errno_of(os.rename, v, os.path.join(view, "f" * 64)) == E.EROFS
+    with open(v, "rb") as f:
+        assert f.read() == b"cfg"
+
+
+@case("view-open-append", "--read-view", "VIEW")
+@with_view
+def _(fs, view):
+    digest = fs.publish(b"cfg")
+    fd = os.open(os.path.join(view, digest), os.O_RDONLY | os.O_APPEND)
+    try:
+        assert errno_of(os.write, fd, b"x") == E.EBADF
+        assert os.pread(fd, 16, 0) == b"cfg"
+    finally:
+        os.close(fd)
+    assert read(fs, digest) == b"cfg"
+
+
+@case("view-mmap-shared-write", "--read-view", "VIEW")
+@with_view
+def _(fs, view):
+    digest = fs.publish(b"v" * 4096)
+    fd = os.open(os.path.join(view, digest), os.O_RDONLY)
+    try:
+        assert errno_of(mmap.mmap, fd, 4096, mmap.MAP_SHARED,
+                        mmap.PROT_READ | mmap.PROT_WRITE) == E.EACCES
+        m = mmap.mmap(fd, 4096, mmap.MAP_SHARED, mmap.PROT_READ)
+        assert m[:4] == b"vvvv"
+        m.close()
+    finally:
+        os.close(fd)
+
+
+def test_every_row_of_the_table_has_its_case():
+    keys = table_keys()
+    assert len(keys) == len(set(keys)), "a key twice in the table"
+    assert sorted(keys) == sorted(CASES)
+
+
+@pytest.mark.parametrize("key", sorted(CASES))
+def test_row(key, mount_snapfs, workdir):
+    fn, opts = CASES[key]
+    if "VIEW" in opts:
+        view = os.path.join(workdir, "view")
+        os.mkdir(view)
+        opts = tuple(view if o == "VIEW" else o for o in opts)
+    fs = mount_snapfs(*opts)
+    fn(fs, workdir)
