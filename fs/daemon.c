@@ -155,6 +155,67 @@ static void sweeper_stop(struct sweeper *sw)
         pthread_mutex_destroy(&sw->lock);
 }
 
+/* ---- daemonizing: the caller returns once the mount serves ---- */
+
+static int ready_fd = -1; /* the daemonized child's report to its waiting parent */
+
+/* Forks. The parent waits for the child's one-byte report (its exit code: 0 once the mount
+ * serves) and _exits with it (EOF, a child that died first: SFS_EXIT_ERROR), so `snapfs mount`
+ * and mount(8) return when requests are answered, or fail with the daemon's own code. The
+ * child starts a session of its own in /, and returns 0. -errno when pipe or fork fail. */
+static int daemonize(void)
+{
+        unsigned char code = SFS_EXIT_ERROR;
+        int p[2];
+        pid_t pid;
+        ssize_t n;
+
+        if (pipe2(p, O_CLOEXEC) < 0)
+                return negative_errno();
+        pid = fork();
+        if (pid < 0) {
+                int r = negative_errno();
+                close(p[0]);
+                close(p[1]);
+                return r;
+        }
+        if (pid > 0) {
+                close(p[1]);
+                do
+                        n = read(p[0], &code, 1);
+                while (n < 0 && errno == EINTR);
+                /* _exit: the mount and its session belong to the child now. */
+                _exit(n == 1 ? code : SFS_EXIT_ERROR);
+        }
+        close(p[0]);
+        ready_fd = p[1];
+        if (setsid() < 0 || chdir("/") < 0)
+                LOG("cannot detach: %m\n");
+        return 0;
+}
+
+/* Gives the waiting parent its exit code (once), then detaches standard input, output and
+ * error: from here on a daemon speaks only through its audit sink. */
+static void report_to_parent(int code)
+{
+        unsigned char c = (unsigned char)code;
+        int null;
+
+        if (ready_fd < 0)
+                return;
+        if (write(ready_fd, &c, 1) != 1)
+                LOG("cannot report to the waiting parent: %m\n");
+        ready_fd = safe_close(ready_fd);
+        null = open("/dev/null", O_RDWR | O_CLOEXEC);
+        if (null < 0)
+                return;
+        dup2(null, STDIN_FILENO);
+        dup2(null, STDOUT_FILENO);
+        dup2(null, STDERR_FILENO);
+        if (null > STDERR_FILENO)
+                close(null);
+}
+
 /* Serves the main mount: INIT, then READY=1 for a service manager (the self-check passed
  * and the mount answers), then the loop until a signal. An SFS_EXIT_* code. */
 static int serve(const struct sfs_daemon_config *cfg, struct fuse_session *se,
@@ -174,6 +235,7 @@ static int serve(const struct sfs_daemon_config *cfg, struct fuse_session *se,
                 if (r < 0)
                         LOG("$NOTIFY_SOCKET: %s\n", strerror(-r));
         }
+        report_to_parent(SFS_EXIT_OK);
         r = sfs_session_loop(se, cfg->max_threads);
         sfs_notify("STOPPING=1");
         return r < 0 ? SFS_EXIT_ERROR : SFS_EXIT_OK;
@@ -405,14 +467,12 @@ int sfs_daemon_run(const struct sfs_daemon_config *cfg)
                 ctx.view_se = view.se;
         }
 
-        if (!cfg->foreground && fuse_daemonize(0) < 0) {
-                /* Forks; the parent exits 0 once the child is set up, so the caller of
-                 * "snapfs mount" returns with the mount ready (requests wait for INIT). */
-                LOG("cannot daemonize\n");
+        if (!cfg->foreground && (r = daemonize()) < 0) {
+                LOG("cannot daemonize: %s\n", strerror(-r));
                 goto unmount;
         }
         {
-                /* Threads only after fuse_daemonize's fork: a fork keeps just one. */
+                /* Threads only after the fork: a fork keeps just one. */
                 struct sweeper sw;
                 if (sfs_audit_start(audit) < 0)
                         LOG("cannot start the audit writer; events are written at exit\n");
@@ -442,6 +502,8 @@ unmount:
         fuse_remove_signal_handlers(se);
         fuse_session_destroy(se);
 out:
+        /* A daemonized child that never served tells its parent why it stops. */
+        report_to_parent(ret == SFS_EXIT_OK ? SFS_EXIT_ERROR : ret);
         reopen_on_hup(NULL);
         /* Everything the snapshots held is freed before exit. */
         sfs_tree_free(ctx.tree);

@@ -174,6 +174,21 @@ def scenario_notify_daemonized(work, binary):
     return res
 
 
+def scenario_bad_notify_socket(work, binary):
+    """snapfs mount (daemonized) with a $NOTIFY_SOCKET that does not exist: what its caller
+    sees, and whether the mount serves."""
+    mnt = os.path.join(work, "mnt")
+    os.makedirs(mnt, exist_ok=True)
+    env = dict(os.environ, NOTIFY_SOCKET=os.path.join(work, "no-such-dir", "sock"))
+    res = {"mount": sh(binary, "mount", mnt, env=env)}
+    if res["mount"]["rc"] != 0:
+        return res
+    res["pids"] = child_pids("snapfs")
+    res["served"] = errno_name(os.listdir, mnt)
+    res["umount"] = sh("umount", mnt)
+    return res
+
+
 # What this machine needs for rootless podman, in the user's own configuration: no systemd
 # here to manage cgroups, and a hard RLIMIT_NOFILE below podman's default.
 CONTAINERS_CONF = """[engine]

@@ -169,3 +169,15 @@ def test_a_daemonized_mount_names_its_main_pid(installed, snapfs_bin, workdir):
     assert res["served"] == "OK"
     assert res["stopping"] == "STOPPING=1"
     assert res["reaped"] == [[pid, 0]]
+
+
+def test_snapfs_mount_returns_only_once_the_daemon_serves(installed, snapfs_bin, workdir):
+    """The daemonized child reports to the waiting caller after INIT and READY: what it says
+    until then (here, that $NOTIFY_SOCKET cannot be reached, which it finds only when it
+    sends READY=1) reaches the caller's standard error, and the caller exits 0."""
+    res = scenario("bad_notify_socket", installed, workdir, snapfs_bin)
+    assert res["mount"]["rc"] == 0, res["mount"]
+    assert "$NOTIFY_SOCKET: No such file or directory" in res["mount"]["err"], res["mount"]
+    assert res["served"] == "OK"
+    assert res["umount"]["rc"] == 0
+    assert res["reaped"] == [[res["pids"][0], 0]]
