@@ -5,11 +5,15 @@
 #include <stdio.h>
 #include <string.h>
 
+#include <openssl/evp.h>
+
 #include "commands.h"
 #include "mountopts.h"
 #include "util.h"
 #include "daemon.h"
+#include "oci.h"
 #include "options.h"
+#include "trust.h"
 
 #define DEFAULT_MAX_SNAPSHOT_SIZE (256ULL << 10)
 #define MAX_SNAPSHOT_SIZE_LIMIT (1ULL << 30)
@@ -59,6 +63,10 @@ static void mount_usage(FILE *f)
                 "                             filesystem, written before each publish is answered;\n"
                 "                             at start every blob is re-hashed and served again\n"
                 "                             (one that does not match is set aside in DIR/corrupt/)\n"
+                "      --trust-key PUB        publish only what a manifest signed by the Ed25519\n"
+                "                             public key in PUB (PEM) names, learned from the\n"
+                "                             signatures and manifests published first\n"
+                "                             (snapfs import does); others: EPERM (repeatable)\n"
                 "      --replace-stale        clear a dead snapfs mount at MOUNTPOINT first\n"
                 "      --threads N            at most N worker threads (default: libfuse's)\n"
                 "      --debug                print every FUSE request (implies -f)\n"
@@ -86,6 +94,7 @@ enum {
         OPT_STAGING_TTL,
         OPT_DEBUG,
         OPT_STORE,
+        OPT_TRUST_KEY,
 };
 
 static int bad_value(const char *opt, const char *value, int err)
@@ -93,6 +102,27 @@ static int bad_value(const char *opt, const char *value, int err)
         fprintf(stderr, "snapfs mount: --%s: invalid value '%s' (%s)\n", opt, value,
                 err == -ERANGE ? "out of range" : err == -E2BIG ? "too many uids" : "not valid");
         return 2;
+}
+
+/* --trust-key PUB: an Ed25519 public key (or a private key's public half) in PEM. 0, or the
+ * exit code 2 after printing why. */
+static int add_trust_key(struct snap_trust **trust, const char *path)
+{
+        EVP_PKEY *key = NULL;
+        int r;
+
+        r = snap_oci_key_load(path, false, &key);
+        if (r == 0 && !*trust)
+                r = snap_trust_new(trust);
+        if (r == 0)
+                r = snap_trust_add_key(*trust, key);
+        EVP_PKEY_free(key);
+        if (r < 0) {
+                fprintf(stderr, "snapfs mount: --trust-key %s: %s\n", path,
+                        r == -EINVAL ? "not an Ed25519 key (PEM)" : strerror(-r));
+                return 2;
+        }
+        return 0;
 }
 
 static const struct option longopts[] = {
@@ -113,11 +143,143 @@ static const struct option longopts[] = {
         { "staging-ttl", required_argument, NULL, OPT_STAGING_TTL },
         { "debug", no_argument, NULL, OPT_DEBUG },
         { "store", required_argument, NULL, OPT_STORE },
+        { "trust-key", required_argument, NULL, OPT_TRUST_KEY },
         { "help", no_argument, NULL, 'h' },
         { NULL, 0, NULL, 0 },
 };
 
-static int mount_parsed(int argc, char **argv)
+/* Parses into *cfg (the caller frees cfg->tree.trust) and runs the daemon. */
+static int mount_parsed(int argc, char **argv, struct sfs_daemon_config *cfg)
+{
+        const char *size_arg = NULL, *bytes_arg = NULL;
+        uint64_t v;
+        int c, r;
+
+        optind = 1;
+        while ((c = getopt_long(argc, argv, "+fh", longopts, NULL)) != -1) {
+                switch (c) {
+                case 'f':
+                        cfg->foreground = true;
+                        break;
+                case 'h':
+                        mount_usage(stdout);
+                        return 0;
+                case OPT_MAX_SNAPSHOT_SIZE:
+                        r = sfs_parse_size(optarg, &v);
+                        if (r == 0 && (v == 0 || v > MAX_SNAPSHOT_SIZE_LIMIT))
+                                r = -ERANGE;
+                        if (r < 0)
+                                return bad_value("max-snapshot-size", optarg, r);
+                        cfg->tree.max_snapshot_size = v;
+                        size_arg = optarg;
+                        break;
+                case OPT_MAX_BYTES:
+                        r = sfs_parse_size(optarg, &v);
+                        if (r == 0 && v == 0)
+                                r = -ERANGE;
+                        if (r < 0)
+                                return bad_value("max-bytes", optarg, r);
+                        cfg->tree.max_bytes = v;
+                        bytes_arg = optarg;
+                        break;
+                case OPT_MAX_SNAPSHOTS:
+                        r = sfs_parse_count(optarg, 1ULL << 32, &v);
+                        if (r < 0)
+                                return bad_value("max-snapshots", optarg, r);
+                        cfg->tree.max_snapshots = v;
+                        break;
+                case OPT_MAX_STAGING:
+                        r = sfs_parse_count(optarg, 65536, &v);
+                        if (r < 0)
+                                return bad_value("max-staging", optarg, r);
+                        cfg->tree.max_staging = (unsigned)v;
+                        break;
+                case OPT_MAX_STAGING_BYTES:
+                        r = sfs_parse_size(optarg, &v);
+                        if (r == 0 && v == 0)
+                                r = -ERANGE;
+                        if (r < 0)
+                                return bad_value("max-staging-bytes", optarg, r);
+                        cfg->tree.max_staging_bytes = v;
+                        break;
+                case OPT_PUBLISHERS:
+                        r = sfs_parse_uidset(optarg, &cfg->tree.publishers);
+                        if (r < 0)
+                                return bad_value("publishers", optarg, r);
+                        break;
+                case OPT_READERS:
+                        r = sfs_parse_uidset(optarg, &cfg->tree.readers);
+                        if (r < 0)
+                                return bad_value("readers", optarg, r);
+                        break;
+                case OPT_READ_ONLY:
+                        cfg->tree.read_only = true;
+                        break;
+                case OPT_READ_VIEW:
+                        cfg->read_view = optarg;
+                        break;
+                case OPT_ALLOW_OTHER:
+                        cfg->allow_other = true;
+                        break;
+                case OPT_AUDIT_LOG:
+                        cfg->audit_log = optarg;
+                        break;
+                case OPT_REPLACE_STALE:
+                        cfg->replace_stale = true;
+                        break;
+                case OPT_THREADS:
+                        r = sfs_parse_count(optarg, 1024, &v);
+                        if (r < 0)
+                                return bad_value("threads", optarg, r);
+                        cfg->max_threads = (unsigned)v;
+                        break;
+                case OPT_STAGING_TTL:
+                        r = sfs_parse_duration(optarg, &v);
+                        if (r < 0)
+                                return bad_value("staging-ttl", optarg, r);
+                        cfg->tree.staging_ttl_ms = v;
+                        break;
+                case OPT_STORE:
+                        cfg->store = optarg;
+                        break;
+                case OPT_TRUST_KEY:
+                        r = add_trust_key(&cfg->tree.trust, optarg);
+                        if (r != 0)
+                                return r;
+                        break;
+                case OPT_DEBUG:
+                        cfg->debug = true;
+                        cfg->foreground = true;
+                        break;
+                default:
+                        mount_usage(stderr);
+                        return 2;
+                }
+        }
+        if (optind != argc - 1) {
+                fprintf(stderr, "snapfs mount: expected exactly one MOUNTPOINT\n");
+                mount_usage(stderr);
+                return 2;
+        }
+        cfg->mountpoint = argv[optind];
+        if (cfg->read_view && !cfg->tree.readers.any) {
+                /* The view never asks the daemon at open: a reader policy could not apply. */
+                fprintf(stderr, "snapfs mount: --read-view needs every uid to be a reader "
+                                "(drop --readers)\n");
+                return 2;
+        }
+        if (cfg->tree.max_snapshot_size > cfg->tree.max_bytes) {
+                /* Accepted, it would refuse every snapshot between the two with ENOSPC and
+                 * look like a full mount: name both options instead. */
+                fprintf(stderr, "snapfs mount: --max-snapshot-size %s is larger than "
+                                "--max-bytes %s: they cannot both hold\n",
+                        size_arg ?: "(256K by default)", bytes_arg ?: "(64M by default)");
+                return 2;
+        }
+        return sfs_daemon_run(cfg);
+}
+
+static int mount_main(int argc, char **argv)
 {
         struct sfs_daemon_config cfg = {
                 .tree = {
@@ -131,127 +293,10 @@ static int mount_parsed(int argc, char **argv)
                         .staging_ttl_ms = DEFAULT_STAGING_TTL_MS,
                 },
         };
-        const char *size_arg = NULL, *bytes_arg = NULL;
-        uint64_t v;
-        int c, r;
+        int r = mount_parsed(argc, argv, &cfg);
 
-        optind = 1;
-        while ((c = getopt_long(argc, argv, "+fh", longopts, NULL)) != -1) {
-                switch (c) {
-                case 'f':
-                        cfg.foreground = true;
-                        break;
-                case 'h':
-                        mount_usage(stdout);
-                        return 0;
-                case OPT_MAX_SNAPSHOT_SIZE:
-                        r = sfs_parse_size(optarg, &v);
-                        if (r == 0 && (v == 0 || v > MAX_SNAPSHOT_SIZE_LIMIT))
-                                r = -ERANGE;
-                        if (r < 0)
-                                return bad_value("max-snapshot-size", optarg, r);
-                        cfg.tree.max_snapshot_size = v;
-                        size_arg = optarg;
-                        break;
-                case OPT_MAX_BYTES:
-                        r = sfs_parse_size(optarg, &v);
-                        if (r == 0 && v == 0)
-                                r = -ERANGE;
-                        if (r < 0)
-                                return bad_value("max-bytes", optarg, r);
-                        cfg.tree.max_bytes = v;
-                        bytes_arg = optarg;
-                        break;
-                case OPT_MAX_SNAPSHOTS:
-                        r = sfs_parse_count(optarg, 1ULL << 32, &v);
-                        if (r < 0)
-                                return bad_value("max-snapshots", optarg, r);
-                        cfg.tree.max_snapshots = v;
-                        break;
-                case OPT_MAX_STAGING:
-                        r = sfs_parse_count(optarg, 65536, &v);
-                        if (r < 0)
-                                return bad_value("max-staging", optarg, r);
-                        cfg.tree.max_staging = (unsigned)v;
-                        break;
-                case OPT_MAX_STAGING_BYTES:
-                        r = sfs_parse_size(optarg, &v);
-                        if (r == 0 && v == 0)
-                                r = -ERANGE;
-                        if (r < 0)
-                                return bad_value("max-staging-bytes", optarg, r);
-                        cfg.tree.max_staging_bytes = v;
-                        break;
-                case OPT_PUBLISHERS:
-                        r = sfs_parse_uidset(optarg, &cfg.tree.publishers);
-                        if (r < 0)
-                                return bad_value("publishers", optarg, r);
-                        break;
-                case OPT_READERS:
-                        r = sfs_parse_uidset(optarg, &cfg.tree.readers);
-                        if (r < 0)
-                                return bad_value("readers", optarg, r);
-                        break;
-                case OPT_READ_ONLY:
-                        cfg.tree.read_only = true;
-                        break;
-                case OPT_READ_VIEW:
-                        cfg.read_view = optarg;
-                        break;
-                case OPT_ALLOW_OTHER:
-                        cfg.allow_other = true;
-                        break;
-                case OPT_AUDIT_LOG:
-                        cfg.audit_log = optarg;
-                        break;
-                case OPT_REPLACE_STALE:
-                        cfg.replace_stale = true;
-                        break;
-                case OPT_THREADS:
-                        r = sfs_parse_count(optarg, 1024, &v);
-                        if (r < 0)
-                                return bad_value("threads", optarg, r);
-                        cfg.max_threads = (unsigned)v;
-                        break;
-                case OPT_STAGING_TTL:
-                        r = sfs_parse_duration(optarg, &v);
-                        if (r < 0)
-                                return bad_value("staging-ttl", optarg, r);
-                        cfg.tree.staging_ttl_ms = v;
-                        break;
-                case OPT_STORE:
-                        cfg.store = optarg;
-                        break;
-                case OPT_DEBUG:
-                        cfg.debug = true;
-                        cfg.foreground = true;
-                        break;
-                default:
-                        mount_usage(stderr);
-                        return 2;
-                }
-        }
-        if (optind != argc - 1) {
-                fprintf(stderr, "snapfs mount: expected exactly one MOUNTPOINT\n");
-                mount_usage(stderr);
-                return 2;
-        }
-        cfg.mountpoint = argv[optind];
-        if (cfg.read_view && !cfg.tree.readers.any) {
-                /* The view never asks the daemon at open: a reader policy could not apply. */
-                fprintf(stderr, "snapfs mount: --read-view needs every uid to be a reader "
-                                "(drop --readers)\n");
-                return 2;
-        }
-        if (cfg.tree.max_snapshot_size > cfg.tree.max_bytes) {
-                /* Accepted, it would refuse every snapshot between the two with ENOSPC and
-                 * look like a full mount: name both options instead. */
-                fprintf(stderr, "snapfs mount: --max-snapshot-size %s is larger than "
-                                "--max-bytes %s: they cannot both hold\n",
-                        size_arg ?: "(256K by default)", bytes_arg ?: "(64M by default)");
-                return 2;
-        }
-        return sfs_daemon_run(&cfg);
+        snap_trust_free(cfg.tree.trust);
+        return r;
 }
 
 /* mount(8) can only pass "-o WORDS": they become long options first (mountopts.c). */
@@ -266,7 +311,7 @@ int cli_cmd_mount(int argc, char **argv)
                         r == -ENOMEM ? strerror(ENOMEM) : "an empty option or no options");
                 return 2;
         }
-        r = mount_parsed(n, args);
+        r = mount_main(n, args);
         cli_mountopts_free(args);
         return r;
 }

@@ -208,6 +208,7 @@ static struct line *format_event(const struct sfs_audit_event *ev, const struct 
         add_str(o, "digest", ev->digest);
         add_str(o, "name", ev->name);
         add_str(o, "target", ev->target);
+        add_str(o, "reason", ev->reason);
         if (ev->size)
                 json_object_object_add(o, "size", json_object_new_uint64(ev->size));
         json_object_object_add(o, "errno", json_object_new_int(ev->err));

@@ -28,6 +28,7 @@ struct sfs_audit_event {
         const char *target; /* rename target as given by the caller, or NULL */
         uint64_t size;      /* content size for publish events, else 0 */
         int err;            /* positive errno of a refusal, 0 for success */
+        const char *reason; /* why a publish was refused, when the errno alone does not say */
 };
 
 enum sfs_audit_sink {

@@ -37,6 +37,7 @@ bool sfs_uidset_contains(const struct sfs_uidset *set, uid_t uid);
 
 struct sfs_audit;
 struct sfs_ocistore;
+struct snap_trust;
 
 /* What a tree is built with: limits, roles, caching, and the mount it serves. */
 struct sfs_tree_config {
@@ -57,4 +58,5 @@ struct sfs_tree_config {
         uint64_t staging_ttl_ms;   /* closed staging files idle this long are removed; 0 never */
         struct sfs_audit *audit;   /* may be NULL */
         struct sfs_ocistore *ocistore; /* --store: snapshots written there first; or NULL */
+        struct snap_trust *trust;  /* --trust-key: publish only what signed manifests name */
 };

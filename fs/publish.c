@@ -11,10 +11,11 @@
 
 #include "ocistore.h"
 #include "tree-internal.h"
+#include "trust.h"
 #include "util.h"
 
 static int publish_refused(struct sfs_tree *t, const struct sfs_caller *c, const char *name,
-                           const char *target, int err)
+                           const char *target, int err, const char *reason)
 {
         /* The same content already published: the caller gets EEXIST and binds to it, an
          * idempotent publish that is no refusal (alerting on publish-refused must not fire). */
@@ -37,8 +38,28 @@ static int publish_refused(struct sfs_tree *t, const struct sfs_caller *c, const
                                              .name = name,
                                              .target = target,
                                              .err = err,
+                                             .reason = reason,
                                      });
         return -err;
+}
+
+/* --trust-key: only content a signed manifest names is published (snapshot/trust.h). Asked
+ * of content already published too, so a daemon restarted on --store learns again from an
+ * import that publishes the same envelope and manifest; such content is not refused (the
+ * EEXIST below answers it). Bytes still: stg->lock held and the publishing flag set. */
+static int trust_admits(struct sfs_tree *t, struct sfs_staging *stg, const struct snap_digest *d,
+                        const char **reason)
+{
+        struct snap_object *existing;
+        int r;
+
+        r = snap_trust_admit(t->cfg.trust, d, stg->buf ? (const void *)stg->buf : "", stg->len,
+                             reason);
+        if (r < 0 && (existing = snap_store_lookup(t->store, d))) {
+                snap_store_release(t->store, existing);
+                r = 0;
+        }
+        return r;
 }
 
 /* Checks everything that can be checked before hashing and marks the staging file as being
@@ -127,6 +148,7 @@ int sfs_tree_rename(struct sfs_tree *t, const struct sfs_caller *c, struct sfs_n
         struct sfs_staging *stg;
         struct sfs_node *n = NULL;
         struct sfs_ocistore *os = t->cfg.ocistore;
+        const char *reason = NULL;
         bool stored = false;
         uint64_t size = 0;
         int r;
@@ -139,13 +161,15 @@ int sfs_tree_rename(struct sfs_tree *t, const struct sfs_caller *c, struct sfs_n
         if (r == -EPERM || r == -EACCES)
                 return sfs_refused(t, c, "refused", "rename", name, newname, -r);
         if (r < 0)
-                return publish_refused(t, c, name, newname, -r);
+                return publish_refused(t, c, name, newname, -r, reason);
 
         /* Hash outside the tree lock: a large staging file written out of order must not
          * stall every other request. The publishing flag keeps its bytes still. */
         stg = n->stg;
         pthread_mutex_lock(&stg->lock);
         r = sfs_staging_digest(stg, &actual);
+        if (r == 0 && t->cfg.trust && snap_digest_equal(&actual, &target))
+                r = trust_admits(t, stg, &actual, &reason);
         pthread_mutex_unlock(&stg->lock);
         if (os) {
                 /* Held until the snapshot is in the tree: publishes and unlinks of a store
@@ -197,7 +221,7 @@ int sfs_tree_rename(struct sfs_tree *t, const struct sfs_caller *c, struct sfs_n
                         sfs_ocistore_remove(os, &actual); /* not published after all */
                 if (os)
                         sfs_ocistore_unlock(os);
-                return publish_refused(t, c, name, newname, -r);
+                return publish_refused(t, c, name, newname, -r, reason);
         }
         /* The store took the buffer and the reservation; the bytes are no longer staged. */
         size = stg->len;

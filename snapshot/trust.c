@@ -208,3 +208,17 @@ int snap_trust_admit(struct snap_trust *t, const struct snap_digest *d, const vo
         pthread_mutex_unlock(&t->lock);
         return r;
 }
+
+bool snap_trust_admits(struct snap_trust *t, const struct snap_digest *d, uint64_t size)
+{
+        struct entry *e;
+        bool yes;
+
+        if (!t || !d)
+                return false;
+        pthread_mutex_lock(&t->lock);
+        e = find(t, d);
+        yes = e && e->size == size;
+        pthread_mutex_unlock(&t->lock);
+        return yes;
+}

@@ -38,6 +38,10 @@ void snap_trust_free(struct snap_trust *t);
 int snap_trust_add_key(struct snap_trust *t, struct evp_pkey_st *key);
 size_t snap_trust_n_keys(const struct snap_trust *t);
 
+/* True when d of size bytes is admitted as a manifest or a layer (what an auditor asks of a
+ * snapshot already served). */
+bool snap_trust_admits(struct snap_trust *t, const struct snap_digest *d, uint64_t size);
+
 /* Decides whether len bytes of data, whose SHA-256 is d, may be published, and learns what
  * they admit: 0 allowed, or -EPERM with *reason one of the SNAP_TRUST_ reasons (-ENOSPC for
  * SNAP_TRUST_FULL, -ENOMEM). */

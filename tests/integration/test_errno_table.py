@@ -3,8 +3,11 @@
 to a case below that asserts the row's exact errno on a real mount, beside the allowance that
 shows the same snapshot (or staging file) still works. A row without a case, or a case without
 a row, fails test_every_row_of_the_table_has_its_case."""
+import base64
 import ctypes
 import fcntl
+import hashlib
+import json
 import mmap
 import os
 import re
@@ -127,6 +130,46 @@ def _(fs, workdir):
     fs.stage(b"two", "a")
     assert errno_of(os.rename, fs.p(".staging/a"), fs.p(sha256_hex(b"two"))) == E.ENOSPC
     assert read(fs, sha256_hex(b"one")) == b"one"
+
+
+def signed_envelope(key, manifest):
+    """The signature envelope of docs/distribution.md, made with the openssl command line."""
+    digest, size = sha256_hex(manifest), len(manifest)
+    message = f"snapfs-signature-v1\nsha256:{digest}\n{size}\n".encode()
+    # Ed25519 signs in one shot: openssl needs the message as a file, not a stream.
+    with open(key + ".msg", "wb") as f:
+        f.write(message)
+    sig = subprocess.run(["openssl", "pkeyutl", "-sign", "-inkey", key, "-rawin",
+                          "-in", key + ".msg"], capture_output=True, check=True).stdout
+    der = subprocess.run(["openssl", "pkey", "-in", key, "-pubout", "-outform", "DER"],
+                         capture_output=True, check=True).stdout
+    return json.dumps({"mediaType": "application/vnd.snapfs.signature.v1+json",
+                       "algorithm": "ed25519",
+                       "manifest": {"digest": "sha256:" + digest, "size": size},
+                       "key": "sha256:" + hashlib.sha256(der).hexdigest(),
+                       "signature": base64.b64encode(sig).decode()}).encode()
+
+
+@case("rename-unsigned", "--trust-key", "TRUSTKEY")
+def _(fs, workdir):
+    fs.stage(b"not in any manifest", "a")
+    assert errno_of(os.rename, fs.p(".staging/a"), fs.p(sha256_hex(b"not in any manifest"))) \
+        == E.EPERM
+    events = fs.wait_audit(lambda ev: any(e["event"] == "publish-refused" for e in ev))
+    assert [e["reason"] for e in events if e["event"] == "publish-refused"] == \
+        ["not-in-signed-manifest"]
+    # The allowance: an envelope signed by the trusted key, its manifest, then its layer.
+    layer = b"in a signed manifest"
+    manifest = json.dumps({
+        "schemaVersion": 2, "mediaType": "application/vnd.oci.image.manifest.v1+json",
+        "config": {"mediaType": "application/vnd.oci.empty.v1+json", "size": 2,
+                   "digest": "sha256:" + sha256_hex(b"{}")},
+        "layers": [{"mediaType": "application/vnd.snapfs.snapshot.v1", "size": len(layer),
+                    "digest": "sha256:" + sha256_hex(layer)}]}).encode()
+    fs.publish(signed_envelope(os.path.join(workdir, "trusted"), manifest), "sig")
+    fs.publish(manifest, "manifest")
+    assert read(fs, fs.publish(layer, "layer")) == layer
+    os.unlink(fs.p(".staging/a"))
 
 
 # ---- published snapshots ----------------------------------------------------------------------
@@ -441,5 +484,9 @@ def test_row(key, mount_snapfs, workdir):
         view = os.path.join(workdir, "view")
         os.mkdir(view)
         opts = tuple(view if o == "VIEW" else o for o in opts)
+    if "TRUSTKEY" in opts:
+        key = os.path.join(workdir, "trusted")
+        subprocess.run(["openssl", "genpkey", "-algorithm", "ed25519", "-out", key], check=True)
+        opts = tuple(key if o == "TRUSTKEY" else o for o in opts)
     fs = mount_snapfs(*opts)
     fn(fs, workdir)

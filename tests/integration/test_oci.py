@@ -2,9 +2,11 @@
 """snapfs export and import through an OCI image layout on real mounts: the round trip, and
 each refusal (tampered blob, tampered manifest, wrong key, missing signature) beside its
 accepted twin."""
+import errno
 import hashlib
 import json
 import os
+import time
 
 import pytest
 
@@ -272,3 +274,62 @@ def test_usage_and_layout_errors(two, workdir):
     rc, out = snap_json("export", "--mount", src.path, f"oci:{layout}:bad/tag")
     assert rc == 2 and out["error"] == "EINVAL"
     assert published(dst) == []
+
+
+def refusal(fs, n):
+    """The n-th publish-refused audit event (from 1), waited for: the audit log is written by
+    a thread of its own, after the refusal was answered."""
+    end = time.monotonic() + 60
+    while True:
+        events = [json.loads(line) for line in fs.audit_events()]
+        refused = [e for e in events if e["event"] == "publish-refused"]
+        if len(refused) >= n:
+            return refused[n - 1]
+        assert time.monotonic() < end, f"no refusal #{n} in the audit log: {events}"
+        time.sleep(0.02)
+
+
+def test_trust_key_mount_publishes_only_what_a_trusted_signature_names(mount_snapfs, workdir):
+    src = mount_snapfs(name="src")
+    digests = sorted([src.publish(CONFIG, "mcp.json"), src.publish(OTHER, "other")])
+    key, other = os.path.join(workdir, "key"), os.path.join(workdir, "other")
+    for k in (key, other):
+        assert snap("keygen", k).returncode == 0
+    layout = os.path.join(workdir, "layout")
+    export(src, layout, "signed", "--sign", key)
+    export(src, layout, "foreign", digests[0], "--sign", other)
+    export(src, layout, "unsigned", digests[1])
+    dst = mount_snapfs("--trust-key", key + ".pub", name="dst")
+
+    # A digest published outside any manifest: refused by the daemon itself, audited.
+    stray = os.path.join(workdir, "stray")
+    with open(stray, "wb") as f:
+        f.write(b"published outside any manifest\n")
+    rc, out = snap_json("put", "--mount", dst.path, stray)
+    assert rc == 1 and out["error"] == "EPERM", out
+    event = refusal(dst, 1)
+    assert event["reason"] == "not-in-signed-manifest" and event["errno"] == errno.EPERM
+    # Unsigned, and signed by a key the daemon does not trust: refused, nothing published.
+    rc, out = snap_json("import", "--mount", dst.path, f"oci:{layout}:unsigned")
+    assert rc == 1 and out["error"] == "EPERM", out
+    assert refusal(dst, 2)["reason"] == "not-in-signed-manifest"
+    rc, out = snap_json("import", "--mount", dst.path, f"oci:{layout}:foreign")
+    assert rc == 1 and out["error"] == "EPERM", out
+    assert refusal(dst, 3)["reason"] == "untrusted-key"
+    assert published(dst) == []
+
+    # The accepted twin: the manifest signed by the trusted key publishes its layers.
+    rc, out = snap_json("import", "--mount", dst.path, f"oci:{layout}:signed")
+    assert rc == 0, out
+    assert set(digests) <= set(published(dst))
+    for d in digests:
+        with open(dst.p(d), "rb") as f:
+            assert hashlib.sha256(f.read()).hexdigest() == d
+    # Now admitted: the same bytes through put are "already published", the stray still not.
+    again = os.path.join(workdir, "again")
+    with open(again, "wb") as f:
+        f.write(OTHER)
+    rc, out = snap_json("put", "--mount", dst.path, again)
+    assert rc == 0 and out["already_published"], out
+    rc, out = snap_json("put", "--mount", dst.path, stray)
+    assert rc == 1 and out["error"] == "EPERM"

@@ -99,6 +99,8 @@ static void test_signed_chain_admits_envelope_then_manifest_then_layers(void **s
         assert_int_equal(admit(f, env, len, &why), 0);
         /* The layers wait for the manifest. */
         assert_int_equal(admit_text(f, layer_text[0], &why), -EPERM);
+        assert_true(snap_trust_admits(f->t, &f->md, f->manifest_len));
+        assert_false(snap_trust_admits(f->t, &f->md, f->manifest_len + 1));
         assert_int_equal(admit(f, f->manifest, f->manifest_len, &why), 0);
         assert_int_equal(admit_text(f, layer_text[0], &why), 0);
         assert_int_equal(admit_text(f, layer_text[1], &why), 0);
