@@ -47,8 +47,11 @@ static void mount_usage(FILE *f)
                 "      --max-staging N        staging files per uid (default 16)\n"
                 "      --max-staging-bytes SIZE  staging bytes per uid (default: a quarter of\n"
                 "                             --max-bytes, at least --max-snapshot-size)\n"
-                "      --publishers UID,...   uids that may publish (default: any uid)\n"
-                "      --readers UID,...      uids that may read content (default: any uid)\n"
+                "      --publishers UID,...|any  uids that may publish (default: the mount's\n"
+                "                             owner, the uid running snapfs, and root)\n"
+                "      --unlink-own           let a publisher remove its own snapshots\n"
+                "                             (default: only the mount's owner and root)\n"
+                "      --readers UID,...|any  uids that may read content (default: any)\n"
                 "      --read-only            no .staging/, mount read-only\n"
                 "      --read-view PATH       also mount a read-only view of the snapshots at\n"
                 "                             PATH, where opening one costs no round trip to\n"
@@ -84,6 +87,7 @@ enum {
         OPT_MAX_STAGING,
         OPT_MAX_STAGING_BYTES,
         OPT_PUBLISHERS,
+        OPT_UNLINK_OWN,
         OPT_READERS,
         OPT_READ_ONLY,
         OPT_READ_VIEW,
@@ -133,6 +137,7 @@ static const struct option longopts[] = {
         { "max-staging", required_argument, NULL, OPT_MAX_STAGING },
         { "max-staging-bytes", required_argument, NULL, OPT_MAX_STAGING_BYTES },
         { "publishers", required_argument, NULL, OPT_PUBLISHERS },
+        { "unlink-own", no_argument, NULL, OPT_UNLINK_OWN },
         { "readers", required_argument, NULL, OPT_READERS },
         { "read-only", no_argument, NULL, OPT_READ_ONLY },
         { "read-view", required_argument, NULL, OPT_READ_VIEW },
@@ -206,6 +211,9 @@ static int mount_parsed(int argc, char **argv, struct sfs_daemon_config *cfg)
                         r = sfs_parse_uidset(optarg, &cfg->tree.publishers);
                         if (r < 0)
                                 return bad_value("publishers", optarg, r);
+                        break;
+                case OPT_UNLINK_OWN:
+                        cfg->tree.unlink_own = true;
                         break;
                 case OPT_READERS:
                         r = sfs_parse_uidset(optarg, &cfg->tree.readers);
@@ -288,7 +296,8 @@ static int mount_main(int argc, char **argv)
                         .max_snapshots = DEFAULT_MAX_SNAPSHOTS,
                         .max_staging = DEFAULT_MAX_STAGING,
                         .readers = { .any = true },
-                        .publishers = { .any = true },
+                        /* Empty: the default publishers, the mount's owner and root. */
+                        .publishers = { .any = false },
                         .cache_timeout = CACHE_TIMEOUT,
                         .staging_ttl_ms = DEFAULT_STAGING_TTL_MS,
                 },

@@ -97,6 +97,10 @@ int sfs_parse_uidset(const char *s, struct sfs_uidset *out)
 
         if (!s || !*s)
                 return -EINVAL;
+        if (strcmp(s, "any") == 0) {
+                *out = (struct sfs_uidset){ .any = true };
+                return 0;
+        }
         for (;;) {
                 uint64_t v;
                 r = parse_digits(&s, &v);

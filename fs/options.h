@@ -22,7 +22,8 @@ int sfs_parse_duration(const char *s, uint64_t *out_ms);
 
 #define SFS_UIDSET_MAX 64
 
-/* A set of uids; an empty set (any == true) admits every uid. */
+/* A set of uids, or every uid (any). The publishers' empty set means the default: the mount
+ * owner and root (roles.c). */
 struct sfs_uidset {
         bool any;
         unsigned n;
@@ -30,7 +31,7 @@ struct sfs_uidset {
 };
 
 /* "1000,1001": decimal uids separated by commas, no spaces, at most SFS_UIDSET_MAX, each
- * below 4294967295 (the kernel's "no uid"). 0 and *out, or -EINVAL/-ERANGE/-E2BIG. */
+ * below 4294967295 (the kernel's "no uid"); or "any". 0 and *out, or -EINVAL/-ERANGE/-E2BIG. */
 int sfs_parse_uidset(const char *s, struct sfs_uidset *out);
 
 bool sfs_uidset_contains(const struct sfs_uidset *set, uid_t uid);
@@ -50,6 +51,7 @@ struct sfs_tree_config {
         struct sfs_uidset readers;
         struct sfs_uidset publishers;
         bool read_only;            /* no .staging/ */
+        bool unlink_own;           /* a publisher may remove its own snapshots */
         uid_t owner_uid;           /* owner shown on the directories */
         gid_t owner_gid;
         uint64_t dev;              /* st_dev of the mount, for the binding xattr (0 if unknown) */

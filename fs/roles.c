@@ -2,12 +2,21 @@
 /* Roles: the reader and publisher sets, and who may remove a snapshot. */
 #include "roles.h"
 
-/* An empty set admits every uid. Metadata is visible to readers and publishers; content only
- * to readers; staging only to publishers. */
+/* Without --publishers (an empty set, which no option spells) only the mount's owner and root
+ * publish: a sandbox that reaches the mount must not fill the store, nor publish under its own
+ * uid what it may then remove. */
+static bool is_publisher(const struct sfs_tree_config *cfg, uid_t uid)
+{
+        if (!cfg->publishers.any && cfg->publishers.n == 0)
+                return uid == cfg->owner_uid || uid == 0;
+        return sfs_uidset_contains(&cfg->publishers, uid);
+}
+
+/* Metadata is visible to readers and publishers; content only to readers; staging only to
+ * publishers. */
 bool sfs_may_see(const struct sfs_tree_config *cfg, const struct sfs_caller *c)
 {
-        return sfs_uidset_contains(&cfg->readers, c->uid) ||
-               sfs_uidset_contains(&cfg->publishers, c->uid);
+        return sfs_uidset_contains(&cfg->readers, c->uid) || is_publisher(cfg, c->uid);
 }
 
 bool sfs_may_read(const struct sfs_tree_config *cfg, const struct sfs_caller *c)
@@ -17,18 +26,17 @@ bool sfs_may_read(const struct sfs_tree_config *cfg, const struct sfs_caller *c)
 
 bool sfs_may_publish(const struct sfs_tree_config *cfg, const struct sfs_caller *c)
 {
-        return !cfg->read_only && !c->read_view &&
-               sfs_uidset_contains(&cfg->publishers, c->uid);
+        return !cfg->read_only && !c->read_view && is_publisher(cfg, c->uid);
 }
 
 bool sfs_may_unlink(const struct sfs_tree_config *cfg, const struct sfs_caller *c,
                     uid_t publisher_uid)
 {
-        (void)cfg;
-        /* Only the publisher (or root) may withdraw a snapshot: another sandboxed process
-         * running as a different uid must not be able to pull a config out from under the
-         * runtime that published it. */
-        return c->uid == publisher_uid || c->uid == 0;
+        /* The mount's owner (the runtime that runs the daemon) and root remove snapshots. A
+         * publisher removes its own only with --unlink-own: when the runtime publishes under
+         * the sandbox's uid, the sandbox must not pull the config out from under it. */
+        return c->uid == 0 || c->uid == cfg->owner_uid ||
+               (cfg->unlink_own && c->uid == publisher_uid);
 }
 
 /* When metadata is not visible to every uid, nothing may be cached by the kernel: its caches

@@ -20,9 +20,11 @@ struct sfs_caller {
 bool sfs_may_see(const struct sfs_tree_config *cfg, const struct sfs_caller *c);
 /* Content: readers only. */
 bool sfs_may_read(const struct sfs_tree_config *cfg, const struct sfs_caller *c);
-/* .staging/: publishers, never on a read-only tree or through the read view. */
+/* .staging/: publishers (by default the mount owner and root), never on a read-only tree or
+ * through the read view. */
 bool sfs_may_publish(const struct sfs_tree_config *cfg, const struct sfs_caller *c);
-/* Removing a published snapshot: its publisher and root. */
+/* Removing a published snapshot: the mount owner and root; its publisher too with
+ * unlink_own. */
 bool sfs_may_unlink(const struct sfs_tree_config *cfg, const struct sfs_caller *c,
                     uid_t publisher_uid);
 /* How long the kernel may cache metadata: want, or 0 when not every uid may see it. */

@@ -40,7 +40,8 @@ run() { # title, mount options..., --, load options...
   while [ "$1" != "--" ]; do mopts+=("$1"); shift; done; shift
   lopts=("$@")
   mkdir -p "$work/mnt"
-  "$snapfs" mount -f --allow-other --audit-log /dev/null "${mopts[@]}" "$work/mnt" > "$work/ready" &
+  # Every uid the driver runs as publishes, and removes its own snapshots.
+  "$snapfs" mount -f --allow-other --publishers any --unlink-own --audit-log /dev/null "${mopts[@]}" "$work/mnt" > "$work/ready" &
   daemon=$!
   for _ in $(seq 200); do grep -q serving "$work/ready" && break; sleep 0.05; done
   echo "== $title"

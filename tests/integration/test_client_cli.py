@@ -281,7 +281,8 @@ def test_exec_refuses_bad_options_with_125(snapfs, opts, message):
 
 # ---- ls -----------------------------------------------------------------------------------
 
-def test_ls_lists_snapshots_in_publishing_order_with_publisher_and_time(snapfs):
+def test_ls_lists_snapshots_in_publishing_order_with_publisher_and_time(mount_snapfs):
+    snapfs = mount_snapfs("--allow-other", "--publishers", "any")
     first = put(snapfs, b"first by root")
     second = put(snapfs, b"second by 1000", uid=NOBODY_UID)
     r = snap("ls", "--mount", snapfs.path, "--json")

@@ -207,7 +207,7 @@ def test_large_snapshot_reads_back_intact(mount_snapfs):
 
 def test_staging_bytes_per_uid_are_limited_while_another_uid_stages(mount_snapfs):
     from snaptest import NOBODY_UID, as_uid
-    fs = mount_snapfs("--allow-other", "--max-staging-bytes", "64K",
+    fs = mount_snapfs("--allow-other", "--publishers", "any", "--max-staging-bytes", "64K",
                       "--max-snapshot-size", "256K")
     fd = os.open(fs.p(".staging/a"), os.O_WRONLY | os.O_CREAT | os.O_EXCL)
     try:

@@ -9,7 +9,8 @@ from snaptest import NOBODY_UID, UID_PRELUDE, E, as_uid, errno_of, sha256_hex
 CLIENT = UID_PRELUDE
 
 
-def test_a_non_root_uid_publishes_and_reads_but_modifies_nothing(snapfs):
+def test_a_non_root_uid_publishes_and_reads_but_modifies_nothing(mount_snapfs):
+    snapfs = mount_snapfs("--allow-other", "--publishers", "any")
     code = CLIENT + r'''
 data = b"published by an ordinary uid"
 d = hashlib.sha256(data).hexdigest()
@@ -31,7 +32,8 @@ print(d)
     assert os.stat(snapfs.p(digest)).st_uid == NOBODY_UID
 
 
-def test_another_uids_staging_files_are_invisible(snapfs):
+def test_another_uids_staging_files_are_invisible(mount_snapfs):
+    snapfs = mount_snapfs("--allow-other", "--publishers", "any")
     snapfs.stage(b"root's half-written token", "secret")
     code = CLIENT + r'''
 assert os.listdir(f"{mnt}/.staging") == []
@@ -54,23 +56,58 @@ os.unlink(f"{mnt}/.staging/secret")
         sha256_hex(b"root's half-written token")
 
 
-def test_a_non_root_uid_cannot_unlink_roots_snapshot_but_can_its_own(snapfs):
+# Runs as another uid: publishes argv[2] and prints its digest.
+PUBLISH = CLIENT + r'''
+data = sys.argv[2].encode()
+fd = os.open(f"{mnt}/.staging/p", os.O_WRONLY | os.O_CREAT | os.O_EXCL)
+os.write(fd, data); os.close(fd)
+os.rename(f"{mnt}/.staging/p", f"{mnt}/" + hashlib.sha256(data).hexdigest())
+print(hashlib.sha256(data).hexdigest())
+'''
+
+
+def test_by_default_another_uid_reads_but_cannot_publish_or_unlink(snapfs):
+    # The README's sandbox recipe: root's daemon, --allow-other, the mount reachable by the
+    # sandbox's uid. It reads what the runtime published, and can neither fill the store nor
+    # remove the runtime's snapshot.
     digest = snapfs.publish(b"root's config")
     code = CLIENT + r'''
 d = sys.argv[2]
+assert open(f"{mnt}/{d}", "rb").read() == b"root's config"
+assert refused(os.open, f"{mnt}/.staging/x", os.O_WRONLY | os.O_CREAT | os.O_EXCL) == errno.EACCES
+assert refused(os.listdir, f"{mnt}/.staging") == errno.EACCES
 assert refused(os.unlink, f"{mnt}/{d}") == errno.EPERM
 assert open(f"{mnt}/{d}", "rb").read() == b"root's config"
-data = b"its own"
-mine = hashlib.sha256(data).hexdigest()
-fd = os.open(f"{mnt}/.staging/x", os.O_WRONLY | os.O_CREAT | os.O_EXCL)
-os.write(fd, data); os.close(fd)
-os.rename(f"{mnt}/.staging/x", f"{mnt}/{mine}")
-os.unlink(f"{mnt}/{mine}")
-assert not os.path.exists(f"{mnt}/{mine}")
 '''
     as_uid(NOBODY_UID, code, snapfs.path, digest)
     assert open(snapfs.p(digest), "rb").read() == b"root's config"
-    os.unlink(snapfs.p(digest))  # root may
+    os.unlink(snapfs.p(digest))  # the owner may
+
+
+def test_a_listed_publisher_publishes_but_removes_nothing_without_unlink_own(mount_snapfs):
+    fs = mount_snapfs("--allow-other", "--publishers", str(NOBODY_UID))
+    mine = as_uid(NOBODY_UID, PUBLISH, fs.path, "published by 1000").stdout.strip()
+    assert mine == sha256_hex(b"published by 1000")
+    # Removal is the owner's and root's: the runtime may publish under the sandbox's uid.
+    code = CLIENT + r'''
+assert refused(os.unlink, f"{mnt}/{sys.argv[2]}") == errno.EPERM
+assert open(f"{mnt}/{sys.argv[2]}", "rb").read() == b"published by 1000"
+'''
+    as_uid(NOBODY_UID, code, fs.path, mine)
+    os.unlink(fs.p(mine))  # the owner may
+
+
+def test_with_unlink_own_a_publisher_removes_its_own_and_nothing_else(mount_snapfs):
+    fs = mount_snapfs("--allow-other", "--publishers", "any", "--unlink-own")
+    roots = fs.publish(b"root's config")
+    mine = as_uid(NOBODY_UID, PUBLISH, fs.path, "its own").stdout.strip()
+    code = CLIENT + r'''
+assert refused(os.unlink, f"{mnt}/{sys.argv[2]}") == errno.EPERM
+os.unlink(f"{mnt}/{sys.argv[3]}")
+assert not os.path.exists(f"{mnt}/{sys.argv[3]}")
+'''
+    as_uid(NOBODY_UID, code, fs.path, roots, mine)
+    assert open(fs.p(roots), "rb").read() == b"root's config"
 
 
 def test_readers_policy_excludes_a_uid_while_an_admitted_uid_reads(mount_snapfs):
@@ -90,7 +127,7 @@ assert refused(os.listdir, mnt) == errno.EACCES
 
 def test_a_publisher_outside_the_readers_sees_metadata_but_not_content(mount_snapfs):
     # Publishers may learn the binding of what they publish; content is for readers only.
-    fs = mount_snapfs("--allow-other", "--readers", "0")
+    fs = mount_snapfs("--allow-other", "--readers", "0", "--publishers", f"0,{NOBODY_UID}")
     digest = fs.publish(b"content for root only")
     code = CLIENT + r'''
 d = sys.argv[2]

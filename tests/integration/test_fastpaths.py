@@ -142,7 +142,8 @@ def test_listing_with_attributes_gives_each_snapshot_its_own_stat(snapfs):
 LIST = UID_PRELUDE
 
 
-def test_staging_listing_with_attributes_shows_each_uid_only_its_own_files(snapfs):
+def test_staging_listing_with_attributes_shows_each_uid_only_its_own_files(mount_snapfs):
+    snapfs = mount_snapfs("--allow-other", "--publishers", "any")
     snapfs.stage(b"root's half-written token", "secret")
     code = LIST + r'''
 fd = os.open(f"{mnt}/.staging/mine", os.O_WRONLY | os.O_CREAT | os.O_EXCL)

@@ -71,7 +71,7 @@ def owner_listing(fs):
 @pytest.mark.parametrize("stop", ["write", "close"])
 def test_a_client_killed_before_rename_publishes_nothing_and_its_owner_can_remove_it(
         mount_snapfs, stop):
-    fs = mount_snapfs("--allow-other")
+    fs = mount_snapfs("--allow-other", "--publishers", "any")
     client = start_stalled_client(fs, stop)
     kill(client)
     assert os.listdir(fs.p()) == [".staging"]  # nothing published
@@ -84,7 +84,7 @@ def test_a_client_killed_before_rename_publishes_nothing_and_its_owner_can_remov
 
 @pytest.mark.parametrize("stop", ["write", "close"])
 def test_a_dead_clients_staging_file_expires_after_the_ttl(mount_snapfs, stop):
-    fs = mount_snapfs("--allow-other", "--staging-ttl", "1s")
+    fs = mount_snapfs("--allow-other", "--publishers", "any", "--staging-ttl", "1s")
     client = start_stalled_client(fs, stop)
     # While the writer is alive and holds the file open, it never expires.
     if stop == "write":

@@ -408,30 +408,70 @@ static void test_another_uids_staging_file_is_invisible(void **state)
         sfs_tree_free(t);
 }
 
-static void test_unlink_of_a_snapshot_is_for_its_publisher_and_root(void **state)
+static void test_unlink_is_for_the_owner_and_root_and_with_unlink_own_its_publisher(void **state)
 {
         struct sfs_tree_config cfg = base_config();
-        struct sfs_tree *t = new_tree(&cfg);
+        struct sfs_tree *t;
         char hex[SNAP_DIGEST_HEX_LEN + 1];
 
         (void)state;
-        assert_int_equal(publish(t, &alice, "a", "alice's", 7, NULL), 0);
-        assert_int_equal(publish(t, &alice, "b", "second", 6, NULL), 0);
+        /* Alice runs the daemon; bob publishes (the runtime publishing under the sandbox's
+         * uid): by default bob cannot pull his snapshot, nor alice's, out from under her. */
+        cfg.owner_uid = alice.uid;
+        t = new_tree(&cfg);
+        assert_int_equal(publish(t, &bob, "a", "bob's", 5, NULL), 0);
+        assert_int_equal(publish(t, &alice, "b", "alice's", 7, NULL), 0);
+        hex_of("bob's", 5, hex);
+        assert_int_equal(sfs_tree_unlink(t, &bob, sfs_tree_root(t), hex), -EPERM);
+        lookup_digest(t, &bob, "bob's", 0);
+        assert_int_equal(sfs_tree_unlink(t, &alice, sfs_tree_root(t), hex), 0);
+        lookup_digest(t, &bob, "bob's", -ENOENT);
+        hex_of("alice's", 7, hex);
+        assert_int_equal(sfs_tree_unlink(t, &root, sfs_tree_root(t), hex), 0);
+        assert_int_equal(sfs_tree_unlink(t, &root, sfs_tree_root(t), ".staging"), -EPERM);
+        sfs_tree_free(t);
+
+        /* With unlink_own a publisher removes its own, still not another's. */
+        cfg.unlink_own = true;
+        t = new_tree(&cfg);
+        assert_int_equal(publish(t, &bob, "a", "bob's", 5, NULL), 0);
+        assert_int_equal(publish(t, &alice, "b", "alice's", 7, NULL), 0);
         hex_of("alice's", 7, hex);
         assert_int_equal(sfs_tree_unlink(t, &bob, sfs_tree_root(t), hex), -EPERM);
         lookup_digest(t, &bob, "alice's", 0);
-        assert_int_equal(sfs_tree_unlink(t, &alice, sfs_tree_root(t), hex), 0);
-        lookup_digest(t, &bob, "alice's", -ENOENT);
-        hex_of("second", 6, hex);
-        assert_int_equal(sfs_tree_unlink(t, &root, sfs_tree_root(t), hex), 0);
-        assert_int_equal(sfs_tree_unlink(t, &root, sfs_tree_root(t), ".staging"), -EPERM);
+        hex_of("bob's", 5, hex);
+        assert_int_equal(sfs_tree_unlink(t, &bob, sfs_tree_root(t), hex), 0);
+        lookup_digest(t, &bob, "bob's", -ENOENT);
+        sfs_tree_free(t);
+}
+
+static void test_default_publishers_are_the_owner_and_root(void **state)
+{
+        struct sfs_tree_config cfg = base_config();
+        struct sfs_tree *t;
+        struct sfs_open_info oi;
+        struct sfs_handle *h;
+        struct sfs_node *n;
+        struct sfs_entry e;
+
+        (void)state;
+        cfg.owner_uid = alice.uid;
+        cfg.publishers = (struct sfs_uidset){ .any = false }; /* no --publishers */
+        t = new_tree(&cfg);
+        assert_int_equal(publish(t, &alice, "a", "owner's", 7, &n), 0);
+        assert_int_equal(publish(t, &root, "b", "root's", 6, NULL), 0);
+        /* Bob still reads what was published. */
+        assert_reads(t, &bob, n, "owner's");
+        assert_int_equal(sfs_tree_create(t, &bob, staging_dir(t, &alice), "r", O_WRONLY, &e, &h,
+                                         &oi),
+                         -EACCES);
         sfs_tree_free(t);
 }
 
 static void test_unlinked_snapshot_stays_readable_and_republish_gets_a_new_inode(void **state)
 {
         struct sfs_tree_config cfg = base_config();
-        struct sfs_tree *t = new_tree(&cfg);
+        struct sfs_tree *t;
         char hex[SNAP_DIGEST_HEX_LEN + 1];
         struct sfs_node *n, *again;
         struct sfs_open_info oi;
@@ -442,6 +482,8 @@ static void test_unlinked_snapshot_stays_readable_and_republish_gets_a_new_inode
         uint64_t old_ino;
 
         (void)state;
+        cfg.unlink_own = true; /* alice removes her own */
+        t = new_tree(&cfg);
         assert_int_equal(publish(t, &alice, "a", "held open", 9, &n), 0);
         old_ino = sfs_node_ino(n);
         assert_int_equal(sfs_tree_open(t, &bob, n, O_RDONLY, &h, &oi), 0);
@@ -754,12 +796,14 @@ static void test_restored_snapshot_without_a_name_has_no_name_xattr(void **state
 static void test_counters_return_to_zero_after_everything_is_gone(void **state)
 {
         struct sfs_tree_config cfg = base_config();
-        struct sfs_tree *t = new_tree(&cfg);
+        struct sfs_tree *t;
         char hex[SNAP_DIGEST_HEX_LEN + 1];
         struct sfs_tree_stats st;
         struct sfs_node *n, *s;
 
         (void)state;
+        cfg.unlink_own = true; /* alice removes her own */
+        t = new_tree(&cfg);
         assert_int_equal(publish(t, &alice, "a", "count me", 8, &n), 0);
         s = stage(t, &alice, "b", "staged", 6);
         sfs_tree_get_stats(t, &st);
@@ -946,7 +990,8 @@ int main(void)
                 cmocka_unit_test(test_setattr_and_xattr_changes_on_a_snapshot_are_erofs_for_everyone),
                 cmocka_unit_test(test_link_symlink_mknod_mkdir_rmdir_are_eperm),
                 cmocka_unit_test(test_another_uids_staging_file_is_invisible),
-                cmocka_unit_test(test_unlink_of_a_snapshot_is_for_its_publisher_and_root),
+                cmocka_unit_test(test_unlink_is_for_the_owner_and_root_and_with_unlink_own_its_publisher),
+                cmocka_unit_test(test_default_publishers_are_the_owner_and_root),
                 cmocka_unit_test(test_unlinked_snapshot_stays_readable_and_republish_gets_a_new_inode),
                 cmocka_unit_test(test_limits_give_efbig_enospc_and_edquot_while_others_still_work),
                 cmocka_unit_test(test_one_uid_cannot_stage_past_its_byte_quota_while_others_can),
