@@ -15,9 +15,8 @@ if [ "$(id -u)" -ne 0 ]; then
   exit 2
 fi
 scripts/deps.sh
-
-export ASAN_OPTIONS=detect_leaks=1:abort_on_error=0:exitcode=86
-export UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1:exitcode=87
+# shellcheck source=scripts/testlib.sh
+. scripts/testlib.sh
 
 passed=0
 failed=0
@@ -26,12 +25,12 @@ count() { # $1 = passed, $2 = failed
 }
 
 run_build() {
-  local name=$1; shift
+  local name=$1
   local dir="$top/build-test-$name"
+  # shellcheck disable=SC2046
+  set -- $(build_options "$name")
   echo "== build: $name ($*)"
-  rm -rf "$dir"
-  meson setup "$dir" "$@" >/dev/null
-  ninja -C "$dir" >/dev/null
+  fresh_build "$dir" "$@"
 
   echo "== unit tests: $name"
   local out rc=0
@@ -45,45 +44,14 @@ run_build() {
 
   echo "== integration tests: $name"
   rc=0
-  local xml="$dir/pytest.xml"
-  # Every ASan/LSan report, whichever process writes it (a daemonized daemon's standard error
-  # is /dev/null), lands in its own file here; conftest.py fails the test during which one
-  # appears. 1777: a sanitized binary run as another uid must be able to report too. (GCC's
-  # UBSan ignores log_path when linked with ASan: the tests search standard error for it.)
-  local reports="$dir/sanitizer-reports"
-  rm -rf "$reports"
-  mkdir -p "$reports"
-  chmod 1777 "$reports"
-  # A private mount namespace: a failing test can never leak a mount into the host.
-  SNAPFS_BUILD="$dir" SNAPFS_SANITIZER_REPORTS="$reports" \
-  ASAN_OPTIONS="$ASAN_OPTIONS:log_path=$reports/report" \
-  UBSAN_OPTIONS="$UBSAN_OPTIONS:log_path=$reports/report" \
-    unshare -m --propagation private -- \
-    /usr/bin/python3 -m pytest -q -p no:cacheprovider --junitxml="$xml" tests/integration || rc=$?
-  local counts
-  counts=$(/usr/bin/python3 - "$xml" <<'PY'
-import sys, xml.etree.ElementTree as ET
-try:
-    root = ET.parse(sys.argv[1]).getroot()
-except Exception:
-    print(0, 1); sys.exit()
-suites = [root] if root.tag == "testsuite" else list(root)
-t = sum(int(s.get("tests", 0)) for s in suites)
-f = sum(int(s.get("failures", 0)) + int(s.get("errors", 0)) for s in suites)
-sk = sum(int(s.get("skipped", 0)) for s in suites)
-# A skipped test is not a passed test: count it as failed so it cannot hide.
-print(t - f - sk, f + sk if t else 1)
-PY
-)
+  local xml="$dir/pytest.xml" counts
+  run_integration "$dir" "$xml" || rc=$?
+  counts=$(junit_counts "$xml")
   # shellcheck disable=SC2086
   count $counts
   [ "$rc" -eq 0 ] || { [ "${counts#* }" != 0 ] || count 0 1; }
   # A report written outside any test's window (after its checks ran) still fails the run.
-  if [ -n "$(ls -A "$reports")" ]; then
-    echo "sanitizer reports not attributed to a test:"
-    for f in "$reports"/*; do echo "---- $f"; cat "$f"; done
-    count 0 1
-  fi
+  unclaimed_reports "$dir" || count 0 1
 }
 
 # valgrind over every unit test binary of a build without sanitizers: 0 errors, 0 leaks.
@@ -147,9 +115,9 @@ run_clang_units() {
   count "$ok" "$bad"
 }
 
-run_build normal -Dbuildtype=debugoptimized
+run_build normal
 run_valgrind "$top/build-test-normal"
-run_build sanitize -Dbuildtype=debug -Db_sanitize=address,undefined -Db_lundef=false
+run_build sanitize
 run_fuzz
 run_clang_units
 
