@@ -216,27 +216,102 @@ static void report_to_parent(int code)
                 close(null);
 }
 
-/* Serves the main mount: INIT, then READY=1 for a service manager (the self-check passed
- * and the mount answers), then the loop until a signal. An SFS_EXIT_* code. */
+/* SIGTERM and SIGINT end the daemon. Their handler only writes a byte to a pipe the main
+ * thread waits on, and so does the serving thread when the kernel ends the session (an
+ * unmount): the byte stays there until read, so no stop is lost however it falls. libfuse's
+ * own handlers set a flag its loop checks before it waits, and a signal landing between the
+ * check and the wait was lost: the daemon then never stopped. */
+static int stop_pipe[2] = { -1, -1 };
+static const int stop_signals[] = { SIGTERM, SIGINT };
+
+static void on_stop_signal(int sig)
+{
+        int saved = errno;
+
+        (void)sig;
+        if (write(stop_pipe[1], "", 1) < 0) {
+                /* Full: a stop is already waiting to be read. */
+        }
+        errno = saved;
+}
+
+/* 0, or -errno. */
+static int stop_signals_install(void)
+{
+        struct sigaction sa = { .sa_handler = on_stop_signal };
+
+        if (pipe2(stop_pipe, O_CLOEXEC) < 0)
+                return negative_errno();
+        /* The handler must never block: a full pipe already holds a stop. */
+        if (fcntl(stop_pipe[1], F_SETFL, O_NONBLOCK) < 0)
+                return negative_errno();
+        sigemptyset(&sa.sa_mask);
+        for (size_t i = 0; i < sizeof(stop_signals) / sizeof(stop_signals[0]); i++)
+                if (sigaction(stop_signals[i], &sa, NULL) < 0)
+                        return negative_errno();
+        /* A client gone mid-reply must not kill the daemon. */
+        signal(SIGPIPE, SIG_IGN);
+        return 0;
+}
+
+static void stop_signals_remove(void)
+{
+        for (size_t i = 0; i < sizeof(stop_signals) / sizeof(stop_signals[0]); i++)
+                signal(stop_signals[i], SIG_DFL);
+        signal(SIGPIPE, SIG_DFL);
+        for (int i = 0; i < 2; i++)
+                stop_pipe[i] = safe_close(stop_pipe[i]);
+}
+
+static void wait_for_stop(void)
+{
+        char c;
+
+        while (read(stop_pipe[0], &c, 1) < 0 && errno == EINTR)
+                ;
+}
+
+/* INIT is answered and the self-check passed before it: the mount serves. READY=1 for a
+ * service manager (a daemonized process names itself, since its manager watched the parent),
+ * and a daemonized child's waiting parent may return. */
+static void announce_ready(void *arg)
+{
+        const struct sfs_daemon_config *cfg = arg;
+        char state[64] = "READY=1";
+        int r;
+
+        if (!cfg->foreground)
+                snprintf(state, sizeof(state), "MAINPID=%d\nREADY=1", (int)getpid());
+        r = sfs_notify(state);
+        if (r < 0)
+                LOG("$NOTIFY_SOCKET: %s\n", strerror(-r));
+        report_to_parent(SFS_EXIT_OK);
+}
+
+/* Serves the main mount from a thread of its own until SIGTERM or SIGINT, or until the
+ * kernel ends the session. An SFS_EXIT_* code. */
 static int serve(const struct sfs_daemon_config *cfg, struct fuse_session *se,
                  const struct sfs_ops_ctx *ctx, uint64_t dev)
 {
+        struct sfs_serving main_mount = {
+                .se = se,
+                .ctx = ctx,
+                .dev = dev,
+                .max_threads = cfg->max_threads,
+                .debug = cfg->debug,
+                .ready = announce_ready,
+                .arg = (void *)(uintptr_t)cfg,
+                .done_fd = stop_pipe[1],
+        };
         int r;
 
-        r = sfs_session_init(se, ctx, dev, cfg->debug);
-        if (r < 0)
+        r = sfs_serving_start(&main_mount);
+        if (r < 0) {
+                LOG("cannot serve: %s\n", strerror(-r));
                 return SFS_EXIT_ERROR;
-        /* A daemonized process names itself, since its manager watched the parent. */
-        {
-                char state[64] = "READY=1";
-                if (!cfg->foreground)
-                        snprintf(state, sizeof(state), "MAINPID=%d\nREADY=1", (int)getpid());
-                r = sfs_notify(state);
-                if (r < 0)
-                        LOG("$NOTIFY_SOCKET: %s\n", strerror(-r));
         }
-        report_to_parent(SFS_EXIT_OK);
-        r = sfs_session_loop(se, cfg->max_threads);
+        wait_for_stop();
+        r = sfs_serving_stop(&main_mount);
         sfs_notify("STOPPING=1");
         return r < 0 ? SFS_EXIT_ERROR : SFS_EXIT_OK;
 }
@@ -350,8 +425,8 @@ static void on_hup(int sig)
         sfs_audit_request_reopen(hup_audit); /* an atomic store and a write(): signal-safe */
 }
 
-/* libfuse's handlers end the loop on SIGHUP as on SIGTERM: logrotate's postrotate would stop
- * the service. SIGHUP reopens the audit log instead (after a rotation the old file keeps its
+/* SIGHUP must not end the loop as SIGTERM does: logrotate's postrotate would stop the
+ * service. SIGHUP reopens the audit log instead (after a rotation the old file keeps its
  * lines, the new one gets the next); only SIGTERM, SIGINT and umount stop the daemon. With a
  * NULL audit, SIGHUP is ignored from then on (the audit is about to be freed). 0 or -errno. */
 static int reopen_on_hup(struct sfs_audit *audit)
@@ -433,16 +508,16 @@ int sfs_daemon_run(const struct sfs_daemon_config *cfg)
         ctx.se = se;
         /* Before anything can announce the mount: a SIGTERM that arrives early must end the
          * loop (and unmount) like any other, not kill the process by default action. */
-        if (fuse_set_signal_handlers(se) < 0 || reopen_on_hup(audit) < 0) {
-                LOG("cannot install signal handlers\n");
-                fuse_remove_signal_handlers(se);
+        if (stop_signals_install() < 0 || reopen_on_hup(audit) < 0) {
+                LOG("cannot install signal handlers: %m\n");
+                stop_signals_remove();
                 fuse_session_destroy(se);
                 se = NULL;
                 goto out;
         }
         if (fuse_session_mount(se, path) != 0) {
                 LOG("%s: mount failed\n", path);
-                fuse_remove_signal_handlers(se);
+                stop_signals_remove();
                 fuse_session_destroy(se);
                 se = NULL;
                 goto out;
@@ -499,7 +574,7 @@ unmount:
         ctx.view_se = NULL;
         sfs_view_stop(&view);
         fuse_session_unmount(se);
-        fuse_remove_signal_handlers(se);
+        stop_signals_remove();
         fuse_session_destroy(se);
 out:
         /* A daemonized child that never served tells its parent why it stops. */

@@ -1,14 +1,17 @@
 /* SPDX-License-Identifier: MIT */
 /* One FUSE session: creation with the mount options snapfs imposes, the self-check of the
- * mount it made, INIT answered before any worker runs, and the serve loop. */
+ * mount it made, INIT answered before any worker runs, and the serve loop in a thread of its
+ * own. */
 #include "session.h"
 
 #include <errno.h>
 #include <fcntl.h>
+#include <signal.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
 #include <sys/sysmacros.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "mountcheck.h"
@@ -106,8 +109,10 @@ static int answer_init(struct fuse_session *se)
         return r < 0 && r != -EINTR ? r : 0;
 }
 
-int sfs_session_init(struct fuse_session *se, const struct sfs_ops_ctx *ctx, uint64_t dev,
-                     bool debug)
+/* Answers INIT, then raises the readahead of the mount dev (root only). 0, also when the
+ * session was ended first; or a negative errno, said. */
+static int session_init(struct fuse_session *se, const struct sfs_ops_ctx *ctx, uint64_t dev,
+                        bool debug)
 {
         int r;
 
@@ -127,7 +132,9 @@ int sfs_session_init(struct fuse_session *se, const struct sfs_ops_ctx *ctx, uin
         return 0;
 }
 
-int sfs_session_loop(struct fuse_session *se, unsigned max_threads)
+/* Serves with up to max_threads workers (0: libfuse's default) until the session exits: 0,
+ * or a negative errno. */
+static int session_loop(struct fuse_session *se, unsigned max_threads)
 {
         struct fuse_loop_config *lc;
         int r;
@@ -146,4 +153,66 @@ int sfs_session_loop(struct fuse_session *se, unsigned max_threads)
         fuse_loop_cfg_destroy(lc);
         /* The loop ends with 0 on a clean exit and with the signal number for SIGTERM/INT. */
         return r < 0 ? r : 0;
+}
+
+static void *serving_thread(void *arg)
+{
+        struct sfs_serving *s = arg;
+
+        s->result = session_init(s->se, s->ctx, s->dev, s->debug);
+        if (s->result == 0) {
+                if (s->ready)
+                        s->ready(s->arg);
+                s->result = session_loop(s->se, s->max_threads);
+        }
+        if (s->done_fd >= 0 && write(s->done_fd, "", 1) < 0)
+                LOG("cannot report the end of the loop: %m\n");
+        return NULL;
+}
+
+/* libfuse's loop waits in sem_wait or read; a signal without SA_RESTART is what wakes it to
+ * see that the session has exited. */
+static void wake(int sig)
+{
+        (void)sig;
+}
+
+int sfs_serving_start(struct sfs_serving *s)
+{
+        struct sigaction sa = { .sa_handler = wake };
+        int r;
+
+        sigemptyset(&sa.sa_mask);
+        if (sigaction(SIGUSR2, &sa, NULL) < 0)
+                return -errno;
+        /* Only its wake-up: SIGTERM, SIGINT and SIGHUP are the main thread's. */
+        r = pthread_create_quiet(&s->thread, serving_thread, s, SIGUSR2);
+        if (r)
+                return -r;
+        s->running = true;
+        return 0;
+}
+
+int sfs_serving_stop(struct sfs_serving *s)
+{
+        if (!s->running)
+                return 0;
+        fuse_session_exit(s->se);
+        /* The loop checks whether the session has exited, then waits: a wake-up that lands
+         * between the two is lost, and so is one sent before the thread blocks. Repeat it
+         * until the thread is gone. */
+        for (;;) {
+                struct timespec until;
+                clock_gettime(CLOCK_REALTIME, &until);
+                until.tv_nsec += 50 * 1000 * 1000;
+                if (until.tv_nsec >= 1000000000) {
+                        until.tv_sec++;
+                        until.tv_nsec -= 1000000000;
+                }
+                pthread_kill(s->thread, SIGUSR2);
+                if (pthread_timedjoin_np(s->thread, NULL, &until) == 0)
+                        break;
+        }
+        s->running = false;
+        return s->result;
 }

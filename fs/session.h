@@ -1,9 +1,11 @@
 /* SPDX-License-Identifier: MIT */
 /* One FUSE session of the daemon, the publishing mount's or the read view's: creating it,
- * checking the mount it made, answering INIT, and the multi-threaded serve loop. daemon.c and
- * view.c both build on these; neither calls into the other's session. */
+ * checking the mount it made, answering INIT, and the multi-threaded serve loop, run by a
+ * thread of its own and stopped without a lost wake-up. daemon.c and view.c both build on
+ * these; neither calls into the other. */
 #pragma once
 
+#include <pthread.h>
 #include <stdbool.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -27,11 +29,23 @@ struct fuse_session *sfs_session_new(const struct sfs_session_config *cfg,
  * path: 0 and *dev (its superblock's device); 1 when it is not compliant, after printing
  * every finding; or a negative errno, after saying why. */
 int sfs_session_check(const char *path, bool ro, uint64_t *dev);
-/* Answers INIT before any worker runs, then raises the readahead of the mount dev (root
- * only). 0, also when a signal ended the session first; or a negative errno, said. */
-int sfs_session_init(struct fuse_session *se, const struct sfs_ops_ctx *ctx, uint64_t dev,
-                     bool debug);
-/* Serves with up to max_threads workers (0: libfuse's default), each with its own /dev/fuse
- * descriptor, until the session exits. 0 when it ended cleanly (a signal included), or a
+/* A session served by a thread of its own: INIT, then ready(arg) when set, then the loop. */
+struct sfs_serving {
+        struct fuse_session *se;
+        const struct sfs_ops_ctx *ctx;
+        uint64_t dev;              /* the mount's, for its readahead */
+        unsigned max_threads;      /* 0: libfuse's default */
+        bool debug;
+        void (*ready)(void *arg);  /* INIT is answered: the mount serves (may be NULL) */
+        void *arg;
+        int done_fd;               /* one byte is written here when the loop ends, or -1 */
+        int result;                /* 0, or the negative errno the session ended with */
+        pthread_t thread;
+        bool running;
+};
+
+/* Starts serving s (all signals blocked in its threads but the wake-up, SIGUSR2): 0, or a
  * negative errno. */
-int sfs_session_loop(struct fuse_session *se, unsigned max_threads);
+int sfs_serving_start(struct sfs_serving *s);
+/* Ends the session and waits for its thread: s->result. Safe when never started. */
+int sfs_serving_stop(struct sfs_serving *s);

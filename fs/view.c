@@ -3,12 +3,10 @@
 #include "view.h"
 
 #include <errno.h>
-#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mount.h>
-#include <time.h>
 #include <unistd.h>
 
 #include "tree.h"
@@ -55,61 +53,24 @@ fail:
         return -EIO;
 }
 
-static void *view_loop(void *arg)
-{
-        struct sfs_view *v = arg;
-
-        if (sfs_session_init(v->se, &v->ctx, v->dev, v->debug) == 0)
-                sfs_session_loop(v->se, v->max_threads);
-        return NULL;
-}
-
-/* The view's loop waits in sem_wait/read; a signal without SA_RESTART is what wakes it to see
- * that the session has exited. */
-static void wake(int sig)
-{
-        (void)sig;
-}
-
 int sfs_view_start(struct sfs_view *v, unsigned max_threads)
 {
-        struct sigaction sa = { .sa_handler = wake };
-        int r;
-
         if (!v->se)
                 return 0;
-        sigemptyset(&sa.sa_mask);
-        if (sigaction(SIGUSR2, &sa, NULL) < 0)
-                return -errno;
-        v->max_threads = max_threads;
-        /* Only its wake-up: SIGTERM and SIGINT must reach the main loop's thread. */
-        r = pthread_create_quiet(&v->thread, view_loop, v, SIGUSR2);
-        if (r)
-                return -r;
-        v->running = true;
-        return 0;
+        v->serving = (struct sfs_serving){
+                .se = v->se,
+                .ctx = &v->ctx,
+                .dev = v->dev,
+                .max_threads = max_threads,
+                .debug = v->debug,
+                .done_fd = -1,
+        };
+        return sfs_serving_start(&v->serving);
 }
 
 void sfs_view_stop(struct sfs_view *v)
 {
-        if (v->running) {
-                fuse_session_exit(v->se);
-                /* A wake-up sent just before the thread blocks would be lost: repeat it
-                 * until the thread is gone. */
-                for (;;) {
-                        struct timespec until;
-                        clock_gettime(CLOCK_REALTIME, &until);
-                        until.tv_nsec += 50 * 1000 * 1000;
-                        if (until.tv_nsec >= 1000000000) {
-                                until.tv_sec++;
-                                until.tv_nsec -= 1000000000;
-                        }
-                        pthread_kill(v->thread, SIGUSR2);
-                        if (pthread_timedjoin_np(v->thread, NULL, &until) == 0)
-                                break;
-                }
-                v->running = false;
-        }
+        sfs_serving_stop(&v->serving);
         if (v->se) {
                 fuse_session_unmount(v->se);
                 fuse_session_destroy(v->se);

@@ -3,7 +3,6 @@
  * from a thread of its own, where opening a snapshot costs no round trip to the daemon. */
 #pragma once
 
-#include <pthread.h>
 #include <stdbool.h>
 #include <stdint.h>
 
@@ -15,10 +14,8 @@ struct sfs_view {
         struct fuse_session *se;
         char *path;
         uint64_t dev;
-        unsigned max_threads;
         bool debug;
-        pthread_t thread;
-        bool running;
+        struct sfs_serving serving;
 };
 
 /* Mounts the view at path (ro, nosuid, nodev, noexec, fuse.snapfs) over tree and checks it:
