@@ -62,6 +62,9 @@ sha256sum "$mnt/$digest"
 step "snapfs check: the mount a pinned descriptor reaches is compliant"
 "$snapfs" check --preset snapfs "$mnt" && echo "compliant"
 
+step "snapfs verify: a verified open of the binding (mount check, identity, the content hashed)"
+"$snapfs" verify --mount "$mnt" "$(getfattr --absolute-names --only-values -n user.snapfs.binding "$mnt/$digest")"
+
 step "audit log"
 # Written by a thread of the daemon, a moment after each request: wait for the publish.
 for _ in $(seq 200); do grep -q publish "$work/audit.log" && break; sleep 0.05; done

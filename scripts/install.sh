@@ -4,7 +4,8 @@
 # the directory of sys.path that /usr/bin/python3 reads for that prefix, carrying the
 # library's absolute path), the systemd unit and the logrotate snippet.
 #
-#   scripts/install.sh [PREFIX]        build and install (as root for a system prefix)
+#   scripts/install.sh [PREFIX [MESON OPTIONS...]]   build and install (as root for a
+#                                                     system prefix), e.g. -Dlogrotatedir=DIR
 #   scripts/install.sh --uninstall     remove every file the last install put in place
 #
 # Run it again with another PREFIX and that prefix applies: an existing build directory is
@@ -44,14 +45,20 @@ case $prefix in
   /*) ;;
   *) echo "scripts/install.sh: PREFIX must be an absolute path: $prefix" >&2; exit 2 ;;
 esac
-[ $# -le 1 ] || { echo "usage: scripts/install.sh [--uninstall] [PREFIX]" >&2; exit 2; }
+[ $# -eq 0 ] || shift
+for o in "$@"; do
+  case $o in
+    -D*=*) ;;
+    *) echo "scripts/install.sh: not a meson option (-Dname=value): $o" >&2; exit 2 ;;
+  esac
+done
 
 if [ -f "$dir/meson-private/coredata.dat" ]; then
   # "meson setup" on a configured directory only says "Directory already configured" and
   # keeps the old prefix: reconfigure it with this one.
-  meson setup --reconfigure "$dir" --prefix="$prefix" --buildtype=release >/dev/null
+  meson setup --reconfigure "$dir" --prefix="$prefix" --buildtype=release "$@" >/dev/null
 else
-  meson setup "$dir" --prefix="$prefix" --buildtype=release >/dev/null
+  meson setup "$dir" --prefix="$prefix" --buildtype=release "$@" >/dev/null
 fi
 ninja -C "$dir" >/dev/null
 meson install -C "$dir" --quiet --no-rebuild

@@ -316,7 +316,7 @@ def test_both_clients_agree_on_the_abi():
 
 
 def test_a_python_runtime_uses_the_client_in_ten_lines(snapfs, workdir):
-    # The README's example, run as written: publish, open verified, hand the fd to a child.
+    # docs/clients.md's Python example: publish, open verified, hand the fd to a child.
     program = f"""
 import os, subprocess, sys
 sys.path.insert(0, {str(PYCLIENT.parent)!r})

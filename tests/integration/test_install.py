@@ -94,12 +94,12 @@ def test_a_program_built_with_pkg_config_publishes_and_verifies(installed, snapf
     assert r.stderr.endswith("\nnot a compliant snapfs mount\n")
 
 
-def test_the_readme_shows_the_example_as_it_is():
-    with open(ROOT / "README.md") as f:
-        readme = f.read()
+def test_the_clients_doc_shows_the_example_as_it_is():
+    with open(ROOT / "docs" / "clients.md") as f:
+        doc = f.read()
     with open(EXAMPLE) as f:
         example = f.read()
-    assert example in readme, "README.md's libsnapfs example differs from tests/pkgconfig"
+    assert example in doc, "docs/clients.md's libsnapfs example differs from tests/pkgconfig"
 
 
 # ---- scripts/install.sh ---------------------------------------------------------------------
