@@ -431,7 +431,9 @@ static void on_hup(int sig)
  * NULL audit, SIGHUP is ignored from then on (the audit is about to be freed). 0 or -errno. */
 static int reopen_on_hup(struct sfs_audit *audit)
 {
-        struct sigaction sa = { .sa_flags = SA_RESTART };
+        /* No SA_RESTART: with it, a SIGTERM delivered together with a SIGHUP had a futex
+         * wait restarted rather than interrupted. The wait for a stop retries on EINTR. */
+        struct sigaction sa = { .sa_flags = 0 };
 
         sigemptyset(&sa.sa_mask);
         sa.sa_handler = audit ? on_hup : SIG_IGN;

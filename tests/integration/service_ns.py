@@ -110,29 +110,11 @@ def reap_all(deadline=DEADLINE):
 
 # ---- scenarios: each returns a dict --------------------------------------------------
 
-def scenario_mount8(work, *opts):
-    """mount -t fuse.snapfs with OPTS, a small publish and an oversized one, then umount."""
+def mounted_by(work, mount_argv):
+    """Runs mount_argv (mount(8) on work/mnt), then a small publish, an oversized one and a
+    listing of .staging there, then umount."""
     mnt = os.path.join(work, "mnt")
-    os.makedirs(mnt, exist_ok=True)
-    res = {"mount": sh("mount", "-t", "fuse.snapfs", "snapfs", mnt, *opts)}
-    res["mountinfo"] = mountinfo_line(mnt)
-    if res["mount"]["rc"] != 0:
-        return res
-    res["pids"] = child_pids("snapfs")
-    res["small"] = stage(mnt, "small", b"x" * 10)
-    res["big"] = stage(mnt, "big", b"x" * 2048)
-    res["umount"] = sh("umount", mnt)
-    return res
-
-
-def scenario_fstab(work, line_opts):
-    """An fstab line with line_opts, mounted with mount -T FSTAB MNT, then umount."""
-    mnt = os.path.join(work, "mnt")
-    os.makedirs(mnt, exist_ok=True)
-    fstab = os.path.join(work, "fstab")
-    with open(fstab, "w") as f:
-        f.write(f"# snapfs, as an operator writes it\nsnapfs {mnt} fuse.snapfs {line_opts} 0 0\n")
-    res = {"mount": sh("mount", "-T", fstab, mnt)}
+    res = {"mount": sh(*mount_argv)}
     res["mountinfo"] = mountinfo_line(mnt)
     if res["mount"]["rc"] != 0:
         return res
@@ -142,6 +124,23 @@ def scenario_fstab(work, line_opts):
     res["staging"] = errno_name(os.listdir, os.path.join(mnt, ".staging"))
     res["umount"] = sh("umount", mnt)
     return res
+
+
+def scenario_mount8(work, *opts):
+    """mount -t fuse.snapfs snapfs work/mnt OPTS."""
+    mnt = os.path.join(work, "mnt")
+    os.makedirs(mnt, exist_ok=True)
+    return mounted_by(work, ["mount", "-t", "fuse.snapfs", "snapfs", mnt, *opts])
+
+
+def scenario_fstab(work, line_opts):
+    """An fstab line with line_opts, mounted with mount -T FSTAB work/mnt."""
+    mnt = os.path.join(work, "mnt")
+    os.makedirs(mnt, exist_ok=True)
+    fstab = os.path.join(work, "fstab")
+    with open(fstab, "w") as f:
+        f.write(f"# snapfs, as an operator writes it\nsnapfs {mnt} fuse.snapfs {line_opts} 0 0\n")
+    return mounted_by(work, ["mount", "-T", fstab, mnt])
 
 
 def scenario_verify_unit(work, unit, mandir):

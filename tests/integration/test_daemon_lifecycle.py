@@ -108,6 +108,25 @@ def test_without_foreground_it_returns_once_the_mount_serves(snapfs_bin, workdir
     assert not is_mounted(path)
 
 
+def replaced_by_a_new_daemon(snapfs_bin, path, lost=None):
+    """snapfs mount --replace-stale at path clears the dead mount and serves alone (without
+    the snapshot lost, the dead daemon's)."""
+    fs = start_snapfs(snapfs_bin, path, "--replace-stale")
+    try:
+        assert mount_count(path) == 1
+        assert fs.publish(b"new daemon") == sha256_hex(b"new daemon")
+        if lost:
+            assert errno_of(os.stat, os.path.join(path, lost)) == E.ENOENT
+    finally:
+        assert fs.stop() == 0
+
+
+def cleared(path):
+    if is_mounted(path):
+        subprocess.run(["umount", "-l", path], check=False)
+    assert not is_mounted(path)
+
+
 def test_a_killed_daemon_is_reported_and_must_be_cleared_explicitly(snapfs_bin, workdir):
     path = os.path.join(workdir, "killed")
     os.mkdir(path)
@@ -125,17 +144,9 @@ def test_a_killed_daemon_is_reported_and_must_be_cleared_explicitly(snapfs_bin, 
         assert again.returncode == 1
         assert f"fusermount3 -u {path}" in err and "--replace-stale" in err
 
-        fs2 = start_snapfs(snapfs_bin, path, "--replace-stale")
-        try:
-            assert mount_count(path) == 1
-            assert fs2.publish(b"new daemon") == sha256_hex(b"new daemon")
-            assert errno_of(os.stat, os.path.join(path, digest)) == E.ENOENT
-        finally:
-            assert fs2.stop() == 0
+        replaced_by_a_new_daemon(snapfs_bin, path, lost=digest)
     finally:
-        if is_mounted(path):
-            subprocess.run(["umount", "-l", path], check=False)
-    assert not is_mounted(path)
+        cleared(path)
 
 
 def test_replace_stale_sees_a_dead_daemon_whose_root_was_stat_ed(snapfs_bin, workdir):
@@ -159,16 +170,9 @@ def test_replace_stale_sees_a_dead_daemon_whose_root_was_stat_ed(snapfs_bin, wor
         # Cached attributes still answer stat(): this is what fooled the old check.
         assert os.stat(path).st_mode & 0o777 == 0o555
 
-        fs2 = start_snapfs(snapfs_bin, path, "--replace-stale")
-        try:
-            assert mount_count(path) == 1
-            assert fs2.publish(b"new daemon") == sha256_hex(b"new daemon")
-        finally:
-            assert fs2.stop() == 0
+        replaced_by_a_new_daemon(snapfs_bin, path)
     finally:
-        if is_mounted(path):
-            subprocess.run(["umount", "-l", path], check=False)
-    assert not is_mounted(path)
+        cleared(path)
 
 
 def test_replace_stale_leaves_a_dead_mount_of_another_type_alone(snapfs_bin, workdir):

@@ -3,6 +3,7 @@
 mount(8) and fstab through mount.fuse3, supervised by systemd (the unit verifies, READY=1
 reaches the notify socket), logs rotated. Scenarios that need snapfs at /usr/local/bin run in a
 mount namespace of their own (service_ns.py)."""
+import hashlib
 import json
 import os
 import select
@@ -113,8 +114,11 @@ def notify_socket(path):
     return s
 
 
-def recv_within(sock, deadline=60):
+def recv_within(sock, deadline=60, stderr=None):
     ready, _, _ = select.select([sock], [], [], deadline)
+    if not ready and stderr:
+        with open(stderr) as f:
+            raise AssertionError(f"no datagram on the notify socket; stderr:\n{f.read()}")
     assert ready, "no datagram on the notify socket"
     return sock.recv(4096).decode()
 
@@ -181,3 +185,45 @@ def test_snapfs_mount_returns_only_once_the_daemon_serves(installed, snapfs_bin,
     assert res["served"] == "OK"
     assert res["umount"]["rc"] == 0
     assert res["reaped"] == [[res["pids"][0], 0]]
+
+
+def test_the_units_command_serves_and_stops_as_systemd_drives_it(installed, snapfs_bin,
+                                                                 workdir):
+    """The installed unit's ExecStart, its paths moved under workdir, run as systemd would:
+    READY=1 on the notify socket, reload (SIGHUP) keeps it serving, stop (SIGTERM) exits 0."""
+    with open(installed + "/lib/systemd/system/snapfs.service") as f:
+        line = next(l for l in f if l.startswith("ExecStart="))
+    argv = line.strip().split("=", 1)[1].split()
+    assert argv[0] == "/usr/local/bin/snapfs"
+    moved = {"/run/snapfs": os.path.join(workdir, "run"),
+             "/var/lib/snapfs": os.path.join(workdir, "lib"),
+             "/var/log/snapfs/audit.log": os.path.join(workdir, "audit.log")}
+    for path in moved.values():
+        if not path.endswith(".log"):
+            os.mkdir(path, 0o700)
+    argv = [snapfs_bin] + [moved.get(a, a) for a in argv[1:]]
+    assert set(moved.values()) <= set(argv), argv
+    sock = notify_socket(os.path.join(workdir, "notify"))
+    with open(os.path.join(workdir, "unit.stderr"), "w") as err:
+        proc = subprocess.Popen(argv, stdout=subprocess.DEVNULL, stderr=err,
+                                env=dict(os.environ, NOTIFY_SOCKET=os.path.join(workdir,
+                                                                                "notify")))
+    mnt = moved["/run/snapfs"]
+    try:
+        assert recv_within(sock, stderr=os.path.join(workdir, "unit.stderr")) == "READY=1"
+        data = b"published under the unit"
+        digest = hashlib.sha256(data).hexdigest()
+        with open(os.path.join(mnt, ".staging", "cfg"), "wb") as f:
+            f.write(data)
+        os.rename(os.path.join(mnt, ".staging", "cfg"), os.path.join(mnt, digest))
+        assert os.path.exists(os.path.join(moved["/var/lib/snapfs"], "blobs", "sha256", digest))
+        proc.send_signal(signal.SIGHUP)  # ExecReload
+        proc.send_signal(signal.SIGTERM)  # systemctl stop
+        assert recv_within(sock) == "STOPPING=1"
+        assert proc.wait(60) == 0
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+        sock.close()
+    assert not is_mounted(mnt)
