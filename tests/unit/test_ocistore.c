@@ -1,0 +1,286 @@
+/* SPDX-License-Identifier: MIT */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <cmocka.h>
+
+#define _XOPEN_SOURCE_EXTENDED 1
+#include <errno.h>
+#include <fcntl.h>
+#include <ftw.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "digest.h"
+#include "ocistore.h"
+#include "testutil.h"
+
+/* What a start handed out: snapshots restored, blobs set aside. */
+struct seen {
+        unsigned restored, corrupt, warned, titled;
+        struct snap_digest digests[8];
+        size_t sizes[8];
+        char corrupt_hex[8][SNAP_DIGEST_HEX_LEN + 1];
+};
+
+static int on_restore(void *ctx, const struct snap_digest *d, void *data, size_t len,
+                      const char *title)
+{
+        struct seen *s = ctx;
+        struct snap_digest check;
+
+        s->titled += title != NULL;
+        assert_int_equal(snap_sha256(data, len, &check), 0);
+        assert_true(snap_digest_equal(&check, d)); /* only intact bytes are handed out */
+        assert_true(s->restored < 8);
+        s->digests[s->restored] = *d;
+        s->sizes[s->restored++] = len;
+        free(data);
+        return 0;
+}
+
+static void on_corrupt(void *ctx, const char *hex, int err)
+{
+        struct seen *s = ctx;
+        assert_int_equal(err, -EBADMSG);
+        assert_true(s->corrupt < 8);
+        snprintf(s->corrupt_hex[s->corrupt++], SNAP_DIGEST_HEX_LEN + 1, "%s", hex);
+}
+
+static void on_warn(void *ctx, const char *hex, const char *what, int err)
+{
+        (void)hex, (void)what, (void)err;
+        ((struct seen *)ctx)->warned++;
+}
+
+struct fx {
+        struct tu_dir dir;
+        char store[300];
+};
+
+static int setup(void **state)
+{
+        struct fx *f = calloc(1, sizeof(*f));
+        assert_non_null(f);
+        assert_int_equal(tu_dir_make(&f->dir), 0);
+        snprintf(f->store, sizeof(f->store), "%s/store", f->dir.path);
+        *state = f;
+        return 0;
+}
+
+static int rm_one(const char *path, const struct stat *st, int flag, struct FTW *ftw)
+{
+        (void)st, (void)flag, (void)ftw;
+        return remove(path);
+}
+
+static int teardown(void **state)
+{
+        struct fx *f = *state;
+        nftw(f->dir.path, rm_one, 16, FTW_DEPTH | FTW_PHYS);
+        free(f);
+        return 0;
+}
+
+/* Opens the store and loads it into seen. */
+static struct sfs_ocistore *start(struct fx *f, struct seen *seen)
+{
+        struct sfs_ocistore_hooks h = { on_restore, on_corrupt, on_warn, seen };
+        struct sfs_ocistore *s = NULL;
+
+        memset(seen, 0, sizeof(*seen));
+        assert_int_equal(sfs_ocistore_open(f->store, &s, NULL), 0);
+        assert_int_equal(sfs_ocistore_load(s, 1 << 20, &h), 0);
+        return s;
+}
+
+static void add(struct sfs_ocistore *s, const char *text, const char *title,
+                struct snap_digest *d)
+{
+        assert_int_equal(snap_sha256(text, strlen(text), d), 0);
+        sfs_ocistore_lock(s);
+        assert_int_equal(sfs_ocistore_add(s, d, text, strlen(text), title), 0);
+        sfs_ocistore_unlock(s);
+}
+
+static bool blob_exists(struct fx *f, const struct snap_digest *d)
+{
+        char hex[SNAP_DIGEST_HEX_LEN + 1], p[PATH_MAX];
+        snap_digest_to_hex(d, hex);
+        snprintf(p, sizeof(p), "%s/blobs/sha256/%s", f->store, hex);
+        return access(p, F_OK) == 0;
+}
+
+static void test_added_snapshots_are_restored_and_removed_ones_are_not(void **state)
+{
+        struct fx *f = *state;
+        struct snap_digest a, b;
+        struct seen seen;
+        struct sfs_ocistore *s = start(f, &seen);
+
+        assert_int_equal(seen.restored, 0);
+        add(s, "alpha", "a.json", &a);
+        add(s, "beta", "b.json", &b);
+        add(s, "alpha", "again", &a); /* stored already: nothing written */
+        sfs_ocistore_lock(s);
+        assert_int_equal(sfs_ocistore_remove(s, &a), 0);
+        assert_int_equal(sfs_ocistore_remove(s, &a), -ENOENT);
+        sfs_ocistore_unlock(s);
+        assert_false(blob_exists(f, &a));
+        sfs_ocistore_close(s);
+
+        s = start(f, &seen);
+        assert_int_equal(seen.restored, 1);
+        assert_true(snap_digest_equal(&seen.digests[0], &b));
+        assert_int_equal(seen.sizes[0], 4);
+        assert_int_equal(seen.titled, 1);
+        assert_int_equal(seen.corrupt, 0);
+        assert_int_equal(sfs_ocistore_corrupt(s), 0);
+        sfs_ocistore_close(s);
+}
+
+static void test_a_blob_that_does_not_match_is_set_aside_the_others_restored(void **state)
+{
+        struct fx *f = *state;
+        struct snap_digest a, b;
+        char hex[SNAP_DIGEST_HEX_LEN + 1], p[PATH_MAX];
+        struct seen seen;
+        struct sfs_ocistore *s = start(f, &seen);
+        int fd;
+
+        add(s, "damaged", "d", &a);
+        add(s, "intact", "i", &b);
+        sfs_ocistore_close(s);
+        snap_digest_to_hex(&a, hex);
+        snprintf(p, sizeof(p), "%s/blobs/sha256/%s", f->store, hex);
+        fd = open(p, O_WRONLY);
+        assert_true(fd >= 0);
+        assert_int_equal(pwrite(fd, "D", 1, 0), 1);
+        close(fd);
+
+        s = start(f, &seen);
+        assert_int_equal(seen.corrupt, 1);
+        assert_string_equal(seen.corrupt_hex[0], hex);
+        assert_int_equal(sfs_ocistore_corrupt(s), 1);
+        assert_int_equal(seen.restored, 1);
+        assert_true(snap_digest_equal(&seen.digests[0], &b));
+        assert_false(blob_exists(f, &a));
+        snprintf(p, sizeof(p), "%s/corrupt/%s", f->store, hex);
+        assert_int_equal(access(p, F_OK), 0);
+        sfs_ocistore_close(s);
+
+        /* The manifest no longer names it: the next start sets nothing aside. */
+        s = start(f, &seen);
+        assert_int_equal(seen.corrupt, 0);
+        assert_int_equal(seen.restored, 1);
+        sfs_ocistore_close(s);
+}
+
+static void test_an_unnamed_blob_and_temporary_files_are_removed_at_start(void **state)
+{
+        struct fx *f = *state;
+        struct snap_digest a, orphan;
+        char hex[SNAP_DIGEST_HEX_LEN + 1], p[PATH_MAX];
+        struct seen seen;
+        struct sfs_ocistore *s = start(f, &seen);
+        FILE *out;
+
+        add(s, "named", "n", &a);
+        sfs_ocistore_close(s);
+        /* A publish that died after its blob, before index.json: never answered. */
+        assert_int_equal(snap_sha256("orphan", 6, &orphan), 0);
+        snap_digest_to_hex(&orphan, hex);
+        snprintf(p, sizeof(p), "%s/blobs/sha256/%s", f->store, hex);
+        assert_non_null(out = fopen(p, "w"));
+        fputs("orphan", out);
+        fclose(out);
+        snprintf(p, sizeof(p), "%s/blobs/sha256/.tmp-%s-0123456789abcdef", f->store, hex);
+        assert_non_null(out = fopen(p, "w"));
+        fputs("orp", out);
+        fclose(out);
+
+        s = start(f, &seen);
+        assert_int_equal(seen.restored, 1);
+        assert_true(snap_digest_equal(&seen.digests[0], &a));
+        assert_false(blob_exists(f, &orphan));
+        assert_int_equal(access(p, F_OK), -1);
+        sfs_ocistore_close(s);
+}
+
+static void test_a_lost_manifest_serves_every_intact_blob_untitled(void **state)
+{
+        struct fx *f = *state;
+        struct snap_digest a, b;
+        char p[PATH_MAX], q[PATH_MAX];
+        struct seen seen;
+        struct sfs_ocistore *s = start(f, &seen);
+        FILE *ix;
+        char buf[4096];
+        size_t n;
+        char *at;
+
+        add(s, "first", "1", &a);
+        add(s, "second", "2", &b);
+        sfs_ocistore_close(s);
+        /* Remove the manifest index.json names: its layers must not be thrown away. */
+        snprintf(p, sizeof(p), "%s/index.json", f->store);
+        assert_non_null(ix = fopen(p, "r"));
+        n = fread(buf, 1, sizeof(buf) - 1, ix);
+        fclose(ix);
+        buf[n] = '\0';
+        at = strstr(buf, "\"digest\":\"sha256:");
+        assert_non_null(at);
+        at += strlen("\"digest\":\"sha256:");
+        at[SNAP_DIGEST_HEX_LEN] = '\0';
+        snprintf(q, sizeof(q), "%s/blobs/sha256/%s", f->store, at);
+        assert_int_equal(unlink(q), 0);
+
+        s = start(f, &seen);
+        assert_int_equal(seen.restored, 2);
+        assert_int_equal(seen.titled, 0);
+        assert_true(seen.warned >= 1);
+        sfs_ocistore_close(s);
+        /* It wrote a new manifest: the next start is an ordinary one. */
+        s = start(f, &seen);
+        assert_int_equal(seen.restored, 2);
+        assert_int_equal(seen.warned, 0);
+        sfs_ocistore_close(s);
+}
+
+static void test_a_second_opener_of_the_same_store_is_refused(void **state)
+{
+        struct fx *f = *state;
+        struct sfs_ocistore *s = NULL, *t = NULL;
+
+        assert_int_equal(sfs_ocistore_open(f->store, &s, NULL), 0);
+        assert_int_equal(sfs_ocistore_open(f->store, &t, NULL), -EWOULDBLOCK);
+        assert_null(t);
+        sfs_ocistore_close(s);
+        /* Once closed, the store opens again. */
+        assert_int_equal(sfs_ocistore_open(f->store, &t, NULL), 0);
+        sfs_ocistore_close(t);
+}
+
+int main(void)
+{
+        const struct CMUnitTest tests[] = {
+                cmocka_unit_test_setup_teardown(
+                        test_added_snapshots_are_restored_and_removed_ones_are_not, setup,
+                        teardown),
+                cmocka_unit_test_setup_teardown(
+                        test_a_blob_that_does_not_match_is_set_aside_the_others_restored, setup,
+                        teardown),
+                cmocka_unit_test_setup_teardown(
+                        test_an_unnamed_blob_and_temporary_files_are_removed_at_start, setup,
+                        teardown),
+                cmocka_unit_test_setup_teardown(
+                        test_a_lost_manifest_serves_every_intact_blob_untitled, setup, teardown),
+                cmocka_unit_test_setup_teardown(test_a_second_opener_of_the_same_store_is_refused,
+                                                setup, teardown),
+        };
+        return cmocka_run_group_tests(tests, NULL, NULL);
+}
