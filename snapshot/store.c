@@ -24,7 +24,109 @@ struct snap_store {
         uint64_t hash_key;            /* secret, odd */
         struct snap_object *detached; /* detached objects not yet released */
         uint64_t bytes, reserved, objects, indexed, next_ino;
+        /* Indexed objects by increasing inode number, for listings that resume by number.
+         * Insertion is by binary search and memmove: a few µs for thousands of objects,
+         * against the hashing and copying every publish already costs. */
+        struct snap_object **by_ino;
+        size_t n_by_ino, cap_by_ino;
+        /* What each uid's objects hold; few uids, so a plain array. */
+        struct snap_store_usage *usage;
+        size_t n_usage, cap_usage;
 };
+
+/* ---- the inode-ordered index ---- */
+
+/* Index of the first object whose inode number is at least ino. Lock held. */
+static size_t by_ino_lower(const struct snap_store *s, uint64_t ino)
+{
+        size_t lo = 0, hi = s->n_by_ino;
+
+        while (lo < hi) {
+                size_t mid = lo + (hi - lo) / 2;
+                if (s->by_ino[mid]->ino < ino)
+                        lo = mid + 1;
+                else
+                        hi = mid;
+        }
+        return lo;
+}
+
+/* Room for one more entry in both arrays, so linking a new object cannot fail half way.
+ * Lock held. */
+static int make_room(struct snap_store *s)
+{
+        if (s->n_by_ino == s->cap_by_ino) {
+                size_t cap = s->cap_by_ino ? 2 * s->cap_by_ino : 64;
+                struct snap_object **n = realloc(s->by_ino, cap * sizeof(*n));
+                if (!n)
+                        return -ENOMEM;
+                s->by_ino = n;
+                s->cap_by_ino = cap;
+        }
+        if (s->n_usage == s->cap_usage) {
+                size_t cap = s->cap_usage ? 2 * s->cap_usage : 8;
+                struct snap_store_usage *n = realloc(s->usage, cap * sizeof(*n));
+                if (!n)
+                        return -ENOMEM;
+                s->usage = n;
+                s->cap_usage = cap;
+        }
+        return 0;
+}
+
+static void by_ino_insert(struct snap_store *s, struct snap_object *o)
+{
+        size_t i = by_ino_lower(s, o->ino);
+
+        memmove(&s->by_ino[i + 1], &s->by_ino[i], (s->n_by_ino - i) * sizeof(s->by_ino[0]));
+        s->by_ino[i] = o;
+        s->n_by_ino++;
+}
+
+static void by_ino_remove(struct snap_store *s, struct snap_object *o)
+{
+        size_t i = by_ino_lower(s, o->ino);
+
+        if (i == s->n_by_ino || s->by_ino[i] != o)
+                return;
+        memmove(&s->by_ino[i], &s->by_ino[i + 1], (s->n_by_ino - i - 1) * sizeof(s->by_ino[0]));
+        s->n_by_ino--;
+}
+
+/* ---- per-uid usage ---- */
+
+static struct snap_store_usage *usage_of(struct snap_store *s, uint32_t uid)
+{
+        for (size_t i = 0; i < s->n_usage; i++)
+                if (s->usage[i].uid == uid)
+                        return &s->usage[i];
+        return NULL;
+}
+
+/* make_room() ran first: adding an entry cannot fail. */
+static void charge(struct snap_store *s, uint32_t uid, uint64_t bytes)
+{
+        struct snap_store_usage *u = usage_of(s, uid);
+
+        if (!u) {
+                u = &s->usage[s->n_usage++];
+                *u = (struct snap_store_usage){ .uid = uid };
+        }
+        u->objects++;
+        u->bytes += bytes;
+}
+
+static void uncharge(struct snap_store *s, uint32_t uid, uint64_t bytes)
+{
+        struct snap_store_usage *u = usage_of(s, uid);
+
+        if (!u)
+                return;
+        u->objects -= u->objects ? 1 : 0;
+        u->bytes -= bytes < u->bytes ? bytes : u->bytes;
+        if (!u->objects)
+                *u = s->usage[--s->n_usage];
+}
 
 /* Singly linked chains with a back pointer to whatever points at the object (the kernel's
  * hlist), so that an object leaves a chain or the detached list in O(1). */
@@ -174,6 +276,8 @@ void snap_store_free(struct snap_store *s)
                 free_object(o);
         }
         free(s->buckets);
+        free(s->by_ino);
+        free(s->usage);
         pthread_mutex_destroy(&s->lock);
         free(s);
 }
@@ -188,29 +292,56 @@ uint64_t snap_store_alloc_ino(struct snap_store *s)
         return ino;
 }
 
-/* Invariant kept by every caller of this check: bytes + reserved <= max_bytes. */
-static int check_space(const struct snap_store *s, uint64_t len, uint64_t take_reserved)
+/* Room left below max_bytes for uid: the privileged uid may use it all, others not the
+ * reserve. Invariant kept by every caller: bytes + reserved <= max_bytes. */
+static uint64_t room_for(const struct snap_store *s, uint32_t uid, uint64_t take_reserved)
 {
-        uint64_t used = s->bytes + s->reserved - take_reserved;
+        uint64_t free_bytes = s->cfg.max_bytes - (s->bytes + s->reserved - take_reserved);
+        uint64_t keep = uid == s->cfg.privileged_uid ? 0 : s->cfg.reserve_bytes;
 
-        if (s->objects >= s->cfg.max_objects)
+        return free_bytes > keep ? free_bytes - keep : 0;
+}
+
+/* A uid's own limits first (-EDQUOT: the answer that names what that uid can do about it),
+ * then the global ones (-ENOSPC), the reserve kept for the privileged uid. */
+static int check_space(const struct snap_store *s, uint64_t len, uint64_t take_reserved,
+                       uint32_t uid)
+{
+        bool privileged = uid == s->cfg.privileged_uid;
+        uint64_t keep = privileged ? 0 : s->cfg.reserve_objects;
+
+        if (!privileged) {
+                const struct snap_store_usage *u = usage_of((struct snap_store *)s, uid);
+                uint64_t objects = u ? u->objects : 0, bytes = u ? u->bytes : 0;
+
+                if (s->cfg.max_uid_objects && objects >= s->cfg.max_uid_objects)
+                        return -EDQUOT;
+                if (s->cfg.max_uid_bytes && len > s->cfg.max_uid_bytes - bytes)
+                        return -EDQUOT;
+        }
+        if (s->objects + keep >= s->cfg.max_objects || s->objects >= s->cfg.max_objects)
                 return -ENOSPC;
-        if (len > s->cfg.max_bytes - used)
+        if (len > room_for(s, uid, take_reserved))
                 return -ENOSPC;
         return 0;
 }
 
-int snap_store_reserve(struct snap_store *s, uint64_t bytes)
+int snap_store_reserve_as(struct snap_store *s, uint32_t uid, uint64_t bytes)
 {
         int r = 0;
 
         pthread_mutex_lock(&s->lock);
-        if (bytes > s->cfg.max_bytes - s->bytes - s->reserved)
+        if (bytes > room_for(s, uid, 0))
                 r = -ENOSPC;
         else
                 s->reserved += bytes;
         pthread_mutex_unlock(&s->lock);
         return r;
+}
+
+int snap_store_reserve(struct snap_store *s, uint64_t bytes)
+{
+        return snap_store_reserve_as(s, s->cfg.privileged_uid, bytes);
 }
 
 void snap_store_unreserve(struct snap_store *s, uint64_t bytes)
@@ -263,7 +394,7 @@ int snap_store_put(struct snap_store *s, const struct snap_put *p, struct snap_o
         pthread_mutex_lock(&s->lock);
         found = take_existing(s, &d);
         if (!found)
-                r = check_space(s, p->len, reservation_taken(s, p));
+                r = check_space(s, p->len, reservation_taken(s, p), p->publisher_uid);
         pthread_mutex_unlock(&s->lock);
         if (found) {
                 *out = found;
@@ -298,7 +429,9 @@ int snap_store_put(struct snap_store *s, const struct snap_put *p, struct snap_o
         pthread_mutex_lock(&s->lock);
         found = take_existing(s, &d);
         if (!found)
-                r = check_space(s, p->len, reservation_taken(s, p));
+                r = check_space(s, p->len, reservation_taken(s, p), p->publisher_uid);
+        if (!found && r == 0)
+                r = make_room(s);
         if (!found && r == 0) {
                 uint64_t take = reservation_taken(s, p);
 
@@ -315,6 +448,8 @@ int snap_store_put(struct snap_store *s, const struct snap_put *p, struct snap_o
                 s->objects++;
                 s->indexed++;
                 link_object(&s->buckets[bucket_of(s, &d)], o);
+                by_ino_insert(s, o);
+                charge(s, o->publisher_uid, o->size);
                 maybe_grow(s);
         }
         pthread_mutex_unlock(&s->lock);
@@ -366,8 +501,11 @@ void snap_store_release(struct snap_store *s, struct snap_object *o)
          * than free it twice. */
         if (o->refs > 0 && --o->refs == 0) {
                 unlink_object(o);
-                if (o->indexed)
+                if (o->indexed) {
+                        by_ino_remove(s, o);
                         s->indexed--;
+                }
+                uncharge(s, o->publisher_uid, o->size);
                 s->bytes -= o->size;
                 s->objects--;
                 last = true;
@@ -386,6 +524,7 @@ int snap_store_detach(struct snap_store *s, struct snap_object *o)
                 r = -ENOENT;
         else {
                 unlink_object(o);
+                by_ino_remove(s, o);
                 o->indexed = false;
                 s->indexed--;
                 link_object(&s->detached, o);
@@ -405,6 +544,39 @@ int snap_store_foreach(struct snap_store *s, int (*fn)(const struct snap_object 
                         r = fn(o, ctx);
         pthread_mutex_unlock(&s->lock);
         return r;
+}
+
+int snap_store_foreach_from(struct snap_store *s, uint64_t from_ino,
+                            int (*fn)(const struct snap_object *o, void *ctx), void *ctx)
+{
+        int r = 0;
+
+        pthread_mutex_lock(&s->lock);
+        for (size_t i = by_ino_lower(s, from_ino); r == 0 && i < s->n_by_ino; i++)
+                r = fn(s->by_ino[i], ctx);
+        pthread_mutex_unlock(&s->lock);
+        return r;
+}
+
+void snap_store_get_usage(struct snap_store *s, uint32_t uid, struct snap_store_usage *u)
+{
+        const struct snap_store_usage *found;
+
+        pthread_mutex_lock(&s->lock);
+        found = usage_of(s, uid);
+        *u = found ? *found : (struct snap_store_usage){ .uid = uid };
+        pthread_mutex_unlock(&s->lock);
+}
+
+size_t snap_store_list_usage(struct snap_store *s, struct snap_store_usage *out, size_t max)
+{
+        size_t n;
+
+        pthread_mutex_lock(&s->lock);
+        n = s->n_usage;
+        memcpy(out, s->usage, (n < max ? n : max) * sizeof(*out));
+        pthread_mutex_unlock(&s->lock);
+        return n;
 }
 
 void snap_store_get_stats(struct snap_store *s, struct snap_store_stats *st)

@@ -20,6 +20,15 @@ struct snap_store_config {
         uint64_t max_bytes;       /* objects + reservations past this: -ENOSPC */
         uint64_t max_objects;     /* live objects past this: -ENOSPC */
         uint64_t first_ino;       /* first inode number handed out (0 means 1) */
+        /* Per-uid limits on objects a uid published, counted until their last reference
+         * goes (a detached object still open counts): past them, -EDQUOT. 0: no limit. The
+         * privileged uid has none, and only it may use the last reserve_objects objects and
+         * reserve_bytes bytes of the global limits (reservations included). */
+        uint64_t max_uid_objects;
+        uint64_t max_uid_bytes;
+        uint32_t privileged_uid;
+        uint64_t reserve_objects;
+        uint64_t reserve_bytes;
 };
 
 struct snap_object {
@@ -76,12 +85,14 @@ uint64_t snap_store_alloc_ino(struct snap_store *s);
 
 /* Reserve bytes against max_bytes (for content still being written): 0, or -ENOSPC. */
 int snap_store_reserve(struct snap_store *s, uint64_t bytes);
+/* The same for uid: past max_bytes less reserve_bytes unless uid is the privileged one. */
+int snap_store_reserve_as(struct snap_store *s, uint32_t uid, uint64_t bytes);
 void snap_store_unreserve(struct snap_store *s, uint64_t bytes);
 
 /* Store content. Returns 0 for a new object (the caller holds one reference; p->owned and
  * p->reserved are taken over), 1 when the same content is already indexed (a reference to that
  * object is taken; nothing of p is taken over), or -EFBIG (len > max_object_size), -ENOSPC
- * (bytes or object count used up), -ENOMEM, -EINVAL (data NULL with len > 0, or owned set and
+ * (bytes or object count used up), -EDQUOT (p->publisher_uid's own limits), -ENOMEM, -EINVAL (data NULL with len > 0, or owned set and
  * not equal to data). Nothing of p is taken over on an error. *out is set only on 0 and 1. */
 int snap_store_put(struct snap_store *s, const struct snap_put *p, struct snap_object **out);
 
@@ -105,5 +116,21 @@ int snap_store_detach(struct snap_store *s, struct snap_object *o);
  * Stops early and returns fn's value when fn returns non-zero; else returns 0. */
 int snap_store_foreach(struct snap_store *s, int (*fn)(const struct snap_object *o, void *ctx),
                        void *ctx);
+/* The same in increasing inode order, from the first object whose inode number is at least
+ * from_ino: a listing can resume there however the store changed meanwhile, never repeating
+ * an object. O(log n) to find the start. */
+int snap_store_foreach_from(struct snap_store *s, uint64_t from_ino,
+                            int (*fn)(const struct snap_object *o, void *ctx), void *ctx);
+
+/* What uid holds: objects it published that are still referenced, and their bytes. */
+struct snap_store_usage {
+        uint32_t uid;
+        uint64_t objects;
+        uint64_t bytes;
+};
+void snap_store_get_usage(struct snap_store *s, uint32_t uid, struct snap_store_usage *u);
+/* Every uid holding something, up to max entries into out (in no order); returns how many
+ * uids hold something (may exceed max). */
+size_t snap_store_list_usage(struct snap_store *s, struct snap_store_usage *out, size_t max);
 
 void snap_store_get_stats(struct snap_store *s, struct snap_store_stats *st);

@@ -641,6 +641,129 @@ static void test_two_threads_put_and_release_keep_counters_consistent(void **sta
         free(w);
 }
 
+/* ---- inode order and per-uid limits ---- */
+
+static int collect_ino(const struct snap_object *o, void *ctx)
+{
+        uint64_t *v = ctx;
+        v[++v[0]] = o->ino;
+        return v[0] == 3; /* three at a time, like a listing reply that is full */
+}
+
+static struct snap_object *put_as(struct snap_store *s, uint32_t uid, const char *text,
+                                  uint64_t ino, int want)
+{
+        struct snap_object *o = NULL;
+        const struct snap_put p = { .data = text, .len = strlen(text), .ino = ino,
+                                    .publisher_uid = uid };
+        assert_int_equal(snap_store_put(s, &p, &o), want);
+        return want >= 0 ? o : NULL;
+}
+
+static void test_foreach_from_resumes_in_inode_order_across_changes(void **state)
+{
+        struct snap_store *s = *state;
+        struct snap_object *o[6];
+        uint64_t v[8] = { 0 };
+        /* Inode numbers handed out in one order, content published in another (staging
+         * files get theirs at create). */
+        uint64_t ino[6];
+        for (int i = 0; i < 6; i++)
+                ino[i] = snap_store_alloc_ino(s);
+        for (int i = 5; i >= 0; i--) {
+                char text[8];
+                snprintf(text, sizeof(text), "o%d", i);
+                o[i] = put_as(s, 1, text, ino[i], 0);
+        }
+        assert_int_equal(snap_store_foreach_from(s, 0, collect_ino, v), 1);
+        assert_int_equal(v[1], ino[0]);
+        assert_int_equal(v[2], ino[1]);
+        assert_int_equal(v[3], ino[2]);
+        /* Between two replies: the next one goes, an earlier one goes, one is published. */
+        snap_store_detach(s, o[3]);
+        snap_store_detach(s, o[0]);
+        struct snap_object *late = put_as(s, 1, "late", 0, 0);
+        v[0] = 0;
+        assert_int_equal(snap_store_foreach_from(s, ino[2] + 1, collect_ino, v), 1);
+        assert_int_equal(v[1], ino[4]);
+        assert_int_equal(v[2], ino[5]);
+        assert_int_equal(v[3], late->ino);
+        for (int i = 0; i < 6; i++)
+                snap_store_release(s, o[i]);
+        snap_store_release(s, late);
+}
+
+static void test_uid_past_its_own_limits_gets_edquot_others_still_publish(void **state)
+{
+        struct snap_store_config c = cfg_default;
+        struct snap_store_usage u;
+        struct snap_object *a, *b, *x;
+        struct snap_store *s;
+        (void)state;
+
+        c.max_uid_objects = 2;
+        c.max_uid_bytes = 100;
+        c.privileged_uid = 0;
+        assert_int_equal(snap_store_new(&c, &s), 0);
+        a = put_as(s, 1000, "one", 0, 0);
+        b = put_as(s, 1000, "two", 0, 0);
+        put_as(s, 1000, "three", 0, -EDQUOT);
+        /* Another uid, and the privileged one, are not held by uid 1000's count. */
+        x = put_as(s, 1001, "three", 0, 0);
+        snap_store_release(s, x);
+        /* Removed but still referenced: still counted. */
+        snap_store_detach(s, a);
+        put_as(s, 1000, "four", 0, -EDQUOT);
+        snap_store_get_usage(s, 1000, &u);
+        assert_int_equal(u.objects, 2);
+        assert_int_equal(u.bytes, 6);
+        /* The last reference gone: the count is back. */
+        snap_store_release(s, a);
+        x = put_as(s, 1000, "four", 0, 0);
+        snap_store_release(s, x);
+        snap_store_release(s, b);
+        /* Bytes: 100 at most. */
+        {
+                char big[102];
+                memset(big, 'b', sizeof(big) - 1);
+                big[101] = '\0';
+                put_as(s, 1000, big, 0, -EDQUOT);
+                big[100] = '\0';
+                x = put_as(s, 1000, big, 0, 0);
+                snap_store_release(s, x);
+        }
+        assert_int_equal(snap_store_list_usage(s, &u, 1), 0);
+        snap_store_free(s);
+}
+
+static void test_reserve_is_kept_for_the_privileged_uid(void **state)
+{
+        struct snap_store_config c = cfg_default;
+        struct snap_object *o[4];
+        struct snap_store *s;
+        (void)state;
+
+        c.max_objects = 4;
+        c.reserve_objects = 1;
+        c.reserve_bytes = 1024;
+        c.privileged_uid = 7;
+        assert_int_equal(snap_store_new(&c, &s), 0);
+        o[0] = put_as(s, 1000, "a", 0, 0);
+        o[1] = put_as(s, 1001, "b", 0, 0);
+        o[2] = put_as(s, 1002, "c", 0, 0);
+        put_as(s, 1003, "d", 0, -ENOSPC);
+        o[3] = put_as(s, 7, "d", 0, 0);
+        put_as(s, 7, "e", 0, -ENOSPC);
+        /* Bytes: others may reserve all but the reserve, the privileged uid the rest. */
+        assert_int_equal(snap_store_reserve_as(s, 1000, 4096 - 4 - 1024 + 1), -ENOSPC);
+        assert_int_equal(snap_store_reserve_as(s, 1000, 4096 - 4 - 1024), 0);
+        assert_int_equal(snap_store_reserve_as(s, 1000, 1), -ENOSPC);
+        assert_int_equal(snap_store_reserve_as(s, 7, 1024), 0);
+        for (int i = 0; i < 4; i++)
+                snap_store_release(s, o[i]);
+        snap_store_free(s);
+}
+
 #define T(name) cmocka_unit_test_setup_teardown(name, setup, teardown)
 
 int main(void)
@@ -672,6 +795,9 @@ int main(void)
                 T(test_foreach_visits_indexed_objects_and_stops_early),
                 T(test_free_frees_objects_still_referenced),
                 T(test_two_threads_put_and_release_keep_counters_consistent),
+                T(test_foreach_from_resumes_in_inode_order_across_changes),
+                T(test_uid_past_its_own_limits_gets_edquot_others_still_publish),
+                T(test_reserve_is_kept_for_the_privileged_uid),
         };
         return cmocka_run_group_tests(tests, NULL, NULL);
 }
