@@ -131,7 +131,7 @@ int sfs_tree_create(struct sfs_tree *t, const struct sfs_caller *c, struct sfs_n
 
         *h = sfs_handle_new(t, n, (flags & O_ACCMODE) != O_RDONLY);
         if (!*h) {
-                sfs_stage_remove(t, n);
+                sfs_stage_remove(t, n, false);
                 sfs_node_maybe_free(t, n);
                 r = -ENOMEM;
                 goto refused;
@@ -181,10 +181,13 @@ static int read_snapshot(struct sfs_tree *t, struct sfs_node *n, size_t size, of
 int sfs_tree_read(struct sfs_tree *t, struct sfs_handle *h, size_t size, off_t off,
                   int (*reply)(void *ctx, const void *data, size_t len), void *ctx)
 {
-        struct sfs_node *n = h->node;
+        struct sfs_node *n;
         struct sfs_staging *stg;
         int r;
 
+        if (!h)
+                return -EBADF;
+        n = h->node;
         if (off < 0)
                 return -EINVAL;
         /* Snapshot content never changes and the handle keeps it alive: no lock. */
@@ -252,13 +255,17 @@ int sfs_tree_write_flags(struct sfs_tree *t, const struct sfs_caller *c, int fla
 int sfs_tree_write(struct sfs_tree *t, const struct sfs_caller *c, struct sfs_handle *h,
                    const void *buf, size_t size, off_t off)
 {
-        struct sfs_node *n = h->node;
+        struct sfs_node *n;
         struct sfs_staging *stg;
         uint64_t end;
         int r;
 
-        if (!h->write)
+        /* No handle: a write the kernel sends without an open we answered (root remounted
+         * the read view rw and wrote through a shared mapping). It once dereferenced NULL
+         * and took both mounts down. */
+        if (!h || !h->write)
                 return -EBADF;
+        n = h->node;
         if (off < 0)
                 return -EINVAL;
         pthread_mutex_lock(&t->lock);
@@ -339,7 +346,11 @@ int sfs_tree_setattr(struct sfs_tree *t, const struct sfs_caller *c, struct sfs_
 
 void sfs_tree_flush(struct sfs_tree *t, struct sfs_handle *h)
 {
-        struct sfs_node *n = h->node;
+        struct sfs_node *n;
+
+        if (!h)
+                return;
+        n = h->node;
 
         pthread_mutex_lock(&t->lock);
         if (node_kind(n) == SFS_KIND_STAGING_FILE) {
@@ -356,7 +367,11 @@ void sfs_tree_flush(struct sfs_tree *t, struct sfs_handle *h)
 
 void sfs_tree_release(struct sfs_tree *t, struct sfs_handle *h)
 {
-        struct sfs_node *n = h->node;
+        struct sfs_node *n;
+
+        if (!h)
+                return;
+        n = h->node;
 
         pthread_mutex_lock(&t->lock);
         if (node_kind(n) == SFS_KIND_STAGING_FILE) {
@@ -395,7 +410,7 @@ static int unlink_staging(struct sfs_tree *t, const struct sfs_caller *c, const 
                 r = -EBUSY;
         pthread_mutex_unlock(&n->stg->lock);
         if (r == 0) {
-                sfs_stage_remove(t, n);
+                sfs_stage_remove(t, n, true);
                 sfs_node_maybe_free(t, n);
         }
         pthread_mutex_unlock(&t->lock);
@@ -518,7 +533,7 @@ unsigned sfs_tree_expire_staging(struct sfs_tree *t, uint64_t now_ms)
                                                              .uid = stg->owner,
                                                              .name = stg->name,
                                                      });
-                        sfs_stage_remove(t, n);
+                        sfs_stage_remove(t, n, false);
                         sfs_node_maybe_free(t, n);
                         removed++;
                 }

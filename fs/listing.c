@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: MIT */
-/* Directory listings (taken whole at opendir), statfs and the tree's counters. */
+/* Directory listings (the root streamed from the store), statfs and the tree's counters. */
 #include <errno.h>
 #include <fcntl.h>
 #include <stdio.h>
@@ -14,42 +14,20 @@
 
 /* ---- directories ---- */
 
-struct collect {
-        struct sfs_dir *d;
-        size_t cap;
-};
-
-static int dir_add(struct collect *cl, const char *name, uint64_t ino, mode_t mode)
-{
-        struct sfs_dirent *e;
-
-        if (cl->d->n == cl->cap) {
-                size_t ncap = cl->cap * 2;
-                struct sfs_dir *nd = realloc(cl->d, sizeof(*nd) + ncap * sizeof(nd->e[0]));
-                if (!nd)
-                        return -ENOMEM;
-                cl->d = nd;
-                cl->cap = ncap;
-        }
-        e = &cl->d->e[cl->d->n++];
-        e->ino = ino;
-        e->mode = mode;
-        snprintf(e->name, sizeof(e->name), "%s", name);
-        return 0;
-}
-
-static int collect_object(const struct snap_object *o, void *ctx)
-{
-        char hex[SNAP_DIGEST_HEX_LEN + 1];
-        snap_digest_to_hex(&o->digest, hex);
-        return dir_add(ctx, hex, o->ino, S_IFREG);
-}
+/* Offsets of the root's entries: "." 0, ".." 1, .staging 2, then a snapshot's offset is its
+ * inode number (at least SFS_STAGING_INO + 1): each entry's next offset is one more, so a
+ * READDIR resumes after the last entry the kernel took, whatever was published or removed
+ * in between. */
+#define ROOT_FIRST_SNAPSHOT_OFF (SFS_STAGING_INO + 1)
+#define LIST_BATCH 64
 
 int sfs_tree_opendir(struct sfs_tree *t, const struct sfs_caller *c, struct sfs_node *n,
                      struct sfs_dir **out)
 {
-        struct collect cl = { .cap = 16 };
+        struct sfs_uidstage *st = NULL;
         struct snap_store_stats stats;
+        struct sfs_dir *d = NULL;
+        size_t cap = 0;
         int r;
 
         pthread_mutex_lock(&t->lock);
@@ -60,36 +38,32 @@ int sfs_tree_opendir(struct sfs_tree *t, const struct sfs_caller *c, struct sfs_
                 r = -ENOTDIR;
                 goto out;
         }
-        if (node_kind(n) == SFS_KIND_ROOT) {
-                snap_store_get_stats(t->store, &stats);
-                cl.cap += stats.indexed;
+        if (node_kind(n) == SFS_KIND_STAGING_DIR) {
+                st = sfs_stage_find(t, c->uid, false);
+                for (struct sfs_node *s = st ? st->head : NULL; s; s = s->next_staged)
+                        cap++;
         }
-        cl.d = malloc(sizeof(*cl.d) + cl.cap * sizeof(cl.d->e[0]));
-        if (!cl.d) {
+        d = calloc(1, sizeof(*d) + cap * sizeof(d->e[0]));
+        if (!d) {
                 r = -ENOMEM;
                 goto out;
         }
-        cl.d->n = 0;
-        r = dir_add(&cl, ".", n->ino, S_IFDIR);
-        if (r == 0)
-                r = dir_add(&cl, "..", SFS_ROOT_INO, S_IFDIR);
-        if (r == 0 && node_kind(n) == SFS_KIND_ROOT) {
-                if (!t->cfg.read_only && !c->read_view)
-                        r = dir_add(&cl, SFS_STAGING_NAME, SFS_STAGING_INO, S_IFDIR);
-                if (r == 0)
-                        r = snap_store_foreach(t->store, collect_object, &cl);
-        } else if (r == 0) {
-                struct sfs_uidstage *st = sfs_stage_find(t, c->uid, false);
-                for (struct sfs_node *s = st ? st->head : NULL; s && r == 0;
-                     s = s->next_staged)
-                        r = dir_add(&cl, s->stg->name, s->ino, S_IFREG);
+        d->ino = n->ino;
+        if (node_kind(n) == SFS_KIND_ROOT) {
+                snap_store_get_stats(t->store, &stats);
+                d->root = true;
+                d->staging_entry = !t->cfg.read_only && !c->read_view;
+                d->max_seq = stats.seq;
+        } else {
+                for (struct sfs_node *s = st ? st->head : NULL; s; s = s->next_staged) {
+                        struct sfs_dirent *e = &d->e[d->n++];
+                        e->ino = s->ino;
+                        e->mode = S_IFREG;
+                        snprintf(e->name, sizeof(e->name), "%s", s->stg->name);
+                }
         }
-        if (r < 0) {
-                free(cl.d);
-                goto out;
-        }
-        LIST_ADD(t->dirs, cl.d);
-        *out = cl.d;
+        LIST_ADD(t->dirs, d);
+        *out = d;
 out:
         pthread_mutex_unlock(&t->lock);
         if (r == -EACCES)
@@ -97,21 +71,83 @@ out:
         return r;
 }
 
+struct batch {
+        uint64_t max_seq;
+        size_t n;
+        struct sfs_dirent e[LIST_BATCH];
+};
+
+static int batch_add(const struct snap_object *o, void *ctx)
+{
+        struct batch *b = ctx;
+        struct sfs_dirent *e;
+
+        if (o->seq > b->max_seq)
+                return 0; /* published after opendir */
+        e = &b->e[b->n++];
+        e->ino = o->ino;
+        e->mode = S_IFREG;
+        snap_digest_to_hex(&o->digest, e->name);
+        return b->n == LIST_BATCH;
+}
+
 int sfs_tree_readdir(struct sfs_tree *t, struct sfs_dir *d, off_t off,
                      int (*fill)(void *ctx, const char *name, uint64_t ino, mode_t mode,
                                  off_t next_off),
                      void *ctx)
 {
-        (void)t;
-        /* The listing is private to this handle: no lock needed. */
-        for (size_t i = off < 0 ? 0 : (size_t)off; i < d->n; i++)
-                if (fill(ctx, d->e[i].name, d->e[i].ino, d->e[i].mode, (off_t)(i + 1)))
+        struct batch *b;
+        uint64_t from;
+
+        if (!d)
+                return -EBADF;
+        if (off < 0)
+                return -EINVAL;
+        if (!d->root) {
+                /* ".", "..", then the caller's staging files as taken at opendir. */
+                for (size_t i = (size_t)off; i < d->n + 2; i++) {
+                        const char *name = i == 0 ? "." : i == 1 ? ".." : d->e[i - 2].name;
+                        uint64_t ino = i == 0 ? d->ino : i == 1 ? SFS_ROOT_INO : d->e[i - 2].ino;
+                        mode_t mode = i < 2 ? S_IFDIR : d->e[i - 2].mode;
+                        if (fill(ctx, name, ino, mode, (off_t)(i + 1)))
+                                return 0;
+                }
+                return 0;
+        }
+        if (off < 1 && fill(ctx, ".", d->ino, S_IFDIR, 1))
+                return 0;
+        if (off < 2 && fill(ctx, "..", SFS_ROOT_INO, S_IFDIR, 2))
+                return 0;
+        if (off < ROOT_FIRST_SNAPSHOT_OFF && d->staging_entry &&
+            fill(ctx, SFS_STAGING_NAME, SFS_STAGING_INO, S_IFDIR, ROOT_FIRST_SNAPSHOT_OFF))
+                return 0;
+        b = malloc(sizeof(*b));
+        if (!b)
+                return -ENOMEM;
+        from = (uint64_t)off > ROOT_FIRST_SNAPSHOT_OFF ? (uint64_t)off : ROOT_FIRST_SNAPSHOT_OFF;
+        for (;;) {
+                b->n = 0;
+                b->max_seq = d->max_seq;
+                /* Copied under the store's lock, filled without it: fill may look names up. */
+                snap_store_foreach_from(t->store, from, batch_add, b);
+                for (size_t i = 0; i < b->n; i++)
+                        if (fill(ctx, b->e[i].name, b->e[i].ino, b->e[i].mode,
+                                 (off_t)(b->e[i].ino + 1))) {
+                                free(b);
+                                return 0;
+                        }
+                if (b->n < LIST_BATCH)
                         break;
+                from = b->e[b->n - 1].ino + 1;
+        }
+        free(b);
         return 0;
 }
 
 void sfs_tree_releasedir(struct sfs_tree *t, struct sfs_dir *d)
 {
+        if (!d)
+                return;
         pthread_mutex_lock(&t->lock);
         LIST_DEL(t->dirs, d);
         pthread_mutex_unlock(&t->lock);
@@ -120,23 +156,47 @@ void sfs_tree_releasedir(struct sfs_tree *t, struct sfs_dir *d)
 
 /* ---- statfs and stats ---- */
 
-void sfs_tree_statfs(struct sfs_tree *t, struct statvfs *sv)
+static uint64_t sub0(uint64_t a, uint64_t b)
+{
+        return a > b ? a - b : 0;
+}
+
+static uint64_t min64(uint64_t a, uint64_t b)
+{
+        return a < b ? a : b;
+}
+
+void sfs_tree_statfs(struct sfs_tree *t, const struct sfs_caller *c, struct statvfs *sv)
 {
         struct snap_store_stats s;
+        struct snap_store_usage u;
         const unsigned long bsize = 4096;
-        uint64_t used;
+        uint64_t free_bytes, free_files, avail_bytes, avail_files;
 
         snap_store_get_stats(t->store, &s);
-        used = s.bytes + s.reserved;
+        free_bytes = sub0(t->cfg.max_bytes, s.bytes + s.reserved);
+        free_files = sub0(t->cfg.max_snapshots, s.objects);
+        avail_bytes = free_bytes;
+        avail_files = free_files;
+        /* df as the caller sees it: what it may still publish, not what the mount has. */
+        if (c->uid != t->cfg.owner_uid) {
+                snap_store_get_usage(t->store, (uint32_t)c->uid, &u);
+                avail_bytes = min64(sub0(free_bytes, t->reserve_bytes),
+                                    sub0(t->cfg.max_uid_bytes, u.bytes));
+                avail_files = min64(sub0(free_files, t->reserve_objects),
+                                    sub0(t->cfg.max_uid_snapshots, u.objects));
+        }
         memset(sv, 0, sizeof(*sv));
         sv->f_bsize = bsize;
         sv->f_frsize = bsize;
         sv->f_blocks = t->cfg.max_bytes / bsize;
-        sv->f_bfree = used >= t->cfg.max_bytes ? 0 : (t->cfg.max_bytes - used) / bsize;
-        sv->f_bavail = sv->f_bfree;
+        sv->f_bfree = free_bytes / bsize;
+        sv->f_bavail = avail_bytes / bsize;
         sv->f_files = t->cfg.max_snapshots;
-        sv->f_ffree = s.objects >= t->cfg.max_snapshots ? 0 : t->cfg.max_snapshots - s.objects;
-        sv->f_favail = sv->f_ffree;
+        /* Linux's statfs has no f_favail (statvfs copies f_ffree into it): the caller's own
+         * count goes in both, or nobody would ever see it. */
+        sv->f_ffree = avail_files;
+        sv->f_favail = avail_files;
         sv->f_namemax = SNAP_DIGEST_HEX_LEN;
 }
 

@@ -262,7 +262,11 @@ static void op_write(fuse_req_t req, fuse_ino_t ino, const char *buf, size_t siz
         int r;
 
         (void)ino;
-        r = sfs_tree_write_flags(ctx_of(req)->tree, &c, fi->flags);
+        /* The read view never writes, even remounted rw by root: it has no handles. */
+        if (ctx_of(req)->read_view)
+                r = -EROFS;
+        else
+                r = sfs_tree_write_flags(ctx_of(req)->tree, &c, fi->flags);
         if (r == 0)
                 r = sfs_tree_write(ctx_of(req)->tree, &c, h, buf, size, off);
         if (r < 0)
@@ -317,15 +321,19 @@ static void op_unlink(fuse_req_t req, fuse_ino_t parent, const char *name)
  * could fault a page in, and with every worker thread storing, nobody would answer its READ. */
 #define PREFILL_CHUNK (1u << 20)
 
-static void prefill(struct sfs_ops_ctx *ctx, struct sfs_node *n, fuse_ino_t id)
+/* true when the page cache now holds the whole snapshot; else *filled is how many bytes from
+ * offset 0 on it holds from it. */
+static bool prefill(struct sfs_ops_ctx *ctx, struct sfs_node *n, fuse_ino_t id,
+                    uint64_t *filled)
 {
         struct snap_object *ref;
         const uint8_t *data;
-        uint64_t size;
+        uint64_t size, off;
 
+        *filled = 0;
         if (sfs_tree_get_content(ctx->tree, n, &ref, (const void **)&data, &size) < 0)
-                return;
-        for (uint64_t off = 0; off < size; off += PREFILL_CHUNK) {
+                return false;
+        for (off = 0; off < size; off += PREFILL_CHUNK) {
                 size_t len = size - off < PREFILL_CHUNK ? (size_t)(size - off) : PREFILL_CHUNK;
                 struct fuse_bufvec bv = FUSE_BUFVEC_INIT(len);
 
@@ -335,6 +343,8 @@ static void prefill(struct sfs_ops_ctx *ctx, struct sfs_node *n, fuse_ino_t id)
                         break;
         }
         sfs_tree_put_content(ctx->tree, ref);
+        *filled = off < size ? off : size;
+        return off >= size;
 }
 
 static void op_rename(fuse_req_t req, fuse_ino_t parent, const char *name, fuse_ino_t newparent,
@@ -355,8 +365,16 @@ static void op_rename(fuse_req_t req, fuse_ino_t parent, const char *name, fuse_
          * and throw away the fresh attributes, costing the stat after it another round trip. */
         if (r == 0 && ctx->se) {
                 fuse_ino_t id = id_of(req, published);
+                uint64_t filled;
+
                 fuse_lowlevel_notify_inval_inode(ctx->se, id, -1, 0);
-                prefill(ctx, published, id);
+                /* Pages the prefill did not replace (a descriptor was open, or a store was
+                 * refused) may hold what the staging file's page cache had before: drop them
+                 * all, so a reader can only ever get the snapshot's bytes from the daemon.
+                 * Their locks are taken by readers whose READs other workers answer; the
+                 * staging file itself is written with direct I/O, so nothing is written back. */
+                if (!prefill(ctx, published, id, &filled))
+                        fuse_lowlevel_notify_inval_inode(ctx->se, id, (off_t)filled, 0);
         }
         fuse_reply_err(req, -r);
 }
@@ -445,6 +463,7 @@ static void op_readdir(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
                        struct fuse_file_info *fi)
 {
         struct dirbuf b = { .req = req, .size = size };
+        int r;
 
         (void)ino;
         b.buf = malloc(size ? size : 1);
@@ -452,9 +471,12 @@ static void op_readdir(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
                 fuse_reply_err(req, ENOMEM);
                 return;
         }
-        sfs_tree_readdir(ctx_of(req)->tree, (struct sfs_dir *)(uintptr_t)fi->fh, off,
-                         fill_dirent, &b);
-        fuse_reply_buf(req, b.buf, b.used);
+        r = sfs_tree_readdir(ctx_of(req)->tree, (struct sfs_dir *)(uintptr_t)fi->fh, off,
+                             fill_dirent, &b);
+        if (r < 0 && !b.used)
+                fuse_reply_err(req, -r);
+        else
+                fuse_reply_buf(req, b.buf, b.used);
         free(b.buf);
 }
 
@@ -499,6 +521,7 @@ static void op_readdirplus(fuse_req_t req, fuse_ino_t ino, size_t size, off_t of
                 .dir = node_of(req, ino),
                 .caller = caller_of(req),
         };
+        int r;
 
         b.cap = size / fuse_add_direntry_plus(req, NULL, 0, "", NULL, 0) + 1;
         b.buf = malloc(size ? size : 1);
@@ -509,9 +532,11 @@ static void op_readdirplus(fuse_req_t req, fuse_ino_t ino, size_t size, off_t of
                 fuse_reply_err(req, ENOMEM);
                 return;
         }
-        sfs_tree_readdir(ctx->tree, (struct sfs_dir *)(uintptr_t)fi->fh, off, fill_dirent_plus,
-                         &b);
-        if (fuse_reply_buf(req, b.buf, b.used) < 0)
+        r = sfs_tree_readdir(ctx->tree, (struct sfs_dir *)(uintptr_t)fi->fh, off,
+                             fill_dirent_plus, &b);
+        if (r < 0 && !b.used)
+                fuse_reply_err(req, -r);
+        else if (fuse_reply_buf(req, b.buf, b.used) < 0)
                 for (size_t i = 0; i < b.nlooked_up; i++)
                         sfs_tree_forget(ctx->tree, b.looked_up[i], 1);
         free(b.buf);
@@ -527,10 +552,11 @@ static void op_releasedir(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info 
 
 static void op_statfs(fuse_req_t req, fuse_ino_t ino)
 {
+        struct sfs_caller c = caller_of(req);
         struct statvfs sv;
 
         (void)ino;
-        sfs_tree_statfs(ctx_of(req)->tree, &sv);
+        sfs_tree_statfs(ctx_of(req)->tree, &c, &sv);
         fuse_reply_statfs(req, &sv);
 }
 

@@ -48,6 +48,11 @@ struct sfs_tree_config {
         unsigned max_staging;      /* staging files per uid */
         uint64_t max_staging_bytes; /* staging bytes per uid; 0: a quarter of max_bytes, but
                                        at least max_snapshot_size */
+        uint64_t max_uid_snapshots; /* published snapshots per uid other than the owner,
+                                       unlinked-but-open ones included; 0: a quarter of
+                                       max_snapshots */
+        uint64_t max_uid_bytes;    /* their bytes; 0: a quarter of max_bytes, but at least
+                                       max_snapshot_size */
         struct sfs_uidset readers;
         struct sfs_uidset publishers;
         bool read_only;            /* no .staging/ */

@@ -109,7 +109,7 @@ static int publish_begin(struct sfs_tree *t, const struct sfs_caller *c, struct 
  * held; obj carries one reference, which the node keeps. */
 static void become_snapshot(struct sfs_tree *t, struct sfs_node *n, struct snap_object *obj)
 {
-        sfs_stage_remove(t, n);
+        sfs_stage_remove(t, n, false); /* it counts as a snapshot now */
         snap_store_ref(t->store, obj); /* the tree's reference: published */
         n->obj = obj;
         obj->priv = n;

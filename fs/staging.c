@@ -174,7 +174,7 @@ static int grow(struct sfs_staging *stg, uint64_t len)
         r = uid_charge(stg, len - stg->len);
         if (r < 0)
                 return r;
-        r = snap_store_reserve(b->store, len - stg->len);
+        r = snap_store_reserve_as(b->store, (uint32_t)stg->owner, len - stg->len);
         if (r < 0) {
                 uid_uncharge(stg, len - stg->len);
                 return r;

@@ -26,6 +26,8 @@ struct sfs_node {
         struct snap_object *obj;  /* SNAPSHOT: one store reference, owned by the node */
         struct sfs_staging *stg;  /* STAGING_FILE */
         struct sfs_node *next_staged; /* STAGING_FILE: in its owner's list */
+        struct sfs_uidstage *held_by; /* unlinked while open: still counted in held_by's
+                                         staging files until the last handle goes */
         struct sfs_node *prev, *next; /* every live node, so the tree can free them all */
 };
 
@@ -51,6 +53,8 @@ struct sfs_tree {
         struct sfs_tree_config cfg;
         struct snap_store *store;
         struct sfs_staging_budget budget; /* what staging files are charged to */
+        uint64_t reserve_objects;      /* kept for the owner: nobody else may use them */
+        uint64_t reserve_bytes;
         struct sfs_node root;
         struct sfs_node staging;
         struct sfs_node *nodes;        /* list of dynamic nodes */
@@ -75,8 +79,18 @@ struct sfs_dirent {
         char name[SFS_STAGING_NAME_MAX + 1]; /* digests and staging names both fit */
 };
 
+/* An open directory. The root is listed straight from the store, in inode order, at every
+ * READDIR: a handle holds a few numbers, not a copy of the listing, however many snapshots
+ * there are (the attack: 2,000 handles on 4,096 snapshots took the daemon to 649 MB). Only
+ * snapshots published before opendir are listed (seq <= max_seq), so a snapshot removed and
+ * published again meanwhile is never listed twice. .staging/ holds at most max_staging of the
+ * caller's own files: those are taken at opendir. */
 struct sfs_dir {
         struct sfs_dir *prev, *next;
+        bool root;
+        bool staging_entry; /* root: list .staging */
+        uint64_t ino;       /* the directory's own */
+        uint64_t max_seq;
         size_t n;
         struct sfs_dirent e[];
 };
@@ -128,5 +142,7 @@ struct sfs_uidstage *sfs_stage_find(struct sfs_tree *t, uid_t uid, bool create);
 struct sfs_node *sfs_stage_lookup(struct sfs_uidstage *st, const char *name);
 /* Lists a new staging file node under its owner. */
 void sfs_stage_add(struct sfs_tree *t, struct sfs_uidstage *st, struct sfs_node *n);
-/* Takes a staging file out of its owner's list (it stays alive while referenced). */
-void sfs_stage_remove(struct sfs_tree *t, struct sfs_node *n);
+/* Takes a staging file out of its owner's list (it stays alive while referenced). With
+ * hold, a file still open keeps counting against its owner's staging files until its last
+ * handle goes: unlinking what one holds open must not make room for more. */
+void sfs_stage_remove(struct sfs_tree *t, struct sfs_node *n, bool hold);

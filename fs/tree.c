@@ -69,11 +69,28 @@ int sfs_tree_new(const struct sfs_tree_config *cfg, struct sfs_tree **out)
                 if (t->cfg.max_staging_bytes < cfg->max_snapshot_size)
                         t->cfg.max_staging_bytes = cfg->max_snapshot_size;
         }
+        /* One uid must not be able to take every snapshot or byte from the others: each
+         * gets a quarter by default (and room for one largest snapshot), and the owner keeps
+         * a sixteenth that nobody else may use, so it can always publish. */
+        if (!t->cfg.max_uid_snapshots)
+                t->cfg.max_uid_snapshots = cfg->max_snapshots / 4 ? cfg->max_snapshots / 4 : 1;
+        if (!t->cfg.max_uid_bytes) {
+                t->cfg.max_uid_bytes = cfg->max_bytes / 4;
+                if (t->cfg.max_uid_bytes < cfg->max_snapshot_size)
+                        t->cfg.max_uid_bytes = cfg->max_snapshot_size;
+        }
+        t->reserve_objects = cfg->max_snapshots / 16;
+        t->reserve_bytes = cfg->max_bytes / 16;
         r = snap_store_new(&(struct snap_store_config){
                                    .max_object_size = cfg->max_snapshot_size,
                                    .max_bytes = cfg->max_bytes,
                                    .max_objects = cfg->max_snapshots,
                                    .first_ino = SFS_STAGING_INO + 1,
+                                   .max_uid_objects = t->cfg.max_uid_snapshots,
+                                   .max_uid_bytes = t->cfg.max_uid_bytes,
+                                   .privileged_uid = (uint32_t)cfg->owner_uid,
+                                   .reserve_objects = t->reserve_objects,
+                                   .reserve_bytes = t->reserve_bytes,
                            },
                            &t->store);
         if (r < 0) {
@@ -204,12 +221,15 @@ struct sfs_node *sfs_handle_node(const struct sfs_handle *h)
         return h->node;
 }
 
+static void stage_release_held(struct sfs_tree *t, struct sfs_node *n);
+
 void sfs_handle_del(struct sfs_tree *t, struct sfs_handle *h)
 {
         struct sfs_node *n = h->node;
 
         n->pins--;
         LIST_DEL(t->handles, h);
+        stage_release_held(t, n);
         sfs_node_maybe_free(t, n);
 }
 
@@ -488,7 +508,7 @@ void sfs_stage_add(struct sfs_tree *t, struct sfs_uidstage *st, struct sfs_node 
         t->staging_files++;
 }
 
-void sfs_stage_remove(struct sfs_tree *t, struct sfs_node *n)
+void sfs_stage_remove(struct sfs_tree *t, struct sfs_node *n, bool hold)
 {
         struct sfs_uidstage *st = sfs_stage_find(t, n->stg->owner, false);
         struct sfs_node **pp;
@@ -503,6 +523,22 @@ void sfs_stage_remove(struct sfs_tree *t, struct sfs_node *n)
         }
         n->next_staged = NULL;
         n->linked = false;
+        /* The attack: create, unlink while holding open, repeat; with the count dropped at
+         * unlink, --max-staging 16 allowed 19,000 live staging files. */
+        if (hold && n->pins) {
+                n->held_by = st;
+                return;
+        }
         st->count--;
         t->staging_files--;
+}
+
+/* The last handle of a staging file unlinked while open: its count goes back now. */
+static void stage_release_held(struct sfs_tree *t, struct sfs_node *n)
+{
+        if (n->pins || !n->held_by)
+                return;
+        n->held_by->count--;
+        t->staging_files--;
+        n->held_by = NULL;
 }

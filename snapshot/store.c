@@ -23,7 +23,7 @@ struct snap_store {
         unsigned bits;
         uint64_t hash_key;            /* secret, odd */
         struct snap_object *detached; /* detached objects not yet released */
-        uint64_t bytes, reserved, objects, indexed, next_ino;
+        uint64_t bytes, reserved, objects, indexed, next_ino, seq;
         /* Indexed objects by increasing inode number, for listings that resume by number.
          * Insertion is by binary search and memmove: a few µs for thousands of objects,
          * against the hashing and copying every publish already costs. */
@@ -447,6 +447,7 @@ int snap_store_put(struct snap_store *s, const struct snap_put *p, struct snap_o
                 s->bytes += p->len;
                 s->objects++;
                 s->indexed++;
+                o->seq = ++s->seq;
                 link_object(&s->buckets[bucket_of(s, &d)], o);
                 by_ino_insert(s, o);
                 charge(s, o->publisher_uid, o->size);
@@ -587,5 +588,6 @@ void snap_store_get_stats(struct snap_store *s, struct snap_store_stats *st)
         st->objects = s->objects;
         st->indexed = s->indexed;
         st->next_ino = s->next_ino;
+        st->seq = s->seq;
         pthread_mutex_unlock(&s->lock);
 }

@@ -39,6 +39,7 @@ struct snap_object {
         uint32_t publisher_uid;
         char *name;               /* the staging NAME it was first published under, or NULL */
         struct timespec created;  /* CLOCK_REALTIME when the object was stored */
+        uint64_t seq;             /* order of indexing: an object stored later has a larger one */
         void *priv;               /* the caller's; the store never reads or writes it */
         /* private to the store */
         struct snap_object *next_hash;
@@ -68,6 +69,7 @@ struct snap_store_stats {
         uint64_t objects;  /* live objects (indexed or detached but still referenced) */
         uint64_t indexed;  /* objects a digest lookup finds */
         uint64_t next_ino;
+        uint64_t seq;      /* objects indexed so far: the seq of the latest */
 };
 
 /* A staging NAME, the name a snapshot keeps: 1-64 of [A-Za-z0-9._-], not starting with '.'

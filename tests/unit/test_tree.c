@@ -607,6 +607,7 @@ static void test_snapshot_count_limit_gives_enospc(void **state)
 
         (void)state;
         cfg.max_snapshots = 2;
+        cfg.max_uid_snapshots = 8; /* this test is about the global limit */
         t = new_tree(&cfg);
         assert_int_equal(publish(t, &alice, "a", "one", 3, NULL), 0);
         assert_int_equal(publish(t, &alice, "b", "two", 3, NULL), 0);
@@ -614,6 +615,118 @@ static void test_snapshot_count_limit_gives_enospc(void **state)
         assert_int_equal(publish(t, &alice, "c", content, 5, NULL), -ENOSPC);
         lookup_digest(t, &alice, "three", -ENOENT);
         lookup_digest(t, &alice, "one", 0);
+        sfs_tree_free(t);
+}
+
+static void test_uid_past_its_snapshot_limits_gets_edquot_while_others_publish(void **state)
+{
+        struct sfs_tree_config cfg = base_config();
+        struct sfs_node *n = NULL;
+        struct sfs_open_info oi;
+        struct sfs_handle *h;
+        struct statvfs sv;
+        struct sfs_tree *t;
+        char hex[SNAP_DIGEST_HEX_LEN + 1];
+
+        (void)state;
+        cfg.max_snapshots = 32; /* alice: 8 by default, the owner (root) keeps 2 */
+        cfg.max_bytes = 1 << 20;
+        t = new_tree(&cfg);
+        for (int i = 0; i < 8; i++) {
+                char content[16];
+                snprintf(content, sizeof(content), "alice %d", i);
+                assert_int_equal(publish(t, &alice, "a", content, strlen(content),
+                                         i == 0 ? &n : NULL),
+                                 0);
+        }
+        sfs_tree_statfs(t, &alice, &sv);
+        assert_int_equal(sv.f_favail, 0);
+        assert_int_equal(sv.f_ffree, 0);
+        assert_int_equal(sv.f_bfree, ((1 << 20) - 8 * 7) / 4096);
+        assert_int_equal(publish(t, &alice, "a", "one more", 8, NULL), -EDQUOT);
+        assert_int_equal(sfs_tree_unlink(t, &alice, staging_dir(t, &alice), "a"), 0);
+        /* Bob and the owner are not held by alice's count. */
+        sfs_tree_statfs(t, &bob, &sv);
+        assert_int_equal(sv.f_favail, 8);
+        assert_int_equal(publish(t, &bob, "b", "one more", 8, NULL), 0);
+        sfs_tree_statfs(t, &root, &sv);
+        assert_int_equal(sv.f_favail, 32 - 9);
+
+        /* Unlinked (by root: alice may not remove her own) while open: still alice's until
+         * the descriptor goes. */
+        hex_of("alice 0", 7, hex);
+        assert_int_equal(sfs_tree_open(t, &alice, n, O_RDONLY, &h, &oi), 0);
+        assert_int_equal(sfs_tree_unlink(t, &root, sfs_tree_root(t), hex), 0);
+        assert_int_equal(publish(t, &alice, "a", "one more time", 13, NULL), -EDQUOT);
+        assert_int_equal(sfs_tree_unlink(t, &alice, staging_dir(t, &alice), "a"), 0);
+        sfs_tree_release(t, h);
+        sfs_tree_forget(t, n, 1);
+        sfs_tree_statfs(t, &alice, &sv);
+        assert_int_equal(sv.f_favail, 1);
+        assert_int_equal(publish(t, &alice, "a", "one more time", 13, NULL), 0);
+        sfs_tree_free(t);
+}
+
+static void test_uid_past_its_byte_limit_gets_edquot_while_another_publishes(
+        void **state)
+{
+        struct sfs_tree_config cfg = base_config();
+        static char big[4096];
+        struct sfs_tree *t;
+
+        (void)state;
+        cfg.max_bytes = 16 * 4096;  /* alice and bob: 4 x 4096 each; the owner keeps 4096 */
+        cfg.max_snapshots = 64;
+        cfg.max_staging_bytes = 16 * 4096;
+        t = new_tree(&cfg);
+        for (int i = 0; i < 4; i++) {
+                memset(big, 'a' + i, sizeof(big));
+                assert_int_equal(publish(t, &alice, "a", big, sizeof(big), NULL), 0);
+        }
+        memset(big, 'z', sizeof(big));
+        assert_int_equal(publish(t, &alice, "a", big, sizeof(big), NULL), -EDQUOT);
+        assert_int_equal(sfs_tree_unlink(t, &alice, staging_dir(t, &alice), "a"), 0);
+        assert_int_equal(publish(t, &bob, "b", big, sizeof(big), NULL), 0);
+        sfs_tree_free(t);
+}
+
+static void test_staging_files_unlinked_while_open_still_count_until_closed(void **state)
+{
+        struct sfs_tree_config cfg = base_config(); /* 3 staging files a uid */
+        struct sfs_open_info oi;
+        struct sfs_handle *h[4];
+        struct sfs_tree_stats st;
+        struct sfs_entry e;
+        struct sfs_tree *t;
+
+        (void)state;
+        t = new_tree(&cfg);
+        for (int i = 0; i < 3; i++) {
+                char name[8];
+                snprintf(name, sizeof(name), "s%d", i);
+                assert_int_equal(sfs_tree_create(t, &alice, staging_dir(t, &alice), name,
+                                                 O_WRONLY, &e, &h[i], &oi),
+                                 0);
+                assert_int_equal(sfs_tree_unlink(t, &alice, staging_dir(t, &alice), name), 0);
+        }
+        /* The attack: unlinked, but held open, they still count. */
+        assert_int_equal(sfs_tree_create(t, &alice, staging_dir(t, &alice), "s3", O_WRONLY, &e,
+                                         &h[3], &oi),
+                         -EDQUOT);
+        sfs_tree_get_stats(t, &st);
+        assert_int_equal(st.staging_files, 3);
+        /* Bob is not affected; alice gets one back once one descriptor is closed. */
+        assert_int_equal(sfs_tree_create(t, &bob, staging_dir(t, &bob), "s3", O_WRONLY, &e,
+                                         &h[3], &oi),
+                         0);
+        sfs_tree_release(t, h[3]);
+        assert_int_equal(sfs_tree_unlink(t, &bob, staging_dir(t, &bob), "s3"), 0);
+        sfs_tree_release(t, h[0]);
+        assert_int_equal(sfs_tree_create(t, &alice, staging_dir(t, &alice), "s3", O_WRONLY, &e,
+                                         &h[3], &oi),
+                         0);
+        for (int i = 1; i < 4; i++)
+                sfs_tree_release(t, h[i]);
         sfs_tree_free(t);
 }
 
@@ -996,6 +1109,9 @@ int main(void)
                 cmocka_unit_test(test_limits_give_efbig_enospc_and_edquot_while_others_still_work),
                 cmocka_unit_test(test_one_uid_cannot_stage_past_its_byte_quota_while_others_can),
                 cmocka_unit_test(test_snapshot_count_limit_gives_enospc),
+                cmocka_unit_test(test_uid_past_its_snapshot_limits_gets_edquot_while_others_publish),
+                cmocka_unit_test(test_uid_past_its_byte_limit_gets_edquot_while_another_publishes),
+                cmocka_unit_test(test_staging_files_unlinked_while_open_still_count_until_closed),
                 cmocka_unit_test(test_out_of_order_writes_publish_under_the_right_digest),
                 cmocka_unit_test(test_sparse_append_keeps_the_running_hash_right),
                 cmocka_unit_test(test_staging_names_are_checked),
