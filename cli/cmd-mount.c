@@ -47,6 +47,11 @@ static void mount_usage(FILE *f)
                 "      --max-staging N        staging files per uid (default 16)\n"
                 "      --max-staging-bytes SIZE  staging bytes per uid (default: a quarter of\n"
                 "                             --max-bytes, at least --max-snapshot-size)\n"
+                "      --max-uid-snapshots N  published snapshots per uid other than the owner,\n"
+                "                             unlinked-but-open ones included (default: a\n"
+                "                             quarter of --max-snapshots); EDQUOT past it\n"
+                "      --max-uid-bytes SIZE   their bytes (default: a quarter of --max-bytes,\n"
+                "                             at least --max-snapshot-size); EDQUOT past it\n"
                 "      --publishers UID,...|any  uids that may publish (default: the mount's\n"
                 "                             owner, the uid running snapfs, and root)\n"
                 "      --unlink-own           let a publisher remove its own snapshots\n"
@@ -86,6 +91,8 @@ enum {
         OPT_MAX_SNAPSHOTS,
         OPT_MAX_STAGING,
         OPT_MAX_STAGING_BYTES,
+        OPT_MAX_UID_SNAPSHOTS,
+        OPT_MAX_UID_BYTES,
         OPT_PUBLISHERS,
         OPT_UNLINK_OWN,
         OPT_READERS,
@@ -136,6 +143,8 @@ static const struct option longopts[] = {
         { "max-snapshots", required_argument, NULL, OPT_MAX_SNAPSHOTS },
         { "max-staging", required_argument, NULL, OPT_MAX_STAGING },
         { "max-staging-bytes", required_argument, NULL, OPT_MAX_STAGING_BYTES },
+        { "max-uid-snapshots", required_argument, NULL, OPT_MAX_UID_SNAPSHOTS },
+        { "max-uid-bytes", required_argument, NULL, OPT_MAX_UID_BYTES },
         { "publishers", required_argument, NULL, OPT_PUBLISHERS },
         { "unlink-own", no_argument, NULL, OPT_UNLINK_OWN },
         { "readers", required_argument, NULL, OPT_READERS },
@@ -206,6 +215,20 @@ static int mount_parsed(int argc, char **argv, struct sfs_daemon_config *cfg)
                         if (r < 0)
                                 return bad_value("max-staging-bytes", optarg, r);
                         cfg->tree.max_staging_bytes = v;
+                        break;
+                case OPT_MAX_UID_SNAPSHOTS:
+                        r = sfs_parse_count(optarg, 1ULL << 32, &v);
+                        if (r < 0)
+                                return bad_value("max-uid-snapshots", optarg, r);
+                        cfg->tree.max_uid_snapshots = v;
+                        break;
+                case OPT_MAX_UID_BYTES:
+                        r = sfs_parse_size(optarg, &v);
+                        if (r == 0 && v == 0)
+                                r = -ERANGE;
+                        if (r < 0)
+                                return bad_value("max-uid-bytes", optarg, r);
+                        cfg->tree.max_uid_bytes = v;
                         break;
                 case OPT_PUBLISHERS:
                         r = sfs_parse_uidset(optarg, &cfg->tree.publishers);
