@@ -132,6 +132,23 @@ def _(fs, workdir):
     assert read(fs, sha256_hex(b"one")) == b"one"
 
 
+@case("rename-quota", "--allow-other", "--publishers", f"0,{NOBODY_UID}",
+      "--max-uid-snapshots", "1")
+def _(fs, workdir):
+    as_uid(NOBODY_UID, UID_PRELUDE + """
+import hashlib
+def stage(data):
+    fd = os.open(f"{mnt}/.staging/a", os.O_WRONLY | os.O_CREAT | os.O_EXCL)
+    os.write(fd, data)
+    os.close(fd)
+    return f"{mnt}/" + hashlib.sha256(data).hexdigest()
+os.rename(f"{mnt}/.staging/a", stage(b"one"))
+assert refused(os.rename, f"{mnt}/.staging/a", stage(b"two")) == errno.EDQUOT
+""", fs.path)
+    assert read(fs, sha256_hex(b"one")) == b"one"
+    fs.publish(b"two", "b")  # the owner is not held by it
+
+
 def signed_envelope(key, manifest):
     """The signature envelope of docs/distribution.md, made with the openssl command line."""
     digest, size = sha256_hex(manifest), len(manifest)

@@ -2,9 +2,9 @@
 """Noisy neighbours: what one uid does to the daemon must not stop it serving another. The
 audit log first: which files it accepts, what a flood of refusals costs it, and the bytes of
 hostile names."""
-import json
+import mmap
 import os
-import signal
+import subprocess
 
 import pytest
 
@@ -108,3 +108,197 @@ def test_a_flood_of_refusals_is_coalesced_and_another_uids_refusal_still_logged(
     co = [c for e in events if e["event"] == "refused-coalesced" for c in e["refusals"]]
     assert {(c["uid"], c["op"], c["errno"], c["error"]) for c in co} == {
         (NOBODY_UID, "mkdir", E.EPERM, "EPERM")}
+
+
+# ---- the daemon's memory and quotas under one uid's pressure ---------------------------------
+
+def daemon_rss_kib(fs):
+    with open(f"/proc/{fs.proc.pid}/status") as f:
+        for line in f:
+            if line.startswith("VmRSS:"):
+                return int(line.split()[1])
+    raise AssertionError("no VmRSS")
+
+
+def publish_many(fs, n, prefix):
+    for i in range(n):
+        fs.publish(b"%s %d" % (prefix, i), "many")
+
+
+HOLD_DIRS = UID_PRELUDE + r'''
+import resource
+n = int(sys.argv[2])
+# scandir(fd) works on a duplicate: two descriptors, one daemon handle, each.
+resource.setrlimit(resource.RLIMIT_NOFILE, (2 * n + 64, resource.getrlimit(resource.RLIMIT_NOFILE)[1]))
+fds = []
+for i in range(n):
+    fd = os.open(mnt, os.O_RDONLY | os.O_DIRECTORY)
+    it = os.scandir(fd)   # one READDIR on this handle: one entry read
+    next(it)
+    fds.append((fd, it))
+print("holding", flush=True)
+sys.stdin.read()          # until the test is done measuring
+for fd, it in fds:
+    it.close()
+    os.close(fd)
+'''
+
+
+def test_2000_directory_handles_on_4096_snapshots_cost_the_daemon_under_16_mb(mount_snapfs):
+    fs = mount_snapfs("--allow-other", "--max-snapshots", "8192")
+    publish_many(fs, 4096, b"listed")
+    before = daemon_rss_kib(fs)
+    holder = subprocess.Popen(
+        ["setpriv", f"--reuid={NOBODY_UID}", f"--regid={NOBODY_UID}", "--clear-groups",
+         "/usr/bin/python3", "-c", HOLD_DIRS, fs.path, "2000"],
+        stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
+    try:
+        assert holder.stdout.readline().strip() == "holding"
+        held = daemon_rss_kib(fs)
+        # Each handle still lists everything: the allowance beside the bound.
+        assert len(os.listdir(fs.p())) == 4096 + 1
+    finally:
+        holder.stdin.close()
+        rc = holder.wait(60)
+        holder.stdout.close()
+    assert rc == 0
+    assert held - before < 16 * 1024, f"RSS {before} KiB -> {held} KiB"
+
+
+def test_a_uid_past_its_snapshot_limit_gets_edquot_while_another_uid_and_the_owner_publish(
+        mount_snapfs):
+    fs = mount_snapfs("--allow-other", "--publishers", f"0,{NOBODY_UID},{NOBODY_UID + 1}",
+                      "--max-uid-snapshots", "3")
+    code = UID_PRELUDE + r'''
+import hashlib
+def publish(data, name="p"):
+    fd = os.open(f"{mnt}/.staging/{name}", os.O_WRONLY | os.O_CREAT | os.O_EXCL)
+    os.write(fd, data); os.close(fd)
+    d = hashlib.sha256(data).hexdigest()
+    try:
+        os.rename(f"{mnt}/.staging/{name}", f"{mnt}/{d}")
+    finally:
+        if os.path.exists(f"{mnt}/.staging/{name}"):
+            os.unlink(f"{mnt}/.staging/{name}")
+    return d
+tag = sys.argv[2]
+for i in range(3):
+    publish(b"%s %d" % (tag.encode(), i))
+assert os.statvfs(mnt).f_favail == 0
+assert refused(publish, b"%s more" % tag.encode()) == errno.EDQUOT
+print(os.statvfs(mnt).f_favail)
+'''
+    as_uid(NOBODY_UID, code, fs.path, "a")
+    # Another uid has its own three, and the owner is not held by either.
+    as_uid(NOBODY_UID + 1, code, fs.path, "b")
+    fs.publish(b"the owner still publishes")
+    assert os.statvfs(fs.p()).f_favail == 4096 - 7
+    events = fs.wait_audit(lambda ev: sum(e["event"] == "publish-refused" for e in ev) >= 2)
+    assert [(e["uid"], e["error"]) for e in events if e["event"] == "publish-refused"] == [
+        (NOBODY_UID, "EDQUOT"), (NOBODY_UID + 1, "EDQUOT")]
+
+
+def test_a_snapshot_unlinked_but_still_open_counts_until_closed(mount_snapfs):
+    fs = mount_snapfs("--allow-other", "--publishers", f"0,{NOBODY_UID}",
+                      "--max-uid-snapshots", "1")
+    code = UID_PRELUDE + r'''
+import hashlib
+def publish(data):
+    fd = os.open(f"{mnt}/.staging/p", os.O_WRONLY | os.O_CREAT | os.O_EXCL)
+    os.write(fd, data); os.close(fd)
+    d = hashlib.sha256(data).hexdigest()
+    try:
+        os.rename(f"{mnt}/.staging/p", f"{mnt}/{d}")
+    finally:
+        if os.path.exists(f"{mnt}/.staging/p"):
+            os.unlink(f"{mnt}/.staging/p")
+    return d
+d = publish(b"held")
+fd = os.open(f"{mnt}/{d}", os.O_RDONLY)
+print(d, flush=True)
+sys.stdin.readline()                 # root unlinks it meanwhile
+assert not os.path.exists(f"{mnt}/{d}")
+assert os.pread(fd, 16, 0) == b"held"
+assert refused(publish, b"second") == errno.EDQUOT
+os.close(fd)
+print("closed", flush=True)
+'''
+    p = subprocess.Popen(["setpriv", f"--reuid={NOBODY_UID}", f"--regid={NOBODY_UID}",
+                          "--clear-groups", "/usr/bin/python3", "-c", code, fs.path],
+                         stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
+    try:
+        digest = p.stdout.readline().strip()
+        os.unlink(fs.p(digest))
+        p.stdin.write("go\n")
+        p.stdin.flush()
+        assert p.stdout.readline().strip() == "closed"
+    finally:
+        p.stdin.close()
+        assert p.wait(60) == 0
+        p.stdout.close()
+    # Closed: the kernel forgets the node soon after; poll for the room to come back.
+    after = UID_PRELUDE + r'''
+import hashlib, time
+deadline = time.monotonic() + 20
+while os.statvfs(mnt).f_favail == 0 and time.monotonic() < deadline:
+    time.sleep(0.05)
+fd = os.open(f"{mnt}/.staging/p", os.O_WRONLY | os.O_CREAT | os.O_EXCL)
+os.write(fd, b"second"); os.close(fd)
+os.rename(f"{mnt}/.staging/p", f"{mnt}/" + hashlib.sha256(b"second").hexdigest())
+'''
+    as_uid(NOBODY_UID, after, fs.path)
+
+
+def test_staging_files_unlinked_while_open_count_until_closed(mount_snapfs):
+    fs = mount_snapfs("--allow-other", "--publishers", f"0,{NOBODY_UID},{NOBODY_UID + 1}",
+                      "--max-staging", "4")
+    code = UID_PRELUDE + r'''
+fds = []
+for i in range(4):
+    fd = os.open(f"{mnt}/.staging/s{i}", os.O_WRONLY | os.O_CREAT | os.O_EXCL)
+    os.write(fd, b"x" * 4096)
+    os.unlink(f"{mnt}/.staging/s{i}")
+    fds.append(fd)
+assert os.listdir(f"{mnt}/.staging") == []
+# The attack: unlinked, but held open, they still count.
+assert refused(os.open, f"{mnt}/.staging/s4", os.O_WRONLY | os.O_CREAT | os.O_EXCL) == errno.EDQUOT
+os.close(fds.pop())
+fd = os.open(f"{mnt}/.staging/s4", os.O_WRONLY | os.O_CREAT | os.O_EXCL)
+os.close(fd)
+os.unlink(f"{mnt}/.staging/s4")
+for fd in fds:
+    os.close(fd)
+'''
+    as_uid(NOBODY_UID, code, fs.path)
+    # Another uid was never held by it.
+    as_uid(NOBODY_UID + 1, UID_PRELUDE + "os.close(os.open(f'{mnt}/.staging/mine', "
+           "os.O_WRONLY | os.O_CREAT | os.O_EXCL)); os.unlink(f'{mnt}/.staging/mine')", fs.path)
+
+
+# ---- requests without the handle they need --------------------------------------------------
+
+def test_a_write_through_the_read_view_remounted_rw_is_erofs_and_both_mounts_live(
+        mount_snapfs, workdir):
+    view = os.path.join(workdir, "view")
+    os.mkdir(view)
+    fs = mount_snapfs("--allow-other", "--read-view", view)
+    data = b"never rewritten" * 400
+    digest = fs.publish(data)
+    # Root makes the kernel's read-only view writable behind the daemon's back (-i: the
+    # superblock itself, without mount.fuse). The kernel then sends WRITE with no handle.
+    subprocess.run(["mount", "-i", "-o", "remount,rw", view], check=True)
+    fd = os.open(os.path.join(view, digest), os.O_RDWR)
+    try:
+        assert errno_of(os.pwrite, fd, b"EVIL", 0) == E.EROFS
+        m = mmap.mmap(fd, 4096, mmap.MAP_SHARED, mmap.PROT_READ | mmap.PROT_WRITE)
+        try:
+            m[0:4] = b"EVIL"
+            assert errno_of(m.flush) == E.EROFS
+        finally:
+            m.close()
+    finally:
+        os.close(fd)
+    # The daemon lives and the bytes are the published ones, through the main mount.
+    with open(fs.p(digest), "rb") as f:
+        assert f.read() == data
+    assert fs.proc.poll() is None
