@@ -90,47 +90,6 @@ static void keygen_usage(FILE *f)
                 "Exit status: 0 written; 2 usage or system error.\n");
 }
 
-/* The common JSON head every --json outcome starts with. */
-static json_object *json_head(int err, const struct snapfs_report *why)
-{
-        json_object *o = json_object_new_object();
-
-        if (!o)
-                return NULL;
-        json_object_object_add(o, "ok", json_object_new_boolean(err == 0));
-        json_object_object_add(o, "error",
-                               err ? json_object_new_string(strerrorname_np(-err) ?: "?") : NULL);
-        json_object_object_add(o, "message",
-                               err ? json_object_new_string(snapfs_strerror(err)) : NULL);
-        json_object_object_add(o, "reasons", why ? cli_reasons_json(why) : json_object_new_array());
-        return o;
-}
-
-static int usage_error(const char *cmd, bool json, void (*usage)(FILE *f), const char *what)
-{
-        fprintf(stderr, "snapfs %s: %s\n", cmd, what);
-        usage(stderr);
-        if (json) {
-                json_object *o = json_object_new_object();
-                if (o) {
-                        json_object_object_add(o, "ok", json_object_new_boolean(false));
-                        json_object_object_add(o, "error", json_object_new_string("usage"));
-                        json_object_object_add(o, "message", json_object_new_string(what));
-                        json_object_object_add(o, "reasons", json_object_new_array());
-                }
-                cli_print_json(o);
-        }
-        return 2;
-}
-
-static bool wants_json(int argc, char **argv)
-{
-        for (int i = 1; i < argc && strcmp(argv[i], "--"); i++)
-                if (!strcmp(argv[i], "--json"))
-                        return true;
-        return false;
-}
-
 /* Parses the options of export/import/keygen. -1 to go on, else the exit code. */
 static int parse(const char *cmd, int argc, char **argv, void (*usage)(FILE *f),
                  struct oci_args *a)
@@ -144,7 +103,7 @@ static int parse(const char *cmd, int argc, char **argv, void (*usage)(FILE *f),
                 { "verify-key", required_argument, NULL, 'v' },
                 { NULL, 0, NULL, 0 },
         };
-        bool json = wants_json(argc, argv);
+        bool json = cli_json_requested(argc, argv);
         int ch;
 
         *a = (struct oci_args){ 0 };
@@ -158,7 +117,7 @@ static int parse(const char *cmd, int argc, char **argv, void (*usage)(FILE *f),
                         break;
                 case 'o':
                         if (cli_parse_owner(optarg, &a->co.opts) < 0)
-                                return usage_error(cmd, json, usage, "--owner: invalid uid");
+                                return cli_usage_error(cmd, json, usage, "--owner: invalid uid");
                         break;
                 case 'j':
                         break;
@@ -167,26 +126,24 @@ static int parse(const char *cmd, int argc, char **argv, void (*usage)(FILE *f),
                         return 0;
                 case 's':
                         if (strcmp(cmd, "export"))
-                                return usage_error(cmd, json, usage, "unknown option --sign");
+                                return cli_usage_error(cmd, json, usage, "unknown option --sign");
                         a->sign = optarg;
                         break;
                 case 'v':
                         if (strcmp(cmd, "import"))
-                                return usage_error(cmd, json, usage,
-                                                   "unknown option --verify-key");
+                                return cli_usage_error(cmd, json, usage,
+                                                       "unknown option --verify-key");
                         if (a->n_verify == KEYS_MAX)
-                                return usage_error(cmd, json, usage, "too many --verify-key");
+                                return cli_usage_error(cmd, json, usage, "too many --verify-key");
                         a->verify[a->n_verify++] = optarg;
                         break;
-                case ':':
-                        return usage_error(cmd, json, usage, "an option lacks its argument");
                 default:
-                        return usage_error(cmd, json, usage, "unknown option");
+                        return cli_getopt_error(cmd, json, usage, argv, ch);
                 }
         }
         if (optind >= argc)
-                return usage_error(cmd, json, usage,
-                                   strcmp(cmd, "keygen") ? "expected oci:DIR:TAG" : "expected KEY");
+                return cli_usage_error(cmd, json, usage, "expected %s",
+                                       strcmp(cmd, "keygen") ? "oci:DIR:TAG" : "KEY");
         return -1;
 }
 
@@ -199,7 +156,7 @@ static int fail(const char *cmd, bool json, int r, const struct snapfs_report *w
                   !strcmp(code, "io")) ? 2 : 1;
 
         if (json)
-                return cli_print_json(json_head(r, why)) < 0 ? 2 : rc;
+                return cli_print_json(cli_json_refusal(r, why)) < 0 ? 2 : rc;
         fprintf(stderr, "snapfs %s: %s\n", cmd, snapfs_strerror(r));
         cli_print_reasons(stderr, why);
         return rc;
@@ -241,8 +198,8 @@ int cli_cmd_export(int argc, char **argv)
         if (r >= 0)
                 return r;
         if (snapfs_oci_ref_parse(argv[optind], &dir, &tag) < 0)
-                return usage_error("export", a.co.json, export_usage,
-                                   "expected oci:DIR:TAG as the first operand");
+                return cli_usage_error("export", a.co.json, export_usage,
+                                       "expected oci:DIR:TAG as the first operand");
         mount = cli_mount_path("export", &a.co);
         if (!mount)
                 return 2;
@@ -255,7 +212,8 @@ int cli_cmd_export(int argc, char **argv)
                 return fail("export", a.co.json, r, &why);
         digest_text(&t.manifest, md);
         if (a.co.json) {
-                json_object *o = json_head(0, NULL), *list = json_object_new_array();
+                json_object *o = cli_json_result(true, NULL, NULL, NULL);
+                json_object *list = json_object_new_array();
                 char sig[SNAP_OCI_DIGEST_TEXT_LEN + 1], fp[SNAP_OCI_DIGEST_TEXT_LEN + 1];
 
                 if (o) {
@@ -342,8 +300,8 @@ int cli_cmd_import(int argc, char **argv)
         if (r >= 0)
                 return r;
         if (argc - optind != 1 || snapfs_oci_ref_parse(argv[optind], &dir, &ref) < 0)
-                return usage_error("import", a.co.json, import_usage,
-                                   "expected one oci:DIR:TAG or oci:DIR:@sha256:<hex>");
+                return cli_usage_error("import", a.co.json, import_usage,
+                                       "expected one oci:DIR:TAG or oci:DIR:@sha256:<hex>");
         mount = cli_mount_path("import", &a.co);
         if (!mount)
                 return 2;
@@ -363,7 +321,8 @@ int cli_cmd_import(int argc, char **argv)
         }
         digest_text(&t.manifest, md);
         if (a.co.json) {
-                json_object *o = json_head(0, NULL), *list = json_object_new_array();
+                json_object *o = cli_json_result(true, NULL, NULL, NULL);
+                json_object *list = json_object_new_array();
                 char fp[SNAP_OCI_DIGEST_TEXT_LEN + 1];
 
                 digest_text(&t.key, fp);
@@ -430,7 +389,7 @@ int cli_cmd_keygen(int argc, char **argv)
         if (r >= 0)
                 return r;
         if (argc - optind != 1 || a.co.mount_arg)
-                return usage_error("keygen", a.co.json, keygen_usage, "expected one KEY");
+                return cli_usage_error("keygen", a.co.json, keygen_usage, "expected one KEY");
         path = argv[optind];
         if (asprintf(&pubpath, "%s.pub", path) < 0)
                 return 2;
@@ -456,7 +415,7 @@ int cli_cmd_keygen(int argc, char **argv)
         }
         digest_text(&d, fp);
         if (a.co.json) {
-                json_object *o = json_head(0, NULL);
+                json_object *o = cli_json_result(true, NULL, NULL, NULL);
                 if (o) {
                         json_object_object_add(o, "private_key", json_object_new_string(path));
                         json_object_object_add(o, "public_key", json_object_new_string(pubpath));

@@ -3,6 +3,7 @@
  * staging node becomes the snapshot and the store takes over its bytes (written to --store
  * first, when there is one). Also the snapshots --store serves again at start. */
 #include <errno.h>
+#include <stdbool.h>
 #include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -19,26 +20,18 @@ static int publish_refused(struct sfs_tree *t, const struct sfs_caller *c, const
 {
         /* The same content already published: the caller gets EEXIST and binds to it, an
          * idempotent publish that is no refusal (alerting on publish-refused must not fire). */
-        if (err == EEXIST) {
-                sfs_audit_emit(t->cfg.audit, &(struct sfs_audit_event){
-                                                     .event = "publish-exists",
-                                                     .op = "rename",
-                                                     .uid = c->uid,
-                                                     .pid = c->pid,
-                                                     .digest = target,
-                                                     .name = name,
-                                             });
-                return -err;
-        }
+        const bool exists = err == EEXIST;
+
         sfs_audit_emit(t->cfg.audit, &(struct sfs_audit_event){
-                                             .event = "publish-refused",
+                                             .event = exists ? "publish-exists" : "publish-refused",
                                              .op = "rename",
                                              .uid = c->uid,
                                              .pid = c->pid,
+                                             .digest = exists ? target : NULL,
                                              .name = name,
-                                             .target = target,
-                                             .err = err,
-                                             .reason = reason,
+                                             .target = exists ? NULL : target,
+                                             .err = exists ? 0 : err,
+                                             .reason = exists ? NULL : reason,
                                      });
         return -err;
 }

@@ -91,6 +91,36 @@ def test_system_errors_are_json_with_the_errno_name(snapfs, workdir):
     assert r.returncode == 0 and shaped(r, True)["sha256"] == sha256_hex(b"there")
 
 
+OCI_COMMANDS = ["export", "import"]
+
+
+def exported(fs, workdir):
+    """An OCI layout holding the mount's snapshots, for import to read."""
+    ref = f"oci:{workdir}/layout:v1"
+    r = snap("export", "--mount", fs.path, ref)
+    assert r.returncode == 0, r.stderr
+    return ref
+
+
+@pytest.mark.parametrize("cmd", OCI_COMMANDS)
+def test_export_and_import_share_the_grammar_and_the_json_shape(cmd, snapfs, workdir):
+    put(snapfs, b"cfg")
+    ref = exported(snapfs, workdir) if cmd == "import" else f"oci:{workdir}/out:v1"
+    env = dict(os.environ, SNAPFS_MOUNT=snapfs.path + "/")  # a trailing slash, from the env
+    good = snap(cmd, "--json", ref, env=env)
+    assert good.returncode == 0, good.stderr
+    shaped(good, True)
+    plain = os.path.join(workdir, "plain")
+    os.mkdir(plain)
+    bad = snap(cmd, "--json", "--mount", plain, ref)
+    assert bad.returncode == 1, bad.stderr
+    assert shaped(bad, False)["error"] == "EMEDIUMTYPE"
+    usage = snap(cmd, "--json", ref, "--bogus")
+    assert usage.returncode == 2
+    out = shaped(usage, False)
+    assert out["error"] == "usage" and "unknown option '--bogus'" in out["message"]
+
+
 def test_ls_json_is_an_object_holding_the_list(snapfs):
     digest = put(snapfs, b"listed")
     out = shaped(snap("ls", "--mount", snapfs.path, "--json"), True)
