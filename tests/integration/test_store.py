@@ -3,11 +3,14 @@
 tools read; blobs re-hashed at start (a bad one set aside, reported, never served); unlink
 removes the blob; a daemon killed at any point of a publish leaves each snapshot complete or
 absent, and every publish it answered complete."""
+import ctypes
 import hashlib
 import json
 import os
 import random
+import select
 import signal
+import struct
 import subprocess
 import threading
 import time
@@ -23,7 +26,10 @@ def read_json(path):
 
 
 def layout_snapshots(store):
-    """{digest: title} of the layers of the manifest index.json tags "snapfs"."""
+    """{digest: title} of the layers of the manifest index.json tags "snapfs" ({} before the
+    first publish: no index.json yet)."""
+    if not os.path.exists(os.path.join(store, "index.json")):
+        return {}
     index = read_json(os.path.join(store, "index.json"))
     tagged = [m for m in index["manifests"]
               if m.get("annotations", {}).get("org.opencontainers.image.ref.name") == "snapfs"]
@@ -279,3 +285,121 @@ def test_a_daemon_killed_during_publishes_leaves_each_snapshot_complete_or_absen
         if is_mounted(mnt):
             subprocess.run(["umount", "-l", mnt], check=False)
     assert acked > 0 and attempted > acked
+
+
+# ---- crash safety, at every file the daemon opens in the store ---------------------------
+
+FAN_CLOEXEC, FAN_CLASS_CONTENT = 0x1, 0x4
+FAN_OPEN_PERM, FAN_EVENT_ON_CHILD = 0x10000, 0x08000000
+FAN_MARK_ADD, FAN_ALLOW = 0x1, 0x1
+EVENT = struct.Struct("IBBHQii")  # struct fanotify_event_metadata
+
+
+class OpenGate:
+    """fanotify permission events on the store's directories: every open there waits for
+    our answer, so the daemon can be killed exactly before its k-th open."""
+
+    def __init__(self, dirs):
+        self.libc = ctypes.CDLL(None, use_errno=True)
+        self.fd = self.libc.fanotify_init(FAN_CLOEXEC | FAN_CLASS_CONTENT, os.O_RDONLY)
+        assert self.fd >= 0, os.strerror(ctypes.get_errno())
+        for d in dirs:
+            r = self.libc.fanotify_mark(self.fd, FAN_MARK_ADD,
+                                        ctypes.c_uint64(FAN_OPEN_PERM | FAN_EVENT_ON_CHILD),
+                                        -100, d.encode())
+            assert r == 0, os.strerror(ctypes.get_errno())
+
+    def next_open(self, deadline):
+        """(pid, answer): the next open waiting; answer() lets it proceed. None on timeout."""
+        ready, _, _ = select.select([self.fd], [], [], deadline)
+        if not ready:
+            return None
+        buf = os.read(self.fd, EVENT.size)
+        _, _, _, _, _, fd, pid = EVENT.unpack(buf)
+
+        def answer():
+            os.write(self.fd, struct.pack("iI", fd, FAN_ALLOW))
+            os.close(fd)
+        return pid, answer
+
+    def close(self):
+        os.close(self.fd)  # every open still waiting is allowed
+
+
+def kill_before_open(snapfs_bin, mnt, store, k, data):
+    """Publishes data and kills the daemon (SIGKILL) just before its k-th open in the store.
+    Returns the daemon that was killed and whether the publish was answered (then k was
+    past the last open of a publish: nothing was killed)."""
+    fs = start_snapfs(snapfs_bin, mnt, "--store", store, "--replace-stale")
+    gate = OpenGate([store, os.path.join(store, "blobs", "sha256")])
+    outcome = {}
+
+    def publish():
+        try:
+            fs.publish(data, name="gated")
+            outcome["answered"] = True
+        except OSError as e:
+            outcome["errno"] = e.errno
+
+    t = threading.Thread(target=publish, daemon=True)
+    t.start()
+    seen = 0
+    try:
+        while t.is_alive():
+            ev = gate.next_open(0.05)
+            if ev is None:
+                continue
+            pid, answer = ev
+            if pid == fs.proc.pid:
+                seen += 1
+                if seen == k:
+                    fs.stop(signal.SIGKILL)  # waits in the open: killed before it happens
+            answer()
+    finally:
+        gate.close()
+        t.join(60)
+    return fs, outcome.get("answered", False), seen
+
+
+def test_a_daemon_killed_before_each_open_of_a_publish_leaves_it_complete_or_absent(
+        snapfs_bin, workdir):
+    store = os.path.join(workdir, "store")
+    mnt = os.path.join(workdir, "mnt")
+    os.mkdir(mnt)
+    served_after = []
+    try:
+        for k in range(1, 50):
+            data = f"gated publish {k}".encode()
+            fs, answered, opens = kill_before_open(snapfs_bin, mnt, store, k, data)
+            if answered:
+                # k is past the publish's last open: it ran to the end and was answered,
+                # so it is there after a restart, and it alone.
+                assert fs.stop() == 0
+                fs2 = start_snapfs(snapfs_bin, mnt, "--store", store)
+                try:
+                    assert served(fs2) == [sha256_hex(data)]
+                    assert read_snapshot(fs2, sha256_hex(data)) == data
+                finally:
+                    assert fs2.stop() == 0
+                break
+            fs2 = start_snapfs(snapfs_bin, mnt, "--store", store, "--replace-stale")
+            try:
+                digest = sha256_hex(data)
+                names = served(fs2)
+                if digest in names:
+                    assert read_snapshot(fs2, digest) == data
+                served_after.append(digest in names)
+                # Every earlier gated publish is still there exactly when it was served.
+                assert set(layout_snapshots(store)) == set(names)
+            finally:
+                assert fs2.stop() == 0
+        else:
+            raise AssertionError("a publish opened more than 50 files in the store")
+    finally:
+        if is_mounted(mnt):
+            subprocess.run(["umount", "-l", mnt], check=False)
+    # Killed before each open of a publish: at least blob, manifest and index.json.
+    # Killed before each open of a publish (its blob, the manifest's config and blob,
+    # index.json): never answered, so never served.
+    assert len(served_after) >= 3, served_after
+    assert not any(served_after), served_after
