@@ -150,6 +150,20 @@ static int export_one(const struct snapfs_mnt *m, const struct snap_oci_layout *
         return 0;
 }
 
+/* Writes m and tags it: 0 and *desc, or the failure with its reason. */
+static int write_tagged(const struct snap_oci_layout *l, const struct snap_oci_manifest *m,
+                        const char *tag, struct snap_oci_desc *desc, const char *what,
+                        struct snapfs_report *why)
+{
+        int r = snap_oci_manifest_write(l, m, desc);
+
+        if (r == 0)
+                r = snap_oci_tag(l, desc, tag);
+        if (r < 0)
+                return snapfs_report_fail(why, r, "layout", "writing %s: %s", what, describe(r));
+        return 0;
+}
+
 /* The envelope over md, its blob, a signature manifest whose subject is md, tagged
  * "<tag>.sig": skopeo 1.9 copies one tag at a time and no referrers, so the tag is what
  * carries the signature through a registry. */
@@ -183,12 +197,9 @@ static int sign_manifest(const struct snap_oci_layout *l, const struct snap_oci_
         sm.subject = *md;
         sm.subject.artifact_type = NULL;
         snprintf(sigtag, sizeof(sigtag), "%s.sig", tag);
-        r = snap_oci_manifest_write(l, &sm, &sd);
-        if (r == 0)
-                r = snap_oci_tag(l, &sd, sigtag);
+        r = write_tagged(l, &sm, sigtag, &sd, "the signature manifest", why);
         if (r < 0)
-                return snapfs_report_fail(why, r, "layout", "writing the signature manifest: %s",
-                                          describe(r));
+                return r;
         out->signature = sd.digest;
         out->is_signed = true;
         return 0;
@@ -224,12 +235,9 @@ static int export_on(const struct snapfs_mnt *m, const struct snap_oci_layout *l
         snap_oci_desc_empty_config(&man.config);
         man.layers = layers;
         man.n_layers = n;
-        r = snap_oci_manifest_write(l, &man, &md);
-        if (r == 0)
-                r = snap_oci_tag(l, &md, tag);
+        r = write_tagged(l, &man, tag, &md, "the manifest", why);
         if (r < 0)
-                return snapfs_report_fail(why, r, "layout", "writing the manifest: %s",
-                                          describe(r));
+                return r;
         out->manifest = md.digest;
         out->manifest_size = md.size;
         return key ? sign_manifest(l, &md, tag, key, out, why) : 0;

@@ -450,6 +450,28 @@ static int check_schema_version(json_object *root)
         return 0;
 }
 
+/* Parses a manifest or an index: one JSON object, schemaVersion 2, mediaType absent or
+ * media_type, annotations (when there) strings only. */
+static int parse_doc(const void *buf, size_t len, const char *media_type, json_object **out)
+{
+        _cleanup_(jsonp) json_object *root = NULL;
+        json_object *v;
+        int r;
+
+        if (!buf)
+                return -EINVAL;
+        r = oci_json_parse(buf, len, &root);
+        if (r < 0)
+                return r;
+        if ((r = check_schema_version(root)) < 0 || (r = check_doc_media_type(root, media_type)) < 0)
+                return r;
+        if (json_object_object_get_ex(root, "annotations", &v) &&
+            (r = oci_json_check_annotations(v, NULL, NULL)) < 0)
+                return r;
+        *out = TAKE_PTR(root);
+        return 0;
+}
+
 /* The array under key (required): each element parsed as a descriptor into *out. */
 static int parse_desc_array(json_object *root, const char *key, struct snap_oci_desc **out,
                             size_t *n)
@@ -483,13 +505,10 @@ int snap_oci_manifest_parse(const void *buf, size_t len, struct snap_oci_manifes
         json_object *v;
         int r;
 
-        if (!buf || !out)
+        if (!out)
                 return -EINVAL;
-        r = oci_json_parse(buf, len, &root);
+        r = parse_doc(buf, len, SNAP_OCI_MEDIA_MANIFEST, &root);
         if (r < 0)
-                return r;
-        if ((r = check_schema_version(root)) < 0 ||
-            (r = check_doc_media_type(root, SNAP_OCI_MEDIA_MANIFEST)) < 0)
                 return r;
         m = calloc(1, sizeof(*m));
         if (!m)
@@ -511,9 +530,6 @@ int snap_oci_manifest_parse(const void *buf, size_t len, struct snap_oci_manifes
                         return r;
                 m->has_subject = true;
         }
-        if (json_object_object_get_ex(root, "annotations", &v) &&
-            (r = oci_json_check_annotations(v, NULL, NULL)) < 0)
-                return r;
         *out = TAKE_PTR(m);
         return 0;
 }
@@ -522,25 +538,18 @@ int snap_oci_index_parse(const void *buf, size_t len, struct snap_oci_index **ou
 {
         _cleanup_(indexp) struct snap_oci_index *ix = NULL;
         _cleanup_(jsonp) json_object *root = NULL;
-        json_object *v;
         int r;
 
-        if (!buf || !out)
+        if (!out)
                 return -EINVAL;
-        r = oci_json_parse(buf, len, &root);
+        r = parse_doc(buf, len, SNAP_OCI_MEDIA_INDEX, &root);
         if (r < 0)
-                return r;
-        if ((r = check_schema_version(root)) < 0 ||
-            (r = check_doc_media_type(root, SNAP_OCI_MEDIA_INDEX)) < 0)
                 return r;
         ix = calloc(1, sizeof(*ix));
         if (!ix)
                 return -ENOMEM;
         r = parse_desc_array(root, "manifests", &ix->manifests, &ix->n_manifests);
         if (r < 0)
-                return r;
-        if (json_object_object_get_ex(root, "annotations", &v) &&
-            (r = oci_json_check_annotations(v, NULL, NULL)) < 0)
                 return r;
         *out = TAKE_PTR(ix);
         return 0;
