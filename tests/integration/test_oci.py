@@ -333,3 +333,32 @@ def test_trust_key_mount_publishes_only_what_a_trusted_signature_names(mount_sna
     assert rc == 0 and out["already_published"], out
     rc, out = snap_json("put", "--mount", dst.path, stray)
     assert rc == 1 and out["error"] == "EPERM"
+
+
+def test_trust_key_daemon_restarted_on_its_store_learns_again_from_the_same_import(
+        mount_snapfs, workdir):
+    src = mount_snapfs(name="src")
+    digests = sorted([src.publish(CONFIG, "mcp.json"), src.publish(OTHER, "other")])
+    key = os.path.join(workdir, "key")
+    assert snap("keygen", key).returncode == 0
+    layout, store = os.path.join(workdir, "layout"), os.path.join(workdir, "store")
+    export(src, layout, "v1", "--sign", key)
+    opts = ("--store", store, "--trust-key", key + ".pub")
+    dst = mount_snapfs(*opts, name="dst")
+    rc, out = snap_json("import", "--mount", dst.path, f"oci:{layout}:v1")
+    assert rc == 0, out
+    os.unlink(dst.p(digests[1]))
+    assert dst.stop() == 0
+
+    # Restarted: the envelope and the manifest come back from the store, already published;
+    # what they admitted is learned again when the import publishes them again.
+    dst = mount_snapfs(*opts, name="dst")
+    assert digests[1] not in published(dst)
+    stray = os.path.join(workdir, "stray")
+    with open(stray, "wb") as f:
+        f.write(b"outside\n")
+    rc, out = snap_json("put", "--mount", dst.path, stray)
+    assert rc == 1 and out["error"] == "EPERM"
+    rc, out = snap_json("import", "--mount", dst.path, f"oci:{layout}:v1")
+    assert rc == 0, out
+    assert set(digests) <= set(published(dst))
