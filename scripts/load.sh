@@ -6,7 +6,11 @@
 # while 4 unlinkers remove shared snapshots under them. Run 2: quota pressure: low limits and
 # 4 greedy uids that stage all they can, next to 16 ordinary clients. Each run prints cycles/s,
 # refusals by errno (expected ones apart), byte mismatches and the daemon's peak RSS; the
-# script fails if any run has a mismatch or an unexpected error.
+# script fails if any run has a mismatch or an unexpected error. Run 3: noisy neighbours
+# (tests/load/noisy.c): one uid runs every resource route at once for NOISY_SECONDS (default
+# 60) against 4,096 listed snapshots and 2,000 of its directory handles, while another uid
+# publishes and verifies; it fails if that uid sees an error or a wrong byte, or the daemon's
+# RSS grows by 64 MiB or the hostile uid's audit lines reach 4 MiB. Latency is reported.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 clients=${1:-32}
@@ -24,6 +28,7 @@ exec unshare -m --propagation private -- bash -euo pipefail -s "$clients" "$cycl
 clients=$1 cycles=$2
 snapfs=$PWD/build-release/cli/snapfs
 load=$PWD/build-release/tests/load/load
+noisy=$PWD/build-release/tests/load/noisy
 work=$(mktemp -d /tmp/snapfs-load.XXXXXX)
 chmod 755 "$work"
 daemon=
@@ -41,7 +46,8 @@ run() { # title, mount options..., --, load options...
   lopts=("$@")
   mkdir -p "$work/mnt"
   # Every uid the driver runs as publishes, and removes its own snapshots.
-  "$snapfs" mount -f --allow-other --publishers any --unlink-own --audit-log /dev/null "${mopts[@]}" "$work/mnt" > "$work/ready" &
+  # The audit log must be a regular file: /dev/null is refused like any device.
+  "$snapfs" mount -f --allow-other --publishers any --unlink-own --audit-log "$work/audit.log" "${mopts[@]}" "$work/mnt" > "$work/ready" &
   daemon=$!
   for _ in $(seq 200); do grep -q serving "$work/ready" && break; sleep 0.05; done
   echo "== $title"
@@ -49,6 +55,23 @@ run() { # title, mount options..., --, load options...
   local rc=0
   "$load" "${lopts[@]}" "$work/mnt" || rc=$?
   echo "daemon peak RSS       $(awk '/VmHWM/ {print $2, $3}' /proc/$daemon/status)"
+  kill "$daemon"; wait "$daemon"; daemon=
+  rm -f "$work/audit.log"
+  echo
+  return $rc
+}
+
+noisy_run() { # seconds
+  mkdir -p "$work/mnt"
+  "$snapfs" mount -f --allow-other --publishers 0,40000,40001 --unlink-own \
+    --max-snapshots 16384 --staging-ttl 2s --audit-log "$work/audit.log" "$work/mnt" > "$work/ready" &
+  daemon=$!
+  for _ in $(seq 200); do grep -q serving "$work/ready" && break; sleep 0.05; done
+  echo "== noisy neighbours: uid 40000 runs every route for $1 s, uid 40001 publishes beside it"
+  local rc=0
+  "$noisy" --seconds "$1" --quiet-seconds 10 --snapshots 4096 --dir-handles 2000 \
+    --uid-a 40000 --uid-b 40001 --daemon-pid "$daemon" --audit-log "$work/audit.log" \
+    --max-rss-growth 64 --max-log 4 "$work/mnt" || rc=$?
   kill "$daemon"; wait "$daemon"; daemon=
   echo
   return $rc
@@ -61,6 +84,7 @@ run "load: $clients clients x $cycles cycles, 4 unlinkers" \
 run "quota pressure: 16 clients x 200 cycles, 4 greedy uids, low limits" \
   --max-bytes 32M --max-snapshot-size 1M --max-staging 4 --max-staging-bytes 2M -- \
   --clients 16 --cycles 200 --unlinkers 2 --greedy 4 --max-size 65536 || status=1
+noisy_run "${NOISY_SECONDS:-60}" || status=1
 if [ $status -eq 0 ]; then echo "load: no mismatch, no unexpected error"; else echo "load: FAILED"; fi
 exit $status
 INNER

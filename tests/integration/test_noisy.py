@@ -8,7 +8,8 @@ import subprocess
 
 import pytest
 
-from snaptest import E, NOBODY_UID, UID_PRELUDE, as_uid, errno_of, is_mounted, start_snapfs
+from snaptest import (BUILD, E, NOBODY_UID, UID_PRELUDE, as_uid, errno_of, is_mounted, run,
+                      start_snapfs)
 
 
 def refused_start(snapfs_bin, path, log):
@@ -311,3 +312,32 @@ def test_a_write_through_the_read_view_remounted_rw_is_erofs_and_both_mounts_liv
     with open(fs.p(digest), "rb") as f:
         assert f.read() == data
     assert fs.proc.poll() is None
+
+
+# ---- the noisy neighbour, all routes at once (scripts/load.sh runs it for a minute) ---------
+
+def test_a_hostile_uid_running_every_route_leaves_another_uid_unharmed(mount_snapfs,
+                                                                        monkeypatch):
+    live_memory_only(monkeypatch)
+    fs = mount_snapfs("--allow-other", "--publishers", "0,40000,40001", "--unlink-own",
+                      "--max-snapshots", "16384", "--staging-ttl", "1s")
+    driver = BUILD / "tests" / "load" / "noisy"
+    assert driver.exists(), f"{driver} was not built"
+    r = run(driver, "--seconds", "3", "--quiet-seconds", "1", "--snapshots", "4096",
+            "--dir-handles", "2000", "--uid-a", "40000", "--uid-b", "40001",
+            "--daemon-pid", str(fs.proc.pid), "--audit-log", fs.audit_log,
+            "--max-rss-growth", "64", "--max-log", "4", fs.path, timeout=300)
+    out = r.stdout + r.stderr
+    assert r.returncode == 0, out
+    assert "B errors (noisy)           none" in out and "B wrong bytes              0" in out
+    assert "A dir handles held         2000" in out
+    # Each route was stopped by a limit on its own uid (EDQUOT, EPERM), never by a crash.
+    for route, err in [("tiny publishes", "EDQUOT"), ("staging hoard", "EDQUOT"),
+                       ("refusal flood", "EPERM")]:
+        line = next(l for l in out.splitlines() if l.startswith(f"A {route}:"))
+        assert f"{err}=" in line, line
+    assert "noisy: B unharmed" in out
+    # The flood is in the log, coalesced.
+    events = fs.wait_audit(lambda ev: any(e["event"] == "refused-coalesced" for e in ev))
+    assert any(c["uid"] == 40000 and c["op"] == "mkdir"
+               for e in events if e["event"] == "refused-coalesced" for c in e["refusals"])
