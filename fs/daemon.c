@@ -408,6 +408,11 @@ static int store_open(const struct sfs_daemon_config *cfg, struct sfs_ocistore *
                 LOG("--store %s: refused: another snapfs daemon uses this store\n", cfg->store);
                 return SFS_EXIT_REFUSED;
         }
+        if (r == -EPERM) {
+                LOG("--store %s: refused: not owned by this uid, or writable by group or others "
+                    "(they could plant snapshots served at the next start)\n", cfg->store);
+                return SFS_EXIT_REFUSED;
+        }
         if (r < 0) {
                 LOG("--store %s: %s\n", cfg->store, strerror(-r));
                 return SFS_EXIT_ERROR;

@@ -46,6 +46,41 @@ static const struct {
         { 0x0bd00bd0, "lustre" }, { 0x013111a8, "ibrix" },     { 0x6b414653, "kafs" },
 };
 
+/* The snapshots may be secrets that --readers keeps from other uids: what the store makes
+ * is 0700 (before snap_oci_layout_open makes it 0755). */
+static int make_private_dirs(const char *dir)
+{
+        _cleanup_close_ int fd = -1, blobs = -1;
+
+        if (mkdir(dir, 0700) < 0 && errno != EEXIST)
+                return negative_errno();
+        fd = open(dir, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+        if (fd < 0)
+                return negative_errno();
+        if (mkdirat(fd, "blobs", 0700) < 0 && errno != EEXIST)
+                return negative_errno();
+        blobs = openat(fd, "blobs", O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+        if (blobs < 0)
+                return negative_errno();
+        if (mkdirat(blobs, "sha256", 0700) < 0 && errno != EEXIST)
+                return negative_errno();
+        return 0;
+}
+
+/* Another uid that can write the store could plant a blob and a manifest naming it: served
+ * as published at the next start (they hash to their names). -EPERM for a directory not
+ * owned by this uid or writable by group or others. */
+static int check_private(int fd)
+{
+        struct stat st;
+
+        if (fstat(fd, &st) < 0)
+                return negative_errno();
+        if (st.st_uid != geteuid() || (st.st_mode & (S_IWGRP | S_IWOTH)))
+                return -EPERM;
+        return 0;
+}
+
 int sfs_ocistore_open(const char *dir, struct sfs_ocistore **out, const char **fstype)
 {
         struct sfs_ocistore *s;
@@ -59,12 +94,13 @@ int sfs_ocistore_open(const char *dir, struct sfs_ocistore **out, const char **f
         pthread_mutex_init(&s->lock, NULL);
         /* Judged before anything is created: the directory, or where it would be made. */
         if (statfs(dir, &sf) < 0) {
+                int e = errno;
                 _cleanup_free_ char *parent = strdup(dir);
                 char *slash = parent ? strrchr(parent, '/') : NULL;
                 if (!parent)
                         r = -ENOMEM;
-                else if (errno != ENOENT)
-                        r = negative_errno();
+                else if (e != ENOENT)
+                        r = -e;
                 else if (statfs(!slash ? "." : slash == parent ? "/" : (*slash = '\0', parent),
                                 &sf) < 0)
                         r = negative_errno();
@@ -76,7 +112,13 @@ int sfs_ocistore_open(const char *dir, struct sfs_ocistore **out, const char **f
                         r = -EREMOTE;
                 }
         if (r == 0)
+                r = make_private_dirs(dir);
+        if (r == 0)
                 r = snap_oci_layout_open(dir, SNAP_OCI_CREATE, &s->layout);
+        if (r == 0)
+                r = check_private(s->layout.dirfd);
+        if (r == 0)
+                r = check_private(s->layout.blobsfd);
         /* Two daemons on one store would each rewrite the manifest without the other's
          * snapshots. The lock is on blobs/sha256, not the layout directory, whose flock
          * snap_oci_tag takes for each index.json update. */

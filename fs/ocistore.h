@@ -22,10 +22,11 @@
 
 struct sfs_ocistore;
 
-/* Opens (creating) the layout at dir and takes it for this process: -EREMOTE when dir is on a
- * FUSE, network or cluster filesystem (*fstype names it; its fsync and rename promise nothing
- * here, and a FUSE store could be served by the very daemon that writes it), -EWOULDBLOCK when
- * another process holds the store, or the errors of snap_oci_layout_open. */
+/* Opens (creating, mode 0700) the layout at dir and takes it for this process: -EREMOTE when
+ * dir is on a FUSE, network or cluster filesystem (*fstype names it; its fsync and rename
+ * promise nothing here, and a FUSE store could be served by the very daemon that writes it),
+ * -EPERM when dir or blobs/sha256 is not this uid's or is writable by group or others,
+ * -EWOULDBLOCK when another process holds the store, or the errors of snap_oci_layout_open. */
 int sfs_ocistore_open(const char *dir, struct sfs_ocistore **out, const char **fstype);
 void sfs_ocistore_close(struct sfs_ocistore *s);
 

@@ -182,6 +182,22 @@ def test_a_store_on_a_fuse_filesystem_is_refused(mount_snapfs, store_mount, snap
     assert fs.publish(b"local") == sha256_hex(b"local")
 
 
+def test_a_store_other_uids_can_write_is_refused(store_mount, snapfs_bin, workdir):
+    store = store_mount.store
+    os.mkdir(store, 0o700)
+    os.chmod(store, 0o777)  # anyone could plant a blob and a manifest naming it
+    r = run(snapfs_bin, "mount", "-f", "--store", store, store_mount.mnt)
+    assert r.returncode == 1
+    assert f"--store {store}: refused: not owned by this uid, or writable by group" in r.stderr
+    assert not is_mounted(store_mount.mnt)
+    # Beside it, the same directory without write for others is accepted; what the store
+    # makes itself is private.
+    os.chmod(store, 0o755)
+    fs = store_mount()
+    assert fs.publish(b"stored privately") == sha256_hex(b"stored privately")
+    assert os.stat(os.path.join(store, "blobs", "sha256")).st_mode & 0o777 == 0o700
+
+
 def test_a_second_daemon_on_the_same_store_is_refused(store_mount, snapfs_bin, workdir):
     fs = store_mount()
     mnt = os.path.join(workdir, "second")

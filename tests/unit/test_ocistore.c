@@ -140,6 +140,15 @@ static void test_added_snapshots_are_restored_and_removed_ones_are_not(void **st
         assert_int_equal(seen.titled, 1);
         assert_int_equal(seen.corrupt, 0);
         assert_int_equal(sfs_ocistore_corrupt(s), 0);
+        /* The last one removed: an empty manifest, and an empty start. */
+        sfs_ocistore_lock(s);
+        assert_int_equal(sfs_ocistore_remove(s, &b), 0);
+        sfs_ocistore_unlock(s);
+        sfs_ocistore_close(s);
+        s = start(f, &seen);
+        assert_int_equal(seen.restored, 0);
+        assert_int_equal(seen.warned, 0);
+        assert_false(blob_exists(f, &b));
         sfs_ocistore_close(s);
 }
 
