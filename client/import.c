@@ -179,6 +179,13 @@ static int publish_all(const struct snapfs_mnt *m, const struct snapfs_options *
         for (size_t i = 0; i < p->n_env; i++) {
                 r = snapfs_mnt_publish(m, p->env[i], p->env_len[i], "signature.json", opts, &b,
                                        why);
+                /* A --trust-key daemon refuses the signature of a key it does not trust; one
+                 * by a key it trusts may still follow. The manifest's publish says whether
+                 * any was admitted. */
+                if (r == -EPERM) {
+                        snapfs_report_reset(why);
+                        continue;
+                }
                 if (r < 0)
                         return r;
         }

@@ -296,7 +296,6 @@ def test_trust_key_mount_publishes_only_what_a_trusted_signature_names(mount_sna
     for k in (key, other):
         assert snap("keygen", k).returncode == 0
     layout = os.path.join(workdir, "layout")
-    export(src, layout, "signed", "--sign", key)
     export(src, layout, "foreign", digests[0], "--sign", other)
     export(src, layout, "unsigned", digests[1])
     dst = mount_snapfs("--trust-key", key + ".pub", name="dst")
@@ -318,9 +317,24 @@ def test_trust_key_mount_publishes_only_what_a_trusted_signature_names(mount_sna
     assert refusal(dst, 3)["reason"] == "untrusted-key"
     assert published(dst) == []
 
-    # The accepted twin: the manifest signed by the trusted key publishes its layers.
+    # The accepted twin: the manifest signed by the trusted key publishes its layers, even
+    # with a second signature beside it by a key the daemon does not trust (refused alone).
+    rc, foreign = snap_json("export", "--mount", src.path, "--sign", other,
+                            f"oci:{layout}:signed")
+    assert rc == 0, foreign
+    export(src, layout, "signed", "--sign", key)  # retags signed.sig: the trusted one
+    with open(os.path.join(layout, "index.json")) as f:
+        index = json.load(f)
+    index["manifests"].insert(0, {
+        "mediaType": "application/vnd.oci.image.manifest.v1+json",
+        "digest": foreign["signature"],
+        "size": os.stat(blob(layout, foreign["signature"])).st_size,
+        "annotations": {"org.opencontainers.image.ref.name": "signed.sig-other"}})
+    with open(os.path.join(layout, "index.json"), "w") as f:
+        json.dump(index, f)
     rc, out = snap_json("import", "--mount", dst.path, f"oci:{layout}:signed")
     assert rc == 0, out
+    assert refusal(dst, 5)["reason"] == "untrusted-key"
     assert set(digests) <= set(published(dst))
     for d in digests:
         with open(dst.p(d), "rb") as f:
@@ -362,3 +376,4 @@ def test_trust_key_daemon_restarted_on_its_store_learns_again_from_the_same_impo
     rc, out = snap_json("import", "--mount", dst.path, f"oci:{layout}:v1")
     assert rc == 0, out
     assert set(digests) <= set(published(dst))
+
