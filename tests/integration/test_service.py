@@ -3,6 +3,7 @@
 mount(8) and fstab through mount.fuse3, supervised by systemd (the unit verifies, READY=1
 reaches the notify socket), logs rotated. Scenarios that need snapfs at /usr/local/bin run in a
 mount namespace of their own (service_ns.py)."""
+import contextlib
 import hashlib
 import json
 import os
@@ -123,29 +124,44 @@ def recv_within(sock, deadline=60, stderr=None):
     return sock.recv(4096).decode()
 
 
-def test_ready_reaches_the_notify_socket_once_the_mount_serves(snapfs_bin, workdir):
-    mnt = os.path.join(workdir, "mnt")
-    os.mkdir(mnt)
-    sock = notify_socket(os.path.join(workdir, "notify"))
-    env = dict(os.environ, NOTIFY_SOCKET=os.path.join(workdir, "notify"))
-    with open(mnt + ".stderr", "w") as err:
-        proc = subprocess.Popen([snapfs_bin, "mount", "-f", "--audit-log",
-                                 os.path.join(workdir, "audit"), mnt],
-                                stdout=subprocess.DEVNULL, stderr=err, env=env)
+@contextlib.contextmanager
+def notified(argv, workdir, mnt):
+    """Starts argv (a daemon in the foreground) with its own $NOTIFY_SOCKET: yields (proc,
+    sock). At the end the process is gone (killed if the test did not stop it) and nothing
+    is left mounted at mnt."""
+    path = os.path.join(workdir, "notify")
+    sock = notify_socket(path)
+    with open(os.path.join(workdir, "daemon.stderr"), "w") as err:
+        proc = subprocess.Popen(argv, stdout=subprocess.DEVNULL, stderr=err,
+                                env=dict(os.environ, NOTIFY_SOCKET=path))
     try:
-        assert recv_within(sock) == "READY=1"
-        # Ready means served: the mount is there and answers a request.
-        assert is_mounted(mnt)
-        assert os.listdir(mnt) == [".staging"]
-        proc.send_signal(signal.SIGTERM)
-        assert recv_within(sock) == "STOPPING=1"
-        assert proc.wait(60) == 0
+        yield proc, sock
     finally:
         if proc.poll() is None:
             proc.kill()
             proc.wait()
         sock.close()
     assert not is_mounted(mnt)
+
+
+def stopped_by(proc, sock, *signals):
+    """Sends signals at once; the daemon says STOPPING=1 and exits 0."""
+    for sig in signals:
+        proc.send_signal(sig)
+    assert recv_within(sock) == "STOPPING=1"
+    assert proc.wait(60) == 0
+
+
+def test_ready_reaches_the_notify_socket_once_the_mount_serves(snapfs_bin, workdir):
+    mnt = os.path.join(workdir, "mnt")
+    os.mkdir(mnt)
+    argv = [snapfs_bin, "mount", "-f", "--audit-log", os.path.join(workdir, "audit"), mnt]
+    with notified(argv, workdir, mnt) as (proc, sock):
+        assert recv_within(sock, stderr=os.path.join(workdir, "daemon.stderr")) == "READY=1"
+        # Ready means served: the mount is there and answers a request.
+        assert is_mounted(mnt)
+        assert os.listdir(mnt) == [".staging"]
+        stopped_by(proc, sock, signal.SIGTERM)
 
 
 def test_a_refused_mount_never_says_ready(mount_snapfs, snapfs_bin, workdir):
@@ -203,27 +219,14 @@ def test_the_units_command_serves_and_stops_as_systemd_drives_it(installed, snap
             os.mkdir(path, 0o700)
     argv = [snapfs_bin] + [moved.get(a, a) for a in argv[1:]]
     assert set(moved.values()) <= set(argv), argv
-    sock = notify_socket(os.path.join(workdir, "notify"))
-    with open(os.path.join(workdir, "unit.stderr"), "w") as err:
-        proc = subprocess.Popen(argv, stdout=subprocess.DEVNULL, stderr=err,
-                                env=dict(os.environ, NOTIFY_SOCKET=os.path.join(workdir,
-                                                                                "notify")))
     mnt = moved["/run/snapfs"]
-    try:
-        assert recv_within(sock, stderr=os.path.join(workdir, "unit.stderr")) == "READY=1"
+    with notified(argv, workdir, mnt) as (proc, sock):
+        assert recv_within(sock, stderr=os.path.join(workdir, "daemon.stderr")) == "READY=1"
         data = b"published under the unit"
         digest = hashlib.sha256(data).hexdigest()
         with open(os.path.join(mnt, ".staging", "cfg"), "wb") as f:
             f.write(data)
         os.rename(os.path.join(mnt, ".staging", "cfg"), os.path.join(mnt, digest))
         assert os.path.exists(os.path.join(moved["/var/lib/snapfs"], "blobs", "sha256", digest))
-        proc.send_signal(signal.SIGHUP)  # ExecReload
-        proc.send_signal(signal.SIGTERM)  # systemctl stop
-        assert recv_within(sock) == "STOPPING=1"
-        assert proc.wait(60) == 0
-    finally:
-        if proc.poll() is None:
-            proc.kill()
-            proc.wait()
-        sock.close()
-    assert not is_mounted(mnt)
+        # systemctl reload, then stop, at once.
+        stopped_by(proc, sock, signal.SIGHUP, signal.SIGTERM)
