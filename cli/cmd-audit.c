@@ -18,6 +18,7 @@
 
 #include "client-internal.h"
 #include "clientopts.h"
+#include "usage.h"
 #include "commands.h"
 #include "digest.h"
 #include "mountcheck.h"
@@ -101,6 +102,8 @@ struct audit {
         struct { uint64_t ino; size_t entry; } *inos;
         size_t n_inos;
         uint64_t snapshots, bytes;
+        struct snapfs_usage usage; /* what each uid holds, as the daemon counts it */
+        bool have_usage;
 };
 
 static void result(struct audit *a, enum check c, bool ok)
@@ -399,6 +402,10 @@ static int print_text(const char *mount, const struct snapfs_report *why, bool c
                 printf("snapshots  %" PRIu64 " (%" PRIu64 " bytes)\n", a->snapshots, a->bytes);
         else
                 printf("snapshots  not audited: the mount is not compliant\n");
+        if (a->have_usage) {
+                printf("\n");
+                cli_print_usage(stdout, &a->usage);
+        }
         printf("\n%-26s %8s %8s\n", "CHECK", "PASSED", "FAILED");
         for (int c = 0; c < CHECK_COUNT; c++)
                 printf("%-26s %8u %8u\n", check_names[c], a->passed[c], a->failed[c]);
@@ -469,6 +476,7 @@ static int print_json(const char *mount, const struct snapfs_report *why, int ch
                 json_object_array_add(problems, p);
         }
         json_object_object_add(o, "problems", problems);
+        json_object_object_add(o, "usage", a->have_usage ? cli_json_usage(&a->usage) : NULL);
         return cli_print_json(o);
 }
 
@@ -536,6 +544,8 @@ int cli_cmd_audit(int argc, char **argv)
                         r = find_duplicates(&a, names);
                 if (r == 0)
                         r = audit_store(&a);
+                /* A daemon that does not report usage (ENODATA) leaves the table out. */
+                a.have_usage = r == 0 && snapfs_mnt_usage(&m, &a.usage) == 0;
                 if (r < 0) {
                         fprintf(stderr, "snapfs audit: %s: %s\n", mount, strerror(-r));
                         goto out;
@@ -552,6 +562,7 @@ out:
         free(names);
         free(a.inos);
         free(a.problems);
+        snapfs_usage_free(&a.usage);
         snap_hasher_free(a.hasher);
         snapfs_mnt_close(&m);
         if (r < 0)

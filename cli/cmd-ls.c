@@ -15,6 +15,7 @@
 
 #include "client-internal.h"
 #include "clientopts.h"
+#include "usage.h"
 #include "commands.h"
 #include "digest.h"
 #include "util.h"
@@ -108,7 +109,9 @@ int cli_cmd_ls(int argc, char **argv)
         _cleanup_free_ struct item *items = NULL;
         struct snapfs_mnt m = SNAPFS_MNT_INIT;
         struct cli_common co;
+        _cleanup_(snapfs_usage_free) struct snapfs_usage usage = { 0 };
         struct snapfs_report why;
+        bool have_usage = false;
         size_t n = 0;
         int r;
 
@@ -134,6 +137,9 @@ int cli_cmd_ls(int argc, char **argv)
                 return 1;
         }
         r = list(&m, &items, &n);
+        /* Per-uid usage as the daemon counts it; a daemon that does not report it
+         * (ENODATA) leaves the table out. */
+        have_usage = r == 0 && snapfs_mnt_usage(&m, &usage) == 0;
         snapfs_mnt_close(&m);
         if (r < 0)
                 return cli_system_error("ls", co.json, r, "%s", mount);
@@ -168,6 +174,8 @@ int cli_cmd_ls(int argc, char **argv)
                         json_object_object_add(top, "mount", json_object_new_string(mount));
                         /* An object holding the list, as findmnt --json does: room for more. */
                         json_object_object_add(top, "snapshots", arr);
+                        json_object_object_add(top, "usage",
+                                               have_usage ? cli_json_usage(&usage) : NULL);
                 } else {
                         json_object_put(arr);
                 }
@@ -180,6 +188,10 @@ int cli_cmd_ls(int argc, char **argv)
                 printf("%s %10" PRIu64 " %8" PRIu64 " %6u  %s\n", items[i].name,
                        (uint64_t)items[i].st.st_size, (uint64_t)items[i].st.st_ino,
                        (unsigned)items[i].st.st_uid, when);
+        }
+        if (have_usage) {
+                printf("\n");
+                cli_print_usage(stdout, &usage);
         }
         if (fflush(stdout) != 0) {
                 fprintf(stderr, "snapfs ls: writing output: %s\n", strerror(errno));

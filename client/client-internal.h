@@ -77,3 +77,24 @@ int snapfs_report_fail(struct snapfs_report *why, int err, const char *code, con
 /* Records err as the call's error without adding a reason (the reasons are in already). */
 int snapfs_report_error(struct snapfs_report *why, int err);
 
+/* What each uid holds against its limits, from the daemon of a judged mount. */
+struct snapfs_uid_usage {
+        uint32_t uid;
+        uint64_t snapshots, bytes;       /* published, unlinked-but-open included */
+        uint64_t staging, staging_bytes; /* staging files (unlinked-but-open included) */
+};
+
+struct snapfs_usage {
+        uint64_t uid_snapshots, uid_bytes;         /* each uid's limits (not the owner's) */
+        uint32_t owner;
+        uint64_t reserve_snapshots, reserve_bytes; /* kept for the owner */
+        size_t n;
+        struct snapfs_uid_usage *uids;             /* largest first */
+        uint64_t more;                             /* uids the daemon left out */
+};
+
+/* Reads the root's user.snapfs.usage on the judged mount: 0 and *out (snapfs_usage_free),
+ * -ENODATA from a daemon that does not report it, -EBADMSG for text that is not its form. */
+int snapfs_mnt_usage(const struct snapfs_mnt *m, struct snapfs_usage *out);
+int snapfs_usage_parse(const char *text, struct snapfs_usage *out);
+void snapfs_usage_free(struct snapfs_usage *u);

@@ -30,6 +30,12 @@
 #define SFS_XATTR_NAME "user.snapfs.name"
 /* On the root with --store: how many blobs were set aside at start (decimal). */
 #define SFS_XATTR_STORE_CORRUPT "user.snapfs.store-corrupt"
+/* On the root: what each uid holds against its limits, for snapfs ls and audit. Text, one
+ * line each: "limits uid-snapshots=N uid-bytes=N owner=UID reserve-snapshots=N
+ * reserve-bytes=N", then "uid=U snapshots=N bytes=N staging=N staging-bytes=N" per uid
+ * holding anything (largest first; "more=N" when they do not all fit). */
+#define SFS_XATTR_USAGE "user.snapfs.usage"
+#define SFS_USAGE_MAX 4000
 
 enum sfs_kind {
         SFS_KIND_ROOT,

@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 /* Extended attributes: user.snapfs.sha256, user.snapfs.binding and user.snapfs.name,
- * read-only; on the root with --store, user.snapfs.store-corrupt. */
+ * read-only; on the root user.snapfs.usage and, with --store, user.snapfs.store-corrupt. */
 #include <errno.h>
 #include <fcntl.h>
 #include <stdio.h>
@@ -33,6 +33,104 @@ int sfs_tree_setxattr(struct sfs_tree *t, const struct sfs_caller *c, struct sfs
         return sfs_tree_refuse(t, c, op, label, r == -EACCES ? EACCES : EROFS);
 }
 
+
+/* ---- per-uid usage ---- */
+
+struct usage_line {
+        uint32_t uid;
+        uint64_t snapshots, bytes, staging, staging_bytes;
+};
+
+static struct usage_line *usage_line_of(struct usage_line *l, size_t *n, uint32_t uid)
+{
+        for (size_t i = 0; i < *n; i++)
+                if (l[i].uid == uid)
+                        return &l[i];
+        l[*n] = (struct usage_line){ .uid = uid };
+        return &l[(*n)++];
+}
+
+static int by_bytes(const void *a, const void *b)
+{
+        const struct usage_line *x = a, *y = b;
+        uint64_t tx = x->bytes + x->staging_bytes, ty = y->bytes + y->staging_bytes;
+        return tx < ty ? 1 : tx > ty ? -1 : (x->uid > y->uid) - (x->uid < y->uid);
+}
+
+/* The value of SFS_XATTR_USAGE, at most SFS_USAGE_MAX bytes. malloc'd, or NULL. */
+static char *usage_text(struct sfs_tree *t)
+{
+        struct snap_store_usage *su = NULL;
+        struct usage_line *l = NULL;
+        size_t nsu, n = 0, cap, used = 0, shown = 0;
+        char *out = NULL;
+
+        /* Sized to what the store holds now; a uid that appears meanwhile is left out. */
+        cap = snap_store_list_usage(t->store, NULL, 0) + 1;
+        su = calloc(cap, sizeof(*su));
+        if (!su)
+                return NULL;
+        nsu = snap_store_list_usage(t->store, su, cap);
+        if (nsu > cap)
+                nsu = cap;
+        pthread_mutex_lock(&t->lock);
+        cap = nsu + t->nstages + 1;
+        l = calloc(cap, sizeof(*l));
+        if (l) {
+                for (size_t i = 0; i < nsu; i++) {
+                        struct usage_line *u = usage_line_of(l, &n, su[i].uid);
+                        u->snapshots = su[i].objects;
+                        u->bytes = su[i].bytes;
+                }
+                for (size_t i = 0; i < t->nstages; i++) {
+                        struct sfs_uidstage *st = t->stages[i];
+                        uint64_t b = __atomic_load_n(&st->bytes, __ATOMIC_RELAXED);
+                        if (!st->count && !b)
+                                continue;
+                        struct usage_line *u = usage_line_of(l, &n, (uint32_t)st->uid);
+                        u->staging = st->count;
+                        u->staging_bytes = b;
+                }
+        }
+        pthread_mutex_unlock(&t->lock);
+        free(su);
+        out = l ? malloc(SFS_USAGE_MAX + 1) : NULL;
+        if (!out) {
+                free(l);
+                return NULL;
+        }
+        qsort(l, n, sizeof(*l), by_bytes);
+        used = (size_t)snprintf(out, SFS_USAGE_MAX + 1,
+                                "limits uid-snapshots=%llu uid-bytes=%llu owner=%u "
+                                "reserve-snapshots=%llu reserve-bytes=%llu\n",
+                                (unsigned long long)t->cfg.max_uid_snapshots,
+                                (unsigned long long)t->cfg.max_uid_bytes,
+                                (unsigned)t->cfg.owner_uid,
+                                (unsigned long long)t->reserve_objects,
+                                (unsigned long long)t->reserve_bytes);
+        for (size_t i = 0; i < n; i++) {
+                char line[160];
+                int k = snprintf(line, sizeof(line),
+                                 "uid=%u snapshots=%llu bytes=%llu staging=%llu "
+                                 "staging-bytes=%llu\n",
+                                 (unsigned)l[i].uid, (unsigned long long)l[i].snapshots,
+                                 (unsigned long long)l[i].bytes,
+                                 (unsigned long long)l[i].staging,
+                                 (unsigned long long)l[i].staging_bytes);
+                /* Room kept for the "more" line. */
+                if (used + (size_t)k + 24 > SFS_USAGE_MAX)
+                        break;
+                memcpy(out + used, line, (size_t)k);
+                used += (size_t)k;
+                shown++;
+        }
+        if (shown < n)
+                used += (size_t)snprintf(out + used, SFS_USAGE_MAX + 1 - used, "more=%zu\n",
+                                         n - shown);
+        out[used] = '\0';
+        free(l);
+        return out;
+}
 
 static int xattr_value(char *out, size_t outsize, const char *value, size_t vlen, size_t *len)
 {
@@ -97,6 +195,12 @@ int sfs_tree_getxattr(struct sfs_tree *t, const struct sfs_caller *c, struct sfs
                 break;
         case SFS_KIND_ROOT:
                 pthread_mutex_unlock(&t->lock);
+                if (strcmp(name, SFS_XATTR_USAGE) == 0) {
+                        _cleanup_free_ char *text = usage_text(t);
+                        if (!text)
+                                return -ENOMEM;
+                        return xattr_value(buf, bufsize, text, strlen(text), len);
+                }
                 /* What `snapfs audit` reads to learn that --store set blobs aside at start. */
                 if (!t->cfg.ocistore || strcmp(name, SFS_XATTR_STORE_CORRUPT) != 0)
                         return -ENODATA;
@@ -118,7 +222,7 @@ int sfs_tree_listxattr(struct sfs_tree *t, const struct sfs_caller *c, struct sf
         static const char snapshot_names[] = SFS_XATTR_SHA256 "\0" SFS_XATTR_BINDING "\0"
                                              SFS_XATTR_NAME;
         static const char staging_names[] = SFS_XATTR_SHA256;
-        static const char root_names[] = SFS_XATTR_STORE_CORRUPT;
+        static const char root_names[] = SFS_XATTR_USAGE "\0" SFS_XATTR_STORE_CORRUPT;
         enum sfs_kind kind;
         bool named = false;
         int r;
@@ -139,8 +243,11 @@ int sfs_tree_listxattr(struct sfs_tree *t, const struct sfs_caller *c, struct sf
                                    len);
         if (kind == SFS_KIND_STAGING_FILE)
                 return xattr_value(buf, bufsize, staging_names, sizeof(staging_names), len);
-        if (kind == SFS_KIND_ROOT && t->cfg.ocistore)
-                return xattr_value(buf, bufsize, root_names, sizeof(root_names), len);
+        if (kind == SFS_KIND_ROOT)
+                return xattr_value(buf, bufsize, root_names,
+                                   t->cfg.ocistore ? sizeof(root_names)
+                                                   : sizeof(SFS_XATTR_USAGE),
+                                   len);
         *len = 0;
         return 0;
 }

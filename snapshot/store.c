@@ -575,7 +575,8 @@ size_t snap_store_list_usage(struct snap_store *s, struct snap_store_usage *out,
 
         pthread_mutex_lock(&s->lock);
         n = s->n_usage;
-        memcpy(out, s->usage, (n < max ? n : max) * sizeof(*out));
+        if (out && max)
+                memcpy(out, s->usage, (n < max ? n : max) * sizeof(*out));
         pthread_mutex_unlock(&s->lock);
         return n;
 }

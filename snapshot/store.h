@@ -131,8 +131,8 @@ struct snap_store_usage {
         uint64_t bytes;
 };
 void snap_store_get_usage(struct snap_store *s, uint32_t uid, struct snap_store_usage *u);
-/* Every uid holding something, up to max entries into out (in no order); returns how many
- * uids hold something (may exceed max). */
+/* Every uid holding something, up to max entries into out (in no order; out may be NULL
+ * when max is 0); returns how many uids hold something (may exceed max). */
 size_t snap_store_list_usage(struct snap_store *s, struct snap_store_usage *out, size_t max);
 
 void snap_store_get_stats(struct snap_store *s, struct snap_store_stats *st);

@@ -2,14 +2,15 @@
 """Noisy neighbours: what one uid does to the daemon must not stop it serving another. The
 audit log first: which files it accepts, what a flood of refusals costs it, and the bytes of
 hostile names."""
+import json
 import mmap
 import os
 import subprocess
 
 import pytest
 
-from snaptest import (BUILD, E, NOBODY_UID, UID_PRELUDE, as_uid, errno_of, is_mounted, run,
-                      start_snapfs)
+from snaptest import (BUILD, E, NOBODY_UID, SNAPFS, UID_PRELUDE, as_uid, errno_of, is_mounted,
+                      run, start_snapfs)
 
 
 def refused_start(snapfs_bin, path, log):
@@ -341,3 +342,47 @@ def test_a_hostile_uid_running_every_route_leaves_another_uid_unharmed(mount_sna
     events = fs.wait_audit(lambda ev: any(e["event"] == "refused-coalesced" for e in ev))
     assert any(c["uid"] == 40000 and c["op"] == "mkdir"
                for e in events if e["event"] == "refused-coalesced" for c in e["refusals"])
+
+
+# ---- usage per uid, as snapfs ls and snapfs audit show it ---------------------------------
+
+def test_ls_and_audit_show_what_each_uid_holds_against_its_limits(mount_snapfs):
+    fs = mount_snapfs("--allow-other", "--publishers", f"0,{NOBODY_UID}",
+                      "--max-uid-snapshots", "2", "--max-uid-bytes", "1M")
+    code = UID_PRELUDE + r'''
+import hashlib
+for data in (b"one", b"two!"):
+    fd = os.open(f"{mnt}/.staging/p", os.O_WRONLY | os.O_CREAT | os.O_EXCL)
+    os.write(fd, data); os.close(fd)
+    os.rename(f"{mnt}/.staging/p", f"{mnt}/" + hashlib.sha256(data).hexdigest())
+fd = os.open(f"{mnt}/.staging/open", os.O_WRONLY | os.O_CREAT | os.O_EXCL)
+os.write(fd, b"12345")
+os.unlink(f"{mnt}/.staging/open")   # still open: still counted
+print(os.statvfs(mnt).f_favail, flush=True)
+sys.stdin.readline()
+os.close(fd)
+'''
+    p = subprocess.Popen(["setpriv", f"--reuid={NOBODY_UID}", f"--regid={NOBODY_UID}",
+                          "--clear-groups", "/usr/bin/python3", "-c", code, fs.path],
+                         stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
+    try:
+        assert p.stdout.readline().strip() == "0"  # its statfs: nothing left to publish
+        fs.publish(b"the owner's")
+        want = [{"uid": NOBODY_UID, "snapshots": 2, "bytes": 7, "staging": 1,
+                 "staging_bytes": 5},
+                {"uid": 0, "snapshots": 1, "bytes": len(b"the owner's"), "staging": 0,
+                 "staging_bytes": 0}]
+        for cmd in ("ls", "audit"):
+            r = run(SNAPFS, cmd, "--mount", fs.path, "--json")
+            assert r.returncode == 0, r.stdout + r.stderr
+            usage = json.loads(r.stdout)["usage"]
+            assert usage["uids"] == want, cmd
+            assert (usage["uid_snapshots"], usage["uid_bytes"], usage["owner"]) == (2, 1 << 20, 0)
+            assert usage["reserve_snapshots"] == 4096 // 16 and usage["more"] == 0
+        text = run(SNAPFS, "ls", "--mount", fs.path).stdout
+        assert f"\n{NOBODY_UID:<10} {2:>10} {7:>12} {1:>8} {5:>14}\n" in text
+        assert "limits per uid: 2 snapshots, 1048576 bytes; the owner (uid 0)" in text
+    finally:
+        p.stdin.close()
+        assert p.wait(60) == 0
+        p.stdout.close()

@@ -358,6 +358,50 @@ static void test_the_fallback_without_openat2_refuses_the_same(void **state)
         tu_dir_remove(&d);
 }
 
+static void test_usage_text_parses_into_limits_and_uids(void **state)
+{
+        struct snapfs_usage u;
+        (void)state;
+
+        assert_int_equal(snapfs_usage_parse("limits uid-snapshots=2 uid-bytes=1048576 owner=0 "
+                                            "reserve-snapshots=256 reserve-bytes=4194304\n"
+                                            "uid=1000 snapshots=2 bytes=7 staging=1 "
+                                            "staging-bytes=5\nmore=3\n",
+                                            &u),
+                         0);
+        assert_int_equal(u.uid_snapshots, 2);
+        assert_int_equal(u.uid_bytes, 1048576);
+        assert_int_equal(u.reserve_snapshots, 256);
+        assert_int_equal(u.n, 1);
+        assert_int_equal(u.uids[0].uid, 1000);
+        assert_int_equal(u.uids[0].staging_bytes, 5);
+        assert_int_equal(u.more, 3);
+        snapfs_usage_free(&u);
+}
+
+static void test_usage_text_that_is_not_its_form_is_ebadmsg(void **state)
+{
+        static const char *bad[] = {
+                "",
+                "uid=1000 snapshots=2 bytes=7 staging=1 staging-bytes=5\n",
+                "limits uid-snapshots=2 uid-bytes=1 owner=0 reserve-snapshots=1\n",
+                "limits uid-snapshots=+2 uid-bytes=1 owner=0 reserve-snapshots=1 "
+                "reserve-bytes=1\n",
+                "limits uid-snapshots=2 uid-bytes=1 owner=0 reserve-snapshots=1 "
+                "reserve-bytes=1 x=1\n",
+                "limits uid-snapshots=2 uid-bytes=1 owner=0 reserve-snapshots=1 "
+                "reserve-bytes=1\nuid=4294967296 snapshots=0 bytes=0 staging=0 "
+                "staging-bytes=0\n",
+                "limits uid-snapshots=99999999999999999999 uid-bytes=1 owner=0 "
+                "reserve-snapshots=1 reserve-bytes=1\n",
+        };
+        struct snapfs_usage u;
+        (void)state;
+
+        for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++)
+                assert_int_equal(snapfs_usage_parse(bad[i], &u), -EBADMSG);
+}
+
 int main(void)
 {
         const struct CMUnitTest tests[] = {
@@ -371,6 +415,8 @@ int main(void)
                 T(test_bad_arguments_are_einval_with_a_reason),
                 T(test_publish_past_the_client_limit_is_efbig_before_any_mount_work),
                 T(test_a_plain_directory_is_not_a_snapfs_mount),
+                T(test_usage_text_parses_into_limits_and_uids),
+                T(test_usage_text_that_is_not_its_form_is_ebadmsg),
                 cmocka_unit_test_setup_teardown(test_verify_fd_accepts_its_binding, setup,
                                                 teardown),
                 cmocka_unit_test_setup_teardown(test_verify_fd_refuses_another_digest, setup,

@@ -1,0 +1,55 @@
+/* SPDX-License-Identifier: MIT */
+#include "usage.h"
+
+#include <inttypes.h>
+
+void cli_print_usage(FILE *f, const struct snapfs_usage *u)
+{
+        fprintf(f, "%-10s %10s %12s %8s %14s\n", "UID", "SNAPSHOTS", "BYTES", "STAGING",
+                "STAGING-BYTES");
+        for (size_t i = 0; i < u->n; i++)
+                fprintf(f, "%-10" PRIu32 " %10" PRIu64 " %12" PRIu64 " %8" PRIu64 " %14" PRIu64
+                           "\n",
+                        u->uids[i].uid, u->uids[i].snapshots, u->uids[i].bytes,
+                        u->uids[i].staging, u->uids[i].staging_bytes);
+        if (u->more)
+                fprintf(f, "(and %" PRIu64 " more uids)\n", u->more);
+        fprintf(f,
+                "limits per uid: %" PRIu64 " snapshots, %" PRIu64 " bytes; the owner (uid "
+                "%" PRIu32 ") keeps %" PRIu64 " snapshots and %" PRIu64 " bytes of its own\n",
+                u->uid_snapshots, u->uid_bytes, u->owner, u->reserve_snapshots,
+                u->reserve_bytes);
+}
+
+json_object *cli_json_usage(const struct snapfs_usage *u)
+{
+        json_object *o = json_object_new_object(), *arr = json_object_new_array();
+
+        if (!o || !arr) {
+                json_object_put(o);
+                json_object_put(arr);
+                return NULL;
+        }
+        json_object_object_add(o, "uid_snapshots", json_object_new_uint64(u->uid_snapshots));
+        json_object_object_add(o, "uid_bytes", json_object_new_uint64(u->uid_bytes));
+        json_object_object_add(o, "owner", json_object_new_uint64(u->owner));
+        json_object_object_add(o, "reserve_snapshots",
+                               json_object_new_uint64(u->reserve_snapshots));
+        json_object_object_add(o, "reserve_bytes", json_object_new_uint64(u->reserve_bytes));
+        for (size_t i = 0; i < u->n; i++) {
+                json_object *e = json_object_new_object();
+                if (!e)
+                        continue;
+                json_object_object_add(e, "uid", json_object_new_uint64(u->uids[i].uid));
+                json_object_object_add(e, "snapshots",
+                                       json_object_new_uint64(u->uids[i].snapshots));
+                json_object_object_add(e, "bytes", json_object_new_uint64(u->uids[i].bytes));
+                json_object_object_add(e, "staging", json_object_new_uint64(u->uids[i].staging));
+                json_object_object_add(e, "staging_bytes",
+                                       json_object_new_uint64(u->uids[i].staging_bytes));
+                json_object_array_add(arr, e);
+        }
+        json_object_object_add(o, "uids", arr);
+        json_object_object_add(o, "more", json_object_new_uint64(u->more));
+        return o;
+}
