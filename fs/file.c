@@ -344,43 +344,38 @@ int sfs_tree_setattr(struct sfs_tree *t, const struct sfs_caller *c, struct sfs_
 
 /* ---- flush, release ---- */
 
+/* The handle no longer counts as a writer of its staging file (until it writes again), and
+ * the owner used the file just now. t->lock held. */
+static void done_writing(struct sfs_handle *h)
+{
+        struct sfs_node *n = h->node;
+
+        if (node_kind(n) != SFS_KIND_STAGING_FILE)
+                return;
+        pthread_mutex_lock(&n->stg->lock);
+        if (h->writing) {
+                h->writing = false;
+                n->stg->writers--;
+        }
+        sfs_staging_touch_locked(n->stg);
+        pthread_mutex_unlock(&n->stg->lock);
+}
+
 void sfs_tree_flush(struct sfs_tree *t, struct sfs_handle *h)
 {
-        struct sfs_node *n;
-
         if (!h)
                 return;
-        n = h->node;
-
         pthread_mutex_lock(&t->lock);
-        if (node_kind(n) == SFS_KIND_STAGING_FILE) {
-                pthread_mutex_lock(&n->stg->lock);
-                if (h->writing) {
-                        h->writing = false;
-                        n->stg->writers--;
-                }
-                sfs_staging_touch_locked(n->stg);
-                pthread_mutex_unlock(&n->stg->lock);
-        }
+        done_writing(h);
         pthread_mutex_unlock(&t->lock);
 }
 
 void sfs_tree_release(struct sfs_tree *t, struct sfs_handle *h)
 {
-        struct sfs_node *n;
-
         if (!h)
                 return;
-        n = h->node;
-
         pthread_mutex_lock(&t->lock);
-        if (node_kind(n) == SFS_KIND_STAGING_FILE) {
-                pthread_mutex_lock(&n->stg->lock);
-                if (h->writing)
-                        n->stg->writers--;
-                sfs_staging_touch_locked(n->stg);
-                pthread_mutex_unlock(&n->stg->lock);
-        }
+        done_writing(h);
         sfs_handle_del(t, h);
         pthread_mutex_unlock(&t->lock);
         free(h);

@@ -122,6 +122,23 @@ def daemon_rss_kib(fs):
     raise AssertionError("no VmRSS")
 
 
+# For code run as another uid: publish(data) -> digest, leaving no staging file behind when
+# the rename is refused (refused() then returns its errno).
+PUBLISH_PRELUDE = UID_PRELUDE + r'''
+import hashlib
+def publish(data, name="p"):
+    fd = os.open(f"{mnt}/.staging/{name}", os.O_WRONLY | os.O_CREAT | os.O_EXCL)
+    os.write(fd, data); os.close(fd)
+    d = hashlib.sha256(data).hexdigest()
+    try:
+        os.rename(f"{mnt}/.staging/{name}", f"{mnt}/{d}")
+    finally:
+        if os.path.exists(f"{mnt}/.staging/{name}"):
+            os.unlink(f"{mnt}/.staging/{name}")
+    return d
+'''
+
+
 def publish_many(fs, n, prefix):
     for i in range(n):
         fs.publish(b"%s %d" % (prefix, i), "many")
@@ -180,18 +197,7 @@ def test_a_uid_past_its_snapshot_limit_gets_edquot_while_another_uid_and_the_own
         mount_snapfs):
     fs = mount_snapfs("--allow-other", "--publishers", f"0,{NOBODY_UID},{NOBODY_UID + 1}",
                       "--max-uid-snapshots", "3")
-    code = UID_PRELUDE + r'''
-import hashlib
-def publish(data, name="p"):
-    fd = os.open(f"{mnt}/.staging/{name}", os.O_WRONLY | os.O_CREAT | os.O_EXCL)
-    os.write(fd, data); os.close(fd)
-    d = hashlib.sha256(data).hexdigest()
-    try:
-        os.rename(f"{mnt}/.staging/{name}", f"{mnt}/{d}")
-    finally:
-        if os.path.exists(f"{mnt}/.staging/{name}"):
-            os.unlink(f"{mnt}/.staging/{name}")
-    return d
+    code = PUBLISH_PRELUDE + r'''
 tag = sys.argv[2]
 for i in range(3):
     publish(b"%s %d" % (tag.encode(), i))
@@ -212,18 +218,7 @@ print(os.statvfs(mnt).f_favail)
 def test_a_snapshot_unlinked_but_still_open_counts_until_closed(mount_snapfs):
     fs = mount_snapfs("--allow-other", "--publishers", f"0,{NOBODY_UID}",
                       "--max-uid-snapshots", "1")
-    code = UID_PRELUDE + r'''
-import hashlib
-def publish(data):
-    fd = os.open(f"{mnt}/.staging/p", os.O_WRONLY | os.O_CREAT | os.O_EXCL)
-    os.write(fd, data); os.close(fd)
-    d = hashlib.sha256(data).hexdigest()
-    try:
-        os.rename(f"{mnt}/.staging/p", f"{mnt}/{d}")
-    finally:
-        if os.path.exists(f"{mnt}/.staging/p"):
-            os.unlink(f"{mnt}/.staging/p")
-    return d
+    code = PUBLISH_PRELUDE + r'''
 d = publish(b"held")
 fd = os.open(f"{mnt}/{d}", os.O_RDONLY)
 print(d, flush=True)

@@ -37,6 +37,7 @@
 
 #include "binding.h"
 #include "digest.h"
+#include "loadutil.h"
 #include "verify.h"
 
 #define SHARED_POOL 16
@@ -60,24 +61,6 @@ static const char *mnt;
 static size_t max_size = 256 * 1024;
 static uint64_t seed = 1;
 
-/* xorshift64*: deterministic content from a seed, so any process can regenerate it. */
-static uint64_t rnd(uint64_t *s)
-{
-        *s ^= *s >> 12;
-        *s ^= *s << 25;
-        *s ^= *s >> 27;
-        return *s * 2685821657736338717ULL;
-}
-
-static void fill(uint8_t *buf, size_t len, uint64_t s)
-{
-        s = s * 0x9E3779B97F4A7C15ULL + 1;
-        for (size_t i = 0; i < len; i += 8) {
-                uint64_t v = rnd(&s);
-                memcpy(buf + i, &v, len - i < 8 ? len - i : 8);
-        }
-}
-
 static void count_err(atomic_ulong *table, int err)
 {
         atomic_fetch_add(&table[err > 0 && err < MAX_ERRNO ? err : 0], 1);
@@ -89,21 +72,6 @@ static void unexpected(const char *what, int err)
         if (!atomic_flag_test_and_set(&C->first_set))
                 snprintf(C->first_unexpected, sizeof(C->first_unexpected), "%s: %s", what,
                          strerror(err));
-}
-
-static int write_all(int fd, const uint8_t *buf, size_t len)
-{
-        while (len) {
-                ssize_t n = write(fd, buf, len > 65536 ? 65536 : len);
-                if (n < 0) {
-                        if (errno == EINTR)
-                                continue;
-                        return -errno;
-                }
-                buf += n;
-                len -= (size_t)n;
-        }
-        return 0;
 }
 
 /* Publishes buf under its digest; 0, or -EEXIST when already published, or -errno. */
@@ -308,16 +276,11 @@ static void run_greedy(int id, unsigned clients)
 
 static void print_table(const char *title, atomic_ulong *t)
 {
-        bool any = false;
-        printf("%-22s", title);
-        for (int e = 0; e < MAX_ERRNO; e++) {
-                unsigned long v = atomic_load(&t[e]);
-                if (v) {
-                        printf(" %s=%lu", e ? strerrorname_np(e) : "other", v);
-                        any = true;
-                }
-        }
-        printf("%s\n", any ? "" : " none");
+        unsigned long v[MAX_ERRNO];
+
+        for (int e = 0; e < MAX_ERRNO; e++)
+                v[e] = atomic_load(&t[e]);
+        print_errno_counts(title, 22, v, MAX_ERRNO);
 }
 
 int main(int argc, char **argv)

@@ -45,6 +45,7 @@
 
 #include "binding.h"
 #include "digest.h"
+#include "loadutil.h"
 #include "verify.h"
 
 #define MAX_ERRNO 256
@@ -76,44 +77,12 @@ static uint64_t now_ns(void)
         return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
 }
 
-static uint64_t rnd(uint64_t *s)
-{
-        *s ^= *s >> 12;
-        *s ^= *s << 25;
-        *s ^= *s >> 27;
-        return *s * 2685821657736338717ULL;
-}
-
-static void fill(uint8_t *buf, size_t len, uint64_t s)
-{
-        s = s * 0x9E3779B97F4A7C15ULL + 1;
-        for (size_t i = 0; i < len; i += 8) {
-                uint64_t v = rnd(&s);
-                memcpy(buf + i, &v, len - i < 8 ? len - i : 8);
-        }
-}
-
 static void a_count(enum route r, int err)
 {
         if (err)
                 atomic_fetch_add(&S->a_err[r][err > 0 && err < MAX_ERRNO ? err : 0], 1);
         else
                 atomic_fetch_add(&S->a_ops[r], 1);
-}
-
-static int write_all(int fd, const uint8_t *buf, size_t len)
-{
-        while (len) {
-                ssize_t n = write(fd, buf, len);
-                if (n < 0) {
-                        if (errno == EINTR)
-                                continue;
-                        return -errno;
-                }
-                buf += n;
-                len -= (size_t)n;
-        }
-        return 0;
 }
 
 /* Publishes buf under its digest (hex) through .staging/name: 0 or -errno. */
@@ -563,14 +532,7 @@ static long long log_bytes_of(const char *path, long long from, uid_t uid)
 
 static void print_errs(const char *title, const unsigned long *e)
 {
-        bool any = false;
-        printf("%-26s", title);
-        for (int i = 0; i < MAX_ERRNO; i++)
-                if (e[i]) {
-                        printf(" %s=%lu", i ? strerrorname_np(i) : "other", e[i]);
-                        any = true;
-                }
-        printf("%s\n", any ? "" : " none");
+        print_errno_counts(title, 26, e, MAX_ERRNO);
 }
 
 int main(int argc, char **argv)
