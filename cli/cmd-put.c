@@ -4,6 +4,7 @@
 #include <fcntl.h>
 #include <getopt.h>
 #include <inttypes.h>
+#include <limits.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <string.h>
@@ -25,24 +26,27 @@ static void put_usage(FILE *f)
                 "  sha256=<hex> size=<n> dev=<major>:<minor> ino=<n>\n"
                 "Content already published gives the existing snapshot's binding (and \"already\n"
                 "published\" on standard error). Zero bytes are allowed (the empty snapshot).\n"
+                "When MNT's daemon also serves a read view (snapfs mount --read-view), a second\n"
+                "line gives the binding as seen there, where a sandbox reads, once that view\n"
+                "has passed the same mount check and the snapshot verified through it:\n"
+                "  read-view sha256=<hex> size=<n> dev=<major>:<minor> ino=<n> VIEW\n"
                 "\n"
                 "Options:\n"
                 "  --mount MNT   " CLI_HELP_MOUNT "\n"
                 CLI_HELP_TRUST
-                "                runs the daemon for others\n"
                 "  --json        print one JSON object: ok, error, message, reasons, mount,\n"
-                "                binding, sha256, size, dev, ino, already_published\n"
+                "                binding, sha256, size, dev, ino, already_published,\n"
+                "                read_view (null, or {mount, binding})\n"
                 "  -h, --help    show this help\n"
                 "\n"
                 "Exit status: 0 published (or already there); 1 refused, with every reason on\n"
-                "standard error (\"code: message\" lines); 2 usage or system error (FILE\n"
-                "unreadable).\n");
+                "standard error (\"code: message\" lines), or published but its read view\n"
+                "does not verify; 2 usage or system error (FILE unreadable).\n");
 }
 
 static json_object *binding_json(const char *mount, const struct snapfs_binding *b,
-                                 const char *text, int r)
+                                 const char *text, int r, json_object *o)
 {
-        json_object *o = cli_json_result(true, NULL, NULL, NULL);
         char hex[2 * SNAPFS_DIGEST_LEN + 1], dev[32];
 
         if (!o)
@@ -65,9 +69,10 @@ int cli_cmd_put(int argc, char **argv)
         _cleanup_close_ int fd = -1;
         _cleanup_free_ char *mount = NULL;
         struct cli_common co;
-        struct snapfs_report why;
-        struct snapfs_binding b;
-        char text[SNAPFS_BINDING_TEXT_MAX];
+        struct snapfs_report why, vwhy;
+        struct snapfs_binding b, vb;
+        char text[SNAPFS_BINDING_TEXT_MAX], vtext[SNAPFS_BINDING_TEXT_MAX], view[PATH_MAX];
+        int vr;
         const char *file;
         int r;
 
@@ -106,14 +111,41 @@ int cli_cmd_put(int argc, char **argv)
         }
         if (snapfs_binding_format(&b, text, sizeof(text)) < 0)
                 return 2;
-        if (co.json)
-                return cli_print_json(binding_json(mount, &b, text, r)) < 0 ? 2 : 0;
+        /* Where a sandbox reads: the same snapshot through the daemon's read view, judged and
+         * verified there like any mount. */
+        vr = snapfs_view_binding(mount, &b, &co.opts, view, sizeof(view), &vb, &vwhy);
+        if (vr == 0 && snapfs_binding_format(&vb, vtext, sizeof(vtext)) < 0)
+                return 2;
+        if (co.json) {
+                json_object *o = vr < 0 && vr != -ENODATA ? cli_json_refusal(vr, &vwhy)
+                                                          : cli_json_result(true, NULL, NULL, NULL);
+                json_object *v = NULL;
+                if (vr == 0 && (v = json_object_new_object())) {
+                        json_object_object_add(v, "mount", json_object_new_string(view));
+                        json_object_object_add(v, "binding", json_object_new_string(vtext));
+                }
+                o = binding_json(mount, &b, text, r, o);
+                if (o)
+                        json_object_object_add(o, "read_view", v);
+                else
+                        json_object_put(v);
+                if (cli_print_json(o) < 0)
+                        return 2;
+                return vr < 0 && vr != -ENODATA ? 1 : 0;
+        }
         /* Idempotent: the content is there, bound to the existing snapshot. Not a failure. */
         if (r == 1)
                 fprintf(stderr, "snapfs put: already published\n");
-        if (printf("%s\n", text) < 0 || fflush(stdout) != 0) {
+        if (printf("%s\n", text) < 0 ||
+            (vr == 0 && printf("read-view %s %s\n", vtext, view) < 0) || fflush(stdout) != 0) {
                 fprintf(stderr, "snapfs put: writing output: %s\n", strerror(errno));
                 return 2;
+        }
+        if (vr < 0 && vr != -ENODATA) {
+                fprintf(stderr, "snapfs put: %s: published, but its read view does not "
+                                "verify: %s\n", mount, snapfs_strerror(vr));
+                cli_print_reasons(stderr, &vwhy);
+                return 1;
         }
         return 0;
 }

@@ -128,6 +128,19 @@ int snapfs_open_digest(const char *mount, const char *hex, const struct snapfs_o
 int snapfs_verify_fd(int fd, const struct snapfs_binding *b, const struct snapfs_options *opts,
                      struct snapfs_report *why);
 
+/* Where a sandbox reads: the binding of b's snapshot as seen through the read view that the
+ * daemon of the snapfs mount at mount serves beside it (snapfs mount --read-view). Judges
+ * mount, asks its root for the view's path (the xattr user.snapfs.read-view), then treats that
+ * path like any mount: the mount check under opts, a verified open of the snapshot there by
+ * its digest. Fills view (viewlen bytes; PATH_MAX is always enough) with the view's path and
+ * *out with the binding there (the same sha256, size and ino; the view's dev). Returns 0, or:
+ * -ENODATA (the mount has no read view), -EBADMSG (the daemon named an unusable path), the
+ * errors of snapfs_open_digest for either mount, -ESTALE (the view serves another
+ * snapshot). */
+int snapfs_view_binding(const char *mount, const struct snapfs_binding *b,
+                        const struct snapfs_options *opts, char *view, size_t viewlen,
+                        struct snapfs_binding *out, struct snapfs_report *why);
+
 /* What a negative errno from this library means, in words ("not a compliant snapfs mount");
  * a static string, never NULL. */
 const char *snapfs_strerror(int err);

@@ -66,6 +66,7 @@ struct sfs_tree {
         uint64_t nnodes;
         uint64_t staging_files;
         struct timespec dir_mtime;
+        char *view_path;               /* the read view's absolute path, or NULL */
 };
 
 static inline enum sfs_kind node_kind(const struct sfs_node *n)

@@ -145,9 +145,23 @@ void sfs_tree_free(struct sfs_tree *t)
         for (size_t i = 0; i < t->nstages; i++)
                 free(t->stages[i]);
         free(t->stages);
+        free(t->view_path);
         snap_store_free(t->store);
         pthread_mutex_destroy(&t->lock);
         free(t);
+}
+
+int sfs_tree_set_view_path(struct sfs_tree *t, const char *path)
+{
+        char *copy = strdup(path);
+
+        if (!copy)
+                return -ENOMEM;
+        pthread_mutex_lock(&t->lock);
+        free(t->view_path);
+        t->view_path = copy;
+        pthread_mutex_unlock(&t->lock);
+        return 0;
 }
 
 void sfs_tree_set_dev(struct sfs_tree *t, uint64_t dev, bool view)

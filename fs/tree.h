@@ -36,6 +36,9 @@
  * holding anything (largest first; "more=N" when they do not all fit). */
 #define SFS_XATTR_USAGE "user.snapfs.usage"
 #define SFS_USAGE_MAX 4000
+/* On the main mount's root: the absolute path of its read view (--read-view), so a client can
+ * find where a sandbox reads. A hint only: a client judges that path like any mount. */
+#define SFS_XATTR_READ_VIEW "user.snapfs.read-view"
 
 enum sfs_kind {
         SFS_KIND_ROOT,
@@ -88,6 +91,8 @@ int sfs_tree_restore(struct sfs_tree *t, const struct snap_digest *d, void *data
 /* Sets the mount's device number once it is known (after mounting); view: of the read-only
  * view instead. */
 void sfs_tree_set_dev(struct sfs_tree *t, uint64_t dev, bool view);
+/* Records the read view's absolute path for SFS_XATTR_READ_VIEW: 0 or -ENOMEM. */
+int sfs_tree_set_view_path(struct sfs_tree *t, const char *path);
 
 struct sfs_node *sfs_tree_root(struct sfs_tree *t);
 enum sfs_kind sfs_node_kind(const struct sfs_node *n);

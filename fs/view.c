@@ -46,6 +46,11 @@ int sfs_view_mount(struct sfs_view *v, const char *path, const struct sfs_sessio
                 return r;
         }
         sfs_tree_set_dev(tree, v->dev, true);
+        r = sfs_tree_set_view_path(tree, v->path);
+        if (r < 0) {
+                sfs_view_stop(v);
+                return r;
+        }
         return 0;
 fail:
         free(v->path);

@@ -3,6 +3,7 @@
  * read-only; on the root user.snapfs.usage and, with --store, user.snapfs.store-corrupt. */
 #include <errno.h>
 #include <fcntl.h>
+#include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -194,6 +195,17 @@ int sfs_tree_getxattr(struct sfs_tree *t, const struct sfs_caller *c, struct sfs
                         snap_digest_to_hex(&d, value);
                 break;
         case SFS_KIND_ROOT:
+                if (strcmp(name, SFS_XATTR_READ_VIEW) == 0) {
+                        char path[PATH_MAX];
+                        /* Where the view is, asked on the main mount only. */
+                        if (c->read_view || !t->view_path) {
+                                pthread_mutex_unlock(&t->lock);
+                                return -ENODATA;
+                        }
+                        snprintf(path, sizeof(path), "%s", t->view_path);
+                        pthread_mutex_unlock(&t->lock);
+                        return xattr_value(buf, bufsize, path, strlen(path), len);
+                }
                 pthread_mutex_unlock(&t->lock);
                 if (strcmp(name, SFS_XATTR_USAGE) == 0) {
                         _cleanup_free_ char *text = usage_text(t);
@@ -243,11 +255,27 @@ int sfs_tree_listxattr(struct sfs_tree *t, const struct sfs_caller *c, struct sf
                                    len);
         if (kind == SFS_KIND_STAGING_FILE)
                 return xattr_value(buf, bufsize, staging_names, sizeof(staging_names), len);
-        if (kind == SFS_KIND_ROOT)
-                return xattr_value(buf, bufsize, root_names,
-                                   t->cfg.ocistore ? sizeof(root_names)
-                                                   : sizeof(SFS_XATTR_USAGE),
-                                   len);
+        if (kind == SFS_KIND_ROOT) {
+                /* The usage, then the view's path (main mount, with a view), then the
+                 * store's (with --store). */
+                char names[sizeof(SFS_XATTR_READ_VIEW) + sizeof(root_names)];
+                size_t used = sizeof(SFS_XATTR_USAGE);
+                bool view;
+                pthread_mutex_lock(&t->lock);
+                view = t->view_path && !c->read_view;
+                pthread_mutex_unlock(&t->lock);
+                memcpy(names, SFS_XATTR_USAGE, sizeof(SFS_XATTR_USAGE));
+                if (view) {
+                        memcpy(names + used, SFS_XATTR_READ_VIEW, sizeof(SFS_XATTR_READ_VIEW));
+                        used += sizeof(SFS_XATTR_READ_VIEW);
+                }
+                if (t->cfg.ocistore) {
+                        memcpy(names + used, SFS_XATTR_STORE_CORRUPT,
+                               sizeof(SFS_XATTR_STORE_CORRUPT));
+                        used += sizeof(SFS_XATTR_STORE_CORRUPT);
+                }
+                return xattr_value(buf, bufsize, names, used, len);
+        }
         *len = 0;
         return 0;
 }

@@ -5,8 +5,8 @@
 This module binds libsnapfs.so with ctypes, so every check is the C library's own code:
 the mount check (fuse.snapfs, nosuid/nodev/noexec, private, exactly one mount, mounted by the
 uid you trust: root unless owner= names another, never your own uid unless
-insecure_own_mount=True), the open relative to the pinned mount root, the descriptor's mount id, fstat
-against the binding, the whole content hashed. Same semantics as C, by construction.
+insecure_own_mount=True), the open relative to the pinned mount root, the descriptor's mount
+id, fstat against the binding, the whole content hashed. Same semantics as C, by construction.
 
     import subprocess, snapfs_client as snapfs
 
@@ -25,11 +25,13 @@ then the library `meson install` put in place (the installed copy of this file c
 absolute path), then the dynamic linker's search for libsnapfs.so.0.
 
 As a script (same commands and JSON output as the C test driver):
-    snapfs_client.py publish [--owner UID] [--insecure-own-mount] [--max-size N] [--from-fd] MNT FILE|-
-    snapfs_client.py open [--owner UID] [--insecure-own-mount] [--max-size N] MNT BINDING
-    snapfs_client.py digest [--owner UID] [--insecure-own-mount] [--max-size N] MNT HEX
+    snapfs_client.py publish [TRUST] [--max-size N] [--from-fd] MNT FILE|-
+    snapfs_client.py open [TRUST] [--max-size N] MNT BINDING
+    snapfs_client.py digest [TRUST] [--max-size N] MNT HEX
     snapfs_client.py verify-fd [--max-size N] PATH BINDING
-    snapfs_client.py cat [--owner UID] [--insecure-own-mount] [--max-size N] MNT BINDING   (the bytes to stdout)
+    snapfs_client.py cat [TRUST] [--max-size N] MNT BINDING   (the bytes to stdout)
+TRUST: [--owner UID] [--insecure-own-mount] [--trust-user-namespace]; --owner defaults to
+$SNAPFS_OWNER, else 0.
     snapfs_client.py abi
 """
 import ctypes
@@ -40,7 +42,7 @@ import sys
 import threading
 
 __all__ = ["Binding", "SnapfsError", "publish", "publish_fd", "open_verified", "open_digest",
-           "verify_fd", "read_verified", "strerror"]
+           "view_binding", "verify_fd", "read_verified", "strerror"]
 
 DIGEST_LEN = 32
 BINDING_TEXT_MAX = 160
@@ -105,6 +107,9 @@ def _load():
             "snapfs_open_digest": [ctypes.c_char_p, ctypes.c_char_p, P(_COptions),
                                    P(_CBinding), P(_CReport)],
             "snapfs_verify_fd": [ctypes.c_int, P(_CBinding), P(_COptions), P(_CReport)],
+            "snapfs_view_binding": [ctypes.c_char_p, P(_CBinding), P(_COptions),
+                                    ctypes.c_char_p, ctypes.c_size_t, P(_CBinding),
+                                    P(_CReport)],
         }
         for fn, args in protos.items():
             f = getattr(lib, fn)
@@ -212,16 +217,17 @@ def _options(owner, max_size, insecure_own_mount=False, trust_user_namespace=Fal
 
 
 def publish(mount, data, *, owner=None, max_size=0, insecure_own_mount=False,
-                trust_user_namespace=False):
+        trust_user_namespace=False):
     """Publishes bytes (b"" is allowed) and returns the verified Binding of the snapshot;
     .already_published tells whether the same bytes were there already. owner: the uid that
     must have mounted snapfs (default: root); insecure_own_mount=True also trusts a mount of
     your own uid, which any process of your uid can replace with a FUSE server of its own;
     max_size: 0 for the library's default."""
+    o = _options(owner, max_size, insecure_own_mount, trust_user_namespace)
     data = bytes(data)
     lib, c, rep = _load(), _CBinding(), _CReport()
     r = lib.snapfs_publish(os.fsencode(mount), data, len(data),
-                           ctypes.byref(_options(owner, max_size, insecure_own_mount, trust_user_namespace)), ctypes.byref(c),
+                           ctypes.byref(o), ctypes.byref(c),
                            ctypes.byref(rep))
     if r < 0:
         _raise_for(r, rep)
@@ -229,10 +235,11 @@ def publish(mount, data, *, owner=None, max_size=0, insecure_own_mount=False,
 
 
 def publish_fd(mount, fd, *, owner=None, max_size=0, insecure_own_mount=False,
-                trust_user_namespace=False):
+        trust_user_namespace=False):
     """publish() of everything read from the descriptor fd until end of file."""
+    o = _options(owner, max_size, insecure_own_mount, trust_user_namespace)
     lib, c, rep = _load(), _CBinding(), _CReport()
-    r = lib.snapfs_publish_fd(os.fsencode(mount), fd, ctypes.byref(_options(owner, max_size, insecure_own_mount, trust_user_namespace)),
+    r = lib.snapfs_publish_fd(os.fsencode(mount), fd, ctypes.byref(o),
                               ctypes.byref(c), ctypes.byref(rep))
     if r < 0:
         _raise_for(r, rep)
@@ -240,28 +247,47 @@ def publish_fd(mount, fd, *, owner=None, max_size=0, insecure_own_mount=False,
 
 
 def open_verified(mount, binding, *, owner=None, max_size=0, insecure_own_mount=False,
-                trust_user_namespace=False):
+        trust_user_namespace=False):
     """The verified read-only descriptor (close-on-exec; yours to close) of the snapshot the
     binding (a Binding or its text) names on the snapfs mount at mount."""
+    o = _options(owner, max_size, insecure_own_mount, trust_user_namespace)
     b = Binding.parse(binding)
     rep = _CReport()
     r = _load().snapfs_open_verified(os.fsencode(mount), ctypes.byref(b._to_c()),
-                                     ctypes.byref(_options(owner, max_size, insecure_own_mount, trust_user_namespace)), ctypes.byref(rep))
+                                     ctypes.byref(o), ctypes.byref(rep))
     if r < 0:
         _raise_for(r, rep)
     return r
 
 
 def open_digest(mount, digest, *, owner=None, max_size=0, insecure_own_mount=False,
-                trust_user_namespace=False):
+        trust_user_namespace=False):
     """(descriptor, Binding) of the snapshot named digest, verified against its own name."""
+    o = _options(owner, max_size, insecure_own_mount, trust_user_namespace)
     c, rep = _CBinding(), _CReport()
     r = _load().snapfs_open_digest(os.fsencode(mount), digest.encode(),
-                                   ctypes.byref(_options(owner, max_size, insecure_own_mount, trust_user_namespace)), ctypes.byref(c),
+                                   ctypes.byref(o), ctypes.byref(c),
                                    ctypes.byref(rep))
     if r < 0:
         _raise_for(r, rep)
     return r, Binding._from_c(c)
+
+
+def view_binding(mount, binding, *, owner=None, max_size=0, insecure_own_mount=False,
+                 trust_user_namespace=False):
+    """Where a sandbox reads: (view path, Binding) of the snapshot as seen through the read
+    view the mount's daemon serves beside it (snapfs mount --read-view), judged and verified
+    there like any mount; None when the mount has no read view."""
+    b = Binding.parse(binding)
+    o = _options(owner, max_size, insecure_own_mount, trust_user_namespace)
+    c, rep, view = _CBinding(), _CReport(), ctypes.create_string_buffer(4096)
+    r = _load().snapfs_view_binding(os.fsencode(mount), ctypes.byref(b._to_c()), ctypes.byref(o),
+                                    view, len(view), ctypes.byref(c), ctypes.byref(rep))
+    if r == -_errno.ENODATA:
+        return None
+    if r < 0:
+        _raise_for(r, rep)
+    return os.fsdecode(view.value), Binding._from_c(c)
 
 
 def verify_fd(fd, binding, *, max_size=0):
@@ -285,7 +311,7 @@ def _pread_all(fd):
 
 
 def read_verified(mount, binding, *, owner=None, max_size=0, insecure_own_mount=False,
-                trust_user_namespace=False):
+        trust_user_namespace=False):
     """The bytes of the snapshot, read through a verified descriptor."""
     fd = open_verified(mount, binding, owner=owner, max_size=max_size,
                        insecure_own_mount=insecure_own_mount,

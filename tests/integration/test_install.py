@@ -19,7 +19,7 @@ EXAMPLE = ROOT / "tests" / "pkgconfig" / "example.c"
 INSTALL = ROOT / "scripts" / "install.sh"
 EXPORTED = {"snapfs_binding_format", "snapfs_binding_parse", "snapfs_publish",
             "snapfs_publish_fd", "snapfs_open_verified", "snapfs_open_digest",
-            "snapfs_verify_fd", "snapfs_strerror"}
+            "snapfs_verify_fd", "snapfs_view_binding", "snapfs_strerror"}
 
 
 @pytest.fixture(scope="module", autouse=True)

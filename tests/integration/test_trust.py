@@ -10,10 +10,11 @@ import os
 import select
 import stat
 import subprocess
+import sys
 
 import pytest
 
-from clients import FAKESNAP, Client, codes
+from clients import FAKESNAP, PYCLIENT, Client, client_env, codes
 from snaptest import NOBODY_UID, SNAPFS, helper_fs, run, sha256_hex
 
 REAL = b'{"mcpServers": {"files": {"command": "mcp-server-filesystem"}}}\n'
@@ -194,3 +195,66 @@ def test_a_server_mounted_in_a_user_namespace_is_refused_the_same_in_the_initial
         for backend in ("statmount", "mountinfo"):
             argv = as_uid(ATTACKER, SNAPFS, "check", "--insecure-own-mount", host_mnt)
             assert check_codes(argv, backend) == set()
+
+
+@pytest.mark.parametrize("runtime", [0, ATTACKER], ids=["runtime-root", "runtime-1000"])
+def test_the_recommended_topology_the_sandbox_verifies_through_the_read_view_only(
+        mount_snapfs, workdir, runtime):
+    # The daemon runs as root; the runtime publishes through MNT (as root, or as uid 1000 named
+    # by --publishers); the sandbox (uid 2000) is given the read view and nothing else.
+    view = os.path.join(workdir, "view")
+    os.mkdir(view)
+    fs = mount_snapfs("--allow-other", "--publishers", str(runtime), "--read-view", view)
+    real = data_file(workdir, "real.json", REAL)
+    r = run(*as_uid(runtime, SNAPFS, "put", "--mount", fs.path, "--json", real))
+    assert r.returncode == 0, r.stdout + r.stderr
+    out = json.loads(r.stdout)
+    binding, seen = out["binding"], out["read_view"]
+    assert seen["mount"] == view and seen["binding"] != binding
+    dev = os.stat(os.path.join(view, sha256_hex(REAL))).st_dev
+    assert seen["binding"] == binding.rsplit(" dev=", 1)[0] + \
+        f" dev={os.major(dev)}:{os.minor(dev)} ino={out['ino']}"
+    text = run(*as_uid(runtime, SNAPFS, "put", "--mount", fs.path, real))
+    assert text.stdout.splitlines() == [binding, f"read-view {seen['binding']} {view}"]
+    # The same from libsnapfs, through the Python client.
+    code = ("import sys; sys.path.insert(0, sys.argv[1]); import snapfs_client as s\n"
+            "v, b = s.view_binding(sys.argv[2], sys.argv[3]); print(v); print(b)\n")
+    r = run(*as_uid(runtime, sys.executable, "-c", code, PYCLIENT.parent, fs.path, binding),
+            env=client_env())
+    assert r.stdout.splitlines() == [view, seen["binding"]], r.stderr
+
+    # The sandbox, in a mount namespace of its own where MNT is gone: the view's binding
+    # verifies there and the child reads the right bytes ...
+    def sandbox(*argv):
+        return run("unshare", "-m", "--propagation", "private", "sh", "-c",
+                   'umount -l "$0" && exec "$@"', fs.path, *as_uid(SANDBOX, *argv))
+    r = sandbox(SNAPFS, "exec", "--mount", view, "--binding", seen["binding"], "--",
+                "cat", "{}")
+    assert r.returncode == 0, r.stderr
+    assert r.stdout == REAL.decode()
+    # ... the binding of MNT does not (another mount instance, another device) ...
+    r = sandbox(SNAPFS, "verify", "--mount", view, "--json", binding)
+    assert r.returncode == 1 and json.loads(r.stdout)["error"] == "ESTALE", r.stdout
+    assert {x["code"] for x in json.loads(r.stdout)["reasons"]} == {"identity"}
+    # ... and the view offers it no way to publish or remove anything.
+    code = ("import errno, os, sys\n"
+            "v, d = sys.argv[1], sys.argv[2]\n"
+            "for fn, a in ((os.open, (v + '/.staging/x', os.O_WRONLY | os.O_CREAT)),\n"
+            "              (os.unlink, (v + '/' + d,))):\n"
+            "    try:\n"
+            "        fn(*a)\n"
+            "    except OSError as e:\n"
+            "        print(errno.errorcode[e.errno])\n")
+    r = sandbox("/usr/bin/python3", "-c", code, view, sha256_hex(REAL))
+    # (The view has no .staging/ at all; the kernel refuses the unlink on a read-only mount.)
+    assert r.stdout.split() == ["ENOENT", "EROFS"], r.stdout + r.stderr
+    assert open(fs.p(sha256_hex(REAL)), "rb").read() == REAL
+
+
+def test_put_without_a_read_view_prints_one_binding_and_no_view(mount_snapfs, workdir):
+    fs = mount_snapfs("--allow-other")
+    real = data_file(workdir, "real.json", REAL)
+    r = run(SNAPFS, "put", "--mount", fs.path, "--json", real)
+    assert r.returncode == 0 and json.loads(r.stdout)["read_view"] is None
+    r = run(SNAPFS, "put", "--mount", fs.path, real)
+    assert len(r.stdout.splitlines()) == 1
