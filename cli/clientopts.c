@@ -120,21 +120,6 @@ char *cli_mount_path(const char *cmd, const struct cli_common *c)
         return mount;
 }
 
-int cli_open_root_dir(const struct snapfs_mnt *m, DIR **out)
-{
-        int fd = snapfs_mnt_open(m, ".", O_RDONLY | O_DIRECTORY, 0);
-
-        if (fd < 0)
-                return fd;
-        *out = fdopendir(fd);
-        if (!*out) {
-                int r = negative_errno();
-                safe_close(fd);
-                return r;
-        }
-        return 0;
-}
-
 int cli_parse_owner(const char *s, struct snapfs_options *opts)
 {
         uint64_t v = 0;

@@ -3,7 +3,6 @@
  * a refusal's reasons are printed. */
 #pragma once
 
-#include <dirent.h>
 #include <json-c/json.h>
 #include <stdbool.h>
 #include <stdio.h>
@@ -48,9 +47,6 @@ char *cli_absolute_dir(const char *path);
 int cli_same_mount(const char *cmd, bool json, void (*usage)(FILE *f), const char *operand,
                    const char *mount_arg);
 
-/* The judged mount's root, opened for listing below its pinned descriptor (never through the
- * path again): 0 and *out (closedir it), or a negative errno. */
-int cli_open_root_dir(const struct snapfs_mnt *m, DIR **out);
 
 /* --owner UID: a decimal uid (no sign, no leading zero, < 2^32 - 1). 0, or -EINVAL. */
 int cli_parse_owner(const char *s, struct snapfs_options *opts);

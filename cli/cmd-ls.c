@@ -70,7 +70,7 @@ static int list(const struct snapfs_mnt *m, struct item **out, size_t *n_out)
         DIR *d;
         int r;
 
-        r = cli_open_root_dir(m, &d);
+        r = snapfs_mnt_opendir(m, &d);
         if (r < 0)
                 return r;
         while ((errno = 0, de = readdir(d))) {

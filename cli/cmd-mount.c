@@ -15,14 +15,6 @@
 #include "options.h"
 #include "trust.h"
 
-#define DEFAULT_MAX_SNAPSHOT_SIZE (256ULL << 10)
-#define MAX_SNAPSHOT_SIZE_LIMIT (1ULL << 30)
-#define DEFAULT_MAX_BYTES (64ULL << 20)
-#define DEFAULT_MAX_SNAPSHOTS 4096
-#define DEFAULT_MAX_STAGING 16
-#define CACHE_TIMEOUT 86400.0
-#define DEFAULT_STAGING_TTL_MS (10 * 60 * 1000)
-
 static void mount_usage(FILE *f)
 {
         fprintf(f,
@@ -180,7 +172,7 @@ static int mount_parsed(int argc, char **argv, struct sfs_daemon_config *cfg)
                         return 0;
                 case OPT_MAX_SNAPSHOT_SIZE:
                         r = sfs_parse_size(optarg, &v);
-                        if (r == 0 && (v == 0 || v > MAX_SNAPSHOT_SIZE_LIMIT))
+                        if (r == 0 && (v == 0 || v > SFS_MAX_SNAPSHOT_SIZE_LIMIT))
                                 r = -ERANGE;
                         if (r < 0)
                                 return bad_value("max-snapshot-size", optarg, r);
@@ -314,15 +306,15 @@ static int mount_main(int argc, char **argv)
 {
         struct sfs_daemon_config cfg = {
                 .tree = {
-                        .max_snapshot_size = DEFAULT_MAX_SNAPSHOT_SIZE,
-                        .max_bytes = DEFAULT_MAX_BYTES,
-                        .max_snapshots = DEFAULT_MAX_SNAPSHOTS,
-                        .max_staging = DEFAULT_MAX_STAGING,
+                        .max_snapshot_size = SFS_DEFAULT_MAX_SNAPSHOT_SIZE,
+                        .max_bytes = SFS_DEFAULT_MAX_BYTES,
+                        .max_snapshots = SFS_DEFAULT_MAX_SNAPSHOTS,
+                        .max_staging = SFS_DEFAULT_MAX_STAGING,
                         .readers = { .any = true },
                         /* Empty: the default publishers, the mount's owner and root. */
                         .publishers = { .any = false },
-                        .cache_timeout = CACHE_TIMEOUT,
-                        .staging_ttl_ms = DEFAULT_STAGING_TTL_MS,
+                        .cache_timeout = SFS_DEFAULT_CACHE_TIMEOUT,
+                        .staging_ttl_ms = SFS_DEFAULT_STAGING_TTL_MS,
                 },
         };
         int r = mount_parsed(argc, argv, &cfg);

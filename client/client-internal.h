@@ -3,6 +3,7 @@
  * installed and not exported from libsnapfs.so (libsnapfs.sym lists what is). */
 #pragma once
 
+#include <dirent.h>
 #include <stdbool.h>
 #include <stdint.h>
 #include <sys/types.h>
@@ -38,6 +39,10 @@ int snapfs_mnt_check(const char *mount, const struct snapfs_options *opts, struc
 /* openat2 relative to the judged root without following a symlink, leaving the mount or
  * climbing out of it (O_CLOEXEC|O_NOFOLLOW added): a descriptor, or a negative errno. */
 int snapfs_mnt_open(const struct snapfs_mnt *m, const char *name, int flags, mode_t mode);
+
+/* The judged mount's root, opened for listing below its pinned descriptor (never through the
+ * path again): 0 and *out (closedir it), or a negative errno. */
+int snapfs_mnt_opendir(const struct snapfs_mnt *m, DIR **out);
 
 /* 0 when fd lies on exactly the judged mount, -EXDEV when it does not, another errno when
  * the kernel will not say. */

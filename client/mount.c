@@ -1,5 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 /* Judging the mount, and opening below its pinned root without leaving it. */
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <inttypes.h>
@@ -258,4 +259,19 @@ int snapfs_mnt_open_snapshot(const struct snapfs_mnt *m, const char *hex,
         if (got)
                 *got = *want;
         return TAKE_FD(fd);
+}
+
+int snapfs_mnt_opendir(const struct snapfs_mnt *m, DIR **out)
+{
+        int fd = snapfs_mnt_open(m, ".", O_RDONLY | O_DIRECTORY, 0);
+
+        if (fd < 0)
+                return fd;
+        *out = fdopendir(fd);
+        if (!*out) {
+                int r = negative_errno();
+                safe_close(fd);
+                return r;
+        }
+        return 0;
 }

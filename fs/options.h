@@ -36,6 +36,16 @@ int sfs_parse_uidset(const char *s, struct sfs_uidset *out);
 
 bool sfs_uidset_contains(const struct sfs_uidset *set, uid_t uid);
 
+/* The daemon's defaults (docs/design.md, "Limits"), and the largest snapshot it accepts. */
+#define SFS_DEFAULT_MAX_SNAPSHOT_SIZE (256ULL << 10)
+#define SFS_MAX_SNAPSHOT_SIZE_LIMIT (1ULL << 30)
+#define SFS_DEFAULT_MAX_BYTES (64ULL << 20)
+#define SFS_DEFAULT_MAX_SNAPSHOTS 4096
+#define SFS_DEFAULT_MAX_STAGING 16
+/* Published snapshots never change: the kernel may cache their entries and attributes a day. */
+#define SFS_DEFAULT_CACHE_TIMEOUT 86400.0
+#define SFS_DEFAULT_STAGING_TTL_MS (10 * 60 * 1000)
+
 struct sfs_audit;
 struct sfs_ocistore;
 struct snap_trust;

@@ -1,5 +1,6 @@
 /* SPDX-License-Identifier: MIT */
-/* Reading a descriptor's content into the hasher, for verify.c. Internal to snapshot/. */
+/* Reading a descriptor's content into the hasher: the one way snapfs hashes a descriptor,
+ * used by verify.c and by libsnapfs's audit (client/mount-audit.c). */
 #pragma once
 
 #include <stdint.h>

@@ -1,0 +1,365 @@
+/* SPDX-License-Identifier: MIT */
+/* The audit of a judged snapfs mount: each entry of its root checked, each snapshot re-read
+ * and re-hashed through snap_hash_fd, every problem kept as data for the caller to print. */
+#include "mount-audit.h"
+
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <inttypes.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/sysmacros.h>
+#include <sys/xattr.h>
+#include <unistd.h>
+
+#include "digest.h"
+#include "mountcheck.h"
+#include "readhash.h"
+#include "util.h"
+
+#define XATTR_SHA256 "user.snapfs.sha256"
+#define XATTR_BINDING "user.snapfs.binding"
+#define XATTR_STORE_CORRUPT "user.snapfs.store-corrupt"
+#define STAGING ".staging"
+
+const char *const snapfs_audit_check_names[SNAPFS_AUDIT_CHECKS] = {
+        [SNAPFS_AUDIT_MOUNT] = "mount compliant",
+        [SNAPFS_AUDIT_NAME] = "name is a SHA-256",
+        [SNAPFS_AUDIT_OPEN] = "opens on the mount",
+        [SNAPFS_AUDIT_REGULAR] = "regular file, 1 link",
+        [SNAPFS_AUDIT_MODE] = "mode 0000",
+        [SNAPFS_AUDIT_DEV] = "device of the mount",
+        [SNAPFS_AUDIT_INODE] = "inode of its own",
+        [SNAPFS_AUDIT_XATTRS] = "xattrs agree",
+        [SNAPFS_AUDIT_CONTENT] = "content hashes to name",
+        [SNAPFS_AUDIT_STORE] = "store blobs intact",
+};
+
+/* One run: the mount, the outcome, and what is judged once every snapshot is in. */
+struct audit {
+        const struct snapfs_mnt *m;
+        struct snapfs_audit *out;
+        struct snap_hasher *hasher;
+        struct { uint64_t ino; size_t entry; } *inos;
+        size_t n_inos;
+};
+
+void snapfs_audit_count(struct snapfs_audit *a, enum snapfs_audit_check c, bool ok)
+{
+        if (ok)
+                a->passed[c]++;
+        else
+                a->failed[c]++;
+}
+
+__attribute__((format(printf, 5, 6)))
+static int problem(struct audit *run, enum snapfs_audit_check c, const char *entry,
+                   const char *code, const char *fmt, ...)
+{
+        struct snapfs_audit *a = run->out;
+        struct snapfs_audit_problem *p;
+        va_list ap;
+
+        snapfs_audit_count(a, c, false);
+        if (a->n_problems == a->cap_problems) {
+                size_t cap = a->cap_problems ? a->cap_problems * 2 : 16;
+                p = reallocarray(a->problems, cap, sizeof(*p));
+                if (!p)
+                        return -ENOMEM;
+                a->problems = p;
+                a->cap_problems = cap;
+        }
+        p = &a->problems[a->n_problems++];
+        /* Entry names come from the filesystem under audit: escaped, one line each. */
+        mc_escape(entry, p->entry, sizeof(p->entry));
+        snprintf(p->code, sizeof(p->code), "%s", code);
+        va_start(ap, fmt);
+        vsnprintf(p->message, sizeof(p->message), fmt, ap);
+        va_end(ap);
+        return 0;
+}
+
+/* A daemon with --store says on its root how many blobs it set aside at start (they did not
+ * hash to their names): each is a snapshot the store lost. No attribute: no store. */
+static int audit_store(struct audit *a)
+{
+        /* The pinned root is O_PATH, which has no xattrs to read: a real descriptor of it. */
+        _cleanup_close_ int fd = openat(a->m->fd, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+        char buf[32];
+        unsigned long long count;
+        ssize_t n;
+        char *end;
+
+        if (fd < 0)
+                return negative_errno();
+        n = fgetxattr(fd, XATTR_STORE_CORRUPT, buf, sizeof(buf) - 1);
+        if (n < 0)
+                return errno == ENODATA || errno == EOPNOTSUPP ? 0 : negative_errno();
+        buf[n] = '\0';
+        errno = 0;
+        count = strtoull(buf, &end, 10);
+        if (errno || end == buf || *end)
+                return problem(a, SNAPFS_AUDIT_STORE, ".", "store-blob-corrupt",
+                               "%s is not a count: '%s'", XATTR_STORE_CORRUPT, buf);
+        if (count == 0) {
+                snapfs_audit_count(a->out, SNAPFS_AUDIT_STORE, true);
+                return 0;
+        }
+        return problem(a, SNAPFS_AUDIT_STORE, ".", "store-blob-corrupt",
+                       "%llu blob(s) of the daemon's --store did not hash to their names at "
+                       "start: set aside in its corrupt/ directory, not served", count);
+}
+
+/* SHA-256 of the content that fstat says is size bytes long, through the one shared reader
+ * (snap_hash_fd): one byte more is read, so content that outgrew fstat is seen (*len). */
+static int hash_content(int fd, uint64_t size, struct snap_hasher *h, struct snap_digest *d,
+                        uint64_t *len)
+{
+        int r;
+
+        if (size > SNAPFS_DEFAULT_MAX_SIZE)
+                return -EFBIG;
+        r = snap_hasher_reset(h);
+        if (r == 0)
+                r = snap_hash_fd(fd, size, h, len);
+        if (r == 0)
+                r = snap_hasher_final(h, d);
+        return r;
+}
+
+/* One xattr, compared with what it must say. */
+static int check_xattr(struct audit *a, int fd, const char *name, const char *xattr,
+                       const char *want, bool *ok)
+{
+        char buf[SNAPFS_BINDING_TEXT_MAX];
+        ssize_t n = fgetxattr(fd, xattr, buf, sizeof(buf) - 1);
+
+        if (n < 0) {
+                *ok = false;
+                return problem(a, SNAPFS_AUDIT_XATTRS, name, "xattr", "%s: %s", xattr, strerror(errno));
+        }
+        buf[n] = '\0';
+        if ((size_t)n != strlen(want) || strcmp(buf, want) != 0) {
+                char esc[sizeof(buf) * 4];
+                *ok = false;
+                return problem(a, SNAPFS_AUDIT_XATTRS, name, "xattr", "%s is '%s', expected '%s'", xattr,
+                               mc_escape(buf, esc, sizeof(esc)), want);
+        }
+        return 0;
+}
+
+static int audit_snapshot(struct audit *a, const char *name, size_t index)
+{
+        _cleanup_close_ int fd = -1;
+        char text[SNAPFS_BINDING_TEXT_MAX], hex[SNAP_DIGEST_HEX_LEN + 1];
+        struct snap_binding b;
+        struct snap_digest d;
+        struct stat st;
+        uint64_t len = 0;
+        bool ok;
+        int r;
+
+        fd = snapfs_mnt_open(a->m, name, O_RDONLY | O_NONBLOCK | O_NOCTTY, 0);
+        if (fd < 0)
+                return problem(a, SNAPFS_AUDIT_OPEN, name, "open", "open: %s", strerror(-fd));
+        r = snapfs_mnt_confirm(a->m, fd);
+        if (r < 0)
+                return problem(a, SNAPFS_AUDIT_OPEN, name, "other-mount",
+                               "the descriptor lies on another mount: %s", strerror(-r));
+        if (fstat(fd, &st) < 0)
+                return problem(a, SNAPFS_AUDIT_OPEN, name, "io", "fstat: %s", strerror(errno));
+        snapfs_audit_count(a->out, SNAPFS_AUDIT_OPEN, true);
+        a->out->snapshots++;
+
+        if (!S_ISREG(st.st_mode) || st.st_nlink != 1) {
+                r = problem(a, SNAPFS_AUDIT_REGULAR, name, S_ISREG(st.st_mode) ? "nlink" : "not-regular",
+                            "file type %06o, %ju links", (unsigned)(st.st_mode & S_IFMT),
+                            (uintmax_t)st.st_nlink);
+                if (r < 0 || !S_ISREG(st.st_mode))
+                        return r; /* a FIFO or device is never read */
+        } else
+                snapfs_audit_count(a->out, SNAPFS_AUDIT_REGULAR, true);
+        a->out->bytes += (uint64_t)st.st_size;
+
+        if ((st.st_mode & 07777) != 0)
+                r = problem(a, SNAPFS_AUDIT_MODE, name, "mode", "mode is %04o, must be 0000",
+                            (unsigned)(st.st_mode & 07777));
+        else
+                snapfs_audit_count(a->out, SNAPFS_AUDIT_MODE, true), r = 0;
+        if (r < 0)
+                return r;
+
+        if ((uint64_t)st.st_dev != a->m->dev)
+                r = problem(a, SNAPFS_AUDIT_DEV, name, "dev", "device %u:%u, the mount's is %u:%u",
+                            major(st.st_dev), minor(st.st_dev), major(a->m->dev),
+                            minor(a->m->dev));
+        else
+                snapfs_audit_count(a->out, SNAPFS_AUDIT_DEV, true), r = 0;
+        if (r < 0)
+                return r;
+        /* Inode uniqueness is judged once every snapshot is in (see find_duplicates). */
+        a->inos[a->n_inos].ino = (uint64_t)st.st_ino;
+        a->inos[a->n_inos++].entry = index;
+
+        r = snap_digest_from_hex(name, SNAP_DIGEST_HEX_LEN, &b.sha256);
+        if (r < 0)
+                return r;
+        b.size = (uint64_t)st.st_size;
+        b.dev = (uint64_t)st.st_dev;
+        b.ino = (uint64_t)st.st_ino;
+        r = snap_binding_format(&b, text, sizeof(text));
+        if (r < 0)
+                return r;
+        ok = true;
+        r = check_xattr(a, fd, name, XATTR_SHA256, name, &ok);
+        if (r == 0)
+                r = check_xattr(a, fd, name, XATTR_BINDING, text, &ok);
+        if (r < 0)
+                return r;
+        if (ok)
+                snapfs_audit_count(a->out, SNAPFS_AUDIT_XATTRS, true);
+
+        /* The name is the promise: re-read everything and hash it, whatever the mode said. */
+        r = hash_content(fd, (uint64_t)st.st_size, a->hasher, &d, &len);
+        if (r < 0)
+                return problem(a, SNAPFS_AUDIT_CONTENT, name, r == -EFBIG ? "too-big" : "io",
+                               "reading the content: %s", strerror(-r));
+        if (len != (uint64_t)st.st_size)
+                return problem(a, SNAPFS_AUDIT_CONTENT, name, "size",
+                               "read %" PRIu64 " bytes, fstat says %" PRIu64, len,
+                               (uint64_t)st.st_size);
+        if (!snap_digest_equal(&d, &b.sha256)) {
+                snap_digest_to_hex(&d, hex);
+                return problem(a, SNAPFS_AUDIT_CONTENT, name, "digest-mismatch",
+                               "content hashes to %s", hex);
+        }
+        snapfs_audit_count(a->out, SNAPFS_AUDIT_CONTENT, true);
+        return 0;
+}
+
+static int by_ino(const void *x, const void *y)
+{
+        const uint64_t a = *(const uint64_t *)x, b = *(const uint64_t *)y;
+
+        return a < b ? -1 : a > b;
+}
+
+static int find_duplicates(struct audit *a, char **names)
+{
+        int r;
+
+        /* The ino is the first member: sorting by it keeps each entry index beside it. */
+        qsort(a->inos, a->n_inos, sizeof(a->inos[0]), by_ino);
+        for (size_t i = 0; i < a->n_inos; i++) {
+                bool dup = (i > 0 && a->inos[i].ino == a->inos[i - 1].ino) ||
+                           (i + 1 < a->n_inos && a->inos[i].ino == a->inos[i + 1].ino);
+                if (!dup) {
+                        snapfs_audit_count(a->out, SNAPFS_AUDIT_INODE, true);
+                        continue;
+                }
+                r = problem(a, SNAPFS_AUDIT_INODE, names[a->inos[i].entry], "duplicate-inode",
+                            "inode %" PRIu64 " is shared with another snapshot", a->inos[i].ino);
+                if (r < 0)
+                        return r;
+        }
+        return 0;
+}
+
+/* Every name in the judged root ("." and ".." aside). */
+static int read_names(const struct snapfs_mnt *m, char ***out, size_t *n_out)
+{
+        char **names = NULL;
+        size_t n = 0, cap = 0;
+        struct dirent *de;
+        DIR *d;
+        int r = 0;
+
+        r = snapfs_mnt_opendir(m, &d);
+        if (r < 0)
+                return r;
+        while ((errno = 0, de = readdir(d))) {
+                if (strcmp(de->d_name, ".") == 0 || strcmp(de->d_name, "..") == 0)
+                        continue;
+                if (n == cap) {
+                        char **p = reallocarray(names, cap = cap ? cap * 2 : 256, sizeof(*names));
+                        if (!p) {
+                                r = -ENOMEM;
+                                break;
+                        }
+                        names = p;
+                }
+                names[n] = strdup(de->d_name);
+                if (!names[n]) {
+                        r = -ENOMEM;
+                        break;
+                }
+                n++;
+        }
+        if (r == 0 && errno)
+                r = negative_errno();
+        closedir(d);
+        *out = names;
+        *n_out = n;
+        return r;
+}
+
+int snapfs_audit_mount(const struct snapfs_mnt *m, struct snapfs_audit *out,
+                       void (*progress)(size_t done, size_t total, void *ctx), void *ctx)
+{
+        struct audit a = { .m = m, .out = out };
+        char **names = NULL;
+        size_t n_names = 0;
+        int r;
+
+        r = snap_hasher_new(&a.hasher);
+        if (r == 0)
+                r = read_names(m, &names, &n_names);
+        if (r == 0) {
+                a.inos = calloc(n_names ?: 1, sizeof(*a.inos));
+                if (!a.inos)
+                        r = -ENOMEM;
+        }
+        for (size_t i = 0; r == 0 && i < n_names; i++) {
+                if (progress && i % 64 == 0)
+                        progress(i, n_names, ctx);
+                if (strcmp(names[i], STAGING) == 0) {
+                        struct stat st;
+                        /* Publishing's write area: a directory, not a snapshot. */
+                        if (fstatat(m->fd, STAGING, &st, AT_SYMLINK_NOFOLLOW) < 0 ||
+                            !S_ISDIR(st.st_mode))
+                                r = problem(&a, SNAPFS_AUDIT_NAME, names[i], "unexpected-entry",
+                                            ".staging is not a directory");
+                        continue;
+                }
+                if (!snap_is_digest_name(names[i])) {
+                        r = problem(&a, SNAPFS_AUDIT_NAME, names[i], "unexpected-entry",
+                                    "not a snapshot name (64 lowercase hex)");
+                        continue;
+                }
+                snapfs_audit_count(out, SNAPFS_AUDIT_NAME, true);
+                r = audit_snapshot(&a, names[i], i);
+        }
+        if (progress)
+                progress(n_names, n_names, ctx);
+        if (r == 0)
+                r = find_duplicates(&a, names);
+        if (r == 0)
+                r = audit_store(&a);
+        for (size_t i = 0; i < n_names; i++)
+                free(names[i]);
+        free(names);
+        free(a.inos);
+        snap_hasher_free(a.hasher);
+        return r;
+}
+
+void snapfs_audit_free(struct snapfs_audit *a)
+{
+        free(a->problems);
+        a->problems = NULL;
+        a->n_problems = a->cap_problems = 0;
+}

@@ -1,0 +1,56 @@
+/* SPDX-License-Identifier: MIT */
+/* The audit of a judged snapfs mount (what `snapfs audit` reports): every entry of its root
+ * is a snapshot name (or .staging), and every snapshot opens on that mount, is a regular file
+ * with one link and mode 0000 on the mount's device, has an inode of its own, xattrs that
+ * agree with its name and fstat, and content that hashes to its name; a --store daemon set
+ * no blob aside. Internal to libsnapfs and the snapfs command: not exported. */
+#pragma once
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "client-internal.h"
+
+enum snapfs_audit_check {
+        SNAPFS_AUDIT_MOUNT,
+        SNAPFS_AUDIT_NAME,
+        SNAPFS_AUDIT_OPEN,
+        SNAPFS_AUDIT_REGULAR,
+        SNAPFS_AUDIT_MODE,
+        SNAPFS_AUDIT_DEV,
+        SNAPFS_AUDIT_INODE,
+        SNAPFS_AUDIT_XATTRS,
+        SNAPFS_AUDIT_CONTENT,
+        SNAPFS_AUDIT_STORE,
+        SNAPFS_AUDIT_CHECKS,
+};
+
+/* What each check is called in the report ("mode 0000", ...). */
+extern const char *const snapfs_audit_check_names[SNAPFS_AUDIT_CHECKS];
+
+struct snapfs_audit_problem {
+        char entry[256];   /* the entry's name, escaped: one line */
+        char code[32];     /* "digest-mismatch", "mode", ... */
+        char message[320];
+};
+
+/* The outcome: counts per check and every problem found. Zero it before use; free it with
+ * snapfs_audit_free. */
+struct snapfs_audit {
+        unsigned passed[SNAPFS_AUDIT_CHECKS], failed[SNAPFS_AUDIT_CHECKS];
+        struct snapfs_audit_problem *problems;
+        size_t n_problems, cap_problems;
+        uint64_t snapshots, bytes;
+};
+
+/* Counts one check as passed or failed (without a problem: the caller says why). */
+void snapfs_audit_count(struct snapfs_audit *a, enum snapfs_audit_check c, bool ok);
+
+/* Audits every entry of the judged mount m into *a, calling progress (may be NULL) every few
+ * entries with how many of total are done, and once more with done == total. 0 when the
+ * audit ran (its problems are in *a), or a negative errno that kept it from running to the
+ * end (-ENOMEM, or the errno of reading the root). */
+int snapfs_audit_mount(const struct snapfs_mnt *m, struct snapfs_audit *a,
+                       void (*progress)(size_t done, size_t total, void *ctx), void *ctx);
+
+void snapfs_audit_free(struct snapfs_audit *a);
