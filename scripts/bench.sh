@@ -3,7 +3,7 @@
 # medians and ratios (never a timed assertion in a test). Builds a release build in
 # build-bench/ and runs every section, or only those named:
 #
-#   sudo scripts/bench.sh [SECTION...]      sections: latency read scale mountcheck import
+#   scripts/bench.sh [SECTION...]           sections: latency read scale mountcheck import
 #
 # What is measured (items of the summary table):
 #   1 publish + first verified open, 256 B .. 1 MiB: snapfs vs a sealed memfd, O_TMPFILE

@@ -5,6 +5,7 @@
  * which document the same grammar, agree on every input. */
 #include <errno.h>
 #include <inttypes.h>
+#include <string.h>
 
 #include "fuzz.h"
 #include "options.h"
@@ -77,7 +78,12 @@ static void check_uidset(const char *s)
                 FZ_CHECK(memcmp(&set, &untouched, sizeof(set)) == 0);
                 return;
         }
-        /* A parsed list never means "everyone", and never names the kernel's "no uid". */
+        /* Only the word "any" means everyone; a parsed list never names the kernel's "no
+         * uid". */
+        if (strcmp(s, "any") == 0) {
+                FZ_CHECK(set.any && set.n == 0 && sfs_uidset_contains(&set, 0));
+                return;
+        }
         FZ_CHECK(!set.any && set.n >= 1 && set.n <= SFS_UIDSET_MAX);
         for (unsigned i = 0; i < set.n; i++) {
                 FZ_CHECK(set.uids[i] != (uid_t)-1);

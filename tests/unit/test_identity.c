@@ -13,6 +13,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <sys/syscall.h>
 #include <unistd.h>
 
 #include "identity.h"
@@ -182,7 +183,16 @@ static void test_caller_user_namespace_agrees_with_proc(void **state)
 {
         struct stat st;
         int r = mc_caller_initial_userns();
+        long pidfd = syscall(__NR_pidfd_open, getpid(), 0);
         (void)state;
+        /* Where pidfd_open does not exist (valgrind 3.19 does not emulate it), the answer is
+         * that error, never a guess from elsewhere. */
+        if (pidfd < 0) {
+                assert_int_equal(errno, ENOSYS);
+                assert_int_equal(r, -ENOSYS);
+                return;
+        }
+        close((int)pidfd);
         /* The test runs with a /proc it can trust; the library asks by pidfd instead. */
         assert_int_equal(stat("/proc/self/ns/user", &st), 0);
         assert_int_equal(r, st.st_ino == 0xEFFFFFFDU);
