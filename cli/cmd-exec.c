@@ -45,8 +45,8 @@ static void exec_usage(FILE *f)
                 "                    \"sha256=<hex> size=<n> dev=<maj>:<min> ino=<n>\"\n"
                 "  --fd N            the descriptor number COMMAND gets (default %d)\n"
                 "  --env NAME        the variable that carries the binding (default %s); names\n"
-                "                    the loader, libc or a shell interpret (PATH, LD_*, IFS, ...)\n"
-                "                    are refused\n"
+                "                    the loader, libc, a shell or an interpreter read (PATH,\n"
+                "                    LD_*, IFS, PYTHONPATH, NODE_OPTIONS, ...) are refused\n"
                 "  -h, --help        show this help\n"
                 "\n"
                 "Exit status: COMMAND's own; 125 when snapfs exec fails itself (the snapshot does\n"
@@ -63,9 +63,14 @@ static const char *const refused_env_names[] = {
         "PATH", "IFS", "ENV", "BASH_ENV", "SHELLOPTS", "BASHOPTS", "PS4", "CDPATH",
         "PROMPT_COMMAND", "GLOBIGNORE", "HOME", "GCONV_PATH", "NLSPATH", "LOCPATH",
         "HOSTALIASES", "RES_OPTIONS", "LOCALDOMAIN", "TZ", "TZDIR", "GLIBC_TUNABLES",
-        "MALLOC_CHECK_", "MALLOC_TRACE", "TMPDIR", FD_PATH_ENV,
+        "MALLOC_CHECK_", "MALLOC_TRACE", "TMPDIR", "CLASSPATH", "JAVA_TOOL_OPTIONS",
+        "_JAVA_OPTIONS", FD_PATH_ENV,
 };
-static const char *const refused_env_prefixes[] = { "LD_", "BASH_FUNC_", "MALLOC_" };
+/* The binding text splits on spaces into relative names ("size=176", "ino=3"): a search
+ * path variable of an interpreter would then load code from files an attacker planted
+ * under those names in the working directory (PYTHONPATH, NODE_PATH, PERL5LIB, RUBYLIB). */
+static const char *const refused_env_prefixes[] = { "LD_", "BASH_FUNC_", "MALLOC_", "PYTHON",
+                                                    "NODE_", "PERL", "RUBY" };
 
 static bool valid_env_name(const char *s)
 {

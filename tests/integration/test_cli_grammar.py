@@ -229,7 +229,8 @@ def test_exec_uses_125_for_its_own_failures_and_126_127_as_env_does(snapfs, work
 @pytest.mark.parametrize("name", ["PATH", "LD_PRELOAD", "LD_LIBRARY_PATH", "LD_AUDIT", "IFS",
                                   "ENV", "BASH_ENV", "SHELLOPTS", "BASHOPTS", "PS4",
                                   "GCONV_PATH", "NLSPATH", "GLIBC_TUNABLES", "BASH_FUNC_x%%",
-                                  "HOSTALIASES", "SNAPFS_FD_PATH"])
+                                  "HOSTALIASES", "SNAPFS_FD_PATH", "PYTHONPATH",
+                                  "NODE_OPTIONS", "PERL5LIB", "RUBYOPT", "JAVA_TOOL_OPTIONS"])
 def test_exec_refuses_env_names_the_loader_libc_or_a_shell_interpret(snapfs, name):
     binding = binding_of(snapfs, put(snapfs, b"cfg"))
     r = snap("exec", "--mount", snapfs.path, "--binding", binding, "--env", name, "--",
