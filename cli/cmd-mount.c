@@ -67,6 +67,8 @@ static void mount_usage(FILE *f)
                 "                             public key in PUB (PEM) names, learned from the\n"
                 "                             signatures and manifests published first\n"
                 "                             (snapfs import does); others: EPERM (repeatable)\n"
+                "      --pid-file FILE        write the daemon's pid to FILE once it serves (removed\n"
+                "                             at exit): for kill -HUP after a log rotation\n"
                 "      --replace-stale        clear a dead snapfs mount at MOUNTPOINT first\n"
                 "      --threads N            at most N worker threads (default: libfuse's)\n"
                 "      --debug                print every FUSE request (implies -f)\n"
@@ -98,6 +100,7 @@ enum {
         OPT_DEBUG,
         OPT_STORE,
         OPT_TRUST_KEY,
+        OPT_PID_FILE,
 };
 
 static int bad_value(const char *opt, const char *value, int err)
@@ -149,6 +152,7 @@ static const struct option longopts[] = {
         { "staging-ttl", required_argument, NULL, OPT_STAGING_TTL },
         { "debug", no_argument, NULL, OPT_DEBUG },
         { "store", required_argument, NULL, OPT_STORE },
+        { "pid-file", required_argument, NULL, OPT_PID_FILE },
         { "trust-key", required_argument, NULL, OPT_TRUST_KEY },
         { "help", no_argument, NULL, 'h' },
         { NULL, 0, NULL, 0 },
@@ -264,6 +268,9 @@ static int mount_parsed(int argc, char **argv, struct sfs_daemon_config *cfg)
                         break;
                 case OPT_STORE:
                         cfg->store = optarg;
+                        break;
+                case OPT_PID_FILE:
+                        cfg->pid_file = optarg;
                         break;
                 case OPT_TRUST_KEY:
                         r = add_trust_key(&cfg->tree.trust, optarg);

@@ -271,6 +271,59 @@ static void wait_for_stop(void)
                 ;
 }
 
+/* ---- --pid-file ---- */
+
+static int pid_fd = -1;
+static char *pid_path; /* absolute: the daemon's working directory becomes / */
+static bool pid_written;
+
+/* Opens --pid-file before anything is mounted, so a bad path fails the mount: O_NOFOLLOW and
+ * a regular file only (a symlink planted there must not make us truncate another file). 0,
+ * or an SFS_EXIT_* code (printed). */
+static int pidfile_open(const char *file)
+{
+        struct stat st;
+
+        pid_path = path_make_absolute(file);
+        if (!pid_path) {
+                LOG("--pid-file %s: %m\n", file);
+                return SFS_EXIT_ERROR;
+        }
+        pid_fd = open(pid_path, O_WRONLY | O_CREAT | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC, 0644);
+        if (pid_fd < 0 || fstat(pid_fd, &st) < 0) {
+                LOG("--pid-file %s: %m\n", file);
+                return errno == ELOOP ? SFS_EXIT_REFUSED : SFS_EXIT_ERROR;
+        }
+        if (!S_ISREG(st.st_mode)) {
+                LOG("--pid-file %s: refused: not a regular file\n", file);
+                return SFS_EXIT_REFUSED;
+        }
+        return 0;
+}
+
+/* The serving process's pid, once it serves. */
+static void pidfile_write(void)
+{
+        char line[32];
+        int n = snprintf(line, sizeof(line), "%d\n", (int)getpid());
+
+        if (pid_fd < 0)
+                return;
+        if (ftruncate(pid_fd, 0) < 0 || pwrite(pid_fd, line, (size_t)n, 0) != n)
+                LOG("--pid-file %s: %m\n", pid_path);
+        pid_written = true;
+}
+
+/* At exit: the file goes, unless it never held our pid (the mount failed before). */
+static void pidfile_remove(void)
+{
+        if (pid_fd >= 0 && pid_written)
+                unlink(pid_path);
+        pid_fd = safe_close(pid_fd);
+        free(pid_path);
+        pid_path = NULL;
+}
+
 /* INIT is answered and the self-check passed before it: the mount serves. READY=1 for a
  * service manager (a daemonized process names itself, since its manager watched the parent),
  * and a daemonized child's waiting parent may return. */
@@ -282,6 +335,7 @@ static void announce_ready(void *arg)
 
         if (!cfg->foreground)
                 snprintf(state, sizeof(state), "MAINPID=%d\nREADY=1", (int)getpid());
+        pidfile_write();
         r = sfs_notify(state);
         if (r < 0)
                 LOG("$NOTIFY_SOCKET: %s\n", strerror(-r));
@@ -476,6 +530,13 @@ int sfs_daemon_run(const struct sfs_daemon_config *cfg)
         r = handle_stale(cfg, path);
         if (r)
                 return r;
+        if (cfg->pid_file) {
+                r = pidfile_open(cfg->pid_file);
+                if (r) {
+                        pidfile_remove();
+                        return r;
+                }
+        }
         /* Open the log before daemonizing: a relative path means the caller's directory.
          * A daemon's standard error is /dev/null: without a file, its events go to syslog
          * (the journal, where there is one). */
@@ -586,6 +647,7 @@ unmount:
 out:
         /* A daemonized child that never served tells its parent why it stops. */
         report_to_parent(ret == SFS_EXIT_OK ? SFS_EXIT_ERROR : ret);
+        pidfile_remove();
         reopen_on_hup(NULL);
         /* Everything the snapshots held is freed before exit. */
         sfs_tree_free(ctx.tree);

@@ -12,6 +12,7 @@ struct sfs_daemon_config {
         const char *audit_log;        /* NULL: standard error in the foreground, else syslog */
         const char *read_view;        /* also mount a read-only view here, or NULL */
         const char *store;            /* --store: an OCI image layout to keep snapshots in */
+        const char *pid_file;         /* --pid-file: the serving pid, written once it serves */
         bool foreground;
         bool allow_other;
         bool replace_stale;

@@ -119,6 +119,10 @@ def mounted_by(work, mount_argv):
     if res["mount"]["rc"] != 0:
         return res
     res["pids"] = child_pids("snapfs")
+    pidfile = os.path.join(work, "snapfs.pid")
+    if os.path.exists(pidfile):
+        with open(pidfile) as f:
+            res["pidfile"] = f.read()
     res["small"] = stage(mnt, "small", b"x" * 10)
     res["big"] = stage(mnt, "big", b"x" * 2048)
     res["staging"] = errno_name(os.listdir, os.path.join(mnt, ".staging"))
@@ -296,6 +300,7 @@ def main():
     finally:
         reaped, killed = reap_all()
     res["reaped"], res["killed"] = reaped, killed
+    res["pidfile_left"] = os.path.exists(os.path.join(work, "snapfs.pid"))
     print(json.dumps(res))
 
 

@@ -24,6 +24,11 @@ def events(path):
         return [json.loads(line) for line in f if line.strip()]
 
 
+def read_text(path):
+    with open(path) as f:
+        return f.read()
+
+
 def wait_until(pred, what, deadline=60):
     end = time.monotonic() + deadline
     while not pred():
@@ -81,17 +86,22 @@ def test_the_logrotate_snippet_passes_logrotate_d(workdir):
 
 
 def test_the_logrotate_snippet_rotates_a_live_daemons_log(mount_snapfs, workdir):
-    fs = mount_snapfs()
+    pidfile = os.path.join(workdir, "snapfs.pid")
+    fs = mount_snapfs("--pid-file", pidfile)
+    # Written once the mount serves (a moment after "serving" in the foreground).
+    wait_until(lambda: read_text(pidfile) == f"{fs.proc.pid}\n", "the pid file")
     log = fs.audit_log
     first = fs.publish(b"rotated away", name="one")
     wait_until(lambda: any(e.get("digest") == first for e in events(log)), "the first line")
-    # The shipped snippet, pointed at this test's log and daemon.
+    # The shipped snippet, pointed at this test's log and pid file; no service to reload
+    # here, so it signals the pid the file names.
     with open(SNIPPET) as f:
         text = f.read()
-    assert "/var/log/snapfs/*.log {" in text
-    assert "systemctl reload snapfs.service" in text
-    text = text.replace("/var/log/snapfs/*.log", log)
-    text = re.sub(r"systemctl reload snapfs.service[^\n]*", f"kill -HUP {fs.proc.pid}", text)
+    for shipped in ("/var/log/snapfs/*.log {", "systemctl reload snapfs.service",
+                    "/run/snapfs.pid"):
+        assert shipped in text
+    text = text.replace("/var/log/snapfs/*.log", log).replace("/run/snapfs.pid", pidfile)
+    text = text.replace("systemctl reload snapfs.service", "false")
     conf = os.path.join(workdir, "logrotate.conf")
     with open(conf, "w") as f:
         f.write(text)

@@ -61,10 +61,30 @@ def assert_served_then_stopped_cleanly(res):
 
 
 def test_mount_8_starts_the_daemon_and_umount_stops_it(installed, workdir):
+    pidfile = os.path.join(workdir, "snapfs.pid")
     res = scenario("mount8", installed, workdir, "-o",
-                   "allow_other,max_snapshot_size=1K,max-bytes=64M,exec,dev,suid")
+                   "allow_other,max_snapshot_size=1K,max-bytes=64M,exec,dev,suid,"
+                   f"pid_file={pidfile}")
     assert_served_then_stopped_cleanly(res)
     assert "allow_other" in res["mountinfo"].split()[-1]
+    # The pid file named the serving daemon by the time mount(8) returned, and is gone.
+    assert res["pidfile"] == f"{res['pids'][0]}\n"
+    assert res["pidfile_left"] is False
+
+
+def test_a_pid_file_that_is_a_symlink_is_refused_and_nothing_is_mounted(installed, workdir):
+    target = os.path.join(workdir, "precious")
+    with open(target, "w") as f:
+        f.write("not a pid file\n")
+    os.symlink(target, os.path.join(workdir, "snapfs.pid"))
+    res = scenario("mount8", installed, workdir, "-o",
+                   f"pid_file={os.path.join(workdir, 'snapfs.pid')}")
+    assert res["mount"]["rc"] != 0
+    assert "--pid-file" in res["mount"]["err"]
+    assert "Too many levels of symbolic links" in res["mount"]["err"], res["mount"]
+    assert res["mountinfo"] is None and res["reaped"] == []
+    with open(target) as f:
+        assert f.read() == "not a pid file\n"  # untouched
 
 
 def test_an_unknown_mount_option_is_refused_and_nothing_is_mounted(installed, workdir):
