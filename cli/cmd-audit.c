@@ -8,20 +8,25 @@
 #include <string.h>
 #include <unistd.h>
 
+#include <openssl/evp.h>
+
 #include "client-internal.h"
 #include "clientopts.h"
 #include "commands.h"
 #include "mount-audit.h"
+#include "oci.h"
 #include "usage.h"
 #include "util.h"
 
 /* Past this many snapshots a terminal gets a progress line. */
 #define PROGRESS_OVER 1000
+#define VERIFY_KEYS_MAX 16
 
 static void audit_usage(FILE *f)
 {
         fprintf(f,
-                "Usage: snapfs audit [--mount MNT] [--owner UID] [--insecure-own-mount] [--json]\n"
+                "Usage: snapfs audit [--mount MNT] [--owner UID] [--insecure-own-mount]\n"
+                "                    [--verify-key PUB]... [--json]\n"
                 "\n"
                 "Check the mount MNT, then every entry of it through the pinned mount root:\n"
                 "each name is a SHA-256 (or .staging), each snapshot opens on that very mount, is\n"
@@ -35,6 +40,10 @@ static void audit_usage(FILE *f)
                 "  --mount MNT   " CLI_HELP_MOUNT ";\n"
                 "                a lone MNT operand is the same (the older spelling)\n"
                 CLI_HELP_TRUST
+                "  --verify-key PUB  also require every snapshot to be in a manifest signed\n"
+                "                by the Ed25519 public key in PUB (PEM; repeatable): its\n"
+                "                signature envelope, the manifest, or one of its layers;\n"
+                "                each other one is a problem \"unsigned-snapshot\"\n"
                 "  --json        print one JSON object: ok, error, message, reasons (the\n"
                 "                mount's findings, then every problem), mount, compliant,\n"
                 "                mount_id, snapshots, bytes, checks [{check, passed, failed}],\n"
@@ -44,6 +53,46 @@ static void audit_usage(FILE *f)
                 "Exit status: 0 everything holds; 1 the mount is not compliant (its snapshots\n"
                 "are then not audited) or a problem was found; 2 usage or system error.\n",
                 PROGRESS_OVER);
+}
+
+/* Takes every --verify-key PUB (or --verify-key=PUB) out of argv, before "--", loading
+ * each key: -1 to go on, else the exit code 2 after printing why. The other options are
+ * cli_parse_common's. */
+static int take_verify_keys(int *argc, char **argv, EVP_PKEY **keys, size_t *n)
+{
+        bool json = cli_json_requested(*argc, argv);
+        int out = 1;
+
+        *n = 0;
+        for (int i = 1; i < *argc; i++) {
+                const char *path = NULL;
+                int r;
+
+                if (!strcmp(argv[i], "--")) {
+                        while (i < *argc)
+                                argv[out++] = argv[i++];
+                        break;
+                }
+                if (!strcmp(argv[i], "--verify-key") && i + 1 < *argc)
+                        path = argv[++i];
+                else if (!strncmp(argv[i], "--verify-key=", 13))
+                        path = argv[i] + 13;
+                if (!path) {
+                        argv[out++] = argv[i];
+                        continue;
+                }
+                if (*n == VERIFY_KEYS_MAX)
+                        return cli_usage_error("audit", json, audit_usage,
+                                               "at most %d --verify-key", VERIFY_KEYS_MAX);
+                r = snap_oci_key_load(path, false, &keys[*n]);
+                if (r < 0)
+                        return cli_system_error("audit", json, r, "--verify-key %s%s", path,
+                                                r == -EINVAL ? ": not an Ed25519 key (PEM)" : "");
+                (*n)++;
+        }
+        argv[out] = NULL;
+        *argc = out;
+        return -1;
 }
 
 /* A progress line, on a terminal and only past PROGRESS_OVER entries. */
@@ -157,12 +206,19 @@ int cli_cmd_audit(int argc, char **argv)
         struct snapfs_report why;
         struct snapfs_audit a = { 0 };
         struct snapfs_usage usage = { 0 }; /* what each uid holds, as the daemon counts it */
+        EVP_PKEY *keys[VERIFY_KEYS_MAX];
+        size_t n_keys = 0;
         bool compliant, tty, have_usage = false;
         int r, check;
 
-        r = cli_parse_common("audit", argc, argv, true, 0, NULL, audit_usage, &co);
-        if (r >= 0)
+        r = take_verify_keys(&argc, argv, keys, &n_keys);
+        if (r < 0)
+                r = cli_parse_common("audit", argc, argv, true, 0, NULL, audit_usage, &co);
+        if (r >= 0) {
+                for (size_t i = 0; i < n_keys; i++)
+                        EVP_PKEY_free(keys[i]);
                 return r;
+        }
         mount = cli_mount_path("audit", &co);
         if (!mount)
                 return 2;
@@ -182,6 +238,9 @@ int cli_cmd_audit(int argc, char **argv)
                 r = snapfs_audit_mount(&m, &a, progress, &tty);
                 /* A daemon that does not report usage (ENODATA) leaves the table out. */
                 have_usage = r == 0 && snapfs_mnt_usage(&m, &usage) == 0;
+                if (r == 0 && n_keys)
+                        r = snapfs_audit_signed(&m, keys, n_keys, snapfs_opt_limit(&co.opts), &a,
+                                                &why);
                 if (r < 0) {
                         fprintf(stderr, "snapfs audit: %s: %s\n", mount, strerror(-r));
                         goto out;
@@ -197,5 +256,7 @@ out:
         snapfs_audit_free(&a);
         snapfs_usage_free(&usage);
         snapfs_mnt_close(&m);
+        for (size_t i = 0; i < n_keys; i++)
+                EVP_PKEY_free(keys[i]);
         return r;
 }

@@ -37,6 +37,7 @@ const char *const snapfs_audit_check_names[SNAPFS_AUDIT_CHECKS] = {
         [SNAPFS_AUDIT_XATTRS] = "xattrs agree",
         [SNAPFS_AUDIT_CONTENT] = "content hashes to name",
         [SNAPFS_AUDIT_STORE] = "store blobs intact",
+        [SNAPFS_AUDIT_SIGNED] = "in a signed manifest",
 };
 
 /* One run: the mount, the outcome, and what is judged once every snapshot is in. */
@@ -56,11 +57,9 @@ void snapfs_audit_count(struct snapfs_audit *a, enum snapfs_audit_check c, bool 
                 a->failed[c]++;
 }
 
-__attribute__((format(printf, 5, 6)))
-static int problem(struct audit *run, enum snapfs_audit_check c, const char *entry,
-                   const char *code, const char *fmt, ...)
+int snapfs_audit_problem(struct snapfs_audit *a, enum snapfs_audit_check c, const char *entry,
+                         const char *code, const char *fmt, ...)
 {
-        struct snapfs_audit *a = run->out;
         struct snapfs_audit_problem *p;
         va_list ap;
 
@@ -82,6 +81,9 @@ static int problem(struct audit *run, enum snapfs_audit_check c, const char *ent
         va_end(ap);
         return 0;
 }
+
+/* The checks below name their run; the problem lands in its outcome. */
+#define problem(run, ...) snapfs_audit_problem((run)->out, __VA_ARGS__)
 
 /* A daemon with --store says on its root how many blobs it set aside at start (they did not
  * hash to their names): each is a snapshot the store lost. No attribute: no store. */

@@ -22,6 +22,7 @@ enum snapfs_audit_check {
         SNAPFS_AUDIT_XATTRS,
         SNAPFS_AUDIT_CONTENT,
         SNAPFS_AUDIT_STORE,
+        SNAPFS_AUDIT_SIGNED, /* only with --verify-key (snapfs_audit_signed) */
         SNAPFS_AUDIT_CHECKS,
 };
 
@@ -45,6 +46,21 @@ struct snapfs_audit {
 
 /* Counts one check as passed or failed (without a problem: the caller says why). */
 void snapfs_audit_count(struct snapfs_audit *a, enum snapfs_audit_check c, bool ok);
+
+/* Counts c as failed for entry and records the problem: 0, or -ENOMEM. */
+__attribute__((format(printf, 5, 6)))
+int snapfs_audit_problem(struct snapfs_audit *a, enum snapfs_audit_check c, const char *entry,
+                         const char *code, const char *fmt, ...);
+
+struct evp_pkey_st;
+
+/* The provenance check of `snapfs audit --verify-key` (client/provenance.c): every served
+ * snapshot must be a signature envelope that one of keys verifies, a manifest such an
+ * envelope signs, or a layer of such a manifest (docs/distribution.md); each other one is a
+ * problem "unsigned-snapshot". 0 when the check ran, or a negative errno with why. */
+int snapfs_audit_signed(const struct snapfs_mnt *m, struct evp_pkey_st *const *keys,
+                        size_t n_keys, uint64_t limit, struct snapfs_audit *a,
+                        struct snapfs_report *why);
 
 /* Audits every entry of the judged mount m into *a, calling progress (may be NULL) every few
  * entries with how many of total are done, and once more with done == total. 0 when the

@@ -75,6 +75,15 @@ int snapfs_mnt_list(const struct snapfs_mnt *m, char ***names, size_t *n,
                     struct snapfs_report *why);
 void snapfs_names_free(char **names, size_t n);
 
+/* Which served snapshots are in a manifest signed by one of keys (docs/distribution.md,
+ * "Auditing provenance"): the envelopes that verify, the manifests they sign and the
+ * layers those name. 0 and *unsigned_names (the others, sorted; free with
+ * snapfs_names_free), *n_unsigned, *n_checked; or a negative errno with the reason. A
+ * snapshot that does not verify while it is read is a failure ("snapshot"). */
+int snapfs_provenance_check(const struct snapfs_mnt *m, struct evp_pkey_st *const *keys,
+                            size_t n_keys, uint64_t limit, char ***unsigned_names,
+                            size_t *n_unsigned, size_t *n_checked, struct snapfs_report *why);
+
 /* Parses "oci:DIR:TAG" (TAG may be "@sha256:<hex>"); as skopeo does, the first ':' after
  * DIR splits, so DIR holds none: 0 and *dir (malloc'd), *ref (points into spec), or
  * -EINVAL. */

@@ -377,3 +377,32 @@ def test_trust_key_daemon_restarted_on_its_store_learns_again_from_the_same_impo
     assert rc == 0, out
     assert set(digests) <= set(published(dst))
 
+
+def test_audit_verify_key_fails_on_a_snapshot_in_no_signed_manifest(two, workdir):
+    src, dst, layout, digests = two
+    key, other = os.path.join(workdir, "key"), os.path.join(workdir, "other")
+    for k in (key, other):
+        assert snap("keygen", k).returncode == 0
+    export(src, layout, "v1", "--sign", key)
+    rc, out = snap_json("import", "--mount", dst.path, f"oci:{layout}:v1")
+    assert rc == 0, out
+    # Every snapshot served is a layer of the signed manifest, the manifest or its signature.
+    rc, out = snap_json("audit", "--mount", dst.path, "--verify-key", key + ".pub")
+    assert rc == 0 and out["ok"], out
+    # By a key that signed nothing here, none is.
+    rc, out = snap_json("audit", "--mount", dst.path, "--verify-key", other + ".pub")
+    assert rc == 1 and {p["code"] for p in out["problems"]} == {"unsigned-snapshot"}, out
+    assert len(out["problems"]) == len(published(dst))
+
+    stray = dst.publish(b"published outside any manifest\n", "stray")
+    rc, out = snap_json("audit", "--mount", dst.path, "--verify-key", key + ".pub")
+    assert rc == 1, out
+    assert [(p["entry"], p["code"]) for p in out["problems"]] == [(stray, "unsigned-snapshot")]
+    r = snap("audit", "--mount", dst.path, "--verify-key", key + ".pub")
+    assert r.returncode == 1 and f"{stray}: unsigned-snapshot" in r.stdout, r.stdout
+    # The allowance: without --verify-key the same mount audits clean.
+    rc, out = snap_json("audit", "--mount", dst.path)
+    assert rc == 0 and out["ok"], out
+    # A key file that is no key: a usage of the command gone wrong, not a verdict.
+    rc, out = snap_json("audit", "--mount", dst.path, "--verify-key", blob(layout, digests[0]))
+    assert rc == 2 and out["error"] == "EINVAL", out
