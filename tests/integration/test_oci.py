@@ -365,8 +365,9 @@ def test_trust_key_daemon_restarted_on_its_store_learns_again_from_the_same_impo
     assert dst.stop() == 0
 
     # Restarted: the envelope and the manifest come back from the store, already published;
-    # what they admitted is learned again when the import publishes them again.
-    dst = mount_snapfs(*opts, name="dst")
+    # what they admitted is learned again when the import publishes them again. (Another
+    # mount point: the fixture's cleanup of the first one must not touch this one.)
+    dst = mount_snapfs(*opts, name="dst2")
     assert digests[1] not in published(dst)
     stray = os.path.join(workdir, "stray")
     with open(stray, "wb") as f:
