@@ -43,6 +43,7 @@ struct bucket {
 struct coalesced {
         uid_t uid;
         int err;
+        char event[OP_MAX];
         char op[OP_MAX];
         uint64_t count;
 };
@@ -381,7 +382,7 @@ static bool take_token(struct sfs_audit *a, uid_t uid, uint64_t now)
 static void coalesce(struct sfs_audit *a, const struct sfs_audit_event *ev, uint64_t now,
                      const struct timespec *ts)
 {
-        const char *op = ev->op ? ev->op : "";
+        const char *op = ev->op ? ev->op : "", *event = ev->event ? ev->event : "";
         size_t i;
 
         if (a->n_co == 0 && a->co_other == 0) {
@@ -391,7 +392,8 @@ static void coalesce(struct sfs_audit *a, const struct sfs_audit_event *ev, uint
         a->co_to = *ts;
         for (i = 0; i < a->n_co; i++)
                 if (a->co[i].uid == ev->uid && a->co[i].err == ev->err &&
-                    strncmp(a->co[i].op, op, OP_MAX - 1) == 0)
+                    strncmp(a->co[i].op, op, OP_MAX - 1) == 0 &&
+                    strncmp(a->co[i].event, event, OP_MAX - 1) == 0)
                         break;
         if (i == a->n_co) {
                 if (a->n_co == N_COALESCED) {
@@ -400,6 +402,7 @@ static void coalesce(struct sfs_audit *a, const struct sfs_audit_event *ev, uint
                 }
                 a->co[i] = (struct coalesced){ .uid = ev->uid, .err = ev->err };
                 snprintf(a->co[i].op, OP_MAX, "%s", op);
+                snprintf(a->co[i].event, OP_MAX, "%s", event);
                 a->n_co++;
         }
         a->co[i].count++;
@@ -416,7 +419,10 @@ void sfs_audit_emit(struct sfs_audit *a, const struct sfs_audit_event *ev)
 {
         struct timespec ts;
         struct line *l = NULL;
-        bool refusal = ev->err != 0, queue, waiting = false;
+        /* Refusals, and idempotent publishes (as cheap to repeat, and changing nothing),
+         * may be counted instead of written one by one. */
+        bool refusal = ev->err != 0 || (ev->event && strcmp(ev->event, "publish-exists") == 0),
+             queue, waiting = false;
         uint64_t now;
 
         if (!a)
@@ -498,9 +504,11 @@ static struct line *take_coalesced(struct sfs_audit *a)
                 if (!c)
                         continue;
                 json_object_object_add(c, "uid", json_object_new_int64(a->co[i].uid));
+                add_str(c, "event", a->co[i].event);
                 add_str(c, "op", a->co[i].op);
                 json_object_object_add(c, "errno", json_object_new_int(a->co[i].err));
-                add_str(c, "error", strerrorname_np(a->co[i].err));
+                if (a->co[i].err)
+                        add_str(c, "error", strerrorname_np(a->co[i].err));
                 json_object_object_add(c, "count", json_object_new_uint64(a->co[i].count));
                 json_object_array_add(arr, c);
         }

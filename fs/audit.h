@@ -4,8 +4,9 @@
  *
  * A request only formats its line and queues it. The queue is bounded; when it is half full,
  * or when one uid is refused faster than its budget allows (a burst, then a steady rate),
- * refusals are no longer queued one by one but counted per (uid, op, errno) and written once a
- * second as one "refused-coalesced" event with the interval they cover. Other events (publish,
+ * refusals (and idempotent publishes, "publish-exists") are no longer queued one by one but
+ * counted per (uid, event, op, errno) and written once a second as one "refused-coalesced"
+ * event with the interval they cover. Other events (publish,
  * unlink, expiry) are queued until the queue is full, then counted as "dropped" in that event.
  *
  * Strings that are not valid UTF-8 are written with U+FFFD in place of each invalid byte and,

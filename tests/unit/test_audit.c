@@ -243,6 +243,34 @@ static void test_one_uid_past_its_burst_is_coalesced_another_uid_is_not(void **s
         put_events(ev, n);
 }
 
+static void test_a_flood_of_idempotent_publishes_is_coalesced_too(void **state)
+{
+        struct sfs_audit *a = open_frozen(64, 4);
+        json_object *ev[16], *arr, *c;
+        size_t n;
+        (void)state;
+
+        for (int i = 0; i < 10; i++)
+                sfs_audit_emit(a, &(struct sfs_audit_event){ .event = "publish-exists",
+                                                             .op = "rename", .uid = 7 });
+        /* A real publish is never counted away. */
+        sfs_audit_emit(a, &(struct sfs_audit_event){ .event = "publish", .op = "rename",
+                                                     .uid = 7 });
+        sfs_audit_close(a);
+        n = read_events(logpath, ev, 16);
+        assert_int_equal(n, 4 + 1 + 1);
+        assert_string_equal(str_of(ev[4], "event"), "publish");
+        assert_string_equal(str_of(ev[5], "event"), "refused-coalesced");
+        assert_true(json_object_object_get_ex(ev[5], "refusals", &arr));
+        assert_int_equal(json_object_array_length(arr), 1);
+        c = json_object_array_get_idx(arr, 0);
+        assert_string_equal(str_of(c, "event"), "publish-exists");
+        assert_int_equal(int_of(c, "errno"), 0);
+        assert_null(str_of(c, "error"));
+        assert_int_equal(int_of(c, "count"), 6);
+        put_events(ev, n);
+}
+
 static void test_half_full_queue_coalesces_refusals_and_full_queue_counts_drops(void **state)
 {
         struct sfs_audit *a = open_frozen(8, 1000);
@@ -485,6 +513,7 @@ int main(void)
                 T(test_symlink_and_directory_are_refused),
                 T(test_file_writable_by_group_or_others_is_refused),
                 T(test_one_uid_past_its_burst_is_coalesced_another_uid_is_not),
+                T(test_a_flood_of_idempotent_publishes_is_coalesced_too),
                 T(test_half_full_queue_coalesces_refusals_and_full_queue_counts_drops),
                 T(test_budget_comes_back_with_time),
                 T(test_invalid_utf8_becomes_replacement_characters_with_raw_hex),
