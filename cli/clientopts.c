@@ -1,4 +1,6 @@
 /* SPDX-License-Identifier: MIT */
+/* The options every client subcommand shares (--mount, --owner, --json) and how a refusal
+ * and its reasons are printed. */
 #include "clientopts.h"
 #include "client-internal.h"
 #include "util.h"

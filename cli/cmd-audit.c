@@ -15,7 +15,7 @@
 #include "commands.h"
 #include "mount-audit.h"
 #include "oci.h"
-#include "usage.h"
+#include "usage-table.h"
 #include "util.h"
 
 /* Past this many snapshots a terminal gets a progress line. */

@@ -15,7 +15,7 @@
 
 #include "client-internal.h"
 #include "clientopts.h"
-#include "usage.h"
+#include "usage-table.h"
 #include "commands.h"
 #include "digest.h"
 #include "util.h"

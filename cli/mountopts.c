@@ -1,4 +1,5 @@
 /* SPDX-License-Identifier: MIT */
+/* mount(8)'s -o words turned into `snapfs mount` long options. */
 #include "mountopts.h"
 
 #include <errno.h>

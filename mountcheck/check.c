@@ -8,7 +8,7 @@
 #include "backend.h"
 #include "check.h"
 #include "identity.h"
-#include "record.h"
+#include "judge.h"
 #include "util.h"
 
 static void setp(struct mc_mount_set *set)

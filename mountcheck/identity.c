@@ -1,4 +1,7 @@
 /* SPDX-License-Identifier: MIT */
+/* The mount a path reaches, asked of a pinned descriptor: the path opened without following
+ * a symlink, the descriptor's identity and mount id, the owner and liveness probes, and
+ * whether the caller runs in the initial user namespace. */
 #include <errno.h>
 #include <fcntl.h>
 #include <string.h>

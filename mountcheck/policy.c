@@ -1,4 +1,5 @@
 /* SPDX-License-Identifier: MIT */
+/* Policy presets and per-field overrides, parsed strictly. */
 #include <errno.h>
 #include <limits.h>
 #include <string.h>

@@ -1,4 +1,6 @@
 /* SPDX-License-Identifier: MIT */
+/* Findings as data: codes and their names, one-line escaped messages, and the backends'
+ * names. */
 #include <errno.h>
 #include <stdarg.h>
 #include <stdio.h>

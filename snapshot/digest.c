@@ -1,4 +1,5 @@
 /* SPDX-License-Identifier: MIT */
+/* SHA-256 through OpenSSL EVP and the strict 64-character hex name. */
 #include "digest.h"
 
 #include <errno.h>

@@ -1,4 +1,6 @@
 /* SPDX-License-Identifier: MIT */
+/* Hashing a descriptor's content with pread: in this thread, or with a reader thread beside
+ * it for large content. */
 #include "readhash.h"
 
 #include <errno.h>

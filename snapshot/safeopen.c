@@ -1,4 +1,6 @@
 /* SPDX-License-Identifier: MIT */
+/* Opening and reading untrusted paths: no symlink followed, no FIFO or device read, no
+ * read without bound. */
 #include "safeopen.h"
 
 #include <errno.h>

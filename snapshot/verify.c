@@ -1,4 +1,6 @@
 /* SPDX-License-Identifier: MIT */
+/* Verifying a held descriptor against a binding: fstat, then every byte re-read and hashed,
+ * then fstat again. */
 #include "verify.h"
 
 #include <errno.h>

@@ -1,4 +1,6 @@
 /* SPDX-License-Identifier: MIT */
+/* The helpers every snapfs benchmark shares (clock, medians, pinning, a daemon per run,
+ * the summary rows). */
 #include "benchutil.h"
 
 #include <dirent.h>

@@ -4,7 +4,7 @@
 #pragma once
 
 #include "fuzz.h"
-#include "record.h"
+#include "judge.h"
 
 /* The first record with this id: the judge's own rule, restated here. */
 static inline const struct mc_mount *fz_find(const struct mc_facts *f, uint64_t id)

@@ -6,7 +6,7 @@
 #include <errno.h>
 
 #include "fuzz-judge.h"
-#include "record.h"
+#include "judge.h"
 
 #define PATH "/run/snap"
 

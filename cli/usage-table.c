@@ -1,5 +1,6 @@
 /* SPDX-License-Identifier: MIT */
-#include "usage.h"
+/* The per-uid usage table: text for snapfs ls and snapfs audit, and its JSON. */
+#include "usage-table.h"
 
 #include <inttypes.h>
 

@@ -1,0 +1,46 @@
+/* SPDX-License-Identifier: MIT */
+/* The judge: everything known about one check (struct mc_facts) and the pure function that
+ * turns it plus a policy into findings (mc_judge), for both backends alike. */
+#pragma once
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "policy.h"
+#include "record.h"
+#include "verdict.h"
+
+/* Everything known about one check, gathered by the orchestrator and a backend. */
+struct mc_facts {
+        const char *path;     /* exactly as the caller gave it */
+        /* 0 when the path was opened; -ELOOP when a component is a symlink; -ENOENT or
+         * -ENOTDIR when it does not resolve (an over-mounted ancestor can hide it). */
+        int open_error;
+        uint64_t mount_id;    /* the mount the descriptor reached (kind matches the set) */
+        bool mount_root;      /* the descriptor is the root of that mount */
+        uint32_t root_mode;   /* its permission bits (07777) */
+        const struct mc_mount *mounts; /* the reached mount, its parent, its children, and any */
+        size_t n_mounts;               /* other mount recorded at the path */
+        bool transport_dead;  /* the liveness probe got ENOTCONN */
+        /* Who asks, never taken from the mount table: */
+        uint32_t caller_uid;  /* the checking process's real uid */
+        /* The checking process runs in the initial user namespace (asked of the kernel by
+         * pidfd, never through a path): only there are the uids it sees the host's own. */
+        bool caller_initial_userns;
+        /* The mount root's owner as the kernel shows it to the caller, read right after the
+         * forced GETATTR of the liveness probe. FUSE maps every uid a server reports through
+         * the superblock's user namespace, so from the initial namespace this is the real
+         * uid (or the overflow uid), whatever the server or user_id= claims. */
+        bool has_root_uid;
+        uint32_t root_uid;
+        bool changed;         /* re-opening the path at the end reached another mount */
+};
+
+/* True if path is absolute and canonical: no empty, "." or ".." component, no trailing
+ * slash (except "/" itself). */
+bool mc_path_is_canonical(const char *path);
+
+/* The judge: appends to v every finding the facts support under pol and sets v->compliant.
+ * Pure: no I/O, no allocation; safe on arbitrary records (the fuzz target). */
+void mc_judge(const struct mc_facts *f, const struct mc_policy *pol, struct mc_verdict *v);
