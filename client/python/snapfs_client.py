@@ -332,6 +332,8 @@ def _main(argv):
     sub = ap.add_subparsers(dest="cmd", required=True)
     common = argparse.ArgumentParser(add_help=False)
     env_owner = os.environ.get("SNAPFS_OWNER") or None
+    if env_owner is not None and not (env_owner.isdigit() and env_owner.isascii()):
+        ap.error(f"SNAPFS_OWNER: invalid uid '{env_owner}'")
     common.add_argument("--owner", type=int, default=int(env_owner) if env_owner else None,
                         help="uid that must have mounted snapfs (default: $SNAPFS_OWNER, else 0)")
     common.add_argument("--insecure-own-mount", action="store_true",
