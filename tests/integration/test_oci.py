@@ -55,6 +55,14 @@ def two(mount_snapfs, workdir):
     return src, dst, layout, sorted(digests)
 
 
+def restore_then_import(path, good, dst, layout, digests):
+    """Puts a blob's true bytes back: the same import then publishes every layer."""
+    with open(path, "wb") as f:
+        f.write(good)
+    rc, out = snap_json("import", "--mount", dst.path, f"oci:{layout}:v1")
+    assert rc == 0 and published(dst) == digests, out
+
+
 def export(src, layout, tag="v1", *extra):
     """extra: options (starting with --) and their values, then digests."""
     opts = [a for a in extra if a.startswith("--") or os.sep in a]
@@ -141,10 +149,7 @@ def test_tampered_blob_publishes_nothing_and_is_named(two):
     assert digests[1] in out["reasons"][0]["message"]
     assert published(dst) == []  # not even the intact first layer
     # The accepted twin: the true bytes back, the same import publishes both.
-    with open(path, "wb") as f:
-        f.write(good)
-    rc, out = snap_json("import", "--mount", dst.path, f"oci:{layout}:v1")
-    assert rc == 0 and published(dst) == digests
+    restore_then_import(path, good, dst, layout, digests)
 
 
 def test_symlinked_or_missing_blob_publishes_nothing(two, workdir):
@@ -179,10 +184,7 @@ def test_tampered_manifest_publishes_nothing(two):
     rc, out = snap_json("import", "--mount", dst.path, f"oci:{layout}:v1")
     assert rc == 1 and out["error"] == "EBADMSG" and out["reasons"][0]["code"] == "manifest"
     assert published(dst) == []
-    with open(path, "wb") as f:
-        f.write(good)
-    rc, out = snap_json("import", "--mount", dst.path, f"oci:{layout}:v1")
-    assert rc == 0 and published(dst) == digests
+    restore_then_import(path, good, dst, layout, digests)
 
 
 def test_signed_export_imports_only_with_its_key(two, workdir):
