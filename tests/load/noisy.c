@@ -64,6 +64,7 @@ struct shared {
         atomic_ulong a_ops[N_ROUTES];
         atomic_ulong a_err[N_ROUTES][MAX_ERRNO];
         atomic_ulong dir_handles;
+        atomic_bool refused[N_ROUTES]; /* the route met its first refusal */
 };
 
 static struct shared *S;
@@ -79,8 +80,10 @@ static uint64_t now_ns(void)
 
 static void a_count(enum route r, int err)
 {
-        if (err)
+        if (err) {
+                atomic_store(&S->refused[r], true);
                 atomic_fetch_add(&S->a_err[r][err > 0 && err < MAX_ERRNO ? err : 0], 1);
+        }
         else
                 atomic_fetch_add(&S->a_ops[r], 1);
 }
@@ -229,6 +232,12 @@ static void route_stage(void)
         uint64_t i = 0;
 
         memset(buf, 0xa5, sizeof(buf));
+        /* Last to take A's staging slots: the publishing routes first run into their own
+         * limits (snapshot count, snapshot bytes), not into this one. */
+        for (int w = 0; w < 6000 && !atomic_load(&S->stop) &&
+                        !(atomic_load(&S->refused[R_TINY]) && atomic_load(&S->refused[R_HOARD]));
+             w++)
+                usleep(10000);
         while (!atomic_load(&S->stop)) {
                 char path[4096];
                 int fd, r = 0;
