@@ -73,7 +73,10 @@ def mount_snapfs(snapfs_bin, workdir):
         return fs
 
     yield start
-    for fs in started:
+    # Last started first: a daemon restarted at an earlier one's path must be stopped before
+    # the earlier entry's "still mounted?" check, or that check's lazy unmount ends the live
+    # daemon's session and the SIGTERM sent next lands after it removed its handlers.
+    for fs in reversed(started):
         died = None
         if fs.proc.poll() is None:
             rc = fs.stop()
