@@ -30,9 +30,10 @@ void snapfs_mnt_close(struct snapfs_mnt *m);
  * components. Returns the descriptor or a negative errno. */
 int snapfs_open_beneath_by_hand(int root, const char *name, int flags, mode_t mode);
 
-/* Runs the mount check (preset snapfs; owner from opts, else the caller's real uid) on
- * mount. 0 and *m, or: -EMEDIUMTYPE (not compliant; every finding in *why), -ENOTCONN (the
- * daemon is gone), or the errno that kept the check from running ("mount-check"). */
+/* Runs the mount check (preset snapfs; owner from opts, else root; the caller's own mount and
+ * foreign user namespaces refused unless opts allow them) on mount. 0 and *m, or:
+ * -EMEDIUMTYPE (not compliant; every finding in *why), -ENOTCONN (the daemon is gone), or the
+ * errno that kept the check from running ("mount-check"). */
 int snapfs_mnt_check(const char *mount, const struct snapfs_options *opts, struct snapfs_mnt *m,
                      struct snapfs_report *why);
 

@@ -266,6 +266,16 @@ static struct mc_mount snapfs_rec(uint32_t user_id)
         return m;
 }
 
+/* Facts of a check of m by caller, whose probe showed the mount root owned by root_uid. */
+static struct mc_facts probed(const struct mc_mount *m, uint32_t root_uid, uint32_t caller)
+{
+        struct mc_facts f = facts(m, 1, 10);
+        f.has_root_uid = true;
+        f.root_uid = root_uid;
+        f.caller_uid = caller;
+        return f;
+}
+
 static struct mc_policy snapfs_policy(void)
 {
         struct mc_policy p;
@@ -305,12 +315,9 @@ static void test_root_mount_is_trusted_by_default_by_root_and_other_uids(void **
 {
         struct mc_mount m[] = { snapfs_rec(0) };
         struct mc_policy p = snapfs_policy();
-        struct mc_facts f = facts(m, 1, 10);
+        struct mc_facts f = probed(m, 0, 1000);
         struct mc_verdict v;
         (void)state;
-        f.has_root_uid = true;
-        f.root_uid = 0;
-        f.caller_uid = 1000;
         v = judge(&f, &p);
         assert_true(v.compliant);
         f.caller_uid = 0; /* root on a root mount: root is outside the threat model */
@@ -329,12 +336,9 @@ static void test_root_owned_by_another_uid_than_user_id_is_user_namespace(void *
          * the kernel maps the root's owner through that namespace and shows uid 1000. */
         struct mc_mount m[] = { snapfs_rec(0) };
         struct mc_policy p = snapfs_policy();
-        struct mc_facts f = facts(m, 1, 10);
+        struct mc_facts f = probed(m, 1000, 2000);
         struct mc_verdict v;
         (void)state;
-        f.has_root_uid = true;
-        f.root_uid = 1000;
-        f.caller_uid = 2000;
         v = judge(&f, &p);
         assert_string_equal(codes(&v), "user-namespace");
         /* The caller of that same uid is told both: the namespace, and that it is its own. */
@@ -363,12 +367,10 @@ static void test_caller_in_another_user_namespace_cannot_verify_a_fuse_owner(voi
 {
         struct mc_mount m[] = { snapfs_rec(0) }, t[] = { mount_rec(10, 1, PATH) };
         struct mc_policy p = snapfs_policy(), tp = tmpfs_policy();
-        struct mc_facts f = facts(m, 1, 10), ft = facts(t, 1, 10);
+        struct mc_facts f = probed(m, 0, 0), ft = facts(t, 1, 10);
         struct mc_verdict v;
         (void)state;
         f.caller_initial_userns = false;
-        f.has_root_uid = true;
-        f.root_uid = 0;
         v = judge(&f, &p);
         assert_string_equal(codes(&v), "user-namespace");
         f.caller_initial_userns = true;
