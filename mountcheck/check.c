@@ -130,6 +130,14 @@ int mc_check_path_with(const char *path, const struct mc_policy *pol,
                 else
                         f.has_root_uid = true;
         }
+        if (!f.has_root_uid && id.has_uid) {
+                /* No fresh owner (no probe, or a dead daemon): the cached one. FUSE mapped it
+                 * through the superblock's user namespace too, so a foreign namespace still
+                 * shows; a rootless mount nobody has stat'ed yet may show the uid 0 the kernel
+                 * gives a new root, and is then refused rather than trusted. */
+                f.has_root_uid = true;
+                f.root_uid = id.uid;
+        }
 
         r = reached_same_mount(path, &id, &same);
         if (r < 0)

@@ -95,7 +95,8 @@ int mc_fd_identity(int fd, struct mc_identity *id)
         if (fd < 0 || !id)
                 return -EINVAL;
         memset(&stx, 0, sizeof(stx));
-        if (statx(fd, "", flags, STATX_TYPE | STATX_MODE | MC_STATX_MNT_ID_UNIQUE, &stx) < 0)
+        if (statx(fd, "", flags, STATX_TYPE | STATX_MODE | STATX_UID | MC_STATX_MNT_ID_UNIQUE,
+                  &stx) < 0)
                 return negative_errno();
         /* An attribute the kernel does not know is silently absent: check both masks. */
         if (!(stx.stx_attributes_mask & MC_STATX_ATTR_MOUNT_ROOT) ||
@@ -103,6 +104,8 @@ int mc_fd_identity(int fd, struct mc_identity *id)
                 return -EOPNOTSUPP;
         out.mount_root = stx.stx_attributes & MC_STATX_ATTR_MOUNT_ROOT;
         out.mode = stx.stx_mode;
+        out.has_uid = stx.stx_mask & STATX_UID;
+        out.uid = stx.stx_uid;
         if (stx.stx_mask & MC_STATX_MNT_ID_UNIQUE) {
                 out.has_unique = true;
                 out.unique_id = stx.stx_mnt_id;

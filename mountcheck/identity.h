@@ -14,6 +14,8 @@ struct mc_identity {
         uint64_t old_id;
         bool mount_root;    /* STATX_ATTR_MOUNT_ROOT */
         uint32_t mode;      /* st_mode as cached by the kernel (type and permission bits) */
+        bool has_uid;       /* uid answered: the owner as cached by the kernel */
+        uint32_t uid;
 };
 
 /* Opens path as an O_PATH|O_DIRECTORY|O_CLOEXEC descriptor, refusing a symlink in any

@@ -29,9 +29,10 @@ struct mc_facts {
          * pidfd, never through a path): only there are the uids it sees the host's own. */
         bool caller_initial_userns;
         /* The mount root's owner as the kernel shows it to the caller, read right after the
-         * forced GETATTR of the liveness probe. FUSE maps every uid a server reports through
-         * the superblock's user namespace, so from the initial namespace this is the real
-         * uid (or the overflow uid), whatever the server or user_id= claims. */
+         * forced GETATTR of the liveness probe (as cached when there was none). FUSE maps
+         * every uid a server reports through the superblock's user namespace, so from the
+         * initial namespace this is the real uid (or the overflow uid), whatever the server
+         * or user_id= claims. */
         bool has_root_uid;
         uint32_t root_uid;
         bool changed;         /* re-opening the path at the end reached another mount */

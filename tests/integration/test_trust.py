@@ -169,6 +169,12 @@ def test_a_server_mounted_in_a_user_namespace_is_refused_the_same_in_the_initial
         enter = ["nsenter", "-m", "-t", str(server.pid)]
         r = run(*enter, "grep", f" {ns_mnt} ", "/proc/self/mountinfo")
         assert "fuse.snapfs snapfs rw,user_id=0,group_id=0" in r.stdout, r.stdout
+        # Without the probe's GETATTR (and before any), the owner the kernel cached for the
+        # new root was mapped through the namespace too.
+        for backend in ("statmount", "mountinfo"):
+            argv = [*enter, *as_uid(ATTACKER, SNAPFS, "check", "--no-probe",
+                                    "--insecure-own-mount", ns_mnt)]
+            assert check_codes(argv, backend) == {"user-namespace"}
         for backend in ("statmount", "mountinfo"):
             # From the initial user namespace, in its mount namespace: the root the server
             # calls uid 0 shows as uid 1000, so user_id=0 is no root.
