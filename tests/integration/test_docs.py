@@ -79,7 +79,11 @@ def test_runnable_block_runs_as_written(doc, line, info, text, workdir):
     script = os.path.join(workdir, "block.sh")
     with open(script, "w") as f:
         f.write(text)
-    env = dict(os.environ, SNAPFS_DOC_ROOT=str(ROOT), SNAPFS_DOC_BUILD=str(BUILD))
+    # scripts/install.sh builds in build-release of the checkout by default: two suites run
+    # from one checkout (the normal and the sanitizer build, side by side) would build there
+    # at once. Each build under test gets a release build of its own beside it.
+    env = dict(os.environ, SNAPFS_DOC_ROOT=str(ROOT), SNAPFS_DOC_BUILD=str(BUILD),
+               SNAPFS_INSTALL_BUILD=f"{BUILD}-install")
     r = subprocess.run(["unshare", "-m", "--propagation", "private", "--pid", "--fork",
                         "--mount-proc", "--", "bash", "-c", SETUP, "setup", script],
                        capture_output=True, text=True, timeout=900, env=env, cwd=ROOT)
