@@ -110,6 +110,15 @@ static void fake_readlink(fuse_req_t req, fuse_ino_t ino)
                 fuse_reply_readlink(req, e->data);
 }
 
+/* Per open: has a read reached the end yet (swap entries). Every one is listed, so what the
+ * kernel never released (its RELEASE still queued when SIGTERM ends the loop) is freed at exit
+ * rather than reported as a leak. The loop is single-threaded: no lock. */
+struct opened {
+        bool swapped;
+        struct opened *prev, *next;
+};
+static struct opened *opens;
+
 static void fake_open(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 {
         struct entry *e = entry_of(ino);
@@ -119,24 +128,40 @@ static void fake_open(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
         else if ((fi->flags & O_ACCMODE) != O_RDONLY)
                 fuse_reply_err(req, EROFS);
         else {
-                /* Per open: has a read reached the end yet (swap entries). */
-                bool *swapped = calloc(1, sizeof(*swapped));
-                if (!swapped) {
+                struct opened *o = calloc(1, sizeof(*o));
+                if (!o) {
                         fuse_reply_err(req, ENOMEM);
                         return;
                 }
-                fi->fh = (uint64_t)(uintptr_t)swapped;
+                fi->fh = (uint64_t)(uintptr_t)o;
                 fi->direct_io = e->later != NULL;
-                if (fuse_reply_open(req, fi) != 0)
-                        free(swapped);
+                if (fuse_reply_open(req, fi) != 0) {
+                        free(o);
+                        return;
+                }
+                o->next = opens;
+                if (opens)
+                        opens->prev = o;
+                opens = o;
         }
+}
+
+static void opened_free(struct opened *o)
+{
+        if (o->prev)
+                o->prev->next = o->next;
+        else
+                opens = o->next;
+        if (o->next)
+                o->next->prev = o->prev;
+        free(o);
 }
 
 static void fake_read(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
                       struct fuse_file_info *fi)
 {
         struct entry *e = entry_of(ino);
-        bool *swapped = (bool *)(uintptr_t)fi->fh;
+        bool *swapped = &((struct opened *)(uintptr_t)fi->fh)->swapped;
         const char *data;
         size_t n;
 
@@ -154,7 +179,7 @@ static void fake_read(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
 static void fake_release(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 {
         (void)ino;
-        free((bool *)(uintptr_t)fi->fh);
+        opened_free((struct opened *)(uintptr_t)fi->fh);
         fuse_reply_err(req, 0);
 }
 
@@ -305,6 +330,8 @@ out_handlers:
         fuse_remove_signal_handlers(se);
 out_session:
         fuse_session_destroy(se);
+        while (opens)
+                opened_free(opens);
         for (size_t i = 0; i < n_entries; i++) {
                 free(entries[i].data);
                 free(entries[i].later);
