@@ -4,7 +4,7 @@
  *
  *   noisy [--seconds N] [--quiet-seconds N] [--snapshots N] [--dir-handles N]
  *         [--uid-a UID] [--uid-b UID] [--daemon-pid PID] [--audit-log PATH]
- *         [--max-rss-growth MIB] [--max-log MIB] MOUNTPOINT
+ *         [--max-rss-growth MIB] [--max-log MIB] [--without ROUTE,...] MOUNTPOINT
  *
  * Run as root (the mount owner). First it publishes --snapshots tiny snapshots, so listings
  * are long; then B runs alone for --quiet-seconds (its quiet latency), then A's routes start
@@ -15,6 +15,8 @@
  *   - staging hoard: create staging files, write 4 KiB, unlink them while holding them open;
  *   - abandoned staging: create and close staging files, left for --staging-ttl to expire;
  *   - refusal flood: mkdir of long names, some with bytes >= 0x80, as fast as it can.
+ * --without leaves routes out (dirs, tiny, hoard, stage, abandon, flood), to see what each one
+ * costs B.
  * B's cycle: publish 4-16 KiB of fresh content, read the binding xattr, open and verify it
  * against the binding (snap_verify_fd), read it all and compare, unlink it.
  *
@@ -56,6 +58,9 @@ enum route { R_DIRS, R_TINY, R_HOARD, R_STAGE, R_ABANDON, R_FLOOD, R_FLOOD2, N_R
 static const char *route_name[N_ROUTES] = {
         "dir handles", "tiny publishes", "hoard 256K", "staging hoard",
         "abandoned staging", "refusal flood", "refusal flood",
+};
+static const char *route_key[N_ROUTES] = {
+        "dirs", "tiny", "hoard", "stage", "abandon", "flood", "flood",
 };
 
 struct shared {
@@ -342,11 +347,17 @@ static pid_t spawn_route(enum route r, unsigned dirs)
 
 /* ---- B ---- */
 
+/* B's cycle in its steps: the publish (create, write, close, rename), the verified open and
+ * read, the unlink. Each step's latency is kept too, so a tail can be put on a step. */
+enum b_step { S_PUBLISH, S_VERIFY, S_UNLINK, N_STEPS };
+static const char *step_name[N_STEPS] = { "publish", "verify+read", "unlink" };
+
 struct b_result {
         unsigned long cycles, mismatches, unlink_refused;
         unsigned long err[MAX_ERRNO];
         char first_err[256];
         size_t n;
+        uint64_t *step[N_STEPS]; /* ns per cycle and step, in the same mapping */
         uint64_t lat[]; /* ns per cycle */
 };
 
@@ -398,13 +409,16 @@ static void run_b(double secs, uint64_t seed, struct b_result *res)
         while (now_ns() < end && res->n < MAX_SAMPLES) {
                 size_t len = 4096 + (size_t)(rnd(&s) % (B_MAX - 4096 + 1));
                 char hex[65], path[4096];
-                uint64_t t0 = now_ns();
+                uint64_t t0, t1, t2;
                 int r;
 
                 fill(buf, len, rnd(&s));
+                t0 = now_ns();
                 r = publish("b", buf, len, hex);
+                t1 = now_ns();
                 if (r == 0)
                         r = verify_and_read(hex, buf, len, h, scratch, &res->mismatches);
+                t2 = now_ns();
                 if (r == 0 && may_unlink) {
                         snprintf(path, sizeof(path), "%s/%s", mnt, hex);
                         if (unlink(path) < 0) {
@@ -425,6 +439,9 @@ static void run_b(double secs, uint64_t seed, struct b_result *res)
                                          strerrorname_np(-r));
                         continue;
                 }
+                res->step[S_PUBLISH][res->n] = t1 - t0;
+                res->step[S_VERIFY][res->n] = t2 - t1;
+                res->step[S_UNLINK][res->n] = now_ns() - t2;
                 res->lat[res->n++] = now_ns() - t0;
                 res->cycles++;
         }
@@ -438,13 +455,17 @@ static int cmp_u64(const void *a, const void *b)
         return x < y ? -1 : x > y;
 }
 
+/* The p-quantile of a sorted array of n nanosecond figures, in ms. */
+static double quantile(const uint64_t *v, size_t n, double p)
+{
+        if (!n)
+                return 0;
+        return (double)v[(size_t)(p * (double)(n - 1))] / 1e6;
+}
+
 static double pct(struct b_result *r, double p)
 {
-        size_t i;
-        if (!r->n)
-                return 0;
-        i = (size_t)(p * (double)(r->n - 1));
-        return (double)r->lat[i] / 1e6;
+        return quantile(r->lat, r->n, p);
 }
 
 static long rss_kib(pid_t pid);
@@ -452,7 +473,7 @@ static long rss_kib(pid_t pid);
 /* Runs B for secs seconds; meanwhile samples the daemon's RSS into *peak (if daemon). */
 static struct b_result *b_phase(double secs, uint64_t seed, pid_t daemon, long *peak)
 {
-        size_t size = sizeof(struct b_result) + MAX_SAMPLES * sizeof(uint64_t);
+        size_t size = sizeof(struct b_result) + (1 + N_STEPS) * MAX_SAMPLES * sizeof(uint64_t);
         struct b_result *res = mmap(NULL, size, PROT_READ | PROT_WRITE,
                                     MAP_SHARED | MAP_ANONYMOUS, -1, 0);
         int status;
@@ -460,6 +481,8 @@ static struct b_result *b_phase(double secs, uint64_t seed, pid_t daemon, long *
 
         if (res == MAP_FAILED)
                 exit(2);
+        for (int i = 0; i < N_STEPS; i++)
+                res->step[i] = res->lat + (size_t)(1 + i) * MAX_SAMPLES;
         pid = fork();
         if (pid == 0)
                 run_b(secs, seed, res);
@@ -478,6 +501,8 @@ static struct b_result *b_phase(double secs, uint64_t seed, pid_t daemon, long *
                 exit(2);
         }
         qsort(res->lat, res->n, sizeof(uint64_t), cmp_u64);
+        for (int i = 0; i < N_STEPS; i++)
+                qsort(res->step[i], res->n, sizeof(uint64_t), cmp_u64);
         return res;
 }
 
@@ -557,13 +582,16 @@ int main(int argc, char **argv)
                 { "audit-log", required_argument, NULL, 'l' },
                 { "max-rss-growth", required_argument, NULL, 'r' },
                 { "max-log", required_argument, NULL, 'L' },
+                { "without", required_argument, NULL, 'w' },
                 { NULL, 0, NULL, 0 },
         };
         double secs = 10, quiet = 5;
         unsigned snapshots = 4096, dirs = 2000;
         long max_rss_mib = 64, max_log_mib = 4;
         const char *audit_log = NULL;
-        pid_t daemon = 0, pids[N_ROUTES];
+        pid_t daemon = 0, pids[N_ROUTES] = { 0 };
+        bool skip[N_ROUTES] = { false };
+        int n_routes = N_ROUTES;
         struct b_result *bq, *bn;
         long rss0, rss_peak, rss1;
         long long log0, log1, log_a;
@@ -582,6 +610,18 @@ int main(int argc, char **argv)
                 case 'l': audit_log = optarg; break;
                 case 'r': max_rss_mib = strtol(optarg, NULL, 10); break;
                 case 'L': max_log_mib = strtol(optarg, NULL, 10); break;
+                case 'w':
+                        for (char *tok = strtok(optarg, ","); tok; tok = strtok(NULL, ",")) {
+                                bool known = false;
+                                for (int r = 0; r < N_ROUTES; r++)
+                                        if (strcmp(tok, route_key[r]) == 0)
+                                                skip[r] = known = true;
+                                if (!known) {
+                                        fprintf(stderr, "noisy: no route named %s\n", tok);
+                                        return 2;
+                                }
+                        }
+                        break;
                 default: return 2;
                 }
         }
@@ -611,18 +651,22 @@ int main(int argc, char **argv)
         rss0 = rss_kib(daemon);
         log0 = file_size(audit_log);
 
-        for (int r = 0; r < N_ROUTES; r++)
-                pids[r] = spawn_route((enum route)r, dirs);
+        for (int r = 0; r < N_ROUTES; r++) {
+                if (skip[r])
+                        n_routes--;
+                else
+                        pids[r] = spawn_route((enum route)r, dirs);
+        }
         /* B starts once every route is under way (dir handles held, limits reached). */
         t_end = now_ns() + 60 * 1000000000ull;
-        while (atomic_load(&S->ready) < N_ROUTES && now_ns() < t_end)
+        while (atomic_load(&S->ready) < n_routes && now_ns() < t_end)
                 usleep(10000);
         rss_peak = rss_kib(daemon);
         bn = b_phase(secs, 2, daemon, &rss_peak);
         atomic_store(&S->stop, true);
         for (int r = 0; r < N_ROUTES; r++)
-                if (waitpid(pids[r], &status, 0) < 0 || !WIFEXITED(status) ||
-                    WEXITSTATUS(status) != 0)
+                if (pids[r] && (waitpid(pids[r], &status, 0) < 0 || !WIFEXITED(status) ||
+                                WEXITSTATUS(status) != 0))
                         failed++;
         rss1 = rss_kib(daemon);
         log1 = file_size(audit_log);
@@ -636,6 +680,9 @@ int main(int argc, char **argv)
                bn->cycles, secs, pct(bn, 0.5), pct(bn, 0.99));
         printf("B p99 noisy / quiet        %.2f\n",
                pct(bq, 0.99) > 0 ? pct(bn, 0.99) / pct(bq, 0.99) : 0);
+        for (int i = 0; i < N_STEPS; i++)
+                printf("B step %-19s p99 quiet %.3f ms, noisy %.3f ms\n", step_name[i],
+                       quantile(bq->step[i], bq->n, 0.99), quantile(bn->step[i], bn->n, 0.99));
         print_errs("B errors (quiet)", bq->err);
         print_errs("B errors (noisy)", bn->err);
         if (bq->first_err[0] || bn->first_err[0])
