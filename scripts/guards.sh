@@ -91,7 +91,9 @@ fresh_build "$dir" $(build_options normal) -Dwerror=false
 saved=
 restore() {
   if [ -n "$saved" ]; then
-    cp -p "$saved" "${saved%.guards-orig}"
+    # A new mtime: the next build compiles the restored file again instead of keeping the
+    # mutant's object.
+    cp "$saved" "${saved%.guards-orig}"
     rm -f "$saved"
     saved=
   fi
@@ -103,7 +105,7 @@ n_unit=0 n_integ=0 n_survived=0 n_nobuild=0
 while IFS=: read -r f l; do
   [ -n "$f" ] || continue
   text=$(sed -n "${l}p" "$f" | sed 's/^[[:space:]]*//')
-  cp -p "$f" "$f.guards-orig"
+  cp "$f" "$f.guards-orig"
   saved=$f.guards-orig
   case $text in
     # sizeof: the call is not made, and the statement stays one statement (an if/else
