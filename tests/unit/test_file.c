@@ -535,6 +535,187 @@ static void test_a_read_without_a_handle_at_a_negative_offset_is_einval(void **s
         sfs_tree_free(t);
 }
 
+/* ---- guards of staging files: each refusal beside what still works ---- */
+
+static void test_opening_a_staging_file_after_losing_the_publisher_role_is_eacces(void **state)
+{
+        struct sfs_tree_config cfg = base_config();
+        struct sfs_tree *t = new_tree(&cfg);
+        struct sfs_node *mine = stage(t, &alice, "a", "bytes", 5);
+        struct sfs_node *roots = stage(t, &root, "r", "bytes", 5);
+        struct sfs_open_info oi;
+        struct sfs_handle *h;
+
+        (void)state;
+        revoke_publishers(t);
+        assert_int_equal(sfs_tree_open(t, &alice, mine, O_RDONLY, &h, &oi), -EACCES);
+        assert_int_equal(sfs_tree_open(t, &root, roots, O_RDONLY, &h, &oi), 0);
+        sfs_tree_release(t, h);
+        sfs_tree_free(t);
+}
+
+static void test_opening_a_staging_file_to_append_or_direct_is_einval(void **state)
+{
+        struct sfs_tree_config cfg = base_config();
+        struct sfs_tree *t = new_tree(&cfg);
+        struct sfs_node *n = stage(t, &alice, "a", "bytes", 5);
+        struct sfs_open_info oi;
+        struct sfs_handle *h;
+
+        (void)state;
+        assert_int_equal(sfs_tree_open(t, &alice, n, O_WRONLY | O_APPEND, &h, &oi), -EINVAL);
+        assert_int_equal(sfs_tree_open(t, &alice, n, O_WRONLY | O_DIRECT, &h, &oi), -EINVAL);
+        assert_int_equal(sfs_tree_open(t, &alice, n, O_WRONLY, &h, &oi), 0);
+        sfs_tree_release(t, h);
+        sfs_tree_free(t);
+}
+
+static void test_create_under_a_snapshot_is_enotdir_and_under_staging_works(void **state)
+{
+        struct sfs_tree_config cfg = base_config();
+        struct sfs_tree *t = new_tree(&cfg);
+        struct sfs_handle *h = NULL;
+        struct sfs_open_info oi;
+        struct sfs_entry e;
+        struct sfs_node *n;
+
+        (void)state;
+        assert_int_equal(publish(t, &alice, "a", "file", 4, &n), 0);
+        assert_int_equal(sfs_tree_create(t, &alice, n, "x", O_WRONLY | O_CREAT, &e, &h, &oi),
+                         -ENOTDIR);
+        assert_null(h);
+        assert_int_equal(sfs_tree_create(t, &alice, staging_dir(t, &alice), "x",
+                                         O_WRONLY | O_CREAT, &e, &h, &oi),
+                         0);
+        sfs_tree_release(t, h);
+        sfs_tree_free(t);
+}
+
+static void test_creating_a_staged_name_again_is_eexist_and_another_uid_may(void **state)
+{
+        struct sfs_tree_config cfg = base_config();
+        struct sfs_tree *t = new_tree(&cfg);
+        struct sfs_handle *h = NULL;
+        struct sfs_open_info oi;
+        struct sfs_entry e;
+
+        (void)state;
+        stage(t, &alice, "same", "bytes", 5);
+        assert_int_equal(sfs_tree_create(t, &alice, staging_dir(t, &alice), "same",
+                                         O_WRONLY | O_CREAT | O_EXCL, &e, &h, &oi),
+                         -EEXIST);
+        assert_null(h);
+        /* Staging names are per uid. */
+        assert_int_equal(sfs_tree_create(t, &bob, staging_dir(t, &bob), "same",
+                                         O_WRONLY | O_CREAT | O_EXCL, &e, &h, &oi),
+                         0);
+        sfs_tree_release(t, h);
+        sfs_tree_free(t);
+}
+
+static void test_read_and_write_without_a_handle_are_ebadf(void **state)
+{
+        struct sfs_tree_config cfg = base_config();
+        struct sfs_tree *t = new_tree(&cfg);
+        struct sfs_node *n = stage(t, &alice, "a", "bytes", 5);
+        struct sfs_open_info oi;
+        struct sfs_handle *rh, *wh;
+        int replies = 0;
+
+        (void)state;
+        assert_int_equal(sfs_tree_read(t, NULL, 5, 0, must_not_reply, &replies), -EBADF);
+        assert_int_equal(sfs_tree_write(t, &alice, NULL, "x", 1, 0), -EBADF);
+        assert_int_equal(replies, 0);
+        /* A read-only handle is no handle to write through. */
+        assert_int_equal(sfs_tree_open(t, &alice, n, O_RDONLY, &rh, &oi), 0);
+        assert_int_equal(sfs_tree_write(t, &alice, rh, "x", 1, 0), -EBADF);
+        assert_int_equal(sfs_tree_open(t, &alice, n, O_WRONLY, &wh, &oi), 0);
+        assert_int_equal(sfs_tree_write(t, &alice, wh, "B", 1, 0), 0);
+        sfs_tree_release(t, wh);
+        sfs_tree_release(t, rh);
+        assert_int_equal(truncate_to(t, &alice, n, 5), 0);
+        sfs_tree_free(t);
+}
+
+static void test_a_write_at_a_negative_or_overflowing_offset_is_refused(void **state)
+{
+        struct sfs_tree_config cfg = base_config();
+        struct sfs_tree *t = new_tree(&cfg);
+        struct sfs_node *n = stage(t, &alice, "a", "", 0);
+        struct sfs_open_info oi;
+        struct sfs_handle *h;
+
+        (void)state;
+        assert_int_equal(sfs_tree_open(t, &alice, n, O_WRONLY, &h, &oi), 0);
+        assert_int_equal(sfs_tree_write(t, &alice, h, "x", 1, -1), -EINVAL);
+        /* off + size past 2^64: refused before any size is computed from it. */
+        assert_int_equal(sfs_tree_write(t, &alice, h, "x", SIZE_MAX, INT64_MAX), -EFBIG);
+        assert_int_equal(sfs_tree_write(t, &alice, h, "x", 1, 0), 0);
+        sfs_tree_release(t, h);
+        sfs_tree_free(t);
+}
+
+static void test_a_write_through_an_open_handle_while_a_rename_hashes_is_ebusy(void **state)
+{
+        struct sfs_tree_config cfg = base_config();
+        struct sfs_tree *t = new_tree(&cfg);
+        struct sfs_node *n = stage(t, &alice, "a", "bytes", 5);
+        struct sfs_open_info oi;
+        struct sfs_handle *h;
+
+        (void)state;
+        /* Opened before the rename began, so the open's own EBUSY never saw it. */
+        assert_int_equal(sfs_tree_open(t, &alice, n, O_WRONLY, &h, &oi), 0);
+        hold_publishing(n, true);
+        assert_int_equal(sfs_tree_write(t, &alice, h, "X", 1, 0), -EBUSY);
+        hold_publishing(n, false);
+        assert_int_equal(sfs_tree_write(t, &alice, h, "B", 1, 0), 0);
+        sfs_tree_release(t, h);
+        sfs_tree_free(t);
+}
+
+static void test_setattr_of_a_staging_file_guards_owner_size_and_publishing(void **state)
+{
+        struct sfs_tree_config cfg = base_config();
+        struct sfs_tree *t = new_tree(&cfg);
+        struct sfs_node *n = stage(t, &alice, "a", "bytes", 5);
+        struct stat attr = { .st_size = 2 }, st;
+        double timeout;
+
+        (void)state;
+        /* Another uid's staging file does not exist for bob. */
+        assert_int_equal(sfs_tree_setattr(t, &bob, n, &attr, SFS_SET_SIZE, &st, &timeout),
+                         -ENOENT);
+        attr.st_size = -1;
+        assert_int_equal(sfs_tree_setattr(t, &alice, n, &attr, SFS_SET_SIZE, &st, &timeout),
+                         -EINVAL);
+        attr.st_size = 2;
+        hold_publishing(n, true);
+        assert_int_equal(sfs_tree_setattr(t, &alice, n, &attr, SFS_SET_SIZE, &st, &timeout),
+                         -EBUSY);
+        hold_publishing(n, false);
+        assert_int_equal(sfs_tree_setattr(t, &alice, n, &attr, SFS_SET_SIZE, &st, &timeout), 0);
+        assert_int_equal(st.st_size, 2);
+        sfs_tree_free(t);
+}
+
+static void test_unlinking_a_staging_file_while_a_rename_hashes_is_ebusy(void **state)
+{
+        struct sfs_tree_config cfg = base_config();
+        struct sfs_tree *t = new_tree(&cfg);
+        struct sfs_node *n = stage(t, &alice, "a", "bytes", 5);
+        struct sfs_entry e;
+
+        (void)state;
+        hold_publishing(n, true);
+        assert_int_equal(sfs_tree_unlink(t, &alice, staging_dir(t, &alice), "a"), -EBUSY);
+        assert_int_equal(sfs_tree_lookup(t, &alice, staging_dir(t, &alice), "a", &e), 0);
+        hold_publishing(n, false);
+        assert_int_equal(sfs_tree_unlink(t, &alice, staging_dir(t, &alice), "a"), 0);
+        assert_int_equal(sfs_tree_lookup(t, &alice, staging_dir(t, &alice), "a", &e), -ENOENT);
+        sfs_tree_free(t);
+}
+
 int main(void)
 {
         const struct CMUnitTest tests[] = {
@@ -557,6 +738,15 @@ int main(void)
                 cmocka_unit_test(test_opening_a_directory_is_eisdir_and_a_snapshot_opens),
                 cmocka_unit_test(test_a_read_at_a_negative_offset_is_einval_and_at_zero_reads),
                 cmocka_unit_test(test_a_read_without_a_handle_at_a_negative_offset_is_einval),
+                cmocka_unit_test(test_opening_a_staging_file_after_losing_the_publisher_role_is_eacces),
+                cmocka_unit_test(test_opening_a_staging_file_to_append_or_direct_is_einval),
+                cmocka_unit_test(test_create_under_a_snapshot_is_enotdir_and_under_staging_works),
+                cmocka_unit_test(test_creating_a_staged_name_again_is_eexist_and_another_uid_may),
+                cmocka_unit_test(test_read_and_write_without_a_handle_are_ebadf),
+                cmocka_unit_test(test_a_write_at_a_negative_or_overflowing_offset_is_refused),
+                cmocka_unit_test(test_a_write_through_an_open_handle_while_a_rename_hashes_is_ebusy),
+                cmocka_unit_test(test_setattr_of_a_staging_file_guards_owner_size_and_publishing),
+                cmocka_unit_test(test_unlinking_a_staging_file_while_a_rename_hashes_is_ebusy),
         };
         return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -125,6 +125,13 @@ struct sfs_node *lookup_digest(struct sfs_tree *t, const struct sfs_caller *c,
         return want == 0 ? e.node : NULL;
 }
 
+void revoke_publishers(struct sfs_tree *t)
+{
+        pthread_mutex_lock(&t->lock);
+        t->cfg.publishers = (struct sfs_uidset){ .any = false, .n = 0 };
+        pthread_mutex_unlock(&t->lock);
+}
+
 void hold_publishing(struct sfs_node *staged, bool on)
 {
         assert_int_equal(sfs_node_kind(staged), SFS_KIND_STAGING_FILE);

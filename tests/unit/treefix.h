@@ -34,6 +34,10 @@ int publish(struct sfs_tree *t, const struct sfs_caller *c, const char *name, co
  * in while it hashes (between two requests no test can otherwise stop). */
 void hold_publishing(struct sfs_node *staged, bool on);
 
+/* Takes the publisher role away from every uid but the owner and root, as a configuration
+ * that no longer names them would: what a guard against a caller who lost the role meets. */
+void revoke_publishers(struct sfs_tree *t);
+
 /* What a read replied. */
 struct readback {
         char buf[8192];
