@@ -4,7 +4,8 @@
  *
  *   noisy [--seconds N] [--quiet-seconds N] [--snapshots N] [--dir-handles N]
  *         [--uid-a UID] [--uid-b UID] [--daemon-pid PID] [--audit-log PATH]
- *         [--max-rss-growth MIB] [--max-log MIB] [--without ROUTE,...] MOUNTPOINT
+ *         [--max-rss-growth MIB] [--max-log MIB] [--without ROUTE,...]
+ *         [--flood-at DIR] MOUNTPOINT
  *
  * Run as root (the mount owner). First it publishes --snapshots tiny snapshots, so listings
  * are long; then B runs alone for --quiet-seconds (its quiet latency), then A's routes start
@@ -16,7 +17,7 @@
  *   - abandoned staging: create and close staging files, left for --staging-ttl to expire;
  *   - refusal flood: mkdir of long names, some with bytes >= 0x80, as fast as it can.
  * --without leaves routes out (dirs, tiny, hoard, stage, abandon, flood), to see what each one
- * costs B.
+ * costs B. --flood-at aims the refusal flood at another directory (the read view's root).
  * B's cycle: publish 4-16 KiB of fresh content, read the binding xattr, open and verify it
  * against the binding (snap_verify_fd), read it all and compare, unlink it.
  *
@@ -73,7 +74,7 @@ struct shared {
 };
 
 static struct shared *S;
-static const char *mnt;
+static const char *mnt, *flood_at;
 static uid_t uid_a = 40000, uid_b = 40001;
 
 static uint64_t now_ns(void)
@@ -321,7 +322,7 @@ static void route_flood(enum route r)
                 if (i % 4 == 0)
                         name[10] = (char)0xff, name[11] = (char)0xe9;
                 i++;
-                snprintf(path, sizeof(path), "%s/%s", mnt, name);
+                snprintf(path, sizeof(path), "%s/%s", flood_at, name);
                 a_count(r, mkdir(path, 0700) < 0 ? errno : 0);
         }
 }
@@ -583,6 +584,7 @@ int main(int argc, char **argv)
                 { "max-rss-growth", required_argument, NULL, 'r' },
                 { "max-log", required_argument, NULL, 'L' },
                 { "without", required_argument, NULL, 'w' },
+                { "flood-at", required_argument, NULL, 'f' },
                 { NULL, 0, NULL, 0 },
         };
         double secs = 10, quiet = 5;
@@ -610,6 +612,7 @@ int main(int argc, char **argv)
                 case 'l': audit_log = optarg; break;
                 case 'r': max_rss_mib = strtol(optarg, NULL, 10); break;
                 case 'L': max_log_mib = strtol(optarg, NULL, 10); break;
+                case 'f': flood_at = optarg; break;
                 case 'w':
                         for (char *tok = strtok(optarg, ","); tok; tok = strtok(NULL, ",")) {
                                 bool known = false;
@@ -630,6 +633,8 @@ int main(int argc, char **argv)
                 return 2;
         }
         mnt = argv[optind];
+        if (!flood_at)
+                flood_at = mnt;
         S = mmap(NULL, sizeof(*S), PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
         if (S == MAP_FAILED)
                 return 2;
