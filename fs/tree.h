@@ -178,8 +178,10 @@ int sfs_tree_refuse(struct sfs_tree *t, const struct sfs_caller *c, const char *
 int sfs_tree_opendir(struct sfs_tree *t, const struct sfs_caller *c, struct sfs_node *n,
                      struct sfs_dir **d);
 /* Calls fill(ctx, name, ino, mode, next_off) for entries from off on until it returns
- * non-zero (buffer full). The listing is taken at opendir: a snapshot published or removed
- * meanwhile neither tears nor repeats an entry. */
+ * non-zero (buffer full): -EBADF without a handle, -EINVAL for a negative offset. .staging's
+ * listing is taken at opendir; the root's is streamed in inode order with the inode number as
+ * the offset, so a snapshot published or removed meanwhile neither tears nor repeats an entry
+ * and a held handle costs no copy of the listing. */
 int sfs_tree_readdir(struct sfs_tree *t, struct sfs_dir *d, off_t off,
                      int (*fill)(void *ctx, const char *name, uint64_t ino, mode_t mode,
                                  off_t next_off),

@@ -504,10 +504,22 @@ static void test_every_expired_staging_file_is_its_own_line(void **state)
         put_events(ev, n);
 }
 
+static void test_a_file_sink_without_a_path_is_einval(void **state)
+{
+        struct sfs_audit *a = NULL;
+        (void)state;
+
+        assert_int_equal(sfs_audit_open(SFS_AUDIT_FILE, NULL, &a), -EINVAL);
+        assert_null(a);
+        assert_int_equal(sfs_audit_open(SFS_AUDIT_FILE, logpath, &a), 0);
+        sfs_audit_close(a);
+}
+
 int main(void)
 {
         const struct CMUnitTest tests[] = {
 #define T(f) cmocka_unit_test_setup_teardown(f, setup, teardown)
+                T(test_a_file_sink_without_a_path_is_einval),
                 T(test_regular_file_of_this_uid_is_accepted_and_written),
                 T(test_fifo_is_refused_with_or_without_a_reader),
                 T(test_symlink_and_directory_are_refused),

@@ -1,5 +1,6 @@
 /* SPDX-License-Identifier: MIT */
-/* fs/listing.c: the counters that statfs and the usage report are built from. */
+/* fs/listing.c: directory listings and their refusals, and the counters that statfs and the
+ * usage report are built from. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -54,9 +55,37 @@ static void test_counters_return_to_zero_after_everything_is_gone(void **state)
         sfs_tree_free(t);
 }
 
+static int count_entries(void *ctx, const char *name, uint64_t ino, mode_t mode, off_t next)
+{
+        (void)name, (void)ino, (void)mode, (void)next;
+        ++*(int *)ctx;
+        return 0;
+}
+
+static void test_readdir_without_a_handle_or_at_a_negative_offset_is_refused(void **state)
+{
+        struct sfs_tree_config cfg = base_config();
+        struct sfs_tree *t = new_tree(&cfg);
+        struct sfs_dir *d;
+        int entries = 0;
+
+        (void)state;
+        assert_int_equal(publish(t, &alice, "a", "listed", 6, NULL), 0);
+        assert_int_equal(sfs_tree_readdir(t, NULL, 0, count_entries, &entries), -EBADF);
+        assert_int_equal(sfs_tree_opendir(t, &alice, sfs_tree_root(t), &d), 0);
+        assert_int_equal(sfs_tree_readdir(t, d, -1, count_entries, &entries), -EINVAL);
+        assert_int_equal(entries, 0);
+        /* ".", "..", ".staging" and the snapshot. */
+        assert_int_equal(sfs_tree_readdir(t, d, 0, count_entries, &entries), 0);
+        assert_int_equal(entries, 4);
+        sfs_tree_releasedir(t, d);
+        sfs_tree_free(t);
+}
+
 int main(void)
 {
         const struct CMUnitTest tests[] = {
+                cmocka_unit_test(test_readdir_without_a_handle_or_at_a_negative_offset_is_refused),
                 cmocka_unit_test(test_counters_return_to_zero_after_everything_is_gone),
         };
         return cmocka_run_group_tests(tests, NULL, NULL);

@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: MIT */
-/* fs/xattr.c: the snapshot's digest and binding xattrs. */
+/* fs/xattr.c: the snapshot's digest and binding xattrs, and the root's. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -49,9 +49,44 @@ static void test_binding_xattr_names_the_snapshot(void **state)
         sfs_tree_free(t);
 }
 
+static void test_root_xattrs_that_do_not_apply_are_enodata_and_usage_is_there(void **state)
+{
+        struct sfs_tree_config cfg = base_config();
+        struct sfs_caller viewer = alice;
+        struct sfs_tree *t = new_tree(&cfg);
+        char buf[512];
+        size_t len = 0;
+
+        (void)state;
+        viewer.read_view = true;
+        /* No read view, no --store: nothing to name. */
+        assert_int_equal(sfs_tree_getxattr(t, &alice, sfs_tree_root(t), SFS_XATTR_READ_VIEW,
+                                           buf, sizeof(buf), &len),
+                         -ENODATA);
+        assert_int_equal(sfs_tree_getxattr(t, &alice, sfs_tree_root(t),
+                                           SFS_XATTR_STORE_CORRUPT, buf, sizeof(buf), &len),
+                         -ENODATA);
+        assert_int_equal(sfs_tree_set_view_path(t, "/run/snapfs/view"), 0);
+        /* Asked through the view itself: the view does not point at itself. */
+        assert_int_equal(sfs_tree_getxattr(t, &viewer, sfs_tree_root(t), SFS_XATTR_READ_VIEW,
+                                           buf, sizeof(buf), &len),
+                         -ENODATA);
+        assert_int_equal(sfs_tree_getxattr(t, &alice, sfs_tree_root(t), SFS_XATTR_READ_VIEW,
+                                           buf, sizeof(buf), &len),
+                         0);
+        assert_int_equal(len, strlen("/run/snapfs/view"));
+        assert_memory_equal(buf, "/run/snapfs/view", len);
+        assert_int_equal(sfs_tree_getxattr(t, &alice, sfs_tree_root(t), SFS_XATTR_USAGE, buf,
+                                           sizeof(buf), &len),
+                         0);
+        assert_true(len > 0);
+        sfs_tree_free(t);
+}
+
 int main(void)
 {
         const struct CMUnitTest tests[] = {
+                cmocka_unit_test(test_root_xattrs_that_do_not_apply_are_enodata_and_usage_is_there),
                 cmocka_unit_test(test_binding_xattr_names_the_snapshot),
         };
         return cmocka_run_group_tests(tests, NULL, NULL);
