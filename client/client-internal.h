@@ -103,4 +103,7 @@ struct snapfs_usage {
  * -ENODATA from a daemon that does not report it, -EBADMSG for text that is not its form. */
 int snapfs_mnt_usage(const struct snapfs_mnt *m, struct snapfs_usage *out);
 int snapfs_usage_parse(const char *text, struct snapfs_usage *out);
+/* The xattr's value as read: n bytes in buf, which has room for one more (the terminating
+ * NUL written here). -EBADMSG when a NUL is among them; else snapfs_usage_parse. */
+int snapfs_usage_parse_value(char *buf, size_t n, struct snapfs_usage *out);
 void snapfs_usage_free(struct snapfs_usage *u);

@@ -114,6 +114,15 @@ int snapfs_usage_parse(const char *text, struct snapfs_usage *out)
         return 0;
 }
 
+int snapfs_usage_parse_value(char *buf, size_t n, struct snapfs_usage *out)
+{
+        /* A NUL inside would end the text early and hide what follows it. */
+        if (memchr(buf, '\0', n))
+                return -EBADMSG;
+        buf[n] = '\0';
+        return snapfs_usage_parse(buf, out);
+}
+
 int snapfs_mnt_usage(const struct snapfs_mnt *m, struct snapfs_usage *out)
 {
         _cleanup_close_ int fd = snapfs_mnt_open(m, ".", O_RDONLY | O_DIRECTORY, 0);
@@ -125,10 +134,7 @@ int snapfs_mnt_usage(const struct snapfs_mnt *m, struct snapfs_usage *out)
         n = fgetxattr(fd, USAGE_XATTR, buf, USAGE_MAX);
         if (n < 0)
                 return negative_errno();
-        buf[n] = '\0';
-        if (memchr(buf, '\0', (size_t)n))
-                return -EBADMSG;
-        return snapfs_usage_parse(buf, out);
+        return snapfs_usage_parse_value(buf, (size_t)n, out);
 }
 
 void snapfs_usage_free(struct snapfs_usage *u)

@@ -19,6 +19,7 @@
 #include "client-internal.h"
 #include "digest.h"
 #include "snapfs.h"
+#include "transfer.h"
 #include "testutil.h"
 #include "util.h"
 
@@ -402,10 +403,75 @@ static void test_usage_text_that_is_not_its_form_is_ebadmsg(void **state)
                 assert_int_equal(snapfs_usage_parse(bad[i], &u), -EBADMSG);
 }
 
+static void test_usage_fields_without_digits_or_key_are_ebadmsg_and_the_form_parses(void **state)
+{
+        static const char *bad[] = {
+                /* "limits " and nothing: no field at all. */
+                "limits \n",
+                "limits uid-snapshots= uid-bytes=1 owner=0 reserve-snapshots=1 "
+                "reserve-bytes=1\n",
+                /* The "more=" line has no field after it to catch what a field left. */
+                "limits uid-snapshots=2 uid-bytes=1 owner=0 reserve-snapshots=1 "
+                "reserve-bytes=1\nmore=5x\n",
+                "limits uid-snapshots=2 uid-bytes=1 owner=0 reserve-snapshots=1 "
+                "reserve-bytes=1\nmore=\n",
+                "limits uid-snapshots=2 uid-bytes=1 owner=0 reserve-snapshots=1 "
+                "reserve-bytes=1\nmore=18446744073709551616\n",
+        };
+        static const char good[] = "limits uid-snapshots=2 uid-bytes=1 owner=0 "
+                                   "reserve-snapshots=1 reserve-bytes=1\nmore=5\n";
+        struct snapfs_usage u;
+        (void)state;
+
+        for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++)
+                assert_int_equal(snapfs_usage_parse(bad[i], &u), -EBADMSG);
+        assert_int_equal(snapfs_usage_parse(good, &u), 0);
+        assert_int_equal(u.more, 5);
+        snapfs_usage_free(&u);
+}
+
+static void test_usage_value_with_a_nul_inside_is_ebadmsg(void **state)
+{
+        char buf[128];
+        static const char text[] = "limits uid-snapshots=2 uid-bytes=1 owner=0 "
+                                   "reserve-snapshots=1 reserve-bytes=1\n";
+        struct snapfs_usage u;
+        size_t n = sizeof(text) - 1;
+        (void)state;
+
+        memcpy(buf, text, n);
+        assert_int_equal(snapfs_usage_parse_value(buf, n, &u), 0);
+        snapfs_usage_free(&u);
+        memcpy(buf, text, n);
+        buf[6] = '\0';
+        assert_int_equal(snapfs_usage_parse_value(buf, n, &u), -EBADMSG);
+}
+
+static void test_oci_reference_needs_the_transport_a_directory_and_a_tag(void **state)
+{
+        static const char *bad[] = { "docker://host/x:1", "dir:/tmp/x:1", "oci:", "oci:dir",
+                                     "oci::tag", "oci:dir:" };
+        const char *ref = NULL;
+        char *dir = NULL;
+        (void)state;
+
+        for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+                assert_int_equal(snapfs_oci_ref_parse(bad[i], &dir, &ref), -EINVAL);
+                assert_null(dir);
+        }
+        assert_int_equal(snapfs_oci_ref_parse("oci:/srv/layout:v1", &dir, &ref), 0);
+        assert_string_equal(dir, "/srv/layout");
+        assert_string_equal(ref, "v1");
+        free(dir);
+}
+
 int main(void)
 {
         const struct CMUnitTest tests[] = {
                 T(test_binding_text_round_trips),
+                T(test_usage_fields_without_digits_or_key_are_ebadmsg_and_the_form_parses),
+                T(test_usage_value_with_a_nul_inside_is_ebadmsg),
+                T(test_oci_reference_needs_the_transport_a_directory_and_a_tag),
                 T(test_binding_parse_refuses_a_second_spelling),
                 T(test_binding_format_refuses_a_short_buffer),
                 T(test_strerror_names_the_library_meaning),
