@@ -509,6 +509,24 @@ static void test_vanished_mount_and_change_are_changed_during_check_once(void **
         assert_string_equal(codes(&v), "transport-not-connected");
 }
 
+static void test_a_reached_mount_missing_from_the_listing_is_changed_during_check(void **state)
+{
+        struct mc_mount m[] = { mount_rec(10, 1, PATH) };
+        struct mc_policy p = tmpfs_policy();
+        struct mc_facts f = facts(m, 1, 99);
+        struct mc_verdict v;
+        (void)state;
+        /* Unmounted between the open and the listing, with the re-open at the end finding
+         * nothing else: the listing alone says the mount is gone. */
+        v = judge(&f, &p);
+        assert_string_equal(codes(&v), "changed-during-check");
+        assert_false(v.compliant);
+        f.mount_id = 10;
+        v = judge(&f, &p);
+        assert_string_equal(codes(&v), "");
+        assert_true(v.compliant);
+}
+
 static void test_every_failure_is_collected_not_only_the_first(void **state)
 {
         struct mc_mount m[] = { mount_rec(10, 20, PATH), mount_rec(20, 1, PATH),
@@ -608,6 +626,7 @@ int main(void)
                 cmocka_unit_test(test_directory_recreated_in_the_upper_mount_is_not_a_mount_point),
                 cmocka_unit_test(test_mount_root_of_another_path_is_not_a_mount_point),
                 cmocka_unit_test(test_vanished_mount_and_change_are_changed_during_check_once),
+                cmocka_unit_test(test_a_reached_mount_missing_from_the_listing_is_changed_during_check),
                 cmocka_unit_test(test_every_failure_is_collected_not_only_the_first),
                 cmocka_unit_test(test_findings_beyond_the_array_are_counted_not_lost),
                 cmocka_unit_test(test_control_bytes_never_reach_a_message),
