@@ -716,6 +716,39 @@ static void test_unlinking_a_staging_file_while_a_rename_hashes_is_ebusy(void **
         sfs_tree_free(t);
 }
 
+static void test_unlink_of_a_name_that_is_not_published_is_enoent(void **state)
+{
+        struct sfs_tree_config cfg = base_config();
+        struct sfs_tree *t = new_tree(&cfg);
+        char hex[SNAP_DIGEST_HEX_LEN + 1];
+        struct sfs_node *n;
+
+        (void)state;
+        assert_int_equal(publish(t, &alice, "a", "published", 9, &n), 0);
+        hex_of("never published", 15, hex);
+        assert_int_equal(sfs_tree_unlink(t, &root, sfs_tree_root(t), hex), -ENOENT);
+        assert_int_equal(sfs_tree_unlink(t, &root, sfs_tree_root(t), "not-a-digest"), -ENOENT);
+        hex_of("published", 9, hex);
+        assert_int_equal(sfs_tree_unlink(t, &root, sfs_tree_root(t), hex), 0);
+        assert_int_equal(sfs_tree_unlink(t, &root, sfs_tree_root(t), hex), -ENOENT);
+        sfs_tree_free(t);
+}
+
+static void test_unlink_below_a_snapshot_is_enotdir(void **state)
+{
+        struct sfs_tree_config cfg = base_config();
+        struct sfs_tree *t = new_tree(&cfg);
+        char hex[SNAP_DIGEST_HEX_LEN + 1];
+        struct sfs_node *n;
+
+        (void)state;
+        assert_int_equal(publish(t, &alice, "a", "file", 4, &n), 0);
+        hex_of("file", 4, hex);
+        assert_int_equal(sfs_tree_unlink(t, &root, n, hex), -ENOTDIR);
+        assert_int_equal(sfs_tree_unlink(t, &root, sfs_tree_root(t), hex), 0);
+        sfs_tree_free(t);
+}
+
 int main(void)
 {
         const struct CMUnitTest tests[] = {
@@ -747,6 +780,8 @@ int main(void)
                 cmocka_unit_test(test_a_write_through_an_open_handle_while_a_rename_hashes_is_ebusy),
                 cmocka_unit_test(test_setattr_of_a_staging_file_guards_owner_size_and_publishing),
                 cmocka_unit_test(test_unlinking_a_staging_file_while_a_rename_hashes_is_ebusy),
+                cmocka_unit_test(test_unlink_of_a_name_that_is_not_published_is_enoent),
+                cmocka_unit_test(test_unlink_below_a_snapshot_is_enotdir),
         };
         return cmocka_run_group_tests(tests, NULL, NULL);
 }

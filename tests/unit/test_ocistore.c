@@ -1,4 +1,6 @@
 /* SPDX-License-Identifier: MIT */
+/* fs/ocistore.c: --store DIR, the snapshots kept in an OCI image layout and served again at
+ * start, and the store directories it refuses. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -274,6 +276,30 @@ static void test_a_second_opener_of_the_same_store_is_refused(void **state)
         sfs_ocistore_close(t);
 }
 
+static void test_a_store_writable_by_others_or_owned_by_another_uid_is_eperm(void **state)
+{
+        struct fx *f = *state;
+        struct sfs_ocistore *s = NULL;
+
+        assert_int_equal(sfs_ocistore_open(f->store, &s, NULL), 0);
+        sfs_ocistore_close(s);
+        s = NULL;
+        /* Another uid that can write the store could plant a blob served at the next start. */
+        assert_int_equal(chmod(f->store, 0775), 0);
+        assert_int_equal(sfs_ocistore_open(f->store, &s, NULL), -EPERM);
+        assert_null(s);
+        assert_int_equal(chmod(f->store, 0757), 0);
+        assert_int_equal(sfs_ocistore_open(f->store, &s, NULL), -EPERM);
+        assert_int_equal(chmod(f->store, 0755), 0);
+        if (geteuid() == 0) {
+                assert_int_equal(chown(f->store, 4242, 4242), 0);
+                assert_int_equal(sfs_ocistore_open(f->store, &s, NULL), -EPERM);
+                assert_int_equal(chown(f->store, 0, 0), 0);
+        }
+        assert_int_equal(sfs_ocistore_open(f->store, &s, NULL), 0);
+        sfs_ocistore_close(s);
+}
+
 int main(void)
 {
         const struct CMUnitTest tests[] = {
@@ -290,6 +316,9 @@ int main(void)
                         test_a_lost_manifest_serves_every_intact_blob_untitled, setup, teardown),
                 cmocka_unit_test_setup_teardown(test_a_second_opener_of_the_same_store_is_refused,
                                                 setup, teardown),
+                cmocka_unit_test_setup_teardown(
+                        test_a_store_writable_by_others_or_owned_by_another_uid_is_eperm, setup,
+                        teardown),
         };
         return cmocka_run_group_tests(tests, NULL, NULL);
 }
