@@ -5,9 +5,9 @@
 # "mc_verdict_add(v, MC_...", is not added), rebuilds, and runs the unit tests: a refusal whose
 # removal no test notices is a guard nobody checks.
 #
-#   scripts/guards.sh [--since REV] [--integration] [--list] [DIR-OR-FILE...]
+#   scripts/guards.sh [--since REV] [--integration] [--list] [DIR-OR-FILE[:LINE]...]
 #
-# DIR-OR-FILE defaults to fs client mountcheck snapshot. --since REV keeps only the refusals on
+# DIR-OR-FILE defaults to fs client mountcheck snapshot; FILE:LINE names one refusal. --since REV keeps only the refusals on
 # lines added since REV (the work of one round). -ENOMEM is not a refusal and is left alone.
 # --integration runs the integration tests (stopping at the first failure) for a refusal the
 # unit tests miss. --list prints the refusals and stops. One line per refusal:
@@ -31,7 +31,7 @@ while [ $# -gt 0 ]; do
     --since) since=$2; shift 2 ;;
     --integration) integration=1; shift ;;
     --list) list=1; shift ;;
-    -*) echo "usage: scripts/guards.sh [--since REV] [--integration] [--list] [DIR-OR-FILE...]" >&2
+    -*) echo "usage: scripts/guards.sh [--since REV] [--integration] [--list] [DIR-OR-FILE[:LINE]...]" >&2
         exit 2 ;;
     *) paths+=("$1"); shift ;;
   esac
@@ -45,7 +45,17 @@ fi
 # The sites, "file:line", each a line of its own.
 sites=$(python3 - "$since" "${paths[@]}" <<'PY'
 import re, subprocess, sys
-since, paths = sys.argv[1], sys.argv[2:]
+since, args = sys.argv[1], sys.argv[2:]
+# FILE:LINE keeps that one line of FILE.
+only = {}
+paths = []
+for a in args:
+    m = re.fullmatch(r'(.+):(\d+)', a)
+    if m:
+        only.setdefault(m.group(1), set()).add(int(m.group(2)))
+        paths.append(m.group(1))
+    else:
+        paths.append(a)
 pat = re.compile(r'^\s*(return -E[A-Z0-9]+;|[A-Za-z_][A-Za-z0-9_>.\[\]-]* = -E[A-Z0-9]+;)\s*(/\*.*)?$'
                  r'|^\s*fuse_reply_err\(req, E[A-Z0-9]+\);'
                  r'|^\s*mc_verdict_add\(v, MC_[A-Z_]+,')
@@ -69,7 +79,8 @@ for f in files:
     with open(f, encoding='utf-8') as fh:
         for i, text in enumerate(fh, 1):
             if pat.match(text) and '-ENOMEM' not in text and \
-               (added is None or i in added.get(f, ())):
+               (added is None or i in added.get(f, ())) and \
+               (f not in only or i in only[f]):
                 print(f'{f}:{i}')
 PY
 )
