@@ -164,6 +164,25 @@ static void test_non_ed25519_key_is_not_trusted(void **state)
         EVP_PKEY_free(ec);
 }
 
+static void test_admit_without_table_digest_or_data_of_its_length_is_einval(void **state)
+{
+        struct fx *f = *state;
+        struct snap_digest d;
+        const char *why;
+        char *env;
+        size_t len;
+
+        sign(f->key, &f->md, f->manifest_len, &env, &len);
+        assert_int_equal(snap_sha256(env, len, &d), 0);
+        assert_int_equal(snap_trust_admit(NULL, &d, env, len, &why), -EINVAL);
+        assert_int_equal(snap_trust_admit(f->t, NULL, env, len, &why), -EINVAL);
+        assert_int_equal(snap_trust_admit(f->t, &d, NULL, len, &why), -EINVAL);
+        assert_false(snap_trust_admits(f->t, &f->md, f->manifest_len));
+        assert_int_equal(snap_trust_admit(f->t, &d, env, len, &why), 0);
+        assert_true(snap_trust_admits(f->t, &f->md, f->manifest_len));
+        free(env);
+}
+
 #define T(name) cmocka_unit_test_setup_teardown(name, setup, teardown)
 
 int main(void)
@@ -173,6 +192,7 @@ int main(void)
                 T(test_envelope_of_untrusted_key_or_bad_signature_is_refused),
                 T(test_signed_digest_that_is_no_manifest_is_refused),
                 T(test_non_ed25519_key_is_not_trusted),
+                T(test_admit_without_table_digest_or_data_of_its_length_is_einval),
         };
         return cmocka_run_group_tests(tests, NULL, NULL);
 }
