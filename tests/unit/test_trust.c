@@ -6,6 +6,8 @@
 #include <cmocka.h>
 
 #include <errno.h>
+#include <inttypes.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -164,6 +166,92 @@ static void test_non_ed25519_key_is_not_trusted(void **state)
         EVP_PKEY_free(ec);
 }
 
+static void test_admit_without_table_digest_or_data_of_its_length_is_einval(void **state)
+{
+        struct fx *f = *state;
+        struct snap_digest d;
+        const char *why;
+        char *env;
+        size_t len;
+
+        sign(f->key, &f->md, f->manifest_len, &env, &len);
+        assert_int_equal(snap_sha256(env, len, &d), 0);
+        assert_int_equal(snap_trust_admit(NULL, &d, env, len, &why), -EINVAL);
+        assert_int_equal(snap_trust_admit(f->t, NULL, env, len, &why), -EINVAL);
+        assert_int_equal(snap_trust_admit(f->t, &d, NULL, len, &why), -EINVAL);
+        assert_false(snap_trust_admits(f->t, &f->md, f->manifest_len));
+        assert_int_equal(snap_trust_admit(f->t, &d, env, len, &why), 0);
+        assert_true(snap_trust_admits(f->t, &f->md, f->manifest_len));
+        free(env);
+}
+
+/* Layers per manifest when filling the table: what fits in a manifest of at most 4 MiB. */
+#define FILL_LAYERS 25000u
+
+/* Signs and publishes a manifest of n layers, "fill-<first>" on: the return of publishing the
+ * manifest (its envelope must be admitted). */
+static int publish_layers(struct fx *f, struct snap_oci_desc *layers, uint32_t first, uint32_t n,
+                          const char **why)
+{
+        struct snap_oci_manifest m = { .artifact_type = (char *)SNAP_OCI_ARTIFACT_SNAPSHOTS };
+        struct snap_digest md;
+        char text[32], *json, *env;
+        size_t len, elen;
+        int r;
+
+        snap_oci_desc_empty_config(&m.config);
+        for (uint32_t i = 0; i < n; i++) {
+                snprintf(text, sizeof(text), "fill-%" PRIu32, first + i);
+                layers[i] = (struct snap_oci_desc){ .media_type = (char *)SNAP_OCI_MEDIA_SNAPSHOT,
+                                                    .size = strlen(text) };
+                assert_int_equal(snap_sha256(text, layers[i].size, &layers[i].digest), 0);
+        }
+        m.layers = layers;
+        m.n_layers = n;
+        assert_int_equal(snap_oci_manifest_build(&m, &json, &len), 0);
+        assert_int_equal(snap_sha256(json, len, &md), 0);
+        sign(f->key, &md, len, &env, &elen);
+        assert_int_equal(admit(f, env, elen, why), 0);
+        r = admit(f, json, len, why);
+        free(env);
+        free(json);
+        return r;
+}
+
+static void test_full_table_is_enospc_and_what_it_holds_stays_admitted(void **state)
+{
+        struct fx *f = *state;
+        struct snap_oci_desc *layers = calloc(FILL_LAYERS, sizeof(*layers));
+        uint32_t used = 0, n;
+        const char *why;
+        char *env;
+        size_t len;
+
+        assert_non_null(layers);
+        /* Each round is one manifest and its layers; the last round fills the table to the
+         * last entry. */
+        while (used + 1 + FILL_LAYERS <= SNAP_TRUST_MAX_ENTRIES) {
+                assert_int_equal(publish_layers(f, layers, used, FILL_LAYERS, &why), 0);
+                used += 1 + FILL_LAYERS;
+        }
+        n = SNAP_TRUST_MAX_ENTRIES - used - 1;
+        assert_true(n > 0 && n < FILL_LAYERS);
+        /* One layer more than fits: the manifest is refused at its last layer. */
+        assert_int_equal(publish_layers(f, layers, used, n + 1, &why), -ENOSPC);
+        assert_string_equal(why, SNAP_TRUST_FULL);
+        assert_true(snap_trust_admits(f->t, &layers[n - 1].digest, layers[n - 1].size));
+        assert_false(snap_trust_admits(f->t, &layers[n].digest, layers[n].size));
+
+        /* A new envelope is refused too; the layers admitted stay so. */
+        sign(f->key, &f->md, f->manifest_len, &env, &len);
+        assert_int_equal(admit(f, env, len, &why), -ENOSPC);
+        assert_string_equal(why, SNAP_TRUST_FULL);
+        assert_false(snap_trust_admits(f->t, &f->md, f->manifest_len));
+        assert_int_equal(admit_text(f, "fill-0", &why), 0);
+        free(env);
+        free(layers);
+}
+
 #define T(name) cmocka_unit_test_setup_teardown(name, setup, teardown)
 
 int main(void)
@@ -173,6 +261,8 @@ int main(void)
                 T(test_envelope_of_untrusted_key_or_bad_signature_is_refused),
                 T(test_signed_digest_that_is_no_manifest_is_refused),
                 T(test_non_ed25519_key_is_not_trusted),
+                T(test_admit_without_table_digest_or_data_of_its_length_is_einval),
+                T(test_full_table_is_enospc_and_what_it_holds_stays_admitted),
         };
         return cmocka_run_group_tests(tests, NULL, NULL);
 }
