@@ -25,6 +25,7 @@ struct snap_trust {
         size_t n_keys;
         struct entry *tab; /* open addressing; cap a power of two, at most half full */
         size_t cap, used;
+        size_t max_entries; /* SNAP_TRUST_MAX_ENTRIES, or less (snap_trust_set_max_entries) */
 };
 
 int snap_trust_new(struct snap_trust **out)
@@ -34,8 +35,16 @@ int snap_trust_new(struct snap_trust **out)
         if (!t)
                 return -ENOMEM;
         pthread_mutex_init(&t->lock, NULL);
+        t->max_entries = SNAP_TRUST_MAX_ENTRIES;
         *out = t;
         return 0;
+}
+
+void snap_trust_set_max_entries(struct snap_trust *t, size_t max)
+{
+        pthread_mutex_lock(&t->lock);
+        t->max_entries = max < SNAP_TRUST_MAX_ENTRIES ? max : SNAP_TRUST_MAX_ENTRIES;
+        pthread_mutex_unlock(&t->lock);
 }
 
 void snap_trust_free(struct snap_trust *t)
@@ -128,7 +137,7 @@ static int learn(struct snap_trust *t, const struct snap_digest *d, uint64_t siz
          * other never matches a published object anyway. */
         if (e)
                 return 0;
-        if (t->used >= SNAP_TRUST_MAX_ENTRIES)
+        if (t->used >= t->max_entries)
                 return -ENOSPC;
         if (2 * (t->used + 1) > t->cap && (r = grow(t)) < 0)
                 return r;

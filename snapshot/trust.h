@@ -33,6 +33,9 @@ struct evp_pkey_st;
 
 int snap_trust_new(struct snap_trust **out);
 void snap_trust_free(struct snap_trust *t);
+/* Lowers the table's limit below SNAP_TRUST_MAX_ENTRIES (never above): a table that fills in
+ * a few admissions, for tests. */
+void snap_trust_set_max_entries(struct snap_trust *t, size_t max);
 
 /* Trusts key (an Ed25519 public key; a reference is taken): 0, -EINVAL, -ENOMEM. */
 int snap_trust_add_key(struct snap_trust *t, struct evp_pkey_st *key);

@@ -185,8 +185,10 @@ static void test_admit_without_table_digest_or_data_of_its_length_is_einval(void
         free(env);
 }
 
-/* Layers per manifest when filling the table: what fits in a manifest of at most 4 MiB. */
-#define FILL_LAYERS 25000u
+/* Layers per manifest when filling the table, and the table's limit in this test: three
+ * rounds of a manifest and its layers fill all but two entries. */
+#define FILL_LAYERS 8u
+#define FILL_MAX (3u * (1u + FILL_LAYERS) + 2u)
 
 /* Signs and publishes a manifest of n layers, "fill-<first>" on: the return of publishing the
  * manifest (its envelope must be admitted). */
@@ -221,20 +223,21 @@ static int publish_layers(struct fx *f, struct snap_oci_desc *layers, uint32_t f
 static void test_full_table_is_enospc_and_what_it_holds_stays_admitted(void **state)
 {
         struct fx *f = *state;
-        struct snap_oci_desc *layers = calloc(FILL_LAYERS, sizeof(*layers));
+        struct snap_oci_desc layers[FILL_LAYERS];
         uint32_t used = 0, n;
         const char *why;
         char *env;
         size_t len;
 
-        assert_non_null(layers);
+        /* The same code path as at SNAP_TRUST_MAX_ENTRIES, reached in a few admissions. */
+        snap_trust_set_max_entries(f->t, FILL_MAX);
         /* Each round is one manifest and its layers; the last round fills the table to the
          * last entry. */
-        while (used + 1 + FILL_LAYERS <= SNAP_TRUST_MAX_ENTRIES) {
+        while (used + 1 + FILL_LAYERS <= FILL_MAX) {
                 assert_int_equal(publish_layers(f, layers, used, FILL_LAYERS, &why), 0);
                 used += 1 + FILL_LAYERS;
         }
-        n = SNAP_TRUST_MAX_ENTRIES - used - 1;
+        n = FILL_MAX - used - 1;
         assert_true(n > 0 && n < FILL_LAYERS);
         /* One layer more than fits: the manifest is refused at its last layer. */
         assert_int_equal(publish_layers(f, layers, used, n + 1, &why), -ENOSPC);
@@ -249,7 +252,6 @@ static void test_full_table_is_enospc_and_what_it_holds_stays_admitted(void **st
         assert_false(snap_trust_admits(f->t, &f->md, f->manifest_len));
         assert_int_equal(admit_text(f, "fill-0", &why), 0);
         free(env);
-        free(layers);
 }
 
 #define T(name) cmocka_unit_test_setup_teardown(name, setup, teardown)
