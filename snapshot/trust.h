@@ -47,6 +47,7 @@ bool snap_trust_admits(struct snap_trust *t, const struct snap_digest *d, uint64
 
 /* Decides whether len bytes of data, whose SHA-256 is d, may be published, and learns what
  * they admit: 0 allowed, or -EPERM with *reason one of the SNAP_TRUST_ reasons (-ENOSPC for
- * SNAP_TRUST_FULL, -ENOMEM). */
+ * SNAP_TRUST_FULL, -ENOMEM); -EINVAL without t or d, or without data for a non-zero len.
+ * reason must not be NULL. */
 int snap_trust_admit(struct snap_trust *t, const struct snap_digest *d, const void *data,
                      size_t len, const char **reason);
