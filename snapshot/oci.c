@@ -458,8 +458,6 @@ static int parse_doc(const void *buf, size_t len, const char *media_type, json_o
         json_object *v;
         int r;
 
-        if (!buf)
-                return -EINVAL;
         r = oci_json_parse(buf, len, &root);
         if (r < 0)
                 return r;
