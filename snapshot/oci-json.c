@@ -16,6 +16,8 @@ int oci_json_parse(const void *buf, size_t len, json_object **out)
         const char *p = buf;
         size_t end;
 
+        if (!buf)
+                return -EINVAL;
         if (len > SNAP_OCI_DOC_MAX)
                 return -EFBIG;
         if (len == 0)

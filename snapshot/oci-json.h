@@ -10,7 +10,7 @@
 
 /* Parses len bytes as one JSON object in strict mode (RFC 8259 only, valid UTF-8, depth at
  * most 32) with nothing after it but whitespace: 0 and *out, or -EFBIG (len past
- * SNAP_OCI_DOC_MAX), -EINVAL. */
+ * SNAP_OCI_DOC_MAX), -EINVAL (also for a NULL buf). */
 int oci_json_parse(const void *buf, size_t len, json_object **out);
 
 /* Adds o under key to obj, or drops o: 0 or -ENOMEM. */

@@ -224,8 +224,7 @@ int snap_oci_blob_open(const struct snap_oci_layout *l, const struct snap_digest
         return fd;
 }
 
-/* Hashes fd from 0, at most size + 1 bytes, into buf when not NULL (size bytes). */
-static int hash_fd(int fd, uint64_t size, uint8_t *buf, const struct snap_digest *want)
+int snap_oci_hash_fd(int fd, uint64_t size, uint8_t *buf, const struct snap_digest *want)
 {
         struct snap_hasher *h = NULL;
         uint8_t chunk[READ_CHUNK];
@@ -279,7 +278,7 @@ int snap_oci_blob_verify(const struct snap_oci_layout *l, const struct snap_dige
 
         if (fd < 0)
                 return fd;
-        return hash_fd(fd, size, NULL, d);
+        return snap_oci_hash_fd(fd, size, NULL, d);
 }
 
 int snap_oci_blob_read(const struct snap_oci_layout *l, const struct snap_digest *d,
@@ -297,7 +296,7 @@ int snap_oci_blob_read(const struct snap_oci_layout *l, const struct snap_digest
         data = malloc(size ? (size_t)size : 1);
         if (!data)
                 return -ENOMEM;
-        r = hash_fd(fd, size, data, d);
+        r = snap_oci_hash_fd(fd, size, data, d);
         if (r < 0)
                 return r;
         *buf = TAKE_PTR(data);
@@ -458,8 +457,6 @@ static int parse_doc(const void *buf, size_t len, const char *media_type, json_o
         json_object *v;
         int r;
 
-        if (!buf)
-                return -EINVAL;
         r = oci_json_parse(buf, len, &root);
         if (r < 0)
                 return r;

@@ -110,6 +110,13 @@ int snap_oci_blob_open(const struct snap_oci_layout *l, const struct snap_digest
 int snap_oci_blob_verify(const struct snap_oci_layout *l, const struct snap_digest *d,
                          uint64_t size);
 
+/* The hashing of snap_oci_blob_verify and snap_oci_blob_read, on the descriptor
+ * snap_oci_blob_open gave: reads fd from offset 0, at most size + 1 bytes, copying the first
+ * size into buf when not NULL. 0 when fd holds size bytes that hash to want; -EBADMSG when it
+ * holds fewer or more (a blob that grew after its size was checked) or other bytes; the errno
+ * of a read. */
+int snap_oci_hash_fd(int fd, uint64_t size, uint8_t *buf, const struct snap_digest *want);
+
 /* Reads and verifies the blob d: 0 and its size bytes in *buf (malloc'd, never NULL), or
  * -EFBIG when size > limit (nothing read), -EBADMSG, the errors of snap_oci_blob_open. */
 int snap_oci_blob_read(const struct snap_oci_layout *l, const struct snap_digest *d,

@@ -8,10 +8,13 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <ftw.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/random.h>
 #include <sys/stat.h>
+#include <sys/syscall.h>
 #include <unistd.h>
 
 #include <openssl/evp.h>
@@ -19,6 +22,20 @@
 #include "oci.h"
 #include "testutil.h"
 #include "util.h"
+
+/* While set, getrandom fails as it does where a sandbox denies the call (ENOSYS). This
+ * definition stands in for the C library's throughout the program, the code under test
+ * included; unset, it is the system call. */
+static bool getrandom_denied;
+
+ssize_t getrandom(void *buf, size_t len, unsigned int flags)
+{
+        if (getrandom_denied) {
+                errno = ENOSYS;
+                return -1;
+        }
+        return syscall(SYS_getrandom, buf, len, flags);
+}
 
 struct fx {
         struct tu_dir dir;
@@ -132,6 +149,64 @@ static void test_open_refuses_symlinked_layout_and_blobs(void **state)
         open_new(f);
 }
 
+static void test_a_file_where_the_layout_or_blobs_belongs_is_einval_and_a_directory_opens(void **state)
+{
+        struct fx *f = *state;
+        char p[PATH_MAX];
+        FILE *fp = fopen(f->layout, "w");
+
+        assert_non_null(fp);
+        fclose(fp);
+        assert_int_equal(snap_oci_layout_open(f->layout, SNAP_OCI_CREATE, &f->l), -EINVAL);
+        assert_int_equal(unlink(f->layout), 0);
+        assert_int_equal(mkdir(f->layout, 0755), 0);
+        put_file(f, "oci-layout", "{\"imageLayoutVersion\":\"1.0.0\"}");
+        put_file(f, "blobs", "");
+        assert_int_equal(snap_oci_layout_open(f->layout, SNAP_OCI_CREATE, &f->l), -EINVAL);
+        snprintf(p, sizeof(p), "%s/blobs", f->layout);
+        assert_int_equal(unlink(p), 0);
+        open_new(f);
+}
+
+static void test_an_empty_or_null_layout_path_is_einval_and_a_real_one_opens(void **state)
+{
+        struct fx *f = *state;
+
+        assert_int_equal(snap_oci_layout_open("", SNAP_OCI_CREATE, &f->l), -EINVAL);
+        assert_int_equal(snap_oci_layout_open(NULL, SNAP_OCI_CREATE, &f->l), -EINVAL);
+        assert_int_equal(snap_oci_layout_open(f->layout, SNAP_OCI_CREATE, NULL), -EINVAL);
+        open_new(f);
+}
+
+static void test_a_name_with_no_room_for_the_temporary_one_is_enametoolong_and_a_shorter_is_written(void **state)
+{
+        struct fx *f = *state;
+        char name[NAME_MAX + 1] = "";
+
+        open_new(f);
+        memset(name, 'n', NAME_MAX - 31);
+        assert_int_equal(snap_oci_write_atomic(f->l.dirfd, name, "x", 1), -ENAMETOOLONG);
+        name[NAME_MAX - 32] = '\0';
+        assert_int_equal(faccessat(f->l.dirfd, name, F_OK, 0), -1);
+        assert_int_equal(snap_oci_write_atomic(f->l.dirfd, name, "x", 1), 0);
+        assert_int_equal(faccessat(f->l.dirfd, name, F_OK, 0), 0);
+}
+
+static void test_a_denied_getrandom_is_eio_and_nothing_is_written(void **state)
+{
+        struct fx *f = *state;
+        int r;
+
+        open_new(f);
+        getrandom_denied = true;
+        r = snap_oci_write_atomic(f->l.dirfd, "name", "x", 1);
+        getrandom_denied = false;
+        assert_int_equal(r, -EIO);
+        assert_int_equal(faccessat(f->l.dirfd, "name", F_OK, 0), -1);
+        assert_int_equal(snap_oci_write_atomic(f->l.dirfd, "name", "x", 1), 0);
+        assert_int_equal(faccessat(f->l.dirfd, "name", F_OK, 0), 0);
+}
+
 static void test_blob_written_once_and_verified(void **state)
 {
         struct fx *f = *state;
@@ -198,6 +273,59 @@ static void test_symlinked_blob_refused_then_replaced(void **state)
         assert_int_equal(snap_oci_blob_verify(&f->l, &d, 5), -ENOENT);
 }
 
+static void test_blob_write_without_a_layout_or_bytes_is_einval_and_with_them_writes(void **state)
+{
+        struct fx *f = *state;
+        struct snap_digest d;
+
+        open_new(f);
+        assert_int_equal(snap_oci_blob_write(NULL, "x", 1, NULL), -EINVAL);
+        assert_int_equal(snap_oci_blob_write(&f->l, NULL, 1, NULL), -EINVAL);
+        assert_int_equal(snap_oci_blob_write(&f->l, "x", 1, &d), 0);
+        assert_int_equal(snap_oci_blob_verify(&f->l, &d, 1), 0);
+}
+
+static void test_blob_open_without_a_layout_or_digest_is_einval_and_with_them_opens(void **state)
+{
+        struct fx *f = *state;
+        struct snap_digest d;
+        int fd;
+
+        open_new(f);
+        assert_int_equal(snap_oci_blob_write(&f->l, "x", 1, &d), 0);
+        assert_int_equal(snap_oci_blob_open(NULL, &d, 1), -EINVAL);
+        assert_int_equal(snap_oci_blob_open(&f->l, NULL, 1), -EINVAL);
+        fd = snap_oci_blob_open(&f->l, &d, 1);
+        assert_true(fd >= 0);
+        close(fd);
+}
+
+static void test_a_blob_that_grows_after_its_size_was_checked_is_ebadmsg(void **state)
+{
+        struct fx *f = *state;
+        char p[PATH_MAX];
+        uint8_t buf[5];
+        struct snap_digest d;
+        FILE *fp;
+        int fd;
+
+        open_new(f);
+        assert_int_equal(snap_oci_blob_write(&f->l, "hello", 5, &d), 0);
+        fd = snap_oci_blob_open(&f->l, &d, 5);
+        assert_true(fd >= 0);
+        assert_int_equal(snap_oci_hash_fd(fd, 5, NULL, &d), 0);
+        assert_int_equal(snap_oci_hash_fd(fd, 5, buf, &d), 0);
+        assert_memory_equal(buf, "hello", 5);
+        blob_path(f, &d, p);
+        fp = fopen(p, "a");
+        assert_non_null(fp);
+        fputs("!", fp);
+        fclose(fp);
+        assert_int_equal(snap_oci_hash_fd(fd, 5, NULL, &d), -EBADMSG);
+        assert_int_equal(snap_oci_hash_fd(fd, 5, buf, &d), -EBADMSG);
+        close(fd);
+}
+
 /* A manifest of two snapshot layers with titles, and a subject. */
 static void make_manifest(struct snap_oci_manifest *m, struct snap_oci_desc layers[2])
 {
@@ -241,6 +369,28 @@ static void test_manifest_round_trip(void **state)
         assert_true(p->has_subject);
         assert_true(snap_digest_equal(&p->subject.digest, &layers[0].digest));
         snap_oci_manifest_free(p);
+        free(json);
+}
+
+static void test_manifest_build_of_a_bad_artifact_type_or_too_many_layers_is_einval(void **state)
+{
+        struct snap_oci_manifest m;
+        struct snap_oci_desc layers[2];
+        char *json = NULL;
+        size_t len;
+
+        (void)state;
+        make_manifest(&m, layers);
+        m.artifact_type = (char *)"no-slash";
+        assert_int_equal(snap_oci_manifest_build(&m, &json, &len), -EINVAL);
+        m.artifact_type = (char *)SNAP_OCI_ARTIFACT_SNAPSHOTS;
+        m.n_layers = SNAP_OCI_ENTRIES_MAX + 1;
+        assert_int_equal(snap_oci_manifest_build(&m, &json, &len), -EINVAL);
+        assert_int_equal(snap_oci_manifest_build(&m, NULL, &len), -EINVAL);
+        assert_null(json);
+        m.n_layers = 2;
+        assert_int_equal(snap_oci_manifest_build(&m, &json, &len), 0);
+        assert_non_null(json);
         free(json);
 }
 
@@ -314,6 +464,41 @@ static void test_manifest_parse_bounds_size_and_depth(void **state)
                 nest[i] = '[', nest[deep + i] = ']';
         nest[2 * deep] = 0;
         assert_int_equal(snap_oci_manifest_parse(nest, 2 * deep, &m), -EINVAL);
+}
+
+static void test_more_layers_than_the_bound_are_einval_and_one_layer_parses(void **state)
+{
+        static const char head[] = "{\"schemaVersion\":2," CFG ",\"layers\":[";
+        size_t n = SNAP_OCI_ENTRIES_MAX + 1, len = sizeof(head) - 1 + 2 * n + 1;
+        _cleanup_free_ char *text = malloc(len + 1);
+
+        (void)state;
+        assert_non_null(text);
+        memcpy(text, head, sizeof(head) - 1);
+        for (size_t i = 0; i < n; i++)
+                memcpy(text + sizeof(head) - 1 + 2 * i, "0,", 2);
+        memcpy(text + len - 2, "]}", 3);
+        /* Refused by the count, before any element is looked at. */
+        assert_int_equal(parse_text(text), -EINVAL);
+        assert_int_equal(parse_text(MANIFEST("", LAYER(""))), 0);
+}
+
+static void test_manifest_and_index_parse_without_out_are_einval_and_with_it_parse(void **state)
+{
+        static const char manifest[] = MANIFEST("", LAYER(""));
+        static const char index[] = "{\"schemaVersion\":2,\"manifests\":[" LAYER("") "]}";
+        struct snap_oci_manifest *m = NULL;
+        struct snap_oci_index *ix = NULL;
+
+        (void)state;
+        assert_int_equal(snap_oci_manifest_parse(manifest, strlen(manifest), NULL), -EINVAL);
+        assert_int_equal(snap_oci_manifest_parse(manifest, strlen(manifest), &m), 0);
+        assert_int_equal(m->n_layers, 1);
+        snap_oci_manifest_free(m);
+        assert_int_equal(snap_oci_index_parse(index, strlen(index), NULL), -EINVAL);
+        assert_int_equal(snap_oci_index_parse(index, strlen(index), &ix), 0);
+        assert_int_equal(ix->n_manifests, 1);
+        snap_oci_index_free(ix);
 }
 
 static void test_index_parse(void **state)
@@ -407,6 +592,90 @@ static void test_tag_keeps_foreign_entries_and_refuses_ambiguity(void **state)
         assert_int_equal(snap_oci_tag(&f->l, &md, "v1"), -EINVAL);
 }
 
+static void test_index_read_without_a_layout_or_out_is_einval_and_with_them_reads(void **state)
+{
+        struct fx *f = *state;
+        struct snap_oci_index *ix = NULL;
+
+        open_new(f);
+        assert_int_equal(snap_oci_index_read(NULL, &ix), -EINVAL);
+        assert_int_equal(snap_oci_index_read(&f->l, NULL), -EINVAL);
+        assert_null(ix);
+        assert_int_equal(snap_oci_index_read(&f->l, &ix), 0);
+        assert_int_equal(ix->n_manifests, 0);
+        snap_oci_index_free(ix);
+}
+
+static void test_manifest_write_and_load_without_their_arguments_are_einval_and_with_them_work(void **state)
+{
+        struct fx *f = *state;
+        struct snap_oci_manifest m, *got = NULL;
+        struct snap_oci_desc layers[2], md;
+
+        open_new(f);
+        make_manifest(&m, layers);
+        assert_int_equal(snap_oci_manifest_write(NULL, &m, &md), -EINVAL);
+        assert_int_equal(snap_oci_manifest_write(&f->l, NULL, &md), -EINVAL);
+        assert_int_equal(snap_oci_manifest_write(&f->l, &m, &md), 0);
+        assert_int_equal(snap_oci_manifest_load(NULL, &md, &got), -EINVAL);
+        assert_int_equal(snap_oci_manifest_load(&f->l, NULL, &got), -EINVAL);
+        assert_int_equal(snap_oci_manifest_load(&f->l, &md, NULL), -EINVAL);
+        assert_null(got);
+        assert_int_equal(snap_oci_manifest_load(&f->l, &md, &got), 0);
+        assert_int_equal(got->n_layers, 2);
+        snap_oci_manifest_free(got);
+}
+
+/* index.json of exactly size bytes: one foreign entry padded with an unknown field, which a
+ * rewrite keeps. */
+static void put_index_of_size(struct fx *f, size_t size)
+{
+        static const char head[] = "{\"schemaVersion\":2,\"manifests\":[{\"mediaType\":\"a/b\","
+                "\"digest\":\"sha256:" D64 "\",\"size\":2,\"pad\":\"";
+        static const char tail[] = "\"}]}";
+        _cleanup_free_ char *text = malloc(size + 1);
+
+        assert_non_null(text);
+        memset(text, 'x', size);
+        memcpy(text, head, sizeof(head) - 1);
+        memcpy(text + size - (sizeof(tail) - 1), tail, sizeof(tail));
+        put_file(f, "index.json", text);
+}
+
+static void test_a_tag_that_would_grow_index_json_past_the_bound_is_efbig_and_one_that_fits_is_written(void **state)
+{
+        struct fx *f = *state;
+        struct snap_oci_desc md, got;
+        struct snap_oci_index *ix = NULL;
+
+        open_new(f);
+        write_manifest(f, &md);
+        put_index_of_size(f, SNAP_OCI_DOC_MAX - 16);
+        assert_int_equal(snap_oci_tag(&f->l, &md, "v1"), -EFBIG);
+        assert_int_equal(snap_oci_resolve(&f->l, "v1", &got), -ENOENT);
+        put_index_of_size(f, SNAP_OCI_DOC_MAX - 1024);
+        assert_int_equal(snap_oci_tag(&f->l, &md, "v1"), 0);
+        assert_int_equal(snap_oci_index_read(&f->l, &ix), 0);
+        assert_int_equal(ix->n_manifests, 2);
+        snap_oci_index_free(ix);
+}
+
+static void test_resolve_without_its_arguments_is_einval_and_with_them_resolves(void **state)
+{
+        struct fx *f = *state;
+        struct snap_oci_desc md, got;
+
+        open_new(f);
+        write_manifest(f, &md);
+        assert_int_equal(snap_oci_tag(&f->l, &md, "v1"), 0);
+        assert_int_equal(snap_oci_resolve(NULL, "v1", &got), -EINVAL);
+        assert_int_equal(snap_oci_resolve(&f->l, NULL, &got), -EINVAL);
+        assert_int_equal(snap_oci_resolve(&f->l, "v1", NULL), -EINVAL);
+        assert_int_equal(snap_oci_resolve(&f->l, "v1", &got), 0);
+        assert_true(snap_digest_equal(&got.digest, &md.digest));
+        snap_oci_desc_clear(&got);
+}
+
 static void test_referrers_found_by_subject(void **state)
 {
         struct fx *f = *state;
@@ -434,6 +703,23 @@ static void test_referrers_found_by_subject(void **state)
         assert_true(snap_digest_equal(&refs->manifests[0].digest, &sd.digest));
         snap_oci_index_free(refs);
         assert_int_equal(snap_oci_referrers(&f->l, &md.digest, SNAP_OCI_ARTIFACT_SNAPSHOTS, &refs), 0);
+        assert_int_equal(refs->n_manifests, 0);
+        snap_oci_index_free(refs);
+}
+
+static void test_referrers_without_their_arguments_are_einval_and_with_them_list(void **state)
+{
+        struct fx *f = *state;
+        struct snap_oci_index *refs = NULL;
+        struct snap_digest subject;
+
+        open_new(f);
+        assert_int_equal(snap_sha256("m", 1, &subject), 0);
+        assert_int_equal(snap_oci_referrers(NULL, &subject, NULL, &refs), -EINVAL);
+        assert_int_equal(snap_oci_referrers(&f->l, NULL, NULL, &refs), -EINVAL);
+        assert_int_equal(snap_oci_referrers(&f->l, &subject, NULL, NULL), -EINVAL);
+        assert_null(refs);
+        assert_int_equal(snap_oci_referrers(&f->l, &subject, NULL, &refs), 0);
         assert_int_equal(refs->n_manifests, 0);
         snap_oci_index_free(refs);
 }
@@ -514,16 +800,31 @@ int main(void)
                 T(test_open_refuses_missing_layout_unless_create),
                 T(test_open_refuses_other_layout_version),
                 T(test_open_refuses_symlinked_layout_and_blobs),
+                T(test_a_file_where_the_layout_or_blobs_belongs_is_einval_and_a_directory_opens),
+                T(test_an_empty_or_null_layout_path_is_einval_and_a_real_one_opens),
+                T(test_a_name_with_no_room_for_the_temporary_one_is_enametoolong_and_a_shorter_is_written),
+                T(test_a_denied_getrandom_is_eio_and_nothing_is_written),
                 T(test_blob_written_once_and_verified),
                 T(test_tampered_blob_refused_and_rewritten),
                 T(test_symlinked_blob_refused_then_replaced),
+                T(test_blob_write_without_a_layout_or_bytes_is_einval_and_with_them_writes),
+                T(test_blob_open_without_a_layout_or_digest_is_einval_and_with_them_opens),
+                T(test_a_blob_that_grows_after_its_size_was_checked_is_ebadmsg),
                 T(test_manifest_round_trip),
+                T(test_manifest_build_of_a_bad_artifact_type_or_too_many_layers_is_einval),
                 T(test_manifest_parse_refuses_each_malformed_field),
                 T(test_manifest_parse_bounds_size_and_depth),
+                T(test_more_layers_than_the_bound_are_einval_and_one_layer_parses),
+                T(test_manifest_and_index_parse_without_out_are_einval_and_with_it_parse),
                 T(test_index_parse),
                 T(test_tag_and_resolve),
                 T(test_tag_keeps_foreign_entries_and_refuses_ambiguity),
+                T(test_index_read_without_a_layout_or_out_is_einval_and_with_them_reads),
+                T(test_manifest_write_and_load_without_their_arguments_are_einval_and_with_them_work),
+                T(test_a_tag_that_would_grow_index_json_past_the_bound_is_efbig_and_one_that_fits_is_written),
+                T(test_resolve_without_its_arguments_is_einval_and_with_them_resolves),
                 T(test_referrers_found_by_subject),
+                T(test_referrers_without_their_arguments_are_einval_and_with_them_list),
                 T(test_signature_verifies_only_with_its_key),
                 T(test_envelope_parse_is_strict),
         };
