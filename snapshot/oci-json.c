@@ -9,6 +9,45 @@
 
 #define DEPTH_MAX 32
 
+/* What json-c's strict mode (0.16) still lets through: single-quoted strings, bare words such
+ * as NaN or Infinity, and raw control bytes inside strings. Another reader of the same signed
+ * bytes (skopeo, a registry) refuses them or reads them otherwise, and a document two readers
+ * read differently can name different layers to each. So this pass refuses them first: 0,
+ * or -EINVAL. Strings are skipped with their escapes; outside them, the only words are true,
+ * false and null. */
+static int rfc8259_lexically(const char *p, size_t len)
+{
+        for (size_t i = 0; i < len; i++) {
+                unsigned char c = (unsigned char)p[i];
+                if (c == '"') {
+                        for (i++; i < len && p[i] != '"'; i++) {
+                                if ((unsigned char)p[i] < 0x20)
+                                        return -EINVAL;
+                                if (p[i] == '\\')
+                                        i++;
+                        }
+                } else if ((c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z')) {
+                        size_t n = 0;
+                        while (i + n < len && ((p[i + n] >= 'a' && p[i + n] <= 'z') ||
+                                               (p[i + n] >= 'A' && p[i + n] <= 'Z')))
+                                n++;
+                        /* An exponent's e/E belongs to a number: a digit came before it. */
+                        if (n == 1 && (c == 'e' || c == 'E') && i > 0 && p[i - 1] >= '0' &&
+                            p[i - 1] <= '9') {
+                                continue;
+                        }
+                        if (!(n == 4 && memcmp(p + i, "true", 4) == 0) &&
+                            !(n == 5 && memcmp(p + i, "false", 5) == 0) &&
+                            !(n == 4 && memcmp(p + i, "null", 4) == 0))
+                                return -EINVAL;
+                        i += n - 1;
+                } else if (c == '\'') {
+                        return -EINVAL;
+                }
+        }
+        return 0;
+}
+
 int oci_json_parse(const void *buf, size_t len, json_object **out)
 {
         json_tokener *tok;
@@ -20,13 +59,14 @@ int oci_json_parse(const void *buf, size_t len, json_object **out)
                 return -EINVAL;
         if (len > SNAP_OCI_DOC_MAX)
                 return -EFBIG;
-        if (len == 0)
+        if (len == 0 || rfc8259_lexically(p, len) < 0)
                 return -EINVAL;
         tok = json_tokener_new_ex(DEPTH_MAX);
         if (!tok)
                 return -ENOMEM;
-        /* Strict: no comments, single quotes or bare words that another reader of the same
-         * bytes (skopeo, a registry) would refuse or read otherwise; invalid UTF-8 refused. */
+        /* Strict: no comments or trailing commas that another reader of the same bytes
+         * (skopeo, a registry) would refuse or read otherwise; invalid UTF-8 refused. What
+         * strict mode misses, rfc8259_lexically refused above. */
         json_tokener_set_flags(tok, JSON_TOKENER_STRICT | JSON_TOKENER_VALIDATE_UTF8);
         root = json_tokener_parse_ex(tok, p, (int)len);
         end = root ? json_tokener_get_parse_end(tok) : 0;

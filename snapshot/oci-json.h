@@ -8,7 +8,8 @@
 
 #include "oci.h"
 
-/* Parses len bytes as one JSON object in strict mode (RFC 8259 only, valid UTF-8, depth at
+/* Parses len bytes as one JSON object in strict mode (RFC 8259 only: no comments, single
+ * quotes, bare words or raw control bytes in strings; valid UTF-8; depth at
  * most 32) with nothing after it but whitespace: 0 and *out, or -EFBIG (len past
  * SNAP_OCI_DOC_MAX), -EINVAL (also for a NULL buf). */
 int oci_json_parse(const void *buf, size_t len, json_object **out);

@@ -66,6 +66,28 @@ static void test_text_that_is_not_json_is_einval_and_json_parses(void **state)
         assert_int_equal(parse("{\"a\":1}", 7), 0);
 }
 
+static void test_what_strict_mode_lets_through_is_einval_and_rfc8259_parses(void **state)
+{
+        static const char *bad[] = {
+                "{'a':1}",           /* single quotes */
+                "{\"a\":'x'}",
+                "{\"a\":NaN}",       /* bare words */
+                "{\"a\":Infinity}",
+                "{\"a\":-Infinity}",
+                "{\"a\":True}",
+                "{\"a\":\"x\ty\"}",  /* a raw control byte inside a string */
+                "{\"a\":\"x\ny\"}",
+        };
+        static const char good[] =
+                "{\"n\":1e5,\"m\":-2.5E-3,\"t\":true,\"f\":false,\"z\":null,"
+                "\"s\":\"it's \\\"quoted\\\" \\\\ \\t and \\u00e9\",\"NaN\":[]}";
+        (void)state;
+
+        for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++)
+                assert_int_equal(parse(bad[i], strlen(bad[i])), -EINVAL);
+        assert_int_equal(parse(good, strlen(good)), 0);
+}
+
 static void test_bytes_after_the_object_even_behind_a_nul_are_einval_and_whitespace_is_not(void **state)
 {
         (void)state;
@@ -153,6 +175,7 @@ int main(void)
                 cmocka_unit_test(test_a_null_buffer_is_einval_and_an_object_parses),
                 cmocka_unit_test(test_zero_bytes_are_einval_and_an_object_parses),
                 cmocka_unit_test(test_text_that_is_not_json_is_einval_and_json_parses),
+                cmocka_unit_test(test_what_strict_mode_lets_through_is_einval_and_rfc8259_parses),
                 cmocka_unit_test(test_bytes_after_the_object_even_behind_a_nul_are_einval_and_whitespace_is_not),
                 cmocka_unit_test(test_json_other_than_an_object_is_einval_and_an_object_parses),
                 cmocka_unit_test(test_an_optional_string_not_a_plain_string_is_einval_and_one_is_copied),
