@@ -22,7 +22,6 @@
 #define ALGORITHM "ed25519"
 #define SIG_LEN 64
 #define SIG_B64_LEN 88 /* 4 * ceil(64 / 3) */
-#define KEY_FILE_MAX (16u * 1024u)
 #define MESSAGE_MAX 128
 
 static void pkeyp(EVP_PKEY **k)
@@ -106,7 +105,7 @@ int snap_oci_key_from_pem(const void *pem, size_t len, bool want_private, EVP_PK
         _cleanup_(pkeyp) EVP_PKEY *k = NULL;
         _cleanup_(biop) BIO *b = NULL;
 
-        if (!pem || len > KEY_FILE_MAX)
+        if (!pem || len > SNAP_OCI_KEY_FILE_MAX)
                 return -EINVAL;
         b = BIO_new_mem_buf(pem, (int)len);
         if (!b)
@@ -131,7 +130,7 @@ int snap_oci_key_load(const char *path, bool want_private, EVP_PKEY **out)
         size_t len;
         int r;
 
-        r = snap_read_untrusted(AT_FDCWD, path, KEY_FILE_MAX, &buf, &len);
+        r = snap_read_untrusted(AT_FDCWD, path, SNAP_OCI_KEY_FILE_MAX, &buf, &len);
         if (r < 0)
                 return r == -EFBIG ? -EINVAL : r;
         r = snap_oci_key_from_pem(buf, len, want_private, out);

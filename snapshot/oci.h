@@ -223,8 +223,11 @@ int snap_oci_key_generate(struct evp_pkey_st **out);
 /* PEM text of the private key (PKCS#8) or of the public key (SubjectPublicKeyInfo): 0 and
  * *pem (malloc'd, *len bytes, NUL-terminated), or -EIO/-ENOMEM. */
 int snap_oci_key_to_pem(struct evp_pkey_st *key, bool private_key, char **pem, size_t *len);
-/* Parses a PEM key (len bytes): a private key, or with want_private false a public key or
- * a private key whose public half is used. 0 and *out, or -EINVAL (not PEM, not Ed25519). */
+/* The longest key file read, in bytes: an Ed25519 PEM is a few hundred. */
+#define SNAP_OCI_KEY_FILE_MAX (16u * 1024u)
+/* Parses a PEM key (len bytes, at most SNAP_OCI_KEY_FILE_MAX): a private key, or with
+ * want_private false a public key or a private key whose public half is used. 0 and *out, or
+ * -EINVAL (not PEM, not Ed25519, too long). */
 int snap_oci_key_from_pem(const void *pem, size_t len, bool want_private,
                           struct evp_pkey_st **out);
 /* Reads a PEM key file (bounded, no symlink, regular file) and parses it as above. */

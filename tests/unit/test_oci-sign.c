@@ -19,8 +19,6 @@
 
 #include "oci.h"
 
-/* The longest key file snap_oci_key_from_pem reads (KEY_FILE_MAX in oci-sign.c). */
-#define KEY_PEM_MAX (16u * 1024u)
 
 /* The fields of an envelope as JSON values ("\"...\"" for a string); NULL leaves one out. */
 struct parts {
@@ -148,15 +146,15 @@ static void test_pem_past_16k_or_absent_is_einval_and_the_same_key_padded_to_16k
 
         assert_int_equal(snap_oci_key_to_pem(f->key, false, &pem, &len), 0);
         /* The PEM followed by newlines, which a PEM reader skips. */
-        big = malloc(KEY_PEM_MAX + 1);
+        big = malloc(SNAP_OCI_KEY_FILE_MAX + 1);
         assert_non_null(big);
-        memset(big, '\n', KEY_PEM_MAX + 1);
+        memset(big, '\n', SNAP_OCI_KEY_FILE_MAX + 1);
         memcpy(big, pem, len);
-        assert_int_equal(snap_oci_key_from_pem(big, KEY_PEM_MAX + 1, false, &k), -EINVAL);
+        assert_int_equal(snap_oci_key_from_pem(big, SNAP_OCI_KEY_FILE_MAX + 1, false, &k), -EINVAL);
         assert_null(k);
         assert_int_equal(snap_oci_key_from_pem(NULL, len, false, &k), -EINVAL);
         assert_null(k);
-        assert_int_equal(snap_oci_key_from_pem(big, KEY_PEM_MAX, false, &k), 0);
+        assert_int_equal(snap_oci_key_from_pem(big, SNAP_OCI_KEY_FILE_MAX, false, &k), 0);
         assert_true(EVP_PKEY_eq(k, f->key) == 1);
         EVP_PKEY_free(k);
         free(big);
