@@ -575,7 +575,9 @@ size_t snap_store_list_usage(struct snap_store *s, struct snap_store_usage *out,
 
         pthread_mutex_lock(&s->lock);
         n = s->n_usage;
-        if (out && max)
+        /* No uid has published yet: s->usage is NULL, and memcpy from NULL is undefined
+         * even for 0 bytes. */
+        if (out && max && n)
                 memcpy(out, s->usage, (n < max ? n : max) * sizeof(*out));
         pthread_mutex_unlock(&s->lock);
         return n;
