@@ -1,4 +1,5 @@
 /* SPDX-License-Identifier: MIT */
+/* Strict JSON for OCI documents (oci-json.h) and the descriptor vocabulary (oci-desc.h). */
 #include "oci-json.h"
 
 #include <errno.h>
@@ -246,6 +247,17 @@ int oci_json_desc_new(const struct snap_oci_desc *d, json_object **out)
 fail:
         json_object_put(o);
         return r;
+}
+
+void snap_oci_desc_clear(struct snap_oci_desc *d)
+{
+        if (!d)
+                return;
+        free(d->media_type);
+        free(d->artifact_type);
+        free(d->title);
+        free(d->ref_name);
+        *d = (struct snap_oci_desc){ 0 };
 }
 
 int snap_oci_digest_parse(const char *s, size_t len, struct snap_digest *out)

@@ -1,12 +1,13 @@
 /* SPDX-License-Identifier: MIT */
-/* json-c helpers of oci.c and oci-sign.c: strict parsing of documents and descriptors. */
+/* json-c helpers of oci.c and oci-sign.c: strict parsing of documents and descriptors. The
+ * file also implements oci-desc.h (digest text, media types, freeing a descriptor). */
 #pragma once
 
 #include <stddef.h>
 
 #include <json-c/json.h>
 
-#include "oci.h"
+#include "oci-desc.h"
 
 /* Parses len bytes as one JSON object in strict mode (RFC 8259 only: no comments, single
  * quotes, bare words or raw control bytes in strings; valid UTF-8; depth at

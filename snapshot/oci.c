@@ -322,16 +322,6 @@ void snap_oci_desc_empty_config(struct snap_oci_desc *d)
         };
 }
 
-void snap_oci_desc_clear(struct snap_oci_desc *d)
-{
-        if (!d)
-                return;
-        free(d->media_type);
-        free(d->artifact_type);
-        free(d->title);
-        free(d->ref_name);
-        *d = (struct snap_oci_desc){ 0 };
-}
 
 void snap_oci_manifest_free(struct snap_oci_manifest *m)
 {

@@ -14,33 +14,7 @@
 #include <stdint.h>
 
 #include "digest.h"
-
-#define SNAP_OCI_MEDIA_MANIFEST "application/vnd.oci.image.manifest.v1+json"
-#define SNAP_OCI_MEDIA_INDEX "application/vnd.oci.image.index.v1+json"
-#define SNAP_OCI_MEDIA_EMPTY "application/vnd.oci.empty.v1+json"
-/* artifactType of a manifest whose layers are snapshots, and the media type of each layer
- * (the snapshot's bytes as they are). */
-#define SNAP_OCI_ARTIFACT_SNAPSHOTS "application/vnd.snapfs.snapshots.v1"
-#define SNAP_OCI_MEDIA_SNAPSHOT "application/vnd.snapfs.snapshot.v1"
-/* artifactType of a signature manifest (an OCI referrer whose subject is the signed
- * manifest) and the media type of its one layer, the signature envelope. */
-#define SNAP_OCI_ARTIFACT_SIGNATURE "application/vnd.snapfs.signature.v1"
-#define SNAP_OCI_MEDIA_SIGNATURE "application/vnd.snapfs.signature.v1+json"
-
-#define SNAP_OCI_ANNOTATION_TITLE "org.opencontainers.image.title"
-#define SNAP_OCI_ANNOTATION_REF_NAME "org.opencontainers.image.ref.name"
-
-/* Bounds on what is parsed: a manifest or index.json larger than 4 MiB (what registries
- * accept), more than 65536 layers or index entries, a media type longer than 255 bytes, an
- * annotation value longer than 1024 bytes, a size past 2^40 are refused with -EFBIG or
- * -EINVAL. */
-#define SNAP_OCI_DOC_MAX (UINT64_C(4) << 20)
-#define SNAP_OCI_ENTRIES_MAX 65536u
-#define SNAP_OCI_TYPE_MAX 255u
-#define SNAP_OCI_ANNOTATION_MAX 1024u
-#define SNAP_OCI_BLOB_MAX (UINT64_C(1) << 40)
-/* A tag: [A-Za-z0-9_][A-Za-z0-9._-]{0,127}, as registries and skopeo accept it. */
-#define SNAP_OCI_TAG_MAX 128u
+#include "oci-desc.h"
 
 /* An open layout: descriptors of its directory and of blobs/sha256; paths are never used
  * again after the open. */
@@ -50,16 +24,6 @@ struct snap_oci_layout {
 };
 
 #define SNAP_OCI_LAYOUT_INIT { .dirfd = -1, .blobsfd = -1 }
-
-/* A content descriptor. Strings are malloc'd and owned by the document they belong to. */
-struct snap_oci_desc {
-        char *media_type;           /* never NULL in a parsed or built document */
-        struct snap_digest digest;  /* sha256 only */
-        uint64_t size;
-        char *artifact_type;        /* NULL when absent */
-        char *title;                /* annotation org.opencontainers.image.title, or NULL */
-        char *ref_name;             /* annotation org.opencontainers.image.ref.name, or NULL */
-};
 
 struct snap_oci_manifest {
         char *artifact_type; /* NULL when absent */
@@ -125,23 +89,12 @@ int snap_oci_blob_read(const struct snap_oci_layout *l, const struct snap_digest
 /* Removes the blob d and fsyncs the directory: 0, or -ENOENT, or the errno of unlink. */
 int snap_oci_blob_remove(const struct snap_oci_layout *l, const struct snap_digest *d);
 
-/* "sha256:<64 lowercase hex>" (strict, len bytes of s): 0 and *out, or -EINVAL. */
-int snap_oci_digest_parse(const char *s, size_t len, struct snap_digest *out);
-/* out needs 7 + 64 + 1 bytes. */
-#define SNAP_OCI_DIGEST_TEXT_LEN (7 + SNAP_DIGEST_HEX_LEN)
-void snap_oci_digest_format(const struct snap_digest *d, char out[SNAP_OCI_DIGEST_TEXT_LEN + 1]);
-
-/* True for a media type of the form type/subtype of RFC 6838 restricted-name characters,
- * at most SNAP_OCI_TYPE_MAX bytes. */
-bool snap_oci_media_type_valid(const char *s);
 /* True for a tag as SNAP_OCI_TAG_MAX says. */
 bool snap_oci_tag_valid(const char *s);
 
 /* Sets d to the empty config descriptor (application/vnd.oci.empty.v1+json, blob "{}"); the
  * strings are static: do not pass d to snap_oci_desc_clear. */
 void snap_oci_desc_empty_config(struct snap_oci_desc *d);
-/* Frees d's strings and zeroes it. */
-void snap_oci_desc_clear(struct snap_oci_desc *d);
 
 /* The manifest as JSON text (malloc'd, *len bytes, NUL-terminated): 0, or -EINVAL when a
  * media type, annotation or count is out of the bounds above, -ENOMEM. */
