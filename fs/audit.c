@@ -1,4 +1,6 @@
 /* SPDX-License-Identifier: MIT */
+/* Audit events: the writer thread and its bounded queue, per-uid coalescing of refusals,
+ * JSON lines in valid UTF-8, and the file, stderr and syslog sinks (audit.h). */
 #include "audit.h"
 
 #include <errno.h>

@@ -1,4 +1,5 @@
 /* SPDX-License-Identifier: MIT */
+/* The sd_notify datagram to $NOTIFY_SOCKET, written out (notify.h). */
 #include "notify.h"
 
 #include <errno.h>

@@ -1,4 +1,6 @@
 /* SPDX-License-Identifier: MIT */
+/* --store DIR: publishing into an OCI image layout, the store's checks at open, and the
+ * snapshots served again at start (ocistore.h). */
 #include "ocistore.h"
 
 #include <dirent.h>

@@ -1,4 +1,6 @@
 /* SPDX-License-Identifier: MIT */
+/* The OCI image layout: oci-layout, index.json and blobs written atomically and durably,
+ * read with bounds, and the manifests and index that name snapshots (oci.h). */
 #include "oci.h"
 
 #include <errno.h>

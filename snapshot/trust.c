@@ -1,4 +1,6 @@
 /* SPDX-License-Identifier: MIT */
+/* What a --trust-key daemon admits: keys, and the table of digests that signed envelopes
+ * and manifests admitted (trust.h). */
 #include "trust.h"
 
 #include <errno.h>

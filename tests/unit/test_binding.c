@@ -1,4 +1,5 @@
 /* SPDX-License-Identifier: MIT */
+/* snapshot/binding.c: the binding's one-line text form and its strict parser. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>

@@ -1,4 +1,5 @@
 /* SPDX-License-Identifier: MIT */
+/* snapshot/digest.c: SHA-256 of a buffer and the digest's hex form. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>

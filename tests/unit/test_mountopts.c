@@ -1,4 +1,5 @@
 /* SPDX-License-Identifier: MIT */
+/* cli/mountopts.c: mount(8)'s -o options turned into snapfs mount options. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>

@@ -1,4 +1,5 @@
 /* SPDX-License-Identifier: MIT */
+/* fs/notify.c: the sd_notify datagrams a service manager receives. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>

@@ -1,4 +1,5 @@
 /* SPDX-License-Identifier: MIT */
+/* snapshot/oci.c: the OCI layout, blobs, manifests, index and tags, and their refusals. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>

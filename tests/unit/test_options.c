@@ -1,4 +1,5 @@
 /* SPDX-License-Identifier: MIT */
+/* fs/options.c: the parsers of the daemon's option values. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>

@@ -1,4 +1,5 @@
 /* SPDX-License-Identifier: MIT */
+/* mountcheck/policy.c: presets and policy keys of the mount check. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>

@@ -1,4 +1,5 @@
 /* SPDX-License-Identifier: MIT */
+/* snapshot/readhash.c: hashing a descriptor, with a reader thread for large content. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>

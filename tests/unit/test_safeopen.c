@@ -1,4 +1,5 @@
 /* SPDX-License-Identifier: MIT */
+/* snapshot/safeopen.c: opening and reading untrusted paths with bounds. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>

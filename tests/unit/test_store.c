@@ -1,4 +1,5 @@
 /* SPDX-License-Identifier: MIT */
+/* snapshot/store.c: the refcounted in-memory store, its limits and usage. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>

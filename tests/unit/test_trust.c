@@ -1,4 +1,5 @@
 /* SPDX-License-Identifier: MIT */
+/* snapshot/trust.c: what a --trust-key daemon admits and refuses. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>

@@ -1,4 +1,5 @@
 /* SPDX-License-Identifier: MIT */
+/* snapshot/verify.c: verifying a descriptor against its binding. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
