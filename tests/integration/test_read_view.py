@@ -132,3 +132,21 @@ def test_a_view_stacked_on_another_mount_is_refused_and_nothing_stays_mounted(sn
     assert read(os.path.join(view, digest)) == DATA
     assert fs.stop() == 0
     assert not is_mounted(main) and not is_mounted(view)
+
+
+def test_a_view_that_cannot_be_mounted_stops_the_daemon_and_an_existing_one_serves(snapfs_bin,
+                                                                                    workdir):
+    main, view = os.path.join(workdir, "main"), os.path.join(workdir, "view")
+    os.mkdir(main)
+    # No directory there: the daemon must not go on serving the main mount without the view
+    # the caller asked for.
+    proc = start_snapfs(snapfs_bin, main, "--read-view", view, expect_ready=False)
+    out, err = proc.communicate(timeout=30)
+    assert proc.returncode == 2 and "mounting the read view failed" in err
+    assert not is_mounted(main)
+    os.mkdir(view)
+    fs = start_snapfs(snapfs_bin, main, "--read-view", view)
+    digest = fs.publish(DATA)
+    assert read(os.path.join(view, digest)) == DATA
+    assert fs.stop() == 0
+    assert not is_mounted(main) and not is_mounted(view)
