@@ -33,6 +33,7 @@ struct sfs_ocistore {
         bool has_manifest;
         struct snap_digest manifest; /* the blob index.json's tag names now */
         uint64_t corrupt;
+        size_t max_entries; /* SNAP_OCI_ENTRIES_MAX, or less (sfs_ocistore_set_max_entries) */
 };
 
 /* Filesystems whose fsync and rename promise nothing to this host, or that a FUSE daemon
@@ -93,6 +94,7 @@ int sfs_ocistore_open(const char *dir, struct sfs_ocistore **out, const char **f
         if (!s)
                 return -ENOMEM;
         s->layout = (struct snap_oci_layout)SNAP_OCI_LAYOUT_INIT;
+        s->max_entries = SNAP_OCI_ENTRIES_MAX;
         pthread_mutex_init(&s->lock, NULL);
         /* Judged before anything is created: the directory, or where it would be made. */
         if (statfs(dir, &sf) < 0) {
@@ -144,6 +146,11 @@ void sfs_ocistore_close(struct sfs_ocistore *s)
         snap_oci_layout_close(&s->layout);
         pthread_mutex_destroy(&s->lock);
         free(s);
+}
+
+void sfs_ocistore_set_max_entries(struct sfs_ocistore *s, size_t max)
+{
+        s->max_entries = max < SNAP_OCI_ENTRIES_MAX ? max : SNAP_OCI_ENTRIES_MAX;
 }
 
 void sfs_ocistore_lock(struct sfs_ocistore *s)
@@ -209,7 +216,9 @@ static int commit(struct sfs_ocistore *s)
         bool had = s->has_manifest;
         int r;
 
-        if (s->n > SNAP_OCI_ENTRIES_MAX)
+        /* A manifest holds at most SNAP_OCI_ENTRIES_MAX layers: one more could never be
+         * read back at the next start. */
+        if (s->n > s->max_entries)
                 return -ENOSPC;
         layers = calloc(s->n ? s->n : 1, sizeof(*layers));
         if (!layers)

@@ -28,6 +28,9 @@ struct sfs_ocistore;
  * -EPERM when dir or blobs/sha256 is not this uid's or is writable by group or others,
  * -EWOULDBLOCK when another process holds the store, or the errors of snap_oci_layout_open. */
 int sfs_ocistore_open(const char *dir, struct sfs_ocistore **out, const char **fstype);
+/* Lowers the store's limit below SNAP_OCI_ENTRIES_MAX (never above): a store that fills in a
+ * few snapshots, for tests. */
+void sfs_ocistore_set_max_entries(struct sfs_ocistore *s, size_t max);
 void sfs_ocistore_close(struct sfs_ocistore *s);
 
 struct sfs_ocistore_hooks {
@@ -51,7 +54,8 @@ int sfs_ocistore_load(struct sfs_ocistore *s, uint64_t max_size,
                       const struct sfs_ocistore_hooks *hooks);
 
 /* Stores a snapshot (its blob, then the manifest and index.json naming it): 0 once durable,
- * or a negative errno with the manifest unchanged. Already stored: 0, nothing written. */
+ * or a negative errno with the manifest unchanged (-ENOSPC past SNAP_OCI_ENTRIES_MAX
+ * snapshots, what one manifest may name). Already stored: 0, nothing written. */
 int sfs_ocistore_add(struct sfs_ocistore *s, const struct snap_digest *d, const void *data,
                      size_t len, const char *title);
 /* Drops a snapshot from the manifest (durably), then removes its blob: 0, -ENOENT when not

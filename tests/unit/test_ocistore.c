@@ -300,6 +300,29 @@ static void test_a_store_writable_by_others_or_owned_by_another_uid_is_eperm(voi
         sfs_ocistore_close(s);
 }
 
+static void test_a_store_past_what_one_manifest_names_is_enospc_and_keeps_the_rest(void **state)
+{
+        struct fx *f = *state;
+        struct sfs_ocistore *s = NULL;
+        struct snap_digest d[3];
+        struct seen seen;
+        static const char *text[3] = { "one", "two", "three" };
+
+        assert_int_equal(sfs_ocistore_open(f->store, &s, NULL), 0);
+        /* The same path as at SNAP_OCI_ENTRIES_MAX, reached in three snapshots. */
+        sfs_ocistore_set_max_entries(s, 2);
+        for (int i = 0; i < 3; i++)
+                assert_int_equal(snap_sha256(text[i], strlen(text[i]), &d[i]), 0);
+        assert_int_equal(sfs_ocistore_add(s, &d[0], text[0], 3, "a"), 0);
+        assert_int_equal(sfs_ocistore_add(s, &d[1], text[1], 3, "b"), 0);
+        assert_int_equal(sfs_ocistore_add(s, &d[2], text[2], 5, "c"), -ENOSPC);
+        sfs_ocistore_close(s);
+        /* What was stored is served again; what was refused is not. */
+        s = start(f, &seen);
+        assert_int_equal(seen.restored, 2);
+        sfs_ocistore_close(s);
+}
+
 int main(void)
 {
         const struct CMUnitTest tests[] = {
@@ -319,6 +342,9 @@ int main(void)
                 cmocka_unit_test_setup_teardown(
                         test_a_store_writable_by_others_or_owned_by_another_uid_is_eperm, setup,
                         teardown),
+                cmocka_unit_test_setup_teardown(
+                        test_a_store_past_what_one_manifest_names_is_enospc_and_keeps_the_rest,
+                        setup, teardown),
         };
         return cmocka_run_group_tests(tests, NULL, NULL);
 }
