@@ -95,44 +95,6 @@ static int publish(const char *stage_name, const uint8_t *buf, size_t len, const
         return r;
 }
 
-/* Binding from the xattr, verified open, full read and compare. 0 or -errno. */
-static int verify_and_read(const char *hex, const uint8_t *want, size_t len,
-                           struct snap_hasher *h, uint8_t *scratch)
-{
-        char path[4096], text[SNAP_BINDING_TEXT_MAX];
-        struct snap_verify_result res;
-        struct snap_binding b;
-        ssize_t n;
-        size_t off = 0;
-        int fd, r;
-
-        snprintf(path, sizeof(path), "%s/%s", mnt, hex);
-        n = getxattr(path, "user.snapfs.binding", text, sizeof(text) - 1);
-        if (n < 0)
-                return -errno;
-        if (snap_binding_parse(text, (size_t)n, &b) < 0)
-                return -EBADMSG;
-        fd = open(path, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
-        if (fd < 0)
-                return -errno;
-        r = snap_verify_fd(fd, &b, max_size, h, &res);
-        if (r == 0) {
-                while (off < len) {
-                        n = pread(fd, scratch + off, len - off, (off_t)off);
-                        if (n <= 0) {
-                                r = n < 0 ? -errno : -EIO;
-                                break;
-                        }
-                        off += (size_t)n;
-                }
-                if (r == 0 && memcmp(scratch, want, len) != 0)
-                        atomic_fetch_add(&C->mismatches, 1);
-                atomic_fetch_add(&C->bytes_read, off);
-        }
-        close(fd);
-        return r;
-}
-
 static void client(int id, unsigned cycles)
 {
         uint8_t *buf = malloc(max_size), *scratch = malloc(max_size);
@@ -166,7 +128,15 @@ static void client(int id, unsigned cycles)
                         unexpected("publish", -r);
                         continue;
                 }
-                r = verify_and_read(hex, buf, len, h, scratch);
+                {
+                        bool mismatch;
+                        size_t nread;
+                        r = verify_and_read(mnt, hex, buf, len, max_size, h, scratch,
+                                            &mismatch, &nread);
+                        if (mismatch)
+                                atomic_fetch_add(&C->mismatches, 1);
+                        atomic_fetch_add(&C->bytes_read, nread);
+                }
                 if (r == -ENOENT && shared)
                         count_err(C->expected, ENOENT);
                 else if ((r == -ESTALE || r == -EAGAIN) && shared)

@@ -1,15 +1,20 @@
 /* SPDX-License-Identifier: MIT */
-/* What the load drivers (load.c, noisy.c) share: reproducible content from a seed, and a
- * write that does not stop half way. */
+/* What the load drivers (load.c, noisy.c) share: reproducible content from a seed, a write
+ * that does not stop half way, and a client's verified read of a snapshot. */
 #pragma once
 
 #include <errno.h>
+#include <fcntl.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <string.h>
+#include <sys/xattr.h>
 #include <unistd.h>
+
+#include "binding.h"
+#include "verify.h"
 
 /* xorshift64*: deterministic content from a seed, so any process can regenerate it. */
 static inline uint64_t rnd(uint64_t *s)
@@ -58,4 +63,45 @@ static inline void print_errno_counts(const char *title, int width, const unsign
                         any = true;
                 }
         printf("%s\n", any ? "" : " none");
+}
+
+/* What a client does with a snapshot it published: the binding from the xattr of MNT/hex,
+ * an open verified against it (snap_verify_fd, at most limit bytes), then all len bytes read
+ * into scratch and compared with want. 0 or -errno; *mismatch set when the bytes differ,
+ * *nread the bytes read. */
+static inline int verify_and_read(const char *mnt, const char *hex, const uint8_t *want,
+                                  size_t len, uint64_t limit, struct snap_hasher *h,
+                                  uint8_t *scratch, bool *mismatch, size_t *nread)
+{
+        char path[4096], text[SNAP_BINDING_TEXT_MAX];
+        struct snap_verify_result res;
+        struct snap_binding b;
+        size_t off = 0;
+        ssize_t n;
+        int fd, r;
+
+        *mismatch = false;
+        *nread = 0;
+        snprintf(path, sizeof(path), "%s/%s", mnt, hex);
+        n = getxattr(path, "user.snapfs.binding", text, sizeof(text) - 1);
+        if (n < 0)
+                return -errno;
+        if (snap_binding_parse(text, (size_t)n, &b) < 0)
+                return -EBADMSG;
+        fd = open(path, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
+        if (fd < 0)
+                return -errno;
+        r = snap_verify_fd(fd, &b, limit, h, &res);
+        while (r == 0 && off < len) {
+                n = pread(fd, scratch + off, len - off, (off_t)off);
+                if (n <= 0)
+                        r = n < 0 ? -errno : -EIO;
+                else
+                        off += (size_t)n;
+        }
+        if (r == 0)
+                *mismatch = memcmp(scratch, want, len) != 0;
+        *nread = off;
+        close(fd);
+        return r;
 }

@@ -362,39 +362,6 @@ struct b_result {
         uint64_t lat[]; /* ns per cycle */
 };
 
-static int verify_and_read(const char *hex, const uint8_t *want, size_t len,
-                           struct snap_hasher *h, uint8_t *scratch, unsigned long *mismatch)
-{
-        char path[4096], text[SNAP_BINDING_TEXT_MAX];
-        struct snap_verify_result res;
-        struct snap_binding b;
-        size_t off = 0;
-        ssize_t n;
-        int fd, r;
-
-        snprintf(path, sizeof(path), "%s/%s", mnt, hex);
-        n = getxattr(path, "user.snapfs.binding", text, sizeof(text) - 1);
-        if (n < 0)
-                return -errno;
-        if (snap_binding_parse(text, (size_t)n, &b) < 0)
-                return -EBADMSG;
-        fd = open(path, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
-        if (fd < 0)
-                return -errno;
-        r = snap_verify_fd(fd, &b, B_MAX, h, &res);
-        while (r == 0 && off < len) {
-                n = pread(fd, scratch + off, len - off, (off_t)off);
-                if (n <= 0)
-                        r = n < 0 ? -errno : -EIO;
-                else
-                        off += (size_t)n;
-        }
-        if (r == 0 && memcmp(scratch, want, len) != 0)
-                (*mismatch)++;
-        close(fd);
-        return r;
-}
-
 /* B's cycles for secs seconds, in a child of uid B; results in *res (shared memory). */
 static void run_b(double secs, uint64_t seed, struct b_result *res)
 {
@@ -418,7 +385,13 @@ static void run_b(double secs, uint64_t seed, struct b_result *res)
                 r = publish("b", buf, len, hex);
                 t1 = now_ns();
                 if (r == 0)
-                        r = verify_and_read(hex, buf, len, h, scratch, &res->mismatches);
+                {
+                        bool mismatch;
+                        size_t nread;
+                        r = verify_and_read(mnt, hex, buf, len, B_MAX, h, scratch, &mismatch,
+                                            &nread);
+                        res->mismatches += mismatch;
+                }
                 t2 = now_ns();
                 if (r == 0 && may_unlink) {
                         snprintf(path, sizeof(path), "%s/%s", mnt, hex);
