@@ -11,6 +11,7 @@
 #include <sys/mount.h>
 
 #include "backend.h"
+#include "kernel-calls.h"
 #include "util.h"
 
 #define MOUNTINFO "/proc/self/mountinfo"
@@ -162,7 +163,7 @@ static int mi_collect_from(const struct mc_query *q, FILE *f, struct mc_mount_se
                 return -ENOMEM;
         mnt_table_set_parser_errcb(tb, parse_error);
         /* The stream is named as the real file, so libmount parses both alike. */
-        r = f ? mnt_table_parse_stream(tb, f, MOUNTINFO) : mnt_table_parse_file(tb, MOUNTINFO);
+        r = f ? mnt_table_parse_stream(tb, f, MOUNTINFO) : mc_kernel()->parse_mountinfo(tb);
         if (r < 0)
                 return r == -1 ? -EBADMSG : r;
 
