@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /* Orchestration: pin, identify, gather, probe, re-check, judge. The decision itself is
  * mc_judge(); this file only gathers the facts it needs. */
+#include <assert.h>
 #include <errno.h>
 #include <string.h>
 #include <unistd.h>
@@ -148,6 +149,9 @@ judge:
         f.mounts = set.v;
         f.n_mounts = set.n;
         mc_judge(&f, pol, v);
+        /* Every way here without an open descriptor (a path not canonical, a symlink, nothing
+         * to open) leaves a finding: a compliant verdict always has its mount pinned. */
+        assert(!v->compliant || fd >= 0);
         if (v->compliant && pinned_fd_out)
                 *pinned_fd_out = TAKE_FD(fd);
         return 0;
