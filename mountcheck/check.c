@@ -126,6 +126,12 @@ int mc_check_path_with(const char *path, const struct mc_policy *pol,
                 r = mc_probe_owner(fd, &f.root_uid);
                 if (r == -ENOTCONN || r == -ECONNABORTED)
                         f.transport_dead = true;
+                else if (r == -EOVERFLOW)
+                        /* Not a system error but a fact about the mount: FUSE answers
+                         * EOVERFLOW for a caller whose uid or gid the connection's user
+                         * namespace does not map (a process that entered a user namespace
+                         * with its own credentials, say). */
+                        f.caller_unmapped = true;
                 else if (r < 0)
                         return r;
                 else

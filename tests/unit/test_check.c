@@ -236,6 +236,34 @@ static void test_a_kernel_without_unique_ids_is_eopnotsupp_for_a_backend_that_ne
         assert_false(v.mount_id_unique);
 }
 
+static void test_probe_eoverflow_is_user_namespace_even_when_trusted(void **state)
+{
+        struct mc_policy p = any_policy();
+        struct mc_verdict v;
+        int fd = -2;
+        (void)state;
+        fake_mode = FAKE_ALONE;
+        /* FUSE's answer to a caller its connection's user namespace does not map: a fact
+         * about the mount, judged, not a system error handed back. */
+        probe_errno = EOVERFLOW;
+        assert_int_equal(mc_check_path_with("/", &p, &fake, &v, &fd), 0);
+        assert_int_equal(v.n_findings, 1);
+        assert_int_equal(v.findings[0].code, MC_USER_NAMESPACE);
+        assert_non_null(strstr(v.findings[0].message, "EOVERFLOW"));
+        assert_int_equal(fd, -1);
+        /* Trusting user namespaces cannot help: none of the caller's requests gets through. */
+        p.trust_user_namespace = true;
+        assert_int_equal(mc_check_path_with("/", &p, &fake, &v, &fd), 0);
+        assert_int_equal(v.n_findings, 1);
+        assert_int_equal(v.findings[0].code, MC_USER_NAMESPACE);
+        /* The probe answered: the same mount is compliant. */
+        probe_errno = 0;
+        assert_int_equal(mc_check_path_with("/", &p, &fake, &v, &fd), 0);
+        assert_true(v.compliant);
+        assert_true(fd >= 0);
+        close(fd);
+}
+
 static void test_probe_enotconn_is_transport_not_connected_and_eacces_an_error(void **state)
 {
         struct mc_policy p = any_policy();
@@ -268,6 +296,7 @@ int main(void)
                 cmocka_unit_test_setup(test_missing_path_is_enoent_unless_a_mount_is_recorded_there, fake_setup),
                 cmocka_unit_test(test_bad_arguments_are_einval),
                 FAKE_KERNEL(test_a_kernel_without_unique_ids_is_eopnotsupp_for_a_backend_that_needs_them),
+                FAKE_KERNEL(test_probe_eoverflow_is_user_namespace_even_when_trusted),
                 FAKE_KERNEL(test_probe_enotconn_is_transport_not_connected_and_eacces_an_error),
         };
         return cmocka_run_group_tests(tests, NULL, NULL);
