@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /* Orchestration: pin, identify, gather, probe, re-check, judge. The decision itself is
  * mc_judge(); this file only gathers the facts it needs. */
+#include <assert.h>
 #include <errno.h>
 #include <string.h>
 #include <unistd.h>
@@ -125,6 +126,12 @@ int mc_check_path_with(const char *path, const struct mc_policy *pol,
                 r = mc_probe_owner(fd, &f.root_uid);
                 if (r == -ENOTCONN || r == -ECONNABORTED)
                         f.transport_dead = true;
+                else if (r == -EOVERFLOW)
+                        /* Not a system error but a fact about the mount: FUSE answers
+                         * EOVERFLOW for a caller whose uid or gid the connection's user
+                         * namespace does not map (a process that entered a user namespace
+                         * with its own credentials, say). */
+                        f.caller_unmapped = true;
                 else if (r < 0)
                         return r;
                 else
@@ -148,6 +155,9 @@ judge:
         f.mounts = set.v;
         f.n_mounts = set.n;
         mc_judge(&f, pol, v);
+        /* Every way here without an open descriptor (a path not canonical, a symlink, nothing
+         * to open) leaves a finding: a compliant verdict always has its mount pinned. */
+        assert(!v->compliant || fd >= 0);
         if (v->compliant && pinned_fd_out)
                 *pinned_fd_out = TAKE_FD(fd);
         return 0;

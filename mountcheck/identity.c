@@ -5,14 +5,12 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <string.h>
-#include <sys/ioctl.h>
 #include <sys/stat.h>
 #include <sys/statfs.h>
-#include <sys/syscall.h>
 #include <unistd.h>
 
 #include "identity.h"
-#include "kernel.h"
+#include "kernel-calls.h"
 #include "util.h"
 
 int mc_open_path_walk(const char *path, int *fd_out)
@@ -33,6 +31,7 @@ int mc_open_path_walk(const char *path, int *fd_out)
                 return negative_errno();
 
         for (p = strtok_r(copy, "/", &save); p; p = strtok_r(NULL, "/", &save)) {
+                const int flags = AT_EMPTY_PATH | AT_SYMLINK_NOFOLLOW | AT_STATX_DONT_SYNC;
                 _cleanup_close_ int fd = -1;
                 struct statx stx;
 
@@ -41,8 +40,7 @@ int mc_open_path_walk(const char *path, int *fd_out)
                 fd = openat(dir, p, O_PATH | O_NOFOLLOW | O_CLOEXEC);
                 if (fd < 0)
                         return negative_errno();
-                if (statx(fd, "", AT_EMPTY_PATH | AT_SYMLINK_NOFOLLOW | AT_STATX_DONT_SYNC,
-                          STATX_TYPE, &stx) < 0)
+                if (mc_kernel()->statx(fd, "", flags, STATX_TYPE, &stx) < 0)
                         return negative_errno();
                 if (!(stx.stx_mask & STATX_TYPE))
                         return -EOPNOTSUPP;
@@ -70,7 +68,7 @@ int mc_open_path(const char *path, int *fd_out)
         if (!path || !fd_out)
                 return -EINVAL;
         for (int tries = 0; tries < 8; tries++) {
-                fd = syscall(__NR_openat2, AT_FDCWD, path, &how, sizeof(how));
+                fd = mc_kernel()->openat2(AT_FDCWD, path, &how, sizeof(how));
                 if (fd >= 0) {
                         *fd_out = (int)fd;
                         return 0;
@@ -89,14 +87,14 @@ int mc_fd_identity(int fd, struct mc_identity *id)
          * trip, and a daemon checking its own mount before its loop runs would never answer
          * it. Mount id and the mount-root attribute come from the VFS, not the filesystem. */
         const int flags = AT_EMPTY_PATH | AT_SYMLINK_NOFOLLOW | AT_STATX_DONT_SYNC;
+        const unsigned int want = STATX_TYPE | STATX_MODE | STATX_UID | MC_STATX_MNT_ID_UNIQUE;
         struct statx stx;
         struct mc_identity out = { 0 };
 
         if (fd < 0 || !id)
                 return -EINVAL;
         memset(&stx, 0, sizeof(stx));
-        if (statx(fd, "", flags, STATX_TYPE | STATX_MODE | STATX_UID | MC_STATX_MNT_ID_UNIQUE,
-                  &stx) < 0)
+        if (mc_kernel()->statx(fd, "", flags, want, &stx) < 0)
                 return negative_errno();
         /* An attribute the kernel does not know is silently absent: check both masks. */
         if (!(stx.stx_attributes_mask & MC_STATX_ATTR_MOUNT_ROOT) ||
@@ -114,7 +112,7 @@ int mc_fd_identity(int fd, struct mc_identity *id)
         /* The reusable id is what /proc/self/mountinfo lists; the kernel answers one kind per
          * call. */
         memset(&stx, 0, sizeof(stx));
-        if (statx(fd, "", flags, MC_STATX_MNT_ID, &stx) < 0)
+        if (mc_kernel()->statx(fd, "", flags, MC_STATX_MNT_ID, &stx) < 0)
                 return negative_errno();
         if (stx.stx_mask & MC_STATX_MNT_ID) {
                 out.has_old = true;
@@ -134,7 +132,7 @@ int mc_fd_mount_id(int fd, uint64_t *id, bool *unique)
         if (fd < 0 || !id)
                 return fd < 0 ? -EBADF : -EINVAL;
         memset(&stx, 0, sizeof(stx));
-        if (statx(fd, "", flags, MC_STATX_MNT_ID_UNIQUE, &stx) < 0)
+        if (mc_kernel()->statx(fd, "", flags, MC_STATX_MNT_ID_UNIQUE, &stx) < 0)
                 return negative_errno();
         if (stx.stx_mask & MC_STATX_MNT_ID_UNIQUE) {
                 *id = stx.stx_mnt_id;
@@ -143,7 +141,7 @@ int mc_fd_mount_id(int fd, uint64_t *id, bool *unique)
                 return 0;
         }
         memset(&stx, 0, sizeof(stx));
-        if (statx(fd, "", flags, MC_STATX_MNT_ID, &stx) < 0)
+        if (mc_kernel()->statx(fd, "", flags, MC_STATX_MNT_ID, &stx) < 0)
                 return negative_errno();
         if (!(stx.stx_mask & MC_STATX_MNT_ID))
                 return -EOPNOTSUPP;
@@ -159,8 +157,8 @@ int mc_probe_owner(int fd, uint32_t *uid)
 
         if (fd < 0)
                 return -EBADF;
-        if (statx(fd, "", AT_EMPTY_PATH | AT_SYMLINK_NOFOLLOW | AT_STATX_FORCE_SYNC,
-                  STATX_BASIC_STATS, &stx) < 0)
+        if (mc_kernel()->statx(fd, "", AT_EMPTY_PATH | AT_SYMLINK_NOFOLLOW | AT_STATX_FORCE_SYNC,
+                               STATX_BASIC_STATS, &stx) < 0)
                 return negative_errno();
         if (uid) {
                 if (!(stx.stx_mask & STATX_UID))
@@ -177,14 +175,11 @@ int mc_probe_transport(int fd)
 
 int mc_caller_initial_userns(void)
 {
-        _cleanup_close_ int pidfd = -1, nsfd = -1;
+        _cleanup_close_ int nsfd = -1;
         struct statfs sfs;
         struct stat st;
 
-        pidfd = (int)syscall(__NR_pidfd_open, getpid(), 0);
-        if (pidfd < 0)
-                return negative_errno();
-        nsfd = ioctl(pidfd, MC_PIDFD_GET_USER_NAMESPACE, 0);
+        nsfd = mc_kernel()->user_namespace();
         if (nsfd < 0)
                 return negative_errno();
         if (fstatfs(nsfd, &sfs) < 0 || fstat(nsfd, &st) < 0)

@@ -272,6 +272,11 @@ tail:
         if (f->transport_dead)
                 mc_verdict_add(v, MC_TRANSPORT_NOT_CONNECTED,
                                "the filesystem's daemon is gone (ENOTCONN): nothing serves this mount");
+        /* Whatever the policy trusts: a mount no request of this process can reach serves it
+         * nothing, and its superblock is shown to be of another user namespace. */
+        if (f->caller_unmapped)
+                mc_verdict_add(v, MC_USER_NAMESPACE,
+                               "this process's uid or gid has no mapping in the user namespace this FUSE filesystem was mounted in (EOVERFLOW): that namespace is not the initial one, and the kernel passes none of this process's requests to its daemon");
         if (f->changed && !mc_verdict_has(v, MC_CHANGED_DURING_CHECK))
                 mc_verdict_add(v, MC_CHANGED_DURING_CHECK,
                                "re-opening %s at the end reached another mount", ep);

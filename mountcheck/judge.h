@@ -23,6 +23,11 @@ struct mc_facts {
         const struct mc_mount *mounts; /* the reached mount, its parent, its children, and any */
         size_t n_mounts;               /* other mount recorded at the path */
         bool transport_dead;  /* the liveness probe got ENOTCONN */
+        /* The liveness probe got EOVERFLOW: FUSE refuses to send a request whose uid or gid it
+         * cannot express in the user namespace of the connection, so this superblock belongs
+         * to a user namespace that does not map the caller (never the initial one, which maps
+         * every uid), and no request of the caller can ever reach its daemon. */
+        bool caller_unmapped;
         /* Who asks, never taken from the mount table: */
         uint32_t caller_uid;  /* the checking process's real uid */
         /* The checking process runs in the initial user namespace (asked of the kernel by

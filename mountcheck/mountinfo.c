@@ -4,6 +4,7 @@
  * current kernels lines come out in mount-id order, so a detached mount created early and
  * moved on top is listed before the mount it covers, and mnt_table_find_target() can return
  * either one. */
+#include <assert.h>
 #include <errno.h>
 #include <libmount.h>
 #include <stdlib.h>
@@ -11,6 +12,7 @@
 #include <sys/mount.h>
 
 #include "backend.h"
+#include "kernel-calls.h"
 #include "util.h"
 
 #define MOUNTINFO "/proc/self/mountinfo"
@@ -95,7 +97,9 @@ static int mi_fill(struct libmnt_fs *fs, struct mc_mount *m)
         int id = mnt_fs_get_id(fs), parent = mnt_fs_get_parent_id(fs);
         int r;
 
-        if (id < 0 || parent < 0)
+        assert(id >= 0); /* mi_collect_from() skips a line with a negative id */
+        /* libmount reads the ids with strtol: "-1" parses, but no mount has it. */
+        if (parent < 0)
                 return -EBADMSG;
         m->id = (uint64_t)id;
         m->parent_id = (uint64_t)parent;
@@ -105,6 +109,9 @@ static int mi_fill(struct libmnt_fs *fs, struct mc_mount *m)
             (r = mc_mount_set_str(&m->fstype, mnt_fs_get_fstype(fs))) < 0 ||
             (r = mc_mount_set_str(&m->source, mnt_fs_get_source(fs))) < 0)
                 return r;
+        /* libmount fails a mountinfo line that lacks any of them, but it guesses a table's
+         * format from its first line: text that starts like fstab is read as fstab, which has
+         * no root. The kernel's mountinfo never does; text a caller hands in may. */
         if (!m->mount_point || !m->root || !m->fstype)
                 return -EBADMSG;
 
@@ -120,8 +127,9 @@ static int mi_fill(struct libmnt_fs *fs, struct mc_mount *m)
         if (r < 0)
                 return r;
 
-        if (mnt_fs_get_propagation(fs, &prop) < 0)
-                return -EBADMSG;
+        /* It fails only for a NULL argument; an unknown optional field is no propagation. */
+        r = mnt_fs_get_propagation(fs, &prop);
+        assert(r == 0);
         if (prop & MS_SHARED)
                 m->propagation |= MC_PROP_SHARED;
         if (prop & MS_SLAVE)
@@ -162,7 +170,7 @@ static int mi_collect_from(const struct mc_query *q, FILE *f, struct mc_mount_se
                 return -ENOMEM;
         mnt_table_set_parser_errcb(tb, parse_error);
         /* The stream is named as the real file, so libmount parses both alike. */
-        r = f ? mnt_table_parse_stream(tb, f, MOUNTINFO) : mnt_table_parse_file(tb, MOUNTINFO);
+        r = f ? mnt_table_parse_stream(tb, f, MOUNTINFO) : mc_kernel()->parse_mountinfo(tb);
         if (r < 0)
                 return r == -1 ? -EBADMSG : r;
 

@@ -4,11 +4,9 @@
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/syscall.h>
-#include <unistd.h>
 
 #include "backend.h"
-#include "kernel.h"
+#include "kernel-calls.h"
 #include "util.h"
 
 /* Everything a record needs. FS_SUBTYPE, MNT_OPTS and OPT_ARRAY are only reported when the
@@ -50,7 +48,7 @@ static int sm_stat(struct smbuf *b, uint64_t id, uint64_t mask)
                                 return -ENOMEM;
                         b->cap = SM_BUF_MIN;
                 }
-                if (syscall(MC_NR_STATMOUNT, &req, b->sm, b->cap, 0) == 0)
+                if (mc_kernel()->statmount(&req, b->sm, b->cap, 0) == 0)
                         return 0;
                 if (errno != EOVERFLOW)
                         return negative_errno();
@@ -236,7 +234,7 @@ static int sm_list(uint64_t parent, int (*fn)(uint64_t id, void *ud), void *ud)
         };
 
         for (;;) {
-                long n = syscall(MC_NR_LISTMOUNT, &req, ids, (size_t)LM_BATCH, 0);
+                long n = mc_kernel()->listmount(&req, ids, LM_BATCH, 0);
                 if (n < 0)
                         return negative_errno();
                 for (long i = 0; i < n; i++) {

@@ -45,7 +45,8 @@ static inline bool fz_judge_and_check(const struct mc_facts *f, const struct mc_
                 return false;
 
         FZ_CHECK(f->path && mc_path_is_canonical(f->path));
-        FZ_CHECK(f->open_error == 0 && f->mount_root && !f->transport_dead && !f->changed);
+        FZ_CHECK(f->open_error == 0 && f->mount_root && !f->transport_dead && !f->changed &&
+                 !f->caller_unmapped);
         t = fz_find(f, f->mount_id);
         FZ_CHECK(t != NULL);
         FZ_CHECK(strcmp(fz_s(t->mount_point), f->path) == 0);

@@ -60,10 +60,11 @@ def data_file(workdir, name, data):
 
 
 @contextlib.contextmanager
-def rootless_snapfs(mnt):
-    """`snapfs mount -f` run by the runtime's uid: it mounts through fusermount3."""
-    p = subprocess.Popen(as_uid(ATTACKER, SNAPFS, "mount", "-f", mnt), stdout=subprocess.PIPE,
-                         stderr=subprocess.PIPE, text=True)
+def rootless_snapfs(mnt, wrap=(), opts=()):
+    """`snapfs mount -f` run by the runtime's uid: it mounts through fusermount3 (or, with
+    wrap, under that command: `unshare -Ur -m` mounts it in a user namespace of its own)."""
+    p = subprocess.Popen(as_uid(ATTACKER, *wrap, SNAPFS, "mount", "-f", *opts, mnt),
+                         stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     try:
         ready, _, _ = select.select([p.stdout], [], [], 20)
         line = p.stdout.readline() if ready else ""
@@ -201,6 +202,42 @@ def test_a_server_mounted_in_a_user_namespace_is_refused_the_same_in_the_initial
         for backend in ("statmount", "mountinfo"):
             argv = as_uid(ATTACKER, SNAPFS, "check", "--insecure-own-mount", host_mnt)
             assert check_codes(argv, backend) == set()
+
+
+def test_a_client_keeping_its_credentials_in_a_user_namespace_gets_user_namespace_not_eoverflow(
+        workdir, user_fuse):
+    real = data_file(workdir, "real.json", REAL)
+    mnt = user_dir(workdir, "ns")
+    # A real daemon mounted by uid 1000 inside `unshare -Ur -m`, reachable by every process
+    # of that user namespace (--allow-other); only its mount namespace sees it.
+    with rootless_snapfs(mnt, wrap=("unshare", "-Ur", "-m"), opts=("--allow-other",)) as daemon:
+        as_ns_root = ["nsenter", "-U", "-m", "-t", str(daemon.pid)]
+        # Host root entering the namespace with its own credentials: uid 0 has no mapping
+        # there, so FUSE passes none of its requests to the daemon (EOVERFLOW).
+        keeping = ["nsenter", "-U", "-m", "--preserve-credentials", "-t", str(daemon.pid)]
+        # The namespace's own root publishes and verifies, vouching for the namespace.
+        r = run(*as_ns_root, SNAPFS, "put", "--trust-user-namespace", "--mount", mnt, real)
+        assert r.returncode == 0, r.stderr
+        binding = r.stdout.strip()
+        assert binding.startswith(f"sha256={sha256_hex(REAL)} "), binding
+        r = run(*as_ns_root, SNAPFS, "verify", "--trust-user-namespace", "--mount", mnt, binding)
+        assert r.returncode == 0, r.stdout + r.stderr
+        assert r.stdout.strip() == binding
+
+        # The client that keeps its credentials: a finding that says why, not "Value too
+        # large", and trusting the namespace cannot help it.
+        for trust in ((), ("--trust-user-namespace",)):
+            r = run(*keeping, SNAPFS, "verify", "--json", *trust, "--mount", mnt, binding)
+            assert r.returncode == 1, r.stdout + r.stderr
+            out = json.loads(r.stdout)
+            assert out["error"] == "EMEDIUMTYPE" and codes(out) == {"user-namespace"}, out
+            assert any("(EOVERFLOW)" in x["message"] for x in out["reasons"]), out
+        for backend in ("statmount", "mountinfo"):
+            assert check_codes([*keeping, SNAPFS, "check", mnt], backend) == {"user-namespace"}
+            assert check_codes([*keeping, SNAPFS, "check", "--trust-user-namespace", mnt],
+                               backend) == {"user-namespace"}
+            assert check_codes([*as_ns_root, SNAPFS, "check", "--trust-user-namespace", mnt],
+                               backend) == set()
 
 
 @pytest.mark.parametrize("runtime", [0, ATTACKER], ids=["runtime-root", "runtime-1000"])

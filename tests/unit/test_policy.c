@@ -300,6 +300,22 @@ static void test_every_option_name_parses_back_to_its_bit(void **state)
         assert_null(mc_option_name(0));
 }
 
+static void test_no_policy_name_or_option_list_is_einval(void **state)
+{
+        struct mc_policy p, before;
+        uint32_t bits = 42;
+        (void)state;
+        assert_int_equal(mc_policy_preset(&p, "snapfs"), 0);
+        before = p;
+        assert_int_equal(mc_policy_preset(NULL, "snapfs"), -EINVAL);
+        assert_int_equal(mc_policy_preset(&p, NULL), -EINVAL);
+        assert_int_equal(mc_policy_set(&p, NULL, "any"), -EINVAL);
+        assert_memory_equal(&p, &before, sizeof(p));
+        assert_int_equal(mc_parse_options(NULL, &bits), -EINVAL);
+        assert_int_equal(mc_parse_options("nosuid", NULL), -EINVAL);
+        assert_int_equal(bits, 42);
+}
+
 int main(void)
 {
         const struct CMUnitTest tests[] = {
@@ -322,6 +338,7 @@ int main(void)
                 cmocka_unit_test(test_unknown_key_is_enoent_and_missing_value_is_einval),
                 cmocka_unit_test(test_every_option_name_parses_back_to_its_bit),
                 cmocka_unit_test(test_own_mount_and_user_namespace_keys_opt_in_and_back_out),
+                cmocka_unit_test(test_no_policy_name_or_option_list_is_einval),
         };
         return cmocka_run_group_tests(tests, NULL, NULL);
 }
