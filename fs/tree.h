@@ -201,8 +201,9 @@ int sfs_tree_setxattr(struct sfs_tree *t, const struct sfs_caller *c, struct sfs
 /* The mount's limits and what is free, as the caller may use them: f_blocks/f_files are the
  * global limits, f_bfree the bytes free of them, f_bavail and f_ffree/f_favail what this
  * caller may still publish (its own per-uid limits, less the owner's reserve for other
- * uids; Linux's statfs carries no f_favail, so f_ffree is the caller's too). */
-void sfs_tree_statfs(struct sfs_tree *t, const struct sfs_caller *c, struct statvfs *sv);
+ * uids; Linux's statfs carries no f_favail, so f_ffree is the caller's too). 0, or -EACCES
+ * (audited) for a uid outside the reader and publisher policies. */
+int sfs_tree_statfs(struct sfs_tree *t, const struct sfs_caller *c, struct statvfs *sv);
 
 /* Removes every staging file that no handle holds open, that is not being published and
  * whose owner has not touched it for staging_ttl_ms before now_ms (CLOCK_MONOTONIC, as

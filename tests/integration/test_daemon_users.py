@@ -110,6 +110,22 @@ assert not os.path.exists(f"{mnt}/{sys.argv[3]}")
     assert open(fs.p(roots), "rb").read() == b"root's config"
 
 
+def test_statfs_is_eacces_outside_the_readers_while_a_reader_gets_the_limits(mount_snapfs):
+    # The attack: every other request of a uid outside --readers was EACCES, statfs told it
+    # the global free blocks and files.
+    fs = mount_snapfs("--allow-other", "--readers", f"0,{NOBODY_UID}", "--publishers", "0")
+    denied = CLIENT + r'''
+assert refused(os.statvfs, mnt) == errno.EACCES
+'''
+    as_uid(NOBODY_UID + 1, denied, fs.path)
+    allowed = CLIENT + r'''
+sv = os.statvfs(mnt)
+assert sv.f_files == 4096 and sv.f_bsize == 4096, sv
+'''
+    as_uid(NOBODY_UID, allowed, fs.path)
+    assert os.statvfs(fs.path).f_files == 4096
+
+
 def test_readers_policy_excludes_a_uid_while_an_admitted_uid_reads(mount_snapfs):
     fs = mount_snapfs("--allow-other", "--readers", f"0,{NOBODY_UID}", "--publishers", "0")
     digest = fs.publish(b"for admitted readers")

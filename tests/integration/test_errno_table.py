@@ -305,9 +305,11 @@ def _(fs, workdir):
     digest = fs.publish(b"for root only")
     r = as_uid(NOBODY_UID, UID_PRELUDE + """
 assert refused(os.open, f"{mnt}/{sys.argv[2]}", os.O_RDONLY) == errno.EACCES
+assert refused(os.statvfs, mnt) == errno.EACCES
 """, fs.path, digest, check=False)
     assert r.returncode == 0, r.stderr
     assert read(fs, digest) == b"for root only"
+    assert os.statvfs(fs.path).f_files == 4096
 
 
 @case("snapshot-exec")

@@ -334,6 +334,22 @@ static void test_restored_snapshot_without_a_name_has_no_name_xattr(void **state
         sfs_tree_free(t);
 }
 
+static void test_statfs_is_eacces_outside_the_policies_and_answers_a_reader(void **state)
+{
+        struct sfs_tree_config cfg = base_config();
+        struct sfs_tree *t;
+        struct statvfs sv;
+
+        (void)state;
+        assert_int_equal(sfs_parse_uidset("1000", &cfg.readers), 0);
+        assert_int_equal(sfs_parse_uidset("0", &cfg.publishers), 0);
+        t = new_tree(&cfg);
+        assert_int_equal(sfs_tree_statfs(t, &bob, &sv), -EACCES);
+        assert_int_equal(sfs_tree_statfs(t, &alice, &sv), 0);
+        assert_int_equal(sv.f_files, cfg.max_snapshots);
+        sfs_tree_free(t);
+}
+
 int main(void)
 {
         const struct CMUnitTest tests[] = {
@@ -348,6 +364,7 @@ int main(void)
                 cmocka_unit_test(test_uid_past_its_byte_limit_gets_edquot_while_another_publishes),
                 cmocka_unit_test(test_out_of_order_writes_publish_under_the_right_digest),
                 cmocka_unit_test(test_restored_snapshot_without_a_name_has_no_name_xattr),
+                cmocka_unit_test(test_statfs_is_eacces_outside_the_policies_and_answers_a_reader),
         };
         return cmocka_run_group_tests(tests, NULL, NULL);
 }
