@@ -481,27 +481,28 @@ static struct sfs_audit *hup_audit;
 static void on_hup(int sig)
 {
         (void)sig;
-        sfs_audit_request_reopen(hup_audit); /* an atomic store and a write(): signal-safe */
+        /* Before the log is open there is nothing to reopen: it is opened afterwards anyway. */
+        sfs_audit_request_reopen(__atomic_load_n(&hup_audit, __ATOMIC_ACQUIRE)); /* signal-safe */
 }
 
-/* SIGHUP must not end the loop as SIGTERM does: logrotate's postrotate would stop the
+/* SIGHUP must not end the daemon as SIGTERM does: logrotate's postrotate would stop the
  * service. SIGHUP reopens the audit log instead (after a rotation the old file keeps its
- * lines, the new one gets the next); only SIGTERM, SIGINT and umount stop the daemon. With a
- * NULL audit, SIGHUP is ignored from then on (the audit is about to be freed). 0 or -errno. */
-static int reopen_on_hup(struct sfs_audit *audit)
+ * lines, the new one gets the next); only SIGTERM, SIGINT and umount stop the daemon. The
+ * handler is the first thing the daemon sets up (the attack: `snapfs mount -f M & kill -HUP
+ * $!` killed it by default action while it loaded its store), and a daemonized parent that
+ * waits for its child keeps it. audit is what it reopens from then on (NULL: nothing yet).
+ * With done, SIGHUP is ignored from then on (the audit is about to be freed). 0 or -errno. */
+static int reopen_on_hup(struct sfs_audit *audit, bool done)
 {
         /* No SA_RESTART: with it, a SIGTERM delivered together with a SIGHUP had a futex
-         * wait restarted rather than interrupted. The wait for a stop retries on EINTR. */
+         * wait restarted rather than interrupted. Every wait here retries on EINTR. */
         struct sigaction sa = { .sa_flags = 0 };
 
         sigemptyset(&sa.sa_mask);
-        sa.sa_handler = audit ? on_hup : SIG_IGN;
-        if (audit)
-                __atomic_store_n(&hup_audit, audit, __ATOMIC_RELEASE);
+        sa.sa_handler = done ? SIG_IGN : on_hup;
+        __atomic_store_n(&hup_audit, done ? NULL : audit, __ATOMIC_RELEASE);
         if (sigaction(SIGHUP, &sa, NULL) < 0)
                 return negative_errno();
-        if (!audit)
-                __atomic_store_n(&hup_audit, NULL, __ATOMIC_RELEASE);
         return 0;
 }
 
@@ -522,6 +523,11 @@ int sfs_daemon_run(const struct sfs_daemon_config *cfg)
         uint64_t dev = 0;
         int r, ret = SFS_EXIT_ERROR;
 
+        /* First of all: a SIGHUP at any moment of the start must not end it. */
+        if (reopen_on_hup(NULL, false) < 0) {
+                LOG("cannot install signal handlers: %m\n");
+                return SFS_EXIT_ERROR;
+        }
         path = path_make_absolute(cfg->mountpoint);
         if (!path) {
                 LOG("%s: %m\n", cfg->mountpoint);
@@ -545,6 +551,7 @@ int sfs_daemon_run(const struct sfs_daemon_config *cfg)
                            cfg->audit_log, &audit);
         if (r < 0)
                 return audit_refused(cfg->audit_log, r);
+        reopen_on_hup(audit, false); /* cannot fail: the same handler, set above */
         tc.audit = audit;
         tc.owner_uid = getuid();
         tc.owner_gid = getgid();
@@ -576,7 +583,7 @@ int sfs_daemon_run(const struct sfs_daemon_config *cfg)
         ctx.se = se;
         /* Before anything can announce the mount: a SIGTERM that arrives early must end the
          * loop (and unmount) like any other, not kill the process by default action. */
-        if (stop_signals_install() < 0 || reopen_on_hup(audit) < 0) {
+        if (stop_signals_install() < 0) {
                 LOG("cannot install signal handlers: %m\n");
                 stop_signals_remove();
                 fuse_session_destroy(se);
@@ -648,7 +655,7 @@ out:
         /* A daemonized child that never served tells its parent why it stops. */
         report_to_parent(ret == SFS_EXIT_OK ? SFS_EXIT_ERROR : ret);
         pidfile_remove();
-        reopen_on_hup(NULL);
+        reopen_on_hup(NULL, true);
         /* Everything the snapshots held is freed before exit. */
         sfs_tree_free(ctx.tree);
         sfs_ocistore_close(store);

@@ -419,3 +419,109 @@ def test_a_daemon_killed_before_each_open_of_a_publish_leaves_it_complete_or_abs
     # index.json): never answered, so never served.
     assert len(served_after) >= 3, served_after
     assert not any(served_after), served_after
+
+
+# ---- SIGHUP during the start ----------------------------------------------------------------
+
+def parent_of(pid):
+    try:
+        with open(f"/proc/{pid}/stat") as f:
+            return int(f.read().rsplit(")", 1)[1].split()[1])
+    except OSError:
+        return 0
+
+
+class MountPath:
+    """Just enough of a Snapfs for read_snapshot on a mount a test started itself."""
+
+    def __init__(self, path):
+        self.path = path
+
+    def p(self, name):
+        return os.path.join(self.path, name)
+
+
+def start_under_sighups(snapfs_bin, store, mnt, pidfile, foreground):
+    """Starts snapfs mount with --store and sends SIGHUP to it (and to the daemon it forks)
+    at every file it opens in the store and in the directory of its pid file and audit log
+    (the first files it opens), each open held until the signal was sent. Returns (process,
+    signals sent) once it serves."""
+    run_dir = os.path.dirname(pidfile)
+    args = [snapfs_bin, "mount", *(["-f"] if foreground else []), "--store", store,
+            "--pid-file", pidfile, "--audit-log", os.path.join(run_dir, "audit.log"), mnt]
+    gate = OpenGate([run_dir, store, os.path.join(store, "blobs", "sha256")])
+    proc = subprocess.Popen(args, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    sent = 0
+    try:
+        deadline = time.monotonic() + 60
+        while time.monotonic() < deadline:
+            if foreground:
+                ready, _, _ = select.select([proc.stdout], [], [], 0)
+                if ready:
+                    line = proc.stdout.readline()
+                    if not line.startswith("snapfs: serving"):
+                        proc.kill()
+                        proc.wait(20)
+                        proc.stdout.close()
+                        proc.stderr.close()
+                        raise AssertionError(f"did not serve (exit {proc.returncode})")
+                    break
+            elif proc.poll() is not None:
+                break
+            ev = gate.next_open(0.05)
+            if ev is None:
+                continue
+            pid, answer = ev
+            ours = {p for p in (proc.pid, pid) if p == proc.pid or parent_of(p) == proc.pid}
+            for p in ours:
+                os.kill(p, signal.SIGHUP)  # pending before the open it waits in returns
+                sent += 1
+            answer()
+    finally:
+        gate.close()
+    return proc, sent
+
+
+def test_a_sighup_at_every_open_of_the_start_never_kills_the_daemon(snapfs_bin, workdir):
+    store = os.path.join(workdir, "store")
+    mnt = os.path.join(workdir, "mnt")
+    pidfile = os.path.join(workdir, "run", "snapfs.pid")
+    os.mkdir(mnt)
+    os.mkdir(os.path.dirname(pidfile), 0o700)
+    fs = start_snapfs(snapfs_bin, mnt, "--store", store)
+    digest = fs.publish(b"served again after the start")
+    assert fs.stop() == 0
+    try:
+        # In the foreground (the attack: `snapfs mount -f M & kill -HUP $!` killed it 6 of 6
+        # times, before its handlers were in place)...
+        proc, sent = start_under_sighups(snapfs_bin, store, mnt, pidfile, True)
+        try:
+            assert sent >= 5, sent  # pid file, audit log, the store's layout, index.json, blobs
+            assert proc.poll() is None, f"died: {proc.returncode}"
+            assert read_snapshot(MountPath(mnt), digest) == b"served again after the start"
+        finally:
+            proc.terminate()
+            rc = proc.wait(20)
+            proc.stdout.close()
+            proc.stderr.close()
+        assert rc == 0
+        # ...and daemonized: the waiting parent returns 0, the daemon it forked serves.
+        proc, sent = start_under_sighups(snapfs_bin, store, mnt, pidfile, False)
+        rc = proc.wait(20)
+        proc.stdout.close()
+        proc.stderr.close()
+        assert rc == 0
+        with open(pidfile) as f:
+            daemon = int(f.read())
+        assert read_snapshot(MountPath(mnt), digest) == b"served again after the start"
+        os.kill(daemon, signal.SIGHUP)  # serving: it reopens its log, nothing else
+        assert read_snapshot(MountPath(mnt), digest) == b"served again after the start"
+        os.kill(daemon, signal.SIGTERM)
+        deadline = time.monotonic() + 20
+        while os.path.exists(f"/proc/{daemon}") and time.monotonic() < deadline:
+            time.sleep(0.02)
+        assert not os.path.exists(f"/proc/{daemon}")
+    finally:
+        if is_mounted(mnt):
+            subprocess.run(["umount", "-l", mnt], check=False)
+    assert not is_mounted(mnt)
