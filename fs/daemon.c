@@ -422,9 +422,10 @@ static void store_warn(void *ctx, const char *hex, const char *what, int err)
 }
 
 static int store_restore_tree(void *ctx, const struct snap_digest *d, void *data, size_t len,
-                              const char *title)
+                              const struct sfs_ocistore_meta *meta)
 {
-        return sfs_tree_restore(((struct store_ctx *)ctx)->tree, d, data, len, title);
+        return sfs_tree_restore(((struct store_ctx *)ctx)->tree, d, data, len, meta->title,
+                                meta->holders, meta->n_holders, &meta->created);
 }
 
 /* Opens --store and serves its snapshots again: 0, or an SFS_EXIT_* code (printed). */

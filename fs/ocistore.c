@@ -6,9 +6,11 @@
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <inttypes.h>
 #include <linux/magic.h>
 #include <pthread.h>
 #include <stdbool.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/file.h>
@@ -17,12 +19,21 @@
 #include <unistd.h>
 
 #include "oci.h"
+#include "store.h"
 #include "util.h"
+
+/* What a layer's annotation of holders holds: SNAP_HOLDERS_MAX uids and the privileged one. */
+#define HOLDERS_MAX (SNAP_HOLDERS_MAX + 1)
+/* "YYYY-MM-DDTHH:MM:SS.nnnnnnnnnZ" */
+#define TIME_TEXT_MAX 64
 
 struct entry {
         struct snap_digest digest;
         uint64_t size;
         char *title; /* NULL when unknown */
+        struct timespec created;
+        uint32_t *holders;
+        size_t n_holders;
 };
 
 struct sfs_ocistore {
@@ -136,12 +147,19 @@ int sfs_ocistore_open(const char *dir, struct sfs_ocistore **out, const char **f
         return 0;
 }
 
+static void entry_clear(struct entry *e)
+{
+        free(e->title);
+        free(e->holders);
+        *e = (struct entry){ 0 };
+}
+
 void sfs_ocistore_close(struct sfs_ocistore *s)
 {
         if (!s)
                 return;
         for (size_t i = 0; i < s->n; i++)
-                free(s->v[i].title);
+                entry_clear(&s->v[i]);
         free(s->v);
         snap_oci_layout_close(&s->layout);
         pthread_mutex_destroy(&s->lock);
@@ -176,10 +194,123 @@ static ssize_t find(const struct sfs_ocistore *s, const struct snap_digest *d)
         return -1;
 }
 
-static int push(struct sfs_ocistore *s, const struct snap_digest *d, uint64_t size,
-                const char *title)
+/* ---- the annotations of a layer ---- */
+
+/* "0,1000": decimal uids below 4294967295 (no sign, no leading zero), comma-separated, each
+ * once, at most HOLDERS_MAX. 0 and *out (malloc'd), or -EINVAL, -ENOMEM. */
+static int holders_parse(const char *text, uint32_t **out, size_t *n_out)
 {
-        char *t = NULL;
+        _cleanup_free_ uint32_t *v = calloc(HOLDERS_MAX, sizeof(*v));
+        size_t n = 0;
+        const char *p = text;
+
+        if (!v)
+                return -ENOMEM;
+        for (;;) {
+                uint64_t uid = 0;
+                const char *start = p;
+
+                while (*p >= '0' && *p <= '9' && p - start < 10)
+                        uid = uid * 10 + (uint64_t)(*p++ - '0');
+                if (p == start || (*start == '0' && p - start > 1) || uid >= UINT32_MAX ||
+                    n == HOLDERS_MAX)
+                        return -EINVAL;
+                for (size_t i = 0; i < n; i++)
+                        if (v[i] == uid)
+                                return -EINVAL;
+                v[n++] = (uint32_t)uid;
+                if (*p == '\0')
+                        break;
+                if (*p++ != ',')
+                        return -EINVAL;
+        }
+        *out = TAKE_PTR(v);
+        *n_out = n;
+        return 0;
+}
+
+/* The annotation's text: at most 65 uids of up to 10 digits and their commas (below
+ * SNAP_OCI_ANNOTATION_MAX). malloc'd or NULL. */
+static char *holders_format(const uint32_t *v, size_t n)
+{
+        char text[HOLDERS_MAX * 11 + 1];
+        size_t used = 0;
+
+        text[0] = '\0';
+        for (size_t i = 0; i < n && i < HOLDERS_MAX; i++)
+                used += (size_t)snprintf(text + used, sizeof(text) - used, "%s%" PRIu32,
+                                         i ? "," : "", v[i]);
+        return strdup(text);
+}
+
+/* RFC 3339 in UTC with nanoseconds, as the image spec's "created" annotation takes it. */
+static void time_format(const struct timespec *ts, char out[TIME_TEXT_MAX])
+{
+        struct tm tm;
+        time_t sec = ts->tv_sec;
+
+        if (!gmtime_r(&sec, &tm)) {
+                snprintf(out, TIME_TEXT_MAX, "1970-01-01T00:00:00Z");
+                return;
+        }
+        snprintf(out, TIME_TEXT_MAX, "%04d-%02d-%02dT%02d:%02d:%02d.%09ldZ", tm.tm_year + 1900,
+                 tm.tm_mon + 1, tm.tm_mday, tm.tm_hour, tm.tm_min, tm.tm_sec, ts->tv_nsec);
+}
+
+/* "YYYY-MM-DDTHH:MM:SS[.fraction]Z": 0 and *out, or -EINVAL. */
+static int time_parse(const char *text, struct timespec *out)
+{
+        struct tm tm = { 0 };
+        const char *p;
+        long nsec = 0;
+        time_t sec;
+        int used = 0;
+
+        if (strlen(text) >= TIME_TEXT_MAX ||
+            sscanf(text, "%4d-%2d-%2dT%2d:%2d:%2d%n", &tm.tm_year, &tm.tm_mon, &tm.tm_mday,
+                   &tm.tm_hour, &tm.tm_min, &tm.tm_sec, &used) != 6 || used != 19)
+                return -EINVAL;
+        p = text + used;
+        if (*p == '.') {
+                long scale = 100000000;
+                for (p++; *p >= '0' && *p <= '9'; p++) {
+                        nsec += (*p - '0') * scale;
+                        scale /= 10;
+                }
+        }
+        if (strcmp(p, "Z") != 0 || tm.tm_mon < 1 || tm.tm_mon > 12 || tm.tm_mday < 1 ||
+            tm.tm_mday > 31 || tm.tm_hour > 23 || tm.tm_min > 59 || tm.tm_sec > 60)
+                return -EINVAL;
+        tm.tm_year -= 1900;
+        tm.tm_mon -= 1;
+        sec = timegm(&tm);
+        if (sec == (time_t)-1)
+                return -EINVAL;
+        *out = (struct timespec){ .tv_sec = sec, .tv_nsec = nsec };
+        return 0;
+}
+
+static int entry_set_holders(struct entry *e, const uint32_t *holders, size_t n)
+{
+        uint32_t *v;
+
+        if (n == 0 || n > HOLDERS_MAX)
+                return -EINVAL;
+        v = malloc(n * sizeof(*v));
+        if (!v)
+                return -ENOMEM;
+        memcpy(v, holders, n * sizeof(*v));
+        free(e->holders);
+        e->holders = v;
+        e->n_holders = n;
+        return 0;
+}
+
+static int push(struct sfs_ocistore *s, const struct snap_digest *d, uint64_t size,
+                const struct sfs_ocistore_meta *meta)
+{
+        struct entry e = { .digest = *d, .size = size, .created = meta->created };
+        int r;
 
         if (s->n == s->cap) {
                 size_t cap = s->cap ? s->cap * 2 : 64;
@@ -189,78 +320,141 @@ static int push(struct sfs_ocistore *s, const struct snap_digest *d, uint64_t si
                 s->v = v;
                 s->cap = cap;
         }
-        if (title && !(t = strdup(title)))
+        if (meta->title && !(e.title = strdup(meta->title)))
                 return -ENOMEM;
-        s->v[s->n++] = (struct entry){ .digest = *d, .size = size, .title = t };
+        /* A store written before holders were kept: none recorded, the caller decides. */
+        if (meta->n_holders && (r = entry_set_holders(&e, meta->holders, meta->n_holders)) < 0) {
+                entry_clear(&e);
+                return r;
+        }
+        s->v[s->n++] = e;
         return 0;
 }
 
-static void drop(struct sfs_ocistore *s, size_t i)
+/* Takes entry i out, keeping the others in publish order (the order a restart serves them in). */
+static struct entry take_out(struct sfs_ocistore *s, size_t i)
 {
-        free(s->v[i].title);
-        s->v[i] = s->v[--s->n];
+        struct entry e = s->v[i];
+
+        memmove(&s->v[i], &s->v[i + 1], (s->n - i - 1) * sizeof(s->v[0]));
+        s->n--;
+        return e;
 }
 
-/* Writes the manifest of s->v and points the tag at it: 0 once index.json is durable. The
- * manifest it replaces is removed after that (a crash between leaves a blob nothing names,
- * removed at the next start). */
-static int commit(struct sfs_ocistore *s)
+static void put_back(struct sfs_ocistore *s, size_t i, struct entry e)
 {
-        _cleanup_free_ struct snap_oci_desc *layers = NULL;
+        /* s->n < s->cap: the entry was taken out of this array. */
+        memmove(&s->v[i + 1], &s->v[i], (s->n - i) * sizeof(s->v[0]));
+        s->v[i] = e;
+        s->n++;
+}
+
+/* ---- the manifest ---- */
+
+/* A manifest of s->v, built but not written. */
+struct built {
+        char *json;
+        size_t len;
+};
+
+static void built_free(struct built *b)
+{
+        free(b->json);
+        b->json = NULL;
+}
+
+/* Builds the manifest of s->v: 0, or -ENOSPC when one manifest cannot name them all (more
+ * than max_entries, or past SNAP_OCI_DOC_MAX: it could never be read back at the next
+ * start), -ENOMEM. Writes nothing: whatever refuses a publish is known before its blob is
+ * written. */
+static int build(struct sfs_ocistore *s, struct built *b)
+{
+        struct snap_oci_desc *layers;
+        char (*times)[TIME_TEXT_MAX] = NULL;
+        char **holders = NULL;
         struct snap_oci_manifest m = {
                 .artifact_type = (char *)SNAP_OCI_ARTIFACT_SNAPSHOTS,
                 .n_layers = s->n,
         };
-        struct snap_oci_desc desc;
-        struct snap_digest old = s->manifest;
-        bool had = s->has_manifest;
-        int r;
+        int r = 0;
 
-        /* A manifest holds at most SNAP_OCI_ENTRIES_MAX layers: one more could never be
-         * read back at the next start. */
+        *b = (struct built){ 0 };
         if (s->n > s->max_entries)
                 return -ENOSPC;
-        layers = calloc(s->n ? s->n : 1, sizeof(*layers));
-        if (!layers)
-                return -ENOMEM;
-        for (size_t i = 0; i < s->n; i++)
+        layers = calloc(s->n ?: 1, sizeof(*layers));
+        times = calloc(s->n ?: 1, sizeof(*times));
+        holders = calloc(s->n ?: 1, sizeof(*holders));
+        if (!layers || !times || !holders)
+                r = -ENOMEM;
+        for (size_t i = 0; r == 0 && i < s->n; i++) {
+                time_format(&s->v[i].created, times[i]);
+                if (s->v[i].n_holders && !(holders[i] = holders_format(s->v[i].holders,
+                                                                      s->v[i].n_holders)))
+                        r = -ENOMEM;
                 layers[i] = (struct snap_oci_desc){
                         .media_type = (char *)SNAP_OCI_MEDIA_SNAPSHOT,
                         .digest = s->v[i].digest,
                         .size = s->v[i].size,
                         .title = s->v[i].title,
+                        .created = times[i],
+                        .holders = holders[i],
                 };
-        m.layers = layers;
-        snap_oci_desc_empty_config(&m.config);
-        r = snap_oci_manifest_write(&s->layout, &m, &desc);
+        }
+        if (r == 0) {
+                m.layers = layers;
+                snap_oci_desc_empty_config(&m.config);
+                r = snap_oci_manifest_build(&m, &b->json, &b->len);
+                if (r == -EFBIG)
+                        r = -ENOSPC;
+        }
+        for (size_t i = 0; holders && i < s->n; i++)
+                free(holders[i]);
+        free(holders);
+        free(times);
+        free(layers);
+        return r;
+}
+
+/* Writes a built manifest (and the empty config blob it names) and points the tag at it: 0
+ * once index.json is durable. The manifest it replaces is removed after that (a crash
+ * between leaves a blob nothing names, removed at the next start). */
+static int write_built(struct sfs_ocistore *s, const struct built *b)
+{
+        static const char empty[] = "{}";
+        struct snap_digest old = s->manifest, d;
+        struct snap_oci_desc desc;
+        bool had = s->has_manifest;
+        int r;
+
+        r = snap_oci_blob_write(&s->layout, empty, sizeof(empty) - 1, NULL);
+        if (r >= 0)
+                r = snap_oci_blob_write(&s->layout, b->json, b->len, &d);
         if (r < 0)
                 return r;
+        desc = (struct snap_oci_desc){
+                .media_type = (char *)SNAP_OCI_MEDIA_MANIFEST,
+                .digest = d,
+                .size = b->len,
+                .artifact_type = (char *)SNAP_OCI_ARTIFACT_SNAPSHOTS,
+        };
         r = snap_oci_tag(&s->layout, &desc, SFS_OCISTORE_TAG);
         if (r < 0)
                 return r;
-        s->manifest = desc.digest;
+        s->manifest = d;
         s->has_manifest = true;
-        if (had && !snap_digest_equal(&old, &desc.digest))
+        if (had && !snap_digest_equal(&old, &d))
                 snap_oci_blob_remove(&s->layout, &old);
         return 0;
 }
 
-int sfs_ocistore_add(struct sfs_ocistore *s, const struct snap_digest *d, const void *data,
-                     size_t len, const char *title)
+static int commit(struct sfs_ocistore *s)
 {
-        int r;
+        struct built b;
+        int r = build(s, &b);
 
-        if (find(s, d) >= 0)
-                return 0;
-        r = snap_oci_blob_write(&s->layout, data, len, NULL);
-        if (r < 0)
-                return r;
-        r = push(s, d, len, title);
-        if (r < 0)
-                return r;
-        r = commit(s);
-        if (r < 0)
-                drop(s, s->n - 1);
+        if (r == 0)
+                r = write_built(s, &b);
+        built_free(&b);
         return r;
 }
 
@@ -271,6 +465,73 @@ static bool is_empty_config(const struct snap_digest *d)
         return snap_digest_equal(&c.digest, d);
 }
 
+/* A blob the store must keep whatever happens to the snapshot of the same bytes: the empty
+ * config, or the tagged manifest itself. */
+static bool needed_by_the_manifest(const struct sfs_ocistore *s, const struct snap_digest *d)
+{
+        return is_empty_config(d) || (s->has_manifest && snap_digest_equal(d, &s->manifest));
+}
+
+int sfs_ocistore_add(struct sfs_ocistore *s, const struct snap_digest *d, const void *data,
+                     size_t len, const struct sfs_ocistore_meta *meta)
+{
+        struct built b;
+        int r, wrote;
+
+        if (find(s, d) >= 0)
+                return 0;
+        if (meta->n_holders > HOLDERS_MAX)
+                return -EINVAL;
+        r = push(s, d, len, meta);
+        if (r < 0)
+                return r;
+        /* Every refusal first: a publish that cannot be named writes nothing. */
+        r = build(s, &b);
+        if (r < 0) {
+                entry_clear(&s->v[--s->n]);
+                return r;
+        }
+        wrote = snap_oci_blob_write(&s->layout, data, len, NULL);
+        r = wrote < 0 ? wrote : write_built(s, &b);
+        built_free(&b);
+        if (r < 0) {
+                entry_clear(&s->v[--s->n]);
+                /* Not published: a blob written for it now goes again, so no older manifest
+                 * that still names it (an unlink that could not rewrite a full store's
+                 * manifest) serves it after a restart. */
+                if (wrote == 0 && !needed_by_the_manifest(s, d))
+                        snap_oci_blob_remove(&s->layout, d);
+        }
+        return r;
+}
+
+int sfs_ocistore_set_holders(struct sfs_ocistore *s, const struct snap_digest *d,
+                             const uint32_t *holders, size_t n)
+{
+        ssize_t i = find(s, d);
+        uint32_t *old;
+        size_t old_n;
+        int r;
+
+        if (i < 0)
+                return -ENOENT;
+        old = s->v[i].holders;
+        old_n = s->v[i].n_holders;
+        s->v[i].holders = NULL;
+        r = entry_set_holders(&s->v[i], holders, n);
+        if (r == 0)
+                r = commit(s);
+        if (r < 0) {
+                /* Back as it was: the manifest on disk still says the old holders. */
+                free(s->v[i].holders);
+                s->v[i].holders = old;
+                s->v[i].n_holders = old_n;
+                return r;
+        }
+        free(old);
+        return 0;
+}
+
 int sfs_ocistore_remove(struct sfs_ocistore *s, const struct snap_digest *d)
 {
         ssize_t i = find(s, d);
@@ -279,19 +540,22 @@ int sfs_ocistore_remove(struct sfs_ocistore *s, const struct snap_digest *d)
 
         if (i < 0)
                 return -ENOENT;
-        e = s->v[i];
-        s->v[i] = s->v[--s->n];
-        r = commit(s);
-        if (r < 0) {
-                /* Back as it was: the manifest on disk still names it. */
-                s->v[s->n++] = s->v[i];
-                s->v[i] = e;
-                return r;
+        e = take_out(s, (size_t)i);
+        /* The blob first: its removal needs no room, so a full filesystem cannot make a
+         * snapshot unremovable, and once it is gone the snapshot can never come back (a
+         * crash before the manifest is rewritten leaves an entry without its blob, which the
+         * next start drops). */
+        if (!needed_by_the_manifest(s, d)) {
+                r = snap_oci_blob_remove(&s->layout, d);
+                if (r < 0 && r != -ENOENT) {
+                        put_back(s, (size_t)i, e);
+                        return r;
+                }
         }
-        free(e.title);
-        /* The empty config blob, or the manifest itself, may have the same bytes. */
-        if (!is_empty_config(d) && !snap_digest_equal(d, &s->manifest))
-                snap_oci_blob_remove(&s->layout, d);
+        entry_clear(&e);
+        /* Failing here (ENOSPC) leaves a manifest that names a blob already gone: the next
+         * write or start rewrites it. */
+        commit(s);
         return 0;
 }
 
@@ -373,6 +637,13 @@ static int set_aside(struct sfs_ocistore *s, const char *hex)
         return 0;
 }
 
+/* A blob's verdict: what snap_oci_blob_verify says of a blob that is not intact (other bytes,
+ * another size, a link, not a regular file). */
+static bool is_corrupt(int v)
+{
+        return v == -EBADMSG || v == -ELOOP || v == -EINVAL || v == -EISDIR;
+}
+
 /* Every blob re-hashed: the intact ones in *good, the others set aside. */
 static int rehash_all(struct sfs_ocistore *s, const struct sfs_ocistore_hooks *h,
                       struct blobset *good)
@@ -402,7 +673,7 @@ static int rehash_all(struct sfs_ocistore *s, const struct sfs_ocistore_hooks *h
                                         : S_ISLNK(st.st_mode) ? -ELOOP : -EINVAL;
                 if (v == 0) {
                         r = blobset_add(good, &d);
-                } else if (v == -EBADMSG || v == -ELOOP || v == -EINVAL || v == -EISDIR) {
+                } else if (is_corrupt(v)) {
                         r = set_aside(s, de->d_name);
                         if (r == 0) {
                                 s->corrupt++;
@@ -466,9 +737,40 @@ static bool was_set_aside(const struct sfs_ocistore *s, const char *hex)
         return found;
 }
 
+/* What a layer's annotations say (the entry keeps its own copies): its holders and first
+ * publish, or for a store written before they were kept, no holders and the blob's
+ * modification time. An annotation that does not parse is warned about and treated as
+ * absent. *holders is malloc'd. */
+static void layer_meta(struct sfs_ocistore *s, const struct sfs_ocistore_hooks *h,
+                       const struct snap_oci_desc *l, struct sfs_ocistore_meta *meta,
+                       uint32_t **holders)
+{
+        char hex[SNAP_DIGEST_HEX_LEN + 1];
+        struct stat st;
+        size_t n = 0;
+
+        snap_digest_to_hex(&l->digest, hex);
+        *holders = NULL;
+        *meta = (struct sfs_ocistore_meta){ .title = l->title };
+        if (l->holders && holders_parse(l->holders, holders, &n) < 0) {
+                h->warn(h->ctx, hex, "its holders annotation does not parse; held by the owner",
+                        -EINVAL);
+                n = 0;
+        }
+        meta->holders = *holders;
+        meta->n_holders = n;
+        if (l->created && time_parse(l->created, &meta->created) == 0)
+                return;
+        if (l->created)
+                h->warn(h->ctx, hex, "its created annotation does not parse; the blob's time "
+                                     "is used", -EINVAL);
+        if (fstatat(s->layout.blobsfd, hex, &st, AT_SYMLINK_NOFOLLOW) == 0)
+                meta->created = st.st_mtim;
+}
+
 static void restore_one(struct sfs_ocistore *s, const struct sfs_ocistore_hooks *h,
                         const struct snap_digest *d, uint64_t size, uint64_t max_size,
-                        const char *title)
+                        const struct sfs_ocistore_meta *meta)
 {
         char hex[SNAP_DIGEST_HEX_LEN + 1];
         void *buf = NULL;
@@ -477,7 +779,7 @@ static void restore_one(struct sfs_ocistore *s, const struct sfs_ocistore_hooks 
         snap_digest_to_hex(d, hex);
         r = snap_oci_blob_read(&s->layout, d, size, max_size, &buf);
         if (r == 0) {
-                r = h->restore(h->ctx, d, buf, (size_t)size, title);
+                r = h->restore(h->ctx, d, buf, (size_t)size, meta);
                 if (r != 0)
                         free(buf);
         }
@@ -504,28 +806,35 @@ int sfs_ocistore_load(struct sfs_ocistore *s, uint64_t max_size,
                 for (size_t i = 0; i < m->n_layers && r == 0; i++) {
                         const struct snap_oci_desc *l = &m->layers[i];
                         char hex[SNAP_DIGEST_HEX_LEN + 1];
+                        struct sfs_ocistore_meta meta;
+                        uint32_t *holders;
 
                         if (find(s, &l->digest) >= 0)
                                 continue;
                         if (blobset_find(&good, &l->digest) < 0) {
-                                /* Set aside (reported already) or gone: never served. */
+                                /* Set aside (reported already), or gone: an unlink that took
+                                 * the blob and could not rewrite the manifest, or a loss. */
                                 snap_digest_to_hex(&l->digest, hex);
                                 if (faccessat(s->layout.blobsfd, hex, F_OK,
                                               AT_SYMLINK_NOFOLLOW) < 0 && errno == ENOENT &&
                                     !was_set_aside(s, hex))
                                         h->warn(h->ctx, hex, "named by the manifest but "
-                                                "missing; dropped", -ENOENT);
+                                                "missing (an unlink that did not finish, or a "
+                                                "loss); dropped", -ENOENT);
                                 changed = true;
                                 continue;
                         }
-                        r = push(s, &l->digest, l->size, l->title);
+                        layer_meta(s, h, l, &meta, &holders);
+                        r = push(s, &l->digest, l->size, &meta);
                         if (r == 0)
-                                restore_one(s, h, &l->digest, l->size, max_size, l->title);
+                                restore_one(s, h, &l->digest, l->size, max_size, &meta);
+                        free(holders);
                 }
         } else if (broken) {
                 /* The tag names a manifest that is gone: keep every intact blob that no other
                  * manifest names as a snapshot (titles are lost), rather than delete them. */
                 for (size_t i = 0; i < good.n && r == 0; i++) {
+                        struct sfs_ocistore_meta meta = { 0 };
                         struct stat st;
                         char hex[SNAP_DIGEST_HEX_LEN + 1];
 
@@ -534,10 +843,12 @@ int sfs_ocistore_load(struct sfs_ocistore *s, uint64_t max_size,
                         snap_digest_to_hex(&good.v[i], hex);
                         if (fstatat(s->layout.blobsfd, hex, &st, AT_SYMLINK_NOFOLLOW) < 0)
                                 continue;
-                        r = push(s, &good.v[i], (uint64_t)st.st_size, NULL);
+                        meta.created = st.st_mtim;
+                        r = push(s, &good.v[i], (uint64_t)st.st_size, &meta);
                         if (r == 0) {
                                 good.named[i] = true;
-                                restore_one(s, h, &good.v[i], (uint64_t)st.st_size, max_size, NULL);
+                                restore_one(s, h, &good.v[i], (uint64_t)st.st_size, max_size,
+                                            &meta);
                         }
                 }
                 h->warn(h->ctx, SFS_OCISTORE_TAG, "the tagged manifest is missing or corrupt; "
@@ -545,17 +856,23 @@ int sfs_ocistore_load(struct sfs_ocistore *s, uint64_t max_size,
                         -EBADMSG);
                 changed = true;
         }
-        if (r == 0 && changed)
-                r = commit(s);
-        if (r == 0) {
-                /* A blob nothing names is a publish that never reached index.json (it was
-                 * never answered) or an unlink that did: either way not a snapshot. */
-                for (size_t i = 0; i < good.n; i++) {
-                        if (good.named[i] || find(s, &good.v[i]) >= 0 ||
-                            (s->has_manifest && snap_digest_equal(&good.v[i], &s->manifest)))
-                                continue;
-                        snap_oci_blob_remove(&s->layout, &good.v[i]);
-                }
+        if (r < 0)
+                goto out;
+        if (changed) {
+                /* What is served holds without it: the next write brings the manifest in line
+                 * (a full filesystem must not keep the daemon from starting). */
+                int c = commit(s);
+                if (c < 0)
+                        h->warn(h->ctx, SFS_OCISTORE_TAG, "the manifest could not be rewritten "
+                                                          "without what is gone", c);
+        }
+        /* A blob nothing names is a publish that never reached index.json (it was never
+         * answered) or an unlink that did: either way not a snapshot. */
+        for (size_t i = 0; i < good.n; i++) {
+                if (good.named[i] || find(s, &good.v[i]) >= 0 ||
+                    needed_by_the_manifest(s, &good.v[i]))
+                        continue;
+                snap_oci_blob_remove(&s->layout, &good.v[i]);
         }
 out:
         snap_oci_manifest_free(m);

@@ -17,7 +17,10 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <time.h>
+
 #include "digest.h"
+#include "oci.h"
 #include "ocistore.h"
 #include "testutil.h"
 
@@ -26,19 +29,28 @@ struct seen {
         unsigned restored, corrupt, warned, titled;
         struct snap_digest digests[8];
         size_t sizes[8];
+        uint32_t holders[8][4];
+        size_t n_holders[8];
+        struct timespec created[8];
         char corrupt_hex[8][SNAP_DIGEST_HEX_LEN + 1];
 };
 
 static int on_restore(void *ctx, const struct snap_digest *d, void *data, size_t len,
-                      const char *title)
+                      const struct sfs_ocistore_meta *meta)
 {
         struct seen *s = ctx;
         struct snap_digest check;
 
-        s->titled += title != NULL;
+        s->titled += meta->title != NULL;
         assert_int_equal(snap_sha256(data, len, &check), 0);
         assert_true(snap_digest_equal(&check, d)); /* only intact bytes are handed out */
         assert_true(s->restored < 8);
+        assert_true(meta->n_holders <= 4);
+        if (meta->n_holders) /* none: a store from before holders were kept */
+                memcpy(s->holders[s->restored], meta->holders,
+                       meta->n_holders * sizeof(uint32_t));
+        s->n_holders[s->restored] = meta->n_holders;
+        s->created[s->restored] = meta->created;
         s->digests[s->restored] = *d;
         s->sizes[s->restored++] = len;
         free(data);
@@ -100,20 +112,39 @@ static struct sfs_ocistore *start(struct fx *f, struct seen *seen)
         return s;
 }
 
+static const uint32_t owner_only[] = { 0 };
+
+static int add_as(struct sfs_ocistore *s, const char *text, const char *title,
+                  const uint32_t *holders, size_t n, struct snap_digest *d)
+{
+        struct sfs_ocistore_meta meta = { .title = title, .holders = holders, .n_holders = n };
+        int r;
+
+        clock_gettime(CLOCK_REALTIME, &meta.created);
+        assert_int_equal(snap_sha256(text, strlen(text), d), 0);
+        sfs_ocistore_lock(s);
+        r = sfs_ocistore_add(s, d, text, strlen(text), &meta);
+        sfs_ocistore_unlock(s);
+        return r;
+}
+
 static void add(struct sfs_ocistore *s, const char *text, const char *title,
                 struct snap_digest *d)
 {
-        assert_int_equal(snap_sha256(text, strlen(text), d), 0);
-        sfs_ocistore_lock(s);
-        assert_int_equal(sfs_ocistore_add(s, d, text, strlen(text), title), 0);
-        sfs_ocistore_unlock(s);
+        assert_int_equal(add_as(s, text, title, owner_only, 1, d), 0);
+}
+
+static void blob_path(struct fx *f, const struct snap_digest *d, char p[PATH_MAX])
+{
+        char hex[SNAP_DIGEST_HEX_LEN + 1];
+        snap_digest_to_hex(d, hex);
+        snprintf(p, PATH_MAX, "%s/blobs/sha256/%s", f->store, hex);
 }
 
 static bool blob_exists(struct fx *f, const struct snap_digest *d)
 {
-        char hex[SNAP_DIGEST_HEX_LEN + 1], p[PATH_MAX];
-        snap_digest_to_hex(d, hex);
-        snprintf(p, sizeof(p), "%s/blobs/sha256/%s", f->store, hex);
+        char p[PATH_MAX];
+        blob_path(f, d, p);
         return access(p, F_OK) == 0;
 }
 
@@ -313,13 +344,104 @@ static void test_a_store_past_what_one_manifest_names_is_enospc_and_keeps_the_re
         sfs_ocistore_set_max_entries(s, 2);
         for (int i = 0; i < 3; i++)
                 assert_int_equal(snap_sha256(text[i], strlen(text[i]), &d[i]), 0);
-        assert_int_equal(sfs_ocistore_add(s, &d[0], text[0], 3, "a"), 0);
-        assert_int_equal(sfs_ocistore_add(s, &d[1], text[1], 3, "b"), 0);
-        assert_int_equal(sfs_ocistore_add(s, &d[2], text[2], 5, "c"), -ENOSPC);
+        assert_int_equal(add_as(s, text[0], "a", owner_only, 1, &d[0]), 0);
+        assert_int_equal(add_as(s, text[1], "b", owner_only, 1, &d[1]), 0);
+        assert_int_equal(add_as(s, text[2], "c", owner_only, 1, &d[2]), -ENOSPC);
+        /* Refused before anything was written: not even its blob. */
+        assert_false(blob_exists(f, &d[2]));
         sfs_ocistore_close(s);
         /* What was stored is served again; what was refused is not. */
         s = start(f, &seen);
         assert_int_equal(seen.restored, 2);
+        sfs_ocistore_close(s);
+}
+
+static void test_holders_and_the_first_publish_time_come_back_after_a_restart(void **state)
+{
+        struct fx *f = *state;
+        static const uint32_t two[] = { 1000, 0 }, one[] = { 0 };
+        struct snap_digest a, b;
+        struct timespec before;
+        struct seen seen;
+        struct sfs_ocistore *s = start(f, &seen);
+
+        clock_gettime(CLOCK_REALTIME, &before);
+        assert_int_equal(add_as(s, "shared", "s", two, 2, &a), 0);
+        assert_int_equal(add_as(s, "alone", "o", one, 1, &b), 0);
+        sfs_ocistore_close(s);
+
+        s = start(f, &seen);
+        assert_int_equal(seen.restored, 2);
+        assert_true(snap_digest_equal(&seen.digests[0], &a)); /* in publish order */
+        assert_int_equal(seen.n_holders[0], 2);
+        assert_int_equal(seen.holders[0][0], 1000);
+        assert_int_equal(seen.holders[0][1], 0);
+        assert_int_equal(seen.n_holders[1], 1);
+        assert_true(seen.created[0].tv_sec >= before.tv_sec);
+        /* A hold dropped is dropped after the next restart too. */
+        sfs_ocistore_lock(s);
+        assert_int_equal(sfs_ocistore_set_holders(s, &a, one, 1), 0);
+        assert_int_equal(sfs_ocistore_set_holders(s, &a, one, 0), -EINVAL);
+        sfs_ocistore_unlock(s);
+        sfs_ocistore_close(s);
+        s = start(f, &seen);
+        assert_int_equal(seen.n_holders[0], 1);
+        assert_int_equal(seen.holders[0][0], 0);
+        sfs_ocistore_close(s);
+}
+
+static void test_a_layer_without_holders_or_time_loads_with_none_and_the_blobs_time(void **state)
+{
+        struct fx *f = *state;
+        struct snap_oci_layout l = SNAP_OCI_LAYOUT_INIT;
+        struct snap_oci_desc layer = { .media_type = (char *)SNAP_OCI_MEDIA_SNAPSHOT,
+                                       .title = (char *)"old.json" }, desc;
+        struct snap_oci_manifest m = { .artifact_type = (char *)SNAP_OCI_ARTIFACT_SNAPSHOTS,
+                                       .n_layers = 1, .layers = &layer };
+        struct timespec times[2] = { { .tv_sec = 1234567890 }, { .tv_sec = 1234567890 } };
+        char p[PATH_MAX];
+        struct seen seen;
+        struct sfs_ocistore *s;
+
+        /* A store as an older daemon wrote it: titles, no holders, no times. */
+        assert_int_equal(snap_oci_layout_open(f->store, SNAP_OCI_CREATE, &l), 0);
+        assert_int_equal(snap_oci_blob_write(&l, "older", 5, &layer.digest), 0);
+        layer.size = 5;
+        snap_oci_desc_empty_config(&m.config);
+        assert_int_equal(snap_oci_manifest_write(&l, &m, &desc), 0);
+        assert_int_equal(snap_oci_tag(&l, &desc, SFS_OCISTORE_TAG), 0);
+        snap_oci_layout_close(&l);
+        blob_path(f, &layer.digest, p);
+        assert_int_equal(utimensat(AT_FDCWD, p, times, 0), 0);
+
+        s = start(f, &seen);
+        assert_int_equal(seen.restored, 1);
+        assert_int_equal(seen.titled, 1);
+        assert_int_equal(seen.n_holders[0], 0); /* the caller decides: the mount owner */
+        assert_int_equal(seen.created[0].tv_sec, 1234567890);
+        assert_int_equal(seen.warned, 0);
+        sfs_ocistore_close(s);
+}
+
+static void test_remove_takes_the_blob_first_and_the_snapshot_stays_gone(void **state)
+{
+        struct fx *f = *state;
+        struct snap_digest a, b;
+        struct seen seen;
+        struct sfs_ocistore *s = start(f, &seen);
+
+        add(s, "gone", "g", &a);
+        add(s, "kept", "k", &b);
+        sfs_ocistore_lock(s);
+        assert_int_equal(sfs_ocistore_remove(s, &a), 0);
+        sfs_ocistore_unlock(s);
+        assert_false(blob_exists(f, &a));
+        assert_true(blob_exists(f, &b));
+        sfs_ocistore_close(s);
+        s = start(f, &seen);
+        assert_int_equal(seen.restored, 1);
+        assert_true(snap_digest_equal(&seen.digests[0], &b));
+        assert_int_equal(seen.warned, 0);
         sfs_ocistore_close(s);
 }
 
@@ -345,6 +467,15 @@ int main(void)
                 cmocka_unit_test_setup_teardown(
                         test_a_store_past_what_one_manifest_names_is_enospc_and_keeps_the_rest,
                         setup, teardown),
+                cmocka_unit_test_setup_teardown(
+                        test_holders_and_the_first_publish_time_come_back_after_a_restart, setup,
+                        teardown),
+                cmocka_unit_test_setup_teardown(
+                        test_a_layer_without_holders_or_time_loads_with_none_and_the_blobs_time,
+                        setup, teardown),
+                cmocka_unit_test_setup_teardown(
+                        test_remove_takes_the_blob_first_and_the_snapshot_stays_gone, setup,
+                        teardown),
         };
         return cmocka_run_group_tests(tests, NULL, NULL);
 }
