@@ -448,24 +448,46 @@ static int store_start(const struct sfs_daemon_config *cfg, struct sfs_ocistore 
         return 0;
 }
 
+/* Writes "(pid N)" for a known holder, else nothing. */
+static const char *holder_text(pid_t pid, char *buf, size_t size)
+{
+        if (pid > 0)
+                snprintf(buf, size, " (pid %d)", (int)pid);
+        else
+                buf[0] = '\0';
+        return buf;
+}
+
 static int store_open(const struct sfs_daemon_config *cfg, struct sfs_ocistore **out)
 {
-        const char *fstype = NULL;
-        int r = sfs_ocistore_open(cfg->store, out, &fstype);
+        struct sfs_ocistore_why why;
+        char pid[32];
+        int r = sfs_ocistore_open(cfg->store, 0, out, &why);
 
+        if (r == -EWOULDBLOCK) {
+                /* A daemon unmounted a moment ago may still be freeing what it served
+                 * (seconds for a large store): wait for it, a bounded time. */
+                LOG("--store %s: another snapfs daemon%s holds this store; waiting up to %u s "
+                    "for it to exit\n", cfg->store, holder_text(why.holder, pid, sizeof(pid)),
+                    SFS_STORE_WAIT_MS / 1000);
+                r = sfs_ocistore_open(cfg->store, SFS_STORE_WAIT_MS, out, &why);
+        }
         if (r == -EREMOTE) {
                 LOG("--store %s: refused: on a %s filesystem; a store must be on a local "
                     "filesystem, whose fsync and rename this host can rely on\n",
-                    cfg->store, fstype);
+                    cfg->store, why.fstype);
                 return SFS_EXIT_REFUSED;
         }
         if (r == -EWOULDBLOCK) {
-                LOG("--store %s: refused: another snapfs daemon uses this store\n", cfg->store);
+                LOG("--store %s: refused: another snapfs daemon%s uses this store\n", cfg->store,
+                    holder_text(why.holder, pid, sizeof(pid)));
                 return SFS_EXIT_REFUSED;
         }
         if (r == -EPERM) {
-                LOG("--store %s: refused: not owned by this uid, or writable by group or others "
-                    "(they could plant snapshots served at the next start)\n", cfg->store);
+                LOG("--store %s: refused: %s%s%s is not owned by this uid, or is writable by "
+                    "group or others (they could plant snapshots served at the next start, or "
+                    "move blobs away)\n", cfg->store, cfg->store, why.path ? "/" : "",
+                    why.path ? why.path : "");
                 return SFS_EXIT_REFUSED;
         }
         if (r < 0) {
@@ -625,6 +647,8 @@ int sfs_daemon_run(const struct sfs_daemon_config *cfg)
         {
                 /* Threads only after the fork: a fork keeps just one. */
                 struct sweeper sw;
+                if (store && !cfg->foreground)
+                        sfs_ocistore_note_pid(store, getpid()); /* the serving pid, named */
                 if (sfs_audit_start(audit) < 0)
                         LOG("cannot start the audit writer; events are written at exit\n");
                 sweeper_start(&sw, ctx.tree, cfg->tree.staging_ttl_ms);
@@ -657,9 +681,11 @@ out:
         report_to_parent(ret == SFS_EXIT_OK ? SFS_EXIT_ERROR : ret);
         pidfile_remove();
         reopen_on_hup(NULL, true);
+        /* The store first: nothing serves any more, and a daemon started on it at once
+         * must not wait while this one frees what it served (seconds for a large store). */
+        sfs_ocistore_close(store);
         /* Everything the snapshots held is freed before exit. */
         sfs_tree_free(ctx.tree);
-        sfs_ocistore_close(store);
         sfs_audit_close(audit);
         return ret;
 }

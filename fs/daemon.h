@@ -20,6 +20,9 @@ struct sfs_daemon_config {
         unsigned max_threads;         /* 0: libfuse's default */
 };
 
+/* How long a start waits for the daemon that still holds its --store (one exiting). */
+#define SFS_STORE_WAIT_MS 5000u
+
 /* Exit codes of sfs_daemon_run. */
 enum {
         SFS_EXIT_OK = 0,

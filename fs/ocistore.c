@@ -19,6 +19,7 @@
 #include <unistd.h>
 
 #include "oci.h"
+#include "safeopen.h"
 #include "store.h"
 #include "util.h"
 
@@ -26,6 +27,8 @@
 #define HOLDERS_MAX (SNAP_HOLDERS_MAX + 1)
 /* "YYYY-MM-DDTHH:MM:SS.nnnnnnnnnZ" */
 #define TIME_TEXT_MAX 64
+/* How often a start looks again whether the daemon holding the store let it go. */
+#define WAIT_STEP_MS 20
 
 struct entry {
         struct snap_digest digest;
@@ -45,6 +48,7 @@ struct sfs_ocistore {
         struct snap_digest manifest; /* the blob index.json's tag names now */
         uint64_t corrupt;
         size_t max_entries; /* SNAP_OCI_ENTRIES_MAX, or less (sfs_ocistore_set_max_entries) */
+        bool locked;        /* the store is ours: the pid file is ours to remove */
 };
 
 /* Filesystems whose fsync and rename promise nothing to this host, or that a FUSE daemon
@@ -61,7 +65,7 @@ static const struct {
 };
 
 /* The snapshots may be secrets that --readers keeps from other uids: what the store makes
- * is 0700 (before snap_oci_layout_open makes it 0755). */
+ * is 0700 (before snap_oci_layout_open, so an existing directory is judged as it is). */
 static int make_private_dirs(const char *dir)
 {
         _cleanup_close_ int fd = -1, blobs = -1;
@@ -81,9 +85,10 @@ static int make_private_dirs(const char *dir)
         return 0;
 }
 
-/* Another uid that can write the store could plant a blob and a manifest naming it: served
- * as published at the next start (they hash to their names). -EPERM for a directory not
- * owned by this uid or writable by group or others. */
+/* Another uid that can write any directory of the store could plant a blob and a manifest
+ * naming it (served as published at the next start, since they hash to their names), or move
+ * blobs/sha256 away (nothing served after a restart). -EPERM for a directory not owned by
+ * this uid or writable by group or others. */
 static int check_private(int fd)
 {
         struct stat st;
@@ -95,12 +100,122 @@ static int check_private(int fd)
         return 0;
 }
 
-int sfs_ocistore_open(const char *dir, struct sfs_ocistore **out, const char **fstype)
+/* Every directory of the store, as check_private judges it: the layout's, blobs, blobs/sha256
+ * and corrupt (when there is one). *part names the one refused. */
+static int check_private_dirs(const struct snap_oci_layout *l, const char **part)
 {
+        static const char *const subdirs[] = { "blobs", SFS_OCISTORE_CORRUPT_DIR };
+        int r;
+
+        *part = NULL;
+        r = check_private(l->dirfd);
+        for (size_t i = 0; r == 0 && i < ARRAY_SIZE(subdirs); i++) {
+                _cleanup_close_ int fd = openat(l->dirfd, subdirs[i],
+                                                O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+                *part = subdirs[i];
+                if (fd < 0 && errno == ENOENT && i > 0)
+                        continue; /* corrupt/ is made when a blob is first set aside */
+                r = fd < 0 ? negative_errno() : check_private(fd);
+        }
+        if (r == 0) {
+                *part = "blobs/sha256";
+                r = check_private(l->blobsfd);
+        }
+        return r;
+}
+
+/* An older store made blobs 0644 and directories 0755: nothing it holds is for other uids.
+ * Only regular files and directories this uid owns are changed (check_private_dirs refused
+ * directories of other owners; a link is never followed). */
+static void make_private(int dirfd, const char *name)
+{
+        struct stat st;
+
+        if (fstatat(dirfd, name, &st, AT_SYMLINK_NOFOLLOW) < 0 || st.st_uid != geteuid() ||
+            !(S_ISDIR(st.st_mode) || S_ISREG(st.st_mode)) ||
+            !(st.st_mode & (S_IRWXG | S_IRWXO)))
+                return;
+        fchmodat(dirfd, name, st.st_mode & S_IRWXU, 0);
+}
+
+/* The pid in DIR/snapfs.pid, or 0. */
+static pid_t read_holder(int dirfd)
+{
+        _cleanup_free_ void *buf = NULL;
+        char text[33];
+        size_t len;
+        long pid;
+        char *end;
+
+        if (snap_read_untrusted(dirfd, SFS_OCISTORE_PID_FILE, 32, &buf, &len) < 0)
+                return 0;
+        memcpy(text, buf, len);
+        text[len] = '\0';
+        errno = 0;
+        pid = strtol(text, &end, 10);
+        if (errno || end == text || (*end && *end != '\n') || pid <= 0 || pid > INT32_MAX)
+                return 0;
+        return (pid_t)pid;
+}
+
+int sfs_ocistore_note_pid(struct sfs_ocistore *s, pid_t pid)
+{
+        _cleanup_close_ int fd = -1;
+        char line[32];
+        int n = snprintf(line, sizeof(line), "%d\n", (int)pid);
+
+        /* O_NOFOLLOW: the directory is private, but a link there must still not redirect a
+         * write. Not durable on purpose: it only names the holder, and the lock decides. */
+        fd = openat(s->layout.dirfd, SFS_OCISTORE_PID_FILE,
+                    O_WRONLY | O_CREAT | O_TRUNC | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC, 0600);
+        if (fd < 0)
+                return negative_errno();
+        if (write(fd, line, (size_t)n) != n)
+                return errno ? negative_errno() : -EIO;
+        return 0;
+}
+
+static uint64_t now_ms(void)
+{
+        struct timespec ts;
+
+        clock_gettime(CLOCK_MONOTONIC, &ts);
+        return (uint64_t)ts.tv_sec * 1000 + (uint64_t)ts.tv_nsec / 1000000;
+}
+
+/* Two daemons on one store would each rewrite the manifest without the other's snapshots. The
+ * lock is on blobs/sha256, not the layout directory, whose flock snap_oci_tag takes for each
+ * index.json update. A daemon that was just unmounted may still be freeing what it served:
+ * wait for it up to wait_ms. */
+static int take(struct sfs_ocistore *s, unsigned wait_ms, pid_t *holder)
+{
+        uint64_t deadline = now_ms() + wait_ms;
+
+        for (;;) {
+                if (flock(s->layout.blobsfd, LOCK_EX | LOCK_NB) == 0)
+                        return 0;
+                if (errno != EWOULDBLOCK || now_ms() >= deadline)
+                        break;
+                usleep(WAIT_STEP_MS * 1000);
+        }
+        if (errno != EWOULDBLOCK)
+                return negative_errno();
+        if (holder)
+                *holder = read_holder(s->layout.dirfd);
+        return -EWOULDBLOCK;
+}
+
+int sfs_ocistore_open(const char *dir, unsigned wait_ms, struct sfs_ocistore **out,
+                      struct sfs_ocistore_why *why)
+{
+        struct sfs_ocistore_why ignored;
         struct sfs_ocistore *s;
         struct statfs sf;
         int r = 0;
 
+        if (!why)
+                why = &ignored;
+        *why = (struct sfs_ocistore_why){ 0 };
         s = calloc(1, sizeof(*s));
         if (!s)
                 return -ENOMEM;
@@ -122,27 +237,25 @@ int sfs_ocistore_open(const char *dir, struct sfs_ocistore **out, const char **f
         }
         for (size_t i = 0; r == 0 && i < ARRAY_SIZE(remote_fs); i++)
                 if ((long)sf.f_type == remote_fs[i].magic) {
-                        if (fstype)
-                                *fstype = remote_fs[i].name;
+                        why->fstype = remote_fs[i].name;
                         r = -EREMOTE;
                 }
         if (r == 0)
                 r = make_private_dirs(dir);
         if (r == 0)
-                r = snap_oci_layout_open(dir, SNAP_OCI_CREATE, &s->layout);
+                r = snap_oci_layout_open(dir, SNAP_OCI_CREATE | SNAP_OCI_PRIVATE, &s->layout);
         if (r == 0)
-                r = check_private(s->layout.dirfd);
+                r = check_private_dirs(&s->layout, &why->path);
         if (r == 0)
-                r = check_private(s->layout.blobsfd);
-        /* Two daemons on one store would each rewrite the manifest without the other's
-         * snapshots. The lock is on blobs/sha256, not the layout directory, whose flock
-         * snap_oci_tag takes for each index.json update. */
-        if (r == 0 && flock(s->layout.blobsfd, LOCK_EX | LOCK_NB) < 0)
-                r = negative_errno();
+                r = take(s, wait_ms, &why->holder);
         if (r < 0) {
                 sfs_ocistore_close(s);
                 return r;
         }
+        s->locked = true;
+        why->path = NULL;
+        /* Only names the holder for a refusal: a full filesystem must not stop the start. */
+        sfs_ocistore_note_pid(s, getpid());
         *out = s;
         return 0;
 }
@@ -158,6 +271,10 @@ void sfs_ocistore_close(struct sfs_ocistore *s)
 {
         if (!s)
                 return;
+        /* The pid file first, then the lock (with the descriptors): a daemon waiting for the
+         * store never reads the name of one that is gone. */
+        if (s->locked && s->layout.dirfd >= 0)
+                unlinkat(s->layout.dirfd, SFS_OCISTORE_PID_FILE, 0);
         for (size_t i = 0; i < s->n; i++)
                 entry_clear(&s->v[i]);
         free(s->v);
@@ -602,8 +719,9 @@ static void blobset_name(struct blobset *b, const struct snap_digest *d)
                 b->named[i] = true;
 }
 
-/* Removes the temporary files of writes a crash interrupted (".tmp-*", snapshot/oci.c). */
-static void remove_temporaries(int dirfd)
+/* Removes the temporary files of writes a crash interrupted (".tmp-*", snapshot/oci.c), and
+ * makes what is left private (files 0600, directories 0700). */
+static void tidy(int dirfd)
 {
         int fd = openat(dirfd, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
         DIR *dir = fd >= 0 ? fdopendir(fd) : NULL;
@@ -613,9 +731,12 @@ static void remove_temporaries(int dirfd)
                 safe_close(fd);
                 return;
         }
-        while ((de = readdir(dir)))
+        while ((de = readdir(dir))) {
                 if (strncmp(de->d_name, ".tmp-", 5) == 0)
                         unlinkat(dirfd, de->d_name, 0);
+                else if (strcmp(de->d_name, ".") && strcmp(de->d_name, ".."))
+                        make_private(dirfd, de->d_name);
+        }
         closedir(dir);
 }
 
@@ -790,13 +911,16 @@ static void restore_one(struct sfs_ocistore *s, const struct sfs_ocistore_hooks 
 int sfs_ocistore_load(struct sfs_ocistore *s, uint64_t max_size,
                       const struct sfs_ocistore_hooks *h)
 {
+        static const char *const dirs[] = { ".", "blobs", "blobs/sha256" };
         struct blobset good = { 0 };
         struct snap_oci_manifest *m = NULL;
         bool broken = false, changed = false;
         int r;
 
-        remove_temporaries(s->layout.dirfd);
-        remove_temporaries(s->layout.blobsfd);
+        for (size_t i = 0; i < ARRAY_SIZE(dirs); i++)
+                make_private(s->layout.dirfd, dirs[i]);
+        tidy(s->layout.dirfd);
+        tidy(s->layout.blobsfd);
         r = rehash_all(s, h, &good);
         if (r == 0)
                 r = name_referenced(s, &good, &m, &broken);
@@ -858,7 +982,13 @@ int sfs_ocistore_load(struct sfs_ocistore *s, uint64_t max_size,
         }
         if (r < 0)
                 goto out;
-        if (changed) {
+        if (!s->has_manifest && !broken) {
+                /* A fresh store: tagged at once, so standard tools read it before the first
+                 * publish. A store that cannot even hold that cannot take a publish either. */
+                r = commit(s);
+                if (r < 0)
+                        goto out;
+        } else if (changed) {
                 /* What is served holds without it: the next write brings the manifest in line
                  * (a full filesystem must not keep the daemon from starting). */
                 int c = commit(s);

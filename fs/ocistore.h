@@ -2,20 +2,23 @@
 /* --store DIR: the published snapshots kept in an OCI image layout (snapshot/oci.h), so they
  * survive a restart and standard tools (skopeo, oras) can read and move them.
  *
- * DIR holds one artifact manifest, tagged SFS_OCISTORE_TAG in index.json, whose layers are
- * the snapshots: each titled with the staging name it was published under, annotated with the
- * uids holding it and the time of its first publish. A publish writes the blob, then a new
- * manifest, then index.json, each durably (temporary file, fsync, rename, directory fsync):
- * only then is the rename answered; every decision that could refuse it (the manifest's own
- * bounds included) is made before the first byte is written. A crash at any point leaves the
- * old manifest or the new one; a blob no manifest names is an unfinished publish and is
- * removed at the next start. A removal takes the blob away first, so it needs no room on a
- * full filesystem. Not thread-safe by itself: callers hold sfs_ocistore_lock around add,
- * set_holders and remove (and around the checks that decide them). */
+ * DIR holds one artifact manifest, tagged SFS_OCISTORE_TAG in index.json (from the first
+ * start on, empty until a publish), whose layers are the snapshots: each titled with the
+ * staging name it was published under, annotated with the uids holding it and the time of its
+ * first publish. A publish writes the blob, then a new manifest, then index.json, each durably
+ * (temporary file, fsync, rename, directory fsync): only then is the rename answered; every
+ * decision that could refuse it (the manifest's own bounds included) is made before the first
+ * byte is written. A crash at any point leaves the old manifest or the new one; a blob no
+ * manifest names is an unfinished publish and is removed at the next start. A removal takes
+ * the blob away first, so it needs no room on a full filesystem. Everything the store makes
+ * is this uid's alone (directories 0700, files 0600). Not thread-safe by itself: callers hold
+ * sfs_ocistore_lock around add, set_holders and remove (and around the checks that decide
+ * them). */
 #pragma once
 
 #include <stddef.h>
 #include <stdint.h>
+#include <sys/types.h>
 #include <time.h>
 
 #include "digest.h"
@@ -23,6 +26,8 @@
 #define SFS_OCISTORE_TAG "snapfs"
 /* Blobs that do not hash to their name are moved here, never served, never deleted. */
 #define SFS_OCISTORE_CORRUPT_DIR "corrupt"
+/* The pid of the daemon that holds the store, for a second daemon's refusal to name it. */
+#define SFS_OCISTORE_PID_FILE "snapfs.pid"
 
 struct sfs_ocistore;
 
@@ -37,15 +42,29 @@ struct sfs_ocistore_meta {
                                      blob's modification time) */
 };
 
-/* Opens (creating, mode 0700) the layout at dir and takes it for this process: -EREMOTE when
- * dir is on a FUSE, network or cluster filesystem (*fstype names it; its fsync and rename
- * promise nothing here, and a FUSE store could be served by the very daemon that writes it),
- * -EPERM when dir or blobs/sha256 is not this uid's or is writable by group or others,
- * -EWOULDBLOCK when another process holds the store, or the errors of snap_oci_layout_open. */
-int sfs_ocistore_open(const char *dir, struct sfs_ocistore **out, const char **fstype);
+/* Why sfs_ocistore_open refused. */
+struct sfs_ocistore_why {
+        const char *fstype; /* -EREMOTE: the filesystem's name */
+        pid_t holder;       /* -EWOULDBLOCK: the pid of the daemon holding the store, or 0 */
+        const char *path;   /* -EPERM: the directory of the store refused ("blobs", ...), or
+                               NULL for the store's own */
+};
+
+/* Opens (creating, private) the layout at dir and takes it for this process, waiting up to
+ * wait_ms for another process that holds it (a daemon still exiting) to let it go: 0, or
+ * -EREMOTE when dir is on a FUSE, network or cluster filesystem (its fsync and rename promise
+ * nothing here, and a FUSE store could be served by the very daemon that writes it), -EPERM
+ * when dir or a directory of it (blobs, blobs/sha256, corrupt) is not this uid's or is
+ * writable by group or others, -EWOULDBLOCK when another process still holds the store, or
+ * the errors of snap_oci_layout_open. why (may be NULL) says which, as above. */
+int sfs_ocistore_open(const char *dir, unsigned wait_ms, struct sfs_ocistore **out,
+                      struct sfs_ocistore_why *why);
+/* Records pid as the store's holder (a daemonized child names itself): 0 or -errno. */
+int sfs_ocistore_note_pid(struct sfs_ocistore *s, pid_t pid);
 /* Lowers the store's limit below SNAP_OCI_ENTRIES_MAX (never above): a store that fills in a
  * few snapshots, for tests. */
 void sfs_ocistore_set_max_entries(struct sfs_ocistore *s, size_t max);
+/* Lets the store go (for a waiting daemon) and frees s. */
 void sfs_ocistore_close(struct sfs_ocistore *s);
 
 struct sfs_ocistore_hooks {
@@ -60,11 +79,12 @@ struct sfs_ocistore_hooks {
         void *ctx;
 };
 
-/* At start: removes temporary files, re-hashes every blob (setting aside each that does not
- * hash to its name), hands every intact snapshot of the manifest to hooks->restore (max_size
- * bytes at most; a larger one stays stored, unserved), removes blobs nothing names, and
- * rewrites the manifest when it named what is gone (a failure to is only warned about: the
- * next write does it). 0, or the errno of a step that leaves the store unusable. */
+/* At start: removes temporary files, makes what the store holds private, re-hashes every
+ * blob (setting aside each that does not hash to its name), hands every intact snapshot of
+ * the manifest to hooks->restore (max_size bytes at most; a larger one stays stored,
+ * unserved), removes blobs nothing names, rewrites the manifest when it named what is gone
+ * (a failure to is only warned about: the next write does it), and tags an empty manifest in
+ * a store that has none. 0, or the errno of a step that leaves the store unusable. */
 int sfs_ocistore_load(struct sfs_ocistore *s, uint64_t max_size,
                       const struct sfs_ocistore_hooks *hooks);
 

@@ -183,31 +183,98 @@ def test_a_store_on_a_fuse_filesystem_is_refused(mount_snapfs, store_mount, snap
     assert fs.publish(b"local") == sha256_hex(b"local")
 
 
+def refused_start(snapfs_bin, store, mnt):
+    """The standard error of a start that must be refused; fails (and stops it) if it serves."""
+    proc = start_snapfs(snapfs_bin, mnt, "--store", store, expect_ready=False)
+    try:
+        out, err = proc.communicate(timeout=30)
+    except subprocess.TimeoutExpired:
+        proc.terminate()
+        out, err = proc.communicate(timeout=20)
+        if is_mounted(mnt):
+            subprocess.run(["umount", "-l", mnt], check=False)
+        raise AssertionError(f"served instead of refusing: {out}{err}")
+    assert proc.returncode == 1, err
+    assert not is_mounted(mnt)
+    return err
+
+
 def test_a_store_other_uids_can_write_is_refused(store_mount, snapfs_bin, workdir):
     store = store_mount.store
     os.mkdir(store, 0o700)
     os.chmod(store, 0o777)  # anyone could plant a blob and a manifest naming it
-    r = run(snapfs_bin, "mount", "-f", "--store", store, store_mount.mnt)
-    assert r.returncode == 1
-    assert f"--store {store}: refused: not owned by this uid, or writable by group" in r.stderr
-    assert not is_mounted(store_mount.mnt)
+    err = refused_start(snapfs_bin, store, store_mount.mnt)
+    assert f"--store {store}: refused: {store} is not owned by this uid, or is writable " \
+           "by group" in err
     # Beside it, the same directory without write for others is accepted; what the store
     # makes itself is private.
     os.chmod(store, 0o755)
     fs = store_mount()
     assert fs.publish(b"stored privately") == sha256_hex(b"stored privately")
     assert os.stat(os.path.join(store, "blobs", "sha256")).st_mode & 0o777 == 0o700
+    assert fs.stop() == 0
 
 
-def test_a_second_daemon_on_the_same_store_is_refused(store_mount, snapfs_bin, workdir):
+def test_a_store_whose_subdirectory_others_can_write_or_own_is_refused(store_mount,
+                                                                       snapfs_bin):
+    fs = store_mount()
+    digest = fs.publish(b"kept in the store")
+    assert fs.stop() == 0
+    store = store_mount.store
+    # The attack: blobs/ 0777 inside a private store; another uid moved blobs/sha256 away
+    # and after a restart nothing was served.
+    for sub, change in (("blobs", lambda p: os.chmod(p, 0o777)),
+                        ("blobs/sha256", lambda p: os.chmod(p, 0o770)),
+                        ("blobs", lambda p: os.chown(p, NOBODY_UID, NOBODY_UID))):
+        path = os.path.join(store, sub)
+        before = os.stat(path)
+        change(path)
+        err = refused_start(snapfs_bin, store, store_mount.mnt)
+        assert f"refused: {path} is not owned by this uid, or is writable by group" in err
+        os.chmod(path, before.st_mode & 0o7777)
+        os.chown(path, before.st_uid, before.st_gid)
+    # Beside them, the same store, private again, serves what it kept.
+    fs = store_mount()
+    assert read_snapshot(fs, digest) == b"kept in the store"
+
+
+def test_a_second_daemon_on_a_store_in_use_waits_then_is_refused_naming_its_pid(
+        store_mount, snapfs_bin, workdir):
     fs = store_mount()
     mnt = os.path.join(workdir, "second")
     os.mkdir(mnt)
-    r = run(snapfs_bin, "mount", "-f", "--store", store_mount.store, mnt)
-    assert r.returncode == 1
-    assert "refused: another snapfs daemon uses this store" in r.stderr
-    assert not is_mounted(mnt)
+    err = refused_start(snapfs_bin, store_mount.store, mnt)
+    assert f"another snapfs daemon (pid {fs.proc.pid}) holds this store; waiting up to" in err
+    assert f"refused: another snapfs daemon (pid {fs.proc.pid}) uses this store" in err
     assert fs.publish(b"the first still serves") == sha256_hex(b"the first still serves")
+
+
+def test_a_daemon_started_while_the_previous_one_exits_waits_for_it(store_mount, snapfs_bin,
+                                                                    workdir):
+    first = store_mount()
+    kept = first.publish(b"handed from one daemon to the next")
+    mnt = os.path.join(workdir, "next")
+    os.mkdir(mnt)
+    nxt = subprocess.Popen([snapfs_bin, "mount", "-f", "--store", store_mount.store, mnt],
+                           stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        # It says it waits, for whom...
+        ready, _, _ = select.select([nxt.stderr], [], [], 30)
+        line = nxt.stderr.readline() if ready else ""
+        assert f"(pid {first.proc.pid}) holds this store; waiting up to" in line, line
+        # ...and the store is let go while it waits (the old daemon exiting): it serves.
+        assert first.stop() == 0
+        ready, _, _ = select.select([nxt.stdout], [], [], 30)
+        assert ready and nxt.stdout.readline().startswith("snapfs: serving")
+        with open(os.path.join(mnt, kept), "rb") as f:
+            assert f.read() == b"handed from one daemon to the next"
+    finally:
+        nxt.terminate()
+        rc = nxt.wait(20)
+        nxt.stdout.close()
+        nxt.stderr.close()
+    assert rc == 0
+    assert not is_mounted(mnt)
 
 
 def tree_modes(store):
@@ -218,6 +285,27 @@ def tree_modes(store):
             path = os.path.join(root, name)
             out[os.path.relpath(path, store)] = os.lstat(path).st_mode & 0o7777
     return out
+
+
+def test_a_fresh_store_is_a_valid_private_layout_before_the_first_publish(store_mount,
+                                                                          workdir):
+    fs = store_mount()
+    store = store_mount.store
+    # Standard tools read it at once: a tagged manifest with no layers yet. (skopeo 1.9's
+    # inspect without --raw refuses every artifact, published snapshots or not.)
+    r = run("skopeo", "inspect", "--raw", f"oci:{store}:snapfs")
+    assert r.returncode == 0, r.stderr
+    assert json.loads(r.stdout)["layers"] == []
+    r = run("skopeo", "copy", f"oci:{store}:snapfs", f"oci:{workdir}/copy:snapfs")
+    assert r.returncode == 0, r.stderr
+    # Everything the store makes is this uid's alone, blobs included.
+    digest = fs.publish(b"a secret the readers policy keeps")
+    modes = tree_modes(store)
+    assert f"blobs/sha256/{digest}" in modes
+    loose = {p: oct(m) for p, m in modes.items() if m & 0o077}
+    assert loose == {}, loose
+    r = run("skopeo", "inspect", "--raw", f"oci:{store}:snapfs")
+    assert [layer["digest"] for layer in json.loads(r.stdout)["layers"]] == ["sha256:" + digest]
 
 
 def usage_line(path, uid):

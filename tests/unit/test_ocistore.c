@@ -17,6 +17,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <pthread.h>
 #include <time.h>
 
 #include "digest.h"
@@ -107,7 +108,7 @@ static struct sfs_ocistore *start(struct fx *f, struct seen *seen)
         struct sfs_ocistore *s = NULL;
 
         memset(seen, 0, sizeof(*seen));
-        assert_int_equal(sfs_ocistore_open(f->store, &s, NULL), 0);
+        assert_int_equal(sfs_ocistore_open(f->store, 0, &s, NULL), 0);
         assert_int_equal(sfs_ocistore_load(s, 1 << 20, &h), 0);
         return s;
 }
@@ -146,6 +147,16 @@ static bool blob_exists(struct fx *f, const struct snap_digest *d)
         char p[PATH_MAX];
         blob_path(f, d, p);
         return access(p, F_OK) == 0;
+}
+
+static struct stat stat_of(struct fx *f, const char *name)
+{
+        char p[PATH_MAX];
+        struct stat st;
+
+        snprintf(p, sizeof(p), "%s/%s", f->store, name);
+        assert_int_equal(lstat(p, &st), 0);
+        return st;
 }
 
 static void test_added_snapshots_are_restored_and_removed_ones_are_not(void **state)
@@ -298,12 +309,12 @@ static void test_a_second_opener_of_the_same_store_is_refused(void **state)
         struct fx *f = *state;
         struct sfs_ocistore *s = NULL, *t = NULL;
 
-        assert_int_equal(sfs_ocistore_open(f->store, &s, NULL), 0);
-        assert_int_equal(sfs_ocistore_open(f->store, &t, NULL), -EWOULDBLOCK);
+        assert_int_equal(sfs_ocistore_open(f->store, 0, &s, NULL), 0);
+        assert_int_equal(sfs_ocistore_open(f->store, 0, &t, NULL), -EWOULDBLOCK);
         assert_null(t);
         sfs_ocistore_close(s);
         /* Once closed, the store opens again. */
-        assert_int_equal(sfs_ocistore_open(f->store, &t, NULL), 0);
+        assert_int_equal(sfs_ocistore_open(f->store, 0, &t, NULL), 0);
         sfs_ocistore_close(t);
 }
 
@@ -312,22 +323,22 @@ static void test_a_store_writable_by_others_or_owned_by_another_uid_is_eperm(voi
         struct fx *f = *state;
         struct sfs_ocistore *s = NULL;
 
-        assert_int_equal(sfs_ocistore_open(f->store, &s, NULL), 0);
+        assert_int_equal(sfs_ocistore_open(f->store, 0, &s, NULL), 0);
         sfs_ocistore_close(s);
         s = NULL;
         /* Another uid that can write the store could plant a blob served at the next start. */
         assert_int_equal(chmod(f->store, 0775), 0);
-        assert_int_equal(sfs_ocistore_open(f->store, &s, NULL), -EPERM);
+        assert_int_equal(sfs_ocistore_open(f->store, 0, &s, NULL), -EPERM);
         assert_null(s);
         assert_int_equal(chmod(f->store, 0757), 0);
-        assert_int_equal(sfs_ocistore_open(f->store, &s, NULL), -EPERM);
+        assert_int_equal(sfs_ocistore_open(f->store, 0, &s, NULL), -EPERM);
         assert_int_equal(chmod(f->store, 0755), 0);
         if (geteuid() == 0) {
                 assert_int_equal(chown(f->store, 4242, 4242), 0);
-                assert_int_equal(sfs_ocistore_open(f->store, &s, NULL), -EPERM);
+                assert_int_equal(sfs_ocistore_open(f->store, 0, &s, NULL), -EPERM);
                 assert_int_equal(chown(f->store, 0, 0), 0);
         }
-        assert_int_equal(sfs_ocistore_open(f->store, &s, NULL), 0);
+        assert_int_equal(sfs_ocistore_open(f->store, 0, &s, NULL), 0);
         sfs_ocistore_close(s);
 }
 
@@ -339,7 +350,7 @@ static void test_a_store_past_what_one_manifest_names_is_enospc_and_keeps_the_re
         struct seen seen;
         static const char *text[3] = { "one", "two", "three" };
 
-        assert_int_equal(sfs_ocistore_open(f->store, &s, NULL), 0);
+        assert_int_equal(sfs_ocistore_open(f->store, 0, &s, NULL), 0);
         /* The same path as at SNAP_OCI_ENTRIES_MAX, reached in three snapshots. */
         sfs_ocistore_set_max_entries(s, 2);
         for (int i = 0; i < 3; i++)
@@ -423,6 +434,104 @@ static void test_a_layer_without_holders_or_time_loads_with_none_and_the_blobs_t
         sfs_ocistore_close(s);
 }
 
+static void test_a_fresh_store_is_tagged_at_once_and_everything_in_it_is_private(void **state)
+{
+        struct fx *f = *state;
+        struct snap_digest a;
+        char p[PATH_MAX];
+        struct seen seen;
+        struct sfs_ocistore *s = start(f, &seen);
+
+        /* index.json tags an (empty) manifest before any publish. */
+        assert_true(S_ISREG(stat_of(f, "index.json").st_mode));
+        assert_int_equal(stat_of(f, "index.json").st_mode & 0777, 0600);
+        assert_int_equal(stat_of(f, "oci-layout").st_mode & 0777, 0600);
+        assert_int_equal(stat_of(f, "blobs").st_mode & 0777, 0700);
+        assert_int_equal(stat_of(f, "blobs/sha256").st_mode & 0777, 0700);
+        add(s, "a secret", "s", &a);
+        blob_path(f, &a, p);
+        assert_int_equal(stat_of(f, p + strlen(f->store) + 1).st_mode & 0777, 0600);
+        sfs_ocistore_close(s);
+        /* A store an older daemon left readable is made private at the next start. */
+        assert_int_equal(chmod(p, 0644), 0);
+        snprintf(p, sizeof(p), "%s/blobs", f->store);
+        assert_int_equal(chmod(p, 0755), 0);
+        s = start(f, &seen);
+        assert_int_equal(seen.restored, 1);
+        assert_int_equal(stat_of(f, "blobs").st_mode & 0777, 0700);
+        blob_path(f, &a, p);
+        assert_int_equal(stat_of(f, p + strlen(f->store) + 1).st_mode & 0777, 0600);
+        sfs_ocistore_close(s);
+}
+
+static void test_a_subdirectory_others_can_write_or_another_uid_owns_is_eperm(void **state)
+{
+        struct fx *f = *state;
+        struct sfs_ocistore_why why;
+        struct sfs_ocistore *s = NULL;
+        char p[PATH_MAX];
+
+        assert_int_equal(sfs_ocistore_open(f->store, 0, &s, NULL), 0);
+        sfs_ocistore_close(s);
+        s = NULL;
+        /* The attack: blobs/ 0777 inside a private store, blobs/sha256 moved away by another
+         * uid, nothing served after a restart. */
+        snprintf(p, sizeof(p), "%s/blobs", f->store);
+        assert_int_equal(chmod(p, 0777), 0);
+        assert_int_equal(sfs_ocistore_open(f->store, 0, &s, &why), -EPERM);
+        assert_string_equal(why.path, "blobs");
+        assert_null(s);
+        assert_int_equal(chmod(p, 0700), 0);
+        snprintf(p, sizeof(p), "%s/blobs/sha256", f->store);
+        assert_int_equal(chmod(p, 0730), 0);
+        assert_int_equal(sfs_ocistore_open(f->store, 0, &s, &why), -EPERM);
+        assert_string_equal(why.path, "blobs/sha256");
+        assert_int_equal(chmod(p, 0700), 0);
+        snprintf(p, sizeof(p), "%s/" SFS_OCISTORE_CORRUPT_DIR, f->store);
+        assert_int_equal(mkdir(p, 0700), 0);
+        if (geteuid() == 0) {
+                assert_int_equal(chown(p, 4242, 4242), 0);
+                assert_int_equal(sfs_ocistore_open(f->store, 0, &s, &why), -EPERM);
+                assert_string_equal(why.path, SFS_OCISTORE_CORRUPT_DIR);
+                assert_int_equal(chown(p, 0, 0), 0);
+        }
+        /* Beside them, the same store private again opens. */
+        assert_int_equal(sfs_ocistore_open(f->store, 0, &s, &why), 0);
+        sfs_ocistore_close(s);
+}
+
+struct closer {
+        struct sfs_ocistore *s;
+};
+
+static void *close_later(void *arg)
+{
+        struct closer *c = arg;
+
+        usleep(100 * 1000);
+        sfs_ocistore_close(c->s);
+        return NULL;
+}
+
+static void test_a_second_opener_names_the_holder_and_waits_for_it_to_let_go(void **state)
+{
+        struct fx *f = *state;
+        struct sfs_ocistore_why why;
+        struct sfs_ocistore *s = NULL, *t = NULL;
+        struct closer c;
+        pthread_t th;
+
+        assert_int_equal(sfs_ocistore_open(f->store, 0, &s, NULL), 0);
+        assert_int_equal(sfs_ocistore_open(f->store, 0, &t, &why), -EWOULDBLOCK);
+        assert_int_equal(why.holder, getpid());
+        /* The holder lets go while the second waits (a daemon still exiting): it gets in. */
+        c.s = s;
+        assert_int_equal(pthread_create(&th, NULL, close_later, &c), 0);
+        assert_int_equal(sfs_ocistore_open(f->store, 60000, &t, &why), 0);
+        pthread_join(th, NULL);
+        sfs_ocistore_close(t);
+}
+
 static void test_remove_takes_the_blob_first_and_the_snapshot_stays_gone(void **state)
 {
         struct fx *f = *state;
@@ -473,6 +582,15 @@ int main(void)
                 cmocka_unit_test_setup_teardown(
                         test_a_layer_without_holders_or_time_loads_with_none_and_the_blobs_time,
                         setup, teardown),
+                cmocka_unit_test_setup_teardown(
+                        test_a_fresh_store_is_tagged_at_once_and_everything_in_it_is_private,
+                        setup, teardown),
+                cmocka_unit_test_setup_teardown(
+                        test_a_subdirectory_others_can_write_or_another_uid_owns_is_eperm, setup,
+                        teardown),
+                cmocka_unit_test_setup_teardown(
+                        test_a_second_opener_names_the_holder_and_waits_for_it_to_let_go, setup,
+                        teardown),
                 cmocka_unit_test_setup_teardown(
                         test_remove_takes_the_blob_first_and_the_snapshot_stays_gone, setup,
                         teardown),
