@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: MIT */
-/* --store DIR: publishing into an OCI image layout, the store's checks at open, and the
- * snapshots served again at start (ocistore.h). */
+/* --store DIR: publishing into an OCI image layout, the store's checks at open, the snapshots
+ * served again at start, and the re-hash of the blobs on disk that `snapfs audit` asks for
+ * (ocistore.h). */
 #include "ocistore.h"
 
 #include <dirent.h>
@@ -46,6 +47,7 @@ struct sfs_ocistore {
         size_t n, cap;
         bool has_manifest;
         struct snap_digest manifest; /* the blob index.json's tag names now */
+        uint64_t manifest_size;
         uint64_t corrupt;
         size_t max_entries; /* SNAP_OCI_ENTRIES_MAX, or less (sfs_ocistore_set_max_entries) */
         bool locked;        /* the store is ours: the pid file is ours to remove */
@@ -558,6 +560,7 @@ static int write_built(struct sfs_ocistore *s, const struct built *b)
         if (r < 0)
                 return r;
         s->manifest = d;
+        s->manifest_size = b->len;
         s->has_manifest = true;
         if (had && !snap_digest_equal(&old, &d))
                 snap_oci_blob_remove(&s->layout, &old);
@@ -839,6 +842,7 @@ static int name_referenced(struct sfs_ocistore *s, struct blobset *good,
                 if (ours && !*tagged) {
                         *tagged = m;
                         s->manifest = e->digest;
+                        s->manifest_size = e->size;
                         s->has_manifest = true;
                 } else {
                         snap_oci_manifest_free(m);
@@ -1009,4 +1013,76 @@ out:
         free(good.v);
         free(good.named);
         return r;
+}
+
+/* ---- the re-hash `snapfs audit` asks for ---- */
+
+struct to_check {
+        struct snap_digest digest;
+        uint64_t size;
+        int verdict;
+};
+
+/* Whether d is still a blob the store needs (under the lock): one removed while it was being
+ * re-hashed is no finding. */
+static bool still_needed(struct sfs_ocistore *s, const struct snap_digest *d)
+{
+        return find(s, d) >= 0 || needed_by_the_manifest(s, d);
+}
+
+int sfs_ocistore_check(struct sfs_ocistore *s, struct sfs_ocistore_check *out)
+{
+        _cleanup_free_ struct to_check *v = NULL;
+        struct snap_oci_desc config;
+        size_t n = 0;
+        int r = 0;
+
+        *out = (struct sfs_ocistore_check){ 0 };
+        snap_oci_desc_empty_config(&config);
+        pthread_mutex_lock(&s->lock);
+        v = calloc(s->n + 2, sizeof(*v));
+        if (v) {
+                for (size_t i = 0; i < s->n; i++)
+                        v[n++] = (struct to_check){ .digest = s->v[i].digest,
+                                                    .size = s->v[i].size };
+                if (s->has_manifest) {
+                        v[n++] = (struct to_check){ .digest = s->manifest,
+                                                    .size = s->manifest_size };
+                        v[n++] = (struct to_check){ .digest = config.digest,
+                                                    .size = config.size };
+                }
+        }
+        pthread_mutex_unlock(&s->lock);
+        if (!v)
+                return -ENOMEM;
+        /* Read without the lock: a publish must not wait for a re-hash of the whole store. */
+        for (size_t i = 0; i < n; i++) {
+                v[i].verdict = snap_oci_blob_verify(&s->layout, &v[i].digest, v[i].size);
+                if (v[i].verdict < 0 && v[i].verdict != -ENOENT && !is_corrupt(v[i].verdict)) {
+                        r = v[i].verdict;
+                        break;
+                }
+        }
+        if (r < 0)
+                return r;
+        pthread_mutex_lock(&s->lock);
+        for (size_t i = 0; i < n; i++) {
+                if (v[i].verdict != 0 && !still_needed(s, &v[i].digest))
+                        continue;
+                out->blobs++;
+                if (v[i].verdict == 0) {
+                        out->intact++;
+                        continue;
+                }
+                if (v[i].verdict == -ENOENT)
+                        out->missing++;
+                else
+                        out->corrupt++;
+                if (out->n_named < SFS_OCISTORE_CHECK_NAMED) {
+                        out->bad[out->n_named].digest = v[i].digest;
+                        out->bad[out->n_named++].err = v[i].verdict;
+                }
+        }
+        pthread_mutex_unlock(&s->lock);
+        return 0;
 }

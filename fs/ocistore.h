@@ -111,3 +111,25 @@ void sfs_ocistore_unlock(struct sfs_ocistore *s);
 
 /* Blobs set aside at start. */
 uint64_t sfs_ocistore_corrupt(const struct sfs_ocistore *s);
+
+/* How many problems sfs_ocistore_check names one by one. */
+#define SFS_OCISTORE_CHECK_NAMED 48
+
+/* What re-hashing the store's blobs on disk found, now. */
+struct sfs_ocistore_check {
+        uint64_t blobs;    /* checked: every snapshot's, the tagged manifest's and its config */
+        uint64_t intact;
+        uint64_t corrupt;  /* other bytes, another size, or not a regular file */
+        uint64_t missing;
+        size_t n_named;    /* the first problems, in bad[] */
+        struct {
+                struct snap_digest digest;
+                int err;   /* -ENOENT missing; -EBADMSG, -ELOOP, -EINVAL... corrupt */
+        } bad[SFS_OCISTORE_CHECK_NAMED];
+};
+
+/* Re-hashes every blob the tagged manifest needs, as it is on disk now (a blob changed while
+ * the daemon runs is found here, not only at the next start), without holding the store's
+ * lock while it reads: a blob removed meanwhile is not counted. Takes the lock itself: call
+ * it without. 0 and *out, or -ENOMEM / the errno of a read that is no verdict on a blob. */
+int sfs_ocistore_check(struct sfs_ocistore *s, struct sfs_ocistore_check *out);

@@ -1,5 +1,6 @@
 /* SPDX-License-Identifier: MIT */
-/* Roles: the reader and publisher sets, and who may remove a snapshot or drop a hold. */
+/* Roles: the reader and publisher sets, who may remove a snapshot or drop a hold, and who may
+ * have the store re-hashed. */
 #include "roles.h"
 
 /* Without --publishers (an empty set, which no option spells) only the mount's owner and root
@@ -46,6 +47,13 @@ bool sfs_may_unhold(const struct sfs_tree_config *cfg, const struct sfs_caller *
         /* Only with --unlink-own: when the runtime publishes under the sandbox's uid, the
          * sandbox must not pull the config out from under it. */
         return cfg->unlink_own;
+}
+
+bool sfs_may_check_store(const struct sfs_tree_config *cfg, const struct sfs_caller *c)
+{
+        /* A re-hash reads every blob of the store: no uid but these may make the daemon
+         * do that on demand. */
+        return is_owner(cfg, c);
 }
 
 /* When metadata is not visible to every uid, nothing may be cached by the kernel: its caches

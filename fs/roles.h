@@ -28,5 +28,7 @@ bool sfs_may_remove(const struct sfs_tree_config *cfg, const struct sfs_caller *
 /* Dropping one's own hold on a snapshot by unlinking it: with unlink_own, any caller (the
  * tree checks it holds the snapshot; a uid holding nothing gets EPERM). */
 bool sfs_may_unhold(const struct sfs_tree_config *cfg, const struct sfs_caller *c);
+/* Having the daemon re-hash its --store (costly: owner and root only). */
+bool sfs_may_check_store(const struct sfs_tree_config *cfg, const struct sfs_caller *c);
 /* How long the kernel may cache metadata: want, or 0 when not every uid may see it. */
 double sfs_meta_timeout(const struct sfs_tree_config *cfg, double want);

@@ -31,6 +31,12 @@
 #define SFS_XATTR_NAME "user.snapfs.name"
 /* On the root with --store: how many blobs were set aside at start (decimal). */
 #define SFS_XATTR_STORE_CORRUPT "user.snapfs.store-corrupt"
+/* On the root with --store, for the mount owner and root (-EACCES for others), not listed:
+ * the daemon re-hashes every blob of the store on disk as it is now and answers
+ * "blobs=N intact=N corrupt=N missing=N set-aside=N", then one line "corrupt HEX" or
+ * "missing HEX" per problem (at most SFS_OCISTORE_CHECK_NAMED), then "more=N" for the rest.
+ * What `snapfs audit` reads. */
+#define SFS_XATTR_STORE_CHECK "user.snapfs.store-check"
 /* On the root: what each uid holds against its limits, for snapfs ls and audit. Text, one
  * line each: "limits uid-snapshots=N uid-bytes=N owner=UID reserve-snapshots=N
  * reserve-bytes=N", then "uid=U snapshots=N bytes=N staging=N staging-bytes=N" per uid

@@ -532,6 +532,46 @@ static void test_a_second_opener_names_the_holder_and_waits_for_it_to_let_go(voi
         sfs_ocistore_close(t);
 }
 
+static void test_the_check_re_hashes_the_blobs_on_disk_and_names_each_bad_one(void **state)
+{
+        struct fx *f = *state;
+        struct sfs_ocistore_check ck;
+        struct snap_digest a, b, c;
+        char p[PATH_MAX];
+        struct seen seen;
+        struct sfs_ocistore *s = start(f, &seen);
+        int fd;
+
+        add(s, "intact", "i", &a);
+        add(s, "will change", "c", &b);
+        add(s, "will vanish", "v", &c);
+        /* Beside the findings, the clean store: every blob intact (with the manifest and its
+         * config). */
+        assert_int_equal(sfs_ocistore_check(s, &ck), 0);
+        assert_int_equal(ck.blobs, 5);
+        assert_int_equal(ck.intact, 5);
+        assert_int_equal(ck.n_named, 0);
+        /* Changed on disk while it runs (same size), and removed. */
+        blob_path(f, &b, p);
+        fd = open(p, O_WRONLY);
+        assert_true(fd >= 0);
+        assert_int_equal(pwrite(fd, "W", 1, 0), 1);
+        close(fd);
+        blob_path(f, &c, p);
+        assert_int_equal(unlink(p), 0);
+        assert_int_equal(sfs_ocistore_check(s, &ck), 0);
+        assert_int_equal(ck.blobs, 5);
+        assert_int_equal(ck.intact, 3);
+        assert_int_equal(ck.corrupt, 1);
+        assert_int_equal(ck.missing, 1);
+        assert_int_equal(ck.n_named, 2);
+        assert_true(snap_digest_equal(&ck.bad[0].digest, &b));
+        assert_int_equal(ck.bad[0].err, -EBADMSG);
+        assert_true(snap_digest_equal(&ck.bad[1].digest, &c));
+        assert_int_equal(ck.bad[1].err, -ENOENT);
+        sfs_ocistore_close(s);
+}
+
 static void test_remove_takes_the_blob_first_and_the_snapshot_stays_gone(void **state)
 {
         struct fx *f = *state;
@@ -590,6 +630,9 @@ int main(void)
                         teardown),
                 cmocka_unit_test_setup_teardown(
                         test_a_second_opener_names_the_holder_and_waits_for_it_to_let_go, setup,
+                        teardown),
+                cmocka_unit_test_setup_teardown(
+                        test_the_check_re_hashes_the_blobs_on_disk_and_names_each_bad_one, setup,
                         teardown),
                 cmocka_unit_test_setup_teardown(
                         test_remove_takes_the_blob_first_and_the_snapshot_stays_gone, setup,

@@ -85,6 +85,16 @@ static void test_removing_is_for_the_owner_and_root_and_with_unlink_own_a_hold_i
         assert_false(sfs_may_remove(&cfg, &alice));
 }
 
+static void test_only_the_owner_and_root_may_have_the_store_re_hashed(void **state)
+{
+        struct sfs_tree_config cfg = config();
+
+        (void)state;
+        assert_true(sfs_may_check_store(&cfg, &owner));
+        assert_true(sfs_may_check_store(&cfg, &rooted));
+        assert_false(sfs_may_check_store(&cfg, &alice));
+}
+
 static void test_metadata_is_cached_only_when_every_uid_may_see_it(void **state)
 {
         struct sfs_tree_config cfg = config();
@@ -104,6 +114,7 @@ int main(void)
                 cmocka_unit_test(test_readers_see_publishers_see_others_see_nothing),
                 cmocka_unit_test(
                         test_removing_is_for_the_owner_and_root_and_with_unlink_own_a_hold_is_dropped),
+                cmocka_unit_test(test_only_the_owner_and_root_may_have_the_store_re_hashed),
                 cmocka_unit_test(test_metadata_is_cached_only_when_every_uid_may_see_it),
         };
         return cmocka_run_group_tests(tests, NULL, NULL);
