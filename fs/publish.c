@@ -155,9 +155,11 @@ static int persist_holders(struct sfs_tree *t, struct sfs_ocistore *os, struct s
         uint32_t holders[SNAP_HOLDERS_MAX + 2];
         size_t n = snap_store_get_holders(t->store, obj, holders, SNAP_HOLDERS_MAX + 1);
 
+        /* At most SNAP_HOLDERS_MAX + 1 (snap_store_hold_check keeps it so); more would be
+         * refused by the store (EINVAL), never written past the array. */
         if (n > SNAP_HOLDERS_MAX + 1)
-                return -EDQUOT; /* the store keeps no more: hold_check refuses these first */
-        if (add)
+                n = SNAP_HOLDERS_MAX + 2;
+        else if (add)
                 holders[n++] = uid;
         return sfs_ocistore_set_holders(os, &obj->digest, holders, n);
 }

@@ -23,6 +23,7 @@
 #include "digest.h"
 #include "oci.h"
 #include "ocistore.h"
+#include "store.h"
 #include "testutil.h"
 
 /* What a start handed out: snapshots restored, blobs set aside. */
@@ -434,6 +435,82 @@ static void test_a_layer_without_holders_or_time_loads_with_none_and_the_blobs_t
         sfs_ocistore_close(s);
 }
 
+static void test_annotations_that_do_not_parse_are_warned_about_and_treated_as_absent(void **state)
+{
+        /* Each layer one way of being wrong; the last one right, beside them. */
+        static const struct { const char *holders, *created; } bad[] = {
+                { "", "2026-11-30 00:40:32Z" },          /* no uid; a space, no T */
+                { "01", "2026-13-01T00:00:00Z" },        /* leading zero; month 13 */
+                { "4294967295", "2026-11-30T00:40:32" }, /* the kernel's "no uid"; no Z */
+                { "1000,1000", "1969-12-31T23:59:59Z" }, /* twice; -1, timegm's error */
+                { "1000;1001", "garbage" },              /* not a comma */
+                { "1000,", "2026-11-30T24:00:00Z" },     /* nothing after the comma; hour 24 */
+                { "1000,0", "2026-11-30T00:40:32.5Z" },  /* right */
+        };
+        enum { N = sizeof(bad) / sizeof(bad[0]) };
+        struct fx *f = *state;
+        struct snap_oci_layout l = SNAP_OCI_LAYOUT_INIT;
+        struct snap_oci_desc layers[N], desc;
+        struct snap_oci_manifest m = { .artifact_type = (char *)SNAP_OCI_ARTIFACT_SNAPSHOTS,
+                                       .n_layers = N, .layers = layers };
+        struct timespec times[2] = { { .tv_sec = 1111111111 }, { .tv_sec = 1111111111 } };
+        char p[PATH_MAX], text[N][16];
+        struct seen seen;
+        struct sfs_ocistore *s;
+
+        assert_int_equal(snap_oci_layout_open(f->store, SNAP_OCI_CREATE, &l), 0);
+        for (int i = 0; i < N; i++) {
+                snprintf(text[i], sizeof(text[i]), "layer %d", i);
+                layers[i] = (struct snap_oci_desc){ .media_type = (char *)SNAP_OCI_MEDIA_SNAPSHOT,
+                                                    .size = strlen(text[i]),
+                                                    .holders = (char *)bad[i].holders,
+                                                    .created = (char *)bad[i].created };
+                assert_int_equal(snap_oci_blob_write(&l, text[i], strlen(text[i]),
+                                                     &layers[i].digest),
+                                 0);
+                blob_path(f, &layers[i].digest, p);
+                assert_int_equal(utimensat(AT_FDCWD, p, times, 0), 0);
+        }
+        snap_oci_desc_empty_config(&m.config);
+        assert_int_equal(snap_oci_manifest_write(&l, &m, &desc), 0);
+        assert_int_equal(snap_oci_tag(&l, &desc, SFS_OCISTORE_TAG), 0);
+        snap_oci_layout_close(&l);
+
+        s = start(f, &seen);
+        assert_int_equal(seen.restored, N);
+        assert_int_equal(seen.warned, 2 * (N - 1));
+        for (int i = 0; i < N - 1; i++) {
+                assert_int_equal(seen.n_holders[i], 0);
+                assert_int_equal(seen.created[i].tv_sec, 1111111111);
+        }
+        assert_int_equal(seen.n_holders[N - 1], 2);
+        assert_int_equal(seen.holders[N - 1][0], 1000);
+        assert_int_equal(seen.created[N - 1].tv_sec, 1795999232); /* 2026-11-30T00:40:32Z */
+        assert_int_equal(seen.created[N - 1].tv_nsec, 500000000);
+        sfs_ocistore_close(s);
+}
+
+static void test_more_holders_than_a_layer_takes_or_an_unknown_snapshot_are_refused(void **state)
+{
+        struct fx *f = *state;
+        uint32_t many[SNAP_HOLDERS_MAX + 2];
+        struct snap_digest d;
+        struct seen seen;
+        struct sfs_ocistore *s = start(f, &seen);
+
+        for (uint32_t i = 0; i < SNAP_HOLDERS_MAX + 2; i++)
+                many[i] = i;
+        assert_int_equal(add_as(s, "crowded", "c", many, SNAP_HOLDERS_MAX + 2, &d), -EINVAL);
+        assert_false(blob_exists(f, &d));
+        assert_int_equal(add_as(s, "crowded", "c", many, SNAP_HOLDERS_MAX + 1, &d), 0);
+        sfs_ocistore_lock(s);
+        assert_int_equal(sfs_ocistore_set_holders(s, &d, many, SNAP_HOLDERS_MAX + 2), -EINVAL);
+        assert_int_equal(snap_sha256("not stored", 10, &d), 0);
+        assert_int_equal(sfs_ocistore_set_holders(s, &d, many, 1), -ENOENT);
+        sfs_ocistore_unlock(s);
+        sfs_ocistore_close(s);
+}
+
 static void test_a_fresh_store_is_tagged_at_once_and_everything_in_it_is_private(void **state)
 {
         struct fx *f = *state;
@@ -621,6 +698,12 @@ int main(void)
                         teardown),
                 cmocka_unit_test_setup_teardown(
                         test_a_layer_without_holders_or_time_loads_with_none_and_the_blobs_time,
+                        setup, teardown),
+                cmocka_unit_test_setup_teardown(
+                        test_annotations_that_do_not_parse_are_warned_about_and_treated_as_absent,
+                        setup, teardown),
+                cmocka_unit_test_setup_teardown(
+                        test_more_holders_than_a_layer_takes_or_an_unknown_snapshot_are_refused,
                         setup, teardown),
                 cmocka_unit_test_setup_teardown(
                         test_a_fresh_store_is_tagged_at_once_and_everything_in_it_is_private,

@@ -969,6 +969,42 @@ static void test_restored_holders_are_charged_whatever_the_limits_are_now(void *
         snap_store_free(s);
 }
 
+static void test_more_holders_than_a_snapshot_takes_or_a_detached_one_are_refused(void **state)
+{
+        struct snap_store *s = quota_store();
+        uint32_t many[SNAP_HOLDERS_MAX + 2];
+        struct snap_put p = { .data = "crowded", .len = 7, .publisher_uid = 1,
+                              .holders = many, .unlimited = true };
+        struct snap_object *o = NULL;
+        (void)state;
+
+        for (uint32_t i = 0; i < SNAP_HOLDERS_MAX + 2; i++)
+                many[i] = i + 1;
+        p.n_holders = SNAP_HOLDERS_MAX + 2;
+        assert_int_equal(snap_store_put(s, &p, &o), -EINVAL);
+        p.n_holders = SNAP_HOLDERS_MAX + 1;
+        assert_int_equal(snap_store_put(s, &p, &o), 0);
+        /* Detached: nothing holds it any more, nobody may take a hold. */
+        assert_int_equal(snap_store_unhold(s, o, SNAP_HOLDER_ALL), 1);
+        assert_int_equal(snap_store_hold_check(s, o, 0), -ENOENT);
+        assert_int_equal(snap_store_hold(s, o, 0), -ENOENT);
+        snap_store_release(s, o);
+        snap_store_free(s);
+}
+
+static void test_a_claim_larger_than_one_object_may_be_is_efbig(void **state)
+{
+        struct snap_store *s = *state;
+        struct snap_claim claim;
+
+        assert_int_equal(snap_store_claim(s, 1000, cfg_default.max_object_size + 1, 0, &claim),
+                         -EFBIG);
+        assert_false(claim.held);
+        assert_int_equal(snap_store_claim(s, 1000, cfg_default.max_object_size, 0, &claim), 0);
+        snap_store_unclaim(s, &claim);
+        assert_stats(s, 0, 0, 0, 0);
+}
+
 #define T(name) cmocka_unit_test_setup_teardown(name, setup, teardown)
 
 int main(void)
@@ -1010,6 +1046,8 @@ int main(void)
                 T(test_every_hold_at_once_detaches_and_keeps_every_charge_until_release),
                 T(test_a_claim_decides_and_charges_before_the_put_that_takes_it),
                 T(test_restored_holders_are_charged_whatever_the_limits_are_now),
+                T(test_more_holders_than_a_snapshot_takes_or_a_detached_one_are_refused),
+                T(test_a_claim_larger_than_one_object_may_be_is_efbig),
         };
         return cmocka_run_group_tests(tests, NULL, NULL);
 }
