@@ -33,8 +33,11 @@ static void audit_usage(FILE *f)
                 "a regular file with one link and mode 0000 on the mount's device, has an inode\n"
                 "no other snapshot has, xattrs user.snapfs.sha256 and user.snapfs.binding that\n"
                 "agree with its name and fstat, and content that hashes to its name (re-read and\n"
-                "re-hashed). Prints a summary table and every problem; a progress line on a\n"
-                "terminal when there are more than %d snapshots.\n"
+                "re-hashed). With a --store daemon, asked by the mount owner or root, the\n"
+                "daemon re-hashes every blob of its store on disk and each one changed or gone\n"
+                "is a problem named by its digest; asked by another uid, the store's blobs are\n"
+                "not re-hashed and the output says so. Prints a summary table and every\n"
+                "problem; a progress line on a terminal when there are more than %d snapshots.\n"
                 "\n"
                 "Options:\n"
                 "  --mount MNT   " CLI_HELP_MOUNT ";\n"
@@ -47,7 +50,9 @@ static void audit_usage(FILE *f)
                 "  --json        print one JSON object: ok, error, message, reasons (the\n"
                 "                mount's findings, then every problem), mount, compliant,\n"
                 "                mount_id, snapshots, bytes, checks [{check, passed, failed}],\n"
-                "                problems [{entry, code, message}]\n"
+                "                problems [{entry, code, message}], store (null without\n"
+                "                --store: {rehashed, blobs, intact, corrupt, missing,\n"
+                "                set_aside, note}), usage\n"
                 "  -h, --help    show this help\n"
                 "\n"
                 "Exit status: 0 everything holds; 1 the mount is not compliant (its snapshots\n"
@@ -119,6 +124,15 @@ static int print_text(const char *mount, const struct snapfs_report *why, bool c
                 printf("snapshots  %" PRIu64 " (%" PRIu64 " bytes)\n", a->snapshots, a->bytes);
         else
                 printf("snapshots  not audited: the mount is not compliant\n");
+        if (a->store.state == SNAPFS_AUDIT_STORE_REHASHED)
+                printf("store      %" PRIu64 " blobs on disk re-hashed by the daemon: %" PRIu64
+                       " intact, %" PRIu64 " corrupt, %" PRIu64 " missing; %" PRIu64
+                       " set aside at its start\n",
+                       a->store.blobs, a->store.intact, a->store.corrupt, a->store.missing,
+                       a->store.set_aside);
+        else if (a->store.state == SNAPFS_AUDIT_STORE_NOT_REHASHED)
+                printf("store      blobs on disk NOT re-hashed (%s); %" PRIu64
+                       " set aside at its start\n", a->store.note, a->store.set_aside);
         if (usage) {
                 printf("\n");
                 cli_print_usage(stdout, usage);
@@ -134,6 +148,27 @@ static int print_text(const char *mount, const struct snapfs_report *why, bool c
         printf("\n%s\n", compliant && a->n_problems == 0 ? "audit: everything holds"
                                                            : "audit: FAILED");
         return fflush(stdout) == 0 ? 0 : -EIO;
+}
+
+/* null without --store; else whether the daemon re-hashed its blobs on disk, and what it
+ * found (or why not). */
+static json_object *store_json(const struct snapfs_audit_store *st)
+{
+        json_object *o;
+        bool rehashed = st->state == SNAPFS_AUDIT_STORE_REHASHED;
+
+        if (st->state == SNAPFS_AUDIT_STORE_NONE || !(o = json_object_new_object()))
+                return NULL;
+        json_object_object_add(o, "rehashed", json_object_new_boolean(rehashed));
+        json_object_object_add(o, "blobs", rehashed ? json_object_new_uint64(st->blobs) : NULL);
+        json_object_object_add(o, "intact", rehashed ? json_object_new_uint64(st->intact) : NULL);
+        json_object_object_add(o, "corrupt",
+                               rehashed ? json_object_new_uint64(st->corrupt) : NULL);
+        json_object_object_add(o, "missing",
+                               rehashed ? json_object_new_uint64(st->missing) : NULL);
+        json_object_object_add(o, "set_aside", json_object_new_uint64(st->set_aside));
+        json_object_object_add(o, "note", rehashed ? NULL : json_object_new_string(st->note));
+        return o;
 }
 
 static int print_json(const char *mount, const struct snapfs_report *why, int check,
@@ -194,6 +229,7 @@ static int print_json(const char *mount, const struct snapfs_report *why, int ch
                 json_object_array_add(problems, p);
         }
         json_object_object_add(o, "problems", problems);
+        json_object_object_add(o, "store", store_json(&a->store));
         json_object_object_add(o, "usage", usage ? cli_json_usage(usage) : NULL);
         return cli_print_json(o);
 }

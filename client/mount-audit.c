@@ -24,6 +24,9 @@
 #define XATTR_SHA256 "user.snapfs.sha256"
 #define XATTR_BINDING "user.snapfs.binding"
 #define XATTR_STORE_CORRUPT "user.snapfs.store-corrupt"
+#define XATTR_STORE_CHECK "user.snapfs.store-check"
+/* The daemon's answer is at most 4000 bytes (fs/tree.h); room for more, never cut short. */
+#define STORE_CHECK_MAX 8192
 #define STAGING ".staging"
 
 const char *const snapfs_audit_check_names[SNAPFS_AUDIT_CHECKS] = {
@@ -85,35 +88,119 @@ int snapfs_audit_problem(struct snapfs_audit *a, enum snapfs_audit_check c, cons
 /* The checks below name their run; the problem lands in its outcome. */
 #define problem(run, ...) snapfs_audit_problem((run)->out, __VA_ARGS__)
 
-/* A daemon with --store says on its root how many blobs it set aside at start (they did not
- * hash to their names): each is a snapshot the store lost. No attribute: no store. */
+/* The count of blobs a --store daemon set aside at start (they did not hash to their names):
+ * 0 and *count, 1 when the daemon has no store (no attribute), or a negative errno. */
+static int read_set_aside(struct audit *a, int fd, uint64_t *count)
+{
+        char buf[32];
+        unsigned long long v;
+        ssize_t n;
+        char *end;
+
+        n = fgetxattr(fd, XATTR_STORE_CORRUPT, buf, sizeof(buf) - 1);
+        if (n < 0)
+                return errno == ENODATA || errno == EOPNOTSUPP ? 1 : negative_errno();
+        buf[n] = '\0';
+        errno = 0;
+        v = strtoull(buf, &end, 10);
+        if (errno || end == buf || *end) {
+                int r = problem(a, SNAPFS_AUDIT_STORE, ".", "store-blob-corrupt",
+                                "%s is not a count: '%s'", XATTR_STORE_CORRUPT, buf);
+                return r < 0 ? r : 1;
+        }
+        *count = v;
+        return 0;
+}
+
+/* The daemon's answer to XATTR_STORE_CHECK (fs/tree.h): a header line, then "corrupt HEX" or
+ * "missing HEX" lines, then "more=N". Each problem names its blob. */
+static int parse_store_check(struct audit *a, char *text)
+{
+        struct snapfs_audit_store *st = &a->out->store;
+        char *line, *save = NULL;
+        unsigned long long blobs, intact, corrupt, missing, set_aside, more;
+        int used = 0, r = 0;
+
+        if (sscanf(text, "blobs=%llu intact=%llu corrupt=%llu missing=%llu set-aside=%llu\n%n",
+                   &blobs, &intact, &corrupt, &missing, &set_aside, &used) != 5 || !used)
+                return problem(a, SNAPFS_AUDIT_STORE, ".", "store-blob-corrupt",
+                               "%s does not say what the store holds", XATTR_STORE_CHECK);
+        *st = (struct snapfs_audit_store){ .state = SNAPFS_AUDIT_STORE_REHASHED, .blobs = blobs,
+                                           .intact = intact, .corrupt = corrupt,
+                                           .missing = missing, .set_aside = set_aside };
+        a->out->passed[SNAPFS_AUDIT_STORE] += (unsigned)intact;
+        for (line = strtok_r(text + used, "\n", &save); r == 0 && line;
+             line = strtok_r(NULL, "\n", &save)) {
+                if (!strncmp(line, "corrupt ", 8) && snap_is_digest_name(line + 8))
+                        r = problem(a, SNAPFS_AUDIT_STORE, line + 8, "store-blob-corrupt",
+                                    "the blob on disk does not hash to its name (changed since "
+                                    "it was written): the snapshot is served from memory, but "
+                                    "a restart sets it aside");
+                else if (!strncmp(line, "missing ", 8) && snap_is_digest_name(line + 8))
+                        r = problem(a, SNAPFS_AUDIT_STORE, line + 8, "store-blob-missing",
+                                    "the blob is gone from the store: the snapshot is served "
+                                    "from memory, but a restart drops it");
+                else if (sscanf(line, "more=%llu", &more) == 1)
+                        r = problem(a, SNAPFS_AUDIT_STORE, ".", "store-blob-corrupt",
+                                    "%llu more blob(s) of the store are corrupt or missing",
+                                    more);
+                else
+                        r = problem(a, SNAPFS_AUDIT_STORE, ".", "store-blob-corrupt",
+                                    "%s has a line that is no finding", XATTR_STORE_CHECK);
+        }
+        if (r == 0 && set_aside)
+                r = problem(a, SNAPFS_AUDIT_STORE, ".", "store-blob-corrupt",
+                            "%llu blob(s) of the daemon's --store did not hash to their names "
+                            "at start: set aside in its corrupt/ directory, not served",
+                            set_aside);
+        return r;
+}
+
+/* A daemon with --store re-hashes every blob of it on disk when the mount owner or root asks
+ * (XATTR_STORE_CHECK): each blob that changed or went since it was written is a problem named
+ * by its digest. Another uid may not ask; then the audit says plainly that the store's blobs
+ * were not re-hashed, and counts only the blobs the daemon set aside at its start. No
+ * attribute: no store. */
 static int audit_store(struct audit *a)
 {
         /* The pinned root is O_PATH, which has no xattrs to read: a real descriptor of it. */
         _cleanup_close_ int fd = openat(a->m->fd, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-        char buf[32];
-        unsigned long long count;
+        struct snapfs_audit_store *st = &a->out->store;
+        _cleanup_free_ char *buf = NULL;
+        const char *why;
+        uint64_t count = 0;
         ssize_t n;
-        char *end;
+        int r;
 
         if (fd < 0)
                 return negative_errno();
-        n = fgetxattr(fd, XATTR_STORE_CORRUPT, buf, sizeof(buf) - 1);
-        if (n < 0)
-                return errno == ENODATA || errno == EOPNOTSUPP ? 0 : negative_errno();
-        buf[n] = '\0';
-        errno = 0;
-        count = strtoull(buf, &end, 10);
-        if (errno || end == buf || *end)
-                return problem(a, SNAPFS_AUDIT_STORE, ".", "store-blob-corrupt",
-                               "%s is not a count: '%s'", XATTR_STORE_CORRUPT, buf);
-        if (count == 0) {
-                snapfs_audit_count(a->out, SNAPFS_AUDIT_STORE, true);
-                return 0;
+        buf = malloc(STORE_CHECK_MAX + 1);
+        if (!buf)
+                return -ENOMEM;
+        /* One call with room for the whole answer: every call is a re-hash of the store. */
+        n = fgetxattr(fd, XATTR_STORE_CHECK, buf, STORE_CHECK_MAX);
+        if (n >= 0) {
+                buf[n] = '\0';
+                return parse_store_check(a, buf);
         }
+        if (errno == EACCES)
+                why = "only the mount owner and root may have the daemon re-hash its store";
+        else if (errno == ENODATA || errno == EOPNOTSUPP)
+                why = "this daemon does not re-hash its store on request";
+        else
+                return negative_errno();
+        r = read_set_aside(a, fd, &count);
+        if (r != 0)
+                return r < 0 ? r : 0; /* no store at all: nothing to say */
+        *st = (struct snapfs_audit_store){ .state = SNAPFS_AUDIT_STORE_NOT_REHASHED,
+                                           .set_aside = count };
+        snprintf(st->note, sizeof(st->note), "%s", why);
+        if (count == 0)
+                return 0;
         return problem(a, SNAPFS_AUDIT_STORE, ".", "store-blob-corrupt",
                        "%llu blob(s) of the daemon's --store did not hash to their names at "
-                       "start: set aside in its corrupt/ directory, not served", count);
+                       "start: set aside in its corrupt/ directory, not served",
+                       (unsigned long long)count);
 }
 
 /* SHA-256 of the content that fstat says is size bytes long, through the one shared reader

@@ -2,8 +2,10 @@
 /* The audit of a judged snapfs mount (what `snapfs audit` reports): every entry of its root
  * is a snapshot name (or .staging), and every snapshot opens on that mount, is a regular file
  * with one link and mode 0000 on the mount's device, has an inode of its own, xattrs that
- * agree with its name and fstat, and content that hashes to its name; a --store daemon set
- * no blob aside. Internal to libsnapfs and the snapfs command: not exported. */
+ * agree with its name and fstat, and content that hashes to its name; a --store daemon's
+ * blobs on disk, re-hashed by the daemon when the caller may ask for it (the mount owner and
+ * root), are intact, and it set none aside at start. Internal to libsnapfs and the snapfs
+ * command: not exported. */
 #pragma once
 
 #include <stddef.h>
@@ -35,6 +37,21 @@ struct snapfs_audit_problem {
         char message[320];
 };
 
+/* What the audit learnt of the daemon's --store. */
+enum snapfs_audit_store_state {
+        SNAPFS_AUDIT_STORE_NONE,         /* no --store (or a daemon that says nothing of one) */
+        SNAPFS_AUDIT_STORE_REHASHED,     /* the daemon re-hashed every blob on disk just now */
+        SNAPFS_AUDIT_STORE_NOT_REHASHED, /* not re-hashed: only the start's count is known
+                                            (note says why) */
+};
+
+struct snapfs_audit_store {
+        enum snapfs_audit_store_state state;
+        uint64_t blobs, intact, corrupt, missing; /* REHASHED */
+        uint64_t set_aside;                       /* set aside at the daemon's start */
+        char note[160];                           /* NOT_REHASHED: why */
+};
+
 /* The outcome: counts per check and every problem found. Zero it before use; free it with
  * snapfs_audit_free. */
 struct snapfs_audit {
@@ -42,6 +59,7 @@ struct snapfs_audit {
         struct snapfs_audit_problem *problems;
         size_t n_problems, cap_problems;
         uint64_t snapshots, bytes;
+        struct snapfs_audit_store store;
 };
 
 /* Counts one check as passed or failed (without a problem: the caller says why). */

@@ -422,9 +422,10 @@ static void store_warn(void *ctx, const char *hex, const char *what, int err)
 }
 
 static int store_restore_tree(void *ctx, const struct snap_digest *d, void *data, size_t len,
-                              const char *title)
+                              const struct sfs_ocistore_meta *meta)
 {
-        return sfs_tree_restore(((struct store_ctx *)ctx)->tree, d, data, len, title);
+        return sfs_tree_restore(((struct store_ctx *)ctx)->tree, d, data, len, meta->title,
+                                meta->holders, meta->n_holders, &meta->created);
 }
 
 /* Opens --store and serves its snapshots again: 0, or an SFS_EXIT_* code (printed). */
@@ -447,24 +448,46 @@ static int store_start(const struct sfs_daemon_config *cfg, struct sfs_ocistore 
         return 0;
 }
 
+/* Writes "(pid N)" for a known holder, else nothing. */
+static const char *holder_text(pid_t pid, char *buf, size_t size)
+{
+        if (pid > 0)
+                snprintf(buf, size, " (pid %d)", (int)pid);
+        else
+                buf[0] = '\0';
+        return buf;
+}
+
 static int store_open(const struct sfs_daemon_config *cfg, struct sfs_ocistore **out)
 {
-        const char *fstype = NULL;
-        int r = sfs_ocistore_open(cfg->store, out, &fstype);
+        struct sfs_ocistore_why why;
+        char pid[32];
+        int r = sfs_ocistore_open(cfg->store, 0, out, &why);
 
+        if (r == -EWOULDBLOCK) {
+                /* A daemon unmounted a moment ago may still be freeing what it served
+                 * (seconds for a large store): wait for it, a bounded time. */
+                LOG("--store %s: another snapfs daemon%s holds this store; waiting up to %u s "
+                    "for it to exit\n", cfg->store, holder_text(why.holder, pid, sizeof(pid)),
+                    SFS_STORE_WAIT_MS / 1000);
+                r = sfs_ocistore_open(cfg->store, SFS_STORE_WAIT_MS, out, &why);
+        }
         if (r == -EREMOTE) {
                 LOG("--store %s: refused: on a %s filesystem; a store must be on a local "
                     "filesystem, whose fsync and rename this host can rely on\n",
-                    cfg->store, fstype);
+                    cfg->store, why.fstype);
                 return SFS_EXIT_REFUSED;
         }
         if (r == -EWOULDBLOCK) {
-                LOG("--store %s: refused: another snapfs daemon uses this store\n", cfg->store);
+                LOG("--store %s: refused: another snapfs daemon%s uses this store\n", cfg->store,
+                    holder_text(why.holder, pid, sizeof(pid)));
                 return SFS_EXIT_REFUSED;
         }
         if (r == -EPERM) {
-                LOG("--store %s: refused: not owned by this uid, or writable by group or others "
-                    "(they could plant snapshots served at the next start)\n", cfg->store);
+                LOG("--store %s: refused: %s%s%s is not owned by this uid, or is writable by "
+                    "group or others (they could plant snapshots served at the next start, or "
+                    "move blobs away)\n", cfg->store, cfg->store, why.path ? "/" : "",
+                    why.path ? why.path : "");
                 return SFS_EXIT_REFUSED;
         }
         if (r < 0) {
@@ -481,27 +504,28 @@ static struct sfs_audit *hup_audit;
 static void on_hup(int sig)
 {
         (void)sig;
-        sfs_audit_request_reopen(hup_audit); /* an atomic store and a write(): signal-safe */
+        /* Before the log is open there is nothing to reopen: it is opened afterwards anyway. */
+        sfs_audit_request_reopen(__atomic_load_n(&hup_audit, __ATOMIC_ACQUIRE)); /* signal-safe */
 }
 
-/* SIGHUP must not end the loop as SIGTERM does: logrotate's postrotate would stop the
+/* SIGHUP must not end the daemon as SIGTERM does: logrotate's postrotate would stop the
  * service. SIGHUP reopens the audit log instead (after a rotation the old file keeps its
- * lines, the new one gets the next); only SIGTERM, SIGINT and umount stop the daemon. With a
- * NULL audit, SIGHUP is ignored from then on (the audit is about to be freed). 0 or -errno. */
-static int reopen_on_hup(struct sfs_audit *audit)
+ * lines, the new one gets the next); only SIGTERM, SIGINT and umount stop the daemon. The
+ * handler is the first thing the daemon sets up (the attack: `snapfs mount -f M & kill -HUP
+ * $!` killed it by default action while it loaded its store), and a daemonized parent that
+ * waits for its child keeps it. audit is what it reopens from then on (NULL: nothing yet).
+ * With done, SIGHUP is ignored from then on (the audit is about to be freed). 0 or -errno. */
+static int reopen_on_hup(struct sfs_audit *audit, bool done)
 {
         /* No SA_RESTART: with it, a SIGTERM delivered together with a SIGHUP had a futex
-         * wait restarted rather than interrupted. The wait for a stop retries on EINTR. */
+         * wait restarted rather than interrupted. Every wait here retries on EINTR. */
         struct sigaction sa = { .sa_flags = 0 };
 
         sigemptyset(&sa.sa_mask);
-        sa.sa_handler = audit ? on_hup : SIG_IGN;
-        if (audit)
-                __atomic_store_n(&hup_audit, audit, __ATOMIC_RELEASE);
+        sa.sa_handler = done ? SIG_IGN : on_hup;
+        __atomic_store_n(&hup_audit, done ? NULL : audit, __ATOMIC_RELEASE);
         if (sigaction(SIGHUP, &sa, NULL) < 0)
                 return negative_errno();
-        if (!audit)
-                __atomic_store_n(&hup_audit, NULL, __ATOMIC_RELEASE);
         return 0;
 }
 
@@ -522,6 +546,11 @@ int sfs_daemon_run(const struct sfs_daemon_config *cfg)
         uint64_t dev = 0;
         int r, ret = SFS_EXIT_ERROR;
 
+        /* First of all: a SIGHUP at any moment of the start must not end it. */
+        if (reopen_on_hup(NULL, false) < 0) {
+                LOG("cannot install signal handlers: %m\n");
+                return SFS_EXIT_ERROR;
+        }
         path = path_make_absolute(cfg->mountpoint);
         if (!path) {
                 LOG("%s: %m\n", cfg->mountpoint);
@@ -545,6 +574,7 @@ int sfs_daemon_run(const struct sfs_daemon_config *cfg)
                            cfg->audit_log, &audit);
         if (r < 0)
                 return audit_refused(cfg->audit_log, r);
+        reopen_on_hup(audit, false); /* cannot fail: the same handler, set above */
         tc.audit = audit;
         tc.owner_uid = getuid();
         tc.owner_gid = getgid();
@@ -576,7 +606,7 @@ int sfs_daemon_run(const struct sfs_daemon_config *cfg)
         ctx.se = se;
         /* Before anything can announce the mount: a SIGTERM that arrives early must end the
          * loop (and unmount) like any other, not kill the process by default action. */
-        if (stop_signals_install() < 0 || reopen_on_hup(audit) < 0) {
+        if (stop_signals_install() < 0) {
                 LOG("cannot install signal handlers: %m\n");
                 stop_signals_remove();
                 fuse_session_destroy(se);
@@ -617,6 +647,8 @@ int sfs_daemon_run(const struct sfs_daemon_config *cfg)
         {
                 /* Threads only after the fork: a fork keeps just one. */
                 struct sweeper sw;
+                if (store && !cfg->foreground)
+                        sfs_ocistore_note_pid(store, getpid()); /* the serving pid, named */
                 if (sfs_audit_start(audit) < 0)
                         LOG("cannot start the audit writer; events are written at exit\n");
                 sweeper_start(&sw, ctx.tree, cfg->tree.staging_ttl_ms);
@@ -648,10 +680,12 @@ out:
         /* A daemonized child that never served tells its parent why it stops. */
         report_to_parent(ret == SFS_EXIT_OK ? SFS_EXIT_ERROR : ret);
         pidfile_remove();
-        reopen_on_hup(NULL);
+        reopen_on_hup(NULL, true);
+        /* The store first: nothing serves any more, and a daemon started on it at once
+         * must not wait while this one frees what it served (seconds for a large store). */
+        sfs_ocistore_close(store);
         /* Everything the snapshots held is freed before exit. */
         sfs_tree_free(ctx.tree);
-        sfs_ocistore_close(store);
         sfs_audit_close(audit);
         return ret;
 }

@@ -20,6 +20,9 @@ struct sfs_daemon_config {
         unsigned max_threads;         /* 0: libfuse's default */
 };
 
+/* How long a start waits for the daemon that still holds its --store (one exiting). */
+#define SFS_STORE_WAIT_MS 5000u
+
 /* Exit codes of sfs_daemon_run. */
 enum {
         SFS_EXIT_OK = 0,
@@ -31,5 +34,6 @@ enum {
  * one: it unmounts and returns SFS_EXIT_REFUSED, printing every finding to standard error),
  * daemonizes unless cfg->foreground (the caller's process returns only once the mount is
  * ready), and serves until SIGTERM, SIGINT or umount(8), then unmounts (SIGHUP reopens the
- * audit log). Returns an exit code. */
+ * audit log, and never ends the daemon, from the start of this call on). Returns an exit
+ * code. */
 int sfs_daemon_run(const struct sfs_daemon_config *cfg);

@@ -414,12 +414,33 @@ static int unlink_staging(struct sfs_tree *t, const struct sfs_caller *c, const 
         return 0;
 }
 
+/* The holders of obj once uid's hold is dropped, for the store. */
+static size_t holders_without(struct sfs_tree *t, struct snap_object *obj, uint32_t uid,
+                              uint32_t *out)
+{
+        uint32_t all[SNAP_HOLDERS_MAX + 1];
+        size_t n = snap_store_get_holders(t->store, obj, all, ARRAY_SIZE(all)), kept = 0;
+
+        for (size_t i = 0; i < n && i < ARRAY_SIZE(all); i++)
+                if (all[i] != uid)
+                        out[kept++] = all[i];
+        return kept;
+}
+
+/* unlink of a snapshot. The mount owner and root remove it: every hold goes. With
+ * --unlink-own a holder drops its own hold alone: the snapshot stays while anything else
+ * references it (another holder: the attack was a sandbox pre-publishing the runtime's
+ * predictable config and removing it after the runtime published the same bytes), and goes
+ * with the last. Whether anything still references it is the store's one decision
+ * (snap_store_kept_without). */
 static int unlink_snapshot(struct sfs_tree *t, const struct sfs_caller *c, const char *name)
 {
         struct snap_digest d;
         struct snap_object *obj;
         char hex[SNAP_DIGEST_HEX_LEN + 1];
+        uint32_t drop;
         uint64_t size;
+        bool kept;
         int r;
 
         pthread_mutex_lock(&t->lock);
@@ -436,16 +457,30 @@ static int unlink_snapshot(struct sfs_tree *t, const struct sfs_caller *c, const
                 pthread_mutex_unlock(&t->lock);
                 return -ENOENT;
         }
-        if (!sfs_may_unlink(&t->cfg, c, obj->publisher_uid)) {
+        if (sfs_may_remove(&t->cfg, c))
+                drop = SNAP_HOLDER_ALL;
+        else if (sfs_may_unhold(&t->cfg, c) && snap_store_holds(t->store, obj, (uint32_t)c->uid))
+                drop = (uint32_t)c->uid;
+        else {
+                /* Not the owner, or a uid that holds nothing on it. */
                 snap_store_release(t->store, obj);
                 pthread_mutex_unlock(&t->lock);
                 return sfs_tree_refuse(t, c, "unlink", name, EPERM);
         }
+        kept = snap_store_kept_without(t->store, obj, drop);
         if (t->cfg.ocistore) {
-                /* Off the disk first: a snapshot answered as removed never comes back after a
-                 * restart. Under t->lock: unlinks are rare, and the tree must not change
-                 * between the checks above and the detach below. */
-                r = sfs_ocistore_remove(t->cfg.ocistore, &d);
+                /* On the disk first: a snapshot answered as removed never comes back after a
+                 * restart, nor does a hold answered as dropped. Under t->lock: unlinks are
+                 * rare, and the tree must not change between the checks above and the
+                 * change below. Removal needs no room on the store's filesystem; rewriting
+                 * the holders of a snapshot that stays does. */
+                if (kept) {
+                        uint32_t holders[SNAP_HOLDERS_MAX + 1];
+                        size_t n = holders_without(t, obj, drop, holders);
+                        r = sfs_ocistore_set_holders(t->cfg.ocistore, &d, holders, n);
+                } else {
+                        r = sfs_ocistore_remove(t->cfg.ocistore, &d);
+                }
                 if (r < 0 && r != -ENOENT) {
                         snap_store_release(t->store, obj);
                         pthread_mutex_unlock(&t->lock);
@@ -453,17 +488,20 @@ static int unlink_snapshot(struct sfs_tree *t, const struct sfs_caller *c, const
                 }
         }
         size = obj->size;
-        snap_store_detach(t->store, obj);
-        if (obj->priv)
-                ((struct sfs_node *)obj->priv)->unlinked = true;
-        snap_store_release(t->store, obj); /* the tree's reference */
+        r = snap_store_unhold(t->store, obj, drop);
+        if (r == 1) {
+                if (obj->priv)
+                        ((struct sfs_node *)obj->priv)->unlinked = true;
+                snap_store_release(t->store, obj); /* the tree's reference */
+                sfs_touch_root(t);
+        }
         snap_store_release(t->store, obj); /* ours from the lookup */
-        sfs_touch_root(t);
         pthread_mutex_unlock(&t->lock);
 
         snap_digest_to_hex(&d, hex);
         sfs_audit_emit(t->cfg.audit, &(struct sfs_audit_event){
-                                             .event = "unlink",
+                                             /* Only a hold went: the snapshot stays. */
+                                             .event = r == 1 ? "unlink" : "unlink-hold",
                                              .op = "unlink",
                                              .uid = c->uid,
                                              .pid = c->pid,

@@ -166,13 +166,21 @@ static uint64_t min64(uint64_t a, uint64_t b)
         return a < b ? a : b;
 }
 
-void sfs_tree_statfs(struct sfs_tree *t, const struct sfs_caller *c, struct statvfs *sv)
+int sfs_tree_statfs(struct sfs_tree *t, const struct sfs_caller *c, struct statvfs *sv)
 {
         struct snap_store_stats s;
         struct snap_store_usage u;
         const unsigned long bsize = 4096;
         uint64_t free_bytes, free_files, avail_bytes, avail_files;
+        int r;
 
+        /* Like every other request: a uid outside the policies learns nothing, not even how
+         * full the mount is (which moves with what others publish). */
+        pthread_mutex_lock(&t->lock);
+        r = sfs_check_visible(t, c, &t->root);
+        pthread_mutex_unlock(&t->lock);
+        if (r < 0)
+                return sfs_tree_refuse(t, c, "statfs", NULL, -r);
         snap_store_get_stats(t->store, &s);
         free_bytes = sub0(t->cfg.max_bytes, s.bytes + s.reserved);
         free_files = sub0(t->cfg.max_snapshots, s.objects);
@@ -198,6 +206,7 @@ void sfs_tree_statfs(struct sfs_tree *t, const struct sfs_caller *c, struct stat
         sv->f_ffree = avail_files;
         sv->f_favail = avail_files;
         sv->f_namemax = SNAP_DIGEST_HEX_LEN;
+        return 0;
 }
 
 void sfs_tree_get_stats(struct sfs_tree *t, struct sfs_tree_stats *st)

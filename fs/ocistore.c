@@ -1,14 +1,17 @@
 /* SPDX-License-Identifier: MIT */
-/* --store DIR: publishing into an OCI image layout, the store's checks at open, and the
- * snapshots served again at start (ocistore.h). */
+/* --store DIR: publishing into an OCI image layout, the store's checks at open, the snapshots
+ * served again at start, and the re-hash of the blobs on disk that `snapfs audit` asks for
+ * (ocistore.h). */
 #include "ocistore.h"
 
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <inttypes.h>
 #include <linux/magic.h>
 #include <pthread.h>
 #include <stdbool.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/file.h>
@@ -17,12 +20,24 @@
 #include <unistd.h>
 
 #include "oci.h"
+#include "safeopen.h"
+#include "store.h"
 #include "util.h"
+
+/* What a layer's annotation of holders holds: SNAP_HOLDERS_MAX uids and the privileged one. */
+#define HOLDERS_MAX (SNAP_HOLDERS_MAX + 1)
+/* "YYYY-MM-DDTHH:MM:SS.nnnnnnnnnZ" */
+#define TIME_TEXT_MAX 64
+/* How often a start looks again whether the daemon holding the store let it go. */
+#define WAIT_STEP_MS 20
 
 struct entry {
         struct snap_digest digest;
         uint64_t size;
         char *title; /* NULL when unknown */
+        struct timespec created;
+        uint32_t *holders;
+        size_t n_holders;
 };
 
 struct sfs_ocistore {
@@ -32,8 +47,10 @@ struct sfs_ocistore {
         size_t n, cap;
         bool has_manifest;
         struct snap_digest manifest; /* the blob index.json's tag names now */
+        uint64_t manifest_size;
         uint64_t corrupt;
         size_t max_entries; /* SNAP_OCI_ENTRIES_MAX, or less (sfs_ocistore_set_max_entries) */
+        bool locked;        /* the store is ours: the pid file is ours to remove */
 };
 
 /* Filesystems whose fsync and rename promise nothing to this host, or that a FUSE daemon
@@ -50,7 +67,7 @@ static const struct {
 };
 
 /* The snapshots may be secrets that --readers keeps from other uids: what the store makes
- * is 0700 (before snap_oci_layout_open makes it 0755). */
+ * is 0700 (before snap_oci_layout_open, so an existing directory is judged as it is). */
 static int make_private_dirs(const char *dir)
 {
         _cleanup_close_ int fd = -1, blobs = -1;
@@ -70,9 +87,10 @@ static int make_private_dirs(const char *dir)
         return 0;
 }
 
-/* Another uid that can write the store could plant a blob and a manifest naming it: served
- * as published at the next start (they hash to their names). -EPERM for a directory not
- * owned by this uid or writable by group or others. */
+/* Another uid that can write any directory of the store could plant a blob and a manifest
+ * naming it (served as published at the next start, since they hash to their names), or move
+ * blobs/sha256 away (nothing served after a restart). -EPERM for a directory not owned by
+ * this uid or writable by group or others. */
 static int check_private(int fd)
 {
         struct stat st;
@@ -84,12 +102,122 @@ static int check_private(int fd)
         return 0;
 }
 
-int sfs_ocistore_open(const char *dir, struct sfs_ocistore **out, const char **fstype)
+/* Every directory of the store, as check_private judges it: the layout's, blobs, blobs/sha256
+ * and corrupt (when there is one). *part names the one refused. */
+static int check_private_dirs(const struct snap_oci_layout *l, const char **part)
 {
+        static const char *const subdirs[] = { "blobs", SFS_OCISTORE_CORRUPT_DIR };
+        int r;
+
+        *part = NULL;
+        r = check_private(l->dirfd);
+        for (size_t i = 0; r == 0 && i < ARRAY_SIZE(subdirs); i++) {
+                _cleanup_close_ int fd = openat(l->dirfd, subdirs[i],
+                                                O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+                *part = subdirs[i];
+                if (fd < 0 && errno == ENOENT && i > 0)
+                        continue; /* corrupt/ is made when a blob is first set aside */
+                r = fd < 0 ? negative_errno() : check_private(fd);
+        }
+        if (r == 0) {
+                *part = "blobs/sha256";
+                r = check_private(l->blobsfd);
+        }
+        return r;
+}
+
+/* An older store made blobs 0644 and directories 0755: nothing it holds is for other uids.
+ * Only regular files and directories this uid owns are changed (check_private_dirs refused
+ * directories of other owners; a link is never followed). */
+static void make_private(int dirfd, const char *name)
+{
+        struct stat st;
+
+        if (fstatat(dirfd, name, &st, AT_SYMLINK_NOFOLLOW) < 0 || st.st_uid != geteuid() ||
+            !(S_ISDIR(st.st_mode) || S_ISREG(st.st_mode)) ||
+            !(st.st_mode & (S_IRWXG | S_IRWXO)))
+                return;
+        fchmodat(dirfd, name, st.st_mode & S_IRWXU, 0);
+}
+
+/* The pid in DIR/snapfs.pid, or 0. */
+static pid_t read_holder(int dirfd)
+{
+        _cleanup_free_ void *buf = NULL;
+        char text[33];
+        size_t len;
+        long pid;
+        char *end;
+
+        if (snap_read_untrusted(dirfd, SFS_OCISTORE_PID_FILE, 32, &buf, &len) < 0)
+                return 0;
+        memcpy(text, buf, len);
+        text[len] = '\0';
+        errno = 0;
+        pid = strtol(text, &end, 10);
+        if (errno || end == text || (*end && *end != '\n') || pid <= 0 || pid > INT32_MAX)
+                return 0;
+        return (pid_t)pid;
+}
+
+int sfs_ocistore_note_pid(struct sfs_ocistore *s, pid_t pid)
+{
+        _cleanup_close_ int fd = -1;
+        char line[32];
+        int n = snprintf(line, sizeof(line), "%d\n", (int)pid);
+
+        /* O_NOFOLLOW: the directory is private, but a link there must still not redirect a
+         * write. Not durable on purpose: it only names the holder, and the lock decides. */
+        fd = openat(s->layout.dirfd, SFS_OCISTORE_PID_FILE,
+                    O_WRONLY | O_CREAT | O_TRUNC | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC, 0600);
+        if (fd < 0)
+                return negative_errno();
+        if (write(fd, line, (size_t)n) != n)
+                return errno ? negative_errno() : -EIO;
+        return 0;
+}
+
+static uint64_t now_ms(void)
+{
+        struct timespec ts;
+
+        clock_gettime(CLOCK_MONOTONIC, &ts);
+        return (uint64_t)ts.tv_sec * 1000 + (uint64_t)ts.tv_nsec / 1000000;
+}
+
+/* Two daemons on one store would each rewrite the manifest without the other's snapshots. The
+ * lock is on blobs/sha256, not the layout directory, whose flock snap_oci_tag takes for each
+ * index.json update. A daemon that was just unmounted may still be freeing what it served:
+ * wait for it up to wait_ms. */
+static int take(struct sfs_ocistore *s, unsigned wait_ms, pid_t *holder)
+{
+        uint64_t deadline = now_ms() + wait_ms;
+
+        for (;;) {
+                if (flock(s->layout.blobsfd, LOCK_EX | LOCK_NB) == 0)
+                        return 0;
+                if (errno != EWOULDBLOCK || now_ms() >= deadline)
+                        break;
+                usleep(WAIT_STEP_MS * 1000);
+        }
+        if (errno != EWOULDBLOCK)
+                return negative_errno();
+        if (holder)
+                *holder = read_holder(s->layout.dirfd);
+        return -EWOULDBLOCK;
+}
+
+int sfs_ocistore_open(const char *dir, unsigned wait_ms, struct sfs_ocistore **out,
+                      struct sfs_ocistore_why *why)
+{
+        struct sfs_ocistore_why ignored;
         struct sfs_ocistore *s;
         struct statfs sf;
         int r = 0;
 
+        if (!why)
+                why = &ignored;
+        *why = (struct sfs_ocistore_why){ 0 };
         s = calloc(1, sizeof(*s));
         if (!s)
                 return -ENOMEM;
@@ -111,37 +239,46 @@ int sfs_ocistore_open(const char *dir, struct sfs_ocistore **out, const char **f
         }
         for (size_t i = 0; r == 0 && i < ARRAY_SIZE(remote_fs); i++)
                 if ((long)sf.f_type == remote_fs[i].magic) {
-                        if (fstype)
-                                *fstype = remote_fs[i].name;
+                        why->fstype = remote_fs[i].name;
                         r = -EREMOTE;
                 }
         if (r == 0)
                 r = make_private_dirs(dir);
         if (r == 0)
-                r = snap_oci_layout_open(dir, SNAP_OCI_CREATE, &s->layout);
+                r = snap_oci_layout_open(dir, SNAP_OCI_CREATE | SNAP_OCI_PRIVATE, &s->layout);
         if (r == 0)
-                r = check_private(s->layout.dirfd);
+                r = check_private_dirs(&s->layout, &why->path);
         if (r == 0)
-                r = check_private(s->layout.blobsfd);
-        /* Two daemons on one store would each rewrite the manifest without the other's
-         * snapshots. The lock is on blobs/sha256, not the layout directory, whose flock
-         * snap_oci_tag takes for each index.json update. */
-        if (r == 0 && flock(s->layout.blobsfd, LOCK_EX | LOCK_NB) < 0)
-                r = negative_errno();
+                r = take(s, wait_ms, &why->holder);
         if (r < 0) {
                 sfs_ocistore_close(s);
                 return r;
         }
+        s->locked = true;
+        why->path = NULL;
+        /* Only names the holder for a refusal: a full filesystem must not stop the start. */
+        sfs_ocistore_note_pid(s, getpid());
         *out = s;
         return 0;
+}
+
+static void entry_clear(struct entry *e)
+{
+        free(e->title);
+        free(e->holders);
+        *e = (struct entry){ 0 };
 }
 
 void sfs_ocistore_close(struct sfs_ocistore *s)
 {
         if (!s)
                 return;
+        /* The pid file first, then the lock (with the descriptors): a daemon waiting for the
+         * store never reads the name of one that is gone. */
+        if (s->locked && s->layout.dirfd >= 0)
+                unlinkat(s->layout.dirfd, SFS_OCISTORE_PID_FILE, 0);
         for (size_t i = 0; i < s->n; i++)
-                free(s->v[i].title);
+                entry_clear(&s->v[i]);
         free(s->v);
         snap_oci_layout_close(&s->layout);
         pthread_mutex_destroy(&s->lock);
@@ -176,10 +313,123 @@ static ssize_t find(const struct sfs_ocistore *s, const struct snap_digest *d)
         return -1;
 }
 
-static int push(struct sfs_ocistore *s, const struct snap_digest *d, uint64_t size,
-                const char *title)
+/* ---- the annotations of a layer ---- */
+
+/* "0,1000": decimal uids below 4294967295 (no sign, no leading zero), comma-separated, each
+ * once, at most HOLDERS_MAX. 0 and *out (malloc'd), or -EINVAL, -ENOMEM. */
+static int holders_parse(const char *text, uint32_t **out, size_t *n_out)
 {
-        char *t = NULL;
+        _cleanup_free_ uint32_t *v = calloc(HOLDERS_MAX, sizeof(*v));
+        size_t n = 0;
+        const char *p = text;
+
+        if (!v)
+                return -ENOMEM;
+        for (;;) {
+                uint64_t uid = 0;
+                const char *start = p;
+
+                while (*p >= '0' && *p <= '9' && p - start < 10)
+                        uid = uid * 10 + (uint64_t)(*p++ - '0');
+                if (p == start || (*start == '0' && p - start > 1) || uid >= UINT32_MAX ||
+                    n == HOLDERS_MAX)
+                        return -EINVAL;
+                for (size_t i = 0; i < n; i++)
+                        if (v[i] == uid)
+                                return -EINVAL;
+                v[n++] = (uint32_t)uid;
+                if (*p == '\0')
+                        break;
+                if (*p++ != ',')
+                        return -EINVAL;
+        }
+        *out = TAKE_PTR(v);
+        *n_out = n;
+        return 0;
+}
+
+/* The annotation's text: at most 65 uids of up to 10 digits and their commas (below
+ * SNAP_OCI_ANNOTATION_MAX). malloc'd or NULL. */
+static char *holders_format(const uint32_t *v, size_t n)
+{
+        char text[HOLDERS_MAX * 11 + 1];
+        size_t used = 0;
+
+        text[0] = '\0';
+        for (size_t i = 0; i < n && i < HOLDERS_MAX; i++)
+                used += (size_t)snprintf(text + used, sizeof(text) - used, "%s%" PRIu32,
+                                         i ? "," : "", v[i]);
+        return strdup(text);
+}
+
+/* RFC 3339 in UTC with nanoseconds, as the image spec's "created" annotation takes it. */
+static void time_format(const struct timespec *ts, char out[TIME_TEXT_MAX])
+{
+        struct tm tm;
+        time_t sec = ts->tv_sec;
+
+        if (!gmtime_r(&sec, &tm)) {
+                snprintf(out, TIME_TEXT_MAX, "1970-01-01T00:00:00Z");
+                return;
+        }
+        snprintf(out, TIME_TEXT_MAX, "%04d-%02d-%02dT%02d:%02d:%02d.%09ldZ", tm.tm_year + 1900,
+                 tm.tm_mon + 1, tm.tm_mday, tm.tm_hour, tm.tm_min, tm.tm_sec, ts->tv_nsec);
+}
+
+/* "YYYY-MM-DDTHH:MM:SS[.fraction]Z": 0 and *out, or -EINVAL. */
+static int time_parse(const char *text, struct timespec *out)
+{
+        struct tm tm = { 0 };
+        const char *p;
+        long nsec = 0;
+        time_t sec;
+        int used = 0;
+
+        if (strlen(text) >= TIME_TEXT_MAX ||
+            sscanf(text, "%4d-%2d-%2dT%2d:%2d:%2d%n", &tm.tm_year, &tm.tm_mon, &tm.tm_mday,
+                   &tm.tm_hour, &tm.tm_min, &tm.tm_sec, &used) != 6 || used != 19)
+                return -EINVAL;
+        p = text + used;
+        if (*p == '.') {
+                long scale = 100000000;
+                for (p++; *p >= '0' && *p <= '9'; p++) {
+                        nsec += (*p - '0') * scale;
+                        scale /= 10;
+                }
+        }
+        if (strcmp(p, "Z") != 0 || tm.tm_mon < 1 || tm.tm_mon > 12 || tm.tm_mday < 1 ||
+            tm.tm_mday > 31 || tm.tm_hour > 23 || tm.tm_min > 59 || tm.tm_sec > 60)
+                return -EINVAL;
+        tm.tm_year -= 1900;
+        tm.tm_mon -= 1;
+        sec = timegm(&tm);
+        if (sec == (time_t)-1)
+                return -EINVAL;
+        *out = (struct timespec){ .tv_sec = sec, .tv_nsec = nsec };
+        return 0;
+}
+
+static int entry_set_holders(struct entry *e, const uint32_t *holders, size_t n)
+{
+        uint32_t *v;
+
+        if (n == 0 || n > HOLDERS_MAX)
+                return -EINVAL;
+        v = malloc(n * sizeof(*v));
+        if (!v)
+                return -ENOMEM;
+        memcpy(v, holders, n * sizeof(*v));
+        free(e->holders);
+        e->holders = v;
+        e->n_holders = n;
+        return 0;
+}
+
+static int push(struct sfs_ocistore *s, const struct snap_digest *d, uint64_t size,
+                const struct sfs_ocistore_meta *meta)
+{
+        struct entry e = { .digest = *d, .size = size, .created = meta->created };
+        int r;
 
         if (s->n == s->cap) {
                 size_t cap = s->cap ? s->cap * 2 : 64;
@@ -189,78 +439,142 @@ static int push(struct sfs_ocistore *s, const struct snap_digest *d, uint64_t si
                 s->v = v;
                 s->cap = cap;
         }
-        if (title && !(t = strdup(title)))
+        if (meta->title && !(e.title = strdup(meta->title)))
                 return -ENOMEM;
-        s->v[s->n++] = (struct entry){ .digest = *d, .size = size, .title = t };
+        /* A store written before holders were kept: none recorded, the caller decides. */
+        if (meta->n_holders && (r = entry_set_holders(&e, meta->holders, meta->n_holders)) < 0) {
+                entry_clear(&e);
+                return r;
+        }
+        s->v[s->n++] = e;
         return 0;
 }
 
-static void drop(struct sfs_ocistore *s, size_t i)
+/* Takes entry i out, keeping the others in publish order (the order a restart serves them in). */
+static struct entry take_out(struct sfs_ocistore *s, size_t i)
 {
-        free(s->v[i].title);
-        s->v[i] = s->v[--s->n];
+        struct entry e = s->v[i];
+
+        memmove(&s->v[i], &s->v[i + 1], (s->n - i - 1) * sizeof(s->v[0]));
+        s->n--;
+        return e;
 }
 
-/* Writes the manifest of s->v and points the tag at it: 0 once index.json is durable. The
- * manifest it replaces is removed after that (a crash between leaves a blob nothing names,
- * removed at the next start). */
-static int commit(struct sfs_ocistore *s)
+static void put_back(struct sfs_ocistore *s, size_t i, struct entry e)
 {
-        _cleanup_free_ struct snap_oci_desc *layers = NULL;
+        /* s->n < s->cap: the entry was taken out of this array. */
+        memmove(&s->v[i + 1], &s->v[i], (s->n - i) * sizeof(s->v[0]));
+        s->v[i] = e;
+        s->n++;
+}
+
+/* ---- the manifest ---- */
+
+/* A manifest of s->v, built but not written. */
+struct built {
+        char *json;
+        size_t len;
+};
+
+static void built_free(struct built *b)
+{
+        free(b->json);
+        b->json = NULL;
+}
+
+/* Builds the manifest of s->v: 0, or -ENOSPC when one manifest cannot name them all (more
+ * than max_entries, or past SNAP_OCI_DOC_MAX: it could never be read back at the next
+ * start), -ENOMEM. Writes nothing: whatever refuses a publish is known before its blob is
+ * written. */
+static int build(struct sfs_ocistore *s, struct built *b)
+{
+        struct snap_oci_desc *layers;
+        char (*times)[TIME_TEXT_MAX] = NULL;
+        char **holders = NULL;
         struct snap_oci_manifest m = {
                 .artifact_type = (char *)SNAP_OCI_ARTIFACT_SNAPSHOTS,
                 .n_layers = s->n,
         };
-        struct snap_oci_desc desc;
-        struct snap_digest old = s->manifest;
-        bool had = s->has_manifest;
-        int r;
+        int r = 0;
 
-        /* A manifest holds at most SNAP_OCI_ENTRIES_MAX layers: one more could never be
-         * read back at the next start. */
+        *b = (struct built){ 0 };
         if (s->n > s->max_entries)
                 return -ENOSPC;
-        layers = calloc(s->n ? s->n : 1, sizeof(*layers));
-        if (!layers)
-                return -ENOMEM;
-        for (size_t i = 0; i < s->n; i++)
+        layers = calloc(s->n ?: 1, sizeof(*layers));
+        times = calloc(s->n ?: 1, sizeof(*times));
+        holders = calloc(s->n ?: 1, sizeof(*holders));
+        if (!layers || !times || !holders)
+                r = -ENOMEM;
+        for (size_t i = 0; r == 0 && i < s->n; i++) {
+                time_format(&s->v[i].created, times[i]);
+                if (s->v[i].n_holders && !(holders[i] = holders_format(s->v[i].holders,
+                                                                      s->v[i].n_holders)))
+                        r = -ENOMEM;
                 layers[i] = (struct snap_oci_desc){
                         .media_type = (char *)SNAP_OCI_MEDIA_SNAPSHOT,
                         .digest = s->v[i].digest,
                         .size = s->v[i].size,
                         .title = s->v[i].title,
+                        .created = times[i],
+                        .holders = holders[i],
                 };
-        m.layers = layers;
-        snap_oci_desc_empty_config(&m.config);
-        r = snap_oci_manifest_write(&s->layout, &m, &desc);
+        }
+        if (r == 0) {
+                m.layers = layers;
+                snap_oci_desc_empty_config(&m.config);
+                r = snap_oci_manifest_build(&m, &b->json, &b->len);
+                if (r == -EFBIG)
+                        r = -ENOSPC;
+        }
+        for (size_t i = 0; holders && i < s->n; i++)
+                free(holders[i]);
+        free(holders);
+        free(times);
+        free(layers);
+        return r;
+}
+
+/* Writes a built manifest (and the empty config blob it names) and points the tag at it: 0
+ * once index.json is durable. The manifest it replaces is removed after that (a crash
+ * between leaves a blob nothing names, removed at the next start). */
+static int write_built(struct sfs_ocistore *s, const struct built *b)
+{
+        static const char empty[] = "{}";
+        struct snap_digest old = s->manifest, d;
+        struct snap_oci_desc desc;
+        bool had = s->has_manifest;
+        int r;
+
+        r = snap_oci_blob_write(&s->layout, empty, sizeof(empty) - 1, NULL);
+        if (r >= 0)
+                r = snap_oci_blob_write(&s->layout, b->json, b->len, &d);
         if (r < 0)
                 return r;
+        desc = (struct snap_oci_desc){
+                .media_type = (char *)SNAP_OCI_MEDIA_MANIFEST,
+                .digest = d,
+                .size = b->len,
+                .artifact_type = (char *)SNAP_OCI_ARTIFACT_SNAPSHOTS,
+        };
         r = snap_oci_tag(&s->layout, &desc, SFS_OCISTORE_TAG);
         if (r < 0)
                 return r;
-        s->manifest = desc.digest;
+        s->manifest = d;
+        s->manifest_size = b->len;
         s->has_manifest = true;
-        if (had && !snap_digest_equal(&old, &desc.digest))
+        if (had && !snap_digest_equal(&old, &d))
                 snap_oci_blob_remove(&s->layout, &old);
         return 0;
 }
 
-int sfs_ocistore_add(struct sfs_ocistore *s, const struct snap_digest *d, const void *data,
-                     size_t len, const char *title)
+static int commit(struct sfs_ocistore *s)
 {
-        int r;
+        struct built b;
+        int r = build(s, &b);
 
-        if (find(s, d) >= 0)
-                return 0;
-        r = snap_oci_blob_write(&s->layout, data, len, NULL);
-        if (r < 0)
-                return r;
-        r = push(s, d, len, title);
-        if (r < 0)
-                return r;
-        r = commit(s);
-        if (r < 0)
-                drop(s, s->n - 1);
+        if (r == 0)
+                r = write_built(s, &b);
+        built_free(&b);
         return r;
 }
 
@@ -271,6 +585,73 @@ static bool is_empty_config(const struct snap_digest *d)
         return snap_digest_equal(&c.digest, d);
 }
 
+/* A blob the store must keep whatever happens to the snapshot of the same bytes: the empty
+ * config, or the tagged manifest itself. */
+static bool needed_by_the_manifest(const struct sfs_ocistore *s, const struct snap_digest *d)
+{
+        return is_empty_config(d) || (s->has_manifest && snap_digest_equal(d, &s->manifest));
+}
+
+int sfs_ocistore_add(struct sfs_ocistore *s, const struct snap_digest *d, const void *data,
+                     size_t len, const struct sfs_ocistore_meta *meta)
+{
+        struct built b;
+        int r, wrote;
+
+        if (find(s, d) >= 0)
+                return 0;
+        if (meta->n_holders > HOLDERS_MAX)
+                return -EINVAL;
+        r = push(s, d, len, meta);
+        if (r < 0)
+                return r;
+        /* Every refusal first: a publish that cannot be named writes nothing. */
+        r = build(s, &b);
+        if (r < 0) {
+                entry_clear(&s->v[--s->n]);
+                return r;
+        }
+        wrote = snap_oci_blob_write(&s->layout, data, len, NULL);
+        r = wrote < 0 ? wrote : write_built(s, &b);
+        built_free(&b);
+        if (r < 0) {
+                entry_clear(&s->v[--s->n]);
+                /* Not published: a blob written for it now goes again, so no older manifest
+                 * that still names it (an unlink that could not rewrite a full store's
+                 * manifest) serves it after a restart. */
+                if (wrote == 0 && !needed_by_the_manifest(s, d))
+                        snap_oci_blob_remove(&s->layout, d);
+        }
+        return r;
+}
+
+int sfs_ocistore_set_holders(struct sfs_ocistore *s, const struct snap_digest *d,
+                             const uint32_t *holders, size_t n)
+{
+        ssize_t i = find(s, d);
+        uint32_t *old;
+        size_t old_n;
+        int r;
+
+        if (i < 0)
+                return -ENOENT;
+        old = s->v[i].holders;
+        old_n = s->v[i].n_holders;
+        s->v[i].holders = NULL;
+        r = entry_set_holders(&s->v[i], holders, n);
+        if (r == 0)
+                r = commit(s);
+        if (r < 0) {
+                /* Back as it was: the manifest on disk still says the old holders. */
+                free(s->v[i].holders);
+                s->v[i].holders = old;
+                s->v[i].n_holders = old_n;
+                return r;
+        }
+        free(old);
+        return 0;
+}
+
 int sfs_ocistore_remove(struct sfs_ocistore *s, const struct snap_digest *d)
 {
         ssize_t i = find(s, d);
@@ -279,19 +660,22 @@ int sfs_ocistore_remove(struct sfs_ocistore *s, const struct snap_digest *d)
 
         if (i < 0)
                 return -ENOENT;
-        e = s->v[i];
-        s->v[i] = s->v[--s->n];
-        r = commit(s);
-        if (r < 0) {
-                /* Back as it was: the manifest on disk still names it. */
-                s->v[s->n++] = s->v[i];
-                s->v[i] = e;
-                return r;
+        e = take_out(s, (size_t)i);
+        /* The blob first: its removal needs no room, so a full filesystem cannot make a
+         * snapshot unremovable, and once it is gone the snapshot can never come back (a
+         * crash before the manifest is rewritten leaves an entry without its blob, which the
+         * next start drops). */
+        if (!needed_by_the_manifest(s, d)) {
+                r = snap_oci_blob_remove(&s->layout, d);
+                if (r < 0 && r != -ENOENT) {
+                        put_back(s, (size_t)i, e);
+                        return r;
+                }
         }
-        free(e.title);
-        /* The empty config blob, or the manifest itself, may have the same bytes. */
-        if (!is_empty_config(d) && !snap_digest_equal(d, &s->manifest))
-                snap_oci_blob_remove(&s->layout, d);
+        entry_clear(&e);
+        /* Failing here (ENOSPC) leaves a manifest that names a blob already gone: the next
+         * write or start rewrites it. */
+        commit(s);
         return 0;
 }
 
@@ -338,8 +722,9 @@ static void blobset_name(struct blobset *b, const struct snap_digest *d)
                 b->named[i] = true;
 }
 
-/* Removes the temporary files of writes a crash interrupted (".tmp-*", snapshot/oci.c). */
-static void remove_temporaries(int dirfd)
+/* Removes the temporary files of writes a crash interrupted (".tmp-*", snapshot/oci.c), and
+ * makes what is left private (files 0600, directories 0700). */
+static void tidy(int dirfd)
 {
         int fd = openat(dirfd, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
         DIR *dir = fd >= 0 ? fdopendir(fd) : NULL;
@@ -349,9 +734,12 @@ static void remove_temporaries(int dirfd)
                 safe_close(fd);
                 return;
         }
-        while ((de = readdir(dir)))
+        while ((de = readdir(dir))) {
                 if (strncmp(de->d_name, ".tmp-", 5) == 0)
                         unlinkat(dirfd, de->d_name, 0);
+                else if (strcmp(de->d_name, ".") && strcmp(de->d_name, ".."))
+                        make_private(dirfd, de->d_name);
+        }
         closedir(dir);
 }
 
@@ -371,6 +759,13 @@ static int set_aside(struct sfs_ocistore *s, const char *hex)
         if (fsync(cfd) < 0 || fsync(s->layout.blobsfd) < 0)
                 return negative_errno();
         return 0;
+}
+
+/* A blob's verdict: what snap_oci_blob_verify says of a blob that is not intact (other bytes,
+ * another size, a link, not a regular file). */
+static bool is_corrupt(int v)
+{
+        return v == -EBADMSG || v == -ELOOP || v == -EINVAL || v == -EISDIR;
 }
 
 /* Every blob re-hashed: the intact ones in *good, the others set aside. */
@@ -402,7 +797,7 @@ static int rehash_all(struct sfs_ocistore *s, const struct sfs_ocistore_hooks *h
                                         : S_ISLNK(st.st_mode) ? -ELOOP : -EINVAL;
                 if (v == 0) {
                         r = blobset_add(good, &d);
-                } else if (v == -EBADMSG || v == -ELOOP || v == -EINVAL || v == -EISDIR) {
+                } else if (is_corrupt(v)) {
                         r = set_aside(s, de->d_name);
                         if (r == 0) {
                                 s->corrupt++;
@@ -447,6 +842,7 @@ static int name_referenced(struct sfs_ocistore *s, struct blobset *good,
                 if (ours && !*tagged) {
                         *tagged = m;
                         s->manifest = e->digest;
+                        s->manifest_size = e->size;
                         s->has_manifest = true;
                 } else {
                         snap_oci_manifest_free(m);
@@ -466,9 +862,40 @@ static bool was_set_aside(const struct sfs_ocistore *s, const char *hex)
         return found;
 }
 
+/* What a layer's annotations say (the entry keeps its own copies): its holders and first
+ * publish, or for a store written before they were kept, no holders and the blob's
+ * modification time. An annotation that does not parse is warned about and treated as
+ * absent. *holders is malloc'd. */
+static void layer_meta(struct sfs_ocistore *s, const struct sfs_ocistore_hooks *h,
+                       const struct snap_oci_desc *l, struct sfs_ocistore_meta *meta,
+                       uint32_t **holders)
+{
+        char hex[SNAP_DIGEST_HEX_LEN + 1];
+        struct stat st;
+        size_t n = 0;
+
+        snap_digest_to_hex(&l->digest, hex);
+        *holders = NULL;
+        *meta = (struct sfs_ocistore_meta){ .title = l->title };
+        if (l->holders && holders_parse(l->holders, holders, &n) < 0) {
+                h->warn(h->ctx, hex, "its holders annotation does not parse; held by the owner",
+                        -EINVAL);
+                n = 0;
+        }
+        meta->holders = *holders;
+        meta->n_holders = n;
+        if (l->created && time_parse(l->created, &meta->created) == 0)
+                return;
+        if (l->created)
+                h->warn(h->ctx, hex, "its created annotation does not parse; the blob's time "
+                                     "is used", -EINVAL);
+        if (fstatat(s->layout.blobsfd, hex, &st, AT_SYMLINK_NOFOLLOW) == 0)
+                meta->created = st.st_mtim;
+}
+
 static void restore_one(struct sfs_ocistore *s, const struct sfs_ocistore_hooks *h,
                         const struct snap_digest *d, uint64_t size, uint64_t max_size,
-                        const char *title)
+                        const struct sfs_ocistore_meta *meta)
 {
         char hex[SNAP_DIGEST_HEX_LEN + 1];
         void *buf = NULL;
@@ -477,7 +904,7 @@ static void restore_one(struct sfs_ocistore *s, const struct sfs_ocistore_hooks 
         snap_digest_to_hex(d, hex);
         r = snap_oci_blob_read(&s->layout, d, size, max_size, &buf);
         if (r == 0) {
-                r = h->restore(h->ctx, d, buf, (size_t)size, title);
+                r = h->restore(h->ctx, d, buf, (size_t)size, meta);
                 if (r != 0)
                         free(buf);
         }
@@ -488,13 +915,16 @@ static void restore_one(struct sfs_ocistore *s, const struct sfs_ocistore_hooks 
 int sfs_ocistore_load(struct sfs_ocistore *s, uint64_t max_size,
                       const struct sfs_ocistore_hooks *h)
 {
+        static const char *const dirs[] = { ".", "blobs", "blobs/sha256" };
         struct blobset good = { 0 };
         struct snap_oci_manifest *m = NULL;
         bool broken = false, changed = false;
         int r;
 
-        remove_temporaries(s->layout.dirfd);
-        remove_temporaries(s->layout.blobsfd);
+        for (size_t i = 0; i < ARRAY_SIZE(dirs); i++)
+                make_private(s->layout.dirfd, dirs[i]);
+        tidy(s->layout.dirfd);
+        tidy(s->layout.blobsfd);
         r = rehash_all(s, h, &good);
         if (r == 0)
                 r = name_referenced(s, &good, &m, &broken);
@@ -504,28 +934,35 @@ int sfs_ocistore_load(struct sfs_ocistore *s, uint64_t max_size,
                 for (size_t i = 0; i < m->n_layers && r == 0; i++) {
                         const struct snap_oci_desc *l = &m->layers[i];
                         char hex[SNAP_DIGEST_HEX_LEN + 1];
+                        struct sfs_ocistore_meta meta;
+                        uint32_t *holders;
 
                         if (find(s, &l->digest) >= 0)
                                 continue;
                         if (blobset_find(&good, &l->digest) < 0) {
-                                /* Set aside (reported already) or gone: never served. */
+                                /* Set aside (reported already), or gone: an unlink that took
+                                 * the blob and could not rewrite the manifest, or a loss. */
                                 snap_digest_to_hex(&l->digest, hex);
                                 if (faccessat(s->layout.blobsfd, hex, F_OK,
                                               AT_SYMLINK_NOFOLLOW) < 0 && errno == ENOENT &&
                                     !was_set_aside(s, hex))
                                         h->warn(h->ctx, hex, "named by the manifest but "
-                                                "missing; dropped", -ENOENT);
+                                                "missing (an unlink that did not finish, or a "
+                                                "loss); dropped", -ENOENT);
                                 changed = true;
                                 continue;
                         }
-                        r = push(s, &l->digest, l->size, l->title);
+                        layer_meta(s, h, l, &meta, &holders);
+                        r = push(s, &l->digest, l->size, &meta);
                         if (r == 0)
-                                restore_one(s, h, &l->digest, l->size, max_size, l->title);
+                                restore_one(s, h, &l->digest, l->size, max_size, &meta);
+                        free(holders);
                 }
         } else if (broken) {
                 /* The tag names a manifest that is gone: keep every intact blob that no other
                  * manifest names as a snapshot (titles are lost), rather than delete them. */
                 for (size_t i = 0; i < good.n && r == 0; i++) {
+                        struct sfs_ocistore_meta meta = { 0 };
                         struct stat st;
                         char hex[SNAP_DIGEST_HEX_LEN + 1];
 
@@ -534,10 +971,12 @@ int sfs_ocistore_load(struct sfs_ocistore *s, uint64_t max_size,
                         snap_digest_to_hex(&good.v[i], hex);
                         if (fstatat(s->layout.blobsfd, hex, &st, AT_SYMLINK_NOFOLLOW) < 0)
                                 continue;
-                        r = push(s, &good.v[i], (uint64_t)st.st_size, NULL);
+                        meta.created = st.st_mtim;
+                        r = push(s, &good.v[i], (uint64_t)st.st_size, &meta);
                         if (r == 0) {
                                 good.named[i] = true;
-                                restore_one(s, h, &good.v[i], (uint64_t)st.st_size, max_size, NULL);
+                                restore_one(s, h, &good.v[i], (uint64_t)st.st_size, max_size,
+                                            &meta);
                         }
                 }
                 h->warn(h->ctx, SFS_OCISTORE_TAG, "the tagged manifest is missing or corrupt; "
@@ -545,21 +984,105 @@ int sfs_ocistore_load(struct sfs_ocistore *s, uint64_t max_size,
                         -EBADMSG);
                 changed = true;
         }
-        if (r == 0 && changed)
+        if (r < 0)
+                goto out;
+        if (!s->has_manifest && !broken) {
+                /* A fresh store: tagged at once, so standard tools read it before the first
+                 * publish. A store that cannot even hold that cannot take a publish either. */
                 r = commit(s);
-        if (r == 0) {
-                /* A blob nothing names is a publish that never reached index.json (it was
-                 * never answered) or an unlink that did: either way not a snapshot. */
-                for (size_t i = 0; i < good.n; i++) {
-                        if (good.named[i] || find(s, &good.v[i]) >= 0 ||
-                            (s->has_manifest && snap_digest_equal(&good.v[i], &s->manifest)))
-                                continue;
-                        snap_oci_blob_remove(&s->layout, &good.v[i]);
-                }
+                if (r < 0)
+                        goto out;
+        } else if (changed) {
+                /* What is served holds without it: the next write brings the manifest in line
+                 * (a full filesystem must not keep the daemon from starting). */
+                int c = commit(s);
+                if (c < 0)
+                        h->warn(h->ctx, SFS_OCISTORE_TAG, "the manifest could not be rewritten "
+                                                          "without what is gone", c);
+        }
+        /* A blob nothing names is a publish that never reached index.json (it was never
+         * answered) or an unlink that did: either way not a snapshot. */
+        for (size_t i = 0; i < good.n; i++) {
+                if (good.named[i] || find(s, &good.v[i]) >= 0 ||
+                    needed_by_the_manifest(s, &good.v[i]))
+                        continue;
+                snap_oci_blob_remove(&s->layout, &good.v[i]);
         }
 out:
         snap_oci_manifest_free(m);
         free(good.v);
         free(good.named);
         return r;
+}
+
+/* ---- the re-hash `snapfs audit` asks for ---- */
+
+struct to_check {
+        struct snap_digest digest;
+        uint64_t size;
+        int verdict;
+};
+
+/* Whether d is still a blob the store needs (under the lock): one removed while it was being
+ * re-hashed is no finding. */
+static bool still_needed(struct sfs_ocistore *s, const struct snap_digest *d)
+{
+        return find(s, d) >= 0 || needed_by_the_manifest(s, d);
+}
+
+int sfs_ocistore_check(struct sfs_ocistore *s, struct sfs_ocistore_check *out)
+{
+        _cleanup_free_ struct to_check *v = NULL;
+        struct snap_oci_desc config;
+        size_t n = 0;
+        int r = 0;
+
+        *out = (struct sfs_ocistore_check){ 0 };
+        snap_oci_desc_empty_config(&config);
+        pthread_mutex_lock(&s->lock);
+        v = calloc(s->n + 2, sizeof(*v));
+        if (v) {
+                for (size_t i = 0; i < s->n; i++)
+                        v[n++] = (struct to_check){ .digest = s->v[i].digest,
+                                                    .size = s->v[i].size };
+                if (s->has_manifest) {
+                        v[n++] = (struct to_check){ .digest = s->manifest,
+                                                    .size = s->manifest_size };
+                        v[n++] = (struct to_check){ .digest = config.digest,
+                                                    .size = config.size };
+                }
+        }
+        pthread_mutex_unlock(&s->lock);
+        if (!v)
+                return -ENOMEM;
+        /* Read without the lock: a publish must not wait for a re-hash of the whole store. */
+        for (size_t i = 0; i < n; i++) {
+                v[i].verdict = snap_oci_blob_verify(&s->layout, &v[i].digest, v[i].size);
+                if (v[i].verdict < 0 && v[i].verdict != -ENOENT && !is_corrupt(v[i].verdict)) {
+                        r = v[i].verdict;
+                        break;
+                }
+        }
+        if (r < 0)
+                return r;
+        pthread_mutex_lock(&s->lock);
+        for (size_t i = 0; i < n; i++) {
+                if (v[i].verdict != 0 && !still_needed(s, &v[i].digest))
+                        continue;
+                out->blobs++;
+                if (v[i].verdict == 0) {
+                        out->intact++;
+                        continue;
+                }
+                if (v[i].verdict == -ENOENT)
+                        out->missing++;
+                else
+                        out->corrupt++;
+                if (out->n_named < SFS_OCISTORE_CHECK_NAMED) {
+                        out->bad[out->n_named].digest = v[i].digest;
+                        out->bad[out->n_named++].err = v[i].verdict;
+                }
+        }
+        pthread_mutex_unlock(&s->lock);
+        return 0;
 }

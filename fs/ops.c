@@ -555,9 +555,14 @@ static void op_statfs(fuse_req_t req, fuse_ino_t ino)
         struct sfs_caller c = caller_of(req);
         struct statvfs sv;
 
+        int r;
+
         (void)ino;
-        sfs_tree_statfs(ctx_of(req)->tree, &c, &sv);
-        fuse_reply_statfs(req, &sv);
+        r = sfs_tree_statfs(ctx_of(req)->tree, &c, &sv);
+        if (r < 0)
+                fuse_reply_err(req, -r);
+        else
+                fuse_reply_statfs(req, &sv);
 }
 
 /* The kernel caps xattr sizes at XATTR_SIZE_MAX (64 KiB); our values are far smaller, so a

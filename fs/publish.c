@@ -109,27 +109,59 @@ static void become_snapshot(struct sfs_tree *t, struct sfs_node *n, struct snap_
         __atomic_store_n(&n->kind, SFS_KIND_SNAPSHOT, __ATOMIC_RELEASE);
 }
 
-/* --store: writes the staged bytes durably before the rename is answered, unless the same
- * content is published already (the rename then fails with EEXIST, nothing written). 1 when
- * stored, 0 when not needed, or a negative errno. The store's lock is held; no other. */
-static int persist(struct sfs_tree *t, struct sfs_ocistore *os, struct sfs_staging *stg,
-                   const struct snap_digest *d)
+/* Decide before writing (docs/design.md): everything that can refuse a publish with --store
+ * is decided here, before the store is written. Content published already: may the caller
+ * hold it too (0, 1 when it holds it already, -EDQUOT); *existing keeps a reference. New
+ * content: may the caller publish it, its room claimed now so no later publish or staging
+ * write can take it (0, -EDQUOT, -ENOSPC). t->lock held; stg's bytes are still. */
+static int decide(struct sfs_tree *t, const struct sfs_caller *c, struct sfs_staging *stg,
+                  const struct snap_digest *d, struct snap_object **existing,
+                  struct snap_claim *claim)
 {
-        struct snap_object *obj;
         int r;
 
-        pthread_mutex_lock(&t->lock);
-        obj = snap_store_lookup(t->store, d);
-        pthread_mutex_unlock(&t->lock);
-        if (obj) {
-                snap_store_release(t->store, obj);
-                return 0;
-        }
+        *existing = snap_store_lookup(t->store, d);
+        if (*existing)
+                return snap_store_hold_check(t->store, *existing, (uint32_t)c->uid);
+        pthread_mutex_lock(&stg->lock);
+        sfs_staging_fit_locked(stg);
+        r = snap_store_claim(t->store, (uint32_t)c->uid, stg->len, stg->len, claim);
+        pthread_mutex_unlock(&stg->lock);
+        return r;
+}
+
+/* --store: the staged bytes of a new snapshot, durably, before the rename is answered. The
+ * store's lock is held; no other. */
+static int persist_new(struct sfs_ocistore *os, struct sfs_staging *stg,
+                       const struct snap_digest *d, uint32_t uid, const struct timespec *now)
+{
+        struct sfs_ocistore_meta meta = { .holders = &uid, .n_holders = 1, .created = *now };
+        int r;
+
         /* The publishing flag keeps the bytes still; the lock orders us after any writer. */
         pthread_mutex_lock(&stg->lock);
-        r = sfs_ocistore_add(os, d, stg->buf ? (const void *)stg->buf : "", stg->len, stg->name);
+        meta.title = stg->name;
+        r = sfs_ocistore_add(os, d, stg->buf ? (const void *)stg->buf : "", stg->len, &meta);
         pthread_mutex_unlock(&stg->lock);
-        return r < 0 ? r : 1;
+        return r;
+}
+
+/* --store: obj's holders as they are, with uid added when add (its hold is recorded before
+ * it is answered, so a restart keeps it), or without it when not (a hold taken back). The
+ * store's lock is held; no other. */
+static int persist_holders(struct sfs_tree *t, struct sfs_ocistore *os, struct snap_object *obj,
+                           uint32_t uid, bool add)
+{
+        uint32_t holders[SNAP_HOLDERS_MAX + 2];
+        size_t n = snap_store_get_holders(t->store, obj, holders, SNAP_HOLDERS_MAX + 1);
+
+        /* At most SNAP_HOLDERS_MAX + 1 (snap_store_hold_check keeps it so); more would be
+         * refused by the store (EINVAL), never written past the array. */
+        if (n > SNAP_HOLDERS_MAX + 1)
+                n = SNAP_HOLDERS_MAX + 2;
+        else if (add)
+                holders[n++] = uid;
+        return sfs_ocistore_set_holders(os, &obj->digest, holders, n);
 }
 
 int sfs_tree_rename(struct sfs_tree *t, const struct sfs_caller *c, struct sfs_node *parent,
@@ -137,12 +169,14 @@ int sfs_tree_rename(struct sfs_tree *t, const struct sfs_caller *c, struct sfs_n
                     unsigned flags, struct sfs_node **published)
 {
         struct snap_digest target, actual;
-        struct snap_object *obj = NULL;
+        struct snap_object *obj = NULL, *existing = NULL;
+        struct snap_claim claim = { 0 };
         struct sfs_staging *stg;
         struct sfs_node *n = NULL;
         struct sfs_ocistore *os = t->cfg.ocistore;
         const char *reason = NULL;
-        bool stored = false;
+        bool stored = false, hold_stored = false;
+        struct timespec now;
         uint64_t size = 0;
         int r;
 
@@ -161,33 +195,42 @@ int sfs_tree_rename(struct sfs_tree *t, const struct sfs_caller *c, struct sfs_n
         stg = n->stg;
         pthread_mutex_lock(&stg->lock);
         r = sfs_staging_digest(stg, &actual);
-        if (r == 0 && t->cfg.trust && snap_digest_equal(&actual, &target))
+        if (r == 0 && !snap_digest_equal(&actual, &target))
+                r = -EBADMSG;
+        if (r == 0 && t->cfg.trust)
                 r = trust_admits(t, stg, &actual, &reason);
         pthread_mutex_unlock(&stg->lock);
+        clock_gettime(CLOCK_REALTIME, &now);
         if (os) {
                 /* Held until the snapshot is in the tree: publishes and unlinks of a store
-                 * reach the disk in the order the tree sees them. Outermost lock. */
+                 * reach the disk in the order the tree sees them, and what was decided below
+                 * still holds when it is done. Outermost lock. */
                 sfs_ocistore_lock(os);
-                if (r == 0 && snap_digest_equal(&actual, &target)) {
-                        r = persist(t, os, stg, &actual);
-                        stored = r > 0;
-                        if (r > 0)
-                                r = 0;
+                if (r == 0) {
+                        pthread_mutex_lock(&t->lock);
+                        r = decide(t, c, stg, &actual, &existing, &claim);
+                        pthread_mutex_unlock(&t->lock);
                 }
+                /* Only what was admitted is written: a refused publish leaves the disk as it
+                 * was (the attack: a uid past its limit made every refused publish write and
+                 * fsync its blob, the manifest and index.json, then remove them). */
+                if (r == 0 && existing) {
+                        r = persist_holders(t, os, existing, (uint32_t)c->uid, true);
+                        hold_stored = r == 0;
+                } else if (r == 0) {
+                        r = persist_new(os, stg, &actual, (uint32_t)c->uid, &now);
+                        stored = r == 0;
+                }
+                if (r == 1) /* holds it already: nothing to write */
+                        r = 0;
         }
 
         pthread_mutex_lock(&t->lock);
         n->pins--;
         pthread_mutex_lock(&stg->lock);
-        if (r == 0 && !snap_digest_equal(&actual, &target))
-                r = -EBADMSG;
-        if (r == 0 && (obj = snap_store_lookup(t->store, &target))) {
-                /* Already published: nothing changes; the client binds to that one. */
-                snap_store_release(t->store, obj);
-                obj = NULL;
-                r = -EEXIST;
-        }
-        if (r == 0) {
+        if (r == 0 && !os)
+                existing = snap_store_lookup(t->store, &target);
+        if (r == 0 && !existing) {
                 sfs_staging_fit_locked(stg);
                 r = snap_store_put(t->store,
                                    &(struct snap_put){
@@ -199,17 +242,33 @@ int sfs_tree_rename(struct sfs_tree *t, const struct sfs_caller *c, struct sfs_n
                                            .reserved = stg->len,
                                            .publisher_uid = c->uid,
                                            .name = stg->name,
+                                           .created = &now,
+                                           .claim = claim.held ? &claim : NULL,
                                    },
                                    &obj);
-                if (r == 1) { /* cannot happen under t->lock; treat as already published */
-                        snap_store_release(t->store, obj);
-                        r = -EEXIST;
+                if (r == 1) { /* published meanwhile (without --store): a hold on it */
+                        existing = obj;
+                        obj = NULL;
+                        r = 0;
                 }
         }
+        if (r == 0 && existing) {
+                /* Already published: nothing of it changes, the caller binds to it and holds
+                 * it too (decided above with --store; here without). */
+                r = snap_store_hold(t->store, existing, (uint32_t)c->uid);
+                if (r >= 0)
+                        r = -EEXIST;
+                else if (hold_stored)
+                        /* Not held after all: the store says what the tree holds. */
+                        persist_holders(t, os, existing, 0, false);
+        }
+        if (existing)
+                snap_store_release(t->store, existing);
         if (r < 0) {
                 stg->publishing = false;
                 pthread_mutex_unlock(&stg->lock);
                 pthread_mutex_unlock(&t->lock);
+                snap_store_unclaim(t->store, &claim);
                 if (stored)
                         sfs_ocistore_remove(os, &actual); /* not published after all */
                 if (os)
@@ -242,11 +301,18 @@ int sfs_tree_rename(struct sfs_tree *t, const struct sfs_caller *c, struct sfs_n
 }
 
 int sfs_tree_restore(struct sfs_tree *t, const struct snap_digest *d, void *data, size_t len,
-                     const char *name)
+                     const char *name, const uint32_t *holders, size_t n_holders,
+                     const struct timespec *created)
 {
+        const uint32_t owner = (uint32_t)t->cfg.owner_uid;
         struct snap_object *obj;
         int r;
 
+        /* A store written before holders were kept: the mount owner holds what it served. */
+        if (!holders || !n_holders) {
+                holders = &owner;
+                n_holders = 1;
+        }
         pthread_mutex_lock(&t->lock);
         r = snap_store_put(t->store,
                            &(struct snap_put){
@@ -254,9 +320,15 @@ int sfs_tree_restore(struct sfs_tree *t, const struct snap_digest *d, void *data
                                    .len = len,
                                    .owned = len ? data : NULL,
                                    .digest = d,
-                                   .publisher_uid = (uint32_t)t->cfg.owner_uid,
+                                   .publisher_uid = holders[0],
                                    /* A title that is no staging NAME was not ours. */
                                    .name = sfs_staging_name_valid(name) ? name : NULL,
+                                   .holders = holders,
+                                   .n_holders = n_holders,
+                                   .created = created,
+                                   /* Admitted before the restart: the counts come back as
+                                    * they were, whatever the limits are now. */
+                                   .unlimited = true,
                            },
                            &obj);
         if (r == 1)

@@ -1,5 +1,6 @@
 /* SPDX-License-Identifier: MIT */
-/* Roles: the reader and publisher sets, and who may remove a snapshot. */
+/* Roles: the reader and publisher sets, who may remove a snapshot or drop a hold, and who may
+ * have the store re-hashed. */
 #include "roles.h"
 
 /* Without --publishers (an empty set, which no option spells) only the mount's owner and root
@@ -29,14 +30,30 @@ bool sfs_may_publish(const struct sfs_tree_config *cfg, const struct sfs_caller 
         return !cfg->read_only && !c->read_view && is_publisher(cfg, c->uid);
 }
 
-bool sfs_may_unlink(const struct sfs_tree_config *cfg, const struct sfs_caller *c,
-                    uid_t publisher_uid)
+/* The mount's owner (the runtime that runs the daemon) and root. */
+static bool is_owner(const struct sfs_tree_config *cfg, const struct sfs_caller *c)
 {
-        /* The mount's owner (the runtime that runs the daemon) and root remove snapshots. A
-         * publisher removes its own only with --unlink-own: when the runtime publishes under
-         * the sandbox's uid, the sandbox must not pull the config out from under it. */
-        return c->uid == 0 || c->uid == cfg->owner_uid ||
-               (cfg->unlink_own && c->uid == publisher_uid);
+        return c->uid == 0 || c->uid == cfg->owner_uid;
+}
+
+bool sfs_may_remove(const struct sfs_tree_config *cfg, const struct sfs_caller *c)
+{
+        return is_owner(cfg, c);
+}
+
+bool sfs_may_unhold(const struct sfs_tree_config *cfg, const struct sfs_caller *c)
+{
+        (void)c; /* a hold is its holder's, whatever the roles are now */
+        /* Only with --unlink-own: when the runtime publishes under the sandbox's uid, the
+         * sandbox must not pull the config out from under it. */
+        return cfg->unlink_own;
+}
+
+bool sfs_may_check_store(const struct sfs_tree_config *cfg, const struct sfs_caller *c)
+{
+        /* A re-hash reads every blob of the store: no uid but these may make the daemon
+         * do that on demand. */
+        return is_owner(cfg, c);
 }
 
 /* When metadata is not visible to every uid, nothing may be cached by the kernel: its caches

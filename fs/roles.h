@@ -23,9 +23,12 @@ bool sfs_may_read(const struct sfs_tree_config *cfg, const struct sfs_caller *c)
 /* .staging/: publishers (by default the mount owner and root), never on a read-only tree or
  * through the read view. */
 bool sfs_may_publish(const struct sfs_tree_config *cfg, const struct sfs_caller *c);
-/* Removing a published snapshot: the mount owner and root; its publisher too with
- * unlink_own. */
-bool sfs_may_unlink(const struct sfs_tree_config *cfg, const struct sfs_caller *c,
-                    uid_t publisher_uid);
+/* Removing a published snapshot outright, every hold on it: the mount owner and root. */
+bool sfs_may_remove(const struct sfs_tree_config *cfg, const struct sfs_caller *c);
+/* Dropping one's own hold on a snapshot by unlinking it: with unlink_own, any caller (the
+ * tree checks it holds the snapshot; a uid holding nothing gets EPERM). */
+bool sfs_may_unhold(const struct sfs_tree_config *cfg, const struct sfs_caller *c);
+/* Having the daemon re-hash its --store (costly: owner and root only). */
+bool sfs_may_check_store(const struct sfs_tree_config *cfg, const struct sfs_caller *c);
 /* How long the kernel may cache metadata: want, or 0 when not every uid may see it. */
 double sfs_meta_timeout(const struct sfs_tree_config *cfg, double want);

@@ -122,6 +122,8 @@ struct sfs_dir {
 
 /* -EACCES outside the roles, -ENOENT for another uid's staging file. */
 int sfs_check_visible(struct sfs_tree *t, const struct sfs_caller *c, struct sfs_node *n);
+/* roles.h's sfs_may_check_store, for the files that ask roles through the tree. */
+bool sfs_tree_may_check_store(struct sfs_tree *t, const struct sfs_caller *c);
 /* Audits a refusal (event "refused", "publish-refused", ...) and returns -err. Without
  * t->lock. */
 int sfs_refused(struct sfs_tree *t, const struct sfs_caller *c, const char *event,

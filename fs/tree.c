@@ -338,6 +338,11 @@ int sfs_check_visible(struct sfs_tree *t, const struct sfs_caller *c, struct sfs
         }
 }
 
+bool sfs_tree_may_check_store(struct sfs_tree *t, const struct sfs_caller *c)
+{
+        return sfs_may_check_store(&t->cfg, c);
+}
+
 int sfs_tree_getattr(struct sfs_tree *t, const struct sfs_caller *c, struct sfs_node *n,
                      struct stat *st, double *timeout)
 {

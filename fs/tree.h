@@ -14,6 +14,7 @@
 #include <sys/stat.h>
 #include <sys/statvfs.h>
 #include <sys/types.h>
+#include <time.h>
 
 #include "audit.h"
 #include "options.h"
@@ -30,6 +31,12 @@
 #define SFS_XATTR_NAME "user.snapfs.name"
 /* On the root with --store: how many blobs were set aside at start (decimal). */
 #define SFS_XATTR_STORE_CORRUPT "user.snapfs.store-corrupt"
+/* On the root with --store, for the mount owner and root (-EACCES for others), not listed:
+ * the daemon re-hashes every blob of the store on disk as it is now and answers
+ * "blobs=N intact=N corrupt=N missing=N set-aside=N", then one line "corrupt HEX" or
+ * "missing HEX" per problem (at most SFS_OCISTORE_CHECK_NAMED), then "more=N" for the rest.
+ * What `snapfs audit` reads. */
+#define SFS_XATTR_STORE_CHECK "user.snapfs.store-check"
 /* On the root: what each uid holds against its limits, for snapfs ls and audit. Text, one
  * line each: "limits uid-snapshots=N uid-bytes=N owner=UID reserve-snapshots=N
  * reserve-bytes=N", then "uid=U snapshots=N bytes=N staging=N staging-bytes=N" per uid
@@ -83,11 +90,14 @@ enum {
 int sfs_tree_new(const struct sfs_tree_config *cfg, struct sfs_tree **out);
 /* Frees everything, including content still referenced by nodes the kernel never forgot. */
 void sfs_tree_free(struct sfs_tree *t);
-/* A snapshot served again from --store at start, owned by the mount owner: takes data
- * (malloc'd, len bytes, trusted to hash to d) on 0; 1 when already there; -EFBIG, -ENOSPC
- * past the limits, -ENOMEM. */
+/* A snapshot served again from --store at start: takes data (malloc'd, len bytes, trusted to
+ * hash to d) on 0; 1 when already there; -EFBIG, -ENOSPC past the global limits, -ENOMEM.
+ * Held by holders (n_holders distinct uids, charged to each whatever the per-uid limits are
+ * now) or, when there are none (a store from before holders were kept), by the mount owner;
+ * first published at created (NULL: now). */
 int sfs_tree_restore(struct sfs_tree *t, const struct snap_digest *d, void *data, size_t len,
-                     const char *name);
+                     const char *name, const uint32_t *holders, size_t n_holders,
+                     const struct timespec *created);
 /* Sets the mount's device number once it is known (after mounting); view: of the read-only
  * view instead. */
 void sfs_tree_set_dev(struct sfs_tree *t, uint64_t dev, bool view);
@@ -158,15 +168,18 @@ void sfs_tree_flush(struct sfs_tree *t, struct sfs_handle *h);
 void sfs_tree_release(struct sfs_tree *t, struct sfs_handle *h);
 struct sfs_node *sfs_handle_node(const struct sfs_handle *h);
 
-/* Snapshot: allowed to its publisher and root (-EPERM otherwise); content stays readable
- * through open descriptors. Staging file: owner only (-ENOENT for others). */
+/* Snapshot: the mount owner and root remove it; with unlink_own a holder drops its own hold
+ * (the snapshot goes with its last reference); -EPERM for every other caller. Content stays
+ * readable through open descriptors. Staging file: owner only (-ENOENT for others). */
 int sfs_tree_unlink(struct sfs_tree *t, const struct sfs_caller *c, struct sfs_node *parent,
                     const char *name);
 /* Publishes .staging/name as root/newname: -EPERM for a snapshot source, -EINVAL for a target
  * that is not 64 lowercase hex in the root, -EBUSY while open for writing, -EBADMSG when the
- * bytes do not hash to newname, -EEXIST when already published (nothing changes), -ENOSPC at
- * the snapshot-count or byte limit. On success *published is the node now at newname (the
- * same node as before: the kernel moves the source dentry onto the target). */
+ * bytes do not hash to newname, -EEXIST when already published (the caller becomes one of its
+ * holders; nothing else changes), -EDQUOT past the caller's own limits (for a new snapshot or
+ * a new hold), -ENOSPC at the snapshot-count or byte limit. Every such decision is made
+ * before --store is written. On success *published is the node now at newname (the same
+ * node as before: the kernel moves the source dentry onto the target). */
 int sfs_tree_rename(struct sfs_tree *t, const struct sfs_caller *c, struct sfs_node *parent,
                     const char *name, struct sfs_node *newparent, const char *newname,
                     unsigned flags, struct sfs_node **published);
@@ -201,8 +214,9 @@ int sfs_tree_setxattr(struct sfs_tree *t, const struct sfs_caller *c, struct sfs
 /* The mount's limits and what is free, as the caller may use them: f_blocks/f_files are the
  * global limits, f_bfree the bytes free of them, f_bavail and f_ffree/f_favail what this
  * caller may still publish (its own per-uid limits, less the owner's reserve for other
- * uids; Linux's statfs carries no f_favail, so f_ffree is the caller's too). */
-void sfs_tree_statfs(struct sfs_tree *t, const struct sfs_caller *c, struct statvfs *sv);
+ * uids; Linux's statfs carries no f_favail, so f_ffree is the caller's too). 0, or -EACCES
+ * (audited) for a uid outside the reader and publisher policies. */
+int sfs_tree_statfs(struct sfs_tree *t, const struct sfs_caller *c, struct statvfs *sv);
 
 /* Removes every staging file that no handle holds open, that is not being published and
  * whose owner has not touched it for staging_ttl_ms before now_ms (CLOCK_MONOTONIC, as

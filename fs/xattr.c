@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /* Extended attributes: user.snapfs.sha256, user.snapfs.binding and user.snapfs.name,
- * read-only; on the root user.snapfs.usage and, with --store, user.snapfs.store-corrupt. */
+ * read-only; on the root user.snapfs.usage and, with --store, user.snapfs.store-corrupt and
+ * user.snapfs.store-check (the store's blobs re-hashed now, not listed). */
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
@@ -133,6 +134,63 @@ static char *usage_text(struct sfs_tree *t)
         return out;
 }
 
+/* ---- the store's blobs, re-hashed on demand ---- */
+
+/* The value of SFS_XATTR_STORE_CHECK, at most SFS_USAGE_MAX bytes: the daemon re-hashes every
+ * blob of --store as it is on disk now. Each problem is also an audit event, so it is on
+ * record whoever asked. malloc'd into *out, or a negative errno. */
+static int store_check_text(struct sfs_tree *t, const struct sfs_caller *c, char **out)
+{
+        struct sfs_ocistore_check *ck = malloc(sizeof(*ck));
+        char *text = malloc(SFS_USAGE_MAX + 1);
+        size_t used, shown = 0;
+        int r;
+
+        if (!ck || !text) {
+                free(ck);
+                free(text);
+                return -ENOMEM;
+        }
+        r = sfs_ocistore_check(t->cfg.ocistore, ck);
+        if (r < 0) {
+                free(ck);
+                free(text);
+                return r;
+        }
+        used = (size_t)snprintf(text, SFS_USAGE_MAX + 1,
+                                "blobs=%llu intact=%llu corrupt=%llu missing=%llu set-aside=%llu\n",
+                                (unsigned long long)ck->blobs, (unsigned long long)ck->intact,
+                                (unsigned long long)ck->corrupt, (unsigned long long)ck->missing,
+                                (unsigned long long)sfs_ocistore_corrupt(t->cfg.ocistore));
+        for (size_t i = 0; i < ck->n_named; i++) {
+                char hex[SNAP_DIGEST_HEX_LEN + 1];
+                bool missing = ck->bad[i].err == -ENOENT;
+
+                snap_digest_to_hex(&ck->bad[i].digest, hex);
+                sfs_audit_emit(t->cfg.audit, &(struct sfs_audit_event){
+                                                     .event = "store-blob-corrupt",
+                                                     .op = "getxattr",
+                                                     .uid = c->uid,
+                                                     .pid = c->pid,
+                                                     .digest = hex,
+                                                     .err = -ck->bad[i].err,
+                                             });
+                /* Room kept for the "more" line. */
+                if (used + 8 + SNAP_DIGEST_HEX_LEN + 2 + 24 > SFS_USAGE_MAX)
+                        continue;
+                used += (size_t)snprintf(text + used, SFS_USAGE_MAX + 1 - used, "%s %s\n",
+                                         missing ? "missing" : "corrupt", hex);
+                shown++;
+        }
+        if (shown < ck->corrupt + ck->missing)
+                used += (size_t)snprintf(text + used, SFS_USAGE_MAX + 1 - used, "more=%llu\n",
+                                         (unsigned long long)(ck->corrupt + ck->missing - shown));
+        text[used] = '\0';
+        free(ck);
+        *out = text;
+        return 0;
+}
+
 static int xattr_value(char *out, size_t outsize, const char *value, size_t vlen, size_t *len)
 {
         *len = vlen;
@@ -211,6 +269,16 @@ int sfs_tree_getxattr(struct sfs_tree *t, const struct sfs_caller *c, struct sfs
                         _cleanup_free_ char *text = usage_text(t);
                         if (!text)
                                 return -ENOMEM;
+                        return xattr_value(buf, bufsize, text, strlen(text), len);
+                }
+                if (t->cfg.ocistore && strcmp(name, SFS_XATTR_STORE_CHECK) == 0) {
+                        _cleanup_free_ char *text = NULL;
+                        /* A re-hash of the whole store is not for every uid to trigger. */
+                        if (!sfs_tree_may_check_store(t, c))
+                                return sfs_tree_refuse(t, c, "getxattr", NULL, EACCES);
+                        r = store_check_text(t, c, &text);
+                        if (r < 0)
+                                return r;
                         return xattr_value(buf, bufsize, text, strlen(text), len);
                 }
                 /* What `snapfs audit` reads to learn that --store set blobs aside at start. */

@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # The --store crash test at length: the daemon is killed with SIGKILL at a random point of a
-# publish ROUNDS times (default 200), restarted each time, and every time each snapshot must
-# be complete and served or absent, and every answered publish served. The suite runs 6
-# rounds of the same test (tests/integration/test_store.py). Run as root, after a build:
+# stream of publishes and unlinks ROUNDS times (default 200), restarted each time, and every
+# time each snapshot must be complete and served or absent, every answered publish served
+# (unless an unlink of it started), and no answered unlink undone. The suite runs 6 rounds
+# of the same test (tests/integration/test_store.py). Run as root, after a build:
 #   scripts/store-crash.sh [BUILD_DIR] [ROUNDS]
 set -euo pipefail
 cd "$(dirname "$0")/.."

@@ -24,6 +24,11 @@
 
 #define SNAP_OCI_ANNOTATION_TITLE "org.opencontainers.image.title"
 #define SNAP_OCI_ANNOTATION_REF_NAME "org.opencontainers.image.ref.name"
+/* RFC 3339 time: on a layer of the daemon's --store, when the snapshot was first published. */
+#define SNAP_OCI_ANNOTATION_CREATED "org.opencontainers.image.created"
+/* On a layer of the daemon's --store: the uids holding the snapshot, in decimal, separated by
+ * commas, in the order they took their holds. */
+#define SNAP_OCI_ANNOTATION_HOLDERS "vnd.snapfs.holders"
 
 /* Bounds on what is parsed: a manifest or index.json larger than 4 MiB (what registries
  * accept), more than 65536 layers or index entries, a media type longer than 255 bytes, an
@@ -45,6 +50,8 @@ struct snap_oci_desc {
         char *artifact_type;        /* NULL when absent */
         char *title;                /* annotation org.opencontainers.image.title, or NULL */
         char *ref_name;             /* annotation org.opencontainers.image.ref.name, or NULL */
+        char *created;              /* annotation org.opencontainers.image.created, or NULL */
+        char *holders;              /* annotation SNAP_OCI_ANNOTATION_HOLDERS, or NULL */
 };
 
 /* "sha256:<64 lowercase hex>" (strict, len bytes of s): 0 and *out, or -EINVAL. */

@@ -3,6 +3,7 @@
 #include "oci-json.h"
 
 #include <errno.h>
+#include <stddef.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -142,7 +143,7 @@ int oci_json_opt_type(json_object *obj, const char *key, char **out)
         return r;
 }
 
-int oci_json_check_annotations(json_object *ann, char **title, char **ref_name)
+int oci_json_check_annotations(json_object *ann, struct snap_oci_desc *d)
 {
         if (!json_object_is_type(ann, json_type_object))
                 return -EINVAL;
@@ -152,10 +153,16 @@ int oci_json_check_annotations(json_object *ann, char **title, char **ref_name)
 
                 if (!s)
                         return -EINVAL;
-                if (title && !strcmp(key, SNAP_OCI_ANNOTATION_TITLE))
-                        dst = title;
-                else if (ref_name && !strcmp(key, SNAP_OCI_ANNOTATION_REF_NAME))
-                        dst = ref_name;
+                if (!d)
+                        continue;
+                if (!strcmp(key, SNAP_OCI_ANNOTATION_TITLE))
+                        dst = &d->title;
+                else if (!strcmp(key, SNAP_OCI_ANNOTATION_REF_NAME))
+                        dst = &d->ref_name;
+                else if (!strcmp(key, SNAP_OCI_ANNOTATION_CREATED))
+                        dst = &d->created;
+                else if (!strcmp(key, SNAP_OCI_ANNOTATION_HOLDERS))
+                        dst = &d->holders;
                 if (dst) {
                         free(*dst);
                         *dst = strdup(s);
@@ -194,7 +201,7 @@ static int desc_parse(json_object *o, struct snap_oci_desc *d)
         if ((r = oci_json_opt_type(o, "artifactType", &d->artifact_type)) < 0)
                 return r;
         if (json_object_object_get_ex(o, "annotations", &v) &&
-            (r = oci_json_check_annotations(v, &d->title, &d->ref_name)) < 0)
+            (r = oci_json_check_annotations(v, d)) < 0)
                 return r;
         return 0;
 }
@@ -210,18 +217,34 @@ int oci_json_desc_parse(json_object *o, struct snap_oci_desc *d)
         return r;
 }
 
+/* The annotations a descriptor keeps, in the order they are written. */
+static const struct {
+        const char *key;
+        size_t offset;
+} annotations[] = {
+        { SNAP_OCI_ANNOTATION_TITLE, offsetof(struct snap_oci_desc, title) },
+        { SNAP_OCI_ANNOTATION_REF_NAME, offsetof(struct snap_oci_desc, ref_name) },
+        { SNAP_OCI_ANNOTATION_CREATED, offsetof(struct snap_oci_desc, created) },
+        { SNAP_OCI_ANNOTATION_HOLDERS, offsetof(struct snap_oci_desc, holders) },
+};
+
 int oci_json_desc_new(const struct snap_oci_desc *d, json_object **out)
 {
         char digest[SNAP_OCI_DIGEST_TEXT_LEN + 1];
         json_object *o, *ann = NULL;
+        bool has_annotations = false;
         int r;
 
         if (!d->media_type || !snap_oci_media_type_valid(d->media_type) ||
             (d->artifact_type && !snap_oci_media_type_valid(d->artifact_type)) ||
-            (d->title && strlen(d->title) > SNAP_OCI_ANNOTATION_MAX) ||
-            (d->ref_name && strlen(d->ref_name) > SNAP_OCI_ANNOTATION_MAX) ||
             d->size > SNAP_OCI_BLOB_MAX)
                 return -EINVAL;
+        for (size_t i = 0; i < ARRAY_SIZE(annotations); i++) {
+                const char *v = *(char *const *)((const char *)d + annotations[i].offset);
+                if (v && strlen(v) > SNAP_OCI_ANNOTATION_MAX)
+                        return -EINVAL;
+                has_annotations |= v != NULL;
+        }
         o = json_object_new_object();
         if (!o)
                 return -ENOMEM;
@@ -232,15 +255,16 @@ int oci_json_desc_new(const struct snap_oci_desc *d, json_object **out)
             (d->artifact_type &&
              (r = oci_json_add(o, "artifactType", json_object_new_string(d->artifact_type))) < 0))
                 goto fail;
-        if (d->title || d->ref_name) {
+        if (has_annotations) {
                 ann = json_object_new_object();
                 if ((r = oci_json_add(o, "annotations", ann)) < 0)
                         goto fail;
-                if ((d->title && (r = oci_json_add(ann, SNAP_OCI_ANNOTATION_TITLE,
-                                                   json_object_new_string(d->title))) < 0) ||
-                    (d->ref_name && (r = oci_json_add(ann, SNAP_OCI_ANNOTATION_REF_NAME,
-                                                      json_object_new_string(d->ref_name))) < 0))
-                        goto fail;
+                for (size_t i = 0; i < ARRAY_SIZE(annotations); i++) {
+                        const char *v = *(char *const *)((const char *)d + annotations[i].offset);
+                        if (v && (r = oci_json_add(ann, annotations[i].key,
+                                                   json_object_new_string(v))) < 0)
+                                goto fail;
+                }
         }
         *out = o;
         return 0;
@@ -257,6 +281,8 @@ void snap_oci_desc_clear(struct snap_oci_desc *d)
         free(d->artifact_type);
         free(d->title);
         free(d->ref_name);
+        free(d->created);
+        free(d->holders);
         *d = (struct snap_oci_desc){ 0 };
 }
 

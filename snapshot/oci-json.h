@@ -25,14 +25,14 @@ int oci_json_opt_string(json_object *obj, const char *key, size_t max, char **ou
 int oci_json_opt_type(json_object *obj, const char *key, char **out);
 
 /* Checks annotations is an object of strings (each at most SNAP_OCI_ANNOTATION_MAX bytes, no
- * NUL); fills *title and *ref_name (malloc'd) when not NULL and present. 0, -EINVAL,
- * -ENOMEM. */
-int oci_json_check_annotations(json_object *ann, char **title, char **ref_name);
+ * NUL); when d is not NULL, fills the annotations a descriptor keeps (title, ref_name,
+ * created, holders; malloc'd) that are present. 0, -EINVAL, -ENOMEM. */
+int oci_json_check_annotations(json_object *ann, struct snap_oci_desc *d);
 
 /* A descriptor object: mediaType, digest, size required; artifactType, annotations optional.
  * 0 and *d filled (strings malloc'd), or -EINVAL / -ENOMEM (d is cleared on failure). */
 int oci_json_desc_parse(json_object *o, struct snap_oci_desc *d);
 
-/* A new descriptor object for d (title and ref_name as annotations when set): 0 and *out,
+/* A new descriptor object for d (its annotations when set): 0 and *out,
  * -EINVAL (a bad media type or annotation), -ENOMEM. */
 int oci_json_desc_new(const struct snap_oci_desc *d, json_object **out);

@@ -48,7 +48,7 @@ void snap_oci_layout_close(struct snap_oci_layout *l)
 /* Opens (and with create makes) the directory name below dirfd. O_NOFOLLOW|O_DIRECTORY: a
  * symlink planted for blobs/ or sha256/ would send every write to a directory of the
  * attacker's choosing; here it fails with ELOOP/ENOTDIR instead. */
-static int open_subdir(int dirfd, const char *name, bool create, bool *made)
+static int open_subdir(int dirfd, const char *name, bool create, mode_t mode, bool *made)
 {
         int fd;
 
@@ -56,7 +56,7 @@ static int open_subdir(int dirfd, const char *name, bool create, bool *made)
                 fd = openat(dirfd, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
                 if (fd >= 0 || errno != ENOENT || !create)
                         break;
-                if (mkdirat(dirfd, name, 0755) < 0 && errno != EEXIST)
+                if (mkdirat(dirfd, name, mode) < 0 && errno != EEXIST)
                         return negative_errno();
                 if (made)
                         *made = true;
@@ -76,7 +76,15 @@ static int fsync_dir(int dirfd)
         return fsync(dirfd) < 0 ? negative_errno() : 0;
 }
 
-static int check_layout_file(int dirfd, bool create)
+static int write_atomic(int dirfd, const char *name, const void *buf, size_t len,
+                        mode_t mode);
+
+static mode_t file_mode(const struct snap_oci_layout *l)
+{
+        return l->private_files ? 0600 : 0644;
+}
+
+static int check_layout_file(int dirfd, bool create, mode_t mode)
 {
         static const char text[] = "{\"imageLayoutVersion\":\"" LAYOUT_VERSION "\"}";
         _cleanup_free_ void *buf = NULL;
@@ -86,7 +94,7 @@ static int check_layout_file(int dirfd, bool create)
 
         r = snap_read_untrusted(dirfd, LAYOUT_FILE, 4096, &buf, &len);
         if (r == -ENOENT && create)
-                return snap_oci_write_atomic(dirfd, LAYOUT_FILE, text, sizeof(text) - 1);
+                return write_atomic(dirfd, LAYOUT_FILE, text, sizeof(text) - 1, mode);
         if (r < 0)
                 return r == -EFBIG ? -EINVAL : r;
         r = oci_json_parse(buf, len, &root);
@@ -105,22 +113,24 @@ int snap_oci_layout_open(const char *path, unsigned flags, struct snap_oci_layou
 {
         _cleanup_(layoutp) struct snap_oci_layout l = SNAP_OCI_LAYOUT_INIT;
         bool create = flags & SNAP_OCI_CREATE;
+        mode_t dir_mode = flags & SNAP_OCI_PRIVATE ? 0700 : 0755;
         _cleanup_close_ int blobs = -1;
         bool made = false;
         int r;
 
         if (!path || !*path || !out)
                 return -EINVAL;
-        l.dirfd = open_subdir(AT_FDCWD, path, create, NULL);
+        l.private_files = flags & SNAP_OCI_PRIVATE;
+        l.dirfd = open_subdir(AT_FDCWD, path, create, dir_mode, NULL);
         if (l.dirfd < 0)
                 return l.dirfd;
-        r = check_layout_file(l.dirfd, create);
+        r = check_layout_file(l.dirfd, create, file_mode(&l));
         if (r < 0)
                 return r;
-        blobs = open_subdir(l.dirfd, "blobs", create, &made);
+        blobs = open_subdir(l.dirfd, "blobs", create, dir_mode, &made);
         if (blobs < 0)
                 return blobs;
-        l.blobsfd = open_subdir(blobs, "sha256", create, &made);
+        l.blobsfd = open_subdir(blobs, "sha256", create, dir_mode, &made);
         if (l.blobsfd < 0)
                 return l.blobsfd;
         /* A directory made now must survive a crash as its parent's entry too. */
@@ -150,6 +160,11 @@ static int write_all(int fd, const void *buf, size_t len)
 
 int snap_oci_write_atomic(int dirfd, const char *name, const void *buf, size_t len)
 {
+        return write_atomic(dirfd, name, buf, len, 0644);
+}
+
+static int write_atomic(int dirfd, const char *name, const void *buf, size_t len, mode_t mode)
+{
         char tmp[NAME_MAX + 1];
         uint64_t rnd;
         int fd, r;
@@ -161,7 +176,7 @@ int snap_oci_write_atomic(int dirfd, const char *name, const void *buf, size_t l
         /* A name of its own per writer: two writers never share a temporary file, and
          * O_EXCL|O_NOFOLLOW refuses whatever someone placed under that name. */
         snprintf(tmp, sizeof(tmp), ".tmp-%s-%016" PRIx64, name, rnd);
-        fd = openat(dirfd, tmp, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0644);
+        fd = openat(dirfd, tmp, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, mode);
         if (fd < 0)
                 return negative_errno();
         r = write_all(fd, buf, len);
@@ -198,7 +213,7 @@ int snap_oci_blob_write(const struct snap_oci_layout *l, const void *buf, size_t
         snap_digest_to_hex(&d, hex);
         /* The rename replaces a corrupt blob or a symlink planted under its name (rename
          * never follows the target). */
-        r = snap_oci_write_atomic(l->blobsfd, hex, buf, len);
+        r = write_atomic(l->blobsfd, hex, buf, len, file_mode(l));
         return r < 0 ? r : 0;
 }
 
@@ -412,6 +427,10 @@ int snap_oci_manifest_build(const struct snap_oci_manifest *m, char **json, size
                 root, JSON_C_TO_STRING_PLAIN | JSON_C_TO_STRING_NOSLASHESCAPE, &n);
         if (!text)
                 return -ENOMEM;
+        /* Past what any reader (this one included) takes: written, it could never be read
+         * back. */
+        if (n > SNAP_OCI_DOC_MAX)
+                return -EFBIG;
         *json = strndup(text, n);
         if (!*json)
                 return -ENOMEM;
@@ -455,7 +474,7 @@ static int parse_doc(const void *buf, size_t len, const char *media_type, json_o
         if ((r = check_schema_version(root)) < 0 || (r = check_doc_media_type(root, media_type)) < 0)
                 return r;
         if (json_object_object_get_ex(root, "annotations", &v) &&
-            (r = oci_json_check_annotations(v, NULL, NULL)) < 0)
+            (r = oci_json_check_annotations(v, NULL)) < 0)
                 return r;
         *out = TAKE_PTR(root);
         return 0;
@@ -708,7 +727,7 @@ static int tag_locked(const struct snap_oci_layout *l, const struct snap_oci_des
                 return -ENOMEM;
         if (len > SNAP_OCI_DOC_MAX)
                 return -EFBIG;
-        return snap_oci_write_atomic(l->dirfd, INDEX_FILE, text, len);
+        return write_atomic(l->dirfd, INDEX_FILE, text, len, file_mode(l));
 }
 
 int snap_oci_tag(const struct snap_oci_layout *l, const struct snap_oci_desc *desc,

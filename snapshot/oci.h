@@ -21,6 +21,7 @@
 struct snap_oci_layout {
         int dirfd;
         int blobsfd;
+        bool private_files; /* SNAP_OCI_PRIVATE: what it makes is 0700 and 0600 */
 };
 
 #define SNAP_OCI_LAYOUT_INIT { .dirfd = -1, .blobsfd = -1 }
@@ -42,12 +43,16 @@ struct snap_oci_index {
 enum {
         /* Create the directory, oci-layout and blobs/sha256 when missing. */
         SNAP_OCI_CREATE = 1u << 0,
+        /* Everything made in the layout is for this uid alone: directories 0700, files 0600
+         * (the daemon's --store, whose snapshots may be secrets). */
+        SNAP_OCI_PRIVATE = 1u << 1,
 };
 
 /* Opens the layout at path (O_DIRECTORY|O_NOFOLLOW: a symlink as last component is refused
  * with -ELOOP), checks `oci-layout` says imageLayoutVersion 1.0.0 and opens
  * blobs/sha256 the same way. With SNAP_OCI_CREATE, makes what is missing (mode 0755 and 0644
- * before umask). 0, or -ENOENT (no layout there and no CREATE), -EINVAL (oci-layout is not a
+ * before umask, or 0700 and 0600 with SNAP_OCI_PRIVATE, which also applies to every later
+ * write through the layout). 0, or -ENOENT (no layout there and no CREATE), -EINVAL (oci-layout is not a
  * version we read, or a part is not a directory), the errno of a step. */
 int snap_oci_layout_open(const char *path, unsigned flags, struct snap_oci_layout *out);
 void snap_oci_layout_close(struct snap_oci_layout *l);
@@ -97,7 +102,8 @@ bool snap_oci_tag_valid(const char *s);
 void snap_oci_desc_empty_config(struct snap_oci_desc *d);
 
 /* The manifest as JSON text (malloc'd, *len bytes, NUL-terminated): 0, or -EINVAL when a
- * media type, annotation or count is out of the bounds above, -ENOMEM. */
+ * media type, annotation or count is out of the bounds above, -EFBIG when the text would be
+ * longer than SNAP_OCI_DOC_MAX (no reader would take it), -ENOMEM. */
 int snap_oci_manifest_build(const struct snap_oci_manifest *m, char **json, size_t *len);
 
 /* Parses a manifest (len bytes, no NUL needed): 0 and *out (free with

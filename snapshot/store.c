@@ -148,6 +148,16 @@ static void unlink_object(struct snap_object *o)
         o->pprev_hash = NULL;
 }
 
+/* Takes o out of the index onto the detached list. Lock held, o indexed. */
+static void detach_locked(struct snap_store *s, struct snap_object *o)
+{
+        unlink_object(o);
+        by_ino_remove(s, o);
+        o->indexed = false;
+        s->indexed--;
+        link_object(&s->detached, o);
+}
+
 /* Digests are chosen by whoever publishes: grinding contents whose digests share their low
  * bits costs one try per bucket, and would turn every lookup into a walk of one long chain
  * under the lock. Multiply-shift with a secret odd multiplier (Dietzfelbinger et al.) puts any
@@ -255,6 +265,8 @@ bool snap_name_valid(const char *name)
 
 static void free_object(struct snap_object *o)
 {
+        if (o->holders != &o->holder_inline)
+                free(o->holders);
         free((void *)o->data);
         free(o->name);
         free(o);
@@ -302,23 +314,37 @@ static uint64_t room_for(const struct snap_store *s, uint32_t uid, uint64_t take
         return free_bytes > keep ? free_bytes - keep : 0;
 }
 
+/* uid's own limits, for one more object of len bytes: -EDQUOT past them. The privileged uid
+ * has none. A uid can hold more than its limits allow (holds restored after the limits were
+ * lowered): the subtraction must not wrap. */
+static int check_quota(const struct snap_store *s, uint64_t len, uint32_t uid)
+{
+        const struct snap_store_usage *u;
+        uint64_t objects, bytes, max = s->cfg.max_uid_bytes;
+
+        if (uid == s->cfg.privileged_uid)
+                return 0;
+        u = usage_of((struct snap_store *)s, uid);
+        objects = u ? u->objects : 0;
+        bytes = u ? u->bytes : 0;
+        if (s->cfg.max_uid_objects && objects >= s->cfg.max_uid_objects)
+                return -EDQUOT;
+        if (max && (bytes > max || len > max - bytes))
+                return -EDQUOT;
+        return 0;
+}
+
 /* A uid's own limits first (-EDQUOT: the answer that names what that uid can do about it),
- * then the global ones (-ENOSPC), the reserve kept for the privileged uid. */
+ * unless unlimited, then the global ones (-ENOSPC), the reserve kept for the privileged uid. */
 static int check_space(const struct snap_store *s, uint64_t len, uint64_t take_reserved,
-                       uint32_t uid)
+                       uint32_t uid, bool unlimited)
 {
         bool privileged = uid == s->cfg.privileged_uid;
         uint64_t keep = privileged ? 0 : s->cfg.reserve_objects;
+        int r;
 
-        if (!privileged) {
-                const struct snap_store_usage *u = usage_of((struct snap_store *)s, uid);
-                uint64_t objects = u ? u->objects : 0, bytes = u ? u->bytes : 0;
-
-                if (s->cfg.max_uid_objects && objects >= s->cfg.max_uid_objects)
-                        return -EDQUOT;
-                if (s->cfg.max_uid_bytes && len > s->cfg.max_uid_bytes - bytes)
-                        return -EDQUOT;
-        }
+        if (!unlimited && (r = check_quota(s, len, uid)) < 0)
+                return r;
         if (s->objects + keep >= s->cfg.max_objects || s->objects >= s->cfg.max_objects)
                 return -ENOSPC;
         if (len > room_for(s, uid, take_reserved))
@@ -363,9 +389,114 @@ static struct snap_object *take_existing(struct snap_store *s, const struct snap
         return o;
 }
 
-static uint64_t reservation_taken(const struct snap_store *s, const struct snap_put *p)
+static uint64_t reservation_taken(const struct snap_store *s, uint64_t reserved)
 {
-        return p->reserved < s->reserved ? p->reserved : s->reserved;
+        return reserved < s->reserved ? reserved : s->reserved;
+}
+
+/* The limits a put must pass: none for a claim, which passed them when it was made. */
+static int put_space(const struct snap_store *s, const struct snap_put *p)
+{
+        if (p->claim)
+                return 0;
+        return check_space(s, p->len, reservation_taken(s, p->reserved), p->publisher_uid,
+                           p->unlimited);
+}
+
+/* The holders a new object starts with: p's, or its publisher alone. 0, -EINVAL (too many,
+ * or a uid twice), -ENOMEM. */
+static int set_holders(struct snap_object *o, const struct snap_put *p)
+{
+        if (!p->holders || p->n_holders == 0) {
+                o->holders = &o->holder_inline;
+                o->holders[0] = p->publisher_uid;
+                o->n_holders = o->cap_holders = 1;
+                return 0;
+        }
+        /* SNAP_HOLDERS_MAX and the privileged uid, which has no such limit. */
+        if (p->n_holders > SNAP_HOLDERS_MAX + 1)
+                return -EINVAL;
+        for (size_t i = 0; i < p->n_holders; i++)
+                for (size_t j = 0; j < i; j++)
+                        if (p->holders[i] == p->holders[j])
+                                return -EINVAL;
+        if (p->n_holders == 1) {
+                o->holders = &o->holder_inline;
+        } else {
+                o->holders = malloc(p->n_holders * sizeof(*o->holders));
+                if (!o->holders)
+                        return -ENOMEM;
+        }
+        memcpy(o->holders, p->holders, p->n_holders * sizeof(*o->holders));
+        o->n_holders = o->cap_holders = (uint32_t)p->n_holders;
+        return 0;
+}
+
+static void charge_holders(struct snap_store *s, const struct snap_object *o)
+{
+        for (uint32_t i = 0; i < o->n_holders; i++)
+                charge(s, o->holders[i], o->size);
+}
+
+static void uncharge_holders(struct snap_store *s, const struct snap_object *o)
+{
+        for (uint32_t i = 0; i < o->n_holders; i++)
+                uncharge(s, o->holders[i], o->size);
+}
+
+/* Room in the usage table for every holder of o besides the one entry make_room keeps, so
+ * charging them cannot fail half way. Lock held. */
+static int make_room_for_holders(struct snap_store *s, size_t n)
+{
+        if (s->n_usage + n > s->cap_usage) {
+                size_t cap = s->n_usage + n + 8;
+                struct snap_store_usage *u = realloc(s->usage, cap * sizeof(*u));
+                if (!u)
+                        return -ENOMEM;
+                s->usage = u;
+                s->cap_usage = cap;
+        }
+        return 0;
+}
+
+int snap_store_claim(struct snap_store *s, uint32_t uid, uint64_t len, uint64_t reserved,
+                     struct snap_claim *claim)
+{
+        uint64_t take;
+        int r;
+
+        *claim = (struct snap_claim){ 0 };
+        if (len > s->cfg.max_object_size)
+                return -EFBIG;
+        pthread_mutex_lock(&s->lock);
+        take = reservation_taken(s, reserved);
+        r = check_space(s, len, take, uid, false);
+        if (r == 0)
+                r = make_room(s);
+        if (r == 0) {
+                s->reserved -= take;
+                s->bytes += len;
+                s->objects++;
+                charge(s, uid, len);
+                *claim = (struct snap_claim){ .uid = uid, .len = len, .reserved = take,
+                                              .held = true };
+        }
+        pthread_mutex_unlock(&s->lock);
+        return r;
+}
+
+void snap_store_unclaim(struct snap_store *s, struct snap_claim *claim)
+{
+        if (!claim || !claim->held)
+                return;
+        pthread_mutex_lock(&s->lock);
+        s->bytes -= claim->len;
+        s->objects--;
+        /* The staged bytes are still there: their reservation goes back to them. */
+        s->reserved += claim->reserved;
+        uncharge(s, claim->uid, claim->len);
+        claim->held = false;
+        pthread_mutex_unlock(&s->lock);
 }
 
 int snap_store_put(struct snap_store *s, const struct snap_put *p, struct snap_object **out)
@@ -377,7 +508,9 @@ int snap_store_put(struct snap_store *s, const struct snap_put *p, struct snap_o
         struct snap_digest d;
         int r = 0;
 
-        if (!s || !p || !out || (p->len && !p->data) || (p->owned && p->owned != p->data))
+        if (!s || !p || !out || (p->len && !p->data) || (p->owned && p->owned != p->data) ||
+            (p->claim && (!p->claim->held || p->claim->uid != p->publisher_uid ||
+                          p->claim->len != p->len)))
                 return -EINVAL;
         if (p->len > s->cfg.max_object_size)
                 return -EFBIG;
@@ -394,7 +527,7 @@ int snap_store_put(struct snap_store *s, const struct snap_put *p, struct snap_o
         pthread_mutex_lock(&s->lock);
         found = take_existing(s, &d);
         if (!found)
-                r = check_space(s, p->len, reservation_taken(s, p), p->publisher_uid);
+                r = put_space(s, p);
         pthread_mutex_unlock(&s->lock);
         if (found) {
                 *out = found;
@@ -406,6 +539,11 @@ int snap_store_put(struct snap_store *s, const struct snap_put *p, struct snap_o
         o = calloc(1, sizeof(*o));
         if (!o || (p->name && !(name = strdup(p->name))))
                 return -ENOMEM;
+        r = set_holders(o, p);
+        if (r < 0) {
+                o->holders = NULL;
+                return r;
+        }
         if (!p->owned) {
                 copy = malloc(p->len ? p->len : 1); /* data is never NULL, even when empty */
                 if (!copy)
@@ -420,7 +558,10 @@ int snap_store_put(struct snap_store *s, const struct snap_put *p, struct snap_o
         o->size = p->len;
         o->publisher_uid = p->publisher_uid;
         o->name = name;
-        clock_gettime(CLOCK_REALTIME, &o->created);
+        if (p->created)
+                o->created = *p->created;
+        else
+                clock_gettime(CLOCK_REALTIME, &o->created);
         o->refs = 1;
         o->indexed = true;
 
@@ -429,12 +570,12 @@ int snap_store_put(struct snap_store *s, const struct snap_put *p, struct snap_o
         pthread_mutex_lock(&s->lock);
         found = take_existing(s, &d);
         if (!found)
-                r = check_space(s, p->len, reservation_taken(s, p), p->publisher_uid);
+                r = put_space(s, p);
         if (!found && r == 0)
                 r = make_room(s);
+        if (!found && r == 0)
+                r = make_room_for_holders(s, o->n_holders);
         if (!found && r == 0) {
-                uint64_t take = reservation_taken(s, p);
-
                 if (p->ino) {
                         o->ino = p->ino;
                         /* Keep "never reused" even for a number that did not come from
@@ -443,17 +584,29 @@ int snap_store_put(struct snap_store *s, const struct snap_put *p, struct snap_o
                                 s->next_ino = p->ino + 1;
                 } else
                         o->ino = s->next_ino++;
-                s->reserved -= take;
-                s->bytes += p->len;
-                s->objects++;
+                if (p->claim) {
+                        /* Counted and charged to the publisher when it was claimed. */
+                        p->claim->held = false;
+                        for (uint32_t i = 0; i < o->n_holders; i++)
+                                if (o->holders[i] != p->publisher_uid)
+                                        charge(s, o->holders[i], o->size);
+                } else {
+                        s->reserved -= reservation_taken(s, p->reserved);
+                        s->bytes += p->len;
+                        s->objects++;
+                        charge_holders(s, o);
+                }
                 s->indexed++;
                 o->seq = ++s->seq;
                 link_object(&s->buckets[bucket_of(s, &d)], o);
                 by_ino_insert(s, o);
-                charge(s, o->publisher_uid, o->size);
                 maybe_grow(s);
         }
         pthread_mutex_unlock(&s->lock);
+        if (found || r < 0) {
+                if (o->holders != &o->holder_inline)
+                        free(o->holders);
+        }
         if (found) {
                 *out = found;
                 return 1; /* o and copy are freed; p->owned stays the caller's */
@@ -506,7 +659,7 @@ void snap_store_release(struct snap_store *s, struct snap_object *o)
                         by_ino_remove(s, o);
                         s->indexed--;
                 }
-                uncharge(s, o->publisher_uid, o->size);
+                uncharge_holders(s, o);
                 s->bytes -= o->size;
                 s->objects--;
                 last = true;
@@ -523,12 +676,145 @@ int snap_store_detach(struct snap_store *s, struct snap_object *o)
         pthread_mutex_lock(&s->lock);
         if (!o->indexed)
                 r = -ENOENT;
-        else {
-                unlink_object(o);
-                by_ino_remove(s, o);
-                o->indexed = false;
-                s->indexed--;
-                link_object(&s->detached, o);
+        else
+                detach_locked(s, o);
+        pthread_mutex_unlock(&s->lock);
+        return r;
+}
+
+/* ---- holders ---- */
+
+static bool holds(const struct snap_object *o, uint32_t uid)
+{
+        for (uint32_t i = 0; i < o->n_holders; i++)
+                if (o->holders[i] == uid)
+                        return true;
+        return false;
+}
+
+/* The one decision of whether an object is still referenced once uid's hold (every hold:
+ * SNAP_HOLDER_ALL) is gone. Holders are its only references today; a later kind (a grant of
+ * the object to a scope) is counted here too, and every caller follows. Lock held. */
+static bool referenced_without(const struct snap_object *o, uint32_t uid)
+{
+        if (uid == SNAP_HOLDER_ALL)
+                return false;
+        for (uint32_t i = 0; i < o->n_holders; i++)
+                if (o->holders[i] != uid)
+                        return true;
+        return false;
+}
+
+/* Lock held. */
+static int hold_check_locked(const struct snap_store *s, const struct snap_object *o,
+                             uint32_t uid)
+{
+        if (!o->indexed)
+                return -ENOENT;
+        if (holds(o, uid))
+                return 1;
+        if (uid == s->cfg.privileged_uid)
+                return 0;
+        /* Every holder but the privileged uid counts: an object it holds has room for it. */
+        if (o->n_holders - (holds(o, s->cfg.privileged_uid) ? 1 : 0) >= SNAP_HOLDERS_MAX)
+                return -EDQUOT;
+        return check_quota(s, o->size, uid);
+}
+
+int snap_store_hold_check(struct snap_store *s, struct snap_object *o, uint32_t uid)
+{
+        int r;
+
+        pthread_mutex_lock(&s->lock);
+        r = hold_check_locked(s, o, uid);
+        pthread_mutex_unlock(&s->lock);
+        return r;
+}
+
+int snap_store_hold(struct snap_store *s, struct snap_object *o, uint32_t uid)
+{
+        int r;
+
+        pthread_mutex_lock(&s->lock);
+        r = hold_check_locked(s, o, uid);
+        if (r == 0)
+                r = make_room(s);
+        if (r == 0 && o->n_holders == o->cap_holders) {
+                uint32_t cap = o->cap_holders * 2;
+                uint32_t *v = o->holders == &o->holder_inline ? malloc(cap * sizeof(*v))
+                                                               : realloc(o->holders,
+                                                                         cap * sizeof(*v));
+                if (!v) {
+                        r = -ENOMEM;
+                } else {
+                        if (o->holders == &o->holder_inline)
+                                v[0] = o->holder_inline;
+                        o->holders = v;
+                        o->cap_holders = cap;
+                }
+        }
+        if (r == 0) {
+                o->holders[o->n_holders++] = uid;
+                charge(s, uid, o->size);
+        }
+        pthread_mutex_unlock(&s->lock);
+        return r;
+}
+
+bool snap_store_holds(struct snap_store *s, struct snap_object *o, uint32_t uid)
+{
+        bool r;
+
+        pthread_mutex_lock(&s->lock);
+        r = holds(o, uid);
+        pthread_mutex_unlock(&s->lock);
+        return r;
+}
+
+size_t snap_store_get_holders(struct snap_store *s, struct snap_object *o, uint32_t *out,
+                              size_t max)
+{
+        size_t n;
+
+        pthread_mutex_lock(&s->lock);
+        n = o->n_holders;
+        if (out && max)
+                memcpy(out, o->holders, (n < max ? n : max) * sizeof(*out));
+        pthread_mutex_unlock(&s->lock);
+        return n;
+}
+
+bool snap_store_kept_without(struct snap_store *s, struct snap_object *o, uint32_t uid)
+{
+        bool r;
+
+        pthread_mutex_lock(&s->lock);
+        r = o->indexed && referenced_without(o, uid);
+        pthread_mutex_unlock(&s->lock);
+        return r;
+}
+
+int snap_store_unhold(struct snap_store *s, struct snap_object *o, uint32_t uid)
+{
+        int r = 0;
+
+        pthread_mutex_lock(&s->lock);
+        if (!o->indexed || (uid != SNAP_HOLDER_ALL && !holds(o, uid))) {
+                r = -ENOENT;
+        } else if (!referenced_without(o, uid)) {
+                /* The holders stay charged until the last release: memory an open
+                 * descriptor keeps is still theirs. */
+                detach_locked(s, o);
+                r = 1;
+        } else {
+                uint32_t kept = 0;
+                for (uint32_t i = 0; i < o->n_holders; i++) {
+                        if (uid == SNAP_HOLDER_ALL || o->holders[i] == uid)
+                                uncharge(s, o->holders[i], o->size);
+                        else
+                                o->holders[kept++] = o->holders[i];
+                }
+                o->n_holders = kept;
         }
         pthread_mutex_unlock(&s->lock);
         return r;

@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /* In-memory content-addressed store: objects named by their SHA-256, stored once, refcounted,
- * each with an inode number that is handed out monotonically and never reused.
+ * each with an inode number that is handed out monotonically and never reused, and held by
+ * the uids that published it (its holders, each charged for it against its own limits).
  *
  * Thread-safe: every function may be called from any thread. An object's public fields are
  * immutable once it is returned, except priv, which belongs to the caller. */
@@ -31,21 +32,38 @@ struct snap_store_config {
         uint64_t reserve_bytes;
 };
 
+/* A snapshot has at most this many holders besides the privileged uid: what one manifest
+ * annotation of the store lists (ocistore.c), and a bound on the work a hold costs. */
+#define SNAP_HOLDERS_MAX 64
+
 struct snap_object {
         struct snap_digest digest;
         uint64_t ino;
         uint64_t size;
         const uint8_t *data;      /* size bytes; never NULL, even when size is 0 */
-        uint32_t publisher_uid;
+        uint32_t publisher_uid;   /* the first holder (the file's owner), kept when it drops its
+                                     hold */
         char *name;               /* the staging NAME it was first published under, or NULL */
-        struct timespec created;  /* CLOCK_REALTIME when the object was stored */
+        struct timespec created;  /* CLOCK_REALTIME of its first publish */
         uint64_t seq;             /* order of indexing: an object stored later has a larger one */
         void *priv;               /* the caller's; the store never reads or writes it */
-        /* private to the store */
+        /* private to the store: the holders change under its lock (snap_store_get_holders) */
         struct snap_object *next_hash;
         struct snap_object **pprev_hash; /* the pointer that points here: O(1) unlinking */
+        uint32_t *holders;        /* n_holders uids, in the order they took their holds */
+        uint32_t n_holders, cap_holders;
+        uint32_t holder_inline;   /* holders' storage while there is one */
         uint32_t refs;
         bool indexed;
+};
+
+/* Room for a new object taken before the object exists (snap_store_claim): the limits are
+ * decided, and charged, before anything else is done about it. */
+struct snap_claim {
+        uint32_t uid;
+        uint64_t len;
+        uint64_t reserved; /* bytes of a reservation the claim took over */
+        bool held;
 };
 
 struct snap_put {
@@ -61,6 +79,17 @@ struct snap_put {
         uint32_t publisher_uid;
         const char *name;                 /* kept (copied) by a new object only: the first
                                              publisher of some content names it */
+        /* Served again after a restart: who holds it (n_holders distinct uids, at most
+         * SNAP_HOLDERS_MAX besides the privileged uid; NULL: publisher_uid alone) and when it
+         * was first published (NULL: now). */
+        const uint32_t *holders;
+        size_t n_holders;
+        const struct timespec *created;
+        bool unlimited;                   /* per-uid limits not checked: holds admitted before
+                                             a restart stay, whatever the limits are now */
+        struct snap_claim *claim;         /* room claimed already (snap_store_claim) for
+                                             publisher_uid and len: the limits are not checked
+                                             again, and a new object takes the claim over */
 };
 
 struct snap_store_stats {
@@ -91,12 +120,23 @@ int snap_store_reserve(struct snap_store *s, uint64_t bytes);
 int snap_store_reserve_as(struct snap_store *s, uint32_t uid, uint64_t bytes);
 void snap_store_unreserve(struct snap_store *s, uint64_t bytes);
 
-/* Store content. Returns 0 for a new object (the caller holds one reference; p->owned and
- * p->reserved are taken over), 1 when the same content is already indexed (a reference to that
- * object is taken; nothing of p is taken over), or -EFBIG (len > max_object_size), -ENOSPC
- * (bytes or object count used up), -EDQUOT (p->publisher_uid's own limits), -ENOMEM, -EINVAL (data NULL with len > 0, or owned set and
- * not equal to data). Nothing of p is taken over on an error. *out is set only on 0 and 1. */
+/* Store content. Returns 0 for a new object (the caller holds one reference; p->owned,
+ * p->reserved and p->claim are taken over), 1 when the same content is already indexed (a
+ * reference to that object is taken; nothing of p is taken over), or -EFBIG (len >
+ * max_object_size), -ENOSPC (bytes or object count used up), -EDQUOT (p->publisher_uid's own
+ * limits), -ENOMEM, -EINVAL (data NULL with len > 0, owned set and not equal to data, a claim
+ * that is not for publisher_uid and len, holders past SNAP_HOLDERS_MAX). Nothing of p is taken
+ * over on an error. *out is set only on 0 and 1. */
 int snap_store_put(struct snap_store *s, const struct snap_put *p, struct snap_object **out);
+
+/* Decides now whether uid may publish a new object of len bytes, and keeps that room: 0 and
+ * *claim (charged to uid as an object it holds, p->reserved bytes of a reservation taken
+ * over), or -EFBIG, -ENOSPC, -EDQUOT as snap_store_put would answer, or -ENOMEM. A claim is
+ * taken over by snap_store_put or given back with snap_store_unclaim. */
+int snap_store_claim(struct snap_store *s, uint32_t uid, uint64_t len, uint64_t reserved,
+                     struct snap_claim *claim);
+/* Gives a claim back (its reservation too); nothing for a claim already taken over. */
+void snap_store_unclaim(struct snap_store *s, struct snap_claim *claim);
 
 /* Shorthand: copy len bytes of data into a new or existing object. */
 int snap_store_put_bytes(struct snap_store *s, const void *data, size_t len,
@@ -114,6 +154,34 @@ void snap_store_release(struct snap_store *s, struct snap_object *o);
  * release. 0, or -ENOENT when it was not indexed. */
 int snap_store_detach(struct snap_store *s, struct snap_object *o);
 
+/* ---- holders ----
+ * An indexed object stays published while something references it: today its holders, the
+ * uids that published it. Each holder is charged for it (one object, its bytes) against its
+ * own limits for as long as it holds it; the holders of an object that goes (detached) stay
+ * charged until its last release, as its memory stays until then. */
+
+#define SNAP_HOLDER_ALL UINT32_MAX /* every holder at once */
+
+/* Whether uid may become a holder of o, deciding without changing anything: 0 it may, 1 it
+ * holds o already, -EDQUOT past uid's own limits or SNAP_HOLDERS_MAX holders (the privileged
+ * uid has neither), -ENOENT when o is no longer published. */
+int snap_store_hold_check(struct snap_store *s, struct snap_object *o, uint32_t uid);
+/* Makes uid a holder of o, charged for it: 0, 1 when it held o already (nothing changes),
+ * -EDQUOT, -ENOENT as above, -ENOMEM. */
+int snap_store_hold(struct snap_store *s, struct snap_object *o, uint32_t uid);
+/* Whether uid holds o. */
+bool snap_store_holds(struct snap_store *s, struct snap_object *o, uint32_t uid);
+/* o's holders, in the order they took their holds, up to max into out; returns how many. */
+size_t snap_store_get_holders(struct snap_store *s, struct snap_object *o, uint32_t *out,
+                              size_t max);
+/* Whether o stays published once uid's hold (every hold: SNAP_HOLDER_ALL) is dropped: the one
+ * place that decides whether an object is still referenced. */
+bool snap_store_kept_without(struct snap_store *s, struct snap_object *o, uint32_t uid);
+/* Drops uid's hold on o (every hold: SNAP_HOLDER_ALL). 0 when o stays published (uid is
+ * uncharged now); 1 when nothing references o any more: it is detached, as snap_store_detach
+ * does; -ENOENT when uid holds nothing on o or o is no longer published. */
+int snap_store_unhold(struct snap_store *s, struct snap_object *o, uint32_t uid);
+
 /* Calls fn for every indexed object, under the store's lock (fn must not call the store).
  * Stops early and returns fn's value when fn returns non-zero; else returns 0. */
 int snap_store_foreach(struct snap_store *s, int (*fn)(const struct snap_object *o, void *ctx),
@@ -124,7 +192,8 @@ int snap_store_foreach(struct snap_store *s, int (*fn)(const struct snap_object 
 int snap_store_foreach_from(struct snap_store *s, uint64_t from_ino,
                             int (*fn)(const struct snap_object *o, void *ctx), void *ctx);
 
-/* What uid holds: objects it published that are still referenced, and their bytes. */
+/* What uid holds: objects it holds (or held when they were detached) that are still
+ * referenced, and their bytes; and room it claimed. */
 struct snap_store_usage {
         uint32_t uid;
         uint64_t objects;

@@ -3,7 +3,7 @@
 rights, and the --readers/--publishers policies."""
 import os
 
-from snaptest import NOBODY_UID, UID_PRELUDE, E, as_uid, errno_of, sha256_hex
+from snaptest import NOBODY_UID, UID_PRELUDE, E, as_uid, errno_of, run, sha256_hex
 
 # Runs as another uid: prints nothing on success; asserts otherwise.
 CLIENT = UID_PRELUDE
@@ -108,6 +108,54 @@ assert not os.path.exists(f"{mnt}/{sys.argv[3]}")
 '''
     as_uid(NOBODY_UID, code, fs.path, roots, mine)
     assert open(fs.p(roots), "rb").read() == b"root's config"
+
+
+def test_with_unlink_own_a_sandbox_cannot_remove_what_the_runtime_also_published(
+        mount_snapfs, snapfs_bin):
+    # The attack: the sandbox's uid pre-publishes the runtime's predictable config, the
+    # runtime publishes the same bytes ("already published", exit 0), the sandbox removes
+    # it, and the runtime's `snapfs exec` fails with ENOENT.
+    fs = mount_snapfs("--allow-other", "--publishers", "any", "--unlink-own")
+    config = b'{"mcpServers": {}}\n'
+    digest = as_uid(NOBODY_UID, PUBLISH, fs.path, config.decode()).stdout.strip()
+    r = run(snapfs_bin, "put", "--mount", fs.path, "-", input=config.decode())
+    assert r.returncode == 0 and "already published" in r.stderr, r.stderr
+    binding = r.stdout.splitlines()[0]
+    code = CLIENT + r'''
+os.unlink(f"{mnt}/{sys.argv[2]}")  # its own hold: 0
+assert refused(os.unlink, f"{mnt}/{sys.argv[2]}") == errno.EPERM  # it holds nothing now
+'''
+    as_uid(NOBODY_UID, code, fs.path, digest)
+    r = run(snapfs_bin, "exec", "--mount", fs.path, "--binding", binding, "--", "cat", "{}")
+    assert r.returncode == 0 and r.stdout.encode() == config, r.stdout + r.stderr
+    # Beside it: what only the sandbox holds goes with its unlink, and a uid that holds
+    # nothing on the runtime's snapshot removes nothing.
+    mine = as_uid(NOBODY_UID, PUBLISH, fs.path, "the sandbox's alone").stdout.strip()
+    code = CLIENT + r'''
+assert refused(os.unlink, f"{mnt}/{sys.argv[2]}") == errno.EPERM
+'''
+    as_uid(NOBODY_UID + 1, code, fs.path, digest)
+    as_uid(NOBODY_UID, CLIENT + "os.unlink(f\"{mnt}/{sys.argv[2]}\")", fs.path, mine)
+    assert not os.path.exists(fs.p(mine))
+    # The runtime's last hold: then the snapshot goes.
+    os.unlink(fs.p(digest))
+    assert not os.path.exists(fs.p(digest))
+
+
+def test_statfs_is_eacces_outside_the_readers_while_a_reader_gets_the_limits(mount_snapfs):
+    # The attack: every other request of a uid outside --readers was EACCES, statfs told it
+    # the global free blocks and files.
+    fs = mount_snapfs("--allow-other", "--readers", f"0,{NOBODY_UID}", "--publishers", "0")
+    denied = CLIENT + r'''
+assert refused(os.statvfs, mnt) == errno.EACCES
+'''
+    as_uid(NOBODY_UID + 1, denied, fs.path)
+    allowed = CLIENT + r'''
+sv = os.statvfs(mnt)
+assert sv.f_files == 4096 and sv.f_bsize == 4096, sv
+'''
+    as_uid(NOBODY_UID, allowed, fs.path)
+    assert os.statvfs(fs.path).f_files == 4096
 
 
 def test_readers_policy_excludes_a_uid_while_an_admitted_uid_reads(mount_snapfs):

@@ -135,6 +135,7 @@ def _(fs, workdir):
 @case("rename-quota", "--allow-other", "--publishers", f"0,{NOBODY_UID}",
       "--max-uid-snapshots", "1")
 def _(fs, workdir):
+    theirs = fs.publish(b"the owner's", "o")
     as_uid(NOBODY_UID, UID_PRELUDE + """
 import hashlib
 def stage(data):
@@ -144,7 +145,11 @@ def stage(data):
     return f"{mnt}/" + hashlib.sha256(data).hexdigest()
 os.rename(f"{mnt}/.staging/a", stage(b"one"))
 assert refused(os.rename, f"{mnt}/.staging/a", stage(b"two")) == errno.EDQUOT
-""", fs.path)
+# A hold on what the owner published counts as much as a snapshot of its own.
+os.unlink(f"{mnt}/.staging/a")
+assert refused(os.rename, f"{mnt}/.staging/a", stage(b"the owner's")) == errno.EDQUOT
+assert sys.argv[2] == hashlib.sha256(b"the owner's").hexdigest()
+""", fs.path, theirs)
     assert read(fs, sha256_hex(b"one")) == b"one"
     fs.publish(b"two", "b")  # the owner is not held by it
 
@@ -286,6 +291,29 @@ assert refused(os.unlink, f"{mnt}/{sys.argv[2]}") == errno.EPERM
     assert not os.path.exists(fs.p(digest))
 
 
+@case("snapshot-unlink-own-hold", "--allow-other", "--publishers", f"0,{NOBODY_UID}",
+      "--unlink-own")
+def _(fs, workdir):
+    r = as_uid(NOBODY_UID, UID_PRELUDE + """
+import hashlib
+fd = os.open(f"{mnt}/.staging/a", os.O_WRONLY | os.O_CREAT | os.O_EXCL)
+os.write(fd, b"held twice"); os.close(fd)
+os.rename(f"{mnt}/.staging/a", f"{mnt}/" + hashlib.sha256(b"held twice").hexdigest())
+""", fs.path, check=False)
+    assert r.returncode == 0, r.stderr
+    digest = sha256_hex(b"held twice")
+    fs.stage(b"held twice", "b")
+    assert errno_of(os.rename, fs.p(".staging/b"), fs.p(digest)) == E.EEXIST  # root holds it too
+    before = binding(fs, digest)
+    r = as_uid(NOBODY_UID, UID_PRELUDE + """
+os.unlink(f"{mnt}/{sys.argv[2]}")
+""", fs.path, digest, check=False)
+    assert r.returncode == 0, r.stderr
+    unchanged(fs, digest, b"held twice", before)  # root's hold keeps it
+    os.unlink(fs.p(digest))
+    assert not os.path.exists(fs.p(digest))
+
+
 @case("staging-unlink")
 def _(fs, workdir):
     assert errno_of(os.unlink, fs.p(".staging")) == E.EISDIR
@@ -305,9 +333,11 @@ def _(fs, workdir):
     digest = fs.publish(b"for root only")
     r = as_uid(NOBODY_UID, UID_PRELUDE + """
 assert refused(os.open, f"{mnt}/{sys.argv[2]}", os.O_RDONLY) == errno.EACCES
+assert refused(os.statvfs, mnt) == errno.EACCES
 """, fs.path, digest, check=False)
     assert r.returncode == 0, r.stderr
     assert read(fs, digest) == b"for root only"
+    assert os.statvfs(fs.path).f_files == 4096
 
 
 @case("snapshot-exec")

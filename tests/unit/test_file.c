@@ -77,7 +77,7 @@ static void test_setattr_and_xattr_changes_on_a_snapshot_are_erofs_for_everyone(
         sfs_tree_free(t);
 }
 
-static void test_unlink_is_for_the_owner_and_root_and_with_unlink_own_its_publisher(void **state)
+static void test_unlink_is_for_the_owner_and_root_and_with_unlink_own_its_holder(void **state)
 {
         struct sfs_tree_config cfg = base_config();
         struct sfs_tree *t;
@@ -100,7 +100,7 @@ static void test_unlink_is_for_the_owner_and_root_and_with_unlink_own_its_publis
         assert_int_equal(sfs_tree_unlink(t, &root, sfs_tree_root(t), ".staging"), -EPERM);
         sfs_tree_free(t);
 
-        /* With unlink_own a publisher removes its own, still not another's. */
+        /* With unlink_own a holder removes what only it holds, still not another's. */
         cfg.unlink_own = true;
         t = new_tree(&cfg);
         assert_int_equal(publish(t, &bob, "a", "bob's", 5, NULL), 0);
@@ -111,6 +111,54 @@ static void test_unlink_is_for_the_owner_and_root_and_with_unlink_own_its_publis
         hex_of("bob's", 5, hex);
         assert_int_equal(sfs_tree_unlink(t, &bob, sfs_tree_root(t), hex), 0);
         lookup_digest(t, &bob, "bob's", -ENOENT);
+        sfs_tree_free(t);
+}
+
+static void usage_of(struct sfs_tree *t, uid_t uid, char *line, size_t size)
+{
+        char buf[SFS_USAGE_MAX + 1], want[32];
+        size_t len = 0;
+        char *at;
+
+        assert_int_equal(sfs_tree_getxattr(t, &root, sfs_tree_root(t), SFS_XATTR_USAGE, buf,
+                                           sizeof(buf) - 1, &len),
+                         0);
+        buf[len] = '\0';
+        snprintf(want, sizeof(want), "uid=%u ", (unsigned)uid);
+        at = strstr(buf, want);
+        snprintf(line, size, "%.*s", at ? (int)strcspn(at, "\n") : 0, at ? at : "");
+}
+
+static void test_with_unlink_own_a_holder_drops_its_hold_and_the_last_one_removes_it(void **state)
+{
+        struct sfs_tree_config cfg = base_config();
+        struct sfs_tree *t;
+        char hex[SNAP_DIGEST_HEX_LEN + 1], line[160];
+        struct sfs_node *n;
+
+        (void)state;
+        /* The attack: bob (a sandbox) pre-publishes the runtime's predictable config, the
+         * runtime (alice) publishes the same bytes ("already published"), bob removes it. */
+        cfg.owner_uid = 4000;
+        cfg.unlink_own = true;
+        t = new_tree(&cfg);
+        assert_int_equal(publish(t, &bob, "a", "predictable", 11, NULL), 0);
+        assert_int_equal(publish(t, &alice, "b", "predictable", 11, NULL), -EEXIST);
+        hex_of("predictable", 11, hex);
+        assert_int_equal(sfs_tree_unlink(t, &bob, sfs_tree_root(t), hex), 0);
+        /* Only bob's hold went: alice still reads what she published. */
+        n = lookup_digest(t, &alice, "predictable", 0);
+        assert_reads(t, &alice, n, "predictable");
+        usage_of(t, bob.uid, line, sizeof(line));
+        assert_string_equal(line, "");
+        usage_of(t, alice.uid, line, sizeof(line));
+        assert_string_equal(line, "uid=1000 snapshots=1 bytes=11 staging=1 staging-bytes=11");
+        /* bob holds nothing on it now: EPERM, as for any uid holding nothing. */
+        assert_int_equal(sfs_tree_unlink(t, &bob, sfs_tree_root(t), hex), -EPERM);
+        lookup_digest(t, &alice, "predictable", 0);
+        /* The last hold goes: the snapshot with it. */
+        assert_int_equal(sfs_tree_unlink(t, &alice, sfs_tree_root(t), hex), 0);
+        lookup_digest(t, &alice, "predictable", -ENOENT);
         sfs_tree_free(t);
 }
 
@@ -755,7 +803,9 @@ int main(void)
                 cmocka_unit_test(test_a_write_carrying_append_or_direct_is_einval_and_plain_writes_work),
                 cmocka_unit_test(test_write_open_of_a_snapshot_is_erofs_and_reading_still_works),
                 cmocka_unit_test(test_setattr_and_xattr_changes_on_a_snapshot_are_erofs_for_everyone),
-                cmocka_unit_test(test_unlink_is_for_the_owner_and_root_and_with_unlink_own_its_publisher),
+                cmocka_unit_test(test_unlink_is_for_the_owner_and_root_and_with_unlink_own_its_holder),
+                cmocka_unit_test(
+                        test_with_unlink_own_a_holder_drops_its_hold_and_the_last_one_removes_it),
                 cmocka_unit_test(test_unlinked_snapshot_stays_readable_and_republish_gets_a_new_inode),
                 cmocka_unit_test(test_limits_give_efbig_enospc_and_edquot_while_others_still_work),
                 cmocka_unit_test(test_one_uid_cannot_stage_past_its_byte_quota_while_others_can),

@@ -792,6 +792,105 @@ static void test_envelope_parse_is_strict(void **state)
         EVP_PKEY_free(key);
 }
 
+static void test_a_private_layout_makes_directories_0700_and_files_0600(void **state)
+{
+        struct fx *f = *state;
+        struct snap_oci_layout shared = SNAP_OCI_LAYOUT_INIT;
+        struct snap_digest d;
+        char p[PATH_MAX];
+        struct stat st;
+
+        assert_int_equal(snap_oci_layout_open(f->layout, SNAP_OCI_CREATE | SNAP_OCI_PRIVATE,
+                                              &f->l),
+                         0);
+        assert_int_equal(snap_oci_blob_write(&f->l, "secret", 6, &d), 0);
+        blob_path(f, &d, p);
+        assert_int_equal(stat(p, &st), 0);
+        assert_int_equal(st.st_mode & 0777, 0600);
+        snprintf(p, sizeof(p), "%s/blobs/sha256", f->layout);
+        assert_int_equal(stat(p, &st), 0);
+        assert_int_equal(st.st_mode & 0777, 0700);
+        snprintf(p, sizeof(p), "%s/oci-layout", f->layout);
+        assert_int_equal(stat(p, &st), 0);
+        assert_int_equal(st.st_mode & 0777, 0600);
+        /* Beside it, a layout for distribution (export) is made as before: 0644 less umask. */
+        snap_oci_layout_close(&f->l);
+        snprintf(p, sizeof(p), "%s.shared", f->layout);
+        assert_int_equal(snap_oci_layout_open(p, SNAP_OCI_CREATE, &shared), 0);
+        assert_int_equal(snap_oci_blob_write(&shared, "public", 6, &d), 0);
+        snap_oci_layout_close(&shared);
+        {
+                char hex[SNAP_DIGEST_HEX_LEN + 1], q[PATH_MAX + 80];
+                snap_digest_to_hex(&d, hex);
+                snprintf(q, sizeof(q), "%s/blobs/sha256/%s", p, hex);
+                assert_int_equal(stat(q, &st), 0);
+                mode_t um = umask(0);
+                umask(um);
+                assert_int_equal(st.st_mode & 0777, 0644 & ~um);
+                unlink(q);
+                snprintf(q, sizeof(q), "%s/blobs/sha256", p);
+                rmdir(q);
+                snprintf(q, sizeof(q), "%s/blobs", p);
+                rmdir(q);
+                snprintf(q, sizeof(q), "%s/oci-layout", p);
+                unlink(q);
+                rmdir(p);
+        }
+}
+
+static void test_a_manifest_no_reader_would_take_is_efbig_and_a_smaller_one_builds(void **state)
+{
+        static char title[SNAP_OCI_ANNOTATION_MAX + 1];
+        struct snap_oci_manifest m;
+        struct snap_oci_desc *layers;
+        size_t n = SNAP_OCI_DOC_MAX / SNAP_OCI_ANNOTATION_MAX + 1, len;
+        char *json = NULL;
+
+        (void)state;
+        memset(title, 't', SNAP_OCI_ANNOTATION_MAX);
+        layers = calloc(n, sizeof(*layers));
+        assert_non_null(layers);
+        make_manifest(&m, layers);
+        for (size_t i = 0; i < n; i++) {
+                layers[i] = m.layers[i % 2];
+                layers[i].title = title;
+        }
+        m.layers = layers;
+        m.n_layers = n;
+        assert_int_equal(snap_oci_manifest_build(&m, &json, &len), -EFBIG);
+        assert_null(json);
+        m.n_layers = n / 2;
+        assert_int_equal(snap_oci_manifest_build(&m, &json, &len), 0);
+        assert_true(len <= SNAP_OCI_DOC_MAX);
+        free(json);
+        free(layers);
+}
+
+static void test_the_created_and_holders_annotations_round_trip(void **state)
+{
+        struct snap_oci_manifest m, *p = NULL;
+        struct snap_oci_desc layers[2];
+        char *json = NULL;
+        size_t len;
+
+        (void)state;
+        make_manifest(&m, layers);
+        layers[0].created = (char *)"2026-11-30T00:40:32.758093123Z";
+        layers[0].holders = (char *)"1000,0";
+        assert_int_equal(snap_oci_manifest_build(&m, &json, &len), 0);
+        assert_non_null(strstr(json, "\"org.opencontainers.image.created\":"
+                                     "\"2026-11-30T00:40:32.758093123Z\""));
+        assert_non_null(strstr(json, "\"vnd.snapfs.holders\":\"1000,0\""));
+        assert_int_equal(snap_oci_manifest_parse(json, len, &p), 0);
+        assert_string_equal(p->layers[0].created, "2026-11-30T00:40:32.758093123Z");
+        assert_string_equal(p->layers[0].holders, "1000,0");
+        /* A layer without them has neither. */
+        assert_null(p->layers[1].created);
+        assert_null(p->layers[1].holders);
+        snap_oci_manifest_free(p);
+        free(json);
+}
+
 #define T(name) cmocka_unit_test_setup_teardown(name, setup, teardown)
 
 int main(void)
@@ -812,6 +911,9 @@ int main(void)
                 T(test_blob_open_without_a_layout_or_digest_is_einval_and_with_them_opens),
                 T(test_a_blob_that_grows_after_its_size_was_checked_is_ebadmsg),
                 T(test_manifest_round_trip),
+                T(test_a_private_layout_makes_directories_0700_and_files_0600),
+                T(test_a_manifest_no_reader_would_take_is_efbig_and_a_smaller_one_builds),
+                T(test_the_created_and_holders_annotations_round_trip),
                 T(test_manifest_build_of_a_bad_artifact_type_or_too_many_layers_is_einval),
                 T(test_manifest_parse_refuses_each_malformed_field),
                 T(test_manifest_parse_bounds_size_and_depth),

@@ -17,8 +17,13 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <pthread.h>
+#include <time.h>
+
 #include "digest.h"
+#include "oci.h"
 #include "ocistore.h"
+#include "store.h"
 #include "testutil.h"
 
 /* What a start handed out: snapshots restored, blobs set aside. */
@@ -26,19 +31,28 @@ struct seen {
         unsigned restored, corrupt, warned, titled;
         struct snap_digest digests[8];
         size_t sizes[8];
+        uint32_t holders[8][4];
+        size_t n_holders[8];
+        struct timespec created[8];
         char corrupt_hex[8][SNAP_DIGEST_HEX_LEN + 1];
 };
 
 static int on_restore(void *ctx, const struct snap_digest *d, void *data, size_t len,
-                      const char *title)
+                      const struct sfs_ocistore_meta *meta)
 {
         struct seen *s = ctx;
         struct snap_digest check;
 
-        s->titled += title != NULL;
+        s->titled += meta->title != NULL;
         assert_int_equal(snap_sha256(data, len, &check), 0);
         assert_true(snap_digest_equal(&check, d)); /* only intact bytes are handed out */
         assert_true(s->restored < 8);
+        assert_true(meta->n_holders <= 4);
+        if (meta->n_holders) /* none: a store from before holders were kept */
+                memcpy(s->holders[s->restored], meta->holders,
+                       meta->n_holders * sizeof(uint32_t));
+        s->n_holders[s->restored] = meta->n_holders;
+        s->created[s->restored] = meta->created;
         s->digests[s->restored] = *d;
         s->sizes[s->restored++] = len;
         free(data);
@@ -95,26 +109,55 @@ static struct sfs_ocistore *start(struct fx *f, struct seen *seen)
         struct sfs_ocistore *s = NULL;
 
         memset(seen, 0, sizeof(*seen));
-        assert_int_equal(sfs_ocistore_open(f->store, &s, NULL), 0);
+        assert_int_equal(sfs_ocistore_open(f->store, 0, &s, NULL), 0);
         assert_int_equal(sfs_ocistore_load(s, 1 << 20, &h), 0);
         return s;
+}
+
+static const uint32_t owner_only[] = { 0 };
+
+static int add_as(struct sfs_ocistore *s, const char *text, const char *title,
+                  const uint32_t *holders, size_t n, struct snap_digest *d)
+{
+        struct sfs_ocistore_meta meta = { .title = title, .holders = holders, .n_holders = n };
+        int r;
+
+        clock_gettime(CLOCK_REALTIME, &meta.created);
+        assert_int_equal(snap_sha256(text, strlen(text), d), 0);
+        sfs_ocistore_lock(s);
+        r = sfs_ocistore_add(s, d, text, strlen(text), &meta);
+        sfs_ocistore_unlock(s);
+        return r;
 }
 
 static void add(struct sfs_ocistore *s, const char *text, const char *title,
                 struct snap_digest *d)
 {
-        assert_int_equal(snap_sha256(text, strlen(text), d), 0);
-        sfs_ocistore_lock(s);
-        assert_int_equal(sfs_ocistore_add(s, d, text, strlen(text), title), 0);
-        sfs_ocistore_unlock(s);
+        assert_int_equal(add_as(s, text, title, owner_only, 1, d), 0);
+}
+
+static void blob_path(struct fx *f, const struct snap_digest *d, char p[PATH_MAX])
+{
+        char hex[SNAP_DIGEST_HEX_LEN + 1];
+        snap_digest_to_hex(d, hex);
+        snprintf(p, PATH_MAX, "%s/blobs/sha256/%s", f->store, hex);
 }
 
 static bool blob_exists(struct fx *f, const struct snap_digest *d)
 {
-        char hex[SNAP_DIGEST_HEX_LEN + 1], p[PATH_MAX];
-        snap_digest_to_hex(d, hex);
-        snprintf(p, sizeof(p), "%s/blobs/sha256/%s", f->store, hex);
+        char p[PATH_MAX];
+        blob_path(f, d, p);
         return access(p, F_OK) == 0;
+}
+
+static struct stat stat_of(struct fx *f, const char *name)
+{
+        char p[PATH_MAX];
+        struct stat st;
+
+        snprintf(p, sizeof(p), "%s/%s", f->store, name);
+        assert_int_equal(lstat(p, &st), 0);
+        return st;
 }
 
 static void test_added_snapshots_are_restored_and_removed_ones_are_not(void **state)
@@ -267,12 +310,12 @@ static void test_a_second_opener_of_the_same_store_is_refused(void **state)
         struct fx *f = *state;
         struct sfs_ocistore *s = NULL, *t = NULL;
 
-        assert_int_equal(sfs_ocistore_open(f->store, &s, NULL), 0);
-        assert_int_equal(sfs_ocistore_open(f->store, &t, NULL), -EWOULDBLOCK);
+        assert_int_equal(sfs_ocistore_open(f->store, 0, &s, NULL), 0);
+        assert_int_equal(sfs_ocistore_open(f->store, 0, &t, NULL), -EWOULDBLOCK);
         assert_null(t);
         sfs_ocistore_close(s);
         /* Once closed, the store opens again. */
-        assert_int_equal(sfs_ocistore_open(f->store, &t, NULL), 0);
+        assert_int_equal(sfs_ocistore_open(f->store, 0, &t, NULL), 0);
         sfs_ocistore_close(t);
 }
 
@@ -281,22 +324,22 @@ static void test_a_store_writable_by_others_or_owned_by_another_uid_is_eperm(voi
         struct fx *f = *state;
         struct sfs_ocistore *s = NULL;
 
-        assert_int_equal(sfs_ocistore_open(f->store, &s, NULL), 0);
+        assert_int_equal(sfs_ocistore_open(f->store, 0, &s, NULL), 0);
         sfs_ocistore_close(s);
         s = NULL;
         /* Another uid that can write the store could plant a blob served at the next start. */
         assert_int_equal(chmod(f->store, 0775), 0);
-        assert_int_equal(sfs_ocistore_open(f->store, &s, NULL), -EPERM);
+        assert_int_equal(sfs_ocistore_open(f->store, 0, &s, NULL), -EPERM);
         assert_null(s);
         assert_int_equal(chmod(f->store, 0757), 0);
-        assert_int_equal(sfs_ocistore_open(f->store, &s, NULL), -EPERM);
+        assert_int_equal(sfs_ocistore_open(f->store, 0, &s, NULL), -EPERM);
         assert_int_equal(chmod(f->store, 0755), 0);
         if (geteuid() == 0) {
                 assert_int_equal(chown(f->store, 4242, 4242), 0);
-                assert_int_equal(sfs_ocistore_open(f->store, &s, NULL), -EPERM);
+                assert_int_equal(sfs_ocistore_open(f->store, 0, &s, NULL), -EPERM);
                 assert_int_equal(chown(f->store, 0, 0), 0);
         }
-        assert_int_equal(sfs_ocistore_open(f->store, &s, NULL), 0);
+        assert_int_equal(sfs_ocistore_open(f->store, 0, &s, NULL), 0);
         sfs_ocistore_close(s);
 }
 
@@ -308,18 +351,323 @@ static void test_a_store_past_what_one_manifest_names_is_enospc_and_keeps_the_re
         struct seen seen;
         static const char *text[3] = { "one", "two", "three" };
 
-        assert_int_equal(sfs_ocistore_open(f->store, &s, NULL), 0);
+        assert_int_equal(sfs_ocistore_open(f->store, 0, &s, NULL), 0);
         /* The same path as at SNAP_OCI_ENTRIES_MAX, reached in three snapshots. */
         sfs_ocistore_set_max_entries(s, 2);
         for (int i = 0; i < 3; i++)
                 assert_int_equal(snap_sha256(text[i], strlen(text[i]), &d[i]), 0);
-        assert_int_equal(sfs_ocistore_add(s, &d[0], text[0], 3, "a"), 0);
-        assert_int_equal(sfs_ocistore_add(s, &d[1], text[1], 3, "b"), 0);
-        assert_int_equal(sfs_ocistore_add(s, &d[2], text[2], 5, "c"), -ENOSPC);
+        assert_int_equal(add_as(s, text[0], "a", owner_only, 1, &d[0]), 0);
+        assert_int_equal(add_as(s, text[1], "b", owner_only, 1, &d[1]), 0);
+        assert_int_equal(add_as(s, text[2], "c", owner_only, 1, &d[2]), -ENOSPC);
+        /* Refused before anything was written: not even its blob. */
+        assert_false(blob_exists(f, &d[2]));
         sfs_ocistore_close(s);
         /* What was stored is served again; what was refused is not. */
         s = start(f, &seen);
         assert_int_equal(seen.restored, 2);
+        sfs_ocistore_close(s);
+}
+
+static void test_holders_and_the_first_publish_time_come_back_after_a_restart(void **state)
+{
+        struct fx *f = *state;
+        static const uint32_t two[] = { 1000, 0 }, one[] = { 0 };
+        struct snap_digest a, b;
+        struct timespec before;
+        struct seen seen;
+        struct sfs_ocistore *s = start(f, &seen);
+
+        clock_gettime(CLOCK_REALTIME, &before);
+        assert_int_equal(add_as(s, "shared", "s", two, 2, &a), 0);
+        assert_int_equal(add_as(s, "alone", "o", one, 1, &b), 0);
+        sfs_ocistore_close(s);
+
+        s = start(f, &seen);
+        assert_int_equal(seen.restored, 2);
+        assert_true(snap_digest_equal(&seen.digests[0], &a)); /* in publish order */
+        assert_int_equal(seen.n_holders[0], 2);
+        assert_int_equal(seen.holders[0][0], 1000);
+        assert_int_equal(seen.holders[0][1], 0);
+        assert_int_equal(seen.n_holders[1], 1);
+        assert_true(seen.created[0].tv_sec >= before.tv_sec);
+        /* A hold dropped is dropped after the next restart too. */
+        sfs_ocistore_lock(s);
+        assert_int_equal(sfs_ocistore_set_holders(s, &a, one, 1), 0);
+        assert_int_equal(sfs_ocistore_set_holders(s, &a, one, 0), -EINVAL);
+        sfs_ocistore_unlock(s);
+        sfs_ocistore_close(s);
+        s = start(f, &seen);
+        assert_int_equal(seen.n_holders[0], 1);
+        assert_int_equal(seen.holders[0][0], 0);
+        sfs_ocistore_close(s);
+}
+
+static void test_a_layer_without_holders_or_time_loads_with_none_and_the_blobs_time(void **state)
+{
+        struct fx *f = *state;
+        struct snap_oci_layout l = SNAP_OCI_LAYOUT_INIT;
+        struct snap_oci_desc layer = { .media_type = (char *)SNAP_OCI_MEDIA_SNAPSHOT,
+                                       .title = (char *)"old.json" }, desc;
+        struct snap_oci_manifest m = { .artifact_type = (char *)SNAP_OCI_ARTIFACT_SNAPSHOTS,
+                                       .n_layers = 1, .layers = &layer };
+        struct timespec times[2] = { { .tv_sec = 1234567890 }, { .tv_sec = 1234567890 } };
+        char p[PATH_MAX];
+        struct seen seen;
+        struct sfs_ocistore *s;
+
+        /* A store as an older daemon wrote it: titles, no holders, no times. */
+        assert_int_equal(snap_oci_layout_open(f->store, SNAP_OCI_CREATE, &l), 0);
+        assert_int_equal(snap_oci_blob_write(&l, "older", 5, &layer.digest), 0);
+        layer.size = 5;
+        snap_oci_desc_empty_config(&m.config);
+        assert_int_equal(snap_oci_manifest_write(&l, &m, &desc), 0);
+        assert_int_equal(snap_oci_tag(&l, &desc, SFS_OCISTORE_TAG), 0);
+        snap_oci_layout_close(&l);
+        blob_path(f, &layer.digest, p);
+        assert_int_equal(utimensat(AT_FDCWD, p, times, 0), 0);
+
+        s = start(f, &seen);
+        assert_int_equal(seen.restored, 1);
+        assert_int_equal(seen.titled, 1);
+        assert_int_equal(seen.n_holders[0], 0); /* the caller decides: the mount owner */
+        assert_int_equal(seen.created[0].tv_sec, 1234567890);
+        assert_int_equal(seen.warned, 0);
+        sfs_ocistore_close(s);
+}
+
+static void test_annotations_that_do_not_parse_are_warned_about_and_treated_as_absent(void **state)
+{
+        /* Each layer one way of being wrong; the last one right, beside them. */
+        static const struct { const char *holders, *created; } bad[] = {
+                { "", "2026-11-30 00:40:32Z" },          /* no uid; a space, no T */
+                { "01", "2026-13-01T00:00:00Z" },        /* leading zero; month 13 */
+                { "4294967295", "2026-11-30T00:40:32" }, /* the kernel's "no uid"; no Z */
+                { "1000,1000", "1969-12-31T23:59:59Z" }, /* twice; -1, timegm's error */
+                { "1000;1001", "garbage" },              /* not a comma */
+                { "1000,", "2026-11-30T24:00:00Z" },     /* nothing after the comma; hour 24 */
+                { "1000,0", "2026-11-30T00:40:32.5Z" },  /* right */
+        };
+        enum { N = sizeof(bad) / sizeof(bad[0]) };
+        struct fx *f = *state;
+        struct snap_oci_layout l = SNAP_OCI_LAYOUT_INIT;
+        struct snap_oci_desc layers[N], desc;
+        struct snap_oci_manifest m = { .artifact_type = (char *)SNAP_OCI_ARTIFACT_SNAPSHOTS,
+                                       .n_layers = N, .layers = layers };
+        struct timespec times[2] = { { .tv_sec = 1111111111 }, { .tv_sec = 1111111111 } };
+        char p[PATH_MAX], text[N][16];
+        struct seen seen;
+        struct sfs_ocistore *s;
+
+        assert_int_equal(snap_oci_layout_open(f->store, SNAP_OCI_CREATE, &l), 0);
+        for (int i = 0; i < N; i++) {
+                snprintf(text[i], sizeof(text[i]), "layer %d", i);
+                layers[i] = (struct snap_oci_desc){ .media_type = (char *)SNAP_OCI_MEDIA_SNAPSHOT,
+                                                    .size = strlen(text[i]),
+                                                    .holders = (char *)bad[i].holders,
+                                                    .created = (char *)bad[i].created };
+                assert_int_equal(snap_oci_blob_write(&l, text[i], strlen(text[i]),
+                                                     &layers[i].digest),
+                                 0);
+                blob_path(f, &layers[i].digest, p);
+                assert_int_equal(utimensat(AT_FDCWD, p, times, 0), 0);
+        }
+        snap_oci_desc_empty_config(&m.config);
+        assert_int_equal(snap_oci_manifest_write(&l, &m, &desc), 0);
+        assert_int_equal(snap_oci_tag(&l, &desc, SFS_OCISTORE_TAG), 0);
+        snap_oci_layout_close(&l);
+
+        s = start(f, &seen);
+        assert_int_equal(seen.restored, N);
+        assert_int_equal(seen.warned, 2 * (N - 1));
+        for (int i = 0; i < N - 1; i++) {
+                assert_int_equal(seen.n_holders[i], 0);
+                assert_int_equal(seen.created[i].tv_sec, 1111111111);
+        }
+        assert_int_equal(seen.n_holders[N - 1], 2);
+        assert_int_equal(seen.holders[N - 1][0], 1000);
+        assert_int_equal(seen.created[N - 1].tv_sec, 1795999232); /* 2026-11-30T00:40:32Z */
+        assert_int_equal(seen.created[N - 1].tv_nsec, 500000000);
+        sfs_ocistore_close(s);
+}
+
+static void test_more_holders_than_a_layer_takes_or_an_unknown_snapshot_are_refused(void **state)
+{
+        struct fx *f = *state;
+        uint32_t many[SNAP_HOLDERS_MAX + 2];
+        struct snap_digest d;
+        struct seen seen;
+        struct sfs_ocistore *s = start(f, &seen);
+
+        for (uint32_t i = 0; i < SNAP_HOLDERS_MAX + 2; i++)
+                many[i] = i;
+        assert_int_equal(add_as(s, "crowded", "c", many, SNAP_HOLDERS_MAX + 2, &d), -EINVAL);
+        assert_false(blob_exists(f, &d));
+        assert_int_equal(add_as(s, "crowded", "c", many, SNAP_HOLDERS_MAX + 1, &d), 0);
+        sfs_ocistore_lock(s);
+        assert_int_equal(sfs_ocistore_set_holders(s, &d, many, SNAP_HOLDERS_MAX + 2), -EINVAL);
+        assert_int_equal(snap_sha256("not stored", 10, &d), 0);
+        assert_int_equal(sfs_ocistore_set_holders(s, &d, many, 1), -ENOENT);
+        sfs_ocistore_unlock(s);
+        sfs_ocistore_close(s);
+}
+
+static void test_a_fresh_store_is_tagged_at_once_and_everything_in_it_is_private(void **state)
+{
+        struct fx *f = *state;
+        struct snap_digest a;
+        char p[PATH_MAX];
+        struct seen seen;
+        struct sfs_ocistore *s = start(f, &seen);
+
+        /* index.json tags an (empty) manifest before any publish. */
+        assert_true(S_ISREG(stat_of(f, "index.json").st_mode));
+        assert_int_equal(stat_of(f, "index.json").st_mode & 0777, 0600);
+        assert_int_equal(stat_of(f, "oci-layout").st_mode & 0777, 0600);
+        assert_int_equal(stat_of(f, "blobs").st_mode & 0777, 0700);
+        assert_int_equal(stat_of(f, "blobs/sha256").st_mode & 0777, 0700);
+        add(s, "a secret", "s", &a);
+        blob_path(f, &a, p);
+        assert_int_equal(stat_of(f, p + strlen(f->store) + 1).st_mode & 0777, 0600);
+        sfs_ocistore_close(s);
+        /* A store an older daemon left readable is made private at the next start. */
+        assert_int_equal(chmod(p, 0644), 0);
+        snprintf(p, sizeof(p), "%s/blobs", f->store);
+        assert_int_equal(chmod(p, 0755), 0);
+        s = start(f, &seen);
+        assert_int_equal(seen.restored, 1);
+        assert_int_equal(stat_of(f, "blobs").st_mode & 0777, 0700);
+        blob_path(f, &a, p);
+        assert_int_equal(stat_of(f, p + strlen(f->store) + 1).st_mode & 0777, 0600);
+        sfs_ocistore_close(s);
+}
+
+static void test_a_subdirectory_others_can_write_or_another_uid_owns_is_eperm(void **state)
+{
+        struct fx *f = *state;
+        struct sfs_ocistore_why why;
+        struct sfs_ocistore *s = NULL;
+        char p[PATH_MAX];
+
+        assert_int_equal(sfs_ocistore_open(f->store, 0, &s, NULL), 0);
+        sfs_ocistore_close(s);
+        s = NULL;
+        /* The attack: blobs/ 0777 inside a private store, blobs/sha256 moved away by another
+         * uid, nothing served after a restart. */
+        snprintf(p, sizeof(p), "%s/blobs", f->store);
+        assert_int_equal(chmod(p, 0777), 0);
+        assert_int_equal(sfs_ocistore_open(f->store, 0, &s, &why), -EPERM);
+        assert_string_equal(why.path, "blobs");
+        assert_null(s);
+        assert_int_equal(chmod(p, 0700), 0);
+        snprintf(p, sizeof(p), "%s/blobs/sha256", f->store);
+        assert_int_equal(chmod(p, 0730), 0);
+        assert_int_equal(sfs_ocistore_open(f->store, 0, &s, &why), -EPERM);
+        assert_string_equal(why.path, "blobs/sha256");
+        assert_int_equal(chmod(p, 0700), 0);
+        snprintf(p, sizeof(p), "%s/" SFS_OCISTORE_CORRUPT_DIR, f->store);
+        assert_int_equal(mkdir(p, 0700), 0);
+        if (geteuid() == 0) {
+                assert_int_equal(chown(p, 4242, 4242), 0);
+                assert_int_equal(sfs_ocistore_open(f->store, 0, &s, &why), -EPERM);
+                assert_string_equal(why.path, SFS_OCISTORE_CORRUPT_DIR);
+                assert_int_equal(chown(p, 0, 0), 0);
+        }
+        /* Beside them, the same store private again opens. */
+        assert_int_equal(sfs_ocistore_open(f->store, 0, &s, &why), 0);
+        sfs_ocistore_close(s);
+}
+
+struct closer {
+        struct sfs_ocistore *s;
+};
+
+static void *close_later(void *arg)
+{
+        struct closer *c = arg;
+
+        usleep(100 * 1000);
+        sfs_ocistore_close(c->s);
+        return NULL;
+}
+
+static void test_a_second_opener_names_the_holder_and_waits_for_it_to_let_go(void **state)
+{
+        struct fx *f = *state;
+        struct sfs_ocistore_why why;
+        struct sfs_ocistore *s = NULL, *t = NULL;
+        struct closer c;
+        pthread_t th;
+
+        assert_int_equal(sfs_ocistore_open(f->store, 0, &s, NULL), 0);
+        assert_int_equal(sfs_ocistore_open(f->store, 0, &t, &why), -EWOULDBLOCK);
+        assert_int_equal(why.holder, getpid());
+        /* The holder lets go while the second waits (a daemon still exiting): it gets in. */
+        c.s = s;
+        assert_int_equal(pthread_create(&th, NULL, close_later, &c), 0);
+        assert_int_equal(sfs_ocistore_open(f->store, 60000, &t, &why), 0);
+        pthread_join(th, NULL);
+        sfs_ocistore_close(t);
+}
+
+static void test_the_check_re_hashes_the_blobs_on_disk_and_names_each_bad_one(void **state)
+{
+        struct fx *f = *state;
+        struct sfs_ocistore_check ck;
+        struct snap_digest a, b, c;
+        char p[PATH_MAX];
+        struct seen seen;
+        struct sfs_ocistore *s = start(f, &seen);
+        int fd;
+
+        add(s, "intact", "i", &a);
+        add(s, "will change", "c", &b);
+        add(s, "will vanish", "v", &c);
+        /* Beside the findings, the clean store: every blob intact (with the manifest and its
+         * config). */
+        assert_int_equal(sfs_ocistore_check(s, &ck), 0);
+        assert_int_equal(ck.blobs, 5);
+        assert_int_equal(ck.intact, 5);
+        assert_int_equal(ck.n_named, 0);
+        /* Changed on disk while it runs (same size), and removed. */
+        blob_path(f, &b, p);
+        fd = open(p, O_WRONLY);
+        assert_true(fd >= 0);
+        assert_int_equal(pwrite(fd, "W", 1, 0), 1);
+        close(fd);
+        blob_path(f, &c, p);
+        assert_int_equal(unlink(p), 0);
+        assert_int_equal(sfs_ocistore_check(s, &ck), 0);
+        assert_int_equal(ck.blobs, 5);
+        assert_int_equal(ck.intact, 3);
+        assert_int_equal(ck.corrupt, 1);
+        assert_int_equal(ck.missing, 1);
+        assert_int_equal(ck.n_named, 2);
+        assert_true(snap_digest_equal(&ck.bad[0].digest, &b));
+        assert_int_equal(ck.bad[0].err, -EBADMSG);
+        assert_true(snap_digest_equal(&ck.bad[1].digest, &c));
+        assert_int_equal(ck.bad[1].err, -ENOENT);
+        sfs_ocistore_close(s);
+}
+
+static void test_remove_takes_the_blob_first_and_the_snapshot_stays_gone(void **state)
+{
+        struct fx *f = *state;
+        struct snap_digest a, b;
+        struct seen seen;
+        struct sfs_ocistore *s = start(f, &seen);
+
+        add(s, "gone", "g", &a);
+        add(s, "kept", "k", &b);
+        sfs_ocistore_lock(s);
+        assert_int_equal(sfs_ocistore_remove(s, &a), 0);
+        sfs_ocistore_unlock(s);
+        assert_false(blob_exists(f, &a));
+        assert_true(blob_exists(f, &b));
+        sfs_ocistore_close(s);
+        s = start(f, &seen);
+        assert_int_equal(seen.restored, 1);
+        assert_true(snap_digest_equal(&seen.digests[0], &b));
+        assert_int_equal(seen.warned, 0);
         sfs_ocistore_close(s);
 }
 
@@ -345,6 +693,33 @@ int main(void)
                 cmocka_unit_test_setup_teardown(
                         test_a_store_past_what_one_manifest_names_is_enospc_and_keeps_the_rest,
                         setup, teardown),
+                cmocka_unit_test_setup_teardown(
+                        test_holders_and_the_first_publish_time_come_back_after_a_restart, setup,
+                        teardown),
+                cmocka_unit_test_setup_teardown(
+                        test_a_layer_without_holders_or_time_loads_with_none_and_the_blobs_time,
+                        setup, teardown),
+                cmocka_unit_test_setup_teardown(
+                        test_annotations_that_do_not_parse_are_warned_about_and_treated_as_absent,
+                        setup, teardown),
+                cmocka_unit_test_setup_teardown(
+                        test_more_holders_than_a_layer_takes_or_an_unknown_snapshot_are_refused,
+                        setup, teardown),
+                cmocka_unit_test_setup_teardown(
+                        test_a_fresh_store_is_tagged_at_once_and_everything_in_it_is_private,
+                        setup, teardown),
+                cmocka_unit_test_setup_teardown(
+                        test_a_subdirectory_others_can_write_or_another_uid_owns_is_eperm, setup,
+                        teardown),
+                cmocka_unit_test_setup_teardown(
+                        test_a_second_opener_names_the_holder_and_waits_for_it_to_let_go, setup,
+                        teardown),
+                cmocka_unit_test_setup_teardown(
+                        test_the_check_re_hashes_the_blobs_on_disk_and_names_each_bad_one, setup,
+                        teardown),
+                cmocka_unit_test_setup_teardown(
+                        test_remove_takes_the_blob_first_and_the_snapshot_stays_gone, setup,
+                        teardown),
         };
         return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -316,7 +316,7 @@ static void test_restored_snapshot_without_a_name_has_no_name_xattr(void **state
         assert_non_null(data);
         assert_int_equal(snap_sha256(data, 8, &d), 0);
         /* A title that is no staging NAME is not kept either. */
-        assert_int_equal(sfs_tree_restore(t, &d, data, 8, "../not a name"), 0);
+        assert_int_equal(sfs_tree_restore(t, &d, data, 8, "../not a name", NULL, 0, NULL), 0);
         n = lookup_digest(t, &bob, "restored", 0);
         assert_int_equal(sfs_tree_getxattr(t, &bob, n, SFS_XATTR_NAME, buf, sizeof(buf), &len),
                          -ENODATA);
@@ -326,11 +326,77 @@ static void test_restored_snapshot_without_a_name_has_no_name_xattr(void **state
         data = strdup("named");
         assert_non_null(data);
         assert_int_equal(snap_sha256(data, 5, &d), 0);
-        assert_int_equal(sfs_tree_restore(t, &d, data, 5, "cfg.json"), 0);
+        assert_int_equal(sfs_tree_restore(t, &d, data, 5, "cfg.json", NULL, 0, NULL), 0);
         n = lookup_digest(t, &bob, "named", 0);
         assert_int_equal(sfs_tree_getxattr(t, &bob, n, SFS_XATTR_NAME, buf, sizeof(buf), &len), 0);
         assert_int_equal(len, 8);
         assert_memory_equal(buf, "cfg.json", 8);
+        sfs_tree_free(t);
+}
+
+static void test_publishing_what_another_uid_published_makes_the_caller_a_charged_holder(
+        void **state)
+{
+        struct sfs_tree_config cfg = base_config();
+        struct sfs_node *first = NULL, *n;
+        struct sfs_tree *t;
+        struct statvfs sv;
+
+        (void)state;
+        cfg.max_snapshots = 16;  /* 4 each for alice and bob */
+        cfg.max_uid_snapshots = 2;
+        t = new_tree(&cfg);
+        assert_int_equal(publish(t, &alice, "a", "shared", 6, &first), 0);
+        assert_int_equal(sfs_tree_statfs(t, &bob, &sv), 0);
+        assert_int_equal(sv.f_ffree, 2);
+        /* Already published: EEXIST, bob now holds it too and is charged for it... */
+        assert_int_equal(publish(t, &bob, "b", "shared", 6, NULL), -EEXIST);
+        assert_int_equal(sfs_tree_statfs(t, &bob, &sv), 0);
+        assert_int_equal(sv.f_ffree, 1);
+        /* ...once: holding it again changes nothing. */
+        assert_int_equal(sfs_tree_unlink(t, &bob, staging_dir(t, &bob), "b"), 0);
+        assert_int_equal(publish(t, &bob, "b", "shared", 6, NULL), -EEXIST);
+        assert_int_equal(sfs_tree_statfs(t, &bob, &sv), 0);
+        assert_int_equal(sv.f_ffree, 1);
+        /* The snapshot is the first one, untouched. */
+        n = lookup_digest(t, &bob, "shared", 0);
+        assert_ptr_equal(n, first);
+        sfs_tree_free(t);
+}
+
+static void test_a_hold_past_the_callers_limit_is_edquot_beside_its_own_again_eexist(
+        void **state)
+{
+        struct sfs_tree_config cfg = base_config();
+        struct sfs_tree *t;
+
+        (void)state;
+        cfg.max_snapshots = 16;
+        cfg.max_uid_snapshots = 2;
+        t = new_tree(&cfg);
+        assert_int_equal(publish(t, &bob, "b", "bob's", 5, NULL), 0);
+        assert_int_equal(publish(t, &alice, "a", "one", 3, NULL), 0);
+        assert_int_equal(publish(t, &alice, "a2", "two", 3, NULL), 0);
+        /* At her limit, alice may not take a hold on bob's either. */
+        assert_int_equal(publish(t, &alice, "a3", "bob's", 5, NULL), -EDQUOT);
+        /* What she holds already is still "already published". */
+        assert_int_equal(publish(t, &alice, "a4", "one", 3, NULL), -EEXIST);
+        sfs_tree_free(t);
+}
+
+static void test_statfs_is_eacces_outside_the_policies_and_answers_a_reader(void **state)
+{
+        struct sfs_tree_config cfg = base_config();
+        struct sfs_tree *t;
+        struct statvfs sv;
+
+        (void)state;
+        assert_int_equal(sfs_parse_uidset("1000", &cfg.readers), 0);
+        assert_int_equal(sfs_parse_uidset("0", &cfg.publishers), 0);
+        t = new_tree(&cfg);
+        assert_int_equal(sfs_tree_statfs(t, &bob, &sv), -EACCES);
+        assert_int_equal(sfs_tree_statfs(t, &alice, &sv), 0);
+        assert_int_equal(sv.f_files, cfg.max_snapshots);
         sfs_tree_free(t);
 }
 
@@ -348,6 +414,11 @@ int main(void)
                 cmocka_unit_test(test_uid_past_its_byte_limit_gets_edquot_while_another_publishes),
                 cmocka_unit_test(test_out_of_order_writes_publish_under_the_right_digest),
                 cmocka_unit_test(test_restored_snapshot_without_a_name_has_no_name_xattr),
+                cmocka_unit_test(
+                        test_publishing_what_another_uid_published_makes_the_caller_a_charged_holder),
+                cmocka_unit_test(
+                        test_a_hold_past_the_callers_limit_is_edquot_beside_its_own_again_eexist),
+                cmocka_unit_test(test_statfs_is_eacces_outside_the_policies_and_answers_a_reader),
         };
         return cmocka_run_group_tests(tests, NULL, NULL);
 }

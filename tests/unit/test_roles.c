@@ -70,17 +70,29 @@ static void test_readers_see_publishers_see_others_see_nothing(void **state)
         assert_false(sfs_may_read(&cfg, &owner));
 }
 
-static void test_removing_is_for_the_owner_and_root_and_with_unlink_own_the_publisher(void **state)
+static void test_removing_is_for_the_owner_and_root_and_with_unlink_own_a_hold_is_dropped(void **state)
 {
         struct sfs_tree_config cfg = config();
 
         (void)state;
-        assert_true(sfs_may_unlink(&cfg, &owner, 1000));
-        assert_true(sfs_may_unlink(&cfg, &rooted, 1000));
-        assert_false(sfs_may_unlink(&cfg, &alice, 1000));
+        assert_true(sfs_may_remove(&cfg, &owner));
+        assert_true(sfs_may_remove(&cfg, &rooted));
+        assert_false(sfs_may_remove(&cfg, &alice));
+        assert_false(sfs_may_unhold(&cfg, &alice));
         cfg.unlink_own = true;
-        assert_true(sfs_may_unlink(&cfg, &alice, 1000));
-        assert_false(sfs_may_unlink(&cfg, &bob, 1000));
+        /* A publisher drops its own hold; removing outright stays the owner's and root's. */
+        assert_true(sfs_may_unhold(&cfg, &alice));
+        assert_false(sfs_may_remove(&cfg, &alice));
+}
+
+static void test_only_the_owner_and_root_may_have_the_store_re_hashed(void **state)
+{
+        struct sfs_tree_config cfg = config();
+
+        (void)state;
+        assert_true(sfs_may_check_store(&cfg, &owner));
+        assert_true(sfs_may_check_store(&cfg, &rooted));
+        assert_false(sfs_may_check_store(&cfg, &alice));
 }
 
 static void test_metadata_is_cached_only_when_every_uid_may_see_it(void **state)
@@ -101,7 +113,8 @@ int main(void)
                 cmocka_unit_test(test_a_read_only_tree_and_the_read_view_never_publish),
                 cmocka_unit_test(test_readers_see_publishers_see_others_see_nothing),
                 cmocka_unit_test(
-                        test_removing_is_for_the_owner_and_root_and_with_unlink_own_the_publisher),
+                        test_removing_is_for_the_owner_and_root_and_with_unlink_own_a_hold_is_dropped),
+                cmocka_unit_test(test_only_the_owner_and_root_may_have_the_store_re_hashed),
                 cmocka_unit_test(test_metadata_is_cached_only_when_every_uid_may_see_it),
         };
         return cmocka_run_group_tests(tests, NULL, NULL);

@@ -765,6 +765,246 @@ static void test_reserve_is_kept_for_the_privileged_uid(void **state)
         snap_store_free(s);
 }
 
+static void assert_usage(struct snap_store *s, uint32_t uid, uint64_t objects, uint64_t bytes)
+{
+        struct snap_store_usage u;
+
+        snap_store_get_usage(s, uid, &u);
+        if (u.objects != objects || u.bytes != bytes)
+                fail_msg("uid %u holds %llu objects, %llu bytes; want %llu, %llu", uid,
+                         (unsigned long long)u.objects, (unsigned long long)u.bytes,
+                         (unsigned long long)objects, (unsigned long long)bytes);
+}
+
+static struct snap_store *quota_store(void)
+{
+        struct snap_store_config c = cfg_default;
+        struct snap_store *s;
+
+        c.max_uid_objects = 2;
+        c.max_uid_bytes = 100;
+        c.privileged_uid = 0;
+        assert_int_equal(snap_store_new(&c, &s), 0);
+        return s;
+}
+
+static void test_a_second_holder_is_charged_and_a_holder_again_changes_nothing(void **state)
+{
+        struct snap_store *s = quota_store();
+        struct snap_object *o;
+        uint32_t h[4];
+        (void)state;
+
+        o = put_as(s, 1000, "shared", 0, 0);
+        assert_int_equal(snap_store_hold(s, o, 1001), 0);
+        assert_int_equal(snap_store_hold(s, o, 1001), 1);
+        assert_int_equal(snap_store_hold(s, o, 1000), 1);
+        assert_int_equal(snap_store_get_holders(s, o, h, 4), 2);
+        assert_int_equal(h[0], 1000);
+        assert_int_equal(h[1], 1001);
+        assert_usage(s, 1000, 1, 6);
+        assert_usage(s, 1001, 1, 6);
+        /* Stored once whatever the holders. */
+        assert_stats(s, 6, 0, 1, 1);
+        snap_store_release(s, o);
+        /* The last reference: every holder's charge goes with it. */
+        assert_usage(s, 1000, 0, 0);
+        assert_usage(s, 1001, 0, 0);
+        snap_store_free(s);
+}
+
+static void test_a_hold_past_the_uids_limits_is_edquot_decided_without_change(void **state)
+{
+        struct snap_store *s = quota_store();
+        struct snap_object *a, *b, *shared;
+        (void)state;
+
+        a = put_as(s, 1000, "one", 0, 0);
+        b = put_as(s, 1000, "two", 0, 0);
+        shared = put_as(s, 1001, "three", 0, 0);
+        assert_int_equal(snap_store_hold_check(s, shared, 1000), -EDQUOT);
+        assert_int_equal(snap_store_hold(s, shared, 1000), -EDQUOT);
+        assert_false(snap_store_holds(s, shared, 1000));
+        assert_usage(s, 1000, 2, 6);
+        /* Beside it: uid 1000's own, and the privileged uid, which has no limit. */
+        assert_int_equal(snap_store_hold_check(s, a, 1000), 1);
+        assert_int_equal(snap_store_hold_check(s, shared, 0), 0);
+        assert_int_equal(snap_store_hold(s, shared, 0), 0);
+        snap_store_release(s, a);
+        snap_store_release(s, b);
+        snap_store_release(s, shared);
+        snap_store_free(s);
+}
+
+static void test_holders_past_the_maximum_are_edquot_but_the_privileged_uid_holds(void **state)
+{
+        struct snap_store *s = quota_store();
+        struct snap_object *o = put_as(s, 1, "popular", 0, 0);
+        (void)state;
+
+        for (uint32_t uid = 2; uid <= SNAP_HOLDERS_MAX; uid++)
+                assert_int_equal(snap_store_hold(s, o, uid), 0);
+        assert_int_equal(snap_store_hold(s, o, 5000), -EDQUOT);
+        assert_int_equal(snap_store_hold(s, o, 0), 0);
+        assert_int_equal(snap_store_get_holders(s, o, NULL, 0), SNAP_HOLDERS_MAX + 1);
+        snap_store_release(s, o);
+        snap_store_free(s);
+}
+
+static void test_dropping_one_hold_keeps_the_object_the_last_detaches_it(void **state)
+{
+        struct snap_store *s = quota_store();
+        struct snap_object *o, *again;
+        (void)state;
+
+        o = put_as(s, 1000, "kept", 0, 0);
+        assert_int_equal(snap_store_hold(s, o, 1001), 0);
+        assert_true(snap_store_kept_without(s, o, 1000));
+        assert_false(snap_store_kept_without(s, o, SNAP_HOLDER_ALL));
+        /* A uid holding nothing drops nothing. */
+        assert_int_equal(snap_store_unhold(s, o, 1002), -ENOENT);
+        assert_int_equal(snap_store_unhold(s, o, 1000), 0);
+        assert_usage(s, 1000, 0, 0);
+        again = snap_store_lookup(s, &o->digest);
+        assert_ptr_equal(again, o);
+        snap_store_release(s, again);
+        /* The last hold: detached, its holder still charged while it is referenced. */
+        assert_false(snap_store_kept_without(s, o, 1001));
+        assert_int_equal(snap_store_unhold(s, o, 1001), 1);
+        assert_null(snap_store_lookup(s, &o->digest));
+        assert_usage(s, 1001, 1, 4);
+        assert_int_equal(snap_store_unhold(s, o, 1001), -ENOENT);
+        snap_store_release(s, o);
+        assert_usage(s, 1001, 0, 0);
+        assert_stats(s, 0, 0, 0, 0);
+        snap_store_free(s);
+}
+
+static void test_every_hold_at_once_detaches_and_keeps_every_charge_until_release(void **state)
+{
+        struct snap_store *s = quota_store();
+        struct snap_object *o = put_as(s, 1000, "all", 0, 0);
+        (void)state;
+
+        assert_int_equal(snap_store_hold(s, o, 1001), 0);
+        assert_int_equal(snap_store_unhold(s, o, SNAP_HOLDER_ALL), 1);
+        assert_usage(s, 1000, 1, 3);
+        assert_usage(s, 1001, 1, 3);
+        snap_store_release(s, o);
+        assert_usage(s, 1000, 0, 0);
+        assert_usage(s, 1001, 0, 0);
+        snap_store_free(s);
+}
+
+static void test_a_claim_decides_and_charges_before_the_put_that_takes_it(void **state)
+{
+        struct snap_store *s = quota_store();
+        struct snap_claim claim, refused;
+        struct snap_object *o = NULL, *a, *b;
+        struct snap_put p = { .data = "claimed", .len = 7, .publisher_uid = 1000 };
+        (void)state;
+
+        assert_int_equal(snap_store_reserve_as(s, 1000, 7), 0);
+        assert_int_equal(snap_store_claim(s, 1000, 7, 7, &claim), 0);
+        assert_true(claim.held);
+        assert_stats(s, 7, 0, 1, 0);
+        assert_usage(s, 1000, 1, 7);
+        p.claim = &claim;
+        assert_int_equal(snap_store_put(s, &p, &o), 0);
+        assert_false(claim.held);
+        assert_stats(s, 7, 0, 1, 1);
+        assert_usage(s, 1000, 1, 7);
+        /* At its limit the claim itself is refused: nothing is charged. */
+        a = put_as(s, 1000, "x", 0, 0);
+        assert_int_equal(snap_store_claim(s, 1000, 1, 0, &refused), -EDQUOT);
+        assert_false(refused.held);
+        assert_usage(s, 1000, 2, 8);
+        /* Given back: counts and the reservation as before the claim. */
+        b = put_as(s, 1001, "y", 0, 0);
+        assert_int_equal(snap_store_reserve_as(s, 1001, 3), 0);
+        assert_int_equal(snap_store_claim(s, 1001, 3, 3, &claim), 0);
+        assert_usage(s, 1001, 2, 4);
+        snap_store_unclaim(s, &claim);
+        snap_store_unclaim(s, &claim); /* a second time changes nothing */
+        assert_usage(s, 1001, 1, 1);
+        assert_stats(s, 9, 3, 3, 3);
+        snap_store_unreserve(s, 3);
+        snap_store_release(s, o);
+        snap_store_release(s, a);
+        snap_store_release(s, b);
+        snap_store_free(s);
+}
+
+static void test_restored_holders_are_charged_whatever_the_limits_are_now(void **state)
+{
+        struct snap_store *s = quota_store();
+        static const uint32_t holders[] = { 1000, 1001 }, twice[] = { 1000, 1000 };
+        const struct timespec then = { .tv_sec = 1234567890, .tv_nsec = 5 };
+        struct snap_object *o[3] = { 0 }, *x = NULL;
+        char text[3][8];
+        (void)state;
+
+        /* uid 1000 held three before a restart that lowered its limit to two. */
+        for (int i = 0; i < 3; i++) {
+                struct snap_put p = { .len = 7, .publisher_uid = 1000, .holders = holders,
+                                      .n_holders = 2, .created = &then, .unlimited = true };
+                snprintf(text[i], sizeof(text[i]), "stored%d", i);
+                p.data = text[i];
+                assert_int_equal(snap_store_put(s, &p, &o[i]), 0);
+        }
+        assert_usage(s, 1000, 3, 21);
+        assert_usage(s, 1001, 3, 21);
+        assert_int_equal(o[0]->created.tv_sec, then.tv_sec);
+        assert_int_equal(o[0]->publisher_uid, 1000);
+        /* Over its limits now: no more, and no wrap of its byte count. */
+        put_as(s, 1000, "more", 0, -EDQUOT);
+        /* A uid named twice is no list of holders. */
+        {
+                struct snap_put p = { .data = "twice", .len = 5, .publisher_uid = 1000,
+                                      .holders = twice, .n_holders = 2, .unlimited = true };
+                assert_int_equal(snap_store_put(s, &p, &x), -EINVAL);
+        }
+        for (int i = 0; i < 3; i++)
+                snap_store_release(s, o[i]);
+        snap_store_free(s);
+}
+
+static void test_more_holders_than_a_snapshot_takes_or_a_detached_one_are_refused(void **state)
+{
+        struct snap_store *s = quota_store();
+        uint32_t many[SNAP_HOLDERS_MAX + 2];
+        struct snap_put p = { .data = "crowded", .len = 7, .publisher_uid = 1,
+                              .holders = many, .unlimited = true };
+        struct snap_object *o = NULL;
+        (void)state;
+
+        for (uint32_t i = 0; i < SNAP_HOLDERS_MAX + 2; i++)
+                many[i] = i + 1;
+        p.n_holders = SNAP_HOLDERS_MAX + 2;
+        assert_int_equal(snap_store_put(s, &p, &o), -EINVAL);
+        p.n_holders = SNAP_HOLDERS_MAX + 1;
+        assert_int_equal(snap_store_put(s, &p, &o), 0);
+        /* Detached: nothing holds it any more, nobody may take a hold. */
+        assert_int_equal(snap_store_unhold(s, o, SNAP_HOLDER_ALL), 1);
+        assert_int_equal(snap_store_hold_check(s, o, 0), -ENOENT);
+        assert_int_equal(snap_store_hold(s, o, 0), -ENOENT);
+        snap_store_release(s, o);
+        snap_store_free(s);
+}
+
+static void test_a_claim_larger_than_one_object_may_be_is_efbig(void **state)
+{
+        struct snap_store *s = *state;
+        struct snap_claim claim;
+
+        assert_int_equal(snap_store_claim(s, 1000, cfg_default.max_object_size + 1, 0, &claim),
+                         -EFBIG);
+        assert_false(claim.held);
+        assert_int_equal(snap_store_claim(s, 1000, cfg_default.max_object_size, 0, &claim), 0);
+        snap_store_unclaim(s, &claim);
+        assert_stats(s, 0, 0, 0, 0);
+}
+
 #define T(name) cmocka_unit_test_setup_teardown(name, setup, teardown)
 
 int main(void)
@@ -799,6 +1039,15 @@ int main(void)
                 T(test_foreach_from_resumes_in_inode_order_across_changes),
                 T(test_uid_past_its_own_limits_gets_edquot_others_still_publish),
                 T(test_reserve_is_kept_for_the_privileged_uid),
+                T(test_a_second_holder_is_charged_and_a_holder_again_changes_nothing),
+                T(test_a_hold_past_the_uids_limits_is_edquot_decided_without_change),
+                T(test_holders_past_the_maximum_are_edquot_but_the_privileged_uid_holds),
+                T(test_dropping_one_hold_keeps_the_object_the_last_detaches_it),
+                T(test_every_hold_at_once_detaches_and_keeps_every_charge_until_release),
+                T(test_a_claim_decides_and_charges_before_the_put_that_takes_it),
+                T(test_restored_holders_are_charged_whatever_the_limits_are_now),
+                T(test_more_holders_than_a_snapshot_takes_or_a_detached_one_are_refused),
+                T(test_a_claim_larger_than_one_object_may_be_is_efbig),
         };
         return cmocka_run_group_tests(tests, NULL, NULL);
 }
