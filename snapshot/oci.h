@@ -188,12 +188,25 @@ int snap_oci_key_load(const char *path, bool want_private, struct evp_pkey_st **
 /* SHA-256 of the key's DER SubjectPublicKeyInfo: 0, or -EIO. */
 int snap_oci_key_fingerprint(struct evp_pkey_st *key, struct snap_digest *out);
 
+/* The longest canonical envelope text, terminating NUL included (about 300 bytes are used). */
+#define SNAP_OCI_ENVELOPE_TEXT_MAX 512u
+
+/* The canonical encoding of e, the only text of an envelope that is accepted: exactly
+ *   {"mediaType":"<SNAP_OCI_MEDIA_SIGNATURE>","algorithm":"ed25519",
+ *    "manifest":{"digest":"sha256:<hex>","size":<decimal>},"key":"sha256:<hex>",
+ *    "signature":"<base64>"}
+ * on one line, with no whitespace at all. Writes it NUL-terminated into out (outlen bytes;
+ * SNAP_OCI_ENVELOPE_TEXT_MAX is always enough): its length, or -EINVAL, -ENOBUFS. */
+int snap_oci_envelope_encode(const struct snap_oci_envelope *e, char *out, size_t outlen);
 /* Signs the manifest digest and size with key: 0 and the envelope JSON in *json (malloc'd,
- * *len bytes), or -EINVAL (not an Ed25519 private key), -EIO, -ENOMEM. */
+ * *len bytes; its canonical encoding), or -EINVAL (not an Ed25519 private key), -EIO,
+ * -ENOMEM. */
 int snap_oci_sign(struct evp_pkey_st *key, const struct snap_digest *manifest, uint64_t size,
                   char **json, size_t *len);
 /* Parses an envelope strictly (at most SNAP_OCI_ENVELOPE_MAX bytes; every field present and
- * well formed): 0 and *out, or -EINVAL / -EFBIG. */
+ * well formed) and accepts only its canonical encoding (snap_oci_envelope_encode of what was
+ * parsed must give back buf byte for byte: an unknown or duplicate key, whitespace, another
+ * key order or an escape is refused). 0 and *out, or -EINVAL / -EFBIG. */
 int snap_oci_envelope_parse(const void *buf, size_t len, struct snap_oci_envelope *out);
 /* Checks e against the public key pub: 0 when e was signed by pub; -EKEYREJECTED when e names
  * another key; -EBADMSG when the signature does not verify; -EIO. */
