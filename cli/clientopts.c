@@ -3,6 +3,7 @@
  * and its reasons are printed. */
 #include "clientopts.h"
 #include "client-internal.h"
+#include "kind.h"
 #include "util.h"
 
 #include <errno.h>
@@ -22,7 +23,24 @@ const char *cli_default_mount(void)
         return m && *m ? m : CLI_DEFAULT_MOUNT;
 }
 
-int cli_parse_common(const char *cmd, int argc, char **argv, bool mount_operand, int operands,
+int cli_parse_kind(const char *s, struct snapfs_options *opts)
+{
+        static const unsigned flag[SNAP_KIND_COUNT] = {
+                [SNAP_KIND_CONTENT] = SNAPFS_OPT_KIND_CONTENT,
+                [SNAP_KIND_SIGNATURE] = SNAPFS_OPT_KIND_SIGNATURE,
+                [SNAP_KIND_MANIFEST] = SNAPFS_OPT_KIND_MANIFEST,
+        };
+        int k = snap_kind_from_name(s);
+
+        if (k < 0)
+                return -EINVAL;
+        opts->flags &= ~(SNAPFS_OPT_KIND_CONTENT | SNAPFS_OPT_KIND_SIGNATURE |
+                         SNAPFS_OPT_KIND_MANIFEST);
+        opts->flags |= flag[k];
+        return 0;
+}
+
+int cli_parse_common(const char *cmd, int argc, char **argv, unsigned features, int operands,
                      const char *what, void (*usage)(FILE *f), struct cli_common *c)
 {
         static const struct option longopts[] = {
@@ -31,10 +49,12 @@ int cli_parse_common(const char *cmd, int argc, char **argv, bool mount_operand,
                 { "insecure-own-mount", no_argument, NULL, 'I' },
                 { "trust-user-namespace", no_argument, NULL, 'U' },
                 { "json", no_argument, NULL, 'j' },
+                { "kind", required_argument, NULL, 'k' },
                 { "help", no_argument, NULL, 'h' },
                 { NULL, 0, NULL, 0 },
         };
         const bool json = cli_json_requested(argc, argv);
+        const bool mount_operand = features & CLI_MOUNT_OPERAND;
         int ch;
 
         *c = (struct cli_common){ .json = json };
@@ -60,6 +80,15 @@ int cli_parse_common(const char *cmd, int argc, char **argv, bool mount_operand,
                         break;
                 case 'j':
                         c->json = true;
+                        break;
+                case 'k':
+                        if (!(features & CLI_KIND))
+                                return cli_usage_error(cmd, json, usage,
+                                                       "unknown option '--kind'");
+                        if (cli_parse_kind(optarg, &c->opts) < 0)
+                                return cli_usage_error(cmd, json, NULL,
+                                                       "--kind: '%s' is not content, signature "
+                                                       "or manifest", optarg);
                         break;
                 case 'h':
                         usage(stdout);

@@ -29,18 +29,20 @@ static void exec_usage(FILE *f)
 {
         fprintf(f,
                 "Usage: snapfs exec [--mount MNT] [--owner UID] [--insecure-own-mount] --binding BINDING [--fd N]\n"
-                "                   [--env NAME] -- COMMAND [ARG...]\n"
+                "                   [--env NAME] [--kind KIND] -- COMMAND [ARG...]\n"
                 "\n"
                 "Verified open of the snapshot BINDING names (as snapfs verify does it), then run\n"
                 "COMMAND with that very descriptor at fd N: every ARG that is exactly {} becomes\n"
                 "/proc/self/fd/N, the environment variable NAME is set to the binding and\n"
                 FD_PATH_ENV " to /proc/self/fd/N. No other descriptor of the caller above\n"
-                "standard error reaches COMMAND. If the snapshot does not verify, COMMAND is\n"
-                "never started.\n"
+                "standard error reaches COMMAND. If the snapshot does not verify, or is a\n"
+                "signature envelope or a manifest rather than content, COMMAND is never\n"
+                "started.\n"
                 "\n"
                 "Options:\n"
                 "  --mount MNT       " CLI_HELP_MOUNT "\n"
                 CLI_HELP_TRUST
+                CLI_HELP_KIND
                 "  --binding BINDING the snapshot, as its binding text:\n"
                 "                    \"sha256=<hex> size=<n> dev=<maj>:<min> ino=<n>\"\n"
                 "  --fd N            the descriptor number COMMAND gets (default %d)\n"
@@ -134,6 +136,7 @@ int cli_cmd_exec(int argc, char **argv)
                 { "binding", required_argument, NULL, 'b' },
                 { "fd", required_argument, NULL, 'f' },
                 { "env", required_argument, NULL, 'e' },
+                { "kind", required_argument, NULL, 'k' },
                 { "help", no_argument, NULL, 'h' },
                 { NULL, 0, NULL, 0 },
         };
@@ -186,6 +189,13 @@ int cli_cmd_exec(int argc, char **argv)
                                 return EXIT_OWN_FAILURE;
                         }
                         env = optarg;
+                        break;
+                case 'k':
+                        if (cli_parse_kind(optarg, &opts) < 0) {
+                                fprintf(stderr, "snapfs exec: --kind: '%s' is not content, "
+                                                "signature or manifest\n", optarg);
+                                return EXIT_OWN_FAILURE;
+                        }
                         break;
                 case 'h':
                         exec_usage(stdout);

@@ -75,14 +75,26 @@ int snapfs_mnt_list(const struct snapfs_mnt *m, char ***names, size_t *n,
                     struct snapfs_report *why);
 void snapfs_names_free(char **names, size_t n);
 
+/* What the provenance check found of one served snapshot. */
+struct snapfs_provenance {
+        char hex[SNAP_DIGEST_HEX_LEN + 1];
+        uint64_t size;
+        int kind;       /* SNAP_KIND_* (snapshot/kind.h) */
+        /* content: a layer of a manifest signed by one of the keys, that is served too;
+         * signature: an envelope one of the keys verifies; manifest: one such an envelope
+         * signs. */
+        bool is_signed;
+};
+
 /* Which served snapshots are in a manifest signed by one of keys (docs/distribution.md,
- * "Auditing provenance"): the envelopes that verify, the manifests they sign and the
- * layers those name. 0 and *unsigned_names (the others, sorted; free with
- * snapfs_names_free), *n_unsigned, *n_checked; or a negative errno with the reason. A
- * snapshot that does not verify while it is read is a failure ("snapshot"). */
+ * "Auditing provenance"): every snapshot's kind, the envelopes that verify, the manifests
+ * they sign and the layers those name. 0 and *out (one entry per snapshot, sorted by name;
+ * free with snapfs_provenance_free), *n; or a negative errno with the reason. A snapshot that
+ * does not verify while it is read is a failure ("snapshot"). */
 int snapfs_provenance_check(const struct snapfs_mnt *m, struct evp_pkey_st *const *keys,
-                            size_t n_keys, uint64_t limit, char ***unsigned_names,
-                            size_t *n_unsigned, size_t *n_checked, struct snapfs_report *why);
+                            size_t n_keys, uint64_t limit, struct snapfs_provenance **out,
+                            size_t *n, struct snapfs_report *why);
+void snapfs_provenance_free(struct snapfs_provenance *p, size_t n);
 
 /* Parses "oci:DIR:TAG" (TAG may be "@sha256:<hex>"); as skopeo does, the first ':' after
  * DIR splits, so DIR holds none: 0 and *dir (malloc'd), *ref (points into spec), or
