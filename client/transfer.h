@@ -55,14 +55,17 @@ int snapfs_export(const char *mount, const struct snapfs_options *opts, const ch
                   struct evp_pkey_st *sign_key, struct snapfs_transfer *out,
                   struct snapfs_report *why);
 
-/* What `snapfs import` does: resolves ref (a tag or @sha256:<hex>) in layout, reads the
- * manifest verified against its digest, then checks every layer blob against its digest and
- * size (reading each whole, bounded by the size limit) before publishing any. With keys (n_keys
- * of them), the manifest must carry a signature envelope that one of them verifies. Then
+/* What `snapfs import` does: resolves ref (a tag or @sha256:<hex>) in layout, finds the
+ * signature envelopes of that manifest (index.json's entries read within the bounds of
+ * snap_oci_referrers) and, with keys (n_keys of them), requires one that a key verifies before
+ * the manifest is read; then reads the manifest verified against its digest and checks every
+ * layer blob against its digest and size (reading each whole, bounded by the size limit)
+ * before publishing any. Then
  * publishes, in order: each signature envelope that names the manifest and the manifest
  * itself (so a --trust-key daemon learns what it admits; see docs/distribution.md), and every
  * layer, staged under its title when that is a valid NAME. 0 and *out (the layers' bindings),
- * or a negative errno with reasons: "layout", "manifest", "blob-missing", "blob-mismatch"
+ * or a negative errno with reasons: "layout" (-E2BIG: more referrers than the bounds allow),
+ * "manifest", "blob-missing", "blob-mismatch"
  * (naming the blob; nothing published), "too-big", "unsigned" (-ENOKEY), "wrong-key"
  * (-EKEYREJECTED), "bad-signature" (-EBADMSG), or the publish's. */
 int snapfs_import(const char *mount, const struct snapfs_options *opts, const char *layout,

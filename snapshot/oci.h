@@ -143,11 +143,28 @@ int snap_oci_tag(const struct snap_oci_layout *l, const struct snap_oci_desc *de
  * digest not in index.json resolves when its blob is there. */
 int snap_oci_resolve(const struct snap_oci_layout *l, const char *ref, struct snap_oci_desc *out);
 
+/* How much looking for referrers may read (snap_oci_referrers). */
+struct snap_oci_bounds {
+        uint64_t max_size;  /* an entry listed larger than this is skipped unread */
+        uint64_t max_bytes; /* most manifest bytes read in all: past it -E2BIG */
+        size_t max_found;   /* most referrers found: past it -E2BIG */
+};
+/* The defaults: a signature manifest is well under a kilobyte (an empty config, one layer, a
+ * subject), so 64 KiB each, 16 MiB in all, 64 signatures of one manifest. */
+#define SNAP_OCI_REFERRER_MAX (UINT64_C(64) << 10)
+#define SNAP_OCI_REFERRERS_BYTES_MAX (UINT64_C(16) << 20)
+#define SNAP_OCI_REFERRERS_MAX 64u
+
 /* The manifests in index.json whose subject is subject and whose artifactType is
- * artifact_type (any when NULL), in index order: 0 and *out (free with
- * snap_oci_index_free; n_manifests may be 0). Entries that do not load are skipped. */
+ * artifact_type (any when NULL), in index order, each digest once: 0 and *out (free with
+ * snap_oci_index_free; n_manifests may be 0). Read is only what may be one: an entry whose
+ * own artifactType (in index.json) is another, or larger than bounds->max_size, is skipped
+ * unread, and a digest listed again is not read again. Entries that do not load are skipped.
+ * -E2BIG past bounds->max_bytes read or bounds->max_found found (NULL: the defaults above),
+ * or the errors of reading index.json. */
 int snap_oci_referrers(const struct snap_oci_layout *l, const struct snap_digest *subject,
-                       const char *artifact_type, struct snap_oci_index **out);
+                       const char *artifact_type, const struct snap_oci_bounds *bounds,
+                       struct snap_oci_index **out);
 
 /* ---- Signatures (oci-sign.c) --------------------------------------------------------
  *
