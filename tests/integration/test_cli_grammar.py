@@ -242,6 +242,24 @@ def test_exec_refuses_env_names_the_loader_libc_or_a_shell_interpret(snapfs, nam
     assert r.returncode == 0 and r.stdout == f"{os.environ['PATH']}\n{binding}\n", r.stderr
 
 
+@pytest.mark.parametrize("name", ["OPENSSL_CONF", "OPENSSL_MODULES", "OPENSSL_ENGINES",
+                                  "GIT_SSH_COMMAND", "GIT_EXEC_PATH", "GIT_SSH", "GIT_ASKPASS",
+                                  "GCONV_PATH", "npm_config_node_options", "EDITOR", "PAGER",
+                                  "SSH_ASKPASS", "SYSTEMD_PAGER", "SUDO_EDITOR", "LESSOPEN",
+                                  "XDG_CONFIG_HOME", "GTK_MODULES", "QT_PLUGIN_PATH",
+                                  "DOTNET_STARTUP_HOOKS", "Ld_Preload"])
+def test_exec_refuses_env_names_that_make_a_library_or_tool_load_code_or_run_commands(
+        snapfs, name):
+    binding = binding_of(snapfs, put(snapfs, b"cfg"))
+    r = snap("exec", "--mount", snapfs.path, "--binding", binding, "--env", name, "--", "true")
+    assert r.returncode == 125 and f"--env: '{name}' is not a name" in r.stderr, r.stderr
+    # The allowance: a variable that only names data (SSL_CERT_FILE: which CA bundle to read)
+    # is not refused, by the documented rule, and carries the binding.
+    r = snap("exec", "--mount", snapfs.path, "--binding", binding, "--env", "SSL_CERT_FILE",
+             "--", "sh", "-c", 'printf "%s" "$SSL_CERT_FILE"')
+    assert r.returncode == 0 and r.stdout == binding, r.stderr
+
+
 def test_exec_offers_the_descriptor_path_in_SNAPFS_FD_PATH(snapfs):
     binding = binding_of(snapfs, put(snapfs, b"via the variable"))
     r = snap("exec", "--mount", snapfs.path, "--binding", binding, "--fd", "5", "--",
