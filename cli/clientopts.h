@@ -69,7 +69,8 @@ int cli_same_mount(const char *cmd, bool json, void (*usage)(FILE *f), const cha
 int cli_parse_owner(const char *s, struct snapfs_options *opts);
 
 /* $SNAPFS_OWNER when set and not empty, else NULL: the trusted owner of every client command
- * (an explicit --owner wins). */
+ * (an explicit --owner wins). Every command takes the same values there, those of
+ * cli_parse_owner: a uid, never "any". */
 const char *cli_env_owner(void);
 
 /* Applies $SNAPFS_OWNER to opts: 0, or 2 after reporting a usage error (as JSON too when
