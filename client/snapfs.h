@@ -2,11 +2,13 @@
 /* libsnapfs: publish bytes to a snapfs mount, and open them again verified.
  *
  * A snapshot is named by the SHA-256 of its content and bound by (sha256, size, dev, ino):
- * the binding names one published snapshot in one mount instance, and no later snapshot can
- * ever satisfy it. Every function here judges the mount first (fuse.snapfs, nosuid, nodev,
- * noexec, private, exactly one mount at the path, mounted by the trusted owner - root unless
- * the options name another uid - and never by the caller's own uid), by the mount
- * id a pinned descriptor reaches, and opens files relative to that descriptor only.
+ * the binding names one published snapshot in one mount instance, and no later snapshot of
+ * that mount can satisfy it (after a remount one may again, only on exactly its bytes:
+ * docs/design.md, "A binding after a remount"). Every function here judges the mount first
+ * (fuse.snapfs, nosuid, nodev, noexec, private, exactly one mount at the path, mounted by the
+ * trusted owner - root unless the options name another uid - and never by the caller's own
+ * uid), by the mount id a pinned descriptor reaches, and opens files relative to that
+ * descriptor only.
  *
  * Every function returns 0 (or a descriptor, or 1 where said) or a negative errno. A failed
  * call fills *why (when not NULL) with every reason, each a stable code and a one-line
