@@ -173,9 +173,7 @@ int snap_oci_envelope_encode(const struct snap_oci_envelope *e, char *out, size_
                      "\",\"manifest\":{\"digest\":\"%s\",\"size\":%" PRIu64 "},\"key\":\"%s\","
                      "\"signature\":\"%s\"}",
                      mdigest, e->manifest_size, kdigest, b64);
-        if (n < 0)
-                return -EINVAL;
-        if ((size_t)n >= outlen)
+        if (n < 0 || (size_t)n >= outlen)
                 return -ENOBUFS;
         return n;
 }

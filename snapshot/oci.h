@@ -213,7 +213,8 @@ int snap_oci_key_fingerprint(struct evp_pkey_st *key, struct snap_digest *out);
  *    "manifest":{"digest":"sha256:<hex>","size":<decimal>},"key":"sha256:<hex>",
  *    "signature":"<base64>"}
  * on one line, with no whitespace at all. Writes it NUL-terminated into out (outlen bytes;
- * SNAP_OCI_ENVELOPE_TEXT_MAX is always enough): its length, or -EINVAL, -ENOBUFS. */
+ * SNAP_OCI_ENVELOPE_TEXT_MAX is always enough): its length, or -EINVAL (no e or out),
+ * -ENOBUFS (outlen too short). */
 int snap_oci_envelope_encode(const struct snap_oci_envelope *e, char *out, size_t outlen);
 /* Signs the manifest digest and size with key: 0 and the envelope JSON in *json (malloc'd,
  * *len bytes; its canonical encoding), or -EINVAL (not an Ed25519 private key), -EIO,
