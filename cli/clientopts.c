@@ -3,6 +3,8 @@
  * and its reasons are printed. */
 #include "clientopts.h"
 #include "client-internal.h"
+#include "kind.h"
+#include "utf8.h"
 #include "util.h"
 
 #include <errno.h>
@@ -22,7 +24,24 @@ const char *cli_default_mount(void)
         return m && *m ? m : CLI_DEFAULT_MOUNT;
 }
 
-int cli_parse_common(const char *cmd, int argc, char **argv, bool mount_operand, int operands,
+int cli_parse_kind(const char *s, struct snapfs_options *opts)
+{
+        static const unsigned flag[SNAP_KIND_COUNT] = {
+                [SNAP_KIND_CONTENT] = SNAPFS_OPT_KIND_CONTENT,
+                [SNAP_KIND_SIGNATURE] = SNAPFS_OPT_KIND_SIGNATURE,
+                [SNAP_KIND_MANIFEST] = SNAPFS_OPT_KIND_MANIFEST,
+        };
+        int k = snap_kind_from_name(s);
+
+        if (k < 0)
+                return -EINVAL;
+        opts->flags &= ~(SNAPFS_OPT_KIND_CONTENT | SNAPFS_OPT_KIND_SIGNATURE |
+                         SNAPFS_OPT_KIND_MANIFEST);
+        opts->flags |= flag[k];
+        return 0;
+}
+
+int cli_parse_common(const char *cmd, int argc, char **argv, unsigned features, int operands,
                      const char *what, void (*usage)(FILE *f), struct cli_common *c)
 {
         static const struct option longopts[] = {
@@ -31,10 +50,12 @@ int cli_parse_common(const char *cmd, int argc, char **argv, bool mount_operand,
                 { "insecure-own-mount", no_argument, NULL, 'I' },
                 { "trust-user-namespace", no_argument, NULL, 'U' },
                 { "json", no_argument, NULL, 'j' },
+                { "kind", required_argument, NULL, 'k' },
                 { "help", no_argument, NULL, 'h' },
                 { NULL, 0, NULL, 0 },
         };
         const bool json = cli_json_requested(argc, argv);
+        const bool mount_operand = features & CLI_MOUNT_OPERAND;
         int ch;
 
         *c = (struct cli_common){ .json = json };
@@ -60,6 +81,15 @@ int cli_parse_common(const char *cmd, int argc, char **argv, bool mount_operand,
                         break;
                 case 'j':
                         c->json = true;
+                        break;
+                case 'k':
+                        if (!(features & CLI_KIND))
+                                return cli_usage_error(cmd, json, usage,
+                                                       "unknown option '--kind'");
+                        if (cli_parse_kind(optarg, &c->opts) < 0)
+                                return cli_usage_error(cmd, json, NULL,
+                                                       "--kind: '%s' is not content, signature "
+                                                       "or manifest", optarg);
                         break;
                 case 'h':
                         usage(stdout);
@@ -264,6 +294,80 @@ int cli_getopt_error(const char *cmd, bool json, void (*usage)(FILE *f), char **
         return cli_usage_error(cmd, json, usage, "unknown option '%s'", arg);
 }
 
+/* Makes every string below o valid UTF-8, as the audit log does: json-c copies bytes >= 0x80
+ * as they are, so a path or a name that is not UTF-8 (--mount $'/tmp/\xff') made output that
+ * strict JSON readers refuse. A string under key in an object becomes its U+FFFD form and its
+ * raw bytes go, in hex, under key_hex beside it; a string in an array only becomes its U+FFFD
+ * form. 0 or -ENOMEM. */
+static int utf8_json(json_object *o)
+{
+        if (json_object_is_type(o, json_type_array)) {
+                for (size_t i = 0; i < json_object_array_length(o); i++) {
+                        json_object *v = json_object_array_get_idx(o, i);
+                        _cleanup_free_ char *fixed = NULL, *hex = NULL;
+                        int r;
+
+                        if (!json_object_is_type(v, json_type_string)) {
+                                if ((r = utf8_json(v)) < 0)
+                                        return r;
+                                continue;
+                        }
+                        r = utf8_fix(json_object_get_string(v), &fixed, &hex);
+                        if (r < 0)
+                                return r;
+                        if (r > 0 && json_object_array_put_idx(o, i, json_object_new_string(fixed)))
+                                return -ENOMEM;
+                }
+                return 0;
+        }
+        if (!json_object_is_type(o, json_type_object))
+                return 0;
+        /* Keys are collected (copied) first: an object must not change while it is
+         * iterated. */
+        {
+                size_t n = (size_t)json_object_object_length(o), k = 0;
+                char **keys = calloc(n + 1, sizeof(*keys));
+                int r = keys ? 0 : -ENOMEM;
+
+                if (r == 0) {
+                        json_object_object_foreach(o, key, val) {
+                                if (json_object_is_type(val, json_type_string)) {
+                                        if (!(keys[k++] = strdup(key))) {
+                                                r = -ENOMEM;
+                                                break;
+                                        }
+                                } else if ((r = utf8_json(val)) < 0) {
+                                        break;
+                                }
+                        }
+                }
+                for (size_t i = 0; i < k && r == 0; i++) {
+                        _cleanup_free_ char *fixed = NULL, *hex = NULL, *hkey = NULL;
+                        json_object *v;
+
+                        if (!json_object_object_get_ex(o, keys[i], &v))
+                                continue;
+                        r = utf8_fix(json_object_get_string(v), &fixed, &hex);
+                        if (r <= 0)
+                                continue;
+                        if (asprintf(&hkey, "%s_hex", keys[i]) < 0) {
+                                hkey = NULL;
+                                r = -ENOMEM;
+                                break;
+                        }
+                        r = json_object_object_add(o, keys[i], json_object_new_string(fixed)) ||
+                                            json_object_object_add(o, hkey,
+                                                                   json_object_new_string(hex))
+                                    ? -ENOMEM
+                                    : 0;
+                }
+                for (size_t i = 0; keys && i < k; i++)
+                        free(keys[i]);
+                free(keys);
+                return r < 0 ? r : 0;
+        }
+}
+
 int cli_print_json(json_object *o)
 {
         const int flags = JSON_C_TO_STRING_PRETTY | JSON_C_TO_STRING_NOSLASHESCAPE;
@@ -271,6 +375,10 @@ int cli_print_json(json_object *o)
 
         if (!o)
                 return -ENOMEM;
+        if (utf8_json(o) < 0) {
+                json_object_put(o);
+                return -ENOMEM;
+        }
         if (printf("%s\n", json_object_to_json_string_ext(o, flags)) < 0 || fflush(stdout) != 0)
                 r = -EIO;
         json_object_put(o);

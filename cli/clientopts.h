@@ -25,14 +25,31 @@ struct cli_common {
         bool json;                  /* --json */
 };
 
+/* What a command takes besides the common options (cli_parse_common's features). */
+enum {
+        /* The one operand may also be the mount (an alias of --mount, refused when both
+         * disagree). */
+        CLI_MOUNT_OPERAND = 1u << 0,
+        /* --kind KIND: the kind of snapshot to hand over (cli_parse_kind). */
+        CLI_KIND = 1u << 1,
+};
+
 /* Parses [--mount MNT] [--owner UID] [--insecure-own-mount] [--trust-user-namespace]
- * [--json] [-h] for "snapfs cmd" ($SNAPFS_OWNER first), then requires exactly `operands`
- * operands, named by what in the error ("one FILE"). With mount_operand, the one operand may
- * also be the mount (an alias of --mount, refused when both disagree). Returns
- * -1 to go on (the operands start at argv[optind]), else the exit code: 0 after --help, 2
- * for a usage error, already printed (as JSON too when --json was asked for). */
-int cli_parse_common(const char *cmd, int argc, char **argv, bool mount_operand, int operands,
+ * [--json] [-h] (and what features add) for "snapfs cmd" ($SNAPFS_OWNER first), then requires
+ * exactly `operands` operands, named by what in the error ("one FILE"). Returns -1 to go on
+ * (the operands start at argv[optind]), else the exit code: 0 after --help, 2 for a usage
+ * error, already printed (as JSON too when --json was asked for). */
+int cli_parse_common(const char *cmd, int argc, char **argv, unsigned features, int operands,
                      const char *what, void (*usage)(FILE *f), struct cli_common *c);
+
+/* --kind KIND: content, signature or manifest (snapshot/kind.h), as the SNAPFS_OPT_KIND_*
+ * flag of opts (replacing any kind already set). 0, or -EINVAL. */
+int cli_parse_kind(const char *s, struct snapfs_options *opts);
+
+/* The --kind line of the --help of verify and exec. */
+#define CLI_HELP_KIND \
+        "  --kind KIND   the kind of snapshot to accept: content (default), or signature\n" \
+        "                or manifest (published for --trust-key; never content)\n"
 
 /* --mount, else $SNAPFS_MOUNT, else CLI_DEFAULT_MOUNT, made absolute without its trailing
  * slashes: malloc'd, or NULL after printing why. */
@@ -52,7 +69,8 @@ int cli_same_mount(const char *cmd, bool json, void (*usage)(FILE *f), const cha
 int cli_parse_owner(const char *s, struct snapfs_options *opts);
 
 /* $SNAPFS_OWNER when set and not empty, else NULL: the trusted owner of every client command
- * (an explicit --owner wins). */
+ * (an explicit --owner wins). Every command takes the same values there, those of
+ * cli_parse_owner: a uid, never "any". */
 const char *cli_env_owner(void);
 
 /* Applies $SNAPFS_OWNER to opts: 0, or 2 after reporting a usage error (as JSON too when

@@ -43,10 +43,12 @@ static void audit_usage(FILE *f)
                 "  --mount MNT   " CLI_HELP_MOUNT ";\n"
                 "                a lone MNT operand is the same (the older spelling)\n"
                 CLI_HELP_TRUST
-                "  --verify-key PUB  also require every snapshot to be in a manifest signed\n"
-                "                by the Ed25519 public key in PUB (PEM; repeatable): its\n"
-                "                signature envelope, the manifest, or one of its layers;\n"
-                "                each other one is a problem \"unsigned-snapshot\"\n"
+                "  --verify-key PUB  also require every snapshot of content to be a layer of\n"
+                "                a manifest signed by the Ed25519 public key in PUB (PEM;\n"
+                "                repeatable), every signature envelope to verify with such a\n"
+                "                key and every manifest to be signed by such an envelope\n"
+                "                (counted apart: they are never content); each other one is a\n"
+                "                problem \"unsigned-snapshot\"\n"
                 "  --json        print one JSON object: ok, error, message, reasons (the\n"
                 "                mount's findings, then every problem), mount, compliant,\n"
                 "                mount_id, snapshots, bytes, checks [{check, passed, failed}],\n"
@@ -249,7 +251,7 @@ int cli_cmd_audit(int argc, char **argv)
 
         r = take_verify_keys(&argc, argv, keys, &n_keys);
         if (r < 0)
-                r = cli_parse_common("audit", argc, argv, true, 0, NULL, audit_usage, &co);
+                r = cli_parse_common("audit", argc, argv, CLI_MOUNT_OPERAND, 0, NULL, audit_usage, &co);
         if (r >= 0) {
                 for (size_t i = 0; i < n_keys; i++)
                         EVP_PKEY_free(keys[i]);

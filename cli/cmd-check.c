@@ -44,6 +44,7 @@ static void check_usage(FILE *f)
                 "                     (binary units), or \"any\"\n"
                 "  --owner UID        uid that must have mounted the FUSE filesystem (its\n"
                 "                     user_id= option), or \"any\". Default: 0, or $SNAPFS_OWNER\n"
+                "                     (a uid, as in every command: never \"any\")\n"
                 "  --insecure-own-mount\n"
                 "                     INSECURE: accept a FUSE mount made by your own uid. Any\n"
                 "                     process of your uid can unmount it and mount its own FUSE\n"
@@ -236,11 +237,19 @@ int cli_cmd_check(int argc, char **argv)
         if (mc_policy_preset(&pol, preset) < 0)
                 return cli_usage_error("check", json, NULL, "invalid value for --preset: '%s'",
                                        preset);
-        /* $SNAPFS_OWNER names the trusted owner for every client command; --owner wins. */
-        if (strcmp(preset, "snapfs") == 0 && cli_env_owner() &&
-            mc_policy_set(&pol, "owner", cli_env_owner()) < 0)
-                return cli_usage_error("check", json, NULL, "invalid SNAPFS_OWNER: '%s'",
-                                       cli_env_owner());
+        /* $SNAPFS_OWNER names the trusted owner for every client command, a uid in every one
+         * of them (never "any": a stray variable must not switch the owner check off here
+         * while every other command refuses it); --owner wins. */
+        {
+                struct snapfs_options env = { 0 };
+                if (cli_apply_env_owner("check", json, &env) != 0)
+                        return 2;
+                if (strcmp(preset, "snapfs") == 0 && (env.flags & SNAPFS_OPT_OWNER) &&
+                    mc_policy_set(&pol, "owner", cli_env_owner()) < 0)
+                        return cli_usage_error("check", json, NULL,
+                                               "SNAPFS_OWNER: invalid uid '%s'",
+                                               cli_env_owner());
+        }
         for (size_t i = 0; i < n_settings; i++) {
                 r = mc_policy_set(&pol, settings[i].key, settings[i].value);
                 if (r < 0)

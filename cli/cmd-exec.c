@@ -8,6 +8,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 #include <unistd.h>
 
 #include "clientopts.h"
@@ -29,24 +30,28 @@ static void exec_usage(FILE *f)
 {
         fprintf(f,
                 "Usage: snapfs exec [--mount MNT] [--owner UID] [--insecure-own-mount] --binding BINDING [--fd N]\n"
-                "                   [--env NAME] -- COMMAND [ARG...]\n"
+                "                   [--env NAME] [--kind KIND] -- COMMAND [ARG...]\n"
                 "\n"
                 "Verified open of the snapshot BINDING names (as snapfs verify does it), then run\n"
                 "COMMAND with that very descriptor at fd N: every ARG that is exactly {} becomes\n"
                 "/proc/self/fd/N, the environment variable NAME is set to the binding and\n"
                 FD_PATH_ENV " to /proc/self/fd/N. No other descriptor of the caller above\n"
-                "standard error reaches COMMAND. If the snapshot does not verify, COMMAND is\n"
-                "never started.\n"
+                "standard error reaches COMMAND. If the snapshot does not verify, or is a\n"
+                "signature envelope or a manifest rather than content, COMMAND is never\n"
+                "started.\n"
                 "\n"
                 "Options:\n"
                 "  --mount MNT       " CLI_HELP_MOUNT "\n"
                 CLI_HELP_TRUST
+                CLI_HELP_KIND
                 "  --binding BINDING the snapshot, as its binding text:\n"
                 "                    \"sha256=<hex> size=<n> dev=<maj>:<min> ino=<n>\"\n"
                 "  --fd N            the descriptor number COMMAND gets (default %d)\n"
                 "  --env NAME        the variable that carries the binding (default %s); names\n"
-                "                    the loader, libc, a shell or an interpreter read (PATH,\n"
-                "                    LD_*, IFS, PYTHONPATH, NODE_OPTIONS, ...) are refused\n"
+                "                    the loader, libc, a shell, an interpreter or a common tool\n"
+                "                    read to load code or run a command (PATH, LD_*, IFS,\n"
+                "                    PYTHONPATH, NODE_OPTIONS, OPENSSL_*, GIT_*, EDITOR,\n"
+                "                    *_COMMAND, ...; snapfs(1) lists them) are refused\n"
                 "  -h, --help        show this help\n"
                 "\n"
                 "Exit status: COMMAND's own; 125 when snapfs exec fails itself (the snapshot does\n"
@@ -65,21 +70,50 @@ static const char *const refused_env_names[] = {
         "HOSTALIASES", "RES_OPTIONS", "LOCALDOMAIN", "TZ", "TZDIR", "GLIBC_TUNABLES",
         "MALLOC_CHECK_", "MALLOC_TRACE", "TMPDIR", "CLASSPATH", "JAVA_TOOL_OPTIONS",
         "_JAVA_OPTIONS", FD_PATH_ENV,
+        /* Common tools and libraries that run a command, or load code or a configuration
+         * that can name code, from a variable: OPENSSL_CONF makes the child's OpenSSL read a
+         * config file named after the binding text in its working directory, which can load
+         * an engine or a provider (a shared object). */
+        "EDITOR", "VISUAL", "FCEDIT", "PAGER", "MANPAGER", "BROWSER", "LESSOPEN", "LESSCLOSE",
+        "SHELL", "ZDOTDIR", "XDG_CONFIG_HOME", "XDG_CONFIG_DIRS", "GNUPGHOME", "KRB5_CONFIG",
+        "SASL_PATH", "VIMINIT", "EXINIT", "MYVIMRC", "EMACSLOADPATH", "WGETRC", "CURL_HOME",
+        "R_PROFILE", "R_PROFILE_USER", "R_ENVIRON", "R_ENVIRON_USER", "R_LIBS", "R_LIBS_USER",
 };
 /* The binding text splits on spaces into relative names ("size=176", "ino=3"): a search
  * path variable of an interpreter would then load code from files an attacker planted
- * under those names in the working directory (PYTHONPATH, NODE_PATH, PERL5LIB, RUBYLIB). */
-static const char *const refused_env_prefixes[] = { "LD_", "BASH_FUNC_", "MALLOC_", "PYTHON",
-                                                    "NODE_", "PERL", "RUBY" };
+ * under those names in the working directory (PYTHONPATH, NODE_PATH, PERL5LIB, RUBYLIB), and
+ * whole families of variables choose code or commands: OpenSSL's (OPENSSL_CONF,
+ * OPENSSL_MODULES, OPENSSL_ENGINES), git's (GIT_SSH_COMMAND, GIT_EXEC_PATH, GIT_SSH,
+ * GIT_CONFIG_*), npm's configuration (npm_config_node_options), the toolkits' module paths
+ * (GTK_MODULES, GIO_EXTRA_MODULES, GST_PLUGIN_PATH, QT_PLUGIN_PATH), .NET's startup hooks. */
+static const char *const refused_env_prefixes[] = {
+        "LD_",      "BASH_FUNC_", "MALLOC_", "PYTHON", "NODE_",  "NPM_CONFIG_", "PERL",
+        "RUBY",     "GEM_",       "LUA_",    "PHP",    "TCL",    "JAVA_",       "JDK_",
+        "OPENSSL_", "GIT_",       "GCONV_",  "GTK_",   "GIO_",   "GST_",        "QT_",
+        "DOTNET_",  "CORECLR_",   "COMPLUS_",
+};
+/* Any name of a command, by its name: GIT_SSH_COMMAND, SSH_ASKPASS, SUDO_EDITOR,
+ * SYSTEMD_PAGER, ... */
+static const char *const refused_env_suffixes[] = { "_COMMAND", "_ASKPASS", "_EDITOR",
+                                                    "_PAGER" };
 
+/* Compared without regard to case: a name in another case is harmless to refuse, and some
+ * tools read theirs in lower case (npm_config_*). */
 static bool valid_env_name(const char *s)
 {
+        size_t n = strlen(s);
+
         for (size_t i = 0; i < ARRAY_SIZE(refused_env_names); i++)
-                if (strcmp(s, refused_env_names[i]) == 0)
+                if (strcasecmp(s, refused_env_names[i]) == 0)
                         return false;
         for (size_t i = 0; i < ARRAY_SIZE(refused_env_prefixes); i++)
-                if (strncmp(s, refused_env_prefixes[i], strlen(refused_env_prefixes[i])) == 0)
+                if (strncasecmp(s, refused_env_prefixes[i], strlen(refused_env_prefixes[i])) == 0)
                         return false;
+        for (size_t i = 0; i < ARRAY_SIZE(refused_env_suffixes); i++) {
+                size_t k = strlen(refused_env_suffixes[i]);
+                if (n >= k && strcasecmp(s + n - k, refused_env_suffixes[i]) == 0)
+                        return false;
+        }
         if (!*s || (*s >= '0' && *s <= '9'))
                 return false;
         for (; *s; s++)
@@ -134,6 +168,7 @@ int cli_cmd_exec(int argc, char **argv)
                 { "binding", required_argument, NULL, 'b' },
                 { "fd", required_argument, NULL, 'f' },
                 { "env", required_argument, NULL, 'e' },
+                { "kind", required_argument, NULL, 'k' },
                 { "help", no_argument, NULL, 'h' },
                 { NULL, 0, NULL, 0 },
         };
@@ -181,11 +216,19 @@ int cli_cmd_exec(int argc, char **argv)
                 case 'e':
                         if (!valid_env_name(optarg)) {
                                 fprintf(stderr, "snapfs exec: --env: '%s' is not a name snapfs "
-                                                "exec sets (invalid, or read by the loader, libc "
-                                                "or a shell; see snapfs(1))\n", optarg);
+                                                "exec sets (invalid, or read by the loader, libc, "
+                                                "a shell or a tool to load code or run a command; "
+                                                "see snapfs(1))\n", optarg);
                                 return EXIT_OWN_FAILURE;
                         }
                         env = optarg;
+                        break;
+                case 'k':
+                        if (cli_parse_kind(optarg, &opts) < 0) {
+                                fprintf(stderr, "snapfs exec: --kind: '%s' is not content, "
+                                                "signature or manifest\n", optarg);
+                                return EXIT_OWN_FAILURE;
+                        }
                         break;
                 case 'h':
                         exec_usage(stdout);

@@ -115,7 +115,7 @@ int cli_cmd_ls(int argc, char **argv)
         size_t n = 0;
         int r;
 
-        r = cli_parse_common("ls", argc, argv, false, 0,
+        r = cli_parse_common("ls", argc, argv, 0, 0,
                              NULL, ls_usage, &co);
         if (r >= 0)
                 return r;

@@ -4,6 +4,7 @@
 #include <getopt.h>
 #include <stdio.h>
 #include <string.h>
+#include <sys/mount.h>
 
 #include <openssl/evp.h>
 
@@ -29,9 +30,12 @@ static void mount_usage(FILE *f)
                 "Options:\n"
                 "  -o NAME[=VALUE][,...]      any long option below, as mount(8) and fstab pass\n"
                 "                             them (max_bytes=64M or max-bytes=64M; allow_other;\n"
-                "                             ro for --read-only); rw, dev, suid, exec and the\n"
-                "                             other generic flags are ignored: the mount is\n"
-                "                             always nosuid,nodev,noexec\n"
+                "                             ro for --read-only; noatime, nodiratime, relatime,\n"
+                "                             nosymfollow kept on the mount); rw, dev, suid, exec\n"
+                "                             and the other generic flags are ignored: the mount\n"
+                "                             is always nosuid,nodev,noexec. help, debug and\n"
+                "                             foreground are refused: under mount(8) they would\n"
+                "                             mount nothing or never return\n"
                 "  -f, --foreground           stay in the foreground (print a line when serving)\n"
                 "      --max-snapshot-size SIZE  largest snapshot (default 256K, at most 1G)\n"
                 "      --max-bytes SIZE       snapshots and staging together (default 64M)\n"
@@ -54,6 +58,9 @@ static void mount_usage(FILE *f)
                 "                             PATH, where opening one costs no round trip to\n"
                 "                             the daemon (needs every uid to be a reader)\n"
                 "      --allow-other          let other uids reach the mount (FUSE allow_other)\n"
+                "      --noatime, --nodiratime, --relatime, --nosymfollow\n"
+                "                             these per-mount flags on the mount and the read\n"
+                "                             view too (root only: mount_setattr(2))\n"
                 "      --audit-log FILE       append audit events (JSON lines) to FILE; SIGHUP\n"
                 "                             reopens it (default: standard error with -f,\n"
                 "                             else syslog)\n"
@@ -101,6 +108,10 @@ enum {
         OPT_STORE,
         OPT_TRUST_KEY,
         OPT_PID_FILE,
+        OPT_NOATIME,
+        OPT_NODIRATIME,
+        OPT_RELATIME,
+        OPT_NOSYMFOLLOW,
 };
 
 static int bad_value(const char *opt, const char *value, int err)
@@ -154,6 +165,10 @@ static const struct option longopts[] = {
         { "store", required_argument, NULL, OPT_STORE },
         { "pid-file", required_argument, NULL, OPT_PID_FILE },
         { "trust-key", required_argument, NULL, OPT_TRUST_KEY },
+        { "noatime", no_argument, NULL, OPT_NOATIME },
+        { "nodiratime", no_argument, NULL, OPT_NODIRATIME },
+        { "relatime", no_argument, NULL, OPT_RELATIME },
+        { "nosymfollow", no_argument, NULL, OPT_NOSYMFOLLOW },
         { "help", no_argument, NULL, 'h' },
         { NULL, 0, NULL, 0 },
 };
@@ -161,7 +176,7 @@ static const struct option longopts[] = {
 /* Parses into *cfg (the caller frees cfg->tree.trust) and runs the daemon. */
 static int mount_parsed(int argc, char **argv, struct sfs_daemon_config *cfg)
 {
-        const char *size_arg = NULL, *bytes_arg = NULL;
+        const char *size_arg = NULL, *bytes_arg = NULL, *atime_arg = NULL;
         uint64_t v;
         int c, r;
 
@@ -281,6 +296,27 @@ static int mount_parsed(int argc, char **argv, struct sfs_daemon_config *cfg)
                         cfg->debug = true;
                         cfg->foreground = true;
                         break;
+                case OPT_NOATIME:
+                case OPT_RELATIME: {
+                        const char *mode = c == OPT_NOATIME ? "noatime" : "relatime";
+                        /* One atime mode: the kernel would keep the last one, silently. */
+                        if (atime_arg && strcmp(atime_arg, mode) != 0) {
+                                fprintf(stderr, "snapfs mount: --%s and --%s cannot both hold\n",
+                                        atime_arg, mode);
+                                return 2;
+                        }
+                        atime_arg = mode;
+                        cfg->mount_attr_clr |= MOUNT_ATTR__ATIME;
+                        cfg->mount_attr_set |= c == OPT_NOATIME ? MOUNT_ATTR_NOATIME
+                                                                : MOUNT_ATTR_RELATIME;
+                        break;
+                }
+                case OPT_NODIRATIME:
+                        cfg->mount_attr_set |= MOUNT_ATTR_NODIRATIME;
+                        break;
+                case OPT_NOSYMFOLLOW:
+                        cfg->mount_attr_set |= MOUNT_ATTR_NOSYMFOLLOW;
+                        break;
                 default:
                         mount_usage(stderr);
                         return 2;
@@ -333,13 +369,30 @@ static int mount_main(int argc, char **argv)
 /* mount(8) can only pass "-o WORDS": they become long options first (mountopts.c). */
 int cli_cmd_mount(int argc, char **argv)
 {
+        struct cli_mountopts_error err = { 0 };
         char **args = NULL;
         int n, r;
 
-        r = cli_mountopts_expand(argc, argv, longopts, &n, &args);
+        r = cli_mountopts_expand(argc, argv, longopts, &n, &args, &err);
+        if (r == -ENOMEM) {
+                fprintf(stderr, "snapfs mount: -o: %s\n", strerror(ENOMEM));
+                return 2;
+        }
         if (r < 0) {
-                fprintf(stderr, "snapfs mount: -o: %s\n",
-                        r == -ENOMEM ? strerror(ENOMEM) : "an empty option or no options");
+                /* mount(8) shows the helper's standard error and returns its status: the
+                 * word, and why, is all an fstab author gets. */
+                if (err.why == CLI_MOUNTOPTS_NOT_UNDER_MOUNT)
+                        fprintf(stderr, "snapfs mount: -o %s: refused: mount(8) and fstab "
+                                        "cannot run it (help prints and mounts nothing; debug "
+                                        "and foreground never return); use 'snapfs mount "
+                                        "--%s MOUNTPOINT' instead; nothing mounted\n",
+                                err.word, err.word);
+                else if (err.why == CLI_MOUNTOPTS_UNKNOWN)
+                        fprintf(stderr, "snapfs mount: -o %s: unrecognized option; nothing "
+                                        "mounted\n", err.word);
+                else
+                        fprintf(stderr, "snapfs mount: -o: an empty option or no options; "
+                                        "nothing mounted\n");
                 return 2;
         }
         r = mount_main(n, args);

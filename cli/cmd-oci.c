@@ -108,6 +108,9 @@ static int parse(const char *cmd, int argc, char **argv, void (*usage)(FILE *f),
 
         *a = (struct oci_args){ 0 };
         a->co.json = json;
+        /* export and import judge a mount like every client: $SNAPFS_OWNER first. */
+        if (strcmp(cmd, "keygen") && cli_apply_env_owner(cmd, json, &a->co.opts) != 0)
+                return 2;
         optind = 1;
         opterr = 0;
         while ((ch = getopt_long(argc, argv, ":h", longopts, NULL)) != -1) {

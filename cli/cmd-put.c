@@ -76,7 +76,7 @@ int cli_cmd_put(int argc, char **argv)
         const char *file;
         int r;
 
-        r = cli_parse_common("put", argc, argv, false, 1,
+        r = cli_parse_common("put", argc, argv, 0, 1,
                              "one FILE (or - for standard input)", put_usage, &co);
         if (r >= 0)
                 return r;

@@ -17,14 +17,16 @@
 static void verify_usage(FILE *f)
 {
         fprintf(f,
-                "Usage: snapfs verify [--mount MNT] [--owner UID] [--insecure-own-mount] [--json] BINDING|PATH\n"
+                "Usage: snapfs verify [--mount MNT] [--owner UID] [--insecure-own-mount] [--kind KIND]\n"
+                "                     [--json] BINDING|PATH\n"
                 "\n"
                 "Verified open, then close: check the mount (type fuse.snapfs;\n"
                 "nosuid,nodev,noexec; private; exactly one mount; mounted by the trusted owner)\n"
                 "through a pinned descriptor; open the snapshot relative to it without following\n"
                 "a symlink or crossing a mount; confirm the descriptor's mount; fstat it against\n"
                 "the binding (regular file, mode 0000, dev, ino, size); read and hash the whole\n"
-                "content; fstat again.\n"
+                "content; fstat again; content only, unless --kind asks for a signature\n"
+                "envelope or a manifest (refused otherwise: ENOMSG, reason \"kind\").\n"
                 "\n"
                 "BINDING is the one-line text form \"sha256=<hex> size=<n> dev=<maj>:<min>\n"
                 "ino=<n>\" (quote it), checked on MNT. PATH is MNT/<sha256-hex> (or the bare\n"
@@ -35,6 +37,7 @@ static void verify_usage(FILE *f)
                 "  --mount MNT   the snapfs mount for a BINDING (default: $SNAPFS_MOUNT, else\n"
                 "                " CLI_DEFAULT_MOUNT "); with a PATH it must be PATH's directory\n"
                 CLI_HELP_TRUST
+                CLI_HELP_KIND
                 "  --json        print one JSON object: ok, error, message, reasons\n"
                 "                [{code, message}], mount, binding\n"
                 "  -h, --help    show this help\n"
@@ -53,7 +56,7 @@ int cli_cmd_verify(int argc, char **argv)
         const char *arg;
         int r, fd;
 
-        r = cli_parse_common("verify", argc, argv, false, 1,
+        r = cli_parse_common("verify", argc, argv, CLI_KIND, 1,
                              "exactly one BINDING or PATH", verify_usage, &co);
         if (r >= 0)
                 return r;

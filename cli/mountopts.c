@@ -4,6 +4,7 @@
 
 #include <errno.h>
 #include <stdbool.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -14,11 +15,17 @@
  * them would refuse every mount; snapfs mounts nosuid,nodev,noexec whatever it is given. */
 static const char *const ignored[] = {
         "rw",        "dev",          "nodev",    "suid",        "nosuid",     "exec",
-        "noexec",    "atime",        "noatime",  "relatime",    "norelatime", "strictatime",
-        "nostrictatime", "diratime", "nodiratime", "lazytime",  "nolazytime", "sync",
-        "async",     "dirsync",      "defaults", "auto",        "noauto",     "nofail",
-        "_netdev",   "user",         "nouser",   "users",       "silent",     "loud",
+        "noexec",    "atime",        "norelatime", "strictatime", "nostrictatime", "diratime",
+        "lazytime",  "nolazytime",   "sync",     "async",       "dirsync",    "defaults",
+        "auto",      "noauto",       "nofail",   "_netdev",     "user",       "nouser",
+        "users",     "silent",       "loud",
 };
+/* The generic flags that tighten a mount (noatime, nodiratime, relatime, nosymfollow) are
+ * not here: they are long options of their own, kept on the mount. */
+
+/* Options that cannot run under mount(8), which waits for the helper to return: --help prints
+ * and mounts nothing (mount(8) said "success"), --debug and --foreground never return. */
+static const char *const not_under_mount[] = { "help", "debug", "foreground" };
 
 struct vec {
         char **v;
@@ -65,14 +72,35 @@ static bool is_ignored(const char *name, bool has_value)
         return false;
 }
 
+static int refuse(struct cli_mountopts_error *err, enum cli_mountopts_refusal why,
+                  const char *word, size_t len)
+{
+        if (err) {
+                err->why = why;
+                snprintf(err->word, sizeof(err->word), "%.*s", (int)len, word);
+        }
+        return -EINVAL;
+}
+
+/* The long option named exactly name, or NULL: getopt_long would take a unique prefix, so
+ * "-o fore" would reach --foreground and "-o he" --help. */
+static const struct option *exact_option(const struct option *longopts, const char *name)
+{
+        for (const struct option *o = longopts; o->name; o++)
+                if (strcmp(o->name, name) == 0)
+                        return o;
+        return NULL;
+}
+
 /* One -o argument: words separated by commas. */
-static int expand_words(struct vec *out, const char *words)
+static int expand_words(struct vec *out, const char *words, const struct option *longopts,
+                        struct cli_mountopts_error *err)
 {
         bool in_uid_list = false;
         const char *p = words;
 
         if (!*words)
-                return -EINVAL;
+                return refuse(err, CLI_MOUNTOPTS_EMPTY, "", 0);
         for (;;) {
                 size_t len = strcspn(p, ",");
                 const char *eq = memchr(p, '=', len);
@@ -83,7 +111,7 @@ static int expand_words(struct vec *out, const char *words)
                 if (!name)
                         return -ENOMEM;
                 if (!len)
-                        return -EINVAL;
+                        return refuse(err, CLI_MOUNTOPTS_EMPTY, "", 0);
                 if (in_uid_list && all_digits(p, len)) {
                         char **last = &out->v[out->n - 1];
                         if (asprintf(&arg, "%s,%.*s", *last, (int)len, p) < 0)
@@ -91,7 +119,7 @@ static int expand_words(struct vec *out, const char *words)
                         free(*last);
                         *last = arg;
                 } else if (!nlen) {
-                        return -EINVAL;
+                        return refuse(err, CLI_MOUNTOPTS_EMPTY, p, len);
                 } else if (!eq && strcmp(name, "ro") == 0) {
                         in_uid_list = false;
                         if (vec_push(out, strdup("--read-only")) < 0)
@@ -102,6 +130,12 @@ static int expand_words(struct vec *out, const char *words)
                         for (char *c = name; *c; c++)
                                 if (*c == '_')
                                         *c = '-';
+                        for (size_t i = 0; i < ARRAY_SIZE(not_under_mount); i++)
+                                if (strcmp(name, not_under_mount[i]) == 0)
+                                        return refuse(err, CLI_MOUNTOPTS_NOT_UNDER_MOUNT, p,
+                                                      len);
+                        if (!exact_option(longopts, name))
+                                return refuse(err, CLI_MOUNTOPTS_UNKNOWN, p, len);
                         in_uid_list = eq && (strcmp(name, "publishers") == 0 ||
                                              strcmp(name, "readers") == 0);
                         if (asprintf(&arg, "--%s%s%.*s", name, eq ? "=" : "",
@@ -128,7 +162,7 @@ static bool takes_separate_value(const struct option *longopts, const char *arg)
 }
 
 int cli_mountopts_expand(int argc, char **argv, const struct option *longopts,
-                         int *out_argc, char ***out)
+                         int *out_argc, char ***out, struct cli_mountopts_error *err)
 {
         struct vec vec = { 0 };
         bool options = true;
@@ -146,9 +180,10 @@ int cli_mountopts_expand(int argc, char **argv, const struct option *longopts,
                         options = false;
                         r = vec_push(&vec, strdup(a));
                 } else if (strcmp(a, "-o") == 0) {
-                        r = i + 1 < argc ? expand_words(&vec, argv[++i]) : -EINVAL;
+                        r = i + 1 < argc ? expand_words(&vec, argv[++i], longopts, err)
+                                         : refuse(err, CLI_MOUNTOPTS_EMPTY, "", 0);
                 } else if (strncmp(a, "-o", 2) == 0) {
-                        r = expand_words(&vec, a + 2);
+                        r = expand_words(&vec, a + 2, longopts, err);
                 } else {
                         r = vec_push(&vec, strdup(a));
                         if (r == 0 && a[1] == '-' && i + 1 < argc &&
@@ -157,7 +192,7 @@ int cli_mountopts_expand(int argc, char **argv, const struct option *longopts,
                 }
         }
         if (r == 0 && !vec.v)
-                r = -EINVAL;
+                r = refuse(err, CLI_MOUNTOPTS_EMPTY, "", 0);
         if (r < 0) {
                 cli_mountopts_free(vec.v);
                 return r;

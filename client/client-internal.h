@@ -50,13 +50,20 @@ int snapfs_mnt_opendir(const struct snapfs_mnt *m, DIR **out);
 int snapfs_mnt_confirm(const struct snapfs_mnt *m, int fd);
 
 /* Opens the snapshot hex on the judged mount and verifies it against *want, or, when want
- * is NULL, against its name and its own fstat (dev, ino, size). The descriptor (O_CLOEXEC),
- * with *got (may be NULL) the binding it satisfied; or a negative errno and why. hasher may
- * be NULL. */
+ * is NULL, against its name and its own fstat (dev, ino, size). With kinds (a mask of
+ * SNAPFS_KIND_BIT), also classifies the bytes that hashed (snapshot/kind.h) and refuses a
+ * kind not in the mask with -ENOMSG ("kind"); 0 classifies nothing. The descriptor
+ * (O_CLOEXEC), with *got (may be NULL) the binding it satisfied; or a negative errno and why.
+ * hasher may be NULL. */
 int snapfs_mnt_open_snapshot(const struct snapfs_mnt *m, const char *hex,
-                             const struct snap_binding *want, uint64_t limit,
+                             const struct snap_binding *want, uint64_t limit, unsigned kinds,
                              struct snap_hasher *hasher, struct snap_binding *got,
                              struct snapfs_report *why);
+
+/* snap_verify_fd of fd against want, then, with kinds, the kind check above; hex names the
+ * snapshot in the reasons. 0 or a negative errno and why. */
+int snapfs_verify_kind(int fd, const char *hex, const struct snap_binding *want, uint64_t limit,
+                       unsigned kinds, struct snap_hasher *hasher, struct snapfs_report *why);
 
 /* Publishes len bytes on the judged mount m, staged under name (a valid staging NAME, kept
  * by the daemon as the snapshot's name; NULL or taken: a random one): 0 published now, 1
@@ -67,6 +74,14 @@ int snapfs_mnt_publish(const struct snapfs_mnt *m, const void *data, size_t len,
 
 /* The size limit the options ask for. */
 uint64_t snapfs_opt_limit(const struct snapfs_options *opts);
+
+/* The bit of a SNAP_KIND_* in a kinds mask. */
+#define SNAPFS_KIND_BIT(k) (1u << (k))
+/* Every kind: what an internal open that delivers nothing (an audit, a binding) asks for. */
+#define SNAPFS_KINDS_ANY 0u
+/* The kinds the options let a verified open hand over: their SNAPFS_OPT_KIND_* flags, or
+ * content alone when they name none. */
+unsigned snapfs_opt_kinds(const struct snapfs_options *opts);
 
 void snapfs_binding_to_snap(const struct snapfs_binding *in, struct snap_binding *out);
 void snapfs_binding_from_snap(const struct snap_binding *in, struct snapfs_binding *out);

@@ -125,7 +125,8 @@ static int export_one(const struct snapfs_mnt *m, const struct snap_oci_layout *
         size_t len;
         int r;
 
-        fd = snapfs_mnt_open_snapshot(m, hex, NULL, limit, h, &item->binding, why);
+        fd = snapfs_mnt_open_snapshot(m, hex, NULL, limit, SNAPFS_KINDS_ANY, h, &item->binding,
+                                      why);
         if (fd < 0)
                 return fd;
         read_name(fd, item->name);

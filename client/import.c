@@ -81,7 +81,14 @@ static int check_signatures(const struct snap_oci_layout *l, const struct snap_o
         char text[SNAP_OCI_DIGEST_TEXT_LEN + 1];
 
         snap_oci_digest_format(&md->digest, text);
-        r = snap_oci_referrers(l, &md->digest, SNAP_OCI_ARTIFACT_SIGNATURE, &refs);
+        r = snap_oci_referrers(l, &md->digest, SNAP_OCI_ARTIFACT_SIGNATURE, NULL, &refs);
+        if (r == -E2BIG)
+                return snapfs_report_fail(why, r, "layout",
+                                          "index.json lists more than %u signatures of "
+                                          "manifest %s, or more than %" PRIu64 " MiB of "
+                                          "manifests that may be: refused before any key "
+                                          "decides", SNAP_OCI_REFERRERS_MAX, text,
+                                          SNAP_OCI_REFERRERS_BYTES_MAX >> 20);
         if (r < 0)
                 return snapfs_report_fail(why, r, "layout", "reading index.json: %s",
                                           describe(r));
@@ -233,6 +240,11 @@ static int import_from(const struct snapfs_options *opts, const char *mount,
         snap_oci_digest_format(&md.digest, text);
         out->manifest = md.digest;
         out->manifest_size = md.size;
+        /* The key decides first, on the manifest's digest and size alone: an unsigned
+         * manifest (up to 4 MiB, 65536 layers) is refused before it is read or parsed. */
+        r = check_signatures(l, &md, keys, n_keys, p, out, why);
+        if (r < 0)
+                goto out;
         r = snap_oci_blob_read(l, &md.digest, md.size, SNAP_OCI_DOC_MAX, &p->man_bytes);
         if (r == 0)
                 r = snap_oci_manifest_parse(p->man_bytes, md.size, &p->man);
@@ -243,9 +255,6 @@ static int import_from(const struct snapfs_options *opts, const char *mount,
                                                   : describe(r));
                 goto out;
         }
-        r = check_signatures(l, &md, keys, n_keys, p, out, why);
-        if (r < 0)
-                goto out;
         r = check_layers(l, snapfs_opt_limit(opts), p, why);
         if (r < 0)
                 goto out;

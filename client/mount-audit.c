@@ -41,6 +41,7 @@ const char *const snapfs_audit_check_names[SNAPFS_AUDIT_CHECKS] = {
         [SNAPFS_AUDIT_CONTENT] = "content hashes to name",
         [SNAPFS_AUDIT_STORE] = "store blobs intact",
         [SNAPFS_AUDIT_SIGNED] = "in a signed manifest",
+        [SNAPFS_AUDIT_SIGNATURES] = "signature, signed manifest",
 };
 
 /* One run: the mount, the outcome, and what is judged once every snapshot is in. */

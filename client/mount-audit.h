@@ -24,7 +24,8 @@ enum snapfs_audit_check {
         SNAPFS_AUDIT_XATTRS,
         SNAPFS_AUDIT_CONTENT,
         SNAPFS_AUDIT_STORE,
-        SNAPFS_AUDIT_SIGNED, /* only with --verify-key (snapfs_audit_signed) */
+        SNAPFS_AUDIT_SIGNED, /* only with --verify-key (snapfs_audit_signed): content */
+        SNAPFS_AUDIT_SIGNATURES, /* the same: signature envelopes and manifests */
         SNAPFS_AUDIT_CHECKS,
 };
 
@@ -73,9 +74,11 @@ int snapfs_audit_problem(struct snapfs_audit *a, enum snapfs_audit_check c, cons
 struct evp_pkey_st;
 
 /* The provenance check of `snapfs audit --verify-key` (client/provenance.c): every served
- * snapshot must be a signature envelope that one of keys verifies, a manifest such an
- * envelope signs, or a layer of such a manifest (docs/distribution.md); each other one is a
- * problem "unsigned-snapshot". 0 when the check ran, or a negative errno with why. */
+ * snapshot of content must be a layer of a manifest signed by one of keys (counted under
+ * SNAPFS_AUDIT_SIGNED), every signature envelope one of keys verifies and every manifest one
+ * such an envelope signs (SNAPFS_AUDIT_SIGNATURES: never counted as signed content;
+ * docs/distribution.md); each other one is a problem "unsigned-snapshot". 0 when the check
+ * ran, or a negative errno with why. */
 int snapfs_audit_signed(const struct snapfs_mnt *m, struct evp_pkey_st *const *keys,
                         size_t n_keys, uint64_t limit, struct snapfs_audit *a,
                         struct snapfs_report *why);

@@ -25,7 +25,8 @@ int snapfs_open_verified(const char *mount, const struct snapfs_binding *b,
         fd = snapfs_mnt_check(mount, opts, &m, why);
         if (fd < 0)
                 return fd;
-        fd = snapfs_mnt_open_snapshot(&m, hex, &want, snapfs_opt_limit(opts), NULL, NULL, why);
+        fd = snapfs_mnt_open_snapshot(&m, hex, &want, snapfs_opt_limit(opts),
+                                      snapfs_opt_kinds(opts), NULL, NULL, why);
         snapfs_mnt_close(&m);
         return fd;
 }
@@ -46,7 +47,8 @@ int snapfs_open_digest(const char *mount, const char *hex, const struct snapfs_o
         fd = snapfs_mnt_check(mount, opts, &m, why);
         if (fd < 0)
                 return fd;
-        fd = snapfs_mnt_open_snapshot(&m, hex, NULL, snapfs_opt_limit(opts), NULL, &got, why);
+        fd = snapfs_mnt_open_snapshot(&m, hex, NULL, snapfs_opt_limit(opts),
+                                      snapfs_opt_kinds(opts), NULL, &got, why);
         snapfs_mnt_close(&m);
         if (fd >= 0)
                 snapfs_binding_from_snap(&got, out);
@@ -56,18 +58,15 @@ int snapfs_open_digest(const char *mount, const char *hex, const struct snapfs_o
 int snapfs_verify_fd(int fd, const struct snapfs_binding *b, const struct snapfs_options *opts,
                      struct snapfs_report *why)
 {
-        struct snap_verify_result res;
+        char hex[SNAP_DIGEST_HEX_LEN + 1];
         struct snap_binding want;
-        int r;
 
         snapfs_report_reset(why);
         if (fd < 0 || !b)
                 return snapfs_report_fail(why, -EINVAL, "invalid-argument",
                                           fd < 0 ? "no descriptor" : "no binding");
         snapfs_binding_to_snap(b, &want);
-        r = snap_verify_fd(fd, &want, snapfs_opt_limit(opts), NULL, &res);
-        if (r < 0)
-                return snapfs_report_fail(why, r, snap_verify_finding_name(res.finding), "%s",
-                                          res.message);
-        return 0;
+        snap_digest_to_hex(&want.sha256, hex);
+        return snapfs_verify_kind(fd, hex, &want, snapfs_opt_limit(opts), snapfs_opt_kinds(opts),
+                                  NULL, why);
 }

@@ -1,13 +1,15 @@
 /* SPDX-License-Identifier: MIT */
 /* Which served snapshots a signed manifest accounts for: what `snapfs audit --verify-key`
  * reports. The same rules as a --trust-key daemon (snapshot/trust.h), applied afterwards to
- * what a mount serves. */
+ * what a mount serves, and the same kinds as every client (snapshot/kind.h): only content a
+ * signed manifest names counts as signed content. */
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "kind.h"
 #include "mount-audit.h"
 #include "oci.h"
 #include "safeopen.h"
@@ -20,7 +22,7 @@ static void trustp(struct snap_trust **t)
         snap_trust_free(*t);
 }
 
-/* Opens names[i] verified, and reads it when it is at most max bytes: 0 and *buf (NULL when
+/* Opens hex verified, and reads it when it is at most max bytes: 0 and *buf (NULL when
  * larger), *size. */
 static int read_small(const struct snapfs_mnt *m, const char *hex, uint64_t limit, uint64_t max,
                       struct snap_hasher *h, void **buf, size_t *len, uint64_t *size,
@@ -30,7 +32,8 @@ static int read_small(const struct snapfs_mnt *m, const char *hex, uint64_t limi
         int fd, r = 0;
 
         *buf = NULL;
-        fd = snapfs_mnt_open_snapshot(m, hex, NULL, limit, h, &b, why);
+        *len = 0;
+        fd = snapfs_mnt_open_snapshot(m, hex, NULL, limit, SNAPFS_KINDS_ANY, h, &b, why);
         if (fd < 0)
                 return fd;
         *size = b.size;
@@ -43,16 +46,21 @@ static int read_small(const struct snapfs_mnt *m, const char *hex, uint64_t limi
         return r;
 }
 
+void snapfs_provenance_free(struct snapfs_provenance *p, size_t n)
+{
+        (void)n;
+        free(p);
+}
+
 int snapfs_provenance_check(const struct snapfs_mnt *m, struct evp_pkey_st *const *keys,
-                            size_t n_keys, uint64_t limit, char ***unsigned_names,
-                            size_t *n_unsigned, size_t *n_checked, struct snapfs_report *why)
+                            size_t n_keys, uint64_t limit, struct snapfs_provenance **out,
+                            size_t *n_out, struct snapfs_report *why)
 {
         _cleanup_(trustp) struct snap_trust *t = NULL;
-        _cleanup_free_ uint64_t *sizes = NULL;
-        _cleanup_free_ bool *ok = NULL;
+        struct snapfs_provenance *res = NULL;
         struct snap_hasher *h = NULL;
-        char **names = NULL, **bad = NULL;
-        size_t n = 0, k = 0;
+        char **names = NULL;
+        size_t n = 0;
         int r;
 
         r = snap_trust_new(&t);
@@ -66,53 +74,65 @@ int snapfs_provenance_check(const struct snapfs_mnt *m, struct evp_pkey_st *cons
         r = snapfs_mnt_list(m, &names, &n, why);
         if (r < 0)
                 goto out;
-        sizes = calloc(n + 1, sizeof(*sizes));
-        ok = calloc(n + 1, sizeof(*ok));
-        bad = calloc(n + 1, sizeof(*bad));
-        if (!sizes || !ok || !bad) {
+        res = calloc(n + 1, sizeof(*res));
+        if (!res) {
                 r = snapfs_report_fail(why, -ENOMEM, "io", "out of memory");
                 goto out;
         }
-        /* Three passes, as a --trust-key daemon learns: envelopes that verify admit their
-         * manifests; admitted manifests that are served admit their layers; then the
-         * layers. */
-        for (int pass = 0; pass < 3; pass++) {
+        /* As a --trust-key daemon learns: every snapshot's kind, from the bytes that hashed to
+         * its name, and each envelope that verifies admits its manifest; then admitted
+         * manifests that are served admit their layers; then what is signed is known. */
+        for (int pass = 0; pass < 2; pass++) {
                 for (size_t i = 0; i < n; i++) {
+                        struct snapfs_provenance *p = &res[i];
                         struct snap_digest d;
                         const char *reason;
                         void *buf = NULL;
                         size_t len = 0;
+                        int k;
 
-                        if (ok[i])
-                                continue;
                         snap_digest_from_hex(names[i], SNAP_DIGEST_HEX_LEN, &d);
-                        if (pass == 2) {
-                                ok[i] = snap_trust_admits(t, &d, sizes[i]);
+                        if (pass == 1 && (p->kind != SNAP_KIND_MANIFEST ||
+                                          !snap_trust_admits_manifest(t, &d, p->size)))
                                 continue;
-                        }
-                        if (pass == 1 && !snap_trust_admits(t, &d, sizes[i]))
-                                continue;
-                        r = read_small(m, names[i], limit,
-                                       pass == 0 ? SNAP_OCI_ENVELOPE_MAX : SNAP_OCI_DOC_MAX, h,
-                                       &buf, &len, &sizes[i], why);
+                        r = read_small(m, names[i], limit, SNAP_KIND_SCAN_MAX, h, &buf, &len,
+                                       &p->size, why);
                         if (r < 0)
                                 goto out;
-                        if (buf)
-                                ok[i] = snap_trust_admit(t, &d, buf, len, &reason) == 0;
+                        if (pass == 0) {
+                                memcpy(p->hex, names[i], sizeof(p->hex));
+                                k = snap_kind_of(buf, (size_t)p->size);
+                                if (k < 0) {
+                                        free(buf);
+                                        r = snapfs_report_fail(why, k, "io", "out of memory");
+                                        goto out;
+                                }
+                                p->kind = k;
+                        }
+                        /* Pass 0: envelopes; pass 1: the manifests they sign, which only now
+                         * admit their layers (a manifest that does not parse admits none). */
+                        if ((pass == 0 && p->kind == SNAP_KIND_SIGNATURE) || pass == 1)
+                                p->is_signed = buf && snap_trust_admit(t, &d, buf, len,
+                                                                       &reason) == 0;
                         free(buf);
                 }
         }
-        for (size_t i = 0; i < n; i++)
-                if (!ok[i])
-                        bad[k++] = TAKE_PTR(names[i]);
-        *unsigned_names = TAKE_PTR(bad);
-        *n_unsigned = k;
-        *n_checked = n;
+        /* Content counts as signed only when a signed manifest that is served names it as a
+         * layer: being signed as a "manifest" by an envelope says nothing about content. */
+        for (size_t i = 0; i < n; i++) {
+                struct snap_digest d;
+
+                snap_digest_from_hex(names[i], SNAP_DIGEST_HEX_LEN, &d);
+                if (res[i].kind == SNAP_KIND_CONTENT)
+                        res[i].is_signed = snap_trust_admits_layer(t, &d, res[i].size);
+        }
+        *out = TAKE_PTR(res);
+        *n_out = n;
         r = 0;
 out:
         snap_hasher_free(h);
         snapfs_names_free(names, n);
-        free(bad);
+        free(res);
         return r;
 }
 
@@ -120,19 +140,33 @@ int snapfs_audit_signed(const struct snapfs_mnt *m, struct evp_pkey_st *const *k
                         size_t n_keys, uint64_t limit, struct snapfs_audit *a,
                         struct snapfs_report *why)
 {
-        char **bad = NULL;
-        size_t n_bad = 0, n = 0;
+        struct snapfs_provenance *p = NULL;
+        size_t n = 0;
         int r;
 
-        r = snapfs_provenance_check(m, keys, n_keys, limit, &bad, &n_bad, &n, why);
+        r = snapfs_provenance_check(m, keys, n_keys, limit, &p, &n, why);
         if (r < 0)
                 return r;
-        for (size_t i = 0; i < n - n_bad; i++)
-                snapfs_audit_count(a, SNAPFS_AUDIT_SIGNED, true);
-        for (size_t i = 0; i < n_bad && r == 0; i++)
-                r = snapfs_audit_problem(a, SNAPFS_AUDIT_SIGNED, bad[i], "unsigned-snapshot",
-                                         "in no manifest signed by a key given "
-                                         "(--verify-key)");
-        snapfs_names_free(bad, n_bad);
+        for (size_t i = 0; i < n && r == 0; i++) {
+                const bool content = p[i].kind == SNAP_KIND_CONTENT;
+                const enum snapfs_audit_check c =
+                        content ? SNAPFS_AUDIT_SIGNED : SNAPFS_AUDIT_SIGNATURES;
+
+                if (p[i].is_signed)
+                        snapfs_audit_count(a, c, true);
+                else if (content)
+                        r = snapfs_audit_problem(a, c, p[i].hex, "unsigned-snapshot",
+                                                 "content in no manifest signed by a key given "
+                                                 "(--verify-key)");
+                else if (p[i].kind == SNAP_KIND_SIGNATURE)
+                        r = snapfs_audit_problem(a, c, p[i].hex, "unsigned-snapshot",
+                                                 "a signature envelope that no key given "
+                                                 "(--verify-key) verifies");
+                else
+                        r = snapfs_audit_problem(a, c, p[i].hex, "unsigned-snapshot",
+                                                 "a manifest that no signature verified by a "
+                                                 "key given (--verify-key) signs");
+        }
+        snapfs_provenance_free(p, n);
         return r;
 }

@@ -243,7 +243,7 @@ static int publish_on(const struct snapfs_mnt *m, struct source *src, const char
                 }
                 /* The binding comes from the published snapshot itself, verified like any
                  * reader would: name, dev, ino and size from its descriptor, content hashed. */
-                r = snapfs_mnt_open_snapshot(m, hex, NULL, limit, h, got, why);
+                r = snapfs_mnt_open_snapshot(m, hex, NULL, limit, SNAPFS_KINDS_ANY, h, got, why);
                 if (r >= 0) {
                         safe_close(r);
                         break;

@@ -46,6 +46,7 @@ int snapfs_view_binding(const char *mount, const struct snapfs_binding *b,
                         struct snapfs_binding *out, struct snapfs_report *why)
 {
         struct snapfs_mnt m = SNAPFS_MNT_INIT;
+        struct snapfs_options any;
         struct snapfs_binding got;
         char hex[SNAP_DIGEST_HEX_LEN + 1];
         struct snap_binding want;
@@ -66,8 +67,11 @@ int snapfs_view_binding(const char *mount, const struct snapfs_binding *b,
         if (r < 0)
                 return r;
         /* The view is judged (same trust root, same refusals) and the snapshot verified there
-         * by its digest, exactly as a sandbox reading it will. */
-        fd = snapfs_open_digest(view, hex, opts, &got, why);
+         * by its digest, exactly as a sandbox reading it will. Of any kind: this binds, it
+         * hands nothing over (the sandbox's own open decides what it accepts). */
+        any = opts ? *opts : (struct snapfs_options){ 0 };
+        any.flags |= SNAPFS_OPT_KIND_CONTENT | SNAPFS_OPT_KIND_SIGNATURE | SNAPFS_OPT_KIND_MANIFEST;
+        fd = snapfs_open_digest(view, hex, &any, &got, why);
         if (fd < 0)
                 return fd;
         safe_close(fd);

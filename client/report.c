@@ -95,6 +95,9 @@ const char *snapfs_strerror(int err)
                 return "no such snapshot or mount";
         case EINVAL:
                 return "not a regular file, or an invalid argument";
+        case ENOMSG:
+                return "not a kind of snapshot asked for (a signature envelope or a manifest "
+                       "is not content)";
         }
         /* strerrordesc_np: a static string, safe from any thread (unlike strerror). */
         return strerrordesc_np(-err) ?: "unknown error";

@@ -2,11 +2,13 @@
 /* libsnapfs: publish bytes to a snapfs mount, and open them again verified.
  *
  * A snapshot is named by the SHA-256 of its content and bound by (sha256, size, dev, ino):
- * the binding names one published snapshot in one mount instance, and no later snapshot can
- * ever satisfy it. Every function here judges the mount first (fuse.snapfs, nosuid, nodev,
- * noexec, private, exactly one mount at the path, mounted by the trusted owner - root unless
- * the options name another uid - and never by the caller's own uid), by the mount
- * id a pinned descriptor reaches, and opens files relative to that descriptor only.
+ * the binding names one published snapshot in one mount instance, and no later snapshot of
+ * that mount can satisfy it (after a remount one may again, only on exactly its bytes:
+ * docs/design.md, "A binding after a remount"). Every function here judges the mount first
+ * (fuse.snapfs, nosuid, nodev, noexec, private, exactly one mount at the path, mounted by the
+ * trusted owner - root unless the options name another uid - and never by the caller's own
+ * uid), by the mount id a pinned descriptor reaches, and opens files relative to that
+ * descriptor only.
  *
  * Every function returns 0 (or a descriptor, or 1 where said) or a negative errno. A failed
  * call fills *why (when not NULL) with every reason, each a stable code and a one-line
@@ -51,6 +53,15 @@ enum {
          * any FUSE mount when the caller itself runs inside one. Refused by default with the
          * reason "user-namespace". */
         SNAPFS_OPT_TRUST_USER_NAMESPACE = 1u << 2,
+        /* The kinds of snapshot a verified open hands over (docs/design.md, "Kinds of
+         * snapshot"). With none of these flags, only content: a signature envelope or a
+         * manifest, published so that a --trust-key daemon learns what it admits, is refused
+         * with -ENOMSG (reason "kind"), since its bytes were never vetted as a configuration
+         * and anyone may copy a genuine envelope into a mount. With one or more, exactly the
+         * kinds named. */
+        SNAPFS_OPT_KIND_CONTENT = 1u << 3,
+        SNAPFS_OPT_KIND_SIGNATURE = 1u << 4,
+        SNAPFS_OPT_KIND_MANIFEST = 1u << 5,
 };
 
 /* NULL, or all zero, means: trust mounts made by root (uid 0) in the initial user namespace,
@@ -72,8 +83,9 @@ struct snapfs_reason {
 
 /* Why a call failed. Codes: the mount check's finding codes (as `snapfs check` prints them),
  * "mount-check" (the check could not run), "open", "other-mount", the verification findings
- * ("not-regular", "mode", "too-big", "identity", "digest-mismatch", "changed", "io"), and for
- * publishing "read", "staging", "write", "rename"; "invalid-argument" for bad input. */
+ * ("not-regular", "mode", "too-big", "identity", "digest-mismatch", "changed", "io"), "kind"
+ * (not a kind of snapshot asked for), and for publishing "read", "staging", "write",
+ * "rename"; "invalid-argument" for bad input. */
 struct snapfs_report {
         int error;          /* what the call returned: 0 or a negative errno */
         unsigned n_reasons; /* stored in reasons[] */
@@ -112,7 +124,8 @@ int snapfs_publish_fd(const char *mount, int fd, const struct snapfs_options *op
  * (O_CLOEXEC; the caller closes it), or: -EMEDIUMTYPE / -ENOTCONN (the mount), -ENOENT (no
  * such snapshot), -ELOOP (a symlink), -EXDEV (another mount), -EINVAL (not a regular file, or
  * a bad argument), -EPERM (mode not 0000), -EFBIG, -ESTALE (dev, ino or size differ),
- * -EBADMSG (content does not hash to the binding), -EAGAIN (changed while verifying). */
+ * -EBADMSG (content does not hash to the binding), -EAGAIN (changed while verifying), -ENOMSG
+ * (a signature envelope or a manifest, unless opts ask for that kind: see SNAPFS_OPT_KIND_*). */
 int snapfs_open_verified(const char *mount, const struct snapfs_binding *b,
                          const struct snapfs_options *opts, struct snapfs_report *why);
 
@@ -123,8 +136,8 @@ int snapfs_open_digest(const char *mount, const char *hex, const struct snapfs_o
                        struct snapfs_binding *out, struct snapfs_report *why);
 
 /* Re-verifies a held descriptor against b before each use: fstat (regular, mode 0000,
- * dev/ino/size), the whole content hashed, fstat again. 0, or the errors of the fstat and
- * hash steps above. The mount was judged when the descriptor was opened. */
+ * dev/ino/size), the whole content hashed, fstat again, its kind. 0, or the errors of the
+ * fstat, hash and kind steps above. The mount was judged when the descriptor was opened. */
 int snapfs_verify_fd(int fd, const struct snapfs_binding *b, const struct snapfs_options *opts,
                      struct snapfs_report *why);
 
@@ -135,8 +148,8 @@ int snapfs_verify_fd(int fd, const struct snapfs_binding *b, const struct snapfs
  * its digest. Fills view (viewlen bytes; PATH_MAX is always enough) with the view's path and
  * *out with the binding there (the same sha256, size and ino; the view's dev). Returns 0, or:
  * -ENODATA (the mount has no read view), -EBADMSG (the daemon named an unusable path), the
- * errors of snapfs_open_digest for either mount, -ESTALE (the view serves another
- * snapshot). */
+ * errors of snapfs_open_digest for either mount (of any kind: a binding is not a delivery),
+ * -ESTALE (the view serves another snapshot). */
 int snapfs_view_binding(const char *mount, const struct snapfs_binding *b,
                         const struct snapfs_options *opts, char *view, size_t viewlen,
                         struct snapfs_binding *out, struct snapfs_report *why);

@@ -55,14 +55,17 @@ int snapfs_export(const char *mount, const struct snapfs_options *opts, const ch
                   struct evp_pkey_st *sign_key, struct snapfs_transfer *out,
                   struct snapfs_report *why);
 
-/* What `snapfs import` does: resolves ref (a tag or @sha256:<hex>) in layout, reads the
- * manifest verified against its digest, then checks every layer blob against its digest and
- * size (reading each whole, bounded by the size limit) before publishing any. With keys (n_keys
- * of them), the manifest must carry a signature envelope that one of them verifies. Then
+/* What `snapfs import` does: resolves ref (a tag or @sha256:<hex>) in layout, finds the
+ * signature envelopes of that manifest (index.json's entries read within the bounds of
+ * snap_oci_referrers) and, with keys (n_keys of them), requires one that a key verifies before
+ * the manifest is read; then reads the manifest verified against its digest and checks every
+ * layer blob against its digest and size (reading each whole, bounded by the size limit)
+ * before publishing any. Then
  * publishes, in order: each signature envelope that names the manifest and the manifest
  * itself (so a --trust-key daemon learns what it admits; see docs/distribution.md), and every
  * layer, staged under its title when that is a valid NAME. 0 and *out (the layers' bindings),
- * or a negative errno with reasons: "layout", "manifest", "blob-missing", "blob-mismatch"
+ * or a negative errno with reasons: "layout" (-E2BIG: more referrers than the bounds allow),
+ * "manifest", "blob-missing", "blob-mismatch"
  * (naming the blob; nothing published), "too-big", "unsigned" (-ENOKEY), "wrong-key"
  * (-EKEYREJECTED), "bad-signature" (-EBADMSG), or the publish's. */
 int snapfs_import(const char *mount, const struct snapfs_options *opts, const char *layout,
@@ -75,14 +78,26 @@ int snapfs_mnt_list(const struct snapfs_mnt *m, char ***names, size_t *n,
                     struct snapfs_report *why);
 void snapfs_names_free(char **names, size_t n);
 
+/* What the provenance check found of one served snapshot. */
+struct snapfs_provenance {
+        char hex[SNAP_DIGEST_HEX_LEN + 1];
+        uint64_t size;
+        int kind;       /* SNAP_KIND_* (snapshot/kind.h) */
+        /* content: a layer of a manifest signed by one of the keys, that is served too;
+         * signature: an envelope one of the keys verifies; manifest: one such an envelope
+         * signs. */
+        bool is_signed;
+};
+
 /* Which served snapshots are in a manifest signed by one of keys (docs/distribution.md,
- * "Auditing provenance"): the envelopes that verify, the manifests they sign and the
- * layers those name. 0 and *unsigned_names (the others, sorted; free with
- * snapfs_names_free), *n_unsigned, *n_checked; or a negative errno with the reason. A
- * snapshot that does not verify while it is read is a failure ("snapshot"). */
+ * "Auditing provenance"): every snapshot's kind, the envelopes that verify, the manifests
+ * they sign and the layers those name. 0 and *out (one entry per snapshot, sorted by name;
+ * free with snapfs_provenance_free), *n; or a negative errno with the reason. A snapshot that
+ * does not verify while it is read is a failure ("snapshot"). */
 int snapfs_provenance_check(const struct snapfs_mnt *m, struct evp_pkey_st *const *keys,
-                            size_t n_keys, uint64_t limit, char ***unsigned_names,
-                            size_t *n_unsigned, size_t *n_checked, struct snapfs_report *why);
+                            size_t n_keys, uint64_t limit, struct snapfs_provenance **out,
+                            size_t *n, struct snapfs_report *why);
+void snapfs_provenance_free(struct snapfs_provenance *p, size_t n);
 
 /* Parses "oci:DIR:TAG" (TAG may be "@sha256:<hex>"); as skopeo does, the first ':' after
  * DIR splits, so DIR holds none: 0 and *dir (malloc'd), *ref (points into spec), or

@@ -7,6 +7,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
+#include <linux/magic.h>
 #include <pthread.h>
 #include <signal.h>
 #include <stdio.h>
@@ -14,6 +15,7 @@
 #include <string.h>
 #include <sys/mount.h>
 #include <sys/stat.h>
+#include <sys/statfs.h>
 #include <sys/sysmacros.h>
 #include <sys/wait.h>
 #include <time.h>
@@ -277,12 +279,35 @@ static int pid_fd = -1;
 static char *pid_path; /* absolute: the daemon's working directory becomes / */
 static bool pid_written;
 
+/* Filesystems whose files are kernel settings, not files: writing a pid into one does
+ * something (cgroup.procs moves the daemon, /proc/sys/kernel/ns_last_pid steers pid
+ * allocation). A pid file there is refused before anything is written. */
+static bool kernel_interface(const struct statfs *sfs)
+{
+        static const unsigned long types[] = {
+                PROC_SUPER_MAGIC, SYSFS_MAGIC,    CGROUP_SUPER_MAGIC, CGROUP2_SUPER_MAGIC,
+                DEBUGFS_MAGIC,    TRACEFS_MAGIC,  SECURITYFS_MAGIC,   BPF_FS_MAGIC,
+                EFIVARFS_MAGIC,   PSTOREFS_MAGIC,
+        };
+
+        for (size_t i = 0; i < sizeof(types) / sizeof(types[0]); i++)
+                if ((unsigned long)sfs->f_type == types[i])
+                        return true;
+        return false;
+}
+
 /* Opens --pid-file before anything is mounted, so a bad path fails the mount: O_NOFOLLOW and
- * a regular file only (a symlink planted there must not make us truncate another file). 0,
- * or an SFS_EXIT_* code (printed). */
+ * a regular file only (a symlink planted there must not make us truncate another file), on
+ * no kernel interface, and written once as it will be written (then emptied until the
+ * serving pid is known): a file that opens for writing yet takes no write
+ * (/proc/self/status, a full disk) fails here, not after the mount was made. 0, or an
+ * SFS_EXIT_* code (printed). */
 static int pidfile_open(const char *file)
 {
+        char line[32];
+        struct statfs sfs;
         struct stat st;
+        int n;
 
         pid_path = path_make_absolute(file);
         if (!pid_path) {
@@ -290,13 +315,21 @@ static int pidfile_open(const char *file)
                 return SFS_EXIT_ERROR;
         }
         pid_fd = open(pid_path, O_WRONLY | O_CREAT | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC, 0644);
-        if (pid_fd < 0 || fstat(pid_fd, &st) < 0) {
-                LOG("--pid-file %s: %m\n", file);
+        if (pid_fd < 0 || fstat(pid_fd, &st) < 0 || fstatfs(pid_fd, &sfs) < 0) {
+                LOG("--pid-file %s: %m; nothing mounted\n", file);
                 return errno == ELOOP ? SFS_EXIT_REFUSED : SFS_EXIT_ERROR;
         }
-        if (!S_ISREG(st.st_mode)) {
-                LOG("--pid-file %s: refused: not a regular file\n", file);
+        if (!S_ISREG(st.st_mode) || kernel_interface(&sfs)) {
+                LOG("--pid-file %s: refused: %s; nothing mounted\n", file,
+                    S_ISREG(st.st_mode) ? "a kernel interface, not a file"
+                                        : "not a regular file");
                 return SFS_EXIT_REFUSED;
+        }
+        n = snprintf(line, sizeof(line), "%d\n", (int)getpid());
+        if (ftruncate(pid_fd, 0) < 0 || pwrite(pid_fd, line, (size_t)n, 0) != n ||
+            ftruncate(pid_fd, 0) < 0) {
+                LOG("--pid-file %s: cannot be written: %m; nothing mounted\n", file);
+                return SFS_EXIT_ERROR;
         }
         return 0;
 }
@@ -539,6 +572,8 @@ int sfs_daemon_run(const struct sfs_daemon_config *cfg)
                 .allow_other = cfg->allow_other,
                 .ro = cfg->tree.read_only,
                 .debug = cfg->debug,
+                .attr_set = cfg->mount_attr_set,
+                .attr_clr = cfg->mount_attr_clr,
         };
         struct sfs_audit *audit = NULL;
         struct sfs_ocistore *store = NULL;
@@ -625,7 +660,7 @@ int sfs_daemon_run(const struct sfs_daemon_config *cfg)
         if (geteuid() == 0 && mount(NULL, path, NULL, MS_PRIVATE, NULL) < 0)
                 LOG("%s: cannot make the mount private: %m\n", path);
 
-        r = sfs_session_check(path, false, &dev);
+        r = sfs_session_check(path, &sc, false, &dev);
         if (r) {
                 ret = exit_code(r);
                 goto unmount;

@@ -3,6 +3,7 @@
 #pragma once
 
 #include <stdbool.h>
+#include <stdint.h>
 
 #include "tree.h"
 
@@ -18,6 +19,9 @@ struct sfs_daemon_config {
         bool replace_stale;
         bool debug;
         unsigned max_threads;         /* 0: libfuse's default */
+        /* Per-mount flags that tighten both mounts (MOUNT_ATTR_NOATIME, _NODIRATIME,
+         * _NOSYMFOLLOW, an atime mode with MOUNT_ATTR__ATIME cleared), set once mounted. */
+        uint64_t mount_attr_set, mount_attr_clr;
 };
 
 /* How long a start waits for the daemon that still holds its --store (one exiting). */

@@ -9,6 +9,7 @@
 #include <signal.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mount.h>
 #include <sys/stat.h>
 #include <sys/sysmacros.h>
 #include <time.h>
@@ -54,7 +55,43 @@ static void print_findings(const char *path, const struct mc_verdict *v)
 /* Runs before the session loop starts, so not one request is served from a non-compliant
  * mount. The probe is off: any FUSE request now would wait forever for INIT, which only the
  * loop answers. */
-int sfs_session_check(const char *path, bool ro, uint64_t *dev)
+/* The mountcheck options a set of MOUNT_ATTR_* flags shows as. */
+static uint32_t required_options(uint64_t attr_set, uint64_t attr_clr)
+{
+        uint32_t req = 0;
+
+        if (attr_set & MOUNT_ATTR_NODIRATIME)
+                req |= MC_OPT_NODIRATIME;
+        if (attr_set & MOUNT_ATTR_NOSYMFOLLOW)
+                req |= MC_OPT_NOSYMFOLLOW;
+        /* relatime is what a mount has unless told otherwise, and no backend can tell it
+         * from strictatime (mountcheck/policy.h): only noatime is checked. */
+        if ((attr_clr & MOUNT_ATTR__ATIME) && (attr_set & MOUNT_ATTR__ATIME) == MOUNT_ATTR_NOATIME)
+                req |= MC_OPT_NOATIME;
+        return req;
+}
+
+/* Generic flags asked for with -o (mount(8), fstab) are kept on the mount, not dropped: a
+ * mount said to be nosymfollow that follows symlinks would be a promise broken in silence.
+ * libfuse 3.14 knows none but noatime, so they are set once the mount exists. */
+static int set_mount_flags(const char *path, const struct sfs_session_config *cfg)
+{
+        struct mount_attr attr = { .attr_set = cfg->attr_set, .attr_clr = cfg->attr_clr };
+
+        if (!cfg->attr_set && !cfg->attr_clr)
+                return 0;
+        if (mount_setattr(AT_FDCWD, path, AT_SYMLINK_NOFOLLOW, &attr, sizeof(attr)) < 0) {
+                int r = negative_errno();
+                LOG("%s: cannot set the per-mount flags asked for (noatime, nodiratime, "
+                    "relatime, nosymfollow): %s%s\n", path, strerror(-r),
+                    r == -EPERM ? " (setting them needs root)" : "");
+                return r;
+        }
+        return 0;
+}
+
+int sfs_session_check(const char *path, const struct sfs_session_config *cfg, bool ro,
+                      uint64_t *dev)
 {
         _cleanup_close_ int pinned = -1;
         struct mc_policy pol;
@@ -62,7 +99,11 @@ int sfs_session_check(const char *path, bool ro, uint64_t *dev)
         struct statx stx;
         int r;
 
+        r = set_mount_flags(path, cfg);
+        if (r < 0)
+                return r;
         mc_policy_preset(&pol, "snapfs");
+        pol.require |= required_options(cfg->attr_set, cfg->attr_clr);
         pol.owner = (uint32_t)getuid();
         /* Our own mount, judged for its flags and its place: whether a client may trust a
          * mount of this uid, or of this user namespace, is the client's decision. */

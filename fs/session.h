@@ -19,16 +19,22 @@ struct sfs_session_config {
         bool allow_other;
         bool ro;     /* a read-only tree, or the read view */
         bool debug;  /* libfuse's -d, and say why the readahead could not be raised */
+        /* Per-mount flags set on the new mount before it is checked (mount_setattr(2)):
+         * MOUNT_ATTR_NOATIME, _NODIRATIME, _NOSYMFOLLOW, an atime mode; 0 and 0: none. */
+        uint64_t attr_set, attr_clr;
 };
 
 /* A FUSE session for ctx: nosuid,nodev,noexec, type fuse.snapfs, ro when asked. NULL when
  * libfuse refuses it. */
 struct fuse_session *sfs_session_new(const struct sfs_session_config *cfg,
                                      struct sfs_ops_ctx *ctx);
-/* mountcheck (preset snapfs, no FUSE round trip; ro required when ro) on the new mount at
- * path: 0 and *dev (its superblock's device); 1 when it is not compliant, after printing
- * every finding; or a negative errno, after saying why. */
-int sfs_session_check(const char *path, bool ro, uint64_t *dev);
+/* Sets cfg's per-mount flags on the new mount at path, then runs mountcheck (preset snapfs, no
+ * FUSE round trip; ro required when ro, and each flag set required too) on it: 0 and *dev
+ * (its superblock's device); 1 when it is not compliant, after printing every finding; or a
+ * negative errno (a flag that could not be set: -EPERM without privilege), after saying
+ * why. */
+int sfs_session_check(const char *path, const struct sfs_session_config *cfg, bool ro,
+                      uint64_t *dev);
 /* A session served by a thread of its own: INIT, then ready(arg) when set, then the loop. */
 struct sfs_serving {
         struct fuse_session *se;

@@ -40,7 +40,7 @@ int sfs_view_mount(struct sfs_view *v, const char *path, const struct sfs_sessio
                 LOG("%s: cannot make the read view private: %m\n", v->path);
         /* The view must really be read-only: that, not the daemon, is what refuses writes
          * there, since the daemon is never asked at open. */
-        r = sfs_session_check(v->path, true, &v->dev);
+        r = sfs_session_check(v->path, sc, true, &v->dev);
         if (r) {
                 sfs_view_stop(v);
                 return r;

@@ -100,7 +100,7 @@ run_clang_units() {
   local dir="$top/build-test-fuzz" out rc=0 ok bad units
   echo "== unit tests: clang ASan+UBSan"
   units=$(cd "$dir" 2>/dev/null && ninja -t targets all |
-    sed -n 's|^\(tests/unit/test_[a-z_-]*\): .*|\1|p') || true
+    sed -n 's|^\(tests/unit/test_[a-z0-9_-]*\): .*|\1|p') || true
   # shellcheck disable=SC2086
   if [ -z "$units" ] || ! ninja -C "$dir" $units >/dev/null; then
     echo "  cannot build the unit tests in $dir"

@@ -154,25 +154,45 @@ int snap_oci_key_fingerprint(EVP_PKEY *key, struct snap_digest *out)
         return r;
 }
 
+int snap_oci_envelope_encode(const struct snap_oci_envelope *e, char *out, size_t outlen)
+{
+        char mdigest[SNAP_OCI_DIGEST_TEXT_LEN + 1], kdigest[SNAP_OCI_DIGEST_TEXT_LEN + 1];
+        char b64[SIG_B64_LEN + 1];
+        int n;
+
+        if (!e || !out)
+                return -EINVAL;
+        EVP_EncodeBlock((unsigned char *)b64, e->signature, SIG_LEN);
+        snap_oci_digest_format(&e->manifest, mdigest);
+        snap_oci_digest_format(&e->key, kdigest);
+        /* No whitespace, these keys in this order, no escapes (no field holds a character
+         * JSON would escape: hex digits, base64, a media type), the size in decimal without
+         * leading zeros: one text per envelope. */
+        n = snprintf(out, outlen,
+                     "{\"mediaType\":\"" SNAP_OCI_MEDIA_SIGNATURE "\",\"algorithm\":\"" ALGORITHM
+                     "\",\"manifest\":{\"digest\":\"%s\",\"size\":%" PRIu64 "},\"key\":\"%s\","
+                     "\"signature\":\"%s\"}",
+                     mdigest, e->manifest_size, kdigest, b64);
+        if (n < 0 || (size_t)n >= outlen)
+                return -ENOBUFS;
+        return n;
+}
+
 int snap_oci_sign(EVP_PKEY *key, const struct snap_digest *manifest, uint64_t size, char **json,
                   size_t *len)
 {
-        char msg[MESSAGE_MAX], b64[SIG_B64_LEN + 1];
-        char mdigest[SNAP_OCI_DIGEST_TEXT_LEN + 1], kdigest[SNAP_OCI_DIGEST_TEXT_LEN + 1];
+        char msg[MESSAGE_MAX], text[SNAP_OCI_ENVELOPE_TEXT_MAX];
         _cleanup_(mdctxp) EVP_MD_CTX *ctx = NULL;
-        _cleanup_(jsonp) json_object *root = NULL;
-        unsigned char sig[SIG_LEN];
-        size_t siglen = sizeof(sig), n;
-        struct snap_digest fp;
-        json_object *m;
-        const char *text;
+        struct snap_oci_envelope e = { .manifest_size = size };
+        size_t siglen = SIG_LEN, n;
         int r;
 
         if (!key || !manifest || !json || !len || EVP_PKEY_get_id(key) != EVP_PKEY_ED25519)
                 return -EINVAL;
-        r = snap_oci_key_fingerprint(key, &fp);
+        r = snap_oci_key_fingerprint(key, &e.key);
         if (r < 0)
                 return r;
+        e.manifest = *manifest;
         n = message(manifest, size, msg);
         ctx = EVP_MD_CTX_new();
         if (!ctx)
@@ -180,31 +200,19 @@ int snap_oci_sign(EVP_PKEY *key, const struct snap_digest *manifest, uint64_t si
         /* Ed25519 hashes internally: no digest is named (NULL), and the message goes in one
          * call. */
         if (EVP_DigestSignInit(ctx, NULL, NULL, NULL, key) != 1 ||
-            EVP_DigestSign(ctx, sig, &siglen, (const unsigned char *)msg, n) != 1 ||
+            EVP_DigestSign(ctx, e.signature, &siglen, (const unsigned char *)msg, n) != 1 ||
             siglen != SIG_LEN) {
                 ERR_clear_error();
                 return -EINVAL; /* a public key alone cannot sign */
         }
-        EVP_EncodeBlock((unsigned char *)b64, sig, SIG_LEN);
-        snap_oci_digest_format(manifest, mdigest);
-        snap_oci_digest_format(&fp, kdigest);
-
-        root = json_object_new_object();
-        m = json_object_new_object();
-        if (!root || (r = oci_json_add(root, "mediaType",
-                                       json_object_new_string(SNAP_OCI_MEDIA_SIGNATURE))) < 0 ||
-            (r = oci_json_add(root, "algorithm", json_object_new_string(ALGORITHM))) < 0 ||
-            (r = oci_json_add(root, "manifest", m)) < 0 ||
-            (r = oci_json_add(m, "digest", json_object_new_string(mdigest))) < 0 ||
-            (r = oci_json_add(m, "size", json_object_new_int64((int64_t)size))) < 0 ||
-            (r = oci_json_add(root, "key", json_object_new_string(kdigest))) < 0 ||
-            (r = oci_json_add(root, "signature", json_object_new_string(b64))) < 0)
+        /* The one encoding snap_oci_envelope_parse accepts. */
+        r = snap_oci_envelope_encode(&e, text, sizeof(text));
+        if (r < 0)
+                return r;
+        *json = strndup(text, (size_t)r);
+        if (!*json)
                 return -ENOMEM;
-        text = json_object_to_json_string_length(
-                root, JSON_C_TO_STRING_PLAIN | JSON_C_TO_STRING_NOSLASHESCAPE, &n);
-        if (!text || !(*json = strndup(text, n)))
-                return -ENOMEM;
-        *len = n;
+        *len = (size_t)r;
         return 0;
 }
 
@@ -226,11 +234,11 @@ int snap_oci_envelope_parse(const void *buf, size_t len, struct snap_oci_envelop
 {
         _cleanup_(jsonp) json_object *root = NULL;
         unsigned char raw[SIG_B64_LEN];
-        char again[SIG_B64_LEN + 1];
+        char again[SIG_B64_LEN + 1], text[SNAP_OCI_ENVELOPE_TEXT_MAX];
         json_object *m, *v;
         const char *s;
         int64_t size;
-        int r;
+        int r, n;
 
         if (!buf || !out)
                 return -EINVAL;
@@ -264,6 +272,15 @@ int snap_oci_envelope_parse(const void *buf, size_t len, struct snap_oci_envelop
         if (strcmp(again, s))
                 return -EINVAL;
         memcpy(out->signature, raw, SIG_LEN);
+        /* Signed means exactly the signed bytes. The signature covers the manifest digest and
+         * size, not the envelope's text, so a parser that ignored what it does not read would
+         * admit a genuine envelope with keys added ("mcpServers": {...}), spaces or another
+         * key order: bytes nobody signed, served as "verified". Only the one encoding the
+         * signer produces is an envelope: what was parsed is encoded again and must be the
+         * input, byte for byte (no unknown or duplicate key, no whitespace, no escape). */
+        n = snap_oci_envelope_encode(out, text, sizeof(text));
+        if (n < 0 || (size_t)n != len || memcmp(text, buf, len) != 0)
+                return -EINVAL;
         return 0;
 }
 

@@ -812,14 +812,63 @@ int snap_oci_resolve(const struct snap_oci_layout *l, const char *ref, struct sn
         return desc_copy(found, out);
 }
 
-int snap_oci_referrers(const struct snap_oci_layout *l, const struct snap_digest *subject,
-                       const char *artifact_type, struct snap_oci_index **out)
+/* The digests already looked at: open addressing in a power-of-two table at most half full.
+ * Digests are SHA-256 outputs, so their first bytes are already a uniform hash. */
+struct digest_set {
+        struct snap_digest *d;
+        bool *used;
+        size_t cap;
+};
+
+static int digest_set_init(struct digest_set *s, size_t n)
 {
+        s->cap = 16;
+        while (s->cap < 2 * n)
+                s->cap *= 2;
+        s->d = calloc(s->cap, sizeof(*s->d));
+        s->used = calloc(s->cap, sizeof(*s->used));
+        return s->d && s->used ? 0 : -ENOMEM;
+}
+
+static void digest_set_free(struct digest_set *s)
+{
+        free(s->d);
+        free(s->used);
+}
+
+/* Adds d: true when it was not there yet. */
+static bool digest_set_add(struct digest_set *s, const struct snap_digest *d)
+{
+        uint64_t h;
+        size_t i;
+
+        memcpy(&h, d->bytes, sizeof(h));
+        for (i = (size_t)h & (s->cap - 1); s->used[i]; i = (i + 1) & (s->cap - 1))
+                if (snap_digest_equal(&s->d[i], d))
+                        return false;
+        s->used[i] = true;
+        s->d[i] = *d;
+        return true;
+}
+
+int snap_oci_referrers(const struct snap_oci_layout *l, const struct snap_digest *subject,
+                       const char *artifact_type, const struct snap_oci_bounds *bounds,
+                       struct snap_oci_index **out)
+{
+        static const struct snap_oci_bounds defaults = {
+                .max_size = SNAP_OCI_REFERRER_MAX,
+                .max_bytes = SNAP_OCI_REFERRERS_BYTES_MAX,
+                .max_found = SNAP_OCI_REFERRERS_MAX,
+        };
         _cleanup_(indexp) struct snap_oci_index *ix = NULL, *res = NULL;
+        struct digest_set seen = { 0 };
+        uint64_t read_bytes = 0;
         int r;
 
         if (!l || !subject || !out)
                 return -EINVAL;
+        if (!bounds)
+                bounds = &defaults;
         r = snap_oci_index_read(l, &ix);
         if (r < 0)
                 return r;
@@ -827,22 +876,42 @@ int snap_oci_referrers(const struct snap_oci_layout *l, const struct snap_digest
         if (!res || !(res->manifests = calloc(ix->n_manifests ? ix->n_manifests : 1,
                                               sizeof(*res->manifests))))
                 return -ENOMEM;
-        for (size_t i = 0; i < ix->n_manifests; i++) {
+        r = digest_set_init(&seen, ix->n_manifests);
+        for (size_t i = 0; r == 0 && i < ix->n_manifests; i++) {
                 _cleanup_(manifestp) struct snap_oci_manifest *m = NULL;
                 const struct snap_oci_desc *e = &ix->manifests[i];
 
+                /* Whatever the index itself says is no referrer of the kind asked for, and
+                 * whatever is too large to be one, is never read. The attack: index.json
+                 * naming one 4 MiB manifest 26,000 times, each entry read, hashed and parsed
+                 * before any key could decide (about an hour); a digest is looked at once. */
                 if (strcmp(e->media_type, SNAP_OCI_MEDIA_MANIFEST) ||
-                    snap_oci_manifest_load(l, e, &m) < 0)
+                    (artifact_type && e->artifact_type && strcmp(e->artifact_type, artifact_type)) ||
+                    e->size > bounds->max_size || !digest_set_add(&seen, &e->digest))
+                        continue;
+                /* Many small ones add up: the bytes read in all are bounded too. */
+                read_bytes += e->size;
+                if (read_bytes > bounds->max_bytes) {
+                        r = -E2BIG;
+                        break;
+                }
+                if (snap_oci_manifest_load(l, e, &m) < 0)
                         continue;
                 if (!m->has_subject || !snap_digest_equal(&m->subject.digest, subject))
                         continue;
                 if (artifact_type && (!m->artifact_type || strcmp(m->artifact_type, artifact_type)))
                         continue;
+                if (res->n_manifests == bounds->max_found) {
+                        r = -E2BIG;
+                        break;
+                }
                 r = desc_copy(e, &res->manifests[res->n_manifests]);
-                if (r < 0)
-                        return r;
-                res->n_manifests++;
+                if (r == 0)
+                        res->n_manifests++;
         }
+        digest_set_free(&seen);
+        if (r < 0)
+                return r;
         *out = TAKE_PTR(res);
         return 0;
 }

@@ -149,11 +149,28 @@ int snap_oci_tag(const struct snap_oci_layout *l, const struct snap_oci_desc *de
  * digest not in index.json resolves when its blob is there. */
 int snap_oci_resolve(const struct snap_oci_layout *l, const char *ref, struct snap_oci_desc *out);
 
+/* How much looking for referrers may read (snap_oci_referrers). */
+struct snap_oci_bounds {
+        uint64_t max_size;  /* an entry listed larger than this is skipped unread */
+        uint64_t max_bytes; /* most manifest bytes read in all: past it -E2BIG */
+        size_t max_found;   /* most referrers found: past it -E2BIG */
+};
+/* The defaults: a signature manifest is well under a kilobyte (an empty config, one layer, a
+ * subject), so 64 KiB each, 16 MiB in all, 64 signatures of one manifest. */
+#define SNAP_OCI_REFERRER_MAX (UINT64_C(64) << 10)
+#define SNAP_OCI_REFERRERS_BYTES_MAX (UINT64_C(16) << 20)
+#define SNAP_OCI_REFERRERS_MAX 64u
+
 /* The manifests in index.json whose subject is subject and whose artifactType is
- * artifact_type (any when NULL), in index order: 0 and *out (free with
- * snap_oci_index_free; n_manifests may be 0). Entries that do not load are skipped. */
+ * artifact_type (any when NULL), in index order, each digest once: 0 and *out (free with
+ * snap_oci_index_free; n_manifests may be 0). Read is only what may be one: an entry whose
+ * own artifactType (in index.json) is another, or larger than bounds->max_size, is skipped
+ * unread, and a digest listed again is not read again. Entries that do not load are skipped.
+ * -E2BIG past bounds->max_bytes read or bounds->max_found found (NULL: the defaults above),
+ * or the errors of reading index.json. */
 int snap_oci_referrers(const struct snap_oci_layout *l, const struct snap_digest *subject,
-                       const char *artifact_type, struct snap_oci_index **out);
+                       const char *artifact_type, const struct snap_oci_bounds *bounds,
+                       struct snap_oci_index **out);
 
 /* ---- Signatures (oci-sign.c) --------------------------------------------------------
  *
@@ -194,12 +211,26 @@ int snap_oci_key_load(const char *path, bool want_private, struct evp_pkey_st **
 /* SHA-256 of the key's DER SubjectPublicKeyInfo: 0, or -EIO. */
 int snap_oci_key_fingerprint(struct evp_pkey_st *key, struct snap_digest *out);
 
+/* The longest canonical envelope text, terminating NUL included (about 300 bytes are used). */
+#define SNAP_OCI_ENVELOPE_TEXT_MAX 512u
+
+/* The canonical encoding of e, the only text of an envelope that is accepted: exactly
+ *   {"mediaType":"<SNAP_OCI_MEDIA_SIGNATURE>","algorithm":"ed25519",
+ *    "manifest":{"digest":"sha256:<hex>","size":<decimal>},"key":"sha256:<hex>",
+ *    "signature":"<base64>"}
+ * on one line, with no whitespace at all. Writes it NUL-terminated into out (outlen bytes;
+ * SNAP_OCI_ENVELOPE_TEXT_MAX is always enough): its length, or -EINVAL (no e or out),
+ * -ENOBUFS (outlen too short). */
+int snap_oci_envelope_encode(const struct snap_oci_envelope *e, char *out, size_t outlen);
 /* Signs the manifest digest and size with key: 0 and the envelope JSON in *json (malloc'd,
- * *len bytes), or -EINVAL (not an Ed25519 private key), -EIO, -ENOMEM. */
+ * *len bytes; its canonical encoding), or -EINVAL (not an Ed25519 private key), -EIO,
+ * -ENOMEM. */
 int snap_oci_sign(struct evp_pkey_st *key, const struct snap_digest *manifest, uint64_t size,
                   char **json, size_t *len);
 /* Parses an envelope strictly (at most SNAP_OCI_ENVELOPE_MAX bytes; every field present and
- * well formed): 0 and *out, or -EINVAL / -EFBIG. */
+ * well formed) and accepts only its canonical encoding (snap_oci_envelope_encode of what was
+ * parsed must give back buf byte for byte: an unknown or duplicate key, whitespace, another
+ * key order or an escape is refused). 0 and *out, or -EINVAL / -EFBIG. */
 int snap_oci_envelope_parse(const void *buf, size_t len, struct snap_oci_envelope *out);
 /* Checks e against the public key pub: 0 when e was signed by pub; -EKEYREJECTED when e names
  * another key; -EBADMSG when the signature does not verify; -EIO. */

@@ -7,6 +7,7 @@
 #include <pthread.h>
 #include <stdbool.h>
 #include <stdlib.h>
+#include <string.h>
 #include <unistd.h>
 
 #include "util.h"
@@ -17,13 +18,25 @@
 #define RING_SLOTS 4
 #define RING_CHUNK (256u * 1024)
 
-/* Hashes what a read returned, counting but never hashing bytes past size. */
+/* Where the bytes read are copied as they are hashed (copy_len bytes from offset 0). */
+struct copy {
+        uint8_t *buf;
+        size_t len;
+};
+
+/* Hashes what a read returned, counting but never hashing bytes past size; copies what falls
+ * below c->len. */
 static int consume(struct snap_hasher *h, const uint8_t *buf, uint64_t k, uint64_t off,
-                   uint64_t size)
+                   uint64_t size, const struct copy *c)
 {
+        uint64_t n;
+
         if (off >= size)
                 return 0;
-        return snap_hasher_update(h, buf, (size_t)(k < size - off ? k : size - off));
+        n = k < size - off ? k : size - off;
+        if (c && off < c->len)
+                memcpy(c->buf + off, buf, (size_t)(n < c->len - off ? n : c->len - off));
+        return snap_hasher_update(h, buf, (size_t)n);
 }
 
 static ssize_t pread_retry(int fd, void *buf, size_t n, uint64_t off)
@@ -36,7 +49,8 @@ static ssize_t pread_retry(int fd, void *buf, size_t n, uint64_t off)
         return k < 0 ? negative_errno() : k;
 }
 
-int snap_hash_fd_serial(int fd, uint64_t size, struct snap_hasher *h, uint64_t *got)
+static int hash_serial(int fd, uint64_t size, struct snap_hasher *h, uint64_t *got,
+                       const struct copy *c)
 {
         _cleanup_free_ uint8_t *buf = NULL;
         uint64_t want = size + 1, off = 0;
@@ -54,7 +68,7 @@ int snap_hash_fd_serial(int fd, uint64_t size, struct snap_hasher *h, uint64_t *
                         return (int)k;
                 if (k == 0)
                         break; /* EOF */
-                r = consume(h, buf, (uint64_t)k, off, size);
+                r = consume(h, buf, (uint64_t)k, off, size, c);
                 if (r < 0)
                         return r;
                 off += (uint64_t)k;
@@ -110,7 +124,8 @@ static void *reader(void *arg)
         }
 }
 
-int snap_hash_fd_parallel(int fd, uint64_t size, struct snap_hasher *h, uint64_t *got)
+static int hash_parallel(int fd, uint64_t size, struct snap_hasher *h, uint64_t *got,
+                         const struct copy *c)
 {
         struct ring r = { .fd = fd, .want = size + 1 };
         uint64_t off = 0;
@@ -122,14 +137,14 @@ int snap_hash_fd_parallel(int fd, uint64_t size, struct snap_hasher *h, uint64_t
                 if (!r.slot[i].buf) {
                         for (unsigned j = 0; j < i; j++)
                                 free(r.slot[j].buf);
-                        return snap_hash_fd_serial(fd, size, h, got);
+                        return hash_serial(fd, size, h, got, c);
                 }
         }
         pthread_mutex_init(&r.lock, NULL);
         pthread_cond_init(&r.changed, NULL);
         /* A library thread must not take the application's signals. */
         if (pthread_create_quiet(&thread, reader, &r, 0) != 0) {
-                ret = snap_hash_fd_serial(fd, size, h, got);
+                ret = hash_serial(fd, size, h, got, c);
                 goto out;
         }
         for (unsigned i = 0;; i = (i + 1) % RING_SLOTS) {
@@ -145,7 +160,7 @@ int snap_hash_fd_parallel(int fd, uint64_t size, struct snap_hasher *h, uint64_t
                         ret = (int)k; /* 0 at EOF */
                         break;
                 }
-                ret = consume(h, s->buf, (uint64_t)k, off, size);
+                ret = consume(h, s->buf, (uint64_t)k, off, size, c);
                 if (ret < 0)
                         break;
                 off += (uint64_t)k;
@@ -169,9 +184,27 @@ out:
         return ret;
 }
 
+int snap_hash_fd_serial(int fd, uint64_t size, struct snap_hasher *h, uint64_t *got)
+{
+        return hash_serial(fd, size, h, got, NULL);
+}
+
+int snap_hash_fd_parallel(int fd, uint64_t size, struct snap_hasher *h, uint64_t *got)
+{
+        return hash_parallel(fd, size, h, got, NULL);
+}
+
+int snap_hash_fd_copy(int fd, uint64_t size, struct snap_hasher *h, uint64_t *got, void *copy,
+                      size_t copy_len)
+{
+        const struct copy c = { .buf = copy, .len = copy ? copy_len : 0 };
+
+        if (size >= SNAP_PARALLEL_HASH_MIN)
+                return hash_parallel(fd, size, h, got, &c);
+        return hash_serial(fd, size, h, got, &c);
+}
+
 int snap_hash_fd(int fd, uint64_t size, struct snap_hasher *h, uint64_t *got)
 {
-        if (size >= SNAP_PARALLEL_HASH_MIN)
-                return snap_hash_fd_parallel(fd, size, h, got);
-        return snap_hash_fd_serial(fd, size, h, got);
+        return snap_hash_fd_copy(fd, size, h, got, NULL, 0);
 }

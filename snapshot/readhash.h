@@ -17,6 +17,12 @@
  * 0 and *got = bytes read, or -ENOMEM, -EIO (hasher), or the errno of pread. */
 int snap_hash_fd(int fd, uint64_t size, struct snap_hasher *h, uint64_t *got);
 
+/* snap_hash_fd that also copies the first copy_len bytes hashed into copy (which has room for
+ * them; NULL: nothing copied): the very bytes that were hashed, with no second read a server
+ * could answer differently. */
+int snap_hash_fd_copy(int fd, uint64_t size, struct snap_hasher *h, uint64_t *got, void *copy,
+                      size_t copy_len);
+
 /* The same, always in the calling thread (what snap_hash_fd does below the threshold). */
 int snap_hash_fd_serial(int fd, uint64_t size, struct snap_hasher *h, uint64_t *got);
 /* The same, always with a reader thread (what snap_hash_fd does above it); falls back to the

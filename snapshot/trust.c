@@ -220,16 +220,33 @@ int snap_trust_admit(struct snap_trust *t, const struct snap_digest *d, const vo
         return r;
 }
 
-bool snap_trust_admits(struct snap_trust *t, const struct snap_digest *d, uint64_t size)
+/* The kinds d of size bytes is admitted as (0: none). */
+static uint8_t admitted_as(struct snap_trust *t, const struct snap_digest *d, uint64_t size)
 {
         struct entry *e;
-        bool yes;
+        uint8_t kinds = 0;
 
         if (!t || !d)
-                return false;
+                return 0;
         pthread_mutex_lock(&t->lock);
         e = find(t, d);
-        yes = e && e->size == size;
+        if (e && e->size == size)
+                kinds = e->kinds;
         pthread_mutex_unlock(&t->lock);
-        return yes;
+        return kinds;
+}
+
+bool snap_trust_admits(struct snap_trust *t, const struct snap_digest *d, uint64_t size)
+{
+        return admitted_as(t, d, size) != 0;
+}
+
+bool snap_trust_admits_manifest(struct snap_trust *t, const struct snap_digest *d, uint64_t size)
+{
+        return admitted_as(t, d, size) & KIND_MANIFEST;
+}
+
+bool snap_trust_admits_layer(struct snap_trust *t, const struct snap_digest *d, uint64_t size)
+{
+        return admitted_as(t, d, size) & KIND_LAYER;
 }

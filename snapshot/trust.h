@@ -44,6 +44,12 @@ size_t snap_trust_n_keys(const struct snap_trust *t);
 /* True when d of size bytes is admitted as a manifest or a layer (what an auditor asks of a
  * snapshot already served). */
 bool snap_trust_admits(struct snap_trust *t, const struct snap_digest *d, uint64_t size);
+/* True when d of size bytes is admitted as a manifest (a trusted envelope signs it), or as a
+ * layer (a manifest admitted and then published names it): what an auditor asks of a
+ * snapshot of that kind. */
+bool snap_trust_admits_manifest(struct snap_trust *t, const struct snap_digest *d,
+                                uint64_t size);
+bool snap_trust_admits_layer(struct snap_trust *t, const struct snap_digest *d, uint64_t size);
 
 /* Decides whether len bytes of data, whose SHA-256 is d, may be published, and learns what
  * they admit: 0 allowed, or -EPERM with *reason one of the SNAP_TRUST_ reasons (-ENOSPC for

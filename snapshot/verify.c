@@ -135,9 +135,10 @@ static int check_metadata(const struct stat *st, const struct snap_binding *b, u
         return 0;
 }
 
-int snap_verify_fd_hooked(int fd, const struct snap_binding *b, uint64_t limit,
-                          struct snap_hasher *hasher, struct snap_verify_result *res,
-                          void (*before_read)(int fd, void *ctx), void *ctx)
+static int verify_fd(int fd, const struct snap_binding *b, uint64_t limit,
+                     struct snap_hasher *hasher, struct snap_verify_result *res,
+                     void (*before_read)(int fd, void *ctx), void *ctx, void *copy,
+                     size_t copy_len)
 {
         struct snap_hasher *own = NULL;
         struct snap_digest d;
@@ -171,7 +172,7 @@ int snap_verify_fd_hooked(int fd, const struct snap_binding *b, uint64_t limit,
                 if (r < 0)
                         return report_io(res, "hasher", r);
         }
-        r = snap_hash_fd(fd, (uint64_t)st.st_size, hasher, &got);
+        r = snap_hash_fd_copy(fd, (uint64_t)st.st_size, hasher, &got, copy, copy_len);
         if (r == 0)
                 r = snap_hasher_final(hasher, &d);
         snap_hasher_free(own);
@@ -211,8 +212,22 @@ int snap_verify_fd_hooked(int fd, const struct snap_binding *b, uint64_t limit,
         return 0;
 }
 
+int snap_verify_fd_hooked(int fd, const struct snap_binding *b, uint64_t limit,
+                          struct snap_hasher *hasher, struct snap_verify_result *res,
+                          void (*before_read)(int fd, void *ctx), void *ctx)
+{
+        return verify_fd(fd, b, limit, hasher, res, before_read, ctx, NULL, 0);
+}
+
 int snap_verify_fd(int fd, const struct snap_binding *b, uint64_t limit,
                    struct snap_hasher *hasher, struct snap_verify_result *res)
 {
-        return snap_verify_fd_hooked(fd, b, limit, hasher, res, NULL, NULL);
+        return verify_fd(fd, b, limit, hasher, res, NULL, NULL, NULL, 0);
+}
+
+int snap_verify_fd_copy(int fd, const struct snap_binding *b, uint64_t limit,
+                        struct snap_hasher *hasher, struct snap_verify_result *res, void *copy,
+                        size_t copy_len)
+{
+        return verify_fd(fd, b, limit, hasher, res, NULL, NULL, copy, copy_len);
 }

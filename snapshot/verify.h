@@ -38,3 +38,10 @@ const char *snap_verify_finding_name(enum snap_verify_finding f);
  * passing one avoids an allocation per verification. The file offset of fd is not used. */
 int snap_verify_fd(int fd, const struct snap_binding *b, uint64_t limit,
                    struct snap_hasher *hasher, struct snap_verify_result *res);
+
+/* snap_verify_fd that also copies the first copy_len bytes of the content (copy has room for
+ * them; past the content's size nothing is written) into copy as they are hashed: what the
+ * caller then looks at are the bytes that hashed to the binding, not a second read. */
+int snap_verify_fd_copy(int fd, const struct snap_binding *b, uint64_t limit,
+                        struct snap_hasher *hasher, struct snap_verify_result *res, void *copy,
+                        size_t copy_len);

@@ -26,12 +26,12 @@ absolute path), then the dynamic linker's search for libsnapfs.so.0.
 
 As a script (same commands and JSON output as the C test driver):
     snapfs_client.py publish [TRUST] [--max-size N] [--from-fd] MNT FILE|-
-    snapfs_client.py open [TRUST] [--max-size N] MNT BINDING
-    snapfs_client.py digest [TRUST] [--max-size N] MNT HEX
-    snapfs_client.py verify-fd [--max-size N] PATH BINDING
-    snapfs_client.py cat [TRUST] [--max-size N] MNT BINDING   (the bytes to stdout)
+    snapfs_client.py open [TRUST] [--max-size N] [--kind KIND] MNT BINDING
+    snapfs_client.py digest [TRUST] [--max-size N] [--kind KIND] MNT HEX
+    snapfs_client.py verify-fd [--max-size N] [--kind KIND] PATH BINDING
+    snapfs_client.py cat [TRUST] [--max-size N] [--kind KIND] MNT BINDING   (bytes to stdout)
 TRUST: [--owner UID] [--insecure-own-mount] [--trust-user-namespace]; --owner defaults to
-$SNAPFS_OWNER, else 0.
+$SNAPFS_OWNER (a uid, never "any"), else 0. KIND: content (default), signature, manifest.
     snapfs_client.py abi
 """
 import ctypes
@@ -42,7 +42,7 @@ import sys
 import threading
 
 __all__ = ["Binding", "SnapfsError", "publish", "publish_fd", "open_verified", "open_digest",
-           "view_binding", "verify_fd", "read_verified", "strerror"]
+           "view_binding", "verify_fd", "read_verified", "strerror", "parse_owner", "KINDS"]
 
 DIGEST_LEN = 32
 BINDING_TEXT_MAX = 160
@@ -55,6 +55,14 @@ OPT_OWNER = 1
 OPT_INSECURE_OWN_MOUNT = 2
 # Accept a mount whose owner user namespaces hide (refused without it: "user-namespace").
 OPT_TRUST_USER_NAMESPACE = 4
+# The kinds of snapshot a verified open hands over (kind=): content unless asked otherwise.
+# A signature envelope or a manifest, published so that a --trust-key daemon learns what it
+# admits, is refused as content with ENOMSG (reason "kind").
+OPT_KIND_CONTENT = 8
+OPT_KIND_SIGNATURE = 16
+OPT_KIND_MANIFEST = 32
+KINDS = {"content": OPT_KIND_CONTENT, "signature": OPT_KIND_SIGNATURE,
+         "manifest": OPT_KIND_MANIFEST}
 
 
 class _CBinding(ctypes.Structure):
@@ -127,10 +135,13 @@ def strerror(err):
 class SnapfsError(OSError):
     """A refusal: errno and strerror as the library says them, and every reason it gave."""
 
-    def __init__(self, err, reasons=(), dropped=0):
+    def __init__(self, err, reasons=(), dropped=0, raw_messages=None):
         super().__init__(err, strerror(err))
         self.reasons = list(reasons)
         self.dropped = dropped
+        # The bytes of each message that is not UTF-8 (its text has U+FFFD in their place),
+        # by index: as_dict() gives them as "message_hex", the rule of every --json.
+        self._raw = dict(raw_messages or {})
 
     def __str__(self):
         lines = [f"[Errno {self.errno}] {self.strerror}"]
@@ -144,15 +155,26 @@ class SnapfsError(OSError):
 
     def as_dict(self):
         """The object `snapfs --json` prints for this refusal: ok, error, message, reasons."""
-        return {"ok": False, "error": self.code, "message": self.strerror,
-                "reasons": [{"code": c, "message": m} for c, m in self.reasons]}
+        reasons = []
+        for i, (c, m) in enumerate(self.reasons):
+            reasons.append({"code": c, "message": m})
+            if i in self._raw:
+                reasons[-1]["message_hex"] = self._raw[i].hex()
+        return {"ok": False, "error": self.code, "message": self.strerror, "reasons": reasons}
 
 
 def _raise_for(r, report):
-    reasons = [(report.reasons[i].code.decode(errors="replace"),
-                report.reasons[i].message.decode(errors="replace"))
-               for i in range(min(report.n_reasons, REASONS_MAX))]
-    raise SnapfsError(-r, reasons, report.n_dropped)
+    reasons, raw = [], {}
+    for i in range(min(report.n_reasons, REASONS_MAX)):
+        message = report.reasons[i].message
+        try:
+            text = message.decode()
+        except UnicodeDecodeError:
+            # A path that is not UTF-8 in a message: each bad byte becomes U+FFFD and the raw
+            # bytes are kept, as the audit log and every --json of the snapfs command do.
+            text, raw[i] = message.decode(errors="replace"), bytes(message)
+        reasons.append((report.reasons[i].code.decode(errors="replace"), text))
+    raise SnapfsError(-r, reasons, report.n_dropped, raw)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -204,7 +226,21 @@ class Binding:
                 "already_published": self.already_published}
 
 
-def _options(owner, max_size, insecure_own_mount=False, trust_user_namespace=False):
+def _kind_flags(kind):
+    """kind: "content", "signature", "manifest", or an iterable of them."""
+    names = (kind,) if isinstance(kind, str) else tuple(kind)
+    if not names or any(n not in KINDS for n in names):
+        raise SnapfsError(_errno.EINVAL, [("invalid-argument",
+                                           f"kind: {kind!r} is not content, signature or "
+                                           "manifest")])
+    flags = 0
+    for n in names:
+        flags |= KINDS[n]
+    return flags
+
+
+def _options(owner, max_size, insecure_own_mount=False, trust_user_namespace=False,
+             kind="content"):
     o = _COptions()
     if owner is not None:
         o.flags, o.owner = OPT_OWNER, owner
@@ -212,8 +248,19 @@ def _options(owner, max_size, insecure_own_mount=False, trust_user_namespace=Fal
         o.flags |= OPT_INSECURE_OWN_MOUNT
     if trust_user_namespace:
         o.flags |= OPT_TRUST_USER_NAMESPACE
+    o.flags |= _kind_flags(kind)
     o.max_size = max_size
     return o
+
+
+def parse_owner(text):
+    """A uid as every snapfs command reads --owner and $SNAPFS_OWNER: decimal, no sign, no
+    leading zero, below 4294967295 (the kernel's "no uid"); None for anything else ("any"
+    included: no command takes it from the environment)."""
+    if not text or not text.isascii() or not text.isdigit() or (text[0] == "0" and len(text) > 1):
+        return None
+    v = int(text)
+    return v if v < 0xFFFFFFFF else None
 
 
 def publish(mount, data, *, owner=None, max_size=0, insecure_own_mount=False,
@@ -247,10 +294,12 @@ def publish_fd(mount, fd, *, owner=None, max_size=0, insecure_own_mount=False,
 
 
 def open_verified(mount, binding, *, owner=None, max_size=0, insecure_own_mount=False,
-        trust_user_namespace=False):
+        trust_user_namespace=False, kind="content"):
     """The verified read-only descriptor (close-on-exec; yours to close) of the snapshot the
-    binding (a Binding or its text) names on the snapfs mount at mount."""
-    o = _options(owner, max_size, insecure_own_mount, trust_user_namespace)
+    binding (a Binding or its text) names on the snapfs mount at mount. kind: what it must be,
+    "content" (the default), "signature" or "manifest", or an iterable of them; anything
+    else raises SnapfsError(ENOMSG) with the reason "kind"."""
+    o = _options(owner, max_size, insecure_own_mount, trust_user_namespace, kind)
     b = Binding.parse(binding)
     rep = _CReport()
     r = _load().snapfs_open_verified(os.fsencode(mount), ctypes.byref(b._to_c()),
@@ -261,9 +310,10 @@ def open_verified(mount, binding, *, owner=None, max_size=0, insecure_own_mount=
 
 
 def open_digest(mount, digest, *, owner=None, max_size=0, insecure_own_mount=False,
-        trust_user_namespace=False):
-    """(descriptor, Binding) of the snapshot named digest, verified against its own name."""
-    o = _options(owner, max_size, insecure_own_mount, trust_user_namespace)
+        trust_user_namespace=False, kind="content"):
+    """(descriptor, Binding) of the snapshot named digest, verified against its own name;
+    kind as open_verified() takes it."""
+    o = _options(owner, max_size, insecure_own_mount, trust_user_namespace, kind)
     c, rep = _CBinding(), _CReport()
     r = _load().snapfs_open_digest(os.fsencode(mount), digest.encode(),
                                    ctypes.byref(o), ctypes.byref(c),
@@ -290,12 +340,14 @@ def view_binding(mount, binding, *, owner=None, max_size=0, insecure_own_mount=F
     return os.fsdecode(view.value), Binding._from_c(c)
 
 
-def verify_fd(fd, binding, *, max_size=0):
-    """Re-verifies a held descriptor against the binding before a use; raises on a refusal."""
+def verify_fd(fd, binding, *, max_size=0, kind="content"):
+    """Re-verifies a held descriptor against the binding before a use; raises on a refusal
+    (kind as open_verified() takes it)."""
     b = Binding.parse(binding)
     rep = _CReport()
     r = _load().snapfs_verify_fd(fd, ctypes.byref(b._to_c()),
-                                 ctypes.byref(_options(None, max_size)), ctypes.byref(rep))
+                                 ctypes.byref(_options(None, max_size, kind=kind)),
+                                 ctypes.byref(rep))
     if r < 0:
         _raise_for(r, rep)
 
@@ -311,11 +363,11 @@ def _pread_all(fd):
 
 
 def read_verified(mount, binding, *, owner=None, max_size=0, insecure_own_mount=False,
-        trust_user_namespace=False):
+        trust_user_namespace=False, kind="content"):
     """The bytes of the snapshot, read through a verified descriptor."""
     fd = open_verified(mount, binding, owner=owner, max_size=max_size,
                        insecure_own_mount=insecure_own_mount,
-                       trust_user_namespace=trust_user_namespace)
+                       trust_user_namespace=trust_user_namespace, kind=kind)
     try:
         return _pread_all(fd)
     finally:
@@ -332,9 +384,17 @@ def _main(argv):
     sub = ap.add_subparsers(dest="cmd", required=True)
     common = argparse.ArgumentParser(add_help=False)
     env_owner = os.environ.get("SNAPFS_OWNER") or None
-    if env_owner is not None and not (env_owner.isdigit() and env_owner.isascii()):
+    if env_owner is not None and parse_owner(env_owner) is None:
         ap.error(f"SNAPFS_OWNER: invalid uid '{env_owner}'")
-    common.add_argument("--owner", type=int, default=int(env_owner) if env_owner else None,
+
+    def owner_arg(text):
+        v = parse_owner(text)
+        if v is None:
+            raise argparse.ArgumentTypeError(f"invalid uid '{text}'")
+        return v
+
+    common.add_argument("--owner", type=owner_arg,
+                        default=parse_owner(env_owner) if env_owner else None,
                         help="uid that must have mounted snapfs (default: $SNAPFS_OWNER, else 0)")
     common.add_argument("--insecure-own-mount", action="store_true",
                         help="INSECURE: also trust a mount of your own uid; any process of "
@@ -342,15 +402,18 @@ def _main(argv):
     common.add_argument("--trust-user-namespace", action="store_true",
                         help="accept a mount whose owner user namespaces hide")
     common.add_argument("--max-size", type=int, default=0, help="largest snapshot, bytes")
+    reading = argparse.ArgumentParser(add_help=False, parents=[common])
+    reading.add_argument("--kind", choices=sorted(KINDS), default="content",
+                         help="the kind of snapshot to accept (default: content)")
     p = sub.add_parser("publish", parents=[common], help="publish FILE (or - for stdin)")
     p.add_argument("--from-fd", action="store_true", help="stream from the descriptor")
     p.add_argument("mount")
     p.add_argument("file")
     for name, last in (("open", "binding"), ("digest", "digest"), ("cat", "binding")):
-        p = sub.add_parser(name, parents=[common])
+        p = sub.add_parser(name, parents=[reading])
         p.add_argument("mount")
         p.add_argument(last)
-    p = sub.add_parser("verify-fd", parents=[common])
+    p = sub.add_parser("verify-fd", parents=[reading])
     p.add_argument("path")
     p.add_argument("binding")
     sub.add_parser("abi")
@@ -376,6 +439,8 @@ def _main(argv):
 
     kw = {"owner": a.owner, "max_size": a.max_size, "insecure_own_mount": a.insecure_own_mount,
           "trust_user_namespace": a.trust_user_namespace}
+    # Only a verified open hands something over: publishing takes no kind.
+    rkw = {**kw, "kind": getattr(a, "kind", "content")}
     out = {}
     try:
         if a.cmd == "publish":
@@ -388,20 +453,21 @@ def _main(argv):
             out.update(binding=str(b), already_published=b.already_published)
             result = 1 if b.already_published else 0
         elif a.cmd == "cat":
-            sys.stdout.buffer.write(read_verified(a.mount, a.binding, **kw))
+            sys.stdout.buffer.write(read_verified(a.mount, a.binding, **rkw))
             return 0
         elif a.cmd == "open":
             b = Binding.parse(a.binding)
-            fd = open_verified(a.mount, b, **kw)
+            fd = open_verified(a.mount, b, **rkw)
             try:
                 out["binding"] = str(b)
-                verify_fd(fd, b, max_size=a.max_size)  # re-verifying the held one must pass
+                # re-verifying the held one must pass
+                verify_fd(fd, b, max_size=a.max_size, kind=a.kind)
                 out["content_hex"] = _pread_all(fd).hex()
             finally:
                 os.close(fd)
             result = 0
         elif a.cmd == "digest":
-            fd, b = open_digest(a.mount, a.digest, **kw)
+            fd, b = open_digest(a.mount, a.digest, **rkw)
             try:
                 out.update(binding=str(b), content_hex=_pread_all(fd).hex())
             finally:
@@ -410,7 +476,7 @@ def _main(argv):
         else:  # verify-fd
             fd = os.open(a.path, os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC)
             try:
-                verify_fd(fd, a.binding, max_size=a.max_size)
+                verify_fd(fd, a.binding, max_size=a.max_size, kind=a.kind)
             finally:
                 os.close(fd)
             result = 0

@@ -4,9 +4,10 @@
  * run the very same cases.
  *
  *   apiclient publish [--owner UID] [--max-size N] [--from-fd] MNT FILE|-
- *   apiclient open [--owner UID] [--max-size N] MNT BINDING
- *   apiclient digest [--owner UID] MNT HEX
- *   apiclient verify-fd PATH BINDING
+ *   apiclient open [--owner UID] [--max-size N] [--kind KIND] MNT BINDING
+ *   apiclient digest [--owner UID] [--kind KIND] MNT HEX
+ *   apiclient verify-fd [--kind KIND] PATH BINDING
+ * KIND: content, signature or manifest (SNAPFS_OPT_KIND_*; repeatable).
  *   apiclient abi
  *
  * Prints one JSON object: ok, error (errno name), message, reasons [{code, message}],
@@ -171,6 +172,7 @@ int main(int argc, char **argv)
                 { "max-size", required_argument, NULL, 'm' },
                 { "from-fd", no_argument, NULL, 'f' },
                 { "insecure-own-mount", no_argument, NULL, 'I' },
+                { "kind", required_argument, NULL, 'k' },
                 { NULL, 0, NULL, 0 },
         };
         struct snapfs_options opts = { 0 };
@@ -198,6 +200,16 @@ int main(int argc, char **argv)
                         break;
                 case 'I':
                         opts.flags |= SNAPFS_OPT_INSECURE_OWN_MOUNT;
+                        break;
+                case 'k':
+                        if (strcmp(optarg, "content") == 0)
+                                opts.flags |= SNAPFS_OPT_KIND_CONTENT;
+                        else if (strcmp(optarg, "signature") == 0)
+                                opts.flags |= SNAPFS_OPT_KIND_SIGNATURE;
+                        else if (strcmp(optarg, "manifest") == 0)
+                                opts.flags |= SNAPFS_OPT_KIND_MANIFEST;
+                        else
+                                return usage();
                         break;
                 default:
                         return usage();

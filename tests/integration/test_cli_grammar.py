@@ -42,6 +42,76 @@ def shaped(r, ok):
     return out
 
 
+def owner_argv(cmd, fs, digest, layout):
+    """snapfs CMD on fs, as it is run with whatever $SNAPFS_OWNER the test sets."""
+    binding = binding_of(fs, digest)
+    return {"check": ["--mount", fs.path], "put": ["--mount", fs.path, "-"],
+            "verify": ["--mount", fs.path, binding], "ls": ["--mount", fs.path],
+            "audit": ["--mount", fs.path],
+            "exec": ["--mount", fs.path, "--binding", binding, "--", "true"],
+            "export": ["--mount", fs.path, f"oci:{layout}:v1", digest],
+            "import": ["--mount", fs.path, f"oci:{layout}:v1"]}[cmd]
+
+
+@pytest.mark.parametrize("cmd", ["check", "put", "verify", "ls", "audit", "exec", "export",
+                                 "import"])
+def test_snapfs_owner_takes_a_uid_in_every_command_and_never_any(cmd, snapfs, workdir):
+    digest = put(snapfs, b"cfg")
+    layout = os.path.join(workdir, "layout")
+    assert snap("export", "--mount", snapfs.path, f"oci:{layout}:v1", digest).returncode == 0
+    argv = owner_argv(cmd, snapfs, digest, layout)
+    own = 125 if cmd == "exec" else 2  # exec's own failures are 125, as env(1)'s
+    # "any" switched the owner check off in snapfs check alone; nowhere now.
+    for bad in ("any", "00", "+0", "4294967295"):
+        r = snap(cmd, *argv, input="cfg", env=dict(os.environ, SNAPFS_OWNER=bad))
+        assert r.returncode == own and f"SNAPFS_OWNER: invalid uid '{bad}'" in r.stderr, \
+            (bad, r.returncode, r.stderr)
+    # The value is applied: another uid refuses this root mount, and root accepts it.
+    r = snap(cmd, *argv, input="cfg", env=dict(os.environ, SNAPFS_OWNER="4101"))
+    assert r.returncode == (125 if cmd == "exec" else 1), (r.stdout, r.stderr)
+    r = snap(cmd, *argv, input="cfg", env=dict(os.environ, SNAPFS_OWNER="0"))
+    assert r.returncode == 0, (r.stdout, r.stderr)
+
+
+def test_the_python_client_takes_snapfs_owner_as_the_command_does(snapfs):
+    binding = binding_of(snapfs, put(snapfs, b"cfg"))
+    argv = [sys.executable, str(PYCLIENT), "open", snapfs.path, binding]
+    for bad in ("any", "00"):
+        r = subprocess.run(argv, capture_output=True, text=True, timeout=60,
+                           env=dict(client_env(), SNAPFS_OWNER=bad))
+        assert r.returncode == 2 and f"SNAPFS_OWNER: invalid uid '{bad}'" in r.stderr, r.stderr
+    r = subprocess.run(argv, capture_output=True, text=True, timeout=60,
+                       env=dict(client_env(), SNAPFS_OWNER="0"))
+    assert r.returncode == 0 and json.loads(r.stdout)["ok"], r.stderr
+
+
+@pytest.mark.parametrize("cmd", JSON_COMMANDS)
+def test_json_output_is_utf8_whatever_bytes_a_path_holds(cmd, snapfs, workdir):
+    """A path that is not UTF-8 went into the JSON as its raw bytes, which strict readers
+    refuse; now each bad byte is U+FFFD and the raw bytes are in <field>_hex, as in the audit
+    log. Beside it, a path in UTF-8 is printed as it is, with no _hex field."""
+    digest = put(snapfs, b"cfg")
+    field = "path" if cmd == "check" else "mount"
+    for name, text in ((b"not-\xff\xfe-utf8", "not-\ufffd\ufffd-utf8"),
+                       ("caf\u00e9".encode(), "caf\u00e9")):
+        path = os.path.join(workdir.encode(), name)
+        os.mkdir(path)
+        argv = [str(SNAPFS).encode(), cmd.encode(), b"--mount", path, b"--json",
+                *[a.encode() for a in operands(cmd, snapfs, digest)]]
+        r = subprocess.run(argv, input=b"cfg", capture_output=True, timeout=60)
+        assert r.returncode == 1, r.stderr
+        out = json.loads(r.stdout.decode("utf-8"))  # strict: no raw byte >= 0x80 alone
+        assert out[field] == f"{workdir}/{text}", out
+        if "\ufffd" not in text:
+            assert f"{field}_hex" not in out, out
+        else:
+            assert out[f"{field}_hex"] == path.hex(), out
+        for reason in out["reasons"]:
+            if "message_hex" in reason:
+                assert bytes.fromhex(reason["message_hex"]).decode(errors="replace") == \
+                    reason["message"], reason
+
+
 @pytest.mark.parametrize("cmd", JSON_COMMANDS)
 def test_every_json_success_and_refusal_has_one_shape(cmd, snapfs, workdir):
     digest = put(snapfs, b"cfg")
@@ -240,6 +310,24 @@ def test_exec_refuses_env_names_the_loader_libc_or_a_shell_interpret(snapfs, nam
     r = snap("exec", "--mount", snapfs.path, "--binding", binding, "--env", "MY_CFG", "--",
              "sh", "-c", 'printf "%s\\n%s\\n" "$PATH" "$MY_CFG"')
     assert r.returncode == 0 and r.stdout == f"{os.environ['PATH']}\n{binding}\n", r.stderr
+
+
+@pytest.mark.parametrize("name", ["OPENSSL_CONF", "OPENSSL_MODULES", "OPENSSL_ENGINES",
+                                  "GIT_SSH_COMMAND", "GIT_EXEC_PATH", "GIT_SSH", "GIT_ASKPASS",
+                                  "GCONV_PATH", "npm_config_node_options", "EDITOR", "PAGER",
+                                  "SSH_ASKPASS", "SYSTEMD_PAGER", "SUDO_EDITOR", "LESSOPEN",
+                                  "XDG_CONFIG_HOME", "GTK_MODULES", "QT_PLUGIN_PATH",
+                                  "DOTNET_STARTUP_HOOKS", "Ld_Preload"])
+def test_exec_refuses_env_names_that_make_a_library_or_tool_load_code_or_run_commands(
+        snapfs, name):
+    binding = binding_of(snapfs, put(snapfs, b"cfg"))
+    r = snap("exec", "--mount", snapfs.path, "--binding", binding, "--env", name, "--", "true")
+    assert r.returncode == 125 and f"--env: '{name}' is not a name" in r.stderr, r.stderr
+    # The allowance: a variable that only names data (SSL_CERT_FILE: which CA bundle to read)
+    # is not refused, by the documented rule, and carries the binding.
+    r = snap("exec", "--mount", snapfs.path, "--binding", binding, "--env", "SSL_CERT_FILE",
+             "--", "sh", "-c", 'printf "%s" "$SSL_CERT_FILE"')
+    assert r.returncode == 0 and r.stdout == binding, r.stderr
 
 
 def test_exec_offers_the_descriptor_path_in_SNAPFS_FD_PATH(snapfs):

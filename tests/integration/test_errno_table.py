@@ -155,7 +155,8 @@ assert sys.argv[2] == hashlib.sha256(b"the owner's").hexdigest()
 
 
 def signed_envelope(key, manifest):
-    """The signature envelope of docs/distribution.md, made with the openssl command line."""
+    """The signature envelope of docs/distribution.md, made with the openssl command line, in
+    its canonical encoding (these keys in this order, no whitespace): the only one admitted."""
     digest, size = sha256_hex(manifest), len(manifest)
     message = f"snapfs-signature-v1\nsha256:{digest}\n{size}\n".encode()
     # Ed25519 signs in one shot: openssl needs the message as a file, not a stream.
@@ -169,7 +170,8 @@ def signed_envelope(key, manifest):
                        "algorithm": "ed25519",
                        "manifest": {"digest": "sha256:" + digest, "size": size},
                        "key": "sha256:" + hashlib.sha256(der).hexdigest(),
-                       "signature": base64.b64encode(sig).decode()}).encode()
+                       "signature": base64.b64encode(sig).decode()},
+                      separators=(",", ":")).encode()
 
 
 @case("rename-unsigned", "--trust-key", "TRUSTKEY")

@@ -409,3 +409,63 @@ def test_audit_verify_key_fails_on_a_snapshot_in_no_signed_manifest(two, workdir
     # A key file that is no key: a usage of the command gone wrong, not a verdict.
     rc, out = snap_json("audit", "--mount", dst.path, "--verify-key", blob(layout, digests[0]))
     assert rc == 2 and out["error"] == "EINVAL", out
+
+
+def big_manifest(layer_digest, layer_size, under):
+    """A valid OCI manifest of one layer padded with annotations to just under `under` bytes
+    (each value at most the 1024 bytes an annotation may hold)."""
+    base = {"schemaVersion": 2, "mediaType": "application/vnd.oci.image.manifest.v1+json",
+            "artifactType": "application/vnd.snapfs.snapshots.v1",
+            "config": {"mediaType": "application/vnd.oci.empty.v1+json", "size": 2,
+                       "digest": "sha256:" + sha256_hex(b"{}")},
+            "layers": [{"mediaType": "application/vnd.snapfs.snapshot.v1",
+                        "digest": "sha256:" + layer_digest, "size": layer_size}],
+            "annotations": {}}
+    one = len(json.dumps({"k000000": "x" * 1000}, separators=(",", ":"))) - 1
+    for i in range((under - 4096) // one):
+        base["annotations"][f"k{i:06d}"] = "x" * 1000
+    data = json.dumps(base, separators=(",", ":")).encode()
+    assert under - 8192 < len(data) < under
+    return data
+
+
+def test_an_index_naming_one_4mib_manifest_26000_times_imports_or_is_refused_at_once(
+        two, workdir):
+    """The layout of issue 20: index.json names one 4 MiB manifest 26,000 times, within every
+    per-document limit. Each entry used to be read, hashed and parsed before any key decided
+    (about an hour). Now the referrers are looked for within bounds, so every import below
+    ends well within the run's 60-second guard: the signed tag imports, the big one is
+    refused unsigned with a key and imports without one."""
+    src, dst, layout, digests = two
+    key = os.path.join(workdir, "key")
+    assert snap("keygen", key).returncode == 0
+    export(src, layout, "v1", "--sign", key)
+    big = big_manifest(sha256_hex(CONFIG), len(CONFIG), 4 << 20)
+    big_digest = "sha256:" + sha256_hex(big)
+    with open(blob(layout, big_digest), "wb") as f:
+        f.write(big)
+    with open(os.path.join(layout, "index.json")) as f:
+        index = json.load(f)
+    entry = {"mediaType": "application/vnd.oci.image.manifest.v1+json", "digest": big_digest,
+             "size": len(big)}
+    index["manifests"] += [dict(entry) for _ in range(26000)]
+    index["manifests"][-1]["annotations"] = {"org.opencontainers.image.ref.name": "big"}
+    text = json.dumps(index, separators=(",", ":")).encode()
+    assert len(text) <= 4 << 20, len(text)
+    with open(os.path.join(layout, "index.json"), "wb") as f:
+        f.write(text)
+
+    rc, out = snap_json("import", "--mount", dst.path, "--verify-key", key + ".pub",
+                        f"oci:{layout}:big")
+    assert rc == 1 and out["error"] == "ENOKEY", out
+    assert [r["code"] for r in out["reasons"]] == ["unsigned"], out
+    assert published(dst) == []
+    rc, out = snap_json("import", "--mount", dst.path, "--verify-key", key + ".pub",
+                        f"oci:{layout}:v1")
+    assert rc == 0 and out["signed"], out
+    assert set(digests) <= set(published(dst))
+    # Without a key nothing decides on a signature: the big manifest is read once, its one
+    # layer published (already there: the same bytes).
+    rc, out = snap_json("import", "--mount", dst.path, f"oci:{layout}:big")
+    assert rc == 0 and out["manifest"] == big_digest, out
+    assert [s["sha256"] for s in out["snapshots"]] == [sha256_hex(CONFIG)], out

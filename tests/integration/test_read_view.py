@@ -150,3 +150,30 @@ def test_a_view_that_cannot_be_mounted_stops_the_daemon_and_an_existing_one_serv
     assert read(os.path.join(view, digest)) == DATA
     assert fs.stop() == 0
     assert not is_mounted(main) and not is_mounted(view)
+
+
+def mount_flags(path):
+    with open("/proc/self/mountinfo") as f:
+        for line in f:
+            if line.split()[4] == path:
+                return set(line.split()[5].split(","))
+    raise AssertionError(f"{path} is not mounted")
+
+
+def test_generic_flags_asked_for_are_kept_on_the_mount_and_on_its_view(mount_snapfs, workdir):
+    view = os.path.join(workdir, "view")
+    os.mkdir(view)
+    fs = mount_snapfs("--allow-other", "--nosymfollow", "--noatime", "--nodiratime",
+                      "--read-view", view)
+    asked = {"nosymfollow", "noatime", "nodiratime", "nosuid", "nodev", "noexec"}
+    assert asked <= mount_flags(fs.path), mount_flags(fs.path)
+    assert asked | {"ro"} <= mount_flags(view), mount_flags(view)
+    digest = fs.publish(DATA)
+    assert read(os.path.join(view, digest)) == DATA
+    # The allowance: without them neither mount carries them, and both serve the same.
+    plain_view = os.path.join(workdir, "plain-view")
+    os.mkdir(plain_view)
+    plain = mount_snapfs("--allow-other", "--read-view", plain_view, name="plain")
+    for path in (plain.path, plain_view):
+        assert not {"nosymfollow", "noatime", "nodiratime"} & mount_flags(path)
+    assert read(os.path.join(plain_view, plain.publish(DATA))) == DATA

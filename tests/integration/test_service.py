@@ -90,13 +90,79 @@ def test_a_pid_file_that_is_a_symlink_is_refused_and_nothing_is_mounted(installe
 def test_an_unknown_mount_option_is_refused_and_nothing_is_mounted(installed, workdir):
     res = scenario("mount8", installed, workdir, "-o", "max_snapshot_size=1K,no_such_option")
     assert res["mount"]["rc"] != 0
-    assert "unrecognized option '--no-such-option'" in res["mount"]["err"], res["mount"]
+    assert "-o no_such_option: unrecognized option" in res["mount"]["err"], res["mount"]
     assert res["mountinfo"] is None
     # The daemon process refused before forking: mount.fuse3 reaped it, nothing is left.
     assert res["reaped"] == []
     # Beside it, the same mount without the bad word is served.
     assert_served_then_stopped_cleanly(
         scenario("mount8", installed, workdir, "-o", "max_snapshot_size=1K"))
+
+
+@pytest.mark.parametrize("word", ["help", "debug", "foreground", "fore"])
+def test_options_that_cannot_run_under_mount_8_are_refused_and_nothing_is_mounted(
+        installed, workdir, word):
+    # help printed its usage and mount(8) said success with nothing mounted; debug and
+    # foreground never returned; an abbreviation reached them too.
+    res = scenario("mount8", installed, workdir, "-o", f"allow_other,{word}")
+    assert res["mount"]["rc"] != 0, res["mount"]
+    refused = "refused: mount(8) and fstab cannot run it" if word != "fore" \
+        else "unrecognized option"
+    assert f"-o {word}: {refused}" in res["mount"]["err"], res["mount"]
+    assert res["mountinfo"] is None and res["reaped"] == []
+    assert_served_then_stopped_cleanly(
+        scenario("mount8", installed, workdir, "-o", "allow_other,max_snapshot_size=1K"))
+
+
+def test_a_pid_file_that_cannot_be_written_fails_the_mount_before_it_is_made(installed,
+                                                                             workdir):
+    # /proc/self/status opens for writing as root and takes no write: the mount was made and
+    # mount(8) said success.
+    res = scenario("mount8", installed, workdir, "-o",
+                   "max_snapshot_size=1K,pid_file=/proc/self/status")
+    assert res["mount"]["rc"] != 0, res["mount"]
+    assert "--pid-file /proc/self/status: refused: a kernel interface" in res["mount"]["err"]
+    assert res["mountinfo"] is None and res["reaped"] == []
+    # A regular file on a full filesystem: opened, created, and not writable.
+    full = os.path.join(workdir, "full")
+    os.mkdir(full)
+    subprocess.run(["mount", "-t", "tmpfs", "-o", "size=4k", "tmpfs", full], check=True)
+    try:
+        fd = os.open(os.path.join(full, "filler"), os.O_WRONLY | os.O_CREAT, 0o600)
+        assert os.write(fd, b"x" * 4096) == 4096
+        assert errno_of(os.write, fd, b"x") == E.ENOSPC  # full: the state the test is about
+        os.close(fd)
+        res = scenario("mount8", installed, workdir, "-o",
+                       f"max_snapshot_size=1K,pid_file={full}/snapfs.pid")
+    finally:
+        subprocess.run(["umount", full], check=True)
+    assert res["mount"]["rc"] != 0, res["mount"]
+    assert "cannot be written: No space left on device; nothing mounted" in \
+        res["mount"]["err"], res["mount"]
+    assert res["mountinfo"] is None and res["reaped"] == []
+    # The allowance: a pid file that can be written names the serving daemon.
+    pidfile = os.path.join(workdir, "snapfs.pid")
+    res = scenario("mount8", installed, workdir, "-o",
+                   f"max_snapshot_size=1K,pid_file={pidfile}")
+    assert_served_then_stopped_cleanly(res)
+    assert res["pidfile"] == f"{res['pids'][0]}\n"
+
+
+def test_generic_flags_that_tighten_the_mount_are_kept_on_it(installed, workdir):
+    res = scenario("mount8", installed, workdir, "-o",
+                   "max_snapshot_size=1K,nosymfollow,noatime,nodiratime")
+    assert_served_then_stopped_cleanly(res)
+    flags = set(res["mountinfo"].split()[5].split(","))
+    assert {"nosymfollow", "noatime", "nodiratime", "nosuid", "nodev", "noexec"} <= flags, \
+        res["mountinfo"]
+    res = scenario("mount8", installed, workdir, "-o", "max_snapshot_size=1K,relatime")
+    assert_served_then_stopped_cleanly(res)
+    assert "relatime" in res["mountinfo"].split()[5].split(","), res["mountinfo"]
+    # Two atime modes cannot both hold: refused, naming both.
+    res = scenario("mount8", installed, workdir, "-o", "noatime,relatime")
+    assert res["mount"]["rc"] != 0
+    assert "--noatime and --relatime cannot both hold" in res["mount"]["err"], res["mount"]
+    assert res["mountinfo"] is None
 
 
 def test_an_fstab_line_mounts_with_mount_T(installed, workdir):

@@ -16,8 +16,11 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <openssl/evp.h>
+
 #include "client-internal.h"
 #include "digest.h"
+#include "oci.h"
 #include "snapfs.h"
 #include "transfer.h"
 #include "testutil.h"
@@ -86,6 +89,9 @@ static void test_strerror_names_the_library_meaning(void **state)
                             "not the snapshot the binding names: dev, ino or size differ");
         assert_string_equal(snapfs_strerror(-EBADMSG),
                             "content does not hash to the binding's SHA-256");
+        assert_string_equal(snapfs_strerror(-ENOMSG),
+                            "not a kind of snapshot asked for (a signature envelope or a "
+                            "manifest is not content)");
         assert_string_equal(snapfs_strerror(0), "success");
         assert_string_equal(snapfs_strerror(1), "success");
         /* Anything else: the C library's description, never NULL. */
@@ -272,6 +278,81 @@ static void test_verify_fd_applies_the_size_limit(void **state)
         assert_string_equal(why.reasons[0].code, "too-big");
         o.max_size = f->b.size;
         assert_int_equal(snapfs_verify_fd(f->fd, &f->b, &o, &why), 0);
+}
+
+/* A mode-0000 file holding len bytes of data in f's directory, and its binding. */
+static int make_snapshot_file(struct fx *f, const char *name, const void *data, size_t len,
+                              struct snapfs_binding *b)
+{
+        struct snap_digest d;
+        struct stat st;
+        int fd = tu_create(&f->dir, name, data, len);
+
+        assert_true(fd >= 0);
+        assert_int_equal(fchmod(fd, 0), 0);
+        assert_int_equal(fstat(fd, &st), 0);
+        assert_int_equal(snap_sha256(data, len, &d), 0);
+        memcpy(b->sha256, d.bytes, sizeof(b->sha256));
+        b->size = (uint64_t)st.st_size;
+        b->dev = st.st_dev;
+        b->ino = st.st_ino;
+        return fd;
+}
+
+static void test_verify_fd_refuses_a_signature_envelope_as_content_and_gives_it_when_asked(
+        void **state)
+{
+        struct fx *f = *state;
+        struct snapfs_options o = { 0 };
+        struct snapfs_report why;
+        struct snapfs_binding eb;
+        struct snap_digest md;
+        EVP_PKEY *key = NULL;
+        char *json;
+        size_t len;
+        int fd;
+
+        assert_int_equal(snap_oci_key_generate(&key), 0);
+        assert_int_equal(snap_sha256("manifest", 8, &md), 0);
+        assert_int_equal(snap_oci_sign(key, &md, 8, &json, &len), 0);
+        fd = make_snapshot_file(f, "envelope", json, len, &eb);
+        /* It verifies (the bytes are the bound ones), and is still not content. */
+        assert_int_equal(snapfs_verify_fd(fd, &eb, NULL, &why), -ENOMSG);
+        assert_int_equal(why.n_reasons, 1);
+        assert_string_equal(why.reasons[0].code, "kind");
+        assert_non_null(strstr(why.reasons[0].message, "signature"));
+        o.flags = SNAPFS_OPT_KIND_SIGNATURE;
+        assert_int_equal(snapfs_verify_fd(fd, &eb, &o, &why), 0);
+        /* Asked for signatures only, a config is refused; asked for both, both pass. */
+        assert_int_equal(snapfs_verify_fd(f->fd, &f->b, &o, &why), -ENOMSG);
+        o.flags |= SNAPFS_OPT_KIND_CONTENT;
+        assert_int_equal(snapfs_verify_fd(f->fd, &f->b, &o, &why), 0);
+        assert_int_equal(snapfs_verify_fd(fd, &eb, &o, &why), 0);
+        assert_int_equal(snapfs_verify_fd(f->fd, &f->b, NULL, &why), 0);
+        close(fd);
+        free(json);
+        EVP_PKEY_free(key);
+}
+
+static void test_verify_fd_refuses_a_manifest_as_content_and_gives_it_when_asked(void **state)
+{
+        struct fx *f = *state;
+        struct snap_oci_manifest m = { .artifact_type = (char *)SNAP_OCI_ARTIFACT_SNAPSHOTS };
+        struct snapfs_options o = { .flags = SNAPFS_OPT_KIND_MANIFEST };
+        struct snapfs_report why;
+        struct snapfs_binding mb;
+        char *json;
+        size_t len;
+        int fd;
+
+        snap_oci_desc_empty_config(&m.config);
+        assert_int_equal(snap_oci_manifest_build(&m, &json, &len), 0);
+        fd = make_snapshot_file(f, "manifest", json, len, &mb);
+        assert_int_equal(snapfs_verify_fd(fd, &mb, NULL, &why), -ENOMSG);
+        assert_string_equal(why.reasons[0].code, "kind");
+        assert_int_equal(snapfs_verify_fd(fd, &mb, &o, &why), 0);
+        close(fd);
+        free(json);
 }
 
 static void test_open_below_the_root_refuses_a_symlink_and_dotdot(void **state)
@@ -491,6 +572,12 @@ int main(void)
                                                 teardown),
                 cmocka_unit_test_setup_teardown(test_verify_fd_refuses_a_mode_chmoded_back, setup,
                                                 teardown),
+                cmocka_unit_test_setup_teardown(
+                        test_verify_fd_refuses_a_signature_envelope_as_content_and_gives_it_when_asked,
+                        setup, teardown),
+                cmocka_unit_test_setup_teardown(
+                        test_verify_fd_refuses_a_manifest_as_content_and_gives_it_when_asked,
+                        setup, teardown),
                 cmocka_unit_test_setup_teardown(test_verify_fd_applies_the_size_limit, setup,
                                                 teardown),
                 T(test_open_below_the_root_refuses_a_symlink_and_dotdot),

@@ -17,6 +17,11 @@ static const struct option longopts[] = {
         { "audit-log", required_argument, NULL, 2 },
         { "publishers", required_argument, NULL, 3 },
         { "allow-other", no_argument, NULL, 4 },
+        { "foreground", no_argument, NULL, 'f' },
+        { "debug", no_argument, NULL, 5 },
+        { "help", no_argument, NULL, 'h' },
+        { "noatime", no_argument, NULL, 6 },
+        { "nosymfollow", no_argument, NULL, 7 },
         { NULL, 0, NULL, 0 },
 };
 
@@ -28,7 +33,7 @@ static void expect(char **argv, const char *const *want)
 
         while (argv[argc])
                 argc++;
-        assert_int_equal(cli_mountopts_expand(argc, argv, longopts, &n, &out), 0);
+        assert_int_equal(cli_mountopts_expand(argc, argv, longopts, &n, &out, NULL), 0);
         for (int i = 0; want[i]; i++) {
                 assert_true(i < n);
                 assert_string_equal(out[i], want[i]);
@@ -57,20 +62,76 @@ static void test_both_spellings_and_attached_o(void **state)
 
 static void test_ro_means_read_only_and_generic_flags_are_dropped(void **state)
 {
-        char *argv[] = { "mount", "-o", "ro,exec,noexec,nodev,nosuid,noatime,defaults,_netdev,"
-                         "x-systemd.requires=a.service,comment=x", "/m", NULL };
+        char *argv[] = { "mount", "-o", "ro,exec,noexec,nodev,nosuid,strictatime,defaults,"
+                         "_netdev,x-systemd.requires=a.service,comment=x", "/m", NULL };
         const char *want[] = { "mount", "--read-only", "/m", NULL };
+        (void)state;
+        expect(argv, want);
+}
+
+static void test_generic_flags_that_tighten_the_mount_are_kept(void **state)
+{
+        char *argv[] = { "mount", "-o", "nosymfollow,noatime,nosuid", "/m", NULL };
+        const char *want[] = { "mount", "--nosymfollow", "--noatime", "/m", NULL };
         (void)state;
         expect(argv, want);
 }
 
 static void test_a_uid_list_keeps_its_commas(void **state)
 {
-        char *argv[] = { "mount", "-o", "publishers=0,1000,1001,allow_other,2", "/m", NULL };
-        const char *want[] = { "mount", "--publishers=0,1000,1001", "--allow-other", "--2",
-                               "/m", NULL };
+        char *argv[] = { "mount", "-o", "publishers=0,1000,1001,allow_other", "/m", NULL };
+        const char *want[] = { "mount", "--publishers=0,1000,1001", "--allow-other", "/m",
+                               NULL };
         (void)state;
         expect(argv, want);
+}
+
+/* Expands argv and expects the refusal why, naming word. */
+static void expect_refused(char **argv, enum cli_mountopts_refusal why, const char *word)
+{
+        struct cli_mountopts_error err = { 0 };
+        char **out = NULL;
+        int argc = 0, n = 0;
+
+        while (argv[argc])
+                argc++;
+        assert_int_equal(cli_mountopts_expand(argc, argv, longopts, &n, &out, &err), -EINVAL);
+        assert_null(out);
+        assert_int_equal(err.why, why);
+        assert_string_equal(err.word, word);
+}
+
+static void test_help_debug_and_foreground_cannot_run_under_mount_and_are_refused(void **state)
+{
+        char *help[] = { "mount", "-o", "allow_other,help", "/m", NULL };
+        char *debug[] = { "mount", "-o", "debug", "/m", NULL };
+        char *fg[] = { "mount", "-oforeground", "/m", NULL };
+        char *fg_value[] = { "mount", "-o", "foreground=1", "/m", NULL };
+        char *direct[] = { "mount", "--foreground", "--debug", "/m", NULL };
+        const char *want[] = { "mount", "--foreground", "--debug", "/m", NULL };
+        (void)state;
+
+        expect_refused(help, CLI_MOUNTOPTS_NOT_UNDER_MOUNT, "help");
+        expect_refused(debug, CLI_MOUNTOPTS_NOT_UNDER_MOUNT, "debug");
+        expect_refused(fg, CLI_MOUNTOPTS_NOT_UNDER_MOUNT, "foreground");
+        expect_refused(fg_value, CLI_MOUNTOPTS_NOT_UNDER_MOUNT, "foreground=1");
+        /* The allowance: given directly, not through -o, they are options like any other. */
+        expect(direct, want);
+}
+
+static void test_a_name_must_be_an_option_exactly_never_a_prefix(void **state)
+{
+        char *prefix[] = { "mount", "-o", "fore", "/m", NULL };
+        char *he[] = { "mount", "-o", "max_byte=1M", "/m", NULL };
+        char *digits[] = { "mount", "-o", "publishers=0,allow_other,2", "/m", NULL };
+        char *exact[] = { "mount", "-o", "max_bytes=1M", "/m", NULL };
+        const char *want[] = { "mount", "--max-bytes=1M", "/m", NULL };
+        (void)state;
+
+        expect_refused(prefix, CLI_MOUNTOPTS_UNKNOWN, "fore");
+        expect_refused(he, CLI_MOUNTOPTS_UNKNOWN, "max_byte=1M");
+        expect_refused(digits, CLI_MOUNTOPTS_UNKNOWN, "2");
+        expect(exact, want);
 }
 
 static void test_an_option_value_or_operand_is_never_read_as_o(void **state)
@@ -96,7 +157,7 @@ static void test_empty_words_are_refused(void **state)
                 int argc = 0, n = 0;
                 while (cases[i][argc])
                         argc++;
-                assert_int_equal(cli_mountopts_expand(argc, cases[i], longopts, &n, &out),
+                assert_int_equal(cli_mountopts_expand(argc, cases[i], longopts, &n, &out, NULL),
                                  -EINVAL);
                 assert_null(out);
         }
@@ -108,7 +169,10 @@ int main(void)
                 cmocka_unit_test(test_mount_fuse3_words_become_long_options),
                 cmocka_unit_test(test_both_spellings_and_attached_o),
                 cmocka_unit_test(test_ro_means_read_only_and_generic_flags_are_dropped),
+                cmocka_unit_test(test_generic_flags_that_tighten_the_mount_are_kept),
                 cmocka_unit_test(test_a_uid_list_keeps_its_commas),
+                cmocka_unit_test(test_help_debug_and_foreground_cannot_run_under_mount_and_are_refused),
+                cmocka_unit_test(test_a_name_must_be_an_option_exactly_never_a_prefix),
                 cmocka_unit_test(test_an_option_value_or_operand_is_never_read_as_o),
                 cmocka_unit_test(test_empty_words_are_refused),
         };

@@ -13,6 +13,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include <json-c/json.h>
 #include <openssl/evp.h>
 #include <openssl/provider.h>
 #include <openssl/x509.h>
@@ -212,20 +213,188 @@ static void test_envelope_parse_without_buffer_or_output_is_einval(void **state)
         assert_int_equal(snap_oci_envelope_parse(f->json, f->len, &e), 0);
 }
 
-static void test_envelope_past_4096_bytes_is_efbig_and_at_4096_parses(void **state)
+static void test_envelope_past_4096_bytes_is_efbig_and_the_signed_envelope_parses(void **state)
 {
         struct fx *f = *state;
         struct snap_oci_envelope e;
         char *buf = malloc(SNAP_OCI_ENVELOPE_MAX + 1);
 
-        /* The signed envelope followed by spaces, which the JSON reader allows. */
+        /* The signed envelope followed by spaces: refused for its length before any parse. */
         assert_non_null(buf);
         memset(buf, ' ', SNAP_OCI_ENVELOPE_MAX + 1);
         memcpy(buf, f->json, f->len);
         assert_int_equal(snap_oci_envelope_parse(buf, SNAP_OCI_ENVELOPE_MAX + 1, &e), -EFBIG);
-        assert_int_equal(snap_oci_envelope_parse(buf, SNAP_OCI_ENVELOPE_MAX, &e), 0);
+        assert_int_equal(snap_oci_envelope_parse(f->json, f->len, &e), 0);
         assert_int_equal(snap_oci_envelope_verify(&e, f->key), 0);
         free(buf);
+}
+
+/* The envelope as signed, with text spliced in at offset at (replacing drop bytes). */
+static char *splice(const struct fx *f, size_t at, size_t drop, const char *text, size_t *len)
+{
+        size_t n = strlen(text);
+        char *out = malloc(f->len - drop + n + 1);
+
+        assert_non_null(out);
+        assert_true(at + drop <= f->len);
+        memcpy(out, f->json, at);
+        memcpy(out + at, text, n);
+        memcpy(out + at + n, f->json + at + drop, f->len - at - drop);
+        *len = f->len - drop + n;
+        out[*len] = '\0';
+        return out;
+}
+
+static void test_a_genuine_envelope_with_a_key_added_is_einval_and_as_signed_it_verifies(
+        void **state)
+{
+        struct fx *f = *state;
+        struct snap_oci_envelope e;
+        size_t len;
+        /* The attack: a signature (they travel publicly) carrying a config of the attacker's
+         * beside its fields; the signature over the manifest digest still verifies. */
+        char *bad = splice(f, f->len - 1, 0,
+                           ",\"mcpServers\":{\"x\":{\"command\":\"/tmp/evil\"}}", &len);
+
+        assert_int_equal(snap_oci_envelope_parse(bad, len, &e), -EINVAL);
+        free(bad);
+        bad = splice(f, 1, 0, "\"mcpServers\":{},", &len);
+        assert_int_equal(snap_oci_envelope_parse(bad, len, &e), -EINVAL);
+        free(bad);
+        assert_int_equal(snap_oci_envelope_parse(f->json, f->len, &e), 0);
+        assert_int_equal(snap_oci_envelope_verify(&e, f->key), 0);
+}
+
+static void test_an_envelope_with_whitespace_is_einval_and_without_it_parses(void **state)
+{
+        struct fx *f = *state;
+        struct snap_oci_envelope e;
+        const char *ws[] = { " ", "\n", "\t", "\r" };
+        size_t len;
+
+        for (size_t i = 0; i < 4; i++) {
+                char *bad = splice(f, 0, 0, ws[i], &len);
+                assert_int_equal(snap_oci_envelope_parse(bad, len, &e), -EINVAL);
+                free(bad);
+                bad = splice(f, f->len, 0, ws[i], &len);
+                assert_int_equal(snap_oci_envelope_parse(bad, len, &e), -EINVAL);
+                free(bad);
+                /* After the first colon. */
+                bad = splice(f, 13, 0, ws[i], &len);
+                assert_int_equal(snap_oci_envelope_parse(bad, len, &e), -EINVAL);
+                free(bad);
+        }
+        assert_int_equal(snap_oci_envelope_parse(f->json, f->len, &e), 0);
+}
+
+static void test_an_envelope_with_a_duplicate_key_is_einval_and_with_each_once_parses(
+        void **state)
+{
+        struct fx *f = *state;
+        struct snap_oci_envelope e;
+        char text[128];
+        size_t len;
+        char *bad;
+
+        /* "key" twice, the second one the same: the JSON reader keeps one of them. */
+        snprintf(text, sizeof(text), ",\"key\":%s", f->key_fp);
+        bad = splice(f, f->len - 1, 0, text, &len);
+        assert_int_equal(snap_oci_envelope_parse(bad, len, &e), -EINVAL);
+        free(bad);
+        assert_int_equal(snap_oci_envelope_parse(f->json, f->len, &e), 0);
+}
+
+static void test_an_envelope_with_its_keys_reordered_is_einval_and_in_order_parses(void **state)
+{
+        struct fx *f = *state;
+        struct snap_oci_envelope e;
+        char buf[1024];
+        int n;
+
+        n = snprintf(buf, sizeof(buf),
+                     "{\"algorithm\":\"ed25519\",\"mediaType\":\"%s\",\"manifest\":{\"digest\":%s,"
+                     "\"size\":8},\"key\":%s,\"signature\":%s}",
+                     SNAP_OCI_MEDIA_SIGNATURE, f->digest, f->key_fp, f->sig);
+        assert_true(n > 0 && (size_t)n < sizeof(buf));
+        assert_int_equal(snap_oci_envelope_parse(buf, (size_t)n, &e), -EINVAL);
+        n = snprintf(buf, sizeof(buf),
+                     "{\"mediaType\":\"%s\",\"algorithm\":\"ed25519\",\"manifest\":{\"size\":8,"
+                     "\"digest\":%s},\"key\":%s,\"signature\":%s}",
+                     SNAP_OCI_MEDIA_SIGNATURE, f->digest, f->key_fp, f->sig);
+        assert_int_equal(snap_oci_envelope_parse(buf, (size_t)n, &e), -EINVAL);
+        assert_int_equal(parse_parts(&f->ok, &e), 0);
+}
+
+static void test_an_envelope_spelling_a_character_as_an_escape_is_einval(void **state)
+{
+        struct fx *f = *state;
+        struct snap_oci_envelope e;
+        size_t len;
+        /* "algorithm":"ed25519" with its e as \u0065, and the media type's / as \/: the
+         * same values to a JSON reader, other bytes. */
+        const char *alg = strstr(f->json, "ed25519");
+        const char *slash = strchr(f->json, '/');
+        char *bad;
+
+        assert_non_null(alg);
+        assert_non_null(slash);
+        bad = splice(f, (size_t)(alg - f->json), 1, "\\u0065", &len);
+        assert_int_equal(snap_oci_envelope_parse(bad, len, &e), -EINVAL);
+        free(bad);
+        bad = splice(f, (size_t)(slash - f->json), 1, "\\/", &len);
+        assert_int_equal(snap_oci_envelope_parse(bad, len, &e), -EINVAL);
+        free(bad);
+        assert_int_equal(snap_oci_envelope_parse(f->json, f->len, &e), 0);
+}
+
+static void test_an_envelope_size_with_a_leading_zero_is_einval_and_without_parses(void **state)
+{
+        struct fx *f = *state;
+        struct snap_oci_envelope e;
+        struct parts p = f->ok;
+
+        p.size = "08";
+        assert_int_equal(parse_parts(&p, &e), -EINVAL);
+        p.size = "8e0";
+        assert_int_equal(parse_parts(&p, &e), -EINVAL);
+        assert_int_equal(parse_parts(&f->ok, &e), 0);
+        assert_int_equal(e.manifest_size, 8);
+}
+
+/* The envelope exactly as json-c wrote it before the encoding was spelled out: what export
+ * signed then parses now. */
+static void test_an_envelope_as_json_c_writes_it_is_the_canonical_encoding(void **state)
+{
+        struct fx *f = *state;
+        json_object *root = json_object_new_object(), *m = json_object_new_object();
+        struct snap_oci_envelope e;
+        char md[SNAP_OCI_DIGEST_TEXT_LEN + 1], kd[SNAP_OCI_DIGEST_TEXT_LEN + 1];
+        char text[SNAP_OCI_ENVELOPE_TEXT_MAX];
+        unsigned char b64[89];
+        const char *old;
+        size_t n;
+
+        assert_int_equal(snap_oci_envelope_parse(f->json, f->len, &e), 0);
+        snap_oci_digest_format(&e.manifest, md);
+        snap_oci_digest_format(&e.key, kd);
+        EVP_EncodeBlock(b64, e.signature, 64);
+        json_object_object_add(root, "mediaType", json_object_new_string(SNAP_OCI_MEDIA_SIGNATURE));
+        json_object_object_add(root, "algorithm", json_object_new_string("ed25519"));
+        json_object_object_add(root, "manifest", m);
+        json_object_object_add(m, "digest", json_object_new_string(md));
+        json_object_object_add(m, "size", json_object_new_int64(8));
+        json_object_object_add(root, "key", json_object_new_string(kd));
+        json_object_object_add(root, "signature", json_object_new_string((char *)b64));
+        old = json_object_to_json_string_length(
+                root, JSON_C_TO_STRING_PLAIN | JSON_C_TO_STRING_NOSLASHESCAPE, &n);
+        assert_int_equal(n, f->len);
+        assert_memory_equal(old, f->json, n);
+        assert_int_equal(snap_oci_envelope_encode(&e, text, sizeof(text)), (int)f->len);
+        assert_memory_equal(text, f->json, f->len);
+        /* A buffer one byte short of the text and its NUL. */
+        assert_int_equal(snap_oci_envelope_encode(&e, text, f->len), -ENOBUFS);
+        assert_int_equal(snap_oci_envelope_encode(NULL, text, sizeof(text)), -EINVAL);
+        json_object_put(root);
 }
 
 static void test_envelope_manifest_digest_missing_or_malformed_is_einval(void **state)
@@ -346,7 +515,14 @@ int main(void)
                 T(test_fingerprint_of_an_ed25519_key_object_holding_no_key_is_eio),
                 T(test_signing_with_a_non_ed25519_key_or_nowhere_to_put_it_is_einval),
                 T(test_envelope_parse_without_buffer_or_output_is_einval),
-                T(test_envelope_past_4096_bytes_is_efbig_and_at_4096_parses),
+                T(test_envelope_past_4096_bytes_is_efbig_and_the_signed_envelope_parses),
+                T(test_a_genuine_envelope_with_a_key_added_is_einval_and_as_signed_it_verifies),
+                T(test_an_envelope_with_whitespace_is_einval_and_without_it_parses),
+                T(test_an_envelope_with_a_duplicate_key_is_einval_and_with_each_once_parses),
+                T(test_an_envelope_with_its_keys_reordered_is_einval_and_in_order_parses),
+                T(test_an_envelope_spelling_a_character_as_an_escape_is_einval),
+                T(test_an_envelope_size_with_a_leading_zero_is_einval_and_without_parses),
+                T(test_an_envelope_as_json_c_writes_it_is_the_canonical_encoding),
                 T(test_envelope_manifest_digest_missing_or_malformed_is_einval),
                 T(test_envelope_manifest_size_missing_or_not_an_integer_is_einval),
                 T(test_envelope_manifest_size_negative_or_past_4mib_is_einval_and_4mib_parses),

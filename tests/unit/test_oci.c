@@ -694,17 +694,151 @@ static void test_referrers_found_by_subject(void **state)
         sig.n_layers = 1;
         sig.has_subject = true;
         sig.subject = md;
-        assert_int_equal(snap_oci_referrers(&f->l, &md.digest, SNAP_OCI_ARTIFACT_SIGNATURE, &refs), 0);
+        assert_int_equal(snap_oci_referrers(&f->l, &md.digest, SNAP_OCI_ARTIFACT_SIGNATURE, NULL, &refs), 0);
         assert_int_equal(refs->n_manifests, 0);
         snap_oci_index_free(refs);
         assert_int_equal(snap_oci_manifest_write(&f->l, &sig, &sd), 0);
         assert_int_equal(snap_oci_tag(&f->l, &sd, "v1.sig"), 0);
-        assert_int_equal(snap_oci_referrers(&f->l, &md.digest, SNAP_OCI_ARTIFACT_SIGNATURE, &refs), 0);
+        assert_int_equal(snap_oci_referrers(&f->l, &md.digest, SNAP_OCI_ARTIFACT_SIGNATURE, NULL, &refs), 0);
         assert_int_equal(refs->n_manifests, 1);
         assert_true(snap_digest_equal(&refs->manifests[0].digest, &sd.digest));
         snap_oci_index_free(refs);
-        assert_int_equal(snap_oci_referrers(&f->l, &md.digest, SNAP_OCI_ARTIFACT_SNAPSHOTS, &refs), 0);
+        assert_int_equal(snap_oci_referrers(&f->l, &md.digest, SNAP_OCI_ARTIFACT_SNAPSHOTS, NULL, &refs), 0);
         assert_int_equal(refs->n_manifests, 0);
+        snap_oci_index_free(refs);
+}
+
+/* A signature manifest whose subject is md, written as a blob (not tagged): *sd. */
+static void write_signature_manifest(struct fx *f, const struct snap_oci_desc *md,
+                                     const char *envelope, struct snap_oci_desc *sd)
+{
+        struct snap_oci_manifest sig = { .artifact_type = (char *)SNAP_OCI_ARTIFACT_SIGNATURE };
+        struct snap_oci_desc layer = { .media_type = (char *)SNAP_OCI_MEDIA_SIGNATURE,
+                                       .size = strlen(envelope) };
+
+        snap_oci_desc_empty_config(&sig.config);
+        assert_true(snap_oci_blob_write(&f->l, envelope, layer.size, &layer.digest) >= 0);
+        sig.layers = &layer;
+        sig.n_layers = 1;
+        sig.has_subject = true;
+        sig.subject = *md;
+        assert_int_equal(snap_oci_manifest_write(&f->l, &sig, sd), 0);
+}
+
+/* index.json of n entries, entry i naming d[i] (size[i]) with artifactType types[i] (NULL:
+ * none). */
+static void put_index(struct fx *f, size_t n, const struct snap_oci_desc *const *d,
+                      const char *const *types)
+{
+        char *text = NULL, *prev;
+        char digest[SNAP_OCI_DIGEST_TEXT_LEN + 1];
+
+        assert_true(asprintf(&text, "{\"schemaVersion\":2,\"manifests\":[") > 0);
+        for (size_t i = 0; i < n; i++) {
+                prev = text;
+                snap_oci_digest_format(&d[i]->digest, digest);
+                assert_true(asprintf(&text, "%s%s{\"mediaType\":\"%s\",\"digest\":\"%s\","
+                                            "\"size\":%llu%s%s%s}",
+                                     prev, i ? "," : "", SNAP_OCI_MEDIA_MANIFEST, digest,
+                                     (unsigned long long)d[i]->size,
+                                     types[i] ? ",\"artifactType\":\"" : "",
+                                     types[i] ? types[i] : "", types[i] ? "\"" : "") > 0);
+                free(prev);
+        }
+        prev = text;
+        assert_true(asprintf(&text, "%s]}", prev) > 0);
+        free(prev);
+        put_file(f, "index.json", text);
+        free(text);
+}
+
+static void test_referrers_read_a_digest_listed_again_once_and_find_it_once(void **state)
+{
+        struct fx *f = *state;
+        struct snap_oci_desc md, sd;
+        struct snap_oci_index *refs = NULL;
+        struct snap_oci_bounds b = { .max_size = SNAP_OCI_REFERRER_MAX, .max_found = 8 };
+        const struct snap_oci_desc *entries[3];
+        const char *types[3] = { NULL, NULL, NULL };
+
+        open_new(f);
+        write_manifest(f, &md);
+        write_signature_manifest(f, &md, "{}", &sd);
+        entries[0] = entries[1] = entries[2] = &sd;
+        put_index(f, 3, entries, types);
+        /* Room to read it once, not three times: the same digest is read once. */
+        b.max_bytes = sd.size;
+        assert_int_equal(snap_oci_referrers(&f->l, &md.digest, SNAP_OCI_ARTIFACT_SIGNATURE, &b,
+                                            &refs), 0);
+        assert_int_equal(refs->n_manifests, 1);
+        assert_true(snap_digest_equal(&refs->manifests[0].digest, &sd.digest));
+        snap_oci_index_free(refs);
+        /* Less than one: refused, before a key could decide. */
+        b.max_bytes = sd.size - 1;
+        assert_int_equal(snap_oci_referrers(&f->l, &md.digest, SNAP_OCI_ARTIFACT_SIGNATURE, &b,
+                                            &refs), -E2BIG);
+}
+
+static void test_referrers_skip_unread_an_entry_too_large_or_typed_as_another_artifact(
+        void **state)
+{
+        struct fx *f = *state;
+        struct snap_oci_desc md, sd;
+        struct snap_oci_index *refs = NULL;
+        struct snap_oci_bounds b = { .max_bytes = 0, .max_found = 8 };
+        const struct snap_oci_desc *entries[1];
+        const char *types[1] = { SNAP_OCI_ARTIFACT_SNAPSHOTS };
+
+        open_new(f);
+        write_manifest(f, &md);
+        write_signature_manifest(f, &md, "{}", &sd);
+        entries[0] = &sd;
+        /* No byte may be read: an entry the index says is another artifact is not. */
+        b.max_size = SNAP_OCI_REFERRER_MAX;
+        put_index(f, 1, entries, types);
+        assert_int_equal(snap_oci_referrers(&f->l, &md.digest, SNAP_OCI_ARTIFACT_SIGNATURE, &b,
+                                            &refs), 0);
+        assert_int_equal(refs->n_manifests, 0);
+        snap_oci_index_free(refs);
+        /* Nor one larger than the largest referrer read. */
+        types[0] = SNAP_OCI_ARTIFACT_SIGNATURE;
+        put_index(f, 1, entries, types);
+        b.max_size = sd.size - 1;
+        assert_int_equal(snap_oci_referrers(&f->l, &md.digest, SNAP_OCI_ARTIFACT_SIGNATURE, &b,
+                                            &refs), 0);
+        assert_int_equal(refs->n_manifests, 0);
+        snap_oci_index_free(refs);
+        /* The allowance: the same entry within the bounds is found. */
+        b.max_size = sd.size;
+        b.max_bytes = sd.size;
+        assert_int_equal(snap_oci_referrers(&f->l, &md.digest, SNAP_OCI_ARTIFACT_SIGNATURE, &b,
+                                            &refs), 0);
+        assert_int_equal(refs->n_manifests, 1);
+        snap_oci_index_free(refs);
+}
+
+static void test_referrers_past_the_most_found_are_e2big_and_up_to_it_listed(void **state)
+{
+        struct fx *f = *state;
+        struct snap_oci_desc md, sd[3];
+        struct snap_oci_index *refs = NULL;
+        struct snap_oci_bounds b = { .max_size = SNAP_OCI_REFERRER_MAX,
+                                     .max_bytes = SNAP_OCI_REFERRERS_BYTES_MAX, .max_found = 2 };
+        const struct snap_oci_desc *entries[3] = { &sd[0], &sd[1], &sd[2] };
+        const char *types[3] = { NULL, NULL, NULL };
+
+        open_new(f);
+        write_manifest(f, &md);
+        write_signature_manifest(f, &md, "{\"a\":1}", &sd[0]);
+        write_signature_manifest(f, &md, "{\"a\":2}", &sd[1]);
+        write_signature_manifest(f, &md, "{\"a\":3}", &sd[2]);
+        put_index(f, 3, entries, types);
+        assert_int_equal(snap_oci_referrers(&f->l, &md.digest, SNAP_OCI_ARTIFACT_SIGNATURE, &b,
+                                            &refs), -E2BIG);
+        put_index(f, 2, entries, types);
+        assert_int_equal(snap_oci_referrers(&f->l, &md.digest, SNAP_OCI_ARTIFACT_SIGNATURE, &b,
+                                            &refs), 0);
+        assert_int_equal(refs->n_manifests, 2);
         snap_oci_index_free(refs);
 }
 
@@ -716,11 +850,11 @@ static void test_referrers_without_their_arguments_are_einval_and_with_them_list
 
         open_new(f);
         assert_int_equal(snap_sha256("m", 1, &subject), 0);
-        assert_int_equal(snap_oci_referrers(NULL, &subject, NULL, &refs), -EINVAL);
-        assert_int_equal(snap_oci_referrers(&f->l, NULL, NULL, &refs), -EINVAL);
-        assert_int_equal(snap_oci_referrers(&f->l, &subject, NULL, NULL), -EINVAL);
+        assert_int_equal(snap_oci_referrers(NULL, &subject, NULL, NULL, &refs), -EINVAL);
+        assert_int_equal(snap_oci_referrers(&f->l, NULL, NULL, NULL, &refs), -EINVAL);
+        assert_int_equal(snap_oci_referrers(&f->l, &subject, NULL, NULL, NULL), -EINVAL);
         assert_null(refs);
-        assert_int_equal(snap_oci_referrers(&f->l, &subject, NULL, &refs), 0);
+        assert_int_equal(snap_oci_referrers(&f->l, &subject, NULL, NULL, &refs), 0);
         assert_int_equal(refs->n_manifests, 0);
         snap_oci_index_free(refs);
 }
@@ -928,6 +1062,9 @@ int main(void)
                 T(test_resolve_without_its_arguments_is_einval_and_with_them_resolves),
                 T(test_referrers_found_by_subject),
                 T(test_referrers_without_their_arguments_are_einval_and_with_them_list),
+                T(test_referrers_read_a_digest_listed_again_once_and_find_it_once),
+                T(test_referrers_skip_unread_an_entry_too_large_or_typed_as_another_artifact),
+                T(test_referrers_past_the_most_found_are_e2big_and_up_to_it_listed),
                 T(test_signature_verifies_only_with_its_key),
                 T(test_envelope_parse_is_strict),
         };

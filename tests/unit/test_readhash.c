@@ -128,6 +128,43 @@ static void test_a_read_error_is_returned_from_every_path(void **state)
         close(fds[1]);
 }
 
+static void test_the_copy_holds_the_hashed_bytes_and_nothing_past_its_length(void **state)
+{
+        /* Below and above the reader-thread threshold, and a copy longer than the content. */
+        static const size_t sizes[] = { 0, 5, 70000, (4u << 20), (5u << 20) + 7 };
+        (void)state;
+        for (size_t i = 0; i < sizeof(sizes) / sizeof(sizes[0]); i++) {
+                size_t want = sizes[i] < (4u << 20) ? sizes[i] + 16 : (4u << 20);
+                uint8_t *copy = malloc(want + 1);
+                struct snap_digest d, direct;
+                struct snap_hasher *h;
+                struct tu_dir d0;
+                uint64_t got = 0;
+                uint8_t *buf;
+                int fd;
+
+                assert_non_null(copy);
+                memset(copy, 0xa5, want + 1);
+                assert_int_equal(tu_dir_make(&d0), 0);
+                fd = make_file(&d0, sizes[i], &buf);
+                assert_int_equal(snap_hasher_new(&h), 0);
+                assert_int_equal(snap_hash_fd_copy(fd, sizes[i], h, &got, copy, want), 0);
+                assert_int_equal(snap_hasher_final(h, &d), 0);
+                assert_int_equal(snap_sha256(buf, sizes[i], &direct), 0);
+                assert_memory_equal(d.bytes, direct.bytes, SNAP_DIGEST_LEN);
+                if (sizes[i])
+                        assert_memory_equal(copy, buf, sizes[i] < want ? sizes[i] : want);
+                /* Nothing written past the content, nor past the copy's length. */
+                for (size_t k = sizes[i] < want ? sizes[i] : want; k <= want; k++)
+                        assert_int_equal(copy[k], 0xa5);
+                snap_hasher_free(h);
+                close(fd);
+                free(buf);
+                free(copy);
+                tu_dir_remove(&d0);
+        }
+}
+
 int main(void)
 {
         const struct CMUnitTest tests[] = {
@@ -135,6 +172,7 @@ int main(void)
                 cmocka_unit_test(test_growth_is_counted_but_never_hashed),
                 cmocka_unit_test(test_a_file_shorter_than_said_stops_at_its_end),
                 cmocka_unit_test(test_a_read_error_is_returned_from_every_path),
+                cmocka_unit_test(test_the_copy_holds_the_hashed_bytes_and_nothing_past_its_length),
         };
         return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -156,6 +156,48 @@ static void test_signed_digest_that_is_no_manifest_is_refused(void **state)
         free(env);
 }
 
+static void test_a_trusted_envelope_with_a_key_added_is_refused_and_as_signed_admitted(
+        void **state)
+{
+        struct fx *f = *state;
+        const char *why;
+        char *env, *bad;
+        size_t len;
+
+        sign(f->key, &f->md, f->manifest_len, &env, &len);
+        /* The attack: the envelope still signs the manifest, and now carries a config. */
+        assert_true(asprintf(&bad, "%.*s,\"mcpServers\":{\"x\":{\"command\":\"sh\"}}}",
+                             (int)len - 1, env) > 0);
+        assert_int_equal(admit_text(f, bad, &why), -EPERM);
+        assert_string_equal(why, SNAP_TRUST_NOT_ADMITTED);
+        assert_false(snap_trust_admits(f->t, &f->md, f->manifest_len));
+        assert_int_equal(admit(f, env, len, &why), 0);
+        assert_true(snap_trust_admits(f->t, &f->md, f->manifest_len));
+        free(bad);
+        free(env);
+}
+
+static void test_admitted_as_a_manifest_and_as_a_layer_are_told_apart(void **state)
+{
+        struct fx *f = *state;
+        struct snap_digest d;
+        const char *why;
+        char *env;
+        size_t len;
+
+        sign(f->key, &f->md, f->manifest_len, &env, &len);
+        assert_int_equal(admit(f, env, len, &why), 0);
+        assert_true(snap_trust_admits_manifest(f->t, &f->md, f->manifest_len));
+        assert_false(snap_trust_admits_layer(f->t, &f->md, f->manifest_len));
+        assert_int_equal(admit(f, f->manifest, f->manifest_len, &why), 0);
+        assert_int_equal(snap_sha256(layer_text[0], strlen(layer_text[0]), &d), 0);
+        assert_true(snap_trust_admits_layer(f->t, &d, strlen(layer_text[0])));
+        assert_false(snap_trust_admits_manifest(f->t, &d, strlen(layer_text[0])));
+        assert_false(snap_trust_admits_layer(f->t, &d, strlen(layer_text[0]) + 1));
+        assert_false(snap_trust_admits_layer(NULL, &d, strlen(layer_text[0])));
+        free(env);
+}
+
 static void test_non_ed25519_key_is_not_trusted(void **state)
 {
         struct fx *f = *state;
@@ -263,6 +305,8 @@ int main(void)
                 T(test_signed_chain_admits_envelope_then_manifest_then_layers),
                 T(test_envelope_of_untrusted_key_or_bad_signature_is_refused),
                 T(test_signed_digest_that_is_no_manifest_is_refused),
+                T(test_a_trusted_envelope_with_a_key_added_is_refused_and_as_signed_admitted),
+                T(test_admitted_as_a_manifest_and_as_a_layer_are_told_apart),
                 T(test_non_ed25519_key_is_not_trusted),
                 T(test_admit_without_table_digest_or_data_of_its_length_is_einval),
                 T(test_full_table_is_enospc_and_what_it_holds_stays_admitted),
