@@ -1,11 +1,11 @@
 /* SPDX-License-Identifier: MIT */
 /* The options every client subcommand shares (--mount, --owner, --json) and how a refusal
  * and its reasons are printed. */
-#include "clientopts.h"
-#include "client-internal.h"
-#include "kind.h"
-#include "utf8.h"
-#include "util.h"
+#include "cli/clientopts.h"
+#include "client/client-internal.h"
+#include "snapshot/kind.h"
+#include "common/utf8.h"
+#include "common/util.h"
 
 #include <errno.h>
 #include <fcntl.h>

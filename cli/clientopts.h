@@ -7,7 +7,7 @@
 #include <stdbool.h>
 #include <stdio.h>
 
-#include "snapfs.h"
+#include "client/snapfs.h"
 
 struct snapfs_mnt;
 

@@ -10,13 +10,13 @@
 
 #include <openssl/evp.h>
 
-#include "client-internal.h"
-#include "clientopts.h"
-#include "commands.h"
-#include "mount-audit.h"
-#include "oci.h"
-#include "usage-table.h"
-#include "util.h"
+#include "client/client-internal.h"
+#include "cli/clientopts.h"
+#include "cli/commands.h"
+#include "client/mount-audit.h"
+#include "snapshot/oci.h"
+#include "cli/usage-table.h"
+#include "common/util.h"
 
 /* Past this many snapshots a terminal gets a progress line. */
 #define PROGRESS_OVER 1000

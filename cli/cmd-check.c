@@ -6,10 +6,10 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "clientopts.h"
-#include "commands.h"
-#include "mountcheck.h"
-#include "util.h"
+#include "cli/clientopts.h"
+#include "cli/commands.h"
+#include "mountcheck/mountcheck.h"
+#include "common/util.h"
 
 static void check_usage(FILE *f)
 {

@@ -11,9 +11,9 @@
 #include <strings.h>
 #include <unistd.h>
 
-#include "clientopts.h"
-#include "commands.h"
-#include "util.h"
+#include "cli/clientopts.h"
+#include "cli/commands.h"
+#include "common/util.h"
 
 #define DEFAULT_FD 3
 #define DEFAULT_ENV "SNAPFS_BINDING"

@@ -13,12 +13,12 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "client-internal.h"
-#include "clientopts.h"
-#include "usage-table.h"
-#include "commands.h"
-#include "digest.h"
-#include "util.h"
+#include "client/client-internal.h"
+#include "cli/clientopts.h"
+#include "cli/usage-table.h"
+#include "cli/commands.h"
+#include "snapshot/digest.h"
+#include "common/util.h"
 
 static void ls_usage(FILE *f)
 {

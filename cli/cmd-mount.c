@@ -8,13 +8,13 @@
 
 #include <openssl/evp.h>
 
-#include "commands.h"
-#include "mountopts.h"
-#include "util.h"
-#include "daemon.h"
-#include "oci.h"
-#include "options.h"
-#include "trust.h"
+#include "cli/commands.h"
+#include "cli/mountopts.h"
+#include "common/util.h"
+#include "fs/daemon.h"
+#include "snapshot/oci.h"
+#include "fs/options.h"
+#include "snapshot/trust.h"
 
 static void mount_usage(FILE *f)
 {

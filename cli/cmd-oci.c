@@ -13,10 +13,10 @@
 
 #include <openssl/evp.h>
 
-#include "clientopts.h"
-#include "commands.h"
-#include "transfer.h"
-#include "util.h"
+#include "cli/clientopts.h"
+#include "cli/commands.h"
+#include "client/transfer.h"
+#include "common/util.h"
 
 #define KEYS_MAX 16
 

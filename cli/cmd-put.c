@@ -11,9 +11,9 @@
 #include <sys/sysmacros.h>
 #include <unistd.h>
 
-#include "clientopts.h"
-#include "commands.h"
-#include "util.h"
+#include "cli/clientopts.h"
+#include "cli/commands.h"
+#include "common/util.h"
 
 static void put_usage(FILE *f)
 {

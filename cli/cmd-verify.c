@@ -9,10 +9,10 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "clientopts.h"
-#include "commands.h"
-#include "digest.h"
-#include "util.h"
+#include "cli/clientopts.h"
+#include "cli/commands.h"
+#include "snapshot/digest.h"
+#include "common/util.h"
 
 static void verify_usage(FILE *f)
 {

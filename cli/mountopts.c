@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 /* mount(8)'s -o words turned into `snapfs mount` long options. */
-#include "mountopts.h"
+#include "cli/mountopts.h"
 
 #include <errno.h>
 #include <stdbool.h>
@@ -8,7 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "util.h"
+#include "common/util.h"
 
 /* Generic flags that mount(8), mount.fuse3 or an fstab line add on their own. dev and suid
  * come from mount.fuse3 itself on every mount that does not say nodev,nosuid, so refusing

@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 /* The per-uid usage table: text for snapfs ls and snapfs audit, and its JSON. */
-#include "usage-table.h"
+#include "cli/usage-table.h"
 
 #include <inttypes.h>
 

@@ -6,7 +6,7 @@
 
 #include <json-c/json.h>
 
-#include "client-internal.h"
+#include "client/client-internal.h"
 
 /* "UID SNAPSHOTS BYTES STAGING STAGING-BYTES" rows, then the limits line. */
 void cli_print_usage(FILE *f, const struct snapfs_usage *u);

@@ -3,7 +3,7 @@
 #include <errno.h>
 #include <string.h>
 
-#include "client-internal.h"
+#include "client/client-internal.h"
 
 void snapfs_binding_to_snap(const struct snapfs_binding *in, struct snap_binding *out)
 {

@@ -8,8 +8,8 @@
 #include <stdint.h>
 #include <sys/types.h>
 
-#include "binding.h"
-#include "snapfs.h"
+#include "snapshot/binding.h"
+#include "client/snapfs.h"
 
 struct snap_hasher;
 

@@ -10,9 +10,9 @@
 #include <sys/xattr.h>
 #include <unistd.h>
 
-#include "safeopen.h"
-#include "transfer.h"
-#include "util.h"
+#include "snapshot/safeopen.h"
+#include "client/transfer.h"
+#include "common/util.h"
 
 static const char *describe(int r)
 {

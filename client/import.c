@@ -7,8 +7,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "transfer.h"
-#include "util.h"
+#include "client/transfer.h"
+#include "common/util.h"
 
 /* What one import holds: the manifest's bytes, the envelopes that name it, every layer. */
 struct plan {

@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /* The audit of a judged snapfs mount: each entry of its root checked, each snapshot re-read
  * and re-hashed through snap_hash_fd, every problem kept as data for the caller to print. */
-#include "mount-audit.h"
+#include "client/mount-audit.h"
 
 #include <dirent.h>
 #include <errno.h>
@@ -16,10 +16,10 @@
 #include <sys/xattr.h>
 #include <unistd.h>
 
-#include "digest.h"
-#include "mountcheck.h"
-#include "readhash.h"
-#include "util.h"
+#include "snapshot/digest.h"
+#include "mountcheck/mountcheck.h"
+#include "snapshot/readhash.h"
+#include "common/util.h"
 
 #define XATTR_SHA256 "user.snapfs.sha256"
 #define XATTR_BINDING "user.snapfs.binding"

@@ -11,7 +11,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "client-internal.h"
+#include "client/client-internal.h"
 
 enum snapfs_audit_check {
         SNAPFS_AUDIT_MOUNT,

@@ -11,12 +11,12 @@
 #include <sys/sysmacros.h>
 #include <unistd.h>
 
-#include "client-internal.h"
-#include "digest.h"
-#include "kind.h"
-#include "mountcheck.h"
-#include "util.h"
-#include "verify.h"
+#include "client/client-internal.h"
+#include "snapshot/digest.h"
+#include "snapshot/kind.h"
+#include "mountcheck/mountcheck.h"
+#include "common/util.h"
+#include "snapshot/verify.h"
 
 #ifndef SYS_openat2
 #define SYS_openat2 437

@@ -3,10 +3,10 @@
 #include <errno.h>
 #include <string.h>
 
-#include "client-internal.h"
-#include "digest.h"
-#include "util.h"
-#include "verify.h"
+#include "client/client-internal.h"
+#include "snapshot/digest.h"
+#include "common/util.h"
+#include "snapshot/verify.h"
 
 int snapfs_open_verified(const char *mount, const struct snapfs_binding *b,
                          const struct snapfs_options *opts, struct snapfs_report *why)

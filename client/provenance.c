@@ -9,13 +9,13 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "kind.h"
-#include "mount-audit.h"
-#include "oci.h"
-#include "safeopen.h"
-#include "transfer.h"
-#include "trust.h"
-#include "util.h"
+#include "snapshot/kind.h"
+#include "client/mount-audit.h"
+#include "snapshot/oci.h"
+#include "snapshot/safeopen.h"
+#include "client/transfer.h"
+#include "snapshot/trust.h"
+#include "common/util.h"
 
 static void trustp(struct snap_trust **t)
 {

@@ -12,9 +12,9 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "client-internal.h"
-#include "digest.h"
-#include "util.h"
+#include "client/client-internal.h"
+#include "snapshot/digest.h"
+#include "common/util.h"
 
 /* Reads and writes in this size: FUSE splits larger writes into max_write pieces anyway. */
 #define CHUNK (128u * 1024)

@@ -7,9 +7,9 @@
 #include <sys/xattr.h>
 #include <unistd.h>
 
-#include "client-internal.h"
-#include "digest.h"
-#include "util.h"
+#include "client/client-internal.h"
+#include "snapshot/digest.h"
+#include "common/util.h"
 
 /* The daemon names its view on the main mount's root (fs/tree.h, SFS_XATTR_READ_VIEW). */
 #define XATTR_READ_VIEW "user.snapfs.read-view"

@@ -5,7 +5,7 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "client-internal.h"
+#include "client/client-internal.h"
 
 void snapfs_report_reset(struct snapfs_report *why)
 {

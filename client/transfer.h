@@ -9,10 +9,10 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "binding.h"
-#include "client-internal.h"
-#include "oci.h"
-#include "store.h"
+#include "snapshot/binding.h"
+#include "client/client-internal.h"
+#include "snapshot/oci.h"
+#include "snapshot/store.h"
 
 struct evp_pkey_st;
 

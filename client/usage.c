@@ -8,8 +8,8 @@
 #include <sys/xattr.h>
 #include <unistd.h>
 
-#include "client-internal.h"
-#include "util.h"
+#include "client/client-internal.h"
+#include "common/util.h"
 
 #define USAGE_XATTR "user.snapfs.usage"
 #define USAGE_MAX 4096

@@ -6,7 +6,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "audit.h"
+#include "fs/audit.h"
 
 struct sfs_audit_limits {
         size_t queue_max;       /* lines queued at most; refusals coalesce from half of it */

@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /* Audit events: the writer thread and its bounded queue, per-uid coalescing of refusals,
  * JSON lines in valid UTF-8, and the file, stderr and syslog sinks (audit.h). */
-#include "audit.h"
+#include "fs/audit.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -20,8 +20,8 @@
 
 #include <json-c/json.h>
 
-#include "audit-internal.h"
-#include "util.h"
+#include "fs/audit-internal.h"
+#include "common/util.h"
 
 #define N_BUCKETS 64      /* uids with a budget of their own; the rest share one */
 #define N_COALESCED 128   /* (uid, op, errno) keys in one refused-coalesced event */

@@ -2,7 +2,7 @@
 /* The daemon's life: clear a stale mount if asked, open the audit log and --store, mount and
  * check, daemonize, serve the mount (and the read view) until a signal, sweeping expired
  * staging files meanwhile, then unmount. */
-#include "daemon.h"
+#include "fs/daemon.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -21,14 +21,14 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "audit.h"
-#include "mountcheck.h"
-#include "notify.h"
-#include "ocistore.h"
-#include "ops.h"
-#include "session.h"
-#include "util.h"
-#include "view.h"
+#include "fs/audit.h"
+#include "mountcheck/mountcheck.h"
+#include "fs/notify.h"
+#include "fs/ocistore.h"
+#include "fs/ops.h"
+#include "fs/session.h"
+#include "common/util.h"
+#include "fs/view.h"
 
 
 /* A FUSE daemon that died leaves its mount answering ENOTCONN. Mounting over it would stack

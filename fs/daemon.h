@@ -5,7 +5,7 @@
 #include <stdbool.h>
 #include <stdint.h>
 
-#include "tree.h"
+#include "fs/tree.h"
 
 struct sfs_daemon_config {
         const char *mountpoint;

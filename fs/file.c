@@ -9,9 +9,9 @@
 #include <string.h>
 #include <time.h>
 
-#include "ocistore.h"
-#include "tree-internal.h"
-#include "util.h"
+#include "fs/ocistore.h"
+#include "fs/tree-internal.h"
+#include "common/util.h"
 
 /* ---- open, create ---- */
 

@@ -7,10 +7,10 @@
 #include <string.h>
 #include <time.h>
 
-#include "tree-internal.h"
-#include "util.h"
+#include "fs/tree-internal.h"
+#include "common/util.h"
 
-#include "digest.h"
+#include "snapshot/digest.h"
 
 /* ---- directories ---- */
 

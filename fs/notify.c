@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 /* The sd_notify datagram to $NOTIFY_SOCKET, written out (notify.h). */
-#include "notify.h"
+#include "fs/notify.h"
 
 #include <errno.h>
 #include <stddef.h>
@@ -9,7 +9,7 @@
 #include <sys/socket.h>
 #include <sys/un.h>
 
-#include "util.h"
+#include "common/util.h"
 
 int sfs_notify(const char *state)
 {

@@ -2,7 +2,7 @@
 /* --store DIR: publishing into an OCI image layout, the store's checks at open, the snapshots
  * served again at start, and the re-hash of the blobs on disk that `snapfs audit` asks for
  * (ocistore.h). */
-#include "ocistore.h"
+#include "fs/ocistore.h"
 
 #include <dirent.h>
 #include <errno.h>
@@ -19,10 +19,10 @@
 #include <sys/vfs.h>
 #include <unistd.h>
 
-#include "oci.h"
-#include "safeopen.h"
-#include "store.h"
-#include "util.h"
+#include "snapshot/oci.h"
+#include "snapshot/safeopen.h"
+#include "snapshot/store.h"
+#include "common/util.h"
 
 /* What a layer's annotation of holders holds: SNAP_HOLDERS_MAX uids and the privileged one. */
 #define HOLDERS_MAX (SNAP_HOLDERS_MAX + 1)

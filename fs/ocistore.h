@@ -21,7 +21,7 @@
 #include <sys/types.h>
 #include <time.h>
 
-#include "digest.h"
+#include "snapshot/digest.h"
 
 #define SFS_OCISTORE_TAG "snapfs"
 /* Blobs that do not hash to their name are moved here, never served, never deleted. */

@@ -5,14 +5,14 @@
  *
  * Node ids are node pointers (the root is FUSE_ROOT_ID). The kernel only ever sends ids we
  * gave it, and a node lives until the kernel forgets it and no handle is open on it. */
-#include "ops.h"
+#include "fs/ops.h"
 
 #include <errno.h>
 #include <fcntl.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include "tree.h"
+#include "fs/tree.h"
 
 static struct sfs_ops_ctx *ctx_of(fuse_req_t req)
 {

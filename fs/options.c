@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 /* Parsers of the daemon's option values: plain digits with an optional suffix, uid lists. */
-#include "options.h"
+#include "fs/options.h"
 
 #include <errno.h>
 #include <string.h>

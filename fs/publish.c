@@ -10,10 +10,10 @@
 #include <string.h>
 #include <time.h>
 
-#include "ocistore.h"
-#include "tree-internal.h"
-#include "trust.h"
-#include "util.h"
+#include "fs/ocistore.h"
+#include "fs/tree-internal.h"
+#include "snapshot/trust.h"
+#include "common/util.h"
 
 static int publish_refused(struct sfs_tree *t, const struct sfs_caller *c, const char *name,
                            const char *target, int err, const char *reason)

@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 /* The mount's readahead, written to its backing device info in sysfs. */
-#include "readahead.h"
+#include "fs/readahead.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -8,7 +8,7 @@
 #include <sys/sysmacros.h>
 #include <unistd.h>
 
-#include "util.h"
+#include "common/util.h"
 
 int sfs_set_read_ahead(uint64_t dev, unsigned kb)
 {

@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /* Roles: the reader and publisher sets, who may remove a snapshot or drop a hold, and who may
  * have the store re-hashed. */
-#include "roles.h"
+#include "fs/roles.h"
 
 /* Without --publishers (an empty set, which no option spells) only the mount's owner and root
  * publish: a sandbox that reaches the mount must not fill the store, nor publish under its own

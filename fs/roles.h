@@ -6,7 +6,7 @@
 #include <stdbool.h>
 #include <sys/types.h>
 
-#include "options.h"
+#include "fs/options.h"
 
 /* Who sent a request. */
 struct sfs_caller {

@@ -2,7 +2,7 @@
 /* One FUSE session: creation with the mount options snapfs imposes, the self-check of the
  * mount it made, INIT answered before any worker runs, and the serve loop in a thread of its
  * own. */
-#include "session.h"
+#include "fs/session.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -15,9 +15,9 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "mountcheck.h"
-#include "readahead.h"
-#include "util.h"
+#include "mountcheck/mountcheck.h"
+#include "fs/readahead.h"
+#include "common/util.h"
 
 struct fuse_session *sfs_session_new(const struct sfs_session_config *cfg,
                                      struct sfs_ops_ctx *ctx)

@@ -10,7 +10,7 @@
 #include <stdint.h>
 #include <stdio.h>
 
-#include "ops.h"
+#include "fs/ops.h"
 
 #define LOG(...) fprintf(stderr, "snapfs mount: " __VA_ARGS__)
 

@@ -2,7 +2,7 @@
 /* Staging content: a growing buffer, its running hash, and the bytes it holds charged to the
  * tree's budget and to its owner. The bytes are hashed as they arrive, so publishing normally
  * needs no second pass over them. */
-#include "staging.h"
+#include "fs/staging.h"
 
 #include <errno.h>
 #include <stdio.h>

@@ -13,8 +13,8 @@
 #include <sys/types.h>
 #include <time.h>
 
-#include "digest.h"
-#include "store.h"
+#include "snapshot/digest.h"
+#include "snapshot/store.h"
 
 #define SFS_STAGING_NAME_MAX SNAP_NAME_MAX
 #define SFS_HASH_BROKEN UINT64_MAX

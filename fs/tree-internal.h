@@ -7,11 +7,11 @@
 
 #include <pthread.h>
 
-#include "digest.h"
-#include "roles.h"
-#include "staging.h"
-#include "store.h"
-#include "tree.h"
+#include "snapshot/digest.h"
+#include "fs/roles.h"
+#include "fs/staging.h"
+#include "snapshot/store.h"
+#include "fs/tree.h"
 
 /* Locks, outermost first: t->lock, then a staging file's stg->lock, then the store's own.
  * A staging file's stg pointer is read only under t->lock (publishing frees it). */

@@ -2,7 +2,7 @@
 /* Nodes and handles: the tree's lifetime, lookups, attributes, visibility, the per-uid
  * staging lists, and the audit line of a refusal. The operations on files, renames, listings
  * and xattrs are built on these in file.c, publish.c, listing.c and xattr.c. */
-#include "tree.h"
+#include "fs/tree.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -12,9 +12,9 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "binding.h"
-#include "tree-internal.h"
-#include "util.h"
+#include "snapshot/binding.h"
+#include "fs/tree-internal.h"
+#include "common/util.h"
 
 #define DIR_ATTR_TIMEOUT 1.0
 

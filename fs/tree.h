@@ -16,10 +16,10 @@
 #include <sys/types.h>
 #include <time.h>
 
-#include "audit.h"
-#include "options.h"
-#include "roles.h"
-#include "staging.h"
+#include "fs/audit.h"
+#include "fs/options.h"
+#include "fs/roles.h"
+#include "fs/staging.h"
 
 #define SFS_ROOT_INO 1
 #define SFS_STAGING_INO 2

@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 /* The read view's mount and its serving thread; the session itself is session.c's. */
-#include "view.h"
+#include "fs/view.h"
 
 #include <errno.h>
 #include <stdio.h>
@@ -9,8 +9,8 @@
 #include <sys/mount.h>
 #include <unistd.h>
 
-#include "tree.h"
-#include "util.h"
+#include "fs/tree.h"
+#include "common/util.h"
 
 int sfs_view_mount(struct sfs_view *v, const char *path, const struct sfs_session_config *sc,
                    struct sfs_tree *tree)

@@ -6,8 +6,8 @@
 #include <stdbool.h>
 #include <stdint.h>
 
-#include "ops.h"
-#include "session.h"
+#include "fs/ops.h"
+#include "fs/session.h"
 
 struct sfs_view {
         struct sfs_ops_ctx ctx;

@@ -10,11 +10,11 @@
 #include <string.h>
 #include <time.h>
 
-#include "tree-internal.h"
-#include "util.h"
+#include "fs/tree-internal.h"
+#include "common/util.h"
 
-#include "binding.h"
-#include "ocistore.h"
+#include "snapshot/binding.h"
+#include "fs/ocistore.h"
 
 /* ---- xattrs ---- */
 

@@ -8,8 +8,8 @@
 #include <stdint.h>
 #include <stdio.h>
 
-#include "record.h"
-#include "verdict.h"
+#include "mountcheck/record.h"
+#include "mountcheck/verdict.h"
 
 enum {
         MC_WANT_TARGET = 1U << 0,   /* the mount with id target_id */

@@ -6,11 +6,11 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "backend.h"
-#include "check.h"
-#include "identity.h"
-#include "judge.h"
-#include "util.h"
+#include "mountcheck/backend.h"
+#include "mountcheck/check.h"
+#include "mountcheck/identity.h"
+#include "mountcheck/judge.h"
+#include "common/util.h"
 
 static void setp(struct mc_mount_set *set)
 {

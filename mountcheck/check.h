@@ -2,8 +2,8 @@
 /* The mount check: is the mount that a pinned descriptor of this path reaches compliant? */
 #pragma once
 
-#include "policy.h"
-#include "verdict.h"
+#include "mountcheck/policy.h"
+#include "mountcheck/verdict.h"
 
 /* Opens path without following symlinks, judges the mount its descriptor reaches (by mount
  * id, with every finding collected into *out) and re-opens the path at the end to catch a

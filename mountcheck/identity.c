@@ -9,9 +9,9 @@
 #include <sys/statfs.h>
 #include <unistd.h>
 
-#include "identity.h"
-#include "kernel-calls.h"
-#include "util.h"
+#include "mountcheck/identity.h"
+#include "mountcheck/kernel-calls.h"
+#include "common/util.h"
 
 int mc_open_path_walk(const char *path, int *fd_out)
 {

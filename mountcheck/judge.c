@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /* The judge: the one pure function that turns the facts about a path (the records a backend
  * gathered, the descriptor's mount, who asks) plus a policy into every finding. */
-#include "judge.h"
+#include "mountcheck/judge.h"
 
 #include <errno.h>
 #include <stdio.h>

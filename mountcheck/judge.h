@@ -7,9 +7,9 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "policy.h"
-#include "record.h"
-#include "verdict.h"
+#include "mountcheck/policy.h"
+#include "mountcheck/record.h"
+#include "mountcheck/verdict.h"
 
 /* Everything known about one check, gathered by the orchestrator and a backend. */
 struct mc_facts {

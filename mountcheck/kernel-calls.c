@@ -7,8 +7,8 @@
 #include <sys/syscall.h>
 #include <unistd.h>
 
-#include "kernel-calls.h"
-#include "util.h"
+#include "mountcheck/kernel-calls.h"
+#include "common/util.h"
 
 static long linux_openat2(int dirfd, const char *path, struct mc_kopen_how *how, size_t size)
 {

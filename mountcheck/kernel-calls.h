@@ -11,7 +11,7 @@
 #include <stdint.h>
 #include <sys/stat.h>
 
-#include "kernel.h"
+#include "mountcheck/kernel.h"
 
 struct libmnt_table;
 

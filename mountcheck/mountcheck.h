@@ -2,7 +2,7 @@
 /* Everything a client of mountcheck needs: policy, check, verdict, descriptor identity. */
 #pragma once
 
-#include "check.h"
-#include "identity.h"
-#include "policy.h"
-#include "verdict.h"
+#include "mountcheck/check.h"
+#include "mountcheck/identity.h"
+#include "mountcheck/policy.h"
+#include "mountcheck/verdict.h"

@@ -11,9 +11,9 @@
 #include <string.h>
 #include <sys/mount.h>
 
-#include "backend.h"
-#include "kernel-calls.h"
-#include "util.h"
+#include "mountcheck/backend.h"
+#include "mountcheck/kernel-calls.h"
+#include "common/util.h"
 
 #define MOUNTINFO "/proc/self/mountinfo"
 

@@ -4,7 +4,7 @@
 #include <limits.h>
 #include <string.h>
 
-#include "policy.h"
+#include "mountcheck/policy.h"
 
 static const struct {
         uint32_t bit;

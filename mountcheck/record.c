@@ -5,7 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "record.h"
+#include "mountcheck/record.h"
 
 struct mc_mount *mc_mount_set_push(struct mc_mount_set *set)
 {

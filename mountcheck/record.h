@@ -8,8 +8,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "policy.h"
-#include "verdict.h"
+#include "mountcheck/policy.h"
+#include "mountcheck/verdict.h"
 
 enum {
         MC_PROP_SHARED = 1U << 0,     /* shared:N — mount events propagate both ways */

@@ -5,9 +5,9 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "backend.h"
-#include "kernel-calls.h"
-#include "util.h"
+#include "mountcheck/backend.h"
+#include "mountcheck/kernel-calls.h"
+#include "common/util.h"
 
 /* Everything a record needs. FS_SUBTYPE, MNT_OPTS and OPT_ARRAY are only reported when the
  * mount has a subtype or options, so SUPPORTED_MASK tells "none" from "kernel too old". */

@@ -6,7 +6,7 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "verdict.h"
+#include "mountcheck/verdict.h"
 
 static const char *const code_names[MC_CODE_COUNT] = {
         [MC_NON_CANONICAL_PATH] = "non-canonical-path",

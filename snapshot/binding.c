@@ -6,7 +6,7 @@
  * Bounds: size and ino are uint64; dev is written as major:minor, each a 32-bit unsigned value
  * as glibc's major()/minor()/makedev() use them (12+20 bits of major, 8+24 bits of minor
  * cover all 64 bits of dev_t, so every dev value has exactly one text form). */
-#include "binding.h"
+#include "snapshot/binding.h"
 
 #include <errno.h>
 #include <inttypes.h>

@@ -11,7 +11,7 @@
 #include <stdint.h>
 #include <sys/types.h>
 
-#include "digest.h"
+#include "snapshot/digest.h"
 
 struct snap_binding {
         struct snap_digest sha256;

@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 /* SHA-256 through OpenSSL EVP and the strict 64-character hex name. */
-#include "digest.h"
+#include "snapshot/digest.h"
 
 #include <errno.h>
 #include <stdlib.h>

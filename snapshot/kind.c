@@ -1,12 +1,12 @@
 /* SPDX-License-Identifier: MIT */
 /* The kind of a snapshot, decided by the same parsers the trust path uses (kind.h). */
-#include "kind.h"
+#include "snapshot/kind.h"
 
 #include <errno.h>
 #include <stdbool.h>
 #include <string.h>
 
-#include "oci.h"
+#include "snapshot/oci.h"
 
 static const char *const names[SNAP_KIND_COUNT] = {
         [SNAP_KIND_CONTENT] = "content",

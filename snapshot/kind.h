@@ -10,7 +10,7 @@
 
 #include <stddef.h>
 
-#include "oci-desc.h"
+#include "snapshot/oci-desc.h"
 
 enum snap_kind {
         /* Anything else: what a runtime hands to a child. */

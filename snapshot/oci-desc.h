@@ -8,7 +8,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "digest.h"
+#include "snapshot/digest.h"
 
 #define SNAP_OCI_MEDIA_MANIFEST "application/vnd.oci.image.manifest.v1+json"
 #define SNAP_OCI_MEDIA_INDEX "application/vnd.oci.image.index.v1+json"

@@ -1,13 +1,13 @@
 /* SPDX-License-Identifier: MIT */
 /* Strict JSON for OCI documents (oci-json.h) and the descriptor vocabulary (oci-desc.h). */
-#include "oci-json.h"
+#include "snapshot/oci-json.h"
 
 #include <errno.h>
 #include <stddef.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include "util.h"
+#include "common/util.h"
 
 #define DEPTH_MAX 32
 

@@ -7,7 +7,7 @@
 
 #include <json-c/json.h>
 
-#include "oci-desc.h"
+#include "snapshot/oci-desc.h"
 
 /* Parses len bytes as one JSON object in strict mode (RFC 8259 only: no comments, single
  * quotes, bare words or raw control bytes in strings; valid UTF-8; depth at

@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 /* Ed25519 signatures over manifest digests: keys, the signature envelope, sign and verify. */
-#include "oci.h"
+#include "snapshot/oci.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -15,9 +15,9 @@
 #include <openssl/pem.h>
 #include <openssl/x509.h>
 
-#include "oci-json.h"
-#include "safeopen.h"
-#include "util.h"
+#include "snapshot/oci-json.h"
+#include "snapshot/safeopen.h"
+#include "common/util.h"
 
 #define ALGORITHM "ed25519"
 #define SIG_LEN 64

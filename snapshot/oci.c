@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /* The OCI image layout: oci-layout, index.json and blobs written atomically and durably,
  * read with bounds, and the manifests and index that name snapshots (oci.h). */
-#include "oci.h"
+#include "snapshot/oci.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -16,9 +16,9 @@
 
 #include <json-c/json.h>
 
-#include "oci-json.h"
-#include "safeopen.h"
-#include "util.h"
+#include "snapshot/oci-json.h"
+#include "snapshot/safeopen.h"
+#include "common/util.h"
 
 #define LAYOUT_FILE "oci-layout"
 #define INDEX_FILE "index.json"

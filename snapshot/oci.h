@@ -13,8 +13,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "digest.h"
-#include "oci-desc.h"
+#include "snapshot/digest.h"
+#include "snapshot/oci-desc.h"
 
 /* An open layout: descriptors of its directory and of blobs/sha256; paths are never used
  * again after the open. */

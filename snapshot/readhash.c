@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /* Hashing a descriptor's content with pread: in this thread, or with a reader thread beside
  * it for large content. */
-#include "readhash.h"
+#include "snapshot/readhash.h"
 
 #include <errno.h>
 #include <pthread.h>
@@ -10,7 +10,7 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "util.h"
+#include "common/util.h"
 
 /* Serial reads: enough for SHA-NI at full speed, below malloc's mmap threshold. */
 #define SERIAL_CHUNK (64u * 1024)

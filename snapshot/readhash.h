@@ -5,7 +5,7 @@
 
 #include <stdint.h>
 
-#include "digest.h"
+#include "snapshot/digest.h"
 
 /* Content this large or larger is read by a second thread while this one hashes: on two CPUs
  * the copy out of the page cache then costs no time, and verifying runs at SHA-256's speed. */

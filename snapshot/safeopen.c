@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /* Opening and reading untrusted paths: no symlink followed, no FIFO or device read, no
  * read without bound. */
-#include "safeopen.h"
+#include "snapshot/safeopen.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -9,7 +9,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "util.h"
+#include "common/util.h"
 
 /* First allocation when fstat gives no useful size hint; grows by doubling. */
 #define READ_START 4096u

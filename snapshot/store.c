@@ -4,7 +4,7 @@
  *
  * Content is hashed and copied outside the lock; the lock is held only to look up, check the
  * limits and link or unlink an object, so a 1 GiB put does not stall every reader. */
-#include "store.h"
+#include "snapshot/store.h"
 
 #include <errno.h>
 #include <pthread.h>
@@ -12,7 +12,7 @@
 #include <string.h>
 #include <sys/random.h>
 
-#include "util.h"
+#include "common/util.h"
 
 #define BUCKETS_START_BITS 4
 

@@ -12,7 +12,7 @@
 #include <stdint.h>
 #include <time.h>
 
-#include "digest.h"
+#include "snapshot/digest.h"
 
 struct snap_store;
 

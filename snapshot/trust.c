@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /* What a --trust-key daemon admits: keys, and the table of digests that signed envelopes
  * and manifests admitted (trust.h). */
-#include "trust.h"
+#include "snapshot/trust.h"
 
 #include <errno.h>
 #include <pthread.h>
@@ -10,8 +10,8 @@
 
 #include <openssl/evp.h>
 
-#include "oci.h"
-#include "util.h"
+#include "snapshot/oci.h"
+#include "common/util.h"
 
 enum { KIND_MANIFEST = 1, KIND_LAYER = 2 };
 

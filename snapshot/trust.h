@@ -16,7 +16,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "digest.h"
+#include "snapshot/digest.h"
 
 struct snap_trust;
 struct evp_pkey_st;

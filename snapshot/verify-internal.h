@@ -4,7 +4,7 @@
 
 #include <sys/stat.h>
 
-#include "verify.h"
+#include "snapshot/verify.h"
 
 /* Name of the first field that differs between two fstat results of one descriptor ("dev",
  * "ino", "mode", "nlink", "uid", "gid", "size", "mtime", "ctime"), or NULL when none does. */

@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /* Verifying a held descriptor against a binding: fstat, then every byte re-read and hashed,
  * then fstat again. */
-#include "verify.h"
+#include "snapshot/verify.h"
 
 #include <errno.h>
 #include <inttypes.h>
@@ -13,10 +13,10 @@
 #include <sys/sysmacros.h>
 #include <unistd.h>
 
-#include "digest.h"
-#include "readhash.h"
-#include "util.h"
-#include "verify-internal.h"
+#include "snapshot/digest.h"
+#include "snapshot/readhash.h"
+#include "common/util.h"
+#include "snapshot/verify-internal.h"
 
 const char *snap_verify_finding_name(enum snap_verify_finding f)
 {

@@ -10,7 +10,7 @@
 
 #include <stdint.h>
 
-#include "binding.h"
+#include "snapshot/binding.h"
 
 struct snap_hasher;
 

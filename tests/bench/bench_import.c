@@ -15,9 +15,9 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include "benchutil.h"
-#include "oci.h"
-#include "util.h"
+#include "tests/bench/benchutil.h"
+#include "snapshot/oci.h"
+#include "common/util.h"
 
 struct cfg {
         const char *snapfs;

@@ -22,9 +22,9 @@
 #include <sys/xattr.h>
 #include <unistd.h>
 
-#include "bench_snapfs.h"
-#include "mountcheck.h"
-#include "util.h"
+#include "tests/bench/bench_snapfs.h"
+#include "mountcheck/mountcheck.h"
+#include "common/util.h"
 
 #define WARMUP_ROUNDS 20 /* the daemon starts its worker threads on demand */
 #define WATCH_ROUNDS 32 /* extra snapfs rounds, untimed, that sample where the daemon ran */

@@ -17,8 +17,8 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "benchutil.h"
-#include "mountcheck.h"
+#include "tests/bench/benchutil.h"
+#include "mountcheck/mountcheck.h"
 
 #define BUDGET_NS 1500000000LL /* per backend and size: enough runs for a stable median */
 #define MIN_RUNS 21

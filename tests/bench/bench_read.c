@@ -21,8 +21,8 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include "bench_snapfs.h"
-#include "verify.h"
+#include "tests/bench/bench_snapfs.h"
+#include "snapshot/verify.h"
 
 #define BIG (256u << 20)
 #define CHUNK (1u << 20)

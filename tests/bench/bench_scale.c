@@ -23,7 +23,7 @@
 #include <sys/statvfs.h>
 #include <unistd.h>
 
-#include "bench_snapfs.h"
+#include "tests/bench/bench_snapfs.h"
 
 #define SMALL 10
 #define CONTENT 32          /* bytes per snapshot: a small config */

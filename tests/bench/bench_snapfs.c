@@ -5,7 +5,7 @@
  *   bench_snapfs --snapfs PATH [--csv FILE] [--placement free|same|split] [--scale N] SECTION
  *
  * SECTION: latency (items 1 and 2), read (items 3 and 4), scale (item 5). */
-#include "bench_snapfs.h"
+#include "tests/bench/bench_snapfs.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -17,8 +17,8 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "mountcheck.h"
-#include "verify.h"
+#include "mountcheck/mountcheck.h"
+#include "snapshot/verify.h"
 
 void bench_env_daemon(struct bench_env *env, struct bench_daemon *d, const char *name,
                       const char *const *opts)

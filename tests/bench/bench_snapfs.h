@@ -8,9 +8,9 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "benchutil.h"
-#include "binding.h"
-#include "digest.h"
+#include "tests/bench/benchutil.h"
+#include "snapshot/binding.h"
+#include "snapshot/digest.h"
 
 struct bench_env {
         const char *snapfs;           /* the snapfs binary */

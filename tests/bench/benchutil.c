@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /* The helpers every snapfs benchmark shares (clock, medians, pinning, a daemon per run,
  * the summary rows). */
-#include "benchutil.h"
+#include "tests/bench/benchutil.h"
 
 #include <dirent.h>
 #include <errno.h>
@@ -18,8 +18,8 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "mountcheck.h"
-#include "util.h"
+#include "mountcheck/mountcheck.h"
+#include "common/util.h"
 
 void bench_die(const char *fmt, ...)
 {

@@ -3,8 +3,8 @@
  * targets that end in mc_judge(). */
 #pragma once
 
-#include "fuzz.h"
-#include "judge.h"
+#include "tests/fuzz/fuzz.h"
+#include "mountcheck/judge.h"
 
 /* The first record with this id: the judge's own rule, restated here. */
 static inline const struct mc_mount *fz_find(const struct mc_facts *f, uint64_t id)

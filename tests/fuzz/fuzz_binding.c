@@ -4,8 +4,8 @@
  * every binding formats to a text that parses back to the same binding. */
 #include <errno.h>
 
-#include "binding.h"
-#include "fuzz.h"
+#include "snapshot/binding.h"
+#include "tests/fuzz/fuzz.h"
 
 static void check_parsed(const uint8_t *data, size_t size)
 {

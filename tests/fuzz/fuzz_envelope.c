@@ -7,9 +7,9 @@
  * unchanged. Any errno but -EINVAL/-EFBIG from the parser is a bug. */
 #include <errno.h>
 
-#include "fuzz.h"
-#include "kind.h"
-#include "oci.h"
+#include "tests/fuzz/fuzz.h"
+#include "snapshot/kind.h"
+#include "snapshot/oci.h"
 
 static void check_parse(const uint8_t *data, size_t size)
 {

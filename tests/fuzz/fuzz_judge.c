@@ -5,8 +5,8 @@
  * judged twice, and "compliant" only when every rule holds (fz_judge_and_check). */
 #include <errno.h>
 
-#include "fuzz-judge.h"
-#include "judge.h"
+#include "tests/fuzz/fuzz-judge.h"
+#include "mountcheck/judge.h"
 
 #define PATH "/run/snap"
 

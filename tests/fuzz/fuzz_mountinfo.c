@@ -8,8 +8,8 @@
 #include <errno.h>
 #include <inttypes.h>
 
-#include "backend.h"
-#include "fuzz-judge.h"
+#include "mountcheck/backend.h"
+#include "tests/fuzz/fuzz-judge.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {

@@ -6,9 +6,9 @@
  *   (sfs_staging_name_valid). */
 #include <errno.h>
 
-#include "digest.h"
-#include "fuzz.h"
-#include "staging.h"
+#include "snapshot/digest.h"
+#include "tests/fuzz/fuzz.h"
+#include "fs/staging.h"
 
 static bool ref_lower_hex(const uint8_t *s, size_t len)
 {

@@ -5,8 +5,8 @@
  * is what import reads. */
 #include <errno.h>
 
-#include "fuzz.h"
-#include "oci.h"
+#include "tests/fuzz/fuzz.h"
+#include "snapshot/oci.h"
 
 static bool str_equal(const char *a, const char *b)
 {

@@ -7,9 +7,9 @@
 #include <inttypes.h>
 #include <string.h>
 
-#include "fuzz.h"
-#include "options.h"
-#include "policy.h"
+#include "tests/fuzz/fuzz.h"
+#include "fs/options.h"
+#include "mountcheck/policy.h"
 
 static void check_size(const char *s)
 {

@@ -8,8 +8,8 @@
  * is judged compliant, so no accepted policy refuses every mount. */
 #include <errno.h>
 
-#include "fuzz-judge.h"
-#include "policy.h"
+#include "tests/fuzz/fuzz-judge.h"
+#include "mountcheck/policy.h"
 
 static void check_options(const char *value)
 {

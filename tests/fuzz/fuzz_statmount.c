@@ -8,9 +8,9 @@
  * ASan report. The first record names the reached mount and the checked path. */
 #include <errno.h>
 
-#include "backend.h"
-#include "fuzz-judge.h"
-#include "kernel.h"
+#include "mountcheck/backend.h"
+#include "tests/fuzz/fuzz-judge.h"
+#include "mountcheck/kernel.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {

@@ -12,8 +12,8 @@
 #include <string.h>
 #include <sys/mount.h>
 
-#include "backend.h"
-#include "check.h"
+#include "mountcheck/backend.h"
+#include "mountcheck/check.h"
 
 static const struct mc_backend_ops *real;
 static bool race, raced;

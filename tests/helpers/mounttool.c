@@ -28,7 +28,7 @@
 #include <unistd.h>
 #include <linux/mount.h>
 
-#include "util.h"
+#include "common/util.h"
 
 #ifndef MOVE_MOUNT_BENEATH
 #define MOVE_MOUNT_BENEATH 0x00000200

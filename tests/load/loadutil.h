@@ -13,8 +13,8 @@
 #include <sys/xattr.h>
 #include <unistd.h>
 
-#include "binding.h"
-#include "verify.h"
+#include "snapshot/binding.h"
+#include "snapshot/verify.h"
 
 /* xorshift64*: deterministic content from a seed, so any process can regenerate it. */
 static inline uint64_t rnd(uint64_t *s)

@@ -46,10 +46,10 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "binding.h"
-#include "digest.h"
-#include "loadutil.h"
-#include "verify.h"
+#include "snapshot/binding.h"
+#include "snapshot/digest.h"
+#include "tests/load/loadutil.h"
+#include "snapshot/verify.h"
 
 #define MAX_ERRNO 256
 #define MAX_SAMPLES (1u << 20)

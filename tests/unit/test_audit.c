@@ -19,9 +19,9 @@
 
 #include <json-c/json.h>
 
-#include "audit-internal.h"
-#include "tree.h"
-#include "testutil.h"
+#include "fs/audit-internal.h"
+#include "fs/tree.h"
+#include "tests/unit/testutil.h"
 
 static struct tu_dir dir;
 static char logpath[PATH_MAX];

@@ -11,8 +11,8 @@
 #include <string.h>
 #include <sys/sysmacros.h>
 
-#include "binding.h"
-#include "util.h"
+#include "snapshot/binding.h"
+#include "common/util.h"
 
 #define HEX "ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad"
 #define GOOD "sha256=" HEX " size=3 dev=0:52 ino=7"

@@ -14,10 +14,10 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "backend.h"
-#include "check.h"
-#include "identity.h"
-#include "kernel-calls.h"
+#include "mountcheck/backend.h"
+#include "mountcheck/check.h"
+#include "mountcheck/identity.h"
+#include "mountcheck/kernel-calls.h"
 
 enum fake_mode { FAKE_ALONE, FAKE_STACKED, FAKE_ERROR, FAKE_AT_PATH };
 static enum fake_mode fake_mode;

@@ -18,13 +18,13 @@
 
 #include <openssl/evp.h>
 
-#include "client-internal.h"
-#include "digest.h"
-#include "oci.h"
-#include "snapfs.h"
-#include "transfer.h"
-#include "testutil.h"
-#include "util.h"
+#include "client/client-internal.h"
+#include "snapshot/digest.h"
+#include "snapshot/oci.h"
+#include "client/snapfs.h"
+#include "client/transfer.h"
+#include "tests/unit/testutil.h"
+#include "common/util.h"
 
 #define T(f) cmocka_unit_test(f)
 

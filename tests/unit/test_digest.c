@@ -11,7 +11,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "digest.h"
+#include "snapshot/digest.h"
 
 static void assert_hex(const struct snap_digest *d, const char *want)
 {

@@ -15,7 +15,7 @@
 #include <sys/sysmacros.h>
 #include <unistd.h>
 
-#include "treefix.h"
+#include "tests/unit/treefix.h"
 
 static void test_a_write_carrying_append_or_direct_is_einval_and_plain_writes_work(void **state)
 {

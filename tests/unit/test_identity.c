@@ -18,8 +18,8 @@
 #include <sys/syscall.h>
 #include <unistd.h>
 
-#include "identity.h"
-#include "kernel-calls.h"
+#include "mountcheck/identity.h"
+#include "mountcheck/kernel-calls.h"
 
 static char base[] = "/tmp/mc-identity-XXXXXX";
 static char real_dir[256], link_final[256], link_mid[256], through_link[256], file[256],

@@ -10,7 +10,7 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "judge.h"
+#include "mountcheck/judge.h"
 
 #define PATH "/run/snap"
 #define GOOD_OPTS (MC_OPT_RW | MC_OPT_NOSUID | MC_OPT_NODEV | MC_OPT_NOEXEC)

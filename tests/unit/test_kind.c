@@ -13,8 +13,8 @@
 
 #include <openssl/evp.h>
 
-#include "kind.h"
-#include "oci.h"
+#include "snapshot/kind.h"
+#include "snapshot/oci.h"
 
 static const char config[] =
         "{\"mcpServers\":{\"fs\":{\"command\":\"npx\",\"args\":[\"server-filesystem\"]}}}";

@@ -15,7 +15,7 @@
 #include <sys/sysmacros.h>
 #include <unistd.h>
 
-#include "treefix.h"
+#include "tests/unit/treefix.h"
 
 static void test_counters_return_to_zero_after_everything_is_gone(void **state)
 {

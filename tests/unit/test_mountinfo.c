@@ -14,8 +14,8 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "backend.h"
-#include "kernel-calls.h"
+#include "mountcheck/backend.h"
+#include "mountcheck/kernel-calls.h"
 
 #define ROOT "1 0 0:1 / / rw,relatime - ext4 /dev/root rw\n"
 #define RUN "20 1 0:22 / /run rw,nosuid,nodev - tmpfs tmpfs rw,size=1024k,mode=755\n"

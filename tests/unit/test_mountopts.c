@@ -10,7 +10,7 @@
 #include <getopt.h>
 #include <string.h>
 
-#include "mountopts.h"
+#include "cli/mountopts.h"
 
 static const struct option longopts[] = {
         { "max-bytes", required_argument, NULL, 1 },

@@ -14,7 +14,7 @@
 #include <sys/un.h>
 #include <unistd.h>
 
-#include "notify.h"
+#include "fs/notify.h"
 
 /* A datagram socket bound at name (a path, or "@abstract"): its descriptor. */
 static int bind_dgram(const char *name)

@@ -9,8 +9,8 @@
 #include <errno.h>
 #include <string.h>
 
-#include "oci-json.h"
-#include "oci.h"
+#include "snapshot/oci-json.h"
+#include "snapshot/oci.h"
 
 #define D64 "44136fa355b3678a1146ad16f7e8649e94fb4fc21fe77e8310c060f61caaff8a"
 #define DESC_HEAD "{\"mediaType\":\"a/b\","

@@ -18,7 +18,7 @@
 #include <openssl/provider.h>
 #include <openssl/x509.h>
 
-#include "oci.h"
+#include "snapshot/oci.h"
 
 
 /* The fields of an envelope as JSON values ("\"...\"" for a string); NULL leaves one out. */

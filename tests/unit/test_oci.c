@@ -20,9 +20,9 @@
 
 #include <openssl/evp.h>
 
-#include "oci.h"
-#include "testutil.h"
-#include "util.h"
+#include "snapshot/oci.h"
+#include "tests/unit/testutil.h"
+#include "common/util.h"
 
 /* While set, getrandom fails as it does where a sandbox denies the call (ENOSYS). This
  * definition stands in for the C library's throughout the program, the code under test

@@ -20,11 +20,11 @@
 #include <pthread.h>
 #include <time.h>
 
-#include "digest.h"
-#include "oci.h"
-#include "ocistore.h"
-#include "store.h"
-#include "testutil.h"
+#include "snapshot/digest.h"
+#include "snapshot/oci.h"
+#include "fs/ocistore.h"
+#include "snapshot/store.h"
+#include "tests/unit/testutil.h"
 
 /* What a start handed out: snapshots restored, blobs set aside. */
 struct seen {

@@ -9,7 +9,7 @@
 #include <errno.h>
 #include <stdio.h>
 
-#include "options.h"
+#include "fs/options.h"
 
 static void test_sizes_accept_binary_suffixes(void **state)
 {

@@ -10,7 +10,7 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "policy.h"
+#include "mountcheck/policy.h"
 
 static void test_snapfs_preset_requires_nosuid_nodev_noexec_and_root_as_owner(void **state)
 {

@@ -14,7 +14,7 @@
 #include <sys/sysmacros.h>
 #include <unistd.h>
 
-#include "treefix.h"
+#include "tests/unit/treefix.h"
 
 static void test_publish_makes_a_mode_0000_snapshot_named_by_its_digest(void **state)
 {

@@ -11,8 +11,8 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "readhash.h"
-#include "testutil.h"
+#include "snapshot/readhash.h"
+#include "tests/unit/testutil.h"
 
 typedef int (*hash_fn)(int fd, uint64_t size, struct snap_hasher *h, uint64_t *got);
 static const hash_fn paths[] = { snap_hash_fd_serial, snap_hash_fd_parallel, snap_hash_fd };

@@ -6,7 +6,7 @@
 #include <stdint.h>
 #include <cmocka.h>
 
-#include "record.h"
+#include "mountcheck/record.h"
 
 #define PATH "/run/snap"
 

@@ -6,7 +6,7 @@
 #include <stdint.h>
 #include <cmocka.h>
 
-#include "roles.h"
+#include "fs/roles.h"
 
 static const struct sfs_caller owner = { .uid = 500 }, rooted = { .uid = 0 },
                                alice = { .uid = 1000 }, bob = { .uid = 1001 };

@@ -17,9 +17,9 @@
 #include <sys/un.h>
 #include <unistd.h>
 
-#include "safeopen.h"
-#include "testutil.h"
-#include "util.h"
+#include "snapshot/safeopen.h"
+#include "tests/unit/testutil.h"
+#include "common/util.h"
 
 #define LIMIT 100000u
 

@@ -12,7 +12,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "staging.h"
+#include "fs/staging.h"
 
 struct fixture {
         struct snap_store *store;

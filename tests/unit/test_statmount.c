@@ -13,8 +13,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "backend.h"
-#include "kernel-calls.h"
+#include "mountcheck/backend.h"
+#include "mountcheck/kernel-calls.h"
 
 #define STRS 256
 

@@ -12,8 +12,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "store.h"
-#include "util.h"
+#include "snapshot/store.h"
+#include "common/util.h"
 
 static const struct snap_store_config cfg_default = {
         .max_object_size = 1024,

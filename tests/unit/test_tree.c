@@ -15,7 +15,7 @@
 #include <sys/sysmacros.h>
 #include <unistd.h>
 
-#include "treefix.h"
+#include "tests/unit/treefix.h"
 
 static void test_link_symlink_mknod_mkdir_rmdir_are_eperm(void **state)
 {

@@ -14,8 +14,8 @@
 
 #include <openssl/evp.h>
 
-#include "oci.h"
-#include "trust.h"
+#include "snapshot/oci.h"
+#include "snapshot/trust.h"
 
 struct fx {
         struct snap_trust *t;

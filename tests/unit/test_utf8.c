@@ -9,7 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "utf8.h"
+#include "common/utf8.h"
 
 static void test_utf8_text_is_left_alone(void **state)
 {

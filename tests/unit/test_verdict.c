@@ -10,7 +10,7 @@
 #include <errno.h>
 #include <string.h>
 
-#include "verdict.h"
+#include "mountcheck/verdict.h"
 
 static void test_every_code_has_a_distinct_name_and_none_past_the_end(void **state)
 {

@@ -14,11 +14,11 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "binding.h"
-#include "testutil.h"
-#include "util.h"
-#include "verify-internal.h"
-#include "verify.h"
+#include "snapshot/binding.h"
+#include "tests/unit/testutil.h"
+#include "common/util.h"
+#include "snapshot/verify-internal.h"
+#include "snapshot/verify.h"
 
 /* Larger than three of verify's 64 KiB read chunks, not a multiple of one. */
 #define SIZE 200000

@@ -16,9 +16,9 @@
 #include <sys/sysmacros.h>
 #include <unistd.h>
 
-#include "ocistore.h"
-#include "testutil.h"
-#include "treefix.h"
+#include "fs/ocistore.h"
+#include "tests/unit/testutil.h"
+#include "tests/unit/treefix.h"
 
 static void test_binding_xattr_names_the_snapshot(void **state)
 {

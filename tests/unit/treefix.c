@@ -10,8 +10,8 @@
 #include <fcntl.h>
 #include <string.h>
 
-#include "tree-internal.h"
-#include "treefix.h"
+#include "fs/tree-internal.h"
+#include "tests/unit/treefix.h"
 
 const struct sfs_caller alice = { .uid = 1000, .gid = 1000, .pid = 11 };
 const struct sfs_caller bob = { .uid = 1001, .gid = 1001, .pid = 12 };

@@ -7,8 +7,8 @@
 #include <stddef.h>
 #include <sys/types.h>
 
-#include "digest.h"
-#include "tree.h"
+#include "snapshot/digest.h"
+#include "fs/tree.h"
 
 /* Two publishers of different uids, and root. */
 extern const struct sfs_caller alice, bob, root;
