@@ -149,9 +149,13 @@ def main_pid(unit):
     return int(show(unit, "MainPID")["MainPID"])
 
 
-def running(unit):
+def running_again(unit, old_pid):
+    """True once unit runs (READY=1 came) with a main pid other than old_pid. One query: two
+    would see two moments, say "running" from before a SIGKILL was noticed and a new pid of
+    0 from after."""
     s = show(unit, "ActiveState", "SubState", "MainPID")
-    return s["ActiveState"] == "active" and s["SubState"] == "running" and s["MainPID"] != "0"
+    return (s["ActiveState"], s["SubState"]) == ("active", "running") and \
+        s["MainPID"] not in ("0", str(old_pid))
 
 
 def journal(unit):
@@ -265,8 +269,7 @@ def step_kill_9_restarts(cfg, res):
     res["before"] = listing(mnt)
     pid = main_pid("snapfs.service")
     os.kill(pid, signal.SIGKILL)
-    wait_for(lambda: running("snapfs.service") and main_pid("snapfs.service") != pid,
-             "the restart")
+    wait_for(lambda: running_again("snapfs.service", pid), "the restart")
     res["show"] = show("snapfs.service", "ActiveState", "SubState", "NRestarts", "MainPID")
     res["exit"] = exits("snapfs.service")[-1:]
     res["old_pid"] = pid
@@ -367,8 +370,7 @@ def step_read_view_dropin(cfg, res):
                                        os.O_WRONLY)
         pid = main_pid("snapfs.service")
         os.kill(pid, signal.SIGKILL)
-        wait_for(lambda: running("snapfs.service") and main_pid("snapfs.service") != pid,
-                 "the restart")
+        wait_for(lambda: running_again("snapfs.service", pid), "the restart")
         res["restarted"] = {"main": served("/run/snapfs"), "view": served("/run/snapfs-view")}
         stopped = {}
         step_stop_leaves_nothing(cfg, stopped, mnts=("/run/snapfs", "/run/snapfs-view"))
