@@ -189,6 +189,14 @@ def step_fstab_on_a_fresh_host(cfg, res):
         wait_for(lambda: published_in(log, [digest])[digest], "the publish in the audit log")
         st = os.stat(LOG_DIR)
         res["log_dir_mode"] = oct(st.st_mode & 0o7777)
+        # The service started where this daemon serves: refused, and what the unit does
+        # after a failure (ExecStopPost=) leaves the live mount serving.
+        res["service_on_top"] = sh("systemctl", "start", "snapfs.service")
+        res["service_show"] = show("snapfs.service", "ActiveState", "Result", "NRestarts")
+        res["service_exit"] = exits("snapfs.service")
+        res["service_journal"] = journal("snapfs.service")
+        sh("systemctl", "reset-failed", "snapfs.service")
+        res["still_served"] = served("/run/snapfs")
         res["umount"] = sh("umount", "/run/snapfs")
         wait_for(lambda: not snapfs_pids(), "the daemon to exit")
         res["after"] = {"mounts": mountinfo("/run/snapfs"), "pids": snapfs_pids()}

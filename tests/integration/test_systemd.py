@@ -160,6 +160,16 @@ def test_the_fstab_line_mounts_with_mount_a_on_a_fresh_host(booted):
     assert res["pidfile"] == f"{res['pids'][0]}\n" and len(res["pids"]) == 1
     # snapfs made the directory (0750) and logged the publish there.
     assert res["log_dir_mode"] == "0o750"
+    # The service, started while this daemon serves there (and holds the same store), is
+    # refused and not restarted; and what the unit does after a failure leaves the fstab
+    # daemon's live mount alone: still there, serving what it served.
+    assert res["service_on_top"]["rc"] != 0
+    assert (res["service_show"]["ActiveState"], res["service_show"]["NRestarts"]) == \
+        ("failed", "0"), res["service_show"]
+    assert res["service_exit"] == [["exit-code", "exited", "1"]]
+    assert "refused" in res["service_journal"], res["service_journal"]
+    assert res["still_served"]["mounts"] == ["fuse.snapfs"], res["still_served"]
+    assert res["still_served"]["listing"] == [res["digest"]]
     assert res["umount"]["rc"] == 0
     assert res["after"] == {"mounts": [], "pids": []}
 
