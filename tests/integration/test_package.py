@@ -27,13 +27,16 @@ from snaptest import ROOT, run
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 PACKAGE = ROOT / "scripts" / "package.sh"
+VERSION = json.loads(subprocess.run(["meson", "introspect", "--projectinfo",
+                                     str(ROOT / "meson.build")], capture_output=True,
+                                    text=True, check=True).stdout)["version"]
 BOOT_DEADLINE = 300  # seconds for the boot, install, checks, purge and poweroff: a bound
 MULTIARCH = "usr/lib/x86_64-linux-gnu"
 
 # Where Debian's tools and Debian's layout put each piece.
 EXPECTED = {
     "/usr/bin/snapfs", f"/{MULTIARCH}/libsnapfs.so.0", f"/{MULTIARCH}/libsnapfs.so",
-    f"/{MULTIARCH}/libsnapfs.so.0.1.0", f"/{MULTIARCH}/pkgconfig/snapfs.pc",
+    f"/{MULTIARCH}/libsnapfs.so.{VERSION}", f"/{MULTIARCH}/pkgconfig/snapfs.pc",
     "/usr/include/snapfs.h", "/usr/share/man/man1/snapfs.1.gz",
     "/lib/systemd/system/snapfs.service", "/lib/systemd/system/snapfs@.service",
     "/etc/logrotate.d/snapfs", "/usr/lib/python3/dist-packages/snapfs_client.py",
@@ -154,14 +157,14 @@ def step(installed, name):
 
 def test_the_package_is_built_by_debhelper_and_lintian_reports_no_error(deb):
     path, output = deb
-    assert os.path.basename(path) == "snapfs_0.1.0_amd64.deb"
+    assert os.path.basename(path) == f"snapfs_{VERSION}_amd64.deb"
     # package.sh fails on a lintian error; what lintian printed is its last word before the
     # path: warnings are allowed, errors are not.
     assert not re.search(r"^E: ", output, re.M), output
     r = run("dpkg-deb", "--field", path, "Package", "Version", "Depends")
     assert r.returncode == 0, r.stderr
     fields = dict(line.split(": ", 1) for line in r.stdout.splitlines())
-    assert fields["Package"] == "snapfs" and fields["Version"] == "0.1.0"
+    assert fields["Package"] == "snapfs" and fields["Version"] == VERSION
     for dep in ("fuse3", "libfuse3-3", "libssl3", "libmount1", "libjson-c5", "python3"):
         assert dep in fields["Depends"], fields
 
@@ -169,7 +172,7 @@ def test_the_package_is_built_by_debhelper_and_lintian_reports_no_error(deb):
 def test_dpkg_installs_every_piece_in_debians_places(installed):
     res = step(installed, "install")
     assert res["dpkg"]["rc"] == 0, res["dpkg"]
-    assert res["status"]["out"] == "install ok installed 0.1.0"
+    assert res["status"]["out"] == f"install ok installed {VERSION}"
     assert EXPECTED <= set(res["files"]), EXPECTED - set(res["files"])
     assert res["conffiles"][0] == "/etc/logrotate.d/snapfs"
 
@@ -180,7 +183,7 @@ def test_the_installed_unit_is_enabled_started_and_serves(installed):
     assert (res["show"]["ActiveState"], res["show"]["SubState"]) == ("active", "running")
     assert res["show"]["FragmentPath"] == "/lib/systemd/system/snapfs.service"
     assert res["served"]["mounts"] == ["fuse.snapfs"]
-    assert res["version"]["out"] == "snapfs 0.1.0\n"
+    assert res["version"]["out"] == f"snapfs {VERSION}\n"
 
 
 def test_the_packaged_clients_publish_and_verify_on_the_packaged_mount(installed):

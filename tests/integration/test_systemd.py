@@ -8,7 +8,8 @@ unit, drives the units as an operator would and writes what happened; the tests 
 it, one behaviour each:
 
 the fstab line of docs/deployment.md mounts with `mount -a` before anything made its
-directories; `systemctl start` returns with the mount serving (READY=1), and `status` and the
+directories, and the service started while that daemon serves is refused without taking its
+mount away; `systemctl start` returns with the mount serving (READY=1), and `status` and the
 journal show it; `reload` reopens the audit log and a forced logrotate (twice, during a
 stream of publishes) loses no line; after `kill -9` of the main pid, Restart= brings the
 mount back with its snapshots; a usage error or a refusal is not restarted (and is, once
