@@ -90,6 +90,15 @@ int cli_apply_env_owner(const char *cmd, bool json, struct snapfs_options *opts)
         "                (refused without it: user-namespace)\n"
 
 
+/* Why the key file path could not be used (r from snap_oci_key_load; want_private as asked),
+ * as one phrase that says what to do: a private key where a public one is expected names the
+ * public file to give instead. Writes at most n bytes to buf and returns buf. */
+const char *cli_key_error(const char *path, int r, bool want_private, char *buf, size_t n);
+
+/* A key file refused (r): "snapfs CMD: MESSAGE" on standard error; with json the object whose
+ * error is r's name and whose one reason is {"key", MESSAGE}. Returns 2. */
+int cli_key_refused(const char *cmd, bool json, int r, const char *message);
+
 /* One "code: message" line per reason, then a line counting dropped ones. */
 void cli_print_reasons(FILE *f, const struct snapfs_report *why);
 

@@ -4,6 +4,7 @@
  * prints the outcome as a table or one JSON object. */
 #include <errno.h>
 #include <inttypes.h>
+#include <limits.h>
 #include <stdio.h>
 #include <string.h>
 #include <unistd.h>
@@ -92,9 +93,11 @@ static int take_verify_keys(int *argc, char **argv, EVP_PKEY **keys, size_t *n)
                         return cli_usage_error("audit", json, audit_usage,
                                                "at most %d --verify-key", VERIFY_KEYS_MAX);
                 r = snap_oci_key_load(path, false, &keys[*n]);
-                if (r < 0)
-                        return cli_system_error("audit", json, r, "--verify-key %s%s", path,
-                                                r == -EINVAL ? ": not an Ed25519 key (PEM)" : "");
+                if (r < 0) {
+                        char why[PATH_MAX * 3 + 200];
+                        return cli_key_refused("audit", json, r,
+                                               cli_key_error(path, r, false, why, sizeof(why)));
+                }
                 (*n)++;
         }
         argv[out] = NULL;

@@ -2,12 +2,14 @@
 /* snapfs mount: parse options, then hand over to the daemon (fs/daemon.c). */
 #include <errno.h>
 #include <getopt.h>
+#include <limits.h>
 #include <stdio.h>
 #include <string.h>
 #include <sys/mount.h>
 
 #include <openssl/evp.h>
 
+#include "cli/clientopts.h"
 #include "cli/commands.h"
 #include "cli/mountopts.h"
 #include "common/util.h"
@@ -121,7 +123,7 @@ static int bad_value(const char *opt, const char *value, int err)
         return 2;
 }
 
-/* --trust-key PUB: an Ed25519 public key (or a private key's public half) in PEM. 0, or the
+/* --trust-key PUB: an Ed25519 public key in PEM (a private key is refused by name). 0, or the
  * exit code 2 after printing why. */
 static int add_trust_key(struct snap_trust **trust, const char *path)
 {
@@ -135,8 +137,9 @@ static int add_trust_key(struct snap_trust **trust, const char *path)
                 r = snap_trust_add_key(*trust, key);
         EVP_PKEY_free(key);
         if (r < 0) {
-                fprintf(stderr, "snapfs mount: --trust-key %s: %s\n", path,
-                        r == -EINVAL ? "not an Ed25519 key (PEM)" : strerror(-r));
+                char why[PATH_MAX * 3 + 200];
+                fprintf(stderr, "snapfs mount: --trust-key: %s\n",
+                        cli_key_error(path, r, false, why, sizeof(why)));
                 return 2;
         }
         return 0;

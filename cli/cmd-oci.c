@@ -5,6 +5,7 @@
 #include <fcntl.h>
 #include <getopt.h>
 #include <inttypes.h>
+#include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -167,18 +168,12 @@ static int fail(const char *cmd, bool json, int r, const struct snapfs_report *w
 
 static int load_key(const char *cmd, bool json, const char *path, bool priv, EVP_PKEY **out)
 {
+        char why[PATH_MAX * 3 + 200];
         int r = snap_oci_key_load(path, priv, out);
-        struct snapfs_report why;
 
         if (r == 0)
                 return 0;
-        snapfs_report_reset(&why);
-        snapfs_report_fail(&why, r, "key", "%s: %s", path,
-                           r == -EINVAL ? (priv ? "not an Ed25519 private key (PEM)"
-                                                : "not an Ed25519 key (PEM)")
-                                        : strerror(-r));
-        fail(cmd, json, r, &why);
-        return 2;
+        return cli_key_refused(cmd, json, r, cli_key_error(path, r, priv, why, sizeof(why)));
 }
 
 static void digest_text(const struct snap_digest *d, char out[SNAP_OCI_DIGEST_TEXT_LEN + 1])
