@@ -7,6 +7,7 @@
 #include "common/utf8.h"
 #include "common/util.h"
 
+#include <assert.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <getopt.h>
@@ -44,26 +45,49 @@ int cli_parse_kind(const char *s, struct snapfs_options *opts)
 int cli_parse_common(const char *cmd, int argc, char **argv, unsigned features, int operands,
                      const char *what, void (*usage)(FILE *f), struct cli_common *c)
 {
-        static const struct option longopts[] = {
+        return cli_parse_common_ext(cmd, argc, argv, features, operands, what, usage, c, NULL);
+}
+
+int cli_parse_common_ext(const char *cmd, int argc, char **argv, unsigned features,
+                         int operands, const char *what, void (*usage)(FILE *f),
+                         struct cli_common *c, const struct cli_extra *extra)
+{
+        static const struct option common[] = {
                 { "mount", required_argument, NULL, 'm' },
                 { "owner", required_argument, NULL, 'o' },
                 { "insecure-own-mount", no_argument, NULL, 'I' },
                 { "trust-user-namespace", no_argument, NULL, 'U' },
                 { "json", no_argument, NULL, 'j' },
                 { "kind", required_argument, NULL, 'k' },
+                { "name", required_argument, NULL, 'n' },
                 { "help", no_argument, NULL, 'h' },
                 { NULL, 0, NULL, 0 },
         };
         const bool json = cli_json_requested(argc, argv);
         const bool mount_operand = features & CLI_MOUNT_OPERAND;
-        int ch;
+        struct option longopts[ARRAY_SIZE(common) + 16];
+        size_t n = 0;
+        int ch, r;
 
         *c = (struct cli_common){ .json = json };
+        /* The command's own first: getopt_long takes the first exact match. */
+        for (const struct option *o = extra ? extra->options : NULL; o && o->name; o++) {
+                assert(n < 16);
+                longopts[n++] = *o;
+        }
+        for (size_t i = 0; i < ARRAY_SIZE(common); i++)
+                longopts[n++] = common[i];
         if (cli_apply_env_owner(cmd, json, &c->opts) != 0)
                 return 2;
         optind = 1;
         opterr = 0;
         while ((ch = getopt_long(argc, argv, ":h", longopts, NULL)) != -1) {
+                if (ch >= 0x100 && extra) {
+                        r = extra->take(ch, optarg, extra->ctx);
+                        if (r != 0)
+                                return r;
+                        continue;
+                }
                 switch (ch) {
                 case 'm':
                         c->mount_arg = optarg;
@@ -91,6 +115,12 @@ int cli_parse_common(const char *cmd, int argc, char **argv, unsigned features, 
                                                        "--kind: '%s' is not content, signature "
                                                        "or manifest", optarg);
                         break;
+                case 'n':
+                        if (!(features & CLI_NAME))
+                                return cli_usage_error(cmd, json, usage,
+                                                       "unknown option '--name'");
+                        c->name = optarg;
+                        break;
                 case 'h':
                         usage(stdout);
                         return 0;
@@ -104,6 +134,11 @@ int cli_parse_common(const char *cmd, int argc, char **argv, unsigned features, 
                     cli_same_mount(cmd, json, usage, argv[optind], c->mount_arg) < 0)
                         return 2;
                 c->mount_arg = argv[optind++];
+        }
+        if (operands < 0) {
+                if (argc - optind < -operands)
+                        return cli_usage_error(cmd, json, usage, "expected %s", what);
+                return -1;
         }
         if (argc - optind != operands) {
                 if (argc - optind > operands && operands == 0)
@@ -299,8 +334,10 @@ int cli_usage_error(const char *cmd, bool json, void (*usage)(FILE *f), const ch
         va_start(ap, fmt);
         report_error(cmd, "usage", fmt, ap, json, NULL);
         va_end(ap);
+        /* One line that says where the options are, not the whole usage: the error is what
+         * the person needs to see. */
         if (usage)
-                usage(stderr);
+                fprintf(stderr, "Run 'snapfs %s --help' for its options.\n", cmd);
         return 2;
 }
 

@@ -3,6 +3,7 @@
  * a refusal's reasons are printed. */
 #pragma once
 
+#include <getopt.h>
 #include <json-c/json.h>
 #include <stdbool.h>
 #include <stdio.h>
@@ -23,6 +24,7 @@ struct cli_common {
         struct snapfs_options opts; /* --owner */
         const char *mount_arg;      /* --mount as given (or the mount operand), or NULL */
         bool json;                  /* --json */
+        const char *name;           /* --name (CLI_NAME), or NULL */
 };
 
 /* What a command takes besides the common options (cli_parse_common's features). */
@@ -32,7 +34,25 @@ enum {
         CLI_MOUNT_OPERAND = 1u << 0,
         /* --kind KIND: the kind of snapshot to hand over (cli_parse_kind). */
         CLI_KIND = 1u << 1,
+        /* --name NAME: into name, unchecked. */
+        CLI_NAME = 1u << 2,
 };
+
+/* A command's own options beside the common ones: options (NULL-name terminated, each val
+ * at least 0x100) and take, called for each with its value (NULL without one): 0 to go on, or
+ * the exit code 2 after reporting a usage error (cli_usage_error). An option named like a
+ * common one replaces it. */
+struct cli_extra {
+        const struct option *options;
+        int (*take)(int val, const char *arg, void *ctx);
+        void *ctx;
+};
+
+/* cli_parse_common with a command's own options (extra may be NULL), and operands < 0 for
+ * "at least -operands". */
+int cli_parse_common_ext(const char *cmd, int argc, char **argv, unsigned features,
+                         int operands, const char *what, void (*usage)(FILE *f),
+                         struct cli_common *c, const struct cli_extra *extra);
 
 /* Parses [--mount MNT] [--owner UID] [--insecure-own-mount] [--trust-user-namespace]
  * [--json] [-h] (and what features add) for "snapfs cmd" ($SNAPFS_OWNER first), then requires
@@ -119,8 +139,9 @@ json_object *cli_json_refusal(int err, const struct snapfs_report *why);
  * error found before the parser reached --json is then reported as JSON too. */
 bool cli_json_requested(int argc, char **argv);
 
-/* A usage error: "snapfs CMD: MESSAGE" and the usage on standard error; with json also the
- * one object {"ok": false, "error": "usage", ...} on standard output. Returns 2. */
+/* A usage error: "snapfs CMD: MESSAGE" on standard error, and when usage is given a line
+ * pointing at 'snapfs CMD --help'; with json also the one object {"ok": false, "error":
+ * "usage", ...} on standard output. Returns 2. */
 __attribute__((format(printf, 4, 5)))
 int cli_usage_error(const char *cmd, bool json, void (*usage)(FILE *f), const char *fmt, ...);
 

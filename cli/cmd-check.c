@@ -3,11 +3,13 @@
 #include <errno.h>
 #include <getopt.h>
 #include <json-c/json.h>
+#include <limits.h>
 #include <stdio.h>
 #include <string.h>
 
 #include "cli/clientopts.h"
 #include "cli/commands.h"
+#include "client/client-internal.h"
 #include "mountcheck/mountcheck.h"
 #include "common/util.h"
 
@@ -65,8 +67,9 @@ static void check_usage(FILE *f)
                 "  --mount PATH       the path to judge, as every client takes its mount (made\n"
                 "                     absolute, a trailing / dropped); PATH is judged as written\n"
                 "  --json             print one JSON object: ok, error, message, reasons\n"
-                "                     [{code, message}] (the findings), path, backend,\n"
-                "                     mount_id, mount_id_unique, reasons_dropped\n"
+                "                     [{code, message}] (the findings), mount, backend,\n"
+                "                     mount_id, mount_id_unique, reasons_dropped (and path,\n"
+                "                     the same as mount: deprecated)\n"
                 "  -h, --help         show this help\n"
                 "\n"
                 "Exit status: 0 compliant (nothing printed without --json); 1 not compliant,\n"
@@ -153,6 +156,9 @@ static int print_json(const char *path, const struct mc_verdict *v)
                 json_object_array_add(list, f);
         }
         json_object_object_add(root, "reasons", list);
+        /* "mount", as every other command names the path it judged; "path" is the older
+         * name of the same value, kept for readers of it (deprecated). */
+        json_object_object_add(root, "mount", json_object_new_string(path));
         json_object_object_add(root, "path", json_object_new_string(path));
         json_object_object_add(root, "backend", json_object_new_string(mc_backend_name(v->backend)));
         json_object_object_add(root, "mount_id",
@@ -268,8 +274,17 @@ int cli_cmd_check(int argc, char **argv)
                         return 2;
                 }
         } else {
-                for (size_t i = 0; i < v.n_findings; i++)
-                        printf("%s: %s\n", mc_code_name(v.findings[i].code), v.findings[i].message);
+                for (size_t i = 0; i < v.n_findings; i++) {
+                        char hint[PATH_MAX * 2 + 128], esc[PATH_MAX];
+                        hint[0] = '\0';
+                        /* What to run next, for a snapfs mount that is not there or dead. */
+                        if (strcmp(preset, "snapfs") == 0)
+                                snapfs_finding_hint(v.findings[i].code,
+                                                    mc_escape(path, esc, sizeof(esc)), hint,
+                                                    sizeof(hint));
+                        printf("%s: %s%s\n", mc_code_name(v.findings[i].code),
+                               v.findings[i].message, hint);
+                }
                 if (v.n_dropped)
                         fprintf(stderr, "snapfs check: %zu more findings not listed\n", v.n_dropped);
         }

@@ -184,7 +184,8 @@ static int mount_parsed(int argc, char **argv, struct sfs_daemon_config *cfg)
         int c, r;
 
         optind = 1;
-        while ((c = getopt_long(argc, argv, "+fh", longopts, NULL)) != -1) {
+        opterr = 0;
+        while ((c = getopt_long(argc, argv, "+:fh", longopts, NULL)) != -1) {
                 switch (c) {
                 case 'f':
                         cfg->foreground = true;
@@ -321,15 +322,12 @@ static int mount_parsed(int argc, char **argv, struct sfs_daemon_config *cfg)
                         cfg->mount_attr_set |= MOUNT_ATTR_NOSYMFOLLOW;
                         break;
                 default:
-                        mount_usage(stderr);
-                        return 2;
+                        return cli_getopt_error("mount", false, mount_usage, argv, c);
                 }
         }
-        if (optind != argc - 1) {
-                fprintf(stderr, "snapfs mount: expected exactly one MOUNTPOINT\n");
-                mount_usage(stderr);
-                return 2;
-        }
+        if (optind != argc - 1)
+                return cli_usage_error("mount", false, mount_usage,
+                                       "expected exactly one MOUNTPOINT");
         cfg->mountpoint = argv[optind];
         if (cfg->read_view && !cfg->tree.readers.any) {
                 /* The view never asks the daemon at open: a reader policy could not apply. */
@@ -391,8 +389,9 @@ int cli_cmd_mount(int argc, char **argv)
                                         "--%s MOUNTPOINT' instead; nothing mounted\n",
                                 err.word, err.word);
                 else if (err.why == CLI_MOUNTOPTS_UNKNOWN)
-                        fprintf(stderr, "snapfs mount: -o %s: unrecognized option; nothing "
-                                        "mounted\n", err.word);
+                        /* The word as the fstab line or -o spelled it, on one line: mount(8)
+                         * shows the helper's standard error as it is. */
+                        fprintf(stderr, "snapfs: unknown mount option '%s'\n", err.word);
                 else
                         fprintf(stderr, "snapfs mount: -o: an empty option or no options; "
                                         "nothing mounted\n");
