@@ -147,6 +147,8 @@ int snapfs_audit_signed(const struct snapfs_mnt *m, struct evp_pkey_st *const *k
         r = snapfs_provenance_check(m, keys, n_keys, limit, &p, &n, why);
         if (r < 0)
                 return r;
+        /* Both rows ran, over however many snapshots of their kinds there are. */
+        a->ran[SNAPFS_AUDIT_SIGNED] = a->ran[SNAPFS_AUDIT_SIGNATURES] = true;
         for (size_t i = 0; i < n && r == 0; i++) {
                 const bool content = p[i].kind == SNAP_KIND_CONTENT;
                 const enum snapfs_audit_check c =
