@@ -84,14 +84,15 @@ static int take(int val, const char *arg, void *ctx)
         return 2;
 }
 
-static bool chosen(const struct prune_args *a, const struct snapfs_entry *e, time_t now)
+static bool chosen(const struct prune_args *a, const struct snapfs_entry *e,
+                   const struct timespec *now)
 {
         const struct snapfs_snapshot *s = &e->snap;
 
         if (a->aged) {
                 /* Milliseconds since the first publish, a future time counting as none. */
-                int64_t age_ms = ((int64_t)now - s->published_sec) * 1000 -
-                                 (int64_t)(s->published_nsec / 1000000);
+                int64_t age_ms = ((int64_t)now->tv_sec - s->published_sec) * 1000 +
+                                 ((int64_t)now->tv_nsec - (int64_t)s->published_nsec) / 1000000;
                 if (age_ms <= 0 || (uint64_t)age_ms <= a->older_ms)
                         return false;
         }
@@ -119,7 +120,7 @@ int cli_cmd_prune(int argc, char **argv)
         struct cli_common co;
         struct snapfs_report why;
         size_t n = 0;
-        time_t now;
+        struct timespec now;
         int r;
 
         r = cli_parse_common_ext("prune", argc, argv, 0, 0, NULL, prune_usage, &co, &extra);
@@ -143,9 +144,9 @@ int cli_cmd_prune(int argc, char **argv)
                 snapfs_mnt_close(&m);
                 return cli_remover_refuse(&rm, r, &why);
         }
-        now = time(NULL);
+        clock_gettime(CLOCK_REALTIME, &now);
         for (size_t i = 0; i < n; i++)
-                if (chosen(&a, &items[i], now))
+                if (chosen(&a, &items[i], &now))
                         cli_remover_one(&rm, &m, &items[i]);
         snapfs_mnt_close(&m);
         return cli_remover_finish(&rm);
