@@ -76,33 +76,24 @@ int snapfs_refusal_read(int fd, char *code, size_t n, uint64_t *value)
         return snapfs_refusal_parse(buf, code, n, value);
 }
 
-/* "300000 bytes", or "more than 256K" when only a lower bound is known (a stream). */
-static const char *amount(uint64_t size, bool exact, char *buf, size_t n)
-{
-        char t[32];
-
-        if (exact)
-                snprintf(buf, n, "%" PRIu64 " bytes", size);
-        else
-                snprintf(buf, n, "more than %s", snapfs_size_text(size, t, sizeof(t)));
-        return buf;
-}
-
 int snapfs_explain_too_big(struct snapfs_report *why, int err, uint64_t size, bool exact,
                            uint64_t limit, bool daemon)
 {
         char a[64], l[32];
 
-        amount(size, exact, a, sizeof(a));
+        /* A stream says nothing of its size before its end: only that it is larger. */
+        if (exact)
+                snprintf(a, sizeof(a), "%" PRIu64 " bytes is", size);
+        else
+                snprintf(a, sizeof(a), "the content is");
         snapfs_size_text(limit, l, sizeof(l));
         if (daemon)
                 return snapfs_report_fail(why, err, "too-big",
-                                          "%s is over the daemon's limit of %s "
-                                          "(snapfs mount --max-snapshot-size, at most 1G)",
-                                          a, l);
+                                          "%s over the daemon's limit of %s (snapfs mount "
+                                          "--max-snapshot-size, at most 1G)", a, l);
         return snapfs_report_fail(why, err, "too-big",
-                                  "%s is over the client's limit of %s (the max_size option "
-                                  "of the client library)", a, l);
+                                  "%s over the client's limit of %s (the max_size option of "
+                                  "the client library)", a, l);
 }
 
 /* Why a --trust-key daemon refused, in words that say what to do. */

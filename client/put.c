@@ -125,9 +125,12 @@ static int write_refused(const struct snapfs_mnt *m, int fd, const struct source
                                                       src->size_known, value, true);
                 return snapfs_explain_daemon(why, err, code, value);
         }
+        /* A daemon that keeps no reason: it took written bytes, and no more. */
         if (err == -EFBIG)
-                return snapfs_explain_too_big(why, err, src->size_known ? src->size : written,
-                                              src->size_known, written, true);
+                return snapfs_report_fail(why, err, "too-big",
+                                          "the content is over the daemon's snapshot size limit "
+                                          "(it took %" PRIu64 " bytes; snapfs mount "
+                                          "--max-snapshot-size)", written);
         return snapfs_explain_publish(m, why, err, "write", "writing the staging file");
 }
 
