@@ -22,8 +22,9 @@ pkgs=(
   systemd-container
   # the Debian package: Debian's own tooling builds it, lintian judges it (scripts/package.sh)
   dpkg-dev debhelper dh-python lintian
-  # distribution through OCI registries (tests/integration/test_oci_registry.py)
-  skopeo docker-registry
+  # distribution through OCI registries (tests/integration/test_oci_registry.py; curl waits
+  # for the registry of docs/distribution.md)
+  skopeo docker-registry curl
   # bench chart
   gnuplot-nox
   # the man page: man -l renders cli/snapfs.1 (the tests check it renders without warnings)
