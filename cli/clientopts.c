@@ -70,13 +70,19 @@ int cli_parse_common_ext(const char *cmd, int argc, char **argv, unsigned featur
         int ch, r;
 
         *c = (struct cli_common){ .json = json };
-        /* The command's own first: getopt_long takes the first exact match. */
+        /* The command's own, then the common ones it does not replace: a name twice would
+         * make every abbreviation of it ambiguous to getopt_long. */
         for (const struct option *o = extra ? extra->options : NULL; o && o->name; o++) {
                 assert(n < 16);
                 longopts[n++] = *o;
         }
-        for (size_t i = 0; i < ARRAY_SIZE(common); i++)
-                longopts[n++] = common[i];
+        for (size_t i = 0; i < ARRAY_SIZE(common); i++) {
+                bool replaced = false;
+                for (size_t j = 0; j < n && common[i].name && !replaced; j++)
+                        replaced = strcmp(longopts[j].name, common[i].name) == 0;
+                if (!replaced)
+                        longopts[n++] = common[i];
+        }
         if (cli_apply_env_owner(cmd, json, &c->opts) != 0)
                 return 2;
         optind = 1;
