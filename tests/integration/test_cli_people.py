@@ -161,6 +161,25 @@ def test_ls_hides_what_an_import_keeps_for_itself_unless_asked(mount_snapfs, wor
     assert os.getxattr(dst.p(digest["sha256"]), "user.snapfs.kind") == b"manifest"
 
 
+def test_ls_ages_from_the_first_publish_and_keeps_it_across_a_restart(mount_snapfs, workdir):
+    store = os.path.join(workdir, "store")
+    fs = mount_snapfs("--store", store)
+    assert snap("put", "--mount", fs.path, "--name", "cfg", "-", input="kept").returncode == 0
+    before = listed(fs)["snapshots"]
+    published = os.stat(fs.p(sha256_hex(b"kept"))).st_mtime
+    assert fs.stop() == 0
+    # Wait for the state that tells them apart: a restart now is seconds after the publish.
+    while time.time() < published + 2.5:
+        time.sleep(0.05)
+    again = mount_snapfs("--store", store)
+    after = listed(again)["snapshots"]
+    assert [(e["name"], e["published"]) for e in after] == \
+        [(e["name"], e["published"]) for e in before] == \
+        [("cfg", time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(published)))]
+    age = snap("ls", "--mount", again.path).stdout.splitlines()[1].split()[3]
+    assert re.fullmatch(r"[2-9]s|[1-9][0-9]+s|[0-9]+[mhdw]", age), age
+
+
 # ---- rm -----------------------------------------------------------------------------------
 
 def test_rm_by_name_digest_prefix_and_binding(snapfs):

@@ -224,6 +224,33 @@ static int teardown(void **state)
         return 0;
 }
 
+static void test_describe_fd_refuses_another_snapshot_and_describes_its_own(void **state)
+{
+        struct fx *f = *state;
+        struct snapfs_binding other = f->b;
+        struct snapfs_snapshot s;
+        struct stat st;
+
+        assert_int_equal(snapfs_describe_fd(-1, &f->b, &s), -EINVAL);
+        assert_int_equal(snapfs_describe_fd(f->fd, NULL, &s), -EINVAL);
+        assert_int_equal(snapfs_describe_fd(f->fd, &f->b, NULL), -EINVAL);
+        other.ino++;
+        assert_int_equal(snapfs_describe_fd(f->fd, &other, &s), -ESTALE);
+        other = f->b;
+        other.size++;
+        assert_int_equal(snapfs_describe_fd(f->fd, &other, &s), -ESTALE);
+        /* Its own: the inode's time and owner; a file without the daemon's xattrs has no
+         * name and a kind nobody said. */
+        assert_int_equal(snapfs_describe_fd(f->fd, &f->b, &s), 0);
+        assert_int_equal(fstat(f->fd, &st), 0);
+        assert_memory_equal(&s.binding, &f->b, sizeof(f->b));
+        assert_int_equal(s.published_sec, st.st_mtim.tv_sec);
+        assert_int_equal(s.published_nsec, st.st_mtim.tv_nsec);
+        assert_int_equal(s.publisher, st.st_uid);
+        assert_string_equal(s.name, "");
+        assert_int_equal(s.kind, SNAPFS_KIND_UNKNOWN);
+}
+
 static void test_verify_fd_accepts_its_binding(void **state)
 {
         struct fx *f = *state;
@@ -732,6 +759,9 @@ int main(void)
                 T(test_usage_text_that_is_not_its_form_is_ebadmsg),
                 cmocka_unit_test_setup_teardown(test_verify_fd_accepts_its_binding, setup,
                                                 teardown),
+                cmocka_unit_test_setup_teardown(
+                        test_describe_fd_refuses_another_snapshot_and_describes_its_own, setup,
+                        teardown),
                 cmocka_unit_test_setup_teardown(test_verify_fd_refuses_another_digest, setup,
                                                 teardown),
                 cmocka_unit_test_setup_teardown(test_verify_fd_refuses_another_inode, setup,
