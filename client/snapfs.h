@@ -87,7 +87,10 @@ struct snapfs_reason {
  * "mount-check" (the check could not run), "open", "other-mount", the verification findings
  * ("not-regular", "mode", "too-big", "identity", "digest-mismatch", "changed", "io"), "kind"
  * (not a kind of snapshot asked for), and for publishing "read", "staging", "write",
- * "rename"; "invalid-argument" for bad input. */
+ * "rename", "quota", "full", "staging-bytes" and a --trust-key daemon's own reason
+ * ("not-in-signed-manifest", ...); "invalid-argument" for bad input. Each message says what
+ * to do: the limit and the option that changes it, the command to run next (docs/design.md,
+ * "Every refusal says what to do"). */
 struct snapfs_report {
         int error;          /* what the call returned: 0 or a negative errno */
         unsigned n_reasons; /* stored in reasons[] */
