@@ -9,7 +9,7 @@
 
 #include "client/snapfs.h"
 
-struct snapfs_mnt;
+struct sfc_mnt;
 
 /* The mount when --mount is not given: $SNAPFS_MOUNT, else /run/snapfs. */
 #define CLI_DEFAULT_MOUNT "/run/snapfs"

@@ -172,9 +172,9 @@ static int load_key(const char *cmd, bool json, const char *path, bool priv, EVP
 
         if (r == 0)
                 return 0;
-        snapfs_report_reset(&why);
-        snapfs_report_fail(&why, r, "key", "%s: %s", path,
-                           r == -EINVAL ? (priv ? "not an Ed25519 private key (PEM)"
+        sfc_report_reset(&why);
+        sfc_report_fail(&why, r, "key", "%s: %s", path,
+                        r == -EINVAL ? (priv ? "not an Ed25519 private key (PEM)"
                                                 : "not an Ed25519 key (PEM)")
                                         : strerror(-r));
         fail(cmd, json, r, &why);
@@ -189,7 +189,7 @@ static void digest_text(const struct snap_digest *d, char out[SNAP_OCI_DIGEST_TE
 int cli_cmd_export(int argc, char **argv)
 {
         _cleanup_free_ char *mount = NULL, *dir = NULL;
-        struct snapfs_transfer t;
+        struct sfc_transfer t;
         struct snapfs_report why;
         struct oci_args a;
         EVP_PKEY *key = NULL;
@@ -200,7 +200,7 @@ int cli_cmd_export(int argc, char **argv)
         r = parse("export", argc, argv, export_usage, &a);
         if (r >= 0)
                 return r;
-        if (snapfs_oci_ref_parse(argv[optind], &dir, &tag) < 0)
+        if (sfc_oci_ref_parse(argv[optind], &dir, &tag) < 0)
                 return cli_usage_error("export", a.co.json, export_usage,
                                        "expected oci:DIR:TAG as the first operand");
         mount = cli_mount_path("export", &a.co);
@@ -208,8 +208,8 @@ int cli_cmd_export(int argc, char **argv)
                 return 2;
         if (a.sign && load_key("export", a.co.json, a.sign, true, &key) != 0)
                 return 2;
-        r = snapfs_export(mount, &a.co.opts, dir, tag, (const char *const *)argv + optind + 1,
-                          (size_t)(argc - optind - 1), key, &t, &why);
+        r = sfc_export(mount, &a.co.opts, dir, tag, (const char *const *)argv + optind + 1,
+                       (size_t)(argc - optind - 1), key, &t, &why);
         EVP_PKEY_free(key);
         if (r < 0)
                 return fail("export", a.co.json, r, &why);
@@ -262,11 +262,11 @@ int cli_cmd_export(int argc, char **argv)
                 if (fflush(stdout) != 0)
                         rc = 2;
         }
-        snapfs_transfer_free(&t);
+        sfc_transfer_free(&t);
         return rc;
 }
 
-static json_object *item_json(const struct snapfs_transfer_item *it)
+static json_object *item_json(const struct sfc_transfer_item *it)
 {
         char text[SNAPFS_BINDING_TEXT_MAX], hex[SNAP_DIGEST_HEX_LEN + 1], dev[32];
         struct snapfs_binding b;
@@ -274,7 +274,7 @@ static json_object *item_json(const struct snapfs_transfer_item *it)
 
         if (!s)
                 return NULL;
-        snapfs_binding_from_snap(&it->binding, &b);
+        sfc_binding_from_snap(&it->binding, &b);
         snapfs_binding_format(&b, text, sizeof(text));
         snap_digest_to_hex(&it->binding.sha256, hex);
         snprintf(dev, sizeof(dev), "%u:%u", major(b.dev), minor(b.dev));
@@ -292,7 +292,7 @@ int cli_cmd_import(int argc, char **argv)
 {
         _cleanup_free_ char *mount = NULL, *dir = NULL;
         EVP_PKEY *keys[KEYS_MAX] = { 0 };
-        struct snapfs_transfer t;
+        struct sfc_transfer t;
         struct snapfs_report why;
         struct oci_args a;
         char md[SNAP_OCI_DIGEST_TEXT_LEN + 1];
@@ -302,7 +302,7 @@ int cli_cmd_import(int argc, char **argv)
         r = parse("import", argc, argv, import_usage, &a);
         if (r >= 0)
                 return r;
-        if (argc - optind != 1 || snapfs_oci_ref_parse(argv[optind], &dir, &ref) < 0)
+        if (argc - optind != 1 || sfc_oci_ref_parse(argv[optind], &dir, &ref) < 0)
                 return cli_usage_error("import", a.co.json, import_usage,
                                        "expected one oci:DIR:TAG or oci:DIR:@sha256:<hex>");
         mount = cli_mount_path("import", &a.co);
@@ -314,12 +314,12 @@ int cli_cmd_import(int argc, char **argv)
                                 EVP_PKEY_free(keys[k]);
                         return 2;
                 }
-        r = snapfs_import(mount, &a.co.opts, dir, ref, keys, a.n_verify, &t, &why);
+        r = sfc_import(mount, &a.co.opts, dir, ref, keys, a.n_verify, &t, &why);
         for (size_t i = 0; i < a.n_verify; i++)
                 EVP_PKEY_free(keys[i]);
         if (r < 0) {
                 rc = fail("import", a.co.json, r, &why);
-                snapfs_transfer_free(&t);
+                sfc_transfer_free(&t);
                 return rc;
         }
         digest_text(&t.manifest, md);
@@ -344,7 +344,7 @@ int cli_cmd_import(int argc, char **argv)
                         char text[SNAPFS_BINDING_TEXT_MAX];
                         struct snapfs_binding b;
 
-                        snapfs_binding_from_snap(&t.items[i].binding, &b);
+                        sfc_binding_from_snap(&t.items[i].binding, &b);
                         snapfs_binding_format(&b, text, sizeof(text));
                         printf("%s%s%s\n", text, t.items[i].name[0] ? " name=" : "",
                                t.items[i].name);
@@ -352,7 +352,7 @@ int cli_cmd_import(int argc, char **argv)
                 if (fflush(stdout) != 0)
                         rc = 2;
         }
-        snapfs_transfer_free(&t);
+        sfc_transfer_free(&t);
         return rc;
 }
 
@@ -411,8 +411,8 @@ int cli_cmd_keygen(int argc, char **argv)
                 OPENSSL_cleanse(priv, plen);
         if (r < 0) {
                 struct snapfs_report why;
-                snapfs_report_reset(&why);
-                snapfs_report_fail(&why, r, "key", "writing %s: %s", path, strerror(-r));
+                sfc_report_reset(&why);
+                sfc_report_fail(&why, r, "key", "writing %s: %s", path, strerror(-r));
                 fail("keygen", a.co.json, r, &why);
                 return 2;
         }
