@@ -12,7 +12,7 @@
 #include "snapshot/binding.h"
 #include "client/client-internal.h"
 #include "snapshot/oci.h"
-#include "snapshot/store.h"
+#include "snapshot/name.h"
 
 struct evp_pkey_st;
 
