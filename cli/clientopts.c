@@ -6,6 +6,7 @@
 #include "snapshot/kind.h"
 #include "common/utf8.h"
 #include "common/util.h"
+#include "common/values.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -56,7 +57,7 @@ int cli_parse_common(const char *cmd, int argc, char **argv, unsigned features, 
         };
         const bool json = cli_json_requested(argc, argv);
         const bool mount_operand = features & CLI_MOUNT_OPERAND;
-        int ch;
+        int ch, r;
 
         *c = (struct cli_common){ .json = json };
         if (cli_apply_env_owner(cmd, json, &c->opts) != 0)
@@ -69,9 +70,10 @@ int cli_parse_common(const char *cmd, int argc, char **argv, unsigned features, 
                         c->mount_arg = optarg;
                         break;
                 case 'o':
-                        if (cli_parse_owner(optarg, &c->opts) < 0)
-                                return cli_usage_error(cmd, json, NULL,
-                                                       "--owner: invalid uid '%s'", optarg);
+                        r = cli_parse_owner(optarg, &c->opts);
+                        if (r < 0)
+                                return cli_bad_value(cmd, json, "--owner", VALUE_UID, optarg, r,
+                                                     0, VALUE_UID_MAX, NULL);
                         break;
                 case 'I':
                         c->opts.flags |= SNAPFS_OPT_INSECURE_OWN_MOUNT;
@@ -154,22 +156,23 @@ char *cli_mount_path(const char *cmd, const struct cli_common *c)
 
 int cli_parse_owner(const char *s, struct snapfs_options *opts)
 {
-        uint64_t v = 0;
+        uint32_t uid;
+        int r = value_parse_uid(s, &uid);
 
-        /* One spelling per uid, like the binding text: "+0", "00" or " 0" are refused. */
-        if (!s || !*s || (s[0] == '0' && s[1]))
-                return -EINVAL;
-        for (const char *p = s; *p; p++) {
-                if (*p < '0' || *p > '9')
-                        return -EINVAL;
-                v = v * 10 + (uint64_t)(*p - '0');
-                /* (uid_t)-1 means "no uid" to the kernel: never an owner. */
-                if (v >= UINT32_MAX)
-                        return -EINVAL;
-        }
+        if (r < 0)
+                return r;
         opts->flags |= SNAPFS_OPT_OWNER;
-        opts->owner = (uint32_t)v;
+        opts->owner = uid;
         return 0;
+}
+
+int cli_bad_value(const char *cmd, bool json, const char *what, enum value_type t,
+                  const char *value, int err, uint64_t min, uint64_t max, const char *also)
+{
+        char why[512];
+
+        value_error(t, value, err, min, max, why, sizeof(why));
+        return cli_usage_error(cmd, json, NULL, "%s: %s%s", what, why, also ?: "");
 }
 
 const char *cli_env_owner(void)
@@ -182,9 +185,11 @@ const char *cli_env_owner(void)
 int cli_apply_env_owner(const char *cmd, bool json, struct snapfs_options *opts)
 {
         const char *s = cli_env_owner();
+        int r = s ? cli_parse_owner(s, opts) : 0;
 
-        if (s && cli_parse_owner(s, opts) < 0)
-                return cli_usage_error(cmd, json, NULL, "SNAPFS_OWNER: invalid uid '%s'", s);
+        if (r < 0)
+                return cli_bad_value(cmd, json, "SNAPFS_OWNER", VALUE_UID, s, r, 0,
+                                     VALUE_UID_MAX, NULL);
         return 0;
 }
 

@@ -8,6 +8,7 @@
 #include <stdio.h>
 
 #include "client/snapfs.h"
+#include "common/values.h"
 
 struct sfc_mnt;
 
@@ -65,8 +66,14 @@ int cli_same_mount(const char *cmd, bool json, void (*usage)(FILE *f), const cha
                    const char *mount_arg);
 
 
-/* --owner UID: a decimal uid (no sign, no leading zero, < 2^32 - 1). 0, or -EINVAL. */
+/* --owner UID: a uid of common/values.h (decimal, no sign, no leading zero, below
+ * 4294967295) as the owner opts trust. 0, or -EINVAL/-ERANGE. */
 int cli_parse_owner(const char *s, struct snapfs_options *opts);
+
+/* A usage error for a value of type t refused with err: "snapfs CMD: WHAT: invalid uid
+ * '007': expected ..." (value_error's words, then also when not NULL). Returns 2. */
+int cli_bad_value(const char *cmd, bool json, const char *what, enum value_type t,
+                  const char *value, int err, uint64_t min, uint64_t max, const char *also);
 
 /* $SNAPFS_OWNER when set and not empty, else NULL: the trusted owner of every client command
  * (an explicit --owner wins). Every command takes the same values there, those of

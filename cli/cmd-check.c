@@ -244,18 +244,27 @@ int cli_cmd_check(int argc, char **argv)
                 struct snapfs_options env = { 0 };
                 if (cli_apply_env_owner("check", json, &env) != 0)
                         return 2;
-                if (strcmp(preset, "snapfs") == 0 && (env.flags & SNAPFS_OPT_OWNER) &&
-                    mc_policy_set(&pol, "owner", cli_env_owner()) < 0)
-                        return cli_usage_error("check", json, NULL,
-                                               "SNAPFS_OWNER: invalid uid '%s'",
-                                               cli_env_owner());
+                if (strcmp(preset, "snapfs") == 0 && (env.flags & SNAPFS_OPT_OWNER)) {
+                        pol.check_owner = true;
+                        pol.owner = env.owner;
+                }
         }
         for (size_t i = 0; i < n_settings; i++) {
+                const char *value = settings[i].value ? settings[i].value : "";
+                char what[64];
+                uint64_t lo, hi;
+                int type;
+
                 r = mc_policy_set(&pol, settings[i].key, settings[i].value);
-                if (r < 0)
-                        return cli_usage_error("check", json, NULL,
-                                               "invalid value for --%s: '%s'", settings[i].option,
-                                               settings[i].value ? settings[i].value : "");
+                if (r == 0)
+                        continue;
+                snprintf(what, sizeof(what), "--%s", settings[i].option);
+                /* A uid or a size is refused in the words every command uses. */
+                if (mc_policy_value_of(settings[i].key, &type, &lo, &hi) == 0)
+                        return cli_bad_value("check", json, what, (enum value_type)type, value,
+                                             r, lo, hi, "; or any (no check)");
+                return cli_usage_error("check", json, NULL, "invalid value for %s: '%s'", what,
+                                       value);
         }
 
         r = mc_check_path(path, &pol, backend, &v, NULL);

@@ -192,8 +192,10 @@ int cli_cmd_exec(int argc, char **argv)
                         mnt = optarg;
                         break;
                 case 'o':
-                        if (cli_parse_owner(optarg, &opts) < 0) {
-                                fprintf(stderr, "snapfs exec: --owner: invalid uid '%s'\n", optarg);
+                        r = cli_parse_owner(optarg, &opts);
+                        if (r < 0) {
+                                cli_bad_value("exec", false, "--owner", VALUE_UID, optarg, r, 0,
+                                              VALUE_UID_MAX, NULL);
                                 return EXIT_OWN_FAILURE;
                         }
                         break;

@@ -114,10 +114,30 @@ enum {
         OPT_NOSYMFOLLOW,
 };
 
-static int bad_value(const char *opt, const char *value, int err)
+/* optarg as a value of type t within [min, max] into *v: 0, or the exit code 2 after
+ * printing why, in the words of every command (common/values.h). */
+static int parse_value(const char *opt, enum value_type t, uint64_t min, uint64_t max,
+                       uint64_t *v)
 {
-        fprintf(stderr, "snapfs mount: --%s: invalid value '%s' (%s)\n", opt, value,
-                err == -ERANGE ? "out of range" : err == -E2BIG ? "too many uids" : "not valid");
+        char why[512];
+        int r = value_parse(t, optarg, min, max, v);
+
+        if (r == 0)
+                return 0;
+        value_error(t, optarg, r, min, max, why, sizeof(why));
+        fprintf(stderr, "snapfs mount: --%s: %s\n", opt, why);
+        return 2;
+}
+
+static int parse_uids(const char *opt, struct value_uid_list *out)
+{
+        char why[512];
+        int r = value_parse_uid_list(optarg, out);
+
+        if (r == 0)
+                return 0;
+        value_error(VALUE_UID_LIST, optarg, r, 0, UINT64_MAX, why, sizeof(why));
+        fprintf(stderr, "snapfs mount: --%s: %s\n", opt, why);
         return 2;
 }
 
@@ -190,69 +210,53 @@ static int mount_parsed(int argc, char **argv, struct sfs_daemon_config *cfg)
                         mount_usage(stdout);
                         return 0;
                 case OPT_MAX_SNAPSHOT_SIZE:
-                        r = sfs_parse_size(optarg, &v);
-                        if (r == 0 && (v == 0 || v > SFS_MAX_SNAPSHOT_SIZE_LIMIT))
-                                r = -ERANGE;
-                        if (r < 0)
-                                return bad_value("max-snapshot-size", optarg, r);
+                        if (parse_value("max-snapshot-size", VALUE_SIZE, 1,
+                                        SFS_MAX_SNAPSHOT_SIZE_LIMIT, &v))
+                                return 2;
                         cfg->tree.max_snapshot_size = v;
                         size_arg = optarg;
                         break;
                 case OPT_MAX_BYTES:
-                        r = sfs_parse_size(optarg, &v);
-                        if (r == 0 && v == 0)
-                                r = -ERANGE;
-                        if (r < 0)
-                                return bad_value("max-bytes", optarg, r);
+                        if (parse_value("max-bytes", VALUE_SIZE, 1, UINT64_MAX, &v))
+                                return 2;
                         cfg->tree.max_bytes = v;
                         bytes_arg = optarg;
                         break;
                 case OPT_MAX_SNAPSHOTS:
-                        r = sfs_parse_count(optarg, 1ULL << 32, &v);
-                        if (r < 0)
-                                return bad_value("max-snapshots", optarg, r);
+                        if (parse_value("max-snapshots", VALUE_COUNT, 1, 1ULL << 32, &v))
+                                return 2;
                         cfg->tree.max_snapshots = v;
                         break;
                 case OPT_MAX_STAGING:
-                        r = sfs_parse_count(optarg, 65536, &v);
-                        if (r < 0)
-                                return bad_value("max-staging", optarg, r);
+                        if (parse_value("max-staging", VALUE_COUNT, 1, 65536, &v))
+                                return 2;
                         cfg->tree.max_staging = (unsigned)v;
                         break;
                 case OPT_MAX_STAGING_BYTES:
-                        r = sfs_parse_size(optarg, &v);
-                        if (r == 0 && v == 0)
-                                r = -ERANGE;
-                        if (r < 0)
-                                return bad_value("max-staging-bytes", optarg, r);
+                        if (parse_value("max-staging-bytes", VALUE_SIZE, 1, UINT64_MAX, &v))
+                                return 2;
                         cfg->tree.max_staging_bytes = v;
                         break;
                 case OPT_MAX_UID_SNAPSHOTS:
-                        r = sfs_parse_count(optarg, 1ULL << 32, &v);
-                        if (r < 0)
-                                return bad_value("max-uid-snapshots", optarg, r);
+                        if (parse_value("max-uid-snapshots", VALUE_COUNT, 1, 1ULL << 32, &v))
+                                return 2;
                         cfg->tree.max_uid_snapshots = v;
                         break;
                 case OPT_MAX_UID_BYTES:
-                        r = sfs_parse_size(optarg, &v);
-                        if (r == 0 && v == 0)
-                                r = -ERANGE;
-                        if (r < 0)
-                                return bad_value("max-uid-bytes", optarg, r);
+                        if (parse_value("max-uid-bytes", VALUE_SIZE, 1, UINT64_MAX, &v))
+                                return 2;
                         cfg->tree.max_uid_bytes = v;
                         break;
                 case OPT_PUBLISHERS:
-                        r = sfs_parse_uidset(optarg, &cfg->tree.publishers);
-                        if (r < 0)
-                                return bad_value("publishers", optarg, r);
+                        if (parse_uids("publishers", &cfg->tree.publishers))
+                                return 2;
                         break;
                 case OPT_UNLINK_OWN:
                         cfg->tree.unlink_own = true;
                         break;
                 case OPT_READERS:
-                        r = sfs_parse_uidset(optarg, &cfg->tree.readers);
-                        if (r < 0)
-                                return bad_value("readers", optarg, r);
+                        if (parse_uids("readers", &cfg->tree.readers))
+                                return 2;
                         break;
                 case OPT_READ_ONLY:
                         cfg->tree.read_only = true;
@@ -270,15 +274,13 @@ static int mount_parsed(int argc, char **argv, struct sfs_daemon_config *cfg)
                         cfg->replace_stale = true;
                         break;
                 case OPT_THREADS:
-                        r = sfs_parse_count(optarg, 1024, &v);
-                        if (r < 0)
-                                return bad_value("threads", optarg, r);
+                        if (parse_value("threads", VALUE_COUNT, 1, 1024, &v))
+                                return 2;
                         cfg->max_threads = (unsigned)v;
                         break;
                 case OPT_STAGING_TTL:
-                        r = sfs_parse_duration(optarg, &v);
-                        if (r < 0)
-                                return bad_value("staging-ttl", optarg, r);
+                        if (parse_value("staging-ttl", VALUE_DURATION, 0, UINT64_MAX, &v))
+                                return 2;
                         cfg->tree.staging_ttl_ms = v;
                         break;
                 case OPT_STORE:

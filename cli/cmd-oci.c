@@ -104,7 +104,7 @@ static int parse(const char *cmd, int argc, char **argv, void (*usage)(FILE *f),
                 { NULL, 0, NULL, 0 },
         };
         bool json = cli_json_requested(argc, argv);
-        int ch;
+        int ch, r;
 
         *a = (struct oci_args){ 0 };
         a->co.json = json;
@@ -119,8 +119,10 @@ static int parse(const char *cmd, int argc, char **argv, void (*usage)(FILE *f),
                         a->co.mount_arg = optarg;
                         break;
                 case 'o':
-                        if (cli_parse_owner(optarg, &a->co.opts) < 0)
-                                return cli_usage_error(cmd, json, usage, "--owner: invalid uid");
+                        r = cli_parse_owner(optarg, &a->co.opts);
+                        if (r < 0)
+                                return cli_bad_value(cmd, json, "--owner", VALUE_UID, optarg, r,
+                                                     0, VALUE_UID_MAX, NULL);
                         break;
                 case 'j':
                         break;

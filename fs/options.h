@@ -1,7 +1,6 @@
 /* SPDX-License-Identifier: MIT */
-/* The daemon's options: the configuration a tree is built with, and the parsers of their
- * values (sizes with K/M/G suffixes, counts, durations, uid lists). The parsers are pure
- * functions (no I/O), so they can be unit-tested and fuzzed. */
+/* The daemon's options: the configuration a tree is built with, and the defaults derived
+ * from other options. Values are parsed by common/values.h. Pure: no I/O. */
 #pragma once
 
 #include <stdbool.h>
@@ -9,32 +8,7 @@
 #include <stdint.h>
 #include <sys/types.h>
 
-/* "4096", "256K", "64M", "1G" (binary units; a trailing "iB"/"B" is not accepted). Refuses
- * empty strings, signs, spaces, overflow and unknown suffixes: 0 and *out, or -EINVAL/-ERANGE. */
-int sfs_parse_size(const char *s, uint64_t *out);
-
-/* Decimal count without suffix, 1..max: 0 and *out, or -EINVAL/-ERANGE. */
-int sfs_parse_count(const char *s, uint64_t max, uint64_t *out);
-
-/* "90", "90s", "15m", "2h": a duration in milliseconds; "0" means zero. Refuses signs,
- * spaces, other suffixes and overflow: 0 and *out_ms, or -EINVAL/-ERANGE. */
-int sfs_parse_duration(const char *s, uint64_t *out_ms);
-
-#define SFS_UIDSET_MAX 64
-
-/* A set of uids, or every uid (any). The publishers' empty set means the default: the mount
- * owner and root (roles.c). */
-struct sfs_uidset {
-        bool any;
-        unsigned n;
-        uid_t uids[SFS_UIDSET_MAX];
-};
-
-/* "1000,1001": decimal uids separated by commas, no spaces, at most SFS_UIDSET_MAX, each
- * below 4294967295 (the kernel's "no uid"); or "any". 0 and *out, or -EINVAL/-ERANGE/-E2BIG. */
-int sfs_parse_uidset(const char *s, struct sfs_uidset *out);
-
-bool sfs_uidset_contains(const struct sfs_uidset *set, uid_t uid);
+#include "common/values.h"
 
 /* The daemon's defaults (docs/design.md, "Limits"), and the largest snapshot it accepts. */
 #define SFS_DEFAULT_MAX_SNAPSHOT_SIZE (256ULL << 10)
@@ -63,8 +37,9 @@ struct sfs_tree_config {
                                        max_snapshots */
         uint64_t max_uid_bytes;    /* their bytes; 0: a quarter of max_bytes, but at least
                                        max_snapshot_size */
-        struct sfs_uidset readers;
-        struct sfs_uidset publishers;
+        struct value_uid_list readers;
+        struct value_uid_list publishers; /* empty (not any, no uid): the mount owner and
+                                             root (roles.c) */
         bool read_only;            /* no .staging/ */
         bool unlink_own;           /* a publisher may remove its own snapshots */
         uid_t owner_uid;           /* owner shown on the directories */
@@ -77,3 +52,8 @@ struct sfs_tree_config {
         struct sfs_ocistore *ocistore; /* --store: snapshots written there first; or NULL */
         struct snap_trust *trust;  /* --trust-key: publish only what signed manifests name */
 };
+
+/* Fills the limits left 0 in cfg from the others, as docs/design.md ("Limits") says: staging
+ * bytes per uid and bytes per uid a quarter of max_bytes but at least max_snapshot_size, and
+ * snapshots per uid a quarter of max_snapshots (at least 1). */
+void sfs_tree_config_derive(struct sfs_tree_config *cfg);

@@ -62,23 +62,8 @@ int sfs_tree_new(const struct sfs_tree_config *cfg, struct sfs_tree **out)
         if (!t)
                 return -ENOMEM;
         t->cfg = *cfg;
-        if (!t->cfg.max_staging_bytes) {
-                /* One uid must not be able to fill the whole byte budget with staging files
-                 * it never publishes; it must still be able to stage one largest snapshot. */
-                t->cfg.max_staging_bytes = cfg->max_bytes / 4;
-                if (t->cfg.max_staging_bytes < cfg->max_snapshot_size)
-                        t->cfg.max_staging_bytes = cfg->max_snapshot_size;
-        }
-        /* One uid must not be able to take every snapshot or byte from the others: each
-         * gets a quarter by default (and room for one largest snapshot), and the owner keeps
-         * a sixteenth that nobody else may use, so it can always publish. */
-        if (!t->cfg.max_uid_snapshots)
-                t->cfg.max_uid_snapshots = cfg->max_snapshots / 4 ? cfg->max_snapshots / 4 : 1;
-        if (!t->cfg.max_uid_bytes) {
-                t->cfg.max_uid_bytes = cfg->max_bytes / 4;
-                if (t->cfg.max_uid_bytes < cfg->max_snapshot_size)
-                        t->cfg.max_uid_bytes = cfg->max_snapshot_size;
-        }
+        sfs_tree_config_derive(&t->cfg);
+        /* The owner keeps a sixteenth that nobody else may use, so it can always publish. */
         t->reserve_objects = cfg->max_snapshots / 16;
         t->reserve_bytes = cfg->max_bytes / 16;
         r = snap_store_new(&(struct snap_store_config){

@@ -149,6 +149,20 @@ static void test_a_list_type_or_a_missing_argument_is_einval(void **state)
         assert_null(value_forms(VALUE_TYPE_COUNT));
 }
 
+static void test_a_uid_list_admits_its_uids_and_any_admits_everyone(void **state)
+{
+        struct value_uid_list list, any;
+
+        (void)state;
+        assert_int_equal(value_parse_uid_list("0,1000", &list), 0);
+        assert_true(value_uid_list_has(&list, 1000));
+        assert_true(value_uid_list_has(&list, 0));
+        assert_false(value_uid_list_has(&list, 1001));
+        assert_int_equal(value_parse_uid_list("any", &any), 0);
+        assert_true(value_uid_list_has(&any, 0));
+        assert_true(value_uid_list_has(&any, 123456));
+}
+
 int main(void)
 {
         const struct CMUnitTest tests[] = {
@@ -156,6 +170,7 @@ int main(void)
                 cmocka_unit_test(test_a_formatted_value_is_the_shortest_text_and_parses_back),
                 cmocka_unit_test(test_a_uid_of_a_list_is_read_from_its_bytes_only),
                 cmocka_unit_test(test_a_list_type_or_a_missing_argument_is_einval),
+                cmocka_unit_test(test_a_uid_list_admits_its_uids_and_any_admits_everyone),
         };
         return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -128,7 +128,7 @@ struct sfs_node *lookup_digest(struct sfs_tree *t, const struct sfs_caller *c,
 void revoke_publishers(struct sfs_tree *t)
 {
         pthread_mutex_lock(&t->lock);
-        t->cfg.publishers = (struct sfs_uidset){ .any = false, .n = 0 };
+        t->cfg.publishers = (struct value_uid_list){ .any = false, .n = 0 };
         pthread_mutex_unlock(&t->lock);
 }
 
