@@ -346,7 +346,7 @@ def test_mount_refuses_a_snapshot_limit_above_the_byte_limit_naming_both(mount_s
     os.mkdir(target)
     r = snap("mount", "-f", "--max-snapshot-size", "1G", "--max-bytes", "1k", target)
     assert r.returncode == 2
-    assert ("--max-snapshot-size 1G is larger than --max-bytes 1k" in r.stderr), r.stderr
+    assert ("--max-snapshot-size 1G is larger than --max-bytes 1K" in r.stderr), r.stderr
     r = snap("mount", "-f", "--max-bytes", "100K", target)  # the default 256K snapshot limit
     assert r.returncode == 2 and "--max-snapshot-size (256K by default)" in r.stderr
     # The allowance: the same limits the other way round mount and serve.

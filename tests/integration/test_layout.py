@@ -4,7 +4,6 @@ tree and the built library rather than trusted: every project include names its 
 two project headers share a name, snapfs_ names are the public ABI of snapfs.h alone, and
 libsnapfs.so carries only what a client needs."""
 import re
-import subprocess
 
 from snaptest import BUILD, ROOT, run
 
@@ -16,12 +15,18 @@ OUTSIDE_USERS = {"tests/pkgconfig/example.c", "tests/helpers/apiclient.c"}
 # The one identifier spelled SNAPFS_ that is no name of libsnapfs: config.h's version macro.
 NOT_ABI = {"SNAPFS_VERSION"}
 PRODUCT = ("cli/", "client/", "common/", "fs/", "mountcheck/", "snapshot/")
+FOLDERS = [p.rstrip("/") for p in PRODUCT] + ["tests"]
 
 
 def sources(*suffixes):
-    out = subprocess.run(["git", "-C", str(ROOT), "ls-files"], capture_output=True, text=True,
-                         check=True).stdout.split()
-    return [p for p in out if p.endswith(suffixes)]
+    """The tree's files ending so, as paths from the top (a checkout or an unpacked source: no
+    git needed, no build directory walked)."""
+    out = []
+    for folder in FOLDERS:
+        for path in (ROOT / folder).rglob("*"):
+            if path.is_file() and path.name.endswith(suffixes):
+                out.append(str(path.relative_to(ROOT)))
+    return sorted(out)
 
 
 def test_every_project_include_names_its_folder_and_reaches_a_file():
