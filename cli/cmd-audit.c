@@ -62,43 +62,28 @@ static void audit_usage(FILE *f)
                 PROGRESS_OVER);
 }
 
-/* Takes every --verify-key PUB (or --verify-key=PUB) out of argv, before "--", loading
- * each key: -1 to go on, else the exit code 2 after printing why. The other options are
- * cli_parse_common's. */
-static int take_verify_keys(int *argc, char **argv, EVP_PKEY **keys, size_t *n)
+enum { OPT_VERIFY_KEY = CLI_OWN_OPTION };
+
+struct verify_keys {
+        EVP_PKEY *keys[VERIFY_KEYS_MAX];
+        size_t n;
+};
+
+/* --verify-key PUB, loaded as it comes: -1 to go on, or 2 after printing why. */
+static int take_verify_key(void *arg, int val, const char *path, bool json)
 {
-        bool json = cli_json_requested(*argc, argv);
-        int out = 1;
+        struct verify_keys *k = arg;
+        int r;
 
-        *n = 0;
-        for (int i = 1; i < *argc; i++) {
-                const char *path = NULL;
-                int r;
-
-                if (!strcmp(argv[i], "--")) {
-                        while (i < *argc)
-                                argv[out++] = argv[i++];
-                        break;
-                }
-                if (!strcmp(argv[i], "--verify-key") && i + 1 < *argc)
-                        path = argv[++i];
-                else if (!strncmp(argv[i], "--verify-key=", 13))
-                        path = argv[i] + 13;
-                if (!path) {
-                        argv[out++] = argv[i];
-                        continue;
-                }
-                if (*n == VERIFY_KEYS_MAX)
-                        return cli_usage_error("audit", json, audit_usage,
-                                               "at most %d --verify-key", VERIFY_KEYS_MAX);
-                r = snap_oci_key_load(path, false, &keys[*n]);
-                if (r < 0)
-                        return cli_system_error("audit", json, r, "--verify-key %s%s", path,
-                                                r == -EINVAL ? ": not an Ed25519 key (PEM)" : "");
-                (*n)++;
-        }
-        argv[out] = NULL;
-        *argc = out;
+        (void)val;
+        if (k->n == VERIFY_KEYS_MAX)
+                return cli_usage_error("audit", json, audit_usage, "at most %d --verify-key",
+                                       VERIFY_KEYS_MAX);
+        r = snap_oci_key_load(path, false, &k->keys[k->n]);
+        if (r < 0)
+                return cli_system_error("audit", json, r, "--verify-key %s%s", path,
+                                        r == -EINVAL ? ": not an Ed25519 key (PEM)" : "");
+        k->n++;
         return -1;
 }
 
@@ -244,17 +229,22 @@ int cli_cmd_audit(int argc, char **argv)
         struct snapfs_report why;
         struct sfc_audit a = { 0 };
         struct sfc_usage usage = { 0 }; /* what each uid holds, as the daemon counts it */
-        EVP_PKEY *keys[VERIFY_KEYS_MAX];
-        size_t n_keys = 0;
+        static const struct option options[] = {
+                { "verify-key", required_argument, NULL, OPT_VERIFY_KEY },
+                { NULL, 0, NULL, 0 },
+        };
+        struct verify_keys vk = { .n = 0 };
+        EVP_PKEY **keys = vk.keys;
         bool compliant, tty, have_usage = false;
         int r, check;
 
-        r = take_verify_keys(&argc, argv, keys, &n_keys);
-        if (r < 0)
-                r = cli_parse_common("audit", argc, argv, CLI_MOUNT_OPERAND, 0, NULL, audit_usage, &co);
+        r = cli_parse(&(struct cli_spec){ .cmd = "audit", .features = CLI_MOUNT_OPERAND,
+                                          .usage = audit_usage, .options = options,
+                                          .option = take_verify_key, .arg = &vk },
+                      argc, argv, &co);
         if (r >= 0) {
-                for (size_t i = 0; i < n_keys; i++)
-                        EVP_PKEY_free(keys[i]);
+                for (size_t i = 0; i < vk.n; i++)
+                        EVP_PKEY_free(vk.keys[i]);
                 return r;
         }
         mount = cli_mount_path("audit", &co);
@@ -276,8 +266,8 @@ int cli_cmd_audit(int argc, char **argv)
                 r = sfc_audit_mount(&m, &a, progress, &tty);
                 /* A daemon that does not report usage (ENODATA) leaves the table out. */
                 have_usage = r == 0 && sfc_mnt_usage(&m, &usage) == 0;
-                if (r == 0 && n_keys)
-                        r = sfc_audit_signed(&m, keys, n_keys, sfc_opt_limit(&co.opts), &a,
+                if (r == 0 && vk.n)
+                        r = sfc_audit_signed(&m, keys, vk.n, sfc_opt_limit(&co.opts), &a,
                                              &why);
                 if (r < 0) {
                         fprintf(stderr, "snapfs audit: %s: %s\n", mount, strerror(-r));
@@ -294,7 +284,7 @@ out:
         sfc_audit_free(&a);
         sfc_usage_free(&usage);
         sfc_mnt_close(&m);
-        for (size_t i = 0; i < n_keys; i++)
+        for (size_t i = 0; i < vk.n; i++)
                 EVP_PKEY_free(keys[i]);
         return r;
 }

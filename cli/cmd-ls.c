@@ -115,8 +115,7 @@ int cli_cmd_ls(int argc, char **argv)
         size_t n = 0;
         int r;
 
-        r = cli_parse_common("ls", argc, argv, 0, 0,
-                             NULL, ls_usage, &co);
+        r = cli_parse(&(struct cli_spec){ .cmd = "ls", .usage = ls_usage }, argc, argv, &co);
         if (r >= 0)
                 return r;
         mount = cli_mount_path("ls", &co);

@@ -30,7 +30,8 @@ struct oci_args {
 static void export_usage(FILE *f)
 {
         fprintf(f,
-                "Usage: snapfs export [--mount MNT] [--owner UID] [--sign KEY] [--json]\n"
+                "Usage: snapfs export [--mount MNT] [--owner UID] [--insecure-own-mount]\n"
+                "                     [--trust-user-namespace] [--sign KEY] [--json]\n"
                 "                     oci:DIR:TAG [DIGEST...]\n"
                 "\n"
                 "Write the snapshots DIGEST... (default: every snapshot) of the snapfs mount MNT\n"
@@ -41,7 +42,7 @@ static void export_usage(FILE *f)
                 "\n"
                 "Options:\n"
                 "  --mount MNT   " CLI_HELP_MOUNT "\n"
-                "  --owner UID   trust a mount made by UID (default: 0)\n"
+                CLI_HELP_TRUST
                 "  --sign KEY    sign the manifest with the Ed25519 private key in KEY (PEM);\n"
                 "                the signature is a second manifest, tagged TAG.sig\n"
                 "  --json        print one JSON object\n"
@@ -54,7 +55,8 @@ static void export_usage(FILE *f)
 static void import_usage(FILE *f)
 {
         fprintf(f,
-                "Usage: snapfs import [--mount MNT] [--owner UID] [--verify-key PUB]... [--json]\n"
+                "Usage: snapfs import [--mount MNT] [--owner UID] [--insecure-own-mount]\n"
+                "                     [--trust-user-namespace] [--verify-key PUB]... [--json]\n"
                 "                     oci:DIR:TAG|oci:DIR:@sha256:<hex>\n"
                 "\n"
                 "Publish every layer of the manifest TAG (or the manifest of that digest) of the\n"
@@ -65,7 +67,7 @@ static void import_usage(FILE *f)
                 "\n"
                 "Options:\n"
                 "  --mount MNT        " CLI_HELP_MOUNT "\n"
-                "  --owner UID        trust a mount made by UID (default: 0)\n"
+                CLI_HELP_TRUST
                 "  --verify-key PUB   publish nothing unless the manifest carries a signature\n"
                 "                     that the Ed25519 public key in PUB (PEM) verifies; may be\n"
                 "                     given more than once (any of them)\n"
@@ -90,66 +92,56 @@ static void keygen_usage(FILE *f)
                 "Exit status: 0 written; 2 usage or system error.\n");
 }
 
-/* Parses the options of export/import/keygen. -1 to go on, else the exit code. */
+enum {
+        OPT_SIGN = CLI_OWN_OPTION,
+        OPT_VERIFY_KEY,
+};
+
+/* --sign KEY (export), --verify-key PUB (import): -1 to go on, or 2 after printing why. */
+static int take_option(void *arg, int val, const char *value, bool json)
+{
+        struct oci_args *a = arg;
+
+        if (val == OPT_SIGN) {
+                a->sign = value;
+                return -1;
+        }
+        if (a->n_verify == KEYS_MAX)
+                return cli_usage_error("import", json, import_usage, "too many --verify-key");
+        a->verify[a->n_verify++] = value;
+        return -1;
+}
+
+/* Parses the options of export, import (the client options and their own) or keygen (no
+ * mount: --json and --help only). -1 to go on, else the exit code. */
 static int parse(const char *cmd, int argc, char **argv, void (*usage)(FILE *f),
                  struct oci_args *a)
 {
-        static const struct option longopts[] = {
-                { "mount", required_argument, NULL, 'm' },
-                { "owner", required_argument, NULL, 'o' },
-                { "json", no_argument, NULL, 'j' },
-                { "help", no_argument, NULL, 'h' },
-                { "sign", required_argument, NULL, 's' },
-                { "verify-key", required_argument, NULL, 'v' },
+        static const struct option sign[] = {
+                { "sign", required_argument, NULL, OPT_SIGN },
                 { NULL, 0, NULL, 0 },
         };
-        bool json = cli_json_requested(argc, argv);
-        int ch, r;
+        static const struct option verify[] = {
+                { "verify-key", required_argument, NULL, OPT_VERIFY_KEY },
+                { NULL, 0, NULL, 0 },
+        };
+        const bool keygen = strcmp(cmd, "keygen") == 0;
 
         *a = (struct oci_args){ 0 };
-        a->co.json = json;
-        /* export and import judge a mount like every client: $SNAPFS_OWNER first. */
-        if (strcmp(cmd, "keygen") && cli_apply_env_owner(cmd, json, &a->co.opts) != 0)
-                return 2;
-        optind = 1;
-        opterr = 0;
-        while ((ch = getopt_long(argc, argv, ":h", longopts, NULL)) != -1) {
-                switch (ch) {
-                case 'm':
-                        a->co.mount_arg = optarg;
-                        break;
-                case 'o':
-                        r = cli_parse_owner(optarg, &a->co.opts);
-                        if (r < 0)
-                                return cli_bad_value(cmd, json, "--owner", VALUE_UID, optarg, r,
-                                                     0, VALUE_UID_MAX, NULL);
-                        break;
-                case 'j':
-                        break;
-                case 'h':
-                        usage(stdout);
-                        return 0;
-                case 's':
-                        if (strcmp(cmd, "export"))
-                                return cli_usage_error(cmd, json, usage, "unknown option --sign");
-                        a->sign = optarg;
-                        break;
-                case 'v':
-                        if (strcmp(cmd, "import"))
-                                return cli_usage_error(cmd, json, usage,
-                                                       "unknown option --verify-key");
-                        if (a->n_verify == KEYS_MAX)
-                                return cli_usage_error(cmd, json, usage, "too many --verify-key");
-                        a->verify[a->n_verify++] = optarg;
-                        break;
-                default:
-                        return cli_getopt_error(cmd, json, usage, argv, ch);
-                }
-        }
-        if (optind >= argc)
-                return cli_usage_error(cmd, json, usage, "expected %s",
-                                       strcmp(cmd, "keygen") ? "oci:DIR:TAG" : "KEY");
-        return -1;
+        return cli_parse(&(struct cli_spec){
+                                 .cmd = cmd,
+                                 .features = keygen ? CLI_NO_TRUST : 0,
+                                 .min_operands = 1,
+                                 .max_operands = -1,
+                                 .what = keygen ? "KEY" : "oci:DIR:TAG",
+                                 .usage = usage,
+                                 .options = keygen ? NULL
+                                            : strcmp(cmd, "export") == 0 ? sign
+                                                                          : verify,
+                                 .option = take_option,
+                                 .arg = a,
+                         },
+                         argc, argv, &a->co);
 }
 
 /* A failure of an engine: 2 when the layout, the arguments or the system failed, 1 for a
@@ -393,7 +385,7 @@ int cli_cmd_keygen(int argc, char **argv)
         r = parse("keygen", argc, argv, keygen_usage, &a);
         if (r >= 0)
                 return r;
-        if (argc - optind != 1 || a.co.mount_arg)
+        if (argc - optind != 1)
                 return cli_usage_error("keygen", a.co.json, keygen_usage, "expected one KEY");
         path = argv[optind];
         if (asprintf(&pubpath, "%s.pub", path) < 0)
