@@ -25,7 +25,10 @@ const char *cli_default_mount(void)
         return m && *m ? m : CLI_DEFAULT_MOUNT;
 }
 
-int cli_parse_kind(const char *s, struct snapfs_options *opts)
+
+/* --kind KIND: content, signature or manifest (snapshot/kind.h), as the SNAPFS_OPT_KIND_*
+ * flag of opts (replacing any kind already set). 0, or -EINVAL. */
+static int parse_kind(const char *s, struct snapfs_options *opts)
 {
         static const unsigned flag[SNAP_KIND_COUNT] = {
                 [SNAP_KIND_CONTENT] = SNAPFS_OPT_KIND_CONTENT,
@@ -40,6 +43,53 @@ int cli_parse_kind(const char *s, struct snapfs_options *opts)
                          SNAPFS_OPT_KIND_MANIFEST);
         opts->flags |= flag[k];
         return 0;
+}
+
+/* --owner UID: a uid of common/values.h as the owner opts trust. 0, or -EINVAL/-ERANGE. */
+static int parse_owner(const char *s, struct snapfs_options *opts)
+{
+        uint32_t uid;
+        int r = value_parse_uid(s, &uid);
+
+        if (r < 0)
+                return r;
+        opts->flags |= SNAPFS_OPT_OWNER;
+        opts->owner = uid;
+        return 0;
+}
+
+/* $SNAPFS_OWNER when set and not empty, else NULL. */
+static const char *env_owner(void)
+{
+        const char *s = getenv("SNAPFS_OWNER");
+
+        return s && *s ? s : NULL;
+}
+
+/* Applies $SNAPFS_OWNER to opts: 0, or 2 after reporting a usage error (as JSON too when
+ * json) that it is not a uid. */
+static int apply_env_owner(const char *cmd, bool json, struct snapfs_options *opts)
+{
+        const char *s = env_owner();
+        int r = s ? parse_owner(s, opts) : 0;
+
+        if (r < 0)
+                return cli_bad_value(cmd, json, "SNAPFS_OWNER", VALUE_UID, s, r, 0,
+                                     VALUE_UID_MAX, NULL);
+        return 0;
+}
+
+/* True when argv asks for --json before any "--": a usage error found before the parser
+ * reached --json is then reported as JSON too. */
+static bool json_requested(int argc, char **argv)
+{
+        for (int i = 1; i < argc; i++) {
+                if (strcmp(argv[i], "--") == 0)
+                        return false;
+                if (strcmp(argv[i], "--json") == 0)
+                        return true;
+        }
+        return false;
 }
 
 /* The common options: val below CLI_OWN_OPTION. */
@@ -103,7 +153,7 @@ static int common_option(const struct cli_spec *spec, int ch, const char *value,
                         c->opts.flags &= ~(unsigned)SNAPFS_OPT_OWNER;
                         return -1;
                 }
-                r = cli_parse_owner(value, &c->opts);
+                r = parse_owner(value, &c->opts);
                 if (r < 0)
                         return cli_bad_value(spec->cmd, c->json, "--owner", VALUE_UID, value, r,
                                              0, VALUE_UID_MAX,
@@ -123,7 +173,7 @@ static int common_option(const struct cli_spec *spec, int ch, const char *value,
                 c->json = true;
                 return -1;
         case OPT_KIND:
-                if (cli_parse_kind(value, &c->opts) < 0)
+                if (parse_kind(value, &c->opts) < 0)
                         return cli_usage_error(spec->cmd, c->json, NULL,
                                                "--kind: '%s' is not content, signature or "
                                                "manifest", value);
@@ -140,14 +190,14 @@ int cli_parse(const struct cli_spec *spec, int argc, char **argv, struct cli_com
         int ch, r, left;
 
         *c = (struct cli_common){
-                .json = !(spec->features & CLI_NO_JSON) && cli_json_requested(argc, argv),
+                .json = !(spec->features & CLI_NO_JSON) && json_requested(argc, argv),
         };
         if (long_options(spec, &longopts) < 0)
                 return cli_system_error(spec->cmd, c->json, -ENOMEM, "options");
         /* $SNAPFS_OWNER first, a uid in every command (never "any": a stray variable must not
          * switch the owner check off); --owner wins. */
         if (!(spec->features & CLI_NO_TRUST)) {
-                if (cli_apply_env_owner(spec->cmd, c->json, &c->opts) != 0)
+                if (apply_env_owner(spec->cmd, c->json, &c->opts) != 0)
                         return 2;
                 c->owner_from_env = c->opts.flags & SNAPFS_OPT_OWNER;
         }
@@ -224,17 +274,6 @@ char *cli_mount_path(const char *cmd, const struct cli_common *c)
         return mount;
 }
 
-int cli_parse_owner(const char *s, struct snapfs_options *opts)
-{
-        uint32_t uid;
-        int r = value_parse_uid(s, &uid);
-
-        if (r < 0)
-                return r;
-        opts->flags |= SNAPFS_OPT_OWNER;
-        opts->owner = uid;
-        return 0;
-}
 
 int cli_bad_value(const char *cmd, bool json, const char *what, enum value_type t,
                   const char *value, int err, uint64_t min, uint64_t max, const char *also)
@@ -245,23 +284,7 @@ int cli_bad_value(const char *cmd, bool json, const char *what, enum value_type 
         return cli_usage_error(cmd, json, NULL, "%s: %s%s", what, why, also ?: "");
 }
 
-const char *cli_env_owner(void)
-{
-        const char *s = getenv("SNAPFS_OWNER");
 
-        return s && *s ? s : NULL;
-}
-
-int cli_apply_env_owner(const char *cmd, bool json, struct snapfs_options *opts)
-{
-        const char *s = cli_env_owner();
-        int r = s ? cli_parse_owner(s, opts) : 0;
-
-        if (r < 0)
-                return cli_bad_value(cmd, json, "SNAPFS_OWNER", VALUE_UID, s, r, 0,
-                                     VALUE_UID_MAX, NULL);
-        return 0;
-}
 
 void cli_print_reasons(FILE *f, const struct snapfs_report *why)
 {
@@ -307,16 +330,6 @@ json_object *cli_json_refusal(int err, const struct snapfs_report *why)
         return cli_json_result(false, strerrorname_np(-err) ?: "EIO", snapfs_strerror(err), why);
 }
 
-bool cli_json_requested(int argc, char **argv)
-{
-        for (int i = 1; i < argc; i++) {
-                if (strcmp(argv[i], "--") == 0)
-                        return false;
-                if (strcmp(argv[i], "--json") == 0)
-                        return true;
-        }
-        return false;
-}
 
 __attribute__((format(printf, 3, 0)))
 static int report_error(const char *cmd, const char *code, const char *fmt, va_list ap,

@@ -35,7 +35,7 @@ enum {
         /* The one operand may also be the mount (an alias of --mount, refused when both
          * disagree). */
         CLI_MOUNT_OPERAND = 1u << 0,
-        /* --kind KIND: the kind of snapshot to hand over (cli_parse_kind). */
+        /* --kind KIND: the kind of snapshot to hand over (snapshot/kind.h). */
         CLI_KIND = 1u << 1,
         /* --owner any: no owner check at all (snapfs check's policy; never from
          * $SNAPFS_OWNER). */
@@ -73,10 +73,6 @@ struct cli_spec {
  * --json was asked for). */
 int cli_parse(const struct cli_spec *spec, int argc, char **argv, struct cli_common *c);
 
-/* --kind KIND: content, signature or manifest (snapshot/kind.h), as the SNAPFS_OPT_KIND_*
- * flag of opts (replacing any kind already set). 0, or -EINVAL. */
-int cli_parse_kind(const char *s, struct snapfs_options *opts);
-
 /* The --kind line of the --help of verify and exec. */
 #define CLI_HELP_KIND \
         "  --kind KIND   the kind of snapshot to accept: content (default), or signature\n" \
@@ -96,23 +92,10 @@ int cli_same_mount(const char *cmd, bool json, void (*usage)(FILE *f), const cha
                    const char *mount_arg);
 
 
-/* --owner UID: a uid of common/values.h (decimal, no sign, no leading zero, below
- * 4294967295) as the owner opts trust. 0, or -EINVAL/-ERANGE. */
-int cli_parse_owner(const char *s, struct snapfs_options *opts);
-
 /* A usage error for a value of type t refused with err: "snapfs CMD: WHAT: invalid uid
  * '007': expected ..." (value_error's words, then also when not NULL). Returns 2. */
 int cli_bad_value(const char *cmd, bool json, const char *what, enum value_type t,
                   const char *value, int err, uint64_t min, uint64_t max, const char *also);
-
-/* $SNAPFS_OWNER when set and not empty, else NULL: the trusted owner of every client command
- * (an explicit --owner wins). Every command takes the same values there, those of
- * cli_parse_owner: a uid, never "any". */
-const char *cli_env_owner(void);
-
-/* Applies $SNAPFS_OWNER to opts: 0, or 2 after reporting a usage error (as JSON too when
- * json) that it is not a uid. */
-int cli_apply_env_owner(const char *cmd, bool json, struct snapfs_options *opts);
 
 /* The trust options of every client command's --help. */
 #define CLI_HELP_TRUST \
@@ -142,10 +125,6 @@ json_object *cli_json_result(bool ok, const char *error, const char *message,
 
 /* cli_json_result of a refusal: error is the errno's name, message snapfs_strerror's. */
 json_object *cli_json_refusal(int err, const struct snapfs_report *why);
-
-/* True when argv asks for --json before any "--" or the first operand of exec: a usage
- * error found before the parser reached --json is then reported as JSON too. */
-bool cli_json_requested(int argc, char **argv);
 
 /* A usage error: "snapfs CMD: MESSAGE" and the usage on standard error; with json also the
  * one object {"ok": false, "error": "usage", ...} on standard output. Returns 2. */

@@ -205,11 +205,6 @@ const char *value_type_name(enum value_type t)
         return (unsigned)t < VALUE_TYPE_COUNT ? names[t] : NULL;
 }
 
-const char *value_forms(enum value_type t)
-{
-        return (unsigned)t < VALUE_TYPE_COUNT ? forms[t] : NULL;
-}
-
 int value_format(enum value_type t, uint64_t v, char *buf, size_t n)
 {
         const struct unit *u = t == VALUE_SIZE       ? size_units

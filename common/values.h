@@ -63,10 +63,6 @@ int value_parse(enum value_type t, const char *s, uint64_t min, uint64_t max, ui
 /* "uid", "uid list", "size", "count", "duration"; NULL for anything else. */
 const char *value_type_name(enum value_type t);
 
-/* What the type accepts, as one phrase for a person ("digits with an optional K, M or G
- * suffix ..."); NULL for an unknown type. */
-const char *value_forms(enum value_type t);
-
 /* v as the type's shortest text: a size as "64M" or "1000" (the largest suffix that divides
  * it), a duration (whole seconds, as parsed) as "10m" or "90s" (or "0"), anything else in
  * decimal. Writes at

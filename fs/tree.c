@@ -215,11 +215,6 @@ struct sfs_handle *sfs_handle_new(struct sfs_tree *t, struct sfs_node *n, bool w
         return h;
 }
 
-struct sfs_node *sfs_handle_node(const struct sfs_handle *h)
-{
-        return h->node;
-}
-
 static void stage_release_held(struct sfs_tree *t, struct sfs_node *n);
 
 void sfs_handle_del(struct sfs_tree *t, struct sfs_handle *h)

@@ -146,7 +146,6 @@ static void test_a_list_type_or_a_missing_argument_is_einval(void **state)
         assert_int_equal(value_parse_uid_list(NULL, &list), -EINVAL);
         assert_int_equal(value_parse_uid(NULL, &(uint32_t){ 0 }), -EINVAL);
         assert_null(value_type_name(VALUE_TYPE_COUNT));
-        assert_null(value_forms(VALUE_TYPE_COUNT));
 }
 
 static void test_a_uid_list_admits_its_uids_and_any_admits_everyone(void **state)

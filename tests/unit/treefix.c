@@ -139,3 +139,17 @@ void hold_publishing(struct sfs_node *staged, bool on)
         staged->stg->publishing = on;
         pthread_mutex_unlock(&staged->stg->lock);
 }
+
+void get_stats(struct sfs_tree *t, struct tree_stats *st)
+{
+        struct snap_store_stats s;
+
+        pthread_mutex_lock(&t->lock);
+        snap_store_get_stats(t->store, &s);
+        st->snapshots = s.indexed;
+        st->bytes = s.bytes;
+        st->reserved = s.reserved;
+        st->staging_files = t->staging_files;
+        st->nodes = t->nnodes;
+        pthread_mutex_unlock(&t->lock);
+}
