@@ -411,6 +411,7 @@ static bool take_token(struct sfs_audit *a, uid_t uid, uint64_t now)
 static void coalesce(struct sfs_audit *a, const struct sfs_audit_event *ev, uint64_t now,
                      const struct timespec *ts)
 {
+        assert(mutex_held(&a->lock));
         const char *op = ev->op ? ev->op : "", *event = ev->event ? ev->event : "";
         size_t i;
 
@@ -504,6 +505,7 @@ void sfs_audit_emit(struct sfs_audit *a, const struct sfs_audit_event *ev)
 /* The refused-coalesced event for what was counted, and resets the count. a->lock held. */
 static struct line *take_coalesced(struct sfs_audit *a)
 {
+        assert(mutex_held(&a->lock));
         char from[96], to[96];
         json_object *o, *arr;
         struct line *l;

@@ -3,6 +3,7 @@
  * from text, and the rules between options checked at start. */
 #include "fs/options.h"
 
+#include <assert.h>
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -233,7 +234,8 @@ static int set_flag(struct sfs_daemon_config *cfg, const struct sfs_option *o, b
         case SFS_OPT_RELATIME: cfg->relatime = on; break;
         case SFS_OPT_NOSYMFOLLOW: cfg->nosymfollow = on; break;
         default:
-                return -EINVAL; /* a row whose arg says flag and whose id is no flag */
+                assert(!"a row of the table whose arg is a flag and whose id is none");
+                return -EINVAL;
         }
         return 0;
 }
@@ -259,6 +261,7 @@ static int set_path(struct sfs_daemon_config *cfg, const struct sfs_option *o,
                 cfg->trust_keys[cfg->n_trust_keys++] = value;
                 break;
         default:
+                assert(!"a row of the table whose arg is a path and whose id is none");
                 return -EINVAL;
         }
         return 0;
@@ -300,6 +303,7 @@ static int set_value(struct sfs_daemon_config *cfg, const struct sfs_option *o,
         case SFS_OPT_STAGING_TTL: t->staging_ttl_ms = v; break;
         case SFS_OPT_THREADS: cfg->max_threads = (unsigned)v; break;
         default:
+                assert(!"a row of the table whose arg is a value and whose id is none");
                 return -EINVAL;
         }
         return 0;
