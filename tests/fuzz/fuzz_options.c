@@ -2,13 +2,16 @@
 /* The value grammars (common/values.h) on one arbitrary C string: a refusal changes nothing
  * and is one of the documented errors, with a message that names the type; an accepted value
  * formatted again (value_format) parses to the same value; a count is a size without a
- * suffix; a uid is a one-item uid list; a uid list formatted again parses to the same list. */
+ * suffix; a uid is a one-item uid list; a uid list formatted again parses to the same list.
+ * Then the same bytes as a daemon config file (fs/conffile.h): refused with a line that
+ * exists, or accepted with every value within its option's range. */
 #include <errno.h>
 #include <inttypes.h>
 #include <string.h>
 
 #include "tests/fuzz/fuzz.h"
 #include "common/values.h"
+#include "fs/conffile.h"
 
 static void check_message(enum value_type t, const char *s, int err, uint64_t lo, uint64_t hi)
 {
@@ -94,9 +97,44 @@ static void check_list(const char *s)
         }
 }
 
+static void check_conffile(const uint8_t *data, size_t size)
+{
+        const struct sfs_option *o = sfs_options;
+        struct sfs_daemon_config cfg;
+        char why[640], *text = malloc(size + 1);
+        unsigned line, lines = 1;
+        int r;
+
+        if (!text)
+                return;
+        memcpy(text, data, size);
+        text[size] = '\0';
+        for (size_t i = 0; i < size; i++)
+                lines += data[i] == '\n';
+        sfs_daemon_config_init(&cfg);
+        r = sfs_conffile_apply(&cfg, text, size, &line, why, sizeof(why));
+        FZ_CHECK(r == 0 || r == -EINVAL || r == -ENOMEM);
+        FZ_CHECK(strlen(why) < sizeof(why));
+        if (r == -EINVAL)
+                FZ_CHECK(line >= 1 && line <= lines && why[0]);
+        if (r == 0) {
+                FZ_CHECK(line == 0);
+                FZ_CHECK(cfg.tree.max_snapshot_size >= o[SFS_OPT_MAX_SNAPSHOT_SIZE].min &&
+                         cfg.tree.max_snapshot_size <= o[SFS_OPT_MAX_SNAPSHOT_SIZE].max);
+                FZ_CHECK(cfg.tree.max_bytes >= 1 && cfg.tree.max_snapshots >= 1 &&
+                         cfg.tree.max_staging >= 1);
+                FZ_CHECK(cfg.n_trust_keys <= SFS_TRUST_KEYS_MAX);
+                /* Nothing that belongs on the command line came from the file. */
+                FZ_CHECK(!cfg.foreground && !cfg.debug && !cfg.help && !cfg.config);
+        }
+        sfs_daemon_config_free(&cfg);
+}
+
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
         char *s = fz_cstr(data, size);
+
+        check_conffile(data, size);
 
         check_scalar(VALUE_UID, s, 0, VALUE_UID_MAX);
         check_scalar(VALUE_SIZE, s, 0, UINT64_MAX);
