@@ -138,7 +138,11 @@ static void make_private(int dirfd, const char *name)
             !(S_ISDIR(st.st_mode) || S_ISREG(st.st_mode)) ||
             !(st.st_mode & (S_IRWXG | S_IRWXO)))
                 return;
-        fchmodat(dirfd, name, st.st_mode & S_IRWXU, 0);
+        /* Best effort, its result looked at (Debian's _FORTIFY_SOURCE makes ignoring it an
+         * error): what could refuse a chmod of this uid's own file, a read-only filesystem,
+         * leaves it as it was, and the store is served as before. */
+        if (fchmodat(dirfd, name, st.st_mode & S_IRWXU, 0) < 0)
+                return;
 }
 
 /* The pid in DIR/snapfs.pid, or 0. */
