@@ -25,13 +25,14 @@ then the library `meson install` put in place (the installed copy of this file c
 absolute path), then the dynamic linker's search for libsnapfs.so.0.
 
 As a script (same commands and JSON output as the C test driver):
-    snapfs_client.py publish [TRUST] [--max-size N] [--from-fd] MNT FILE|-
-    snapfs_client.py open [TRUST] [--max-size N] [--kind KIND] MNT BINDING
-    snapfs_client.py digest [TRUST] [--max-size N] [--kind KIND] MNT HEX
-    snapfs_client.py verify-fd [--max-size N] [--kind KIND] PATH BINDING
-    snapfs_client.py cat [TRUST] [--max-size N] [--kind KIND] MNT BINDING   (bytes to stdout)
+    snapfs_client.py publish [TRUST] [--max-size SIZE] [--from-fd] MNT FILE|-
+    snapfs_client.py open [TRUST] [--max-size SIZE] [--kind KIND] MNT BINDING
+    snapfs_client.py digest [TRUST] [--max-size SIZE] [--kind KIND] MNT HEX
+    snapfs_client.py verify-fd [--max-size SIZE] [--kind KIND] PATH BINDING
+    snapfs_client.py cat [TRUST] [--max-size SIZE] [--kind KIND] MNT BINDING   (bytes to stdout)
 TRUST: [--owner UID] [--insecure-own-mount] [--trust-user-namespace]; --owner defaults to
 $SNAPFS_OWNER (a uid, never "any"), else 0. KIND: content (default), signature, manifest.
+UID and SIZE as every snapfs command reads them (parse_owner, parse_size, value_error).
     snapfs_client.py abi
 """
 import ctypes
