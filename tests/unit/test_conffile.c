@@ -280,6 +280,42 @@ static void test_a_file_past_the_bound_is_refused(void **state)
         sfs_daemon_config_free(&cfg);
 }
 
+static void test_a_file_of_another_uid_is_refused_and_root_s_is_read(void **state)
+{
+        struct sfs_daemon_config cfg;
+        const char *path;
+
+        (void)state;
+        /* Only root can give a file away: elsewhere this is not checked, and says so. */
+        if (geteuid() != 0)
+                skip();
+        sfs_daemon_config_init(&cfg);
+        path = file_with("theirs.conf", "max-staging = 5\n", 0644);
+        assert_int_equal(chown(path, 1000, 1000), 0);
+        assert_int_equal(sfs_conffile_load(&cfg, path, &line, why, sizeof(why)), -EPERM);
+        assert_string_equal(why, "refused: owned by uid 1000, neither this uid nor root (it "
+                                 "could choose the daemon's options)");
+        assert_int_equal(cfg.tree.max_staging, 16);
+        assert_int_equal(chown(path, 0, 0), 0);
+        assert_int_equal(sfs_conffile_load(&cfg, path, &line, why, sizeof(why)), 0);
+        assert_int_equal(cfg.tree.max_staging, 5);
+        sfs_daemon_config_free(&cfg);
+}
+
+static void test_a_file_that_reads_longer_than_its_size_is_refused_at_the_bound(void **state)
+{
+        struct sfs_daemon_config cfg;
+
+        (void)state;
+        /* /proc/kallsyms: a regular file of root, not writable, whose fstat says 0 bytes and
+         * whose read gives megabytes, as a file that grows after fstat would. */
+        sfs_daemon_config_init(&cfg);
+        assert_int_equal(sfs_conffile_load(&cfg, "/proc/kallsyms", &line, why, sizeof(why)),
+                         -EFBIG);
+        assert_int_equal(line, 0);
+        sfs_daemon_config_free(&cfg);
+}
+
 int main(void)
 {
         const struct CMUnitTest tests[] = {
@@ -294,6 +330,8 @@ int main(void)
                 cmocka_unit_test(test_a_file_others_may_write_is_refused_before_it_is_read),
                 cmocka_unit_test(test_a_symlink_a_fifo_or_a_directory_is_refused_without_blocking),
                 cmocka_unit_test(test_a_file_past_the_bound_is_refused),
+                cmocka_unit_test(test_a_file_of_another_uid_is_refused_and_root_s_is_read),
+                cmocka_unit_test(test_a_file_that_reads_longer_than_its_size_is_refused_at_the_bound),
         };
         return cmocka_run_group_tests(tests, setup_dir, remove_dir);
 }

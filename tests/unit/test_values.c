@@ -131,6 +131,8 @@ static void test_a_uid_of_a_list_is_read_from_its_bytes_only(void **state)
         assert_int_equal(uid, 1000);
         assert_int_equal(value_parse_uid_n("1000,2000", 5, &uid), -EINVAL);
         assert_int_equal(value_parse_uid_n("0", 0, &uid), -EINVAL);
+        assert_int_equal(value_parse_uid_n(NULL, 3, &uid), -EINVAL);
+        assert_int_equal(value_parse_uid_n("100", 3, NULL), -EINVAL);
         assert_int_equal(uid, 1000);
 }
 
