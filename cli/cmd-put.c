@@ -76,8 +76,10 @@ int cli_cmd_put(int argc, char **argv)
         const char *file;
         int r;
 
-        r = cli_parse_common("put", argc, argv, 0, 1,
-                             "one FILE (or - for standard input)", put_usage, &co);
+        r = cli_parse(&(struct cli_spec){ .cmd = "put", .min_operands = 1, .max_operands = 1,
+                                          .what = "one FILE (or - for standard input)",
+                                          .usage = put_usage },
+                      argc, argv, &co);
         if (r >= 0)
                 return r;
         file = argv[optind];
