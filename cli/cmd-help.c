@@ -64,20 +64,22 @@ int cli_cmd_help(int argc, char **argv)
         return c->run(2, args);
 }
 
+static void version_usage(FILE *f)
+{
+        fprintf(f, "Usage: snapfs version [--json]\n\nPrint the version of snapfs (also: "
+                   "snapfs --version).\n");
+}
+
 int cli_cmd_version(int argc, char **argv)
 {
-        bool json = cli_json_requested(argc, argv);
+        struct cli_common co;
+        int r = cli_parse(&(struct cli_spec){ .cmd = "version", .features = CLI_NO_TRUST,
+                                              .usage = version_usage },
+                          argc, argv, &co);
 
-        if (argc > 1 && strcmp(argv[1], "--json") != 0) {
-                if (strcmp(argv[1], "--help") == 0 || strcmp(argv[1], "-h") == 0) {
-                        printf("Usage: snapfs version [--json]\n\nPrint the version of "
-                               "snapfs.\n");
-                        return 0;
-                }
-                return cli_usage_error("version", json, NULL, "unexpected argument '%s'",
-                                       argv[1]);
-        }
-        if (json) {
+        if (r >= 0)
+                return r;
+        if (co.json) {
                 json_object *o = cli_json_result(true, NULL, NULL, NULL);
                 if (o)
                         json_object_object_add(o, "version",

@@ -52,18 +52,18 @@ static void ls_usage(FILE *f)
                 "2 usage or system error.\n");
 }
 
-enum { OPT_NAME = 0x100, OPT_KIND, OPT_ALL, OPT_SORT, OPT_NO_TRUNC };
+enum { OPT_NAME = CLI_OWN_OPTION, OPT_KIND, OPT_ALL, OPT_SORT, OPT_NO_TRUNC };
 enum sort_key { SORT_PUBLISHED, SORT_NAME, SORT_SIZE, SORT_AGE };
 
 struct ls_args {
         const char *glob;
-        unsigned kinds; /* SNAPFS_KIND_BIT mask; 0: content alone */
+        unsigned kinds; /* SFC_KIND_BIT mask; 0: content alone */
         bool all, no_trunc;
         enum sort_key sort;
-        bool json;
 };
 
-static int take(int val, const char *arg, void *ctx)
+/* One of ls's own options: -1 to go on, or 2 after the usage error. */
+static int take(void *ctx, int val, const char *arg, bool json)
 {
         struct ls_args *a = ctx;
         int k;
@@ -71,21 +71,21 @@ static int take(int val, const char *arg, void *ctx)
         switch (val) {
         case OPT_NAME:
                 a->glob = arg;
-                return 0;
+                return -1;
         case OPT_KIND:
                 k = snap_kind_from_name(arg);
                 if (k < 0)
-                        return cli_usage_error("ls", a->json, NULL,
+                        return cli_usage_error("ls", json, NULL,
                                                "--kind: '%s' is not content, signature or "
                                                "manifest", arg);
-                a->kinds |= SNAPFS_KIND_BIT(k);
-                return 0;
+                a->kinds |= SFC_KIND_BIT(k);
+                return -1;
         case OPT_ALL:
                 a->all = true;
-                return 0;
+                return -1;
         case OPT_NO_TRUNC:
                 a->no_trunc = true;
-                return 0;
+                return -1;
         case OPT_SORT:
                 if (!strcmp(arg, "name"))
                         a->sort = SORT_NAME;
@@ -94,27 +94,27 @@ static int take(int val, const char *arg, void *ctx)
                 else if (!strcmp(arg, "age"))
                         a->sort = SORT_AGE;
                 else
-                        return cli_usage_error("ls", a->json, NULL,
+                        return cli_usage_error("ls", json, NULL,
                                                "--sort: '%s' is not name, size or age", arg);
-                return 0;
+                return -1;
         }
         return 2;
 }
 
-static bool shown(const struct ls_args *a, const struct snapfs_entry *e)
+static bool shown(const struct ls_args *a, const struct sfc_entry *e)
 {
         /* A kind the daemon did not say is listed as content would be. */
         int kind = e->snap.kind >= 0 ? e->snap.kind : SNAPFS_KIND_CONTENT;
-        unsigned want = a->kinds ? a->kinds : SNAPFS_KIND_BIT(SNAPFS_KIND_CONTENT);
+        unsigned want = a->kinds ? a->kinds : SFC_KIND_BIT(SNAPFS_KIND_CONTENT);
 
-        if (!a->all && !(want & SNAPFS_KIND_BIT(kind)))
+        if (!a->all && !(want & SFC_KIND_BIT(kind)))
                 return false;
         return !a->glob || (e->snap.name[0] && fnmatch(a->glob, e->snap.name, 0) == 0);
 }
 
 static int by_name(const void *x, const void *y)
 {
-        const struct snapfs_entry *a = x, *b = y;
+        const struct sfc_entry *a = x, *b = y;
 
         /* Unnamed last, then by digest. */
         if (!a->snap.name[0] || !b->snap.name[0])
@@ -124,7 +124,7 @@ static int by_name(const void *x, const void *y)
 
 static int by_size(const void *x, const void *y)
 {
-        const struct snapfs_entry *a = x, *b = y;
+        const struct sfc_entry *a = x, *b = y;
 
         if (a->snap.binding.size != b->snap.binding.size)
                 return a->snap.binding.size < b->snap.binding.size ? 1 : -1;
@@ -133,7 +133,7 @@ static int by_size(const void *x, const void *y)
 
 static int by_age(const void *x, const void *y)
 {
-        const struct snapfs_entry *a = x, *b = y;
+        const struct sfc_entry *a = x, *b = y;
 
         if (a->snap.published_sec != b->snap.published_sec)
                 return a->snap.published_sec < b->snap.published_sec ? 1 : -1;
@@ -142,7 +142,7 @@ static int by_age(const void *x, const void *y)
         return a->snap.binding.ino < b->snap.binding.ino ? 1 : -1;
 }
 
-static void print_table(const struct ls_args *a, const struct snapfs_entry *items, size_t n)
+static void print_table(const struct ls_args *a, const struct sfc_entry *items, size_t n)
 {
         const int dw = a->no_trunc ? SNAP_DIGEST_HEX_LEN : 12;
         const bool kinds = a->all || a->kinds;
@@ -179,26 +179,27 @@ int cli_cmd_ls(int argc, char **argv)
                 { NULL, 0, NULL, 0 },
         };
         _cleanup_free_ char *mount = NULL;
-        _cleanup_free_ struct snapfs_entry *items = NULL;
-        _cleanup_(snapfs_usage_free) struct snapfs_usage usage = { 0 };
-        struct snapfs_mnt m = SNAPFS_MNT_INIT;
-        struct ls_args a = { .json = cli_json_requested(argc, argv) };
-        struct cli_extra extra = { own, take, &a };
+        _cleanup_free_ struct sfc_entry *items = NULL;
+        _cleanup_(sfc_usage_free) struct sfc_usage usage = { 0 };
+        struct sfc_mnt m = SFC_MNT_INIT;
+        struct ls_args a = { 0 };
         struct cli_common co;
         struct snapfs_report why;
         bool have_usage;
         size_t n = 0, k = 0;
         int r;
 
-        r = cli_parse_common_ext("ls", argc, argv, 0, 0, NULL, ls_usage, &co, &extra);
+        r = cli_parse(&(struct cli_spec){ .cmd = "ls", .usage = ls_usage, .options = own,
+                                          .option = take, .arg = &a },
+                      argc, argv, &co);
         if (r >= 0)
                 return r;
         mount = cli_mount_path("ls", &co);
         if (!mount)
                 return 2;
 
-        snapfs_report_reset(&why);
-        r = snapfs_mnt_check(mount, &co.opts, &m, &why);
+        sfc_report_reset(&why);
+        r = sfc_mnt_check(mount, &co.opts, &m, &why);
         if (r < 0) {
                 if (co.json) {
                         json_object *o = cli_json_refusal(r, &why);
@@ -210,11 +211,11 @@ int cli_cmd_ls(int argc, char **argv)
                 cli_print_reasons(stderr, &why);
                 return 1;
         }
-        r = snapfs_mnt_catalog(&m, &items, &n, &why);
+        r = sfc_mnt_catalog(&m, &items, &n, &why);
         /* Per-uid usage as the daemon counts it; a daemon that does not report it
          * (ENODATA) leaves the table out. */
-        have_usage = r == 0 && snapfs_mnt_usage(&m, &usage) == 0;
-        snapfs_mnt_close(&m);
+        have_usage = r == 0 && sfc_mnt_usage(&m, &usage) == 0;
+        sfc_mnt_close(&m);
         if (r < 0)
                 return cli_system_error("ls", co.json, r, "%s", mount);
 

@@ -10,9 +10,9 @@
 #include "cli/clientopts.h"
 #include "cli/commands.h"
 #include "cli/remove.h"
-#include "fs/options.h"
 #include "snapshot/kind.h"
 #include "common/util.h"
+#include "common/values.h"
 
 static void prune_usage(FILE *f)
 {
@@ -43,48 +43,48 @@ static void prune_usage(FILE *f)
                 "or system error.\n");
 }
 
-enum { OPT_OLDER_THAN = 0x100, OPT_KIND, OPT_NAME, OPT_DRY_RUN };
+enum { OPT_OLDER_THAN = CLI_OWN_OPTION, OPT_KIND, OPT_NAME, OPT_DRY_RUN };
 
 struct prune_args {
-        bool json, dry_run, aged;
+        bool dry_run, aged;
         uint64_t older_ms;
         unsigned kinds;
         const char *glob;
 };
 
-static int take(int val, const char *arg, void *ctx)
+/* One of prune's own options: -1 to go on, or 2 after the usage error. */
+static int take(void *ctx, int val, const char *arg, bool json)
 {
         struct prune_args *a = ctx;
-        int k;
+        int k, r;
 
         switch (val) {
         case OPT_OLDER_THAN:
-                if (sfs_parse_duration(arg, &a->older_ms) < 0)
-                        return cli_usage_error("prune", a->json, NULL,
-                                               "--older-than: '%s' is not a duration: digits "
-                                               "with an optional s, m or h (90, 90s, 15m, 2h)",
-                                               arg);
+                r = value_parse_duration(arg, &a->older_ms);
+                if (r < 0)
+                        return cli_bad_value("prune", json, "--older-than", VALUE_DURATION, arg,
+                                             r, 0, UINT64_MAX, NULL);
                 a->aged = true;
-                return 0;
+                return -1;
         case OPT_KIND:
                 k = snap_kind_from_name(arg);
                 if (k < 0)
-                        return cli_usage_error("prune", a->json, NULL,
+                        return cli_usage_error("prune", json, NULL,
                                                "--kind: '%s' is not content, signature or "
                                                "manifest", arg);
-                a->kinds |= SNAPFS_KIND_BIT(k);
-                return 0;
+                a->kinds |= SFC_KIND_BIT(k);
+                return -1;
         case OPT_NAME:
                 a->glob = arg;
-                return 0;
+                return -1;
         case OPT_DRY_RUN:
                 a->dry_run = true;
-                return 0;
+                return -1;
         }
         return 2;
 }
 
-static bool chosen(const struct prune_args *a, const struct snapfs_entry *e,
+static bool chosen(const struct prune_args *a, const struct sfc_entry *e,
                    const struct timespec *now)
 {
         const struct snapfs_snapshot *s = &e->snap;
@@ -97,7 +97,7 @@ static bool chosen(const struct prune_args *a, const struct snapfs_entry *e,
                         return false;
         }
         /* A kind the daemon does not say is never one asked for. */
-        if (a->kinds && (s->kind < 0 || !(a->kinds & SNAPFS_KIND_BIT(s->kind))))
+        if (a->kinds && (s->kind < 0 || !(a->kinds & SFC_KIND_BIT(s->kind))))
                 return false;
         return !a->glob || (s->name[0] && fnmatch(a->glob, s->name, 0) == 0);
 }
@@ -112,10 +112,9 @@ int cli_cmd_prune(int argc, char **argv)
                 { NULL, 0, NULL, 0 },
         };
         _cleanup_free_ char *mount = NULL;
-        _cleanup_free_ struct snapfs_entry *items = NULL;
-        struct snapfs_mnt m = SNAPFS_MNT_INIT;
-        struct prune_args a = { .json = cli_json_requested(argc, argv) };
-        struct cli_extra extra = { own, take, &a };
+        _cleanup_free_ struct sfc_entry *items = NULL;
+        struct sfc_mnt m = SFC_MNT_INIT;
+        struct prune_args a = { 0 };
         struct cli_remover rm;
         struct cli_common co;
         struct snapfs_report why;
@@ -123,7 +122,9 @@ int cli_cmd_prune(int argc, char **argv)
         struct timespec now;
         int r;
 
-        r = cli_parse_common_ext("prune", argc, argv, 0, 0, NULL, prune_usage, &co, &extra);
+        r = cli_parse(&(struct cli_spec){ .cmd = "prune", .usage = prune_usage, .options = own,
+                                          .option = take, .arg = &a },
+                      argc, argv, &co);
         if (r >= 0)
                 return r;
         if (!a.aged && !a.kinds)
@@ -136,18 +137,18 @@ int cli_cmd_prune(int argc, char **argv)
         if (cli_remover_init(&rm, "prune", mount, co.json, a.dry_run) < 0)
                 return cli_system_error("prune", co.json, -ENOMEM, "%s", mount);
 
-        snapfs_report_reset(&why);
-        r = snapfs_mnt_check(mount, &co.opts, &m, &why);
+        sfc_report_reset(&why);
+        r = sfc_mnt_check(mount, &co.opts, &m, &why);
         if (r == 0)
-                r = snapfs_mnt_catalog(&m, &items, &n, &why);
+                r = sfc_mnt_catalog(&m, &items, &n, &why);
         if (r < 0) {
-                snapfs_mnt_close(&m);
+                sfc_mnt_close(&m);
                 return cli_remover_refuse(&rm, r, &why);
         }
         clock_gettime(CLOCK_REALTIME, &now);
         for (size_t i = 0; i < n; i++)
                 if (chosen(&a, &items[i], &now))
                         cli_remover_one(&rm, &m, &items[i]);
-        snapfs_mnt_close(&m);
+        sfc_mnt_close(&m);
         return cli_remover_finish(&rm);
 }

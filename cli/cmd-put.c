@@ -80,11 +80,26 @@ static const char *default_name(const char *file)
         const char *base = strrchr(file, '/');
 
         base = base ? base + 1 : file;
-        return strcmp(file, "-") != 0 && snapfs_name_ok(base) ? base : NULL;
+        return strcmp(file, "-") != 0 && sfc_name_ok(base) ? base : NULL;
+}
+
+enum { OPT_NAME = CLI_OWN_OPTION };
+
+/* --name NAME, checked when the file is known: -1 to go on. */
+static int take(void *arg, int val, const char *value, bool json)
+{
+        (void)val;
+        (void)json;
+        *(const char **)arg = value;
+        return -1;
 }
 
 int cli_cmd_put(int argc, char **argv)
 {
+        static const struct option own[] = {
+                { "name", required_argument, NULL, OPT_NAME },
+                { NULL, 0, NULL, 0 },
+        };
         _cleanup_close_ int fd = -1;
         _cleanup_free_ char *mount = NULL;
         struct cli_common co;
@@ -92,20 +107,23 @@ int cli_cmd_put(int argc, char **argv)
         struct snapfs_snapshot s;
         struct snapfs_binding vb;
         char text[SNAPFS_BINDING_TEXT_MAX], vtext[SNAPFS_BINDING_TEXT_MAX], view[PATH_MAX];
-        const char *file, *name;
+        const char *file, *name, *given = NULL;
         int vr, r, in;
 
-        r = cli_parse_common("put", argc, argv, CLI_NAME, 1,
-                             "one FILE (or - for standard input)", put_usage, &co);
+        r = cli_parse(&(struct cli_spec){ .cmd = "put", .min_operands = 1, .max_operands = 1,
+                                          .what = "one FILE (or - for standard input)",
+                                          .usage = put_usage, .options = own, .option = take,
+                                          .arg = &given },
+                      argc, argv, &co);
         if (r >= 0)
                 return r;
         file = argv[optind];
-        if (co.name && !snapfs_name_ok(co.name))
+        if (given && !sfc_name_ok(given))
                 return cli_usage_error("put", co.json, NULL,
                                        "--name: '%s' is not a snapshot name: 1-64 of "
                                        "[A-Za-z0-9._-], starting with neither . nor _",
-                                       co.name);
-        name = co.name ?: default_name(file);
+                                       given);
+        name = given ?: default_name(file);
         mount = cli_mount_path("put", &co);
         if (!mount)
                 return 2;
@@ -123,7 +141,7 @@ int cli_cmd_put(int argc, char **argv)
         /* FILE's own name is only a default: taken by a staging file of this uid (a publish
          * under it runs, or was interrupted), the snapshot goes unnamed rather than refused.
          * Nothing was read yet when that is found. */
-        if (r == -EBUSY && !co.name && name)
+        if (r == -EBUSY && !given && name)
                 r = snapfs_publish_fd_named(mount, NULL, in, &co.opts, &s, &why);
 
         if (r < 0) {

@@ -41,22 +41,24 @@ static void rm_usage(FILE *f)
                 "was refused (EPERM: not the owner or root); 2 usage or system error.\n");
 }
 
-enum { OPT_ALL = 0x100, OPT_DRY_RUN };
+enum { OPT_ALL = CLI_OWN_OPTION, OPT_DRY_RUN };
 
 struct rm_args {
         bool all, dry_run;
 };
 
-static int take(int val, const char *arg, void *ctx)
+/* One of rm's own options: -1 to go on. */
+static int take(void *ctx, int val, const char *arg, bool json)
 {
         struct rm_args *a = ctx;
 
         (void)arg;
+        (void)json;
         if (val == OPT_ALL)
                 a->all = true;
         else if (val == OPT_DRY_RUN)
                 a->dry_run = true;
-        return 0;
+        return -1;
 }
 
 int cli_cmd_rm(int argc, char **argv)
@@ -67,20 +69,23 @@ int cli_cmd_rm(int argc, char **argv)
                 { NULL, 0, NULL, 0 },
         };
         _cleanup_free_ char *mount = NULL;
-        _cleanup_free_ struct snapfs_entry *items = NULL;
+        _cleanup_free_ struct sfc_entry *items = NULL;
         _cleanup_free_ size_t *match = NULL;
         _cleanup_free_ bool *chosen = NULL;
-        struct snapfs_mnt m = SNAPFS_MNT_INIT;
+        struct sfc_mnt m = SFC_MNT_INIT;
         struct rm_args a = { 0 };
-        struct cli_extra extra = { own, take, &a };
         struct cli_remover rm;
         struct cli_common co;
         struct snapfs_report why;
         size_t n = 0;
         int r;
 
-        r = cli_parse_common_ext("rm", argc, argv, 0, -1, "at least one TARGET (a name, a "
-                                 "digest or a binding)", rm_usage, &co, &extra);
+        r = cli_parse(&(struct cli_spec){ .cmd = "rm", .min_operands = 1, .max_operands = -1,
+                                          .what = "at least one TARGET (a name, a digest or a "
+                                                  "binding)",
+                                          .usage = rm_usage, .options = own, .option = take,
+                                          .arg = &a },
+                      argc, argv, &co);
         if (r >= 0)
                 return r;
         mount = cli_mount_path("rm", &co);
@@ -89,27 +94,27 @@ int cli_cmd_rm(int argc, char **argv)
         if (cli_remover_init(&rm, "rm", mount, co.json, a.dry_run) < 0)
                 return cli_system_error("rm", co.json, -ENOMEM, "%s", mount);
 
-        snapfs_report_reset(&why);
-        r = snapfs_mnt_check(mount, &co.opts, &m, &why);
+        sfc_report_reset(&why);
+        r = sfc_mnt_check(mount, &co.opts, &m, &why);
         if (r == 0)
-                r = snapfs_mnt_catalog(&m, &items, &n, &why);
+                r = sfc_mnt_catalog(&m, &items, &n, &why);
         if (r < 0) {
-                snapfs_mnt_close(&m);
+                sfc_mnt_close(&m);
                 return cli_remover_refuse(&rm, r, &why);
         }
         match = calloc(n + 1, sizeof(*match));
         chosen = calloc(n + 1, sizeof(*chosen));
         if (!match || !chosen) {
-                snapfs_mnt_close(&m);
-                snapfs_report_fail(&why, -ENOMEM, "io", "out of memory");
+                sfc_mnt_close(&m);
+                sfc_report_fail(&why, -ENOMEM, "io", "out of memory");
                 return cli_remover_refuse(&rm, -ENOMEM, &why);
         }
         /* Every TARGET first: a typo among them removes nothing. */
         for (int i = optind; i < argc; i++) {
                 size_t k = 0;
-                r = snapfs_catalog_match(items, n, argv[i], a.all, match, n, &k, &why);
+                r = sfc_catalog_match(items, n, argv[i], a.all, match, n, &k, &why);
                 if (r < 0) {
-                        snapfs_mnt_close(&m);
+                        sfc_mnt_close(&m);
                         return cli_remover_refuse(&rm, r, &why);
                 }
                 for (size_t j = 0; j < k; j++)
@@ -118,6 +123,6 @@ int cli_cmd_rm(int argc, char **argv)
         for (size_t i = 0; i < n; i++)
                 if (chosen[i])
                         cli_remover_one(&rm, &m, &items[i]);
-        snapfs_mnt_close(&m);
+        sfc_mnt_close(&m);
         return cli_remover_finish(&rm);
 }

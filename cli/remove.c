@@ -14,12 +14,12 @@ int cli_remover_init(struct cli_remover *rm, const char *cmd, const char *mount,
 {
         *rm = (struct cli_remover){ .cmd = cmd, .mount = mount, .json = json,
                                     .dry_run = dry_run };
-        snapfs_report_reset(&rm->why);
+        sfc_report_reset(&rm->why);
         rm->list = json_object_new_array();
         return rm->list ? 0 : -ENOMEM;
 }
 
-static void line(const struct cli_remover *rm, const char *what, const struct snapfs_entry *e,
+static void line(const struct cli_remover *rm, const char *what, const struct sfc_entry *e,
                  const char *after)
 {
         if (!rm->json)
@@ -27,8 +27,8 @@ static void line(const struct cli_remover *rm, const char *what, const struct sn
                        after);
 }
 
-void cli_remover_one(struct cli_remover *rm, const struct snapfs_mnt *m,
-                     const struct snapfs_entry *e)
+void cli_remover_one(struct cli_remover *rm, const struct sfc_mnt *m,
+                     const struct sfc_entry *e)
 {
         struct snapfs_report why;
         json_object *o = cli_snapshot_json(&e->snap);
@@ -36,15 +36,15 @@ void cli_remover_one(struct cli_remover *rm, const struct snapfs_mnt *m,
         bool kept = false;
         int r = 0;
 
-        snapfs_report_reset(&why);
+        sfc_report_reset(&why);
         if (!rm->dry_run)
-                r = snapfs_mnt_remove(m, e, &kept, &why);
+                r = sfc_mnt_remove(m, e, &kept, &why);
         if (r < 0) {
                 rm->failed++;
                 if (!rm->first_err)
                         rm->first_err = r;
                 for (unsigned i = 0; i < why.n_reasons; i++)
-                        snapfs_report_add(&rm->why, why.reasons[i].code, "%s",
+                        sfc_report_add(&rm->why, why.reasons[i].code, "%s",
                                           why.reasons[i].message);
                 if (!rm->json)
                         fprintf(stderr, "snapfs %s: %.12s %s: not removed: %s\n", rm->cmd,
@@ -118,7 +118,7 @@ int cli_remover_refuse(struct cli_remover *rm, int err, const struct snapfs_repo
         const char *message = why->n_reasons ? why->reasons[0].message : snapfs_strerror(err);
 
         for (unsigned i = 0; i < why->n_reasons; i++)
-                snapfs_report_add(&rm->why, why->reasons[i].code, "%s", why->reasons[i].message);
+                sfc_report_add(&rm->why, why->reasons[i].code, "%s", why->reasons[i].message);
         if (!rm->json) {
                 fprintf(stderr, "snapfs %s: nothing removed: %s\n", rm->cmd, message);
                 for (unsigned i = 1; i < why->n_reasons; i++)

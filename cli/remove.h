@@ -24,8 +24,8 @@ int cli_remover_init(struct cli_remover *rm, const char *cmd, const char *mount,
                      bool dry_run);
 
 /* Removes e (or, dry, says it would), printing its line unless json. */
-void cli_remover_one(struct cli_remover *rm, const struct snapfs_mnt *m,
-                     const struct snapfs_entry *e);
+void cli_remover_one(struct cli_remover *rm, const struct sfc_mnt *m,
+                     const struct sfc_entry *e);
 
 /* Prints the summary (or the JSON object) and frees what rm holds: the exit code, 0 when
  * every removal went through, 1 when one was refused, 2 when the output failed. */

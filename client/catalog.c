@@ -16,48 +16,48 @@
 
 static int by_ino(const void *a, const void *b)
 {
-        const struct snapfs_entry *x = a, *y = b;
+        const struct sfc_entry *x = a, *y = b;
 
         /* Inode numbers are handed out in publishing order and never reused. */
         return x->snap.binding.ino < y->snap.binding.ino ? -1
                                                          : x->snap.binding.ino > y->snap.binding.ino;
 }
 
-int snapfs_mnt_catalog(const struct snapfs_mnt *m, struct snapfs_entry **out, size_t *n_out,
+int sfc_mnt_catalog(const struct sfc_mnt *m, struct sfc_entry **out, size_t *n_out,
                        struct snapfs_report *why)
 {
-        _cleanup_free_ struct snapfs_entry *items = NULL;
+        _cleanup_free_ struct sfc_entry *items = NULL;
         size_t n = 0, cap = 0;
         struct dirent *de;
         DIR *d;
         int r;
 
-        r = snapfs_mnt_opendir(m, &d);
+        r = sfc_mnt_opendir(m, &d);
         if (r < 0)
-                return snapfs_report_fail(why, r, "open", "listing the mount: %s",
+                return sfc_report_fail(why, r, "open", "listing the mount: %s",
                                           strerrordesc_np(-r) ?: "error");
         while ((errno = 0, de = readdir(d))) {
                 if (!snap_is_digest_name(de->d_name))
                         continue; /* ".", "..", ".staging" */
                 if (n == cap) {
-                        struct snapfs_entry *p = reallocarray(items, cap = cap ? cap * 2 : 256,
+                        struct sfc_entry *p = reallocarray(items, cap = cap ? cap * 2 : 256,
                                                               sizeof(*items));
                         if (!p) {
                                 closedir(d);
-                                return snapfs_report_fail(why, -ENOMEM, "io", "out of memory");
+                                return sfc_report_fail(why, -ENOMEM, "io", "out of memory");
                         }
                         items = p;
                 }
                 memcpy(items[n].hex, de->d_name, sizeof(items[n].hex));
                 /* Unlinked since readdir, or not a snapshot the mount vouches for: not
                  * listed (snapfs audit names such entries). */
-                if (snapfs_mnt_describe(m, de->d_name, NULL, &items[n].snap, NULL) == 0)
+                if (sfc_mnt_describe(m, de->d_name, NULL, &items[n].snap, NULL) == 0)
                         n++;
         }
         r = errno ? negative_errno() : 0;
         closedir(d);
         if (r < 0)
-                return snapfs_report_fail(why, r, "open", "listing the mount: %s",
+                return sfc_report_fail(why, r, "open", "listing the mount: %s",
                                           strerrordesc_np(-r) ?: "error");
         if (n)
                 qsort(items, n, sizeof(*items), by_ino);
@@ -74,7 +74,7 @@ static bool is_hex(const char *s)
         return true;
 }
 
-int snapfs_catalog_match(const struct snapfs_entry *items, size_t n, const char *target,
+int sfc_catalog_match(const struct sfc_entry *items, size_t n, const char *target,
                          bool all, size_t *match, size_t max, size_t *n_match,
                          struct snapfs_report *why)
 {
@@ -87,9 +87,9 @@ int snapfs_catalog_match(const struct snapfs_entry *items, size_t n, const char 
                 char hex[SNAP_DIGEST_HEX_LEN + 1];
                 struct snap_binding sb;
                 if (snapfs_binding_parse(target, &b) < 0)
-                        return snapfs_report_fail(why, -EINVAL, "invalid-argument",
+                        return sfc_report_fail(why, -EINVAL, "invalid-argument",
                                                   "not a valid binding: %.200s", target);
-                snapfs_binding_to_snap(&b, &sb);
+                sfc_binding_to_snap(&b, &sb);
                 snap_digest_to_hex(&sb.sha256, hex);
                 for (size_t i = 0; i < n; i++) {
                         if (strcmp(items[i].hex, hex) != 0)
@@ -99,14 +99,14 @@ int snapfs_catalog_match(const struct snapfs_entry *items, size_t n, const char 
                         if (items[i].snap.binding.dev != b.dev ||
                             items[i].snap.binding.ino != b.ino ||
                             items[i].snap.binding.size != b.size)
-                                return snapfs_report_fail(why, -ESTALE, "identity",
+                                return sfc_report_fail(why, -ESTALE, "identity",
                                                           "the snapshot %.12s... on the mount is "
                                                           "not the one the binding names (dev, "
                                                           "ino or size differ)", hex);
                         match[k++] = i;
                 }
                 if (k == 0)
-                        return snapfs_report_fail(why, -ENOENT, "no-such-snapshot",
+                        return sfc_report_fail(why, -ENOENT, "no-such-snapshot",
                                                   "no snapshot %.12s... on the mount", hex);
                 *n_match = k;
                 return 0;
@@ -129,24 +129,24 @@ int snapfs_catalog_match(const struct snapfs_entry *items, size_t n, const char 
                                 k++;
                         }
         if (k == 0)
-                return snapfs_report_fail(why, -ENOENT, "no-such-snapshot",
+                return sfc_report_fail(why, -ENOENT, "no-such-snapshot",
                                           "no snapshot named %.100s (or whose digest starts so) "
                                           "on the mount: see snapfs ls --all", target);
         if (k > max)
-                return snapfs_report_fail(why, -ENOMEM, "io", "out of memory");
+                return sfc_report_fail(why, -ENOMEM, "io", "out of memory");
         *n_match = k;
         if (k > 1 && !named)
-                return snapfs_report_fail(why, -ENOTUNIQ, "ambiguous",
+                return sfc_report_fail(why, -ENOTUNIQ, "ambiguous",
                                           "%zu snapshots have a digest that starts with %.64s: "
                                           "give more of it", k, target);
         if (k > 1 && !all)
-                return snapfs_report_fail(why, -ENOTUNIQ, "ambiguous",
+                return sfc_report_fail(why, -ENOTUNIQ, "ambiguous",
                                           "%zu snapshots are named %.64s: give a digest, or "
                                           "--all to remove them all", k, target);
         return 0;
 }
 
-int snapfs_mnt_remove(const struct snapfs_mnt *m, const struct snapfs_entry *e, bool *kept,
+int sfc_mnt_remove(const struct sfc_mnt *m, const struct sfc_entry *e, bool *kept,
                       struct snapfs_report *why)
 {
         struct stat st;
@@ -156,20 +156,20 @@ int snapfs_mnt_remove(const struct snapfs_mnt *m, const struct snapfs_entry *e, 
                 int r = negative_errno();
                 switch (-r) {
                 case EPERM:
-                        return snapfs_report_fail(why, r, "not-permitted",
+                        return sfc_report_fail(why, r, "not-permitted",
                                                   "%.12s...: only the mount's owner and root "
                                                   "remove snapshots (a holder drops its own "
                                                   "hold when the daemon runs with "
                                                   "--unlink-own)", e->hex);
                 case EACCES:
-                        return snapfs_report_fail(why, r, "policy",
+                        return sfc_report_fail(why, r, "policy",
                                                   "%.12s...: this uid is outside the mount's "
                                                   "reader and publisher policies", e->hex);
                 case ENOENT:
-                        return snapfs_report_fail(why, r, "no-such-snapshot",
+                        return sfc_report_fail(why, r, "no-such-snapshot",
                                                   "%.12s...: removed meanwhile", e->hex);
                 }
-                return snapfs_report_fail(why, r, "unlink", "%.12s...: %s", e->hex,
+                return sfc_report_fail(why, r, "unlink", "%.12s...: %s", e->hex,
                                           strerrordesc_np(-r) ?: "error");
         }
         /* With --unlink-own a holder's unlink drops its hold alone: the snapshot stays for

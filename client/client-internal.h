@@ -1,6 +1,8 @@
 /* SPDX-License-Identifier: MIT */
 /* libsnapfs internals shared by its files and by the snapfs command (ls, audit). Not
- * installed and not exported from libsnapfs.so (libsnapfs.sym lists what is). */
+ * installed and not exported from libsnapfs.so (libsnapfs.sym lists what is). Internal names
+ * start with sfc_ (SFC_ for macros): snapfs_ and SNAPFS_ are the public ABI of snapfs.h only,
+ * so a reader can tell at a glance whether a call is a promise to outside programs. */
 #pragma once
 
 #include <dirent.h>
@@ -15,176 +17,176 @@ struct snap_hasher;
 
 /* The xattrs a client reads (docs/design.md): the staging NAME a snapshot was first published
  * under, its kind, and on a staging file why the daemon last refused a request on it. */
-#define SNAPFS_XATTR_NAME "user.snapfs.name"
-#define SNAPFS_XATTR_KIND "user.snapfs.kind"
-#define SNAPFS_XATTR_REFUSAL "user.snapfs.refusal"
+#define SFC_XATTR_NAME "user.snapfs.name"
+#define SFC_XATTR_KIND "user.snapfs.kind"
+#define SFC_XATTR_REFUSAL "user.snapfs.refusal"
 
 /* A judged snapfs mount: everything below is opened relative to fd, never by path again. */
-struct snapfs_mnt {
+struct sfc_mnt {
         int fd;            /* O_PATH|O_DIRECTORY root of the judged mount, or -1 */
         uint64_t mount_id; /* as mc_fd_mount_id() reports it */
         bool unique;
         uint64_t dev;      /* st_dev of the mount root */
 };
 
-#define SNAPFS_MNT_INIT { .fd = -1 }
+#define SFC_MNT_INIT { .fd = -1 }
 
-void snapfs_mnt_close(struct snapfs_mnt *m);
+void sfc_mnt_close(struct sfc_mnt *m);
 
-/* What snapfs_mnt_open() falls back to where openat2 is missing: the same refusals (-EXDEV
+/* What sfc_mnt_open() falls back to where openat2 is missing: the same refusals (-EXDEV
  * for an absolute name, "." , ".." or another mount; -ELOOP for a symlink), by walking the
  * components. Returns the descriptor or a negative errno. */
-int snapfs_open_beneath_by_hand(int root, const char *name, int flags, mode_t mode);
+int sfc_open_beneath_by_hand(int root, const char *name, int flags, mode_t mode);
 
 /* Runs the mount check (preset snapfs; owner from opts, else root; the caller's own mount and
  * foreign user namespaces refused unless opts allow them) on mount. 0 and *m, or:
  * -EMEDIUMTYPE (not compliant; every finding in *why), -ENOTCONN (the daemon is gone), or the
  * errno that kept the check from running ("mount-check"). */
-int snapfs_mnt_check(const char *mount, const struct snapfs_options *opts, struct snapfs_mnt *m,
-                     struct snapfs_report *why);
+int sfc_mnt_check(const char *mount, const struct snapfs_options *opts, struct sfc_mnt *m,
+                  struct snapfs_report *why);
 
 /* openat2 relative to the judged root without following a symlink, leaving the mount or
  * climbing out of it (O_CLOEXEC|O_NOFOLLOW added): a descriptor, or a negative errno. */
-int snapfs_mnt_open(const struct snapfs_mnt *m, const char *name, int flags, mode_t mode);
+int sfc_mnt_open(const struct sfc_mnt *m, const char *name, int flags, mode_t mode);
 
 /* The judged mount's root, opened for listing below its pinned descriptor (never through the
  * path again): 0 and *out (closedir it), or a negative errno. */
-int snapfs_mnt_opendir(const struct snapfs_mnt *m, DIR **out);
+int sfc_mnt_opendir(const struct sfc_mnt *m, DIR **out);
 
 /* 0 when fd lies on exactly the judged mount, -EXDEV when it does not, another errno when
  * the kernel will not say. */
-int snapfs_mnt_confirm(const struct snapfs_mnt *m, int fd);
+int sfc_mnt_confirm(const struct sfc_mnt *m, int fd);
 
 /* Opens the snapshot hex on the judged mount and verifies it against *want, or, when want
  * is NULL, against its name and its own fstat (dev, ino, size). With kinds (a mask of
- * SNAPFS_KIND_BIT), also classifies the bytes that hashed (snapshot/kind.h) and refuses a
+ * SFC_KIND_BIT), also classifies the bytes that hashed (snapshot/kind.h) and refuses a
  * kind not in the mask with -ENOMSG ("kind"); 0 classifies nothing. The descriptor
  * (O_CLOEXEC), with *got (may be NULL) the binding it satisfied; or a negative errno and why.
  * hasher may be NULL. */
-int snapfs_mnt_open_snapshot(const struct snapfs_mnt *m, const char *hex,
-                             const struct snap_binding *want, uint64_t limit, unsigned kinds,
-                             struct snap_hasher *hasher, struct snap_binding *got,
-                             struct snapfs_report *why);
+int sfc_mnt_open_snapshot(const struct sfc_mnt *m, const char *hex,
+                          const struct snap_binding *want, uint64_t limit, unsigned kinds,
+                          struct snap_hasher *hasher, struct snap_binding *got,
+                          struct snapfs_report *why);
 
 /* snap_verify_fd of fd against want, then, with kinds, the kind check above; hex names the
  * snapshot in the reasons. 0 or a negative errno and why. */
-int snapfs_verify_kind(int fd, const char *hex, const struct snap_binding *want, uint64_t limit,
-                       unsigned kinds, struct snap_hasher *hasher, struct snapfs_report *why);
+int sfc_verify_kind(int fd, const char *hex, const struct snap_binding *want, uint64_t limit,
+                    unsigned kinds, struct snap_hasher *hasher, struct snapfs_report *why);
 
 /* Publishes len bytes on the judged mount m, staged under name (a valid staging NAME, kept
  * by the daemon as the snapshot's name; NULL or taken: a scratch one, so the snapshot has
  * none): 0 published now, 1 already there, *out the snapshot; the errors of snapfs_publish. */
-int snapfs_mnt_publish(const struct snapfs_mnt *m, const void *data, size_t len,
-                       const char *name, const struct snapfs_options *opts,
-                       struct snapfs_snapshot *out, struct snapfs_report *why);
+int sfc_mnt_publish(const struct sfc_mnt *m, const void *data, size_t len,
+                    const char *name, const struct snapfs_options *opts,
+                    struct snapfs_snapshot *out, struct snapfs_report *why);
 
 /* What the daemon says of the snapshot the descriptor fd holds (a descriptor of any kind,
  * O_PATH included), its binding being b: *out. Reads no content. 0, or the errno of fstat. */
-int snapfs_fd_describe(int fd, const struct snap_binding *b, struct snapfs_snapshot *out);
+int sfc_fd_describe(int fd, const struct snap_binding *b, struct snapfs_snapshot *out);
 
 /* Looks up hex below the judged root without opening it (O_PATH), confirms its mount, checks
  * it is a regular file of mode 0000 on the mount's device (and, with want, dev, ino and size
  * equal to want's: -ESTALE otherwise), and fills *out. 0, or a negative errno and why. */
-int snapfs_mnt_describe(const struct snapfs_mnt *m, const char *hex,
-                        const struct snap_binding *want, struct snapfs_snapshot *out,
-                        struct snapfs_report *why);
+int sfc_mnt_describe(const struct sfc_mnt *m, const char *hex,
+                     const struct snap_binding *want, struct snapfs_snapshot *out,
+                     struct snapfs_report *why);
 
 /* The staging NAME grammar of a name a caller gives (docs/design.md, "Publishing"): 1-64 of
  * [A-Za-z0-9._-], starting with neither '.' nor '_' (a scratch name, which nobody keeps). */
-bool snapfs_name_ok(const char *name);
+bool sfc_name_ok(const char *name);
 
 /* The size limit the options ask for. */
-uint64_t snapfs_opt_limit(const struct snapfs_options *opts);
+uint64_t sfc_opt_limit(const struct snapfs_options *opts);
 
 /* The bit of a SNAP_KIND_* in a kinds mask. */
-#define SNAPFS_KIND_BIT(k) (1u << (k))
+#define SFC_KIND_BIT(k) (1u << (k))
 /* Every kind: what an internal open that delivers nothing (an audit, a binding) asks for. */
-#define SNAPFS_KINDS_ANY 0u
+#define SFC_KINDS_ANY 0u
 /* The kinds the options let a verified open hand over: their SNAPFS_OPT_KIND_* flags, or
  * content alone when they name none. */
-unsigned snapfs_opt_kinds(const struct snapfs_options *opts);
+unsigned sfc_opt_kinds(const struct snapfs_options *opts);
 
-void snapfs_binding_to_snap(const struct snapfs_binding *in, struct snap_binding *out);
-void snapfs_binding_from_snap(const struct snap_binding *in, struct snapfs_binding *out);
+void sfc_binding_to_snap(const struct snapfs_binding *in, struct snap_binding *out);
+void sfc_binding_from_snap(const struct snap_binding *in, struct snapfs_binding *out);
 
 /* Report helpers. reset: no error, no reason. add: one reason (message printf-style, one
  * line, truncated; past SNAPFS_REASONS_MAX only counted). fail: add, record err as the
- * call's error and return it, so a caller can `return snapfs_report_fail(...)`. All accept
+ * call's error and return it, so a caller can `return sfc_report_fail(...)`. All accept
  * a NULL report. */
-void snapfs_report_reset(struct snapfs_report *why);
-void snapfs_report_add(struct snapfs_report *why, const char *code, const char *fmt, ...)
+void sfc_report_reset(struct snapfs_report *why);
+void sfc_report_add(struct snapfs_report *why, const char *code, const char *fmt, ...)
         __attribute__((format(printf, 3, 4)));
-int snapfs_report_fail(struct snapfs_report *why, int err, const char *code, const char *fmt,
-                       ...) __attribute__((format(printf, 4, 5)));
+int sfc_report_fail(struct snapfs_report *why, int err, const char *code, const char *fmt,
+                    ...) __attribute__((format(printf, 4, 5)));
 /* Records err as the call's error without adding a reason (the reasons are in already). */
-int snapfs_report_error(struct snapfs_report *why, int err);
+int sfc_report_error(struct snapfs_report *why, int err);
 
 /* What each uid holds against its limits, from the daemon of a judged mount. */
-struct snapfs_uid_usage {
+struct sfc_uid_usage {
         uint32_t uid;
         uint64_t snapshots, bytes;       /* published, unlinked-but-open included */
         uint64_t staging, staging_bytes; /* staging files (unlinked-but-open included) */
 };
 
-struct snapfs_usage {
+struct sfc_usage {
         uint64_t uid_snapshots, uid_bytes;         /* each uid's limits (not the owner's) */
         uint32_t owner;
         uint64_t reserve_snapshots, reserve_bytes; /* kept for the owner */
         size_t n;
-        struct snapfs_uid_usage *uids;             /* largest first */
+        struct sfc_uid_usage *uids;             /* largest first */
         uint64_t more;                             /* uids the daemon left out */
 };
 
-/* Reads the root's user.snapfs.usage on the judged mount: 0 and *out (snapfs_usage_free),
+/* Reads the root's user.snapfs.usage on the judged mount: 0 and *out (sfc_usage_free),
  * -ENODATA from a daemon that does not report it, -EBADMSG for text that is not its form. */
-int snapfs_mnt_usage(const struct snapfs_mnt *m, struct snapfs_usage *out);
-int snapfs_usage_parse(const char *text, struct snapfs_usage *out);
+int sfc_mnt_usage(const struct sfc_mnt *m, struct sfc_usage *out);
+int sfc_usage_parse(const char *text, struct sfc_usage *out);
 /* The xattr's value as read: n bytes in buf, which has room for one more (the terminating
- * NUL written here). -EBADMSG when a NUL is among them; else snapfs_usage_parse. */
-int snapfs_usage_parse_value(char *buf, size_t n, struct snapfs_usage *out);
-void snapfs_usage_free(struct snapfs_usage *u);
+ * NUL written here). -EBADMSG when a NUL is among them; else sfc_usage_parse. */
+int sfc_usage_parse_value(char *buf, size_t n, struct sfc_usage *out);
+void sfc_usage_free(struct sfc_usage *u);
 
 /* ---- what to do about a refusal (client/explain.c) ---- */
 
 /* v in the size grammar's spelling when a suffix divides it ("256K", "1G"), else "N bytes":
  * buf (n bytes), returned. */
-char *snapfs_size_text(uint64_t v, char *buf, size_t n);
+char *sfc_size_text(uint64_t v, char *buf, size_t n);
 
 /* The daemon's refusal text ("too-big max-snapshot-size=262144", "not-in-signed-manifest"):
  * its code ([a-z-]+) into code (n bytes) and the number after '=' into *value (0 without
  * one). 0, or -EBADMSG for anything else. */
-int snapfs_refusal_parse(const char *text, char *code, size_t n, uint64_t *value);
-/* The same, read from the staging file fd holds (SNAPFS_XATTR_REFUSAL; an O_PATH descriptor
+int sfc_refusal_parse(const char *text, char *code, size_t n, uint64_t *value);
+/* The same, read from the staging file fd holds (SFC_XATTR_REFUSAL; an O_PATH descriptor
  * too): 0, -ENODATA (the daemon refused nothing there), or a negative errno. */
-int snapfs_refusal_read(int fd, char *code, size_t n, uint64_t *value);
+int sfc_refusal_read(int fd, char *code, size_t n, uint64_t *value);
 
 /* Adds the reason "too-big" for content of size bytes (only a lower bound unless exact) over
  * limit, the daemon's or the client's own, naming the option that changes it; returns err. */
-int snapfs_explain_too_big(struct snapfs_report *why, int err, uint64_t size, bool exact,
+int sfc_explain_too_big(struct snapfs_report *why, int err, uint64_t size, bool exact,
                            uint64_t limit, bool daemon);
-/* Adds the reason the daemon named (code, value: snapfs_refusal_parse's) in words that say
+/* Adds the reason the daemon named (code, value: sfc_refusal_parse's) in words that say
  * what to do; returns err. */
-int snapfs_explain_daemon(struct snapfs_report *why, int err, const char *code, uint64_t value);
+int sfc_explain_daemon(struct snapfs_report *why, int err, const char *code, uint64_t value);
 /* Adds the reason of a publish step ("staging", "write", "rename") refused with err that the
  * daemon did not explain: who may publish, which per-uid limit (read from the mount's usage),
  * the mount full; what names what was refused. Returns err. */
-int snapfs_explain_publish(const struct snapfs_mnt *m, struct snapfs_report *why, int err,
+int sfc_explain_publish(const struct sfc_mnt *m, struct snapfs_report *why, int err,
                            const char *step, const char *what);
 
 /* What to do about a mount-check finding code (enum mc_code) on the snapfs mount at mount
  * (escaped): "; nothing is mounted there: run `snapfs mount MNT`" and the like, or "". */
-void snapfs_finding_hint(int code, const char *mount, char *buf, size_t n);
+void sfc_finding_hint(int code, const char *mount, char *buf, size_t n);
 
 /* ---- the snapshots of a mount, as a person asks about them (client/catalog.c) ---- */
 
-struct snapfs_entry {
+struct sfc_entry {
         char hex[SNAP_DIGEST_HEX_LEN + 1];
         struct snapfs_snapshot snap;
 };
 
-/* Every snapshot of the judged mount, described (snapfs_mnt_describe), in publishing order:
+/* Every snapshot of the judged mount, described (sfc_mnt_describe), in publishing order:
  * 0 and *out (free it), *n; or a negative errno with the reason. */
-int snapfs_mnt_catalog(const struct snapfs_mnt *m, struct snapfs_entry **out, size_t *n,
+int sfc_mnt_catalog(const struct sfc_mnt *m, struct sfc_entry **out, size_t *n,
                        struct snapfs_report *why);
 
 /* Which of items (n) target names: a binding (exactly its snapshot: -ESTALE when the digest
@@ -192,12 +194,12 @@ int snapfs_mnt_catalog(const struct snapfs_mnt *m, struct snapfs_entry **out, si
  * a digest or its first 12 or more hex characters. 0 and the indexes in match (room for max),
  * *n_match; -ENOENT (none), -ENOTUNIQ (a name of several without all, an ambiguous prefix),
  * -EINVAL (a binding that does not parse); each with its reason. */
-int snapfs_catalog_match(const struct snapfs_entry *items, size_t n, const char *target,
+int sfc_catalog_match(const struct sfc_entry *items, size_t n, const char *target,
                          bool all, size_t *match, size_t max, size_t *n_match,
                          struct snapfs_report *why);
 
 /* Removes e through the mount (unlink): 0, *kept true when the snapshot stays for its other
  * holders (the caller's hold went: --unlink-own); or the errno with a reason that says who may
  * (EPERM), EACCES, ENOENT. */
-int snapfs_mnt_remove(const struct snapfs_mnt *m, const struct snapfs_entry *e, bool *kept,
+int sfc_mnt_remove(const struct sfc_mnt *m, const struct sfc_entry *e, bool *kept,
                       struct snapfs_report *why);

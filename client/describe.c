@@ -12,10 +12,10 @@
 #include "client/client-internal.h"
 #include "snapshot/digest.h"
 #include "snapshot/kind.h"
-#include "snapshot/store.h"
+#include "snapshot/name.h"
 #include "common/util.h"
 
-bool snapfs_name_ok(const char *name)
+bool sfc_name_ok(const char *name)
 {
         return name && snap_name_valid(name) && name[0] != '_';
 }
@@ -38,7 +38,7 @@ static ssize_t read_xattr(int fd, const char *name, char *buf, size_t n)
         return k;
 }
 
-int snapfs_fd_describe(int fd, const struct snap_binding *b, struct snapfs_snapshot *out)
+int sfc_fd_describe(int fd, const struct snap_binding *b, struct snapfs_snapshot *out)
 {
         char kind[32];
         struct stat st;
@@ -46,23 +46,23 @@ int snapfs_fd_describe(int fd, const struct snap_binding *b, struct snapfs_snaps
         if (fstat(fd, &st) < 0)
                 return negative_errno();
         *out = (struct snapfs_snapshot){ .kind = SNAPFS_KIND_UNKNOWN };
-        snapfs_binding_from_snap(b, &out->binding);
+        sfc_binding_from_snap(b, &out->binding);
         out->published_sec = (int64_t)st.st_mtim.tv_sec;
         out->published_nsec = (uint32_t)st.st_mtim.tv_nsec;
         out->publisher = (uint32_t)st.st_uid;
         /* The daemon's words are printed by every client: only a name of the staging grammar
          * (no control byte, no '/') is taken. */
-        if (read_xattr(fd, SNAPFS_XATTR_NAME, out->name, sizeof(out->name)) < 0 ||
+        if (read_xattr(fd, SFC_XATTR_NAME, out->name, sizeof(out->name)) < 0 ||
             !snap_name_valid(out->name))
                 out->name[0] = '\0';
-        if (read_xattr(fd, SNAPFS_XATTR_KIND, kind, sizeof(kind)) > 0) {
+        if (read_xattr(fd, SFC_XATTR_KIND, kind, sizeof(kind)) > 0) {
                 int k = snap_kind_from_name(kind);
                 out->kind = k >= 0 ? k : SNAPFS_KIND_UNKNOWN;
         }
         return 0;
 }
 
-int snapfs_mnt_describe(const struct snapfs_mnt *m, const char *hex,
+int sfc_mnt_describe(const struct sfc_mnt *m, const char *hex,
                         const struct snap_binding *want, struct snapfs_snapshot *out,
                         struct snapfs_report *why)
 {
@@ -73,37 +73,37 @@ int snapfs_mnt_describe(const struct snapfs_mnt *m, const char *hex,
 
         r = snap_digest_from_hex(hex, strlen(hex), &got.sha256);
         if (r < 0)
-                return snapfs_report_fail(why, -EINVAL, "invalid-argument",
+                return sfc_report_fail(why, -EINVAL, "invalid-argument",
                                           "not a snapshot name (64 lowercase hex characters)");
         /* O_PATH: no FUSE open, so a uid the reader policy leaves out may ask too. */
-        fd = snapfs_mnt_open(m, hex, O_PATH, 0);
+        fd = sfc_mnt_open(m, hex, O_PATH, 0);
         if (fd < 0)
-                return snapfs_report_fail(why, fd, "open", "%s: %s", hex,
+                return sfc_report_fail(why, fd, "open", "%s: %s", hex,
                                           fd == -ENOENT ? "no such snapshot"
                                                         : strerrordesc_np(-fd) ?: "error");
-        r = snapfs_mnt_confirm(m, fd);
+        r = sfc_mnt_confirm(m, fd);
         if (r < 0)
-                return snapfs_report_fail(why, r, "other-mount",
+                return sfc_report_fail(why, r, "other-mount",
                                           "%s lies on another mount than the one checked", hex);
         if (fstat(fd, &st) < 0)
-                return snapfs_report_fail(why, negative_errno(), "io", "fstat %s", hex);
+                return sfc_report_fail(why, negative_errno(), "io", "fstat %s", hex);
         if (!S_ISREG(st.st_mode))
-                return snapfs_report_fail(why, -EINVAL, "not-regular",
+                return sfc_report_fail(why, -EINVAL, "not-regular",
                                           "%s is not a regular file", hex);
         if ((st.st_mode & 07777) != 0)
-                return snapfs_report_fail(why, -EPERM, "mode", "%s has mode %04o, not 0000", hex,
+                return sfc_report_fail(why, -EPERM, "mode", "%s has mode %04o, not 0000", hex,
                                           (unsigned)(st.st_mode & 07777));
         got.size = (uint64_t)st.st_size;
         got.dev = (uint64_t)st.st_dev;
         got.ino = (uint64_t)st.st_ino;
         if (got.dev != m->dev || (want && (want->dev != got.dev || want->ino != got.ino ||
                                            want->size != got.size)))
-                return snapfs_report_fail(why, -ESTALE, "identity",
+                return sfc_report_fail(why, -ESTALE, "identity",
                                           "%s is not the snapshot the binding names: dev, ino or "
                                           "size differ", hex);
-        r = snapfs_fd_describe(fd, &got, out);
+        r = sfc_fd_describe(fd, &got, out);
         if (r < 0)
-                return snapfs_report_fail(why, r, "io", "fstat %s", hex);
+                return sfc_report_fail(why, r, "io", "fstat %s", hex);
         return 0;
 }
 
@@ -111,22 +111,22 @@ int snapfs_describe(const char *mount, const struct snapfs_binding *b,
                     const struct snapfs_options *opts, struct snapfs_snapshot *out,
                     struct snapfs_report *why)
 {
-        struct snapfs_mnt m = SNAPFS_MNT_INIT;
+        struct sfc_mnt m = SFC_MNT_INIT;
         struct snap_binding want;
         char hex[SNAP_DIGEST_HEX_LEN + 1];
         int r;
 
-        snapfs_report_reset(why);
+        sfc_report_reset(why);
         if (!b || !out)
-                return snapfs_report_fail(why, -EINVAL, "invalid-argument",
+                return sfc_report_fail(why, -EINVAL, "invalid-argument",
                                           !b ? "no binding" : "no snapshot to fill");
-        snapfs_binding_to_snap(b, &want);
+        sfc_binding_to_snap(b, &want);
         snap_digest_to_hex(&want.sha256, hex);
-        r = snapfs_mnt_check(mount, opts, &m, why);
+        r = sfc_mnt_check(mount, opts, &m, why);
         if (r < 0)
                 return r;
-        r = snapfs_mnt_describe(&m, hex, &want, out, why);
-        snapfs_mnt_close(&m);
+        r = sfc_mnt_describe(&m, hex, &want, out, why);
+        sfc_mnt_close(&m);
         return r;
 }
 
@@ -142,6 +142,6 @@ int snapfs_describe_fd(int fd, const struct snapfs_binding *b, struct snapfs_sna
         if ((uint64_t)st.st_dev != b->dev || (uint64_t)st.st_ino != b->ino ||
             (uint64_t)st.st_size != b->size)
                 return -ESTALE;
-        snapfs_binding_to_snap(b, &want);
-        return snapfs_fd_describe(fd, &want, out);
+        sfc_binding_to_snap(b, &want);
+        return sfc_fd_describe(fd, &want, out);
 }

@@ -16,7 +16,7 @@
 #include "snapshot/trust.h"
 #include "common/util.h"
 
-char *snapfs_size_text(uint64_t v, char *buf, size_t n)
+char *sfc_size_text(uint64_t v, char *buf, size_t n)
 {
         static const char suffix[] = "KMG";
         int k = -1;
@@ -34,7 +34,7 @@ char *snapfs_size_text(uint64_t v, char *buf, size_t n)
         return buf;
 }
 
-int snapfs_refusal_parse(const char *text, char *code, size_t n, uint64_t *value)
+int sfc_refusal_parse(const char *text, char *code, size_t n, uint64_t *value)
 {
         const char *sp = strchr(text, ' '), *eq;
         size_t len = sp ? (size_t)(sp - text) : strlen(text);
@@ -61,22 +61,22 @@ int snapfs_refusal_parse(const char *text, char *code, size_t n, uint64_t *value
         return 0;
 }
 
-int snapfs_refusal_read(int fd, char *code, size_t n, uint64_t *value)
+int sfc_refusal_read(int fd, char *code, size_t n, uint64_t *value)
 {
         char buf[128], path[64];
-        ssize_t k = fgetxattr(fd, SNAPFS_XATTR_REFUSAL, buf, sizeof(buf) - 1);
+        ssize_t k = fgetxattr(fd, SFC_XATTR_REFUSAL, buf, sizeof(buf) - 1);
 
         if (k < 0 && errno == EBADF) {
                 snprintf(path, sizeof(path), "/proc/self/fd/%d", fd);
-                k = getxattr(path, SNAPFS_XATTR_REFUSAL, buf, sizeof(buf) - 1);
+                k = getxattr(path, SFC_XATTR_REFUSAL, buf, sizeof(buf) - 1);
         }
         if (k < 0)
                 return negative_errno();
         buf[k] = '\0';
-        return snapfs_refusal_parse(buf, code, n, value);
+        return sfc_refusal_parse(buf, code, n, value);
 }
 
-int snapfs_explain_too_big(struct snapfs_report *why, int err, uint64_t size, bool exact,
+int sfc_explain_too_big(struct snapfs_report *why, int err, uint64_t size, bool exact,
                            uint64_t limit, bool daemon)
 {
         char a[64], l[32];
@@ -86,12 +86,12 @@ int snapfs_explain_too_big(struct snapfs_report *why, int err, uint64_t size, bo
                 snprintf(a, sizeof(a), "%" PRIu64 " bytes is", size);
         else
                 snprintf(a, sizeof(a), "the content is");
-        snapfs_size_text(limit, l, sizeof(l));
+        sfc_size_text(limit, l, sizeof(l));
         if (daemon)
-                return snapfs_report_fail(why, err, "too-big",
+                return sfc_report_fail(why, err, "too-big",
                                           "%s over the daemon's limit of %s (snapfs mount "
                                           "--max-snapshot-size, at most 1G)", a, l);
-        return snapfs_report_fail(why, err, "too-big",
+        return sfc_report_fail(why, err, "too-big",
                                   "%s over the client's limit of %s (the max_size option of "
                                   "the client library)", a, l);
 }
@@ -115,55 +115,55 @@ static const char *trust_words(const char *code)
         return NULL;
 }
 
-int snapfs_explain_daemon(struct snapfs_report *why, int err, const char *code, uint64_t value)
+int sfc_explain_daemon(struct snapfs_report *why, int err, const char *code, uint64_t value)
 {
         char l[32];
         const char *words = trust_words(code);
 
         if (words)
-                return snapfs_report_fail(why, err, code, "%s", words);
+                return sfc_report_fail(why, err, code, "%s", words);
         if (!strcmp(code, "staging-bytes"))
-                return snapfs_report_fail(why, err, code,
+                return sfc_report_fail(why, err, code,
                                           "your uid's staging files would hold more than the "
                                           "daemon's limit of %s per uid (snapfs mount "
                                           "--max-staging-bytes)",
-                                          snapfs_size_text(value, l, sizeof(l)));
+                                          sfc_size_text(value, l, sizeof(l)));
         if (!strcmp(code, "full"))
-                return snapfs_report_fail(why, err, code,
+                return sfc_report_fail(why, err, code,
                                           "the mount is full: its snapshots and staging files "
                                           "reached the daemon's --max-bytes; remove snapshots "
                                           "(snapfs rm, snapfs prune) or raise it");
-        return snapfs_report_fail(why, err, code, "refused by the daemon (%s)", code);
+        return sfc_report_fail(why, err, code, "refused by the daemon (%s)", code);
 }
 
-int snapfs_explain_publish(const struct snapfs_mnt *m, struct snapfs_report *why, int err,
+int sfc_explain_publish(const struct sfc_mnt *m, struct snapfs_report *why, int err,
                            const char *step, const char *what)
 {
-        struct snapfs_usage u = { 0 };
+        struct sfc_usage u = { 0 };
         char b[32], l[32];
 
         switch (-err) {
         case EACCES:
-                return snapfs_report_fail(why, err, step,
+                return sfc_report_fail(why, err, step,
                                           "%s: this uid may not publish on this mount: only the "
                                           "mount's owner, root and the uids of the daemon's "
                                           "--publishers do", what);
         case EROFS:
         case ENOENT:
                 if (strcmp(step, "staging") == 0)
-                        return snapfs_report_fail(why, err, step,
+                        return sfc_report_fail(why, err, step,
                                                   "%s: the mount takes no publishes (a "
                                                   "--read-only daemon, or a read view): publish "
                                                   "through its main mount", what);
                 break;
         case EDQUOT:
                 if (strcmp(step, "staging") == 0)
-                        return snapfs_report_fail(why, err, step,
+                        return sfc_report_fail(why, err, step,
                                                   "%s: your uid has as many staging files as the "
                                                   "daemon allows (snapfs mount --max-staging); "
                                                   "an interrupted publish's go after its "
                                                   "--staging-ttl", what);
-                if (snapfs_mnt_usage(m, &u) == 0) {
+                if (sfc_mnt_usage(m, &u) == 0) {
                         uint32_t me = (uint32_t)geteuid();
                         uint64_t have = 0, bytes = 0;
                         for (size_t i = 0; i < u.n; i++)
@@ -171,32 +171,32 @@ int snapfs_explain_publish(const struct snapfs_mnt *m, struct snapfs_report *why
                                         have = u.uids[i].snapshots;
                                         bytes = u.uids[i].bytes;
                                 }
-                        snapfs_report_fail(why, err, "quota",
+                        sfc_report_fail(why, err, "quota",
                                            "%s: your uid holds %" PRIu64 " snapshots of %s; the "
                                            "daemon allows %" PRIu64 " snapshots and %s per uid "
                                            "(snapfs mount --max-uid-snapshots, "
                                            "--max-uid-bytes), and 64 holders a snapshot: "
                                            "remove some (snapfs rm)",
-                                           what, have, snapfs_size_text(bytes, b, sizeof(b)),
+                                           what, have, sfc_size_text(bytes, b, sizeof(b)),
                                            u.uid_snapshots,
-                                           snapfs_size_text(u.uid_bytes, l, sizeof(l)));
-                        snapfs_usage_free(&u);
+                                           sfc_size_text(u.uid_bytes, l, sizeof(l)));
+                        sfc_usage_free(&u);
                         return err;
                 }
-                return snapfs_report_fail(why, err, "quota",
+                return sfc_report_fail(why, err, "quota",
                                           "%s: past your uid's limits (snapfs mount "
                                           "--max-uid-snapshots, --max-uid-bytes)", what);
         case ENOSPC:
-                return snapfs_report_fail(why, err, "full",
+                return sfc_report_fail(why, err, "full",
                                           "%s: the mount is full (the daemon's --max-bytes or "
                                           "--max-snapshots): remove snapshots (snapfs rm, "
                                           "snapfs prune) or raise them", what);
         }
-        return snapfs_report_fail(why, err, step, "%s: %s", what,
+        return sfc_report_fail(why, err, step, "%s: %s", what,
                                   strerrordesc_np(-err) ?: "unknown error");
 }
 
-void snapfs_finding_hint(int code, const char *mount, char *buf, size_t n)
+void sfc_finding_hint(int code, const char *mount, char *buf, size_t n)
 {
         buf[0] = '\0';
         if (code == MC_NOT_A_MOUNT_POINT)

@@ -112,30 +112,30 @@ static const char *describe(int r)
 }
 
 /* A write the daemon refused: which limit, from the staging file's refusal xattr. */
-static int write_refused(const struct snapfs_mnt *m, int fd, const struct source *src,
+static int write_refused(const struct sfc_mnt *m, int fd, const struct source *src,
                          uint64_t written, int err, struct snapfs_report *why)
 {
         char code[40];
         uint64_t value;
 
-        if (snapfs_refusal_read(fd, code, sizeof(code), &value) == 0) {
+        if (sfc_refusal_read(fd, code, sizeof(code), &value) == 0) {
                 if (strcmp(code, "too-big") == 0)
-                        return snapfs_explain_too_big(why, err,
+                        return sfc_explain_too_big(why, err,
                                                       src->size_known ? src->size : value,
                                                       src->size_known, value, true);
-                return snapfs_explain_daemon(why, err, code, value);
+                return sfc_explain_daemon(why, err, code, value);
         }
         /* A daemon that keeps no reason: it took written bytes, and no more. */
         if (err == -EFBIG)
-                return snapfs_report_fail(why, err, "too-big",
+                return sfc_report_fail(why, err, "too-big",
                                           "the content is over the daemon's snapshot size limit "
                                           "(it took %" PRIu64 " bytes; snapfs mount "
                                           "--max-snapshot-size)", written);
-        return snapfs_explain_publish(m, why, err, "write", "writing the staging file");
+        return sfc_explain_publish(m, why, err, "write", "writing the staging file");
 }
 
 /* Copies the source into the staging descriptor, hashing what it writes. */
-static int copy_in(const struct snapfs_mnt *m, int fd, struct source *src, uint64_t limit,
+static int copy_in(const struct sfc_mnt *m, int fd, struct source *src, uint64_t limit,
                    struct snap_hasher *h, uint64_t *written, struct snapfs_report *why)
 {
         _cleanup_free_ uint8_t *buf = NULL;
@@ -145,7 +145,7 @@ static int copy_in(const struct snapfs_mnt *m, int fd, struct source *src, uint6
         if (src->fd >= 0) {
                 buf = malloc(CHUNK);
                 if (!buf)
-                        return snapfs_report_fail(why, -ENOMEM, "read", "out of memory");
+                        return sfc_report_fail(why, -ENOMEM, "read", "out of memory");
         }
         for (;;) {
                 const uint8_t *p;
@@ -153,19 +153,19 @@ static int copy_in(const struct snapfs_mnt *m, int fd, struct source *src, uint6
 
                 r = source_next(src, buf, &p, &n);
                 if (r < 0)
-                        return snapfs_report_fail(why, r, "read", "reading the content: %s",
-                                                  describe(r));
+                        return sfc_report_fail(why, r, "read", "reading the content: %s",
+                                               describe(r));
                 if (n == 0) {
                         *written = total;
                         return 0;
                 }
                 if (total + n > limit)
-                        return snapfs_explain_too_big(why, -EFBIG,
+                        return sfc_explain_too_big(why, -EFBIG,
                                                       src->size_known ? src->size : limit,
                                                       src->size_known, limit, false);
                 r = snap_hasher_update(h, p, n);
                 if (r < 0)
-                        return snapfs_report_fail(why, r, "io", "hashing: %s", describe(r));
+                        return sfc_report_fail(why, r, "io", "hashing: %s", describe(r));
                 r = write_all(fd, p, n);
                 if (r < 0)
                         return write_refused(m, fd, src, total, r, why);
@@ -175,17 +175,17 @@ static int copy_in(const struct snapfs_mnt *m, int fd, struct source *src, uint6
 
 /* A rename the daemon refused: its own reason when it kept one on the staging file (a
  * --trust-key refusal), else what the errno means here. */
-static int rename_refused(const struct snapfs_mnt *m, const char *staged, const char *hex,
+static int rename_refused(const struct sfc_mnt *m, const char *staged, const char *hex,
                           int err, struct snapfs_report *why)
 {
-        _cleanup_close_ int fd = snapfs_mnt_open(m, staged, O_PATH, 0);
+        _cleanup_close_ int fd = sfc_mnt_open(m, staged, O_PATH, 0);
         char code[40], what[96];
         uint64_t value;
 
-        if (fd >= 0 && snapfs_refusal_read(fd, code, sizeof(code), &value) == 0)
-                return snapfs_explain_daemon(why, err, code, value);
+        if (fd >= 0 && sfc_refusal_read(fd, code, sizeof(code), &value) == 0)
+                return sfc_explain_daemon(why, err, code, value);
         snprintf(what, sizeof(what), "publishing %.12s...", hex);
-        return snapfs_explain_publish(m, why, err, "rename", what);
+        return sfc_explain_publish(m, why, err, "rename", what);
 }
 
 /* The snapshot just published (or found published), described through the mount: a
@@ -193,24 +193,24 @@ static int rename_refused(const struct snapfs_mnt *m, const char *staged, const 
  * through an O_PATH descriptor on the judged mount, and the content rests on the daemon's
  * word: it hashed the bytes to this name before it published them. Readers verify everything
  * when they open it. */
-static int identity_only(const struct snapfs_mnt *m, const char *hex, uint64_t size,
+static int identity_only(const struct sfc_mnt *m, const char *hex, uint64_t size,
                          struct snapfs_snapshot *out, struct snapfs_report *why)
 {
-        int r = snapfs_mnt_describe(m, hex, NULL, out, why);
+        int r = sfc_mnt_describe(m, hex, NULL, out, why);
 
         if (r < 0)
                 return r;
         if (out->binding.size != size)
-                return snapfs_report_fail(why, -ESTALE, "identity",
-                                          "%s is not a mode-0000 file of %" PRIu64 " bytes", hex,
-                                          size);
+                return sfc_report_fail(why, -ESTALE, "identity",
+                                       "%s is not a mode-0000 file of %" PRIu64 " bytes", hex,
+                                       size);
         return 0;
 }
 
 /* Publishes src on the judged mount m: staging file (named name when given: when it is
  * taken, a scratch name, or -EBUSY when strict), content, rename to its digest, then the
  * snapshot itself, verified and described. */
-static int publish_on(const struct snapfs_mnt *m, struct source *src, const char *name,
+static int publish_on(const struct sfc_mnt *m, struct source *src, const char *name,
                       bool strict, const struct snapfs_options *opts,
                       struct snapfs_snapshot *out, struct snapfs_report *why)
 {
@@ -218,23 +218,23 @@ static int publish_on(const struct snapfs_mnt *m, struct source *src, const char
         struct snap_digest d;
         struct snap_binding got;
         char staged[96], hex[SNAP_DIGEST_HEX_LEN + 1];
-        uint64_t limit = snapfs_opt_limit(opts), written = 0;
+        uint64_t limit = sfc_opt_limit(opts), written = 0;
         int fd = -EEXIST, r, already = 0;
         bool created = false;
 
         source_measure(src);
         r = snap_hasher_new(&h);
         if (r < 0) {
-                snapfs_report_fail(why, r, "io", "hasher: %s", describe(r));
+                sfc_report_fail(why, r, "io", "hasher: %s", describe(r));
                 goto out;
         }
 
         /* The staging NAME is what the daemon keeps as the snapshot's name. */
         if (name) {
                 snprintf(staged, sizeof(staged), ".staging/%s", name);
-                fd = snapfs_mnt_open(m, staged, O_WRONLY | O_CREAT | O_EXCL, 0600);
+                fd = sfc_mnt_open(m, staged, O_WRONLY | O_CREAT | O_EXCL, 0600);
                 if (fd == -EEXIST && strict) {
-                        r = snapfs_report_fail(why, -EBUSY, "staging",
+                        r = sfc_report_fail(why, -EBUSY, "staging",
                                                "a staging file named %s of your uid exists "
                                                "already: another publish under that name runs, "
                                                "or one was interrupted (the daemon removes it "
@@ -244,18 +244,18 @@ static int publish_on(const struct snapfs_mnt *m, struct source *src, const char
         }
         for (int i = 0; fd == -EEXIST && i < STAGING_TRIES; i++) {
                 staging_name(staged, sizeof(staged));
-                fd = snapfs_mnt_open(m, staged, O_WRONLY | O_CREAT | O_EXCL, 0600);
+                fd = sfc_mnt_open(m, staged, O_WRONLY | O_CREAT | O_EXCL, 0600);
         }
         if (fd < 0) {
-                r = snapfs_explain_publish(m, why, fd, "staging",
+                r = sfc_explain_publish(m, why, fd, "staging",
                                            "cannot create a staging file");
                 goto out;
         }
         created = true;
-        r = snapfs_mnt_confirm(m, fd);
+        r = sfc_mnt_confirm(m, fd);
         if (r < 0) {
-                snapfs_report_fail(why, r, "other-mount",
-                                   "the staging file lies on another mount than the one checked");
+                sfc_report_fail(why, r, "other-mount",
+                                "the staging file lies on another mount than the one checked");
                 goto out;
         }
 
@@ -266,12 +266,12 @@ static int publish_on(const struct snapfs_mnt *m, struct source *src, const char
         r = close(fd) < 0 ? negative_errno() : 0;
         fd = -1;
         if (r < 0) {
-                snapfs_report_fail(why, r, "write", "closing the staging file: %s", describe(r));
+                sfc_report_fail(why, r, "write", "closing the staging file: %s", describe(r));
                 goto out;
         }
         r = snap_hasher_final(h, &d);
         if (r < 0) {
-                snapfs_report_fail(why, r, "io", "hashing: %s", describe(r));
+                sfc_report_fail(why, r, "io", "hashing: %s", describe(r));
                 goto out;
         }
         snap_digest_to_hex(&d, hex);
@@ -288,19 +288,19 @@ static int publish_on(const struct snapfs_mnt *m, struct source *src, const char
                 }
                 /* The binding comes from the published snapshot itself, verified like any
                  * reader would: name, dev, ino and size from its descriptor, content hashed. */
-                r = snapfs_mnt_open_snapshot(m, hex, NULL, limit, SNAPFS_KINDS_ANY, h, &got, why);
+                r = sfc_mnt_open_snapshot(m, hex, NULL, limit, SFC_KINDS_ANY, h, &got, why);
                 if (r >= 0) {
-                        int k = snapfs_fd_describe(r, &got, out);
+                        int k = sfc_fd_describe(r, &got, out);
                         safe_close(r);
                         if (k < 0) {
-                                r = snapfs_report_fail(why, k, "io", "fstat %s: %s", hex,
+                                r = sfc_report_fail(why, k, "io", "fstat %s: %s", hex,
                                                        describe(k));
                                 goto out;
                         }
                         break;
                 }
                 if (r == -EACCES) {
-                        snapfs_report_reset(why);
+                        sfc_report_reset(why);
                         r = identity_only(m, hex, written, out, why);
                         if (r == 0)
                                 break;
@@ -308,7 +308,7 @@ static int publish_on(const struct snapfs_mnt *m, struct source *src, const char
                 /* Unlinked by its publisher between our rename and open: rename ours again. */
                 if (!(already && r == -ENOENT && i + 1 < RENAME_TRIES))
                         goto out;
-                snapfs_report_reset(why);
+                sfc_report_reset(why);
         }
         r = already;
 out:
@@ -325,41 +325,41 @@ static int publish(const char *mount, struct source *src, const char *name,
                    const struct snapfs_options *opts, struct snapfs_snapshot *out,
                    struct snapfs_report *why)
 {
-        struct snapfs_mnt m = SNAPFS_MNT_INIT;
+        struct sfc_mnt m = SFC_MNT_INIT;
         int r;
 
-        snapfs_report_reset(why);
+        sfc_report_reset(why);
         if (!out)
-                return snapfs_report_fail(why, -EINVAL, "invalid-argument", "no binding to fill");
-        if (name && !snapfs_name_ok(name))
-                return snapfs_report_fail(why, -EINVAL, "invalid-argument",
+                return sfc_report_fail(why, -EINVAL, "invalid-argument", "no binding to fill");
+        if (name && !sfc_name_ok(name))
+                return sfc_report_fail(why, -EINVAL, "invalid-argument",
                                           "'%s' is not a snapshot name: 1-64 of "
                                           "[A-Za-z0-9._-], starting with neither '.' nor '_'",
                                           name);
-        if (src->fd < 0 && src->len > snapfs_opt_limit(opts))
-                return snapfs_explain_too_big(why, -EFBIG, src->len, true,
-                                              snapfs_opt_limit(opts), false);
+        if (src->fd < 0 && src->len > sfc_opt_limit(opts))
+                return sfc_explain_too_big(why, -EFBIG, src->len, true,
+                                              sfc_opt_limit(opts), false);
         /* The mount is judged before a byte is written: a secret must never be handed to a
          * mount that only looks like snapfs. */
-        r = snapfs_mnt_check(mount, opts, &m, why);
+        r = sfc_mnt_check(mount, opts, &m, why);
         if (r < 0)
                 return r;
         r = publish_on(&m, src, name, true, opts, out, why);
-        snapfs_mnt_close(&m);
+        sfc_mnt_close(&m);
         return r;
 }
 
-int snapfs_mnt_publish(const struct snapfs_mnt *m, const void *data, size_t len,
-                       const char *name, const struct snapfs_options *opts,
+int sfc_mnt_publish(const struct sfc_mnt *m, const void *data, size_t len,
+                    const char *name, const struct snapfs_options *opts,
                        struct snapfs_snapshot *out, struct snapfs_report *why)
 {
         struct source src = { .data = data ? data : (const uint8_t *)"", .len = len, .fd = -1 };
 
-        snapfs_report_reset(why);
+        sfc_report_reset(why);
         if ((!data && len > 0) || !out)
-                return snapfs_report_fail(why, -EINVAL, "invalid-argument", "no data");
-        if (len > snapfs_opt_limit(opts))
-                return snapfs_explain_too_big(why, -EFBIG, len, true, snapfs_opt_limit(opts),
+                return sfc_report_fail(why, -EINVAL, "invalid-argument", "no data");
+        if (len > sfc_opt_limit(opts))
+                return sfc_explain_too_big(why, -EFBIG, len, true, sfc_opt_limit(opts),
                                               false);
         return publish_on(m, &src, name, false, opts, out, why);
 }
@@ -371,8 +371,8 @@ int snapfs_publish_named(const char *mount, const char *name, const void *data, 
         struct source src = { .data = data, .len = len, .fd = -1 };
 
         if (!data && len > 0) {
-                snapfs_report_reset(why);
-                return snapfs_report_fail(why, -EINVAL, "invalid-argument", "no data");
+                sfc_report_reset(why);
+                return sfc_report_fail(why, -EINVAL, "invalid-argument", "no data");
         }
         if (!data)
                 src.data = (const uint8_t *)"";
@@ -386,8 +386,8 @@ int snapfs_publish_fd_named(const char *mount, const char *name, int fd,
         struct source src = { .fd = fd };
 
         if (fd < 0) {
-                snapfs_report_reset(why);
-                return snapfs_report_fail(why, -EINVAL, "invalid-argument", "no descriptor");
+                sfc_report_reset(why);
+                return sfc_report_fail(why, -EINVAL, "invalid-argument", "no descriptor");
         }
         return publish(mount, &src, name, opts, out, why);
 }
@@ -400,8 +400,8 @@ int snapfs_publish(const char *mount, const void *data, size_t len,
         int r;
 
         if (!out) {
-                snapfs_report_reset(why);
-                return snapfs_report_fail(why, -EINVAL, "invalid-argument", "no binding to fill");
+                sfc_report_reset(why);
+                return sfc_report_fail(why, -EINVAL, "invalid-argument", "no binding to fill");
         }
         r = snapfs_publish_named(mount, NULL, data, len, opts, &s, why);
         if (r >= 0)
@@ -416,8 +416,8 @@ int snapfs_publish_fd(const char *mount, int fd, const struct snapfs_options *op
         int r;
 
         if (!out) {
-                snapfs_report_reset(why);
-                return snapfs_report_fail(why, -EINVAL, "invalid-argument", "no binding to fill");
+                sfc_report_reset(why);
+                return sfc_report_fail(why, -EINVAL, "invalid-argument", "no binding to fill");
         }
         r = snapfs_publish_fd_named(mount, NULL, fd, opts, &s, why);
         if (r >= 0)

@@ -10,19 +10,19 @@ static bool is_publisher(const struct sfs_tree_config *cfg, uid_t uid)
 {
         if (!cfg->publishers.any && cfg->publishers.n == 0)
                 return uid == cfg->owner_uid || uid == 0;
-        return sfs_uidset_contains(&cfg->publishers, uid);
+        return value_uid_list_has(&cfg->publishers, uid);
 }
 
 /* Metadata is visible to readers and publishers; content only to readers; staging only to
  * publishers. */
 bool sfs_may_see(const struct sfs_tree_config *cfg, const struct sfs_caller *c)
 {
-        return sfs_uidset_contains(&cfg->readers, c->uid) || is_publisher(cfg, c->uid);
+        return value_uid_list_has(&cfg->readers, c->uid) || is_publisher(cfg, c->uid);
 }
 
 bool sfs_may_read(const struct sfs_tree_config *cfg, const struct sfs_caller *c)
 {
-        return sfs_uidset_contains(&cfg->readers, c->uid);
+        return value_uid_list_has(&cfg->readers, c->uid);
 }
 
 bool sfs_may_publish(const struct sfs_tree_config *cfg, const struct sfs_caller *c)

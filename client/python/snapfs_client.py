@@ -27,14 +27,15 @@ of this file carries its absolute path), then the dynamic linker's search for li
 (its cache, which `ldconfig` writes: what a copy installed with pip relies on).
 
 As a script (same commands and JSON output as the C test driver):
-    snapfs_client.py publish [TRUST] [--max-size N] [--from-fd] [--name NAME] MNT FILE|-
-    snapfs_client.py open [TRUST] [--max-size N] [--kind KIND] MNT BINDING
-    snapfs_client.py digest [TRUST] [--max-size N] [--kind KIND] MNT HEX
-    snapfs_client.py verify-fd [--max-size N] [--kind KIND] PATH BINDING
-    snapfs_client.py cat [TRUST] [--max-size N] [--kind KIND] MNT BINDING   (bytes to stdout)
+    snapfs_client.py publish [TRUST] [--max-size SIZE] [--from-fd] [--name NAME] MNT FILE|-
+    snapfs_client.py open [TRUST] [--max-size SIZE] [--kind KIND] MNT BINDING
+    snapfs_client.py digest [TRUST] [--max-size SIZE] [--kind KIND] MNT HEX
+    snapfs_client.py verify-fd [--max-size SIZE] [--kind KIND] PATH BINDING
+    snapfs_client.py cat [TRUST] [--max-size SIZE] [--kind KIND] MNT BINDING   (bytes to stdout)
+    snapfs_client.py describe [TRUST] MNT BINDING
 TRUST: [--owner UID] [--insecure-own-mount] [--trust-user-namespace]; --owner defaults to
 $SNAPFS_OWNER (a uid, never "any"), else 0. KIND: content (default), signature, manifest.
-    snapfs_client.py describe [TRUST] MNT BINDING
+UID and SIZE as every snapfs command reads them (parse_owner, parse_size, value_error).
     snapfs_client.py abi
 Installed with pip (client/python/pyproject.toml) it is also the command snapfs-client.
 """
@@ -48,7 +49,7 @@ import threading
 
 __all__ = ["Binding", "SnapfsError", "publish", "publish_fd", "open_verified", "open_digest",
            "describe", "view_binding", "verify_fd", "read_verified", "strerror", "parse_owner",
-           "name_valid", "KINDS", "__version__"]
+           "parse_size", "value_error", "name_valid", "KINDS", "__version__"]
 
 __version__ = "0.1.0"
 
@@ -327,15 +328,95 @@ def _options(owner, max_size, insecure_own_mount=False, trust_user_namespace=Fal
     return o
 
 
+# The value grammars of every snapfs command (common/values.h), for what this client reads
+# from a person: a uid (owner=, --owner, $SNAPFS_OWNER) and a size (--max-size). The same
+# input gets the same answer and the same message as in C: tests/vectors/values.json holds
+# the cases both sides are tested on.
+_UID_MAX = 4294967294
+_U64_MAX = (1 << 64) - 1
+_FORMS = {
+    "uid": "a decimal uid below 4294967295, without sign or leading zero",
+    "size": "digits with an optional K, M or G suffix (binary units: 4096, 256K, 64M, 1G)",
+}
+_SIZE_UNITS = {"K": 1 << 10, "k": 1 << 10, "M": 1 << 20, "m": 1 << 20, "G": 1 << 30,
+               "g": 1 << 30}
+
+
+def _digits(text):
+    """The value of text when it is only ASCII digits (str.isdigit() takes others), else None."""
+    if not text or any(c not in "0123456789" for c in text):
+        return None
+    return int(text)
+
+
+def _parse_value(kind, text):
+    """(value, None), or (None, "EINVAL" | "ERANGE") as the C parser of kind answers."""
+    if kind == "uid":
+        v = _digits(text)
+        if v is None or (len(text) > 1 and text[0] == "0"):
+            return None, "EINVAL"
+        return (v, None) if v <= _UID_MAX else (None, "ERANGE")
+    if kind == "size":
+        mult = 1
+        if text and text[-1] in _SIZE_UNITS:
+            text, mult = text[:-1], _SIZE_UNITS[text[-1]]
+        v = _digits(text)
+        if v is None:
+            return None, "EINVAL"
+        return (v * mult, None) if v * mult <= _U64_MAX else (None, "ERANGE")
+    raise ValueError(f"no value type {kind!r}")
+
+
+def _quote(text):
+    """text as the C messages quote it: control bytes as \\xHH, cut after 64 bytes."""
+    raw = os.fsencode(text)
+    out = "".join(f"\\x{b:02x}" if b < 0x20 or b == 0x7F else bytes([b]).decode("latin-1")
+                  for b in raw[:64])
+    out = out.encode("latin-1").decode("utf-8", "surrogateescape")
+    return out + ("..." if len(raw) > 64 else "")
+
+
+def value_error(kind, text, minimum=0, maximum=_U64_MAX):
+    """Why text is not a value of kind ("uid" or "size") within [minimum, maximum], in the
+    words every snapfs command uses ("invalid size '12Q': expected digits with ..."); None
+    when it is one."""
+    v, err = _parse_value(kind, text)
+    if err is None and minimum <= v <= maximum:
+        return None
+    q = _quote(text)
+    if err == "EINVAL":
+        return f"invalid {kind} '{q}': expected {_FORMS[kind]}"
+    if kind == "uid":
+        return f"invalid uid '{q}': out of range (a uid is at most 4294967294)"
+    if maximum == _U64_MAX:
+        if err is None:
+            return f"invalid {kind} '{q}': out of range (at least {_format_size(minimum)})"
+        return f"invalid {kind} '{q}': out of range (too large)"
+    return f"invalid {kind} '{q}': out of range ({_format_size(minimum)} to " \
+           f"{_format_size(maximum)})"
+
+
+def _format_size(v):
+    for suffix, mult in (("G", 1 << 30), ("M", 1 << 20), ("K", 1 << 10)):
+        if v and v % mult == 0:
+            return f"{v // mult}{suffix}"
+    return str(v)
+
+
 def parse_owner(text):
     """-> int | None: a uid as every snapfs command reads --owner and $SNAPFS_OWNER: decimal,
-    no sign, no
-    leading zero, below 4294967295 (the kernel's "no uid"); None for anything else ("any"
-    included: no command takes it from the environment)."""
-    if not text or not text.isascii() or not text.isdigit() or (text[0] == "0" and len(text) > 1):
-        return None
-    v = int(text)
-    return v if v < 0xFFFFFFFF else None
+    no sign, no leading zero, below 4294967295 (the kernel's "no uid"); None for anything else
+    ("any" included: no command takes it from the environment). value_error("uid", text) says
+    why."""
+    v, _ = _parse_value("uid", text or "")
+    return v
+
+
+def parse_size(text):
+    """-> int | None: a size as every snapfs command reads one: digits with an optional K, M or
+    G suffix (binary units); None for anything else. value_error("size", text) says why."""
+    v, _ = _parse_value("size", text or "")
+    return v
 
 
 def _name_arg(name):
@@ -491,13 +572,16 @@ def _main(argv):
     common = argparse.ArgumentParser(add_help=False)
     env_owner = os.environ.get("SNAPFS_OWNER") or None
     if env_owner is not None and parse_owner(env_owner) is None:
-        ap.error(f"SNAPFS_OWNER: invalid uid '{env_owner}'")
+        ap.error(f"SNAPFS_OWNER: {value_error('uid', env_owner)}")
 
-    def owner_arg(text):
-        v = parse_owner(text)
-        if v is None:
-            raise argparse.ArgumentTypeError(f"invalid uid '{text}'")
-        return v
+    def typed(kind, parse):
+        def arg(text):
+            v = parse(text)
+            if v is None:
+                raise argparse.ArgumentTypeError(value_error(kind, text))
+            return v
+        return arg
+    owner_arg = typed("uid", parse_owner)
 
     common.add_argument("--owner", type=owner_arg,
                         default=parse_owner(env_owner) if env_owner else None,
@@ -507,7 +591,8 @@ def _main(argv):
                              "your uid can unmount it and mount its own FUSE server there")
     common.add_argument("--trust-user-namespace", action="store_true",
                         help="accept a mount whose owner user namespaces hide")
-    common.add_argument("--max-size", type=int, default=0, help="largest snapshot, bytes")
+    common.add_argument("--max-size", type=typed("size", parse_size), default=0,
+                        help="largest snapshot (K, M or G: binary units)")
     reading = argparse.ArgumentParser(add_help=False, parents=[common])
     reading.add_argument("--kind", choices=sorted(KINDS), default="content",
                          help="the kind of snapshot to accept (default: content)")

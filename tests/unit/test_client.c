@@ -104,13 +104,13 @@ static void test_report_counts_reasons_past_its_capacity(void **state)
         struct snapfs_report why;
         (void)state;
 
-        snapfs_report_reset(&why);
+        sfc_report_reset(&why);
         for (int i = 0; i < SNAPFS_REASONS_MAX + 3; i++)
-                snapfs_report_add(&why, "stacked", "reason %d", i);
+                sfc_report_add(&why, "stacked", "reason %d", i);
         assert_int_equal(why.n_reasons, SNAPFS_REASONS_MAX);
         assert_int_equal(why.n_dropped, 3);
         assert_string_equal(why.reasons[SNAPFS_REASONS_MAX - 1].message, "reason 39");
-        snapfs_report_reset(&why);
+        sfc_report_reset(&why);
         assert_int_equal(why.n_reasons, 0);
         assert_int_equal(why.n_dropped, 0);
 }
@@ -120,8 +120,8 @@ static void test_report_keeps_each_reason_on_one_line(void **state)
         struct snapfs_report why;
         (void)state;
 
-        snapfs_report_reset(&why);
-        assert_int_equal(snapfs_report_fail(&why, -ENOENT, "open", "a\nforged: line\tand\x1b[m"),
+        sfc_report_reset(&why);
+        assert_int_equal(sfc_report_fail(&why, -ENOENT, "open", "a\nforged: line\tand\x1b[m"),
                          -ENOENT);
         assert_int_equal(why.error, -ENOENT);
         assert_string_equal(why.reasons[0].code, "open");
@@ -131,9 +131,9 @@ static void test_report_keeps_each_reason_on_one_line(void **state)
 static void test_report_may_be_null(void **state)
 {
         (void)state;
-        snapfs_report_reset(NULL);
-        snapfs_report_add(NULL, "x", "y");
-        assert_int_equal(snapfs_report_fail(NULL, -EIO, "x", "y"), -EIO);
+        sfc_report_reset(NULL);
+        sfc_report_add(NULL, "x", "y");
+        assert_int_equal(sfc_report_fail(NULL, -EIO, "x", "y"), -EIO);
         assert_int_equal(snapfs_open_verified(NULL, NULL, NULL, NULL), -EINVAL);
 }
 
@@ -384,7 +384,7 @@ static void test_verify_fd_refuses_a_manifest_as_content_and_gives_it_when_asked
 
 static void test_open_below_the_root_refuses_a_symlink_and_dotdot(void **state)
 {
-        struct snapfs_mnt m = SNAPFS_MNT_INIT;
+        struct sfc_mnt m = SFC_MNT_INIT;
         struct tu_dir d;
         char p[PATH_MAX];
         int fd;
@@ -398,38 +398,38 @@ static void test_open_below_the_root_refuses_a_symlink_and_dotdot(void **state)
         m.fd = open(d.path, O_PATH | O_DIRECTORY | O_CLOEXEC);
         assert_true(m.fd >= 0);
 
-        assert_int_equal(snapfs_mnt_open(&m, "link", O_RDONLY, 0), -ELOOP);
+        assert_int_equal(sfc_mnt_open(&m, "link", O_RDONLY, 0), -ELOOP);
         /* RESOLVE_BENEATH: ".." never climbs out of the judged root. */
-        assert_int_equal(snapfs_mnt_open(&m, "../etc", O_RDONLY, 0), -EXDEV);
-        assert_int_equal(snapfs_mnt_open(&m, "/etc/hostname", O_RDONLY, 0), -EXDEV);
-        fd = snapfs_mnt_open(&m, "file", O_RDONLY, 0);
+        assert_int_equal(sfc_mnt_open(&m, "../etc", O_RDONLY, 0), -EXDEV);
+        assert_int_equal(sfc_mnt_open(&m, "/etc/hostname", O_RDONLY, 0), -EXDEV);
+        fd = sfc_mnt_open(&m, "file", O_RDONLY, 0);
         assert_true(fd >= 0);
         assert_true(fcntl(fd, F_GETFD) & FD_CLOEXEC);
         close(fd);
-        snapfs_mnt_close(&m);
+        sfc_mnt_close(&m);
         assert_int_equal(m.fd, -1);
         tu_dir_remove(&d);
 }
 
 static void test_open_below_the_root_refuses_leaving_the_mount(void **state)
 {
-        struct snapfs_mnt m = SNAPFS_MNT_INIT;
+        struct sfc_mnt m = SFC_MNT_INIT;
         (void)state;
 
         /* /proc is a mount of its own below /: RESOLVE_NO_XDEV stops at its root. */
         m.fd = open("/", O_PATH | O_DIRECTORY | O_CLOEXEC);
         assert_true(m.fd >= 0);
-        assert_int_equal(snapfs_mnt_open(&m, "proc/self/status", O_RDONLY, 0), -EXDEV);
-        snapfs_mnt_close(&m);
+        assert_int_equal(sfc_mnt_open(&m, "proc/self/status", O_RDONLY, 0), -EXDEV);
+        sfc_mnt_close(&m);
         m.fd = open("/proc", O_PATH | O_DIRECTORY | O_CLOEXEC);
         assert_true(m.fd >= 0);
-        int fd = snapfs_mnt_open(&m, "self/status", O_RDONLY, 0);
+        int fd = sfc_mnt_open(&m, "self/status", O_RDONLY, 0);
         /* /proc/self is a symlink: refused too; the mount's own file opens. */
         assert_int_equal(fd, -ELOOP);
-        fd = snapfs_mnt_open(&m, "uptime", O_RDONLY, 0);
+        fd = sfc_mnt_open(&m, "uptime", O_RDONLY, 0);
         assert_true(fd >= 0);
         close(fd);
-        snapfs_mnt_close(&m);
+        sfc_mnt_close(&m);
 }
 
 static void test_the_fallback_without_openat2_refuses_the_same(void **state)
@@ -447,20 +447,20 @@ static void test_the_fallback_without_openat2_refuses_the_same(void **state)
         close(fd);
         root = open(d.path, O_PATH | O_DIRECTORY | O_CLOEXEC);
         assert_true(root >= 0);
-        assert_int_equal(snapfs_open_beneath_by_hand(root, "link", O_RDONLY, 0), -ELOOP);
-        assert_int_equal(snapfs_open_beneath_by_hand(root, "link/hostname", O_RDONLY, 0), -ELOOP);
-        assert_int_equal(snapfs_open_beneath_by_hand(root, "../etc", O_RDONLY, 0), -EXDEV);
-        assert_int_equal(snapfs_open_beneath_by_hand(root, "sub/../sub/file", O_RDONLY, 0),
+        assert_int_equal(sfc_open_beneath_by_hand(root, "link", O_RDONLY, 0), -ELOOP);
+        assert_int_equal(sfc_open_beneath_by_hand(root, "link/hostname", O_RDONLY, 0), -ELOOP);
+        assert_int_equal(sfc_open_beneath_by_hand(root, "../etc", O_RDONLY, 0), -EXDEV);
+        assert_int_equal(sfc_open_beneath_by_hand(root, "sub/../sub/file", O_RDONLY, 0),
                          -EXDEV);
-        assert_int_equal(snapfs_open_beneath_by_hand(root, "/etc/hostname", O_RDONLY, 0), -EXDEV);
-        fd = snapfs_open_beneath_by_hand(root, "sub/file", O_RDONLY, 0);
+        assert_int_equal(sfc_open_beneath_by_hand(root, "/etc/hostname", O_RDONLY, 0), -EXDEV);
+        fd = sfc_open_beneath_by_hand(root, "sub/file", O_RDONLY, 0);
         assert_true(fd >= 0);
         assert_true(fcntl(fd, F_GETFD) & FD_CLOEXEC);
         close(fd);
         close(root);
         /* /proc is another mount below /. */
         root = open("/", O_PATH | O_DIRECTORY | O_CLOEXEC);
-        assert_int_equal(snapfs_open_beneath_by_hand(root, "proc/uptime", O_RDONLY, 0), -EXDEV);
+        assert_int_equal(sfc_open_beneath_by_hand(root, "proc/uptime", O_RDONLY, 0), -EXDEV);
         close(root);
         assert_int_equal(unlink(tu_path(&d, "sub/file", p)), 0); /* tu_dir_remove goes one level */
         assert_int_equal(rmdir(tu_path(&d, "sub", p)), 0);
@@ -469,14 +469,14 @@ static void test_the_fallback_without_openat2_refuses_the_same(void **state)
 
 static void test_usage_text_parses_into_limits_and_uids(void **state)
 {
-        struct snapfs_usage u;
+        struct sfc_usage u;
         (void)state;
 
-        assert_int_equal(snapfs_usage_parse("limits uid-snapshots=2 uid-bytes=1048576 owner=0 "
-                                            "reserve-snapshots=256 reserve-bytes=4194304\n"
-                                            "uid=1000 snapshots=2 bytes=7 staging=1 "
-                                            "staging-bytes=5\nmore=3\n",
-                                            &u),
+        assert_int_equal(sfc_usage_parse("limits uid-snapshots=2 uid-bytes=1048576 owner=0 "
+                                         "reserve-snapshots=256 reserve-bytes=4194304\n"
+                                         "uid=1000 snapshots=2 bytes=7 staging=1 "
+                                         "staging-bytes=5\nmore=3\n",
+                                         &u),
                          0);
         assert_int_equal(u.uid_snapshots, 2);
         assert_int_equal(u.uid_bytes, 1048576);
@@ -485,7 +485,7 @@ static void test_usage_text_parses_into_limits_and_uids(void **state)
         assert_int_equal(u.uids[0].uid, 1000);
         assert_int_equal(u.uids[0].staging_bytes, 5);
         assert_int_equal(u.more, 3);
-        snapfs_usage_free(&u);
+        sfc_usage_free(&u);
 }
 
 static void test_usage_text_that_is_not_its_form_is_ebadmsg(void **state)
@@ -504,11 +504,11 @@ static void test_usage_text_that_is_not_its_form_is_ebadmsg(void **state)
                 "limits uid-snapshots=99999999999999999999 uid-bytes=1 owner=0 "
                 "reserve-snapshots=1 reserve-bytes=1\n",
         };
-        struct snapfs_usage u;
+        struct sfc_usage u;
         (void)state;
 
         for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++)
-                assert_int_equal(snapfs_usage_parse(bad[i], &u), -EBADMSG);
+                assert_int_equal(sfc_usage_parse(bad[i], &u), -EBADMSG);
 }
 
 static void test_usage_fields_without_digits_or_key_are_ebadmsg_and_the_form_parses(void **state)
@@ -528,14 +528,14 @@ static void test_usage_fields_without_digits_or_key_are_ebadmsg_and_the_form_par
         };
         static const char good[] = "limits uid-snapshots=2 uid-bytes=1 owner=0 "
                                    "reserve-snapshots=1 reserve-bytes=1\nmore=5\n";
-        struct snapfs_usage u;
+        struct sfc_usage u;
         (void)state;
 
         for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++)
-                assert_int_equal(snapfs_usage_parse(bad[i], &u), -EBADMSG);
-        assert_int_equal(snapfs_usage_parse(good, &u), 0);
+                assert_int_equal(sfc_usage_parse(bad[i], &u), -EBADMSG);
+        assert_int_equal(sfc_usage_parse(good, &u), 0);
         assert_int_equal(u.more, 5);
-        snapfs_usage_free(&u);
+        sfc_usage_free(&u);
 }
 
 static void test_usage_value_with_a_nul_inside_is_ebadmsg(void **state)
@@ -543,16 +543,16 @@ static void test_usage_value_with_a_nul_inside_is_ebadmsg(void **state)
         char buf[128];
         static const char text[] = "limits uid-snapshots=2 uid-bytes=1 owner=0 "
                                    "reserve-snapshots=1 reserve-bytes=1\n";
-        struct snapfs_usage u;
+        struct sfc_usage u;
         size_t n = sizeof(text) - 1;
         (void)state;
 
         memcpy(buf, text, n);
-        assert_int_equal(snapfs_usage_parse_value(buf, n, &u), 0);
-        snapfs_usage_free(&u);
+        assert_int_equal(sfc_usage_parse_value(buf, n, &u), 0);
+        sfc_usage_free(&u);
         memcpy(buf, text, n);
         buf[6] = '\0';
-        assert_int_equal(snapfs_usage_parse_value(buf, n, &u), -EBADMSG);
+        assert_int_equal(sfc_usage_parse_value(buf, n, &u), -EBADMSG);
 }
 
 static void test_oci_reference_needs_the_transport_a_directory_and_a_tag(void **state)
@@ -564,10 +564,10 @@ static void test_oci_reference_needs_the_transport_a_directory_and_a_tag(void **
         (void)state;
 
         for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
-                assert_int_equal(snapfs_oci_ref_parse(bad[i], &dir, &ref), -EINVAL);
+                assert_int_equal(sfc_oci_ref_parse(bad[i], &dir, &ref), -EINVAL);
                 assert_null(dir);
         }
-        assert_int_equal(snapfs_oci_ref_parse("oci:/srv/layout:v1", &dir, &ref), 0);
+        assert_int_equal(sfc_oci_ref_parse("oci:/srv/layout:v1", &dir, &ref), 0);
         assert_string_equal(dir, "/srv/layout");
         assert_string_equal(ref, "v1");
         free(dir);
@@ -582,14 +582,14 @@ static void test_a_named_publish_refuses_a_name_outside_the_grammar_before_the_m
         (void)state;
 
         for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
-                assert_false(snapfs_name_ok(bad[i]));
+                assert_false(sfc_name_ok(bad[i]));
                 assert_int_equal(snapfs_publish_named("/nonexistent/snapfs", bad[i], "x", 1, NULL,
                                                       &s, &why),
                                  -EINVAL);
                 assert_string_equal(why.reasons[0].code, "invalid-argument");
         }
         /* A name of the grammar gets as far as the mount, which is not there. */
-        assert_true(snapfs_name_ok("mcp.json"));
+        assert_true(sfc_name_ok("mcp.json"));
         assert_int_equal(snapfs_publish_named("/nonexistent/snapfs", "mcp.json", "x", 1, NULL, &s,
                                               &why),
                          -ENOENT);
@@ -618,12 +618,12 @@ static void test_sizes_are_spelled_as_the_size_grammar_takes_them(void **state)
         char buf[32];
         (void)state;
 
-        assert_string_equal(snapfs_size_text(262144, buf, sizeof(buf)), "256K");
-        assert_string_equal(snapfs_size_text(UINT64_C(1) << 30, buf, sizeof(buf)), "1G");
-        assert_string_equal(snapfs_size_text(UINT64_C(64) << 20, buf, sizeof(buf)), "64M");
-        assert_string_equal(snapfs_size_text(UINT64_C(3) << 40, buf, sizeof(buf)), "3072G");
-        assert_string_equal(snapfs_size_text(300000, buf, sizeof(buf)), "300000 bytes");
-        assert_string_equal(snapfs_size_text(0, buf, sizeof(buf)), "0 bytes");
+        assert_string_equal(sfc_size_text(262144, buf, sizeof(buf)), "256K");
+        assert_string_equal(sfc_size_text(UINT64_C(1) << 30, buf, sizeof(buf)), "1G");
+        assert_string_equal(sfc_size_text(UINT64_C(64) << 20, buf, sizeof(buf)), "64M");
+        assert_string_equal(sfc_size_text(UINT64_C(3) << 40, buf, sizeof(buf)), "3072G");
+        assert_string_equal(sfc_size_text(300000, buf, sizeof(buf)), "300000 bytes");
+        assert_string_equal(sfc_size_text(0, buf, sizeof(buf)), "0 bytes");
 }
 
 static void test_the_daemons_refusal_parses_into_its_code_and_limit_and_nothing_else(
@@ -636,19 +636,19 @@ static void test_the_daemons_refusal_parses_into_its_code_and_limit_and_nothing_
         uint64_t v;
         (void)state;
 
-        assert_int_equal(snapfs_refusal_parse("too-big max-snapshot-size=262144", code,
+        assert_int_equal(sfc_refusal_parse("too-big max-snapshot-size=262144", code,
                                               sizeof(code), &v),
                          0);
         assert_string_equal(code, "too-big");
         assert_int_equal(v, 262144);
-        assert_int_equal(snapfs_refusal_parse("not-in-signed-manifest", code, sizeof(code), &v),
+        assert_int_equal(sfc_refusal_parse("not-in-signed-manifest", code, sizeof(code), &v),
                          0);
         assert_string_equal(code, "not-in-signed-manifest");
         assert_int_equal(v, 0);
         for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++)
-                assert_int_equal(snapfs_refusal_parse(bad[i], code, sizeof(code), &v), -EBADMSG);
+                assert_int_equal(sfc_refusal_parse(bad[i], code, sizeof(code), &v), -EBADMSG);
         /* A code longer than the room for it is refused, never cut. */
-        assert_int_equal(snapfs_refusal_parse("not-in-signed-manifest", code, 8, &v), -EBADMSG);
+        assert_int_equal(sfc_refusal_parse("not-in-signed-manifest", code, 8, &v), -EBADMSG);
 }
 
 static void test_the_daemons_reasons_say_what_to_do(void **state)
@@ -656,31 +656,31 @@ static void test_the_daemons_reasons_say_what_to_do(void **state)
         struct snapfs_report why;
         (void)state;
 
-        snapfs_report_reset(&why);
-        assert_int_equal(snapfs_explain_daemon(&why, -EPERM, "not-in-signed-manifest", 0),
+        sfc_report_reset(&why);
+        assert_int_equal(sfc_explain_daemon(&why, -EPERM, "not-in-signed-manifest", 0),
                          -EPERM);
         assert_string_equal(why.reasons[0].code, "not-in-signed-manifest");
         assert_non_null(strstr(why.reasons[0].message, "snapfs import"));
-        snapfs_report_reset(&why);
-        snapfs_explain_daemon(&why, -EDQUOT, "staging-bytes", 4 << 20);
+        sfc_report_reset(&why);
+        sfc_explain_daemon(&why, -EDQUOT, "staging-bytes", 4 << 20);
         assert_non_null(strstr(why.reasons[0].message, "limit of 4M per uid (snapfs mount "
                                                        "--max-staging-bytes)"));
-        snapfs_report_reset(&why);
-        snapfs_explain_too_big(&why, -EFBIG, 0, false, 262144, true);
+        sfc_report_reset(&why);
+        sfc_explain_too_big(&why, -EFBIG, 0, false, 262144, true);
         assert_string_equal(why.reasons[0].message,
                             "the content is over the daemon's limit of 256K (snapfs mount "
                             "--max-snapshot-size, at most 1G)");
 }
 
 /* A catalog of three snapshots: two named cfg, one named other, no mount needed. */
-static void catalog(struct snapfs_entry e[3])
+static void catalog(struct sfc_entry e[3])
 {
         static const char *const names[] = { "cfg", "cfg", "other" };
         static const char *const data[] = { "a", "b", "c" };
 
         for (int i = 0; i < 3; i++) {
                 struct snap_digest d;
-                e[i] = (struct snapfs_entry){ 0 };
+                e[i] = (struct sfc_entry){ 0 };
                 assert_int_equal(snap_sha256(data[i], 1, &d), 0);
                 snap_digest_to_hex(&d, e[i].hex);
                 memcpy(e[i].snap.binding.sha256, d.bytes, SNAPFS_DIGEST_LEN);
@@ -691,17 +691,17 @@ static void catalog(struct snapfs_entry e[3])
         }
 }
 
-/* snapfs_catalog_match with a fresh report (it adds to what a caller gives it). */
-static int match(const struct snapfs_entry *e, const char *target, bool all, size_t *m,
+/* sfc_catalog_match with a fresh report (it adds to what a caller gives it). */
+static int match(const struct sfc_entry *e, const char *target, bool all, size_t *m,
                  size_t *k, struct snapfs_report *why)
 {
-        snapfs_report_reset(why);
-        return snapfs_catalog_match(e, 3, target, all, m, 3, k, why);
+        sfc_report_reset(why);
+        return sfc_catalog_match(e, 3, target, all, m, 3, k, why);
 }
 
 static void test_rm_targets_match_a_name_a_prefix_or_a_binding_exactly(void **state)
 {
-        struct snapfs_entry e[3];
+        struct sfc_entry e[3];
         struct snapfs_report why;
         char text[SNAPFS_BINDING_TEXT_MAX], prefix[13];
         size_t m[3], k;

@@ -119,7 +119,7 @@ static void test_kind_xattr_says_content_manifest_or_signature_from_the_bytes(vo
         size_t len, elen;
 
         (void)state;
-        cfg.readers = (struct sfs_uidset){ .any = false, .n = 0 }; /* bob may see, not read */
+        cfg.readers = (struct value_uid_list){ .any = false, .n = 0 }; /* bob may see, not read */
         t = new_tree(&cfg);
         snap_oci_desc_empty_config(&m.config);
         assert_int_equal(snap_sha256("abc", 3, &layer.digest), 0);
