@@ -143,7 +143,7 @@ int cli_cmd_prune(int argc, char **argv)
                 r = sfc_mnt_catalog(&m, &items, &n, &why);
         if (r < 0) {
                 sfc_mnt_close(&m);
-                return cli_remover_refuse(&rm, r, &why);
+                return cli_remover_refuse_mount(&rm, r, &why);
         }
         clock_gettime(CLOCK_REALTIME, &now);
         for (size_t i = 0; i < n; i++)

@@ -100,7 +100,7 @@ int cli_cmd_rm(int argc, char **argv)
                 r = sfc_mnt_catalog(&m, &items, &n, &why);
         if (r < 0) {
                 sfc_mnt_close(&m);
-                return cli_remover_refuse(&rm, r, &why);
+                return cli_remover_refuse_mount(&rm, r, &why);
         }
         match = calloc(n + 1, sizeof(*match));
         chosen = calloc(n + 1, sizeof(*chosen));

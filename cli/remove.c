@@ -127,3 +127,17 @@ int cli_remover_refuse(struct cli_remover *rm, int err, const struct snapfs_repo
         }
         return finish(rm, err, message);
 }
+
+int cli_remover_refuse_mount(struct cli_remover *rm, int err, const struct snapfs_report *why)
+{
+        for (unsigned i = 0; i < why->n_reasons; i++)
+                sfc_report_add(&rm->why, why->reasons[i].code, "%s", why->reasons[i].message);
+        if (!rm->json) {
+                /* The finding codes, as check, ls and the rest print them: a script or a
+                 * person searching the docs finds the same words. */
+                fprintf(stderr, "snapfs %s: nothing removed: %s: %s\n", rm->cmd, rm->mount,
+                        snapfs_strerror(err));
+                cli_print_reasons(stderr, why);
+        }
+        return finish(rm, err, why->n_reasons ? why->reasons[0].message : snapfs_strerror(err));
+}

@@ -35,3 +35,7 @@ int cli_remover_finish(struct cli_remover *rm);
  * outcome, nothing removed. Prints, frees rm and returns the exit code (1, or 2 for -EINVAL:
  * a usage error). */
 int cli_remover_refuse(struct cli_remover *rm, int err, const struct snapfs_report *why);
+
+/* The mount check (or reading the mount) refused: as cli_remover_refuse, the text as every
+ * client command prints a refused mount (the mount, then every reason as "code: message"). */
+int cli_remover_refuse_mount(struct cli_remover *rm, int err, const struct snapfs_report *why);
