@@ -152,6 +152,12 @@ static int mount_main(int argc, char **argv)
                         return 2;
                 }
         }
+        /* Options end at MOUNTPOINT (what mount(8) hands over after it is not ours): one
+         * written after it is named, with where it goes. */
+        if (optind < argc - 1 && argv[optind + 1][0] == '-')
+                return cli_usage_error("mount", false, mount_usage,
+                                       "'%s' after the MOUNTPOINT: options go before it "
+                                       "(snapfs mount [OPTIONS] MOUNTPOINT)", argv[optind + 1]);
         if (optind != argc - 1)
                 return cli_usage_error("mount", false, mount_usage,
                                        "expected exactly one MOUNTPOINT");

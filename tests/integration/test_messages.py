@@ -160,6 +160,10 @@ def _(fs, workdir):
         f"mount; nothing is mounted there: run `snapfs mount {fs.path}`")
     r = snap("check", fs.path)
     assert r.returncode == 1 and f"run `snapfs mount {fs.path}`" in r.stdout
+    r = snap("check", "--json", fs.path)
+    assert r.returncode == 1
+    assert json.loads(r.stdout)["reasons"][0]["message"].endswith(
+        f"nothing is mounted there: run `snapfs mount {fs.path}`")
     # Doing what it says.
     again = start_snapfs(str(SNAPFS), fs.path)
     try:
@@ -205,6 +209,19 @@ def _(fs, workdir):
     r = snap("mount", "--bogus", other)
     assert r.returncode == 2 and lines(r.stderr) == [
         "snapfs mount: unknown option '--bogus'", "Run 'snapfs mount --help' for its options."]
+
+
+@row("mount-option-after-the-mountpoint")
+def _(fs, workdir):
+    other = os.path.join(workdir, "other")
+    os.mkdir(other)
+    r = snap("mount", other, "--max-snapshot-size", "1M")
+    assert r.returncode == 2 and lines(r.stderr) == [
+        "snapfs mount: '--max-snapshot-size' after the MOUNTPOINT: options go before it "
+        "(snapfs mount [OPTIONS] MOUNTPOINT)", "Run 'snapfs mount --help' for its options."]
+    # Where it says: the same option before the mount point serves.
+    again = start_snapfs(str(SNAPFS), other, "--max-snapshot-size", "1M")
+    assert again.stop() == 0
 
 
 # ---- keys: a private key where a public one is expected -----------------------------------
