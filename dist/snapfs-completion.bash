@@ -5,7 +5,14 @@
 # as PREFIX/share/bash-completion/completions/snapfs, where bash-completion loads it the first
 # time snapfs is completed.
 
-_snapfs_commands="mount check put ls rm prune verify exec audit export import keygen help version"
+# The commands, as the command itself lists them (snapfs --help), so a command added later
+# completes without this file changing; the list of this release when it cannot be run.
+_snapfs_commands()
+{
+    local list
+    list=$("$1" --help 2>/dev/null | sed -n '/^Commands:$/,/^$/s/^  \([a-z][a-z-]*\) .*/\1/p')
+    printf '%s\n' "${list:-mount check put ls rm prune verify exec audit export import keygen help version}"
+}
 
 # The value of --mount among the words typed so far, as arguments for snapfs ls.
 _snapfs_mount_args()
@@ -26,7 +33,7 @@ _snapfs()
     COMPREPLY=()
 
     if ((COMP_CWORD == 1)); then
-        mapfile -t COMPREPLY < <(compgen -W "$_snapfs_commands --help --version" -- "$cur")
+        mapfile -t COMPREPLY < <(compgen -W "$(_snapfs_commands "$snapfs") --help --version" -- "$cur")
         return 0
     fi
     case $prev in
@@ -39,7 +46,7 @@ _snapfs()
         mapfile -t COMPREPLY < <(compgen -d -- "$cur")
         return 0
         ;;
-    --sign | --verify-key | --trust-key | --audit-log | --pid-file)
+    --sign | --verify-key | --trust-key | --audit-log | --pid-file | --config)
         compopt -o filenames 2>/dev/null
         mapfile -t COMPREPLY < <(compgen -f -- "$cur")
         return 0
@@ -54,7 +61,7 @@ _snapfs()
         return 0
     fi
     if [[ $cmd == help ]]; then
-        ((COMP_CWORD == 2)) && mapfile -t COMPREPLY < <(compgen -W "$_snapfs_commands" -- "$cur")
+        ((COMP_CWORD == 2)) && mapfile -t COMPREPLY < <(compgen -W "$(_snapfs_commands "$snapfs")" -- "$cur")
         return 0
     fi
     if [[ $cur == -* ]]; then

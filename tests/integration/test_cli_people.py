@@ -323,6 +323,10 @@ def test_bash_completion_completes_commands_options_values_and_names(snapfs):
     r = run("bash", "-c", f"source {COMPLETION}; complete -p snapfs")
     assert r.stdout.strip() == "complete -F _snapfs snapfs"
     assert complete("snapfs", "pr") == ["prune"]
+    # Every command the command lists, read from it: one added later completes too.
+    listed = run(SNAPFS, "--help").stdout.split("Commands:\n", 1)[1].split("\n\n", 1)[0]
+    assert complete(str(SNAPFS), "") == [line.split()[0] for line in listed.splitlines()] + [
+        "--help", "--version"]
     assert complete("snapfs", "help", "ve") == ["verify", "version"]
     assert complete(str(SNAPFS), "ls", "--so") == ["--sort"]
     assert complete(str(SNAPFS), "prune", "--older") == ["--older-than"]
