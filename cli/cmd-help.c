@@ -45,10 +45,15 @@ int cli_cmd_help(int argc, char **argv)
                 return 0;
         }
         c = find(argv[1]);
-        if (!c || argc > 2) {
-                fprintf(stderr, "snapfs help: %s '%s'\n", c ? "unexpected argument" : "unknown command",
-                        c ? argv[2] : argv[1]);
-                cli_main_usage(stderr);
+        /* One line, as every usage error: the list is one command away. */
+        if (!c) {
+                fprintf(stderr, "snapfs help: unknown command '%s'; run 'snapfs help' for the "
+                                "list\n", argv[1]);
+                return 2;
+        }
+        if (argc > 2) {
+                fprintf(stderr, "snapfs help: unexpected argument '%s': one COMMAND at most\n",
+                        argv[2]);
                 return 2;
         }
         if (c->run == cli_cmd_help) {
