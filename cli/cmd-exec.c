@@ -231,9 +231,8 @@ int cli_cmd_exec(int argc, char **argv)
         env = a.env;
         target = a.target;
         if (!binding || optind >= argc) {
-                fprintf(stderr, "snapfs exec: %s\n",
+                fprintf(stderr, "snapfs exec: %s\nRun 'snapfs exec --help' for its options.\n",
                         !binding ? "--binding is required" : "no COMMAND given");
-                exec_usage(stderr);
                 return EXIT_OWN_FAILURE;
         }
         if (snapfs_binding_parse(binding, &b) < 0) {

@@ -13,19 +13,25 @@
 
 #include "cli/clientopts.h"
 #include "cli/commands.h"
+#include "cli/show.h"
+#include "client/client-internal.h"
 #include "common/util.h"
 
 static void put_usage(FILE *f)
 {
         fprintf(f,
-                "Usage: snapfs put [--mount MNT] [--owner UID] [--insecure-own-mount] [--json] FILE|-\n"
+                "Usage: snapfs put [--mount MNT] [--owner UID] [--insecure-own-mount]\n"
+                "                  [--name NAME] [--json] FILE|-\n"
                 "\n"
                 "Publish the bytes of FILE (or standard input for -) to the snapfs mount MNT:\n"
                 "check the mount, write the bytes to a staging file, rename it to their SHA-256,\n"
                 "then open and verify the snapshot. Prints its binding, one line:\n"
                 "  sha256=<hex> size=<n> dev=<major>:<minor> ino=<n>\n"
-                "Content already published gives the existing snapshot's binding (and \"already\n"
-                "published\" on standard error). Zero bytes are allowed (the empty snapshot).\n"
+                "The snapshot is named NAME (default: FILE's own name, when it is one), as\n"
+                "snapfs ls shows it and an export titles it; content already published keeps\n"
+                "its first name. Content already published gives the existing snapshot's\n"
+                "binding (and \"already published\" on standard error). Zero bytes are allowed\n"
+                "(the empty snapshot).\n"
                 "When MNT's daemon also serves a read view (snapfs mount --read-view), a second\n"
                 "line gives the binding as seen there, where a sandbox reads, once that view\n"
                 "has passed the same mount check and the snapshot verified through it:\n"
@@ -34,9 +40,12 @@ static void put_usage(FILE *f)
                 "Options:\n"
                 "  --mount MNT   " CLI_HELP_MOUNT "\n"
                 CLI_HELP_TRUST
+                "  --name NAME   the snapshot's name: 1-64 of [A-Za-z0-9._-], starting with\n"
+                "                neither . nor _\n"
                 "  --json        print one JSON object: ok, error, message, reasons, mount,\n"
-                "                binding, sha256, size, dev, ino, already_published,\n"
-                "                read_view (null, or {mount, binding})\n"
+                "                binding, snapshot {sha256, size, dev, ino, name, published,\n"
+                "                publisher, binding}, already_published, read_view (null, or\n"
+                "                {mount, binding, snapshot})\n"
                 "  -h, --help    show this help\n"
                 "\n"
                 "Exit status: 0 published (or already there); 1 refused, with every reason on\n"
@@ -44,58 +53,96 @@ static void put_usage(FILE *f)
                 "does not verify; 2 usage or system error (FILE unreadable).\n");
 }
 
-static json_object *binding_json(const char *mount, const struct snapfs_binding *b,
-                                 const char *text, int r, json_object *o)
+/* The first line of a refused publish: what happened, before the reasons say why. */
+static const char *refused_words(int r)
 {
-        char hex[2 * SNAPFS_DIGEST_LEN + 1], dev[32];
+        switch (-r) {
+        case EPERM:
+                return "the daemon refused it";
+        case EACCES:
+                return "this uid may not publish there";
+        case EFBIG:
+                return "too big";
+        case EDQUOT:
+                return "past a limit of your uid";
+        case ENOSPC:
+                return "the mount is full";
+        case EBUSY:
+                return "a publish under this name is in the way";
+        }
+        return snapfs_strerror(r);
+}
 
-        if (!o)
-                return NULL;
-        for (size_t i = 0; i < SNAPFS_DIGEST_LEN; i++)
-                snprintf(hex + 2 * i, 3, "%02x", b->sha256[i]);
-        snprintf(dev, sizeof(dev), "%u:%u", major(b->dev), minor(b->dev));
-        json_object_object_add(o, "mount", json_object_new_string(mount));
-        json_object_object_add(o, "binding", json_object_new_string(text));
-        json_object_object_add(o, "sha256", json_object_new_string(hex));
-        json_object_object_add(o, "size", json_object_new_uint64(b->size));
-        json_object_object_add(o, "dev", json_object_new_string(dev));
-        json_object_object_add(o, "ino", json_object_new_uint64(b->ino));
-        json_object_object_add(o, "already_published", json_object_new_boolean(r == 1));
-        return o;
+/* The name FILE gives a snapshot when --name does not: its last component, when that is a
+ * name (NULL otherwise: the snapshot gets none). */
+static const char *default_name(const char *file)
+{
+        const char *base = strrchr(file, '/');
+
+        base = base ? base + 1 : file;
+        return strcmp(file, "-") != 0 && sfc_name_ok(base) ? base : NULL;
+}
+
+enum { OPT_NAME = CLI_OWN_OPTION };
+
+/* --name NAME, checked when the file is known: -1 to go on. */
+static int take(void *arg, int val, const char *value, bool json)
+{
+        (void)val;
+        (void)json;
+        *(const char **)arg = value;
+        return -1;
 }
 
 int cli_cmd_put(int argc, char **argv)
 {
+        static const struct option own[] = {
+                { "name", required_argument, NULL, OPT_NAME },
+                { NULL, 0, NULL, 0 },
+        };
         _cleanup_close_ int fd = -1;
         _cleanup_free_ char *mount = NULL;
         struct cli_common co;
         struct snapfs_report why, vwhy;
-        struct snapfs_binding b, vb;
+        struct snapfs_snapshot s;
+        struct snapfs_binding vb;
         char text[SNAPFS_BINDING_TEXT_MAX], vtext[SNAPFS_BINDING_TEXT_MAX], view[PATH_MAX];
-        int vr;
-        const char *file;
-        int r;
+        const char *file, *name, *given = NULL;
+        int vr, r, in;
 
         r = cli_parse(&(struct cli_spec){ .cmd = "put", .min_operands = 1, .max_operands = 1,
                                           .what = "one FILE (or - for standard input)",
-                                          .usage = put_usage },
+                                          .usage = put_usage, .options = own, .option = take,
+                                          .arg = &given },
                       argc, argv, &co);
         if (r >= 0)
                 return r;
         file = argv[optind];
+        if (given && !sfc_name_ok(given))
+                return cli_usage_error("put", co.json, NULL,
+                                       "--name: '%s' is not a snapshot name: 1-64 of "
+                                       "[A-Za-z0-9._-], starting with neither . nor _",
+                                       given);
+        name = given ?: default_name(file);
         mount = cli_mount_path("put", &co);
         if (!mount)
                 return 2;
 
         if (strcmp(file, "-") == 0) {
-                r = snapfs_publish_fd(mount, STDIN_FILENO, &co.opts, &b, &why);
+                in = STDIN_FILENO;
         } else {
                 /* O_NONBLOCK is not used: a FIFO as FILE is a stream to publish, on purpose. */
                 fd = open(file, O_RDONLY | O_CLOEXEC | O_NOCTTY);
                 if (fd < 0)
                         return cli_system_error("put", co.json, negative_errno(), "%s", file);
-                r = snapfs_publish_fd(mount, fd, &co.opts, &b, &why);
+                in = fd;
         }
+        r = snapfs_publish_fd_named(mount, name, in, &co.opts, &s, &why);
+        /* FILE's own name is only a default: taken by a staging file of this uid (a publish
+         * under it runs, or was interrupted), the snapshot goes unnamed rather than refused.
+         * Nothing was read yet when that is found. */
+        if (r == -EBUSY && !given && name)
+                r = snapfs_publish_fd_named(mount, NULL, in, &co.opts, &s, &why);
 
         if (r < 0) {
                 if (co.json) {
@@ -106,16 +153,16 @@ int cli_cmd_put(int argc, char **argv)
                                 return 2;
                 } else {
                         fprintf(stderr, "snapfs put: %s: not published: %s\n", mount,
-                                snapfs_strerror(r));
+                                refused_words(r));
                         cli_print_reasons(stderr, &why);
                 }
                 return 1;
         }
-        if (snapfs_binding_format(&b, text, sizeof(text)) < 0)
+        if (snapfs_binding_format(&s.binding, text, sizeof(text)) < 0)
                 return 2;
         /* Where a sandbox reads: the same snapshot through the daemon's read view, judged and
          * verified there like any mount. */
-        vr = snapfs_view_binding(mount, &b, &co.opts, view, sizeof(view), &vb, &vwhy);
+        vr = snapfs_view_binding(mount, &s.binding, &co.opts, view, sizeof(view), &vb, &vwhy);
         if (vr == 0 && snapfs_binding_format(&vb, vtext, sizeof(vtext)) < 0)
                 return 2;
         if (co.json) {
@@ -123,21 +170,33 @@ int cli_cmd_put(int argc, char **argv)
                                                           : cli_json_result(true, NULL, NULL, NULL);
                 json_object *v = NULL;
                 if (vr == 0 && (v = json_object_new_object())) {
+                        struct snapfs_snapshot vs = s;
+                        vs.binding = vb;
                         json_object_object_add(v, "mount", json_object_new_string(view));
                         json_object_object_add(v, "binding", json_object_new_string(vtext));
+                        json_object_object_add(v, "snapshot", cli_snapshot_json(&vs));
                 }
-                o = binding_json(mount, &b, text, r, o);
-                if (o)
+                if (o) {
+                        json_object_object_add(o, "mount", json_object_new_string(mount));
+                        json_object_object_add(o, "binding", json_object_new_string(text));
+                        json_object_object_add(o, "snapshot", cli_snapshot_json(&s));
+                        json_object_object_add(o, "already_published",
+                                               json_object_new_boolean(r == 1));
                         json_object_object_add(o, "read_view", v);
-                else
+                } else {
                         json_object_put(v);
+                }
                 if (cli_print_json(o) < 0)
                         return 2;
                 return vr < 0 && vr != -ENODATA ? 1 : 0;
         }
         /* Idempotent: the content is there, bound to the existing snapshot. Not a failure. */
-        if (r == 1)
-                fprintf(stderr, "snapfs put: already published\n");
+        if (r == 1) {
+                if (s.name[0])
+                        fprintf(stderr, "snapfs put: already published, named %s\n", s.name);
+                else
+                        fprintf(stderr, "snapfs put: already published\n");
+        }
         if (printf("%s\n", text) < 0 ||
             (vr == 0 && printf("read-view %s %s\n", vtext, view) < 0) || fflush(stdout) != 0) {
                 fprintf(stderr, "snapfs put: writing output: %s\n", strerror(errno));
