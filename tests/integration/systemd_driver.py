@@ -14,6 +14,7 @@ import gzip
 import hashlib
 import json
 import os
+import re
 import signal
 import subprocess
 import sys
@@ -160,6 +161,20 @@ def running_again(unit, old_pid):
 
 def journal(unit):
     return sh("journalctl", "--no-pager", "-o", "cat", "-u", unit)["out"]
+
+
+def make_instance_conf(confdir, name):
+    """NAME.conf of snapfs@NAME.service, made from the service's file as docs/deployment.md
+    says: the same settings, with a store and an audit log of its own."""
+    with open(os.path.join(confdir, "snapfs.conf")) as f:
+        text = f.read()
+    text = re.sub(r"(?m)^store = .*$", f"store = /var/lib/snapfs-{name}", text)
+    text = re.sub(r"(?m)^audit-log = .*$", f"audit-log = {LOG_DIR}/audit-{name}.log", text)
+    path = os.path.join(confdir, f"{name}.conf")
+    with open(path, "w") as f:
+        f.write(text)
+    os.chmod(path, 0o644)
+    return path
 
 
 def daemon_reload():
