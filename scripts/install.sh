@@ -2,8 +2,12 @@
 # Builds a release of snapfs and installs it under PREFIX (default /usr/local): the snapfs
 # command, libsnapfs (header, library, pkg-config file), the man page, the Python client (in
 # the directory of sys.path that /usr/bin/python3 reads for that prefix, carrying the
-# library's absolute path), the systemd units (PREFIX/lib/systemd/system) and the logrotate
-# snippet (/etc/logrotate.d/snapfs whatever the prefix: logrotate reads nothing else).
+# library's absolute path), the systemd units (PREFIX/lib/systemd/system), the logrotate
+# snippet (/etc/logrotate.d/snapfs whatever the prefix: logrotate reads nothing else) and
+# snapfs.service's config file, SYSCONFDIR/snapfs/snapfs.conf (PREFIX/etc, or /etc for the
+# prefix /usr), only where there is none: an operator's file is never overwritten. --uninstall
+# removes that file only if it is still the one installed (same SHA-256), and says so when it
+# keeps it.
 #
 #   scripts/install.sh [PREFIX [MESON OPTIONS...]]   build and install (as root for a
 #                                                     system prefix), e.g.
@@ -20,6 +24,9 @@ cd "$(dirname "$0")/.."
 
 dir=${SNAPFS_INSTALL_BUILD:-build-release}
 log=$dir/meson-logs/install-log.txt
+# The config file this script installed: "sha256 PATH", then "dir DIR" for each directory it
+# made for it.
+conflog=$dir/meson-logs/install-config.txt
 
 if [ "${1:-}" = --uninstall ]; then
   [ $# -eq 1 ] || { echo "usage: scripts/install.sh --uninstall" >&2; exit 2; }
@@ -37,6 +44,18 @@ if [ "${1:-}" = --uninstall ]; then
   # left empty).
   ninja -C "$dir" uninstall >/dev/null
   rm -f "$log"
+  # The config file only if nobody changed it since: an operator's settings are not ours to
+  # delete. Then the directories made for it, if empty.
+  if [ -f "$conflog" ]; then
+    read -r sum conf <"$conflog"
+    if [ -f "$conf" ] && [ ! -L "$conf" ] && echo "$sum  $conf" | sha256sum --check --status; then
+      rm -f "$conf"
+      sed -n 's/^dir //p' "$conflog" | tac | while IFS= read -r d; do rmdir "$d" 2>/dev/null || true; done
+    elif [ -e "$conf" ] || [ -L "$conf" ]; then
+      echo "kept $conf: changed since it was installed"
+    fi
+    rm -f "$conflog"
+  fi
   [ -n "${DESTDIR:-}" ] || "${LDCONFIG:-ldconfig}"
   echo "snapfs uninstalled"
   exit 0
@@ -55,14 +74,36 @@ for o in "$@"; do
   esac
 done
 
+# meson would install the config file over the operator's: this script installs it below.
 if [ -f "$dir/meson-private/coredata.dat" ]; then
   # "meson setup" on a configured directory only says "Directory already configured" and
   # keeps the old prefix: reconfigure it with this one.
-  meson setup --reconfigure "$dir" --prefix="$prefix" --buildtype=release "$@" >/dev/null
+  meson setup --reconfigure "$dir" --prefix="$prefix" --buildtype=release "$@" \
+    -Dinstall_config=false >/dev/null
 else
-  meson setup "$dir" --prefix="$prefix" --buildtype=release "$@" >/dev/null
+  meson setup "$dir" --prefix="$prefix" --buildtype=release "$@" -Dinstall_config=false >/dev/null
 fi
 ninja -C "$dir" >/dev/null
 meson install -C "$dir" --quiet --no-rebuild
+
+# SYSCONFDIR/snapfs/snapfs.conf, as the installed units name it (dist/meson.build).
+sysconfdir=$(meson introspect "$dir" --buildoptions |
+  python3 -c 'import json, os, sys
+o = {b["name"]: b["value"] for b in json.load(sys.stdin)}
+print(os.path.join(o["prefix"], o["sysconfdir"]))')
+conf=${DESTDIR:-}$sysconfdir/snapfs/snapfs.conf
+if [ -e "$conf" ] || [ -L "$conf" ]; then
+  # Ours from an earlier run (its record stays: --uninstall compares), an operator's, or
+  # anything else: left as it is.
+  if [ -f "$conflog" ] && ! { read -r _ old <"$conflog" && [ "$old" = "$conf" ]; }; then
+    rm -f "$conflog"
+  fi
+  echo "kept $conf (already there)"
+else
+  made=$(mkdir -p -v -m 0755 "$(dirname "$conf")" | sed -n "s/^mkdir: created directory '\(.*\)'$/dir \1/p")
+  install -m 0644 dist/snapfs.conf "$conf"
+  { sha256sum "$conf" | sed 's/  / /'; [ -z "$made" ] || echo "$made"; } >"$conflog"
+  echo "installed $conf"
+fi
 [ -n "${DESTDIR:-}" ] || "${LDCONFIG:-ldconfig}"
 echo "snapfs installed under ${DESTDIR:-}$prefix"

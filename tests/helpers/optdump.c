@@ -6,7 +6,11 @@
  *                     and --help (tests/integration/test_options_doc.py)
  *   optdump example   the example config file, every key with its default, as
  *                     dist/snapfs.conf.example holds it (the same test keeps the two equal;
- *                     regenerate with `optdump example > dist/snapfs.conf.example`) */
+ *                     regenerate with `optdump example > dist/snapfs.conf.example`)
+ *   optdump example KEY=VALUE...
+ *                     the service's config file, dist/snapfs.conf: the same, with each KEY
+ *                     given set to VALUE in its place (uncommented) and a header saying
+ *                     whose file it is (regenerate it with the KEY=VALUE lines it sets) */
 #include <json-c/json.h>
 #include <stdio.h>
 #include <string.h>
@@ -92,17 +96,41 @@ static void comment(const char *text)
         }
 }
 
-static int dump_example(void)
+/* The value argv gives key, or NULL. */
+static const char *setting(const char *key, int argc, char **argv)
+{
+        size_t n = strlen(key);
+
+        for (int i = 0; i < argc; i++)
+                if (strncmp(argv[i], key, n) == 0 && argv[i][n] == '=')
+                        return argv[i] + n + 1;
+        return NULL;
+}
+
+static int dump_example(int argc, char **argv)
 {
         char def[160], most[32], text[768];
+        int used = 0;
 
+        if (argc > 0)
+                printf("# snapfs.service's configuration: the unit runs\n"
+                       "#   snapfs mount --foreground --config THIS-FILE MOUNTPOINT\n"
+                       "# and every other option of the daemon is here. Edit it, then\n"
+                       "# `systemctl restart snapfs`. A bad line fails the start with this file's\n"
+                       "# name and the line's number, and nothing is mounted (no restart loop).\n"
+                       "# A snapfs@NAME.service instance reads NAME.conf beside this file\n"
+                       "# (docs/deployment.md).\n"
+                       "#\n");
         printf("# snapfs daemon configuration: snapfs mount --config FILE, or -o config=FILE in\n"
                "# fstab. KEY = VALUE lines, the keys named as the long options of snapfs mount\n"
                "# (snapfs(1); max-bytes or max_bytes); a flag takes yes or no; a line starting\n"
                "# with # is a comment. An option given on the command line wins over this file.\n"
                "# The file must be a regular file of root (or the daemon's uid) that no group\n"
-               "# or other may write. Every key is below, commented out, with its default.\n"
-               "# Generated from the daemon's table of options (fs/options.c).\n");
+               "# or other may write. %s\n"
+               "# Generated from the daemon's table of options (fs/options.c).\n",
+               argc > 0 ? "The service's settings are set below; every other\n"
+                          "# key is there, commented out, with its default."
+                        : "Every key is below, commented out, with its default.");
         for (size_t i = 0; i < SFS_OPT_COUNT; i++) {
                 const struct sfs_option *o = &sfs_options[i];
                 bool value = o->has_def && !o->def_text;
@@ -128,10 +156,17 @@ static int dump_example(void)
                         snprintf(text, sizeof(text), "default: %s", def);
                         comment(text);
                 }
-                if (o->arg == SFS_ARG_FLAG)
+                if (setting(o->name, argc, argv)) {
+                        printf("%s = %s\n", o->name, setting(o->name, argc, argv));
+                        used++;
+                } else if (o->arg == SFS_ARG_FLAG)
                         printf("#%s = no\n", o->name);
                 else
                         printf("#%s =%s%s\n", o->name, value ? " " : "", value ? def : "");
+        }
+        if (used != argc) {
+                fprintf(stderr, "optdump: a KEY=VALUE names no key of a config file\n");
+                return 2;
         }
         return 0;
 }
@@ -140,8 +175,8 @@ int main(int argc, char **argv)
 {
         if (argc == 2 && strcmp(argv[1], "json") == 0)
                 return dump_json();
-        if (argc == 2 && strcmp(argv[1], "example") == 0)
-                return dump_example();
-        fprintf(stderr, "usage: optdump json|example\n");
+        if (argc >= 2 && strcmp(argv[1], "example") == 0)
+                return dump_example(argc - 2, argv + 2);
+        fprintf(stderr, "usage: optdump json|example [KEY=VALUE...]\n");
         return 2;
 }

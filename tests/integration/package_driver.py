@@ -18,7 +18,7 @@ import stat
 import sys
 import traceback
 
-from systemd_driver import mountinfo, served, sh, show, snapfs_pids
+from systemd_driver import make_instance_conf, mountinfo, served, sh, show, snapfs_pids
 
 UPPER = "/snapfs-upper"
 # A client's environment: nothing that would point Python or the loader elsewhere.
@@ -61,6 +61,7 @@ def step_service(cfg, res):
     """dpkg started and enabled the unit: it serves at /run/snapfs."""
     res["is_enabled"] = sh("systemctl", "is-enabled", "snapfs.service")["out"].strip()
     res["show"] = show("snapfs.service", "ActiveState", "SubState", "FragmentPath", "MainPID")
+    res["exec_start"] = show("snapfs.service", "ExecStart")["ExecStart"]
     res["served"] = served("/run/snapfs")
     res["version"] = sh("snapfs", "--version", env=CLEAN)
 
@@ -87,6 +88,7 @@ def step_clients(cfg, res):
 
 
 def step_template(cfg, res):
+    make_instance_conf("/etc/snapfs", "pkg")
     res["enable"] = sh("systemctl", "enable", "--now", "snapfs@pkg.service")
     res["show"] = show("snapfs@pkg.service", "ActiveState", "SubState", "FragmentPath")
     res["served"] = served("/run/snapfs-pkg")
@@ -94,7 +96,8 @@ def step_template(cfg, res):
 
 def step_purge(cfg, res):
     res["state"] = {p: os.path.exists(p) for p in ("/var/lib/snapfs", "/var/lib/snapfs-pkg",
-                                                   "/var/log/snapfs/audit.log")}
+                                                   "/var/log/snapfs/audit.log",
+                                                   "/etc/snapfs/pkg.conf")}
     res["dpkg"] = sh("dpkg", "--purge", "snapfs")
     res["status"] = sh("dpkg-query", "--show", "snapfs")
     res["units"] = {u: show(u, "LoadState", "ActiveState")

@@ -4,7 +4,8 @@ installed snapfs units as an operator would, and writes what happened as one JSO
 
 Usage (as the container's oneshot unit): python3 systemd_driver.py CONFIG OUT
 
-CONFIG (JSON) holds the fstab line and the read-view drop-in as docs/deployment.md shows them.
+CONFIG (JSON) holds the fstab line, the read-view drop-in and the sed script that sets the read
+view as docs/deployment.md shows them, and the directory of the installed config files.
 OUT/result.json gets one entry per step; a step that raised has its error under
 "errors" and the steps after it still run. OUT/journal.txt is the whole journal, for whoever
 reads a failure. Nothing here asserts: test_systemd.py does, on the result.
@@ -14,6 +15,7 @@ import gzip
 import hashlib
 import json
 import os
+import re
 import signal
 import subprocess
 import sys
@@ -160,6 +162,20 @@ def running_again(unit, old_pid):
 
 def journal(unit):
     return sh("journalctl", "--no-pager", "-o", "cat", "-u", unit)["out"]
+
+
+def make_instance_conf(confdir, name):
+    """NAME.conf of snapfs@NAME.service, made from the service's file as docs/deployment.md
+    says: the same settings, with a store and an audit log of its own."""
+    with open(os.path.join(confdir, "snapfs.conf")) as f:
+        text = f.read()
+    text = re.sub(r"(?m)^store = .*$", f"store = /var/lib/snapfs-{name}", text)
+    text = re.sub(r"(?m)^audit-log = .*$", f"audit-log = {LOG_DIR}/audit-{name}.log", text)
+    path = os.path.join(confdir, f"{name}.conf")
+    with open(path, "w") as f:
+        f.write(text)
+    os.chmod(path, 0o644)
+    return path
 
 
 def daemon_reload():
@@ -360,13 +376,111 @@ def step_configuration_errors_do_not_restart(cfg, res):
     res["after"] = {"mounts": mountinfo("/run/snapfs"), "pids": snapfs_pids()}
 
 
+def publish_errno(mnt, data, name):
+    """"OK" and the digest, or the errno name a publish of data failed with (its staging
+    file removed)."""
+    try:
+        fd = os.open(os.path.join(mnt, ".staging", name), os.O_WRONLY | os.O_CREAT | os.O_EXCL)
+        try:
+            view = memoryview(data)
+            while view:
+                view = view[os.write(fd, view):]
+        finally:
+            os.close(fd)
+        digest = hashlib.sha256(data).hexdigest()
+        os.rename(os.path.join(mnt, ".staging", name), os.path.join(mnt, digest))
+        return "OK", digest
+    except OSError as e:
+        try:
+            os.unlink(os.path.join(mnt, ".staging", name))
+        except OSError:
+            pass
+        return errno.errorcode[e.errno], None
+
+
+def edit_conf(conf, sed_script):
+    """The operator's edit: sed -i, as docs/deployment.md shows it."""
+    r = sh("sed", "-i", sed_script, conf)
+    if r["rc"] != 0:
+        raise RuntimeError(f"sed: {r}")
+
+
+def step_operator_edits_a_limit(cfg, res):
+    """The shipped config file, edited: max-snapshot-size 64K instead of the default 256K,
+    then systemctl restart: a publish of 64K + 1 bytes, taken before, is now refused, one of
+    64K is taken."""
+    mnt, conf = "/run/snapfs", os.path.join(cfg["confdir"], "snapfs.conf")
+    with open(conf) as f:
+        original = f.read()
+    try:
+        res["start"] = sh("systemctl", "start", "snapfs.service")
+        res["before"] = publish_errno(mnt, b"b" * (64 * 1024 + 1), "before")[0]
+        pid = main_pid("snapfs.service")
+        edit_conf(conf, "s/^#max-snapshot-size = .*/max-snapshot-size = 64K/")
+        with open(conf) as f:
+            res["line"] = [l for l in f.read().splitlines() if "max-snapshot-size =" in l]
+        res["restart"] = sh("systemctl", "restart", "snapfs.service")
+        res["restarted"] = main_pid("snapfs.service") != pid
+        res["over"] = publish_errno(mnt, b"o" * (64 * 1024 + 1), "over")[0]
+        res["at"] = publish_errno(mnt, b"a" * (64 * 1024), "at")[0]
+        res["stop"] = sh("systemctl", "stop", "snapfs.service")
+    finally:
+        with open(conf, "w") as f:
+            f.write(original)
+
+
+def step_a_bad_config_file_fails_once(cfg, res):
+    """A bad line in the service's file, and an instance with no file: each start fails
+    once, naming the file (and the line), and is not restarted; the fixed file serves."""
+    conf = os.path.join(cfg["confdir"], "snapfs.conf")
+    with open(conf) as f:
+        original = f.read()
+    try:
+        edit_conf(conf, "s/^#max-bytes = .*/max-bytes = lots/")
+        with open(conf) as f:
+            lines = f.read().splitlines()
+        res["lineno"] = lines.index("max-bytes = lots") + 1
+        res["start"] = sh("systemctl", "start", "snapfs.service")
+        res["show"] = show("snapfs.service", "ActiveState", "SubState", "Result",
+                           "ExecMainStatus", "NRestarts")
+        want = f"{conf}:{res['lineno']}: max-bytes:"
+        wait_for(lambda: want in journal("snapfs.service"), "the journal line")
+        res["journal"] = journal("snapfs.service")[-3000:]
+        res["exits"] = exits("snapfs.service")[-1:]
+    finally:
+        with open(conf, "w") as f:
+            f.write(original)
+    sh("systemctl", "reset-failed", "snapfs.service")
+    # The template, for an instance whose file nobody made.
+    unit = "snapfs@gamma.service"
+    res["missing"] = {"exists": os.path.exists(os.path.join(cfg["confdir"], "gamma.conf")),
+                      "start": sh("systemctl", "start", unit)}
+    res["missing"]["show"] = show(unit, "ActiveState", "SubState", "Result", "ExecMainStatus",
+                                  "NRestarts")
+    want = f"--config {cfg['confdir']}/gamma.conf: No such file or directory"
+    wait_for(lambda: want in journal(unit), "the journal line")
+    res["missing"]["journal"] = journal(unit)[-3000:]
+    sh("systemctl", "reset-failed", unit)
+    # Beside them, the file as shipped serves.
+    res["fixed"] = {"start": sh("systemctl", "start", "snapfs.service")}
+    res["fixed"]["show"] = show("snapfs.service", "ActiveState", "SubState", "NRestarts")
+    res["fixed"]["stop"] = sh("systemctl", "stop", "snapfs.service")
+    res["after"] = {"mounts": mountinfo("/run/snapfs") + mountinfo("/run/snapfs-gamma"),
+                    "pids": snapfs_pids()}
+
+
 def step_read_view_dropin(cfg, res):
-    """The documented read-view drop-in: started, killed, restarted, stopped."""
+    """The documented read-view drop-in and config line: started, killed, restarted,
+    stopped."""
     d = "/etc/systemd/system/snapfs.service.d"
+    conf = os.path.join(cfg["confdir"], "snapfs.conf")
+    with open(conf) as f:
+        original = f.read()
     os.makedirs(d, exist_ok=True)
     with open(os.path.join(d, "read-view.conf"), "w") as f:
         f.write(cfg["read_view_dropin"])
     try:
+        edit_conf(conf, cfg["read_view_sed"])
         daemon_reload()
         res["view_dir_before"] = os.path.exists("/run/snapfs-view")
         res["start"] = sh("systemctl", "start", "snapfs.service")
@@ -384,6 +498,8 @@ def step_read_view_dropin(cfg, res):
         step_stop_leaves_nothing(cfg, stopped, mnts=("/run/snapfs", "/run/snapfs-view"))
         res["stopped"] = stopped
     finally:
+        with open(conf, "w") as f:
+            f.write(original)
         os.unlink(os.path.join(d, "read-view.conf"))
         os.rmdir(d)
         daemon_reload()
@@ -391,6 +507,8 @@ def step_read_view_dropin(cfg, res):
 
 def step_template_instances(cfg, res):
     units = ["snapfs@alpha.service", "snapfs@beta.service"]
+    for n in ("alpha", "beta"):
+        make_instance_conf(cfg["confdir"], n)
     res["start"] = sh("systemctl", "start", *units)
     res["show"] = {u: show(u, "ActiveState", "SubState", "MainPID") for u in units}
     a, b = "/run/snapfs-alpha", "/run/snapfs-beta"
@@ -421,6 +539,8 @@ STEPS = [
     step_reload_and_logrotate,
     step_kill_9_restarts,
     step_stop_leaves_nothing,
+    step_operator_edits_a_limit,
+    step_a_bad_config_file_fails_once,
     step_configuration_errors_do_not_restart,
     step_read_view_dropin,
     step_template_instances,

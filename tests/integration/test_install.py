@@ -4,7 +4,9 @@ compiler build tests/pkgconfig/example.c against the installed header and librar
 that program publishes and verifies on a real mount. scripts/install.sh: a second run with
 another prefix takes it, the Python client lands where /usr/bin/python3 imports it and finds
 libsnapfs with no environment variable, the logrotate snippet lands in /etc/logrotate.d
-whatever the prefix, and --uninstall removes every installed file."""
+whatever the prefix, snapfs.service's config file lands in PREFIX/etc/snapfs only where there
+is none and --uninstall removes it only unchanged, and --uninstall removes every installed
+file."""
 import os
 import re
 import shutil
@@ -192,7 +194,7 @@ def test_install_sh_puts_the_logrotate_snippet_where_logrotate_reads_it_then_rem
     with open(os.path.join(release_build, "meson-logs", "install-log.txt")) as f:
         files = [line.strip() for line in f if line.startswith("/")]
     assert "/etc/logrotate.d/snapfs" in files
-    assert not os.path.exists("/usr/local/etc")
+    assert not os.path.exists("/usr/local/etc/logrotate.d")
     assert oct(os.stat("/etc/logrotate.d/snapfs").st_mode & 0o777) == "0o644"
     # Debian's logrotate, from its own configuration, reads it.
     r = run("logrotate", "--debug", "/etc/logrotate.conf")
@@ -234,3 +236,49 @@ def test_installed_client_imports_in_debian_python_with_no_environment_then_unin
     assert r.returncode == 1 and "No module named 'snapfs_client'" in r.stderr
     r = install_sh(release_build, "--uninstall")
     assert r.returncode == 1 and "nothing installed" in r.stderr
+
+
+def test_install_sh_installs_the_config_file_only_where_none_is_and_uninstalls_it_only_unchanged(
+        release_build, scratch_usr_local):
+    conf = "/usr/local/etc/snapfs/snapfs.conf"
+    shipped = (ROOT / "dist" / "snapfs.conf").read_text()
+    # Installed where the installed unit reads it, as shipped, 0644.
+    r = install_sh(release_build, scratch_usr_local)
+    assert r.returncode == 0, r.stdout + r.stderr
+    assert f"installed {conf}" in r.stdout
+    with open(conf) as f:
+        assert f.read() == shipped
+    assert oct(os.stat(conf).st_mode & 0o777) == "0o644"
+    with open("/usr/local/lib/systemd/system/snapfs.service") as f:
+        assert f"--config {conf} /run/snapfs\n" in f.read()
+    # Unchanged: --uninstall removes it, and the directories made for it.
+    r = install_sh(release_build, "--uninstall")
+    assert r.returncode == 0, r.stdout + r.stderr
+    assert not os.path.exists("/usr/local/etc")
+
+    # An operator's file, there before the install: never overwritten, never removed.
+    os.makedirs("/usr/local/etc/snapfs")
+    with open(conf, "w") as f:
+        f.write("max-bytes = 1M\n")
+    r = install_sh(release_build, scratch_usr_local)
+    assert r.returncode == 0, r.stdout + r.stderr
+    assert f"kept {conf} (already there)" in r.stdout
+    r = install_sh(release_build, "--uninstall")
+    assert r.returncode == 0, r.stdout + r.stderr
+    with open(conf) as f:
+        assert f.read() == "max-bytes = 1M\n"
+    os.unlink(conf)
+
+    # The installed file, edited: a second install keeps the edit, --uninstall keeps the file
+    # and says so.
+    r = install_sh(release_build, scratch_usr_local)
+    assert r.returncode == 0 and f"installed {conf}" in r.stdout, r.stdout + r.stderr
+    with open(conf, "a") as f:
+        f.write("max-snapshot-size = 1M\n")
+    r = install_sh(release_build, scratch_usr_local)
+    assert r.returncode == 0 and f"kept {conf} (already there)" in r.stdout, r.stdout + r.stderr
+    r = install_sh(release_build, "--uninstall")
+    assert r.returncode == 0, r.stdout + r.stderr
+    assert f"kept {conf}: changed since it was installed" in r.stdout
+    with open(conf) as f:
+        assert f.read() == shipped + "max-snapshot-size = 1M\n"

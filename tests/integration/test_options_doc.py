@@ -2,9 +2,10 @@
 """The daemon's table of options (fs/options.c) is the one place its options, defaults and
 ranges are written: `snapfs mount --help` is made from it at run time, and this file checks
 what is written by hand or generated once against it, as tests/helpers/optdump dumps it:
-the man page's option list (cli/snapfs.1), docs/design.md's limits table, and
-dist/snapfs.conf.example (equal to what the table makes, and to --help and the man page).
-No mount."""
+the man page's option list (cli/snapfs.1), docs/design.md's limits table,
+dist/snapfs.conf.example (equal to what the table makes, and to --help and the man page), and
+dist/snapfs.conf, the config file snapfs.service reads (the same, with the service's settings
+set). No mount."""
 import json
 import re
 import subprocess
@@ -17,6 +18,12 @@ OPTDUMP = BUILD / "tests" / "helpers" / "optdump"
 MAN = ROOT / "cli" / "snapfs.1"
 DESIGN = ROOT / "docs" / "design.md"
 EXAMPLE = ROOT / "dist" / "snapfs.conf.example"
+SERVICE_CONF = ROOT / "dist" / "snapfs.conf"
+UNIT_IN = ROOT / "dist" / "snapfs.service.in"
+# What snapfs.service needs that is not a default: everything its command line said before
+# the config file existed. The unit passes nothing else but --foreground and --config.
+SERVICE_SETTINGS = {"store": "/var/lib/snapfs", "audit-log": "/var/log/snapfs/audit.log",
+                    "allow-other": "yes", "replace-stale": "yes"}
 
 
 def table():
@@ -171,3 +178,47 @@ def test_the_example_has_every_key_a_file_takes_and_agrees_with_help_and_the_man
 def test_what_only_the_command_line_takes_is_in_no_file_and_no_o_word(name):
     assert name not in example_keys()
     assert not BY_NAME[name]["in_file"]
+
+
+def service_settings():
+    """The uncommented KEY = VALUE lines of dist/snapfs.conf, in order."""
+    found = []
+    for line in SERVICE_CONF.read_text().splitlines():
+        if line and not line.startswith("#"):
+            key, value = (w.strip() for w in line.split("=", 1))
+            found.append((key, value))
+    return found
+
+
+def test_the_service_s_config_file_is_the_example_with_the_service_s_settings():
+    settings = service_settings()
+    assert dict(settings) == SERVICE_SETTINGS and len(settings) == len(SERVICE_SETTINGS)
+    args = [f"{k}={v}" for k, v in SERVICE_SETTINGS.items()]
+    r = run(OPTDUMP, "example", *args)
+    assert r.returncode == 0, r.stderr
+    assert SERVICE_CONF.read_text() == r.stdout, \
+        "dist/snapfs.conf is stale: build/tests/helpers/optdump example " + " ".join(args) + \
+        " > it"
+    # Every other key is there commented out, as in the example: the example's lines but the
+    # set ones.
+    example = [l for l in EXAMPLE.read_text().splitlines()
+               if re.fullmatch(r"#([a-z-]+) =.*", l)
+               and l[1:].split(" =")[0] not in SERVICE_SETTINGS]
+    commented = [l for l in SERVICE_CONF.read_text().splitlines()
+                 if re.fullmatch(r"#([a-z-]+) =.*", l)]
+    assert commented == example
+
+
+def test_optdump_refuses_a_setting_that_names_no_key():
+    r = run(OPTDUMP, "example", "foreground=yes")
+    assert r.returncode == 2 and "names no key" in r.stderr
+    r = run(OPTDUMP, "example", "max-bytes=1M")
+    assert r.returncode == 0 and "\nmax-bytes = 1M\n" in r.stdout
+
+
+def test_the_unit_passes_only_what_the_file_cannot_say():
+    """The command line wins over the file: anything else on the unit's ExecStart= could not
+    be changed in the file."""
+    lines = [l for l in UNIT_IN.read_text().splitlines() if l.startswith("ExecStart=")]
+    assert lines == ["ExecStart=@bindir@/snapfs mount --foreground --config @config@ "
+                     "@mountpoint@"], lines

@@ -39,7 +39,8 @@ EXPECTED = {
     f"/{MULTIARCH}/libsnapfs.so.{VERSION}", f"/{MULTIARCH}/pkgconfig/snapfs.pc",
     "/usr/include/snapfs.h", "/usr/share/man/man1/snapfs.1.gz",
     "/lib/systemd/system/snapfs.service", "/lib/systemd/system/snapfs@.service",
-    "/etc/logrotate.d/snapfs", "/usr/lib/python3/dist-packages/snapfs_client.py",
+    "/etc/logrotate.d/snapfs", "/etc/snapfs/snapfs.conf",
+    "/usr/lib/python3/dist-packages/snapfs_client.py",
     "/usr/share/doc/snapfs/copyright", "/usr/share/doc/snapfs/changelog.gz",
     "/usr/share/bash-completion/completions/snapfs",
     f"/usr/share/snapfs/python/snapfs_client-{VERSION}-py3-none-any.whl",
@@ -176,7 +177,9 @@ def test_dpkg_installs_every_piece_in_debians_places(installed):
     assert res["dpkg"]["rc"] == 0, res["dpkg"]
     assert res["status"]["out"] == f"install ok installed {VERSION}"
     assert EXPECTED <= set(res["files"]), EXPECTED - set(res["files"])
-    assert res["conffiles"][0] == "/etc/logrotate.d/snapfs"
+    # "PATH MD5" pairs: the logrotate snippet and the service's config file are the
+    # administrator's to edit, kept across upgrades, removed by dpkg -P.
+    assert set(res["conffiles"][0::2]) == {"/etc/logrotate.d/snapfs", "/etc/snapfs/snapfs.conf"}
 
 
 def test_the_installed_unit_is_enabled_started_and_serves(installed):
@@ -184,6 +187,9 @@ def test_the_installed_unit_is_enabled_started_and_serves(installed):
     assert res["is_enabled"] == "enabled"
     assert (res["show"]["ActiveState"], res["show"]["SubState"]) == ("active", "running")
     assert res["show"]["FragmentPath"] == "/lib/systemd/system/snapfs.service"
+    # Its settings come from the packaged conffile.
+    assert "argv[]=/usr/bin/snapfs mount --foreground --config /etc/snapfs/snapfs.conf " \
+        "/run/snapfs ;" in res["exec_start"], res["exec_start"]
     assert res["served"]["mounts"] == ["fuse.snapfs"]
     assert res["version"]["out"] == f"snapfs {VERSION}\n"
 
@@ -219,9 +225,10 @@ def test_the_packaged_template_runs_an_instance(installed):
 
 def test_dpkg_purge_stops_everything_and_removes_what_it_made(installed):
     res = step(installed, "purge")
-    # The daemons had made their stores and logs: the purge takes them too.
+    # The daemons had made their stores and logs, the administrator the instance's config
+    # file: the purge takes them too.
     assert res["state"] == {"/var/lib/snapfs": True, "/var/lib/snapfs-pkg": True,
-                            "/var/log/snapfs/audit.log": True}
+                            "/var/log/snapfs/audit.log": True, "/etc/snapfs/pkg.conf": True}
     assert res["dpkg"]["rc"] == 0, res["dpkg"]
     assert res["status"]["rc"] == 1, res["status"]  # dpkg-query: no such package
     for unit, show in res["units"].items():

@@ -7,6 +7,7 @@ import contextlib
 import hashlib
 import json
 import os
+import re
 import select
 import shutil
 import signal
@@ -343,20 +344,31 @@ def test_snapfs_mount_returns_only_once_the_daemon_serves(installed, snapfs_bin,
 
 def test_the_units_command_serves_and_stops_as_systemd_drives_it(installed, snapfs_bin,
                                                                  workdir):
-    """The installed unit's ExecStart, its paths moved under workdir, run as systemd would:
-    READY=1 on the notify socket, reload (SIGHUP) keeps it serving, stop (SIGTERM) exits 0."""
+    """The installed unit's ExecStart and the installed config file it names, their paths
+    moved under workdir, run as systemd would: READY=1 on the notify socket, reload (SIGHUP)
+    keeps it serving, stop (SIGTERM) exits 0."""
     with open(installed + "/lib/systemd/system/snapfs.service") as f:
         line = next(l for l in f if l.startswith("ExecStart="))
     argv = line.strip().split("=", 1)[1].split()
-    assert argv[0] == "/usr/local/bin/snapfs"
+    conf = "/usr/local/etc/snapfs/snapfs.conf"
+    assert argv == ["/usr/local/bin/snapfs", "mount", "--foreground", "--config", conf,
+                    "/run/snapfs"], argv
     moved = {"/run/snapfs": os.path.join(workdir, "run"),
              "/var/lib/snapfs": os.path.join(workdir, "lib"),
-             "/var/log/snapfs/audit.log": os.path.join(workdir, "audit.log")}
+             "/var/log/snapfs/audit.log": os.path.join(workdir, "audit.log"),
+             conf: os.path.join(workdir, "snapfs.conf")}
     for path in moved.values():
-        if not path.endswith(".log"):
+        if not path.endswith((".log", ".conf")):
             os.mkdir(path, 0o700)
+    # The installed file (installed is the prefix), with the same paths moved.
+    with open(installed + "/etc/snapfs/snapfs.conf") as f:
+        text = f.read()
+    for old, new in moved.items():
+        text, n = re.subn(rf"(?m)^([a-z-]+ = ){re.escape(old)}$", rf"\g<1>{new}", text)
+        assert n == (old not in ("/run/snapfs", conf)), (old, n)
+    with open(moved[conf], "w") as f:
+        f.write(text)
     argv = [snapfs_bin] + [moved.get(a, a) for a in argv[1:]]
-    assert set(moved.values()) <= set(argv), argv
     mnt = moved["/run/snapfs"]
     with notified(argv, workdir, mnt) as (proc, sock):
         assert recv_within(sock, stderr=os.path.join(workdir, "daemon.stderr")) == "READY=1"

@@ -12,10 +12,13 @@ directories, and the service started while that daemon serves is refused without
 mount away; `systemctl start` returns with the mount serving (READY=1), and `status` and the
 journal show it; `reload` reopens the audit log and a forced logrotate (twice, during a
 stream of publishes) loses no line; after `kill -9` of the main pid, Restart= brings the
-mount back with its snapshots; a usage error or a refusal is not restarted (and is, once
-RestartPreventExitStatus= is reset); `stop` leaves no mount and no process; the documented
-read-view drop-in makes its directory and survives a kill -9 too; the template
-`snapfs@.service` runs two instances side by side, each with its own store and log.
+mount back with its snapshots; `stop` leaves no mount and no process; the operator lowers a
+limit in the shipped config file and `systemctl restart` applies it; a bad line in that file,
+or an instance with no file, fails the start once, naming the file (and the line); a usage
+error or a refusal is not restarted (and is, once RestartPreventExitStatus= is reset); the
+documented read view (a config line and a drop-in) makes its directory and survives a kill -9
+too; the template `snapfs@.service` runs two instances side by side, each from its own config
+file with its own store and log.
 
 Runnable by hand: SNAPFS_BUILD=build unshare -m --propagation private -- python3 -m pytest
 tests/integration/test_systemd.py (needs systemd-container: scripts/deps.sh installs it)."""
@@ -63,6 +66,15 @@ def documented_dropin(first_line):
     return blocks[0]
 
 
+def documented_read_view_sed():
+    """The sed script of docs/deployment.md that sets read-view in the config file."""
+    with open(ROOT / "docs" / "deployment.md") as f:
+        found = re.findall(r"^sed -i '([^']*read-view[^']*)' /etc/snapfs/snapfs\.conf$", f.read(),
+                           re.M)
+    assert len(found) == 1, found
+    return found[0]
+
+
 def boot(workdir, installed):
     """Boots the container once; returns the driver's result and the journal."""
     test_dir, out = os.path.join(workdir, "test"), os.path.join(workdir, "out")
@@ -70,12 +82,12 @@ def boot(workdir, installed):
     os.mkdir(out)
     shutil.copy(os.path.join(HERE, "systemd_driver.py"), test_dir)
     dropin = documented_dropin("# /etc/systemd/system/snapfs.service.d/read-view.conf")
-    assert "/usr/bin/snapfs mount" in dropin
+    assert "ExecStart=" not in dropin, "the read view is a config line, not a command line"
     with open(os.path.join(test_dir, "config.json"), "w") as f:
         json.dump({"fstab": documented_fstab_line(), "bindir": "/usr/local/bin",
-                   # The documented drop-in names the package's path; this install is
-                   # under /usr/local.
-                   "read_view_dropin": dropin.replace("/usr/bin/snapfs", "/usr/local/bin/snapfs")},
+                   # This install's sysconfdir: PREFIX/etc (/etc for the package).
+                   "confdir": "/usr/local/etc/snapfs",
+                   "read_view_dropin": dropin, "read_view_sed": documented_read_view_sed()},
                   f)
     unit = os.path.join(test_dir, "snapfs-test.service")
     with open(unit, "w") as f:
@@ -89,6 +101,8 @@ def boot(workdir, installed):
     argv = ["systemd-nspawn", "--quiet", "--register=no", "--keep-unit", "--volatile=yes",
             "-D", "/", "--bind=/dev/fuse", f"--bind={out}:/out",
             f"--bind-ro={installed}/usr/local:/usr/local",
+            # The config files, which the operator edits there.
+            f"--bind={installed}/usr/local/etc:/usr/local/etc",
             f"--bind-ro={installed}/etc/logrotate.d:/etc/logrotate.d",
             f"--bind-ro={test_dir}:/snapfs-test",
             f"--bind-ro={unit}:/etc/systemd/system/snapfs-test.service",
@@ -233,6 +247,46 @@ def test_stop_leaves_no_mount_and_no_process(booted):
     assert res["exit"] == [["success", "exited", "0"]]
     assert res["mounts"] == {"/run/snapfs": []}
     assert res["pids"] == []
+
+
+def test_the_operator_lowers_a_limit_in_the_config_file_and_restart_applies_it(booted):
+    res = step(booted, "operator_edits_a_limit")
+    assert res["start"]["rc"] == 0, res["start"]
+    # 64K + 1 bytes, under the shipped default (256K): published.
+    assert res["before"] == "OK"
+    assert res["line"] == ["max-snapshot-size = 64K"]
+    assert res["restart"]["rc"] == 0 and res["restarted"], res
+    # The same size after the edit: refused; 64K, the new limit itself: published.
+    assert res["over"] == "EFBIG"
+    assert res["at"] == "OK"
+    assert res["stop"]["rc"] == 0
+
+
+def test_a_bad_config_file_fails_the_start_once_naming_its_file_and_line(booted):
+    res = step(booted, "a_bad_config_file_fails_once")
+    conf = "/usr/local/etc/snapfs/snapfs.conf"
+    assert res["start"]["rc"] != 0
+    # Failed at once with exit 2, never restarted (RestartPreventExitStatus=), the file and
+    # the line in the journal.
+    assert res["show"] == {"ActiveState": "failed", "SubState": "failed", "Result": "exit-code",
+                           "ExecMainStatus": "2", "NRestarts": "0"}, res["show"]
+    assert res["exits"] == [["exit-code", "exited", "2"]]
+    assert f"{conf}:{res['lineno']}: max-bytes: invalid size 'lots'" in res["journal"]
+    assert res["journal"].count("max-bytes: invalid size 'lots'") == 1, res["journal"]
+    # An instance whose NAME.conf nobody made: the same, naming the file it looked for.
+    missing = res["missing"]
+    assert missing["exists"] is False and missing["start"]["rc"] != 0
+    assert missing["show"] == {"ActiveState": "failed", "SubState": "failed",
+                               "Result": "exit-code", "ExecMainStatus": "2",
+                               "NRestarts": "0"}, missing["show"]
+    assert "/usr/local/etc/snapfs/gamma.conf: No such file or directory; nothing mounted" in \
+        missing["journal"]
+    # The file as shipped, put back: the service starts and serves.
+    assert res["fixed"]["start"]["rc"] == 0, res["fixed"]
+    assert (res["fixed"]["show"]["ActiveState"], res["fixed"]["show"]["SubState"]) == \
+        ("active", "running")
+    assert res["fixed"]["stop"]["rc"] == 0
+    assert res["after"] == {"mounts": [], "pids": []}
 
 
 def test_a_configuration_error_is_not_restarted(booted):
