@@ -98,7 +98,16 @@ def step_purge(cfg, res):
     res["state"] = {p: os.path.exists(p) for p in ("/var/lib/snapfs", "/var/lib/snapfs-pkg",
                                                    "/var/log/snapfs/audit.log",
                                                    "/etc/snapfs/pkg.conf")}
+    # The administrator's trust key beside the config files is not the package's to remove.
+    with open("/etc/snapfs/release.pub", "w") as f:
+        f.write("an operator's key\n")
     res["dpkg"] = sh("dpkg", "--purge", "snapfs")
+    res["kept"] = {p: os.path.exists(p) for p in ("/etc/snapfs/release.pub",
+                                                  "/etc/snapfs/pkg.conf",
+                                                  "/etc/snapfs/snapfs.conf")}
+    # The key was the test's: gone with it, so the rest judges what the package left.
+    os.unlink("/etc/snapfs/release.pub")
+    os.rmdir("/etc/snapfs")
     res["status"] = sh("dpkg-query", "--show", "snapfs")
     res["units"] = {u: show(u, "LoadState", "ActiveState")
                     for u in ("snapfs.service", "snapfs@pkg.service")}

@@ -230,6 +230,9 @@ def test_dpkg_purge_stops_everything_and_removes_what_it_made(installed):
     assert res["state"] == {"/var/lib/snapfs": True, "/var/lib/snapfs-pkg": True,
                             "/var/log/snapfs/audit.log": True, "/etc/snapfs/pkg.conf": True}
     assert res["dpkg"]["rc"] == 0, res["dpkg"]
+    # The config files went; the administrator's own key beside them stayed.
+    assert res["kept"] == {"/etc/snapfs/release.pub": True, "/etc/snapfs/pkg.conf": False,
+                           "/etc/snapfs/snapfs.conf": False}
     assert res["status"]["rc"] == 1, res["status"]  # dpkg-query: no such package
     for unit, show in res["units"].items():
         assert show == {"LoadState": "not-found", "ActiveState": "inactive"}, (unit, show)
