@@ -19,7 +19,9 @@ struct evp_pkey_st;
 /* The xattr that carries the staging NAME a snapshot was published under (the daemon keeps
  * the first publisher's). */
 #define SNAPFS_XATTR_NAME "user.snapfs.name"
-#define SNAPFS_NAME_MAX SNAP_NAME_MAX /* snap_name_valid() says which names are */
+/* SNAPFS_NAME_MAX (snapfs.h) is the staging name's length: snap_name_valid() says which
+ * names are. */
+_Static_assert(SNAPFS_NAME_MAX == SNAP_NAME_MAX, "one name grammar");
 
 /* Largest sum of layer sizes one import holds in memory before it publishes any. */
 #define SNAPFS_IMPORT_BYTES_MAX (UINT64_C(1) << 30)
