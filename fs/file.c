@@ -467,7 +467,8 @@ static int unlink_snapshot(struct sfs_tree *t, const struct sfs_caller *c, const
                 pthread_mutex_unlock(&t->lock);
                 return sfs_tree_refuse(t, c, "unlink", name, EPERM);
         }
-        kept = snap_store_kept_without(t->store, obj, drop);
+        kept = snap_store_kept_without(t->store, obj,
+                                       &(struct snap_drop){ .hold = true, .uid = drop });
         if (t->cfg.ocistore) {
                 /* On the disk first: a snapshot answered as removed never comes back after a
                  * restart, nor does a hold answered as dropped. Under t->lock: unlinks are
@@ -490,9 +491,7 @@ static int unlink_snapshot(struct sfs_tree *t, const struct sfs_caller *c, const
         size = obj->size;
         r = snap_store_unhold(t->store, obj, drop);
         if (r == 1) {
-                if (obj->priv)
-                        ((struct sfs_node *)obj->priv)->unlinked = true;
-                snap_store_release(t->store, obj); /* the tree's reference */
+                snap_store_release(t->store, obj); /* its publication's reference */
                 sfs_touch_root(t);
         }
         snap_store_release(t->store, obj); /* ours from the lookup */

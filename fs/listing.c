@@ -62,6 +62,10 @@ int sfs_tree_opendir(struct sfs_tree *t, const struct sfs_caller *c, struct sfs_
                         snprintf(e->name, sizeof(e->name), "%s", s->stg->name);
                 }
         }
+        d->id.id = sfs_next_handle_id(t);
+        pthread_mutex_lock(&t->ids_lock);
+        sfs_idmap_add(&t->ids_dirs, &d->id);
+        pthread_mutex_unlock(&t->ids_lock);
         LIST_ADD(t->dirs, d);
         *out = d;
 out:
@@ -129,7 +133,9 @@ int sfs_tree_readdir(struct sfs_tree *t, struct sfs_dir *d, off_t off,
                 b->n = 0;
                 b->max_seq = d->max_seq;
                 /* Copied under the store's lock, filled without it: fill may look names up. */
-                snap_store_foreach_from(t->store, from, batch_add, b);
+                /* The main mount lists what some uid holds: a snapshot only granted to
+                 * scopes is theirs (docs/design.md, "Scopes"). */
+                snap_store_foreach_from(t->store, from, SNAP_FOREACH_HELD, batch_add, b);
                 for (size_t i = 0; i < b->n; i++)
                         if (fill(ctx, b->e[i].name, b->e[i].ino, b->e[i].mode,
                                  (off_t)(b->e[i].ino + 1))) {
@@ -149,6 +155,9 @@ void sfs_tree_releasedir(struct sfs_tree *t, struct sfs_dir *d)
         if (!d)
                 return;
         pthread_mutex_lock(&t->lock);
+        pthread_mutex_lock(&t->ids_lock);
+        sfs_idmap_del(&t->ids_dirs, &d->id);
+        pthread_mutex_unlock(&t->ids_lock);
         LIST_DEL(t->dirs, d);
         pthread_mutex_unlock(&t->lock);
         free(d);

@@ -103,9 +103,8 @@ static int publish_begin(struct sfs_tree *t, const struct sfs_caller *c, struct 
 static void become_snapshot(struct sfs_tree *t, struct sfs_node *n, struct snap_object *obj)
 {
         sfs_stage_remove(t, n, false); /* it counts as a snapshot now */
-        snap_store_ref(t->store, obj); /* the tree's reference: published */
+        snap_store_ref(t->store, obj); /* its publication's reference */
         n->obj = obj;
-        obj->priv = n;
         __atomic_store_n(&n->kind, SFS_KIND_SNAPSHOT, __ATOMIC_RELEASE);
 }
 

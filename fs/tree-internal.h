@@ -8,21 +8,24 @@
 #include <pthread.h>
 
 #include "snapshot/digest.h"
+#include "fs/idmap.h"
 #include "fs/roles.h"
 #include "fs/staging.h"
 #include "snapshot/store.h"
 #include "fs/tree.h"
 
 /* Locks, outermost first: t->lock, then a staging file's stg->lock, then the store's own.
- * A staging file's stg pointer is read only under t->lock (publishing frees it). */
+ * A staging file's stg pointer is read only under t->lock (publishing frees it). t->ids_lock
+ * is a leaf: it guards the id maps alone, changed under t->lock too, so a request can find its
+ * node or handle without t->lock. */
 
 struct sfs_node {
         enum sfs_kind kind;       /* STAGING_FILE -> SNAPSHOT once, under t->lock; atomic */
-        uint64_t ino;
+        uint64_t ino;             /* the node id the kernel knows it by (FUSE_ROOT_ID is 1) */
+        struct sfs_idlink id;     /* in t->nodes, under ino */
         uint64_t nlookup;         /* references the kernel holds */
         uint32_t pins;            /* open handles */
         bool linked;              /* staging file still listed in .staging/ */
-        bool unlinked;            /* snapshot removed from the tree */
         struct snap_object *obj;  /* SNAPSHOT: one store reference, owned by the node */
         struct sfs_staging *stg;  /* STAGING_FILE */
         struct sfs_node *next_staged; /* STAGING_FILE: in its owner's list */
@@ -32,6 +35,7 @@ struct sfs_node {
 };
 
 struct sfs_handle {
+        struct sfs_idlink id;     /* in t->handles: the file handle the kernel knows */
         struct sfs_node *node;
         bool write;     /* opened for writing */
         bool writing;   /* counted in stg->writers: written to since its last flush */
@@ -58,6 +62,12 @@ struct sfs_tree {
         struct sfs_node root;
         struct sfs_node staging;
         struct sfs_node *nodes;        /* list of dynamic nodes */
+        /* What the kernel is handed, found again by id: nodes by inode number, open files and
+         * directories by handle id. Never a memory address: a successor daemon could rebuild
+         * every id from the store (docs/design.md, "Inode numbers and node ids"). */
+        pthread_mutex_t ids_lock;
+        struct sfs_idmap ids_nodes, ids_handles, ids_dirs;
+        uint64_t next_fh;              /* handle ids, from 1 (0 is "no handle") */
         struct sfs_handle *handles;    /* list of open handles */
         struct sfs_dir *dirs;          /* list of open directory listings */
         struct sfs_uidstage **stages;
@@ -87,6 +97,7 @@ struct sfs_dirent {
  * published again meanwhile is never listed twice. .staging/ holds at most max_staging of the
  * caller's own files: those are taken at opendir. */
 struct sfs_dir {
+        struct sfs_idlink id;  /* in t->ids_dirs: the directory handle the kernel knows */
         struct sfs_dir *prev, *next;
         bool root;
         bool staging_entry; /* root: list .staging */
@@ -95,6 +106,13 @@ struct sfs_dir {
         size_t n;
         struct sfs_dirent e[];
 };
+
+#define container_of(ptr, type, member) ((type *)(void *)((char *)(ptr) - offsetof(type, member)))
+#define container_of_or_null(ptr, type, member)                                                \
+        ({                                                                                     \
+                __typeof__(ptr) _p = (ptr);                                                    \
+                _p ? container_of(_p, type, member) : NULL;                                    \
+        })
 
 /* ---- intrusive lists ---- */
 
@@ -129,6 +147,11 @@ bool sfs_tree_may_check_store(struct sfs_tree *t, const struct sfs_caller *c);
 int sfs_refused(struct sfs_tree *t, const struct sfs_caller *c, const char *event,
                 const char *op, const char *name, const char *target, int err);
 struct sfs_node *sfs_node_new(struct sfs_tree *t, enum sfs_kind kind, uint64_t ino);
+/* The snapshot node of obj under inode number ino, made on first use; takes over the
+ * caller's reference on obj. NULL (the reference dropped) without memory. */
+struct sfs_node *sfs_snapshot_node(struct sfs_tree *t, struct snap_object *obj, uint64_t ino);
+/* A handle id never handed out before in this tree. */
+uint64_t sfs_next_handle_id(struct sfs_tree *t);
 /* Frees n once nothing holds it: no kernel reference, no handle, not listed in .staging/. */
 void sfs_node_maybe_free(struct sfs_tree *t, struct sfs_node *n);
 void sfs_fill_attr(struct sfs_tree *t, struct sfs_node *n, struct stat *st);

@@ -102,11 +102,24 @@ int sfs_tree_new(const struct sfs_tree_config *cfg, struct sfs_tree **out)
                 .max_size = t->cfg.max_snapshot_size,
                 .max_uid_bytes = t->cfg.max_staging_bytes,
         };
+        if (sfs_idmap_init(&t->ids_nodes) < 0 || sfs_idmap_init(&t->ids_handles) < 0 ||
+            sfs_idmap_init(&t->ids_dirs) < 0) {
+                sfs_idmap_free(&t->ids_nodes);
+                sfs_idmap_free(&t->ids_handles);
+                sfs_idmap_free(&t->ids_dirs);
+                snap_store_free(t->store);
+                free(t);
+                return -ENOMEM;
+        }
         pthread_mutex_init(&t->lock, NULL);
+        pthread_mutex_init(&t->ids_lock, NULL);
+        t->next_fh = 1;
         t->root.kind = SFS_KIND_ROOT;
-        t->root.ino = SFS_ROOT_INO;
+        t->root.ino = t->root.id.id = SFS_ROOT_INO;
         t->staging.kind = SFS_KIND_STAGING_DIR;
-        t->staging.ino = SFS_STAGING_INO;
+        t->staging.ino = t->staging.id.id = SFS_STAGING_INO;
+        sfs_idmap_add(&t->ids_nodes, &t->root.id);
+        sfs_idmap_add(&t->ids_nodes, &t->staging.id);
         clock_gettime(CLOCK_REALTIME, &t->dir_mtime);
         *out = t;
         return 0;
@@ -114,13 +127,13 @@ int sfs_tree_new(const struct sfs_tree_config *cfg, struct sfs_tree **out)
 
 static void node_free(struct sfs_tree *t, struct sfs_node *n)
 {
-        if (n->kind == SFS_KIND_SNAPSHOT) {
-                if (n->obj->priv == n)
-                        n->obj->priv = NULL;
+        if (n->kind == SFS_KIND_SNAPSHOT)
                 snap_store_release(t->store, n->obj);
-        } else if (n->stg) {
+        else if (n->stg)
                 sfs_staging_free(n->stg);
-        }
+        pthread_mutex_lock(&t->ids_lock);
+        sfs_idmap_del(&t->ids_nodes, &n->id);
+        pthread_mutex_unlock(&t->ids_lock);
         LIST_DEL(t->nodes, n);
         t->nnodes--;
         free(n);
@@ -147,6 +160,10 @@ void sfs_tree_free(struct sfs_tree *t)
         free(t->stages);
         free(t->view_path);
         snap_store_free(t->store);
+        sfs_idmap_free(&t->ids_nodes);
+        sfs_idmap_free(&t->ids_handles);
+        sfs_idmap_free(&t->ids_dirs);
+        pthread_mutex_destroy(&t->ids_lock);
         pthread_mutex_destroy(&t->lock);
         free(t);
 }
@@ -189,13 +206,66 @@ uint64_t sfs_node_ino(const struct sfs_node *n)
         return n->ino;
 }
 
+struct sfs_node *sfs_tree_node(struct sfs_tree *t, uint64_t ino)
+{
+        struct sfs_idlink *l;
+
+        pthread_mutex_lock(&t->ids_lock);
+        l = sfs_idmap_find(&t->ids_nodes, ino);
+        pthread_mutex_unlock(&t->ids_lock);
+        return l ? container_of(l, struct sfs_node, id) : NULL;
+}
+
+struct sfs_handle *sfs_tree_handle(struct sfs_tree *t, uint64_t id)
+{
+        struct sfs_idlink *l;
+
+        if (!id)
+                return NULL;
+        pthread_mutex_lock(&t->ids_lock);
+        l = sfs_idmap_find(&t->ids_handles, id);
+        pthread_mutex_unlock(&t->ids_lock);
+        return l ? container_of(l, struct sfs_handle, id) : NULL;
+}
+
+struct sfs_dir *sfs_tree_dir(struct sfs_tree *t, uint64_t id)
+{
+        struct sfs_idlink *l;
+
+        if (!id)
+                return NULL;
+        pthread_mutex_lock(&t->ids_lock);
+        l = sfs_idmap_find(&t->ids_dirs, id);
+        pthread_mutex_unlock(&t->ids_lock);
+        return l ? container_of(l, struct sfs_dir, id) : NULL;
+}
+
+uint64_t sfs_handle_id(const struct sfs_handle *h)
+{
+        return h->id.id;
+}
+
+uint64_t sfs_dir_id(const struct sfs_dir *d)
+{
+        return d->id.id;
+}
+
+/* A handle id never handed out before in this tree. t->lock held. */
+uint64_t sfs_next_handle_id(struct sfs_tree *t)
+{
+        return t->next_fh++;
+}
+
 struct sfs_node *sfs_node_new(struct sfs_tree *t, enum sfs_kind kind, uint64_t ino)
 {
         struct sfs_node *n = calloc(1, sizeof(*n));
         if (!n)
                 return NULL;
         n->kind = kind;
-        n->ino = ino;
+        n->ino = n->id.id = ino;
+        pthread_mutex_lock(&t->ids_lock);
+        sfs_idmap_add(&t->ids_nodes, &n->id);
+        pthread_mutex_unlock(&t->ids_lock);
         LIST_ADD(t->nodes, n);
         t->nnodes++;
         return n;
@@ -225,7 +295,11 @@ struct sfs_handle *sfs_handle_new(struct sfs_tree *t, struct sfs_node *n, bool w
                 return NULL;
         h->node = n;
         h->write = write;
+        h->id.id = sfs_next_handle_id(t);
         n->pins++;
+        pthread_mutex_lock(&t->ids_lock);
+        sfs_idmap_add(&t->ids_handles, &h->id);
+        pthread_mutex_unlock(&t->ids_lock);
         LIST_ADD(t->handles, h);
         return h;
 }
@@ -242,6 +316,9 @@ void sfs_handle_del(struct sfs_tree *t, struct sfs_handle *h)
         struct sfs_node *n = h->node;
 
         n->pins--;
+        pthread_mutex_lock(&t->ids_lock);
+        sfs_idmap_del(&t->ids_handles, &h->id);
+        pthread_mutex_unlock(&t->ids_lock);
         LIST_DEL(t->handles, h);
         stage_release_held(t, n);
         sfs_node_maybe_free(t, n);
@@ -295,7 +372,9 @@ void sfs_fill_attr(struct sfs_tree *t, struct sfs_node *n, struct stat *st)
         case SFS_KIND_SNAPSHOT:
                 /* Mode 0000: no path-based access right exists; the daemon mediates all. */
                 st->st_mode = S_IFREG;
-                st->st_nlink = n->unlinked ? 0 : 1;
+                /* 0 once it is no longer published (removed, or its last reference gone),
+                   while a descriptor or the kernel still holds it. */
+                st->st_nlink = snap_store_indexed(t->store, n->obj) ? 1 : 0;
                 st->st_uid = n->obj->publisher_uid;
                 st->st_gid = t->cfg.owner_gid;
                 st->st_size = (off_t)n->obj->size;
@@ -360,23 +439,32 @@ int sfs_tree_getattr(struct sfs_tree *t, const struct sfs_caller *c, struct sfs_
 
 /* ---- lookup ---- */
 
-/* The node for a published object, creating it on first lookup. Takes over the reference
- * the caller holds on obj. Called with t->lock held. */
-static struct sfs_node *snapshot_node(struct sfs_tree *t, struct snap_object *obj)
+/* The node of a published object under inode number ino (obj->ino on the main mount),
+ * creating it on first lookup. Takes over the reference the caller holds on obj. t->lock
+ * held. */
+struct sfs_node *sfs_snapshot_node(struct sfs_tree *t, struct snap_object *obj, uint64_t ino)
 {
-        struct sfs_node *n = obj->priv;
+        struct sfs_node *n;
 
-        if (n) {
+        pthread_mutex_lock(&t->ids_lock);
+        n = container_of_or_null(sfs_idmap_find(&t->ids_nodes, ino), struct sfs_node, id);
+        pthread_mutex_unlock(&t->ids_lock);
+        /* An inode number is one object's for the daemon's life: a node found under it is
+         * that object's snapshot node. */
+        if (n && node_kind(n) == SFS_KIND_SNAPSHOT && n->obj == obj) {
                 snap_store_release(t->store, obj);
                 return n;
         }
-        n = sfs_node_new(t, SFS_KIND_SNAPSHOT, obj->ino);
+        if (n) {
+                snap_store_release(t->store, obj);
+                return NULL;
+        }
+        n = sfs_node_new(t, SFS_KIND_SNAPSHOT, ino);
         if (!n) {
                 snap_store_release(t->store, obj);
                 return NULL;
         }
         n->obj = obj;
-        obj->priv = n;
         return n;
 }
 
@@ -399,7 +487,7 @@ static int lookup_locked(struct sfs_tree *t, const struct sfs_caller *c, struct 
                 obj = snap_store_lookup(t->store, &d);
                 if (!obj)
                         return -ENOENT;
-                *out = snapshot_node(t, obj);
+                *out = sfs_snapshot_node(t, obj, obj->ino);
                 return *out ? 0 : -ENOMEM;
         case SFS_KIND_STAGING_DIR: {
                 struct sfs_uidstage *st;

@@ -105,6 +105,15 @@ void sfs_tree_set_dev(struct sfs_tree *t, uint64_t dev, bool view);
 int sfs_tree_set_view_path(struct sfs_tree *t, const char *path);
 
 struct sfs_node *sfs_tree_root(struct sfs_tree *t);
+/* The node the kernel knows by this node id (its inode number; FUSE_ROOT_ID is the root's),
+ * the open file or the open directory it knows by this handle id: NULL for an id the tree
+ * never handed out or took back. The kernel names only what it holds, so what it names stays
+ * alive while its request runs. */
+struct sfs_node *sfs_tree_node(struct sfs_tree *t, uint64_t ino);
+struct sfs_handle *sfs_tree_handle(struct sfs_tree *t, uint64_t id);
+struct sfs_dir *sfs_tree_dir(struct sfs_tree *t, uint64_t id);
+uint64_t sfs_handle_id(const struct sfs_handle *h);
+uint64_t sfs_dir_id(const struct sfs_dir *d);
 enum sfs_kind sfs_node_kind(const struct sfs_node *n);
 uint64_t sfs_node_ino(const struct sfs_node *n);
 
