@@ -127,34 +127,34 @@ void snapfs_usage_free(struct snapfs_usage *u);
 /* ---- the control channel (control.c) and scopes (scope.c) ---- */
 
 /* The largest request the daemon takes, and the largest reply read back. */
-#define SNAPFS_CONTROL_REQUEST_MAX (64u * 1024)
-#define SNAPFS_CONTROL_REPLY_MAX (16u * 1024 * 1024)
+#define SFC_CONTROL_REQUEST_MAX (64u * 1024)
+#define SFC_CONTROL_REPLY_MAX (16u * 1024 * 1024)
 
 /* The errno named name ("ENOENT", as strerrorname_np spells it), or 0 for none. */
-int snapfs_errno_from_name(const char *name);
+int sfc_errno_from_name(const char *name);
 
 /* Judges a reply of len bytes: 0 and *out (json_object_put it) when it is one JSON object
  * with "ok": true; a refusal's negative errno (its "error" by name) with its "message" as the
  * reason "refused", and *out the reply; -EPROTO ("reply", *out NULL) for anything else. */
-int snapfs_control_parse_reply(const char *text, size_t len, json_object **out,
-                               struct snapfs_report *why);
+int sfc_control_parse_reply(const char *text, size_t len, json_object **out,
+                            struct snapfs_report *why);
 
 /* One request of len bytes through the .control file of the judged main mount m: 0 and
  * *reply (malloc'd, NUL-terminated, *reply_len bytes), or the channel's errors (snapfs.h). */
-int snapfs_mnt_control_text(const struct snapfs_mnt *m, const char *request, size_t len,
-                            char **reply, size_t *reply_len, struct snapfs_report *why);
+int sfc_mnt_control_text(const struct snapfs_mnt *m, const char *request, size_t len,
+                         char **reply, size_t *reply_len, struct snapfs_report *why);
 
-/* snapfs_mnt_control_text of request serialized, its reply judged by
- * snapfs_control_parse_reply. */
-int snapfs_mnt_control(const struct snapfs_mnt *m, json_object *request, json_object **reply,
-                       struct snapfs_report *why);
+/* sfc_mnt_control_text of request serialized, its reply judged by
+ * sfc_control_parse_reply. */
+int sfc_mnt_control(const struct snapfs_mnt *m, json_object *request, json_object **reply,
+                    struct snapfs_report *why);
 
 /* A scope and a grant from the daemon's JSON (docs/design.md, "The control channel"): 0, or
  * -EPROTO (a field missing or of the wrong type; *out left freed) or -ENOMEM. */
-int snapfs_scope_from_json(json_object *o, struct snapfs_scope *out);
-int snapfs_grant_from_json(json_object *o, struct snapfs_grant *out);
+int sfc_scope_from_json(json_object *o, struct snapfs_scope *out);
+int sfc_grant_from_json(json_object *o, struct snapfs_grant *out);
 
 /* The request object of scope-create for spec: 0 and *out, -EINVAL (a bad spec, with its
  * reason), -ENOMEM. client_pid is the id the kernel will stamp on the request's write. */
-int snapfs_scope_create_request(const struct snapfs_scope_spec *spec, int32_t client_pid,
-                                json_object **out, struct snapfs_report *why);
+int sfc_scope_create_request(const struct snapfs_scope_spec *spec, int32_t client_pid,
+                             json_object **out, struct snapfs_report *why);

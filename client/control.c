@@ -16,7 +16,7 @@
 /* The file, in the main mount's root. */
 #define CONTROL_NAME ".control"
 
-int snapfs_errno_from_name(const char *name)
+int sfc_errno_from_name(const char *name)
 {
         /* The daemon names errnos as strerrorname_np() spells them; no errno of Linux is
          * above 200 (EHWPOISON is 133). */
@@ -30,8 +30,8 @@ int snapfs_errno_from_name(const char *name)
         return 0;
 }
 
-int snapfs_control_parse_reply(const char *text, size_t len, json_object **out,
-                               struct snapfs_report *why)
+int sfc_control_parse_reply(const char *text, size_t len, json_object **out,
+                            struct snapfs_report *why)
 {
         json_tokener *tok;
         json_object *o, *ok, *error, *message;
@@ -78,7 +78,7 @@ int snapfs_control_parse_reply(const char *text, size_t len, json_object **out,
         name = json_object_is_type(error, json_type_string) ? json_object_get_string(error) : NULL;
         msg = json_object_is_type(message, json_type_string) ? json_object_get_string(message)
                                                               : NULL;
-        e = snapfs_errno_from_name(name);
+        e = sfc_errno_from_name(name);
         if (e == 0) {
                 char esc[64];
                 snapfs_report_fail(why, -EPROTO, "reply",
@@ -93,7 +93,7 @@ int snapfs_control_parse_reply(const char *text, size_t len, json_object **out,
         return -e;
 }
 
-/* Reads the reply from offset 0 until end of file, at most SNAPFS_CONTROL_REPLY_MAX bytes
+/* Reads the reply from offset 0 until end of file, at most SFC_CONTROL_REPLY_MAX bytes
  * (a reply past it is the daemon's error, never a reason to allocate without bound):
  * 0 and *text (NUL-terminated, malloc'd) and *len, or a negative errno. */
 static int read_reply(int fd, char **text, size_t *len)
@@ -108,10 +108,10 @@ static int read_reply(int fd, char **text, size_t *len)
                          * one past it. */
                         size_t ncap = cap ? cap * 2 : 16384;
                         char *nb;
-                        if (cap > SNAPFS_CONTROL_REPLY_MAX)
+                        if (cap > SFC_CONTROL_REPLY_MAX)
                                 return -EMSGSIZE;
-                        if (ncap > SNAPFS_CONTROL_REPLY_MAX + 1)
-                                ncap = SNAPFS_CONTROL_REPLY_MAX + 1;
+                        if (ncap > SFC_CONTROL_REPLY_MAX + 1)
+                                ncap = SFC_CONTROL_REPLY_MAX + 1;
                         nb = realloc(buf, ncap + 1);
                         if (!nb)
                                 return -ENOMEM;
@@ -157,15 +157,15 @@ static int control_failed(struct snapfs_report *why, int r, const char *step)
         case EMSGSIZE:
                 return snapfs_report_fail(why, -EPROTO, "reply",
                                           "the daemon's reply is larger than %u bytes",
-                                          (unsigned)SNAPFS_CONTROL_REPLY_MAX);
+                                          (unsigned)SFC_CONTROL_REPLY_MAX);
         default:
                 return snapfs_report_fail(why, r, "control", "%s " CONTROL_NAME ": %s", step,
                                           strerrordesc_np(-r) ?: "unknown error");
         }
 }
 
-int snapfs_mnt_control_text(const struct snapfs_mnt *m, const char *request, size_t len,
-                            char **reply, size_t *reply_len, struct snapfs_report *why)
+int sfc_mnt_control_text(const struct snapfs_mnt *m, const char *request, size_t len,
+                         char **reply, size_t *reply_len, struct snapfs_report *why)
 {
         _cleanup_close_ int fd = -1;
         struct stat st;
@@ -173,11 +173,11 @@ int snapfs_mnt_control_text(const struct snapfs_mnt *m, const char *request, siz
         int r;
 
         *reply = NULL;
-        if (len == 0 || len > SNAPFS_CONTROL_REQUEST_MAX)
+        if (len == 0 || len > SFC_CONTROL_REQUEST_MAX)
                 return snapfs_report_fail(why, len ? -E2BIG : -EINVAL, "invalid-argument",
                                           len ? "the request is larger than %u bytes"
                                               : "an empty request",
-                                          (unsigned)SNAPFS_CONTROL_REQUEST_MAX);
+                                          (unsigned)SFC_CONTROL_REQUEST_MAX);
         /* Relative to the pinned root of the judged mount, never by path: nothing slid over
          * the mount after the check receives the request (or answers it). O_NONBLOCK: a FIFO
          * planted by an impostor never blocks us. */
@@ -214,8 +214,8 @@ int snapfs_mnt_control_text(const struct snapfs_mnt *m, const char *request, siz
         return 0;
 }
 
-int snapfs_mnt_control(const struct snapfs_mnt *m, json_object *request, json_object **reply,
-                       struct snapfs_report *why)
+int sfc_mnt_control(const struct snapfs_mnt *m, json_object *request, json_object **reply,
+                    struct snapfs_report *why)
 {
         _cleanup_free_ char *text = NULL;
         const char *req;
@@ -228,10 +228,10 @@ int snapfs_mnt_control(const struct snapfs_mnt *m, json_object *request, json_ob
         if (!req)
                 return snapfs_report_fail(why, -ENOMEM, "control", "out of memory");
         len = strlen(req);
-        r = snapfs_mnt_control_text(m, req, len, &text, &tlen, why);
+        r = sfc_mnt_control_text(m, req, len, &text, &tlen, why);
         if (r < 0)
                 return r;
-        return snapfs_control_parse_reply(text, tlen, reply, why);
+        return sfc_control_parse_reply(text, tlen, reply, why);
 }
 
 int snapfs_control(const char *mount, const char *request, const struct snapfs_options *opts,
@@ -252,11 +252,11 @@ int snapfs_control(const char *mount, const char *request, const struct snapfs_o
         r = snapfs_mnt_check(mount, opts, &m, why);
         if (r < 0)
                 return r;
-        r = snapfs_mnt_control_text(&m, request, strlen(request), &text, &len, why);
+        r = sfc_mnt_control_text(&m, request, strlen(request), &text, &len, why);
         snapfs_mnt_close(&m);
         if (r < 0)
                 return r;
-        r = snapfs_control_parse_reply(text, len, &o, why);
+        r = sfc_control_parse_reply(text, len, &o, why);
         /* The daemon's own words, whatever they say: a refusal's reply has its fields too. */
         if (o)
                 *reply = TAKE_PTR(text);

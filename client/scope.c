@@ -113,7 +113,7 @@ static int parse_dev(const char *s, uint64_t *out)
         return 0;
 }
 
-int snapfs_scope_from_json(json_object *o, struct snapfs_scope *out)
+int sfc_scope_from_json(json_object *o, struct snapfs_scope *out)
 {
         const char *name, *view, *dev;
         json_object *uids, *limits, *usage;
@@ -209,7 +209,7 @@ fail:
         return r;
 }
 
-int snapfs_grant_from_json(json_object *o, struct snapfs_grant *out)
+int sfc_grant_from_json(json_object *o, struct snapfs_grant *out)
 {
         const char *hex, *entry;
         struct snap_digest d;
@@ -280,8 +280,8 @@ static int bad_name(struct snapfs_report *why, const char *what, const char *s)
                                   s ? "not a valid" : "no", what, SNAPFS_NAME_MAX);
 }
 
-int snapfs_scope_create_request(const struct snapfs_scope_spec *spec, int32_t client_pid,
-                                json_object **out, struct snapfs_report *why)
+int sfc_scope_create_request(const struct snapfs_scope_spec *spec, int32_t client_pid,
+                             json_object **out, struct snapfs_report *why)
 {
         _cleanup_json_ json_object *o = NULL;
         json_object *limits, *uids;
@@ -356,7 +356,7 @@ static int call(const char *mount, json_object *req, const struct snapfs_options
         r = snapfs_mnt_check(mount, opts, &m, why);
         if (r < 0)
                 return r;
-        r = snapfs_mnt_control(&m, o, reply, why);
+        r = sfc_mnt_control(&m, o, reply, why);
         snapfs_mnt_close(&m);
         if (r < 0) {
                 json_object_put(*reply);
@@ -388,13 +388,13 @@ int snapfs_scope_create(const char *mount, const struct snapfs_scope_spec *spec,
         /* The id the kernel stamps on the write that carries the request: the calling
          * thread's, in the daemon's pid namespace. The daemon compares the two, so a pid given
          * from another pid namespace (where it names another process) is refused. */
-        r = snapfs_scope_create_request(spec, (int32_t)gettid(), &req, why);
+        r = sfc_scope_create_request(spec, (int32_t)gettid(), &req, why);
         if (r < 0)
                 return r;
         r = call(mount, req, opts, &reply, why);
         if (r < 0)
                 return r;
-        r = snapfs_scope_from_json(field(reply, "scope"), &s);
+        r = sfc_scope_from_json(field(reply, "scope"), &s);
         if (r < 0)
                 return bad_reply(why, r, "scope");
         if (out)
@@ -429,7 +429,7 @@ int snapfs_scope_list(const char *mount, const struct snapfs_options *opts,
         if (!v)
                 return snapfs_report_fail(why, -ENOMEM, "reply", "out of memory");
         for (size_t i = 0; i < len; i++) {
-                r = snapfs_scope_from_json(json_object_array_get_idx(list, i), &v[i]);
+                r = sfc_scope_from_json(json_object_array_get_idx(list, i), &v[i]);
                 if (r < 0) {
                         snapfs_scopes_free(v, i);
                         return bad_reply(why, r, "scope");
@@ -470,7 +470,7 @@ int snapfs_scope_show(const char *mount, const char *name, const struct snapfs_o
         r = call(mount, req, opts, &reply, why);
         if (r < 0)
                 return r;
-        r = snapfs_scope_from_json(field(reply, "scope"), &s);
+        r = sfc_scope_from_json(field(reply, "scope"), &s);
         if (r < 0)
                 return bad_reply(why, r, "scope");
         if (grants) {
@@ -486,7 +486,7 @@ int snapfs_scope_show(const char *mount, const char *name, const struct snapfs_o
                         return snapfs_report_fail(why, -ENOMEM, "reply", "out of memory");
                 }
                 for (size_t i = 0; i < len; i++)
-                        if (snapfs_grant_from_json(json_object_array_get_idx(list, i), &g[i]) < 0) {
+                        if (sfc_grant_from_json(json_object_array_get_idx(list, i), &g[i]) < 0) {
                                 free(g);
                                 snapfs_scope_free(&s);
                                 return bad_reply(why, -EPROTO, "grant");
@@ -558,7 +558,7 @@ int snapfs_grant(const char *mount, const char *scope, const char *sha256, const
         r = call(mount, req, opts, &reply, why);
         if (r < 0)
                 return r;
-        if (snapfs_grant_from_json(field(reply, "grant"), &g) < 0)
+        if (sfc_grant_from_json(field(reply, "grant"), &g) < 0)
                 return bad_reply(why, -EPROTO, "grant");
         /* The daemon granted what was asked, or its reply is not to be believed. */
         if (strcmp(g.entry, entry ? entry : "") != 0) {

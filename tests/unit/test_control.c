@@ -26,21 +26,21 @@
 static int parse(const char *text, struct snapfs_report *why, json_object **out)
 {
         snapfs_report_reset(why);
-        return snapfs_control_parse_reply(text, strlen(text), out, why);
+        return sfc_control_parse_reply(text, strlen(text), out, why);
 }
 
 static void test_errno_names_map_to_their_numbers(void **state)
 {
         (void)state;
-        assert_int_equal(snapfs_errno_from_name("ENOENT"), ENOENT);
-        assert_int_equal(snapfs_errno_from_name("EDQUOT"), EDQUOT);
-        assert_int_equal(snapfs_errno_from_name("EEXIST"), EEXIST);
-        assert_int_equal(snapfs_errno_from_name("EOPNOTSUPP"), EOPNOTSUPP);
-        assert_int_equal(snapfs_errno_from_name("enoent"), 0);
-        assert_int_equal(snapfs_errno_from_name("ENOSUCHERRNO"), 0);
-        assert_int_equal(snapfs_errno_from_name("E"), 0);
-        assert_int_equal(snapfs_errno_from_name(""), 0);
-        assert_int_equal(snapfs_errno_from_name(NULL), 0);
+        assert_int_equal(sfc_errno_from_name("ENOENT"), ENOENT);
+        assert_int_equal(sfc_errno_from_name("EDQUOT"), EDQUOT);
+        assert_int_equal(sfc_errno_from_name("EEXIST"), EEXIST);
+        assert_int_equal(sfc_errno_from_name("EOPNOTSUPP"), EOPNOTSUPP);
+        assert_int_equal(sfc_errno_from_name("enoent"), 0);
+        assert_int_equal(sfc_errno_from_name("ENOSUCHERRNO"), 0);
+        assert_int_equal(sfc_errno_from_name("E"), 0);
+        assert_int_equal(sfc_errno_from_name(""), 0);
+        assert_int_equal(sfc_errno_from_name(NULL), 0);
 }
 
 static void test_an_ok_reply_is_handed_back_whole(void **state)
@@ -123,7 +123,7 @@ static void test_a_reply_that_is_not_one_json_object_is_eproto(void **state)
                 assert_string_equal(why.reasons[0].code, "reply");
         }
         /* A NUL inside the reply is not JSON text either. */
-        assert_int_equal(snapfs_control_parse_reply("{\"ok\": true}\0x", 14, &o, &why), -EPROTO);
+        assert_int_equal(sfc_control_parse_reply("{\"ok\": true}\0x", 14, &o, &why), -EPROTO);
         assert_null(o);
         /* The same object alone, with the newline a writer ends it with, is a reply. */
         assert_int_equal(parse("{\"ok\": true}\n", &why, &o), 0);
@@ -157,7 +157,7 @@ static int send_text(struct fake_root *f, const char *req, char **reply,
         size_t len;
 
         snapfs_report_reset(why);
-        return snapfs_mnt_control_text(&f->m, req, strlen(req), reply, &len, why);
+        return sfc_mnt_control_text(&f->m, req, strlen(req), reply, &len, why);
 }
 
 static void test_the_request_goes_to_control_below_the_root_and_the_reply_is_read_from_0(
@@ -184,7 +184,7 @@ static void test_the_request_goes_to_control_below_the_root_and_the_reply_is_rea
         assert_true(fd >= 0);
         close(fd);
         request = json_tokener_parse(req);
-        assert_int_equal(snapfs_mnt_control(&f.m, request, &o, &why), 0);
+        assert_int_equal(sfc_mnt_control(&f.m, request, &o, &why), 0);
         json_object_put(request);
         assert_true(json_object_object_get_ex(o, "op", &op));
         assert_string_equal(json_object_get_string(op), "scope-list");
@@ -252,16 +252,16 @@ static void test_a_request_past_64k_or_empty_is_refused_before_the_open(void **s
         size_t len;
         (void)state;
         fake_root(&f); /* no .control: reaching the open would be EOPNOTSUPP */
-        big = malloc(SNAPFS_CONTROL_REQUEST_MAX + 2);
+        big = malloc(SFC_CONTROL_REQUEST_MAX + 2);
         assert_non_null(big);
-        memset(big, ' ', SNAPFS_CONTROL_REQUEST_MAX + 1);
-        big[SNAPFS_CONTROL_REQUEST_MAX + 1] = '\0';
+        memset(big, ' ', SFC_CONTROL_REQUEST_MAX + 1);
+        big[SFC_CONTROL_REQUEST_MAX + 1] = '\0';
         assert_int_equal(send_text(&f, big, &reply, &why), -E2BIG);
-        big[SNAPFS_CONTROL_REQUEST_MAX] = '\0'; /* exactly the limit goes out */
+        big[SFC_CONTROL_REQUEST_MAX] = '\0'; /* exactly the limit goes out */
         assert_int_equal(send_text(&f, big, &reply, &why), -EOPNOTSUPP);
         free(big);
         snapfs_report_reset(&why);
-        assert_int_equal(snapfs_mnt_control_text(&f.m, "", 0, &reply, &len, &why), -EINVAL);
+        assert_int_equal(sfc_mnt_control_text(&f.m, "", 0, &reply, &len, &why), -EINVAL);
         fake_root_done(&f);
 }
 
@@ -275,12 +275,12 @@ static void test_a_reply_past_the_bound_is_eproto_not_an_allocation_without_end(
         fake_root(&f);
         fd = tu_create(&f.d, ".control", "", 0);
         assert_true(fd >= 0);
-        assert_int_equal(ftruncate(fd, SNAPFS_CONTROL_REPLY_MAX + 1), 0);
+        assert_int_equal(ftruncate(fd, SFC_CONTROL_REPLY_MAX + 1), 0);
         assert_int_equal(send_text(&f, "{\"ok\": true}", &reply, &why), -EPROTO);
         assert_null(reply);
         assert_string_equal(why.reasons[0].code, "reply");
         /* At the bound exactly, the reply is read (and is then not JSON: a NUL inside). */
-        assert_int_equal(ftruncate(fd, SNAPFS_CONTROL_REPLY_MAX), 0);
+        assert_int_equal(ftruncate(fd, SFC_CONTROL_REPLY_MAX), 0);
         assert_int_equal(send_text(&f, "{\"ok\": true}", &reply, &why), 0);
         free(reply);
         close(fd);

@@ -34,7 +34,7 @@ static int scope_of(const char *text, struct snapfs_scope *s)
         int r;
 
         assert_non_null(o);
-        r = snapfs_scope_from_json(o, s);
+        r = sfc_scope_from_json(o, s);
         json_object_put(o);
         return r;
 }
@@ -45,7 +45,7 @@ static int grant_of(const char *text, struct snapfs_grant *g)
         int r;
 
         assert_non_null(o);
-        r = snapfs_grant_from_json(o, g);
+        r = sfc_grant_from_json(o, g);
         json_object_put(o);
         return r;
 }
@@ -127,7 +127,7 @@ static void test_a_malformed_scope_is_eproto(void **state)
                 assert_null(s.view); /* nothing left to free */
                 assert_null(s.uids);
         }
-        assert_int_equal(snapfs_scope_from_json(NULL, &s), -EPROTO);
+        assert_int_equal(sfc_scope_from_json(NULL, &s), -EPROTO);
 }
 
 static void test_a_limit_past_int64_reads_whole(void **state)
@@ -181,7 +181,7 @@ static const char *request_text(const struct snapfs_scope_spec *spec, json_objec
         struct snapfs_report why;
 
         snapfs_report_reset(&why);
-        assert_int_equal(snapfs_scope_create_request(spec, 77, o, &why), 0);
+        assert_int_equal(sfc_scope_create_request(spec, 77, o, &why), 0);
         return json_object_to_json_string_ext(*o, JSON_C_TO_STRING_PLAIN);
 }
 
@@ -233,18 +233,18 @@ static void test_a_spec_that_is_not_one_is_einval(void **state)
         (void)state;
         for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
                 snapfs_report_reset(&why);
-                assert_int_equal(snapfs_scope_create_request(&bad[i], 1, &o, &why), -EINVAL);
+                assert_int_equal(sfc_scope_create_request(&bad[i], 1, &o, &why), -EINVAL);
                 assert_null(o);
                 assert_string_equal(why.reasons[0].code, "invalid-argument");
         }
-        assert_int_equal(snapfs_scope_create_request(NULL, 1, &o, &why), -EINVAL);
+        assert_int_equal(sfc_scope_create_request(NULL, 1, &o, &why), -EINVAL);
         /* The longest name is one; one more character is not. */
         memset(long_name, 'a', sizeof(long_name) - 1);
         long_name[sizeof(long_name) - 1] = '\0';
         bad[0] = (struct snapfs_scope_spec){ .name = long_name, .view = "/v" };
-        assert_int_equal(snapfs_scope_create_request(&bad[0], 1, &o, &why), -EINVAL);
+        assert_int_equal(sfc_scope_create_request(&bad[0], 1, &o, &why), -EINVAL);
         long_name[SNAPFS_NAME_MAX] = '\0';
-        assert_int_equal(snapfs_scope_create_request(&bad[0], 1, &o, &why), 0);
+        assert_int_equal(sfc_scope_create_request(&bad[0], 1, &o, &why), 0);
         json_object_put(o);
 }
 
