@@ -105,7 +105,8 @@ int cli_parse_common(const char *cmd, int argc, char **argv, unsigned features, 
                         return 2;
                 c->mount_arg = argv[optind++];
         }
-        if (argc - optind != operands) {
+        if (argc - optind != operands &&
+            !((features & CLI_OPTIONAL_OPERAND) && operands > 0 && argc - optind == operands - 1)) {
                 if (argc - optind > operands && operands == 0)
                         return cli_usage_error(cmd, json, usage,
                                                "unexpected argument '%s' (use --mount)",

@@ -32,6 +32,8 @@ enum {
         CLI_MOUNT_OPERAND = 1u << 0,
         /* --kind KIND: the kind of snapshot to hand over (cli_parse_kind). */
         CLI_KIND = 1u << 1,
+        /* The last of the operands may be left out. */
+        CLI_OPTIONAL_OPERAND = 1u << 2,
 };
 
 /* Parses [--mount MNT] [--owner UID] [--insecure-own-mount] [--trust-user-namespace]

@@ -29,10 +29,12 @@
 static void exec_usage(FILE *f)
 {
         fprintf(f,
-                "Usage: snapfs exec [--mount MNT] [--owner UID] [--insecure-own-mount] --binding BINDING [--fd N]\n"
+                "Usage: snapfs exec [--mount MNT] [--owner UID] [--insecure-own-mount]\n"
+                "                   --binding BINDING|--entry ENTRY [--fd N]\n"
                 "                   [--env NAME] [--kind KIND] -- COMMAND [ARG...]\n"
                 "\n"
-                "Verified open of the snapshot BINDING names (as snapfs verify does it), then run\n"
+                "Verified open of the snapshot BINDING names (as snapfs verify does it), or of\n"
+                "the one the entry ENTRY of the scope view MNT names now, then run\n"
                 "COMMAND with that very descriptor at fd N: every ARG that is exactly {} becomes\n"
                 "/proc/self/fd/N, the environment variable NAME is set to the binding and\n"
                 FD_PATH_ENV " to /proc/self/fd/N. No other descriptor of the caller above\n"
@@ -45,7 +47,11 @@ static void exec_usage(FILE *f)
                 CLI_HELP_TRUST
                 CLI_HELP_KIND
                 "  --binding BINDING the snapshot, as its binding text:\n"
-                "                    \"sha256=<hex> size=<n> dev=<maj>:<min> ino=<n>\"\n"
+                "                    \"sha256=<hex> size=<n> dev=<maj>:<min> ino=<n>\"\n"                "  --entry ENTRY     the snapshot an entry of the scope view MNT names: opened\n"
+                "                    below MNT's root, its digest read from that descriptor,\n"
+                "                    its content hashed against it (an entry moved meanwhile\n"
+                "                    gives the old snapshot or the new one, whole); NAME is\n"
+                "                    set to its binding\n"
                 "  --fd N            the descriptor number COMMAND gets (default %d)\n"
                 "  --env NAME        the variable that carries the binding (default %s); names\n"
                 "                    the loader, libc, a shell, an interpreter or a common tool\n"
@@ -166,6 +172,7 @@ int cli_cmd_exec(int argc, char **argv)
                 { "insecure-own-mount", no_argument, NULL, 'I' },
                 { "trust-user-namespace", no_argument, NULL, 'U' },
                 { "binding", required_argument, NULL, 'b' },
+                { "entry", required_argument, NULL, 'E' },
                 { "fd", required_argument, NULL, 'f' },
                 { "env", required_argument, NULL, 'e' },
                 { "kind", required_argument, NULL, 'k' },
@@ -177,7 +184,7 @@ int cli_cmd_exec(int argc, char **argv)
         struct snapfs_report why;
         struct snapfs_binding b;
         char text[SNAPFS_BINDING_TEXT_MAX], fdpath[64];
-        const char *mnt = NULL, *binding = NULL, *env = DEFAULT_ENV;
+        const char *mnt = NULL, *binding = NULL, *entry = NULL, *env = DEFAULT_ENV;
         char **cmd;
         int c, r, fd, target = DEFAULT_FD;
 
@@ -205,6 +212,9 @@ int cli_cmd_exec(int argc, char **argv)
                         break;
                 case 'b':
                         binding = optarg;
+                        break;
+                case 'E':
+                        entry = optarg;
                         break;
                 case 'f':
                         if (parse_fd(optarg, &target) < 0) {
@@ -238,13 +248,15 @@ int cli_cmd_exec(int argc, char **argv)
                         return EXIT_OWN_FAILURE;
                 }
         }
-        if (!binding || optind >= argc) {
+        if (!binding == !entry || optind >= argc) {
                 fprintf(stderr, "snapfs exec: %s\n",
-                        !binding ? "--binding is required" : "no COMMAND given");
+                        binding && entry ? "--binding and --entry: give one of them"
+                        : !binding && !entry ? "--binding or --entry is required"
+                                             : "no COMMAND given");
                 exec_usage(stderr);
                 return EXIT_OWN_FAILURE;
         }
-        if (snapfs_binding_parse(binding, &b) < 0) {
+        if (binding && snapfs_binding_parse(binding, &b) < 0) {
                 fprintf(stderr, "snapfs exec: not a valid binding: '%s'\n", binding);
                 return EXIT_OWN_FAILURE;
         }
@@ -255,7 +267,10 @@ int cli_cmd_exec(int argc, char **argv)
                 return EXIT_OWN_FAILURE;
         }
 
-        fd = snapfs_open_verified(mount, &b, &opts, &why);
+        /* An entry resolves to whichever snapshot it names at the open; the descriptor then
+         * holds that one, and b becomes its binding. */
+        fd = entry ? snapfs_open_entry(mount, entry, &opts, &b, &why)
+                   : snapfs_open_verified(mount, &b, &opts, &why);
         if (fd < 0) {
                 fprintf(stderr, "snapfs exec: %s: not verified, not starting %s: %s\n", mount,
                         cmd[0], snapfs_strerror(fd));

@@ -17,6 +17,9 @@ const struct cli_command cli_commands[] = {
         { "export", "write snapshots into an OCI image layout, optionally signed", cli_cmd_export },
         { "import", "publish the snapshots of an OCI image layout", cli_cmd_import },
         { "keygen", "write an Ed25519 key pair for signing exports", cli_cmd_keygen },
+        { "scope", "create, list and delete scopes: a view per sandbox", cli_cmd_scope },
+        { "grant", "grant a snapshot to a scope, optionally under an entry name", cli_cmd_grant },
+        { "revoke", "revoke a snapshot or an entry from a scope", cli_cmd_revoke },
         { NULL, NULL, NULL },
 };
 

@@ -529,6 +529,11 @@ static int grant_request(const char *op, const char *scope, const char *sha256,
                                           "not a snapshot's digest (64 lowercase hex characters)");
         if (entry && !name_valid(entry))
                 return bad_name(why, "entry name", entry);
+        /* An entry is a name in the view beside the granted digests: one shaped like a digest
+         * would make a name of the view mean two things. */
+        if (entry && snap_is_digest_name(entry))
+                return snapfs_report_fail(why, -EINVAL, "invalid-argument",
+                                          "an entry name cannot be a digest");
         o = request(op);
         if (!o || add(o, "scope", json_object_new_string(scope)) < 0 ||
             (sha256 && add(o, "sha256", json_object_new_string(sha256)) < 0) ||
