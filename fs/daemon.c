@@ -458,7 +458,8 @@ static int store_restore_tree(void *ctx, const struct snap_digest *d, void *data
                               const struct sfs_ocistore_meta *meta)
 {
         return sfs_tree_restore(((struct store_ctx *)ctx)->tree, d, data, len, meta->title,
-                                meta->holders, meta->n_holders, &meta->created);
+                                meta->holders, meta->n_holders, meta->unheld,
+                                &meta->created);
 }
 
 /* Opens --store and serves its snapshots again: 0, or an SFS_EXIT_* code (printed). */

@@ -300,15 +300,16 @@ int sfs_tree_rename(struct sfs_tree *t, const struct sfs_caller *c, struct sfs_n
 }
 
 int sfs_tree_restore(struct sfs_tree *t, const struct snap_digest *d, void *data, size_t len,
-                     const char *name, const uint32_t *holders, size_t n_holders,
+                     const char *name, const uint32_t *holders, size_t n_holders, bool unheld,
                      const struct timespec *created)
 {
         const uint32_t owner = (uint32_t)t->cfg.owner_uid;
         struct snap_object *obj;
         int r;
 
-        /* A store written before holders were kept: the mount owner holds what it served. */
-        if (!holders || !n_holders) {
+        /* A store written before holders were kept: the mount owner holds what it served.
+         * One nobody holds waits for its grants (sfs_registry_restore), or is collected. */
+        if (!unheld && (!holders || !n_holders)) {
                 holders = &owner;
                 n_holders = 1;
         }
@@ -319,11 +320,12 @@ int sfs_tree_restore(struct sfs_tree *t, const struct snap_digest *d, void *data
                                    .len = len,
                                    .owned = len ? data : NULL,
                                    .digest = d,
-                                   .publisher_uid = holders[0],
+                                   .publisher_uid = unheld ? owner : holders[0],
                                    /* A title that is no staging NAME was not ours. */
                                    .name = sfs_staging_name_valid(name) ? name : NULL,
-                                   .holders = holders,
-                                   .n_holders = n_holders,
+                                   .holders = unheld ? NULL : holders,
+                                   .n_holders = unheld ? 0 : n_holders,
+                                   .unheld = unheld,
                                    .created = created,
                                    /* Admitted before the restart: the counts come back as
                                     * they were, whatever the limits are now. */
@@ -332,7 +334,7 @@ int sfs_tree_restore(struct sfs_tree *t, const struct snap_digest *d, void *data
                            &obj);
         if (r == 1)
                 snap_store_release(t->store, obj);
-        /* On 0 the reference the put returned is the tree's: published. */
+        /* On 0 the reference the put returned is its publication's. */
         pthread_mutex_unlock(&t->lock);
         if (r == 0 && !len)
                 free(data);

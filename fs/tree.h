@@ -94,9 +94,10 @@ void sfs_tree_free(struct sfs_tree *t);
  * hash to d) on 0; 1 when already there; -EFBIG, -ENOSPC past the global limits, -ENOMEM.
  * Held by holders (n_holders distinct uids, charged to each whatever the per-uid limits are
  * now) or, when there are none (a store from before holders were kept), by the mount owner;
- * first published at created (NULL: now). */
+ * unheld: by nobody, its grants to scopes still to come back (what none comes back for is
+ * collected); first published at created (NULL: now). */
 int sfs_tree_restore(struct sfs_tree *t, const struct snap_digest *d, void *data, size_t len,
-                     const char *name, const uint32_t *holders, size_t n_holders,
+                     const char *name, const uint32_t *holders, size_t n_holders, bool unheld,
                      const struct timespec *created);
 /* Sets the mount's device number once it is known (after mounting); view: of the read-only
  * view instead. */
