@@ -206,6 +206,11 @@ def strerror(err):
     return _load().snapfs_strerror(-abs(err)).decode()
 
 
+# Where Python's errno module names a number by another of its aliases than the C library
+# does (strerrorname_np, which the snapfs command and libsnapfs use).
+_ERRNO_NAMES = {_errno.EOPNOTSUPP: "EOPNOTSUPP", _errno.EDEADLK: "EDEADLK"}
+
+
 class SnapfsError(OSError):
     """A refusal: errno and strerror as the library says them, and every reason it gave."""
 
@@ -225,7 +230,7 @@ class SnapfsError(OSError):
     @property
     def code(self):
         """The errno's name ("EMEDIUMTYPE"), as `snapfs --json` gives it in "error"."""
-        return _errno.errorcode.get(self.errno, "EIO")
+        return _ERRNO_NAMES.get(self.errno) or _errno.errorcode.get(self.errno, "EIO")
 
     def as_dict(self):
         """The object `snapfs --json` prints for this refusal: ok, error, message, reasons."""
