@@ -124,7 +124,7 @@ int snapfs_usage_parse(const char *text, struct snapfs_usage *out);
 int snapfs_usage_parse_value(char *buf, size_t n, struct snapfs_usage *out);
 void snapfs_usage_free(struct snapfs_usage *u);
 
-/* ---- the control channel (control.c) and scopes (scope.c) ---- */
+/* ---- the control channel (control.c) and scopes (scopes.c) ---- */
 
 /* The largest request the daemon takes, and the largest reply read back. */
 #define SFC_CONTROL_REQUEST_MAX (64u * 1024)

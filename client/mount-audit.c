@@ -425,6 +425,16 @@ int snapfs_audit_mount(const struct snapfs_mnt *m, struct snapfs_audit *out,
                                             ".staging is not a directory");
                         continue;
                 }
+                if (strcmp(names[i], ".control") == 0) {
+                        struct stat st;
+                        /* The daemon's control channel, listed for the mount owner and root:
+                         * a regular file, not a snapshot (docs/design.md). */
+                        if (fstatat(m->fd, names[i], &st, AT_SYMLINK_NOFOLLOW) < 0 ||
+                            !S_ISREG(st.st_mode))
+                                r = problem(&a, SNAPFS_AUDIT_NAME, names[i], "unexpected-entry",
+                                            ".control is not a regular file");
+                        continue;
+                }
                 if (!snap_is_digest_name(names[i])) {
                         r = problem(&a, SNAPFS_AUDIT_NAME, names[i], "unexpected-entry",
                                     "not a snapshot name (64 lowercase hex)");

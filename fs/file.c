@@ -24,9 +24,17 @@ int sfs_tree_open(struct sfs_tree *t, const struct sfs_caller *c, struct sfs_nod
 
         pthread_mutex_lock(&t->lock);
         switch (node_kind(n)) {
+        case SFS_KIND_CONTROL:
+                r = sfs_control_open(t, c, n, h, oi);
+                break;
         case SFS_KIND_SNAPSHOT:
+                /* In a view, a node whose grant went since the kernel looked it up still
+                 * opens for a user (its lookup came first: a rotation never fails a reader);
+                 * new lookups find nothing. */
                 if (!sfs_may_read(&t->cfg, c))
                         r = -EACCES;
+                else if (!sfs_main_may_see_snapshot(t, c, n->obj))
+                        r = -ENOENT;
                 else if (write || (flags & (O_TRUNC | O_APPEND)))
                         r = -EROFS;
                 if (r < 0)
@@ -111,13 +119,15 @@ int sfs_tree_create(struct sfs_tree *t, const struct sfs_caller *c, struct sfs_n
                 r = -ENOMEM;
         } else if (sfs_stage_lookup(st, name)) {
                 r = -EEXIST;
-        } else if (st->count >= t->cfg.max_staging) {
+        } else if ((t->scope ? t->staging_files : st->count) >= t->cfg.max_staging) {
+                /* In a view the scope's staging files count, whoever made them. */
                 r = -EDQUOT;
         }
         if (r < 0)
                 goto refused;
 
-        r = sfs_staging_new(name, c->uid, c->gid, &t->budget, &st->bytes, &stg);
+        r = sfs_staging_new(name, c->uid, c->gid, &t->budget,
+                            t->scope ? &t->scope->staging_bytes : &st->bytes, &stg);
         if (r < 0)
                 goto refused;
         n = sfs_node_new(t, SFS_KIND_STAGING_FILE, snap_store_alloc_ino(t->store));
@@ -190,6 +200,8 @@ int sfs_tree_read(struct sfs_tree *t, struct sfs_handle *h, size_t size, off_t o
         n = h->node;
         if (off < 0)
                 return -EINVAL;
+        if (node_kind(n) == SFS_KIND_CONTROL)
+                return sfs_control_read(t, h, size, off, reply, ctx);
         /* Snapshot content never changes and the handle keeps it alive: no lock. */
         if (node_kind(n) != SFS_KIND_SNAPSHOT) {
                 pthread_mutex_lock(&t->lock);
@@ -268,6 +280,8 @@ int sfs_tree_write(struct sfs_tree *t, const struct sfs_caller *c, struct sfs_ha
         n = h->node;
         if (off < 0)
                 return -EINVAL;
+        if (node_kind(n) == SFS_KIND_CONTROL)
+                return sfs_control_write(t, c, h, buf, size, off);
         pthread_mutex_lock(&t->lock);
         if (node_kind(n) != SFS_KIND_STAGING_FILE) {
                 pthread_mutex_unlock(&t->lock);
@@ -378,6 +392,7 @@ void sfs_tree_release(struct sfs_tree *t, struct sfs_handle *h)
         done_writing(h);
         sfs_handle_del(t, h);
         pthread_mutex_unlock(&t->lock);
+        sfs_ctl_free(h->ctl);
         free(h);
 }
 
@@ -448,12 +463,17 @@ static int unlink_snapshot(struct sfs_tree *t, const struct sfs_caller *c, const
                 pthread_mutex_unlock(&t->lock);
                 return sfs_tree_refuse(t, c, "unlink", name, EACCES);
         }
-        if (strcmp(name, SFS_STAGING_NAME) == 0) {
+        if (strcmp(name, SFS_STAGING_NAME) == 0 || strcmp(name, SFS_CONTROL_NAME) == 0) {
                 pthread_mutex_unlock(&t->lock);
                 return sfs_tree_refuse(t, c, "unlink", name, EPERM);
         }
         if (snap_digest_from_hex(name, strlen(name), &d) < 0 ||
             !(obj = snap_store_lookup(t->store, &d))) {
+                pthread_mutex_unlock(&t->lock);
+                return -ENOENT;
+        }
+        if (!sfs_main_may_see_snapshot(t, c, obj)) {
+                snap_store_release(t->store, obj);
                 pthread_mutex_unlock(&t->lock);
                 return -ENOENT;
         }
@@ -510,6 +530,64 @@ static int unlink_snapshot(struct sfs_tree *t, const struct sfs_caller *c, const
         return 0;
 }
 
+/* unlink in a scope's view: its publishers take back a snapshot the scope published itself
+ * (making room under its limits); what the operator granted, and every entry, is changed
+ * through the control channel alone (EPERM). The snapshot goes with its last reference, from
+ * --store too. The store's lock is held when there is one. */
+static int unpublish(struct sfs_tree *t, const struct sfs_caller *c, const char *name)
+{
+        struct sfs_scope_op op = { .kind = SFS_SCOPE_UNPUBLISH, .has_digest = true };
+        struct sfs_scope_effects fx = { 0 };
+        struct sfs_grant *g;
+        uint64_t size = 0;
+        int r = 0;
+
+        pthread_mutex_lock(&t->lock);
+        if (!sfs_may_see(&t->cfg, c))
+                r = -EACCES;
+        else if (strcmp(name, SFS_STAGING_NAME) == 0)
+                r = -EPERM;
+        else if (!(g = sfs_scope_resolve(t, name)))
+                r = -ENOENT;
+        else if (!snap_is_digest_name(name) || !g->published || !sfs_may_unpublish(&t->cfg, c))
+                r = -EPERM;
+        else
+                op.digest = g->digest;
+        pthread_mutex_unlock(&t->lock);
+        if (r == -ENOENT)
+                return r;
+        if (r < 0)
+                return sfs_tree_refuse(t, c, "unlink", name, -r);
+        /* Persisted before it is done: an unlink answered never comes back. */
+        if (t->scope->save && (r = t->scope->save(t->scope->save_ctx, &op)) < 0)
+                return r == -ENOENT ? r : sfs_tree_refuse(t, c, "unlink", name, -r);
+        pthread_mutex_lock(&t->lock);
+        g = sfs_scope_grant_of(t, &op.digest);
+        size = g ? g->obj->size : 0;
+        r = sfs_scope_apply_locked(t, &op, NULL, NULL, &fx);
+        if (r == 0)
+                sfs_touch_root(t);
+        pthread_mutex_unlock(&t->lock);
+        for (size_t i = 0; i < fx.n_gone; i++) {
+                if (t->cfg.ocistore)
+                        sfs_ocistore_remove(t->cfg.ocistore, &fx.gone[i]->digest);
+        }
+        sfs_scope_effects_release(t, &fx);
+        sfs_scope_effects_free(&fx);
+        if (r < 0)
+                return r == -ENOENT ? r : sfs_tree_refuse(t, c, "unlink", name, -r);
+        sfs_audit_emit(t->cfg.audit, &(struct sfs_audit_event){
+                                             .event = "unlink",
+                                             .op = "unlink",
+                                             .uid = c->uid,
+                                             .pid = c->pid,
+                                             .digest = name,
+                                             .size = size,
+                                             .scope = t->scope->name,
+                                     });
+        return 0;
+}
+
 int sfs_tree_unlink(struct sfs_tree *t, const struct sfs_caller *c, struct sfs_node *parent,
                     const char *name)
 {
@@ -527,11 +605,11 @@ int sfs_tree_unlink(struct sfs_tree *t, const struct sfs_caller *c, struct sfs_n
         if (t->cfg.ocistore) {
                 /* The store's lock is the outermost: taken first, held to the end. */
                 sfs_ocistore_lock(t->cfg.ocistore);
-                r = unlink_snapshot(t, c, name);
+                r = t->scope ? unpublish(t, c, name) : unlink_snapshot(t, c, name);
                 sfs_ocistore_unlock(t->cfg.ocistore);
                 return r;
         }
-        return unlink_snapshot(t, c, name);
+        return t->scope ? unpublish(t, c, name) : unlink_snapshot(t, c, name);
 }
 
 unsigned sfs_tree_expire_staging(struct sfs_tree *t, uint64_t now_ms)

@@ -49,6 +49,7 @@ bool sfs_uidset_contains(const struct sfs_uidset *set, uid_t uid);
 struct sfs_audit;
 struct sfs_ocistore;
 struct snap_trust;
+struct sfs_scope_users;
 
 /* What a tree is built with: limits, roles, caching, and the mount it serves. */
 struct sfs_tree_config {
@@ -76,4 +77,7 @@ struct sfs_tree_config {
         struct sfs_audit *audit;   /* may be NULL */
         struct sfs_ocistore *ocistore; /* --store: snapshots written there first; or NULL */
         struct snap_trust *trust;  /* --trust-key: publish only what signed manifests name */
+        /* A scope's view (docs/design.md, "Scopes"): its users read it, and publish when it
+         * allows that, instead of readers and publishers. NULL on the main mount. */
+        const struct sfs_scope_users *scope_users;
 };

@@ -32,6 +32,7 @@ static int publish_refused(struct sfs_tree *t, const struct sfs_caller *c, const
                                              .target = exists ? NULL : target,
                                              .err = exists ? 0 : err,
                                              .reason = exists ? NULL : reason,
+                                             .scope = t->scope ? t->scope->name : NULL,
                                      });
         return -err;
 }
@@ -48,7 +49,9 @@ static int trust_admits(struct sfs_tree *t, struct sfs_staging *stg, const struc
 
         r = snap_trust_admit(t->cfg.trust, d, stg->buf ? (const void *)stg->buf : "", stg->len,
                              reason);
-        if (r < 0 && (existing = snap_store_lookup(t->store, d))) {
+        /* Not in a view: there, content another scope published must be refused as if it
+         * were not there (an admission would tell the scope that it is). */
+        if (r < 0 && !t->scope && (existing = snap_store_lookup(t->store, d))) {
                 snap_store_release(t->store, existing);
                 r = 0;
         }
@@ -163,6 +166,178 @@ static int persist_holders(struct sfs_tree *t, struct sfs_ocistore *os, struct s
         return sfs_ocistore_set_holders(os, &obj->digest, holders, n);
 }
 
+/* The scope's own limits for one more snapshot of len bytes published in it: -EDQUOT past
+ * them. t->lock held. */
+static int scope_quota(struct sfs_tree *t, uint64_t len)
+{
+        const struct sfs_scope_limits *l = &t->scope->limits;
+
+        if (t->scope->used_snapshots >= l->max_snapshots)
+                return -EDQUOT;
+        if (t->scope->used_bytes > l->max_bytes || len > l->max_bytes - t->scope->used_bytes)
+                return -EDQUOT;
+        return 0;
+}
+
+/* Publishing in a scope's view (docs/design.md, "Scopes"): what is published there is
+ * granted to that scope alone, held by no uid, counted against the scope's limits. Every
+ * answer is the one the scope would get if nothing else existed: content already granted
+ * here is EEXIST; content another scope (or the main mount) has is published here like new
+ * content (0), its room decided as if it were new, so nothing tells one scope what another
+ * holds. The staging node becomes the snapshot under its own inode number, the one the kernel
+ * already has for the name. r is the hash's verdict; the rest as sfs_tree_rename. */
+static int scope_publish(struct sfs_tree *t, const struct sfs_caller *c, struct sfs_node *n,
+                         const char *name, const char *newname, int r,
+                         const struct snap_digest *d, const struct timespec *now,
+                         const char *reason, struct sfs_node **published)
+{
+        struct sfs_ocistore *os = t->cfg.ocistore;
+        struct sfs_staging *stg = n->stg;
+        struct snap_object *obj = NULL, *existing = NULL;
+        struct snap_claim claim = { 0 };
+        struct sfs_scope_effects fx = { 0 };
+        struct sfs_scope_op op = {
+                .kind = SFS_SCOPE_PUBLISH,
+                .has_digest = true,
+                .digest = *d,
+                .uid = (uint32_t)c->uid,
+                .name = stg->name,
+                .created = *now,
+                .ino = n->ino,
+        };
+        bool stored = false;
+        uint64_t len;
+
+        if (os)
+                sfs_ocistore_lock(os);
+        /* Decide before writing: granted here already, the scope's limits, the room. */
+        pthread_mutex_lock(&t->lock);
+        pthread_mutex_lock(&stg->lock);
+        sfs_staging_fit_locked(stg);
+        len = stg->len;
+        pthread_mutex_unlock(&stg->lock);
+        if (r == 0 && sfs_scope_grant_of(t, d))
+                r = -EEXIST;
+        if (r == 0)
+                r = scope_quota(t, len);
+        pthread_mutex_unlock(&t->lock);
+        if (r == 0)
+                r = snap_store_claim_unheld(t->store, len, len, &claim);
+        if (r == 0)
+                existing = snap_store_lookup(t->store, d);
+        if (r == 0 && !existing && os) {
+                /* --store: the bytes, durably, before anything is answered. */
+                struct sfs_ocistore_meta meta = { .unheld = true, .created = *now };
+                pthread_mutex_lock(&stg->lock);
+                meta.title = stg->name;
+                r = sfs_ocistore_add(os, d, stg->buf ? (const void *)stg->buf : "", stg->len,
+                                     &meta);
+                pthread_mutex_unlock(&stg->lock);
+                stored = r == 0;
+        }
+        /* The scope's file says it is granted before it is. */
+        if (r == 0 && t->scope->save)
+                r = t->scope->save(t->scope->save_ctx, &op);
+
+        pthread_mutex_lock(&t->lock);
+        n->pins--;
+        /* Granted here meanwhile through the control channel (EEXIST), or no room for one
+         * more grant: refused before the store takes the bytes. */
+        if (r == 0)
+                r = sfs_scope_check_locked(t, &op);
+        pthread_mutex_lock(&stg->lock);
+        if (r == 0 && !existing) {
+                r = snap_store_put(t->store,
+                                   &(struct snap_put){
+                                           .data = stg->buf ? (const void *)stg->buf : "",
+                                           .len = stg->len,
+                                           .owned = stg->buf,
+                                           .digest = d,
+                                           .ino = n->ino,
+                                           .reserved = stg->len,
+                                           .publisher_uid = (uint32_t)c->uid,
+                                           .name = stg->name,
+                                           .created = now,
+                                           .unheld = true,
+                                           .grants = 1,
+                                           .claim = &claim,
+                                   },
+                                   &obj);
+                if (r == 0) {
+                        /* The new object's reference is its publication's; the grant and
+                         * the node take one each. */
+                        snap_store_ref(t->store, obj);
+                        sfs_staging_handed_over_locked(stg);
+                } else if (r == 1) {
+                        existing = obj; /* published meanwhile (no --store): granted below */
+                        obj = NULL;
+                        r = 0;
+                }
+        }
+        if (r == 0 && existing) {
+                r = snap_store_grant(t->store, existing);
+                obj = existing; /* the lookup's reference: the grant's */
+                existing = NULL;
+                if (r < 0) {
+                        snap_store_release(t->store, obj);
+                        obj = NULL;
+                        r = -EAGAIN; /* removed meanwhile: the client tries again */
+                }
+        }
+        if (r == 0) {
+                r = sfs_scope_apply_locked(t, &op, obj, NULL, &fx);
+                if (r < 0) {
+                        /* Out of memory for the effects: nothing changed but the grant. */
+                        if (snap_store_ungrant(t->store, obj) == 1)
+                                snap_store_release(t->store, obj); /* its publication's */
+                        snap_store_release(t->store, obj);
+                        obj = NULL;
+                }
+        }
+        if (r < 0) {
+                stg->publishing = false;
+                pthread_mutex_unlock(&stg->lock);
+                pthread_mutex_unlock(&t->lock);
+                snap_store_release(t->store, existing);
+                snap_store_unclaim(t->store, &claim);
+                if (stored)
+                        sfs_ocistore_remove(os, d); /* not published after all */
+                if (os)
+                        sfs_ocistore_unlock(os);
+                sfs_scope_effects_free(&fx);
+                return publish_refused(t, c, name, newname, -r, reason);
+        }
+        /* The node the kernel has for the name is the snapshot now, under its inode number. */
+        snap_store_ref(t->store, obj);
+        sfs_stage_remove(t, n, false);
+        n->obj = obj;
+        sfs_scope_node_refresh(n, sfs_scope_grant_of(t, d));
+        __atomic_store_n(&n->kind, SFS_KIND_SNAPSHOT, __ATOMIC_RELEASE);
+        pthread_mutex_unlock(&stg->lock);
+        n->stg = NULL;
+        sfs_staging_free(stg);
+        sfs_touch_root(t);
+        pthread_mutex_unlock(&t->lock);
+        /* Content that was there already: its room was only asked for. */
+        snap_store_unclaim(t->store, &claim);
+        if (os)
+                sfs_ocistore_unlock(os);
+        sfs_scope_effects_free(&fx);
+
+        sfs_audit_emit(t->cfg.audit, &(struct sfs_audit_event){
+                                             .event = "publish",
+                                             .op = "rename",
+                                             .uid = c->uid,
+                                             .pid = c->pid,
+                                             .digest = newname,
+                                             .name = name,
+                                             .size = len,
+                                             .scope = t->scope->name,
+                                     });
+        *published = n;
+        return 0;
+}
+
 int sfs_tree_rename(struct sfs_tree *t, const struct sfs_caller *c, struct sfs_node *parent,
                     const char *name, struct sfs_node *newparent, const char *newname,
                     unsigned flags, struct sfs_node **published)
@@ -200,6 +375,8 @@ int sfs_tree_rename(struct sfs_tree *t, const struct sfs_caller *c, struct sfs_n
                 r = trust_admits(t, stg, &actual, &reason);
         pthread_mutex_unlock(&stg->lock);
         clock_gettime(CLOCK_REALTIME, &now);
+        if (t->scope)
+                return scope_publish(t, c, n, name, newname, r, &actual, &now, reason, published);
         if (os) {
                 /* Held until the snapshot is in the tree: publishes and unlinks of a store
                  * reach the disk in the order the tree sees them, and what was decided below

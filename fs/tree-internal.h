@@ -8,10 +8,12 @@
 #include <pthread.h>
 
 #include "snapshot/digest.h"
+#include "fs/grants.h"
 #include "fs/idmap.h"
 #include "fs/roles.h"
 #include "fs/staging.h"
 #include "snapshot/store.h"
+#include "fs/scope.h"
 #include "fs/tree.h"
 
 /* Locks, outermost first: t->lock, then a staging file's stg->lock, then the store's own.
@@ -31,12 +33,18 @@ struct sfs_node {
         struct sfs_node *next_staged; /* STAGING_FILE: in its owner's list */
         struct sfs_uidstage *held_by; /* unlinked while open: still counted in held_by's
                                          staging files until the last handle goes */
+        /* A snapshot in a scope's view shows the scope's own record of it, never what the
+         * store knows of its other references (who else published it, and when): */
+        uint32_t vuid;            /* its owner there */
+        struct timespec vtime;    /* its times there */
+        bool revoked;             /* its grant went: nlink 0, no new lookup finds it */
         struct sfs_node *prev, *next; /* every live node, so the tree can free them all */
 };
 
 struct sfs_handle {
         struct sfs_idlink id;     /* in t->handles: the file handle the kernel knows */
         struct sfs_node *node;
+        struct sfs_ctl *ctl;      /* CONTROL: this descriptor's one transaction */
         bool write;     /* opened for writing */
         bool writing;   /* counted in stg->writers: written to since its last flush */
         struct sfs_handle *prev, *next;
@@ -52,15 +60,40 @@ struct sfs_uidstage {
         struct sfs_node *head;
 };
 
+/* A scope's own state, in its tree (under t->lock but for what says otherwise). */
+struct sfs_scope_state {
+        char name[SNAP_NAME_MAX + 1];
+        struct sfs_scope_users users;   /* t->cfg.scope_users points here */
+        struct sfs_scope_limits limits;
+        bool publish;
+        struct sfs_grants grants;
+        uint64_t used_snapshots;        /* grants published in the scope, and their bytes */
+        uint64_t used_bytes;
+        uint64_t staging_bytes;         /* every staging file's bytes (atomic: written in
+                                           parallel) */
+        int (*save)(void *ctx, const struct sfs_scope_op *op);
+        void *save_ctx;
+};
+
+/* The control channel's hook (sfs_tree_set_control). */
+struct sfs_control_hook {
+        int (*exec)(void *ctx, const struct sfs_caller *c, const char *req, size_t len,
+                    char **reply, size_t *reply_len);
+        void *ctx;
+};
+
 struct sfs_tree {
         pthread_mutex_t lock;
         struct sfs_tree_config cfg;
-        struct snap_store *store;
+        struct snap_store *store;      /* the main tree's own; a scope's tree borrows it */
+        struct sfs_scope_state *scope; /* a scope's view; NULL on the main mount */
+        struct sfs_control_hook control_hook;
         struct sfs_staging_budget budget; /* what staging files are charged to */
         uint64_t reserve_objects;      /* kept for the owner: nobody else may use them */
         uint64_t reserve_bytes;
         struct sfs_node root;
         struct sfs_node staging;
+        struct sfs_node control;       /* the main mount's .control */
         struct sfs_node *nodes;        /* list of dynamic nodes */
         /* What the kernel is handed, found again by id: nodes by inode number, open files and
          * directories by handle id. Never a memory address: a successor daemon could rebuild
@@ -101,6 +134,7 @@ struct sfs_dir {
         struct sfs_dir *prev, *next;
         bool root;
         bool staging_entry; /* root: list .staging */
+        bool control_entry; /* root: list .control (the mount owner and root) */
         uint64_t ino;       /* the directory's own */
         uint64_t max_seq;
         size_t n;
@@ -162,6 +196,53 @@ void sfs_touch_root(struct sfs_tree *t);
 /* What an audit line calls a node: a snapshot's digest, a staging file's name, or NULL.
  * buf needs SNAP_DIGEST_HEX_LEN + 1 bytes. */
 const char *sfs_node_label(struct sfs_node *n, char *buf);
+
+/* The parts of a tree every tree starts with (locks, id maps, root, .staging): 0 or -ENOMEM.
+ * t->cfg and t->store set first. */
+int sfs_tree_init_common(struct sfs_tree *t);
+/* Whether a main-mount snapshot may be seen by c: one some uid holds, by anyone the roles
+ * admit; one only scopes reference, by the mount owner and root alone, never through the read
+ * view. Without t->lock. */
+bool sfs_main_may_see_snapshot(struct sfs_tree *t, const struct sfs_caller *c,
+                               struct snap_object *obj);
+
+/* ---- control.c ---- */
+
+struct sfs_ctl;
+/* Frees a control descriptor's transaction (NULL is fine). */
+void sfs_ctl_free(struct sfs_ctl *ctl);
+/* Opens .control: -EACCES for anyone but the mount owner and root. t->lock held. */
+int sfs_control_open(struct sfs_tree *t, const struct sfs_caller *c, struct sfs_node *n,
+                     struct sfs_handle **h, struct sfs_open_info *oi);
+/* The one request of a descriptor, executed now: 0 (its reply is ready to read), -EINVAL for
+ * a write that is no whole request or for one that is no JSON object (nothing executed),
+ * -EBUSY for a second request, -EACCES. Without t->lock. */
+int sfs_control_write(struct sfs_tree *t, const struct sfs_caller *c, struct sfs_handle *h,
+                      const void *buf, size_t size, off_t off);
+/* Reads the reply (nothing before the request, and past its end). Without t->lock. */
+int sfs_control_read(struct sfs_tree *t, struct sfs_handle *h, size_t size, off_t off,
+                     int (*reply)(void *ctx, const void *data, size_t len), void *ctx);
+
+/* ---- scope.c, t->lock held ---- */
+
+/* Frees a scope tree's own state: each grant's references dropped (no collection: the scope
+ * was revoked already, or the daemon is stopping). */
+void sfs_scope_state_free(struct sfs_tree *t);
+
+/* The grant of d in a scope's tree, or NULL. */
+struct sfs_grant *sfs_scope_grant_of(struct sfs_tree *t, const struct snap_digest *d);
+/* A name of a scope's root: the grant it shows (a digest, or an entry's target), or NULL. */
+struct sfs_grant *sfs_scope_resolve(struct sfs_tree *t, const char *name);
+/* Whether op would apply now, and room for it: 0, or what sfs_scope_apply_locked would
+ * answer (but for -ENOMEM in its effects). */
+int sfs_scope_check_locked(struct sfs_tree *t, const struct sfs_scope_op *op);
+/* sfs_scope_apply under t->lock. obj: SFS_SCOPE_PUBLISH's object, with a store grant already
+ * taken for it and one reference the grant takes over. */
+int sfs_scope_apply_locked(struct sfs_tree *t, const struct sfs_scope_op *op,
+                           struct snap_object *obj, struct sfs_grant_info *info,
+                           struct sfs_scope_effects *fx);
+/* Refreshes a scope's snapshot node from its grant (found again, after a revoke too). */
+void sfs_scope_node_refresh(struct sfs_node *n, const struct sfs_grant *g);
 
 /* Per-uid staging lists. */
 struct sfs_uidstage *sfs_stage_find(struct sfs_tree *t, uid_t uid, bool create);

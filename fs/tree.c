@@ -38,6 +38,7 @@ int sfs_refused(struct sfs_tree *t, const struct sfs_caller *c, const char *even
                                              .name = name,
                                              .target = target,
                                              .err = err,
+                                             .scope = t->scope ? t->scope->name : NULL,
                                      });
         return -err;
 }
@@ -85,7 +86,7 @@ int sfs_tree_new(const struct sfs_tree_config *cfg, struct sfs_tree **out)
                                    .max_object_size = cfg->max_snapshot_size,
                                    .max_bytes = cfg->max_bytes,
                                    .max_objects = cfg->max_snapshots,
-                                   .first_ino = SFS_STAGING_INO + 1,
+                                   .first_ino = SFS_FIRST_INO,
                                    .max_uid_objects = t->cfg.max_uid_snapshots,
                                    .max_uid_bytes = t->cfg.max_uid_bytes,
                                    .privileged_uid = (uint32_t)cfg->owner_uid,
@@ -102,13 +103,27 @@ int sfs_tree_new(const struct sfs_tree_config *cfg, struct sfs_tree **out)
                 .max_size = t->cfg.max_snapshot_size,
                 .max_uid_bytes = t->cfg.max_staging_bytes,
         };
+        r = sfs_tree_init_common(t);
+        if (r < 0) {
+                snap_store_free(t->store);
+                free(t);
+                return r;
+        }
+        /* The main mount's control channel: owner and root (docs/design.md). */
+        t->control.kind = SFS_KIND_CONTROL;
+        t->control.ino = t->control.id.id = SFS_CONTROL_INO;
+        sfs_idmap_add(&t->ids_nodes, &t->control.id);
+        *out = t;
+        return 0;
+}
+
+int sfs_tree_init_common(struct sfs_tree *t)
+{
         if (sfs_idmap_init(&t->ids_nodes) < 0 || sfs_idmap_init(&t->ids_handles) < 0 ||
             sfs_idmap_init(&t->ids_dirs) < 0) {
                 sfs_idmap_free(&t->ids_nodes);
                 sfs_idmap_free(&t->ids_handles);
                 sfs_idmap_free(&t->ids_dirs);
-                snap_store_free(t->store);
-                free(t);
                 return -ENOMEM;
         }
         pthread_mutex_init(&t->lock, NULL);
@@ -121,8 +136,17 @@ int sfs_tree_new(const struct sfs_tree_config *cfg, struct sfs_tree **out)
         sfs_idmap_add(&t->ids_nodes, &t->root.id);
         sfs_idmap_add(&t->ids_nodes, &t->staging.id);
         clock_gettime(CLOCK_REALTIME, &t->dir_mtime);
-        *out = t;
         return 0;
+}
+
+void sfs_tree_set_control(struct sfs_tree *t,
+                          int (*exec)(void *ctx, const struct sfs_caller *c, const char *req,
+                                      size_t len, char **reply, size_t *reply_len),
+                          void *ctx)
+{
+        pthread_mutex_lock(&t->lock);
+        t->control_hook = (struct sfs_control_hook){ .exec = exec, .ctx = ctx };
+        pthread_mutex_unlock(&t->lock);
 }
 
 static void node_free(struct sfs_tree *t, struct sfs_node *n)
@@ -146,6 +170,7 @@ void sfs_tree_free(struct sfs_tree *t)
         while (t->handles) {
                 struct sfs_handle *h = t->handles;
                 LIST_DEL(t->handles, h);
+                sfs_ctl_free(h->ctl);
                 free(h);
         }
         while (t->dirs) {
@@ -159,7 +184,10 @@ void sfs_tree_free(struct sfs_tree *t)
                 free(t->stages[i]);
         free(t->stages);
         free(t->view_path);
-        snap_store_free(t->store);
+        if (t->scope)
+                sfs_scope_state_free(t);
+        else
+                snap_store_free(t->store);
         sfs_idmap_free(&t->ids_nodes);
         sfs_idmap_free(&t->ids_handles);
         sfs_idmap_free(&t->ids_dirs);
@@ -275,7 +303,7 @@ struct sfs_node *sfs_node_new(struct sfs_tree *t, enum sfs_kind kind, uint64_t i
  * still listed. Called with t->lock held. */
 void sfs_node_maybe_free(struct sfs_tree *t, struct sfs_node *n)
 {
-        if (n == &t->root || n == &t->staging)
+        if (n == &t->root || n == &t->staging || n == &t->control)
                 return;
         if (n->kind == SFS_KIND_STAGING_FILE && n->linked)
                 return;
@@ -340,6 +368,8 @@ const char *sfs_node_label(struct sfs_node *n, char *buf)
                 return buf;
         case SFS_KIND_STAGING_DIR:
                 return SFS_STAGING_NAME;
+        case SFS_KIND_CONTROL:
+                return SFS_CONTROL_NAME;
         default:
                 return NULL;
         }
@@ -353,6 +383,14 @@ void sfs_fill_attr(struct sfs_tree *t, struct sfs_node *n, struct stat *st)
         st->st_ino = n->ino;
         st->st_blksize = 128 * 1024;
         switch (node_kind(n)) {
+        case SFS_KIND_CONTROL:
+                /* The owner's alone; its size says nothing (every read reaches the daemon). */
+                st->st_mode = S_IFREG | 0600;
+                st->st_nlink = 1;
+                st->st_uid = t->cfg.owner_uid;
+                st->st_gid = t->cfg.owner_gid;
+                st->st_atim = st->st_mtim = st->st_ctim = t->dir_mtime;
+                break;
         case SFS_KIND_ROOT:
                 st->st_mode = S_IFDIR | 0555;
                 st->st_nlink = t->cfg.read_only ? 2 : 3;
@@ -372,13 +410,21 @@ void sfs_fill_attr(struct sfs_tree *t, struct sfs_node *n, struct stat *st)
         case SFS_KIND_SNAPSHOT:
                 /* Mode 0000: no path-based access right exists; the daemon mediates all. */
                 st->st_mode = S_IFREG;
+                st->st_gid = t->cfg.owner_gid;
+                st->st_size = (off_t)n->obj->size;
+                st->st_blocks = (blkcnt_t)((n->obj->size + 511) / 512);
+                if (t->scope) {
+                        /* The scope's own record: who published it there and when, or the
+                         * owner and the time of the grant; never another scope's. */
+                        st->st_nlink = n->revoked ? 0 : 1;
+                        st->st_uid = n->vuid;
+                        st->st_atim = st->st_mtim = st->st_ctim = n->vtime;
+                        break;
+                }
                 /* 0 once it is no longer published (removed, or its last reference gone),
                    while a descriptor or the kernel still holds it. */
                 st->st_nlink = snap_store_indexed(t->store, n->obj) ? 1 : 0;
                 st->st_uid = n->obj->publisher_uid;
-                st->st_gid = t->cfg.owner_gid;
-                st->st_size = (off_t)n->obj->size;
-                st->st_blocks = (blkcnt_t)((n->obj->size + 511) / 512);
                 st->st_atim = st->st_mtim = st->st_ctim = n->obj->created;
                 break;
         case SFS_KIND_STAGING_FILE:
@@ -389,12 +435,23 @@ void sfs_fill_attr(struct sfs_tree *t, struct sfs_node *n, struct stat *st)
         }
 }
 
+/* A main-mount snapshot only scopes reference is visible to the owner and root alone: the
+ * kernel must ask again for every caller. */
+static bool main_unheld(struct sfs_tree *t, struct sfs_node *n)
+{
+        return !t->scope && node_kind(n) == SFS_KIND_SNAPSHOT &&
+               !snap_store_held(t->store, n->obj) && snap_store_indexed(t->store, n->obj);
+}
+
 static double attr_timeout(struct sfs_tree *t, struct sfs_node *n)
 {
         switch (node_kind(n)) {
         case SFS_KIND_SNAPSHOT:
+                if (main_unheld(t, n))
+                        return 0;
                 return sfs_meta_timeout(&t->cfg, t->cfg.cache_timeout);
         case SFS_KIND_STAGING_FILE:
+        case SFS_KIND_CONTROL:
                 return 0; /* per uid, and changing */
         default:
                 return sfs_meta_timeout(&t->cfg, DIR_ATTR_TIMEOUT);
@@ -403,9 +460,28 @@ static double attr_timeout(struct sfs_tree *t, struct sfs_node *n)
 
 /* Visibility of a node to a caller: -EACCES outside the policy, -ENOENT for another uid's
  * staging file (it must be indistinguishable from an absent one). */
+bool sfs_main_may_see_snapshot(struct sfs_tree *t, const struct sfs_caller *c,
+                               struct snap_object *obj)
+{
+        /* Held, or no longer published at all (a descriptor or the kernel still has it:
+         * what it read before stays readable). */
+        if (t->scope || snap_store_held(t->store, obj) || !snap_store_indexed(t->store, obj))
+                return true;
+        /* Published in a scope (or kept by grants alone): the scopes' and the operator's.
+         * Another uid gets ENOENT, never EACCES: no oracle for a guessed digest. */
+        return !c->read_view && sfs_may_control(&t->cfg, c);
+}
+
 int sfs_check_visible(struct sfs_tree *t, const struct sfs_caller *c, struct sfs_node *n)
 {
         switch (node_kind(n)) {
+        case SFS_KIND_CONTROL:
+                /* Looked up by anyone who may see the root; opened by the owner alone. */
+                return sfs_may_see(&t->cfg, c) || sfs_may_control(&t->cfg, c) ? 0 : -EACCES;
+        case SFS_KIND_SNAPSHOT:
+                if (!sfs_may_see(&t->cfg, c))
+                        return -EACCES;
+                return sfs_main_may_see_snapshot(t, c, n->obj) ? 0 : -ENOENT;
         case SFS_KIND_STAGING_FILE:
                 if (!n->linked || n->stg->owner != c->uid)
                         return -ENOENT;
@@ -468,6 +544,30 @@ struct sfs_node *sfs_snapshot_node(struct sfs_tree *t, struct snap_object *obj, 
         return n;
 }
 
+/* A name in a scope's root: .staging when it publishes, a granted digest, an entry. */
+static int lookup_scope_root(struct sfs_tree *t, const struct sfs_caller *c, const char *name,
+                             struct sfs_node **out)
+{
+        struct sfs_grant *g;
+
+        if (!sfs_may_see(&t->cfg, c))
+                return -EACCES;
+        if (!t->cfg.read_only && strcmp(name, SFS_STAGING_NAME) == 0) {
+                *out = &t->staging;
+                return 0;
+        }
+        /* Anything not granted here is absent, whatever the store holds: no oracle. */
+        g = sfs_scope_resolve(t, name);
+        if (!g)
+                return -ENOENT;
+        snap_store_ref(t->store, g->obj);
+        *out = sfs_snapshot_node(t, g->obj, g->ino);
+        if (!*out)
+                return -ENOMEM;
+        sfs_scope_node_refresh(*out, g);
+        return 0;
+}
+
 static int lookup_locked(struct sfs_tree *t, const struct sfs_caller *c, struct sfs_node *parent,
                          const char *name, struct sfs_node **out)
 {
@@ -476,6 +576,14 @@ static int lookup_locked(struct sfs_tree *t, const struct sfs_caller *c, struct 
 
         switch (node_kind(parent)) {
         case SFS_KIND_ROOT:
+                if (t->scope)
+                        return lookup_scope_root(t, c, name, out);
+                /* Not on a read-only mount, where nothing can write a request. */
+                if (strcmp(name, SFS_CONTROL_NAME) == 0 && !c->read_view && !t->cfg.read_only &&
+                    (sfs_may_see(&t->cfg, c) || sfs_may_control(&t->cfg, c))) {
+                        *out = &t->control;
+                        return 0;
+                }
                 if (!sfs_may_see(&t->cfg, c))
                         return -EACCES;
                 if (!t->cfg.read_only && !c->read_view && strcmp(name, SFS_STAGING_NAME) == 0) {
@@ -487,6 +595,10 @@ static int lookup_locked(struct sfs_tree *t, const struct sfs_caller *c, struct 
                 obj = snap_store_lookup(t->store, &d);
                 if (!obj)
                         return -ENOENT;
+                if (!sfs_main_may_see_snapshot(t, c, obj)) {
+                        snap_store_release(t->store, obj);
+                        return -ENOENT;
+                }
                 *out = sfs_snapshot_node(t, obj, obj->ino);
                 return *out ? 0 : -ENOMEM;
         case SFS_KIND_STAGING_DIR: {
@@ -516,9 +628,13 @@ int sfs_tree_lookup(struct sfs_tree *t, const struct sfs_caller *c, struct sfs_n
                 sfs_fill_attr(t, n, &e->st);
                 e->attr_timeout = attr_timeout(t, n);
                 /* Staging entries differ per uid: never let the kernel answer from its
-                 * dcache. Snapshots never change while they exist, and every removal goes
-                 * through this mount, so their entries can be cached long. */
-                e->entry_timeout = node_kind(n) == SFS_KIND_STAGING_FILE
+                 * dcache, nor for the control channel or a snapshot only the owner may see
+                 * there. Snapshots never change while they exist, and every removal goes
+                 * through this mount (or, in a view, is invalidated by the daemon), so their
+                 * entries can be cached long. */
+                e->entry_timeout = node_kind(n) == SFS_KIND_STAGING_FILE ||
+                                                   node_kind(n) == SFS_KIND_CONTROL ||
+                                                   main_unheld(t, n)
                                            ? 0
                                            : sfs_meta_timeout(&t->cfg, t->cfg.cache_timeout);
         }
@@ -563,6 +679,10 @@ int sfs_tree_access(struct sfs_tree *t, const struct sfs_caller *c, struct sfs_n
                         break; /* visible means may publish */
                 case SFS_KIND_STAGING_FILE:
                         if (mask & X_OK)
+                                r = -EACCES;
+                        break;
+                case SFS_KIND_CONTROL:
+                        if ((mask & X_OK) || ((mask & (R_OK | W_OK)) && !sfs_may_control(&t->cfg, c)))
                                 r = -EACCES;
                         break;
                 }

@@ -24,6 +24,13 @@
 #define SFS_ROOT_INO 1
 #define SFS_STAGING_INO 2
 #define SFS_STAGING_NAME ".staging"
+/* The main mount's control channel (docs/design.md, "The control channel"). */
+#define SFS_CONTROL_INO 3
+#define SFS_CONTROL_NAME ".control"
+/* The largest request the control channel takes (one write). */
+#define SFS_CONTROL_REQUEST_MAX (64u << 10)
+/* The first inode number a snapshot or staging file gets. */
+#define SFS_FIRST_INO (SFS_CONTROL_INO + 1)
 
 #define SFS_XATTR_SHA256 "user.snapfs.sha256"
 #define SFS_XATTR_BINDING "user.snapfs.binding"
@@ -46,12 +53,15 @@
 /* On the main mount's root: the absolute path of its read view (--read-view), so a client can
  * find where a sandbox reads. A hint only: a client judges that path like any mount. */
 #define SFS_XATTR_READ_VIEW "user.snapfs.read-view"
+/* On a scope view's root: the scope's name. */
+#define SFS_XATTR_SCOPE "user.snapfs.scope"
 
 enum sfs_kind {
         SFS_KIND_ROOT,
         SFS_KIND_STAGING_DIR,
         SFS_KIND_SNAPSHOT,
         SFS_KIND_STAGING_FILE,
+        SFS_KIND_CONTROL, /* MNT/.control */
 };
 
 struct sfs_tree;
@@ -99,6 +109,14 @@ void sfs_tree_free(struct sfs_tree *t);
 int sfs_tree_restore(struct sfs_tree *t, const struct snap_digest *d, void *data, size_t len,
                      const char *name, const uint32_t *holders, size_t n_holders, bool unheld,
                      const struct timespec *created);
+/* Installs the control channel's executor (MNT/.control, docs/design.md): exec runs one
+ * request of the mount owner or root (req, len bytes: one JSON object) and answers *reply
+ * (malloc'd, *reply_len bytes): 0, or -EINVAL for a request that is no JSON object (nothing
+ * done). Without one, .control answers every request with an error. */
+void sfs_tree_set_control(struct sfs_tree *t,
+                          int (*exec)(void *ctx, const struct sfs_caller *c, const char *req,
+                                      size_t len, char **reply, size_t *reply_len),
+                          void *ctx);
 /* Sets the mount's device number once it is known (after mounting); view: of the read-only
  * view instead. */
 void sfs_tree_set_dev(struct sfs_tree *t, uint64_t dev, bool view);

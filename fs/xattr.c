@@ -202,6 +202,59 @@ static int xattr_value(char *out, size_t outsize, const char *value, size_t vlen
         return 0;
 }
 
+/* The staging NAME a snapshot shows: on the main mount its first publisher's; in a view the
+ * one it was published under in that scope, and none for what the operator granted (a name
+ * another scope chose is that scope's). t->lock held. */
+static const char *snapshot_name(struct sfs_tree *t, struct sfs_node *n)
+{
+        const struct sfs_grant *g;
+
+        if (!t->scope)
+                return n->obj->name;
+        g = sfs_scope_grant_of(t, &n->obj->digest);
+        return g && g->published ? g->name : NULL;
+}
+
+/* A scope's usage against its limits, the value of SFS_XATTR_USAGE on its view's root:
+ * "limits snapshots=N bytes=N staging=N staging-bytes=N" and "scope=NAME snapshots=N
+ * bytes=N staging=N staging-bytes=N grants=N". */
+static char *scope_usage_text(struct sfs_tree *t)
+{
+        const struct sfs_scope_limits *l = &t->scope->limits;
+        struct sfs_scope_usage u;
+        char *out = NULL;
+
+        sfs_scope_get_usage(t, &u);
+        if (asprintf(&out,
+                     "limits snapshots=%llu bytes=%llu staging=%llu staging-bytes=%llu\n"
+                     "scope=%s snapshots=%llu bytes=%llu staging=%llu staging-bytes=%llu "
+                     "grants=%llu\n",
+                     (unsigned long long)l->max_snapshots, (unsigned long long)l->max_bytes,
+                     (unsigned long long)l->max_staging,
+                     (unsigned long long)l->max_staging_bytes, t->scope->name,
+                     (unsigned long long)u.snapshots, (unsigned long long)u.bytes,
+                     (unsigned long long)u.staging, (unsigned long long)u.staging_bytes,
+                     (unsigned long long)u.grants) < 0)
+                return NULL;
+        return out;
+}
+
+/* The root of a scope's view answers for the scope alone: its name and its usage. */
+static int scope_root_xattr(struct sfs_tree *t, const char *name, char *buf, size_t bufsize,
+                            size_t *len)
+{
+        _cleanup_free_ char *text = NULL;
+
+        if (strcmp(name, SFS_XATTR_SCOPE) == 0)
+                return xattr_value(buf, bufsize, t->scope->name, strlen(t->scope->name), len);
+        if (strcmp(name, SFS_XATTR_USAGE) != 0)
+                return -ENODATA;
+        text = scope_usage_text(t);
+        if (!text)
+                return -ENOMEM;
+        return xattr_value(buf, bufsize, text, strlen(text), len);
+}
+
 int sfs_tree_getxattr(struct sfs_tree *t, const struct sfs_caller *c, struct sfs_node *n,
                       const char *name, char *buf, size_t bufsize, size_t *len)
 {
@@ -217,24 +270,27 @@ int sfs_tree_getxattr(struct sfs_tree *t, const struct sfs_caller *c, struct sfs
                 return r;
         }
         switch (node_kind(n)) {
-        case SFS_KIND_SNAPSHOT:
+        case SFS_KIND_SNAPSHOT: {
+                const char *sname = snapshot_name(t, n);
                 if (strcmp(name, SFS_XATTR_SHA256) == 0) {
                         snap_digest_to_hex(&n->obj->digest, value);
                 } else if (strcmp(name, SFS_XATTR_BINDING) == 0) {
+                        /* The node's own inode number: in a view, the one it shows there. */
                         struct snap_binding b = {
                                 .sha256 = n->obj->digest,
                                 .size = n->obj->size,
                                 .dev = c->read_view ? t->cfg.read_view_dev : t->cfg.dev,
-                                .ino = n->obj->ino,
+                                .ino = n->ino,
                         };
                         r = snap_binding_format(&b, value, sizeof(value));
-                } else if (strcmp(name, SFS_XATTR_NAME) == 0 && n->obj->name) {
-                        snprintf(value, sizeof(value), "%s", n->obj->name);
+                } else if (strcmp(name, SFS_XATTR_NAME) == 0 && sname) {
+                        snprintf(value, sizeof(value), "%s", sname);
                 } else {
                         r = -ENODATA;
                 }
                 pthread_mutex_unlock(&t->lock);
                 break;
+        }
         case SFS_KIND_STAGING_FILE:
                 if (strcmp(name, SFS_XATTR_SHA256) != 0) {
                         pthread_mutex_unlock(&t->lock);
@@ -253,6 +309,10 @@ int sfs_tree_getxattr(struct sfs_tree *t, const struct sfs_caller *c, struct sfs
                         snap_digest_to_hex(&d, value);
                 break;
         case SFS_KIND_ROOT:
+                if (t->scope) {
+                        pthread_mutex_unlock(&t->lock);
+                        return scope_root_xattr(t, name, buf, bufsize, len);
+                }
                 if (strcmp(name, SFS_XATTR_READ_VIEW) == 0) {
                         char path[PATH_MAX];
                         /* Where the view is, asked on the main mount only. */
@@ -311,7 +371,7 @@ int sfs_tree_listxattr(struct sfs_tree *t, const struct sfs_caller *c, struct sf
         r = sfs_check_visible(t, c, n);
         kind = node_kind(n);
         if (r == 0 && kind == SFS_KIND_SNAPSHOT)
-                named = n->obj->name != NULL;
+                named = snapshot_name(t, n) != NULL;
         pthread_mutex_unlock(&t->lock);
         if (r < 0)
                 return r;
@@ -323,6 +383,10 @@ int sfs_tree_listxattr(struct sfs_tree *t, const struct sfs_caller *c, struct sf
                                    len);
         if (kind == SFS_KIND_STAGING_FILE)
                 return xattr_value(buf, bufsize, staging_names, sizeof(staging_names), len);
+        if (kind == SFS_KIND_ROOT && t->scope) {
+                static const char scope_names[] = SFS_XATTR_USAGE "\0" SFS_XATTR_SCOPE;
+                return xattr_value(buf, bufsize, scope_names, sizeof(scope_names), len);
+        }
         if (kind == SFS_KIND_ROOT) {
                 /* The usage, then the view's path (main mount, with a view), then the
                  * store's (with --store). */

@@ -257,7 +257,7 @@ def _(fs, workdir):
     assert errno_of(os.mknod, fs.p("fifo"), 0o600 | 0o010000) == E.EPERM
     assert errno_of(os.mkdir, fs.p("dir")) == E.EPERM
     assert errno_of(os.open, fs.p("new"), os.O_WRONLY | os.O_CREAT) == E.EPERM
-    assert sorted(os.listdir(fs.p())) == sorted([".staging", digest])
+    assert sorted(os.listdir(fs.p())) == sorted([".control", ".staging", digest])
     fs.stage(b"x", "allowed")  # creating inside .staging/ works
 
 
