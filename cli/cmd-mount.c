@@ -78,6 +78,8 @@ static void mount_usage(FILE *f)
                 "                             at exit): for kill -HUP after a log rotation\n"
                 "      --replace-stale        clear a dead snapfs mount at MOUNTPOINT first\n"
                 "      --threads N            at most N worker threads (default: libfuse's)\n"
+                "      --scope-threads N      at most N worker threads for each scope's view\n"
+                "                             (default 2): one scope's flood cannot take another's\n"
                 "      --debug                print every FUSE request (implies -f)\n"
                 "  -h, --help                 show this help\n"
                 "\n"
@@ -103,6 +105,7 @@ enum {
         OPT_AUDIT_LOG,
         OPT_REPLACE_STALE,
         OPT_THREADS,
+        OPT_SCOPE_THREADS,
         OPT_STAGING_TTL,
         OPT_DEBUG,
         OPT_STORE,
@@ -160,6 +163,7 @@ static const struct option longopts[] = {
         { "audit-log", required_argument, NULL, OPT_AUDIT_LOG },
         { "replace-stale", no_argument, NULL, OPT_REPLACE_STALE },
         { "threads", required_argument, NULL, OPT_THREADS },
+        { "scope-threads", required_argument, NULL, OPT_SCOPE_THREADS },
         { "staging-ttl", required_argument, NULL, OPT_STAGING_TTL },
         { "debug", no_argument, NULL, OPT_DEBUG },
         { "store", required_argument, NULL, OPT_STORE },
@@ -274,6 +278,12 @@ static int mount_parsed(int argc, char **argv, struct sfs_daemon_config *cfg)
                         if (r < 0)
                                 return bad_value("threads", optarg, r);
                         cfg->max_threads = (unsigned)v;
+                        break;
+                case OPT_SCOPE_THREADS:
+                        r = sfs_parse_count(optarg, 64, &v);
+                        if (r < 0)
+                                return bad_value("scope-threads", optarg, r);
+                        cfg->scope_threads = (unsigned)v;
                         break;
                 case OPT_STAGING_TTL:
                         r = sfs_parse_duration(optarg, &v);

@@ -65,13 +65,13 @@ int sfs_control_write(struct sfs_tree *t, const struct sfs_caller *c, struct sfs
         /* A descriptor handed to another process does not hand it the channel. */
         if (!sfs_may_control(&t->cfg, c))
                 return sfs_tree_refuse(t, c, "write", SFS_CONTROL_NAME, EACCES);
-        /* One request, whole, at offset 0: a write the kernel split (past its largest WRITE)
-         * or one at another offset is no request, and nothing is executed. */
-        if (off != 0 || size == 0 || size > SFS_CONTROL_REQUEST_MAX)
-                return sfs_tree_refuse(t, c, "write", SFS_CONTROL_NAME, EINVAL);
         pthread_mutex_lock(&t->lock);
         if (ctl->done || ctl->busy)
-                r = -EBUSY;
+                r = -EBUSY; /* one request per descriptor, whatever the second one is */
+        /* One request, whole, at offset 0: a write the kernel split (past its largest WRITE)
+         * or one at another offset is no request, and nothing is executed. */
+        else if (off != 0 || size == 0 || size > SFS_CONTROL_REQUEST_MAX)
+                r = -EINVAL;
         else
                 ctl->busy = true;
         hook = t->control_hook;

@@ -19,6 +19,7 @@ struct sfs_daemon_config {
         bool replace_stale;
         bool debug;
         unsigned max_threads;         /* 0: libfuse's default */
+        unsigned scope_threads;       /* worker threads of each scope's view (0: the default) */
         /* Per-mount flags that tighten both mounts (MOUNT_ATTR_NOATIME, _NODIRATIME,
          * _NOSYMFOLLOW, an atime mode with MOUNT_ATTR__ATIME cleared), set once mounted. */
         uint64_t mount_attr_set, mount_attr_clr;

@@ -436,6 +436,9 @@ static size_t holders_without(struct sfs_tree *t, struct snap_object *obj, uint3
         uint32_t all[SNAP_HOLDERS_MAX + 1];
         size_t n = snap_store_get_holders(t->store, obj, all, ARRAY_SIZE(all)), kept = 0;
 
+        /* Every hold: none left (grants to scopes keep it). */
+        if (uid == SNAP_HOLDER_ALL)
+                return 0;
         for (size_t i = 0; i < n && i < ARRAY_SIZE(all); i++)
                 if (all[i] != uid)
                         out[kept++] = all[i];
@@ -519,8 +522,12 @@ static int unlink_snapshot(struct sfs_tree *t, const struct sfs_caller *c, const
 
         snap_digest_to_hex(&d, hex);
         sfs_audit_emit(t->cfg.audit, &(struct sfs_audit_event){
-                                             /* Only a hold went: the snapshot stays. */
-                                             .event = r == 1 ? "unlink" : "unlink-hold",
+                                             /* Only a hold went: the snapshot stays. Every
+                                              * hold: gone from the main mount (grants to
+                                              * scopes may keep it in their views). */
+                                             .event = r == 1 || drop == SNAP_HOLDER_ALL
+                                                              ? "unlink"
+                                                              : "unlink-hold",
                                              .op = "unlink",
                                              .uid = c->uid,
                                              .pid = c->pid,
@@ -538,11 +545,15 @@ static int unpublish(struct sfs_tree *t, const struct sfs_caller *c, const char 
 {
         struct sfs_scope_op op = { .kind = SFS_SCOPE_UNPUBLISH, .has_digest = true };
         struct sfs_scope_effects fx = { 0 };
+        int (*save)(void *ctx, const struct sfs_scope_op *op);
+        void *save_ctx;
         struct sfs_grant *g;
         uint64_t size = 0;
         int r = 0;
 
         pthread_mutex_lock(&t->lock);
+        save = t->scope->save;
+        save_ctx = t->scope->save_ctx;
         if (!sfs_may_see(&t->cfg, c))
                 r = -EACCES;
         else if (strcmp(name, SFS_STAGING_NAME) == 0)
@@ -559,7 +570,7 @@ static int unpublish(struct sfs_tree *t, const struct sfs_caller *c, const char 
         if (r < 0)
                 return sfs_tree_refuse(t, c, "unlink", name, -r);
         /* Persisted before it is done: an unlink answered never comes back. */
-        if (t->scope->save && (r = t->scope->save(t->scope->save_ctx, &op)) < 0)
+        if (save && (r = save(save_ctx, &op)) < 0)
                 return r == -ENOENT ? r : sfs_tree_refuse(t, c, "unlink", name, -r);
         pthread_mutex_lock(&t->lock);
         g = sfs_scope_grant_of(t, &op.digest);

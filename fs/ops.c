@@ -214,7 +214,7 @@ static void op_open(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
          * us. What is left, read-only opens of immutable files, needs no round trip: ENOSYS
          * tells the kernel to stop sending OPEN (and RELEASE) on this mount altogether. It is
          * only mounted when every uid may read, so no per-open policy is skipped. */
-        if (ctx->read_view) {
+        if (ctx->read_view || ctx->no_open) {
                 fuse_reply_err(req, ENOSYS);
                 return;
         }
@@ -288,7 +288,8 @@ static void op_read(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
          * publishing mount always has one. */
         if (h)
                 r = sfs_tree_read(ctx_of(req)->tree, h, size, off, reply_data, &rr);
-        else if (ctx_of(req)->read_view && fi->fh == 0 && (n = node_of(req, ino)))
+        else if ((ctx_of(req)->read_view || ctx_of(req)->no_open) && fi->fh == 0 &&
+                 (n = node_of(req, ino)))
                 r = sfs_tree_read_node(ctx_of(req)->tree, n, size, off, reply_data, &rr);
         else
                 r = -EBADF;
@@ -321,7 +322,7 @@ static void op_write(fuse_req_t req, fuse_ino_t ino, const char *buf, size_t siz
 static void op_flush(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 {
         (void)ino;
-        if (ctx_of(req)->read_view) {
+        if (ctx_of(req)->read_view || ctx_of(req)->no_open) {
                 /* Nothing is ever written there: no FLUSH on every close(). */
                 fuse_reply_err(req, ENOSYS);
                 return;

@@ -205,17 +205,24 @@ static int scope_publish(struct sfs_tree *t, const struct sfs_caller *c, struct 
                 .created = *now,
                 .ino = n->ino,
         };
+        int (*save)(void *ctx, const struct sfs_scope_op *op);
+        void *save_ctx;
         bool stored = false;
         uint64_t len;
 
         if (os)
                 sfs_ocistore_lock(os);
-        /* Decide before writing: granted here already, the scope's limits, the room. */
+        /* Decide before writing: a scope deleted meanwhile, granted here already, the
+         * scope's limits, the room. */
         pthread_mutex_lock(&t->lock);
+        save = t->scope->save;
+        save_ctx = t->scope->save_ctx;
         pthread_mutex_lock(&stg->lock);
         sfs_staging_fit_locked(stg);
         len = stg->len;
         pthread_mutex_unlock(&stg->lock);
+        if (r == 0 && t->cfg.read_only)
+                r = -EACCES;
         if (r == 0 && sfs_scope_grant_of(t, d))
                 r = -EEXIST;
         if (r == 0)
@@ -236,8 +243,8 @@ static int scope_publish(struct sfs_tree *t, const struct sfs_caller *c, struct 
                 stored = r == 0;
         }
         /* The scope's file says it is granted before it is. */
-        if (r == 0 && t->scope->save)
-                r = t->scope->save(t->scope->save_ctx, &op);
+        if (r == 0 && save)
+                r = save(save_ctx, &op);
 
         pthread_mutex_lock(&t->lock);
         n->pins--;

@@ -93,6 +93,15 @@ int sfs_tree_new_scope(struct sfs_tree *main, const struct sfs_scope_spec *spec,
         return 0;
 }
 
+void sfs_scope_disarm(struct sfs_tree *t)
+{
+        pthread_mutex_lock(&t->lock);
+        t->cfg.read_only = true;
+        t->scope->save = NULL;
+        t->scope->save_ctx = NULL;
+        pthread_mutex_unlock(&t->lock);
+}
+
 const char *sfs_scope_name(const struct sfs_tree *t)
 {
         return t->scope ? t->scope->name : NULL;
@@ -383,6 +392,7 @@ void sfs_scope_effects_free(struct sfs_scope_effects *fx)
 {
         free(fx->names);
         free(fx->gone);
+        free(fx->inos);
         *fx = (struct sfs_scope_effects){ 0 };
 }
 
@@ -405,8 +415,10 @@ static void drop_grant(struct sfs_tree *t, struct sfs_grant *gr, struct sfs_scop
         snap_digest_to_hex(&gr->digest, hex);
         snprintf(fx->names[fx->n_names++], SNAP_NAME_MAX + 1, "%s", hex);
         n = sfs_tree_node(t, gr->ino);
-        if (n && node_kind(n) == SFS_KIND_SNAPSHOT)
+        if (n && node_kind(n) == SFS_KIND_SNAPSHOT) {
                 n->revoked = true;
+                fx->inos[fx->n_inos++] = gr->ino;
+        }
         if (gr->published) {
                 t->scope->used_snapshots--;
                 t->scope->used_bytes -= gr->obj->size;
@@ -447,6 +459,7 @@ static int make_room(struct sfs_tree *t, struct sfs_scope_effects *fx, size_t ex
         size_t n = t->scope->grants.n_entries + 2 + extra;
         char(*names)[SNAP_NAME_MAX + 1];
         struct snap_object **gone;
+        uint64_t *inos;
 
         names = realloc(fx->names, (fx->n_names + n) * sizeof(*names));
         if (!names)
@@ -456,6 +469,10 @@ static int make_room(struct sfs_tree *t, struct sfs_scope_effects *fx, size_t ex
         if (!gone)
                 return -ENOMEM;
         fx->gone = gone;
+        inos = realloc(fx->inos, (fx->n_inos + n) * sizeof(*inos));
+        if (!inos)
+                return -ENOMEM;
+        fx->inos = inos;
         return 0;
 }
 

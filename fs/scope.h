@@ -73,6 +73,9 @@ void sfs_scope_default_limits(struct sfs_tree *main, struct sfs_scope_limits *ou
  * sfs_scope_revoke_all (what it still grants then is dropped without collecting). */
 int sfs_tree_new_scope(struct sfs_tree *main, const struct sfs_scope_spec *spec,
                        struct sfs_tree **out);
+/* A scope deleted: its view takes no more publishes (EACCES) and nothing it does is
+ * persisted any more, while its session serves what is open. */
+void sfs_scope_disarm(struct sfs_tree *t);
 /* The scope's name, or NULL for a tree that is no scope's. */
 const char *sfs_scope_name(const struct sfs_tree *t);
 
@@ -82,6 +85,10 @@ struct sfs_scope_effects {
          * or entry that left the view): the caller invalidates them. */
         char (*names)[SNAP_NAME_MAX + 1];
         size_t n_names;
+        /* Inode numbers whose grant went: the kernel's cached attributes of them are stale
+         * (nlink 0 now, for a descriptor still open). */
+        uint64_t *inos;
+        size_t n_inos;
         /* Objects nothing references any more: detached from the store; the caller removes
          * each from --store and then drops the reference held here (its publication's). */
         struct snap_object **gone;

@@ -209,6 +209,18 @@ int sfs_tree_set_view_path(struct sfs_tree *t, const char *path)
         return 0;
 }
 
+void sfs_tree_get_config(struct sfs_tree *t, struct sfs_tree_config *out)
+{
+        pthread_mutex_lock(&t->lock);
+        *out = t->cfg;
+        pthread_mutex_unlock(&t->lock);
+}
+
+struct snap_store *sfs_tree_store(struct sfs_tree *t)
+{
+        return t->store;
+}
+
 void sfs_tree_set_dev(struct sfs_tree *t, uint64_t dev, bool view)
 {
         pthread_mutex_lock(&t->lock);

@@ -71,6 +71,7 @@ struct sfs_handle;
 struct sfs_dir;
 struct sfs_ocistore;
 struct snap_digest;
+struct snap_store;
 
 struct sfs_entry {
         struct sfs_node *node;
@@ -120,6 +121,10 @@ void sfs_tree_set_control(struct sfs_tree *t,
 /* Sets the mount's device number once it is known (after mounting); view: of the read-only
  * view instead. */
 void sfs_tree_set_dev(struct sfs_tree *t, uint64_t dev, bool view);
+/* A copy of the tree's configuration (its device numbers are known once mounted). */
+void sfs_tree_get_config(struct sfs_tree *t, struct sfs_tree_config *out);
+/* The daemon's one store, which every tree shares (the main tree owns it). */
+struct snap_store *sfs_tree_store(struct sfs_tree *t);
 /* Records the read view's absolute path for SFS_XATTR_READ_VIEW: 0 or -ENOMEM. */
 int sfs_tree_set_view_path(struct sfs_tree *t, const char *path);
 
