@@ -78,37 +78,31 @@ int snapfs_scope_binding(const char *mount, const char *scope, const struct snap
         return 0;
 }
 
-int snapfs_open_entry(const char *view, const char *entry, const struct snapfs_options *opts,
-                      struct snapfs_binding *out, struct snapfs_report *why)
+/* How many times an entry moved while it was being opened is taken before giving up: each
+ * move means a newer snapshot to open, and a rotation is rare next to an open. */
+#define ENTRY_TRIES 8
+
+/* One attempt of snapfs_open_entry on the judged view m. The descriptor, or a negative errno;
+ * *moved says the entry named another snapshot meanwhile (the one opened was revoked from the
+ * view: its nlink is 0), so a new attempt gets the snapshot it names now. */
+static int open_entry_once(const struct snapfs_mnt *m, const char *entry, const char *esc,
+                           const struct snapfs_options *opts, struct snapfs_binding *out,
+                           bool *moved, struct snapfs_report *why)
 {
-        struct snapfs_mnt m = SNAPFS_MNT_INIT;
         _cleanup_close_ int fd = -1;
         struct snap_binding want;
-        char hex[SNAP_DIGEST_HEX_LEN + 2], esc[96];
+        char hex[SNAP_DIGEST_HEX_LEN + 2];
         struct stat st;
         ssize_t n;
         int r;
 
-        snapfs_report_reset(why);
-        /* A name of the view's root, never a path: "../x", "a/b" or "." cannot name a
-         * grant. */
-        if (!entry || !snap_name_valid(entry))
-                return snapfs_report_fail(why, -EINVAL, "invalid-argument",
-                                          "%s: 1-%d of [A-Za-z0-9._-], not starting with '.'",
-                                          entry ? "not a valid entry name" : "no entry name",
-                                          SNAPFS_NAME_MAX);
-        mc_escape(entry, esc, sizeof(esc));
-        r = snapfs_mnt_check(view, opts, &m, why);
-        if (r < 0)
-                return r;
-
+        *moved = false;
         /* Step 1, through the entry: O_NONBLOCK so a FIFO planted at the name never blocks,
          * O_NOFOLLOW (added) so a symlink is refused. The entry may move to another snapshot
          * at any moment; from here on everything is asked of this descriptor, which holds the
          * snapshot the name resolved to. */
-        fd = snapfs_mnt_open(&m, entry, O_RDONLY | O_NONBLOCK | O_NOCTTY, 0);
+        fd = snapfs_mnt_open(m, entry, O_RDONLY | O_NONBLOCK | O_NOCTTY, 0);
         if (fd < 0) {
-                snapfs_mnt_close(&m);
                 switch (-fd) {
                 case ENOENT:
                         return snapfs_report_fail(why, fd, "open", "no entry %s in this view", esc);
@@ -125,8 +119,7 @@ int snapfs_open_entry(const char *view, const char *entry, const struct snapfs_o
                 }
         }
         /* Step 3: the descriptor lies on the judged view. */
-        r = snapfs_mnt_confirm(&m, fd);
-        snapfs_mnt_close(&m);
+        r = snapfs_mnt_confirm(m, fd);
         if (r < 0)
                 return r == -EXDEV ? snapfs_report_fail(why, r, "other-mount",
                                                         "%s lies on another mount than the one "
@@ -139,6 +132,12 @@ int snapfs_open_entry(const char *view, const char *entry, const struct snapfs_o
         if (!S_ISREG(st.st_mode))
                 return snapfs_report_fail(why, -EINVAL, "not-regular",
                                           "%s is not a regular file", esc);
+        /* Revoked between the open and now: the entry names a newer snapshot. */
+        if (st.st_nlink == 0) {
+                *moved = true;
+                return snapfs_report_fail(why, -EAGAIN, "changed",
+                                          "%s moved to another snapshot while being opened", esc);
+        }
 
         /* The digest the content must hash to, asked of the descriptor (the node the name
          * resolved to), never of the name again. */
@@ -160,15 +159,51 @@ int snapfs_open_entry(const char *view, const char *entry, const struct snapfs_o
                                           "%s is the snapshot %s", esc, hex);
 
         /* Steps 2, 4 and 5 on that descriptor: the identity it has now (dev, ino, size), the
-         * whole content hashed against the digest, fstat again, its kind. */
+         * whole content hashed against the digest, fstat again, its kind. A revocation while
+         * it is hashed shows as a change (nlink): the entry moved on. */
         want.size = st.st_size >= 0 ? (uint64_t)st.st_size : 0;
         want.dev = (uint64_t)st.st_dev;
         want.ino = (uint64_t)st.st_ino;
         r = snapfs_verify_kind(fd, hex, &want, snapfs_opt_limit(opts), snapfs_opt_kinds(opts),
                                NULL, why);
+        if (r == -EAGAIN && fstat(fd, &st) == 0 && st.st_nlink == 0)
+                *moved = true;
         if (r < 0)
                 return r;
         if (out)
                 snapfs_binding_from_snap(&want, out);
         return TAKE_FD(fd);
+}
+
+int snapfs_open_entry(const char *view, const char *entry, const struct snapfs_options *opts,
+                      struct snapfs_binding *out, struct snapfs_report *why)
+{
+        struct snapfs_mnt m = SNAPFS_MNT_INIT;
+        char esc[96];
+        bool moved = false;
+        int r;
+
+        snapfs_report_reset(why);
+        /* A name of the view's root, never a path: "../x", "a/b" or "." cannot name a
+         * grant. */
+        if (!entry || !snap_name_valid(entry))
+                return snapfs_report_fail(why, -EINVAL, "invalid-argument",
+                                          "%s: 1-%d of [A-Za-z0-9._-], not starting with '.'",
+                                          entry ? "not a valid entry name" : "no entry name",
+                                          SNAPFS_NAME_MAX);
+        mc_escape(entry, esc, sizeof(esc));
+        r = snapfs_mnt_check(view, opts, &m, why);
+        if (r < 0)
+                return r;
+        /* An entry moved while it was opened leaves the snapshot it named revoked: open it
+         * again, to hand over the snapshot it names now, whole (a rotation yields the old
+         * snapshot or the new one, never an error while it settles). */
+        for (int i = 0; i < ENTRY_TRIES; i++) {
+                snapfs_report_reset(why);
+                r = open_entry_once(&m, entry, esc, opts, out, &moved, why);
+                if (r >= 0 || !moved)
+                        break;
+        }
+        snapfs_mnt_close(&m);
+        return r;
 }
