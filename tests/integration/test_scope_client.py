@@ -365,6 +365,22 @@ def test_revoke_makes_new_opens_enoent_while_an_open_descriptor_reads_on(client,
     assert rc == 1 and out["error"] == "ENOENT"
 
 
+def test_ls_and_audit_take_a_view_its_entries_included(snapfs, scopes):
+    view = scopes.create("sandbox-a")
+    put(snapfs, CFG, "--scope", "sandbox-a", "--as", "mcp")
+    rc, out = jsnap("ls", "--mount", view)
+    assert rc == 0 and [e["sha256"] for e in out["snapshots"]] == [sha256_hex(CFG)]
+    rc, out = jsnap("audit", "--mount", view)
+    assert rc == 0, out
+    rows = {c["check"]: (c["passed"], c["failed"]) for c in out["checks"]}
+    assert rows["entry names a snapshot"] == (1, 0)
+    assert rows["content hashes to name"] == (1, 0)
+    # The main mount has no entries: nothing is counted there.
+    rc, out = jsnap("audit", "--mount", snapfs.path)
+    assert rc == 0 and {c["check"]: c["passed"] for c in out["checks"]}[
+        "entry names a snapshot"] == 0
+
+
 # ---- put --scope ---------------------------------------------------------------------------
 
 def test_put_scope_grants_and_prints_the_binding_the_view_shows(snapfs, scopes):

@@ -190,6 +190,25 @@ def test_an_entry_named_as_a_digest_must_be_that_snapshot(client, workdir):
         assert client("open-entry", view, HEX_A)["content_hex"] == b"a".hex()
 
 
+def test_audit_refuses_an_entry_that_names_no_snapshot_the_view_lists(workdir):
+    view = os.path.join(workdir, "view")
+    src = source(workdir, "a", b"a")
+    with fakesnap(view, "ro", "scope=sandbox-a", f"{HEX_A}=reg:0:{src}",
+                  f"sha256:{HEX_A}={HEX_A}", f"mcp=reg:0:{src}",
+                  f"sha256:mcp={sha256_hex(b'elsewhere')}"):
+        r = snap("audit", "--mount", view, "--json")
+        out = json.loads(r.stdout)
+        assert r.returncode == 1
+        rows = {c["check"]: (c["passed"], c["failed"]) for c in out["checks"]}
+        assert rows["entry names a snapshot"] == (0, 1), rows
+        assert any(p["entry"] == "mcp" and p["code"] == "entry" for p in out["problems"]), out
+    # Outside a scope's view the same name is no entry: a name that is not a snapshot's.
+    with fakesnap(view, "ro", f"{HEX_A}=reg:0:{src}", f"mcp=reg:0:{src}"):
+        out = json.loads(snap("audit", "--mount", view, "--json").stdout)
+        assert any(p["entry"] == "mcp" and p["code"] == "unexpected-entry"
+                   for p in out["problems"]), out
+
+
 @pytest.mark.parametrize("entry", ["../etc", "a/b", ".staging", "", "x" * 65])
 def test_an_entry_outside_the_name_grammar_is_einval_before_the_mount(client, workdir, entry):
     out = client("open-entry", os.path.join(workdir, "nowhere"), entry)
