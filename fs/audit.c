@@ -227,6 +227,33 @@ static struct line *format_event(const struct sfs_audit_event *ev, const struct 
 
 /* ---- the sink ---- */
 
+/* Makes the missing directory of the log as --store makes its own: one level (its parent
+ * must exist), mode 0750 less the umask, owned by this uid. An fstab line names
+ * /var/log/snapfs/audit.log on a fresh host, where nothing has made /var/log/snapfs yet.
+ * mkdir never follows a symbolic link in the last component (EEXIST), and a directory that
+ * exists is left as it is. 0, or a negative errno (-ENOENT: its parent is missing too). */
+static int make_log_dir(const char *path)
+{
+        _cleanup_free_ char *dir = strdup(path);
+        char *slash;
+
+        if (!dir)
+                return -ENOMEM;
+        slash = strrchr(dir, '/');
+        if (!slash || slash == dir)
+                return -ENOENT; /* "." or "/": there, ENOENT was not the directory */
+        *slash = '\0';
+        if (mkdir(dir, 0750) < 0 && errno != EEXIST)
+                return negative_errno();
+        return 0;
+}
+
+static int open_log_path(const char *path)
+{
+        return open(path, O_WRONLY | O_APPEND | O_CREAT | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC,
+                    0600);
+}
+
 /* Opens the log file, judged on the descriptor it got. O_NONBLOCK: opening a FIFO for writing
  * otherwise waits for a reader, and one that has a reader must still be refused: a FIFO
  * nobody drains blocks every write to it (the attack: pre-create the log path as a FIFO). */
@@ -235,8 +262,13 @@ static int open_log(const char *path)
         _cleanup_close_ int fd = -1;
         struct stat st;
 
-        fd = open(path, O_WRONLY | O_APPEND | O_CREAT | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC,
-                  0600);
+        fd = open_log_path(path);
+        if (fd < 0 && errno == ENOENT) {
+                int r = make_log_dir(path);
+                if (r < 0)
+                        return r;
+                fd = open_log_path(path);
+        }
         if (fd < 0) {
                 /* ENXIO: a FIFO without a reader, or a socket; EISDIR: a directory. */
                 if (errno == ENXIO || errno == EISDIR)

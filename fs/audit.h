@@ -42,7 +42,9 @@ enum sfs_audit_sink {
 };
 
 /* Opens the sink. A file is opened O_WRONLY|O_APPEND|O_CREAT|O_NOFOLLOW|O_NONBLOCK|O_CLOEXEC
- * (mode 0600) and judged on the descriptor: -ELOOP for a symlink, -EINVAL for anything but a
+ * (mode 0600), its directory made first when that is missing (one level, 0750 less the umask;
+ * -ENOENT when its parent is missing too), and judged on the descriptor: -ELOOP for a
+ * symlink, -EINVAL for anything but a
  * regular file (a FIFO nobody reads would block the writer), -EPERM for a file writable by
  * group or others or owned by another uid (they could rewrite the log); other open errors as
  * they are. No thread runs until sfs_audit_start. 0 and *out, or a negative errno. */

@@ -15,6 +15,10 @@ pkgs=(
   # the service tests: systemd-analyze verify on the unit, logrotate on the snippet, and a
   # rootless container runtime for the deployment recipe
   systemd logrotate podman crun uidmap
+  # the units under a real systemd, booted in a container (tests/integration/test_systemd.py)
+  systemd-container
+  # the Debian package: Debian's own tooling builds it, lintian judges it (scripts/package.sh)
+  dpkg-dev debhelper dh-python lintian
   # distribution through OCI registries (tests/integration/test_oci_registry.py)
   skopeo docker-registry
   # bench chart

@@ -2,10 +2,12 @@
 # Builds a release of snapfs and installs it under PREFIX (default /usr/local): the snapfs
 # command, libsnapfs (header, library, pkg-config file), the man page, the Python client (in
 # the directory of sys.path that /usr/bin/python3 reads for that prefix, carrying the
-# library's absolute path), the systemd unit and the logrotate snippet.
+# library's absolute path), the systemd units (PREFIX/lib/systemd/system) and the logrotate
+# snippet (/etc/logrotate.d/snapfs whatever the prefix: logrotate reads nothing else).
 #
 #   scripts/install.sh [PREFIX [MESON OPTIONS...]]   build and install (as root for a
-#                                                     system prefix), e.g. -Dlogrotatedir=DIR
+#                                                     system prefix), e.g.
+#                                                     -Dsystemdsystemunitdir=DIR
 #   scripts/install.sh --uninstall     remove every file the last install put in place
 #
 # Run it again with another PREFIX and that prefix applies: an existing build directory is

@@ -2,6 +2,8 @@
 # The test command: installs what a fresh Debian 12 machine lacks, then builds snapfs twice
 # (a normal build and an ASan+UBSan build) and runs every test against each build:
 # the cmocka unit suites and the integration tests on real mounts in a private mount namespace.
+# Once, beside the normal build: the Debian package, built by scripts/package.sh, checked by
+# lintian, installed and purged in a booted copy of this host.
 # Then valgrind over every unit test binary of the normal build; a fuzz smoke, in which each
 # libFuzzer target replays its committed corpus and runs for a few seconds; and the unit tests
 # built by clang with its sanitizers.
@@ -51,6 +53,19 @@ run_build() {
   count $counts
   [ "$rc" -eq 0 ] || { [ "${counts#* }" != 0 ] || count 0 1; }
   # A report written outside any test's window (after its checks ran) still fails the run.
+  unclaimed_reports "$dir" || count 0 1
+}
+
+# The Debian package's tests, once: the package does not depend on the build under test.
+run_package() {
+  local dir="$top/build-test-normal" rc=0 counts
+  local xml="$dir/package.xml"
+  echo "== Debian package: build, lintian, install and purge"
+  run_package_test "$dir" "$xml" || rc=$?
+  counts=$(junit_counts "$xml")
+  # shellcheck disable=SC2086
+  count $counts
+  [ "$rc" -eq 0 ] || { [ "${counts#* }" != 0 ] || count 0 1; }
   unclaimed_reports "$dir" || count 0 1
 }
 
@@ -116,6 +131,7 @@ run_clang_units() {
 }
 
 run_build normal
+run_package
 run_valgrind "$top/build-test-normal"
 run_build sanitize
 run_fuzz

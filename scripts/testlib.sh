@@ -24,8 +24,22 @@ fresh_build() {
 }
 
 # Runs the integration tests against the build in $1, writing JUnit XML to $2; the rest of the
-# arguments go to pytest. Returns pytest's exit status.
+# arguments go to pytest. Returns pytest's exit status. All but the Debian package's: that one
+# builds the package from the checkout, whatever the build, so run_package_test runs it alone.
 run_integration() {
+  local dir=$1 xml=$2; shift 2
+  integration_pytest "$dir" "$xml" --ignore=tests/integration/test_package.py "$@" \
+    tests/integration
+}
+
+# tests/integration/test_package.py (scripts/package.sh's .deb, installed and purged in a
+# booted copy of this host), with the build in $1 as the others, JUnit XML to $2.
+run_package_test() {
+  integration_pytest "$1" "$2" tests/integration/test_package.py
+}
+
+# pytest over what the arguments after $1 (the build) and $2 (JUnit XML) name.
+integration_pytest() {
   local dir=$1 xml=$2; shift 2
   # Every ASan/LSan report, whichever process writes it (a daemonized daemon's standard error
   # is /dev/null), lands in its own file here; conftest.py fails the test during which one
@@ -40,7 +54,7 @@ run_integration() {
   ASAN_OPTIONS="$ASAN_OPTIONS:log_path=$reports/report" \
   UBSAN_OPTIONS="$UBSAN_OPTIONS:log_path=$reports/report" \
     unshare -m --propagation private -- \
-    /usr/bin/python3 -m pytest -q -p no:cacheprovider --junitxml="$xml" "$@" tests/integration
+    /usr/bin/python3 -m pytest -q -p no:cacheprovider --junitxml="$xml" "$@"
 }
 
 # "PASSED FAILED" of the JUnit XML in $1; a skipped test counts as failed so it cannot hide,

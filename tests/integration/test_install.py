@@ -3,7 +3,8 @@
 compiler build tests/pkgconfig/example.c against the installed header and library only, and
 that program publishes and verifies on a real mount. scripts/install.sh: a second run with
 another prefix takes it, the Python client lands where /usr/bin/python3 imports it and finds
-libsnapfs with no environment variable, and --uninstall removes every installed file."""
+libsnapfs with no environment variable, the logrotate snippet lands in /etc/logrotate.d
+whatever the prefix, and --uninstall removes every installed file."""
 import os
 import re
 import shutil
@@ -155,15 +156,52 @@ print(b)
 
 
 @pytest.fixture
-def scratch_usr_local():
-    """An empty /usr/local for this test only (the suite runs in a private mount namespace):
-    the install goes where a real one would, and vanishes with the mount."""
-    r = run("mount", "-t", "tmpfs", "-o", "mode=755", "tmpfs", "/usr/local")
-    assert r.returncode == 0, r.stderr
+def scratch_usr_local(workdir):
+    """An empty /usr/local and a scratch /etc/logrotate.d (an overlay: the host's snippets
+    below, writes in a tmpfs) for this test only (the suite runs in a private mount
+    namespace): the install goes where a real one would, and vanishes with the mounts."""
+    scratch = os.path.join(workdir, "etc-scratch")
+    os.mkdir(scratch)
+    mounted = []
     try:
+        for argv in (["-t", "tmpfs", "-o", "mode=755", "tmpfs", "/usr/local"],
+                     ["-t", "tmpfs", "tmpfs", scratch]):
+            r = run("mount", *argv)
+            assert r.returncode == 0, r.stderr
+            mounted.insert(0, argv[-1])
+        os.mkdir(os.path.join(scratch, "upper"))
+        os.mkdir(os.path.join(scratch, "work"))
+        r = run("mount", "-t", "overlay", "overlay", "-o",
+                f"lowerdir=/etc/logrotate.d,upperdir={scratch}/upper,workdir={scratch}/work",
+                "/etc/logrotate.d")
+        assert r.returncode == 0, r.stderr
+        mounted.insert(0, "/etc/logrotate.d")
         yield "/usr/local"
     finally:
-        subprocess.run(["umount", "-l", "/usr/local"], capture_output=True, check=False)
+        for m in mounted:
+            subprocess.run(["umount", "-l", m], capture_output=True, check=False)
+
+
+def test_install_sh_puts_the_logrotate_snippet_where_logrotate_reads_it_then_removes_it(
+        release_build, scratch_usr_local):
+    assert not os.path.exists("/etc/logrotate.d/snapfs")
+    r = install_sh(release_build, scratch_usr_local)
+    assert r.returncode == 0, r.stdout + r.stderr
+    # /etc/logrotate.d whatever the prefix: logrotate reads nothing under /usr/local/etc.
+    with open(os.path.join(release_build, "meson-logs", "install-log.txt")) as f:
+        files = [line.strip() for line in f if line.startswith("/")]
+    assert "/etc/logrotate.d/snapfs" in files
+    assert not os.path.exists("/usr/local/etc")
+    assert oct(os.stat("/etc/logrotate.d/snapfs").st_mode & 0o777) == "0o644"
+    # Debian's logrotate, from its own configuration, reads it.
+    r = run("logrotate", "--debug", "/etc/logrotate.conf")
+    assert r.returncode == 0, r.stdout + r.stderr
+    assert "rotating pattern: /var/log/snapfs/*.log" in r.stdout + r.stderr
+    r = install_sh(release_build, "--uninstall")
+    assert r.returncode == 0, r.stdout + r.stderr
+    assert not os.path.exists("/etc/logrotate.d/snapfs")
+    # Only the snippet went: the directory, and the host's snippets in it, are still there.
+    assert os.path.exists("/etc/logrotate.d/dpkg")
 
 
 def test_installed_client_imports_in_debian_python_with_no_environment_then_uninstalls(

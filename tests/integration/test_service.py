@@ -16,7 +16,7 @@ import sys
 
 import pytest
 
-from snaptest import BUILD, E, errno_of, is_mounted, run
+from snaptest import BUILD, ROOT, E, errno_of, is_mounted, run
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 
@@ -183,8 +183,41 @@ def test_an_fstab_line_with_ro_mounts_read_only(installed, workdir):
     assert res["reaped"] == [[res["pids"][0], 0]]
 
 
-def test_the_installed_unit_passes_systemd_analyze_verify(installed, workdir):
-    unit = installed + "/lib/systemd/system/snapfs.service"
+def test_the_logrotate_snippet_rotates_a_log_past_100m_before_its_week_is_out(workdir):
+    """logrotate, not forced, within the week: the log past the snippet's maxsize is rotated,
+    its small neighbour is not."""
+    logs = os.path.join(workdir, "logs")
+    os.mkdir(logs, 0o750)
+    with open(ROOT / "dist" / "snapfs.logrotate") as f:
+        text = f.read()
+    assert "/var/log/snapfs/*.log {" in text and "\tmaxsize 100M\n" in text
+    # No service to reload here, and no pid file to signal.
+    text = text.replace("/var/log/snapfs", logs).replace("systemctl list-units", "false")
+    text = text.replace("/run/snapfs.pid", os.path.join(workdir, "no.pid"))
+    conf, state = os.path.join(workdir, "snapfs.logrotate"), os.path.join(workdir, "state")
+    with open(conf, "w") as f:
+        f.write(text)
+    os.chmod(conf, 0o644)  # logrotate ignores a configuration others may write
+    big, small = os.path.join(logs, "audit.log"), os.path.join(logs, "audit-small.log")
+    for path in (big, small):
+        with open(path, "w") as f:
+            f.write('{"event": "publish"}\n' * 50)
+    # The first run records both logs as rotated now: a week is not out for either.
+    r = run("logrotate", "--state", state, conf)
+    assert r.returncode == 0, r.stdout + r.stderr
+    assert sorted(os.listdir(logs)) == ["audit-small.log", "audit.log"]
+    # Past 100 MiB (a sparse file: only its size counts).
+    os.truncate(big, 100 * 1024 * 1024 + 1)
+    r = run("logrotate", "--state", state, conf)
+    assert r.returncode == 0, r.stdout + r.stderr
+    assert sorted(os.listdir(logs)) == ["audit-small.log", "audit.log", "audit.log.1"]
+    assert os.stat(big + ".1").st_size == 100 * 1024 * 1024 + 1
+    assert os.stat(big).st_size == 0 and os.stat(small).st_size > 0
+
+
+@pytest.mark.parametrize("name", ["snapfs.service", "snapfs@.service"])
+def test_the_installed_units_pass_systemd_analyze_verify(installed, workdir, name):
+    unit = installed + "/lib/systemd/system/" + name
     assert os.path.exists(unit)
     with open(unit) as f:
         text = f.read()

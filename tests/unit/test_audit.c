@@ -196,6 +196,55 @@ static void test_file_writable_by_group_or_others_is_refused(void **state)
         close(fd);
 }
 
+static void test_a_missing_directory_of_the_log_is_made_0750(void **state)
+{
+        struct sfs_audit *a = NULL;
+        char sub[PATH_MAX], log[PATH_MAX];
+        json_object *ev[4];
+        struct stat st;
+        mode_t old = umask(022);
+        (void)state;
+
+        tu_path(&dir, "logs", sub);
+        tu_path(&dir, "logs/audit.log", log);
+        assert_int_equal(sfs_audit_open(SFS_AUDIT_FILE, log, &a), 0);
+        umask(old);
+        sfs_audit_emit(a, &(struct sfs_audit_event){ .event = "unlink", .uid = 3 });
+        sfs_audit_close(a);
+        assert_int_equal(lstat(sub, &st), 0);
+        assert_true(S_ISDIR(st.st_mode));
+        assert_int_equal(st.st_mode & 07777, 0750);
+        assert_int_equal(st.st_uid, geteuid());
+        assert_int_equal(read_events(log, ev, 4), 1);
+        assert_int_equal(int_of(ev[0], "uid"), 3);
+        put_events(ev, 1);
+        unlink(log);
+        rmdir(sub);
+}
+
+static void test_a_log_whose_directory_has_no_parent_is_enoent_and_makes_nothing(void **state)
+{
+        struct sfs_audit *a = NULL;
+        char top[PATH_MAX], sub[PATH_MAX], log[PATH_MAX];
+        (void)state;
+
+        /* One level only, as --store: a mistyped path does not grow a tree. */
+        tu_path(&dir, "no-such-dir", top);
+        tu_path(&dir, "no-such-dir/logs", sub);
+        tu_path(&dir, "no-such-dir/logs/audit.log", log);
+        assert_int_equal(sfs_audit_open(SFS_AUDIT_FILE, log, &a), -ENOENT);
+        assert_null(a);
+        assert_int_equal(access(top, F_OK), -1);
+        assert_int_equal(errno, ENOENT);
+        /* Its parent there, the same path is accepted. */
+        assert_int_equal(mkdir(top, 0700), 0);
+        assert_int_equal(sfs_audit_open(SFS_AUDIT_FILE, log, &a), 0);
+        sfs_audit_close(a);
+        unlink(log);
+        rmdir(sub);
+        rmdir(top);
+}
+
 /* ---- coalescing ---- */
 
 static void test_one_uid_past_its_burst_is_coalesced_another_uid_is_not(void **state)
@@ -524,6 +573,8 @@ int main(void)
                 T(test_fifo_is_refused_with_or_without_a_reader),
                 T(test_symlink_and_directory_are_refused),
                 T(test_file_writable_by_group_or_others_is_refused),
+                T(test_a_missing_directory_of_the_log_is_made_0750),
+                T(test_a_log_whose_directory_has_no_parent_is_enoent_and_makes_nothing),
                 T(test_one_uid_past_its_burst_is_coalesced_another_uid_is_not),
                 T(test_a_flood_of_idempotent_publishes_is_coalesced_too),
                 T(test_half_full_queue_coalesces_refusals_and_full_queue_counts_drops),

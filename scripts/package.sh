@@ -1,0 +1,71 @@
+#!/usr/bin/env bash
+# Builds the Debian package of snapfs with Debian's own tooling (dpkg-buildpackage; debhelper
+# driving meson) from this checkout, then checks it with lintian: any error fails the build.
+#
+#   scripts/package.sh [OUTDIR]    default OUTDIR: build-deb; the last line printed is the
+#                                  path of the .deb
+#
+# The package's files live in dist/debian; the debian/ directory is assembled in a build copy
+# (OUTDIR/src/snapfs-VERSION: the checkout's tracked and untracked, not ignored, files), with
+# a changelog entry whose version is meson.build's and whose date is the last commit's (two
+# builds of one commit say the same). $DEBFULLNAME and $DEBEMAIL name who built it
+# (default: dist/debian/control's maintainer). DEB_BUILD_OPTIONS passes through: nocheck
+# skips the unit tests at build time. Needs what scripts/deps.sh installs (debhelper,
+# dh-python, lintian, and the build dependencies).
+set -euo pipefail
+cd "$(dirname "$0")/.."
+top=$PWD
+
+out=${1:-build-deb}
+[ $# -le 1 ] || { echo "usage: scripts/package.sh [OUTDIR]" >&2; exit 2; }
+case $out in /*) ;; *) out=$top/$out ;; esac
+git rev-parse --git-dir >/dev/null 2>&1 ||
+  { echo "scripts/package.sh: not a git checkout: it packages the checkout's files" >&2; exit 2; }
+
+version=$(meson introspect --projectinfo meson.build |
+  python3 -c 'import json, sys; print(json.load(sys.stdin)["version"])')
+arch=$(dpkg-architecture -qDEB_HOST_ARCH)
+src=$out/src/snapfs-$version
+
+rm -rf "$out/src"
+mkdir -p "$src"
+# Files that exist, so a tracked file deleted in the working tree is simply not there.
+git ls-files -z --cached --others --exclude-standard |
+  while IFS= read -r -d '' f; do
+    if [ -e "$f" ] || [ -L "$f" ]; then printf '%s\0' "$f"; fi
+  done | tar --null -T - -cf - | tar -xf - -C "$src"
+cp -a dist/debian "$src/debian"
+
+maintainer=$(sed -n 's/^Maintainer: //p' dist/debian/control)
+if [ -n "${DEBFULLNAME:-}" ] && [ -n "${DEBEMAIL:-}" ]; then
+  maintainer="$DEBFULLNAME <$DEBEMAIL>"
+fi
+when=$(date -R -u -d "@$(git log -1 --format=%ct)")
+cat >"$src/debian/changelog" <<EOF
+snapfs ($version) bookworm; urgency=medium
+
+  * snapfs $version, packaged from its source tree by scripts/package.sh.
+
+ -- $maintainer  $when
+EOF
+
+(cd "$src" && dpkg-buildpackage -b -us -uc -jauto) >"$out/build.log" 2>&1 || {
+  tail -n 60 "$out/build.log" >&2
+  echo "scripts/package.sh: dpkg-buildpackage failed; the whole log is $out/build.log" >&2
+  exit 1
+}
+changes=snapfs_${version}_${arch}.changes
+deb=snapfs_${version}_${arch}.deb
+# The package, its debug symbols (snapfs-dbgsym), the .buildinfo and the .changes naming them.
+rm -f "$out"/*.deb "$out"/*.buildinfo "$out"/*.changes
+mv "$out/src"/*.deb "$out/src"/*.buildinfo "$out/src/$changes" "$out/"
+
+# lintian refuses to judge a package as root without saying so first; what it finds is printed
+# either way, and an error fails the build.
+lintian --fail-on error --allow-root "$out/$changes" >"$out/lintian.log" 2>&1 || {
+  cat "$out/lintian.log" >&2
+  echo "scripts/package.sh: lintian found errors" >&2
+  exit 1
+}
+cat "$out/lintian.log"
+echo "$out/$deb"

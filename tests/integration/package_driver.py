@@ -1,0 +1,140 @@
+# SPDX-License-Identifier: MIT
+"""Runs inside a throwaway copy of this host booted with a real systemd (test_package.py
+boots it): installs the snapfs .deb with dpkg, uses what it installed as an operator and a
+client would, purges it, and writes what happened as one JSON object.
+
+Usage (as the container's oneshot unit): python3 package_driver.py DIR OUT
+
+DIR holds the .deb, tests/pkgconfig/example.c and this file's helpers (systemd_driver.py);
+UPPER (/snapfs-upper) is the root overlay's upper directory, where every file the container
+writes lands: its listing just before `dpkg -i` and just after `dpkg -P` goes to OUT, for the
+test to find what the package left. OUT/result.json gets one entry per step; a step that
+raised has its error under "errors". Nothing here asserts: test_package.py does.
+"""
+import glob
+import json
+import os
+import stat
+import sys
+import traceback
+
+from systemd_driver import mountinfo, served, sh, show, snapfs_pids
+
+UPPER = "/snapfs-upper"
+# A client's environment: nothing that would point Python or the loader elsewhere.
+CLEAN = {"PATH": "/usr/bin:/bin:/usr/sbin:/sbin"}
+
+PUBLISH = """
+import sys
+import snapfs_client as snapfs
+b = snapfs.publish("/run/snapfs", b"published through the packaged client")
+print(snapfs.__file__)
+print(b)
+"""
+
+
+def upper_listing():
+    """Every path in the overlay's upper directory, with its type: d, f, l, or w (a
+    whiteout: a file of the lower layer deleted)."""
+    found = {}
+    for top, dirs, files in os.walk(UPPER):
+        for name in dirs + files:
+            path = os.path.join(top, name)
+            st = os.lstat(path)
+            kind = ("d" if stat.S_ISDIR(st.st_mode) else "l" if stat.S_ISLNK(st.st_mode) else
+                    "w" if stat.S_ISCHR(st.st_mode) and st.st_rdev == 0 else "f")
+            found[path[len(UPPER):]] = kind
+    return found
+
+
+def step_install(cfg, res):
+    deb = glob.glob(os.path.join(cfg["dir"], "snapfs_*.deb"))
+    res["deb"] = [os.path.basename(d) for d in deb]
+    res["dpkg"] = sh("dpkg", "--install", *deb)
+    res["status"] = sh("dpkg-query", "--show", "--showformat=${Status} ${Version}", "snapfs")
+    res["files"] = sorted(sh("dpkg-query", "--listfiles", "snapfs")["out"].split())
+    res["conffiles"] = sh("dpkg-query", "--showformat=${Conffiles}", "--show",
+                          "snapfs")["out"].split()
+
+
+def step_service(cfg, res):
+    """dpkg started and enabled the unit: it serves at /run/snapfs."""
+    res["is_enabled"] = sh("systemctl", "is-enabled", "snapfs.service")["out"].strip()
+    res["show"] = show("snapfs.service", "ActiveState", "SubState", "FragmentPath", "MainPID")
+    res["served"] = served("/run/snapfs")
+    res["version"] = sh("snapfs", "--version", env=CLEAN)
+
+
+def step_clients(cfg, res):
+    """The packaged Python client and a C program built with the packaged header and
+    pkg-config file publish and verify on the packaged daemon's mount."""
+    r = sh("/usr/bin/python3", "-c", PUBLISH, env=CLEAN)
+    res["python"] = r
+    if r["rc"] == 0:
+        binding = r["out"].splitlines()[1]
+        res["verify"] = sh("snapfs", "verify", "--mount", "/run/snapfs", binding, env=CLEAN)
+    r = sh("pkg-config", "--cflags", "--libs", "snapfs", env=CLEAN)
+    res["pkg_config"] = r
+    exe = "/tmp/snapfs-example"
+    res["cc"] = sh("cc", "-std=c17", "-Wall", "-Wextra", "-Werror",
+                   os.path.join(cfg["dir"], "example.c"), "-o", exe, *r["out"].split(),
+                   env=CLEAN)
+    res["example"] = sh(exe, "/run/snapfs", env=CLEAN)
+    res["ldd"] = sh("ldd", exe)["out"]
+    os.unlink(exe)
+    res["man"] = sh("man", "--where", "snapfs", env=dict(CLEAN, MANPATH="/usr/share/man"))
+    res["logrotate"] = sh("logrotate", "--debug", "/etc/logrotate.conf")
+
+
+def step_template(cfg, res):
+    res["enable"] = sh("systemctl", "enable", "--now", "snapfs@pkg.service")
+    res["show"] = show("snapfs@pkg.service", "ActiveState", "SubState", "FragmentPath")
+    res["served"] = served("/run/snapfs-pkg")
+
+
+def step_purge(cfg, res):
+    res["state"] = {p: os.path.exists(p) for p in ("/var/lib/snapfs", "/var/lib/snapfs-pkg",
+                                                   "/var/log/snapfs/audit.log")}
+    res["dpkg"] = sh("dpkg", "--purge", "snapfs")
+    res["status"] = sh("dpkg-query", "--show", "snapfs")
+    res["units"] = {u: show(u, "LoadState", "ActiveState")
+                    for u in ("snapfs.service", "snapfs@pkg.service")}
+    res["pids"] = snapfs_pids()
+    res["mounts"] = [l for l in open("/proc/self/mountinfo") if "fuse.snapfs" in l]
+    res["ldconfig"] = [l for l in sh("ldconfig", "-p")["out"].splitlines() if "snapfs" in l]
+    res["named_snapfs"] = sorted(
+        os.path.join(d, n) for top in ("/etc", "/usr", "/var", "/run", "/opt", "/srv")
+        for d, dirs, files in os.walk(top) for n in dirs + files
+        if "snapfs" in n and "snapfs-package-test" not in n)
+    # The mounts serving a moment ago, for the record: nothing is left at either.
+    res["mountinfo"] = {m: mountinfo(m) for m in ("/run/snapfs", "/run/snapfs-pkg")}
+
+
+STEPS = [step_install, step_service, step_clients, step_template, step_purge]
+
+
+def main():
+    dir_, out = sys.argv[1:]
+    cfg = {"dir": dir_}
+    result = {"errors": {}}
+    with open(os.path.join(out, "upper-before.json"), "w") as f:
+        json.dump(upper_listing(), f)
+    for step in STEPS:
+        name = step.__name__[len("step_"):]
+        res = result.setdefault(name, {})
+        try:
+            step(cfg, res)
+        except Exception:
+            result["errors"][name] = traceback.format_exc()
+    with open(os.path.join(out, "upper-after.json"), "w") as f:
+        json.dump(upper_listing(), f)
+    with open(os.path.join(out, "journal.txt"), "w") as f:
+        f.write(sh("journalctl", "--no-pager", "-o", "short-monotonic", "--boot")["out"])
+    tmp = os.path.join(out, "result.json.tmp")
+    with open(tmp, "w") as f:
+        json.dump(result, f, indent=1)
+    os.rename(tmp, os.path.join(out, "result.json"))
+
+
+if __name__ == "__main__":
+    main()

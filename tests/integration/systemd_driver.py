@@ -1,0 +1,460 @@
+# SPDX-License-Identifier: MIT
+"""Runs inside a container booted with a real systemd (test_systemd.py boots it): drives the
+installed snapfs units as an operator would, and writes what happened as one JSON object.
+
+Usage (as the container's oneshot unit): python3 systemd_driver.py CONFIG OUT
+
+CONFIG (JSON) holds the fstab line and the read-view drop-in as docs/deployment.md shows them.
+OUT/result.json gets one entry per step; a step that raised has its error under
+"errors" and the steps after it still run. OUT/journal.txt is the whole journal, for whoever
+reads a failure. Nothing here asserts: test_systemd.py does, on the result.
+"""
+import errno
+import gzip
+import hashlib
+import json
+import os
+import signal
+import subprocess
+import sys
+import threading
+import time
+import traceback
+
+DEADLINE = 60.0
+LOG_DIR = "/var/log/snapfs"
+SANITIZER_MARKERS = ("runtime error:", "ERROR: AddressSanitizer", "ERROR: LeakSanitizer",
+                     "SUMMARY: UndefinedBehaviorSanitizer")
+
+
+def sh(*args, timeout=120, **kw):
+    r = subprocess.run([str(a) for a in args], capture_output=True, text=True,
+                       timeout=timeout, **kw)
+    return {"rc": r.returncode, "out": r.stdout, "err": r.stderr}
+
+
+def wait_for(pred, what, deadline=DEADLINE):
+    end = time.monotonic() + deadline
+    while True:
+        v = pred()
+        if v:
+            return v
+        if time.monotonic() > end:
+            raise TimeoutError(f"timed out waiting for {what}")
+        time.sleep(0.02)
+
+
+def show(unit, *props):
+    r = sh("systemctl", "show", unit, *[f"--property={p}" for p in props])
+    return dict(line.split("=", 1) for line in r["out"].splitlines() if "=" in line)
+
+
+def mountinfo(path):
+    """The mountinfo lines at path (a stacked or dead mount is still listed)."""
+    with open("/proc/self/mountinfo") as f:
+        return [line.strip() for line in f if line.split()[4] == path]
+
+
+def fstype(line):
+    return line.split(" - ", 1)[1].split()[0]
+
+
+def snapfs_pids():
+    pids = []
+    for e in os.listdir("/proc"):
+        if e.isdigit():
+            try:
+                with open(f"/proc/{e}/comm") as f:
+                    if f.read().strip() == "snapfs":
+                        pids.append(int(e))
+            except OSError:
+                pass
+    return sorted(pids)
+
+
+def errno_name(fn, *a):
+    try:
+        fn(*a)
+    except OSError as e:
+        return errno.errorcode[e.errno]
+    return "OK"
+
+
+def publish(mnt, data, name):
+    digest = hashlib.sha256(data).hexdigest()
+    fd = os.open(os.path.join(mnt, ".staging", name), os.O_WRONLY | os.O_CREAT | os.O_EXCL)
+    try:
+        os.write(fd, data)
+    finally:
+        os.close(fd)
+    os.rename(os.path.join(mnt, ".staging", name), os.path.join(mnt, digest))
+    return digest
+
+
+def listing(mnt):
+    return sorted(n for n in os.listdir(mnt) if not n.startswith("."))
+
+
+def served(mnt):
+    """(fstype, listing) of what answers at mnt, or the errno it fails with."""
+    lines = mountinfo(mnt)
+    try:
+        names = listing(mnt)
+    except OSError as e:
+        return {"mounts": [fstype(l) for l in lines], "error": errno.errorcode[e.errno]}
+    return {"mounts": [fstype(l) for l in lines], "listing": names,
+            "flags": lines[-1].split()[5] if lines else None}
+
+
+def writes_to(pid, path):
+    """True once one of pid's descriptors is the file now at path (not a renamed one)."""
+    try:
+        st = os.stat(path)
+    except FileNotFoundError:
+        return False
+    for fd in os.listdir(f"/proc/{pid}/fd"):
+        try:
+            fst = os.stat(f"/proc/{pid}/fd/{fd}")
+        except OSError:
+            continue
+        if (fst.st_dev, fst.st_ino) == (st.st_dev, st.st_ino):
+            return True
+    return False
+
+
+def audit_lines(base):
+    """Every audit event in base and its rotated files (compressed or not), by file."""
+    found = {}
+    for name in sorted(os.listdir(os.path.dirname(base))):
+        path = os.path.join(os.path.dirname(base), name)
+        if name != os.path.basename(base) and not name.startswith(os.path.basename(base) + "."):
+            continue
+        opener = gzip.open if name.endswith(".gz") else open
+        with opener(path, "rt") as f:
+            found[name] = [json.loads(line) for line in f if line.strip()]
+    return found
+
+
+def published_in(base, digests):
+    """How often each digest's publish event appears across base and its rotated files."""
+    counts = {d: 0 for d in digests}
+    for events in audit_lines(base).values():
+        for e in events:
+            if e.get("event") == "publish" and e.get("digest") in counts:
+                counts[e["digest"]] += 1
+    return counts
+
+
+def main_pid(unit):
+    return int(show(unit, "MainPID")["MainPID"])
+
+
+def running_again(unit, old_pid):
+    """True once unit runs (READY=1 came) with a main pid other than old_pid. One query: two
+    would see two moments, say "running" from before a SIGKILL was noticed and a new pid of
+    0 from after."""
+    s = show(unit, "ActiveState", "SubState", "MainPID")
+    return (s["ActiveState"], s["SubState"]) == ("active", "running") and \
+        s["MainPID"] not in ("0", str(old_pid))
+
+
+def journal(unit):
+    return sh("journalctl", "--no-pager", "-o", "cat", "-u", unit)["out"]
+
+
+def daemon_reload():
+    r = sh("systemctl", "daemon-reload")
+    if r["rc"] != 0:
+        raise RuntimeError(f"daemon-reload: {r}")
+
+
+# ---- the steps --------------------------------------------------------------------------
+
+def step_fstab_on_a_fresh_host(cfg, res):
+    """The documented fstab line, mount -a, before anything made /var/log/snapfs."""
+    res["before"] = {"log_dir": os.path.exists(LOG_DIR), "mountpoint": os.path.exists("/run/snapfs")}
+    with open("/etc/fstab", "w") as f:
+        f.write(cfg["fstab"] + "\n")
+    try:
+        res["mount"] = sh("mount", "-a")
+        res["served"] = served("/run/snapfs")
+        if res["mount"]["rc"] != 0:
+            return
+        res["pids"] = snapfs_pids()
+        with open("/run/snapfs.pid") as f:
+            res["pidfile"] = f.read()
+        digest = publish("/run/snapfs", b"published through fstab", "fstab")
+        res["digest"] = digest
+        log = os.path.join(LOG_DIR, "audit.log")
+        wait_for(lambda: published_in(log, [digest])[digest], "the publish in the audit log")
+        st = os.stat(LOG_DIR)
+        res["log_dir_mode"] = oct(st.st_mode & 0o7777)
+        # The service started where this daemon serves: refused, and what the unit does
+        # after a failure (ExecStopPost=) leaves the live mount serving.
+        res["service_on_top"] = sh("systemctl", "start", "snapfs.service")
+        res["service_show"] = show("snapfs.service", "ActiveState", "Result", "NRestarts")
+        res["service_exit"] = exits("snapfs.service")
+        res["service_journal"] = journal("snapfs.service")
+        sh("systemctl", "reset-failed", "snapfs.service")
+        res["still_served"] = served("/run/snapfs")
+        res["umount"] = sh("umount", "/run/snapfs")
+        wait_for(lambda: not snapfs_pids(), "the daemon to exit")
+        res["after"] = {"mounts": mountinfo("/run/snapfs"), "pids": snapfs_pids()}
+    finally:
+        os.unlink("/etc/fstab")
+
+
+def step_start_status_journal(cfg, res):
+    r = sh("systemctl", "start", "snapfs.service")
+    # Nothing in between: start has returned, so the mount must serve now.
+    res["served"] = served("/run/snapfs")
+    res["start"] = r
+    res["show"] = show("snapfs.service", "ActiveState", "SubState", "MainPID", "Type",
+                       "NRestarts")
+    res["status"] = sh("systemctl", "status", "--no-pager", "--lines=20", "snapfs.service")
+    pid = res["show"]["MainPID"]
+    want = f"snapfs: serving /run/snapfs (pid {pid})"
+    # journald may store the line a moment after the daemon wrote it.
+    wait_for(lambda: want in journal("snapfs.service"), "the journal line")
+    res["journal"] = journal("snapfs.service")
+    res["modes"] = {p: oct(os.stat(p).st_mode & 0o7777)
+                    for p in (LOG_DIR, "/var/lib/snapfs", os.path.join(LOG_DIR, "audit.log"))}
+
+
+def rotate(res):
+    r = sh("logrotate", "--force", "--state", "/tmp/logrotate.state",
+           "/etc/logrotate.d/snapfs")
+    res.setdefault("logrotate", []).append(r)
+    return r
+
+
+def step_reload_and_logrotate(cfg, res):
+    """A stream of publishes while logrotate rotates twice: every line is somewhere."""
+    mnt, log = "/run/snapfs", os.path.join(LOG_DIR, "audit.log")
+    pid = main_pid("snapfs.service")
+    res["reload"] = sh("systemctl", "reload", "snapfs.service")
+    res["reload_show"] = show("snapfs.service", "ActiveState", "SubState", "MainPID")
+    digests, stop, failures = [], threading.Event(), []
+
+    def publisher():
+        i = 0
+        while not stop.is_set():
+            try:
+                digests.append(publish(mnt, b"line %d of the stream" % i, f"s{i}"))
+            except OSError as e:
+                failures.append(f"{i}: {e}")
+                return
+            i += 1
+
+    t = threading.Thread(target=publisher)
+    t.start()
+    try:
+        for n in (1, 2):
+            before = len(digests)
+            wait_for(lambda: len(digests) >= before + 20, "publishes before a rotation")
+            rotate(res)
+            # The daemon writes to the new file: the reload (SIGHUP) reached it.
+            wait_for(lambda: writes_to(pid, log), f"the reopen after rotation {n}")
+        before = len(digests)
+        wait_for(lambda: len(digests) >= before + 20, "publishes after the rotations")
+    finally:
+        stop.set()
+        t.join()
+    res["failures"] = failures
+    res["published"] = len(digests)
+    wait_for(lambda: all(published_in(log, digests).values()), "every line written")
+    counts = published_in(log, digests)
+    res["counts"] = sorted(set(counts.values()))
+    res["files"] = {name: sum(1 for e in events if e.get("digest") in counts)
+                    for name, events in audit_lines(log).items()}
+    res["same_pid"] = main_pid("snapfs.service") == pid
+    # Each rotation reached the daemon through systemctl reload (ExecReload=), as did ours.
+    res["reloaded"] = journal("snapfs.service").count("Reloaded snapfs.service")
+
+
+def step_kill_9_restarts(cfg, res):
+    mnt = "/run/snapfs"
+    res["before"] = listing(mnt)
+    pid = main_pid("snapfs.service")
+    os.kill(pid, signal.SIGKILL)
+    wait_for(lambda: running_again("snapfs.service", pid), "the restart")
+    res["show"] = show("snapfs.service", "ActiveState", "SubState", "NRestarts", "MainPID")
+    res["exit"] = exits("snapfs.service")[-1:]
+    res["old_pid"] = pid
+    res["served"] = served(mnt)
+
+
+EXITS = "/run/snapfs-exits"
+# systemctl show forgets the main process's exit status once the unit is inactive; an
+# ExecStopPost= of the test's own (a drop-in in /run, beside the shipped unit) is told it.
+EXIT_DROPIN = ("[Service]\nExecStopPost=/bin/sh -c 'echo $$SERVICE_RESULT $$EXIT_CODE "
+               "$$EXIT_STATUS >>" + EXITS + "/%n'\n")
+
+
+def exits(unit):
+    """What the main process of each run of unit ended with: [result, code, status]."""
+    try:
+        with open(os.path.join(EXITS, unit)) as f:
+            return [line.split() for line in f]
+    except FileNotFoundError:
+        return []
+
+
+def step_stop_leaves_nothing(cfg, res, unit="snapfs.service", mnts=("/run/snapfs",)):
+    res["stop"] = sh("systemctl", "stop", unit)
+    res["show"] = show(unit, "ActiveState", "Result", "MainPID")
+    res["exit"] = exits(unit)[-1:]
+    res["mounts"] = {m: mountinfo(m) for m in mnts}
+    res["pids"] = snapfs_pids()
+
+
+def write_dropin(unit, name, text):
+    d = f"/run/systemd/system/{unit}.d"
+    os.makedirs(d, exist_ok=True)
+    with open(os.path.join(d, name), "w") as f:
+        f.write(text)
+
+
+def remove_dropin(unit, name):
+    os.unlink(f"/run/systemd/system/{unit}.d/{name}")
+
+
+def start_failing(unit, exec_start, prevent_reset):
+    """Starts unit with ExecStart replaced: what systemd did with the failure."""
+    text = f"[Service]\nExecStart=\nExecStart={exec_start}\n"
+    if prevent_reset:
+        text += "RestartPreventExitStatus=\n"
+    write_dropin(unit, "bad.conf", text)
+    daemon_reload()
+    out = {"start": sh("systemctl", "start", unit)}
+    if prevent_reset:
+        # Without the prevention, the same failure is restarted: wait for the first retry.
+        wait_for(lambda: int(show(unit, "NRestarts")["NRestarts"]) >= 1, "a restart")
+    out["show"] = show(unit, "ActiveState", "SubState", "Result", "ExecMainStatus",
+                       "NRestarts")
+    out["journal"] = journal(unit)[-2000:]
+    sh("systemctl", "stop", unit)
+    sh("systemctl", "reset-failed", unit)
+    remove_dropin(unit, "bad.conf")
+    daemon_reload()
+    return out
+
+
+def step_configuration_errors_do_not_restart(cfg, res):
+    bin_ = cfg["bindir"] + "/snapfs"
+    os.symlink("/dev/null", "/run/snapfs-audit-link")
+    try:
+        # 2: a usage error (a size that is not one).
+        res["usage"] = start_failing(
+            "snapfs.service", f"{bin_} mount --foreground --max-bytes lots /run/snapfs", False)
+        # 1: a refusal (an audit log that is a symbolic link).
+        res["refused"] = start_failing(
+            "snapfs.service",
+            f"{bin_} mount --foreground --audit-log /run/snapfs-audit-link /run/snapfs", False)
+        # The same refusal without RestartPreventExitStatus=: systemd retries it.
+        res["refused_restarted"] = start_failing(
+            "snapfs.service",
+            f"{bin_} mount --foreground --audit-log /run/snapfs-audit-link /run/snapfs", True)
+    finally:
+        os.unlink("/run/snapfs-audit-link")
+    res["after"] = {"mounts": mountinfo("/run/snapfs"), "pids": snapfs_pids()}
+
+
+def step_read_view_dropin(cfg, res):
+    """The documented read-view drop-in: started, killed, restarted, stopped."""
+    d = "/etc/systemd/system/snapfs.service.d"
+    os.makedirs(d, exist_ok=True)
+    with open(os.path.join(d, "read-view.conf"), "w") as f:
+        f.write(cfg["read_view_dropin"])
+    try:
+        daemon_reload()
+        res["view_dir_before"] = os.path.exists("/run/snapfs-view")
+        res["start"] = sh("systemctl", "start", "snapfs.service")
+        digest = publish("/run/snapfs", b"seen through the view", "view")
+        res["digest"] = digest
+        res["main"] = served("/run/snapfs")
+        res["view"] = served("/run/snapfs-view")
+        res["view_write"] = errno_name(os.open, os.path.join("/run/snapfs-view", digest),
+                                       os.O_WRONLY)
+        pid = main_pid("snapfs.service")
+        os.kill(pid, signal.SIGKILL)
+        wait_for(lambda: running_again("snapfs.service", pid), "the restart")
+        res["restarted"] = {"main": served("/run/snapfs"), "view": served("/run/snapfs-view")}
+        stopped = {}
+        step_stop_leaves_nothing(cfg, stopped, mnts=("/run/snapfs", "/run/snapfs-view"))
+        res["stopped"] = stopped
+    finally:
+        os.unlink(os.path.join(d, "read-view.conf"))
+        os.rmdir(d)
+        daemon_reload()
+
+
+def step_template_instances(cfg, res):
+    units = ["snapfs@alpha.service", "snapfs@beta.service"]
+    res["start"] = sh("systemctl", "start", *units)
+    res["show"] = {u: show(u, "ActiveState", "SubState", "MainPID") for u in units}
+    a, b = "/run/snapfs-alpha", "/run/snapfs-beta"
+    digest = publish(a, b"alpha only", "alpha")
+    res["digest"] = digest
+    res["alpha"], res["beta"] = served(a), served(b)
+    res["stores"] = {u: os.path.exists(f"/var/lib/snapfs-{n}/blobs/sha256/{digest}")
+                     for u, n in zip(units, ("alpha", "beta"))}
+    logs = {n: os.path.join(LOG_DIR, f"audit-{n}.log") for n in ("alpha", "beta")}
+    wait_for(lambda: published_in(logs["alpha"], [digest])[digest], "alpha's audit line")
+    res["logs"] = {n: published_in(p, [digest])[digest] for n, p in logs.items()}
+    # One logrotate run reloads every instance: each then writes to its new file.
+    pids = {n: main_pid(f"snapfs@{n}.service") for n in logs}
+    rotate(res)
+    # beta's log is empty (notifempty): only alpha's is rotated.
+    wait_for(lambda: writes_to(pids["alpha"], logs["alpha"]), "alpha's reopen")
+    res["rotated"] = sorted(n for n in os.listdir(LOG_DIR) if n.startswith("audit-"))
+    res["reloaded"] = "Reloaded snapfs" in journal("snapfs@alpha.service")
+    res["stop"] = sh("systemctl", "stop", *units)
+    res["after"] = {"shows": {u: show(u, "ActiveState", "Result") for u in units},
+                    "exits": {u: exits(u) for u in units},
+                    "mounts": mountinfo(a) + mountinfo(b), "pids": snapfs_pids()}
+
+
+STEPS = [
+    step_fstab_on_a_fresh_host,
+    step_start_status_journal,
+    step_reload_and_logrotate,
+    step_kill_9_restarts,
+    step_stop_leaves_nothing,
+    step_configuration_errors_do_not_restart,
+    step_read_view_dropin,
+    step_template_instances,
+]
+
+
+def main():
+    config, out = sys.argv[1:]
+    with open(config) as f:
+        cfg = json.load(f)
+    result = {"errors": {}}
+    os.mkdir(EXITS)
+    for unit in ("snapfs.service", "snapfs@.service"):
+        write_dropin(unit, "00-exit.conf", EXIT_DROPIN)
+    daemon_reload()
+    for step in STEPS:
+        name = step.__name__[len("step_"):]
+        res = result.setdefault(name, {})
+        try:
+            step(cfg, res)
+        except Exception:
+            result["errors"][name] = traceback.format_exc()
+    whole = sh("journalctl", "--no-pager", "-o", "short-monotonic")["out"]
+    with open(os.path.join(out, "journal.txt"), "w") as f:
+        f.write(whole)
+    result["sanitizer"] = [line for line in whole.splitlines()
+                           if any(m in line for m in SANITIZER_MARKERS)]
+    result["end"] = {"pids": snapfs_pids(),
+                     "mounts": [l for l in open("/proc/self/mountinfo") if "fuse.snapfs" in l]}
+    tmp = os.path.join(out, "result.json.tmp")
+    with open(tmp, "w") as f:
+        json.dump(result, f, indent=1)
+    os.rename(tmp, os.path.join(out, "result.json"))
+
+
+if __name__ == "__main__":
+    main()

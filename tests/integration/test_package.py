@@ -1,0 +1,256 @@
+# SPDX-License-Identifier: MIT
+"""The Debian package, built once by scripts/package.sh (dpkg-buildpackage, debhelper driving
+meson, lintian), installed with dpkg into a throwaway copy of this host and purged again.
+
+The copy is an overlay: this host's root below, every write in an upper directory of the
+test's own; it is booted with a real systemd (the host's own enabled services left out), so
+dpkg's maintainer scripts do what they do on a real host: the unit is enabled and started on
+install, stopped and removed on purge. package_driver.py, run there as a oneshot unit,
+installs, uses the command, the daemon, the template, the Python client, a C program built
+with the packaged header and pkg-config file, the man page and the logrotate snippet, then
+purges; the tests below judge what it saw, and what the purge left in the upper directory.
+
+The package does not depend on the build under test (it is built from this checkout), so
+scripts/test.sh runs this module once, with the normal build. By hand:
+SNAPFS_BUILD=build unshare -m --propagation private -- python3 -m pytest
+tests/integration/test_package.py (scripts/deps.sh installs debhelper, dh-python, lintian and
+systemd-container)."""
+import json
+import os
+import re
+import shutil
+import subprocess
+
+import pytest
+
+from snaptest import ROOT, run
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+PACKAGE = ROOT / "scripts" / "package.sh"
+VERSION = json.loads(subprocess.run(["meson", "introspect", "--projectinfo",
+                                     str(ROOT / "meson.build")], capture_output=True,
+                                    text=True, check=True).stdout)["version"]
+BOOT_DEADLINE = 300  # seconds for the boot, install, checks, purge and poweroff: a bound
+MULTIARCH = "usr/lib/x86_64-linux-gnu"
+
+# Where Debian's tools and Debian's layout put each piece.
+EXPECTED = {
+    "/usr/bin/snapfs", f"/{MULTIARCH}/libsnapfs.so.0", f"/{MULTIARCH}/libsnapfs.so",
+    f"/{MULTIARCH}/libsnapfs.so.{VERSION}", f"/{MULTIARCH}/pkgconfig/snapfs.pc",
+    "/usr/include/snapfs.h", "/usr/share/man/man1/snapfs.1.gz",
+    "/lib/systemd/system/snapfs.service", "/lib/systemd/system/snapfs@.service",
+    "/etc/logrotate.d/snapfs", "/usr/lib/python3/dist-packages/snapfs_client.py",
+    "/usr/share/doc/snapfs/copyright", "/usr/share/doc/snapfs/changelog.gz",
+}
+
+DRIVER_UNIT = """[Unit]
+Description=snapfs package scenario (test_package.py)
+After=multi-user.target
+SuccessAction=poweroff
+FailureAction=poweroff
+
+[Service]
+Type=oneshot
+ExecStart=/usr/bin/python3 /snapfs-test/package_driver.py /snapfs-test /out
+StandardOutput=file:/out/driver.log
+StandardError=inherit
+"""
+
+# Runs in a mount namespace of its own: the overlay root, then the container on it. On this
+# host /run is no tmpfs: nspawn's own state under /run/systemd goes to one of this namespace.
+BOOT = r"""
+set -eu
+work=$1 test=$2 out=$3
+mount -t tmpfs -o mode=755 tmpfs /run/systemd
+mkdir "$work/upper" "$work/work" "$work/root"
+mount -t overlay overlay -o "lowerdir=/,upperdir=$work/upper,workdir=$work/work" "$work/root"
+root=$work/root
+# The host's own enabled services (a database, a registry...) stay off, and so does its
+# fstab: the copy boots what Debian's units pull in, and the test. A policy-rc.d (this host
+# has one that forbids every start and stop, as container images do) is a host's choice,
+# not Debian's: without it, dpkg starts and stops the units as on any Debian host.
+rm -rf "$root"/etc/systemd/system/*.wants "$root/etc/fstab" "$root/usr/sbin/policy-rc.d"
+cp -r "$test" "$root/snapfs-test"
+cp "$test/snapfs-package-test.service" "$root/etc/systemd/system/"
+exec systemd-nspawn --quiet --register=no --keep-unit -D "$root" --bind=/dev/fuse \
+    --bind="$out:/out" --bind-ro="$work/upper:/snapfs-upper" \
+    -b -- systemd.wants=snapfs-package-test.service
+"""
+
+# What dpkg and its triggers change in any install and purge, whatever the package: dpkg's
+# own database and log, the loader's cache (ldconfig trigger), man-db's index (its trigger
+# adds pages and leaves forgetting them to the daily man-db.timer); and the journal, which
+# the whole run writes to.
+BOOKKEEPING = re.compile(r"^/(var/lib/dpkg/|var/log/dpkg\.log$|etc/ld\.so\.cache$"
+                         r"|var/cache/ldconfig/|var/cache/man/|var/log/journal/)")
+
+
+@pytest.fixture(scope="module")
+def deb(tmp_path_factory):
+    """scripts/package.sh, once: the .deb, and lintian's word on it."""
+    for tool in ("dpkg-buildpackage", "dh", "lintian", "systemd-nspawn"):
+        assert shutil.which(tool), f"{tool} missing: scripts/deps.sh installs it"
+    out = str(tmp_path_factory.mktemp("deb"))
+    # The unit tests run elsewhere in the suite: not again at build time; and no debug
+    # symbols package, which nothing here installs.
+    r = run(PACKAGE, out, env=dict(os.environ, DEB_BUILD_OPTIONS="nocheck noddebs"),
+            timeout=1200)
+    assert r.returncode == 0, r.stdout + r.stderr
+    path = r.stdout.strip().splitlines()[-1]
+    try:
+        yield path, r.stdout
+    finally:
+        shutil.rmtree(out)
+
+
+@pytest.fixture(scope="module")
+def installed(deb, tmp_path_factory):
+    """Install, use and purge in the booted copy: (result, upper before, upper after,
+    upper directory on disk, journal)."""
+    work = str(tmp_path_factory.mktemp("package"))
+    test, out = os.path.join(work, "test"), os.path.join(work, "out")
+    os.mkdir(test)
+    os.mkdir(out)
+    for f in (deb[0], ROOT / "tests" / "pkgconfig" / "example.c",
+              os.path.join(HERE, "package_driver.py"), os.path.join(HERE, "systemd_driver.py")):
+        shutil.copy(f, test)
+    with open(os.path.join(test, "snapfs-package-test.service"), "w") as f:
+        f.write(DRIVER_UNIT)
+    with open(os.path.join(work, "nspawn.log"), "w") as log:
+        p = subprocess.Popen(["unshare", "-m", "--propagation", "private", "--", "sh", "-c",
+                              BOOT, "sh", work, test, out], stdout=log,
+                             stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL)
+        try:
+            rc = p.wait(BOOT_DEADLINE)
+        except subprocess.TimeoutExpired:
+            p.terminate()  # nspawn powers the container off
+            try:
+                p.wait(60)
+            except subprocess.TimeoutExpired:
+                p.kill()
+                p.wait()
+            rc = "timeout"
+
+    def read(name, default=""):
+        path = os.path.join(out, name)
+        if not os.path.exists(path):
+            return default
+        with open(path) as f:
+            return f.read()
+
+    journal = read("journal.txt")
+    assert read("result.json"), \
+        f"the driver wrote no result (nspawn: {rc})\n{read('driver.log')}\n" \
+        f"{open(os.path.join(work, 'nspawn.log')).read()[-4000:]}\n{journal[-8000:]}"
+    try:
+        yield (json.loads(read("result.json")), json.loads(read("upper-before.json")),
+               json.loads(read("upper-after.json")), os.path.join(work, "upper"), journal)
+    finally:
+        subprocess.run(["rm", "-rf", "--one-file-system", work], check=False)
+
+
+def step(installed, name):
+    res, journal = installed[0], installed[4]
+    assert name not in res["errors"], f"{res['errors'][name]}\n---- journal\n{journal[-8000:]}"
+    return res[name]
+
+
+def test_the_package_is_built_by_debhelper_and_lintian_reports_no_error(deb):
+    path, output = deb
+    assert os.path.basename(path) == f"snapfs_{VERSION}_amd64.deb"
+    # package.sh fails on a lintian error; what lintian printed is its last word before the
+    # path: warnings are allowed, errors are not.
+    assert not re.search(r"^E: ", output, re.M), output
+    r = run("dpkg-deb", "--field", path, "Package", "Version", "Depends")
+    assert r.returncode == 0, r.stderr
+    fields = dict(line.split(": ", 1) for line in r.stdout.splitlines())
+    assert fields["Package"] == "snapfs" and fields["Version"] == VERSION
+    for dep in ("fuse3", "libfuse3-3", "libssl3", "libmount1", "libjson-c5", "python3"):
+        assert dep in fields["Depends"], fields
+
+
+def test_dpkg_installs_every_piece_in_debians_places(installed):
+    res = step(installed, "install")
+    assert res["dpkg"]["rc"] == 0, res["dpkg"]
+    assert res["status"]["out"] == f"install ok installed {VERSION}"
+    assert EXPECTED <= set(res["files"]), EXPECTED - set(res["files"])
+    assert res["conffiles"][0] == "/etc/logrotate.d/snapfs"
+
+
+def test_the_installed_unit_is_enabled_started_and_serves(installed):
+    res = step(installed, "service")
+    assert res["is_enabled"] == "enabled"
+    assert (res["show"]["ActiveState"], res["show"]["SubState"]) == ("active", "running")
+    assert res["show"]["FragmentPath"] == "/lib/systemd/system/snapfs.service"
+    assert res["served"]["mounts"] == ["fuse.snapfs"]
+    assert res["version"]["out"] == f"snapfs {VERSION}\n"
+
+
+def test_the_packaged_clients_publish_and_verify_on_the_packaged_mount(installed):
+    res = step(installed, "clients")
+    # Debian's python3, no environment: the module and the library it loads, as packaged.
+    assert res["python"]["rc"] == 0, res["python"]
+    where, binding = res["python"]["out"].splitlines()
+    assert where == "/usr/lib/python3/dist-packages/snapfs_client.py"
+    assert res["verify"]["rc"] == 0 and res["verify"]["out"] == binding + "\n", res["verify"]
+    # A C program from the packaged header and pkg-config file, linked with the packaged
+    # library, publishes and verifies.
+    assert res["pkg_config"]["out"].split() == ["-lsnapfs"], res["pkg_config"]
+    assert res["cc"]["rc"] == 0, res["cc"]
+    assert res["example"]["rc"] == 0, res["example"]
+    assert res["example"]["out"].startswith("sha256="), res["example"]
+    assert re.search(r"libsnapfs\.so\.0 => (/usr)?/lib/x86_64-linux-gnu/libsnapfs\.so\.0 ",
+                     res["ldd"]), res["ldd"]
+    assert res["man"]["out"] == "/usr/share/man/man1/snapfs.1.gz\n", res["man"]
+    assert res["logrotate"]["rc"] == 0, res["logrotate"]
+    assert "rotating pattern: /var/log/snapfs/*.log" in res["logrotate"]["out"] + \
+        res["logrotate"]["err"]
+
+
+def test_the_packaged_template_runs_an_instance(installed):
+    res = step(installed, "template")
+    assert res["enable"]["rc"] == 0, res["enable"]
+    assert (res["show"]["ActiveState"], res["show"]["SubState"]) == ("active", "running")
+    assert res["show"]["FragmentPath"] == "/lib/systemd/system/snapfs@.service"
+    assert res["served"]["mounts"] == ["fuse.snapfs"]
+
+
+def test_dpkg_purge_stops_everything_and_removes_what_it_made(installed):
+    res = step(installed, "purge")
+    # The daemons had made their stores and logs: the purge takes them too.
+    assert res["state"] == {"/var/lib/snapfs": True, "/var/lib/snapfs-pkg": True,
+                            "/var/log/snapfs/audit.log": True}
+    assert res["dpkg"]["rc"] == 0, res["dpkg"]
+    assert res["status"]["rc"] == 1, res["status"]  # dpkg-query: no such package
+    for unit, show in res["units"].items():
+        assert show == {"LoadState": "not-found", "ActiveState": "inactive"}, (unit, show)
+    assert res["pids"] == [] and res["mounts"] == []
+    assert res["mountinfo"] == {"/run/snapfs": [], "/run/snapfs-pkg": []}
+    assert res["ldconfig"] == []
+    assert res["named_snapfs"] == []
+
+
+def test_install_then_purge_leaves_nothing_in_the_filesystem(installed):
+    """Everything the install and the purge wrote lands in the overlay's upper directory:
+    after the purge, every path there that was not there before is either a file of the
+    host changed by dpkg's own bookkeeping, or something the package left."""
+    res, before, after, upper = installed[:4]
+    assert not res["errors"], res["errors"]
+    new = {p: kind for p, kind in after.items()
+           if p not in before and kind != "w" and not BOOKKEEPING.match(p)}
+    # Paths the host did not have at all: created, and never removed.
+    created = sorted(p for p in new if not os.path.lexists(p))
+    assert created == [], created
+    # Host files changed on the way (copied up): dpkg's bookkeeping only.
+    changed = sorted(p for p, kind in new.items() if kind != "d")
+    assert changed == [], changed
+    # The bookkeeping forgot the package: dpkg's database, the loader's cache.
+    for path in ("/var/lib/dpkg/status", "/etc/ld.so.cache"):
+        with open(upper + path, "rb") as f:
+            assert b"snapfs" not in f.read(), path
+    # And nothing anywhere in the upper directory bears the package's name (but the test's
+    # own files).
+    named = sorted(p for p in after if "snapfs" in os.path.basename(p)
+                   and not p.startswith(("/snapfs-test", "/snapfs-upper"))
+                   and "snapfs-package-test" not in p)
+    assert named == [], named
