@@ -12,22 +12,6 @@
 #include "fs/tree-internal.h"
 #include "common/util.h"
 
-/* One descriptor's transaction. */
-struct sfs_ctl {
-        bool busy;    /* its request is being executed */
-        bool done;    /* its request was executed: further writes are refused */
-        char *reply;
-        size_t len;
-};
-
-void sfs_ctl_free(struct sfs_ctl *ctl)
-{
-        if (!ctl)
-                return;
-        free(ctl->reply);
-        free(ctl);
-}
-
 int sfs_control_open(struct sfs_tree *t, const struct sfs_caller *c, struct sfs_node *n,
                      struct sfs_handle **h, struct sfs_open_info *oi)
 {

@@ -107,46 +107,6 @@ const char *sfs_scope_name(const struct sfs_tree *t)
         return t->scope ? t->scope->name : NULL;
 }
 
-void sfs_scope_state_free(struct sfs_tree *t)
-{
-        struct sfs_grants *g = &t->scope->grants;
-
-        for (size_t i = 0; i < g->n_digests; i++) {
-                struct snap_object *obj = g->digests[i]->obj;
-                if (snap_store_ungrant(t->store, obj) == 1)
-                        snap_store_release(t->store, obj); /* its publication's */
-                snap_store_release(t->store, obj);
-        }
-        sfs_grants_free(g);
-        free(t->scope);
-        t->scope = NULL;
-}
-
-/* ---- lookups ---- */
-
-struct sfs_grant *sfs_scope_grant_of(struct sfs_tree *t, const struct snap_digest *d)
-{
-        return sfs_grants_find(&t->scope->grants, d);
-}
-
-struct sfs_grant *sfs_scope_resolve(struct sfs_tree *t, const char *name)
-{
-        struct sfs_grant_entry *e;
-        struct snap_digest d;
-
-        if (snap_digest_from_hex(name, strlen(name), &d) == 0)
-                return sfs_grants_find(&t->scope->grants, &d);
-        e = sfs_grants_entry(&t->scope->grants, name);
-        return e ? e->target : NULL;
-}
-
-void sfs_scope_node_refresh(struct sfs_node *n, const struct sfs_grant *g)
-{
-        n->vuid = g->uid;
-        n->vtime = g->created;
-        n->revoked = false;
-}
-
 /* ---- planning ---- */
 
 /* An entry name: a staging NAME that is not a digest (the view's digests and entries share

@@ -208,7 +208,13 @@ bool sfs_main_may_see_snapshot(struct sfs_tree *t, const struct sfs_caller *c,
 
 /* ---- control.c ---- */
 
-struct sfs_ctl;
+/* One .control descriptor's transaction (control.c). */
+struct sfs_ctl {
+        bool busy;    /* its request is being executed */
+        bool done;    /* its request was executed: further writes are refused */
+        char *reply;
+        size_t len;
+};
 /* Frees a control descriptor's transaction (NULL is fine). */
 void sfs_ctl_free(struct sfs_ctl *ctl);
 /* Opens .control: -EACCES for anyone but the mount owner and root. t->lock held. */
@@ -223,16 +229,19 @@ int sfs_control_write(struct sfs_tree *t, const struct sfs_caller *c, struct sfs
 int sfs_control_read(struct sfs_tree *t, struct sfs_handle *h, size_t size, off_t off,
                      int (*reply)(void *ctx, const void *data, size_t len), void *ctx);
 
-/* ---- scope.c, t->lock held ---- */
+/* ---- a scope's grants in tree.c, t->lock held ---- */
 
 /* Frees a scope tree's own state: each grant's references dropped (no collection: the scope
  * was revoked already, or the daemon is stopping). */
 void sfs_scope_state_free(struct sfs_tree *t);
-
 /* The grant of d in a scope's tree, or NULL. */
 struct sfs_grant *sfs_scope_grant_of(struct sfs_tree *t, const struct snap_digest *d);
 /* A name of a scope's root: the grant it shows (a digest, or an entry's target), or NULL. */
 struct sfs_grant *sfs_scope_resolve(struct sfs_tree *t, const char *name);
+/* Refreshes a scope's snapshot node from its grant (found again, after a revoke too). */
+void sfs_scope_node_refresh(struct sfs_node *n, const struct sfs_grant *g);
+
+/* ---- scope.c, t->lock held ---- */
 /* Whether op would apply now, and room for it: 0, or what sfs_scope_apply_locked would
  * answer (but for -ENOMEM in its effects). */
 int sfs_scope_check_locked(struct sfs_tree *t, const struct sfs_scope_op *op);
@@ -241,8 +250,6 @@ int sfs_scope_check_locked(struct sfs_tree *t, const struct sfs_scope_op *op);
 int sfs_scope_apply_locked(struct sfs_tree *t, const struct sfs_scope_op *op,
                            struct snap_object *obj, struct sfs_grant_info *info,
                            struct sfs_scope_effects *fx);
-/* Refreshes a scope's snapshot node from its grant (found again, after a revoke too). */
-void sfs_scope_node_refresh(struct sfs_node *n, const struct sfs_grant *g);
 
 /* Per-uid staging lists. */
 struct sfs_uidstage *sfs_stage_find(struct sfs_tree *t, uid_t uid, bool create);

@@ -117,6 +117,14 @@ int sfs_tree_new(const struct sfs_tree_config *cfg, struct sfs_tree **out)
         return 0;
 }
 
+void sfs_ctl_free(struct sfs_ctl *ctl)
+{
+        if (!ctl)
+                return;
+        free(ctl->reply);
+        free(ctl);
+}
+
 int sfs_tree_init_common(struct sfs_tree *t)
 {
         if (sfs_idmap_init(&t->ids_nodes) < 0 || sfs_idmap_init(&t->ids_handles) < 0 ||
@@ -523,6 +531,46 @@ int sfs_tree_getattr(struct sfs_tree *t, const struct sfs_caller *c, struct sfs_
         }
         pthread_mutex_unlock(&t->lock);
         return r;
+}
+
+/* ---- a scope's grants, as a lookup and the tree's end need them (scope.c changes them) ---- */
+
+void sfs_scope_state_free(struct sfs_tree *t)
+{
+        struct sfs_grants *g = &t->scope->grants;
+
+        for (size_t i = 0; i < g->n_digests; i++) {
+                struct snap_object *obj = g->digests[i]->obj;
+                if (snap_store_ungrant(t->store, obj) == 1)
+                        snap_store_release(t->store, obj); /* its publication's */
+                snap_store_release(t->store, obj);
+        }
+        sfs_grants_free(g);
+        free(t->scope);
+        t->scope = NULL;
+}
+
+struct sfs_grant *sfs_scope_grant_of(struct sfs_tree *t, const struct snap_digest *d)
+{
+        return sfs_grants_find(&t->scope->grants, d);
+}
+
+struct sfs_grant *sfs_scope_resolve(struct sfs_tree *t, const char *name)
+{
+        struct sfs_grant_entry *e;
+        struct snap_digest d;
+
+        if (snap_digest_from_hex(name, strlen(name), &d) == 0)
+                return sfs_grants_find(&t->scope->grants, &d);
+        e = sfs_grants_entry(&t->scope->grants, name);
+        return e ? e->target : NULL;
+}
+
+void sfs_scope_node_refresh(struct sfs_node *n, const struct sfs_grant *g)
+{
+        n->vuid = g->uid;
+        n->vtime = g->created;
+        n->revoked = false;
 }
 
 /* ---- lookup ---- */
