@@ -45,7 +45,9 @@ json_object *cli_scope_json(const struct snapfs_scope *s)
                                json_object_new_uint64(s->usage.staging_bytes));
         json_object_object_add(o, "name", json_object_new_string(s->name));
         json_object_object_add(o, "view", json_object_new_string(s->view ? s->view : ""));
-        json_object_object_add(o, "dev", json_object_new_string(dev));
+        /* null while the view is not mounted: the scope is there, unserved. */
+        json_object_object_add(o, "dev", (s->flags & SNAPFS_SCOPE_UNMOUNTED)
+                                                 ? NULL : json_object_new_string(dev));
         json_object_object_add(o, "uids", uids);
         json_object_object_add(o, "gid", (s->flags & SNAPFS_SCOPE_GID)
                                                  ? json_object_new_int64(s->gid) : NULL);
@@ -97,7 +99,10 @@ void cli_scope_print(FILE *f, const struct snapfs_scope *s)
 {
         fprintf(f, "name       %s\n", s->name);
         fprintf(f, "view       %s\n", s->view ? s->view : "");
-        fprintf(f, "dev        %u:%u\n", major(s->dev), minor(s->dev));
+        if (s->flags & SNAPFS_SCOPE_UNMOUNTED)
+                fprintf(f, "dev        - (the view is not mounted)\n");
+        else
+                fprintf(f, "dev        %u:%u\n", major(s->dev), minor(s->dev));
         fprintf(f, "users      ");
         print_users(f, s);
         fprintf(f, "\npublish    %s\n", (s->flags & SNAPFS_SCOPE_PUBLISH) ? "yes" : "no");
@@ -140,7 +145,10 @@ void cli_scope_table(FILE *f, const struct snapfs_scope *v, size_t n)
                 "VIEW", "DEV", "PUBLISH", "GRANTS", "SNAPSHOTS", "BYTES");
         for (size_t i = 0; i < n; i++) {
                 char dev[32];
-                snprintf(dev, sizeof(dev), "%u:%u", major(v[i].dev), minor(v[i].dev));
+                if (v[i].flags & SNAPFS_SCOPE_UNMOUNTED)
+                        snprintf(dev, sizeof(dev), "-");
+                else
+                        snprintf(dev, sizeof(dev), "%u:%u", major(v[i].dev), minor(v[i].dev));
                 fprintf(f, "%-*s  %-*s  %-9s  %-7s  %6" PRIu64 "  %9" PRIu64 "  %10" PRIu64 "  ",
                         (int)wn, v[i].name, (int)wv, v[i].view ? v[i].view : "", dev,
                         (v[i].flags & SNAPFS_SCOPE_PUBLISH) ? "yes" : "no", v[i].n_grants,

@@ -125,8 +125,15 @@ int sfc_scope_from_json(json_object *o, struct snapfs_scope *out)
         if (!json_object_is_type(o, json_type_object))
                 return -EPROTO;
         if (get_str(o, "name", &name) < 0 || !name_valid(name) || get_str(o, "view", &view) < 0 ||
-            !view || view[0] != '/' || strlen(view) >= PATH_MAX || get_str(o, "dev", &dev) < 0 ||
-            parse_dev(dev, &out->dev) < 0)
+            !view || view[0] != '/' || strlen(view) >= PATH_MAX || get_str(o, "dev", &dev) < 0)
+                return -EPROTO;
+        /* dev is null while the view is not mounted (unmounted from outside): the scope is
+         * there, unserved. Absent is no scope of the protocol's. */
+        if (!dev && !json_object_object_get_ex(o, "dev", NULL))
+                return -EPROTO;
+        if (!dev)
+                out->flags |= SNAPFS_SCOPE_UNMOUNTED;
+        else if (parse_dev(dev, &out->dev) < 0)
                 return -EPROTO;
         strcpy(out->name, name);
         out->view = strdup(view);
@@ -316,8 +323,7 @@ int sfc_scope_create_request(const struct snapfs_scope_spec *spec, int32_t clien
         o = request("scope-create");
         if (!o || add(o, "name", json_object_new_string(spec->name)) < 0 ||
             add(o, "view", json_object_new_string(spec->view)) < 0 ||
-            add(o, "publish", json_object_new_boolean(!!(spec->flags & SNAPFS_SCOPE_PUBLISH))) < 0 ||
-            add(o, "client_pid", json_object_new_int(client_pid)) < 0)
+            add(o, "publish", json_object_new_boolean(!!(spec->flags & SNAPFS_SCOPE_PUBLISH))) < 0)
                 return snapfs_report_fail(why, -ENOMEM, "control", "out of memory");
         if (spec->n_uids) {
                 if (add(o, "uids", uids = json_object_new_array()) < 0)
@@ -328,8 +334,11 @@ int sfc_scope_create_request(const struct snapfs_scope_spec *spec, int32_t clien
         }
         if (((spec->flags & SNAPFS_SCOPE_GID) &&
              add(o, "gid", json_object_new_int64(spec->gid)) < 0) ||
+            /* The pid the kernel stamps on the request's write goes with until_pid: the daemon
+             * compares the two (docs/design.md, "A scope"). */
             ((spec->flags & SNAPFS_SCOPE_UNTIL_PID) &&
-             add(o, "until_pid", json_object_new_int(spec->until_pid)) < 0) ||
+             (add(o, "until_pid", json_object_new_int(spec->until_pid)) < 0 ||
+              add(o, "client_pid", json_object_new_int(client_pid)) < 0)) ||
             add(o, "limits", limits = json_object_new_object()) < 0 ||
             add_limit(limits, "max_snapshots", spec->limits.max_snapshots) < 0 ||
             add_limit(limits, "max_bytes", spec->limits.max_bytes) < 0 ||

@@ -193,6 +193,7 @@ enum {
         SNAPFS_SCOPE_GID = 1u << 0,       /* gid is set: members of that group are users */
         SNAPFS_SCOPE_PUBLISH = 1u << 1,   /* processes in the scope may publish in its view */
         SNAPFS_SCOPE_UNTIL_PID = 1u << 2, /* until_pid is set: the scope goes when it exits */
+        SNAPFS_SCOPE_UNMOUNTED = 1u << 3, /* reported only: its view is not mounted now (dev 0) */
 };
 
 /* What snapfs_scope_create asks for. */
@@ -214,7 +215,8 @@ struct snapfs_scope_spec {
 struct snapfs_scope {
         char name[SNAPFS_NAME_MAX + 1];
         char *view;       /* the view's path, as the daemon has it */
-        uint64_t dev;     /* the view's device, makedev(major, minor): the dev of its bindings */
+        uint64_t dev;     /* the view's device, makedev(major, minor): the dev of its bindings;
+                           * 0 with SNAPFS_SCOPE_UNMOUNTED (a view unmounted from outside) */
         uint32_t *uids;
         size_t n_uids;
         unsigned flags;   /* SNAPFS_SCOPE_* */

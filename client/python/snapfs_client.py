@@ -100,6 +100,7 @@ NAME_MAX = 64
 SCOPE_GID = 1
 SCOPE_PUBLISH = 2
 SCOPE_UNTIL_PID = 4
+SCOPE_UNMOUNTED = 8
 
 
 class _CScopeLimits(ctypes.Structure):
@@ -467,7 +468,8 @@ class Scope:
     """A scope as the daemon reports it."""
     name: str
     view: str            # where its view is mounted
-    dev: int             # the view's st_dev, os.makedev(major, minor): its bindings' dev
+    dev: object          # the view's st_dev, os.makedev(major, minor): its bindings' dev;
+                         # None while the view is not mounted (unmounted from outside)
     uids: tuple          # uids that may use the view (uid 0 always may)
     gid: object          # int, or None
     publish: bool        # processes in the scope may publish in its view
@@ -480,7 +482,7 @@ class Scope:
     def _from_c(cls, c):
         uids = ctypes.cast(c.uids, ctypes.POINTER(ctypes.c_uint32)) if c.uids else None
         return cls(name=c.name.decode(), view=os.fsdecode(ctypes.string_at(c.view)),
-                   dev=c.dev, uids=tuple(uids[i] for i in range(c.n_uids)) if uids else (),
+                   dev=None if c.flags & SCOPE_UNMOUNTED else c.dev, uids=tuple(uids[i] for i in range(c.n_uids)) if uids else (),
                    gid=c.gid if c.flags & SCOPE_GID else None,
                    publish=bool(c.flags & SCOPE_PUBLISH),
                    until_pid=c.until_pid if c.flags & SCOPE_UNTIL_PID else None,
@@ -491,7 +493,8 @@ class Scope:
     def as_dict(self) -> dict:
         """The scope object of `snapfs scope ls --json` (and of create)."""
         return {"name": self.name, "view": self.view,
-                "dev": f"{os.major(self.dev)}:{os.minor(self.dev)}", "uids": list(self.uids),
+                "dev": None if self.dev is None else f"{os.major(self.dev)}:{os.minor(self.dev)}",
+                "uids": list(self.uids),
                 "gid": self.gid, "publish": self.publish, "until_pid": self.until_pid,
                 "limits": dict(self.limits), "usage": dict(self.usage), "grants": self.grants}
 

@@ -179,7 +179,8 @@ static json_object *scope_json(const struct snapfs_scope *sc)
                                json_object_new_uint64(sc->usage.staging_bytes));
         json_object_object_add(o, "name", json_object_new_string(sc->name));
         json_object_object_add(o, "view", json_object_new_string(sc->view));
-        json_object_object_add(o, "dev", json_object_new_string(dev));
+        json_object_object_add(o, "dev", (sc->flags & SNAPFS_SCOPE_UNMOUNTED)
+                                                 ? NULL : json_object_new_string(dev));
         json_object_object_add(o, "uids", uids);
         json_object_object_add(o, "gid", (sc->flags & SNAPFS_SCOPE_GID)
                                                  ? json_object_new_int64(sc->gid) : NULL);

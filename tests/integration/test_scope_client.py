@@ -210,6 +210,23 @@ def test_scope_rm_detaches_the_view_while_an_open_descriptor_reads_on(snapfs, sc
     assert os.stat(snapfs.p(digest)).st_size == len(CFG)
 
 
+def test_a_view_unmounted_from_outside_is_reported_unserved(client, snapfs, scopes):
+    view = scopes.create("sandbox-a")
+    dev = os.stat(view).st_dev
+    assert client("scope-list", snapfs.path)["scopes"][0]["dev"] == \
+        f"{os.major(dev)}:{os.minor(dev)}"
+    assert run("umount", "-l", view).returncode == 0
+    wait_for(lambda: client("scope-list", snapfs.path)["scopes"][0]["dev"] is None)
+    rc, out = jsnap("scope", "ls", "--mount", snapfs.path)
+    assert rc == 0 and out["scopes"][0]["dev"] is None
+    row = snap("scope", "ls", "--mount", snapfs.path).stdout.splitlines()[1].split()
+    assert row[:3] == ["sandbox-a", view, "-"]
+    r = snap("scope", "ls", "--mount", snapfs.path, "sandbox-a")
+    assert "dev        - (the view is not mounted)\n" in r.stdout
+    rc, out = jsnap("scope", "rm", "--mount", snapfs.path, "sandbox-a")
+    assert rc == 0, out
+
+
 # ---- grants --------------------------------------------------------------------------------
 
 def test_a_view_lists_exactly_its_grants_by_digest_or_binding(snapfs, scopes):

@@ -130,6 +130,19 @@ static void test_a_malformed_scope_is_eproto(void **state)
         assert_int_equal(sfc_scope_from_json(NULL, &s), -EPROTO);
 }
 
+static void test_a_scope_whose_view_is_not_mounted_reads_as_unmounted(void **state)
+{
+        struct snapfs_scope s;
+        (void)state;
+        assert_int_equal(scope_of("{\"name\": \"b\", \"view\": \"/v\", \"dev\": null}", &s), 0);
+        assert_int_equal(s.flags, SNAPFS_SCOPE_UNMOUNTED);
+        assert_int_equal(s.dev, 0);
+        snapfs_scope_free(&s);
+        assert_int_equal(scope_of("{\"name\": \"b\", \"view\": \"/v\", \"dev\": \"0:9\"}", &s), 0);
+        assert_int_equal(s.flags, 0);
+        snapfs_scope_free(&s);
+}
+
 static void test_a_limit_past_int64_reads_whole(void **state)
 {
         struct snapfs_scope s;
@@ -193,8 +206,7 @@ static void test_a_create_request_carries_what_the_spec_sets_and_nothing_else(vo
         (void)state;
         assert_string_equal(request_text(&spec, &o),
                             "{\"op\":\"scope-create\",\"name\":\"sandbox-a\","
-                            "\"view\":\"\\/run\\/snapfs-a\",\"publish\":false,\"client_pid\":77,"
-                            "\"limits\":{}}");
+                            "\"view\":\"\\/run\\/snapfs-a\",\"publish\":false,\"limits\":{}}");
         json_object_put(o);
         spec.uids = uids;
         spec.n_uids = 2;
@@ -205,8 +217,8 @@ static void test_a_create_request_carries_what_the_spec_sets_and_nothing_else(vo
         spec.limits.max_staging_bytes = 4096;
         assert_string_equal(request_text(&spec, &o),
                             "{\"op\":\"scope-create\",\"name\":\"sandbox-a\","
-                            "\"view\":\"\\/run\\/snapfs-a\",\"publish\":true,\"client_pid\":77,"
-                            "\"uids\":[1000,0],\"gid\":100,\"until_pid\":4242,"
+                            "\"view\":\"\\/run\\/snapfs-a\",\"publish\":true,"
+                            "\"uids\":[1000,0],\"gid\":100,\"until_pid\":4242,\"client_pid\":77,"
                             "\"limits\":{\"max_snapshots\":16,\"max_staging_bytes\":4096}}");
         json_object_put(o);
 }
@@ -284,6 +296,7 @@ int main(void)
                 T(test_a_scope_reads_back_every_field),
                 T(test_a_scope_with_only_its_name_view_and_dev_reads_with_defaults),
                 T(test_a_malformed_scope_is_eproto),
+                T(test_a_scope_whose_view_is_not_mounted_reads_as_unmounted),
                 T(test_a_limit_past_int64_reads_whole),
                 T(test_a_grant_reads_back_with_or_without_its_entry),
                 T(test_a_malformed_grant_is_eproto),
