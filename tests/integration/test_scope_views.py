@@ -310,6 +310,33 @@ def test_scope_ls_prints_what_the_daemon_reports(workdir):
         assert out["scope"] == SCOPE_A and out["grants"] == [GRANT_A]
 
 
+def test_a_scope_binding_through_a_view_the_daemon_does_not_serve_the_scope_on_is_stale(
+        client, workdir):
+    """The daemon names the scope's view and its device; a mount of the same trusted owner
+    at that path with another device (another daemon's view, say) binds nothing of it."""
+    view = os.path.join(workdir, "view")
+    src = source(workdir, "a", b"a")
+    with fakesnap(view, "ro", "scope=sandbox-a", f"{HEX_A}=reg:0:{src}"):
+        st = os.stat(os.path.join(view, HEX_A))
+        binding = f"sha256={HEX_A} size=1 dev=0:1 ino={st.st_ino}"
+        served = f"{os.major(st.st_dev)}:{os.minor(st.st_dev)}"
+        for dev, ok in (("0:999", False), (served, True)):
+            with control_mount(workdir, {"ok": True, "grants": [],
+                                         "scope": {**SCOPE_A, "view": view, "dev": dev}}):
+                out = client("scope-binding", os.path.join(workdir, "main"), "sandbox-a",
+                             binding)
+                if ok:
+                    assert out["view"] == view and out["binding"] == (
+                        f"sha256={HEX_A} size=1 dev={served} ino={st.st_ino}")
+                    # The view serves the digest, but not as the snapshot the binding names.
+                    out = client("scope-binding", os.path.join(workdir, "main"), "sandbox-a",
+                                 f"sha256={HEX_A} size=1 dev=0:1 ino={st.st_ino + 1}")
+                    assert out["error"] == "ESTALE" and codes(out) == {"identity"}
+                else:
+                    assert out["error"] == "ESTALE" and codes(out) == {"identity"}
+            os.unlink(os.path.join(workdir, "reply"))
+
+
 def test_a_mount_without_a_control_file_is_eopnotsupp(client, workdir):
     main = os.path.join(workdir, "main")
     with fakesnap(main, ".staging=dir"):

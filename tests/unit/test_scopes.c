@@ -118,6 +118,12 @@ static void test_a_malformed_scope_is_eproto(void **state)
                 "{\"name\": \"b\", \"view\": \"/v\", \"dev\": \"0:1\", "
                 "\"usage\": {\"bytes\": \"5\"}}",
                 "{\"name\": \"b\", \"view\": \"/v\", \"dev\": \"0:1\", \"grants\": true}",
+                "{\"name\": \"b\", \"view\": \"/v\", \"dev\": \"0:1\", \"usage\": []}",
+                /* Past what the field holds: a gid is below 2^32 - 1, a pid below 2^31. */
+                "{\"name\": \"b\", \"view\": \"/v\", \"dev\": \"0:1\", \"gid\": 4294967295}",
+                "{\"name\": \"b\", \"view\": \"/v\", \"dev\": \"0:1\", "
+                "\"gid\": 18446744073709551615}",
+                "{\"name\": \"b\", \"view\": \"/v\", \"dev\": \"0:1\", \"until_pid\": 2147483648}",
                 "{\"name\": \"b\", \"view\": \"/v\\u0000x\", \"dev\": \"0:1\"}",
         };
         struct snapfs_scope s;
@@ -147,6 +153,11 @@ static void test_a_limit_past_int64_reads_whole(void **state)
 {
         struct snapfs_scope s;
         (void)state;
+        /* The largest a field holds reads whole. */
+        assert_int_equal(scope_of("{\"name\": \"b\", \"view\": \"/v\", \"dev\": \"0:1\", "
+                                  "\"gid\": 4294967294, \"until_pid\": 2147483647}", &s), 0);
+        assert_true(s.gid == 4294967294u && s.until_pid == INT32_MAX);
+        snapfs_scope_free(&s);
         assert_int_equal(scope_of("{\"name\": \"b\", \"view\": \"/v\", \"dev\": \"0:1\", "
                                   "\"limits\": {\"max_bytes\": 18446744073709551615}}", &s), 0);
         assert_true(s.limits.max_bytes == UINT64_MAX);
