@@ -214,7 +214,7 @@ static int scope_publish(struct sfs_tree *t, const struct sfs_caller *c, struct 
                 sfs_ocistore_lock(os);
         /* Decide before writing: a scope deleted meanwhile, granted here already, the
          * scope's limits, the room. */
-        pthread_mutex_lock(&t->lock);
+        tree_lock(t);
         save = t->scope->save;
         save_ctx = t->scope->save_ctx;
         pthread_mutex_lock(&stg->lock);
@@ -227,7 +227,7 @@ static int scope_publish(struct sfs_tree *t, const struct sfs_caller *c, struct 
                 r = -EEXIST;
         if (r == 0)
                 r = scope_quota(t, len);
-        pthread_mutex_unlock(&t->lock);
+        tree_unlock(t);
         if (r == 0)
                 r = snap_store_claim_unheld(t->store, len, len, &claim);
         if (r == 0)
@@ -246,7 +246,7 @@ static int scope_publish(struct sfs_tree *t, const struct sfs_caller *c, struct 
         if (r == 0 && save)
                 r = save(save_ctx, &op);
 
-        pthread_mutex_lock(&t->lock);
+        tree_lock(t);
         n->pins--;
         /* Granted here meanwhile through the control channel (EEXIST), or no room for one
          * more grant: refused before the store takes the bytes. */
@@ -304,7 +304,7 @@ static int scope_publish(struct sfs_tree *t, const struct sfs_caller *c, struct 
         if (r < 0) {
                 stg->publishing = false;
                 pthread_mutex_unlock(&stg->lock);
-                pthread_mutex_unlock(&t->lock);
+                tree_unlock(t);
                 snap_store_release(t->store, existing);
                 snap_store_unclaim(t->store, &claim);
                 if (stored)
@@ -324,7 +324,7 @@ static int scope_publish(struct sfs_tree *t, const struct sfs_caller *c, struct 
         n->stg = NULL;
         sfs_staging_free(stg);
         sfs_touch_root(t);
-        pthread_mutex_unlock(&t->lock);
+        tree_unlock(t);
         /* Content that was there already: its room was only asked for. */
         snap_store_unclaim(t->store, &claim);
         if (os)
@@ -361,9 +361,9 @@ int sfs_tree_rename(struct sfs_tree *t, const struct sfs_caller *c, struct sfs_n
         uint64_t size = 0;
         int r;
 
-        pthread_mutex_lock(&t->lock);
+        tree_lock(t);
         r = publish_begin(t, c, parent, name, newparent, newname, flags, &target, &n);
-        pthread_mutex_unlock(&t->lock);
+        tree_unlock(t);
         if (r == -ENOENT || r == -ENOTDIR)
                 return r;
         if (r == -EPERM || r == -EACCES)
@@ -390,9 +390,9 @@ int sfs_tree_rename(struct sfs_tree *t, const struct sfs_caller *c, struct sfs_n
                  * still holds when it is done. Outermost lock. */
                 sfs_ocistore_lock(os);
                 if (r == 0) {
-                        pthread_mutex_lock(&t->lock);
+                        tree_lock(t);
                         r = decide(t, c, stg, &actual, &existing, &claim);
-                        pthread_mutex_unlock(&t->lock);
+                        tree_unlock(t);
                 }
                 /* Only what was admitted is written: a refused publish leaves the disk as it
                  * was (the attack: a uid past its limit made every refused publish write and
@@ -408,7 +408,7 @@ int sfs_tree_rename(struct sfs_tree *t, const struct sfs_caller *c, struct sfs_n
                         r = 0;
         }
 
-        pthread_mutex_lock(&t->lock);
+        tree_lock(t);
         n->pins--;
         pthread_mutex_lock(&stg->lock);
         if (r == 0 && !os)
@@ -450,7 +450,7 @@ int sfs_tree_rename(struct sfs_tree *t, const struct sfs_caller *c, struct sfs_n
         if (r < 0) {
                 stg->publishing = false;
                 pthread_mutex_unlock(&stg->lock);
-                pthread_mutex_unlock(&t->lock);
+                tree_unlock(t);
                 snap_store_unclaim(t->store, &claim);
                 if (stored)
                         sfs_ocistore_remove(os, &actual); /* not published after all */
@@ -466,7 +466,7 @@ int sfs_tree_rename(struct sfs_tree *t, const struct sfs_caller *c, struct sfs_n
         n->stg = NULL;
         sfs_staging_free(stg);
         sfs_touch_root(t);
-        pthread_mutex_unlock(&t->lock);
+        tree_unlock(t);
         if (os)
                 sfs_ocistore_unlock(os);
 
@@ -497,7 +497,7 @@ int sfs_tree_restore(struct sfs_tree *t, const struct snap_digest *d, void *data
                 holders = &owner;
                 n_holders = 1;
         }
-        pthread_mutex_lock(&t->lock);
+        tree_lock(t);
         r = snap_store_put(t->store,
                            &(struct snap_put){
                                    .data = data,
@@ -519,7 +519,7 @@ int sfs_tree_restore(struct sfs_tree *t, const struct snap_digest *d, void *data
         if (r == 1)
                 snap_store_release(t->store, obj);
         /* On 0 the reference the put returned is its publication's. */
-        pthread_mutex_unlock(&t->lock);
+        tree_unlock(t);
         if (r == 0 && !len)
                 free(data);
         return r;
