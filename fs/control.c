@@ -94,10 +94,8 @@ int sfs_control_read(struct sfs_tree *t, struct sfs_handle *h, size_t size, off_
         size_t n = 0;
         int r;
 
-        if (off < 0)
-                return -EINVAL;
-        /* The reply never changes once it is there; copied under the lock, answered
-         * without it. */
+        /* off >= 0: sfs_tree_read checked it. The reply never changes once it is there;
+         * copied under the lock, answered without it. */
         tree_lock(t);
         if (ctl->done && (uint64_t)off < ctl->len) {
                 n = ctl->len - (size_t)off < size ? ctl->len - (size_t)off : size;

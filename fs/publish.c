@@ -207,7 +207,7 @@ static int scope_publish(struct sfs_tree *t, const struct sfs_caller *c, struct 
         };
         int (*save)(void *ctx, const struct sfs_scope_op *op);
         void *save_ctx;
-        bool stored = false;
+        bool stored = false, new_content = false;
         uint64_t len;
 
         if (os)
@@ -223,8 +223,9 @@ static int scope_publish(struct sfs_tree *t, const struct sfs_caller *c, struct 
         pthread_mutex_unlock(&stg->lock);
         if (r == 0 && t->cfg.read_only)
                 r = -EACCES;
-        if (r == 0 && sfs_scope_grant_of(t, d))
-                r = -EEXIST;
+        /* Granted here already (EEXIST), or no room for one more grant (ENOSPC). */
+        if (r == 0)
+                r = sfs_scope_check_locked(t, &op);
         if (r == 0)
                 r = scope_quota(t, len);
         tree_unlock(t);
@@ -253,7 +254,21 @@ static int scope_publish(struct sfs_tree *t, const struct sfs_caller *c, struct 
         if (r == 0)
                 r = sfs_scope_check_locked(t, &op);
         pthread_mutex_lock(&stg->lock);
-        if (r == 0 && !existing) {
+        if (r == 0 && existing) {
+                /* The lookup's reference becomes the grant's. Detached meanwhile (no
+                 * --store, whose lock keeps the index still): published below as new. */
+                if (snap_store_grant(t->store, existing) == 0) {
+                        obj = existing;
+                        existing = NULL;
+                } else {
+                        snap_store_release(t->store, existing);
+                        existing = NULL;
+                        new_content = true;
+                }
+        } else if (r == 0) {
+                new_content = true;
+        }
+        if (r == 0 && new_content) {
                 r = snap_store_put(t->store,
                                    &(struct snap_put){
                                            .data = stg->buf ? (const void *)stg->buf : "",
@@ -276,19 +291,15 @@ static int scope_publish(struct sfs_tree *t, const struct sfs_caller *c, struct 
                         snap_store_ref(t->store, obj);
                         sfs_staging_handed_over_locked(stg);
                 } else if (r == 1) {
-                        existing = obj; /* published meanwhile (no --store): granted below */
-                        obj = NULL;
-                        r = 0;
-                }
-        }
-        if (r == 0 && existing) {
-                r = snap_store_grant(t->store, existing);
-                obj = existing; /* the lookup's reference: the grant's */
-                existing = NULL;
-                if (r < 0) {
-                        snap_store_release(t->store, obj);
-                        obj = NULL;
-                        r = -EAGAIN; /* removed meanwhile: the client tries again */
+                        /* Published meanwhile (no --store): its reference is the grant's.
+                         * It is indexed (the put found it under the store's lock), so the
+                         * grant can only fail if it goes again at once: then this publish
+                         * loses the race and says so. */
+                        r = snap_store_grant(t->store, obj) == 0 ? 0 : -EAGAIN;
+                        if (r < 0) {
+                                snap_store_release(t->store, obj);
+                                obj = NULL;
+                        }
                 }
         }
         if (r == 0) {

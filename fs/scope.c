@@ -66,6 +66,7 @@ int sfs_tree_new_scope(struct sfs_tree *main, const struct sfs_scope_spec *spec,
         t->scope->save = spec->save;
         t->scope->save_ctx = spec->save_ctx;
         sfs_grants_init(&t->scope->grants, SFS_FIRST_INO);
+        t->scope->max_grants = SFS_SCOPE_GRANTS_MAX;
 
         /* The daemon's configuration (audit, --store, --trust-key, the global limits, the
          * owner), with the scope's users and staging limits in place of the roles. */
@@ -94,6 +95,13 @@ int sfs_tree_new_scope(struct sfs_tree *main, const struct sfs_scope_spec *spec,
         }
         *out = t;
         return 0;
+}
+
+void sfs_scope_set_max_grants(struct sfs_tree *t, size_t max)
+{
+        tree_lock(t);
+        t->scope->max_grants = max < SFS_SCOPE_GRANTS_MAX ? max : SFS_SCOPE_GRANTS_MAX;
+        tree_unlock(t);
 }
 
 void sfs_scope_disarm(struct sfs_tree *t)
@@ -216,7 +224,7 @@ static int plan_op(struct sfs_tree *t, const struct sfs_scope_op *op, struct pla
                 p->remove_target = !p->target->plain && p->target->entries == 0;
                 break;
         }
-        if (added && n_grants(t) + added > SFS_SCOPE_GRANTS_MAX)
+        if (added && n_grants(t) + added > t->scope->max_grants)
                 return -ENOSPC;
         return 0;
 }

@@ -75,6 +75,7 @@ struct sfs_scope_state {
                                            parallel) */
         int (*save)(void *ctx, const struct sfs_scope_op *op);
         void *save_ctx;
+        size_t max_grants;              /* SFS_SCOPE_GRANTS_MAX, or less */
 };
 
 /* The control channel's hook (sfs_tree_set_control). */
