@@ -81,7 +81,7 @@ static int apply_env_owner(const char *cmd, bool json, struct snapfs_options *op
 
 /* True when argv asks for --json before any "--": a usage error found before the parser
  * reached --json is then reported as JSON too. */
-static bool json_requested(int argc, char **argv)
+bool cli_json_requested(int argc, char **argv)
 {
         for (int i = 1; i < argc; i++) {
                 if (strcmp(argv[i], "--") == 0)
@@ -190,7 +190,7 @@ int cli_parse(const struct cli_spec *spec, int argc, char **argv, struct cli_com
         int ch, r, left;
 
         *c = (struct cli_common){
-                .json = !(spec->features & CLI_NO_JSON) && json_requested(argc, argv),
+                .json = !(spec->features & CLI_NO_JSON) && cli_json_requested(argc, argv),
         };
         if (long_options(spec, &longopts) < 0)
                 return cli_system_error(spec->cmd, c->json, -ENOMEM, "options");

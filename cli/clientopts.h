@@ -65,6 +65,10 @@ struct cli_spec {
         void *arg;
 };
 
+/* True when argv asks for --json before any "--": a usage error found before the parser
+ * reached --json (a command dispatching to its subcommands) is then reported as JSON too. */
+bool cli_json_requested(int argc, char **argv);
+
 /* The one parser of the client options: --mount MNT, --owner UID, --insecure-own-mount,
  * --trust-user-namespace, $SNAPFS_MOUNT (cli_mount_path), $SNAPFS_OWNER (read first, --owner
  * wins), --json and -h, and what spec adds; every client subcommand parses through it. Then

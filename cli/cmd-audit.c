@@ -112,14 +112,15 @@ static void progress(const struct sfc_audit_progress *p, void *ctx)
 }
 
 /* A row of the checks table: its counts, or that it did not run and why. */
-static void print_check(const struct sfc_audit *a, int c)
+static void print_check(const struct sfc_audit *a, int c, bool compliant)
 {
         const char *why = c == SFC_AUDIT_STORE ? (a->store.state == SFC_AUDIT_STORE_NONE
                                                              ? "no --store"
                                                              : "not re-hashed")
                         : c == SFC_AUDIT_SIGNED || c == SFC_AUDIT_SIGNATURES
                                 ? "no --verify-key"
-                                : "mount not compliant";
+                        : c == SFC_AUDIT_ENTRIES && compliant ? "not a scope view"
+                                                              : "mount not compliant";
 
         if (a->ran[c])
                 printf("%-26s %8u %8u\n", sfc_audit_check_names[c], a->passed[c],
@@ -156,7 +157,7 @@ static int print_text(const char *mount, const struct snapfs_report *why, bool c
         }
         printf("\n%-26s %8s %8s\n", "CHECK", "PASSED", "FAILED");
         for (int c = 0; c < SFC_AUDIT_CHECKS; c++)
-                print_check(a, c);
+                print_check(a, c, compliant);
         if (a->n_problems)
                 printf("\n");
         for (size_t i = 0; i < a->n_problems; i++)

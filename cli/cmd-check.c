@@ -69,12 +69,17 @@ static void check_usage(FILE *f)
                 "                     absolute, a trailing / dropped); PATH is judged as written\n"
                 "  --json             print one JSON object: ok, error, message, reasons\n"
                 "                     [{code, message}] (the findings), mount, backend,\n"
-                "                     mount_id, mount_id_unique, reasons_dropped (and path,\n"
-                "                     the same as mount: deprecated)\n"
+                "                     mount_id, mount_id_unique, reasons_dropped, scope (null,\n"
+                "                     or a view's scope), scope_publishes (and path, the same\n"
+                "                     as mount: deprecated)\n"
                 "  -h, --help         show this help\n"
                 "\n"
-                "Exit status: 0 compliant (nothing printed without --json); 1 not compliant,\n"
-                "one \"code: message\" line per finding; 2 usage or system error.\n"
+                "A snapfs scope view (its root names the scope it serves) is reported on a line\n"
+                "\"scope NAME\" before any finding; a view that is read-write while its scope does\n"
+                "not allow publishing is refused (scope-writable).\n"
+                "\n"
+                "Exit status: 0 compliant (nothing printed without --json, but the scope line);\n"
+                "1 not compliant, one \"code: message\" line per finding; 2 usage or system error.\n"
                 "\n"
                 "Finding codes:");
         for (int c = 0; c < MC_CODE_COUNT; c++)
@@ -217,6 +222,11 @@ static int print_json(const char *path, const char *preset, const struct mc_verd
                                v->has_mount_id ? json_object_new_uint64(v->mount_id) : NULL);
         json_object_object_add(root, "mount_id_unique", json_object_new_boolean(v->mount_id_unique));
         json_object_object_add(root, "reasons_dropped", json_object_new_uint64(v->n_dropped));
+        /* A snapfs scope view: the scope its daemon says it serves (null for any other mount). */
+        json_object_object_add(root, "scope",
+                               v->is_scope ? json_object_new_string(v->scope) : NULL);
+        json_object_object_add(root, "scope_publishes",
+                               v->is_scope ? json_object_new_boolean(v->scope_publishes) : NULL);
         if (r == 0)
                 r = cli_print_json(root);
         else
@@ -293,6 +303,10 @@ int cli_cmd_check(int argc, char **argv)
                                        value);
         }
 
+        /* Which scope a view serves is reported whatever its flags (the clients ask only a
+         * read-write mount, the one kind the answer can refuse). */
+        if (pol.scope != MC_SCOPE_IGNORE)
+                pol.scope = MC_SCOPE_REPORT;
         r = mc_check_path(path, &pol, backend, &v, NULL);
         if (r < 0)
                 return cli_system_error("check", json, r, "%s", path);
@@ -303,6 +317,8 @@ int cli_cmd_check(int argc, char **argv)
                         return 2;
                 }
         } else {
+                if (v.is_scope)
+                        printf("scope %s\n", v.scope[0] ? v.scope : "(unnamed)");
                 for (size_t i = 0; i < v.n_findings; i++) {
                         char hint[PATH_MAX * 2 + 128];
                         /* What to run next, for a snapfs mount that is not there or dead. */

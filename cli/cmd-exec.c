@@ -29,10 +29,12 @@
 static void exec_usage(FILE *f)
 {
         fprintf(f,
-                "Usage: snapfs exec [--mount MNT] [--owner UID] [--insecure-own-mount] --binding BINDING [--fd N]\n"
+                "Usage: snapfs exec [--mount MNT] [--owner UID] [--insecure-own-mount]\n"
+                "                   --binding BINDING|--entry ENTRY [--fd N]\n"
                 "                   [--env NAME] [--kind KIND] -- COMMAND [ARG...]\n"
                 "\n"
-                "Verified open of the snapshot BINDING names (as snapfs verify does it), then run\n"
+                "Verified open of the snapshot BINDING names (as snapfs verify does it), or of\n"
+                "the one the entry ENTRY of the scope view MNT names now, then run\n"
                 "COMMAND with that very descriptor at fd N: every ARG that is exactly {} becomes\n"
                 "/proc/self/fd/N, the environment variable NAME is set to the binding and\n"
                 FD_PATH_ENV " to /proc/self/fd/N. No other descriptor of the caller above\n"
@@ -46,6 +48,11 @@ static void exec_usage(FILE *f)
                 CLI_HELP_KIND
                 "  --binding BINDING the snapshot, as its binding text:\n"
                 "                    \"sha256=<hex> size=<n> dev=<maj>:<min> ino=<n>\"\n"
+                "  --entry ENTRY     the snapshot an entry of the scope view MNT names: opened\n"
+                "                    below MNT's root, its digest read from that descriptor,\n"
+                "                    its content hashed against it (an entry moved meanwhile\n"
+                "                    gives the old snapshot or the new one, whole); NAME is\n"
+                "                    set to its binding\n"
                 "  --fd N            the descriptor number COMMAND gets (default %d)\n"
                 "  --env NAME        the variable that carries the binding (default %s); names\n"
                 "                    the loader, libc, a shell, an interpreter or a common tool\n"
@@ -160,16 +167,17 @@ static int place_descriptor(int fd, int target)
 
 enum {
         OPT_BINDING = CLI_OWN_OPTION,
+        OPT_ENTRY,
         OPT_FD,
         OPT_ENV,
 };
 
 struct exec_args {
-        const char *binding, *env;
+        const char *binding, *entry, *env;
         int target;
 };
 
-/* --binding, --fd, --env: -1 to go on, or EXIT_OWN_FAILURE after printing why. */
+/* --binding, --entry, --fd, --env: -1 to go on, or EXIT_OWN_FAILURE after printing why. */
 static int take_option(void *arg, int val, const char *value, bool json)
 {
         struct exec_args *a = arg;
@@ -178,6 +186,9 @@ static int take_option(void *arg, int val, const char *value, bool json)
         switch (val) {
         case OPT_BINDING:
                 a->binding = value;
+                return -1;
+        case OPT_ENTRY:
+                a->entry = value;
                 return -1;
         case OPT_FD:
                 if (parse_fd(value, &a->target) < 0) {
@@ -202,6 +213,7 @@ int cli_cmd_exec(int argc, char **argv)
 {
         static const struct option options[] = {
                 { "binding", required_argument, NULL, OPT_BINDING },
+                { "entry", required_argument, NULL, OPT_ENTRY },
                 { "fd", required_argument, NULL, OPT_FD },
                 { "env", required_argument, NULL, OPT_ENV },
                 { NULL, 0, NULL, 0 },
@@ -212,7 +224,7 @@ int cli_cmd_exec(int argc, char **argv)
         struct snapfs_report why;
         struct snapfs_binding b;
         char text[SNAPFS_BINDING_TEXT_MAX], fdpath[64];
-        const char *binding, *env;
+        const char *binding, *entry, *env;
         char **cmd;
         int r, fd, target;
 
@@ -228,14 +240,17 @@ int cli_cmd_exec(int argc, char **argv)
         if (r >= 0)
                 return r == 0 ? 0 : EXIT_OWN_FAILURE;
         binding = a.binding;
+        entry = a.entry;
         env = a.env;
         target = a.target;
-        if (!binding || optind >= argc) {
+        if (!binding == !entry || optind >= argc) {
                 fprintf(stderr, "snapfs exec: %s\nRun 'snapfs exec --help' for its options.\n",
-                        !binding ? "--binding is required" : "no COMMAND given");
+                        binding && entry ? "--binding and --entry: give one of them"
+                        : !binding && !entry ? "--binding or --entry is required"
+                                             : "no COMMAND given");
                 return EXIT_OWN_FAILURE;
         }
-        if (snapfs_binding_parse(binding, &b) < 0) {
+        if (binding && snapfs_binding_parse(binding, &b) < 0) {
                 fprintf(stderr, "snapfs exec: not a valid binding: '%s'\n", binding);
                 return EXIT_OWN_FAILURE;
         }
@@ -246,7 +261,10 @@ int cli_cmd_exec(int argc, char **argv)
                 return EXIT_OWN_FAILURE;
         }
 
-        fd = snapfs_open_verified(mount, &b, &co.opts, &why);
+        /* An entry resolves to whichever snapshot it names at the open; the descriptor then
+         * holds that one, and b becomes its binding. */
+        fd = entry ? snapfs_open_entry(mount, entry, &co.opts, &b, &why)
+                   : snapfs_open_verified(mount, &b, &co.opts, &why);
         if (fd < 0) {
                 fprintf(stderr, "snapfs exec: %s: not verified, not starting %s: %s\n", mount,
                         cmd[0], snapfs_strerror(fd));

@@ -21,7 +21,7 @@ static void put_usage(FILE *f)
 {
         fprintf(f,
                 "Usage: snapfs put [--mount MNT] [--owner UID] [--insecure-own-mount]\n"
-                "                  [--name NAME] [--json] FILE|-\n"
+                "                  [--name NAME] [--scope NAME [--as ENTRY]] [--json] FILE|-\n"
                 "\n"
                 "Publish the bytes of FILE (or standard input for -) to the snapfs mount MNT:\n"
                 "check the mount, write the bytes to a staging file, rename it to their SHA-256,\n"
@@ -36,21 +36,29 @@ static void put_usage(FILE *f)
                 "line gives the binding as seen there, where a sandbox reads, once that view\n"
                 "has passed the same mount check and the snapshot verified through it:\n"
                 "  read-view sha256=<hex> size=<n> dev=<major>:<minor> ino=<n> VIEW\n"
+                "With --scope NAME the snapshot is also granted to the scope NAME (under ENTRY\n"
+                "with --as: an existing ENTRY moves to it), and the second line is its binding\n"
+                "in that scope's view, judged and verified there as a sandbox of it will:\n"
+                "  scope NAME sha256=<hex> size=<n> dev=<major>:<minor> ino=<n> VIEW\n"
                 "\n"
                 "Options:\n"
                 "  --mount MNT   " CLI_HELP_MOUNT "\n"
                 CLI_HELP_TRUST
                 "  --name NAME   the snapshot's name: 1-64 of [A-Za-z0-9._-], starting with\n"
                 "                neither . nor _\n"
+                "  --scope NAME  grant the snapshot to the scope NAME (snapfs grant)\n"
+                "  --as ENTRY    with --scope: under the entry name ENTRY\n"
                 "  --json        print one JSON object: ok, error, message, reasons, mount,\n"
                 "                binding, snapshot {sha256, size, dev, ino, name, published,\n"
                 "                publisher, binding}, already_published, read_view (null, or\n"
-                "                {mount, binding, snapshot})\n"
+                "                {mount, binding, snapshot}), scope (null, or {name, entry,\n"
+                "                mount, binding, snapshot})\n"
                 "  -h, --help    show this help\n"
                 "\n"
                 "Exit status: 0 published (or already there); 1 refused, with every reason on\n"
                 "standard error (\"code: message\" lines), or published but its read view\n"
-                "does not verify; 2 usage or system error (FILE unreadable).\n");
+                "does not verify, or (--scope) not granted or not verified in the scope's view;\n"
+                "2 usage or system error (FILE unreadable).\n");
 }
 
 /* The first line of a refused publish: what happened, before the reasons say why. */
@@ -83,14 +91,46 @@ static const char *default_name(const char *file)
         return strcmp(file, "-") != 0 && sfc_name_ok(base) ? base : NULL;
 }
 
-enum { OPT_NAME = CLI_OWN_OPTION };
+/* --scope: grant the published snapshot b to the scope (under entry), then its binding as
+ * that scope's view shows it. 0, or the first refusal. */
+static int put_in_scope(const char *mount, const char *scope, const char *entry,
+                        const struct snapfs_binding *b, const struct snapfs_options *opts,
+                        char *view, size_t viewlen, struct snapfs_binding *vb,
+                        struct snapfs_report *why)
+{
+        char hex[2 * SNAPFS_DIGEST_LEN + 1];
+        int r;
 
-/* --name NAME, checked when the file is known: -1 to go on. */
+        for (size_t i = 0; i < SNAPFS_DIGEST_LEN; i++)
+                snprintf(hex + 2 * i, 3, "%02x", b->sha256[i]);
+        r = snapfs_grant(mount, scope, hex, entry, opts, NULL, why);
+        if (r == 0)
+                r = snapfs_scope_binding(mount, scope, b, opts, view, viewlen, vb, why);
+        return r;
+}
+
+enum {
+        OPT_NAME = CLI_OWN_OPTION,
+        OPT_SCOPE,
+        OPT_AS,
+};
+
+struct put_args {
+        const char *name, *scope, *entry;
+};
+
+/* --name NAME (checked when the file is known), --scope NAME, --as ENTRY: -1 to go on. */
 static int take(void *arg, int val, const char *value, bool json)
 {
-        (void)val;
+        struct put_args *a = arg;
+
         (void)json;
-        *(const char **)arg = value;
+        if (val == OPT_NAME)
+                a->name = value;
+        else if (val == OPT_SCOPE)
+                a->scope = value;
+        else
+                a->entry = value;
         return -1;
 }
 
@@ -98,6 +138,8 @@ int cli_cmd_put(int argc, char **argv)
 {
         static const struct option own[] = {
                 { "name", required_argument, NULL, OPT_NAME },
+                { "scope", required_argument, NULL, OPT_SCOPE },
+                { "as", required_argument, NULL, OPT_AS },
                 { NULL, 0, NULL, 0 },
         };
         _cleanup_close_ int fd = -1;
@@ -107,16 +149,23 @@ int cli_cmd_put(int argc, char **argv)
         struct snapfs_snapshot s;
         struct snapfs_binding vb;
         char text[SNAPFS_BINDING_TEXT_MAX], vtext[SNAPFS_BINDING_TEXT_MAX], view[PATH_MAX];
-        const char *file, *name, *given = NULL;
+        struct put_args pa = { NULL, NULL, NULL };
+        const char *file, *name, *given, *scope, *entry;
         int vr, r, in;
+        bool view_failed;
 
         r = cli_parse(&(struct cli_spec){ .cmd = "put", .min_operands = 1, .max_operands = 1,
                                           .what = "one FILE (or - for standard input)",
                                           .usage = put_usage, .options = own, .option = take,
-                                          .arg = &given },
+                                          .arg = &pa },
                       argc, argv, &co);
         if (r >= 0)
                 return r;
+        given = pa.name;
+        scope = pa.scope;
+        entry = pa.entry;
+        if (entry && !scope)
+                return cli_usage_error("put", co.json, put_usage, "--as needs --scope");
         file = argv[optind];
         if (given && !sfc_name_ok(given))
                 return cli_usage_error("put", co.json, NULL,
@@ -160,18 +209,32 @@ int cli_cmd_put(int argc, char **argv)
         }
         if (snapfs_binding_format(&s.binding, text, sizeof(text)) < 0)
                 return 2;
-        /* Where a sandbox reads: the same snapshot through the daemon's read view, judged and
-         * verified there like any mount. */
-        vr = snapfs_view_binding(mount, &s.binding, &co.opts, view, sizeof(view), &vb, &vwhy);
+        /* Where a sandbox reads: the same snapshot through the daemon's read view (or, with
+         * --scope, granted to the scope and through its view), judged and verified there like
+         * any mount. */
+        if (scope)
+                vr = put_in_scope(mount, scope, entry, &s.binding, &co.opts, view,
+                                  sizeof(view), &vb, &vwhy);
+        else
+                vr = snapfs_view_binding(mount, &s.binding, &co.opts, view, sizeof(view), &vb,
+                                         &vwhy);
         if (vr == 0 && snapfs_binding_format(&vb, vtext, sizeof(vtext)) < 0)
                 return 2;
+        /* No read view (ENODATA) is no failure; a scope that did not take it always is. */
+        view_failed = vr < 0 && (scope || vr != -ENODATA);
         if (co.json) {
-                json_object *o = vr < 0 && vr != -ENODATA ? cli_json_refusal(vr, &vwhy)
-                                                          : cli_json_result(true, NULL, NULL, NULL);
+                json_object *o = view_failed ? cli_json_refusal(vr, &vwhy)
+                                             : cli_json_result(true, NULL, NULL, NULL);
                 json_object *v = NULL;
                 if (vr == 0 && (v = json_object_new_object())) {
                         struct snapfs_snapshot vs = s;
                         vs.binding = vb;
+                        if (scope) {
+                                json_object_object_add(v, "name", json_object_new_string(scope));
+                                json_object_object_add(v, "entry",
+                                                       entry ? json_object_new_string(entry)
+                                                             : NULL);
+                        }
                         json_object_object_add(v, "mount", json_object_new_string(view));
                         json_object_object_add(v, "binding", json_object_new_string(vtext));
                         json_object_object_add(v, "snapshot", cli_snapshot_json(&vs));
@@ -182,13 +245,14 @@ int cli_cmd_put(int argc, char **argv)
                         json_object_object_add(o, "snapshot", cli_snapshot_json(&s));
                         json_object_object_add(o, "already_published",
                                                json_object_new_boolean(r == 1));
-                        json_object_object_add(o, "read_view", v);
+                        json_object_object_add(o, "read_view", scope ? NULL : v);
+                        json_object_object_add(o, "scope", scope ? v : NULL);
                 } else {
                         json_object_put(v);
                 }
                 if (cli_print_json(o) < 0)
                         return 2;
-                return vr < 0 && vr != -ENODATA ? 1 : 0;
+                return view_failed ? 1 : 0;
         }
         /* Idempotent: the content is there, bound to the existing snapshot. Not a failure. */
         if (r == 1) {
@@ -198,13 +262,20 @@ int cli_cmd_put(int argc, char **argv)
                         fprintf(stderr, "snapfs put: already published\n");
         }
         if (printf("%s\n", text) < 0 ||
-            (vr == 0 && printf("read-view %s %s\n", vtext, view) < 0) || fflush(stdout) != 0) {
+            (vr == 0 && !scope && printf("read-view %s %s\n", vtext, view) < 0) ||
+            (vr == 0 && scope && printf("scope %s %s %s\n", scope, vtext, view) < 0) ||
+            fflush(stdout) != 0) {
                 fprintf(stderr, "snapfs put: writing output: %s\n", strerror(errno));
                 return 2;
         }
-        if (vr < 0 && vr != -ENODATA) {
-                fprintf(stderr, "snapfs put: %s: published, but its read view does not "
-                                "verify: %s\n", mount, snapfs_strerror(vr));
+        if (view_failed) {
+                if (scope)
+                        fprintf(stderr, "snapfs put: %s: published, but not granted to scope "
+                                        "%s or not verified in its view: %s\n", mount, scope,
+                                snapfs_strerror(vr));
+                else
+                        fprintf(stderr, "snapfs put: %s: published, but its read view does not "
+                                        "verify: %s\n", mount, snapfs_strerror(vr));
                 cli_print_reasons(stderr, &vwhy);
                 return 1;
         }

@@ -35,6 +35,12 @@ int cli_cmd_export(int argc, char **argv);
 int cli_cmd_import(int argc, char **argv);
 int cli_cmd_keygen(int argc, char **argv);
 
+/* snapfs scope create|ls|rm (cmd-scope.c), grant and revoke (cmd-grant.c): scopes, through
+ * the main mount's control file. */
+int cli_cmd_scope(int argc, char **argv);
+int cli_cmd_grant(int argc, char **argv);
+int cli_cmd_revoke(int argc, char **argv);
+
 /* Every command and what it does, on f (cmd-help.c). */
 #include <stdio.h>
 void cli_main_usage(FILE *f);

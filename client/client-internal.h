@@ -6,6 +6,7 @@
 #pragma once
 
 #include <dirent.h>
+#include <json-c/json.h>
 #include <stdbool.h>
 #include <stdint.h>
 #include <sys/types.h>
@@ -145,6 +146,41 @@ int sfc_usage_parse(const char *text, struct sfc_usage *out);
  * NUL written here). -EBADMSG when a NUL is among them; else sfc_usage_parse. */
 int sfc_usage_parse_value(char *buf, size_t n, struct sfc_usage *out);
 void sfc_usage_free(struct sfc_usage *u);
+
+/* ---- the control channel (control.c) and scopes (scopes.c) ---- */
+
+/* The largest request the daemon takes, and the largest reply read back. */
+#define SFC_CONTROL_REQUEST_MAX (64u * 1024)
+#define SFC_CONTROL_REPLY_MAX (16u * 1024 * 1024)
+
+/* The errno named name ("ENOENT", as strerrorname_np spells it), or 0 for none. */
+int sfc_errno_from_name(const char *name);
+
+/* Judges a reply of len bytes: 0 and *out (json_object_put it) when it is one JSON object
+ * with "ok": true; a refusal's negative errno (its "error" by name) with its "message" as the
+ * reason "refused", and *out the reply; -EPROTO ("reply", *out NULL) for anything else. */
+int sfc_control_parse_reply(const char *text, size_t len, json_object **out,
+                            struct snapfs_report *why);
+
+/* One request of len bytes through the .control file of the judged main mount m: 0 and
+ * *reply (malloc'd, NUL-terminated, *reply_len bytes), or the channel's errors (snapfs.h). */
+int sfc_mnt_control_text(const struct sfc_mnt *m, const char *request, size_t len,
+                         char **reply, size_t *reply_len, struct snapfs_report *why);
+
+/* sfc_mnt_control_text of request serialized, its reply judged by
+ * sfc_control_parse_reply. */
+int sfc_mnt_control(const struct sfc_mnt *m, json_object *request, json_object **reply,
+                    struct snapfs_report *why);
+
+/* A scope and a grant from the daemon's JSON (docs/design.md, "The control channel"): 0, or
+ * -EPROTO (a field missing or of the wrong type; *out left freed) or -ENOMEM. */
+int sfc_scope_from_json(json_object *o, struct snapfs_scope *out);
+int sfc_grant_from_json(json_object *o, struct snapfs_grant *out);
+
+/* The request object of scope-create for spec: 0 and *out, -EINVAL (a bad spec, with its
+ * reason), -ENOMEM. client_pid is the id the kernel will stamp on the request's write. */
+int sfc_scope_create_request(const struct snapfs_scope_spec *spec, int32_t client_pid,
+                             json_object **out, struct snapfs_report *why);
 
 /* ---- what to do about a refusal (client/explain.c) ---- */
 

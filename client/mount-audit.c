@@ -17,6 +17,7 @@
 #include <unistd.h>
 
 #include "snapshot/digest.h"
+#include "snapshot/name.h"
 #include "mountcheck/mountcheck.h"
 #include "snapshot/readhash.h"
 #include "common/util.h"
@@ -25,6 +26,8 @@
 #define XATTR_BINDING "user.snapfs.binding"
 #define XATTR_STORE_CORRUPT "user.snapfs.store-corrupt"
 #define XATTR_STORE_CHECK "user.snapfs.store-check"
+/* A scope's view names its scope on its root (fs/tree.h); its other names are entries. */
+#define XATTR_SCOPE "user.snapfs.scope"
 /* The daemon's answer is at most 4000 bytes (fs/tree.h); room for more, never cut short. */
 #define STORE_CHECK_MAX 8192
 #define STAGING ".staging"
@@ -40,6 +43,7 @@ const char *const sfc_audit_check_names[SFC_AUDIT_CHECKS] = {
         [SFC_AUDIT_XATTRS] = "xattrs agree",
         [SFC_AUDIT_CONTENT] = "content hashes to name",
         [SFC_AUDIT_STORE] = "store blobs intact",
+        [SFC_AUDIT_ENTRIES] = "entry names a snapshot",
         [SFC_AUDIT_SIGNED] = "in a signed manifest",
         [SFC_AUDIT_SIGNATURES] = "signature, signed manifest",
 };
@@ -333,6 +337,70 @@ static int audit_snapshot(struct audit *a, const char *name, size_t index)
         return 0;
 }
 
+/* Whether the judged root is a scope's view: 1 yes, 0 no, or a negative errno. */
+static int is_scope_view(const struct sfc_mnt *m)
+{
+        /* The pinned root is O_PATH, which has no xattrs to read: a real descriptor of it. */
+        _cleanup_close_ int fd = openat(m->fd, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+        char buf[80];
+
+        if (fd < 0)
+                return negative_errno();
+        if (fgetxattr(fd, XATTR_SCOPE, buf, sizeof(buf)) >= 0 || errno == ERANGE)
+                return 1;
+        return errno == ENODATA || errno == EOPNOTSUPP ? 0 : negative_errno();
+}
+
+/* An entry of a scope's view (docs/design.md, "Scopes"): an alias of a granted snapshot, so
+ * the same node as a digest name listed beside it: a regular file of mode 0000 on the mount,
+ * whose digest (its xattr) is that name, with that name's inode. Its content is the
+ * snapshot's, re-hashed under the digest name. Audited once every snapshot is in; an entry
+ * moved meanwhile shows as a problem of this one run. */
+static int audit_entry(struct audit *a, const char *name, char **names, size_t n_names)
+{
+        _cleanup_close_ int fd = -1;
+        char hex[SNAP_DIGEST_HEX_LEN + 2];
+        struct stat st;
+        ssize_t n;
+        size_t i, k;
+
+        fd = sfc_mnt_open(a->m, name, O_RDONLY | O_NONBLOCK | O_NOCTTY, 0);
+        if (fd < 0)
+                return problem(a, SFC_AUDIT_ENTRIES, name, "open", "open: %s", strerror(-fd));
+        if (sfc_mnt_confirm(a->m, fd) < 0)
+                return problem(a, SFC_AUDIT_ENTRIES, name, "other-mount",
+                               "the descriptor lies on another mount");
+        if (fstat(fd, &st) < 0)
+                return problem(a, SFC_AUDIT_ENTRIES, name, "io", "fstat: %s", strerror(errno));
+        if (!S_ISREG(st.st_mode) || (st.st_mode & 07777) != 0 || (uint64_t)st.st_dev != a->m->dev)
+                return problem(a, SFC_AUDIT_ENTRIES, name, "entry",
+                               "not a snapshot of this mount: file type %06o, mode %04o, device "
+                               "%u:%u", (unsigned)(st.st_mode & S_IFMT),
+                               (unsigned)(st.st_mode & 07777), major(st.st_dev),
+                               minor(st.st_dev));
+        n = fgetxattr(fd, XATTR_SHA256, hex, sizeof(hex) - 1);
+        if (n < 0)
+                return problem(a, SFC_AUDIT_ENTRIES, name, "entry", "%s: %s", XATTR_SHA256,
+                               strerror(errno));
+        hex[n] = '\0';
+        if ((size_t)n != SNAP_DIGEST_HEX_LEN || !snap_is_digest_name(hex))
+                return problem(a, SFC_AUDIT_ENTRIES, name, "entry",
+                               "%s is not 64 lowercase hex characters", XATTR_SHA256);
+        for (i = 0; i < n_names && strcmp(names[i], hex) != 0; i++)
+                ;
+        for (k = 0; i < n_names && k < a->n_inos && a->inos[k].entry != i; k++)
+                ;
+        if (i == n_names || k == a->n_inos)
+                return problem(a, SFC_AUDIT_ENTRIES, name, "entry",
+                               "names %s, which the view does not list", hex);
+        if (a->inos[k].ino != (uint64_t)st.st_ino)
+                return problem(a, SFC_AUDIT_ENTRIES, name, "entry",
+                               "inode %ju, but %s is inode %" PRIu64, (uintmax_t)st.st_ino, hex,
+                               a->inos[k].ino);
+        sfc_audit_count(a->out, SFC_AUDIT_ENTRIES, true);
+        return 0;
+}
+
 static int by_ino(const void *x, const void *y)
 {
         const uint64_t a = *(const uint64_t *)x, b = *(const uint64_t *)y;
@@ -417,15 +485,20 @@ int sfc_audit_mount(const struct sfc_mnt *m, struct sfc_audit *out,
         struct sfc_audit_progress p = { 0 };
         uint64_t reported = 0;
         char **names = NULL;
-        size_t n_names = 0;
-        int r;
+        _cleanup_free_ size_t *entries = NULL;
+        size_t n_names = 0, n_entries = 0;
+        int r, view;
 
+        view = is_scope_view(m);
+        if (view < 0)
+                return view;
         r = snap_hasher_new(&a.hasher);
         if (r == 0)
                 r = read_names(m, &names, &n_names);
         if (r == 0) {
                 a.inos = calloc(n_names ?: 1, sizeof(*a.inos));
-                if (!a.inos)
+                entries = calloc(n_names ?: 1, sizeof(*entries));
+                if (!a.inos || !entries)
                         r = -ENOMEM;
         }
         for (size_t i = 0; i < ARRAY_SIZE(each); i++)
@@ -454,6 +527,22 @@ int sfc_audit_mount(const struct sfc_mnt *m, struct sfc_audit *out,
                                             ".staging is not a directory");
                         continue;
                 }
+                if (strcmp(names[i], ".control") == 0) {
+                        struct stat st;
+                        /* The daemon's control channel, listed for the mount owner and root:
+                         * a regular file, not a snapshot (docs/design.md). */
+                        if (fstatat(m->fd, names[i], &st, AT_SYMLINK_NOFOLLOW) < 0 ||
+                            !S_ISREG(st.st_mode))
+                                r = problem(&a, SFC_AUDIT_NAME, names[i], "unexpected-entry",
+                                            ".control is not a regular file");
+                        continue;
+                }
+                /* In a scope's view a name in the staging grammar is an entry, audited once
+                 * the snapshots it may name are in. */
+                if (view && !snap_is_digest_name(names[i]) && snap_name_valid(names[i])) {
+                        entries[n_entries++] = i;
+                        continue;
+                }
                 if (!snap_is_digest_name(names[i])) {
                         r = problem(&a, SFC_AUDIT_NAME, names[i], "unexpected-entry",
                                     "not a snapshot name (64 lowercase hex)");
@@ -462,6 +551,12 @@ int sfc_audit_mount(const struct sfc_mnt *m, struct sfc_audit *out,
                 sfc_audit_count(out, SFC_AUDIT_NAME, true);
                 r = audit_snapshot(&a, names[i], i);
         }
+        /* A view's entries are checked even when it has none: "0 passed" is then the truth,
+         * where a main mount's row says the check did not run. */
+        if (view)
+                out->ran[SFC_AUDIT_ENTRIES] = true;
+        for (size_t i = 0; r == 0 && i < n_entries; i++)
+                r = audit_entry(&a, names[entries[i]], names, n_names);
         if (progress) {
                 p.entries = n_names;
                 p.bytes = p.total_bytes = out->bytes > p.total_bytes ? out->bytes : p.total_bytes;

@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /* The audit of a judged snapfs mount (what `snapfs audit` reports): every entry of its root
- * is a snapshot name (or .staging), and every snapshot opens on that mount, is a regular file
+ * is a snapshot name (or .staging, .control, or in a scope's view an entry naming a snapshot
+ * listed beside it, with its inode), and every snapshot opens on that mount, is a regular file
  * with one link and mode 0000 on the mount's device, has an inode of its own, xattrs that
  * agree with its name and fstat, and content that hashes to its name; a --store daemon's
  * blobs on disk, re-hashed by the daemon when the caller may ask for it (the mount owner and
@@ -24,6 +25,7 @@ enum sfc_audit_check {
         SFC_AUDIT_XATTRS,
         SFC_AUDIT_CONTENT,
         SFC_AUDIT_STORE,
+        SFC_AUDIT_ENTRIES, /* a scope view's entries: each names a snapshot listed there */
         SFC_AUDIT_SIGNED, /* only with --verify-key (sfc_audit_signed): content */
         SFC_AUDIT_SIGNATURES, /* the same: signature envelopes and manifests */
         SFC_AUDIT_CHECKS,

@@ -92,7 +92,7 @@ const char *snapfs_strerror(int err)
         case ELOOP:
                 return "a symlink where a snapshot should be";
         case ENOENT:
-                return "no such snapshot or mount";
+                return "no such snapshot or mount (or scope, grant or entry)";
         case EINVAL:
                 return "not a regular file, or an invalid argument";
         case ENOMSG:

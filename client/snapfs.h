@@ -28,7 +28,7 @@ extern "C" {
 #endif
 
 #define SNAPFS_DIGEST_LEN 32
-/* Longest snapshot name, terminating NUL not included. */
+/* Longest snapshot, scope or entry name, terminating NUL not included. */
 #define SNAPFS_NAME_MAX 64
 /* Longest binding text, terminating NUL included. */
 #define SNAPFS_BINDING_TEXT_MAX 160
@@ -211,6 +211,162 @@ int snapfs_verify_fd(int fd, const struct snapfs_binding *b, const struct snapfs
 int snapfs_view_binding(const char *mount, const struct snapfs_binding *b,
                         const struct snapfs_options *opts, char *view, size_t viewlen,
                         struct snapfs_binding *out, struct snapfs_report *why);
+
+/* ---- Scopes (docs/design.md, "Scopes", "Scope views and the clients") ----------------
+ *
+ * A scope is what one consumer (a sandbox, a pod, a service) may see: a FUSE mount of its
+ * own, the scope's view, that lists and opens only the snapshots granted to it. The mount
+ * owner and root control scopes through the main mount: each function below judges the main
+ * mount as every function here does, opens its .control file relative to the pinned root,
+ * writes one request, reads the daemon's reply and closes it. A request the daemon refuses
+ * returns its errno, with the daemon's message as the reason "refused": -ENOENT (no such
+ * scope, snapshot or grant), -EEXIST (the scope's name or view is taken), -EINVAL (a bad
+ * name, path or field), -EACCES (not the mount owner or root), -EDQUOT / -ENOSPC (a limit),
+ * -EBUSY. The channel itself ("control"): -EOPNOTSUPP (the mount has no .control for this
+ * caller: a daemon without scopes, or a uid that may not see it), -E2BIG (a request past
+ * 64 KiB), -EPROTO (a reply that is not the protocol's: reason "reply"), or the errno of the
+ * open, write or read. Nothing here is cached: every call is one request. */
+
+/* A scope or entry name: 1-SNAPFS_NAME_MAX of [A-Za-z0-9._-], not starting with '.'. */
+
+/* A scope's limits (snapshots published in its view, their bytes, its staging files and their
+ * bytes; past them the daemon refuses with -EDQUOT). 0: not set (the daemon's default). */
+struct snapfs_scope_limits {
+        uint64_t max_snapshots;
+        uint64_t max_bytes;
+        uint64_t max_staging;
+        uint64_t max_staging_bytes;
+};
+
+/* What a scope uses against those limits. */
+struct snapfs_scope_usage {
+        uint64_t snapshots;
+        uint64_t bytes;
+        uint64_t staging;
+        uint64_t staging_bytes;
+};
+
+enum {
+        SNAPFS_SCOPE_GID = 1u << 0,       /* gid is set: members of that group are users */
+        SNAPFS_SCOPE_PUBLISH = 1u << 1,   /* processes in the scope may publish in its view */
+        SNAPFS_SCOPE_UNTIL_PID = 1u << 2, /* until_pid is set: the scope goes when it exits */
+        SNAPFS_SCOPE_UNMOUNTED = 1u << 3, /* reported only: its view is not mounted now (dev 0) */
+};
+
+/* What snapfs_scope_create asks for. */
+struct snapfs_scope_spec {
+        const char *name;     /* the scope's name */
+        const char *view;     /* absolute path of its view in the daemon's mount namespace; the
+                               * daemon creates the directory when absent (parents must exist) */
+        const uint32_t *uids; /* n_uids uids that may use the view; with none and no gid: the
+                               * daemon's own default (root only). uid 0 always may. */
+        size_t n_uids;
+        unsigned flags;       /* SNAPFS_SCOPE_* */
+        uint32_t gid;         /* with SNAPFS_SCOPE_GID */
+        int32_t until_pid;    /* with SNAPFS_SCOPE_UNTIL_PID: a pid of the caller's own pid
+                               * namespace, which must be the daemon's (-EINVAL otherwise) */
+        struct snapfs_scope_limits limits;
+};
+
+/* A scope as the daemon reports it. view and uids are allocated: snapfs_scope_free. */
+struct snapfs_scope {
+        char name[SNAPFS_NAME_MAX + 1];
+        char *view;       /* the view's path, as the daemon has it */
+        uint64_t dev;     /* the view's device, makedev(major, minor): the dev of its bindings;
+                           * 0 with SNAPFS_SCOPE_UNMOUNTED (a view unmounted from outside) */
+        uint32_t *uids;
+        size_t n_uids;
+        unsigned flags;   /* SNAPFS_SCOPE_* */
+        uint32_t gid;
+        int32_t until_pid;
+        struct snapfs_scope_limits limits;
+        struct snapfs_scope_usage usage;
+        uint64_t n_grants;
+};
+
+/* A snapshot granted to a scope: by its digest alone, or under an entry name (an alias in the
+ * view that a later grant can move to another digest). */
+struct snapfs_grant {
+        uint8_t sha256[SNAPFS_DIGEST_LEN];
+        uint64_t size;
+        uint64_t ino;                     /* in the view: with the scope's dev, the binding there */
+        char entry[SNAPFS_NAME_MAX + 1];  /* "" for a grant by digest */
+};
+
+/* Frees what *s holds (view, uids) and zeroes it; not s itself. NULL is fine. */
+void snapfs_scope_free(struct snapfs_scope *s);
+
+/* Frees an array of n scopes (snapfs_scope_list) and what each holds. */
+void snapfs_scopes_free(struct snapfs_scope *v, size_t n);
+
+/* Frees what a function here allocated for the caller (a reply, a grant list). */
+void snapfs_free(void *p);
+
+/* One request on the control file of the main mount at mount: request is one JSON object
+ * (see docs/design.md, "The control channel"). Fills *reply (malloc'd, NUL-terminated; free
+ * it with snapfs_free) with the daemon's reply, one JSON object, when it has one: on success,
+ * and on a refusal by the daemon. Returns 0 when the reply says ok, else the errors above. */
+int snapfs_control(const char *mount, const char *request, const struct snapfs_options *opts,
+                   char **reply, struct snapfs_report *why);
+
+/* Creates a scope and mounts its view (docs/design.md, "Scopes"): 0 and *out (may be NULL;
+ * snapfs_scope_free it) as the daemon reports the new scope. -EINVAL for a spec that is not
+ * one (no name, a name outside the grammar, a relative view), else the errors above. */
+int snapfs_scope_create(const char *mount, const struct snapfs_scope_spec *spec,
+                        const struct snapfs_options *opts, struct snapfs_scope *out,
+                        struct snapfs_report *why);
+
+/* Every scope of the daemon: 0, *out (an array of *n; snapfs_scopes_free it) and *n. */
+int snapfs_scope_list(const char *mount, const struct snapfs_options *opts,
+                      struct snapfs_scope **out, size_t *n, struct snapfs_report *why);
+
+/* One scope and its grants: 0, *out (snapfs_scope_free it) and, when grants is not NULL,
+ * *grants (an array of *n_grants; snapfs_free it). -ENOENT for no such scope. */
+int snapfs_scope_show(const char *mount, const char *name, const struct snapfs_options *opts,
+                      struct snapfs_scope *out, struct snapfs_grant **grants, size_t *n_grants,
+                      struct snapfs_report *why);
+
+/* Removes a scope: its grants go (a snapshot nothing else references is collected), its
+ * view is detached lazily (descriptors already open keep reading). -ENOENT for no such
+ * scope. */
+int snapfs_scope_remove(const char *mount, const char *name, const struct snapfs_options *opts,
+                        struct snapfs_report *why);
+
+/* Grants the published snapshot sha256 (64 lowercase hex) to the scope, under entry when not
+ * NULL: an entry that exists is moved to sha256 atomically (a reader of the name gets the old
+ * snapshot or the new one, never an error). 0 and *out (may be NULL) the grant. -ENOENT for
+ * no such scope or snapshot. */
+int snapfs_grant(const char *mount, const char *scope, const char *sha256, const char *entry,
+                 const struct snapfs_options *opts, struct snapfs_grant *out,
+                 struct snapfs_report *why);
+
+/* Revokes from the scope either every grant of sha256 (its entries included) or, with
+ * sha256 NULL, the one entry: new lookups in the view get ENOENT, open descriptors keep
+ * reading. Exactly one of sha256 and entry (-EINVAL otherwise). -ENOENT for no such grant. */
+int snapfs_revoke(const char *mount, const char *scope, const char *sha256, const char *entry,
+                  const struct snapfs_options *opts, struct snapfs_report *why);
+
+/* Where a sandbox of the scope reads: the binding of b's snapshot as seen through the scope's
+ * view. Judges mount, asks the daemon for the scope (its view's path), then treats that path
+ * like any mount: the mount check under opts, a verified open of the snapshot there by its
+ * digest (of any kind). Fills view (viewlen bytes; PATH_MAX is always enough) and *out (the
+ * same sha256, size and ino; the view's dev). Returns 0, or: the errors above, -ENOENT (not
+ * granted to the scope), the errors of snapfs_open_digest in the view, -ESTALE (the view
+ * serves another snapshot). */
+int snapfs_scope_binding(const char *mount, const char *scope, const struct snapfs_binding *b,
+                         const struct snapfs_options *opts, char *view, size_t viewlen,
+                         struct snapfs_binding *out, struct snapfs_report *why);
+
+/* Verified open through an entry of a scope's view: judges view (a snapfs mount like any
+ * other), opens entry relative to its pinned root (O_RDONLY|O_NOFOLLOW|O_NONBLOCK|O_CLOEXEC,
+ * no mount crossing), reads the digest of that very descriptor (its xattr
+ * user.snapfs.sha256), then every step of the verified open on it, the content hashed
+ * against that digest. The entry may be moved to another snapshot at any moment: the
+ * descriptor holds the one it resolved to, and *out (may be NULL) its binding. Returns the
+ * descriptor, or: -EINVAL (entry outside the name grammar), -EBADMSG (a digest that is not
+ * one, or content that does not hash to it), the errors of snapfs_open_digest. */
+int snapfs_open_entry(const char *view, const char *entry, const struct snapfs_options *opts,
+                      struct snapfs_binding *out, struct snapfs_report *why);
 
 /* What a negative errno from this library means, in words ("not a compliant snapfs mount");
  * a static string, never NULL. */

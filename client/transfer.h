@@ -16,6 +16,9 @@
 
 struct evp_pkey_st;
 
+/* SNAPFS_NAME_MAX (snapfs.h) is the staging name's length, public for a name's or an entry's
+ * buffer. */
+_Static_assert(SNAPFS_NAME_MAX == SNAP_NAME_MAX, "one name grammar");
 
 /* Largest sum of layer sizes one import holds in memory before it publishes any. */
 #define SFC_IMPORT_BYTES_MAX (UINT64_C(1) << 30)

@@ -1,7 +1,8 @@
 # SPDX-License-Identifier: MIT
 # bash completion for snapfs: the commands, each command's options (read from its own --help,
 # so they never fall out of step), the values of the options that take a fixed set, files and
-# directories where a path goes, and the snapshot names of the mount for snapfs rm. Installed
+# directories where a path goes, the snapshot names of the mount for snapfs rm, and the scope
+# names of the mount for the scope commands. Installed
 # as PREFIX/share/bash-completion/completions/snapfs, where bash-completion loads it the first
 # time snapfs is completed.
 
@@ -11,10 +12,10 @@ _snapfs_commands()
 {
     local list
     list=$("$1" --help 2>/dev/null | sed -n '/^Commands:$/,/^$/s/^  \([a-z][a-z-]*\) .*/\1/p')
-    printf '%s\n' "${list:-mount check put ls rm prune verify exec audit export import keygen help version}"
+    printf '%s\n' "${list:-mount check put ls rm prune verify exec audit export import keygen scope grant revoke help version}"
 }
 
-# The value of --mount among the words typed so far, as arguments for snapfs ls.
+# The value of --mount among the words typed so far, as arguments for snapfs ls or scope ls.
 _snapfs_mount_args()
 {
     local i
@@ -24,6 +25,14 @@ _snapfs_mount_args()
         --mount=*) printf '%s\n' "${COMP_WORDS[i]}" ;;
         esac
     done
+}
+
+# COMPREPLY: the scope names of the mount (snapfs scope ls), those starting with $cur.
+_snapfs_scopes()
+{
+    local words
+    words=$("$1" scope ls $(_snapfs_mount_args) 2>/dev/null | awk 'NR == 1 { next } { print $1 }')
+    mapfile -t COMPREPLY < <(compgen -W "$words" -- "$cur")
 }
 
 _snapfs()
@@ -41,7 +50,7 @@ _snapfs()
     --sort) words="name size age" ;;
     --preset) words="snapfs tmpfs" ;;
     --backend) words="auto statmount mountinfo" ;;
-    --mount | --read-view | --store)
+    --mount | --read-view | --store | --view)
         compopt -o filenames 2>/dev/null
         mapfile -t COMPREPLY < <(compgen -d -- "$cur")
         return 0
@@ -52,7 +61,8 @@ _snapfs()
         return 0
         ;;
     --owner | --name | --older-than | --binding | --fd | --env | --max-* | --staging-ttl | \
-        --threads | --publishers | --readers | --mode | --fstype | --require | --forbid)
+        --threads | --publishers | --readers | --mode | --fstype | --require | --forbid | \
+        --uid | --gid | --until-pid | --as | --entry)
         return 0 # a value of the user's own
         ;;
     esac
@@ -62,6 +72,16 @@ _snapfs()
     fi
     if [[ $cmd == help ]]; then
         ((COMP_CWORD == 2)) && mapfile -t COMPREPLY < <(compgen -W "$(_snapfs_commands "$snapfs")" -- "$cur")
+        return 0
+    fi
+    # The scopes snapfs scope ls shows on this mount: what --scope, scope ls|rm NAME, grant
+    # NAME and revoke NAME take.
+    if [[ $prev == --scope ]]; then
+        _snapfs_scopes "$snapfs"
+        return 0
+    fi
+    if [[ $cmd == scope && $COMP_CWORD == 2 && $cur != -* ]]; then
+        mapfile -t COMPREPLY < <(compgen -W "create ls rm" -- "$cur")
         return 0
     fi
     if [[ $cur == -* ]]; then
@@ -75,6 +95,21 @@ _snapfs()
         words=$("$snapfs" ls --all $(_snapfs_mount_args) 2>/dev/null |
             awk 'NR == 1 { next } NF == 0 { exit } $2 != "-" { print $2 }')
         mapfile -t COMPREPLY < <(compgen -W "$words" -- "$cur")
+        ;;
+    scope)
+        [[ ${COMP_WORDS[2]} == ls || ${COMP_WORDS[2]} == rm ]] && _snapfs_scopes "$snapfs"
+        ;;
+    grant | revoke)
+        # The first operand is the scope; a value of the user's own after it.
+        local i n=0
+        for ((i = 2; i < COMP_CWORD; i++)); do
+            case ${COMP_WORDS[i]} in
+            --mount | --owner | --as) ((i++)) ;;
+            -*) ;;
+            *) ((n++)) ;;
+            esac
+        done
+        ((n == 0)) && _snapfs_scopes "$snapfs"
         ;;
     put | mount | check | keygen | export | import | verify | audit)
         compopt -o filenames 2>/dev/null

@@ -211,6 +211,9 @@ static struct line *format_event(const struct sfs_audit_event *ev, const struct 
         add_str(o, "name", ev->name);
         add_str(o, "target", ev->target);
         add_str(o, "reason", ev->reason);
+        add_str(o, "scope", ev->scope);
+        add_str(o, "entry", ev->entry);
+        add_str(o, "view", ev->view);
         if (ev->size)
                 json_object_object_add(o, "size", json_object_new_uint64(ev->size));
         json_object_object_add(o, "errno", json_object_new_int(ev->err));

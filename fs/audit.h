@@ -30,6 +30,9 @@ struct sfs_audit_event {
         uint64_t size;      /* content size for publish events, else 0 */
         int err;            /* positive errno of a refusal, 0 for success */
         const char *reason; /* why a publish was refused, when the errno alone does not say */
+        const char *scope;  /* the scope whose view or grants the event is about, or NULL */
+        const char *entry;  /* a grant's entry name, or NULL */
+        const char *view;   /* a scope's view, or NULL */
 };
 
 enum sfs_audit_sink {

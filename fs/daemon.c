@@ -29,6 +29,9 @@
 #include "fs/notify.h"
 #include "fs/ocistore.h"
 #include "fs/ops.h"
+#include "fs/protocol.h"
+#include "fs/registry.h"
+#include "fs/scopeview.h"
 #include "fs/session.h"
 #include "common/util.h"
 #include "snapshot/oci.h"
@@ -40,8 +43,6 @@
  * (and be refused); clearing it is allowed only on request and only for a snapfs mount. */
 static int handle_stale(const struct sfs_daemon_config *cfg, const char *path)
 {
-        struct mc_policy pol;
-        struct mc_verdict v;
         struct statx stx;
         int r;
 
@@ -61,27 +62,14 @@ static int handle_stale(const struct sfs_daemon_config *cfg, const char *path)
                     path, path, path);
                 return SFS_EXIT_REFUSED;
         }
-        mc_policy_preset(&pol, "snapfs");
-        pol.check_owner = false;
-        r = mc_check_path(path, &pol, MC_BACKEND_AUTO, &v, NULL);
-        if (r < 0 || !mc_verdict_has(&v, MC_TRANSPORT_NOT_CONNECTED) ||
-            mc_verdict_has(&v, MC_FSTYPE)) {
+        r = sfs_clear_dead_mount(path);
+        if (r == -EPERM) {
                 LOG("%s: the dead mount there is not a snapfs mount; not clearing it\n", path);
                 return SFS_EXIT_REFUSED;
         }
-        if (umount2(path, MNT_DETACH) < 0) {
-                /* Unprivileged: fusermount3 may unmount what this uid mounted. */
-                pid_t pid = fork();
-                int status;
-                if (pid == 0) {
-                        execlp("fusermount3", "fusermount3", "-u", "-z", "--", path, (char *)NULL);
-                        _exit(127);
-                }
-                if (pid < 0 || waitpid(pid, &status, 0) < 0 || !WIFEXITED(status) ||
-                    WEXITSTATUS(status) != 0) {
-                        LOG("%s: could not clear the dead snapfs mount\n", path);
-                        return SFS_EXIT_ERROR;
-                }
+        if (r < 0) {
+                LOG("%s: could not clear the dead snapfs mount\n", path);
+                return SFS_EXIT_ERROR;
         }
         LOG("%s: cleared a dead snapfs mount\n", path);
         return 0;
@@ -93,9 +81,11 @@ static int exit_code(int r)
         return r > 0 ? SFS_EXIT_REFUSED : r < 0 ? SFS_EXIT_ERROR : SFS_EXIT_OK;
 }
 
-/* Removes staging files left behind by clients that died between write and rename. */
+/* Removes staging files left behind by clients that died between write and rename, on the
+ * main mount and in every scope's view. */
 struct sweeper {
         struct sfs_tree *tree;
+        struct sfs_registry *reg;
         uint64_t period_ms;
         pthread_t thread;
         pthread_mutex_t lock;
@@ -123,17 +113,19 @@ static void *sweep_loop(void *arg)
                         break;
                 pthread_mutex_unlock(&sw->lock);
                 sfs_tree_expire_staging(sw->tree, sfs_now_ms());
+                sfs_registry_expire_staging(sw->reg, sfs_now_ms());
                 pthread_mutex_lock(&sw->lock);
         }
         pthread_mutex_unlock(&sw->lock);
         return NULL;
 }
 
-static void sweeper_start(struct sweeper *sw, struct sfs_tree *tree, uint64_t ttl_ms)
+static void sweeper_start(struct sweeper *sw, struct sfs_tree *tree, struct sfs_registry *reg,
+                          uint64_t ttl_ms)
 {
         pthread_condattr_t ca;
 
-        *sw = (struct sweeper){ .tree = tree };
+        *sw = (struct sweeper){ .tree = tree, .reg = reg };
         if (!ttl_ms)
                 return;
         /* A quarter of the TTL, between 50 ms and 10 s: an idle file goes at most 25% late. */
@@ -463,7 +455,8 @@ static int store_restore_tree(void *ctx, const struct snap_digest *d, void *data
                               const struct sfs_ocistore_meta *meta)
 {
         return sfs_tree_restore(((struct store_ctx *)ctx)->tree, d, data, len, meta->title,
-                                meta->holders, meta->n_holders, &meta->created);
+                                meta->holders, meta->n_holders, meta->unheld,
+                                &meta->created);
 }
 
 /* Opens --store and serves its snapshots again: 0, or an SFS_EXIT_* code (printed). */
@@ -483,6 +476,41 @@ static int store_start(const struct sfs_daemon_config *cfg, struct sfs_ocistore 
                 LOG("--store %s: %s\n", cfg->store, strerror(-r));
                 return SFS_EXIT_ERROR;
         }
+        return 0;
+}
+
+static void scope_warn(void *ctx, const char *msg)
+{
+        const char *dir = ctx;
+        LOG("--store %s: %s\n", dir, msg);
+}
+
+/* The scope registry and its views, their scopes back from --store: 0, or an SFS_EXIT_* code
+ * (printed). */
+static int scopes_start(const struct sfs_daemon_config *cfg, struct sfs_tree *tree,
+                        struct sfs_ocistore *store, struct sfs_audit *audit,
+                        struct sfs_scopeviews **views, struct sfs_registry **reg)
+{
+        int r = sfs_scopeviews_new(cfg->scope_threads, cfg->debug, views);
+
+        if (r == 0)
+                r = sfs_registry_new(&(struct sfs_registry_config){
+                                             .main = tree,
+                                             .store = store,
+                                             .audit = audit,
+                                             .views = sfs_scopeviews_ops(*views),
+                                             .uid = getuid(),
+                                             .gid = getgid(),
+                                     },
+                                     reg);
+        if (r == 0)
+                r = sfs_registry_restore(*reg, scope_warn, (void *)cfg->store);
+        if (r < 0) {
+                LOG("scopes: %s\n", strerror(-r));
+                return SFS_EXIT_ERROR;
+        }
+        /* The control channel: MNT/.control executes requests from here on. */
+        sfs_tree_set_control(tree, sfs_protocol_exec, *reg);
         return 0;
 }
 
@@ -644,6 +672,8 @@ int sfs_daemon_run(const struct sfs_daemon_config *given)
         struct sfs_ocistore *store = NULL;
         struct snap_trust *trust = NULL;
         struct fuse_session *se = NULL;
+        struct sfs_scopeviews *views = NULL;
+        struct sfs_registry *reg = NULL;
         uint64_t dev = 0;
         int r, ret = SFS_EXIT_ERROR;
 
@@ -765,6 +795,12 @@ int sfs_daemon_run(const struct sfs_daemon_config *given)
                 }
                 ctx.view_se = view.se;
         }
+        /* Scopes after every mount of this daemon, so no view lands on one of them. */
+        r = scopes_start(cfg, ctx.tree, store, audit, &views, &reg);
+        if (r) {
+                ret = r;
+                goto unmount;
+        }
 
         if (!cfg->foreground && (r = daemonize()) < 0) {
                 LOG("cannot daemonize: %s\n", strerror(-r));
@@ -777,8 +813,12 @@ int sfs_daemon_run(const struct sfs_daemon_config *given)
                         sfs_ocistore_note_pid(store, getpid()); /* the serving pid, named */
                 if (sfs_audit_start(audit) < 0)
                         LOG("cannot start the audit writer; events are written at exit\n");
-                sweeper_start(&sw, ctx.tree, cfg->tree.staging_ttl_ms);
+                sweeper_start(&sw, ctx.tree, reg, cfg->tree.staging_ttl_ms);
                 r = sfs_view_start(&view, cfg->max_threads);
+                if (r == 0 && (r = sfs_scopeviews_start(views)) < 0)
+                        LOG("cannot serve the scopes' views: %s\n", strerror(-r));
+                if (r == 0 && (r = sfs_registry_start(reg)) < 0)
+                        LOG("cannot watch the scopes' until-pids: %s\n", strerror(-r));
                 if (r < 0) {
                         LOG("cannot serve the read view: %s\n", strerror(-r));
                 } else {
@@ -796,7 +836,11 @@ int sfs_daemon_run(const struct sfs_daemon_config *given)
                 sweeper_stop(&sw);
         }
 unmount:
-        /* The view first: its loop must be gone before the tree it reads is freed. */
+        /* The scopes' views first (their scopes stay in --store), then the read view: their
+         * loops must be gone before the trees they read are freed. */
+        sfs_tree_set_control(ctx.tree, NULL, NULL);
+        sfs_registry_free(reg);
+        sfs_scopeviews_free(views);
         ctx.view_se = NULL;
         sfs_view_stop(&view);
         fuse_session_unmount(se);

@@ -22,11 +22,19 @@ int sfs_tree_open(struct sfs_tree *t, const struct sfs_caller *c, struct sfs_nod
         struct sfs_staging *stg;
         int r = 0;
 
-        pthread_mutex_lock(&t->lock);
+        tree_lock(t);
         switch (node_kind(n)) {
+        case SFS_KIND_CONTROL:
+                r = sfs_control_open(t, c, n, h, oi);
+                break;
         case SFS_KIND_SNAPSHOT:
+                /* In a view, a node whose grant went since the kernel looked it up still
+                 * opens for a user (its lookup came first: a rotation never fails a reader);
+                 * new lookups find nothing. */
                 if (!sfs_may_read(&t->cfg, c))
                         r = -EACCES;
+                else if (!sfs_main_may_see_snapshot(t, c, n->obj))
+                        r = -ENOENT;
                 else if (write || (flags & (O_TRUNC | O_APPEND)))
                         r = -EROFS;
                 if (r < 0)
@@ -80,10 +88,10 @@ int sfs_tree_open(struct sfs_tree *t, const struct sfs_caller *c, struct sfs_nod
         if (r == -EACCES || r == -EROFS || r == -EINVAL || r == -EBUSY) {
                 char buf[SNAP_DIGEST_HEX_LEN + 1];
                 const char *label = sfs_node_label(n, buf);
-                pthread_mutex_unlock(&t->lock);
+                tree_unlock(t);
                 return sfs_tree_refuse(t, c, "open", label, -r);
         }
-        pthread_mutex_unlock(&t->lock);
+        tree_unlock(t);
         return r;
 }
 
@@ -96,7 +104,7 @@ int sfs_tree_create(struct sfs_tree *t, const struct sfs_caller *c, struct sfs_n
         struct sfs_node *n = NULL;
         int r = 0;
 
-        pthread_mutex_lock(&t->lock);
+        tree_lock(t);
         if (node_kind(parent) == SFS_KIND_ROOT) {
                 r = sfs_may_see(&t->cfg, c) ? -EPERM : -EACCES;
         } else if (node_kind(parent) != SFS_KIND_STAGING_DIR) {
@@ -111,13 +119,15 @@ int sfs_tree_create(struct sfs_tree *t, const struct sfs_caller *c, struct sfs_n
                 r = -ENOMEM;
         } else if (sfs_stage_lookup(st, name)) {
                 r = -EEXIST;
-        } else if (st->count >= t->cfg.max_staging) {
+        } else if ((t->scope ? t->staging_files : st->count) >= t->cfg.max_staging) {
+                /* In a view the scope's staging files count, whoever made them. */
                 r = -EDQUOT;
         }
         if (r < 0)
                 goto refused;
 
-        r = sfs_staging_new(name, c->uid, c->gid, &t->budget, &st->bytes, &stg);
+        r = sfs_staging_new(name, c->uid, c->gid, &t->budget,
+                            t->scope ? &t->scope->staging_bytes : &st->bytes, &stg);
         if (r < 0)
                 goto refused;
         n = sfs_node_new(t, SFS_KIND_STAGING_FILE, snap_store_alloc_ino(t->store));
@@ -147,11 +157,11 @@ int sfs_tree_create(struct sfs_tree *t, const struct sfs_caller *c, struct sfs_n
         oi->direct_io = true;
         oi->keep_cache = false;
         oi->flush = (*h)->write;
-        pthread_mutex_unlock(&t->lock);
+        tree_unlock(t);
         return 0;
 
 refused:
-        pthread_mutex_unlock(&t->lock);
+        tree_unlock(t);
         if (r == -ENOTDIR || r == -ENOMEM)
                 return r;
         return sfs_tree_refuse(t, c, "create", name, -r);
@@ -190,18 +200,20 @@ int sfs_tree_read(struct sfs_tree *t, struct sfs_handle *h, size_t size, off_t o
         n = h->node;
         if (off < 0)
                 return -EINVAL;
+        if (node_kind(n) == SFS_KIND_CONTROL)
+                return sfs_control_read(t, h, size, off, reply, ctx);
         /* Snapshot content never changes and the handle keeps it alive: no lock. */
         if (node_kind(n) != SFS_KIND_SNAPSHOT) {
-                pthread_mutex_lock(&t->lock);
+                tree_lock(t);
                 if (node_kind(n) != SFS_KIND_SNAPSHOT) {
                         stg = n->stg;
                         pthread_mutex_lock(&stg->lock);
-                        pthread_mutex_unlock(&t->lock);
+                        tree_unlock(t);
                         r = sfs_staging_read_locked(stg, size, (uint64_t)off, reply, ctx);
                         pthread_mutex_unlock(&stg->lock);
                         return r;
                 }
-                pthread_mutex_unlock(&t->lock);
+                tree_unlock(t);
         }
         return read_snapshot(t, n, size, off, reply, ctx);
 }
@@ -221,7 +233,7 @@ int sfs_tree_get_content(struct sfs_tree *t, struct sfs_node *n, struct snap_obj
 {
         int r = 0;
 
-        pthread_mutex_lock(&t->lock);
+        tree_lock(t);
         if (node_kind(n) != SFS_KIND_SNAPSHOT) {
                 r = -EINVAL;
         } else if (n->pins) {
@@ -232,7 +244,7 @@ int sfs_tree_get_content(struct sfs_tree *t, struct sfs_node *n, struct snap_obj
                 *data = n->obj->data;
                 *size = n->obj->size;
         }
-        pthread_mutex_unlock(&t->lock);
+        tree_unlock(t);
         return r;
 }
 
@@ -268,14 +280,16 @@ int sfs_tree_write(struct sfs_tree *t, const struct sfs_caller *c, struct sfs_ha
         n = h->node;
         if (off < 0)
                 return -EINVAL;
-        pthread_mutex_lock(&t->lock);
+        if (node_kind(n) == SFS_KIND_CONTROL)
+                return sfs_control_write(t, c, h, buf, size, off);
+        tree_lock(t);
         if (node_kind(n) != SFS_KIND_STAGING_FILE) {
-                pthread_mutex_unlock(&t->lock);
+                tree_unlock(t);
                 return -EBADF;
         }
         stg = n->stg;
         pthread_mutex_lock(&stg->lock);
-        pthread_mutex_unlock(&t->lock);
+        tree_unlock(t);
 
         /* A handle flushed by close() of one dup can still write through another: never
          * while a rename is hashing, or the published bytes would not be the hashed ones. */
@@ -304,7 +318,7 @@ int sfs_tree_setattr(struct sfs_tree *t, const struct sfs_caller *c, struct sfs_
         struct sfs_staging *stg;
         int r = 0;
 
-        pthread_mutex_lock(&t->lock);
+        tree_lock(t);
         if (node_kind(n) != SFS_KIND_STAGING_FILE) {
                 /* Snapshots and directories never change: truncate, chmod, chown and
                  * utimens all get EROFS, for every uid including root. */
@@ -313,16 +327,16 @@ int sfs_tree_setattr(struct sfs_tree *t, const struct sfs_caller *c, struct sfs_
                                        : sfs_may_see(&t->cfg, c);
                 char buf[SNAP_DIGEST_HEX_LEN + 1];
                 const char *label = sfs_node_label(n, buf);
-                pthread_mutex_unlock(&t->lock);
+                tree_unlock(t);
                 return sfs_tree_refuse(t, c, "setattr", label, visible ? EROFS : EACCES);
         }
         if (!n->linked || n->stg->owner != c->uid) {
-                pthread_mutex_unlock(&t->lock);
+                tree_unlock(t);
                 return -ENOENT;
         }
         if (to_set & (SFS_SET_MODE | SFS_SET_UID | SFS_SET_GID)) {
                 /* A staging file stays 0200 and its owner's: nothing to hand to others. */
-                pthread_mutex_unlock(&t->lock);
+                tree_unlock(t);
                 return sfs_tree_refuse(t, c, "setattr", n->stg->name, EPERM);
         }
         stg = n->stg;
@@ -339,7 +353,7 @@ int sfs_tree_setattr(struct sfs_tree *t, const struct sfs_caller *c, struct sfs_
         else
                 sfs_staging_note_refusal_locked(stg, r);
         pthread_mutex_unlock(&stg->lock);
-        pthread_mutex_unlock(&t->lock);
+        tree_unlock(t);
         *timeout = 0;
         if (r == -EFBIG || r == -ENOSPC || r == -EBUSY || r == -EDQUOT)
                 return sfs_tree_refuse(t, c, "truncate", NULL, -r);
@@ -369,19 +383,20 @@ void sfs_tree_flush(struct sfs_tree *t, struct sfs_handle *h)
 {
         if (!h)
                 return;
-        pthread_mutex_lock(&t->lock);
+        tree_lock(t);
         done_writing(h);
-        pthread_mutex_unlock(&t->lock);
+        tree_unlock(t);
 }
 
 void sfs_tree_release(struct sfs_tree *t, struct sfs_handle *h)
 {
         if (!h)
                 return;
-        pthread_mutex_lock(&t->lock);
+        tree_lock(t);
         done_writing(h);
         sfs_handle_del(t, h);
-        pthread_mutex_unlock(&t->lock);
+        tree_unlock(t);
+        sfs_ctl_free(h->ctl);
         free(h);
 }
 
@@ -393,15 +408,15 @@ static int unlink_staging(struct sfs_tree *t, const struct sfs_caller *c, const 
         struct sfs_node *n;
         int r = 0;
 
-        pthread_mutex_lock(&t->lock);
+        tree_lock(t);
         if (!sfs_may_publish(&t->cfg, c)) {
-                pthread_mutex_unlock(&t->lock);
+                tree_unlock(t);
                 return sfs_tree_refuse(t, c, "unlink", name, EACCES);
         }
         st = sfs_stage_find(t, c->uid, false);
         n = st ? sfs_stage_lookup(st, name) : NULL;
         if (!n) {
-                pthread_mutex_unlock(&t->lock);
+                tree_unlock(t);
                 return -ENOENT;
         }
         pthread_mutex_lock(&n->stg->lock);
@@ -412,7 +427,7 @@ static int unlink_staging(struct sfs_tree *t, const struct sfs_caller *c, const 
                 sfs_stage_remove(t, n, true);
                 sfs_node_maybe_free(t, n);
         }
-        pthread_mutex_unlock(&t->lock);
+        tree_unlock(t);
         if (r < 0)
                 return sfs_tree_refuse(t, c, "unlink", name, -r);
         return 0;
@@ -425,6 +440,9 @@ static size_t holders_without(struct sfs_tree *t, struct snap_object *obj, uint3
         uint32_t all[SNAP_HOLDERS_MAX + 1];
         size_t n = snap_store_get_holders(t->store, obj, all, ARRAY_SIZE(all)), kept = 0;
 
+        /* Every hold: none left (grants to scopes keep it). */
+        if (uid == SNAP_HOLDER_ALL)
+                return 0;
         for (size_t i = 0; i < n && i < ARRAY_SIZE(all); i++)
                 if (all[i] != uid)
                         out[kept++] = all[i];
@@ -447,18 +465,23 @@ static int unlink_snapshot(struct sfs_tree *t, const struct sfs_caller *c, const
         bool kept;
         int r;
 
-        pthread_mutex_lock(&t->lock);
+        tree_lock(t);
         if (!sfs_may_see(&t->cfg, c)) {
-                pthread_mutex_unlock(&t->lock);
+                tree_unlock(t);
                 return sfs_tree_refuse(t, c, "unlink", name, EACCES);
         }
-        if (strcmp(name, SFS_STAGING_NAME) == 0) {
-                pthread_mutex_unlock(&t->lock);
+        if (strcmp(name, SFS_STAGING_NAME) == 0 || strcmp(name, SFS_CONTROL_NAME) == 0) {
+                tree_unlock(t);
                 return sfs_tree_refuse(t, c, "unlink", name, EPERM);
         }
         if (snap_digest_from_hex(name, strlen(name), &d) < 0 ||
             !(obj = snap_store_lookup(t->store, &d))) {
-                pthread_mutex_unlock(&t->lock);
+                tree_unlock(t);
+                return -ENOENT;
+        }
+        if (!sfs_main_may_see_snapshot(t, c, obj)) {
+                snap_store_release(t->store, obj);
+                tree_unlock(t);
                 return -ENOENT;
         }
         if (sfs_may_remove(&t->cfg, c))
@@ -468,10 +491,11 @@ static int unlink_snapshot(struct sfs_tree *t, const struct sfs_caller *c, const
         else {
                 /* Not the owner, or a uid that holds nothing on it. */
                 snap_store_release(t->store, obj);
-                pthread_mutex_unlock(&t->lock);
+                tree_unlock(t);
                 return sfs_tree_refuse(t, c, "unlink", name, EPERM);
         }
-        kept = snap_store_kept_without(t->store, obj, drop);
+        kept = snap_store_kept_without(t->store, obj,
+                                       &(struct snap_drop){ .hold = true, .uid = drop });
         if (t->cfg.ocistore) {
                 /* On the disk first: a snapshot answered as removed never comes back after a
                  * restart, nor does a hold answered as dropped. Under t->lock: unlinks are
@@ -487,30 +511,94 @@ static int unlink_snapshot(struct sfs_tree *t, const struct sfs_caller *c, const
                 }
                 if (r < 0 && r != -ENOENT) {
                         snap_store_release(t->store, obj);
-                        pthread_mutex_unlock(&t->lock);
+                        tree_unlock(t);
                         return sfs_tree_refuse(t, c, "unlink", name, -r);
                 }
         }
         size = obj->size;
         r = snap_store_unhold(t->store, obj, drop);
         if (r == 1) {
-                if (obj->priv)
-                        ((struct sfs_node *)obj->priv)->unlinked = true;
-                snap_store_release(t->store, obj); /* the tree's reference */
+                snap_store_release(t->store, obj); /* its publication's reference */
                 sfs_touch_root(t);
         }
         snap_store_release(t->store, obj); /* ours from the lookup */
-        pthread_mutex_unlock(&t->lock);
+        tree_unlock(t);
 
         snap_digest_to_hex(&d, hex);
         sfs_audit_emit(t->cfg.audit, &(struct sfs_audit_event){
-                                             /* Only a hold went: the snapshot stays. */
-                                             .event = r == 1 ? "unlink" : "unlink-hold",
+                                             /* Only a hold went: the snapshot stays. Every
+                                              * hold: gone from the main mount (grants to
+                                              * scopes may keep it in their views). */
+                                             .event = r == 1 || drop == SNAP_HOLDER_ALL
+                                                              ? "unlink"
+                                                              : "unlink-hold",
                                              .op = "unlink",
                                              .uid = c->uid,
                                              .pid = c->pid,
                                              .digest = hex,
                                              .size = size,
+                                     });
+        return 0;
+}
+
+/* unlink in a scope's view: its publishers take back a snapshot the scope published itself
+ * (making room under its limits); what the operator granted, and every entry, is changed
+ * through the control channel alone (EPERM). The snapshot goes with its last reference, from
+ * --store too. The store's lock is held when there is one. */
+static int unpublish(struct sfs_tree *t, const struct sfs_caller *c, const char *name)
+{
+        struct sfs_scope_op op = { .kind = SFS_SCOPE_UNPUBLISH, .has_digest = true };
+        struct sfs_scope_effects fx = { 0 };
+        int (*save)(void *ctx, const struct sfs_scope_op *op);
+        void *save_ctx;
+        struct sfs_grant *g;
+        uint64_t size = 0;
+        int r = 0;
+
+        tree_lock(t);
+        save = t->scope->save;
+        save_ctx = t->scope->save_ctx;
+        if (!sfs_may_see(&t->cfg, c))
+                r = -EACCES;
+        else if (strcmp(name, SFS_STAGING_NAME) == 0)
+                r = -EPERM;
+        else if (!(g = sfs_scope_resolve(t, name)))
+                r = -ENOENT;
+        else if (!snap_is_digest_name(name) || !g->published || !sfs_may_unpublish(&t->cfg, c))
+                r = -EPERM;
+        else
+                op.digest = g->digest;
+        tree_unlock(t);
+        if (r == -ENOENT)
+                return r;
+        if (r < 0)
+                return sfs_tree_refuse(t, c, "unlink", name, -r);
+        /* Persisted before it is done: an unlink answered never comes back. */
+        if (save && (r = save(save_ctx, &op)) < 0)
+                return r == -ENOENT ? r : sfs_tree_refuse(t, c, "unlink", name, -r);
+        tree_lock(t);
+        g = sfs_scope_grant_of(t, &op.digest);
+        size = g ? g->obj->size : 0;
+        r = sfs_scope_apply_locked(t, &op, NULL, NULL, &fx);
+        if (r == 0)
+                sfs_touch_root(t);
+        tree_unlock(t);
+        for (size_t i = 0; i < fx.n_gone; i++) {
+                if (t->cfg.ocistore)
+                        sfs_ocistore_remove(t->cfg.ocistore, &fx.gone[i]->digest);
+        }
+        sfs_scope_effects_release(t, &fx);
+        sfs_scope_effects_free(&fx);
+        if (r < 0)
+                return r == -ENOENT ? r : sfs_tree_refuse(t, c, "unlink", name, -r);
+        sfs_audit_emit(t->cfg.audit, &(struct sfs_audit_event){
+                                             .event = "unlink",
+                                             .op = "unlink",
+                                             .uid = c->uid,
+                                             .pid = c->pid,
+                                             .digest = name,
+                                             .size = size,
+                                             .scope = t->scope->name,
                                      });
         return 0;
 }
@@ -532,11 +620,11 @@ int sfs_tree_unlink(struct sfs_tree *t, const struct sfs_caller *c, struct sfs_n
         if (t->cfg.ocistore) {
                 /* The store's lock is the outermost: taken first, held to the end. */
                 sfs_ocistore_lock(t->cfg.ocistore);
-                r = unlink_snapshot(t, c, name);
+                r = t->scope ? unpublish(t, c, name) : unlink_snapshot(t, c, name);
                 sfs_ocistore_unlock(t->cfg.ocistore);
                 return r;
         }
-        return unlink_snapshot(t, c, name);
+        return t->scope ? unpublish(t, c, name) : unlink_snapshot(t, c, name);
 }
 
 unsigned sfs_tree_expire_staging(struct sfs_tree *t, uint64_t now_ms)
@@ -545,7 +633,7 @@ unsigned sfs_tree_expire_staging(struct sfs_tree *t, uint64_t now_ms)
 
         if (!t->cfg.staging_ttl_ms)
                 return 0;
-        pthread_mutex_lock(&t->lock);
+        tree_lock(t);
         for (size_t i = 0; i < t->nstages; i++) {
                 struct sfs_node *n = t->stages[i]->head, *next;
                 for (; n; n = next) {
@@ -575,6 +663,6 @@ unsigned sfs_tree_expire_staging(struct sfs_tree *t, uint64_t now_ms)
                         removed++;
                 }
         }
-        pthread_mutex_unlock(&t->lock);
+        tree_unlock(t);
         return removed;
 }

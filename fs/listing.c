@@ -14,11 +14,12 @@
 
 /* ---- directories ---- */
 
-/* Offsets of the root's entries: "." 0, ".." 1, .staging 2, then a snapshot's offset is its
- * inode number (at least SFS_STAGING_INO + 1): each entry's next offset is one more, so a
- * READDIR resumes after the last entry the kernel took, whatever was published or removed
- * in between. */
-#define ROOT_FIRST_SNAPSHOT_OFF (SFS_STAGING_INO + 1)
+/* Offsets of the root's entries: "." 0, ".." 1, .staging 2, .control 3, then a snapshot's
+ * offset is its inode number (at least SFS_FIRST_INO; in a scope's view, its listing key):
+ * each entry's next offset is one more, so a READDIR resumes after the last entry the kernel
+ * took, whatever was published or removed in between. */
+#define ROOT_CONTROL_OFF SFS_CONTROL_INO
+#define ROOT_FIRST_SNAPSHOT_OFF SFS_FIRST_INO
 #define LIST_BATCH 64
 
 int sfs_tree_opendir(struct sfs_tree *t, const struct sfs_caller *c, struct sfs_node *n,
@@ -30,7 +31,7 @@ int sfs_tree_opendir(struct sfs_tree *t, const struct sfs_caller *c, struct sfs_
         size_t cap = 0;
         int r;
 
-        pthread_mutex_lock(&t->lock);
+        tree_lock(t);
         r = sfs_check_visible(t, c, n);
         if (r < 0)
                 goto out;
@@ -50,10 +51,16 @@ int sfs_tree_opendir(struct sfs_tree *t, const struct sfs_caller *c, struct sfs_
         }
         d->ino = n->ino;
         if (node_kind(n) == SFS_KIND_ROOT) {
-                snap_store_get_stats(t->store, &stats);
                 d->root = true;
                 d->staging_entry = !t->cfg.read_only && !c->read_view;
-                d->max_seq = stats.seq;
+                /* The control channel is listed for those who may use it alone. */
+                d->control_entry = !t->scope && !t->cfg.read_only && sfs_may_control(&t->cfg, c);
+                if (t->scope) {
+                        d->max_seq = t->scope->grants.next_key - 1;
+                } else {
+                        snap_store_get_stats(t->store, &stats);
+                        d->max_seq = stats.seq;
+                }
         } else {
                 for (struct sfs_node *s = st ? st->head : NULL; s; s = s->next_staged) {
                         struct sfs_dirent *e = &d->e[d->n++];
@@ -62,10 +69,14 @@ int sfs_tree_opendir(struct sfs_tree *t, const struct sfs_caller *c, struct sfs_
                         snprintf(e->name, sizeof(e->name), "%s", s->stg->name);
                 }
         }
+        d->id.id = sfs_next_handle_id(t);
+        pthread_mutex_lock(&t->ids_lock);
+        sfs_idmap_add(&t->ids_dirs, &d->id);
+        pthread_mutex_unlock(&t->ids_lock);
         LIST_ADD(t->dirs, d);
         *out = d;
 out:
-        pthread_mutex_unlock(&t->lock);
+        tree_unlock(t);
         if (r == -EACCES)
                 sfs_tree_refuse(t, c, "opendir", NULL, EACCES);
         return r;
@@ -89,6 +100,62 @@ static int batch_add(const struct snap_object *o, void *ctx)
         e->mode = S_IFREG;
         snap_digest_to_hex(&o->digest, e->name);
         return b->n == LIST_BATCH;
+}
+
+/* A scope's root from key off on: its digests and entries in key order, copied a batch at a
+ * time under the tree's lock and filled without it (fill may look names up). An entry shows
+ * its digest's inode number: one node, two names. */
+static int readdir_scope(struct sfs_tree *t, struct sfs_dir *d, off_t off,
+                         int (*fill)(void *ctx, const char *name, uint64_t ino, mode_t mode,
+                                     off_t next_off),
+                         void *ctx)
+{
+        struct {
+                size_t n;
+                uint64_t key[LIST_BATCH];
+                struct sfs_dirent e[LIST_BATCH];
+        } *b = malloc(sizeof(*b));
+        uint64_t from = (uint64_t)off > ROOT_FIRST_SNAPSHOT_OFF ? (uint64_t)off
+                                                                : ROOT_FIRST_SNAPSHOT_OFF;
+
+        if (!b)
+                return -ENOMEM;
+        for (;;) {
+                const struct sfs_grants *g;
+                size_t i;
+
+                b->n = 0;
+                tree_lock(t);
+                g = &t->scope->grants;
+                for (i = sfs_grants_listed_from(g, from); i < g->n_listed && b->n < LIST_BATCH;
+                     i++) {
+                        const struct sfs_listed *l = &g->listed[i];
+                        struct sfs_dirent *e = &b->e[b->n];
+                        if (l->key > d->max_seq)
+                                break; /* granted after opendir */
+                        if (l->entry) {
+                                snprintf(e->name, sizeof(e->name), "%s", l->entry->name);
+                                e->ino = l->entry->target->ino;
+                        } else {
+                                snap_digest_to_hex(&l->grant->digest, e->name);
+                                e->ino = l->grant->ino;
+                        }
+                        e->mode = S_IFREG;
+                        b->key[b->n++] = l->key;
+                }
+                tree_unlock(t);
+                for (i = 0; i < b->n; i++)
+                        if (fill(ctx, b->e[i].name, b->e[i].ino, b->e[i].mode,
+                                 (off_t)(b->key[i] + 1))) {
+                                free(b);
+                                return 0;
+                        }
+                if (b->n < LIST_BATCH)
+                        break;
+                from = b->key[b->n - 1] + 1;
+        }
+        free(b);
+        return 0;
 }
 
 int sfs_tree_readdir(struct sfs_tree *t, struct sfs_dir *d, off_t off,
@@ -118,9 +185,14 @@ int sfs_tree_readdir(struct sfs_tree *t, struct sfs_dir *d, off_t off,
                 return 0;
         if (off < 2 && fill(ctx, "..", SFS_ROOT_INO, S_IFDIR, 2))
                 return 0;
-        if (off < ROOT_FIRST_SNAPSHOT_OFF && d->staging_entry &&
-            fill(ctx, SFS_STAGING_NAME, SFS_STAGING_INO, S_IFDIR, ROOT_FIRST_SNAPSHOT_OFF))
+        if (off < ROOT_CONTROL_OFF && d->staging_entry &&
+            fill(ctx, SFS_STAGING_NAME, SFS_STAGING_INO, S_IFDIR, ROOT_CONTROL_OFF))
                 return 0;
+        if (off < ROOT_FIRST_SNAPSHOT_OFF && d->control_entry &&
+            fill(ctx, SFS_CONTROL_NAME, SFS_CONTROL_INO, S_IFREG, ROOT_FIRST_SNAPSHOT_OFF))
+                return 0;
+        if (t->scope)
+                return readdir_scope(t, d, off, fill, ctx);
         b = malloc(sizeof(*b));
         if (!b)
                 return -ENOMEM;
@@ -129,7 +201,9 @@ int sfs_tree_readdir(struct sfs_tree *t, struct sfs_dir *d, off_t off,
                 b->n = 0;
                 b->max_seq = d->max_seq;
                 /* Copied under the store's lock, filled without it: fill may look names up. */
-                snap_store_foreach_from(t->store, from, batch_add, b);
+                /* The main mount lists what some uid holds: a snapshot only granted to
+                 * scopes is theirs (docs/design.md, "Scopes"). */
+                snap_store_foreach_from(t->store, from, SNAP_FOREACH_HELD, batch_add, b);
                 for (size_t i = 0; i < b->n; i++)
                         if (fill(ctx, b->e[i].name, b->e[i].ino, b->e[i].mode,
                                  (off_t)(b->e[i].ino + 1))) {
@@ -148,9 +222,12 @@ void sfs_tree_releasedir(struct sfs_tree *t, struct sfs_dir *d)
 {
         if (!d)
                 return;
-        pthread_mutex_lock(&t->lock);
+        tree_lock(t);
+        pthread_mutex_lock(&t->ids_lock);
+        sfs_idmap_del(&t->ids_dirs, &d->id);
+        pthread_mutex_unlock(&t->ids_lock);
         LIST_DEL(t->dirs, d);
-        pthread_mutex_unlock(&t->lock);
+        tree_unlock(t);
         free(d);
 }
 
@@ -166,6 +243,26 @@ static uint64_t min64(uint64_t a, uint64_t b)
         return a < b ? a : b;
 }
 
+/* A view answers for its scope alone: its limits and what it uses of them, never how full
+ * the daemon's store is (that moves with what other scopes publish). */
+static int statfs_scope(struct sfs_tree *t, struct statvfs *sv)
+{
+        const struct sfs_scope_limits *l = &t->scope->limits;
+        const unsigned long bsize = 4096;
+        struct sfs_scope_usage u;
+
+        sfs_scope_get_usage(t, &u);
+        memset(sv, 0, sizeof(*sv));
+        sv->f_bsize = bsize;
+        sv->f_frsize = bsize;
+        sv->f_blocks = l->max_bytes / bsize;
+        sv->f_bfree = sv->f_bavail = sub0(l->max_bytes, u.bytes + u.staging_bytes) / bsize;
+        sv->f_files = l->max_snapshots;
+        sv->f_ffree = sv->f_favail = sub0(l->max_snapshots, u.snapshots);
+        sv->f_namemax = SNAP_DIGEST_HEX_LEN;
+        return 0;
+}
+
 int sfs_tree_statfs(struct sfs_tree *t, const struct sfs_caller *c, struct statvfs *sv)
 {
         struct snap_store_stats s;
@@ -176,11 +273,13 @@ int sfs_tree_statfs(struct sfs_tree *t, const struct sfs_caller *c, struct statv
 
         /* Like every other request: a uid outside the policies learns nothing, not even how
          * full the mount is (which moves with what others publish). */
-        pthread_mutex_lock(&t->lock);
+        tree_lock(t);
         r = sfs_check_visible(t, c, &t->root);
-        pthread_mutex_unlock(&t->lock);
+        tree_unlock(t);
         if (r < 0)
                 return sfs_tree_refuse(t, c, "statfs", NULL, -r);
+        if (t->scope)
+                return statfs_scope(t, sv);
         snap_store_get_stats(t->store, &s);
         free_bytes = sub0(t->cfg.max_bytes, s.bytes + s.reserved);
         free_files = sub0(t->cfg.max_snapshots, s.objects);

@@ -19,7 +19,9 @@
 #include <sys/vfs.h>
 #include <unistd.h>
 
+#include "fs/lockorder.h"
 #include "snapshot/oci.h"
+#include "snapshot/name.h"
 #include "snapshot/safeopen.h"
 #include "snapshot/store.h"
 #include "common/util.h"
@@ -39,6 +41,7 @@ struct entry {
         struct timespec created;
         uint32_t *holders;
         size_t n_holders;
+        bool unheld; /* no uid holds it: grants to scopes keep it (an empty annotation) */
 };
 
 struct sfs_ocistore {
@@ -52,6 +55,7 @@ struct sfs_ocistore {
         uint64_t corrupt;
         size_t max_entries; /* SNAP_OCI_ENTRIES_MAX, or less (sfs_ocistore_set_max_entries) */
         bool locked;        /* the store is ours: the pid file is ours to remove */
+        int scopesfd;       /* DIR/scopes */
 };
 
 /* Filesystems whose fsync and rename promise nothing to this host, or that a FUSE daemon
@@ -85,6 +89,8 @@ static int make_private_dirs(const char *dir)
                 return negative_errno();
         if (mkdirat(blobs, "sha256", 0700) < 0 && errno != EEXIST)
                 return negative_errno();
+        if (mkdirat(fd, SFS_OCISTORE_SCOPES_DIR, 0700) < 0 && errno != EEXIST)
+                return negative_errno();
         return 0;
 }
 
@@ -107,7 +113,8 @@ static int check_private(int fd)
  * and corrupt (when there is one). *part names the one refused. */
 static int check_private_dirs(const struct snap_oci_layout *l, const char **part)
 {
-        static const char *const subdirs[] = { "blobs", SFS_OCISTORE_CORRUPT_DIR };
+        static const char *const subdirs[] = { "blobs", SFS_OCISTORE_SCOPES_DIR,
+                                               SFS_OCISTORE_CORRUPT_DIR };
         int r;
 
         *part = NULL;
@@ -116,7 +123,7 @@ static int check_private_dirs(const struct snap_oci_layout *l, const char **part
                 _cleanup_close_ int fd = openat(l->dirfd, subdirs[i],
                                                 O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
                 *part = subdirs[i];
-                if (fd < 0 && errno == ENOENT && i > 0)
+                if (fd < 0 && errno == ENOENT && i == ARRAY_SIZE(subdirs) - 1)
                         continue; /* corrupt/ is made when a blob is first set aside */
                 r = fd < 0 ? negative_errno() : check_private(fd);
         }
@@ -228,6 +235,7 @@ int sfs_ocistore_open(const char *dir, unsigned wait_ms, struct sfs_ocistore **o
                 return -ENOMEM;
         s->layout = (struct snap_oci_layout)SNAP_OCI_LAYOUT_INIT;
         s->max_entries = SNAP_OCI_ENTRIES_MAX;
+        s->scopesfd = -1;
         pthread_mutex_init(&s->lock, NULL);
         /* Judged before anything is created: the directory, or where it would be made. */
         if (statfs(dir, &sf) < 0) {
@@ -253,6 +261,12 @@ int sfs_ocistore_open(const char *dir, unsigned wait_ms, struct sfs_ocistore **o
                 r = snap_oci_layout_open(dir, SNAP_OCI_CREATE | SNAP_OCI_PRIVATE, &s->layout);
         if (r == 0)
                 r = check_private_dirs(&s->layout, &why->path);
+        if (r == 0) {
+                s->scopesfd = openat(s->layout.dirfd, SFS_OCISTORE_SCOPES_DIR,
+                                     O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+                if (s->scopesfd < 0)
+                        r = negative_errno();
+        }
         if (r == 0)
                 r = take(s, wait_ms, &why->holder);
         if (r < 0) {
@@ -285,6 +299,7 @@ void sfs_ocistore_close(struct sfs_ocistore *s)
         for (size_t i = 0; i < s->n; i++)
                 entry_clear(&s->v[i]);
         free(s->v);
+        safe_close(s->scopesfd);
         snap_oci_layout_close(&s->layout);
         pthread_mutex_destroy(&s->lock);
         free(s);
@@ -297,12 +312,12 @@ void sfs_ocistore_set_max_entries(struct sfs_ocistore *s, size_t max)
 
 void sfs_ocistore_lock(struct sfs_ocistore *s)
 {
-        pthread_mutex_lock(&s->lock);
+        sfs_lock_order(&s->lock, SFS_LOCK_OCISTORE);
 }
 
 void sfs_ocistore_unlock(struct sfs_ocistore *s)
 {
-        pthread_mutex_unlock(&s->lock);
+        sfs_unlock_order(&s->lock, SFS_LOCK_OCISTORE);
 }
 
 uint64_t sfs_ocistore_corrupt(const struct sfs_ocistore *s)
@@ -411,19 +426,23 @@ static int time_parse(const char *text, struct timespec *out)
         return 0;
 }
 
+/* n 0: nobody holds it any more (grants keep it). */
 static int entry_set_holders(struct entry *e, const uint32_t *holders, size_t n)
 {
-        uint32_t *v;
+        uint32_t *v = NULL;
 
-        if (n == 0 || n > HOLDERS_MAX)
+        if (n > HOLDERS_MAX)
                 return -EINVAL;
-        v = malloc(n * sizeof(*v));
-        if (!v)
-                return -ENOMEM;
-        memcpy(v, holders, n * sizeof(*v));
+        if (n) {
+                v = malloc(n * sizeof(*v));
+                if (!v)
+                        return -ENOMEM;
+                memcpy(v, holders, n * sizeof(*v));
+        }
         free(e->holders);
         e->holders = v;
         e->n_holders = n;
+        e->unheld = n == 0;
         return 0;
 }
 
@@ -443,8 +462,10 @@ static int push(struct sfs_ocistore *s, const struct snap_digest *d, uint64_t si
         }
         if (meta->title && !(e.title = strdup(meta->title)))
                 return -ENOMEM;
-        /* A store written before holders were kept: none recorded, the caller decides. */
-        if (meta->n_holders && (r = entry_set_holders(&e, meta->holders, meta->n_holders)) < 0) {
+        /* A store written before holders were kept: none recorded, the caller decides. One
+         * that nobody holds says so. */
+        if ((meta->n_holders || meta->unheld) &&
+            (r = entry_set_holders(&e, meta->holders, meta->unheld ? 0 : meta->n_holders)) < 0) {
                 entry_clear(&e);
                 return r;
         }
@@ -509,8 +530,8 @@ static int build(struct sfs_ocistore *s, struct built *b)
                 r = -ENOMEM;
         for (size_t i = 0; r == 0 && i < s->n; i++) {
                 time_format(&s->v[i].created, times[i]);
-                if (s->v[i].n_holders && !(holders[i] = holders_format(s->v[i].holders,
-                                                                      s->v[i].n_holders)))
+                if ((s->v[i].n_holders || s->v[i].unheld) &&
+                    !(holders[i] = holders_format(s->v[i].holders, s->v[i].n_holders)))
                         r = -ENOMEM;
                 layers[i] = (struct snap_oci_desc){
                         .media_type = (char *)SNAP_OCI_MEDIA_SNAPSHOT,
@@ -633,12 +654,14 @@ int sfs_ocistore_set_holders(struct sfs_ocistore *s, const struct snap_digest *d
         ssize_t i = find(s, d);
         uint32_t *old;
         size_t old_n;
+        bool old_unheld;
         int r;
 
         if (i < 0)
                 return -ENOENT;
         old = s->v[i].holders;
         old_n = s->v[i].n_holders;
+        old_unheld = s->v[i].unheld;
         s->v[i].holders = NULL;
         r = entry_set_holders(&s->v[i], holders, n);
         if (r == 0)
@@ -648,6 +671,7 @@ int sfs_ocistore_set_holders(struct sfs_ocistore *s, const struct snap_digest *d
                 free(s->v[i].holders);
                 s->v[i].holders = old;
                 s->v[i].n_holders = old_n;
+                s->v[i].unheld = old_unheld;
                 return r;
         }
         free(old);
@@ -879,7 +903,9 @@ static void layer_meta(struct sfs_ocistore *s, const struct sfs_ocistore_hooks *
         snap_digest_to_hex(&l->digest, hex);
         *holders = NULL;
         *meta = (struct sfs_ocistore_meta){ .title = l->title };
-        if (l->holders && holders_parse(l->holders, holders, &n) < 0) {
+        if (l->holders && !*l->holders) {
+                meta->unheld = true; /* held by nobody: its grants, restored later, keep it */
+        } else if (l->holders && holders_parse(l->holders, holders, &n) < 0) {
                 h->warn(h->ctx, hex, "its holders annotation does not parse; held by the owner",
                         -EINVAL);
                 n = 0;
@@ -917,7 +943,8 @@ static void restore_one(struct sfs_ocistore *s, const struct sfs_ocistore_hooks 
 int sfs_ocistore_load(struct sfs_ocistore *s, uint64_t max_size,
                       const struct sfs_ocistore_hooks *h)
 {
-        static const char *const dirs[] = { ".", "blobs", "blobs/sha256" };
+        static const char *const dirs[] = { ".", "blobs", "blobs/sha256",
+                                            SFS_OCISTORE_SCOPES_DIR };
         struct blobset good = { 0 };
         struct snap_oci_manifest *m = NULL;
         bool broken = false, changed = false;
@@ -927,6 +954,7 @@ int sfs_ocistore_load(struct sfs_ocistore *s, uint64_t max_size,
                 make_private(s->layout.dirfd, dirs[i]);
         tidy(s->layout.dirfd);
         tidy(s->layout.blobsfd);
+        tidy(s->scopesfd);
         r = rehash_all(s, h, &good);
         if (r == 0)
                 r = name_referenced(s, &good, &m, &broken);
@@ -1014,6 +1042,130 @@ out:
         snap_oci_manifest_free(m);
         free(good.v);
         free(good.named);
+        return r;
+}
+
+/* ---- the scopes' files ---- */
+
+/* "NAME.json" for a scope name, or -EINVAL. */
+static int scope_file(const char *name, char out[SNAP_NAME_MAX + 6])
+{
+        if (!snap_name_valid(name))
+                return -EINVAL;
+        snprintf(out, SNAP_NAME_MAX + 6, "%s.json", name);
+        return 0;
+}
+
+int sfs_ocistore_put_scope(struct sfs_ocistore *s, const char *name, const void *data,
+                           size_t len)
+{
+        char file[SNAP_NAME_MAX + 6];
+        int r = scope_file(name, file);
+
+        if (r < 0 || len > SFS_OCISTORE_SCOPE_MAX)
+                return -EINVAL;
+        return snap_oci_write_private(s->scopesfd, file, data, len);
+}
+
+int sfs_ocistore_drop_scope(struct sfs_ocistore *s, const char *name)
+{
+        char file[SNAP_NAME_MAX + 6];
+        int r = scope_file(name, file);
+
+        if (r < 0)
+                return r;
+        if (unlinkat(s->scopesfd, file, 0) < 0)
+                return negative_errno();
+        /* Durable: a scope answered as removed never comes back at the next start. */
+        return fsync(s->scopesfd) < 0 ? negative_errno() : 0;
+}
+
+static int by_name(const void *a, const void *b)
+{
+        return strcmp(*(char *const *)a, *(char *const *)b);
+}
+
+/* The scope names DIR/scopes holds a file for, sorted. 0 and *out (malloc'd, each too), or an
+ * errno. */
+static int scope_names(struct sfs_ocistore *s, char ***out, size_t *n_out)
+{
+        int fd = openat(s->scopesfd, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+        DIR *dir = fd >= 0 ? fdopendir(fd) : NULL;
+        char **v = NULL;
+        size_t n = 0, cap = 0;
+        struct dirent *de;
+        int r = 0;
+
+        if (!dir) {
+                r = negative_errno();
+                safe_close(fd);
+                return r;
+        }
+        while (r == 0 && (de = readdir(dir))) {
+                size_t len = strlen(de->d_name);
+                char *name;
+
+                /* Only NAME.json with a valid NAME: whatever else is there is not a scope. */
+                if (len <= 5 || strcmp(de->d_name + len - 5, ".json") != 0)
+                        continue;
+                name = strndup(de->d_name, len - 5);
+                if (!name) {
+                        r = -ENOMEM;
+                        break;
+                }
+                if (!snap_name_valid(name)) {
+                        free(name);
+                        continue;
+                }
+                if (n == cap) {
+                        char **nv = realloc(v, (cap = cap ? 2 * cap : 16) * sizeof(*nv));
+                        if (!nv) {
+                                free(name);
+                                r = -ENOMEM;
+                                break;
+                        }
+                        v = nv;
+                }
+                v[n++] = name;
+        }
+        closedir(dir);
+        if (r < 0) {
+                for (size_t i = 0; i < n; i++)
+                        free(v[i]);
+                free(v);
+                return r;
+        }
+        if (n)
+                qsort(v, n, sizeof(*v), by_name);
+        *out = v;
+        *n_out = n;
+        return 0;
+}
+
+int sfs_ocistore_load_scopes(struct sfs_ocistore *s,
+                             int (*fn)(void *ctx, const char *name, const char *text, size_t len,
+                                       int err),
+                             void *ctx)
+{
+        char **names = NULL;
+        size_t n = 0;
+        int r = scope_names(s, &names, &n);
+
+        for (size_t i = 0; r == 0 && i < n; i++) {
+                char file[SNAP_NAME_MAX + 6];
+                void *buf = NULL;
+                size_t len = 0;
+                int err;
+
+                scope_file(names[i], file);
+                /* A link planted there is never followed, a FIFO never blocks the start. */
+                err = snap_read_untrusted(s->scopesfd, file, SFS_OCISTORE_SCOPE_MAX, &buf, &len);
+                r = fn(ctx, names[i], err < 0 ? NULL : buf, err < 0 ? 0 : len, err < 0 ? err : 0);
+                free(buf);
+        }
+        for (size_t i = 0; i < n; i++)
+                free(names[i]);
+        free(names);
         return r;
 }
 

@@ -28,6 +28,11 @@
 #define SFS_OCISTORE_CORRUPT_DIR "corrupt"
 /* The pid of the daemon that holds the store, for a second daemon's refusal to name it. */
 #define SFS_OCISTORE_PID_FILE "snapfs.pid"
+/* The scopes and their grants, one file each: DIR/scopes/NAME.json (fs/scopefile.c says what
+ * is in it). */
+#define SFS_OCISTORE_SCOPES_DIR "scopes"
+/* The largest scope file a start reads back. */
+#define SFS_OCISTORE_SCOPE_MAX (32u << 20)
 
 struct sfs_ocistore;
 
@@ -38,6 +43,8 @@ struct sfs_ocistore_meta {
                                      at a start, n_holders 0 means a store written before
                                      holders were kept (the caller decides) */
         size_t n_holders;
+        bool unheld;              /* no uid holds it: grants to scopes keep it (n_holders 0;
+                                     written as an empty holders annotation) */
         struct timespec created;  /* its first publish (at a start, for an older store: the
                                      blob's modification time) */
 };
@@ -95,9 +102,9 @@ int sfs_ocistore_load(struct sfs_ocistore *s, uint64_t max_size,
  * the errno of a write. Already stored: 0, nothing written. */
 int sfs_ocistore_add(struct sfs_ocistore *s, const struct snap_digest *d, const void *data,
                      size_t len, const struct sfs_ocistore_meta *meta);
-/* Rewrites the holders of a stored snapshot (n >= 1): 0 once durable, -ENOENT when not
- * stored, -EINVAL, or the errno of a write (-ENOSPC on a full filesystem) with the manifest
- * unchanged. */
+/* Rewrites the holders of a stored snapshot (n 0: no uid holds it any more, its grants to
+ * scopes keep it): 0 once durable, -ENOENT when not stored, -EINVAL, or the errno of a write
+ * (-ENOSPC on a full filesystem) with the manifest unchanged. */
 int sfs_ocistore_set_holders(struct sfs_ocistore *s, const struct snap_digest *d,
                              const uint32_t *holders, size_t n);
 /* Removes a snapshot: its blob first (durably), then the manifest naming it. 0 once the blob
@@ -105,6 +112,22 @@ int sfs_ocistore_set_holders(struct sfs_ocistore *s, const struct snap_digest *d
  * drops the entry whose blob is missing); -ENOENT when not stored; or the errno of removing
  * the blob, with nothing changed. */
 int sfs_ocistore_remove(struct sfs_ocistore *s, const struct snap_digest *d);
+
+/* Writes DIR/scopes/NAME.json (NAME a staging-name: snap_name_valid) durably and privately
+ * (temporary file, fsync, rename, directory fsync; 0600): 0, -EINVAL, or the errno of a
+ * write, the file as it was before. */
+int sfs_ocistore_put_scope(struct sfs_ocistore *s, const char *name, const void *data,
+                           size_t len);
+/* Removes DIR/scopes/NAME.json durably: 0, -ENOENT when there is none, -EINVAL, or an errno. */
+int sfs_ocistore_drop_scope(struct sfs_ocistore *s, const char *name);
+/* Calls fn for each DIR/scopes/NAME.json (in name order; at most SFS_OCISTORE_SCOPE_MAX bytes,
+ * a regular file, never followed through a link); a file that cannot be read is handed over as
+ * text NULL and err its errno (else err is 0). Stops at fn's first non-zero
+ * return and returns it; 0, or the errno of reading the directory. */
+int sfs_ocistore_load_scopes(struct sfs_ocistore *s,
+                             int (*fn)(void *ctx, const char *name, const char *text, size_t len,
+                                       int err),
+                             void *ctx);
 
 void sfs_ocistore_lock(struct sfs_ocistore *s);
 void sfs_ocistore_unlock(struct sfs_ocistore *s);

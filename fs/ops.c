@@ -3,8 +3,11 @@
  * and the result into a reply. Every decision is made by the tree's files below (tree.c,
  * file.c, publish.c, listing.c, xattr.c), none here.
  *
- * Node ids are node pointers (the root is FUSE_ROOT_ID). The kernel only ever sends ids we
- * gave it, and a node lives until the kernel forgets it and no handle is open on it. */
+ * Node ids are inode numbers (the root's is FUSE_ROOT_ID, 1) and file handles are handle ids,
+ * each found again in the tree's tables, never memory addresses: a successor daemon could
+ * rebuild them from the store. The kernel only ever sends ids we gave it, and a node lives
+ * until the kernel forgets it and no handle is open on it; an id the tree does not know
+ * (which the kernel would never send) is answered ESTALE rather than trusted. */
 #include "fs/ops.h"
 
 #include <errno.h>
@@ -12,6 +15,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "fs/lockorder.h"
 #include "fs/tree.h"
 
 static struct sfs_ops_ctx *ctx_of(fuse_req_t req)
@@ -21,16 +25,27 @@ static struct sfs_ops_ctx *ctx_of(fuse_req_t req)
 
 static struct sfs_node *node_of(fuse_req_t req, fuse_ino_t ino)
 {
-        if (ino == FUSE_ROOT_ID)
-                return sfs_tree_root(ctx_of(req)->tree);
-        return (struct sfs_node *)(uintptr_t)ino;
+        return sfs_tree_node(ctx_of(req)->tree, ino);
 }
 
-static fuse_ino_t id_of(fuse_req_t req, struct sfs_node *n)
+static fuse_ino_t id_of(struct sfs_node *n)
 {
-        if (n == sfs_tree_root(ctx_of(req)->tree))
-                return FUSE_ROOT_ID;
-        return (fuse_ino_t)(uintptr_t)n;
+        return sfs_node_ino(n);
+}
+
+static struct sfs_handle *handle_of(fuse_req_t req, const struct fuse_file_info *fi)
+{
+        return fi ? sfs_tree_handle(ctx_of(req)->tree, fi->fh) : NULL;
+}
+
+/* Every op that names a node starts here: the node, or ESTALE answered and NULL. */
+static struct sfs_node *node_or_reply(fuse_req_t req, fuse_ino_t ino)
+{
+        struct sfs_node *n = node_of(req, ino);
+
+        if (!n)
+                fuse_reply_err(req, ESTALE);
+        return n;
 }
 
 static struct sfs_caller caller_of(fuse_req_t req)
@@ -47,7 +62,7 @@ static struct sfs_caller caller_of(fuse_req_t req)
 static void reply_entry(fuse_req_t req, const struct sfs_entry *e)
 {
         struct fuse_entry_param p = {
-                .ino = id_of(req, e->node),
+                .ino = id_of(e->node),
                 .attr = e->st,
                 .attr_timeout = e->attr_timeout,
                 .entry_timeout = e->entry_timeout,
@@ -75,39 +90,55 @@ static void op_init(void *userdata, struct fuse_conn_info *conn)
 static void op_lookup(fuse_req_t req, fuse_ino_t parent, const char *name)
 {
         struct sfs_caller c = caller_of(req);
+        struct sfs_node *dir = node_or_reply(req, parent);
         struct sfs_entry e;
-        int r = sfs_tree_lookup(ctx_of(req)->tree, &c, node_of(req, parent), name, &e);
+        int r;
+
+        if (!dir)
+                return;
+        r = sfs_tree_lookup(ctx_of(req)->tree, &c, dir, name, &e);
         if (r < 0)
                 fuse_reply_err(req, -r);
         else
                 reply_entry(req, &e);
 }
 
+static void forget_one(fuse_req_t req, fuse_ino_t ino, uint64_t nlookup)
+{
+        struct sfs_node *n;
+
+        if (ino == FUSE_ROOT_ID)
+                return;
+        n = node_of(req, ino);
+        if (n)
+                sfs_tree_forget(ctx_of(req)->tree, n, nlookup);
+}
+
 static void op_forget(fuse_req_t req, fuse_ino_t ino, uint64_t nlookup)
 {
-        if (ino != FUSE_ROOT_ID)
-                sfs_tree_forget(ctx_of(req)->tree, node_of(req, ino), nlookup);
+        forget_one(req, ino, nlookup);
         fuse_reply_none(req);
 }
 
 static void op_forget_multi(fuse_req_t req, size_t count, struct fuse_forget_data *forgets)
 {
         for (size_t i = 0; i < count; i++)
-                if (forgets[i].ino != FUSE_ROOT_ID)
-                        sfs_tree_forget(ctx_of(req)->tree, node_of(req, forgets[i].ino),
-                                        forgets[i].nlookup);
+                forget_one(req, forgets[i].ino, forgets[i].nlookup);
         fuse_reply_none(req);
 }
 
 static void op_getattr(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 {
         struct sfs_caller c = caller_of(req);
+        struct sfs_node *n = node_or_reply(req, ino);
         struct stat st;
         double timeout;
         int r;
 
         (void)fi;
-        r = sfs_tree_getattr(ctx_of(req)->tree, &c, node_of(req, ino), &st, &timeout);
+        if (!n)
+                return;
+        r = sfs_tree_getattr(ctx_of(req)->tree, &c, n, &st, &timeout);
         if (r < 0)
                 fuse_reply_err(req, -r);
         else
@@ -118,11 +149,14 @@ static void op_setattr(fuse_req_t req, fuse_ino_t ino, struct stat *attr, int to
                        struct fuse_file_info *fi)
 {
         struct sfs_caller c = caller_of(req);
+        struct sfs_node *n = node_or_reply(req, ino);
         struct stat st;
         double timeout;
         int set = 0, r;
 
         (void)fi;
+        if (!n)
+                return;
         if (to_set & FUSE_SET_ATTR_MODE)
                 set |= SFS_SET_MODE;
         if (to_set & FUSE_SET_ATTR_UID)
@@ -139,7 +173,7 @@ static void op_setattr(fuse_req_t req, fuse_ino_t ino, struct stat *attr, int to
                 set |= SFS_SET_CTIME;
         if (!set)
                 set = SFS_SET_OTHER;
-        r = sfs_tree_setattr(ctx_of(req)->tree, &c, node_of(req, ino), attr, set, &st, &timeout);
+        r = sfs_tree_setattr(ctx_of(req)->tree, &c, n, attr, set, &st, &timeout);
         if (r < 0)
                 fuse_reply_err(req, -r);
         else
@@ -149,14 +183,17 @@ static void op_setattr(fuse_req_t req, fuse_ino_t ino, struct stat *attr, int to
 static void op_access(fuse_req_t req, fuse_ino_t ino, int mask)
 {
         struct sfs_caller c = caller_of(req);
-        fuse_reply_err(req, -sfs_tree_access(ctx_of(req)->tree, &c, node_of(req, ino), mask));
+        struct sfs_node *n = node_or_reply(req, ino);
+
+        if (n)
+                fuse_reply_err(req, -sfs_tree_access(ctx_of(req)->tree, &c, n, mask));
 }
 
 /* What an open or create tells the kernel about the new handle. */
 static void set_file_info(struct fuse_file_info *fi, struct sfs_handle *h,
                           const struct sfs_open_info *oi)
 {
-        fi->fh = (uint64_t)(uintptr_t)h;
+        fi->fh = sfs_handle_id(h);
         fi->keep_cache = oi->keep_cache;
         fi->direct_io = oi->direct_io;
         /* Only staging writes need close() to reach the daemon; for everything else a
@@ -170,6 +207,7 @@ static void op_open(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
         struct sfs_caller c = caller_of(req);
         struct sfs_open_info oi = { 0 };
         struct sfs_handle *h;
+        struct sfs_node *n;
         int r;
 
         /* The read view is mounted read-only, so the kernel itself refuses every open for
@@ -177,12 +215,15 @@ static void op_open(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
          * us. What is left, read-only opens of immutable files, needs no round trip: ENOSYS
          * tells the kernel to stop sending OPEN (and RELEASE) on this mount altogether. It is
          * only mounted when every uid may read, so no per-open policy is skipped. */
-        if (ctx->read_view) {
+        if (ctx->read_view || ctx->no_open) {
                 fuse_reply_err(req, ENOSYS);
                 return;
         }
 
-        r = sfs_tree_open(ctx->tree, &c, node_of(req, ino), fi->flags, &h, &oi);
+        n = node_or_reply(req, ino);
+        if (!n)
+                return;
+        r = sfs_tree_open(ctx->tree, &c, n, fi->flags, &h, &oi);
         if (r < 0) {
                 fuse_reply_err(req, -r);
                 return;
@@ -198,19 +239,22 @@ static void op_create(fuse_req_t req, fuse_ino_t parent, const char *name, mode_
         struct sfs_ops_ctx *ctx = ctx_of(req);
         struct sfs_caller c = caller_of(req);
         struct sfs_open_info oi = { 0 };
+        struct sfs_node *dir = node_or_reply(req, parent);
         struct sfs_handle *h;
         struct sfs_entry e;
         int r;
 
         (void)mode; /* staging files are always 0200 */
-        r = sfs_tree_create(ctx->tree, &c, node_of(req, parent), name, fi->flags, &e, &h, &oi);
+        if (!dir)
+                return;
+        r = sfs_tree_create(ctx->tree, &c, dir, name, fi->flags, &e, &h, &oi);
         if (r < 0) {
                 fuse_reply_err(req, -r);
                 return;
         }
         set_file_info(fi, h, &oi);
         struct fuse_entry_param p = {
-                .ino = id_of(req, e.node),
+                .ino = id_of(e.node),
                 .attr = e.st,
                 .attr_timeout = e.attr_timeout,
                 .entry_timeout = e.entry_timeout,
@@ -236,17 +280,18 @@ static int reply_data(void *ctx, const void *data, size_t len)
 static void op_read(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
                     struct fuse_file_info *fi)
 {
-        struct sfs_handle *h = (struct sfs_handle *)(uintptr_t)fi->fh;
+        struct sfs_handle *h = handle_of(req, fi);
         struct read_reply rr = { .req = req };
+        struct sfs_node *n;
         int r;
 
         /* No handle: the read view, whose opens the kernel made without asking us. The
          * publishing mount always has one. */
         if (h)
                 r = sfs_tree_read(ctx_of(req)->tree, h, size, off, reply_data, &rr);
-        else if (ctx_of(req)->read_view)
-                r = sfs_tree_read_node(ctx_of(req)->tree, node_of(req, ino), size, off,
-                                       reply_data, &rr);
+        else if ((ctx_of(req)->read_view || ctx_of(req)->no_open) && fi->fh == 0 &&
+                 (n = node_of(req, ino)))
+                r = sfs_tree_read_node(ctx_of(req)->tree, n, size, off, reply_data, &rr);
         else
                 r = -EBADF;
         /* A request is answered exactly once: after a failed reply it is already gone. */
@@ -257,7 +302,7 @@ static void op_read(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
 static void op_write(fuse_req_t req, fuse_ino_t ino, const char *buf, size_t size, off_t off,
                      struct fuse_file_info *fi)
 {
-        struct sfs_handle *h = (struct sfs_handle *)(uintptr_t)fi->fh;
+        struct sfs_handle *h = handle_of(req, fi);
         struct sfs_caller c = caller_of(req);
         int r;
 
@@ -278,19 +323,19 @@ static void op_write(fuse_req_t req, fuse_ino_t ino, const char *buf, size_t siz
 static void op_flush(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 {
         (void)ino;
-        if (ctx_of(req)->read_view) {
+        if (ctx_of(req)->read_view || ctx_of(req)->no_open) {
                 /* Nothing is ever written there: no FLUSH on every close(). */
                 fuse_reply_err(req, ENOSYS);
                 return;
         }
-        sfs_tree_flush(ctx_of(req)->tree, (struct sfs_handle *)(uintptr_t)fi->fh);
+        sfs_tree_flush(ctx_of(req)->tree, handle_of(req, fi));
         fuse_reply_err(req, 0);
 }
 
 static void op_release(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 {
         (void)ino;
-        sfs_tree_release(ctx_of(req)->tree, (struct sfs_handle *)(uintptr_t)fi->fh);
+        sfs_tree_release(ctx_of(req)->tree, handle_of(req, fi));
         fuse_reply_err(req, 0);
 }
 
@@ -298,15 +343,20 @@ static void op_unlink(fuse_req_t req, fuse_ino_t parent, const char *name)
 {
         struct sfs_ops_ctx *ctx = ctx_of(req);
         struct sfs_caller c = caller_of(req);
+        struct sfs_node *dir = node_or_reply(req, parent);
         bool root = parent == FUSE_ROOT_ID;
         int r;
 
-        r = sfs_tree_unlink(ctx->tree, &c, node_of(req, parent), name);
+        if (!dir)
+                return;
+        r = sfs_tree_unlink(ctx->tree, &c, dir, name);
         /* The read view's kernel caches the name for a long time and never saw this unlink:
          * drop its entry, or new opens there would still find the removed snapshot. Sent
          * with no lock held, so the view's own workers can answer whatever waits on it. */
-        if (r == 0 && root && ctx->view_se)
+        if (r == 0 && root && ctx->view_se) {
+                assert(sfs_no_tree_lock_held());
                 fuse_lowlevel_notify_inval_entry(ctx->view_se, FUSE_ROOT_ID, name, strlen(name));
+        }
         fuse_reply_err(req, -r);
 }
 
@@ -352,11 +402,16 @@ static void op_rename(fuse_req_t req, fuse_ino_t parent, const char *name, fuse_
 {
         struct sfs_ops_ctx *ctx = ctx_of(req);
         struct sfs_caller c = caller_of(req);
-        struct sfs_node *published = NULL;
+        struct sfs_node *published = NULL, *dir, *newdir;
         int r;
 
-        r = sfs_tree_rename(ctx->tree, &c, node_of(req, parent), name, node_of(req, newparent),
-                            newname, flags, &published);
+        dir = node_of(req, parent);
+        newdir = node_of(req, newparent);
+        if (!dir || !newdir) {
+                fuse_reply_err(req, ESTALE);
+                return;
+        }
+        r = sfs_tree_rename(ctx->tree, &c, dir, name, newdir, newname, flags, &published);
         /* The kernel moves the staging dentry onto the digest name and keeps the attributes
          * it cached for the staging file (mode 0200, its size); drop them so the next stat
          * shows the snapshot (mode 0000). Only attributes (offset -1): no page lock is taken,
@@ -364,9 +419,10 @@ static void op_rename(fuse_req_t req, fuse_ino_t parent, const char *name, fuse_
          * before the caller's next stat; sent after, it could land behind that stat's GETATTR
          * and throw away the fresh attributes, costing the stat after it another round trip. */
         if (r == 0 && ctx->se) {
-                fuse_ino_t id = id_of(req, published);
+                fuse_ino_t id = id_of(published);
                 uint64_t filled;
 
+                assert(sfs_no_tree_lock_held());
                 fuse_lowlevel_notify_inval_inode(ctx->se, id, -1, 0);
                 /* Pages the prefill did not replace (a descriptor was open, or a store was
                  * refused) may hold what the staging file's page cache had before: drop them
@@ -420,15 +476,18 @@ static void op_opendir(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi
 {
         struct sfs_ops_ctx *ctx = ctx_of(req);
         struct sfs_caller c = caller_of(req);
+        struct sfs_node *n = node_or_reply(req, ino);
         struct sfs_dir *d;
         int r;
 
-        r = sfs_tree_opendir(ctx->tree, &c, node_of(req, ino), &d);
+        if (!n)
+                return;
+        r = sfs_tree_opendir(ctx->tree, &c, n, &d);
         if (r < 0) {
                 fuse_reply_err(req, -r);
                 return;
         }
-        fi->fh = (uint64_t)(uintptr_t)d;
+        fi->fh = sfs_dir_id(d);
         if (fuse_reply_open(req, fi) < 0)
                 sfs_tree_releasedir(ctx->tree, d);
 }
@@ -471,7 +530,7 @@ static void op_readdir(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
                 fuse_reply_err(req, ENOMEM);
                 return;
         }
-        r = sfs_tree_readdir(ctx_of(req)->tree, (struct sfs_dir *)(uintptr_t)fi->fh, off,
+        r = sfs_tree_readdir(ctx_of(req)->tree, sfs_tree_dir(ctx_of(req)->tree, fi->fh), off,
                              fill_dirent, &b);
         if (r < 0 && !b.used)
                 fuse_reply_err(req, -r);
@@ -500,7 +559,7 @@ static int fill_dirent_plus(void *ctx, const char *name, uint64_t ino, mode_t mo
         if (strcmp(name, ".") != 0 && strcmp(name, "..") != 0 &&
             strcmp(name, SFS_STAGING_NAME) != 0 &&
             sfs_tree_lookup(ctx_of(b->req)->tree, &b->caller, b->dir, name, &e) == 0) {
-                p.ino = id_of(b->req, e.node);
+                p.ino = id_of(e.node);
                 p.attr = e.st;
                 p.attr_timeout = e.attr_timeout;
                 p.entry_timeout = e.entry_timeout;
@@ -523,6 +582,10 @@ static void op_readdirplus(fuse_req_t req, fuse_ino_t ino, size_t size, off_t of
         };
         int r;
 
+        if (!b.dir) {
+                fuse_reply_err(req, ESTALE);
+                return;
+        }
         b.cap = size / fuse_add_direntry_plus(req, NULL, 0, "", NULL, 0) + 1;
         b.buf = malloc(size ? size : 1);
         b.looked_up = calloc(b.cap, sizeof(*b.looked_up));
@@ -532,8 +595,8 @@ static void op_readdirplus(fuse_req_t req, fuse_ino_t ino, size_t size, off_t of
                 fuse_reply_err(req, ENOMEM);
                 return;
         }
-        r = sfs_tree_readdir(ctx->tree, (struct sfs_dir *)(uintptr_t)fi->fh, off,
-                             fill_dirent_plus, &b);
+        r = sfs_tree_readdir(ctx->tree, sfs_tree_dir(ctx->tree, fi->fh), off, fill_dirent_plus,
+                             &b);
         if (r < 0 && !b.used)
                 fuse_reply_err(req, -r);
         else if (fuse_reply_buf(req, b.buf, b.used) < 0)
@@ -546,7 +609,7 @@ static void op_readdirplus(fuse_req_t req, fuse_ino_t ino, size_t size, off_t of
 static void op_releasedir(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 {
         (void)ino;
-        sfs_tree_releasedir(ctx_of(req)->tree, (struct sfs_dir *)(uintptr_t)fi->fh);
+        sfs_tree_releasedir(ctx_of(req)->tree, sfs_tree_dir(ctx_of(req)->tree, fi->fh));
         fuse_reply_err(req, 0);
 }
 
@@ -586,7 +649,11 @@ static void op_getxattr(fuse_req_t req, fuse_ino_t ino, const char *name, size_t
         size_t len = 0, cap = size > sizeof(buf) ? sizeof(buf) : size;
         int r;
 
-        r = sfs_tree_getxattr(ctx_of(req)->tree, &c, node_of(req, ino), name, buf, cap, &len);
+        struct sfs_node *n = node_or_reply(req, ino);
+
+        if (!n)
+                return;
+        r = sfs_tree_getxattr(ctx_of(req)->tree, &c, n, name, buf, cap, &len);
         reply_xattr_result(req, r, buf, size, len);
 }
 
@@ -597,7 +664,11 @@ static void op_listxattr(fuse_req_t req, fuse_ino_t ino, size_t size)
         size_t len = 0, cap = size > sizeof(buf) ? sizeof(buf) : size;
         int r;
 
-        r = sfs_tree_listxattr(ctx_of(req)->tree, &c, node_of(req, ino), buf, cap, &len);
+        struct sfs_node *n = node_or_reply(req, ino);
+
+        if (!n)
+                return;
+        r = sfs_tree_listxattr(ctx_of(req)->tree, &c, n, buf, cap, &len);
         reply_xattr_result(req, r, buf, size, len);
 }
 
@@ -605,16 +676,22 @@ static void op_setxattr(fuse_req_t req, fuse_ino_t ino, const char *name, const 
                         size_t size, int flags)
 {
         struct sfs_caller c = caller_of(req);
+        struct sfs_node *n = node_or_reply(req, ino);
+
         (void)value, (void)size, (void)flags;
-        fuse_reply_err(req, -sfs_tree_setxattr(ctx_of(req)->tree, &c, node_of(req, ino),
-                                               "setxattr", name));
+        if (n)
+                fuse_reply_err(req, -sfs_tree_setxattr(ctx_of(req)->tree, &c, n, "setxattr",
+                                                       name));
 }
 
 static void op_removexattr(fuse_req_t req, fuse_ino_t ino, const char *name)
 {
         struct sfs_caller c = caller_of(req);
-        fuse_reply_err(req, -sfs_tree_setxattr(ctx_of(req)->tree, &c, node_of(req, ino),
-                                               "removexattr", name));
+        struct sfs_node *n = node_or_reply(req, ino);
+
+        if (n)
+                fuse_reply_err(req, -sfs_tree_setxattr(ctx_of(req)->tree, &c, n, "removexattr",
+                                                       name));
 }
 
 /* flush only reaches the daemon for staging writes (everything else opens with noflush). No

@@ -14,6 +14,8 @@ struct sfs_ops_ctx {
         struct fuse_session *se; /* for invalidation notices; set before the loop starts */
         bool initialized;        /* INIT has been answered */
         bool read_view;          /* this session is the read-only view: no OPEN, no FLUSH */
+        bool no_open;            /* OPEN answered ENOSYS (a read-only scope view only its
+                                    daemon's uid reaches): the kernel opens without asking */
         struct fuse_session *view_se; /* the publishing session's read view, or NULL */
 };
 

@@ -118,6 +118,11 @@ const struct sfs_option sfs_options[SFS_OPT_COUNT] = {
                               .metavar = "N", .min = 1, .max = 1024, .has_def = true,
                               .def_text = "libfuse's",
                               .help = "at most N worker threads" },
+        [SFS_OPT_SCOPE_THREADS] = { .id = SFS_OPT_SCOPE_THREADS, .name = "scope-threads", .arg = SFS_ARG_VALUE, .type = VALUE_COUNT,
+                                    .metavar = "N", .min = 1, .max = 64, .has_def = true,
+                                    .def = SFS_SCOPE_THREADS_DEFAULT,
+                                    .help = "at most N worker threads for each scope's view: "
+                                            "one scope's flood cannot take another's" },
         [SFS_OPT_DEBUG] = { .id = SFS_OPT_DEBUG, FLAG("debug", "print every FUSE request (implies -f)"),
                             .flags = SFS_OPTF_COMMAND_LINE_ONLY },
         [SFS_OPT_HELP] = { .id = SFS_OPT_HELP, FLAG("help", "show this help"), .short_name = 'h',
@@ -193,6 +198,7 @@ void sfs_daemon_config_init(struct sfs_daemon_config *cfg)
                         .publishers = { .any = false },
                         .cache_timeout = SFS_DEFAULT_CACHE_TIMEOUT,
                 },
+                .scope_threads = (unsigned)sfs_options[SFS_OPT_SCOPE_THREADS].def,
         };
 }
 
@@ -302,6 +308,7 @@ static int set_value(struct sfs_daemon_config *cfg, const struct sfs_option *o,
         case SFS_OPT_MAX_UID_BYTES: t->max_uid_bytes = v; break;
         case SFS_OPT_STAGING_TTL: t->staging_ttl_ms = v; break;
         case SFS_OPT_THREADS: cfg->max_threads = (unsigned)v; break;
+        case SFS_OPT_SCOPE_THREADS: cfg->scope_threads = (unsigned)v; break;
         default:
                 assert(!"a row of the table whose arg is a value and whose id is none");
                 return -EINVAL;

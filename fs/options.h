@@ -21,12 +21,15 @@
 /* The largest --max-snapshot-size: what a client accepts by default (SNAPFS_DEFAULT_MAX_SIZE
  * in snapfs.h; tests/unit/test_options.c keeps the two equal). */
 #define SFS_MAX_SNAPSHOT_SIZE_LIMIT (1ULL << 30)
+/* Worker threads of each scope's view unless --scope-threads says otherwise. */
+#define SFS_SCOPE_THREADS_DEFAULT 2
 /* --trust-key may be given this many times. */
 #define SFS_TRUST_KEYS_MAX 16
 
 struct sfs_audit;
 struct sfs_ocistore;
 struct snap_trust;
+struct sfs_scope_users;
 
 /* What a tree is built with: limits, roles, caching, and the mount it serves. */
 struct sfs_tree_config {
@@ -55,6 +58,9 @@ struct sfs_tree_config {
         struct sfs_audit *audit;   /* may be NULL */
         struct sfs_ocistore *ocistore; /* --store: snapshots written there first; or NULL */
         struct snap_trust *trust;  /* --trust-key: publish only what signed manifests name */
+        /* A scope's view (docs/design.md, "Scopes"): its users read it, and publish when it
+         * allows that, instead of readers and publishers. NULL on the main mount. */
+        const struct sfs_scope_users *scope_users;
 };
 
 /* Fills the limits left 0 in cfg from the others, as docs/design.md ("Limits") says: staging
@@ -92,6 +98,7 @@ enum sfs_opt_id {
         SFS_OPT_PID_FILE,
         SFS_OPT_REPLACE_STALE,
         SFS_OPT_THREADS,
+        SFS_OPT_SCOPE_THREADS,
         SFS_OPT_DEBUG,
         SFS_OPT_HELP,
         SFS_OPT_COUNT,
@@ -165,6 +172,7 @@ struct sfs_daemon_config {
         bool debug;
         bool help;                    /* --help: print the help, do nothing else */
         unsigned max_threads;         /* 0: libfuse's default */
+        unsigned scope_threads;       /* worker threads of each scope's view (0: the default) */
         bool noatime, nodiratime, relatime, nosymfollow; /* per-mount flags asked for */
         /* What sfs_daemon_config_finish makes of those: the flags that tighten both mounts
          * (MOUNT_ATTR_NOATIME, _NODIRATIME, _NOSYMFOLLOW, an atime mode with

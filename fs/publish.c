@@ -32,6 +32,7 @@ static int publish_refused(struct sfs_tree *t, const struct sfs_caller *c, const
                                              .target = exists ? NULL : target,
                                              .err = exists ? 0 : err,
                                              .reason = exists ? NULL : reason,
+                                             .scope = t->scope ? t->scope->name : NULL,
                                      });
         return -err;
 }
@@ -48,7 +49,9 @@ static int trust_admits(struct sfs_tree *t, struct sfs_staging *stg, const struc
 
         r = snap_trust_admit(t->cfg.trust, d, stg->buf ? (const void *)stg->buf : "", stg->len,
                              reason);
-        if (r < 0 && (existing = snap_store_lookup(t->store, d))) {
+        /* Not in a view: there, content another scope published must be refused as if it
+         * were not there (an admission would tell the scope that it is). */
+        if (r < 0 && !t->scope && (existing = snap_store_lookup(t->store, d))) {
                 snap_store_release(t->store, existing);
                 r = 0;
         }
@@ -104,9 +107,8 @@ static int publish_begin(struct sfs_tree *t, const struct sfs_caller *c, struct 
 static void become_snapshot(struct sfs_tree *t, struct sfs_node *n, struct snap_object *obj)
 {
         sfs_stage_remove(t, n, false); /* it counts as a snapshot now */
-        snap_store_ref(t->store, obj); /* the tree's reference: published */
+        snap_store_ref(t->store, obj); /* its publication's reference */
         n->obj = obj;
-        obj->priv = n;
         __atomic_store_n(&n->kind, SFS_KIND_SNAPSHOT, __ATOMIC_RELEASE);
 }
 
@@ -166,6 +168,196 @@ static int persist_holders(struct sfs_tree *t, struct sfs_ocistore *os, struct s
         return sfs_ocistore_set_holders(os, &obj->digest, holders, n);
 }
 
+/* The scope's own limits for one more snapshot of len bytes published in it: -EDQUOT past
+ * them. t->lock held. */
+static int scope_quota(struct sfs_tree *t, uint64_t len)
+{
+        const struct sfs_scope_limits *l = &t->scope->limits;
+
+        if (t->scope->used_snapshots >= l->max_snapshots)
+                return -EDQUOT;
+        if (t->scope->used_bytes > l->max_bytes || len > l->max_bytes - t->scope->used_bytes)
+                return -EDQUOT;
+        return 0;
+}
+
+/* Publishing in a scope's view (docs/design.md, "Scopes"): what is published there is
+ * granted to that scope alone, held by no uid, counted against the scope's limits. Every
+ * answer is the one the scope would get if nothing else existed: content already granted
+ * here is EEXIST; content another scope (or the main mount) has is published here like new
+ * content (0), its room decided as if it were new, so nothing tells one scope what another
+ * holds. The staging node becomes the snapshot under its own inode number, the one the kernel
+ * already has for the name. r is the hash's verdict; the rest as sfs_tree_rename. */
+static int scope_publish(struct sfs_tree *t, const struct sfs_caller *c, struct sfs_node *n,
+                         const char *name, const char *newname, int r,
+                         const struct snap_digest *d, const struct timespec *now,
+                         const char *reason, struct sfs_node **published)
+{
+        struct sfs_ocistore *os = t->cfg.ocistore;
+        struct sfs_staging *stg = n->stg;
+        struct snap_object *obj = NULL, *existing = NULL;
+        struct snap_claim claim = { 0 };
+        struct sfs_scope_effects fx = { 0 };
+        struct sfs_scope_op op = {
+                .kind = SFS_SCOPE_PUBLISH,
+                .has_digest = true,
+                .digest = *d,
+                .uid = (uint32_t)c->uid,
+                .name = stg->name,
+                .created = *now,
+                .ino = n->ino,
+        };
+        int (*save)(void *ctx, const struct sfs_scope_op *op);
+        void *save_ctx;
+        bool stored = false, new_content = false;
+        uint64_t len;
+
+        if (os)
+                sfs_ocistore_lock(os);
+        /* Decide before writing: a scope deleted meanwhile, granted here already, the
+         * scope's limits, the room. */
+        tree_lock(t);
+        save = t->scope->save;
+        save_ctx = t->scope->save_ctx;
+        pthread_mutex_lock(&stg->lock);
+        sfs_staging_fit_locked(stg);
+        len = stg->len;
+        pthread_mutex_unlock(&stg->lock);
+        if (r == 0 && t->cfg.read_only)
+                r = -EACCES;
+        /* Granted here already (EEXIST), or no room for one more grant (ENOSPC). */
+        if (r == 0)
+                r = sfs_scope_check_locked(t, &op);
+        if (r == 0)
+                r = scope_quota(t, len);
+        tree_unlock(t);
+        if (r == 0)
+                r = snap_store_claim_unheld(t->store, len, len, &claim);
+        if (r == 0)
+                existing = snap_store_lookup(t->store, d);
+        if (r == 0 && !existing && os) {
+                /* --store: the bytes, durably, before anything is answered. */
+                struct sfs_ocistore_meta meta = { .unheld = true, .created = *now };
+                pthread_mutex_lock(&stg->lock);
+                meta.title = stg->name;
+                r = sfs_ocistore_add(os, d, stg->buf ? (const void *)stg->buf : "", stg->len,
+                                     &meta);
+                pthread_mutex_unlock(&stg->lock);
+                stored = r == 0;
+        }
+        /* The scope's file says it is granted before it is. */
+        if (r == 0 && save)
+                r = save(save_ctx, &op);
+
+        tree_lock(t);
+        n->pins--;
+        /* Granted here meanwhile through the control channel (EEXIST), or no room for one
+         * more grant: refused before the store takes the bytes. */
+        if (r == 0)
+                r = sfs_scope_check_locked(t, &op);
+        pthread_mutex_lock(&stg->lock);
+        if (r == 0 && existing) {
+                /* The lookup's reference becomes the grant's. Detached meanwhile (no
+                 * --store, whose lock keeps the index still): published below as new. */
+                if (snap_store_grant(t->store, existing) == 0) {
+                        obj = existing;
+                        existing = NULL;
+                } else {
+                        snap_store_release(t->store, existing);
+                        existing = NULL;
+                        new_content = true;
+                }
+        } else if (r == 0) {
+                new_content = true;
+        }
+        if (r == 0 && new_content) {
+                r = snap_store_put(t->store,
+                                   &(struct snap_put){
+                                           .data = stg->buf ? (const void *)stg->buf : "",
+                                           .len = stg->len,
+                                           .owned = stg->buf,
+                                           .digest = d,
+                                           .ino = n->ino,
+                                           .reserved = stg->len,
+                                           .publisher_uid = (uint32_t)c->uid,
+                                           .name = stg->name,
+                                           .created = now,
+                                           .unheld = true,
+                                           .grants = 1,
+                                           .claim = &claim,
+                                   },
+                                   &obj);
+                if (r == 0) {
+                        /* The new object's reference is its publication's; the grant and
+                         * the node take one each. */
+                        snap_store_ref(t->store, obj);
+                        sfs_staging_handed_over_locked(stg);
+                } else if (r == 1) {
+                        /* Published meanwhile (no --store): its reference is the grant's.
+                         * It is indexed (the put found it under the store's lock), so the
+                         * grant can only fail if it goes again at once: then this publish
+                         * loses the race and says so. */
+                        r = snap_store_grant(t->store, obj) == 0 ? 0 : -EAGAIN;
+                        if (r < 0) {
+                                snap_store_release(t->store, obj);
+                                obj = NULL;
+                        }
+                }
+        }
+        if (r == 0) {
+                r = sfs_scope_apply_locked(t, &op, obj, NULL, &fx);
+                if (r < 0) {
+                        /* Out of memory for the effects: nothing changed but the grant. */
+                        if (snap_store_ungrant(t->store, obj) == 1)
+                                snap_store_release(t->store, obj); /* its publication's */
+                        snap_store_release(t->store, obj);
+                        obj = NULL;
+                }
+        }
+        if (r < 0) {
+                stg->publishing = false;
+                pthread_mutex_unlock(&stg->lock);
+                tree_unlock(t);
+                snap_store_release(t->store, existing);
+                snap_store_unclaim(t->store, &claim);
+                if (stored)
+                        sfs_ocistore_remove(os, d); /* not published after all */
+                if (os)
+                        sfs_ocistore_unlock(os);
+                sfs_scope_effects_free(&fx);
+                return publish_refused(t, c, name, newname, -r, reason);
+        }
+        /* The node the kernel has for the name is the snapshot now, under its inode number. */
+        snap_store_ref(t->store, obj);
+        sfs_stage_remove(t, n, false);
+        n->obj = obj;
+        sfs_scope_node_refresh(n, sfs_scope_grant_of(t, d));
+        __atomic_store_n(&n->kind, SFS_KIND_SNAPSHOT, __ATOMIC_RELEASE);
+        pthread_mutex_unlock(&stg->lock);
+        n->stg = NULL;
+        sfs_staging_free(stg);
+        sfs_touch_root(t);
+        tree_unlock(t);
+        /* Content that was there already: its room was only asked for. */
+        snap_store_unclaim(t->store, &claim);
+        if (os)
+                sfs_ocistore_unlock(os);
+        sfs_scope_effects_free(&fx);
+
+        sfs_audit_emit(t->cfg.audit, &(struct sfs_audit_event){
+                                             .event = "publish",
+                                             .op = "rename",
+                                             .uid = c->uid,
+                                             .pid = c->pid,
+                                             .digest = newname,
+                                             .name = name,
+                                             .size = len,
+                                             .scope = t->scope->name,
+                                     });
+        *published = n;
+        return 0;
+}
+
 int sfs_tree_rename(struct sfs_tree *t, const struct sfs_caller *c, struct sfs_node *parent,
                     const char *name, struct sfs_node *newparent, const char *newname,
                     unsigned flags, struct sfs_node **published)
@@ -182,9 +374,9 @@ int sfs_tree_rename(struct sfs_tree *t, const struct sfs_caller *c, struct sfs_n
         uint64_t size = 0;
         int r;
 
-        pthread_mutex_lock(&t->lock);
+        tree_lock(t);
         r = publish_begin(t, c, parent, name, newparent, newname, flags, &target, &n);
-        pthread_mutex_unlock(&t->lock);
+        tree_unlock(t);
         if (r == -ENOENT || r == -ENOTDIR)
                 return r;
         if (r == -EPERM || r == -EACCES)
@@ -207,15 +399,17 @@ int sfs_tree_rename(struct sfs_tree *t, const struct sfs_caller *c, struct sfs_n
                 sfs_staging_set_refusal_locked(stg, reason);
         pthread_mutex_unlock(&stg->lock);
         clock_gettime(CLOCK_REALTIME, &now);
+        if (t->scope)
+                return scope_publish(t, c, n, name, newname, r, &actual, &now, reason, published);
         if (os) {
                 /* Held until the snapshot is in the tree: publishes and unlinks of a store
                  * reach the disk in the order the tree sees them, and what was decided below
                  * still holds when it is done. Outermost lock. */
                 sfs_ocistore_lock(os);
                 if (r == 0) {
-                        pthread_mutex_lock(&t->lock);
+                        tree_lock(t);
                         r = decide(t, c, stg, &actual, &existing, &claim);
-                        pthread_mutex_unlock(&t->lock);
+                        tree_unlock(t);
                 }
                 /* Only what was admitted is written: a refused publish leaves the disk as it
                  * was (the attack: a uid past its limit made every refused publish write and
@@ -231,7 +425,7 @@ int sfs_tree_rename(struct sfs_tree *t, const struct sfs_caller *c, struct sfs_n
                         r = 0;
         }
 
-        pthread_mutex_lock(&t->lock);
+        tree_lock(t);
         n->pins--;
         pthread_mutex_lock(&stg->lock);
         if (r == 0 && !os)
@@ -275,7 +469,7 @@ int sfs_tree_rename(struct sfs_tree *t, const struct sfs_caller *c, struct sfs_n
         if (r < 0) {
                 stg->publishing = false;
                 pthread_mutex_unlock(&stg->lock);
-                pthread_mutex_unlock(&t->lock);
+                tree_unlock(t);
                 snap_store_unclaim(t->store, &claim);
                 if (stored)
                         sfs_ocistore_remove(os, &actual); /* not published after all */
@@ -291,7 +485,7 @@ int sfs_tree_rename(struct sfs_tree *t, const struct sfs_caller *c, struct sfs_n
         n->stg = NULL;
         sfs_staging_free(stg);
         sfs_touch_root(t);
-        pthread_mutex_unlock(&t->lock);
+        tree_unlock(t);
         if (os)
                 sfs_ocistore_unlock(os);
 
@@ -309,30 +503,32 @@ int sfs_tree_rename(struct sfs_tree *t, const struct sfs_caller *c, struct sfs_n
 }
 
 int sfs_tree_restore(struct sfs_tree *t, const struct snap_digest *d, void *data, size_t len,
-                     const char *name, const uint32_t *holders, size_t n_holders,
+                     const char *name, const uint32_t *holders, size_t n_holders, bool unheld,
                      const struct timespec *created)
 {
         const uint32_t owner = (uint32_t)t->cfg.owner_uid;
         struct snap_object *obj;
         int r;
 
-        /* A store written before holders were kept: the mount owner holds what it served. */
-        if (!holders || !n_holders) {
+        /* A store written before holders were kept: the mount owner holds what it served.
+         * One nobody holds waits for its grants (sfs_registry_restore), or is collected. */
+        if (!unheld && (!holders || !n_holders)) {
                 holders = &owner;
                 n_holders = 1;
         }
-        pthread_mutex_lock(&t->lock);
+        tree_lock(t);
         r = snap_store_put(t->store,
                            &(struct snap_put){
                                    .data = data,
                                    .len = len,
                                    .owned = len ? data : NULL,
                                    .digest = d,
-                                   .publisher_uid = holders[0],
+                                   .publisher_uid = unheld ? owner : holders[0],
                                    /* A title that is no staging NAME was not ours. */
                                    .name = sfs_staging_name_valid(name) ? name : NULL,
-                                   .holders = holders,
-                                   .n_holders = n_holders,
+                                   .holders = unheld ? NULL : holders,
+                                   .n_holders = unheld ? 0 : n_holders,
+                                   .unheld = unheld,
                                    .created = created,
                                    /* Admitted before the restart: the counts come back as
                                     * they were, whatever the limits are now. */
@@ -341,8 +537,8 @@ int sfs_tree_restore(struct sfs_tree *t, const struct snap_digest *d, void *data
                            &obj);
         if (r == 1)
                 snap_store_release(t->store, obj);
-        /* On 0 the reference the put returned is the tree's: published. */
-        pthread_mutex_unlock(&t->lock);
+        /* On 0 the reference the put returned is its publication's. */
+        tree_unlock(t);
         if (r == 0 && !len)
                 free(data);
         return r;

@@ -13,21 +13,38 @@ static bool is_publisher(const struct sfs_tree_config *cfg, uid_t uid)
         return value_uid_list_has(&cfg->publishers, uid);
 }
 
+bool sfs_is_scope_user(const struct sfs_scope_users *u, const struct sfs_caller *c)
+{
+        /* Root is always one: it could read the daemon's memory anyway, and refusing it
+         * would only hide the view from the operator. */
+        return c->uid == 0 || value_uid_list_has(&u->uids, c->uid) ||
+               (u->has_gid && c->gid == u->gid);
+}
+
 /* Metadata is visible to readers and publishers; content only to readers; staging only to
- * publishers. */
+ * publishers. In a scope's view all three are its users: confidentiality there is the
+ * scope's, never a uid's (two sandboxes of one uid are two scopes). */
 bool sfs_may_see(const struct sfs_tree_config *cfg, const struct sfs_caller *c)
 {
+        if (cfg->scope_users)
+                return sfs_is_scope_user(cfg->scope_users, c);
         return value_uid_list_has(&cfg->readers, c->uid) || is_publisher(cfg, c->uid);
 }
 
 bool sfs_may_read(const struct sfs_tree_config *cfg, const struct sfs_caller *c)
 {
+        if (cfg->scope_users)
+                return sfs_is_scope_user(cfg->scope_users, c);
         return value_uid_list_has(&cfg->readers, c->uid);
 }
 
 bool sfs_may_publish(const struct sfs_tree_config *cfg, const struct sfs_caller *c)
 {
-        return !cfg->read_only && !c->read_view && is_publisher(cfg, c->uid);
+        if (cfg->read_only || c->read_view)
+                return false;
+        if (cfg->scope_users)
+                return sfs_is_scope_user(cfg->scope_users, c);
+        return is_publisher(cfg, c->uid);
 }
 
 /* The mount's owner (the runtime that runs the daemon) and root. */
@@ -38,7 +55,9 @@ static bool is_owner(const struct sfs_tree_config *cfg, const struct sfs_caller 
 
 bool sfs_may_remove(const struct sfs_tree_config *cfg, const struct sfs_caller *c)
 {
-        return is_owner(cfg, c);
+        /* A view's grants change through the control channel alone: a sandbox must not
+         * take away what the runtime granted it. */
+        return !cfg->scope_users && is_owner(cfg, c);
 }
 
 bool sfs_may_unhold(const struct sfs_tree_config *cfg, const struct sfs_caller *c)
@@ -46,20 +65,37 @@ bool sfs_may_unhold(const struct sfs_tree_config *cfg, const struct sfs_caller *
         (void)c; /* a hold is its holder's, whatever the roles are now */
         /* Only with --unlink-own: when the runtime publishes under the sandbox's uid, the
          * sandbox must not pull the config out from under it. */
-        return cfg->unlink_own;
+        return !cfg->scope_users && cfg->unlink_own;
+}
+
+bool sfs_may_unpublish(const struct sfs_tree_config *cfg, const struct sfs_caller *c)
+{
+        /* What a scope published counts against its own limits: its publishers may take it
+         * back to make room. */
+        return cfg->scope_users && sfs_may_publish(cfg, c);
+}
+
+bool sfs_may_control(const struct sfs_tree_config *cfg, const struct sfs_caller *c)
+{
+        return !cfg->scope_users && !c->read_view && is_owner(cfg, c);
 }
 
 bool sfs_may_check_store(const struct sfs_tree_config *cfg, const struct sfs_caller *c)
 {
         /* A re-hash reads every blob of the store: no uid but these may make the daemon
-         * do that on demand. */
-        return is_owner(cfg, c);
+         * do that on demand. Never from a view: it is the operator's. */
+        return !cfg->scope_users && is_owner(cfg, c);
 }
 
 /* When metadata is not visible to every uid, nothing may be cached by the kernel: its caches
  * are per superblock, not per uid, so a cached entry would answer an excluded uid. */
 double sfs_meta_timeout(const struct sfs_tree_config *cfg, double want)
 {
+        /* A view caches its entries: the daemon invalidates every name a grant change
+         * touches, and a user's OPEN is what decides (docs/design.md, "Scopes", says what a
+         * non-user can learn from an entry the kernel still has). */
+        if (cfg->scope_users)
+                return want;
         if (!cfg->readers.any && !cfg->publishers.any)
                 return 0;
         return want;

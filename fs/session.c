@@ -15,6 +15,8 @@
 #include <time.h>
 #include <unistd.h>
 
+#include <sys/wait.h>
+
 #include "mountcheck/mountcheck.h"
 #include "fs/readahead.h"
 #include "common/util.h"
@@ -206,6 +208,7 @@ static void *serving_thread(void *arg)
                         s->ready(s->arg);
                 s->result = session_loop(s->se, s->max_threads);
         }
+        __atomic_store_n(&s->ended, true, __ATOMIC_RELEASE);
         if (s->done_fd >= 0 && write(s->done_fd, "", 1) < 0)
                 LOG("cannot report the end of the loop: %m\n");
         return NULL;
@@ -256,4 +259,43 @@ int sfs_serving_stop(struct sfs_serving *s)
         }
         s->running = false;
         return s->result;
+}
+
+bool sfs_serving_ended(const struct sfs_serving *s)
+{
+        return __atomic_load_n(&s->ended, __ATOMIC_ACQUIRE);
+}
+
+int sfs_clear_dead_mount(const char *path)
+{
+        struct mc_policy pol;
+        struct mc_verdict v;
+        struct statx stx;
+        pid_t pid;
+        int r, status;
+
+        /* AT_STATX_FORCE_SYNC: a GETATTR that must reach the daemon. A plain stat() is
+         * answered from attributes the kernel cached while the daemon lived. */
+        if (statx(AT_FDCWD, path, AT_STATX_FORCE_SYNC, STATX_TYPE | STATX_MODE, &stx) == 0)
+                return 1;
+        if (errno != ENOTCONN)
+                return negative_errno();
+        mc_policy_preset(&pol, "snapfs");
+        pol.check_owner = false;
+        r = mc_check_path(path, &pol, MC_BACKEND_AUTO, &v, NULL);
+        if (r < 0 || !mc_verdict_has(&v, MC_TRANSPORT_NOT_CONNECTED) ||
+            mc_verdict_has(&v, MC_FSTYPE))
+                return -EPERM;
+        if (umount2(path, MNT_DETACH) == 0)
+                return 0;
+        /* Unprivileged: fusermount3 may unmount what this uid mounted. */
+        pid = fork();
+        if (pid == 0) {
+                execlp("fusermount3", "fusermount3", "-u", "-z", "--", path, (char *)NULL);
+                _exit(127);
+        }
+        if (pid < 0 || waitpid(pid, &status, 0) < 0 || !WIFEXITED(status) ||
+            WEXITSTATUS(status) != 0)
+                return -EIO;
+        return 0;
 }

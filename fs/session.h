@@ -48,6 +48,7 @@ struct sfs_serving {
         int result;                /* 0, or the negative errno the session ended with */
         pthread_t thread;
         bool running;
+        bool ended;                /* the loop ended (atomic): set before done_fd is written */
 };
 
 /* Starts serving s (all signals blocked in its threads but the wake-up, SIGUSR2): 0, or a
@@ -55,3 +56,11 @@ struct sfs_serving {
 int sfs_serving_start(struct sfs_serving *s);
 /* Ends the session and waits for its thread: s->result. Safe when never started. */
 int sfs_serving_stop(struct sfs_serving *s);
+/* Whether s's loop has ended (the kernel ended the session, or it was stopped). */
+bool sfs_serving_ended(const struct sfs_serving *s);
+
+/* Clears a dead snapfs mount at path (a killed daemon's, answering ENOTCONN): detached lazily
+ * (umount2(MNT_DETACH), or fusermount3 -u -z without privilege): 0 when one was cleared,
+ * 1 when nothing dead is there, -EPERM when the dead mount there is not a snapfs mount (left
+ * alone), or -errno. */
+int sfs_clear_dead_mount(const char *path);

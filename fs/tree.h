@@ -24,6 +24,13 @@
 #define SFS_ROOT_INO 1
 #define SFS_STAGING_INO 2
 #define SFS_STAGING_NAME ".staging"
+/* The main mount's control channel (docs/design.md, "The control channel"). */
+#define SFS_CONTROL_INO 3
+#define SFS_CONTROL_NAME ".control"
+/* The largest request the control channel takes (one write). */
+#define SFS_CONTROL_REQUEST_MAX (64u << 10)
+/* The first inode number a snapshot or staging file gets. */
+#define SFS_FIRST_INO (SFS_CONTROL_INO + 1)
 
 #define SFS_XATTR_SHA256 "user.snapfs.sha256"
 #define SFS_XATTR_BINDING "user.snapfs.binding"
@@ -55,12 +62,15 @@
 /* On the main mount's root: the absolute path of its read view (--read-view), so a client can
  * find where a sandbox reads. A hint only: a client judges that path like any mount. */
 #define SFS_XATTR_READ_VIEW "user.snapfs.read-view"
+/* On a scope view's root: the scope's name. */
+#define SFS_XATTR_SCOPE "user.snapfs.scope"
 
 enum sfs_kind {
         SFS_KIND_ROOT,
         SFS_KIND_STAGING_DIR,
         SFS_KIND_SNAPSHOT,
         SFS_KIND_STAGING_FILE,
+        SFS_KIND_CONTROL, /* MNT/.control */
 };
 
 struct sfs_tree;
@@ -70,6 +80,7 @@ struct sfs_handle;
 struct sfs_dir;
 struct sfs_ocistore;
 struct snap_digest;
+struct snap_store;
 
 struct sfs_entry {
         struct sfs_node *node;
@@ -103,17 +114,39 @@ void sfs_tree_free(struct sfs_tree *t);
  * hash to d) on 0; 1 when already there; -EFBIG, -ENOSPC past the global limits, -ENOMEM.
  * Held by holders (n_holders distinct uids, charged to each whatever the per-uid limits are
  * now) or, when there are none (a store from before holders were kept), by the mount owner;
- * first published at created (NULL: now). */
+ * unheld: by nobody, its grants to scopes still to come back (what none comes back for is
+ * collected); first published at created (NULL: now). */
 int sfs_tree_restore(struct sfs_tree *t, const struct snap_digest *d, void *data, size_t len,
-                     const char *name, const uint32_t *holders, size_t n_holders,
+                     const char *name, const uint32_t *holders, size_t n_holders, bool unheld,
                      const struct timespec *created);
+/* Installs the control channel's executor (MNT/.control, docs/design.md): exec runs one
+ * request of the mount owner or root (req, len bytes: one JSON object) and answers *reply
+ * (malloc'd, *reply_len bytes): 0, or -EINVAL for a request that is no JSON object (nothing
+ * done). Without one, .control answers every request with an error. */
+void sfs_tree_set_control(struct sfs_tree *t,
+                          int (*exec)(void *ctx, const struct sfs_caller *c, const char *req,
+                                      size_t len, char **reply, size_t *reply_len),
+                          void *ctx);
 /* Sets the mount's device number once it is known (after mounting); view: of the read-only
  * view instead. */
 void sfs_tree_set_dev(struct sfs_tree *t, uint64_t dev, bool view);
+/* A copy of the tree's configuration (its device numbers are known once mounted). */
+void sfs_tree_get_config(struct sfs_tree *t, struct sfs_tree_config *out);
+/* The daemon's one store, which every tree shares (the main tree owns it). */
+struct snap_store *sfs_tree_store(struct sfs_tree *t);
 /* Records the read view's absolute path for SFS_XATTR_READ_VIEW: 0 or -ENOMEM. */
 int sfs_tree_set_view_path(struct sfs_tree *t, const char *path);
 
 struct sfs_node *sfs_tree_root(struct sfs_tree *t);
+/* The node the kernel knows by this node id (its inode number; FUSE_ROOT_ID is the root's),
+ * the open file or the open directory it knows by this handle id: NULL for an id the tree
+ * never handed out or took back. The kernel names only what it holds, so what it names stays
+ * alive while its request runs. */
+struct sfs_node *sfs_tree_node(struct sfs_tree *t, uint64_t ino);
+struct sfs_handle *sfs_tree_handle(struct sfs_tree *t, uint64_t id);
+struct sfs_dir *sfs_tree_dir(struct sfs_tree *t, uint64_t id);
+uint64_t sfs_handle_id(const struct sfs_handle *h);
+uint64_t sfs_dir_id(const struct sfs_dir *d);
 enum sfs_kind sfs_node_kind(const struct sfs_node *n);
 uint64_t sfs_node_ino(const struct sfs_node *n);
 

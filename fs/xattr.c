@@ -28,10 +28,10 @@ int sfs_tree_setxattr(struct sfs_tree *t, const struct sfs_caller *c, struct sfs
         int r;
 
         (void)name; /* the attribute's name says nothing about what was attacked */
-        pthread_mutex_lock(&t->lock);
+        tree_lock(t);
         r = sfs_check_visible(t, c, n);
         label = sfs_node_label(n, buf);
-        pthread_mutex_unlock(&t->lock);
+        tree_unlock(t);
         if (r == -ENOENT)
                 return r;
         return sfs_tree_refuse(t, c, op, label, r == -EACCES ? EACCES : EROFS);
@@ -77,7 +77,7 @@ static char *usage_text(struct sfs_tree *t)
         nsu = snap_store_list_usage(t->store, su, cap);
         if (nsu > cap)
                 nsu = cap;
-        pthread_mutex_lock(&t->lock);
+        tree_lock(t);
         cap = nsu + t->nstages + 1;
         l = calloc(cap, sizeof(*l));
         if (l) {
@@ -96,7 +96,7 @@ static char *usage_text(struct sfs_tree *t)
                         u->staging_bytes = b;
                 }
         }
-        pthread_mutex_unlock(&t->lock);
+        tree_unlock(t);
         free(su);
         out = l ? malloc(SFS_USAGE_MAX + 1) : NULL;
         if (!out) {
@@ -204,6 +204,59 @@ static int xattr_value(char *out, size_t outsize, const char *value, size_t vlen
         return 0;
 }
 
+/* The staging NAME a snapshot shows: on the main mount its first publisher's; in a view the
+ * one it was published under in that scope, and none for what the operator granted (a name
+ * another scope chose is that scope's). t->lock held. */
+static const char *snapshot_name(struct sfs_tree *t, struct sfs_node *n)
+{
+        const struct sfs_grant *g;
+
+        if (!t->scope)
+                return n->obj->name;
+        g = sfs_scope_grant_of(t, &n->obj->digest);
+        return g && g->published ? g->name : NULL;
+}
+
+/* A scope's usage against its limits, the value of SFS_XATTR_USAGE on its view's root:
+ * "limits snapshots=N bytes=N staging=N staging-bytes=N" and "scope=NAME snapshots=N
+ * bytes=N staging=N staging-bytes=N grants=N". */
+static char *scope_usage_text(struct sfs_tree *t)
+{
+        const struct sfs_scope_limits *l = &t->scope->limits;
+        struct sfs_scope_usage u;
+        char *out = NULL;
+
+        sfs_scope_get_usage(t, &u);
+        if (asprintf(&out,
+                     "limits snapshots=%llu bytes=%llu staging=%llu staging-bytes=%llu\n"
+                     "scope=%s snapshots=%llu bytes=%llu staging=%llu staging-bytes=%llu "
+                     "grants=%llu\n",
+                     (unsigned long long)l->max_snapshots, (unsigned long long)l->max_bytes,
+                     (unsigned long long)l->max_staging,
+                     (unsigned long long)l->max_staging_bytes, t->scope->name,
+                     (unsigned long long)u.snapshots, (unsigned long long)u.bytes,
+                     (unsigned long long)u.staging, (unsigned long long)u.staging_bytes,
+                     (unsigned long long)u.grants) < 0)
+                return NULL;
+        return out;
+}
+
+/* The root of a scope's view answers for the scope alone: its name and its usage. */
+static int scope_root_xattr(struct sfs_tree *t, const char *name, char *buf, size_t bufsize,
+                            size_t *len)
+{
+        _cleanup_free_ char *text = NULL;
+
+        if (strcmp(name, SFS_XATTR_SCOPE) == 0)
+                return xattr_value(buf, bufsize, t->scope->name, strlen(t->scope->name), len);
+        if (strcmp(name, SFS_XATTR_USAGE) != 0)
+                return -ENODATA;
+        text = scope_usage_text(t);
+        if (!text)
+                return -ENOMEM;
+        return xattr_value(buf, bufsize, text, strlen(text), len);
+}
+
 int sfs_tree_getxattr(struct sfs_tree *t, const struct sfs_caller *c, struct sfs_node *n,
                       const char *name, char *buf, size_t bufsize, size_t *len)
 {
@@ -212,26 +265,28 @@ int sfs_tree_getxattr(struct sfs_tree *t, const struct sfs_caller *c, struct sfs
         struct sfs_staging *stg;
         int r;
 
-        pthread_mutex_lock(&t->lock);
+        tree_lock(t);
         r = sfs_check_visible(t, c, n);
         if (r < 0) {
-                pthread_mutex_unlock(&t->lock);
+                tree_unlock(t);
                 return r;
         }
         switch (node_kind(n)) {
-        case SFS_KIND_SNAPSHOT:
+        case SFS_KIND_SNAPSHOT: {
+                const char *sname = snapshot_name(t, n);
                 if (strcmp(name, SFS_XATTR_SHA256) == 0) {
                         snap_digest_to_hex(&n->obj->digest, value);
                 } else if (strcmp(name, SFS_XATTR_BINDING) == 0) {
+                        /* The node's own inode number: in a view, the one it shows there. */
                         struct snap_binding b = {
                                 .sha256 = n->obj->digest,
                                 .size = n->obj->size,
                                 .dev = c->read_view ? t->cfg.read_view_dev : t->cfg.dev,
-                                .ino = n->obj->ino,
+                                .ino = n->ino,
                         };
                         r = snap_binding_format(&b, value, sizeof(value));
-                } else if (strcmp(name, SFS_XATTR_NAME) == 0 && n->obj->name) {
-                        snprintf(value, sizeof(value), "%s", n->obj->name);
+                } else if (strcmp(name, SFS_XATTR_NAME) == 0 && sname) {
+                        snprintf(value, sizeof(value), "%s", sname);
                 } else if (strcmp(name, SFS_XATTR_KIND) == 0) {
                         /* Classified outside the tree lock (a manifest is parsed), on the
                          * object a reference keeps alive, by the classifier every client
@@ -242,7 +297,7 @@ int sfs_tree_getxattr(struct sfs_tree *t, const struct sfs_caller *c, struct sfs
                         int kind;
 
                         snap_store_ref(t->store, obj);
-                        pthread_mutex_unlock(&t->lock);
+                        tree_unlock(t);
                         kind = snap_kind_of(obj->data, (size_t)obj->size);
                         snap_store_release(t->store, obj);
                         if (kind < 0)
@@ -252,16 +307,17 @@ int sfs_tree_getxattr(struct sfs_tree *t, const struct sfs_caller *c, struct sfs
                 } else {
                         r = -ENODATA;
                 }
-                pthread_mutex_unlock(&t->lock);
+                tree_unlock(t);
                 break;
+        }
         case SFS_KIND_STAGING_FILE:
                 if (strcmp(name, SFS_XATTR_SHA256) != 0 && strcmp(name, SFS_XATTR_REFUSAL) != 0) {
-                        pthread_mutex_unlock(&t->lock);
+                        tree_unlock(t);
                         return -ENODATA;
                 }
                 stg = n->stg;
                 pthread_mutex_lock(&stg->lock);
-                pthread_mutex_unlock(&t->lock);
+                tree_unlock(t);
                 /* Only the owner gets here: another uid's staging file is invisible
                  * (sfs_check_visible), so no uid learns why another's publish failed. */
                 if (strcmp(name, SFS_XATTR_REFUSAL) == 0) {
@@ -281,18 +337,22 @@ int sfs_tree_getxattr(struct sfs_tree *t, const struct sfs_caller *c, struct sfs
                         snap_digest_to_hex(&d, value);
                 break;
         case SFS_KIND_ROOT:
+                if (t->scope) {
+                        tree_unlock(t);
+                        return scope_root_xattr(t, name, buf, bufsize, len);
+                }
                 if (strcmp(name, SFS_XATTR_READ_VIEW) == 0) {
                         char path[PATH_MAX];
                         /* Where the view is, asked on the main mount only. */
                         if (c->read_view || !t->view_path) {
-                                pthread_mutex_unlock(&t->lock);
+                                tree_unlock(t);
                                 return -ENODATA;
                         }
                         snprintf(path, sizeof(path), "%s", t->view_path);
-                        pthread_mutex_unlock(&t->lock);
+                        tree_unlock(t);
                         return xattr_value(buf, bufsize, path, strlen(path), len);
                 }
-                pthread_mutex_unlock(&t->lock);
+                tree_unlock(t);
                 if (strcmp(name, SFS_XATTR_USAGE) == 0) {
                         _cleanup_free_ char *text = usage_text(t);
                         if (!text)
@@ -316,7 +376,7 @@ int sfs_tree_getxattr(struct sfs_tree *t, const struct sfs_caller *c, struct sfs
                          (unsigned long long)sfs_ocistore_corrupt(t->cfg.ocistore));
                 break;
         default:
-                pthread_mutex_unlock(&t->lock);
+                tree_unlock(t);
                 return -ENODATA;
         }
         if (r < 0)
@@ -335,17 +395,17 @@ int sfs_tree_listxattr(struct sfs_tree *t, const struct sfs_caller *c, struct sf
         bool named = false, refused = false;
         int r;
 
-        pthread_mutex_lock(&t->lock);
+        tree_lock(t);
         r = sfs_check_visible(t, c, n);
         kind = node_kind(n);
         if (r == 0 && kind == SFS_KIND_SNAPSHOT)
-                named = n->obj->name != NULL;
+                named = snapshot_name(t, n) != NULL;
         if (r == 0 && kind == SFS_KIND_STAGING_FILE) {
                 pthread_mutex_lock(&n->stg->lock);
                 refused = n->stg->refusal[0] != '\0';
                 pthread_mutex_unlock(&n->stg->lock);
         }
-        pthread_mutex_unlock(&t->lock);
+        tree_unlock(t);
         if (r < 0)
                 return r;
         /* The name last, so a snapshot without one lists the first three alone; the same
@@ -360,15 +420,19 @@ int sfs_tree_listxattr(struct sfs_tree *t, const struct sfs_caller *c, struct sf
                 return xattr_value(buf, bufsize, staging_names,
                                    refused ? sizeof(staging_names) : sizeof(SFS_XATTR_SHA256),
                                    len);
+        if (kind == SFS_KIND_ROOT && t->scope) {
+                static const char scope_names[] = SFS_XATTR_USAGE "\0" SFS_XATTR_SCOPE;
+                return xattr_value(buf, bufsize, scope_names, sizeof(scope_names), len);
+        }
         if (kind == SFS_KIND_ROOT) {
                 /* The usage, then the view's path (main mount, with a view), then the
                  * store's (with --store). */
                 char names[sizeof(SFS_XATTR_READ_VIEW) + sizeof(root_names)];
                 size_t used = sizeof(SFS_XATTR_USAGE);
                 bool view;
-                pthread_mutex_lock(&t->lock);
+                tree_lock(t);
                 view = t->view_path && !c->read_view;
-                pthread_mutex_unlock(&t->lock);
+                tree_unlock(t);
                 memcpy(names, SFS_XATTR_USAGE, sizeof(SFS_XATTR_USAGE));
                 if (view) {
                         memcpy(names + used, SFS_XATTR_READ_VIEW, sizeof(SFS_XATTR_READ_VIEW));

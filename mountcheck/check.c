@@ -3,14 +3,20 @@
  * mc_judge(); this file only gathers the facts it needs. */
 #include <assert.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "mountcheck/backend.h"
 #include "mountcheck/check.h"
 #include "mountcheck/identity.h"
 #include "mountcheck/judge.h"
+#include "mountcheck/kernel-calls.h"
 #include "common/util.h"
+
+/* The root xattr that names the scope a snapfs view serves (fs/tree.h). */
+#define MC_XATTR_SCOPE "user.snapfs.scope"
 
 static void setp(struct mc_mount_set *set)
 {
@@ -23,6 +29,41 @@ static uint64_t best_id(const struct mc_identity *id, bool *unique)
 {
         *unique = id->has_unique;
         return id->has_unique ? id->unique_id : id->old_id;
+}
+
+/* What the root of a live fuse.snapfs mount says about scopes (docs/design.md, "Scopes"): the
+ * scope it serves (the xattr MC_XATTR_SCOPE; none on a main mount or a read view) and, for a
+ * view, whether its root has a .staging/ directory (the scope allows publishing). Asked only
+ * as the policy says: a read-only mount only to report. name holds len bytes. 0, or the
+ * errno that kept the daemon from answering. */
+static int gather_scope(int fd, const struct mc_mount *t, const struct mc_policy *pol,
+                        struct mc_facts *f, char *name, size_t len)
+{
+        struct statx stx;
+        long n;
+
+        if (pol->scope == MC_SCOPE_IGNORE || !t || !t->fstype ||
+            strcmp(t->fstype, "fuse.snapfs") != 0)
+                return 0;
+        if ((t->options & MC_OPT_RO) && pol->scope != MC_SCOPE_REPORT)
+                return 0;
+        n = mc_kernel()->dir_getxattr(fd, MC_XATTR_SCOPE, name, len - 1);
+        if (n < 0 && (errno == ENODATA || errno == EOPNOTSUPP))
+                return 0; /* not a view: the main mount, a read view, an older daemon */
+        if (n < 0 && errno != ERANGE)
+                return negative_errno();
+        /* Longer than any scope name, or holding a NUL: a view whose name is unreadable. It is
+         * judged all the same (fail closed), reported without a name. */
+        if (n < 0 || n > MC_SCOPE_NAME_MAX || memchr(name, '\0', (size_t)n))
+                n = 0;
+        name[n] = '\0';
+        f->is_scope = true;
+        f->scope = name;
+        if (mc_kernel()->statx(fd, ".staging", AT_SYMLINK_NOFOLLOW, STATX_TYPE, &stx) == 0)
+                f->scope_publishes = (stx.stx_mask & STATX_TYPE) && S_ISDIR(stx.stx_mode);
+        else if (errno != ENOENT)
+                return negative_errno();
+        return 0;
 }
 
 /* Re-open the path the same way and ask where it lands now. A mount slid on top, beneath or
@@ -57,6 +98,7 @@ int mc_check_path_with(const char *path, const struct mc_policy *pol,
         struct mc_query q = { .path = path };
         struct mc_identity id;
         const struct mc_mount *t;
+        char scope[MC_SCOPE_NAME_MAX + 2];
         bool same;
         int r;
 
@@ -144,6 +186,17 @@ int mc_check_path_with(const char *path, const struct mc_policy *pol,
                  * gives a new root, and is then refused rather than trusted. */
                 f.has_root_uid = true;
                 f.root_uid = id.uid;
+        }
+
+        /* Only where the daemon is known to answer, and of the mount the path reaches as its
+         * root (anything else is refused before a scope could matter). */
+        if (pol->probe_transport && !f.transport_dead && !f.caller_unmapped && id.mount_root) {
+                t = mc_mount_set_find(&set, f.mount_id);
+                if (t && t->mount_point && strcmp(t->mount_point, path) == 0) {
+                        r = gather_scope(fd, t, pol, &f, scope, sizeof(scope));
+                        if (r < 0)
+                                return r;
+                }
         }
 
         r = reached_same_mount(path, &id, &same);

@@ -117,6 +117,25 @@ static void judge_owner(const struct mc_facts *f, const struct mc_mount *t,
                                t->user_id, pol->owner);
 }
 
+/* A snapfs scope view: what its daemon said it is, and the one rule that follows from it. */
+static void judge_scope(const struct mc_facts *f, const struct mc_mount *t, struct mc_verdict *v)
+{
+        if (!f->is_scope)
+                return;
+        v->is_scope = true;
+        v->scope_publishes = f->scope_publishes;
+        mc_escape(str(f->scope), v->scope, sizeof(v->scope));
+        /* scope-writable. A view of a scope that does not publish is served read-only by the
+         * kernel, before its daemon is asked: without allow_other the daemon declines OPEN
+         * (the kernel opens files without it), so the read-only mount flag is what refuses
+         * an open for writing, a truncate or a writable shared mmap there. A view remounted
+         * read-write loses that. */
+        if (!f->scope_publishes && !(t->options & MC_OPT_RO))
+                mc_verdict_add(v, MC_SCOPE_WRITABLE,
+                               "the view of scope %s is read-write, but the scope does not allow publishing: it must be mounted ro",
+                               v->scope[0] ? v->scope : "(unnamed)");
+}
+
 static void judge_policy(const struct mc_facts *f, const struct mc_mount *t,
                          const struct mc_policy *pol, struct mc_verdict *v)
 {
@@ -152,6 +171,7 @@ static void judge_policy(const struct mc_facts *f, const struct mc_mount *t,
                 mc_verdict_add(v, MC_IDMAPPED, "the mount is idmapped: ownership seen through it is remapped");
 
         judge_owner(f, t, pol, v);
+        judge_scope(f, t, v);
 
         if (pol->check_mode && (f->root_mode & 07777) != (pol->mode & 07777))
                 mc_verdict_add(v, MC_MODE, "root directory mode is %04o, expected %04o",

@@ -41,6 +41,13 @@ struct mc_facts {
         bool has_root_uid;
         uint32_t root_uid;
         bool changed;         /* re-opening the path at the end reached another mount */
+        /* What the root of a live fuse.snapfs mount said about scopes, when the policy asked
+         * (mc_policy.scope): it names a scope in user.snapfs.scope (a scope view), scope is
+         * that name as given (raw bytes, "" when unreadable; NULL when not a view), and it has
+         * a .staging/ directory (the scope allows publishing). */
+        bool is_scope;
+        bool scope_publishes;
+        const char *scope;
 };
 
 /* True if path is absolute and canonical: no empty, "." or ".." component, no trailing

@@ -5,6 +5,7 @@
 #include <libmount.h>
 #include <sys/ioctl.h>
 #include <sys/syscall.h>
+#include <sys/xattr.h>
 #include <unistd.h>
 
 #include "mountcheck/kernel-calls.h"
@@ -42,6 +43,18 @@ static int linux_user_namespace(void)
         return ioctl(pidfd, MC_PIDFD_GET_USER_NAMESPACE, 0);
 }
 
+static long linux_dir_getxattr(int dirfd, const char *name, void *value, size_t size)
+{
+        _cleanup_close_ int fd = -1;
+
+        /* "." of a directory descriptor: no lookup, no symlink to follow; O_NONBLOCK so
+         * nothing but a directory is ever waited on. */
+        fd = openat(dirfd, ".", O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
+        if (fd < 0)
+                return -1;
+        return fgetxattr(fd, name, value, size);
+}
+
 const struct mc_kernel mc_kernel_linux = {
         .openat2 = linux_openat2,
         .statx = statx,
@@ -49,6 +62,7 @@ const struct mc_kernel mc_kernel_linux = {
         .listmount = linux_listmount,
         .parse_mountinfo = linux_parse_mountinfo,
         .user_namespace = linux_user_namespace,
+        .dir_getxattr = linux_dir_getxattr,
 };
 
 static const struct mc_kernel *current = &mc_kernel_linux;

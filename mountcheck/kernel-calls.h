@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 /* Where mountcheck asks the kernel: every question it puts (openat2, statx, statmount,
- * listmount, reading the mount table, the caller's user namespace) goes through one small
+ * listmount, reading the mount table, the caller's user namespace, a root's xattr) goes through one small
  * table of functions. mc_kernel_linux asks the running kernel; a unit test swaps in its own
  * table to answer as a kernel this machine is not: one without a statx field, a malformed
  * statmount record, a resolution that never stops asking to be retried. Internal to
@@ -35,6 +35,10 @@ struct mc_kernel {
         /* A descriptor of the calling process's user namespace (pidfd_open of this process,
          * then the PIDFD_GET_USER_NAMESPACE ioctl). */
         int (*user_namespace)(void);
+        /* The extended attribute name of the directory dirfd (an O_PATH descriptor, which
+         * fgetxattr(2) refuses): the directory opened again read-only, then fgetxattr(2).
+         * Sends FUSE requests (OPENDIR, GETXATTR) on a FUSE mount. */
+        long (*dir_getxattr)(int dirfd, const char *name, void *value, size_t size);
 };
 
 /* The running kernel. */

@@ -128,6 +128,7 @@ int mc_policy_preset(struct mc_policy *pol, const char *name)
                  * caller's own uid, which can always replace a mount that uid made. */
                 p.check_owner = true;
                 p.owner = 0;
+                p.scope = MC_SCOPE_JUDGE;
         } else if (strcmp(name, "tmpfs") == 0) {
                 strcpy(p.fstype, "tmpfs");
                 p.require = MC_OPT_RW | MC_OPT_NOSUID | MC_OPT_NODEV | MC_OPT_NOEXEC;

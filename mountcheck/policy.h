@@ -25,6 +25,18 @@ enum {
 
 #define MC_FSTYPE_MAX 64
 
+/* How a check treats snapfs scope views: fuse.snapfs mounts whose root names a scope in the
+ * xattr user.snapfs.scope (docs/design.md, "Scopes"). */
+enum mc_scope_mode {
+        MC_SCOPE_IGNORE, /* ask nothing */
+        /* Ask a read-write fuse.snapfs mount, the only kind the rule can refuse: a view of a
+         * scope that does not allow publishing (no .staging/ in its root) must be read-only
+         * (scope-writable). */
+        MC_SCOPE_JUDGE,
+        /* MC_SCOPE_JUDGE, and ask a read-only fuse.snapfs mount too, to report its scope. */
+        MC_SCOPE_REPORT,
+};
+
 struct mc_policy {
         /* Exact filesystem type as mountinfo spells it ("fuse.snapfs", "tmpfs"); "" = any. */
         char fstype[MC_FSTYPE_MAX];
@@ -55,11 +67,16 @@ struct mc_policy {
          * the check does sends no FUSE request. A daemon checking its own mount before its
          * session loop runs must set this false, or the probe waits forever for INIT. */
         bool probe_transport;
+        /* Scope views (only with the probe: the answers come from the daemon). Asking costs
+         * FUSE requests (OPENDIR, GETXATTR; a LOOKUP of .staging for a view): the snapfs
+         * preset asks only where the answer can refuse, a read-write mount. */
+        enum mc_scope_mode scope;
 };
 
 /* Fills *pol from a named preset: "snapfs" (fuse.snapfs, nosuid,nodev,noexec, private,
- * owner = uid 0, own mounts and foreign user namespaces refused) or "tmpfs" (rw,nosuid,nodev,noexec, private, mode 01777,
- * size <= 1 MiB). Both probe the transport. -EINVAL for an unknown name, pol untouched. */
+ * owner = uid 0, own mounts and foreign user namespaces refused, a read-write view of a scope
+ * that does not publish refused: MC_SCOPE_JUDGE) or "tmpfs" (rw,nosuid,nodev,noexec, private,
+ * mode 01777, size <= 1 MiB, scopes ignored). Both probe the transport. -EINVAL for an unknown name, pol untouched. */
 int mc_policy_preset(struct mc_policy *pol, const char *name);
 
 /* Overrides one field from text, as the CLI options spell it:

@@ -28,6 +28,7 @@ static const char *const code_names[MC_CODE_COUNT] = {
         [MC_CHANGED_DURING_CHECK] = "changed-during-check",
         [MC_OWNER_IS_CALLER] = "owner-is-caller",
         [MC_USER_NAMESPACE] = "user-namespace",
+        [MC_SCOPE_WRITABLE] = "scope-writable",
 };
 
 static const char *const backend_names[] = {

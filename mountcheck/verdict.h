@@ -34,11 +34,15 @@ enum mc_code {
         MC_CHANGED_DURING_CHECK,
         MC_OWNER_IS_CALLER,
         MC_USER_NAMESPACE,
+        MC_SCOPE_WRITABLE,
         MC_CODE_COUNT
 };
 
 #define MC_FINDINGS_MAX 32
 #define MC_MESSAGE_MAX 256
+/* A scope's name: 1-64 of [A-Za-z0-9._-]. Room for what a daemon says, escaped. */
+#define MC_SCOPE_NAME_MAX 64
+#define MC_SCOPE_TEXT_MAX (4 * MC_SCOPE_NAME_MAX + 1)
 
 struct mc_finding {
         enum mc_code code;
@@ -51,6 +55,12 @@ struct mc_verdict {
         bool has_mount_id;       /* the path reached a mount */
         bool mount_id_unique;    /* mount_id is the 64-bit unique id, not the reusable one */
         uint64_t mount_id;       /* the judged mount, same kind as mc_fd_mount_id() returns */
+        /* The mount is a snapfs scope view (the policy asked, the root named a scope): its
+         * name as the daemon gave it, escaped like a message ("" when it named none
+         * readable), and whether the scope allows publishing. */
+        bool is_scope;
+        bool scope_publishes;
+        char scope[MC_SCOPE_TEXT_MAX];
         size_t n_findings;       /* stored in findings[] */
         size_t n_dropped;        /* found but not stored: the array was full */
         struct mc_finding findings[MC_FINDINGS_MAX];

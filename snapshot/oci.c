@@ -163,6 +163,11 @@ int snap_oci_write_atomic(int dirfd, const char *name, const void *buf, size_t l
         return write_atomic(dirfd, name, buf, len, 0644);
 }
 
+int snap_oci_write_private(int dirfd, const char *name, const void *buf, size_t len)
+{
+        return write_atomic(dirfd, name, buf, len, 0600);
+}
+
 static int write_atomic(int dirfd, const char *name, const void *buf, size_t len, mode_t mode)
 {
         char tmp[NAME_MAX + 1];

@@ -61,6 +61,8 @@ void snap_oci_layout_close(struct snap_oci_layout *l);
  * same directory, fsync, rename over name, fsync of the directory. 0 or a negative errno;
  * on failure name is unchanged and the temporary file removed. */
 int snap_oci_write_atomic(int dirfd, const char *name, const void *buf, size_t len);
+/* The same for a file nobody but this uid may read (mode 0600). */
+int snap_oci_write_private(int dirfd, const char *name, const void *buf, size_t len);
 
 /* Writes buf as the blob of its SHA-256 (into *digest when not NULL). 0 when written, 1 when
  * an intact blob with that digest was there already (nothing written); a blob there that does

@@ -1,6 +1,8 @@
 /* SPDX-License-Identifier: MIT */
 /* The in-memory store: one hash table of indexed objects keyed by digest, one list of detached
- * objects still referenced, one mutex over both and over the counters.
+ * objects still referenced, one mutex over both and over the counters. What callers see of an
+ * object (struct snap_object) is the first member of the store's own struct object; its
+ * references, holders, grants and links stay here.
  *
  * Content is hashed and copied outside the lock; the lock is held only to look up, check the
  * limits and link or unlink an object, so a 1 GiB put does not stall every reader. */
@@ -16,18 +18,35 @@
 
 #define BUCKETS_START_BITS 4
 
+struct object {
+        struct snap_object pub;   /* what callers see; first, so &o->pub converts back */
+        struct object *next_hash;
+        struct object **pprev_hash; /* the pointer that points here: O(1) unlinking */
+        uint32_t *holders;        /* n_holders uids, in the order they took their holds */
+        uint32_t n_holders, cap_holders;
+        uint32_t holder_inline;   /* holders' storage while there is one */
+        uint32_t grants;          /* scopes it is granted to */
+        uint32_t refs;
+        bool indexed;
+};
+
+static struct object *obj_of(struct snap_object *o)
+{
+        return (struct object *)(void *)o; /* pub is the first member */
+}
+
 struct snap_store {
         pthread_mutex_t lock;
         struct snap_store_config cfg;
-        struct snap_object **buckets; /* 1 << bits chains of indexed objects */
+        struct object **buckets;      /* 1 << bits chains of indexed objects */
         unsigned bits;
         uint64_t hash_key;            /* secret, odd */
-        struct snap_object *detached; /* detached objects not yet released */
+        struct object *detached;      /* detached objects not yet released */
         uint64_t bytes, reserved, objects, indexed, next_ino, seq;
         /* Indexed objects by increasing inode number, for listings that resume by number.
          * Insertion is by binary search and memmove: a few µs for thousands of objects,
          * against the hashing and copying every publish already costs. */
-        struct snap_object **by_ino;
+        struct object **by_ino;
         size_t n_by_ino, cap_by_ino;
         /* What each uid's objects hold; few uids, so a plain array. */
         struct snap_store_usage *usage;
@@ -43,7 +62,7 @@ static size_t by_ino_lower(const struct snap_store *s, uint64_t ino)
 
         while (lo < hi) {
                 size_t mid = lo + (hi - lo) / 2;
-                if (s->by_ino[mid]->ino < ino)
+                if (s->by_ino[mid]->pub.ino < ino)
                         lo = mid + 1;
                 else
                         hi = mid;
@@ -57,7 +76,7 @@ static int make_room(struct snap_store *s)
 {
         if (s->n_by_ino == s->cap_by_ino) {
                 size_t cap = s->cap_by_ino ? 2 * s->cap_by_ino : 64;
-                struct snap_object **n = realloc(s->by_ino, cap * sizeof(*n));
+                struct object **n = realloc(s->by_ino, cap * sizeof(*n));
                 if (!n)
                         return -ENOMEM;
                 s->by_ino = n;
@@ -74,18 +93,18 @@ static int make_room(struct snap_store *s)
         return 0;
 }
 
-static void by_ino_insert(struct snap_store *s, struct snap_object *o)
+static void by_ino_insert(struct snap_store *s, struct object *o)
 {
-        size_t i = by_ino_lower(s, o->ino);
+        size_t i = by_ino_lower(s, o->pub.ino);
 
         memmove(&s->by_ino[i + 1], &s->by_ino[i], (s->n_by_ino - i) * sizeof(s->by_ino[0]));
         s->by_ino[i] = o;
         s->n_by_ino++;
 }
 
-static void by_ino_remove(struct snap_store *s, struct snap_object *o)
+static void by_ino_remove(struct snap_store *s, struct object *o)
 {
-        size_t i = by_ino_lower(s, o->ino);
+        size_t i = by_ino_lower(s, o->pub.ino);
 
         if (i == s->n_by_ino || s->by_ino[i] != o)
                 return;
@@ -130,7 +149,7 @@ static void uncharge(struct snap_store *s, uint32_t uid, uint64_t bytes)
 
 /* Singly linked chains with a back pointer to whatever points at the object (the kernel's
  * hlist), so that an object leaves a chain or the detached list in O(1). */
-static void link_object(struct snap_object **head, struct snap_object *o)
+static void link_object(struct object **head, struct object *o)
 {
         o->next_hash = *head;
         if (*head)
@@ -139,7 +158,7 @@ static void link_object(struct snap_object **head, struct snap_object *o)
         o->pprev_hash = head;
 }
 
-static void unlink_object(struct snap_object *o)
+static void unlink_object(struct object *o)
 {
         *o->pprev_hash = o->next_hash;
         if (o->next_hash)
@@ -149,7 +168,7 @@ static void unlink_object(struct snap_object *o)
 }
 
 /* Takes o out of the index onto the detached list. Lock held, o indexed. */
-static void detach_locked(struct snap_store *s, struct snap_object *o)
+static void detach_locked(struct snap_store *s, struct object *o)
 {
         unlink_object(o);
         by_ino_remove(s, o);
@@ -189,10 +208,10 @@ static uint64_t secret_key(const struct snap_store *s)
         return k | 1;
 }
 
-static struct snap_object *find(struct snap_store *s, const struct snap_digest *d)
+static struct object *find(struct snap_store *s, const struct snap_digest *d)
 {
-        for (struct snap_object *o = s->buckets[bucket_of(s, d)]; o; o = o->next_hash)
-                if (snap_digest_equal(&o->digest, d))
+        for (struct object *o = s->buckets[bucket_of(s, d)]; o; o = o->next_hash)
+                if (snap_digest_equal(&o->pub.digest, d))
                         return o;
         return NULL;
 }
@@ -202,7 +221,7 @@ static struct snap_object *find(struct snap_store *s, const struct snap_digest *
 static void maybe_grow(struct snap_store *s)
 {
         size_t n = (size_t)1 << s->bits;
-        struct snap_object **nb;
+        struct object **nb;
 
         if (s->indexed <= n || s->bits >= 8 * sizeof(size_t) - 2)
                 return;
@@ -211,10 +230,10 @@ static void maybe_grow(struct snap_store *s)
                 return;
         s->bits++;
         for (size_t i = 0; i < n; i++) {
-                struct snap_object *o = s->buckets[i];
+                struct object *o = s->buckets[i];
                 while (o) {
-                        struct snap_object *next = o->next_hash;
-                        link_object(&nb[bucket_of(s, &o->digest)], o);
+                        struct object *next = o->next_hash;
+                        link_object(&nb[bucket_of(s, &o->pub.digest)], o);
                         o = next;
                 }
         }
@@ -246,12 +265,12 @@ int snap_store_new(const struct snap_store_config *cfg, struct snap_store **out)
         return 0;
 }
 
-static void free_object(struct snap_object *o)
+static void free_object(struct object *o)
 {
         if (o->holders != &o->holder_inline)
                 free(o->holders);
-        free((void *)o->data);
-        free(o->name);
+        free((void *)o->pub.data);
+        free(o->pub.name);
         free(o);
 }
 
@@ -261,12 +280,12 @@ void snap_store_free(struct snap_store *s)
                 return;
         for (size_t i = 0; i < (size_t)1 << s->bits; i++)
                 while (s->buckets[i]) {
-                        struct snap_object *o = s->buckets[i];
+                        struct object *o = s->buckets[i];
                         unlink_object(o);
                         free_object(o);
                 }
         while (s->detached) {
-                struct snap_object *o = s->detached;
+                struct object *o = s->detached;
                 unlink_object(o);
                 free_object(o);
         }
@@ -287,12 +306,12 @@ uint64_t snap_store_alloc_ino(struct snap_store *s)
         return ino;
 }
 
-/* Room left below max_bytes for uid: the privileged uid may use it all, others not the
+/* Room left below max_bytes: the privileged uid may use it all, anyone else not the
  * reserve. Invariant kept by every caller: bytes + reserved <= max_bytes. */
-static uint64_t room_for(const struct snap_store *s, uint32_t uid, uint64_t take_reserved)
+static uint64_t room_for(const struct snap_store *s, bool privileged, uint64_t take_reserved)
 {
         uint64_t free_bytes = s->cfg.max_bytes - (s->bytes + s->reserved - take_reserved);
-        uint64_t keep = uid == s->cfg.privileged_uid ? 0 : s->cfg.reserve_bytes;
+        uint64_t keep = privileged ? 0 : s->cfg.reserve_bytes;
 
         return free_bytes > keep ? free_bytes - keep : 0;
 }
@@ -317,22 +336,29 @@ static int check_quota(const struct snap_store *s, uint64_t len, uint32_t uid)
         return 0;
 }
 
+/* The global limits (-ENOSPC), less the reserve kept for the privileged uid unless privileged. */
+static int check_global(const struct snap_store *s, uint64_t len, uint64_t take_reserved,
+                        bool privileged)
+{
+        uint64_t keep = privileged ? 0 : s->cfg.reserve_objects;
+
+        if (s->objects + keep >= s->cfg.max_objects || s->objects >= s->cfg.max_objects)
+                return -ENOSPC;
+        if (len > room_for(s, privileged, take_reserved))
+                return -ENOSPC;
+        return 0;
+}
+
 /* A uid's own limits first (-EDQUOT: the answer that names what that uid can do about it),
  * unless unlimited, then the global ones (-ENOSPC), the reserve kept for the privileged uid. */
 static int check_space(const struct snap_store *s, uint64_t len, uint64_t take_reserved,
                        uint32_t uid, bool unlimited)
 {
-        bool privileged = uid == s->cfg.privileged_uid;
-        uint64_t keep = privileged ? 0 : s->cfg.reserve_objects;
         int r;
 
         if (!unlimited && (r = check_quota(s, len, uid)) < 0)
                 return r;
-        if (s->objects + keep >= s->cfg.max_objects || s->objects >= s->cfg.max_objects)
-                return -ENOSPC;
-        if (len > room_for(s, uid, take_reserved))
-                return -ENOSPC;
-        return 0;
+        return check_global(s, len, take_reserved, uid == s->cfg.privileged_uid);
 }
 
 int snap_store_reserve_as(struct snap_store *s, uint32_t uid, uint64_t bytes)
@@ -340,7 +366,7 @@ int snap_store_reserve_as(struct snap_store *s, uint32_t uid, uint64_t bytes)
         int r = 0;
 
         pthread_mutex_lock(&s->lock);
-        if (bytes > room_for(s, uid, 0))
+        if (bytes > room_for(s, uid == s->cfg.privileged_uid, 0))
                 r = -ENOSPC;
         else
                 s->reserved += bytes;
@@ -363,9 +389,9 @@ void snap_store_unreserve(struct snap_store *s, uint64_t bytes)
 }
 
 /* The indexed object for d with a reference taken, or NULL. Lock held. */
-static struct snap_object *take_existing(struct snap_store *s, const struct snap_digest *d)
+static struct object *take_existing(struct snap_store *s, const struct snap_digest *d)
 {
-        struct snap_object *o = find(s, d);
+        struct object *o = find(s, d);
 
         if (o)
                 o->refs++;
@@ -377,21 +403,30 @@ static uint64_t reservation_taken(const struct snap_store *s, uint64_t reserved)
         return reserved < s->reserved ? reserved : s->reserved;
 }
 
-/* The limits a put must pass: none for a claim, which passed them when it was made. */
+/* The limits a put must pass: none for a claim, which passed them when it was made; only the
+ * global ones for an object nobody holds. */
 static int put_space(const struct snap_store *s, const struct snap_put *p)
 {
+        uint64_t take = reservation_taken(s, p->reserved);
+
         if (p->claim)
                 return 0;
-        return check_space(s, p->len, reservation_taken(s, p->reserved), p->publisher_uid,
-                           p->unlimited);
+        if (p->unheld)
+                return check_global(s, p->len, take, false);
+        return check_space(s, p->len, take, p->publisher_uid, p->unlimited);
 }
 
-/* The holders a new object starts with: p's, or its publisher alone. 0, -EINVAL (too many,
- * or a uid twice), -ENOMEM. */
-static int set_holders(struct snap_object *o, const struct snap_put *p)
+/* The holders a new object starts with: p's, its publisher alone, or none (p->unheld). 0,
+ * -EINVAL (too many, or a uid twice), -ENOMEM. */
+static int set_holders(struct object *o, const struct snap_put *p)
 {
+        o->holders = &o->holder_inline;
+        if (p->unheld) {
+                o->n_holders = 0;
+                o->cap_holders = 1;
+                return 0;
+        }
         if (!p->holders || p->n_holders == 0) {
-                o->holders = &o->holder_inline;
                 o->holders[0] = p->publisher_uid;
                 o->n_holders = o->cap_holders = 1;
                 return 0;
@@ -403,9 +438,7 @@ static int set_holders(struct snap_object *o, const struct snap_put *p)
                 for (size_t j = 0; j < i; j++)
                         if (p->holders[i] == p->holders[j])
                                 return -EINVAL;
-        if (p->n_holders == 1) {
-                o->holders = &o->holder_inline;
-        } else {
+        if (p->n_holders > 1) {
                 o->holders = malloc(p->n_holders * sizeof(*o->holders));
                 if (!o->holders)
                         return -ENOMEM;
@@ -415,16 +448,16 @@ static int set_holders(struct snap_object *o, const struct snap_put *p)
         return 0;
 }
 
-static void charge_holders(struct snap_store *s, const struct snap_object *o)
+static void charge_holders(struct snap_store *s, const struct object *o)
 {
         for (uint32_t i = 0; i < o->n_holders; i++)
-                charge(s, o->holders[i], o->size);
+                charge(s, o->holders[i], o->pub.size);
 }
 
-static void uncharge_holders(struct snap_store *s, const struct snap_object *o)
+static void uncharge_holders(struct snap_store *s, const struct object *o)
 {
         for (uint32_t i = 0; i < o->n_holders; i++)
-                uncharge(s, o->holders[i], o->size);
+                uncharge(s, o->holders[i], o->pub.size);
 }
 
 /* Room in the usage table for every holder of o besides the one entry make_room keeps, so
@@ -442,58 +475,85 @@ static int make_room_for_holders(struct snap_store *s, size_t n)
         return 0;
 }
 
-int snap_store_claim(struct snap_store *s, uint32_t uid, uint64_t len, uint64_t reserved,
-                     struct snap_claim *claim)
+/* A claim of len bytes, charged to uid unless unheld. */
+static int claim(struct snap_store *s, uint32_t uid, bool unheld, uint64_t len,
+                 uint64_t reserved, struct snap_claim *c)
 {
         uint64_t take;
         int r;
 
-        *claim = (struct snap_claim){ 0 };
+        *c = (struct snap_claim){ 0 };
         if (len > s->cfg.max_object_size)
                 return -EFBIG;
         pthread_mutex_lock(&s->lock);
         take = reservation_taken(s, reserved);
-        r = check_space(s, len, take, uid, false);
+        r = unheld ? check_global(s, len, take, false) : check_space(s, len, take, uid, false);
         if (r == 0)
                 r = make_room(s);
         if (r == 0) {
                 s->reserved -= take;
                 s->bytes += len;
                 s->objects++;
-                charge(s, uid, len);
-                *claim = (struct snap_claim){ .uid = uid, .len = len, .reserved = take,
-                                              .held = true };
+                if (!unheld)
+                        charge(s, uid, len);
+                *c = (struct snap_claim){ .uid = uid, .len = len, .reserved = take,
+                                          .held = true, .unheld = unheld };
         }
         pthread_mutex_unlock(&s->lock);
         return r;
 }
 
-void snap_store_unclaim(struct snap_store *s, struct snap_claim *claim)
+int snap_store_claim(struct snap_store *s, uint32_t uid, uint64_t len, uint64_t reserved,
+                     struct snap_claim *c)
 {
-        if (!claim || !claim->held)
+        return claim(s, uid, false, len, reserved, c);
+}
+
+int snap_store_claim_unheld(struct snap_store *s, uint64_t len, uint64_t reserved,
+                            struct snap_claim *c)
+{
+        return claim(s, 0, true, len, reserved, c);
+}
+
+void snap_store_unclaim(struct snap_store *s, struct snap_claim *c)
+{
+        if (!c || !c->held)
                 return;
         pthread_mutex_lock(&s->lock);
-        s->bytes -= claim->len;
+        s->bytes -= c->len;
         s->objects--;
         /* The staged bytes are still there: their reservation goes back to them. */
-        s->reserved += claim->reserved;
-        uncharge(s, claim->uid, claim->len);
-        claim->held = false;
+        s->reserved += c->reserved;
+        if (!c->unheld)
+                uncharge(s, c->uid, c->len);
+        c->held = false;
         pthread_mutex_unlock(&s->lock);
+}
+
+/* Whether p's claim is one for p: held, for its length, and for its publisher (or for an
+ * object nobody holds when p is one). */
+static bool claim_fits(const struct snap_put *p)
+{
+        const struct snap_claim *c = p->claim;
+
+        if (!c)
+                return true;
+        if (!c->held || c->len != p->len || c->unheld != p->unheld)
+                return false;
+        return c->unheld || c->uid == p->publisher_uid;
 }
 
 int snap_store_put(struct snap_store *s, const struct snap_put *p, struct snap_object **out)
 {
-        _cleanup_free_ struct snap_object *o = NULL;
+        _cleanup_free_ struct object *o = NULL;
         _cleanup_free_ uint8_t *copy = NULL;
         _cleanup_free_ char *name = NULL;
-        struct snap_object *found;
+        struct object *found;
         struct snap_digest d;
         int r = 0;
 
         if (!s || !p || !out || (p->len && !p->data) || (p->owned && p->owned != p->data) ||
-            (p->claim && (!p->claim->held || p->claim->uid != p->publisher_uid ||
-                          p->claim->len != p->len)))
+            !claim_fits(p) || (p->unheld && p->holders) || (!p->unheld && p->grants))
                 return -EINVAL;
         if (p->len > s->cfg.max_object_size)
                 return -EFBIG;
@@ -513,7 +573,7 @@ int snap_store_put(struct snap_store *s, const struct snap_put *p, struct snap_o
                 r = put_space(s, p);
         pthread_mutex_unlock(&s->lock);
         if (found) {
-                *out = found;
+                *out = &found->pub;
                 return 1;
         }
         if (r < 0)
@@ -536,15 +596,16 @@ int snap_store_put(struct snap_store *s, const struct snap_put *p, struct snap_o
         }
         /* Every field is set before the object is linked: a lookup in another thread may
          * return it the moment the lock is dropped. */
-        o->data = p->owned ? p->owned : copy;
-        o->digest = d;
-        o->size = p->len;
-        o->publisher_uid = p->publisher_uid;
-        o->name = name;
+        o->pub.data = p->owned ? p->owned : copy;
+        o->pub.digest = d;
+        o->pub.size = p->len;
+        o->pub.publisher_uid = p->publisher_uid;
+        o->pub.name = name;
         if (p->created)
-                o->created = *p->created;
+                o->pub.created = *p->created;
         else
-                clock_gettime(CLOCK_REALTIME, &o->created);
+                clock_gettime(CLOCK_REALTIME, &o->pub.created);
+        o->grants = p->grants;
         o->refs = 1;
         o->indexed = true;
 
@@ -560,19 +621,19 @@ int snap_store_put(struct snap_store *s, const struct snap_put *p, struct snap_o
                 r = make_room_for_holders(s, o->n_holders);
         if (!found && r == 0) {
                 if (p->ino) {
-                        o->ino = p->ino;
+                        o->pub.ino = p->ino;
                         /* Keep "never reused" even for a number that did not come from
                          * snap_store_alloc_ino(). */
                         if (p->ino >= s->next_ino)
                                 s->next_ino = p->ino + 1;
                 } else
-                        o->ino = s->next_ino++;
+                        o->pub.ino = s->next_ino++;
                 if (p->claim) {
                         /* Counted and charged to the publisher when it was claimed. */
                         p->claim->held = false;
                         for (uint32_t i = 0; i < o->n_holders; i++)
                                 if (o->holders[i] != p->publisher_uid)
-                                        charge(s, o->holders[i], o->size);
+                                        charge(s, o->holders[i], o->pub.size);
                 } else {
                         s->reserved -= reservation_taken(s, p->reserved);
                         s->bytes += p->len;
@@ -580,7 +641,7 @@ int snap_store_put(struct snap_store *s, const struct snap_put *p, struct snap_o
                         charge_holders(s, o);
                 }
                 s->indexed++;
-                o->seq = ++s->seq;
+                o->pub.seq = ++s->seq;
                 link_object(&s->buckets[bucket_of(s, &d)], o);
                 by_ino_insert(s, o);
                 maybe_grow(s);
@@ -591,15 +652,15 @@ int snap_store_put(struct snap_store *s, const struct snap_put *p, struct snap_o
                         free(o->holders);
         }
         if (found) {
-                *out = found;
+                *out = &found->pub;
                 return 1; /* o and copy are freed; p->owned stays the caller's */
         }
         if (r < 0)
                 return r;
 
-        copy = NULL; /* it is o->data now: the object's */
+        copy = NULL; /* it is o->pub.data now: the object's */
         name = NULL;
-        *out = TAKE_PTR(o);
+        *out = &TAKE_PTR(o)->pub;
         return 0;
 }
 
@@ -612,27 +673,29 @@ int snap_store_put_bytes(struct snap_store *s, const void *data, size_t len,
 
 struct snap_object *snap_store_lookup(struct snap_store *s, const struct snap_digest *d)
 {
-        struct snap_object *o;
+        struct object *o;
 
         pthread_mutex_lock(&s->lock);
         o = take_existing(s, d);
         pthread_mutex_unlock(&s->lock);
-        return o;
+        return o ? &o->pub : NULL;
 }
 
-void snap_store_ref(struct snap_store *s, struct snap_object *o)
+void snap_store_ref(struct snap_store *s, struct snap_object *so)
 {
         pthread_mutex_lock(&s->lock);
-        o->refs++;
+        obj_of(so)->refs++;
         pthread_mutex_unlock(&s->lock);
 }
 
-void snap_store_release(struct snap_store *s, struct snap_object *o)
+void snap_store_release(struct snap_store *s, struct snap_object *so)
 {
+        struct object *o;
         bool last = false;
 
-        if (!o)
+        if (!so)
                 return;
+        o = obj_of(so);
         pthread_mutex_lock(&s->lock);
         /* refs == 0 here would be a caller's double release: leave the object alone rather
          * than free it twice. */
@@ -643,7 +706,7 @@ void snap_store_release(struct snap_store *s, struct snap_object *o)
                         s->indexed--;
                 }
                 uncharge_holders(s, o);
-                s->bytes -= o->size;
+                s->bytes -= o->pub.size;
                 s->objects--;
                 last = true;
         }
@@ -652,8 +715,9 @@ void snap_store_release(struct snap_store *s, struct snap_object *o)
                 free_object(o);
 }
 
-int snap_store_detach(struct snap_store *s, struct snap_object *o)
+int snap_store_detach(struct snap_store *s, struct snap_object *so)
 {
+        struct object *o = obj_of(so);
         int r = 0;
 
         pthread_mutex_lock(&s->lock);
@@ -665,9 +729,9 @@ int snap_store_detach(struct snap_store *s, struct snap_object *o)
         return r;
 }
 
-/* ---- holders ---- */
+/* ---- references: holds and grants ---- */
 
-static bool holds(const struct snap_object *o, uint32_t uid)
+static bool holds(const struct object *o, uint32_t uid)
 {
         for (uint32_t i = 0; i < o->n_holders; i++)
                 if (o->holders[i] == uid)
@@ -675,22 +739,26 @@ static bool holds(const struct snap_object *o, uint32_t uid)
         return false;
 }
 
-/* The one decision of whether an object is still referenced once uid's hold (every hold:
- * SNAP_HOLDER_ALL) is gone. Holders are its only references today; a later kind (a grant of
- * the object to a scope) is counted here too, and every caller follows. Lock held. */
-static bool referenced_without(const struct snap_object *o, uint32_t uid)
+/* The one decision of whether an object is still referenced once the references in d are
+ * gone: a hold of another uid, or a grant, left. Every caller that drops a reference (an
+ * unlink, a dropped hold, a revoked grant, a scope deleted, a start collecting what no
+ * reference came back for) asks here. Lock held. */
+static bool referenced_without(const struct object *o, const struct snap_drop *d)
 {
-        if (uid == SNAP_HOLDER_ALL)
+        if (o->grants > d->grants)
+                return true;
+        if (!d->hold)
+                return o->n_holders > 0;
+        if (d->uid == SNAP_HOLDER_ALL)
                 return false;
         for (uint32_t i = 0; i < o->n_holders; i++)
-                if (o->holders[i] != uid)
+                if (o->holders[i] != d->uid)
                         return true;
         return false;
 }
 
 /* Lock held. */
-static int hold_check_locked(const struct snap_store *s, const struct snap_object *o,
-                             uint32_t uid)
+static int hold_check_locked(const struct snap_store *s, const struct object *o, uint32_t uid)
 {
         if (!o->indexed)
                 return -ENOENT;
@@ -701,21 +769,22 @@ static int hold_check_locked(const struct snap_store *s, const struct snap_objec
         /* Every holder but the privileged uid counts: an object it holds has room for it. */
         if (o->n_holders - (holds(o, s->cfg.privileged_uid) ? 1 : 0) >= SNAP_HOLDERS_MAX)
                 return -EDQUOT;
-        return check_quota(s, o->size, uid);
+        return check_quota(s, o->pub.size, uid);
 }
 
-int snap_store_hold_check(struct snap_store *s, struct snap_object *o, uint32_t uid)
+int snap_store_hold_check(struct snap_store *s, struct snap_object *so, uint32_t uid)
 {
         int r;
 
         pthread_mutex_lock(&s->lock);
-        r = hold_check_locked(s, o, uid);
+        r = hold_check_locked(s, obj_of(so), uid);
         pthread_mutex_unlock(&s->lock);
         return r;
 }
 
-int snap_store_hold(struct snap_store *s, struct snap_object *o, uint32_t uid)
+int snap_store_hold(struct snap_store *s, struct snap_object *so, uint32_t uid)
 {
+        struct object *o = obj_of(so);
         int r;
 
         pthread_mutex_lock(&s->lock);
@@ -738,53 +807,79 @@ int snap_store_hold(struct snap_store *s, struct snap_object *o, uint32_t uid)
         }
         if (r == 0) {
                 o->holders[o->n_holders++] = uid;
-                charge(s, uid, o->size);
+                charge(s, uid, o->pub.size);
         }
         pthread_mutex_unlock(&s->lock);
         return r;
 }
 
-bool snap_store_holds(struct snap_store *s, struct snap_object *o, uint32_t uid)
+bool snap_store_holds(struct snap_store *s, struct snap_object *so, uint32_t uid)
 {
         bool r;
 
         pthread_mutex_lock(&s->lock);
-        r = holds(o, uid);
+        r = holds(obj_of(so), uid);
         pthread_mutex_unlock(&s->lock);
         return r;
 }
 
-size_t snap_store_get_holders(struct snap_store *s, struct snap_object *o, uint32_t *out,
+bool snap_store_held(struct snap_store *s, struct snap_object *so)
+{
+        struct object *o = obj_of(so);
+        bool r;
+
+        pthread_mutex_lock(&s->lock);
+        r = o->indexed && o->n_holders > 0;
+        pthread_mutex_unlock(&s->lock);
+        return r;
+}
+
+bool snap_store_indexed(struct snap_store *s, struct snap_object *so)
+{
+        bool r;
+
+        pthread_mutex_lock(&s->lock);
+        r = obj_of(so)->indexed;
+        pthread_mutex_unlock(&s->lock);
+        return r;
+}
+
+size_t snap_store_get_holders(struct snap_store *s, struct snap_object *so, uint32_t *out,
                               size_t max)
 {
+        struct object *o = obj_of(so);
         size_t n;
 
         pthread_mutex_lock(&s->lock);
         n = o->n_holders;
-        if (out && max)
+        if (out && max && n)
                 memcpy(out, o->holders, (n < max ? n : max) * sizeof(*out));
         pthread_mutex_unlock(&s->lock);
         return n;
 }
 
-bool snap_store_kept_without(struct snap_store *s, struct snap_object *o, uint32_t uid)
+bool snap_store_kept_without(struct snap_store *s, struct snap_object *so,
+                             const struct snap_drop *d)
 {
+        struct object *o = obj_of(so);
         bool r;
 
         pthread_mutex_lock(&s->lock);
-        r = o->indexed && referenced_without(o, uid);
+        r = o->indexed && referenced_without(o, d);
         pthread_mutex_unlock(&s->lock);
         return r;
 }
 
-int snap_store_unhold(struct snap_store *s, struct snap_object *o, uint32_t uid)
+int snap_store_unhold(struct snap_store *s, struct snap_object *so, uint32_t uid)
 {
+        const struct snap_drop d = { .hold = true, .uid = uid };
+        struct object *o = obj_of(so);
         int r = 0;
 
         pthread_mutex_lock(&s->lock);
         if (!o->indexed || (uid != SNAP_HOLDER_ALL && !holds(o, uid))) {
                 r = -ENOENT;
-        } else if (!referenced_without(o, uid)) {
+        } else if (!referenced_without(o, &d)) {
                 /* The holders stay charged until the last release: memory an open
                  * descriptor keeps is still theirs. */
                 detach_locked(s, o);
@@ -793,11 +888,64 @@ int snap_store_unhold(struct snap_store *s, struct snap_object *o, uint32_t uid)
                 uint32_t kept = 0;
                 for (uint32_t i = 0; i < o->n_holders; i++) {
                         if (uid == SNAP_HOLDER_ALL || o->holders[i] == uid)
-                                uncharge(s, o->holders[i], o->size);
+                                uncharge(s, o->holders[i], o->pub.size);
                         else
                                 o->holders[kept++] = o->holders[i];
                 }
                 o->n_holders = kept;
+        }
+        pthread_mutex_unlock(&s->lock);
+        return r;
+}
+
+int snap_store_grant(struct snap_store *s, struct snap_object *so)
+{
+        struct object *o = obj_of(so);
+        int r = 0;
+
+        pthread_mutex_lock(&s->lock);
+        if (!o->indexed)
+                r = -ENOENT;
+        else if (o->grants == UINT32_MAX)
+                r = -EOVERFLOW;
+        else
+                o->grants++;
+        pthread_mutex_unlock(&s->lock);
+        return r;
+}
+
+int snap_store_ungrant(struct snap_store *s, struct snap_object *so)
+{
+        const struct snap_drop d = { .grants = 1 };
+        struct object *o = obj_of(so);
+        int r = 0;
+
+        pthread_mutex_lock(&s->lock);
+        if (!o->indexed || !o->grants) {
+                r = -ENOENT;
+        } else if (!referenced_without(o, &d)) {
+                o->grants--;
+                detach_locked(s, o);
+                r = 1;
+        } else {
+                o->grants--;
+        }
+        pthread_mutex_unlock(&s->lock);
+        return r;
+}
+
+int snap_store_collect(struct snap_store *s, struct snap_object *so)
+{
+        const struct snap_drop none = { 0 };
+        struct object *o = obj_of(so);
+        int r = 0;
+
+        pthread_mutex_lock(&s->lock);
+        if (!o->indexed) {
+                r = -ENOENT;
+        } else if (!referenced_without(o, &none)) {
+                detach_locked(s, o);
+                r = 1;
         }
         pthread_mutex_unlock(&s->lock);
         return r;
@@ -810,20 +958,33 @@ int snap_store_foreach(struct snap_store *s, int (*fn)(const struct snap_object 
 
         pthread_mutex_lock(&s->lock);
         for (size_t i = 0; r == 0 && i < (size_t)1 << s->bits; i++)
-                for (struct snap_object *o = s->buckets[i]; r == 0 && o; o = o->next_hash)
-                        r = fn(o, ctx);
+                for (struct object *o = s->buckets[i]; r == 0 && o; o = o->next_hash)
+                        r = fn(&o->pub, ctx);
         pthread_mutex_unlock(&s->lock);
         return r;
 }
 
-int snap_store_foreach_from(struct snap_store *s, uint64_t from_ino,
+/* Whether o is one of which (SNAP_FOREACH_*). Lock held. */
+static bool is_one_of(const struct object *o, unsigned which)
+{
+        const struct snap_drop none = { 0 };
+
+        if ((which & SNAP_FOREACH_HELD) && o->n_holders == 0)
+                return false;
+        if ((which & SNAP_FOREACH_UNREFERENCED) && referenced_without(o, &none))
+                return false;
+        return true;
+}
+
+int snap_store_foreach_from(struct snap_store *s, uint64_t from_ino, unsigned which,
                             int (*fn)(const struct snap_object *o, void *ctx), void *ctx)
 {
         int r = 0;
 
         pthread_mutex_lock(&s->lock);
         for (size_t i = by_ino_lower(s, from_ino); r == 0 && i < s->n_by_ino; i++)
-                r = fn(s->by_ino[i], ctx);
+                if (is_one_of(s->by_ino[i], which))
+                        r = fn(&s->by_ino[i]->pub, ctx);
         pthread_mutex_unlock(&s->lock);
         return r;
 }

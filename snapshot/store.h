@@ -3,8 +3,12 @@
  * each with an inode number that is handed out monotonically and never reused, and held by
  * the uids that published it (its holders, each charged for it against its own limits).
  *
- * Thread-safe: every function may be called from any thread. An object's public fields are
- * immutable once it is returned, except priv, which belongs to the caller. */
+ * An indexed object stays published while something references it: a hold (a uid that
+ * published it) or a grant (a scope it is granted to, docs/design.md "Scopes"). Whether it
+ * still is, once some references go, is decided in one place: snap_store_kept_without.
+ *
+ * Thread-safe: every function may be called from any thread. An object's fields are immutable
+ * once it is returned. */
 #pragma once
 
 #include <stdbool.h>
@@ -42,19 +46,14 @@ struct snap_object {
         uint64_t size;
         const uint8_t *data;      /* size bytes; never NULL, even when size is 0 */
         uint32_t publisher_uid;   /* the first holder (the file's owner), kept when it drops its
-                                     hold */
+                                     hold; for an object first published in a scope, the uid
+                                     that published it there */
         char *name;               /* the staging NAME it was first published under, or NULL */
         struct timespec created;  /* CLOCK_REALTIME of its first publish */
         uint64_t seq;             /* order of indexing: an object stored later has a larger one */
-        void *priv;               /* the caller's; the store never reads or writes it */
-        /* private to the store: the holders change under its lock (snap_store_get_holders) */
-        struct snap_object *next_hash;
-        struct snap_object **pprev_hash; /* the pointer that points here: O(1) unlinking */
-        uint32_t *holders;        /* n_holders uids, in the order they took their holds */
-        uint32_t n_holders, cap_holders;
-        uint32_t holder_inline;   /* holders' storage while there is one */
-        uint32_t refs;
-        bool indexed;
+        /* Everything else about an object (its place in the index, its references, holders and
+         * grants) is the store's own: snapshot/store.c keeps it beside these fields, and no
+         * caller can reach it but through the functions below. */
 };
 
 /* Room for a new object taken before the object exists (snap_store_claim): the limits are
@@ -64,6 +63,7 @@ struct snap_claim {
         uint64_t len;
         uint64_t reserved; /* bytes of a reservation the claim took over */
         bool held;
+        bool unheld;       /* for an object no uid will hold (snap_store_claim_unheld) */
 };
 
 struct snap_put {
@@ -90,6 +90,11 @@ struct snap_put {
         struct snap_claim *claim;         /* room claimed already (snap_store_claim) for
                                              publisher_uid and len: the limits are not checked
                                              again, and a new object takes the claim over */
+        /* A new object nobody holds: published in a scope (grants 1, a claim from
+         * snap_store_claim_unheld), or served again from --store with grants still to come
+         * (grants 0: snap_store_collect takes it when none comes). holders must be NULL. */
+        bool unheld;
+        uint32_t grants;
 };
 
 struct snap_store_stats {
@@ -130,6 +135,11 @@ int snap_store_put(struct snap_store *s, const struct snap_put *p, struct snap_o
  * taken over by snap_store_put or given back with snap_store_unclaim. */
 int snap_store_claim(struct snap_store *s, uint32_t uid, uint64_t len, uint64_t reserved,
                      struct snap_claim *claim);
+/* The same for an object no uid will hold (published in a scope, whose own limits the caller
+ * decided): only the global limits, and the reserve kept for the privileged uid, which a
+ * scope never uses; charged to nobody. */
+int snap_store_claim_unheld(struct snap_store *s, uint64_t len, uint64_t reserved,
+                            struct snap_claim *claim);
 /* Gives a claim back (its reservation too); nothing for a claim already taken over. */
 void snap_store_unclaim(struct snap_store *s, struct snap_claim *claim);
 
@@ -149,11 +159,13 @@ void snap_store_release(struct snap_store *s, struct snap_object *o);
  * release. 0, or -ENOENT when it was not indexed. */
 int snap_store_detach(struct snap_store *s, struct snap_object *o);
 
-/* ---- holders ----
- * An indexed object stays published while something references it: today its holders, the
- * uids that published it. Each holder is charged for it (one object, its bytes) against its
- * own limits for as long as it holds it; the holders of an object that goes (detached) stay
- * charged until its last release, as its memory stays until then. */
+/* ---- references: holds and grants ----
+ * An indexed object stays published while something references it: its holders, the uids
+ * that published it (each charged for it, one object and its bytes, against its own limits for
+ * as long as it holds it), and its grants, one for each scope it is granted to (charged to
+ * nobody here: a scope counts what it published itself). The holders of an object that goes
+ * (detached) stay charged until its last release, as its memory stays until then. Detaching
+ * never drops a reference the caller took (snap_store_put's, a lookup's). */
 
 #define SNAP_HOLDER_ALL UINT32_MAX /* every holder at once */
 
@@ -166,25 +178,54 @@ int snap_store_hold_check(struct snap_store *s, struct snap_object *o, uint32_t 
 int snap_store_hold(struct snap_store *s, struct snap_object *o, uint32_t uid);
 /* Whether uid holds o. */
 bool snap_store_holds(struct snap_store *s, struct snap_object *o, uint32_t uid);
+/* Whether o is published and held by some uid (what the main mount lists). */
+bool snap_store_held(struct snap_store *s, struct snap_object *o);
+/* Whether o is still published: a digest lookup finds it. */
+bool snap_store_indexed(struct snap_store *s, struct snap_object *o);
 /* o's holders, in the order they took their holds, up to max into out; returns how many. */
 size_t snap_store_get_holders(struct snap_store *s, struct snap_object *o, uint32_t *out,
                               size_t max);
-/* Whether o stays published once uid's hold (every hold: SNAP_HOLDER_ALL) is dropped: the one
- * place that decides whether an object is still referenced. */
-bool snap_store_kept_without(struct snap_store *s, struct snap_object *o, uint32_t uid);
+
+/* References a change takes away (snap_store_kept_without). */
+struct snap_drop {
+        bool hold;        /* a hold goes: uid's, or every one (SNAP_HOLDER_ALL) */
+        uint32_t uid;
+        uint32_t grants;  /* this many grants go */
+};
+/* Whether o stays published once the references in d are gone: the one place that decides
+ * whether an object is still referenced (a hold or a grant left). A zero d asks whether o is
+ * referenced now. */
+bool snap_store_kept_without(struct snap_store *s, struct snap_object *o,
+                             const struct snap_drop *d);
 /* Drops uid's hold on o (every hold: SNAP_HOLDER_ALL). 0 when o stays published (uid is
  * uncharged now); 1 when nothing references o any more: it is detached, as snap_store_detach
  * does; -ENOENT when uid holds nothing on o or o is no longer published. */
 int snap_store_unhold(struct snap_store *s, struct snap_object *o, uint32_t uid);
 
+/* A scope references o: 0, -ENOENT when o is no longer published, -EOVERFLOW past
+ * UINT32_MAX grants. */
+int snap_store_grant(struct snap_store *s, struct snap_object *o);
+/* One grant of o goes: 0 when o stays published, 1 when nothing references it any more (it
+ * is detached), -ENOENT when o has no grant or is no longer published. */
+int snap_store_ungrant(struct snap_store *s, struct snap_object *o);
+/* Detaches o when nothing references it (a snapshot served again from --store that no hold
+ * and no grant came back for): 1 detached, 0 still referenced, -ENOENT no longer published. */
+int snap_store_collect(struct snap_store *s, struct snap_object *o);
+
 /* Calls fn for every indexed object, under the store's lock (fn must not call the store).
  * Stops early and returns fn's value when fn returns non-zero; else returns 0. */
 int snap_store_foreach(struct snap_store *s, int (*fn)(const struct snap_object *o, void *ctx),
                        void *ctx);
+/* Which objects snap_store_foreach_from visits. */
+enum {
+        SNAP_FOREACH_ALL = 0,
+        SNAP_FOREACH_HELD = 1 << 0,         /* only those some uid holds */
+        SNAP_FOREACH_UNREFERENCED = 1 << 1, /* only those neither held nor granted */
+};
 /* The same in increasing inode order, from the first object whose inode number is at least
- * from_ino: a listing can resume there however the store changed meanwhile, never repeating
- * an object. O(log n) to find the start. */
-int snap_store_foreach_from(struct snap_store *s, uint64_t from_ino,
+ * from_ino, for the objects which says (SNAP_FOREACH_*): a listing can resume there however
+ * the store changed meanwhile, never repeating an object. O(log n) to find the start. */
+int snap_store_foreach_from(struct snap_store *s, uint64_t from_ino, unsigned which,
                             int (*fn)(const struct snap_object *o, void *ctx), void *ctx);
 
 /* What uid holds: objects it holds (or held when they were detached) that are still

@@ -33,6 +33,16 @@ As a script (same commands and JSON output as the C test driver):
     snapfs_client.py verify-fd [--max-size SIZE] [--kind KIND] PATH BINDING
     snapfs_client.py cat [TRUST] [--max-size SIZE] [--kind KIND] MNT BINDING   (bytes to stdout)
     snapfs_client.py describe [TRUST] MNT BINDING
+    snapfs_client.py scope-create [TRUST] [--uid UID]... [--gid GID] [--publish]
+                     [--until-pid PID] [--max-snapshots N] [--max-bytes SIZE] [--max-staging N]
+                     [--max-staging-bytes SIZE] MNT NAME VIEW
+    snapfs_client.py scope-list [TRUST] MNT
+    snapfs_client.py scope-show|scope-remove [TRUST] MNT NAME
+    snapfs_client.py grant [TRUST] [--entry ENTRY] MNT SCOPE DIGEST|BINDING
+    snapfs_client.py revoke [TRUST] (--sha256 HEX | --entry ENTRY) MNT SCOPE
+    snapfs_client.py scope-binding [TRUST] MNT SCOPE BINDING
+    snapfs_client.py open-entry [TRUST] [--kind KIND] VIEW ENTRY
+    snapfs_client.py control [TRUST] MNT JSON
 TRUST: [--owner UID] [--insecure-own-mount] [--trust-user-namespace]; --owner defaults to
 $SNAPFS_OWNER (a uid, never "any"), else 0. KIND: content (default), signature, manifest.
 UID and SIZE as every snapfs command reads them (parse_owner, parse_size, value_error).
@@ -49,7 +59,9 @@ import threading
 
 __all__ = ["Binding", "SnapfsError", "publish", "publish_fd", "open_verified", "open_digest",
            "describe", "view_binding", "verify_fd", "read_verified", "strerror", "parse_owner",
-           "parse_size", "value_error", "name_valid", "KINDS", "__version__"]
+           "parse_size", "value_error", "name_valid", "KINDS", "__version__", "Scope", "Grant",
+           "scope_create", "scope_list", "scope_show", "scope_remove", "grant", "revoke",
+           "scope_binding", "open_entry", "control"]
 
 __version__ = "0.1.0"
 
@@ -98,6 +110,45 @@ class _CReason(ctypes.Structure):
 class _CReport(ctypes.Structure):
     _fields_ = [("error", ctypes.c_int), ("n_reasons", ctypes.c_uint),
                 ("n_dropped", ctypes.c_uint), ("reasons", _CReason * REASONS_MAX)]
+
+
+NAME_MAX = 64
+SCOPE_GID = 1
+SCOPE_PUBLISH = 2
+SCOPE_UNTIL_PID = 4
+SCOPE_UNMOUNTED = 8
+
+
+class _CScopeLimits(ctypes.Structure):
+    _fields_ = [("max_snapshots", ctypes.c_uint64), ("max_bytes", ctypes.c_uint64),
+                ("max_staging", ctypes.c_uint64), ("max_staging_bytes", ctypes.c_uint64)]
+
+
+class _CScopeUsage(ctypes.Structure):
+    _fields_ = [("snapshots", ctypes.c_uint64), ("bytes", ctypes.c_uint64),
+                ("staging", ctypes.c_uint64), ("staging_bytes", ctypes.c_uint64)]
+
+
+class _CScopeSpec(ctypes.Structure):
+    _fields_ = [("name", ctypes.c_char_p), ("view", ctypes.c_char_p),
+                ("uids", ctypes.POINTER(ctypes.c_uint32)), ("n_uids", ctypes.c_size_t),
+                ("flags", ctypes.c_uint), ("gid", ctypes.c_uint32),
+                ("until_pid", ctypes.c_int32), ("limits", _CScopeLimits)]
+
+
+class _CScope(ctypes.Structure):
+    # view and uids are the library's allocations (c_void_p: ctypes must not convert them),
+    # given back with snapfs_scope_free / snapfs_scopes_free.
+    _fields_ = [("name", ctypes.c_char * (NAME_MAX + 1)), ("view", ctypes.c_void_p),
+                ("dev", ctypes.c_uint64), ("uids", ctypes.c_void_p), ("n_uids", ctypes.c_size_t),
+                ("flags", ctypes.c_uint), ("gid", ctypes.c_uint32), ("until_pid", ctypes.c_int32),
+                ("limits", _CScopeLimits), ("usage", _CScopeUsage),
+                ("n_grants", ctypes.c_uint64)]
+
+
+class _CGrant(ctypes.Structure):
+    _fields_ = [("sha256", ctypes.c_uint8 * DIGEST_LEN), ("size", ctypes.c_uint64),
+                ("ino", ctypes.c_uint64), ("entry", ctypes.c_char * (NAME_MAX + 1))]
 
 
 # Where `meson install` put libsnapfs.so.0: the installed copy of this file carries its
@@ -150,11 +201,35 @@ def _load():
             "snapfs_describe": [ctypes.c_char_p, P(_CBinding), P(_COptions), P(_CSnapshot),
                                 P(_CReport)],
             "snapfs_describe_fd": [ctypes.c_int, P(_CBinding), P(_CSnapshot)],
+            "snapfs_control": [ctypes.c_char_p, ctypes.c_char_p, P(_COptions),
+                               P(ctypes.c_void_p), P(_CReport)],
+            "snapfs_scope_create": [ctypes.c_char_p, P(_CScopeSpec), P(_COptions), P(_CScope),
+                                    P(_CReport)],
+            "snapfs_scope_list": [ctypes.c_char_p, P(_COptions), P(P(_CScope)),
+                                  P(ctypes.c_size_t), P(_CReport)],
+            "snapfs_scope_show": [ctypes.c_char_p, ctypes.c_char_p, P(_COptions), P(_CScope),
+                                  P(P(_CGrant)), P(ctypes.c_size_t), P(_CReport)],
+            "snapfs_scope_remove": [ctypes.c_char_p, ctypes.c_char_p, P(_COptions),
+                                    P(_CReport)],
+            "snapfs_grant": [ctypes.c_char_p, ctypes.c_char_p, ctypes.c_char_p, ctypes.c_char_p,
+                             P(_COptions), P(_CGrant), P(_CReport)],
+            "snapfs_revoke": [ctypes.c_char_p, ctypes.c_char_p, ctypes.c_char_p,
+                              ctypes.c_char_p, P(_COptions), P(_CReport)],
+            "snapfs_scope_binding": [ctypes.c_char_p, ctypes.c_char_p, P(_CBinding),
+                                     P(_COptions), ctypes.c_char_p, ctypes.c_size_t,
+                                     P(_CBinding), P(_CReport)],
+            "snapfs_open_entry": [ctypes.c_char_p, ctypes.c_char_p, P(_COptions),
+                                  P(_CBinding), P(_CReport)],
         }
         for fn, args in protos.items():
             f = getattr(lib, fn)
             f.argtypes, f.restype = args, ctypes.c_int
         lib.snapfs_strerror.argtypes, lib.snapfs_strerror.restype = [ctypes.c_int], ctypes.c_char_p
+        for fn, args in (("snapfs_scope_free", [P(_CScope)]),
+                         ("snapfs_scopes_free", [P(_CScope), ctypes.c_size_t]),
+                         ("snapfs_free", [ctypes.c_void_p])):
+            f = getattr(lib, fn)
+            f.argtypes, f.restype = args, None
         _lib = lib
         return lib
 
@@ -163,6 +238,11 @@ def strerror(err):
     """-> str: what an errno of this library means, in words (err may be negative or
     positive)."""
     return _load().snapfs_strerror(-abs(err)).decode()
+
+
+# Where Python's errno module names a number by another of its aliases than the C library
+# does (strerrorname_np, which the snapfs command and libsnapfs use).
+_ERRNO_NAMES = {_errno.EOPNOTSUPP: "EOPNOTSUPP", _errno.EDEADLK: "EDEADLK"}
 
 
 class SnapfsError(OSError):
@@ -184,7 +264,7 @@ class SnapfsError(OSError):
     @property
     def code(self):
         """The errno's name ("EMEDIUMTYPE"), as `snapfs --json` gives it in "error"."""
-        return _errno.errorcode.get(self.errno, "EIO")
+        return _ERRNO_NAMES.get(self.errno) or _errno.errorcode.get(self.errno, "EIO")
 
     def as_dict(self):
         """The object `snapfs --json` prints for this refusal: ok, error, message, reasons."""
@@ -561,6 +641,244 @@ def read_verified(mount, binding, *, owner=None, max_size=0, insecure_own_mount=
         os.close(fd)
 
 
+# ---- scopes -------------------------------------------------------------------------------
+#
+# A scope is what one sandbox may see: a mount of its own, the view, that lists and opens only
+# the snapshots granted to it. The mount owner and root control scopes through the main mount:
+# each call judges it, writes one JSON request to its .control file and reads the reply. A
+# refusal raises SnapfsError with the daemon's errno (ENOENT no such scope, snapshot or grant;
+# EEXIST name or view taken; EINVAL; EACCES not the owner or root; EDQUOT/ENOSPC; EBUSY) and
+# its message as the reason "refused"; EOPNOTSUPP: the mount has no .control for the caller.
+
+@dataclasses.dataclass(frozen=True)
+class Scope:
+    """A scope as the daemon reports it."""
+    name: str
+    view: str            # where its view is mounted
+    dev: object          # the view's st_dev, os.makedev(major, minor): its bindings' dev;
+                         # None while the view is not mounted (unmounted from outside)
+    uids: tuple          # uids that may use the view (uid 0 always may)
+    gid: object          # int, or None
+    publish: bool        # processes in the scope may publish in its view
+    until_pid: object    # int, or None: the scope goes when that process exits
+    limits: dict         # max_snapshots, max_bytes, max_staging, max_staging_bytes (None: unset)
+    usage: dict          # snapshots, bytes, staging, staging_bytes
+    grants: int          # how many grants it has
+
+    @classmethod
+    def _from_c(cls, c):
+        uids = ctypes.cast(c.uids, ctypes.POINTER(ctypes.c_uint32)) if c.uids else None
+        return cls(name=c.name.decode(), view=os.fsdecode(ctypes.string_at(c.view)),
+                   dev=None if c.flags & SCOPE_UNMOUNTED else c.dev, uids=tuple(uids[i] for i in range(c.n_uids)) if uids else (),
+                   gid=c.gid if c.flags & SCOPE_GID else None,
+                   publish=bool(c.flags & SCOPE_PUBLISH),
+                   until_pid=c.until_pid if c.flags & SCOPE_UNTIL_PID else None,
+                   limits={k: getattr(c.limits, k) or None for k, _ in _CScopeLimits._fields_},
+                   usage={k: getattr(c.usage, k) for k, _ in _CScopeUsage._fields_},
+                   grants=c.n_grants)
+
+    def as_dict(self) -> dict:
+        """The scope object of `snapfs scope ls --json` (and of create)."""
+        return {"name": self.name, "view": self.view,
+                "dev": None if self.dev is None else f"{os.major(self.dev)}:{os.minor(self.dev)}",
+                "uids": list(self.uids),
+                "gid": self.gid, "publish": self.publish, "until_pid": self.until_pid,
+                "limits": dict(self.limits), "usage": dict(self.usage), "grants": self.grants}
+
+
+@dataclasses.dataclass(frozen=True)
+class Grant:
+    """A snapshot granted to a scope, by digest, or under an entry name."""
+    sha256: str          # 64 lowercase hex
+    size: int
+    ino: int             # in the scope's view (with Scope.dev, the binding there)
+    entry: object        # str, or None for a grant by digest
+
+    @classmethod
+    def _from_c(cls, c):
+        return cls(bytes(c.sha256).hex(), c.size, c.ino, c.entry.decode() or None)
+
+    def as_dict(self) -> dict:
+        """The grant object of `snapfs grant --json` and `snapfs scope ls NAME --json`."""
+        return {"sha256": self.sha256, "size": self.size, "ino": self.ino, "entry": self.entry}
+
+
+def _name(text):
+    return None if text is None else os.fsencode(text)
+
+
+def _digest_of(what):
+    """64 lowercase hex from a digest, a Binding or a binding's text."""
+    if isinstance(what, Binding):
+        return what.sha256
+    if isinstance(what, str) and len(what) == 64:
+        return what
+    return Binding.parse(what).sha256
+
+
+def scope_create(mount, name, view, *, uids=(), gid=None, publish=False, until_pid=None,
+                 max_snapshots=0, max_bytes=0, max_staging=0, max_staging_bytes=0, owner=None,
+                 insecure_own_mount=False, trust_user_namespace=False) -> Scope:
+    """Creates the scope name with its view mounted at view (an absolute path where the
+    daemon runs) and returns it as the daemon reports it. uids and/or gid may use the view
+    (neither: root only); publish lets processes in the scope publish there; until_pid ties
+    the scope to a process of this pid namespace (the daemon's); a limit of 0 is unset."""
+    o = _options(owner, 0, insecure_own_mount, trust_user_namespace)
+    uids = list(uids)
+    arr = (ctypes.c_uint32 * max(len(uids), 1))(*uids)
+    spec = _CScopeSpec(name=_name(name), view=_name(view), uids=arr, n_uids=len(uids))
+    if gid is not None:
+        spec.flags |= SCOPE_GID
+        spec.gid = gid
+    if publish:
+        spec.flags |= SCOPE_PUBLISH
+    if until_pid is not None:
+        spec.flags |= SCOPE_UNTIL_PID
+        spec.until_pid = until_pid
+    spec.limits = _CScopeLimits(max_snapshots, max_bytes, max_staging, max_staging_bytes)
+    lib, c, rep = _load(), _CScope(), _CReport()
+    r = lib.snapfs_scope_create(os.fsencode(mount), ctypes.byref(spec), ctypes.byref(o),
+                                ctypes.byref(c), ctypes.byref(rep))
+    if r < 0:
+        _raise_for(r, rep)
+    try:
+        return Scope._from_c(c)
+    finally:
+        lib.snapfs_scope_free(ctypes.byref(c))
+
+
+def scope_list(mount, *, owner=None, insecure_own_mount=False,
+               trust_user_namespace=False) -> list:
+    """Every scope of the mount's daemon: a list of Scope."""
+    o = _options(owner, 0, insecure_own_mount, trust_user_namespace)
+    lib, rep = _load(), _CReport()
+    v, n = ctypes.POINTER(_CScope)(), ctypes.c_size_t()
+    r = lib.snapfs_scope_list(os.fsencode(mount), ctypes.byref(o), ctypes.byref(v),
+                              ctypes.byref(n), ctypes.byref(rep))
+    if r < 0:
+        _raise_for(r, rep)
+    try:
+        return [Scope._from_c(v[i]) for i in range(n.value)]
+    finally:
+        lib.snapfs_scopes_free(v, n)
+
+
+def scope_show(mount, name, *, owner=None, insecure_own_mount=False,
+               trust_user_namespace=False) -> tuple:
+    """(Scope, [Grant, ...]): one scope and its grants."""
+    o = _options(owner, 0, insecure_own_mount, trust_user_namespace)
+    lib, c, rep = _load(), _CScope(), _CReport()
+    g, n = ctypes.POINTER(_CGrant)(), ctypes.c_size_t()
+    r = lib.snapfs_scope_show(os.fsencode(mount), _name(name), ctypes.byref(o), ctypes.byref(c),
+                              ctypes.byref(g), ctypes.byref(n), ctypes.byref(rep))
+    if r < 0:
+        _raise_for(r, rep)
+    try:
+        return Scope._from_c(c), [Grant._from_c(g[i]) for i in range(n.value)]
+    finally:
+        lib.snapfs_scope_free(ctypes.byref(c))
+        lib.snapfs_free(ctypes.cast(g, ctypes.c_void_p))
+
+
+def scope_remove(mount, name, *, owner=None, insecure_own_mount=False,
+                 trust_user_namespace=False) -> None:
+    """Deletes the scope: its grants go, its view is detached (open descriptors keep
+    reading)."""
+    o = _options(owner, 0, insecure_own_mount, trust_user_namespace)
+    rep = _CReport()
+    r = _load().snapfs_scope_remove(os.fsencode(mount), _name(name), ctypes.byref(o),
+                                    ctypes.byref(rep))
+    if r < 0:
+        _raise_for(r, rep)
+
+
+def grant(mount, scope, snapshot, *, entry=None, owner=None, insecure_own_mount=False,
+          trust_user_namespace=False) -> Grant:
+    """Grants the published snapshot (its digest, a Binding or a binding's text) to the scope,
+    under the entry name when given: an entry that exists moves to it atomically."""
+    o = _options(owner, 0, insecure_own_mount, trust_user_namespace)
+    c, rep = _CGrant(), _CReport()
+    r = _load().snapfs_grant(os.fsencode(mount), _name(scope), _digest_of(snapshot).encode(),
+                             _name(entry), ctypes.byref(o), ctypes.byref(c), ctypes.byref(rep))
+    if r < 0:
+        _raise_for(r, rep)
+    return Grant._from_c(c)
+
+
+def revoke(mount, scope, *, sha256=None, entry=None, owner=None, insecure_own_mount=False,
+           trust_user_namespace=False) -> None:
+    """Revokes from the scope every grant of sha256 (its entries included), or the one
+    entry: exactly one of them. New lookups get ENOENT; open descriptors keep reading."""
+    o = _options(owner, 0, insecure_own_mount, trust_user_namespace)
+    rep = _CReport()
+    digest = None if sha256 is None else _digest_of(sha256).encode()
+    r = _load().snapfs_revoke(os.fsencode(mount), _name(scope), digest, _name(entry),
+                              ctypes.byref(o), ctypes.byref(rep))
+    if r < 0:
+        _raise_for(r, rep)
+
+
+def scope_binding(mount, scope, binding, *, owner=None, max_size=0, insecure_own_mount=False,
+                  trust_user_namespace=False) -> tuple:
+    """Where a sandbox of the scope reads: (view path, Binding) of the snapshot the binding
+    names as seen through the scope's view, judged and verified there like any mount."""
+    b = Binding.parse(binding)
+    o = _options(owner, max_size, insecure_own_mount, trust_user_namespace)
+    c, rep, view = _CBinding(), _CReport(), ctypes.create_string_buffer(4096)
+    r = _load().snapfs_scope_binding(os.fsencode(mount), _name(scope), ctypes.byref(b._to_c()),
+                                     ctypes.byref(o), view, len(view), ctypes.byref(c),
+                                     ctypes.byref(rep))
+    if r < 0:
+        _raise_for(r, rep)
+    return os.fsdecode(view.value), Binding._from_c(c)
+
+
+def open_entry(view, entry, *, owner=None, max_size=0, insecure_own_mount=False,
+               trust_user_namespace=False, kind="content") -> tuple:
+    """(descriptor, Binding): verified open through the entry of a scope's view. The entry is
+    opened below the judged view's root, its digest read from that descriptor, its content
+    hashed against it; the descriptor (close-on-exec, yours to close) holds the snapshot the
+    entry named at the open, whatever it is moved to later. The Binding has name, publish
+    time, publisher and kind read through that descriptor, as open_digest()'s. kind as
+    open_verified() takes it."""
+    o = _options(owner, max_size, insecure_own_mount, trust_user_namespace, kind)
+    lib, c, rep, s = _load(), _CBinding(), _CReport(), _CSnapshot()
+    r = lib.snapfs_open_entry(os.fsencode(view), _name(entry), ctypes.byref(o),
+                              ctypes.byref(c), ctypes.byref(rep))
+    if r < 0:
+        _raise_for(r, rep)
+    if lib.snapfs_describe_fd(r, ctypes.byref(c), ctypes.byref(s)) < 0:
+        return r, Binding._from_c(c)
+    return r, Binding._from_snapshot(s)
+
+
+def control(mount, request, *, owner=None, insecure_own_mount=False,
+            trust_user_namespace=False) -> dict:
+    """One raw request (a dict, or its JSON text) on the main mount's control file: the
+    daemon's reply, parsed. A refusal raises SnapfsError with the daemon's errno and keeps its
+    reply in .reply."""
+    import json
+    o = _options(owner, 0, insecure_own_mount, trust_user_namespace)
+    text = request if isinstance(request, (str, bytes)) else json.dumps(request)
+    text = text.encode() if isinstance(text, str) else bytes(text)
+    lib, reply, rep = _load(), ctypes.c_void_p(), _CReport()
+    r = lib.snapfs_control(os.fsencode(mount), text, ctypes.byref(o), ctypes.byref(reply),
+                           ctypes.byref(rep))
+    parsed = None
+    if reply.value:
+        try:
+            parsed = json.loads(ctypes.string_at(reply.value).decode())
+        finally:
+            lib.snapfs_free(reply)
+    if r < 0:
+        try:
+            _raise_for(r, rep)
+        except SnapfsError as e:
+            e.reply = parsed
+            raise
+    return parsed
+
+
 # ---- the script -------------------------------------------------------------------------
 
 def _main(argv):
@@ -611,6 +929,44 @@ def _main(argv):
     p = sub.add_parser("describe", parents=[common])
     p.add_argument("mount")
     p.add_argument("binding")
+    p = sub.add_parser("scope-create", parents=[common])
+    p.add_argument("--uid", type=typed("uid", parse_owner), action="append", default=[])
+    p.add_argument("--gid", type=typed("uid", parse_owner))
+    p.add_argument("--publish", action="store_true")
+    p.add_argument("--until-pid", type=int)
+    for limit in ("max_snapshots", "max_bytes", "max_staging", "max_staging_bytes"):
+        # Sizes as every snapfs command reads one (K, M or G); counts in decimal.
+        p.add_argument("--" + limit.replace("_", "-"), dest=limit, default=0,
+                       type=typed("size", parse_size) if limit.endswith("bytes") else int)
+    p.add_argument("mount")
+    p.add_argument("name")
+    p.add_argument("view")
+    p = sub.add_parser("scope-list", parents=[common])
+    p.add_argument("mount")
+    for name in ("scope-show", "scope-remove"):
+        p = sub.add_parser(name, parents=[common])
+        p.add_argument("mount")
+        p.add_argument("name")
+    p = sub.add_parser("grant", parents=[common])
+    p.add_argument("--entry")
+    p.add_argument("mount")
+    p.add_argument("scope")
+    p.add_argument("snapshot")
+    p = sub.add_parser("revoke", parents=[common])
+    p.add_argument("--sha256")
+    p.add_argument("--entry")
+    p.add_argument("mount")
+    p.add_argument("scope")
+    p = sub.add_parser("scope-binding", parents=[common])
+    p.add_argument("mount")
+    p.add_argument("scope")
+    p.add_argument("binding")
+    p = sub.add_parser("open-entry", parents=[reading])
+    p.add_argument("view")
+    p.add_argument("entry")
+    p = sub.add_parser("control", parents=[common])
+    p.add_argument("mount")
+    p.add_argument("request")
     sub.add_parser("abi")
     a = ap.parse_args(argv)
 
@@ -635,11 +991,29 @@ def _main(argv):
             "snapfs_snapshot.published_nsec": _CSnapshot.published_nsec.offset,
             "snapfs_snapshot.publisher": _CSnapshot.publisher.offset,
             "snapfs_snapshot.kind": _CSnapshot.kind.offset,
+            "sizeof snapfs_scope_spec": ctypes.sizeof(_CScopeSpec),
+            "snapfs_scope_spec.n_uids": _CScopeSpec.n_uids.offset,
+            "snapfs_scope_spec.until_pid": _CScopeSpec.until_pid.offset,
+            "snapfs_scope_spec.limits": _CScopeSpec.limits.offset,
+            "sizeof snapfs_scope": ctypes.sizeof(_CScope),
+            "snapfs_scope.view": _CScope.view.offset,
+            "snapfs_scope.dev": _CScope.dev.offset,
+            "snapfs_scope.flags": _CScope.flags.offset,
+            "snapfs_scope.until_pid": _CScope.until_pid.offset,
+            "snapfs_scope.limits": _CScope.limits.offset,
+            "snapfs_scope.usage": _CScope.usage.offset,
+            "snapfs_scope.n_grants": _CScope.n_grants.offset,
+            "sizeof snapfs_grant": ctypes.sizeof(_CGrant),
+            "snapfs_grant.size": _CGrant.size.offset,
+            "snapfs_grant.ino": _CGrant.ino.offset,
+            "snapfs_grant.entry": _CGrant.entry.offset,
         }))
         return 0
 
     kw = {"owner": a.owner, "max_size": a.max_size, "insecure_own_mount": a.insecure_own_mount,
           "trust_user_namespace": a.trust_user_namespace}
+    tkw = {"owner": a.owner, "insecure_own_mount": a.insecure_own_mount,
+               "trust_user_namespace": a.trust_user_namespace}
     # Only a verified open hands something over: publishing takes no kind.
     rkw = {**kw, "kind": getattr(a, "kind", "content")}
     out = {}
@@ -680,6 +1054,48 @@ def _main(argv):
             kw.pop("max_size")
             b = describe(a.mount, a.binding, **kw)
             out.update(binding=str(b), snapshot=b.as_dict(), kind=b.kind)
+            result = 0
+        elif a.cmd == "scope-create":
+            sc = scope_create(a.mount, a.name, a.view, uids=a.uid, gid=a.gid, publish=a.publish,
+                              until_pid=a.until_pid, max_snapshots=a.max_snapshots,
+                              max_bytes=a.max_bytes, max_staging=a.max_staging,
+                              max_staging_bytes=a.max_staging_bytes, **tkw)
+            out["scope"] = sc.as_dict()
+            result = 0
+        elif a.cmd == "scope-list":
+            out["scopes"] = [sc.as_dict() for sc in scope_list(a.mount, **tkw)]
+            result = 0
+        elif a.cmd == "scope-show":
+            sc, grants = scope_show(a.mount, a.name, **tkw)
+            out.update(scope=sc.as_dict(), grants=[g.as_dict() for g in grants])
+            result = 0
+        elif a.cmd == "scope-remove":
+            scope_remove(a.mount, a.name, **tkw)
+            result = 0
+        elif a.cmd == "grant":
+            out["grant"] = grant(a.mount, a.scope, a.snapshot, entry=a.entry, **tkw).as_dict()
+            result = 0
+        elif a.cmd == "revoke":
+            revoke(a.mount, a.scope, sha256=a.sha256, entry=a.entry, **tkw)
+            result = 0
+        elif a.cmd == "scope-binding":
+            view, b = scope_binding(a.mount, a.scope, a.binding, max_size=a.max_size, **tkw)
+            out.update(view=view, binding=str(b))
+            result = 0
+        elif a.cmd == "open-entry":
+            fd, b = open_entry(a.view, a.entry, max_size=a.max_size, kind=a.kind, **tkw)
+            try:
+                out.update(binding=str(b), snapshot=b.as_dict(),
+                           content_hex=_pread_all(fd).hex())
+            finally:
+                os.close(fd)
+            result = 0
+        elif a.cmd == "control":
+            try:
+                out["reply"] = control(a.mount, a.request, **tkw)
+            except SnapfsError as e:
+                out["reply"] = e.reply
+                raise
             result = 0
         else:  # verify-fd
             fd = os.open(a.path, os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC)

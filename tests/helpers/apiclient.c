@@ -8,18 +8,31 @@
  *   apiclient digest [--owner UID] [--kind KIND] MNT HEX
  *   apiclient verify-fd [--kind KIND] PATH BINDING
  *   apiclient describe [--owner UID] MNT BINDING
+ *   apiclient scope-create [TRUST] [--uid UID]... [--gid GID] [--publish] [--until-pid PID]
+ *             [--max-snapshots N] [--max-bytes N] [--max-staging N] [--max-staging-bytes N]
+ *             MNT NAME VIEW
+ *   apiclient scope-list [TRUST] MNT
+ *   apiclient scope-show|scope-remove [TRUST] MNT NAME
+ *   apiclient grant [TRUST] [--entry ENTRY] MNT SCOPE DIGEST|BINDING
+ *   apiclient revoke [TRUST] (--sha256 HEX | --entry ENTRY) MNT SCOPE
+ *   apiclient scope-binding [TRUST] MNT SCOPE BINDING
+ *   apiclient open-entry [TRUST] [--kind KIND] VIEW ENTRY
+ *   apiclient control [TRUST] MNT JSON
+ * TRUST: [--owner UID] [--insecure-own-mount] [--trust-user-namespace].
  * KIND: content, signature or manifest (SNAPFS_OPT_KIND_*; repeatable).
  *   apiclient abi
  *
  * Prints one JSON object: ok, error (errno name), message, reasons [{code, message}],
- * result, dropped, binding, snapshot (publish, digest, describe: the one snapshot object,
- * as the Python client's Binding.as_dict()), already_published, kind (describe), content_hex
- * (open, digest: the bytes read through the returned descriptor). Exit 0 ok, 1 refused, 2
- * usage. */
+ * result, dropped, binding, snapshot (publish, digest, describe, open-entry: the one
+ * snapshot object, as the Python client's Binding.as_dict()), already_published, kind
+ * (describe), content_hex (open, digest, open-entry: the bytes read through the returned
+ * descriptor), scope, scopes, grants, grant, view, reply (the scope commands: the objects
+ * snapfs_client.py prints). Exit 0 ok, 1 refused, 2 usage. */
 #include <errno.h>
 #include <fcntl.h>
 #include <getopt.h>
 #include <json-c/json.h>
+#include <limits.h>
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdio.h>
@@ -167,9 +180,81 @@ static int bad_binding(struct snapfs_report *why)
         return -EINVAL;
 }
 
+/* ---- scopes: the objects snapfs_client.py's Scope.as_dict() and Grant.as_dict() give ---- */
+
+static json_object *limit_json(uint64_t v)
+{
+        return v ? json_object_new_uint64(v) : NULL;
+}
+
+static json_object *scope_json(const struct snapfs_scope *sc)
+{
+        json_object *o = json_object_new_object(), *uids = json_object_new_array(),
+                    *limits = json_object_new_object(), *use = json_object_new_object();
+        char dev[32];
+
+        snprintf(dev, sizeof(dev), "%u:%u", major(sc->dev), minor(sc->dev));
+        for (size_t i = 0; i < sc->n_uids; i++)
+                json_object_array_add(uids, json_object_new_int64(sc->uids[i]));
+        json_object_object_add(limits, "max_snapshots", limit_json(sc->limits.max_snapshots));
+        json_object_object_add(limits, "max_bytes", limit_json(sc->limits.max_bytes));
+        json_object_object_add(limits, "max_staging", limit_json(sc->limits.max_staging));
+        json_object_object_add(limits, "max_staging_bytes",
+                               limit_json(sc->limits.max_staging_bytes));
+        json_object_object_add(use, "snapshots", json_object_new_uint64(sc->usage.snapshots));
+        json_object_object_add(use, "bytes", json_object_new_uint64(sc->usage.bytes));
+        json_object_object_add(use, "staging", json_object_new_uint64(sc->usage.staging));
+        json_object_object_add(use, "staging_bytes",
+                               json_object_new_uint64(sc->usage.staging_bytes));
+        json_object_object_add(o, "name", json_object_new_string(sc->name));
+        json_object_object_add(o, "view", json_object_new_string(sc->view));
+        json_object_object_add(o, "dev", (sc->flags & SNAPFS_SCOPE_UNMOUNTED)
+                                                 ? NULL : json_object_new_string(dev));
+        json_object_object_add(o, "uids", uids);
+        json_object_object_add(o, "gid", (sc->flags & SNAPFS_SCOPE_GID)
+                                                 ? json_object_new_int64(sc->gid) : NULL);
+        json_object_object_add(o, "publish",
+                               json_object_new_boolean(!!(sc->flags & SNAPFS_SCOPE_PUBLISH)));
+        json_object_object_add(o, "until_pid", (sc->flags & SNAPFS_SCOPE_UNTIL_PID)
+                                                       ? json_object_new_int(sc->until_pid)
+                                                       : NULL);
+        json_object_object_add(o, "limits", limits);
+        json_object_object_add(o, "usage", use);
+        json_object_object_add(o, "grants", json_object_new_uint64(sc->n_grants));
+        return o;
+}
+
+static json_object *grant_json(const struct snapfs_grant *g)
+{
+        json_object *o = json_object_new_object();
+        char hex[2 * SNAPFS_DIGEST_LEN + 1];
+
+        for (size_t i = 0; i < SNAPFS_DIGEST_LEN; i++)
+                snprintf(hex + 2 * i, 3, "%02x", g->sha256[i]);
+        json_object_object_add(o, "sha256", json_object_new_string(hex));
+        json_object_object_add(o, "size", json_object_new_uint64(g->size));
+        json_object_object_add(o, "ino", json_object_new_uint64(g->ino));
+        json_object_object_add(o, "entry", g->entry[0] ? json_object_new_string(g->entry) : NULL);
+        return o;
+}
+
+/* The digest of a grant operand: 64 hex as it is, a binding by its sha256. */
+static const char *digest_of(const char *what, char hex[2 * SNAPFS_DIGEST_LEN + 1])
+{
+        struct snapfs_binding b;
+
+        if (strlen(what) == 2 * SNAPFS_DIGEST_LEN || snapfs_binding_parse(what, &b) < 0)
+                return what;
+        for (size_t i = 0; i < SNAPFS_DIGEST_LEN; i++)
+                snprintf(hex + 2 * i, 3, "%02x", b.sha256[i]);
+        return hex;
+}
+
 static int usage(void)
 {
-        fprintf(stderr, "usage: apiclient publish|open|digest|verify-fd|describe|abi ...\n");
+        fprintf(stderr, "usage: apiclient publish|open|digest|verify-fd|describe|scope-create|"
+                        "scope-list|scope-show|scope-remove|grant|revoke|scope-binding|"
+                        "open-entry|control|abi ...\n");
         return 2;
 }
 
@@ -198,6 +283,22 @@ static int cmd_abi(void)
         OFF(snapfs_snapshot, published_nsec);
         OFF(snapfs_snapshot, publisher);
         OFF(snapfs_snapshot, kind);
+        SIZE(snapfs_scope_spec);
+        OFF(snapfs_scope_spec, n_uids);
+        OFF(snapfs_scope_spec, until_pid);
+        OFF(snapfs_scope_spec, limits);
+        SIZE(snapfs_scope);
+        OFF(snapfs_scope, view);
+        OFF(snapfs_scope, dev);
+        OFF(snapfs_scope, flags);
+        OFF(snapfs_scope, until_pid);
+        OFF(snapfs_scope, limits);
+        OFF(snapfs_scope, usage);
+        OFF(snapfs_scope, n_grants);
+        SIZE(snapfs_grant);
+        OFF(snapfs_grant, size);
+        OFF(snapfs_grant, ino);
+        OFF(snapfs_grant, entry);
         return 0;
 }
 
@@ -209,9 +310,23 @@ int main(int argc, char **argv)
                 { "from-fd", no_argument, NULL, 'f' },
                 { "insecure-own-mount", no_argument, NULL, 'I' },
                 { "kind", required_argument, NULL, 'k' },
+                { "trust-user-namespace", no_argument, NULL, 'U' },
+                { "uid", required_argument, NULL, 'u' },
+                { "gid", required_argument, NULL, 'g' },
+                { "publish", no_argument, NULL, 'p' },
+                { "until-pid", required_argument, NULL, 'P' },
+                { "max-snapshots", required_argument, NULL, '1' },
+                { "max-bytes", required_argument, NULL, '2' },
+                { "max-staging", required_argument, NULL, '3' },
+                { "max-staging-bytes", required_argument, NULL, '4' },
+                { "entry", required_argument, NULL, 'e' },
+                { "sha256", required_argument, NULL, 's' },
                 { "name", required_argument, NULL, 'n' },
                 { NULL, 0, NULL, 0 },
         };
+        struct snapfs_scope_spec spec = { 0 };
+        uint32_t uids[64];
+        const char *entry = NULL, *sha256 = NULL;
         static const char *const kinds[] = { "content", "signature", "manifest" };
         struct snapfs_options opts = { 0 };
         struct snapfs_report why = { 0 };
@@ -239,6 +354,43 @@ int main(int argc, char **argv)
                         break;
                 case 'I':
                         opts.flags |= SNAPFS_OPT_INSECURE_OWN_MOUNT;
+                        break;
+                case 'U':
+                        opts.flags |= SNAPFS_OPT_TRUST_USER_NAMESPACE;
+                        break;
+                case 'u':
+                        if (spec.n_uids == sizeof(uids) / sizeof(uids[0]))
+                                return usage();
+                        uids[spec.n_uids++] = (uint32_t)strtoul(optarg, NULL, 10);
+                        break;
+                case 'g':
+                        spec.flags |= SNAPFS_SCOPE_GID;
+                        spec.gid = (uint32_t)strtoul(optarg, NULL, 10);
+                        break;
+                case 'p':
+                        spec.flags |= SNAPFS_SCOPE_PUBLISH;
+                        break;
+                case 'P':
+                        spec.flags |= SNAPFS_SCOPE_UNTIL_PID;
+                        spec.until_pid = (int32_t)strtol(optarg, NULL, 10);
+                        break;
+                case '1':
+                        spec.limits.max_snapshots = strtoull(optarg, NULL, 10);
+                        break;
+                case '2':
+                        spec.limits.max_bytes = strtoull(optarg, NULL, 10);
+                        break;
+                case '3':
+                        spec.limits.max_staging = strtoull(optarg, NULL, 10);
+                        break;
+                case '4':
+                        spec.limits.max_staging_bytes = strtoull(optarg, NULL, 10);
+                        break;
+                case 'e':
+                        entry = optarg;
+                        break;
+                case 's':
+                        sha256 = optarg;
                         break;
                 case 'n':
                         name = optarg;
@@ -334,6 +486,79 @@ int main(int argc, char **argv)
                 else
                         r = snapfs_verify_fd(fd, &b, &opts, &why);
                 close(fd);
+        } else if (strcmp(cmd, "scope-create") == 0 && argc == 3) {
+                struct snapfs_scope sc;
+                spec.name = argv[1];
+                spec.view = argv[2];
+                spec.uids = uids;
+                r = snapfs_scope_create(argv[0], &spec, &opts, &sc, &why);
+                if (r == 0) {
+                        json_object_object_add(out, "scope", scope_json(&sc));
+                        snapfs_scope_free(&sc);
+                }
+        } else if (strcmp(cmd, "scope-list") == 0 && argc == 1) {
+                struct snapfs_scope *v;
+                size_t n;
+                r = snapfs_scope_list(argv[0], &opts, &v, &n, &why);
+                if (r == 0) {
+                        json_object *list = json_object_new_array();
+                        for (size_t i = 0; i < n; i++)
+                                json_object_array_add(list, scope_json(&v[i]));
+                        json_object_object_add(out, "scopes", list);
+                        snapfs_scopes_free(v, n);
+                }
+        } else if (strcmp(cmd, "scope-show") == 0 && argc == 2) {
+                struct snapfs_scope sc;
+                struct snapfs_grant *g;
+                size_t n;
+                r = snapfs_scope_show(argv[0], argv[1], &opts, &sc, &g, &n, &why);
+                if (r == 0) {
+                        json_object *list = json_object_new_array();
+                        for (size_t i = 0; i < n; i++)
+                                json_object_array_add(list, grant_json(&g[i]));
+                        json_object_object_add(out, "scope", scope_json(&sc));
+                        json_object_object_add(out, "grants", list);
+                        snapfs_scope_free(&sc);
+                        snapfs_free(g);
+                }
+        } else if (strcmp(cmd, "scope-remove") == 0 && argc == 2) {
+                r = snapfs_scope_remove(argv[0], argv[1], &opts, &why);
+        } else if (strcmp(cmd, "grant") == 0 && argc == 3) {
+                char hex[2 * SNAPFS_DIGEST_LEN + 1];
+                struct snapfs_grant g;
+                r = snapfs_grant(argv[0], argv[1], digest_of(argv[2], hex), entry, &opts, &g,
+                                 &why);
+                if (r == 0)
+                        json_object_object_add(out, "grant", grant_json(&g));
+        } else if (strcmp(cmd, "revoke") == 0 && argc == 2) {
+                r = snapfs_revoke(argv[0], argv[1], sha256, entry, &opts, &why);
+        } else if (strcmp(cmd, "scope-binding") == 0 && argc == 3) {
+                char view[PATH_MAX];
+                struct snapfs_binding vb;
+                if (snapfs_binding_parse(argv[2], &b) < 0) {
+                        r = bad_binding(&why);
+                } else {
+                        r = snapfs_scope_binding(argv[0], argv[1], &b, &opts, view, sizeof(view),
+                                                 &vb, &why);
+                        if (r == 0) {
+                                json_object_object_add(out, "view", json_object_new_string(view));
+                                put_binding(&vb);
+                        }
+                }
+        } else if (strcmp(cmd, "open-entry") == 0 && argc == 2) {
+                r = fd = snapfs_open_entry(argv[0], argv[1], &opts, &b, &why);
+                if (fd >= 0) {
+                        put_binding(&b);
+                        if (snapfs_describe_fd(fd, &b, &s) == 0)
+                                put_snapshot(&s);
+                        r = put_content(fd);
+                        close(fd);
+                }
+        } else if (strcmp(cmd, "control") == 0 && argc == 2) {
+                char *reply = NULL;
+                r = snapfs_control(argv[0], argv[1], &opts, &reply, &why);
+                json_object_object_add(out, "reply", reply ? json_tokener_parse(reply) : NULL);
+                snapfs_free(reply);
         } else {
                 return usage();
         }

@@ -5,8 +5,14 @@
  * a test asks for: a symlink, a FIFO, a file of any mode and content. It lets the tests reach
  * the checks a client makes after the mount check, one by one.
  *
- *   fakesnap MOUNTPOINT ENTRY...
+ *   fakesnap MOUNTPOINT [ro] [scope=SCOPE] ENTRY...
+ *     ro                   mount it read-only
+ *     scope=SCOPE          its root names SCOPE in user.snapfs.scope, as a scope's view does
  *     NAME=reg:MODE:FILE   a regular file with FILE's bytes and permission bits MODE (octal)
+ *     NAME=dir             an empty directory (".staging=dir": a view that publishes)
+ *     NAME=ctl:FILE        a control file: any write is taken whole, every read serves FILE's
+ *                          bytes, whatever was written (a daemon's fixed reply)
+ *     sha256:NAME=TEXT     the entry NAME (given before) answers TEXT for user.snapfs.sha256
  *     NAME=link:TARGET     a symlink to TARGET
  *     NAME=fifo            a FIFO
  *     NAME=swap:MODE:INO:FIRST:LATER
@@ -39,7 +45,12 @@ struct entry {
         size_t len;
         ino_t ino;     /* st_ino to report; 0: the node id */
         char *later;   /* swap: served once a read of this open has reached the end of data */
+        bool ctl;      /* a control file: writes taken, reads serve data */
+        char *sha256;  /* what user.snapfs.sha256 answers, or NULL (ENODATA) */
 };
+
+static const char *root_scope; /* what the root answers for user.snapfs.scope, or NULL */
+static bool read_only;
 
 static struct entry entries[MAX_ENTRIES];
 static size_t n_entries;
@@ -125,7 +136,7 @@ static void fake_open(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 
         if (!e || !S_ISREG(e->mode))
                 fuse_reply_err(req, EISDIR);
-        else if ((fi->flags & O_ACCMODE) != O_RDONLY)
+        else if ((fi->flags & O_ACCMODE) != O_RDONLY && !e->ctl)
                 fuse_reply_err(req, EROFS);
         else {
                 struct opened *o = calloc(1, sizeof(*o));
@@ -134,7 +145,7 @@ static void fake_open(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
                         return;
                 }
                 fi->fh = (uint64_t)(uintptr_t)o;
-                fi->direct_io = e->later != NULL;
+                fi->direct_io = e->later != NULL || e->ctl;
                 if (fuse_reply_open(req, fi) != 0) {
                         free(o);
                         return;
@@ -174,6 +185,48 @@ static void fake_read(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
         if ((size_t)off + n == e->len)
                 *swapped = true; /* one full read served: every later read gets LATER */
         fuse_reply_buf(req, data + off, n);
+}
+
+static void fake_write(fuse_req_t req, fuse_ino_t ino, const char *buf, size_t size, off_t off,
+                       struct fuse_file_info *fi)
+{
+        struct entry *e = entry_of(ino);
+        (void)buf;
+        (void)off;
+        (void)fi;
+        if (!e || !e->ctl)
+                fuse_reply_err(req, EROFS);
+        else
+                fuse_reply_write(req, size);
+}
+
+static void reply_xattr(fuse_req_t req, const char *value, size_t size)
+{
+        size_t len;
+
+        if (!value) {
+                fuse_reply_err(req, ENODATA);
+                return;
+        }
+        len = strlen(value);
+        if (size == 0)
+                fuse_reply_xattr(req, len);
+        else if (size < len)
+                fuse_reply_err(req, ERANGE);
+        else
+                fuse_reply_buf(req, value, len);
+}
+
+static void fake_getxattr(fuse_req_t req, fuse_ino_t ino, const char *name, size_t size)
+{
+        struct entry *e = entry_of(ino);
+
+        if (ino == FUSE_ROOT_ID && strcmp(name, "user.snapfs.scope") == 0)
+                reply_xattr(req, root_scope, size);
+        else if (e && strcmp(name, "user.snapfs.sha256") == 0)
+                reply_xattr(req, e->sha256, size);
+        else
+                fuse_reply_err(req, ENODATA);
 }
 
 static void fake_release(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
@@ -218,6 +271,8 @@ static const struct fuse_lowlevel_ops fake_ops = {
         .read = fake_read,
         .release = fake_release,
         .readdir = fake_readdir,
+        .write = fake_write,
+        .getxattr = fake_getxattr,
 };
 
 static char *slurp(const char *path, size_t *len)
@@ -247,6 +302,24 @@ static int parse_entry(const char *spec)
 {
         struct entry *e = &entries[n_entries];
         const char *eq = strchr(spec, '='), *rest;
+
+        if (strcmp(spec, "ro") == 0) {
+                read_only = true;
+                return 0;
+        }
+        if (strncmp(spec, "scope=", 6) == 0) {
+                root_scope = spec + 6;
+                return 0;
+        }
+        if (strncmp(spec, "sha256:", 7) == 0 && eq) {
+                for (size_t i = 0; i < n_entries; i++)
+                        if (strlen(entries[i].name) == (size_t)(eq - spec - 7) &&
+                            strncmp(entries[i].name, spec + 7, (size_t)(eq - spec - 7)) == 0) {
+                                entries[i].sha256 = strdup(eq + 1);
+                                return entries[i].sha256 ? 0 : -1;
+                        }
+                return -1;
+        }
 
         if (!eq || n_entries == MAX_ENTRIES || (size_t)(eq - spec) >= sizeof(e->name))
                 return -1;
@@ -290,6 +363,14 @@ static int parse_entry(const char *spec)
                         return -1;
         } else if (strcmp(rest, "fifo") == 0) {
                 e->mode = S_IFIFO | 0600;
+        } else if (strcmp(rest, "dir") == 0) {
+                e->mode = S_IFDIR | 01777;
+        } else if (strncmp(rest, "ctl:", 4) == 0) {
+                e->mode = S_IFREG | 0600;
+                e->ctl = true;
+                e->data = slurp(rest + 4, &e->len);
+                if (!e->data)
+                        return -1;
         } else
                 return -1;
         n_entries++;
@@ -298,15 +379,17 @@ static int parse_entry(const char *spec)
 
 int main(int argc, char **argv)
 {
-        char *fargv[] = { argv[0], "-o", "fsname=snapfs,subtype=snapfs,nosuid,nodev,noexec", NULL };
+        char *fargv[] = { argv[0], "-o", "fsname=snapfs,subtype=snapfs,nosuid,nodev,noexec",
+                          NULL, NULL };
         struct fuse_args args = FUSE_ARGS_INIT(3, fargv);
         struct fuse_session *se;
         int ret = 1;
 
         if (argc < 2) {
                 fprintf(stderr, "usage: fakesnap MOUNTPOINT "
-                                "NAME=reg:MODE:FILE|NAME=link:TARGET|NAME=fifo|"
-                                "NAME=swap:MODE:INO:FIRST:LATER...\n");
+                                "[ro] [scope=SCOPE] NAME=reg:MODE:FILE|NAME=link:TARGET|NAME=fifo|"
+                                "NAME=swap:MODE:INO:FIRST:LATER|NAME=dir|NAME=ctl:FILE|"
+                                "sha256:NAME=TEXT...\n");
                 return 2;
         }
         for (int i = 2; i < argc; i++)
@@ -314,6 +397,10 @@ int main(int argc, char **argv)
                         fprintf(stderr, "fakesnap: bad entry '%s'\n", argv[i]);
                         return 2;
                 }
+        if (read_only) {
+                fargv[3] = "-oro";
+                args.argc = 4;
+        }
         se = fuse_session_new(&args, &fake_ops, sizeof(fake_ops), NULL);
         fuse_opt_free_args(&args); /* libfuse copies what it keeps */
         if (!se)
@@ -335,6 +422,7 @@ out_session:
         for (size_t i = 0; i < n_entries; i++) {
                 free(entries[i].data);
                 free(entries[i].later);
+                free(entries[i].sha256);
         }
         return ret;
 }

@@ -241,3 +241,38 @@ def errno_of(fn, *args, **kw):
 
 
 E = _errno
+
+
+# ---- the control channel (MNT/.control) -------------------------------------------------
+
+def control(mnt, request, raw=None):
+    """One request on MNT/.control: the reply, parsed. raw: bytes written instead of the
+    request's JSON (the write's errno then propagates as OSError)."""
+    fd = os.open(os.path.join(str(mnt), ".control"), os.O_RDWR | os.O_CLOEXEC)
+    try:
+        data = raw if raw is not None else json.dumps(request).encode()
+        assert os.write(fd, data) == len(data)
+        out = b""
+        while True:
+            chunk = os.pread(fd, 65536, len(out))
+            if not chunk:
+                break
+            out += chunk
+        return json.loads(out)
+    finally:
+        os.close(fd)
+
+
+def control_ok(mnt, request):
+    """A request that must succeed: the reply."""
+    reply = control(mnt, request)
+    assert reply["ok"] is True and reply["error"] is None, reply
+    return reply
+
+
+def wait_for(cond, what, timeout=20):
+    """Waits until cond() holds (a state the daemon reaches by itself); fails naming what."""
+    deadline = time.monotonic() + timeout
+    while not cond():
+        assert time.monotonic() < deadline, f"timed out waiting for {what}"
+        time.sleep(0.02)

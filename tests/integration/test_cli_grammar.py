@@ -354,6 +354,7 @@ def test_the_python_client_returns_the_fields_of_the_cli(snapfs, workdir):
                           input="same bytes").stdout)
     del cli["mount"]
     assert cli.pop("read_view") is None  # Python asks for it apart: view_binding()
+    assert cli.pop("scope") is None  # and for a scope's: grant(), then scope_binding()
     assert py["put"] == cli
     # The one snapshot object, from Binding.as_dict() as from every --json.
     assert py["snapshot"] == cli["snapshot"] == py["described"]

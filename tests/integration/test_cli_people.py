@@ -66,7 +66,7 @@ def test_put_names_the_snapshot_by_name_or_by_file_and_none_from_stdin(snapfs, w
 def test_put_refuses_a_name_outside_the_grammar_and_publishes_nothing(snapfs, name):
     rc, out = snap_json("put", "--mount", snapfs.path, "--name", name, "-", input="bytes")
     assert rc == 2 and out["error"] == "usage" and "--name" in out["message"], out
-    assert [n for n in os.listdir(snapfs.p()) if n != ".staging"] == []
+    assert sorted(os.listdir(snapfs.p())) == [".control", ".staging"]  # nothing published
     # The same bytes under a name of the grammar: published.
     rc, out = snap_json("put", "--mount", snapfs.path, "--name", "x" * 64, "-", input="bytes")
     assert rc == 0 and out["snapshot"]["name"] == "x" * 64, out
@@ -337,6 +337,26 @@ def test_bash_completion_completes_commands_options_values_and_names(snapfs):
         assert snap("put", "--mount", snapfs.path, "--name", name, "-",
                     input=name).returncode == 0
     assert complete(str(SNAPFS), "rm", "--mount", snapfs.path, "mcp") == ["mcp.json", "mcp.yaml"]
+
+
+def test_bash_completion_completes_scopes_and_their_names(snapfs, workdir):
+    assert complete("snapfs", "scope", "") == ["create", "ls", "rm"]
+    assert complete(str(SNAPFS), "scope", "create", "--vi") == ["--view"]
+    assert complete(str(SNAPFS), "put", "--sc") == ["--scope"]
+    view = os.path.join(workdir, "views", "sandbox-a")
+    os.makedirs(os.path.dirname(view))
+    assert snap("scope", "create", "--mount", snapfs.path, "sandbox-a", "--view",
+                view).returncode == 0
+    try:
+        # The scopes snapfs scope ls shows on this mount: what each scope operand takes.
+        m = ("--mount", snapfs.path)
+        assert complete(str(SNAPFS), "scope", "rm", *m, "sand") == ["sandbox-a"]
+        assert complete(str(SNAPFS), "grant", *m, "") == ["sandbox-a"]
+        assert complete(str(SNAPFS), "put", *m, "--scope", "s") == ["sandbox-a"]
+        # After the scope, a digest or an entry of the user's own.
+        assert complete(str(SNAPFS), "revoke", *m, "sandbox-a", "") == []
+    finally:
+        assert snap("scope", "rm", "--mount", snapfs.path, "sandbox-a").returncode == 0
 
 
 def test_bash_completion_is_installed_with_the_command(workdir):

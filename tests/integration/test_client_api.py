@@ -88,7 +88,7 @@ def test_publishing_one_byte_past_the_limit_is_efbig_and_leaves_nothing(client, 
     out = client.publish(fs.path, data, from_fd=from_fd)
     assert out["error"] == "EFBIG" and codes(out) == {"too-big"}
     assert os.listdir(fs.p(".staging")) == []
-    assert sorted(os.listdir(fs.p())) == [".staging"]
+    assert sorted(os.listdir(fs.p())) == [".control", ".staging"]
     # The same bytes one shorter are published through the same mount.
     assert client.publish(fs.path, data[:4096], from_fd=from_fd)["ok"]
 
@@ -109,7 +109,7 @@ def test_a_publisher_that_may_not_read_gets_the_binding_a_reader_verifies(client
 def test_a_client_size_limit_refuses_before_writing(client, snapfs):
     out = client.publish(snapfs.path, b"12345", "--max-size", "4")
     assert out["error"] == "EFBIG" and codes(out) == {"too-big"}
-    assert sorted(os.listdir(snapfs.p())) == [".staging"]
+    assert sorted(os.listdir(snapfs.p())) == [".control", ".staging"]
     assert client.publish(snapfs.path, b"1234", "--max-size", "4")["ok"]
 
 
@@ -329,7 +329,7 @@ def test_a_named_publish_keeps_the_name_and_describes_the_snapshot(client, snapf
 def test_a_name_outside_the_grammar_is_einval_and_publishes_nothing(client, snapfs, name):
     out = client.publish(snapfs.path, b"bytes", "--name", name)
     assert out["error"] == "EINVAL" and codes(out) == {"invalid-argument"}, out
-    assert [n for n in os.listdir(snapfs.p()) if n != ".staging"] == []
+    assert sorted(os.listdir(snapfs.p())) == [".control", ".staging"]  # nothing published
     assert client.publish(snapfs.path, b"bytes", "--name", "ok")["ok"]
 
 

@@ -72,7 +72,7 @@ def test_put_reads_standard_input_and_json_describes_the_snapshot(snapfs):
                                 "published": time.strftime("%Y-%m-%dT%H:%M:%SZ",
                                                            time.gmtime(st.st_mtime)),
                                 "publisher": 0, "binding": binding},
-                   "read_view": None}
+                   "read_view": None, "scope": None}
 
 
 def test_put_of_an_empty_file_publishes_the_empty_snapshot(snapfs, workdir):
@@ -347,10 +347,11 @@ def test_audit_of_2000_snapshots_holds_until_a_mount_is_slid_beneath(snapfs):
     # No --store, no --verify-key: those checks did not run, and say so rather than "0, 0".
     assert {c["check"]: (c["passed"], c["failed"]) for c in out["checks"] if not c["ran"]} \
         == {"store blobs intact": (None, None), "in a signed manifest": (None, None),
-            "signature, signed manifest": (None, None)}
+            "signature, signed manifest": (None, None), "entry names a snapshot": (None, None)}
     text = snap("audit", snapfs.path).stdout
     assert re.search(r"^store blobs intact +no --store$", text, re.M), text
     assert re.search(r"^in a signed manifest +no --verify-key$", text, re.M), text
+    assert re.search(r"^entry names a snapshot +not a scope view$", text, re.M), text
     assert re.search(r"^content hashes to name +2000 +0$", text, re.M), text
 
     slide_tmpfs_beneath(snapfs.path)
@@ -390,8 +391,9 @@ def test_audit_shows_progress_on_a_terminal_past_1000_snapshots(snapfs):
         if secondary >= 0:
             os.close(secondary)
     assert p.returncode == 0, out
-    # What takes the time is counted: bytes re-hashed, beside the entries.
-    assert re.search(rb"snapfs audit: [0-9.]+K? of [0-9.]+K re-hashed \([0-9]+ of 1002 entries\)",
+    # What takes the time is counted: bytes re-hashed, beside the entries (the 1001
+    # snapshots, .staging and .control).
+    assert re.search(rb"snapfs audit: [0-9.]+K? of [0-9.]+K re-hashed \([0-9]+ of 1003 entries\)",
                      progress), progress[:300]
     assert progress.endswith(b"\r\x1b[K")
     # Not a terminal: no progress line at all.

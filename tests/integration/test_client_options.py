@@ -26,13 +26,41 @@ class Target:
     """What the commands are run against: a mount, a snapshot on it and its binding, and an
     OCI layout holding that snapshot (for import)."""
 
-    def __init__(self, path, digest, binding, layout, workdir):
+    def __init__(self, path, digest, binding, layout, workdir, as_user=(), own=()):
         self.path, self.digest, self.binding = path, digest, binding
         self.layout, self.workdir, self.exports = layout, workdir, 0
+        # Who manages the daemon's scopes, and the trust options that user needs.
+        self.as_user, self.own = as_user, own
+        self.scope = None
 
     def out(self):
         self.exports += 1
         return os.path.join(self.workdir, f"out-{self.exports}")
+
+    def in_scope(self):
+        """The name of a scope of the daemon, made once (its view in the work directory)."""
+        if not self.scope:
+            view = os.path.join(self.workdir, "scope-view")
+            r = run(*self.as_user, SNAPFS, "scope", "create", "--mount", self.path, *self.own,
+                    "clients", "--view", view)
+            assert r.returncode == 0, r.stderr
+            self.scope = "clients"
+        return self.scope
+
+    def entry(self):
+        """A scope and an entry granted in it now (revoke takes it away again)."""
+        r = run(*self.as_user, SNAPFS, "grant", "--mount", self.path, *self.own,
+                self.in_scope(), self.digest, "--as", "cfg")
+        assert r.returncode == 0, r.stderr
+        return [self.scope, "cfg"]
+
+    def close(self):
+        """Removes the scope (its view unmounted with it)."""
+        if self.scope:
+            r = run(*self.as_user, SNAPFS, "scope", "rm", "--mount", self.path, *self.own,
+                    self.scope)
+            assert r.returncode == 0, r.stderr
+            self.scope = None
 
 
 # How each client subcommand runs against a target: its operands after the options, what it
@@ -52,7 +80,16 @@ CLIENTS = {
     "audit": dict(argv=lambda t: [], refused=1, usage=2),
     "export": dict(argv=lambda t: [f"oci:{t.out()}:v1", t.digest], refused=1, usage=2),
     "import": dict(argv=lambda t: [f"oci:{t.layout}:v1"], refused=1, usage=2),
+    # Scopes, through the main mount's control file: `scope` takes its subcommand first.
+    "scope": dict(sub=["ls"], argv=lambda t: [t.in_scope()], refused=1, usage=2),
+    "grant": dict(argv=lambda t: [t.in_scope(), t.digest, "--as", "cfg"], refused=1, usage=2),
+    "revoke": dict(argv=lambda t: t.entry(), refused=1, usage=2),
 }
+
+
+def label(cmd):
+    """How the command names itself in its messages: "snapfs scope ls: "."""
+    return " ".join([cmd, *CLIENTS[cmd].get("sub", [])])
 
 
 def commands():
@@ -76,7 +113,7 @@ def snap(cmd, target, *opts, mount=True, env=None, prefix=()):
     for k, v in (env or {}).items():
         if v is not None:
             environ[k] = v
-    argv = [*prefix, SNAPFS, cmd, *(["--mount", target.path] if mount is True else
+    argv = [*prefix, SNAPFS, cmd, *CLIENTS[cmd].get("sub", []), *(["--mount", target.path] if mount is True else
                                     ["--mount", mount] if mount else []),
             *opts, *CLIENTS[cmd]["argv"](target)]
     return run(*argv, input="cfg", env=environ)
@@ -109,7 +146,8 @@ def target(mount_snapfs, workdir):
     os.mkdir(plain)
     t = Target(fs.path, digest, binding, layout, workdir)
     t.plain = plain
-    return t
+    yield t
+    t.close()
 
 
 def vector(kind, text):
@@ -139,7 +177,7 @@ def test_owner_names_the_uid_trusted_by_one_grammar(cmd, target):
     # One grammar, one message, in every command: check took "007" and ls refused it.
     for bad in ("007", "+0", "4294967295", "root"):
         expect(cmd, snap(cmd, target, "--owner", bad), "usage",
-               f"snapfs {cmd}: --owner: {vector('uid', bad)}")
+               f"snapfs {label(cmd)}: --owner: {vector('uid', bad)}")
 
 
 @pytest.mark.parametrize("cmd", sorted(CLIENTS))
@@ -150,7 +188,7 @@ def test_snapfs_owner_names_the_uid_trusted_and_owner_wins_over_it(cmd, target):
     # Never "any" from the environment, not even for check, which takes it on its command line.
     for bad in ("any", "00", "+0", "4294967295"):
         expect(cmd, snap(cmd, target, env={"SNAPFS_OWNER": bad}), "usage",
-               f"snapfs {cmd}: SNAPFS_OWNER: {vector('uid', bad)}")
+               f"snapfs {label(cmd)}: SNAPFS_OWNER: {vector('uid', bad)}")
 
 
 @pytest.fixture
@@ -191,13 +229,16 @@ def test_insecure_own_mount_trusts_a_mount_of_the_caller_s_own_uid(cmd, workdir,
         layout = os.path.join(home, "layout")
         r = run(*AS_ATTACKER, SNAPFS, "export", "--mount", mnt, *own, f"oci:{layout}:v1", digest)
         assert r.returncode == 0, r.stderr
-        t = Target(mnt, digest, binding, layout, home)
-        for how in (("--owner", str(ATTACKER)), ()):
-            env = {} if how else {"SNAPFS_OWNER": str(ATTACKER)}
-            expect(cmd, snap(cmd, t, *how, env=env, prefix=AS_ATTACKER), "refused",
-                   "owner-is-caller")
-            expect(cmd, snap(cmd, t, *how, "--insecure-own-mount", env=env,
-                             prefix=AS_ATTACKER), "ok")
+        t = Target(mnt, digest, binding, layout, home, as_user=AS_ATTACKER, own=own)
+        try:
+            for how in (("--owner", str(ATTACKER)), ()):
+                env = {} if how else {"SNAPFS_OWNER": str(ATTACKER)}
+                expect(cmd, snap(cmd, t, *how, env=env, prefix=AS_ATTACKER), "refused",
+                       "owner-is-caller")
+                expect(cmd, snap(cmd, t, *how, "--insecure-own-mount", env=env,
+                                 prefix=AS_ATTACKER), "ok")
+        finally:
+            t.close()
     finally:
         daemon.terminate()
         daemon.wait(timeout=20)

@@ -36,7 +36,7 @@ def test_published_snapshot_reads_back_identically_with_real_clients(snapfs):
     # ls shows mode ----------, and the staging entry is gone.
     assert run("ls", "-l", path).stdout.startswith("---------- 1 ")
     assert os.listdir(snapfs.p(".staging")) == []
-    assert sorted(os.listdir(snapfs.p())) == [".staging", digest]
+    assert sorted(os.listdir(snapfs.p())) == [".control", ".staging", digest]
 
 
 def test_staging_xattr_gives_the_digest_of_the_closed_file(snapfs):

@@ -15,7 +15,8 @@ import subprocess
 
 import pytest
 
-from snaptest import E, NOBODY_UID, ROOT, UID_PRELUDE, as_uid, errno_of, sha256_hex
+from snaptest import (E, NOBODY_UID, ROOT, UID_PRELUDE, as_uid, control, control_ok, errno_of,
+                      sha256_hex)
 
 DESIGN = ROOT / "docs" / "design.md"
 RENAME_NOREPLACE, RENAME_EXCHANGE = 1, 2
@@ -257,7 +258,7 @@ def _(fs, workdir):
     assert errno_of(os.mknod, fs.p("fifo"), 0o600 | 0o010000) == E.EPERM
     assert errno_of(os.mkdir, fs.p("dir")) == E.EPERM
     assert errno_of(os.open, fs.p("new"), os.O_WRONLY | os.O_CREAT) == E.EPERM
-    assert sorted(os.listdir(fs.p())) == sorted([".staging", digest])
+    assert sorted(os.listdir(fs.p())) == sorted([".control", ".staging", digest])
     fs.stage(b"x", "allowed")  # creating inside .staging/ works
 
 
@@ -514,6 +515,152 @@ def _(fs, view):
 def _(fs, view):
     digest = fs.publish(b"v" * 4096)
     mmap_shared_write_is_eacces_and_read_works(os.path.join(view, digest), b"v" * 4096)
+
+
+# ---- scopes and the control channel -----------------------------------------------------------
+
+def scope_view(fs, workdir, **fields):
+    """A scope named "s" whose view is WORKDIR/s: its view's path."""
+    view = os.path.join(workdir, "s")
+    control_ok(fs.path, {"op": "scope-create", "name": "s", "view": view, **fields})
+    return view
+
+
+def publish_in(view, data, name="cfg"):
+    digest = sha256_hex(data)
+    with open(os.path.join(view, ".staging", name), "wb") as f:
+        f.write(data)
+    os.rename(os.path.join(view, ".staging", name), os.path.join(view, digest))
+    return digest
+
+
+@case("scope-not-granted")
+def _(fs, workdir):
+    granted, other = fs.publish(b"granted", "g"), fs.publish(b"not granted", "n")
+    view = scope_view(fs, workdir)
+    control_ok(fs.path, {"op": "grant", "scope": "s", "sha256": granted})
+    assert errno_of(os.stat, os.path.join(view, other)) == E.ENOENT
+    assert errno_of(os.open, os.path.join(view, sha256_hex(b"never")), os.O_RDONLY) == E.ENOENT
+    with open(os.path.join(view, granted), "rb") as f:
+        assert f.read() == b"granted"
+    assert read(fs, other) == b"not granted"
+
+
+@case("scope-non-user", "--allow-other")
+def _(fs, workdir):
+    digest = fs.publish(b"the user's", "u")
+    unseen = fs.publish(b"never looked up", "n")
+    view = scope_view(fs, workdir, uids=[NOBODY_UID])
+    control_ok(fs.path, {"op": "grant", "scope": "s", "sha256": digest, "entry": "cfg"})
+    control_ok(fs.path, {"op": "grant", "scope": "s", "sha256": unseen})
+    code = UID_PRELUDE + r'''
+view = sys.argv[2]
+if os.getuid() == 1000:
+    print(open(f"{view}/cfg", "rb").read().decode())
+else:
+    # cfg's entry is in the kernel's cache now (the user looked it up): only the requests
+    # that reach the daemon are asserted; a name nobody looked up is one of them.
+    print(refused(os.stat, f"{view}/{sys.argv[3]}"), refused(os.open, f"{view}/cfg", os.O_RDONLY),
+          refused(os.listdir, view), refused(os.getxattr, f"{view}/cfg", "user.snapfs.sha256"),
+          refused(os.statvfs, view))
+'''
+    assert as_uid(NOBODY_UID, code, fs.path, view, unseen).stdout.strip() == "the user's"
+    assert as_uid(NOBODY_UID + 1, code, fs.path, view, unseen).stdout.split() == [
+        str(E.EACCES)] * 5
+
+
+@case("scope-view-change")
+def _(fs, workdir):
+    digest = fs.publish(b"granted", "g")
+    view = scope_view(fs, workdir)
+    control_ok(fs.path, {"op": "grant", "scope": "s", "sha256": digest, "entry": "cfg"})
+    v = os.path.join(view, "cfg")
+    assert errno_of(os.open, v, os.O_WRONLY) == E.EROFS
+    assert errno_of(os.unlink, v) == E.EROFS
+    assert errno_of(os.mkdir, os.path.join(view, "dir")) == E.EROFS
+    assert errno_of(os.open, os.path.join(view, "new"), os.O_WRONLY | os.O_CREAT) == E.EROFS
+    with open(v, "rb") as f:
+        assert f.read() == b"granted"
+
+
+@case("scope-unlink-granted")
+def _(fs, workdir):
+    digest = fs.publish(b"the operator's", "o")
+    view = scope_view(fs, workdir, publish=True)
+    control_ok(fs.path, {"op": "grant", "scope": "s", "sha256": digest, "entry": "cfg"})
+    assert errno_of(os.unlink, os.path.join(view, digest)) == E.EPERM
+    assert errno_of(os.unlink, os.path.join(view, "cfg")) == E.EPERM
+    own = publish_in(view, b"its own")
+    os.unlink(os.path.join(view, own))
+    with open(os.path.join(view, "cfg"), "rb") as f:
+        assert f.read() == b"the operator's"
+
+
+@case("scope-publish-exists")
+def _(fs, workdir):
+    elsewhere = fs.publish(b"on the main mount", "m")
+    view = scope_view(fs, workdir, publish=True)
+    # Published elsewhere: published here too, as new content would be.
+    assert publish_in(view, b"on the main mount") == elsewhere
+    with open(os.path.join(view, ".staging", "again"), "wb") as f:
+        f.write(b"on the main mount")
+    assert errno_of(os.rename, os.path.join(view, ".staging", "again"),
+                    os.path.join(view, elsewhere)) == E.EEXIST
+    assert os.listdir(os.path.join(view, ".staging")) == ["again"]
+
+
+@case("scope-quota")
+def _(fs, workdir):
+    view = scope_view(fs, workdir, publish=True, limits={"max_snapshots": 1, "max_bytes": 8})
+    publish_in(view, b"one")
+    with open(os.path.join(view, ".staging", "big"), "wb") as f:
+        f.write(b"0123456789")
+    assert errno_of(os.rename, os.path.join(view, ".staging", "big"),
+                    os.path.join(view, sha256_hex(b"0123456789"))) == E.EDQUOT
+    os.unlink(os.path.join(view, sha256_hex(b"one")))
+    with open(os.path.join(view, ".staging", "small"), "wb") as f:
+        f.write(b"two")
+    os.rename(os.path.join(view, ".staging", "small"), os.path.join(view, sha256_hex(b"two")))
+
+
+@case("main-granted-only", "--allow-other")
+def _(fs, workdir):
+    view = scope_view(fs, workdir, publish=True)
+    digest = publish_in(view, b"published in the scope")
+    assert digest not in os.listdir(fs.p())
+    r = as_uid(NOBODY_UID, UID_PRELUDE + r'''
+print(refused(os.stat, f"{mnt}/{sys.argv[2]}"), refused(os.open, f"{mnt}/{sys.argv[2]}", os.O_RDONLY))
+''', fs.path, digest)
+    assert r.stdout.split() == [str(E.ENOENT)] * 2
+    assert read(fs, digest) == b"published in the scope"  # the owner's (root's)
+
+
+@case("control-other-uid", "--allow-other")
+def _(fs, workdir):
+    r = as_uid(NOBODY_UID, UID_PRELUDE + r'''
+print(refused(os.open, f"{mnt}/.control", os.O_RDWR))
+''', fs.path)
+    assert r.stdout.strip() == str(E.EACCES)
+    assert control(fs.path, {"op": "scope-list"})["ok"] is True
+
+
+@case("control-bad-request")
+def _(fs, workdir):
+    assert errno_of(control, fs.path, None, raw=b"not one JSON object") == E.EINVAL
+    assert errno_of(control, fs.path, None, raw=b"x" * (64 * 1024 + 1)) == E.EINVAL
+    assert control(fs.path, {"op": "scope-list"})["ok"] is True
+
+
+@case("control-second-request")
+def _(fs, workdir):
+    fd = os.open(fs.p(".control"), os.O_RDWR)
+    try:
+        request = b'{"op": "scope-list"}'
+        assert os.write(fd, request) == len(request)
+        assert errno_of(os.pwrite, fd, request, 0) == E.EBUSY
+        assert json.loads(os.pread(fd, 4096, 0))["scopes"] == []
+    finally:
+        os.close(fd)
 
 
 def test_every_row_of_the_table_has_its_case():

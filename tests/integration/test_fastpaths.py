@@ -127,7 +127,7 @@ def test_listing_with_attributes_gives_each_snapshot_its_own_stat(snapfs):
     with os.scandir(snapfs.path) as it:
         for e in it:
             seen[e.name] = (e.inode(), e.stat(follow_symlinks=False))
-    assert sorted(seen) == sorted([".staging", *published])
+    assert sorted(seen) == sorted([".control", ".staging", *published])
     assert stat.S_ISDIR(seen[".staging"][1].st_mode)
     for digest, data in published.items():
         ino, st = seen[digest]
@@ -168,7 +168,7 @@ def test_an_admitted_uids_listing_leaves_nothing_an_excluded_uid_can_use(mount_s
     digest = fs.publish(b"for admitted readers")
     admitted = LIST + r'''
 with os.scandir(mnt) as it:
-    sizes = {e.name: e.stat(follow_symlinks=False).st_size for e in it if e.name != ".staging"}
+    sizes = {e.name: e.stat(follow_symlinks=False).st_size for e in it if not e.name.startswith(".")}
 assert sizes == {sys.argv[2]: len(b"for admitted readers")}, sizes
 assert open(f"{mnt}/{sys.argv[2]}", "rb").read() == b"for admitted readers"
 '''

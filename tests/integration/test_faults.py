@@ -74,12 +74,12 @@ def test_a_client_killed_before_rename_publishes_nothing_and_its_owner_can_remov
     fs = mount_snapfs("--allow-other", "--publishers", "any")
     client = start_stalled_client(fs, stop)
     kill(client)
-    assert os.listdir(fs.p()) == [".staging"]  # nothing published
+    assert sorted(os.listdir(fs.p())) == [".control", ".staging"]  # nothing published
     as_uid(NOBODY_UID + 1, OTHER_SEES_NOTHING, fs.path)
     assert owner_listing(fs) == "victim"
     as_uid(NOBODY_UID, "import os, sys; os.unlink(sys.argv[1] + '/.staging/victim')", fs.path)
     assert owner_listing(fs) == ""
-    assert os.listdir(fs.p()) == [".staging"]
+    assert sorted(os.listdir(fs.p())) == [".control", ".staging"]
 
 
 @pytest.mark.parametrize("stop", ["write", "close"])
@@ -96,7 +96,7 @@ def test_a_dead_clients_staging_file_expires_after_the_ttl(mount_snapfs, stop):
     while owner_listing(fs) != "" and time.monotonic() < deadline:
         time.sleep(0.1)
     assert owner_listing(fs) == ""
-    assert os.listdir(fs.p()) == [".staging"]
+    assert sorted(os.listdir(fs.p())) == [".control", ".staging"]
     events = fs.wait_audit(lambda ev: any(e["event"] == "staging-expired" for e in ev))
     assert [(e["event"], e["uid"], e["name"]) for e in events
             if e["event"] == "staging-expired"] == [("staging-expired", NOBODY_UID, "victim")]

@@ -341,6 +341,81 @@ def _(fs, workdir):
     assert snap("rm", "--mount", fs.path, "--all", "cfg").returncode == 0
 
 
+# ---- scopes: what is missing, and the command that makes it --------------------------------
+
+def scope_view(workdir, name):
+    return os.path.join(workdir, "views", name)
+
+
+@row("scope-missing")
+def _(fs, workdir):
+    digest = sha256_hex(b"cfg")
+    put(fs, b"cfg")
+    r = snap("grant", "--mount", fs.path, "sandbox", digest)
+    assert r.returncode == 1
+    assert lines(r.stderr)[1:] == [
+        "refused: no scope named sandbox: snapfs scope ls lists the scopes; snapfs scope "
+        "create sandbox --view PATH makes it"]
+    assert lines(r.stderr)[0].startswith(f"snapfs grant: {fs.path}: not granted: ")
+    rc = json.loads(snap("revoke", "--mount", fs.path, "--json", "sandbox", digest).stdout)
+    assert rc["error"] == "ENOENT" and rc["reasons"][0]["message"].startswith(
+        "no scope named sandbox: snapfs scope ls")
+    # Doing what it says.
+    os.makedirs(os.path.dirname(scope_view(workdir, "sandbox")), exist_ok=True)
+    assert snap("scope", "create", "--mount", fs.path, "sandbox", "--view",
+                scope_view(workdir, "sandbox")).returncode == 0
+    try:
+        assert snap("grant", "--mount", fs.path, "sandbox", digest).returncode == 0
+    finally:
+        assert snap("scope", "rm", "--mount", fs.path, "sandbox").returncode == 0
+
+
+@row("scope-exists")
+def _(fs, workdir):
+    view = scope_view(workdir, "sandbox")
+    os.makedirs(os.path.dirname(view), exist_ok=True)
+    assert snap("scope", "create", "--mount", fs.path, "sandbox", "--view", view).returncode == 0
+    try:
+        r = snap("scope", "create", "--mount", fs.path, "sandbox", "--view",
+                 scope_view(workdir, "other"))
+        assert r.returncode == 1 and lines(r.stderr)[1:] == [
+            "refused: a scope named sandbox exists: choose another name, or delete it first "
+            "(snapfs scope rm sandbox)"]
+        r = snap("scope", "create", "--mount", fs.path, "other", "--view", view)
+        assert r.returncode == 1 and lines(r.stderr)[1:] == [
+            f"refused: {view} is the view of scope sandbox: give another view, or delete that "
+            "scope first (snapfs scope rm sandbox)"]
+        assert snap("scope", "rm", "--mount", fs.path, "sandbox").returncode == 0
+    finally:
+        snap("scope", "rm", "--mount", fs.path, "sandbox")
+    # Where it says: deleted, the name and the view are free again.
+    assert snap("scope", "create", "--mount", fs.path, "sandbox", "--view", view).returncode == 0
+    assert snap("scope", "rm", "--mount", fs.path, "sandbox").returncode == 0
+
+
+@row("grant-not-published")
+def _(fs, workdir):
+    view = scope_view(workdir, "sandbox")
+    os.makedirs(os.path.dirname(view), exist_ok=True)
+    assert snap("scope", "create", "--mount", fs.path, "sandbox", "--view", view).returncode == 0
+    try:
+        digest = sha256_hex(b"not yet")
+        r = snap("grant", "--mount", fs.path, "sandbox", digest)
+        assert r.returncode == 1 and lines(r.stderr)[1:] == [
+            "refused: no such snapshot published on the main mount: publish it first (snapfs "
+            "put); snapfs ls lists what is"]
+        r = snap("revoke", "--mount", fs.path, "sandbox", "mcp")
+        assert r.returncode == 1 and lines(r.stderr)[1:] == [
+            "refused: no such grant in scope sandbox: snapfs scope ls sandbox lists its grants"]
+        # Publish it, as it says: the grant goes through, and so does the revoke of its entry.
+        put(fs, b"not yet")
+        assert snap("grant", "--mount", fs.path, "sandbox", digest, "--as",
+                    "mcp").returncode == 0
+        assert snap("revoke", "--mount", fs.path, "sandbox", "mcp").returncode == 0
+    finally:
+        assert snap("scope", "rm", "--mount", fs.path, "sandbox").returncode == 0
+
+
 def test_every_row_is_a_case():
     assert len(ROWS) >= 20
 

@@ -28,7 +28,7 @@ def snap_json(*args):
 
 
 def published(fs):
-    return sorted(n for n in os.listdir(fs.p()) if n != ".staging")
+    return sorted(n for n in os.listdir(fs.p()) if not n.startswith("."))
 
 
 def blob(layout, digest):

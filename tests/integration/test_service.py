@@ -299,7 +299,7 @@ def test_ready_reaches_the_notify_socket_once_the_mount_serves(snapfs_bin, workd
         assert recv_within(sock, stderr=os.path.join(workdir, "daemon.stderr")) == "READY=1"
         # Ready means served: the mount is there and answers a request.
         assert is_mounted(mnt)
-        assert os.listdir(mnt) == [".staging"]
+        assert sorted(os.listdir(mnt)) == [".control", ".staging"]
         stopped_by(proc, sock, signal.SIGTERM)
 
 
@@ -315,7 +315,7 @@ def test_a_refused_mount_never_says_ready(mount_snapfs, snapfs_bin, workdir):
         # The process has exited: anything it sent is queued already.
         assert errno_of(sock.recv, 4096, socket.MSG_DONTWAIT) == E.EAGAIN
         # Beside it, the mount that is alone serves (and was announced by its own start).
-        assert os.listdir(fs.path) == [".staging"]
+        assert sorted(os.listdir(fs.path)) == [".control", ".staging"]
     finally:
         sock.close()
 

@@ -53,7 +53,7 @@ def write(workdir, name, data):
 
 
 def published(fs):
-    return sorted(n for n in os.listdir(fs.p()) if n != ".staging")
+    return sorted(n for n in os.listdir(fs.p()) if not n.startswith("."))
 
 
 @pytest.fixture

@@ -58,7 +58,7 @@ def blob_path(store, digest):
 
 
 def served(fs):
-    return sorted(n for n in os.listdir(fs.path) if n != ".staging")
+    return sorted(n for n in os.listdir(fs.path) if not n.startswith("."))
 
 
 def read_snapshot(fs, digest):

@@ -22,6 +22,9 @@
 enum fake_mode { FAKE_ALONE, FAKE_STACKED, FAKE_ERROR, FAKE_AT_PATH };
 static enum fake_mode fake_mode;
 static int fake_calls;
+/* The type and flags of every record the fake lists. */
+static const char *fake_fstype = "fakefs";
+static uint32_t fake_options = MC_OPT_RW;
 
 static int push(struct mc_mount_set *set, uint64_t id, uint64_t parent, const char *mp)
 {
@@ -30,9 +33,9 @@ static int push(struct mc_mount_set *set, uint64_t id, uint64_t parent, const ch
                 return -ENOMEM;
         m->id = id;
         m->parent_id = parent;
-        m->options = MC_OPT_RW;
+        m->options = fake_options;
         if (mc_mount_set_str(&m->mount_point, mp) < 0 || mc_mount_set_str(&m->root, "/") < 0 ||
-            mc_mount_set_str(&m->fstype, "fakefs") < 0)
+            mc_mount_set_str(&m->fstype, fake_fstype) < 0)
                 return -ENOMEM;
         return 0;
 }
@@ -83,6 +86,8 @@ static int fake_setup(void **state)
         int fd;
         (void)state;
         fake_calls = 0;
+        fake_fstype = "fakefs";
+        fake_options = MC_OPT_RW;
         /* The fake speaks unique ids: skip where the kernel has none (pre-6.8). */
         if (mc_open_path("/", &fd) < 0)
                 return -1;
@@ -95,6 +100,35 @@ static int fake_setup(void **state)
  * errno of the liveness probe (a forced-sync statx). */
 static unsigned int statx_drop_mask;
 static int probe_errno;
+/* A snapfs root's answers about scopes: the xattr user.snapfs.scope (its value, or the errno
+ * it fails with) and the lookup of .staging (a directory, or the errno); each counted. */
+static const char *scope_value;
+static size_t scope_len;
+static int scope_errno, staging_errno, scope_asked, staging_asked;
+
+static long fake_dir_getxattr(int dirfd, const char *name, void *value, size_t size)
+{
+        (void)dirfd;
+        scope_asked++;
+        assert_string_equal(name, "user.snapfs.scope");
+        if (scope_errno) {
+                errno = scope_errno;
+                return -1;
+        }
+        if (scope_len > size) {
+                errno = ERANGE;
+                return -1;
+        }
+        memcpy(value, scope_value, scope_len);
+        return (long)scope_len;
+}
+
+static void set_scope(const char *value, int err)
+{
+        scope_value = value;
+        scope_len = value ? strlen(value) : 0;
+        scope_errno = err;
+}
 
 static int fake_statx(int dirfd, const char *path, int flags, unsigned int mask,
                       struct statx *stx)
@@ -102,6 +136,17 @@ static int fake_statx(int dirfd, const char *path, int flags, unsigned int mask,
         if ((flags & AT_STATX_FORCE_SYNC) && probe_errno) {
                 errno = probe_errno;
                 return -1;
+        }
+        if (strcmp(path, ".staging") == 0) {
+                staging_asked++;
+                if (staging_errno) {
+                        errno = staging_errno;
+                        return -1;
+                }
+                memset(stx, 0, sizeof(*stx));
+                stx->stx_mask = STATX_TYPE;
+                stx->stx_mode = S_IFDIR | 01777;
+                return 0;
         }
         if (statx(dirfd, path, flags, mask, stx) < 0)
                 return -1;
@@ -117,8 +162,12 @@ static int fake_kernel_setup(void **state)
 
         statx_drop_mask = 0;
         probe_errno = 0;
+        set_scope(NULL, ENODATA);
+        staging_errno = ENOENT;
+        scope_asked = staging_asked = 0;
         fake_kernel = mc_kernel_linux;
         fake_kernel.statx = fake_statx;
+        fake_kernel.dir_getxattr = fake_dir_getxattr;
         mc_kernel_swap(&fake_kernel);
         return r;
 }
@@ -284,6 +333,158 @@ static void test_probe_enotconn_is_transport_not_connected_and_eacces_an_error(v
         assert_true(v.compliant);
 }
 
+/* "/" listed as a snapfs mount (fstype fuse.snapfs, flags as given), its root a view of
+ * scope "sandbox-a" that does not publish unless a test says so. */
+static struct mc_policy scope_view(uint32_t options)
+{
+        struct mc_policy p = any_policy();
+        fake_mode = FAKE_ALONE;
+        fake_fstype = "fuse.snapfs";
+        fake_options = options;
+        set_scope("sandbox-a", 0);
+        return p;
+}
+
+static void test_a_read_write_view_without_staging_is_scope_writable_and_with_it_compliant(
+        void **state)
+{
+        struct mc_policy p = scope_view(MC_OPT_RW);
+        struct mc_verdict v;
+        int fd = -2;
+        (void)state;
+        assert_int_equal(mc_check_path_with("/", &p, &fake, &v, &fd), 0);
+        assert_int_equal(v.n_findings, 1);
+        assert_int_equal(v.findings[0].code, MC_SCOPE_WRITABLE);
+        assert_true(v.is_scope);
+        assert_string_equal(v.scope, "sandbox-a");
+        assert_int_equal(fd, -1);
+        assert_int_equal(scope_asked, 1);
+        assert_int_equal(staging_asked, 1);
+        /* The scope allows publishing: its root has .staging/, the same mount passes. */
+        staging_errno = 0;
+        assert_int_equal(mc_check_path_with("/", &p, &fake, &v, &fd), 0);
+        assert_true(v.compliant);
+        assert_true(v.scope_publishes);
+        assert_true(fd >= 0);
+        close(fd);
+}
+
+static void test_a_read_only_mount_is_asked_about_its_scope_only_to_report_it(void **state)
+{
+        struct mc_policy p = scope_view(MC_OPT_RO);
+        struct mc_verdict v;
+        (void)state;
+        assert_int_equal(p.scope, MC_SCOPE_JUDGE);
+        assert_int_equal(mc_check_path_with("/", &p, &fake, &v, NULL), 0);
+        assert_true(v.compliant);
+        assert_false(v.is_scope);
+        assert_int_equal(scope_asked, 0);
+        p.scope = MC_SCOPE_REPORT;
+        assert_int_equal(mc_check_path_with("/", &p, &fake, &v, NULL), 0);
+        assert_true(v.compliant);
+        assert_true(v.is_scope);
+        assert_string_equal(v.scope, "sandbox-a");
+        assert_int_equal(scope_asked, 1);
+}
+
+static void test_only_a_live_snapfs_mount_is_asked_about_scopes(void **state)
+{
+        struct mc_policy p = scope_view(MC_OPT_RW);
+        struct mc_verdict v;
+        (void)state;
+        /* Anyone may set user.snapfs.scope on a tmpfs root: another type is never asked. */
+        fake_fstype = "tmpfs";
+        assert_int_equal(mc_check_path_with("/", &p, &fake, &v, NULL), 0);
+        assert_true(v.compliant);
+        assert_false(v.is_scope);
+        /* Neither without the probe (a daemon checking itself) nor with it ignored. */
+        fake_fstype = "fuse.snapfs";
+        p.probe_transport = false;
+        assert_int_equal(mc_check_path_with("/", &p, &fake, &v, NULL), 0);
+        assert_true(v.compliant);
+        p.probe_transport = true;
+        p.scope = MC_SCOPE_IGNORE;
+        assert_int_equal(mc_check_path_with("/", &p, &fake, &v, NULL), 0);
+        assert_true(v.compliant);
+        assert_int_equal(scope_asked, 0);
+        /* A dead daemon is not asked either: its finding is the transport's. */
+        p.scope = MC_SCOPE_JUDGE;
+        probe_errno = ENOTCONN;
+        assert_int_equal(mc_check_path_with("/", &p, &fake, &v, NULL), 0);
+        assert_int_equal(v.findings[0].code, MC_TRANSPORT_NOT_CONNECTED);
+        assert_int_equal(scope_asked, 0);
+        /* The same live snapfs mount is asked. */
+        probe_errno = 0;
+        assert_int_equal(mc_check_path_with("/", &p, &fake, &v, NULL), 0);
+        assert_int_equal(scope_asked, 1);
+        assert_true(v.is_scope);
+}
+
+static void test_a_root_that_names_no_scope_is_no_view(void **state)
+{
+        struct mc_policy p = scope_view(MC_OPT_RW);
+        struct mc_verdict v;
+        (void)state;
+        set_scope(NULL, ENODATA);
+        assert_int_equal(mc_check_path_with("/", &p, &fake, &v, NULL), 0);
+        assert_true(v.compliant);
+        assert_false(v.is_scope);
+        assert_int_equal(staging_asked, 0);
+        set_scope(NULL, EOPNOTSUPP);
+        assert_int_equal(mc_check_path_with("/", &p, &fake, &v, NULL), 0);
+        assert_true(v.compliant);
+        assert_false(v.is_scope);
+}
+
+static void test_a_view_whose_name_is_unreadable_is_judged_without_a_name(void **state)
+{
+        char long_name[80];
+        struct mc_policy p = scope_view(MC_OPT_RW);
+        struct mc_verdict v;
+        (void)state;
+        memset(long_name, 'a', sizeof(long_name) - 1);
+        long_name[sizeof(long_name) - 1] = '\0';
+        set_scope(long_name, 0); /* longer than the buffer: ERANGE */
+        assert_int_equal(mc_check_path_with("/", &p, &fake, &v, NULL), 0);
+        assert_int_equal(v.findings[0].code, MC_SCOPE_WRITABLE);
+        assert_string_equal(v.scope, "");
+        long_name[65] = '\0'; /* fits the buffer, longer than any scope name */
+        set_scope(long_name, 0);
+        assert_int_equal(mc_check_path_with("/", &p, &fake, &v, NULL), 0);
+        assert_int_equal(v.findings[0].code, MC_SCOPE_WRITABLE);
+        assert_string_equal(v.scope, "");
+        scope_value = "a\0b"; /* a NUL inside */
+        scope_len = 3;
+        assert_int_equal(mc_check_path_with("/", &p, &fake, &v, NULL), 0);
+        assert_int_equal(v.findings[0].code, MC_SCOPE_WRITABLE);
+        assert_string_equal(v.scope, "");
+        /* The longest name there is reads whole. */
+        long_name[64] = '\0';
+        set_scope(long_name, 0);
+        assert_int_equal(mc_check_path_with("/", &p, &fake, &v, NULL), 0);
+        assert_string_equal(v.scope, long_name);
+}
+
+static void test_a_daemon_that_will_not_say_is_an_error_not_a_verdict(void **state)
+{
+        struct mc_policy p = scope_view(MC_OPT_RW);
+        struct mc_verdict v;
+        int fd = -2;
+        (void)state;
+        set_scope(NULL, EACCES);
+        assert_int_equal(mc_check_path_with("/", &p, &fake, &v, &fd), -EACCES);
+        assert_false(v.compliant);
+        assert_int_equal(fd, -1);
+        set_scope("sandbox-a", 0);
+        staging_errno = EIO;
+        assert_int_equal(mc_check_path_with("/", &p, &fake, &v, &fd), -EIO);
+        assert_int_equal(fd, -1);
+        staging_errno = 0;
+        assert_int_equal(mc_check_path_with("/", &p, &fake, &v, &fd), 0);
+        assert_true(v.compliant);
+        close(fd);
+}
+
 #define FAKE_KERNEL(t) cmocka_unit_test_setup_teardown(t, fake_kernel_setup, fake_kernel_teardown)
 
 int main(void)
@@ -298,6 +499,12 @@ int main(void)
                 FAKE_KERNEL(test_a_kernel_without_unique_ids_is_eopnotsupp_for_a_backend_that_needs_them),
                 FAKE_KERNEL(test_probe_eoverflow_is_user_namespace_even_when_trusted),
                 FAKE_KERNEL(test_probe_enotconn_is_transport_not_connected_and_eacces_an_error),
+                FAKE_KERNEL(test_a_read_write_view_without_staging_is_scope_writable_and_with_it_compliant),
+                FAKE_KERNEL(test_a_read_only_mount_is_asked_about_its_scope_only_to_report_it),
+                FAKE_KERNEL(test_only_a_live_snapfs_mount_is_asked_about_scopes),
+                FAKE_KERNEL(test_a_root_that_names_no_scope_is_no_view),
+                FAKE_KERNEL(test_a_view_whose_name_is_unreadable_is_judged_without_a_name),
+                FAKE_KERNEL(test_a_daemon_that_will_not_say_is_an_error_not_a_verdict),
         };
         return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -283,6 +283,91 @@ static struct mc_policy snapfs_policy(void)
         return p;
 }
 
+/* A scope view as its daemon describes it: named scope, publishing or not. */
+static struct mc_facts scope_view(const struct mc_mount *m, const char *name, bool publishes)
+{
+        struct mc_facts f = probed(m, 0, 0);
+        f.is_scope = true;
+        f.scope = name;
+        f.scope_publishes = publishes;
+        return f;
+}
+
+static void test_a_read_only_view_of_a_scope_that_does_not_publish_is_compliant(void **state)
+{
+        struct mc_mount m[] = { snapfs_rec(0) };
+        struct mc_policy p = snapfs_policy();
+        struct mc_facts f;
+        struct mc_verdict v;
+        (void)state;
+        m[0].options |= MC_OPT_RO;
+        m[0].options &= ~MC_OPT_RW;
+        f = scope_view(m, "sandbox-a", false);
+        v = judge(&f, &p);
+        assert_true(v.compliant);
+        assert_true(v.is_scope);
+        assert_false(v.scope_publishes);
+        assert_string_equal(v.scope, "sandbox-a");
+}
+
+static void test_a_read_write_view_of_a_scope_that_does_not_publish_is_scope_writable(void **state)
+{
+        struct mc_mount m[] = { snapfs_rec(0) };
+        struct mc_policy p = snapfs_policy();
+        struct mc_facts f = scope_view(m, "sandbox-a", false);
+        struct mc_verdict v = judge(&f, &p);
+        (void)state;
+        assert_string_equal(codes(&v), "scope-writable");
+        assert_non_null(strstr(v.findings[0].message, "sandbox-a"));
+        assert_string_equal(v.scope, "sandbox-a");
+        /* The same read-write view is compliant once its scope allows publishing. */
+        f = scope_view(m, "sandbox-a", true);
+        v = judge(&f, &p);
+        assert_true(v.compliant);
+        assert_true(v.scope_publishes);
+}
+
+static void test_a_view_with_an_unreadable_name_is_judged_all_the_same(void **state)
+{
+        struct mc_mount m[] = { snapfs_rec(0) };
+        struct mc_policy p = snapfs_policy();
+        struct mc_facts f = scope_view(m, "", false);
+        struct mc_verdict v = judge(&f, &p);
+        (void)state;
+        assert_string_equal(codes(&v), "scope-writable");
+        assert_non_null(strstr(v.findings[0].message, "(unnamed)"));
+        m[0].options = (m[0].options & ~MC_OPT_RW) | MC_OPT_RO;
+        v = judge(&f, &p);
+        assert_true(v.compliant);
+        assert_true(v.is_scope);
+}
+
+static void test_a_scope_name_never_breaks_a_line(void **state)
+{
+        struct mc_mount m[] = { snapfs_rec(0) };
+        struct mc_policy p = snapfs_policy();
+        struct mc_facts f = scope_view(m, "a\nscope-writable: forged", false);
+        struct mc_verdict v = judge(&f, &p);
+        (void)state;
+        assert_string_equal(codes(&v), "scope-writable");
+        assert_null(strchr(v.scope, '\n'));
+        assert_null(strchr(v.findings[0].message, '\n'));
+        assert_non_null(strstr(v.scope, "\\012"));
+}
+
+static void test_a_mount_that_names_no_scope_reports_none(void **state)
+{
+        struct mc_mount m[] = { snapfs_rec(0) };
+        struct mc_policy p = snapfs_policy();
+        struct mc_facts f = probed(m, 0, 0);
+        struct mc_verdict v = judge(&f, &p);
+        (void)state;
+        /* The main mount: read-write, no scope, compliant. */
+        assert_true(v.compliant);
+        assert_false(v.is_scope);
+        assert_string_equal(v.scope, "");
+}
+
 static void test_mount_of_the_callers_own_uid_is_owner_is_caller_unless_opted_in(void **state)
 {
         struct mc_mount m[] = { snapfs_rec(1000) };
@@ -615,6 +700,11 @@ int main(void)
                 cmocka_unit_test(test_shared_and_slave_propagation_are_refused_unbindable_is_not),
                 cmocka_unit_test(test_idmapped_mount_is_refused),
                 cmocka_unit_test(test_fstype_and_owner_for_a_fuse_mount),
+                cmocka_unit_test(test_a_read_only_view_of_a_scope_that_does_not_publish_is_compliant),
+                cmocka_unit_test(test_a_read_write_view_of_a_scope_that_does_not_publish_is_scope_writable),
+                cmocka_unit_test(test_a_view_with_an_unreadable_name_is_judged_all_the_same),
+                cmocka_unit_test(test_a_scope_name_never_breaks_a_line),
+                cmocka_unit_test(test_a_mount_that_names_no_scope_reports_none),
                 cmocka_unit_test(test_mount_of_the_callers_own_uid_is_owner_is_caller_unless_opted_in),
                 cmocka_unit_test(test_root_mount_is_trusted_by_default_by_root_and_other_uids),
                 cmocka_unit_test(test_root_owned_by_another_uid_than_user_id_is_user_namespace),

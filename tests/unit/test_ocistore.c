@@ -21,6 +21,7 @@
 #include <time.h>
 
 #include "snapshot/digest.h"
+#include "snapshot/name.h"
 #include "snapshot/oci.h"
 #include "fs/ocistore.h"
 #include "snapshot/store.h"
@@ -28,7 +29,7 @@
 
 /* What a start handed out: snapshots restored, blobs set aside. */
 struct seen {
-        unsigned restored, corrupt, warned, titled;
+        unsigned restored, corrupt, warned, titled, unheld;
         struct snap_digest digests[8];
         size_t sizes[8];
         uint32_t holders[8][4];
@@ -44,6 +45,7 @@ static int on_restore(void *ctx, const struct snap_digest *d, void *data, size_t
         struct snap_digest check;
 
         s->titled += meta->title != NULL;
+        s->unheld += meta->unheld;
         assert_int_equal(snap_sha256(data, len, &check), 0);
         assert_true(snap_digest_equal(&check, d)); /* only intact bytes are handed out */
         assert_true(s->restored < 8);
@@ -393,12 +395,122 @@ static void test_holders_and_the_first_publish_time_come_back_after_a_restart(vo
         /* A hold dropped is dropped after the next restart too. */
         sfs_ocistore_lock(s);
         assert_int_equal(sfs_ocistore_set_holders(s, &a, one, 1), 0);
-        assert_int_equal(sfs_ocistore_set_holders(s, &a, one, 0), -EINVAL);
         sfs_ocistore_unlock(s);
         sfs_ocistore_close(s);
         s = start(f, &seen);
         assert_int_equal(seen.n_holders[0], 1);
         assert_int_equal(seen.holders[0][0], 0);
+        assert_int_equal(seen.unheld, 0);
+        sfs_ocistore_close(s);
+}
+
+static void test_a_snapshot_nobody_holds_comes_back_held_by_nobody(void **state)
+{
+        struct fx *f = *state;
+        static const uint32_t one[] = { 0 };
+        struct snap_digest a, b;
+        struct sfs_ocistore_meta meta = { .title = "scoped", .unheld = true };
+        struct seen seen;
+        struct sfs_ocistore *s = start(f, &seen);
+
+        /* Published in a scope: no uid holds it, its grant keeps it. */
+        assert_int_equal(snap_sha256("scoped", 6, &a), 0);
+        sfs_ocistore_lock(s);
+        assert_int_equal(sfs_ocistore_add(s, &a, "scoped", 6, &meta), 0);
+        sfs_ocistore_unlock(s);
+        /* Held, then every hold dropped while grants keep it. */
+        assert_int_equal(add_as(s, "held", "h", one, 1, &b), 0);
+        sfs_ocistore_lock(s);
+        assert_int_equal(sfs_ocistore_set_holders(s, &b, NULL, 0), 0);
+        sfs_ocistore_unlock(s);
+        sfs_ocistore_close(s);
+
+        s = start(f, &seen);
+        assert_int_equal(seen.restored, 2);
+        assert_int_equal(seen.unheld, 2);
+        assert_int_equal(seen.n_holders[0], 0);
+        assert_int_equal(seen.n_holders[1], 0);
+        assert_int_equal(seen.warned, 0);
+        /* Beside them, a hold taken again comes back as a hold. */
+        sfs_ocistore_lock(s);
+        assert_int_equal(sfs_ocistore_set_holders(s, &b, one, 1), 0);
+        sfs_ocistore_unlock(s);
+        sfs_ocistore_close(s);
+        s = start(f, &seen);
+        assert_int_equal(seen.unheld, 1);
+        assert_int_equal(seen.n_holders[1], 1);
+        sfs_ocistore_close(s);
+}
+
+/* What a start read of the scopes' files. */
+struct scopes_seen {
+        unsigned n, unreadable;
+        char names[4][SNAP_NAME_MAX + 1];
+        char texts[4][64];
+};
+
+static int on_scope(void *ctx, const char *name, const char *text, size_t len, int err)
+{
+        struct scopes_seen *s = ctx;
+
+        assert_true(s->n < 4);
+        snprintf(s->names[s->n], sizeof(s->names[0]), "%s", name);
+        if (err) {
+                assert_null(text);
+                s->unreadable++;
+        } else {
+                snprintf(s->texts[s->n], sizeof(s->texts[0]), "%.*s", (int)len, text);
+        }
+        s->n++;
+        return 0;
+}
+
+static void test_scope_files_are_private_durable_and_read_back_in_name_order(void **state)
+{
+        struct fx *f = *state;
+        struct scopes_seen seen = { 0 };
+        struct seen loaded;
+        char p[PATH_MAX], q[PATH_MAX];
+        struct stat st;
+        struct sfs_ocistore *s = start(f, &loaded);
+
+        sfs_ocistore_lock(s);
+        assert_int_equal(sfs_ocistore_put_scope(s, "b-sandbox", "{\"b\":1}", 7), 0);
+        assert_int_equal(sfs_ocistore_put_scope(s, "a-sandbox", "{\"a\":1}", 7), 0);
+        assert_int_equal(sfs_ocistore_put_scope(s, "a-sandbox", "{\"a\":2}", 7), 0);
+        /* Not a name: nothing written. */
+        assert_int_equal(sfs_ocistore_put_scope(s, "../x", "{}", 2), -EINVAL);
+        assert_int_equal(sfs_ocistore_put_scope(s, ".hidden", "{}", 2), -EINVAL);
+        sfs_ocistore_unlock(s);
+        snprintf(p, sizeof(p), "%s/scopes/a-sandbox.json", f->store);
+        assert_int_equal(stat(p, &st), 0);
+        assert_int_equal(st.st_mode & 07777, 0600);
+        snprintf(p, sizeof(p), "%s/scopes", f->store);
+        assert_int_equal(stat(p, &st), 0);
+        assert_int_equal(st.st_mode & 07777, 0700);
+        /* A link in their directory is never followed; a file of another name is no scope. */
+        snprintf(p, sizeof(p), "%s/scopes/c-link.json", f->store);
+        snprintf(q, sizeof(q), "%s/scopes/a-sandbox.json", f->store);
+        assert_int_equal(symlink(q, p), 0);
+        snprintf(p, sizeof(p), "%s/scopes/notes.txt", f->store);
+        assert_int_equal(close(open(p, O_WRONLY | O_CREAT, 0600)), 0);
+
+        assert_int_equal(sfs_ocistore_load_scopes(s, on_scope, &seen), 0);
+        assert_int_equal(seen.n, 3);
+        assert_string_equal(seen.names[0], "a-sandbox");
+        assert_string_equal(seen.texts[0], "{\"a\":2}");
+        assert_string_equal(seen.names[1], "b-sandbox");
+        assert_string_equal(seen.names[2], "c-link");
+        assert_int_equal(seen.unreadable, 1);
+
+        sfs_ocistore_lock(s);
+        assert_int_equal(sfs_ocistore_drop_scope(s, "b-sandbox"), 0);
+        assert_int_equal(sfs_ocistore_drop_scope(s, "b-sandbox"), -ENOENT);
+        sfs_ocistore_unlock(s);
+        memset(&seen, 0, sizeof(seen));
+        assert_int_equal(sfs_ocistore_load_scopes(s, on_scope, &seen), 0);
+        assert_int_equal(seen.n, 2);
+        assert_string_equal(seen.names[1], "c-link");
         sfs_ocistore_close(s);
 }
 
@@ -439,7 +551,7 @@ static void test_annotations_that_do_not_parse_are_warned_about_and_treated_as_a
 {
         /* Each layer one way of being wrong; the last one right, beside them. */
         static const struct { const char *holders, *created; } bad[] = {
-                { "", "2026-11-30 00:40:32Z" },          /* no uid; a space, no T */
+                { ",", "2026-11-30 00:40:32Z" },         /* no uid; a space, no T */
                 { "01", "2026-13-01T00:00:00Z" },        /* leading zero; month 13 */
                 { "4294967295", "2026-11-30T00:40:32" }, /* the kernel's "no uid"; no Z */
                 { "1000,1000", "1969-12-31T23:59:59Z" }, /* twice; -1, timegm's error */
@@ -699,6 +811,11 @@ int main(void)
                 cmocka_unit_test_setup_teardown(
                         test_a_layer_without_holders_or_time_loads_with_none_and_the_blobs_time,
                         setup, teardown),
+                cmocka_unit_test_setup_teardown(
+                        test_a_snapshot_nobody_holds_comes_back_held_by_nobody, setup, teardown),
+                cmocka_unit_test_setup_teardown(
+                        test_scope_files_are_private_durable_and_read_back_in_name_order, setup,
+                        teardown),
                 cmocka_unit_test_setup_teardown(
                         test_annotations_that_do_not_parse_are_warned_about_and_treated_as_absent,
                         setup, teardown),

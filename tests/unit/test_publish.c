@@ -316,7 +316,7 @@ static void test_restored_snapshot_without_a_name_has_no_name_xattr(void **state
         assert_non_null(data);
         assert_int_equal(snap_sha256(data, 8, &d), 0);
         /* A title that is no staging NAME is not kept either. */
-        assert_int_equal(sfs_tree_restore(t, &d, data, 8, "../not a name", NULL, 0, NULL), 0);
+        assert_int_equal(sfs_tree_restore(t, &d, data, 8, "../not a name", NULL, 0, false, NULL), 0);
         n = lookup_digest(t, &bob, "restored", 0);
         assert_int_equal(sfs_tree_getxattr(t, &bob, n, SFS_XATTR_NAME, buf, sizeof(buf), &len),
                          -ENODATA);
@@ -326,7 +326,7 @@ static void test_restored_snapshot_without_a_name_has_no_name_xattr(void **state
         data = strdup("named");
         assert_non_null(data);
         assert_int_equal(snap_sha256(data, 5, &d), 0);
-        assert_int_equal(sfs_tree_restore(t, &d, data, 5, "cfg.json", NULL, 0, NULL), 0);
+        assert_int_equal(sfs_tree_restore(t, &d, data, 5, "cfg.json", NULL, 0, false, NULL), 0);
         n = lookup_digest(t, &bob, "named", 0);
         assert_int_equal(sfs_tree_getxattr(t, &bob, n, SFS_XATTR_NAME, buf, sizeof(buf), &len), 0);
         assert_int_equal(len, 8);

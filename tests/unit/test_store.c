@@ -109,7 +109,6 @@ static void test_put_stores_content_under_its_digest(void **state)
         assert_memory_equal(o->data, "hello", 5);
         assert_memory_equal(o->digest.bytes, d.bytes, SNAP_DIGEST_LEN);
         assert_int_equal(o->ino, 100);
-        assert_null(o->priv);
         assert_true(o->created.tv_sec > 0);
         assert_stats(s, 5, 0, 1, 1);
         snap_store_release(s, o);
@@ -676,7 +675,7 @@ static void test_foreach_from_resumes_in_inode_order_across_changes(void **state
                 snprintf(text, sizeof(text), "o%d", i);
                 o[i] = put_as(s, 1, text, ino[i], 0);
         }
-        assert_int_equal(snap_store_foreach_from(s, 0, collect_ino, v), 1);
+        assert_int_equal(snap_store_foreach_from(s, 0, SNAP_FOREACH_ALL, collect_ino, v), 1);
         assert_int_equal(v[1], ino[0]);
         assert_int_equal(v[2], ino[1]);
         assert_int_equal(v[3], ino[2]);
@@ -685,7 +684,7 @@ static void test_foreach_from_resumes_in_inode_order_across_changes(void **state
         snap_store_detach(s, o[0]);
         struct snap_object *late = put_as(s, 1, "late", 0, 0);
         v[0] = 0;
-        assert_int_equal(snap_store_foreach_from(s, ino[2] + 1, collect_ino, v), 1);
+        assert_int_equal(snap_store_foreach_from(s, ino[2] + 1, SNAP_FOREACH_ALL, collect_ino, v), 1);
         assert_int_equal(v[1], ino[4]);
         assert_int_equal(v[2], ino[5]);
         assert_int_equal(v[3], late->ino);
@@ -859,8 +858,9 @@ static void test_dropping_one_hold_keeps_the_object_the_last_detaches_it(void **
 
         o = put_as(s, 1000, "kept", 0, 0);
         assert_int_equal(snap_store_hold(s, o, 1001), 0);
-        assert_true(snap_store_kept_without(s, o, 1000));
-        assert_false(snap_store_kept_without(s, o, SNAP_HOLDER_ALL));
+        assert_true(snap_store_kept_without(s, o, &(struct snap_drop){ .hold = true, .uid = 1000 }));
+        assert_false(snap_store_kept_without(
+                s, o, &(struct snap_drop){ .hold = true, .uid = SNAP_HOLDER_ALL }));
         /* A uid holding nothing drops nothing. */
         assert_int_equal(snap_store_unhold(s, o, 1002), -ENOENT);
         assert_int_equal(snap_store_unhold(s, o, 1000), 0);
@@ -869,7 +869,7 @@ static void test_dropping_one_hold_keeps_the_object_the_last_detaches_it(void **
         assert_ptr_equal(again, o);
         snap_store_release(s, again);
         /* The last hold: detached, its holder still charged while it is referenced. */
-        assert_false(snap_store_kept_without(s, o, 1001));
+        assert_false(snap_store_kept_without(s, o, &(struct snap_drop){ .hold = true, .uid = 1001 }));
         assert_int_equal(snap_store_unhold(s, o, 1001), 1);
         assert_null(snap_store_lookup(s, &o->digest));
         assert_usage(s, 1001, 1, 4);
@@ -1005,6 +1005,168 @@ static void test_a_claim_larger_than_one_object_may_be_is_efbig(void **state)
         assert_stats(s, 0, 0, 0, 0);
 }
 
+
+/* ---- grants: the second kind of reference ---- */
+
+/* A new object nobody holds and one scope references, as a scope's publish makes it. */
+static struct snap_object *put_granted(struct snap_store *s, const char *text, int want)
+{
+        struct snap_object *o = NULL;
+        const struct snap_put p = { .data = text, .len = strlen(text), .publisher_uid = 1000,
+                                    .unheld = true, .grants = 1 };
+        assert_int_equal(snap_store_put(s, &p, &o), want);
+        return want >= 0 ? o : NULL;
+}
+
+static void test_a_grant_keeps_an_object_its_last_hold_left(void **state)
+{
+        struct snap_store *s = quota_store();
+        const struct snap_drop all = { .hold = true, .uid = SNAP_HOLDER_ALL };
+        struct snap_object *o = put_as(s, 1000, "granted", 0, 0), *l;
+        (void)state;
+
+        assert_int_equal(snap_store_grant(s, o), 0);
+        assert_true(snap_store_kept_without(s, o, &all));
+        /* Every hold goes: the grant keeps it published, no longer held, nobody charged. */
+        assert_int_equal(snap_store_unhold(s, o, SNAP_HOLDER_ALL), 0);
+        assert_true(snap_store_indexed(s, o));
+        assert_false(snap_store_held(s, o));
+        assert_usage(s, 1000, 0, 0);
+        l = snap_store_lookup(s, &o->digest);
+        assert_ptr_equal(l, o);
+        snap_store_release(s, l);
+        /* Its last reference: detached. */
+        assert_false(snap_store_kept_without(s, o, &(struct snap_drop){ .grants = 1 }));
+        assert_int_equal(snap_store_ungrant(s, o), 1);
+        assert_false(snap_store_indexed(s, o));
+        assert_null(snap_store_lookup(s, &o->digest));
+        assert_int_equal(snap_store_ungrant(s, o), -ENOENT);
+        snap_store_release(s, o);
+        assert_stats(s, 0, 0, 0, 0);
+        snap_store_free(s);
+}
+
+static void test_a_hold_keeps_an_object_its_last_grant_left(void **state)
+{
+        struct snap_store *s = *state;
+        struct snap_object *o = put_as(s, 1000, "held", 0, 0);
+
+        assert_int_equal(snap_store_grant(s, o), 0);
+        assert_int_equal(snap_store_grant(s, o), 0);
+        assert_true(snap_store_kept_without(s, o, &(struct snap_drop){ .grants = 2 }));
+        assert_int_equal(snap_store_ungrant(s, o), 0);
+        assert_int_equal(snap_store_ungrant(s, o), 0);
+        assert_true(snap_store_held(s, o));
+        /* No grant left to drop: refused, nothing changes. */
+        assert_int_equal(snap_store_ungrant(s, o), -ENOENT);
+        assert_true(snap_store_indexed(s, o));
+        snap_store_release(s, o);
+}
+
+static void test_an_object_published_in_a_scope_is_held_by_nobody(void **state)
+{
+        struct snap_store *s = quota_store();
+        struct snap_object *o, *again;
+        (void)state;
+
+        o = put_granted(s, "scoped", 0);
+        assert_true(snap_store_indexed(s, o));
+        assert_false(snap_store_held(s, o));
+        assert_int_equal(snap_store_get_holders(s, o, NULL, 0), 0);
+        assert_usage(s, 1000, 0, 0);
+        assert_stats(s, 6, 0, 1, 1);
+        /* The same bytes again are the same object: one snapshot, one copy. */
+        again = put_granted(s, "scoped", 1);
+        assert_ptr_equal(again, o);
+        snap_store_release(s, again);
+        /* A uid may still hold it, charged as any holder. */
+        assert_int_equal(snap_store_hold(s, o, 1001), 0);
+        assert_true(snap_store_held(s, o));
+        assert_usage(s, 1001, 1, 6);
+        snap_store_release(s, o);
+        snap_store_free(s);
+}
+
+static void test_an_unheld_put_with_holders_or_a_held_one_with_grants_is_einval(void **state)
+{
+        struct snap_store *s = *state;
+        static const uint32_t holders[] = { 1000 };
+        struct snap_put p = { .data = "x", .len = 1, .unheld = true, .holders = holders,
+                              .n_holders = 1 };
+        struct snap_object *o = NULL;
+
+        assert_int_equal(snap_store_put(s, &p, &o), -EINVAL);
+        p = (struct snap_put){ .data = "x", .len = 1, .grants = 1 };
+        assert_int_equal(snap_store_put(s, &p, &o), -EINVAL);
+        assert_stats(s, 0, 0, 0, 0);
+}
+
+static void test_an_unheld_claim_keeps_the_reserve_and_charges_nobody(void **state)
+{
+        struct snap_store_config c = cfg_default;
+        struct snap_claim claim, refused;
+        struct snap_object *o = NULL;
+        struct snap_store *s;
+        struct snap_put p = { .data = "claimed", .len = 7, .unheld = true, .grants = 1 };
+        (void)state;
+
+        c.max_objects = 2;
+        c.reserve_objects = 1;
+        c.privileged_uid = 0;
+        assert_int_equal(snap_store_new(&c, &s), 0);
+        assert_int_equal(snap_store_claim_unheld(s, 7, 0, &claim), 0);
+        assert_true(claim.unheld);
+        assert_stats(s, 7, 0, 1, 0);
+        /* Another claim would take the privileged uid's reserve: a scope never does. */
+        assert_int_equal(snap_store_claim_unheld(s, 1, 0, &refused), -ENOSPC);
+        assert_false(refused.held);
+        /* A held put cannot take an unheld claim, nor the other way round. */
+        p.claim = &claim;
+        p.unheld = false;
+        p.grants = 0;
+        p.publisher_uid = 0;
+        assert_int_equal(snap_store_put(s, &p, &o), -EINVAL);
+        p.unheld = true;
+        p.grants = 1;
+        assert_int_equal(snap_store_put(s, &p, &o), 0);
+        assert_false(claim.held);
+        assert_usage(s, 0, 0, 0);
+        assert_stats(s, 7, 0, 1, 1);
+        /* The privileged uid still has its reserve. */
+        put_as(s, 0, "owner", 0, 0);
+        snap_store_free(s);
+}
+
+static void test_collect_detaches_only_what_nothing_references(void **state)
+{
+        struct snap_store *s = *state;
+        struct snap_put p = { .data = "orphan", .len = 6, .unheld = true };
+        struct snap_object *orphan = NULL, *granted, *held;
+        uint64_t v[8] = { 0 };
+
+        /* Served again from a store, its grants still to come. */
+        assert_int_equal(snap_store_put(s, &p, &orphan), 0);
+        granted = put_granted(s, "granted", 0);
+        held = put_as(s, 1000, "held", 0, 0);
+        assert_int_equal(snap_store_foreach_from(s, 0, SNAP_FOREACH_UNREFERENCED, collect_ino, v),
+                         0);
+        assert_int_equal(v[0], 1);
+        assert_int_equal(v[1], orphan->ino);
+        memset(v, 0, sizeof(v));
+        assert_int_equal(snap_store_foreach_from(s, 0, SNAP_FOREACH_HELD, collect_ino, v), 0);
+        assert_int_equal(v[0], 1);
+        assert_int_equal(v[1], held->ino);
+        assert_int_equal(snap_store_collect(s, granted), 0);
+        assert_int_equal(snap_store_collect(s, held), 0);
+        assert_int_equal(snap_store_collect(s, orphan), 1);
+        assert_int_equal(snap_store_collect(s, orphan), -ENOENT);
+        assert_false(snap_store_indexed(s, orphan));
+        assert_true(snap_store_indexed(s, granted));
+        snap_store_release(s, orphan);
+        snap_store_release(s, granted);
+        snap_store_release(s, held);
+}
+
 #define T(name) cmocka_unit_test_setup_teardown(name, setup, teardown)
 
 int main(void)
@@ -1048,6 +1210,12 @@ int main(void)
                 T(test_restored_holders_are_charged_whatever_the_limits_are_now),
                 T(test_more_holders_than_a_snapshot_takes_or_a_detached_one_are_refused),
                 T(test_a_claim_larger_than_one_object_may_be_is_efbig),
+                T(test_a_grant_keeps_an_object_its_last_hold_left),
+                T(test_a_hold_keeps_an_object_its_last_grant_left),
+                T(test_an_object_published_in_a_scope_is_held_by_nobody),
+                T(test_an_unheld_put_with_holders_or_a_held_one_with_grants_is_einval),
+                T(test_an_unheld_claim_keeps_the_reserve_and_charges_nobody),
+                T(test_collect_detaches_only_what_nothing_references),
         };
         return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -24,6 +24,7 @@ static void test_every_code_has_a_distinct_name_and_none_past_the_end(void **sta
         /* Scripts match on these: the names the docs list, exactly. */
         assert_string_equal(mc_code_name(MC_STACKED), "stacked");
         assert_string_equal(mc_code_name(MC_USER_NAMESPACE), "user-namespace");
+        assert_string_equal(mc_code_name(MC_SCOPE_WRITABLE), "scope-writable");
         assert_null(mc_code_name(MC_CODE_COUNT));
 }
 

@@ -1,0 +1,189 @@
+/* SPDX-License-Identifier: MIT */
+/* snapfs grant, snapfs revoke: what a scope's view lists, through the main mount's control
+ * file (libsnapfs, docs/design.md "Scopes"). */
+#include <errno.h>
+#include <getopt.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "cli/clientopts.h"
+#include "cli/commands.h"
+#include "cli/scope-out.h"
+#include "common/util.h"
+#include "snapshot/digest.h"
+
+static void grant_usage(FILE *f)
+{
+        fprintf(f,
+                "Usage: snapfs grant [--mount MNT] [--owner UID] [--insecure-own-mount] [--json]\n"
+                "                    NAME DIGEST|BINDING [--as ENTRY]\n"
+                "\n"
+                "Grant the snapshot DIGEST (64 lowercase hex; a BINDING names it by its sha256)\n"
+                "published on the main mount MNT to the scope NAME: its view lists it from now\n"
+                "on. With --as, also under the name ENTRY in the view; an ENTRY that exists\n"
+                "moves to DIGEST at once, so a reader of the name gets the old snapshot or the\n"
+                "new one, never an error. Prints the grant:\n"
+                "  sha256=<hex> size=<n> ino=<n> [entry=<ENTRY>]\n"
+                "\n"
+                "Options:\n"
+                "  --mount MNT   " CLI_HELP_MOUNT "\n"
+                CLI_HELP_TRUST
+                "  --as ENTRY    the entry name: 1-64 of [A-Za-z0-9._-], not starting with '.'\n"
+                "  --json        print one JSON object: ok, error, message, reasons, mount,\n"
+                "                scope, grant ({sha256, size, ino, entry} or null)\n"
+                "  -h, --help    show this help\n"
+                "\n"
+                "Exit status: 0 granted; 1 refused (every reason on standard error); 2 usage\n"
+                "or system error.\n");
+}
+
+static void revoke_usage(FILE *f)
+{
+        fprintf(f,
+                "Usage: snapfs revoke [--mount MNT] [--owner UID] [--insecure-own-mount] [--json]\n"
+                "                     NAME DIGEST|ENTRY\n"
+                "\n"
+                "Revoke from the scope NAME every grant of DIGEST (its entries included), or the\n"
+                "one entry ENTRY. New lookups in the view get ENOENT; descriptors already open\n"
+                "keep reading. A snapshot nothing references any more is removed.\n"
+                "\n"
+                "Options:\n"
+                "  --mount MNT   " CLI_HELP_MOUNT "\n"
+                CLI_HELP_TRUST
+                "  --json        print one JSON object: ok, error, message, reasons, mount,\n"
+                "                scope, sha256 (or null), entry (or null)\n"
+                "  -h, --help    show this help\n"
+                "\n"
+                "Exit status: 0 revoked; 1 refused (every reason on standard error); 2 usage\n"
+                "or system error.\n");
+}
+
+static json_object *result(bool ok, int r, const struct snapfs_report *why, const char *mount,
+                           const char *scope)
+{
+        json_object *o = ok ? cli_json_result(true, NULL, NULL, NULL) : cli_json_refusal(r, why);
+
+        if (o) {
+                json_object_object_add(o, "mount", json_object_new_string(mount));
+                json_object_object_add(o, "scope", json_object_new_string(scope));
+        }
+        return o;
+}
+
+enum {
+        OPT_AS = CLI_OWN_OPTION,
+};
+
+/* --as ENTRY: -1 to go on. */
+static int take_as(void *arg, int val, const char *value, bool json)
+{
+        (void)val, (void)json;
+        *(const char **)arg = value;
+        return -1;
+}
+
+int cli_cmd_grant(int argc, char **argv)
+{
+        static const struct option options[] = {
+                { "as", required_argument, NULL, OPT_AS },
+                { NULL, 0, NULL, 0 },
+        };
+        const char *entry = NULL;
+        _cleanup_free_ char *mount = NULL;
+        char hex[SNAP_DIGEST_HEX_LEN + 1];
+        struct snapfs_report why;
+        struct snapfs_binding b;
+        struct snapfs_grant g;
+        struct cli_common co;
+        const char *scope, *what;
+        int r;
+
+        r = cli_parse(&(struct cli_spec){ .cmd = "grant", .min_operands = 2, .max_operands = 2,
+                                          .what = "NAME and DIGEST or BINDING",
+                                          .usage = grant_usage, .options = options,
+                                          .option = take_as, .arg = &entry },
+                      argc, argv, &co);
+        if (r >= 0)
+                return r;
+        scope = argv[optind];
+        what = argv[optind + 1];
+        /* A snapshot is its content: the binding's sha256 names it, whichever mount (or
+         * view) the binding was taken on. */
+        if (snap_is_digest_name(what)) {
+                snprintf(hex, sizeof(hex), "%s", what);
+        } else if (snapfs_binding_parse(what, &b) == 0) {
+                for (size_t i = 0; i < SNAPFS_DIGEST_LEN; i++)
+                        snprintf(hex + 2 * i, 3, "%02x", b.sha256[i]);
+        } else {
+                return cli_usage_error("grant", co.json, grant_usage,
+                                       "'%s' is neither a digest (64 lowercase hex) nor a binding",
+                                       what);
+        }
+        mount = cli_mount_path("grant", &co);
+        if (!mount)
+                return 2;
+
+        r = snapfs_grant(mount, scope, hex, entry, &co.opts, &g, &why);
+        if (co.json) {
+                json_object *o = result(r == 0, r, &why, mount, scope);
+                if (o)
+                        json_object_object_add(o, "grant", r == 0 ? cli_grant_json(&g) : NULL);
+                if (cli_print_json(o) < 0)
+                        return 2;
+                return r < 0 ? 1 : 0;
+        }
+        if (r < 0) {
+                fprintf(stderr, "snapfs grant: %s: not granted: %s\n", mount, snapfs_strerror(r));
+                cli_print_reasons(stderr, &why);
+                return 1;
+        }
+        cli_grant_print(stdout, &g);
+        return fflush(stdout) == 0 ? 0 : 2;
+}
+
+int cli_cmd_revoke(int argc, char **argv)
+{
+        _cleanup_free_ char *mount = NULL;
+        struct snapfs_report why;
+        struct cli_common co;
+        const char *scope, *what, *sha256 = NULL, *entry = NULL;
+        int r;
+
+        r = cli_parse(&(struct cli_spec){ .cmd = "revoke", .min_operands = 2, .max_operands = 2,
+                                          .what = "NAME and DIGEST or ENTRY",
+                                          .usage = revoke_usage },
+                      argc, argv, &co);
+        if (r >= 0)
+                return r;
+        scope = argv[optind];
+        what = argv[optind + 1];
+        /* 64 lowercase hex is a digest: an entry never has that form (the view's names would
+         * be ambiguous). */
+        if (snap_is_digest_name(what))
+                sha256 = what;
+        else
+                entry = what;
+        mount = cli_mount_path("revoke", &co);
+        if (!mount)
+                return 2;
+
+        r = snapfs_revoke(mount, scope, sha256, entry, &co.opts, &why);
+        if (co.json) {
+                json_object *o = result(r == 0, r, &why, mount, scope);
+                if (o) {
+                        json_object_object_add(o, "sha256",
+                                               sha256 ? json_object_new_string(sha256) : NULL);
+                        json_object_object_add(o, "entry",
+                                               entry ? json_object_new_string(entry) : NULL);
+                }
+                if (cli_print_json(o) < 0)
+                        return 2;
+                return r < 0 ? 1 : 0;
+        }
+        if (r < 0) {
+                fprintf(stderr, "snapfs revoke: %s: not revoked: %s\n", mount, snapfs_strerror(r));
+                cli_print_reasons(stderr, &why);
+                return 1;
+        }
+        return 0;
+}

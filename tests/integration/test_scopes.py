@@ -1,0 +1,493 @@
+# SPDX-License-Identifier: MIT
+"""Scopes on real mounts, driven through the control channel (MNT/.control) the way a client
+does: one JSON request per descriptor, the reply read back. Each refusal is asserted by its
+errno beside the allowance that shows nothing else was refused."""
+import errno
+import json
+import os
+import signal
+import subprocess
+
+import pytest
+
+from snaptest import (NOBODY_UID, UID_PRELUDE, as_uid, control, control_ok, errno_of,
+                      is_mounted, sha256_hex, wait_for)
+
+
+def scope(fs, workdir, name="sandbox-a", **fields):
+    """Creates a scope whose view is WORKDIR/views/NAME: its reply's scope."""
+    views = os.path.join(workdir, "views")
+    os.makedirs(views, exist_ok=True)
+    req = {"op": "scope-create", "name": name, "view": os.path.join(views, name), **fields}
+    return control_ok(fs.path, req)["scope"]
+
+
+def grant(fs, name, digest, entry=None):
+    req = {"op": "grant", "scope": name, "sha256": digest}
+    if entry:
+        req["entry"] = entry
+    return control_ok(fs.path, req)["grant"]
+
+
+def names(view):
+    return sorted(os.listdir(view))
+
+
+def read(path):
+    with open(path, "rb") as f:
+        return f.read()
+
+
+# ---- the control channel ---------------------------------------------------------------
+
+
+def test_the_control_channel_is_the_owners_and_roots_alone(snapfs):
+    st = os.stat(snapfs.p(".control"))
+    assert (st.st_mode & 0o7777, st.st_uid) == (0o600, os.getuid())
+    assert ".control" in os.listdir(snapfs.p())
+    # Another uid: refused at open, and not listed; root (the owner here) is served.
+    r = as_uid(NOBODY_UID, UID_PRELUDE + r'''
+print(refused(os.open, f"{mnt}/.control", os.O_RDWR))
+print(".control" in os.listdir(mnt))
+''', snapfs.path)
+    assert r.stdout.split() == [str(errno.EACCES), "False"]
+    assert control(snapfs.path, {"op": "scope-list"}) == {
+        "ok": True, "error": None, "message": None, "scopes": []}
+    events = snapfs.wait_audit(lambda ev: any(e["op"] == "open" and e.get("error") == "EACCES"
+                                              for e in ev))
+    assert any(e["event"] == "refused" and e.get("name") == ".control" for e in events)
+
+
+def test_a_write_that_is_no_json_object_fails_and_a_second_request_is_ebusy(snapfs):
+    for bad in (b"not json", b"[1, 2]", b'{"op": "scope-list"} trailing', b'{"op":'):
+        assert errno_of(control, snapfs.path, None, raw=bad) == errno.EINVAL
+    # A well-formed object with an unknown op is a request: answered, refused.
+    reply = control(snapfs.path, {"op": "no-such-op"})
+    assert (reply["ok"], reply["error"]) == (False, "EINVAL")
+    fd = os.open(snapfs.p(".control"), os.O_RDWR)
+    try:
+        request = json.dumps({"op": "scope-list"}).encode()
+        assert os.write(fd, request) == len(request)
+        assert errno_of(os.write, fd, request) == errno.EBUSY
+        assert json.loads(os.pread(fd, 4096, 0))["ok"] is True
+    finally:
+        os.close(fd)
+
+
+def test_a_field_an_operation_does_not_know_is_refused(snapfs, workdir):
+    reply = control(snapfs.path, {"op": "scope-create", "name": "a",
+                                  "view": os.path.join(workdir, "a"), "pubilsh": True})
+    assert (reply["error"], "pubilsh" in reply["message"]) == ("EINVAL", True)
+    assert control_ok(snapfs.path, {"op": "scope-list"})["scopes"] == []
+
+
+# ---- views ------------------------------------------------------------------------------
+
+
+def test_a_view_lists_and_opens_exactly_its_grants(snapfs, workdir):
+    granted = snapfs.publish(b'{"token": "for a"}', "a.json")
+    other = snapfs.publish(b'{"token": "for b"}', "b.json")
+    s = scope(snapfs, workdir)
+    view = s["view"]
+    assert is_mounted(view) and s["dev"] and s["grants"] == 0
+    g = grant(snapfs, "sandbox-a", granted, "mcp.json")
+    assert g == {"sha256": granted, "size": 18, "ino": os.stat(os.path.join(view, granted)).st_ino,
+                 "entry": "mcp.json"}
+    assert names(view) == [granted, "mcp.json"]
+    assert read(os.path.join(view, "mcp.json")) == b'{"token": "for a"}'
+    # The other snapshot, published and readable on the main mount: absent here.
+    assert errno_of(os.stat, os.path.join(view, other)) == errno.ENOENT
+    assert read(snapfs.p(other)) == b'{"token": "for b"}'
+    # An entry is the digest's own node, mode 0000, a regular file.
+    a, b = os.stat(os.path.join(view, "mcp.json")), os.stat(os.path.join(view, granted))
+    assert (a.st_ino, a.st_dev, a.st_mode) == (b.st_ino, b.st_dev, 0o100000)
+    binding = os.getxattr(os.path.join(view, "mcp.json"), "user.snapfs.binding").decode()
+    dev = os.stat(view).st_dev
+    assert f"dev={os.major(dev)}:{os.minor(dev)} ino={a.st_ino}" in binding
+    assert os.getxattr(view, "user.snapfs.scope") == b"sandbox-a"
+    # The view is read-only unless its scope publishes: the kernel refuses writes.
+    assert errno_of(os.open, os.path.join(view, "x"), os.O_WRONLY | os.O_CREAT) == errno.EROFS
+
+
+def mount_flags(path):
+    """The view's per-mount flags and the superblock's options, from mountinfo."""
+    with open("/proc/self/mountinfo") as f:
+        for line in f:
+            fields = line.split()
+            if fields[4] == path:
+                sep = fields.index("-")
+                return set(fields[5].split(",")), set(fields[sep + 3].split(","))
+    raise AssertionError(f"{path} is not mounted")
+
+
+def test_a_view_lets_other_uids_in_only_when_its_scope_names_them(snapfs, workdir):
+    """allow_other only for a user the kernel would not let in otherwise; ro unless the scope
+    publishes; nosuid,nodev,noexec always."""
+    cases = {
+        "root-only": ({}, False, True),
+        "uid-0": ({"uids": [0]}, False, True),
+        "uid-1000": ({"uids": [1000]}, True, True),
+        "gid-5": ({"gid": 5}, True, True),
+        "publishes": ({"publish": True}, False, False),
+    }
+    for name, (fields, allow_other, ro) in cases.items():
+        flags, options = mount_flags(scope(snapfs, workdir, name, **fields)["view"])
+        assert {"nosuid", "nodev", "noexec"} <= flags, (name, flags)
+        assert ("ro" in flags, "rw" in flags) == (ro, not ro), (name, flags)
+        assert ("allow_other" in options) == allow_other, (name, options)
+
+
+def test_scope_create_refuses_bad_names_paths_and_taken_ones(snapfs, workdir):
+    views = os.path.join(workdir, "views")
+    os.makedirs(views)
+    os.symlink(views, os.path.join(workdir, "link"))
+    cases = [
+        ({"name": ".hidden", "view": f"{views}/x"}, "EINVAL"),
+        ({"name": "a/b", "view": f"{views}/x"}, "EINVAL"),
+        ({"name": "ok", "view": "relative/x"}, "EINVAL"),
+        ({"name": "ok", "view": f"{views}/../x"}, "EINVAL"),
+        ({"name": "ok", "view": f"{workdir}/link/x"}, "EINVAL"),   # a symlink on the way
+        ({"name": "ok", "view": f"{workdir}/none/x"}, "EINVAL"),   # no parent
+        ({"name": "ok", "view": snapfs.path}, "EBUSY"),             # a mount point
+        ({"name": "ok", "view": snapfs.p(".staging")}, "EBUSY"),    # on the daemon's mount
+        ({"name": "ok", "view": f"{views}/x", "uids": [-1]}, "EINVAL"),
+        ({"name": "ok", "view": f"{views}/x", "limits": {"max_bytes": "1T"}}, "EINVAL"),
+        ({"name": "ok", "view": f"{views}/x", "limits": {"max_snapshots": 0}}, "EINVAL"),
+    ]
+    for fields, err in cases:
+        reply = control(snapfs.path, {"op": "scope-create", **fields})
+        assert (reply["ok"], reply["error"]) == (False, err), (fields, reply)
+    assert control_ok(snapfs.path, {"op": "scope-list"})["scopes"] == []
+    # Beside them, the same request done right, and the name and view then taken.
+    made = control_ok(snapfs.path, {"op": "scope-create", "name": "ok", "view": f"{views}/x",
+                                    "limits": {"max_bytes": "1M", "max_snapshots": 3}})["scope"]
+    assert made["limits"]["max_bytes"] == 1 << 20 and made["limits"]["max_snapshots"] == 3
+    assert control(snapfs.path, {"op": "scope-create", "name": "ok",
+                                 "view": f"{views}/y"})["error"] == "EEXIST"
+    assert control(snapfs.path, {"op": "scope-create", "name": "other",
+                                 "view": f"{views}/x"})["error"] == "EEXIST"
+    assert control(snapfs.path, {"op": "scope-create", "name": "under",
+                                 "view": f"{views}/x/y"})["error"] == "EBUSY"
+    assert not os.path.exists(f"{views}/y")  # nothing left of the refused ones
+
+
+def test_a_view_in_a_directory_another_uid_can_change_is_refused(snapfs, workdir):
+    shared = os.path.join(workdir, "shared")
+    os.makedirs(shared)
+    os.chmod(shared, 0o777)  # anyone could swap the view's directory for a link
+    reply = control(snapfs.path, {"op": "scope-create", "name": "a", "view": f"{shared}/a"})
+    assert (reply["error"], "another uid" in reply["message"]) == ("EINVAL", True)
+    os.chmod(shared, 0o1777)  # sticky: only the owner of an entry may move it
+    control_ok(snapfs.path, {"op": "scope-create", "name": "a", "view": f"{shared}/a"})
+
+
+def test_a_non_user_gets_eacces_a_user_reads(snapfs, workdir):
+    digest = snapfs.publish(b"for uid 1000 alone", "c")
+    s = scope(snapfs, workdir, uids=[NOBODY_UID])
+    grant(snapfs, "sandbox-a", digest, "cfg")
+    view = s["view"]
+    assert s["uids"] == [NOBODY_UID]
+    code = UID_PRELUDE + r'''
+view = sys.argv[2]
+if os.getuid() == 1000:
+    print(open(f"{view}/cfg", "rb").read().decode(),
+          sorted(os.listdir(view)) == sorted(["cfg", sys.argv[3]]))
+else:
+    print(refused(os.listdir, view), refused(os.open, f"{view}/cfg", os.O_RDONLY),
+          refused(os.statvfs, view), refused(os.getxattr, view, "user.snapfs.usage"))
+'''
+    assert as_uid(NOBODY_UID, code, snapfs.path, view, digest).stdout.split() == [
+        "for", "uid", "1000", "alone", "True"]
+    assert as_uid(NOBODY_UID + 1, code, snapfs.path, view, digest).stdout.split() == [
+        str(errno.EACCES)] * 4
+    # Root is always a user.
+    assert read(os.path.join(view, "cfg")) == b"for uid 1000 alone"
+
+
+def test_moving_an_entry_is_seen_whole_by_four_readers(snapfs, workdir):
+    v1, v2 = b"version one " * 100, b"version two " * 100
+    d1, d2 = snapfs.publish(v1, "v1"), snapfs.publish(v2, "v2")
+    s = scope(snapfs, workdir)
+    grant(snapfs, "sandbox-a", d1, "token")
+    path = os.path.join(s["view"], "token")
+    reader = r'''
+import sys
+path, a, b = sys.argv[1], open(sys.argv[2], "rb").read(), open(sys.argv[3], "rb").read()
+seen = set()
+for line in sys.stdin:
+    if line.strip() == "stop":
+        break
+    for _ in range(20):
+        with open(path, "rb") as f:
+            data = f.read()
+        assert data in (a, b), "a reader got something else"
+        seen.add(data)
+print(len(seen))
+'''
+    files = []
+    for i, data in enumerate((v1, v2)):
+        p = os.path.join(s["view"] + "-want%d" % i)
+        with open(p, "wb") as f:
+            f.write(data)
+        files.append(p)
+    procs = [subprocess.Popen(["/usr/bin/python3", "-c", reader, path, *files],
+                              stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
+             for _ in range(4)]
+    try:
+        for i in range(60):
+            grant(snapfs, "sandbox-a", d2 if i % 2 == 0 else d1, "token")
+            for p in procs:
+                p.stdin.write("go\n")
+                p.stdin.flush()
+        for p in procs:
+            p.stdin.write("stop\n")
+            p.stdin.close()
+        results = [p.wait(60) for p in procs]
+        outputs = [p.stdout.read().strip() for p in procs]
+    finally:
+        for p in procs:
+            if p.poll() is None:
+                p.kill()
+                p.wait()
+            p.stdout.close()
+    assert results == [0] * 4, outputs
+    # The old digest left the view with the entry; the new one is there.
+    assert names(s["view"]) == sorted([d1, "token"])
+
+
+def test_a_revoked_grant_is_enoent_for_new_opens_while_an_open_descriptor_reads_on(snapfs, workdir):
+    digest = snapfs.publish(b"revoked while open", "r")
+    s = scope(snapfs, workdir)
+    grant(snapfs, "sandbox-a", digest, "cfg")
+    fd = os.open(os.path.join(s["view"], "cfg"), os.O_RDONLY)
+    try:
+        control_ok(snapfs.path, {"op": "revoke", "scope": "sandbox-a", "sha256": digest})
+        assert errno_of(os.open, os.path.join(s["view"], "cfg"), os.O_RDONLY) == errno.ENOENT
+        assert errno_of(os.stat, os.path.join(s["view"], digest)) == errno.ENOENT
+        assert os.pread(fd, 100, 0) == b"revoked while open"
+        assert os.fstat(fd).st_nlink == 0
+    finally:
+        os.close(fd)
+    # Revoking again: nothing to revoke. The snapshot stays on the main mount, which holds it.
+    reply = control(snapfs.path, {"op": "revoke", "scope": "sandbox-a", "sha256": digest})
+    assert reply["error"] == "ENOENT"
+    reply = control(snapfs.path, {"op": "revoke", "scope": "sandbox-a", "sha256": digest,
+                                  "entry": "cfg"})
+    assert reply["error"] == "EINVAL"
+    assert read(snapfs.p(digest)) == b"revoked while open"
+
+
+def test_grant_refuses_what_is_not_published_or_no_scope(snapfs, workdir):
+    digest = snapfs.publish(b"published", "p")
+    scope(snapfs, workdir)
+    assert control(snapfs.path, {"op": "grant", "scope": "sandbox-a",
+                                 "sha256": sha256_hex(b"never")})["error"] == "ENOENT"
+    assert control(snapfs.path, {"op": "grant", "scope": "nobody",
+                                 "sha256": digest})["error"] == "ENOENT"
+    assert control(snapfs.path, {"op": "grant", "scope": "sandbox-a", "sha256": digest,
+                                 "entry": digest})["error"] == "EINVAL"
+    assert control(snapfs.path, {"op": "grant", "scope": "sandbox-a",
+                                 "sha256": digest.upper()})["error"] == "EINVAL"
+    grant(snapfs, "sandbox-a", digest)
+
+
+# ---- publishing in a scope ----------------------------------------------------------------
+
+
+def publish_in(view, data, name="cfg"):
+    digest = sha256_hex(data)
+    with open(os.path.join(view, ".staging", name), "wb") as f:
+        f.write(data)
+    os.rename(os.path.join(view, ".staging", name), os.path.join(view, digest))
+    return digest
+
+
+def test_what_a_scope_publishes_is_its_own_and_the_owners(snapfs, workdir):
+    a = scope(snapfs, workdir, "sandbox-a", publish=True, uids=[NOBODY_UID])
+    b = scope(snapfs, workdir, "sandbox-b", publish=True, uids=[NOBODY_UID])
+    digest = publish_in(a["view"], b"published in a")
+    assert digest in os.listdir(a["view"])
+    # Not in the other scope of the same uid, not in the main mount's listing, not for
+    # another uid there; the owner (root) finds it by digest.
+    assert errno_of(os.stat, os.path.join(b["view"], digest)) == errno.ENOENT
+    assert digest not in os.listdir(snapfs.p())
+    assert as_uid(NOBODY_UID, UID_PRELUDE + r'''
+print(refused(os.stat, f"{mnt}/{sys.argv[2]}"))
+''', snapfs.path, digest).stdout.strip() == str(errno.ENOENT)
+    assert read(snapfs.p(digest)) == b"published in a"
+    # Published again in b: b cannot tell a had it.
+    assert publish_in(b["view"], b"published in a", "again") == digest
+    # And again in a: already published there.
+    with open(os.path.join(a["view"], ".staging", "third"), "wb") as f:
+        f.write(b"published in a")
+    assert errno_of(os.rename, os.path.join(a["view"], ".staging", "third"),
+                    os.path.join(a["view"], digest)) == errno.EEXIST
+
+
+def test_a_scopes_limits_give_edquot_and_its_unlink_makes_room(snapfs, workdir):
+    s = scope(snapfs, workdir, publish=True, limits={"max_snapshots": 1, "max_staging": 1})
+    view = s["view"]
+    first = publish_in(view, b"one")
+    with open(os.path.join(view, ".staging", "two"), "wb") as f:
+        f.write(b"two")
+    assert errno_of(os.rename, os.path.join(view, ".staging", "two"),
+                    os.path.join(view, sha256_hex(b"two"))) == errno.EDQUOT
+    # The staging file counts: a second one is past max_staging.
+    assert errno_of(os.open, os.path.join(view, ".staging", "three"),
+                    os.O_WRONLY | os.O_CREAT | os.O_EXCL) == errno.EDQUOT
+    usage = os.getxattr(view, "user.snapfs.usage").decode()
+    assert "scope=sandbox-a snapshots=1 bytes=3 staging=1 staging-bytes=3" in usage
+    os.unlink(os.path.join(view, first))
+    os.rename(os.path.join(view, ".staging", "two"), os.path.join(view, sha256_hex(b"two")))
+    assert control_ok(snapfs.path, {"op": "scope-show", "name": "sandbox-a"})["scope"]["usage"] == {
+        "snapshots": 1, "bytes": 3, "staging": 0, "staging_bytes": 0}
+
+
+def test_a_view_unlinks_what_it_published_not_what_it_was_granted(snapfs, workdir):
+    granted = snapfs.publish(b"the runtime's", "r")
+    s = scope(snapfs, workdir, publish=True)
+    grant(snapfs, "sandbox-a", granted, "cfg")
+    own = publish_in(s["view"], b"its own")
+    assert errno_of(os.unlink, os.path.join(s["view"], granted)) == errno.EPERM
+    assert errno_of(os.unlink, os.path.join(s["view"], "cfg")) == errno.EPERM
+    assert read(os.path.join(s["view"], "cfg")) == b"the runtime's"
+    os.unlink(os.path.join(s["view"], own))
+    assert errno_of(os.stat, os.path.join(s["view"], own)) == errno.ENOENT
+
+
+# ---- lifecycle --------------------------------------------------------------------------
+
+
+def test_scope_remove_detaches_lazily_and_an_open_descriptor_reads_on(snapfs, workdir):
+    digest = snapfs.publish(b"read after the delete", "d")
+    s = scope(snapfs, workdir)
+    grant(snapfs, "sandbox-a", digest, "cfg")
+    fd = os.open(os.path.join(s["view"], "cfg"), os.O_RDONLY)
+    try:
+        control_ok(snapfs.path, {"op": "scope-remove", "name": "sandbox-a"})
+        assert not is_mounted(s["view"])
+        assert not os.path.exists(s["view"])  # the daemon made it, the daemon removed it
+        assert os.pread(fd, 100, 0) == b"read after the delete"
+    finally:
+        os.close(fd)
+    assert control(snapfs.path, {"op": "scope-remove", "name": "sandbox-a"})["error"] == "ENOENT"
+    assert control_ok(snapfs.path, {"op": "scope-list"})["scopes"] == []
+    # A new scope may take the name and the path at once.
+    scope(snapfs, workdir)
+
+
+def test_a_scope_tied_to_a_process_goes_when_it_exits(snapfs, workdir):
+    child = subprocess.Popen(["sleep", "600"])
+    try:
+        # A client_pid that is not the caller's: refused (another pid namespace).
+        reply = control(snapfs.path, {"op": "scope-create", "name": "tied",
+                                      "view": os.path.join(workdir, "tied"),
+                                      "until_pid": child.pid, "client_pid": child.pid})
+        assert reply["error"] == "EINVAL"
+        s = control_ok(snapfs.path, {"op": "scope-create", "name": "tied",
+                                     "view": os.path.join(workdir, "tied"),
+                                     "until_pid": child.pid,
+                                     "client_pid": os.getpid()})["scope"]
+        assert s["until_pid"] == child.pid and is_mounted(s["view"])
+    finally:
+        child.kill()
+        child.wait()
+    wait_for(lambda: control_ok(snapfs.path, {"op": "scope-list"})["scopes"] == [],
+             "the scope to go with its process")
+    assert not is_mounted(os.path.join(workdir, "tied"))
+    events = snapfs.wait_audit(lambda ev: any(e["event"] == "scope-remove" for e in ev))
+    assert [e.get("reason") for e in events if e["event"] == "scope-remove"] == ["until-pid exited"]
+    # A process that is already gone cannot be tied to.
+    reply = control(snapfs.path, {"op": "scope-create", "name": "late",
+                                  "view": os.path.join(workdir, "late"),
+                                  "until_pid": child.pid, "client_pid": os.getpid()})
+    assert reply["error"] == "ESRCH"
+
+
+def test_every_change_is_audited(snapfs, workdir):
+    digest = snapfs.publish(b"audited", "a")
+    s = scope(snapfs, workdir)
+    grant(snapfs, "sandbox-a", digest, "cfg")
+    control_ok(snapfs.path, {"op": "revoke", "scope": "sandbox-a", "entry": "cfg"})
+    control(snapfs.path, {"op": "revoke", "scope": "sandbox-a", "entry": "cfg"})
+    control_ok(snapfs.path, {"op": "scope-remove", "name": "sandbox-a"})
+    want = ["scope-create", "grant", "revoke", "refused", "scope-remove"]
+    events = snapfs.wait_audit(lambda ev: [e["event"] for e in ev if e.get("scope")] == want)
+    scoped = [e for e in events if e.get("scope")]
+    assert [e["event"] for e in scoped] == want
+    assert scoped[0]["view"] == s["view"] and scoped[1]["digest"] == digest
+    assert scoped[1]["entry"] == "cfg" and scoped[3]["error"] == "ENOENT"
+
+
+# ---- --store ------------------------------------------------------------------------------
+
+
+def test_scopes_and_grants_survive_a_restart_with_store(mount_snapfs, workdir):
+    store = os.path.join(workdir, "store")
+    fs = mount_snapfs("--store", store)
+    held = fs.publish(b"held by the owner", "h")
+    dropped = fs.publish(b"kept by its grant alone", "k")
+    s = scope(fs, workdir, publish=True)
+    grant(fs, "sandbox-a", held)
+    grant(fs, "sandbox-a", dropped, "cfg")
+    own = publish_in(s["view"], b"published in the scope")
+    os.unlink(fs.p(dropped))  # every hold gone: the grant keeps it
+    assert fs.stop() == 0
+    assert not is_mounted(s["view"])
+
+    fs2 = mount_snapfs("--store", store, name="mnt")
+    assert is_mounted(s["view"])
+    assert names(s["view"]) == sorted([".staging", held, dropped, own, "cfg"])
+    assert read(os.path.join(s["view"], "cfg")) == b"kept by its grant alone"
+    assert sorted(n for n in os.listdir(fs2.p()) if not n.startswith(".")) == [held]
+    shown = control_ok(fs2.path, {"op": "scope-show", "name": "sandbox-a"})
+    assert shown["scope"]["usage"]["snapshots"] == 1
+    assert sorted((g["sha256"], g["entry"]) for g in shown["grants"]) == sorted(
+        [(held, None), (own, None), (dropped, "cfg")])
+
+
+def test_the_last_grant_of_a_snapshot_takes_its_blob_out_of_the_store(mount_snapfs, workdir):
+    store = os.path.join(workdir, "store")
+    fs = mount_snapfs("--store", store)
+    s = scope(fs, workdir, publish=True)
+    digest = publish_in(s["view"], b"only this scope's")
+    blob = os.path.join(store, "blobs", "sha256", digest)
+    assert os.path.exists(blob)
+    kept = fs.publish(b"held as well", "k")
+    grant(fs, "sandbox-a", kept)
+    control_ok(fs.path, {"op": "scope-remove", "name": "sandbox-a"})
+    assert not os.path.exists(blob)
+    assert os.path.exists(os.path.join(store, "blobs", "sha256", kept))
+    assert not os.path.exists(os.path.join(store, "scopes", "sandbox-a.json"))
+
+
+def test_a_killed_daemons_view_is_cleared_and_mounted_again(mount_snapfs, workdir):
+    store = os.path.join(workdir, "store")
+    fs = mount_snapfs("--store", store)
+    digest = fs.publish(b"after a crash", "c")
+    s = scope(fs, workdir)
+    grant(fs, "sandbox-a", digest, "cfg")
+    assert fs.stop(signal.SIGKILL) == -signal.SIGKILL
+    assert errno_of(os.stat, os.path.join(s["view"], "cfg")) == errno.ENOTCONN
+    subprocess.run(["umount", "-l", fs.path], check=True)
+    fs2 = mount_snapfs("--store", store)
+    assert read(os.path.join(s["view"], "cfg")) == b"after a crash"
+    assert "cleared a dead snapfs view" in fs2.stderr()
+
+
+def test_a_scope_whose_process_ended_while_the_daemon_was_down_is_gone(mount_snapfs, workdir):
+    store = os.path.join(workdir, "store")
+    fs = mount_snapfs("--store", store)
+    child = subprocess.Popen(["sleep", "600"])
+    try:
+        control_ok(fs.path, {"op": "scope-create", "name": "tied",
+                             "view": os.path.join(workdir, "tied"), "until_pid": child.pid,
+                             "client_pid": os.getpid()})
+        scope(fs, workdir, "untied")
+        assert fs.stop() == 0
+    finally:
+        child.kill()
+        child.wait()
+    fs2 = mount_snapfs("--store", store)
+    assert [x["name"] for x in control_ok(fs2.path, {"op": "scope-list"})["scopes"]] == ["untied"]
+    assert not os.path.exists(os.path.join(store, "scopes", "tied.json"))

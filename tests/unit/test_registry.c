@@ -1,0 +1,570 @@
+/* SPDX-License-Identifier: MIT */
+/* fs/registry.c and fs/protocol.c without a mount: a fake view backend records what the
+ * registry asks of it, a real --store in a temporary directory keeps what it persists. */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <cmocka.h>
+
+#define _XOPEN_SOURCE_EXTENDED 1
+#include <errno.h>
+#include <fcntl.h>
+#include <ftw.h>
+#include <json-c/json.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "fs/ocistore.h"
+#include "fs/protocol.h"
+#include "fs/registry.h"
+#include "tests/unit/testutil.h"
+#include "tests/unit/treefix.h"
+
+/* ---- a fake backend ---- */
+
+struct sfs_view {
+        char path[256];
+};
+
+struct fake {
+        unsigned mounted, detached, shut, invalidated;
+        char last_invalidated[80];
+        int refuse_mount; /* an errno mount answers with, or 0 */
+};
+
+static int fake_mount(void *ctx, const struct sfs_view_request *req, struct sfs_tree *tree,
+                      struct sfs_view **view, uint64_t *dev, char *msg, size_t msgsize)
+{
+        struct fake *f = ctx;
+        (void)tree;
+        if (f->refuse_mount) {
+                snprintf(msg, msgsize, "refused by the test");
+                return -f->refuse_mount;
+        }
+        *view = calloc(1, sizeof(**view));
+        assert_non_null(*view);
+        snprintf((*view)->path, sizeof((*view)->path), "%s", req->path);
+        *dev = 0x1000 + f->mounted++;
+        return 0;
+}
+
+static void fake_detach(void *ctx, struct sfs_view *view, struct sfs_tree *tree)
+{
+        ((struct fake *)ctx)->detached++;
+        sfs_tree_free(tree);
+        free(view);
+}
+
+static void fake_invalidate(void *ctx, struct sfs_view *view, const char *name)
+{
+        struct fake *f = ctx;
+        (void)view;
+        f->invalidated++;
+        snprintf(f->last_invalidated, sizeof(f->last_invalidated), "%s", name);
+}
+
+static void fake_invalidate_inode(void *ctx, struct sfs_view *view, uint64_t ino)
+{
+        (void)ctx, (void)view, (void)ino;
+}
+
+static bool fake_alive(void *ctx, struct sfs_view *view)
+{
+        (void)ctx, (void)view;
+        return true;
+}
+
+static int fake_clear_stale(void *ctx, const char *path)
+{
+        (void)ctx, (void)path;
+        return 0;
+}
+
+static void fake_shutdown(void *ctx, struct sfs_view *view)
+{
+        ((struct fake *)ctx)->shut++;
+        free(view);
+}
+
+/* ---- the fixture ---- */
+
+struct fx {
+        struct tu_dir dir;
+        struct fake fake;
+        struct sfs_view_ops ops;
+        struct sfs_ocistore *store;
+        struct sfs_tree *main;
+        struct sfs_registry *reg;
+        char store_path[300];
+};
+
+static const struct sfs_caller me_template = { .uid = 0, .gid = 0 };
+
+static struct sfs_caller me(void)
+{
+        struct sfs_caller c = me_template;
+        c.pid = getpid();
+        return c;
+}
+
+static int on_restore(void *ctx, const struct snap_digest *d, void *data, size_t len,
+                      const struct sfs_ocistore_meta *meta)
+{
+        return sfs_tree_restore(ctx, d, data, len, meta->title, meta->holders, meta->n_holders,
+                                meta->unheld, &meta->created);
+}
+
+static void on_corrupt(void *ctx, const char *hex, int err)
+{
+        (void)ctx, (void)hex, (void)err;
+}
+
+static void on_warn(void *ctx, const char *hex, const char *what, int err)
+{
+        (void)ctx, (void)hex, (void)what, (void)err;
+}
+
+/* A main tree over --store at f->store_path (its snapshots served again), and a registry
+ * with its scopes back. */
+static void start(struct fx *f)
+{
+        struct sfs_tree_config cfg = base_config();
+        struct sfs_ocistore_hooks hooks = { on_restore, on_corrupt, on_warn, NULL };
+
+        assert_int_equal(sfs_ocistore_open(f->store_path, 0, &f->store, NULL), 0);
+        cfg.ocistore = f->store;
+        f->main = new_tree(&cfg);
+        hooks.ctx = f->main;
+        assert_int_equal(sfs_ocistore_load(f->store, 1 << 20, &hooks), 0);
+        assert_int_equal(sfs_registry_new(&(struct sfs_registry_config){
+                                                  .main = f->main,
+                                                  .store = f->store,
+                                                  .views = &f->ops,
+                                                  .uid = getuid(),
+                                                  .gid = getgid(),
+                                          },
+                                          &f->reg),
+                         0);
+        assert_int_equal(sfs_registry_restore(f->reg, NULL, NULL), 0);
+        assert_int_equal(sfs_registry_start(f->reg), 0);
+}
+
+static void stop(struct fx *f)
+{
+        sfs_registry_free(f->reg);
+        sfs_ocistore_close(f->store);
+        sfs_tree_free(f->main);
+        f->reg = NULL;
+        f->store = NULL;
+        f->main = NULL;
+}
+
+static int setup(void **state)
+{
+        struct fx *f = calloc(1, sizeof(*f));
+
+        assert_non_null(f);
+        assert_int_equal(tu_dir_make(&f->dir), 0);
+        snprintf(f->store_path, sizeof(f->store_path), "%s/store", f->dir.path);
+        f->ops = (struct sfs_view_ops){
+                .mount = fake_mount,
+                .detach = fake_detach,
+                .invalidate = fake_invalidate,
+                .invalidate_inode = fake_invalidate_inode,
+                .alive = fake_alive,
+                .clear_stale = fake_clear_stale,
+                .shutdown = fake_shutdown,
+                .ctx = &f->fake,
+        };
+        start(f);
+        *state = f;
+        return 0;
+}
+
+static int rm_one(const char *path, const struct stat *st, int flag, struct FTW *ftw)
+{
+        (void)st, (void)flag, (void)ftw;
+        return remove(path);
+}
+
+static int teardown(void **state)
+{
+        struct fx *f = *state;
+
+        stop(f);
+        nftw(f->dir.path, rm_one, 16, FTW_DEPTH | FTW_PHYS);
+        free(f);
+        return 0;
+}
+
+/* ---- requests, as the control channel takes them ---- */
+
+/* Executes a request: its parsed reply (the caller puts it). */
+static json_object *exec_json(struct fx *f, const char *fmt, ...)
+{
+        const struct sfs_caller c = me();
+        char req[2048], *reply = NULL;
+        json_object *o;
+        size_t len;
+        va_list ap;
+
+        va_start(ap, fmt);
+        vsnprintf(req, sizeof(req), fmt, ap);
+        va_end(ap);
+        assert_int_equal(sfs_protocol_exec(f->reg, &c, req, strlen(req), &reply, &len), 0);
+        o = json_tokener_parse(reply);
+        assert_non_null(o);
+        free(reply);
+        return o;
+}
+
+/* The reply's "error" (NULL when ok), the reply put. */
+static char *error_of(json_object *o)
+{
+        json_object *e;
+        char *out = NULL;
+
+        assert_true(json_object_object_get_ex(o, "error", &e));
+        if (!json_object_is_type(e, json_type_null))
+                out = strdup(json_object_get_string(e));
+        json_object_put(o);
+        return out;
+}
+
+#define assert_reply(f, want, ...)                                                             \
+        do {                                                                                   \
+                char *_e = error_of(exec_json(f, __VA_ARGS__));                                \
+                if ((want) == NULL)                                                            \
+                        assert_null(_e);                                                       \
+                else                                                                           \
+                        assert_string_equal(_e ? _e : "(ok)", (want));                         \
+                free(_e);                                                                      \
+        } while (0)
+
+static void view_path(struct fx *f, const char *name, char out[PATH_MAX])
+{
+        snprintf(out, PATH_MAX, "%s/%s", f->dir.path, name);
+}
+
+static void create(struct fx *f, const char *name, const char *extra)
+{
+        char view[PATH_MAX];
+
+        view_path(f, name, view);
+        assert_reply(f, NULL, "{\"op\":\"scope-create\",\"name\":\"%s\",\"view\":\"%s\"%s}", name,
+                     view, extra);
+}
+
+static void publish_main(struct fx *f, const char *text, char hex[SNAP_DIGEST_HEX_LEN + 1])
+{
+        assert_int_equal(publish(f->main, &root, "p", text, strlen(text), NULL), 0);
+        hex_of(text, strlen(text), hex);
+}
+
+/* ---- tests ---- */
+
+static void test_a_request_that_is_no_json_object_is_einval_and_does_nothing(void **state)
+{
+        struct fx *f = *state;
+        const struct sfs_caller c = me();
+        static const char *bad[] = { "", "nope", "[]", "{\"op\":\"scope-list\"} {}", "{\"op\":" };
+        char *reply = NULL;
+        size_t len;
+
+        for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++)
+                assert_int_equal(sfs_protocol_exec(f->reg, &c, bad[i], strlen(bad[i]), &reply,
+                                                   &len),
+                                 -EINVAL);
+        /* A NUL inside: not the request it would seem to be. */
+        assert_int_equal(sfs_protocol_exec(f->reg, &c, "{\"op\":\"scope-list\"}\0x", 21, &reply,
+                                           &len),
+                         -EINVAL);
+        /* Beside them: the well-formed one, with white space after it. */
+        assert_int_equal(sfs_protocol_exec(f->reg, &c, "{\"op\":\"scope-list\"}\n", 20, &reply,
+                                           &len),
+                         0);
+        assert_string_equal(reply, "{\"ok\":true,\"error\":null,\"message\":null,\"scopes\":[]}");
+        free(reply);
+}
+
+static void test_unknown_ops_fields_and_types_are_refused_in_the_reply(void **state)
+{
+        struct fx *f = *state;
+        char view[PATH_MAX];
+
+        view_path(f, "a", view);
+        assert_reply(f, "EINVAL", "{\"op\":\"no-such\"}");
+        assert_reply(f, "EINVAL", "{\"no-op\":1}");
+        assert_reply(f, "EINVAL", "{\"op\":\"scope-list\",\"extra\":1}");
+        assert_reply(f, "EINVAL", "{\"op\":\"scope-create\",\"name\":\"a\",\"view\":\"%s\","
+                                  "\"publish\":\"yes\"}", view);
+        assert_reply(f, "EINVAL", "{\"op\":\"scope-create\",\"name\":\"a\",\"view\":\"%s\","
+                                  "\"until_pid\":1}", view); /* without client_pid */
+        assert_reply(f, "EINVAL", "{\"op\":\"revoke\",\"scope\":\"a\"}");
+        assert_int_equal(f->fake.mounted, 0);
+        assert_reply(f, NULL, "{\"op\":\"scope-create\",\"name\":\"a\",\"view\":\"%s\","
+                              "\"publish\":true,\"limits\":{\"max_bytes\":\"64K\"}}", view);
+        assert_int_equal(f->fake.mounted, 1);
+}
+
+static void test_names_and_views_are_taken_once(void **state)
+{
+        struct fx *f = *state;
+        char view[PATH_MAX];
+
+        create(f, "a", "");
+        view_path(f, "a", view);
+        assert_reply(f, "EEXIST", "{\"op\":\"scope-create\",\"name\":\"a\",\"view\":\"%s/b\"}",
+                     f->dir.path);
+        assert_reply(f, "EEXIST", "{\"op\":\"scope-create\",\"name\":\"b\",\"view\":\"%s\"}", view);
+        assert_reply(f, "EINVAL", "{\"op\":\"scope-create\",\"name\":\"..\",\"view\":\"%s/c\"}",
+                     f->dir.path);
+        create(f, "b", "");
+        assert_int_equal(f->fake.mounted, 2);
+}
+
+static void test_a_mount_that_fails_leaves_no_scope_and_no_directory(void **state)
+{
+        struct fx *f = *state;
+        char view[PATH_MAX], file[PATH_MAX];
+        struct stat st;
+
+        f->fake.refuse_mount = EIO;
+        view_path(f, "a", view);
+        assert_reply(f, "EIO", "{\"op\":\"scope-create\",\"name\":\"a\",\"view\":\"%s\"}", view);
+        assert_int_equal(stat(view, &st), -1);
+        snprintf(file, sizeof(file), "%s/scopes/a.json", f->store_path);
+        assert_int_equal(stat(file, &st), -1);
+        f->fake.refuse_mount = 0;
+        create(f, "a", "");
+        assert_int_equal(stat(view, &st), 0);
+        assert_int_equal(stat(file, &st), 0);
+        assert_int_equal(st.st_mode & 07777, 0600);
+}
+
+/* What tying a scope to a process answers here: NULL (it works), or "ENOSYS" where the
+ * kernel (or valgrind, which runs these tests too) has no pidfd_open, where the daemon refuses
+ * a scope it could not tie rather than make one that outlives its process. */
+static const char *tie_answer(void)
+{
+        long fd = syscall(SYS_pidfd_open, getpid(), 0);
+
+        if (fd < 0 && errno == ENOSYS)
+                return "ENOSYS";
+        assert_true(fd >= 0);
+        close((int)fd);
+        return NULL;
+}
+
+static void test_a_client_pid_that_is_not_the_callers_is_einval(void **state)
+{
+        struct fx *f = *state;
+        char view[PATH_MAX];
+
+        view_path(f, "tied", view);
+        /* The caller's pid is the test's: a child's number names another process. */
+        assert_reply(f, "EINVAL", "{\"op\":\"scope-create\",\"name\":\"tied\",\"view\":\"%s\","
+                                  "\"until_pid\":1,\"client_pid\":1}", view);
+        assert_reply(f, tie_answer(), "{\"op\":\"scope-create\",\"name\":\"tied\",\"view\":\"%s\","
+                                      "\"until_pid\":1,\"client_pid\":%d}", view, (int)getpid());
+}
+
+static bool listed(struct fx *f, const char *name)
+{
+        json_object *o = exec_json(f, "{\"op\":\"scope-list\"}"), *a;
+        bool found = false;
+
+        assert_true(json_object_object_get_ex(o, "scopes", &a));
+        for (size_t i = 0; i < json_object_array_length(a); i++) {
+                json_object *n;
+                json_object_object_get_ex(json_object_array_get_idx(a, i), "name", &n);
+                found |= strcmp(json_object_get_string(n), name) == 0;
+        }
+        json_object_put(o);
+        return found;
+}
+
+static void test_a_scope_tied_to_a_process_goes_when_it_exits(void **state)
+{
+        struct fx *f = *state;
+        struct timespec step = { .tv_nsec = 10 * 1000 * 1000 };
+        char view[PATH_MAX];
+        pid_t child = fork();
+
+        if (child == 0) {
+                pause();
+                _exit(0);
+        }
+        view_path(f, "tied", view);
+        if (tie_answer()) {
+                /* No pidfd here: refused, and no scope made. */
+                assert_reply(f, "ENOSYS", "{\"op\":\"scope-create\",\"name\":\"tied\",\"view\":"
+                                          "\"%s\",\"until_pid\":%d,\"client_pid\":%d}",
+                             view, (int)child, (int)getpid());
+                assert_false(listed(f, "tied"));
+                kill(child, SIGKILL);
+                waitpid(child, NULL, 0);
+                return;
+        }
+        assert_reply(f, NULL, "{\"op\":\"scope-create\",\"name\":\"tied\",\"view\":\"%s\","
+                              "\"until_pid\":%d,\"client_pid\":%d}", view, (int)child,
+                     (int)getpid());
+        create(f, "untied", "");
+        assert_true(listed(f, "tied"));
+        kill(child, SIGKILL);
+        waitpid(child, NULL, 0);
+        /* The watcher's thread removes it: wait for that state, never a fixed time. */
+        for (int i = 0; i < 2000 && listed(f, "tied"); i++)
+                nanosleep(&step, NULL);
+        assert_false(listed(f, "tied"));
+        assert_true(listed(f, "untied"));
+        assert_int_equal(f->fake.detached, 1);
+        /* Gone already: refused. */
+        assert_reply(f, "ESRCH", "{\"op\":\"scope-create\",\"name\":\"tied\",\"view\":\"%s\","
+                                 "\"until_pid\":%d,\"client_pid\":%d}", view, (int)child,
+                     (int)getpid());
+}
+
+static void test_grants_and_scopes_come_back_after_a_restart(void **state)
+{
+        struct fx *f = *state;
+        char a[SNAP_DIGEST_HEX_LEN + 1], b[SNAP_DIGEST_HEX_LEN + 1];
+        json_object *o, *grants;
+
+        publish_main(f, "granted plainly", a);
+        publish_main(f, "granted by name", b);
+        create(f, "sandbox", ",\"publish\":true,\"uids\":[1000,1001],\"gid\":77");
+        assert_reply(f, NULL, "{\"op\":\"grant\",\"scope\":\"sandbox\",\"sha256\":\"%s\"}", a);
+        assert_reply(f, NULL, "{\"op\":\"grant\",\"scope\":\"sandbox\",\"sha256\":\"%s\","
+                              "\"entry\":\"cfg\"}", b);
+        stop(f);
+        start(f);
+        o = exec_json(f, "{\"op\":\"scope-show\",\"name\":\"sandbox\"}");
+        assert_true(json_object_object_get_ex(o, "grants", &grants));
+        assert_int_equal(json_object_array_length(grants), 2);
+        assert_non_null(strstr(json_object_to_json_string_ext(o, JSON_C_TO_STRING_PLAIN), "\"uids\":[1000,1001]"));
+        assert_non_null(strstr(json_object_to_json_string_ext(o, JSON_C_TO_STRING_PLAIN), "\"gid\":77"));
+        assert_non_null(strstr(json_object_to_json_string_ext(o, JSON_C_TO_STRING_PLAIN), "\"entry\":\"cfg\""));
+        json_object_put(o);
+}
+
+static void test_a_revoke_answered_never_comes_back(void **state)
+{
+        struct fx *f = *state;
+        char a[SNAP_DIGEST_HEX_LEN + 1];
+        json_object *o, *grants;
+
+        publish_main(f, "revoked", a);
+        create(f, "sandbox", "");
+        assert_reply(f, NULL, "{\"op\":\"grant\",\"scope\":\"sandbox\",\"sha256\":\"%s\","
+                              "\"entry\":\"cfg\"}", a);
+        assert_reply(f, NULL, "{\"op\":\"revoke\",\"scope\":\"sandbox\",\"entry\":\"cfg\"}");
+        /* The entry and the digest that left with it are stale in the view's kernel. */
+        assert_int_equal(f->fake.invalidated, 2);
+        assert_reply(f, "ENOENT", "{\"op\":\"revoke\",\"scope\":\"sandbox\",\"entry\":\"cfg\"}");
+        stop(f);
+        start(f);
+        o = exec_json(f, "{\"op\":\"scope-show\",\"name\":\"sandbox\"}");
+        assert_true(json_object_object_get_ex(o, "grants", &grants));
+        assert_int_equal(json_object_array_length(grants), 0);
+        json_object_put(o);
+}
+
+static void test_a_start_collects_what_no_scope_came_back_for(void **state)
+{
+        struct fx *f = *state;
+        char scoped[SNAP_DIGEST_HEX_LEN + 1], held[SNAP_DIGEST_HEX_LEN + 1], p[PATH_MAX];
+        struct sfs_node *n;
+        struct stat st;
+
+        publish_main(f, "held", held);
+        create(f, "sandbox", "");
+        /* Published in the main mount, granted, then every hold dropped: its grant keeps it. */
+        publish_main(f, "kept by its grant", scoped);
+        assert_reply(f, NULL, "{\"op\":\"grant\",\"scope\":\"sandbox\",\"sha256\":\"%s\"}", scoped);
+        n = lookup_digest(f->main, &root, "kept by its grant", 0);
+        (void)n;
+        assert_int_equal(sfs_tree_unlink(f->main, &root, sfs_tree_root(f->main), scoped), 0);
+        stop(f);
+        /* The scope's file goes while the daemon is down (an operator, a crash mid-delete). */
+        snprintf(p, sizeof(p), "%s/scopes/sandbox.json", f->store_path);
+        assert_int_equal(unlink(p), 0);
+        start(f);
+        snprintf(p, sizeof(p), "%s/blobs/sha256/%s", f->store_path, scoped);
+        assert_int_equal(stat(p, &st), -1);
+        lookup_digest(f->main, &root, "kept by its grant", -ENOENT);
+        snprintf(p, sizeof(p), "%s/blobs/sha256/%s", f->store_path, held);
+        assert_int_equal(stat(p, &st), 0);
+        lookup_digest(f->main, &root, "held", 0);
+}
+
+static void test_a_scope_file_that_does_not_parse_stops_the_collection(void **state)
+{
+        struct fx *f = *state;
+        char scoped[SNAP_DIGEST_HEX_LEN + 1], p[PATH_MAX];
+        FILE *fp;
+
+        create(f, "sandbox", "");
+        publish_main(f, "only granted", scoped);
+        assert_reply(f, NULL, "{\"op\":\"grant\",\"scope\":\"sandbox\",\"sha256\":\"%s\"}", scoped);
+        assert_int_equal(sfs_tree_unlink(f->main, &root, sfs_tree_root(f->main), scoped), 0);
+        stop(f);
+        snprintf(p, sizeof(p), "%s/scopes/sandbox.json", f->store_path);
+        fp = fopen(p, "w");
+        assert_non_null(fp);
+        fputs("{ not json", fp);
+        fclose(fp);
+        start(f);
+        /* Not collected: a scope that did not come back might still need it. */
+        lookup_digest(f->main, &root, "only granted", 0);
+        assert_false(listed(f, "sandbox"));
+}
+
+static void test_removing_a_scope_collects_its_last_grants_and_detaches_its_view(void **state)
+{
+        struct fx *f = *state;
+        char a[SNAP_DIGEST_HEX_LEN + 1], p[PATH_MAX];
+        struct stat st;
+
+        publish_main(f, "only this scope's", a);
+        create(f, "sandbox", "");
+        assert_reply(f, NULL, "{\"op\":\"grant\",\"scope\":\"sandbox\",\"sha256\":\"%s\"}", a);
+        assert_int_equal(sfs_tree_unlink(f->main, &root, sfs_tree_root(f->main), a), 0);
+        lookup_digest(f->main, &root, "only this scope's", 0);
+        assert_reply(f, NULL, "{\"op\":\"scope-remove\",\"name\":\"sandbox\"}");
+        assert_int_equal(f->fake.detached, 1);
+        lookup_digest(f->main, &root, "only this scope's", -ENOENT);
+        snprintf(p, sizeof(p), "%s/blobs/sha256/%s", f->store_path, a);
+        assert_int_equal(stat(p, &st), -1);
+        view_path(f, "sandbox", p);
+        assert_int_equal(stat(p, &st), -1); /* made by the registry, removed by it */
+        assert_reply(f, "ENOENT", "{\"op\":\"scope-remove\",\"name\":\"sandbox\"}");
+}
+
+#define T(name) cmocka_unit_test_setup_teardown(name, setup, teardown)
+
+int main(void)
+{
+        const struct CMUnitTest tests[] = {
+                T(test_a_request_that_is_no_json_object_is_einval_and_does_nothing),
+                T(test_unknown_ops_fields_and_types_are_refused_in_the_reply),
+                T(test_names_and_views_are_taken_once),
+                T(test_a_mount_that_fails_leaves_no_scope_and_no_directory),
+                T(test_a_client_pid_that_is_not_the_callers_is_einval),
+                T(test_a_scope_tied_to_a_process_goes_when_it_exits),
+                T(test_grants_and_scopes_come_back_after_a_restart),
+                T(test_a_revoke_answered_never_comes_back),
+                T(test_a_start_collects_what_no_scope_came_back_for),
+                T(test_a_scope_file_that_does_not_parse_stops_the_collection),
+                T(test_removing_a_scope_collects_its_last_grants_and_detaches_its_view),
+        };
+        return cmocka_run_group_tests(tests, NULL, NULL);
+}
