@@ -6,6 +6,7 @@ import errno
 import json
 import os
 import signal
+import struct
 import subprocess
 
 import pytest
@@ -176,54 +177,78 @@ else:
     assert read(os.path.join(view, "cfg")) == b"for uid 1000 alone"
 
 
+# A reader of a moving entry: opens and reads the entry until STOP exists, counting in a shared
+# file (mmap, 5 int64: reads, reads of the first content, of the second, errors, other bytes)
+# so the test can wait for every reader to have read after each move.
+ROTATION_READER = r'''
+import mmap, os, struct, sys
+path, counters, stop = sys.argv[1:4]
+a, b = open(sys.argv[4], "rb").read(), open(sys.argv[5], "rb").read()
+fd = os.open(counters, os.O_RDWR)
+m = mmap.mmap(fd, 40)
+n = [0, 0, 0, 0, 0]
+while not os.path.exists(stop):
+    try:
+        with open(path, "rb") as f:
+            data = f.read()
+        n[1 if data == a else 2 if data == b else 4] += 1
+    except OSError:
+        n[3] += 1
+    n[0] += 1
+    m[:40] = struct.pack("<5q", *n)
+'''
+
+
 def test_moving_an_entry_is_seen_whole_by_four_readers(snapfs, workdir):
     v1, v2 = b"version one " * 100, b"version two " * 100
     d1, d2 = snapfs.publish(v1, "v1"), snapfs.publish(v2, "v2")
     s = scope(snapfs, workdir)
     grant(snapfs, "sandbox-a", d1, "token")
     path = os.path.join(s["view"], "token")
-    reader = r'''
-import sys
-path, a, b = sys.argv[1], open(sys.argv[2], "rb").read(), open(sys.argv[3], "rb").read()
-seen = set()
-for line in sys.stdin:
-    if line.strip() == "stop":
-        break
-    for _ in range(20):
-        with open(path, "rb") as f:
-            data = f.read()
-        assert data in (a, b), "a reader got something else"
-        seen.add(data)
-print(len(seen))
-'''
-    files = []
+    want = []
     for i, data in enumerate((v1, v2)):
-        p = os.path.join(s["view"] + "-want%d" % i)
-        with open(p, "wb") as f:
+        want.append(os.path.join(workdir, f"want{i}"))
+        with open(want[-1], "wb") as f:
             f.write(data)
-        files.append(p)
-    procs = [subprocess.Popen(["/usr/bin/python3", "-c", reader, path, *files],
-                              stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
-             for _ in range(4)]
+    stop = os.path.join(workdir, "stop")
+    counters = []
+    for i in range(4):
+        counters.append(os.path.join(workdir, f"reader{i}"))
+        with open(counters[-1], "wb") as f:
+            f.write(bytes(40))
+
+    def counts():
+        out = []
+        for c in counters:
+            with open(c, "rb") as f:
+                out.append(struct.unpack("<5q", f.read(40)))
+        return out
+
+    procs = [subprocess.Popen(["/usr/bin/python3", "-c", ROTATION_READER, path, c, stop, *want])
+             for c in counters]
     try:
-        for i in range(60):
-            grant(snapfs, "sandbox-a", d2 if i % 2 == 0 else d1, "token")
-            for p in procs:
-                p.stdin.write("go\n")
-                p.stdin.flush()
-        for p in procs:
-            p.stdin.write("stop\n")
-            p.stdin.close()
-        results = [p.wait(60) for p in procs]
-        outputs = [p.stdout.read().strip() for p in procs]
+        wait_for(lambda: all(n[1] > 0 for n in counts()), "every reader to read the entry")
+        # Each move, while the four read on: then wait until every reader has read the new
+        # content at least once (the state, never a sleep), so each reader reads across every
+        # move, both contents, concurrently with the next one.
+        moves = 30
+        for i in range(moves):
+            new = 2 if i % 2 == 0 else 1
+            before = [n[new] for n in counts()]
+            grant(snapfs, "sandbox-a", d2 if new == 2 else d1, "token")
+            wait_for(lambda: all(n[new] > b for n, b in zip(counts(), before)),
+                     f"every reader to read move {i}")
     finally:
-        for p in procs:
-            if p.poll() is None:
-                p.kill()
-                p.wait()
-            p.stdout.close()
-    assert results == [0] * 4, outputs
-    # The old digest left the view with the entry; the new one is there.
+        with open(stop, "w"):
+            pass
+        results = [p.wait(60) for p in procs]
+    final = counts()
+    assert results == [0] * 4
+    for reads, first, second, errors, other in final:
+        # Every read was one content or the other, byte for byte; none failed.
+        assert (errors, other) == (0, 0) and reads == first + second, final
+        assert first >= moves // 2 and second >= moves // 2, final
+    # 30 moves end on the first content: the second digest left the view with the entry.
     assert names(s["view"]) == sorted([d1, "token"])
 
 
