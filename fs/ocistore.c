@@ -19,6 +19,7 @@
 #include <sys/vfs.h>
 #include <unistd.h>
 
+#include "fs/lockorder.h"
 #include "snapshot/oci.h"
 #include "snapshot/safeopen.h"
 #include "snapshot/store.h"
@@ -305,12 +306,12 @@ void sfs_ocistore_set_max_entries(struct sfs_ocistore *s, size_t max)
 
 void sfs_ocistore_lock(struct sfs_ocistore *s)
 {
-        pthread_mutex_lock(&s->lock);
+        sfs_lock_order(&s->lock, SFS_LOCK_OCISTORE);
 }
 
 void sfs_ocistore_unlock(struct sfs_ocistore *s)
 {
-        pthread_mutex_unlock(&s->lock);
+        sfs_unlock_order(&s->lock, SFS_LOCK_OCISTORE);
 }
 
 uint64_t sfs_ocistore_corrupt(const struct sfs_ocistore *s)

@@ -18,6 +18,9 @@
 
 #define DIR_ATTR_TIMEOUT 1.0
 
+/* The locks this thread holds, by level (fs/lockorder.h). */
+__thread unsigned sfs_locks_held;
+
 /* ---- refusals ---- */
 
 int sfs_refused(struct sfs_tree *t, const struct sfs_caller *c, const char *event,
@@ -152,9 +155,9 @@ void sfs_tree_set_control(struct sfs_tree *t,
                                       size_t len, char **reply, size_t *reply_len),
                           void *ctx)
 {
-        pthread_mutex_lock(&t->lock);
+        tree_lock(t);
         t->control_hook = (struct sfs_control_hook){ .exec = exec, .ctx = ctx };
-        pthread_mutex_unlock(&t->lock);
+        tree_unlock(t);
 }
 
 static void node_free(struct sfs_tree *t, struct sfs_node *n)
@@ -210,18 +213,18 @@ int sfs_tree_set_view_path(struct sfs_tree *t, const char *path)
 
         if (!copy)
                 return -ENOMEM;
-        pthread_mutex_lock(&t->lock);
+        tree_lock(t);
         free(t->view_path);
         t->view_path = copy;
-        pthread_mutex_unlock(&t->lock);
+        tree_unlock(t);
         return 0;
 }
 
 void sfs_tree_get_config(struct sfs_tree *t, struct sfs_tree_config *out)
 {
-        pthread_mutex_lock(&t->lock);
+        tree_lock(t);
         *out = t->cfg;
-        pthread_mutex_unlock(&t->lock);
+        tree_unlock(t);
 }
 
 struct snap_store *sfs_tree_store(struct sfs_tree *t)
@@ -231,12 +234,12 @@ struct snap_store *sfs_tree_store(struct sfs_tree *t)
 
 void sfs_tree_set_dev(struct sfs_tree *t, uint64_t dev, bool view)
 {
-        pthread_mutex_lock(&t->lock);
+        tree_lock(t);
         if (view)
                 t->cfg.read_view_dev = dev;
         else
                 t->cfg.dev = dev;
-        pthread_mutex_unlock(&t->lock);
+        tree_unlock(t);
 }
 
 struct sfs_node *sfs_tree_root(struct sfs_tree *t)
@@ -523,13 +526,13 @@ int sfs_tree_getattr(struct sfs_tree *t, const struct sfs_caller *c, struct sfs_
 {
         int r;
 
-        pthread_mutex_lock(&t->lock);
+        tree_lock(t);
         r = sfs_check_visible(t, c, n);
         if (r == 0) {
                 sfs_fill_attr(t, n, st);
                 *timeout = attr_timeout(t, n);
         }
-        pthread_mutex_unlock(&t->lock);
+        tree_unlock(t);
         return r;
 }
 
@@ -680,7 +683,7 @@ int sfs_tree_lookup(struct sfs_tree *t, const struct sfs_caller *c, struct sfs_n
         struct sfs_node *n = NULL;
         int r;
 
-        pthread_mutex_lock(&t->lock);
+        tree_lock(t);
         r = lookup_locked(t, c, parent, name, &n);
         if (r == 0) {
                 n->nlookup++;
@@ -698,7 +701,7 @@ int sfs_tree_lookup(struct sfs_tree *t, const struct sfs_caller *c, struct sfs_n
                                            ? 0
                                            : sfs_meta_timeout(&t->cfg, t->cfg.cache_timeout);
         }
-        pthread_mutex_unlock(&t->lock);
+        tree_unlock(t);
         if (r == -EACCES)
                 sfs_tree_refuse(t, c, "lookup", name, EACCES);
         return r;
@@ -706,10 +709,10 @@ int sfs_tree_lookup(struct sfs_tree *t, const struct sfs_caller *c, struct sfs_n
 
 void sfs_tree_forget(struct sfs_tree *t, struct sfs_node *n, uint64_t nlookup)
 {
-        pthread_mutex_lock(&t->lock);
+        tree_lock(t);
         n->nlookup = n->nlookup > nlookup ? n->nlookup - nlookup : 0;
         sfs_node_maybe_free(t, n);
-        pthread_mutex_unlock(&t->lock);
+        tree_unlock(t);
 }
 
 /* ---- access, setattr on things that never change ---- */
@@ -719,7 +722,7 @@ int sfs_tree_access(struct sfs_tree *t, const struct sfs_caller *c, struct sfs_n
 {
         int r;
 
-        pthread_mutex_lock(&t->lock);
+        tree_lock(t);
         r = sfs_check_visible(t, c, n);
         if (r == 0) {
                 switch (node_kind(n)) {
@@ -747,7 +750,7 @@ int sfs_tree_access(struct sfs_tree *t, const struct sfs_caller *c, struct sfs_n
                         break;
                 }
         }
-        pthread_mutex_unlock(&t->lock);
+        tree_unlock(t);
         return r;
 }
 
