@@ -25,7 +25,8 @@ import sys
 import pytest
 
 from clients import LIBSNAPFS, PYCLIENT, client_env
-from snaptest import BUILD, NOBODY_UID, ROOT, SNAPFS, control_ok, run, sha256_hex
+from snaptest import (BUILD, NOBODY_UID, ROOT, SNAPFS, control_ok, is_mounted, run, sha256_hex,
+                      wait_for)
 
 MCP = ROOT / "tests" / "mcp"
 INSPECTOR = MCP / "node_modules" / "@modelcontextprotocol" / "inspector" / "cli" / "build" / \
@@ -375,3 +376,46 @@ def test_each_sandboxs_mcp_client_gets_its_own_config_through_the_same_entry(san
                            "sha256": s.fs.publish(moved, "moved"), "entry": "mcp.json"})
     assert allowed(in_sandbox(s.view_a, *mcp_exec_argv(), binds=binds)) == \
         f"Allowed directories:\n{s.data['b']}"
+
+
+def test_a_scope_tied_to_its_sandbox_goes_when_the_sandbox_exits(snapfs, workdir):
+    # The runtime's order: start the sandbox's process held at a gate, tie a scope to its
+    # pid, grant, open the gate (the process execs bwrap: the same pid), and the sandbox
+    # reads its config. The scope outlives nothing: the sandbox's exit removes it.
+    digest = snapfs.publish(b"config of a short-lived sandbox", "short")
+    views = os.path.join(workdir, "views")
+    os.makedirs(views)
+    view = os.path.join(views, "short-lived")
+    inner = "cat /run/snapfs/cfg; echo; cat >/dev/null"
+    gate = subprocess.Popen(
+        ["sh", "-c", 'read go && exec "$@"', "sh",
+         *sandbox_argv(view, "sh", "-c", inner)],
+        stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        s = control_ok(snapfs.path, {"op": "scope-create", "name": "short-lived", "view": view,
+                                     "uids": [UID], "until_pid": gate.pid,
+                                     "client_pid": os.getpid()})["scope"]
+        assert s["until_pid"] == gate.pid
+        control_ok(snapfs.path, {"op": "grant", "scope": "short-lived", "sha256": digest,
+                                 "entry": "cfg"})
+        gate.stdin.write("go\n")
+        gate.stdin.flush()
+        # While the sandbox runs, its scope is there and the sandbox reads through it.
+        assert gate.stdout.readline() == "config of a short-lived sandbox\n", \
+            gate.stderr.read()
+        assert [x["name"] for x in control_ok(snapfs.path, {"op": "scope-list"})["scopes"]] \
+            == ["short-lived"]
+        gate.stdin.close()  # the sandbox's shell reads end of file and exits
+        assert gate.wait(TIMEOUT) == 0, gate.stderr.read()
+    finally:
+        if gate.poll() is None:
+            gate.kill()
+            gate.wait()
+        gate.stdout.close()
+        gate.stderr.close()
+    wait_for(lambda: control_ok(snapfs.path, {"op": "scope-list"})["scopes"] == [],
+             "the scope to go with its sandbox")
+    assert not is_mounted(view) and not os.path.exists(view)
+    # The snapshot itself is held on the main mount and stays.
+    with open(snapfs.p(digest), "rb") as f:
+        assert f.read() == b"config of a short-lived sandbox"

@@ -458,6 +458,39 @@ def test_the_last_grant_of_a_snapshot_takes_its_blob_out_of_the_store(mount_snap
     assert not os.path.exists(os.path.join(store, "scopes", "sandbox-a.json"))
 
 
+def test_content_in_two_scopes_is_one_blob_gone_with_its_last_grant_read_on_by_a_descriptor(
+        mount_snapfs, workdir):
+    store = os.path.join(workdir, "store")
+    fs = mount_snapfs("--store", store)
+    a = scope(fs, workdir, "sandbox-a", publish=True)
+    scope(fs, workdir, "sandbox-b")
+    digest = publish_in(a["view"], b"one blob for two scopes")
+    grant(fs, "sandbox-b", digest, "cfg")
+    blob = os.path.join(store, "blobs", "sha256", digest)
+    blobs = os.listdir(os.path.join(store, "blobs", "sha256"))
+    assert blobs.count(digest) == 1
+    fd = os.open(os.path.join(a["view"], digest), os.O_RDONLY)
+    try:
+        # Scope a goes: b's grant keeps the snapshot, its blob, and b's view of it.
+        control_ok(fs.path, {"op": "scope-remove", "name": "sandbox-a"})
+        assert os.path.exists(blob)
+        assert read(os.path.join(workdir, "views", "sandbox-b", "cfg")) == \
+            b"one blob for two scopes"
+        # b's last grant of it revoked: the blob leaves the store, the main mount forgets it,
+        # and the descriptor opened before reads the same bytes on.
+        control_ok(fs.path, {"op": "revoke", "scope": "sandbox-b", "entry": "cfg"})
+        assert not os.path.exists(blob)
+        assert errno_of(os.stat, fs.p(digest)) == errno.ENOENT
+        assert os.pread(fd, 100, 0) == b"one blob for two scopes"
+    finally:
+        os.close(fd)
+    # The store still serves what it holds after a restart, and nothing of the collected one.
+    assert fs.stop() == 0
+    fs2 = mount_snapfs("--store", store, name="mnt")
+    assert errno_of(os.stat, fs2.p(digest)) == errno.ENOENT
+    assert names(os.path.join(workdir, "views", "sandbox-b")) == []
+
+
 def test_a_killed_daemons_view_is_cleared_and_mounted_again(mount_snapfs, workdir):
     store = os.path.join(workdir, "store")
     fs = mount_snapfs("--store", store)
