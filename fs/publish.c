@@ -64,6 +64,7 @@ static int publish_begin(struct sfs_tree *t, const struct sfs_caller *c, struct 
                          const char *name, struct sfs_node *newparent, const char *newname,
                          unsigned flags, struct snap_digest *target, struct sfs_node **src)
 {
+        assert(mutex_held(&t->lock));
         struct sfs_uidstage *st;
         struct sfs_node *n;
         int r = 0;
@@ -120,6 +121,7 @@ static int decide(struct sfs_tree *t, const struct sfs_caller *c, struct sfs_sta
                   const struct snap_digest *d, struct snap_object **existing,
                   struct snap_claim *claim)
 {
+        assert(mutex_held(&t->lock));
         int r;
 
         *existing = snap_store_lookup(t->store, d);

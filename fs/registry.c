@@ -205,7 +205,7 @@ static json_object *limits_json(const struct sfs_scope_limits *l)
         return o;
 }
 
-static json_object *uids_json(const struct sfs_uidset *u)
+static json_object *uids_json(const struct value_uid_list *u)
 {
         json_object *a = json_object_new_array();
 
@@ -900,7 +900,7 @@ static int parse_file(struct sfs_registry *r, struct scope *s, json_object *doc)
             !(v = field(doc, "name", json_type_string)) ||
             strcmp(json_object_get_string(v), s->name) != 0 ||
             !(v = field(doc, "view", json_type_string)) || !uids ||
-            json_object_array_length(uids) > SFS_UIDSET_MAX ||
+            json_object_array_length(uids) > VALUE_UID_LIST_MAX ||
             !(lim = field(doc, "limits", json_type_object)))
                 return -EINVAL;
         view = json_object_get_string(v);

@@ -74,8 +74,8 @@ int sfs_tree_new_scope(struct sfs_tree *main, const struct sfs_scope_spec *spec,
         t->cfg.scope_users = &t->scope->users;
         t->cfg.read_only = !spec->publish;
         t->cfg.unlink_own = false;
-        t->cfg.readers = (struct sfs_uidset){ .any = false };
-        t->cfg.publishers = (struct sfs_uidset){ .any = false };
+        t->cfg.readers = (struct value_uid_list){ .any = false };
+        t->cfg.publishers = (struct value_uid_list){ .any = false };
         t->cfg.dev = t->cfg.read_view_dev = 0;
         t->cfg.max_staging = (unsigned)spec->limits.max_staging;
         t->cfg.max_staging_bytes = spec->limits.max_staging_bytes;

@@ -188,7 +188,8 @@ struct sfs_dir {
 
 /* -EACCES outside the roles, -ENOENT for another uid's staging file. */
 int sfs_check_visible(struct sfs_tree *t, const struct sfs_caller *c, struct sfs_node *n);
-/* roles.h's sfs_may_check_store, for the files that ask roles through the tree. */
+/* roles.h's sfs_may_check_store, for the files that ask roles through the tree. Without
+ * t->lock: the roles are configuration, fixed once the tree is made. */
 bool sfs_tree_may_check_store(struct sfs_tree *t, const struct sfs_caller *c);
 /* Audits a refusal (event "refused", "publish-refused", ...) and returns -err. Without
  * t->lock. */

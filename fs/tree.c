@@ -66,23 +66,8 @@ int sfs_tree_new(const struct sfs_tree_config *cfg, struct sfs_tree **out)
         if (!t)
                 return -ENOMEM;
         t->cfg = *cfg;
-        if (!t->cfg.max_staging_bytes) {
-                /* One uid must not be able to fill the whole byte budget with staging files
-                 * it never publishes; it must still be able to stage one largest snapshot. */
-                t->cfg.max_staging_bytes = cfg->max_bytes / 4;
-                if (t->cfg.max_staging_bytes < cfg->max_snapshot_size)
-                        t->cfg.max_staging_bytes = cfg->max_snapshot_size;
-        }
-        /* One uid must not be able to take every snapshot or byte from the others: each
-         * gets a quarter by default (and room for one largest snapshot), and the owner keeps
-         * a sixteenth that nobody else may use, so it can always publish. */
-        if (!t->cfg.max_uid_snapshots)
-                t->cfg.max_uid_snapshots = cfg->max_snapshots / 4 ? cfg->max_snapshots / 4 : 1;
-        if (!t->cfg.max_uid_bytes) {
-                t->cfg.max_uid_bytes = cfg->max_bytes / 4;
-                if (t->cfg.max_uid_bytes < cfg->max_snapshot_size)
-                        t->cfg.max_uid_bytes = cfg->max_snapshot_size;
-        }
+        sfs_tree_config_derive(&t->cfg);
+        /* The owner keeps a sixteenth that nobody else may use, so it can always publish. */
         t->reserve_objects = cfg->max_snapshots / 16;
         t->reserve_bytes = cfg->max_bytes / 16;
         r = snap_store_new(&(struct snap_store_config){
@@ -309,6 +294,7 @@ uint64_t sfs_next_handle_id(struct sfs_tree *t)
 
 struct sfs_node *sfs_node_new(struct sfs_tree *t, enum sfs_kind kind, uint64_t ino)
 {
+        assert(mutex_held(&t->lock));
         struct sfs_node *n = calloc(1, sizeof(*n));
         if (!n)
                 return NULL;
@@ -326,6 +312,7 @@ struct sfs_node *sfs_node_new(struct sfs_tree *t, enum sfs_kind kind, uint64_t i
  * still listed. Called with t->lock held. */
 void sfs_node_maybe_free(struct sfs_tree *t, struct sfs_node *n)
 {
+        assert(mutex_held(&t->lock));
         if (n == &t->root || n == &t->staging || n == &t->control)
                 return;
         if (n->kind == SFS_KIND_STAGING_FILE && n->linked)
@@ -341,6 +328,7 @@ void sfs_node_maybe_free(struct sfs_tree *t, struct sfs_node *n)
 
 struct sfs_handle *sfs_handle_new(struct sfs_tree *t, struct sfs_node *n, bool write)
 {
+        assert(mutex_held(&t->lock));
         struct sfs_handle *h = calloc(1, sizeof(*h));
         if (!h)
                 return NULL;
@@ -355,17 +343,14 @@ struct sfs_handle *sfs_handle_new(struct sfs_tree *t, struct sfs_node *n, bool w
         return h;
 }
 
-struct sfs_node *sfs_handle_node(const struct sfs_handle *h)
-{
-        return h->node;
-}
-
 static void stage_release_held(struct sfs_tree *t, struct sfs_node *n);
 
 void sfs_handle_del(struct sfs_tree *t, struct sfs_handle *h)
 {
+        assert(mutex_held(&t->lock));
         struct sfs_node *n = h->node;
 
+        assert(n->pins > 0); /* each handle pins its node once */
         n->pins--;
         pthread_mutex_lock(&t->ids_lock);
         sfs_idmap_del(&t->ids_handles, &h->id);
@@ -377,6 +362,7 @@ void sfs_handle_del(struct sfs_tree *t, struct sfs_handle *h)
 
 void sfs_touch_root(struct sfs_tree *t)
 {
+        assert(mutex_held(&t->lock));
         clock_gettime(CLOCK_REALTIME, &t->dir_mtime);
 }
 
@@ -402,6 +388,7 @@ const char *sfs_node_label(struct sfs_node *n, char *buf)
 
 void sfs_fill_attr(struct sfs_tree *t, struct sfs_node *n, struct stat *st)
 {
+        assert(mutex_held(&t->lock));
         memset(st, 0, sizeof(*st));
         st->st_ino = n->ino;
         st->st_blksize = 128 * 1024;
@@ -497,6 +484,7 @@ bool sfs_main_may_see_snapshot(struct sfs_tree *t, const struct sfs_caller *c,
 
 int sfs_check_visible(struct sfs_tree *t, const struct sfs_caller *c, struct sfs_node *n)
 {
+        assert(mutex_held(&t->lock));
         switch (node_kind(n)) {
         case SFS_KIND_CONTROL:
                 /* Looked up by anyone who may see the root; opened by the owner alone. */
@@ -634,6 +622,7 @@ static int lookup_scope_root(struct sfs_tree *t, const struct sfs_caller *c, con
 static int lookup_locked(struct sfs_tree *t, const struct sfs_caller *c, struct sfs_node *parent,
                          const char *name, struct sfs_node **out)
 {
+        assert(mutex_held(&t->lock));
         struct snap_digest d;
         struct snap_object *obj;
 
@@ -758,6 +747,7 @@ int sfs_tree_access(struct sfs_tree *t, const struct sfs_caller *c, struct sfs_n
 
 struct sfs_uidstage *sfs_stage_find(struct sfs_tree *t, uid_t uid, bool create)
 {
+        assert(mutex_held(&t->lock));
         struct sfs_uidstage *st;
 
         for (size_t i = 0; i < t->nstages; i++)
@@ -791,6 +781,7 @@ struct sfs_node *sfs_stage_lookup(struct sfs_uidstage *st, const char *name)
 
 void sfs_stage_add(struct sfs_tree *t, struct sfs_uidstage *st, struct sfs_node *n)
 {
+        assert(mutex_held(&t->lock));
         n->linked = true;
         n->next_staged = st->head;
         st->head = n;
@@ -800,6 +791,7 @@ void sfs_stage_add(struct sfs_tree *t, struct sfs_uidstage *st, struct sfs_node 
 
 void sfs_stage_remove(struct sfs_tree *t, struct sfs_node *n, bool hold)
 {
+        assert(mutex_held(&t->lock));
         struct sfs_uidstage *st = sfs_stage_find(t, n->stg->owner, false);
         struct sfs_node **pp;
 
