@@ -368,6 +368,39 @@ def test_a_scopes_limits_give_edquot_and_its_unlink_makes_room(snapfs, workdir):
         "snapshots": 1, "bytes": 3, "staging": 0, "staging_bytes": 0}
 
 
+def test_what_a_scope_unpublishes_or_revokes_last_frees_its_room_in_the_store(snapfs, workdir):
+    # The store's room is the daemon's, shared by every scope and the main mount: statfs on
+    # the main mount counts its snapshots (f_files - f_ffree). What leaves a scope for good
+    # must give that room back, or a scope publishing and unlinking within its own limits
+    # fills the daemon's (ENOSPC for everyone).
+    def used():
+        st = os.statvfs(snapfs.path)
+        return st.f_files - st.f_ffree
+    s = scope(snapfs, workdir, publish=True)
+    before = used()
+    digests = [publish_in(s["view"], b"unpublished %d" % i, f"u{i}") for i in range(5)]
+    for d in digests:
+        assert read(os.path.join(s["view"], d)).startswith(b"unpublished")
+    assert used() == before + 5
+    for d in digests:
+        os.unlink(os.path.join(s["view"], d))
+    # The kernel forgets the unlinked nodes on its own time: wait for that state.
+    wait_for(lambda: used() == before, "the unpublished snapshots to leave the store")
+    # A snapshot the main mount dropped every hold of, kept by its grant alone: the revoke of
+    # that grant takes it out of the store; one the main mount still holds stays.
+    kept = snapfs.publish(b"kept by its grant", "k")
+    held = snapfs.publish(b"held on the main mount", "h")
+    grant(snapfs, "sandbox-a", kept, "cfg")
+    grant(snapfs, "sandbox-a", held)
+    os.unlink(snapfs.p(kept))
+    assert used() == before + 2
+    control_ok(snapfs.path, {"op": "revoke", "scope": "sandbox-a", "entry": "cfg"})
+    control_ok(snapfs.path, {"op": "revoke", "scope": "sandbox-a", "sha256": held})
+    wait_for(lambda: used() == before + 1, "the revoked snapshot to leave the store")
+    assert read(snapfs.p(held)) == b"held on the main mount"
+    assert errno_of(os.stat, snapfs.p(kept)) == errno.ENOENT
+
+
 def test_a_view_unlinks_what_it_published_not_what_it_was_granted(snapfs, workdir):
     granted = snapfs.publish(b"the runtime's", "r")
     s = scope(snapfs, workdir, publish=True)
