@@ -145,7 +145,7 @@ static void scale(struct cfg *c)
         bench_emit(&(struct bench_row){ "8", "scope create", "-", "-", "snapfs", NULL, all, 0,
                                         "ms", "", (int)n, note });
         snprintf(note, sizeof(note), "scopes #%u-%u vs #1-%u", n - k + 1, n, k);
-        bench_emit(&(struct bench_row){ "8", "scope create, last vs first", "-", "-", "last",
+        bench_emit(&(struct bench_row){ "8", "scope create: last vs first", "-", "-", "last",
                                         "first", last, first, "ms", "<=1.5", (int)k, note });
         snprintf(note, sizeof(note), "RSS %lld -> %lld KiB; threads %d -> %d (%.2f a scope)",
                  rss0 / 1024, rss1 / 1024, th0, th1, (double)(th1 - th0) / n);
@@ -253,8 +253,8 @@ static void launch(struct cfg *c, const uint8_t *cfg_bytes, const char *hex)
 
         for (unsigned i = 0; i < c->rounds; i++)
                 bench_series_add(&s, (double)launch_scope(c, i, hex) / 1e3);
-        snprintf(note, sizeof(note), "memfd created, written, sealed, verified; snapfs: "
-                 "create %.0f, grant %.0f, open %.0f us", bench_series_median(&step[0]),
+        snprintf(note, sizeof(note), "memfd created/written/sealed/verified; snapfs: "
+                 "create %.0f + grant %.0f + open %.0f us", bench_series_median(&step[0]),
                  bench_series_median(&step[1]), bench_series_median(&step[2]));
         for (int k = 0; k < 3; k++)
                 bench_series_free(&step[k]);
@@ -273,9 +273,9 @@ static void launch(struct cfg *c, const uint8_t *cfg_bytes, const char *hex)
         bench_emit(&(struct bench_row){ "8", "launch: scope+grant+open", "4KiB", "free",
                                         "snapfs", "bwrap", bench_series_median(&s),
                                         bench_series_median(&w), "us", "", (int)c->rounds,
-                                        "bwrap --ro-bind / / true, fork to exit" });
-        snprintf(note, sizeof(note), "a bwrap start before each, untimed; snapfs: create %.0f, "
-                 "grant %.0f, open %.0f us", bench_series_median(&step[0]),
+                                        "bwrap --ro-bind / / true: fork to exit" });
+        snprintf(note, sizeof(note), "a bwrap start before each (untimed); create %.0f + "
+                 "grant %.0f + open %.0f us", bench_series_median(&step[0]),
                  bench_series_median(&step[1]), bench_series_median(&step[2]));
         bench_emit(&(struct bench_row){ "8", "launch after a bwrap run", "4KiB", "free",
                                         "snapfs", "bwrap", bench_series_median(&sw),
@@ -399,9 +399,9 @@ int main(int argc, char **argv)
 
         scale(&c);
         launch(&c, cfg_bytes, hex);
-        open_in_view(&c, "root-only", "", cfg_bytes, hex, "verified open, view of root");
+        open_in_view(&c, "root-only", "", cfg_bytes, hex, "verified open: view of root");
         open_in_view(&c, "uid-1000", ", \"uids\": [1000]", cfg_bytes, hex,
-                     "verified open, view of a uid");
+                     "verified open: view of a uid");
 
         snap_hasher_free(c.h);
         if (bench_daemon_stop(&c.d) < 0)
