@@ -17,10 +17,8 @@ sees that uid on every request, as it would for two containers of one unprivileg
 import json
 import os
 import pathlib
-import shlex
 import shutil
 import subprocess
-import sys
 
 import pytest
 
