@@ -30,7 +30,7 @@
 #include <sys/xattr.h>
 #include <unistd.h>
 
-#include "snapfs.h"
+#include "client/snapfs.h"
 #include "tests/bench/benchutil.h"
 #include "mountcheck/check.h"
 #include "mountcheck/identity.h"
