@@ -50,6 +50,16 @@ struct cfg {
         struct snap_hasher *h;
 };
 
+/* The daemon, stopped at any exit: a failed run must not leave it serving (and holding the
+ * caller's output open) in the private namespace. */
+static struct bench_daemon *running;
+
+static void stop_running(void)
+{
+        if (running && running->pid > 0)
+                bench_daemon_stop(running);
+}
+
 /* One request on MNT/.control; dies unless the reply says ok. */
 static void control(const struct cfg *c, const char *fmt, ...)
         __attribute__((format(printf, 2, 3)));
@@ -389,6 +399,8 @@ int main(int argc, char **argv)
                 bench_die("setup: %s", strerror(errno));
         if (bench_daemon_start(&c.d, c.snapfs, c.mnt, -1, dopts) < 0)
                 bench_die("snapfs did not start");
+        running = &c.d;
+        atexit(stop_running);
 
         bench_fill(cfg_bytes, CFG_SIZE, 0x5c0, 1);
         r = snapfs_publish(c.mnt, cfg_bytes, CFG_SIZE, &o, &pb, &why);
@@ -404,6 +416,7 @@ int main(int argc, char **argv)
                      "verified open: view of a uid");
 
         snap_hasher_free(c.h);
+        running = NULL;
         if (bench_daemon_stop(&c.d) < 0)
                 bench_die("snapfs did not stop cleanly");
         unlink(audit);
