@@ -394,10 +394,18 @@ static void drop_grant(struct sfs_tree *t, struct sfs_grant *gr, struct sfs_scop
                 t->scope->used_snapshots--;
                 t->scope->used_bytes -= gr->obj->size;
         }
-        if (snap_store_ungrant(t->store, gr->obj) == 1)
-                fx->gone[fx->n_gone++] = gr->obj; /* the publication's reference, kept */
-        else
+        if (snap_store_ungrant(t->store, gr->obj) == 1) {
+                /* Detached: its publication's reference goes now, as every other detach
+                 * releases it; the grant's own is handed to the caller, who collects the
+                 * snapshot from --store and releases that one. Kept, the publication's
+                 * reference made every snapshot a scope unpublished or revoked last stay
+                 * counted in the store for good: a scope could fill the daemon's global
+                 * limits (ENOSPC for everyone) without ever passing its own. */
                 snap_store_release(t->store, gr->obj);
+                fx->gone[fx->n_gone++] = gr->obj;
+        } else {
+                snap_store_release(t->store, gr->obj);
+        }
         free(gr->name);
         free(gr);
 }

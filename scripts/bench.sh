@@ -4,6 +4,7 @@
 # build-bench/ and runs every section, or only those named:
 #
 #   scripts/bench.sh [SECTION...]           sections: latency read scale mountcheck import
+#                                           scopes
 #
 # What is measured (items of the summary table):
 #   1 publish + first verified open, 256 B .. 1 MiB: snapfs vs a sealed memfd, O_TMPFILE
@@ -17,6 +18,11 @@
 #   6 mountcheck with 100 / 1,000 / 10,000 mounts, statmount vs mountinfo (mountcheck)
 #   7 snapfs import of 100 snapshots of 4 KiB from an OCI image layout vs the same bytes
 #     published with snapfs put, one process each (import)
+#   8 scopes (scopes): 1,000 scopes in one daemon (median time to create one, the last 100
+#     against the first 100, the daemon's memory and threads per scope); the sandbox-launch
+#     path (create a scope, grant a 4 KiB snapshot, first verified open in the new view) vs a
+#     sealed memfd created and verified, and vs a bare `bwrap --ro-bind / / true`; a verified
+#     open in a scope view vs a memfd its holder has open. SCOPES=N changes the 1,000.
 # "Verified" is docs/design.md's verified open: open, fstat identity checks, the descriptor's mount
 # id against the judged mount, pread + SHA-256, fstat again. The latency section runs three
 # times: client and daemon left to the scheduler ("free"), pinned to one CPU ("same"), and
@@ -91,7 +97,15 @@ section_import() {
   private "$builddir/tests/bench/bench_import" --snapfs "$builddir/cli/snapfs" --csv "$csv"
 }
 
-sections=(latency read scale mountcheck import)
+# scopes: N scopes in one daemon, the sandbox-launch path, a verified open in a view.
+section_scopes() {
+  echo "== item 8: ${SCOPES:-1000} scopes in one daemon; the sandbox-launch path; a verified"
+  echo "   open in a scope view; medians, ratio = snapfs / baseline (lower is better)"
+  private "$builddir/tests/bench/bench_scopes" --snapfs "$builddir/cli/snapfs" --csv "$csv" \
+    --scopes "${SCOPES:-1000}"
+}
+
+sections=(latency read scale mountcheck import scopes)
 
 # One table of every row in the CSV, in the order measured.
 table() {

@@ -1,14 +1,17 @@
 #!/bin/sh
 # SPDX-License-Identifier: MIT
 # Rootless podman (Debian 12: podman, crun, uidmap): a container of an unprivileged user gets
-# the snapfs read view, read-only, at /run/snapfs, and the binding of a snapshot in it in
-# $SNAPFS_BINDING. No image is pulled: the root filesystem is ROOTFS, made here from the
-# host's own /usr (bound read-only), so the container runs the host's snapfs and tools.
-#   usage (as the unprivileged user): podman-rootless.sh VIEW BINDING ROOTFS COMMAND [ARG...]
+# its own scope's view, read-only, at /run/snapfs, and the name of the entry to open in
+# $SNAPFS_ENTRY. The runtime (root, the mount owner) made the scope beforehand for this
+# user's uid (snapfs scope create NAME --view VIEW --uid UID) and granted the config under
+# ENTRY: the container sees that scope's grants and nothing else. No image is pulled: the
+# root filesystem is ROOTFS, made here from the host's own /usr (bound read-only), so the
+# container runs the host's snapfs and tools.
+#   usage (as the unprivileged user): podman-rootless.sh VIEW ENTRY ROOTFS COMMAND [ARG...]
 # What a host without systemd needs (cgroup manager, limits) belongs in the user's
 # ~/.config/containers/containers.conf, not here.
 set -eu
-view=$1 binding=$2 rootfs=$3
+view=$1 entry=$2 rootfs=$3
 shift 3
 snapfs=$(command -v snapfs)
 
@@ -25,5 +28,5 @@ exec podman run --rm --network=none --read-only \
     -v "$snapfs:/run/bin/snapfs:ro" \
     -v "$view:/run/snapfs:ro" \
     -e PATH=/run/bin:/usr/bin:/bin -e SNAPFS_MOUNT=/run/snapfs \
-    -e SNAPFS_BINDING="$binding" \
+    -e SNAPFS_ENTRY="$entry" \
     --rootfs "$rootfs" "$@"

@@ -203,7 +203,7 @@ default_ulimits = ["nofile=%d:%d"]
 """
 
 
-def scenario_podman(work, recipe, view, binding, uid, *command):
+def scenario_podman(work, recipe, view, entry, uid, *command):
     """docs/recipes/podman-rootless.sh as uid (subordinate ids given in this namespace only)."""
     import pwd
     import resource
@@ -230,7 +230,7 @@ def scenario_podman(work, recipe, view, binding, uid, *command):
     os.chown(work, int(uid), int(uid))
     env = {"HOME": home, "XDG_RUNTIME_DIR": runtime, "PATH": os.environ["PATH"]}
     res["run"] = sh("setpriv", f"--reuid={uid}", f"--regid={uid}", "--init-groups",
-                    recipe, view, binding, os.path.join(work, "rootfs"), *command,
+                    recipe, view, entry, os.path.join(work, "rootfs"), *command,
                     env=env, timeout=300)
     # Rootless podman leaves a pause process holding its namespaces: ours to stop.
     pause = os.path.join(runtime, "libpod", "tmp", "pause.pid")

@@ -6,6 +6,7 @@ import errno
 import json
 import os
 import signal
+import struct
 import subprocess
 
 import pytest
@@ -204,54 +205,78 @@ else:
     assert read(os.path.join(view, "cfg")) == b"for uid 1000 alone"
 
 
+# A reader of a moving entry: opens and reads the entry until STOP exists, counting in a shared
+# file (mmap, 5 int64: reads, reads of the first content, of the second, errors, other bytes)
+# so the test can wait for every reader to have read after each move.
+ROTATION_READER = r'''
+import mmap, os, struct, sys
+path, counters, stop = sys.argv[1:4]
+a, b = open(sys.argv[4], "rb").read(), open(sys.argv[5], "rb").read()
+fd = os.open(counters, os.O_RDWR)
+m = mmap.mmap(fd, 40)
+n = [0, 0, 0, 0, 0]
+while not os.path.exists(stop):
+    try:
+        with open(path, "rb") as f:
+            data = f.read()
+        n[1 if data == a else 2 if data == b else 4] += 1
+    except OSError:
+        n[3] += 1
+    n[0] += 1
+    m[:40] = struct.pack("<5q", *n)
+'''
+
+
 def test_moving_an_entry_is_seen_whole_by_four_readers(snapfs, workdir):
     v1, v2 = b"version one " * 100, b"version two " * 100
     d1, d2 = snapfs.publish(v1, "v1"), snapfs.publish(v2, "v2")
     s = scope(snapfs, workdir)
     grant(snapfs, "sandbox-a", d1, "token")
     path = os.path.join(s["view"], "token")
-    reader = r'''
-import sys
-path, a, b = sys.argv[1], open(sys.argv[2], "rb").read(), open(sys.argv[3], "rb").read()
-seen = set()
-for line in sys.stdin:
-    if line.strip() == "stop":
-        break
-    for _ in range(20):
-        with open(path, "rb") as f:
-            data = f.read()
-        assert data in (a, b), "a reader got something else"
-        seen.add(data)
-print(len(seen))
-'''
-    files = []
+    want = []
     for i, data in enumerate((v1, v2)):
-        p = os.path.join(s["view"] + "-want%d" % i)
-        with open(p, "wb") as f:
+        want.append(os.path.join(workdir, f"want{i}"))
+        with open(want[-1], "wb") as f:
             f.write(data)
-        files.append(p)
-    procs = [subprocess.Popen(["/usr/bin/python3", "-c", reader, path, *files],
-                              stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
-             for _ in range(4)]
+    stop = os.path.join(workdir, "stop")
+    counters = []
+    for i in range(4):
+        counters.append(os.path.join(workdir, f"reader{i}"))
+        with open(counters[-1], "wb") as f:
+            f.write(bytes(40))
+
+    def counts():
+        out = []
+        for c in counters:
+            with open(c, "rb") as f:
+                out.append(struct.unpack("<5q", f.read(40)))
+        return out
+
+    procs = [subprocess.Popen(["/usr/bin/python3", "-c", ROTATION_READER, path, c, stop, *want])
+             for c in counters]
     try:
-        for i in range(60):
-            grant(snapfs, "sandbox-a", d2 if i % 2 == 0 else d1, "token")
-            for p in procs:
-                p.stdin.write("go\n")
-                p.stdin.flush()
-        for p in procs:
-            p.stdin.write("stop\n")
-            p.stdin.close()
-        results = [p.wait(60) for p in procs]
-        outputs = [p.stdout.read().strip() for p in procs]
+        wait_for(lambda: all(n[1] > 0 for n in counts()), "every reader to read the entry")
+        # Each move, while the four read on: then wait until every reader has read the new
+        # content at least once (the state, never a sleep), so each reader reads across every
+        # move, both contents, concurrently with the next one.
+        moves = 30
+        for i in range(moves):
+            new = 2 if i % 2 == 0 else 1
+            before = [n[new] for n in counts()]
+            grant(snapfs, "sandbox-a", d2 if new == 2 else d1, "token")
+            wait_for(lambda: all(n[new] > b for n, b in zip(counts(), before)),
+                     f"every reader to read move {i}")
     finally:
-        for p in procs:
-            if p.poll() is None:
-                p.kill()
-                p.wait()
-            p.stdout.close()
-    assert results == [0] * 4, outputs
-    # The old digest left the view with the entry; the new one is there.
+        with open(stop, "w"):
+            pass
+        results = [p.wait(60) for p in procs]
+    final = counts()
+    assert results == [0] * 4
+    for reads, first, second, errors, other in final:
+        # Every read was one content or the other, byte for byte; none failed.
+        assert (errors, other) == (0, 0) and reads == first + second, final
+        assert first >= moves // 2 and second >= moves // 2, final
+    # 30 moves end on the first content: the second digest left the view with the entry.
     assert names(s["view"]) == sorted([d1, "token"])
 
 
@@ -341,6 +366,39 @@ def test_a_scopes_limits_give_edquot_and_its_unlink_makes_room(snapfs, workdir):
     os.rename(os.path.join(view, ".staging", "two"), os.path.join(view, sha256_hex(b"two")))
     assert control_ok(snapfs.path, {"op": "scope-show", "name": "sandbox-a"})["scope"]["usage"] == {
         "snapshots": 1, "bytes": 3, "staging": 0, "staging_bytes": 0}
+
+
+def test_what_a_scope_unpublishes_or_revokes_last_frees_its_room_in_the_store(snapfs, workdir):
+    # The store's room is the daemon's, shared by every scope and the main mount: statfs on
+    # the main mount counts its snapshots (f_files - f_ffree). What leaves a scope for good
+    # must give that room back, or a scope publishing and unlinking within its own limits
+    # fills the daemon's (ENOSPC for everyone).
+    def used():
+        st = os.statvfs(snapfs.path)
+        return st.f_files - st.f_ffree
+    s = scope(snapfs, workdir, publish=True)
+    before = used()
+    digests = [publish_in(s["view"], b"unpublished %d" % i, f"u{i}") for i in range(5)]
+    for d in digests:
+        assert read(os.path.join(s["view"], d)).startswith(b"unpublished")
+    assert used() == before + 5
+    for d in digests:
+        os.unlink(os.path.join(s["view"], d))
+    # The kernel forgets the unlinked nodes on its own time: wait for that state.
+    wait_for(lambda: used() == before, "the unpublished snapshots to leave the store")
+    # A snapshot the main mount dropped every hold of, kept by its grant alone: the revoke of
+    # that grant takes it out of the store; one the main mount still holds stays.
+    kept = snapfs.publish(b"kept by its grant", "k")
+    held = snapfs.publish(b"held on the main mount", "h")
+    grant(snapfs, "sandbox-a", kept, "cfg")
+    grant(snapfs, "sandbox-a", held)
+    os.unlink(snapfs.p(kept))
+    assert used() == before + 2
+    control_ok(snapfs.path, {"op": "revoke", "scope": "sandbox-a", "entry": "cfg"})
+    control_ok(snapfs.path, {"op": "revoke", "scope": "sandbox-a", "sha256": held})
+    wait_for(lambda: used() == before + 1, "the revoked snapshot to leave the store")
+    assert read(snapfs.p(held)) == b"held on the main mount"
+    assert errno_of(os.stat, snapfs.p(kept)) == errno.ENOENT
 
 
 def test_a_view_unlinks_what_it_published_not_what_it_was_granted(snapfs, workdir):
@@ -459,6 +517,39 @@ def test_the_last_grant_of_a_snapshot_takes_its_blob_out_of_the_store(mount_snap
     assert not os.path.exists(blob)
     assert os.path.exists(os.path.join(store, "blobs", "sha256", kept))
     assert not os.path.exists(os.path.join(store, "scopes", "sandbox-a.json"))
+
+
+def test_content_in_two_scopes_is_one_blob_gone_with_its_last_grant_read_on_by_a_descriptor(
+        mount_snapfs, workdir):
+    store = os.path.join(workdir, "store")
+    fs = mount_snapfs("--store", store)
+    a = scope(fs, workdir, "sandbox-a", publish=True)
+    scope(fs, workdir, "sandbox-b")
+    digest = publish_in(a["view"], b"one blob for two scopes")
+    grant(fs, "sandbox-b", digest, "cfg")
+    blob = os.path.join(store, "blobs", "sha256", digest)
+    blobs = os.listdir(os.path.join(store, "blobs", "sha256"))
+    assert blobs.count(digest) == 1
+    fd = os.open(os.path.join(a["view"], digest), os.O_RDONLY)
+    try:
+        # Scope a goes: b's grant keeps the snapshot, its blob, and b's view of it.
+        control_ok(fs.path, {"op": "scope-remove", "name": "sandbox-a"})
+        assert os.path.exists(blob)
+        assert read(os.path.join(workdir, "views", "sandbox-b", "cfg")) == \
+            b"one blob for two scopes"
+        # b's last grant of it revoked: the blob leaves the store, the main mount forgets it,
+        # and the descriptor opened before reads the same bytes on.
+        control_ok(fs.path, {"op": "revoke", "scope": "sandbox-b", "entry": "cfg"})
+        assert not os.path.exists(blob)
+        assert errno_of(os.stat, fs.p(digest)) == errno.ENOENT
+        assert os.pread(fd, 100, 0) == b"one blob for two scopes"
+    finally:
+        os.close(fd)
+    # The store still serves what it holds after a restart, and nothing of the collected one.
+    assert fs.stop() == 0
+    fs2 = mount_snapfs("--store", store, name="mnt")
+    assert errno_of(os.stat, fs2.p(digest)) == errno.ENOENT
+    assert names(os.path.join(workdir, "views", "sandbox-b")) == []
 
 
 def test_a_killed_daemons_view_is_cleared_and_mounted_again(mount_snapfs, workdir):
