@@ -501,6 +501,7 @@ static int scopes_start(const struct sfs_daemon_config *cfg, struct sfs_tree *tr
                                              .views = sfs_scopeviews_ops(*views),
                                              .uid = getuid(),
                                              .gid = getgid(),
+                                             .max_scopes = cfg->max_scopes,
                                      },
                                      reg);
         if (r == 0)

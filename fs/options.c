@@ -123,6 +123,11 @@ const struct sfs_option sfs_options[SFS_OPT_COUNT] = {
                                     .def = SFS_SCOPE_THREADS_DEFAULT,
                                     .help = "at most N worker threads for each scope's view: "
                                             "one scope's flood cannot take another's" },
+        [SFS_OPT_MAX_SCOPES] = { .id = SFS_OPT_MAX_SCOPES, .name = "max-scopes", .arg = SFS_ARG_VALUE, .type = VALUE_COUNT,
+                                 .metavar = "N", .min = 1, .max = SFS_MAX_SCOPES_LIMIT, .has_def = true,
+                                 .def = SFS_MAX_SCOPES_LIMIT,
+                                 .help = "scopes the daemon serves at most; ENOSPC past it",
+                                 .flags = SFS_OPTF_LIMIT },
         [SFS_OPT_DEBUG] = { .id = SFS_OPT_DEBUG, FLAG("debug", "print every FUSE request (implies -f)"),
                             .flags = SFS_OPTF_COMMAND_LINE_ONLY },
         [SFS_OPT_HELP] = { .id = SFS_OPT_HELP, FLAG("help", "show this help"), .short_name = 'h',
@@ -199,6 +204,7 @@ void sfs_daemon_config_init(struct sfs_daemon_config *cfg)
                         .cache_timeout = SFS_DEFAULT_CACHE_TIMEOUT,
                 },
                 .scope_threads = (unsigned)sfs_options[SFS_OPT_SCOPE_THREADS].def,
+                .max_scopes = (unsigned)sfs_options[SFS_OPT_MAX_SCOPES].def,
         };
 }
 
@@ -309,6 +315,7 @@ static int set_value(struct sfs_daemon_config *cfg, const struct sfs_option *o,
         case SFS_OPT_STAGING_TTL: t->staging_ttl_ms = v; break;
         case SFS_OPT_THREADS: cfg->max_threads = (unsigned)v; break;
         case SFS_OPT_SCOPE_THREADS: cfg->scope_threads = (unsigned)v; break;
+        case SFS_OPT_MAX_SCOPES: cfg->max_scopes = (unsigned)v; break;
         default:
                 assert(!"a row of the table whose arg is a value and whose id is none");
                 return -EINVAL;

@@ -23,6 +23,12 @@
 #define SFS_MAX_SNAPSHOT_SIZE_LIMIT (1ULL << 30)
 /* Worker threads of each scope's view unless --scope-threads says otherwise. */
 #define SFS_SCOPE_THREADS_DEFAULT 2
+/* The most scopes one daemon serves (--max-scopes, its default too). Each view is a FUSE
+ * session, and libfuse 3.14 takes a thread-specific key for every session: glibc gives a
+ * process 1,024 (PTHREAD_KEYS_MAX), and past them a view could not be made at all (EIO). This
+ * bound keeps the refusal an ENOSPC that says so, with room left for the main mount, the read
+ * view and the libraries' own keys. */
+#define SFS_MAX_SCOPES_LIMIT 1000
 /* --trust-key may be given this many times. */
 #define SFS_TRUST_KEYS_MAX 16
 
@@ -99,6 +105,7 @@ enum sfs_opt_id {
         SFS_OPT_REPLACE_STALE,
         SFS_OPT_THREADS,
         SFS_OPT_SCOPE_THREADS,
+        SFS_OPT_MAX_SCOPES,
         SFS_OPT_DEBUG,
         SFS_OPT_HELP,
         SFS_OPT_COUNT,
@@ -173,6 +180,7 @@ struct sfs_daemon_config {
         bool help;                    /* --help: print the help, do nothing else */
         unsigned max_threads;         /* 0: libfuse's default */
         unsigned scope_threads;       /* worker threads of each scope's view (0: the default) */
+        unsigned max_scopes;          /* scopes the daemon serves at most */
         bool noatime, nodiratime, relatime, nosymfollow; /* per-mount flags asked for */
         /* What sfs_daemon_config_finish makes of those: the flags that tighten both mounts
          * (MOUNT_ATTR_NOATIME, _NODIRATIME, _NOSYMFOLLOW, an atime mode with

@@ -14,6 +14,7 @@
 #include "fs/audit.h"
 #include "fs/lockorder.h"
 #include "fs/ocistore.h"
+#include "fs/options.h"
 #include "fs/pidwatch.h"
 #include "fs/viewpath.h"
 #include "snapshot/store.h"
@@ -103,6 +104,13 @@ static struct scope *find_view(const struct sfs_registry *r, const char *view)
                 if (strcmp(r->v[i]->view, view) == 0)
                         return r->v[i];
         return NULL;
+}
+
+static unsigned max_scopes(const struct sfs_registry *r)
+{
+        return r->cfg.max_scopes && r->cfg.max_scopes < SFS_MAX_SCOPES_LIMIT
+                       ? r->cfg.max_scopes
+                       : SFS_MAX_SCOPES_LIMIT;
 }
 
 static int room(struct sfs_registry *r)
@@ -624,6 +632,11 @@ int sfs_registry_create(struct sfs_registry *r, const struct sfs_caller *c,
                 rr = msg(m, EEXIST, "%s is the view of scope %s: give another view, or delete "
                          "that scope first (snapfs scope rm %s)", s->view,
                          find_view(r, s->view)->name, find_view(r, s->view)->name);
+        else if (r->n >= max_scopes(r))
+                /* Checked before a view is made: past the keys libfuse needs for its session,
+                 * the view could not be made at all (SFS_MAX_SCOPES_LIMIT). */
+                rr = msg(m, ENOSPC, "this daemon serves at most %u scopes (--max-scopes): "
+                         "delete one first (snapfs scope rm NAME)", max_scopes(r));
         else if ((rr = room(r)) < 0)
                 msg(m, ENOMEM, "out of memory");
         else if ((rr = new_tree(r, s)) < 0)

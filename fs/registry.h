@@ -65,6 +65,7 @@ struct sfs_registry_config {
         const struct sfs_view_ops *views;
         uid_t uid;                     /* the daemon's own */
         gid_t gid;
+        unsigned max_scopes;           /* a create past it is ENOSPC (0: SFS_MAX_SCOPES_LIMIT) */
 };
 
 struct sfs_registry;

@@ -172,6 +172,22 @@ def test_scope_create_refuses_bad_names_paths_and_taken_ones(snapfs, workdir):
     assert not os.path.exists(f"{views}/y")  # nothing left of the refused ones
 
 
+def test_a_daemon_past_max_scopes_refuses_a_create_with_enospc_and_a_removal_makes_room(
+        mount_snapfs, workdir):
+    fs = mount_snapfs("--max-scopes", "2")
+    scope(fs, workdir, "one")
+    scope(fs, workdir, "two")
+    reply = control(fs.path, {"op": "scope-create", "name": "three",
+                              "view": os.path.join(workdir, "views", "three")})
+    assert (reply["ok"], reply["error"]) == (False, "ENOSPC"), reply
+    assert "--max-scopes" in reply["message"] and "snapfs scope rm" in reply["message"]
+    assert not os.path.exists(os.path.join(workdir, "views", "three"))
+    # Doing what it says: one removed, the same create is served.
+    control_ok(fs.path, {"op": "scope-remove", "name": "one"})
+    made = scope(fs, workdir, "three")
+    assert is_mounted(made["view"])
+
+
 def test_a_view_in_a_directory_another_uid_can_change_is_refused(snapfs, workdir):
     shared = os.path.join(workdir, "shared")
     os.makedirs(shared)
