@@ -6,6 +6,7 @@
 #include "snapshot/kind.h"
 #include "common/utf8.h"
 #include "common/util.h"
+#include "common/values.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -24,7 +25,10 @@ const char *cli_default_mount(void)
         return m && *m ? m : CLI_DEFAULT_MOUNT;
 }
 
-int cli_parse_kind(const char *s, struct snapfs_options *opts)
+
+/* --kind KIND: content, signature or manifest (snapshot/kind.h), as the SNAPFS_OPT_KIND_*
+ * flag of opts (replacing any kind already set). 0, or -EINVAL. */
+static int parse_kind(const char *s, struct snapfs_options *opts)
 {
         static const unsigned flag[SNAP_KIND_COUNT] = {
                 [SNAP_KIND_CONTENT] = SNAPFS_OPT_KIND_CONTENT,
@@ -41,77 +45,194 @@ int cli_parse_kind(const char *s, struct snapfs_options *opts)
         return 0;
 }
 
-int cli_parse_common(const char *cmd, int argc, char **argv, unsigned features, int operands,
-                     const char *what, void (*usage)(FILE *f), struct cli_common *c)
+/* --owner UID: a uid of common/values.h as the owner opts trust. 0, or -EINVAL/-ERANGE. */
+static int parse_owner(const char *s, struct snapfs_options *opts)
 {
-        static const struct option longopts[] = {
-                { "mount", required_argument, NULL, 'm' },
-                { "owner", required_argument, NULL, 'o' },
-                { "insecure-own-mount", no_argument, NULL, 'I' },
-                { "trust-user-namespace", no_argument, NULL, 'U' },
-                { "json", no_argument, NULL, 'j' },
-                { "kind", required_argument, NULL, 'k' },
-                { "help", no_argument, NULL, 'h' },
-                { NULL, 0, NULL, 0 },
-        };
-        const bool json = cli_json_requested(argc, argv);
-        const bool mount_operand = features & CLI_MOUNT_OPERAND;
-        int ch;
+        uint32_t uid;
+        int r = value_parse_uid(s, &uid);
 
-        *c = (struct cli_common){ .json = json };
-        if (cli_apply_env_owner(cmd, json, &c->opts) != 0)
-                return 2;
+        if (r < 0)
+                return r;
+        opts->flags |= SNAPFS_OPT_OWNER;
+        opts->owner = uid;
+        return 0;
+}
+
+/* $SNAPFS_OWNER when set and not empty, else NULL. */
+static const char *env_owner(void)
+{
+        const char *s = getenv("SNAPFS_OWNER");
+
+        return s && *s ? s : NULL;
+}
+
+/* Applies $SNAPFS_OWNER to opts: 0, or 2 after reporting a usage error (as JSON too when
+ * json) that it is not a uid. */
+static int apply_env_owner(const char *cmd, bool json, struct snapfs_options *opts)
+{
+        const char *s = env_owner();
+        int r = s ? parse_owner(s, opts) : 0;
+
+        if (r < 0)
+                return cli_bad_value(cmd, json, "SNAPFS_OWNER", VALUE_UID, s, r, 0,
+                                     VALUE_UID_MAX, NULL);
+        return 0;
+}
+
+/* True when argv asks for --json before any "--": a usage error found before the parser
+ * reached --json is then reported as JSON too. */
+bool cli_json_requested(int argc, char **argv)
+{
+        for (int i = 1; i < argc; i++) {
+                if (strcmp(argv[i], "--") == 0)
+                        return false;
+                if (strcmp(argv[i], "--json") == 0)
+                        return true;
+        }
+        return false;
+}
+
+/* The common options: val below CLI_OWN_OPTION. */
+enum {
+        OPT_MOUNT = 0x100,
+        OPT_OWNER,
+        OPT_INSECURE_OWN_MOUNT,
+        OPT_TRUST_USER_NAMESPACE,
+        OPT_JSON,
+        OPT_KIND,
+};
+
+static const struct option trust_options[] = {
+        { "mount", required_argument, NULL, OPT_MOUNT },
+        { "owner", required_argument, NULL, OPT_OWNER },
+        { "insecure-own-mount", no_argument, NULL, OPT_INSECURE_OWN_MOUNT },
+        { "trust-user-namespace", no_argument, NULL, OPT_TRUST_USER_NAMESPACE },
+};
+
+/* The long options of spec: the trust options unless CLI_NO_TRUST, --json unless
+ * CLI_NO_JSON, --kind with CLI_KIND, --help, then the command's own. 0 and *out
+ * (malloc'd), or -ENOMEM. */
+static int long_options(const struct cli_spec *spec, struct option **out)
+{
+        size_t own = 0, n = 0;
+        struct option *v;
+
+        for (const struct option *o = spec->options; o && o->name; o++)
+                own++;
+        v = calloc(ARRAY_SIZE(trust_options) + own + 4, sizeof(*v));
+        if (!v)
+                return -ENOMEM;
+        if (!(spec->features & CLI_NO_TRUST))
+                for (size_t i = 0; i < ARRAY_SIZE(trust_options); i++)
+                        v[n++] = trust_options[i];
+        if (!(spec->features & CLI_NO_JSON))
+                v[n++] = (struct option){ "json", no_argument, NULL, OPT_JSON };
+        if (spec->features & CLI_KIND)
+                v[n++] = (struct option){ "kind", required_argument, NULL, OPT_KIND };
+        v[n++] = (struct option){ "help", no_argument, NULL, 'h' };
+        for (size_t i = 0; i < own; i++)
+                v[n++] = spec->options[i];
+        *out = v;
+        return 0;
+}
+
+/* One common option: -1 to go on, or the exit code (printed). */
+static int common_option(const struct cli_spec *spec, int ch, const char *value,
+                         struct cli_common *c)
+{
+        int r;
+
+        switch (ch) {
+        case OPT_MOUNT:
+                c->mount_arg = value;
+                return -1;
+        case OPT_OWNER:
+                if ((spec->features & CLI_OWNER_ANY) && strcmp(value, "any") == 0) {
+                        c->owner_any = true;
+                        c->owner_from_env = false;
+                        c->opts.flags &= ~(unsigned)SNAPFS_OPT_OWNER;
+                        return -1;
+                }
+                r = parse_owner(value, &c->opts);
+                if (r < 0)
+                        return cli_bad_value(spec->cmd, c->json, "--owner", VALUE_UID, value, r,
+                                             0, VALUE_UID_MAX,
+                                             spec->features & CLI_OWNER_ANY
+                                                     ? "; or any (no owner check)"
+                                                     : NULL);
+                c->owner_any = false;
+                c->owner_from_env = false;
+                return -1;
+        case OPT_INSECURE_OWN_MOUNT:
+                c->opts.flags |= SNAPFS_OPT_INSECURE_OWN_MOUNT;
+                return -1;
+        case OPT_TRUST_USER_NAMESPACE:
+                c->opts.flags |= SNAPFS_OPT_TRUST_USER_NAMESPACE;
+                return -1;
+        case OPT_JSON:
+                c->json = true;
+                return -1;
+        case OPT_KIND:
+                if (parse_kind(value, &c->opts) < 0)
+                        return cli_usage_error(spec->cmd, c->json, NULL,
+                                               "--kind: '%s' is not content, signature or "
+                                               "manifest", value);
+                return -1;
+        default:
+                return cli_usage_error(spec->cmd, c->json, spec->usage, "unknown option");
+        }
+}
+
+int cli_parse(const struct cli_spec *spec, int argc, char **argv, struct cli_common *c)
+{
+        _cleanup_free_ struct option *longopts = NULL;
+        const bool mount_operand = spec->features & CLI_MOUNT_OPERAND;
+        int ch, r, left;
+
+        *c = (struct cli_common){
+                .json = !(spec->features & CLI_NO_JSON) && cli_json_requested(argc, argv),
+        };
+        if (long_options(spec, &longopts) < 0)
+                return cli_system_error(spec->cmd, c->json, -ENOMEM, "options");
+        /* $SNAPFS_OWNER first, a uid in every command (never "any": a stray variable must not
+         * switch the owner check off); --owner wins. */
+        if (!(spec->features & CLI_NO_TRUST)) {
+                if (apply_env_owner(spec->cmd, c->json, &c->opts) != 0)
+                        return 2;
+                c->owner_from_env = c->opts.flags & SNAPFS_OPT_OWNER;
+        }
         optind = 1;
         opterr = 0;
-        while ((ch = getopt_long(argc, argv, ":h", longopts, NULL)) != -1) {
-                switch (ch) {
-                case 'm':
-                        c->mount_arg = optarg;
-                        break;
-                case 'o':
-                        if (cli_parse_owner(optarg, &c->opts) < 0)
-                                return cli_usage_error(cmd, json, NULL,
-                                                       "--owner: invalid uid '%s'", optarg);
-                        break;
-                case 'I':
-                        c->opts.flags |= SNAPFS_OPT_INSECURE_OWN_MOUNT;
-                        break;
-                case 'U':
-                        c->opts.flags |= SNAPFS_OPT_TRUST_USER_NAMESPACE;
-                        break;
-                case 'j':
-                        c->json = true;
-                        break;
-                case 'k':
-                        if (!(features & CLI_KIND))
-                                return cli_usage_error(cmd, json, usage,
-                                                       "unknown option '--kind'");
-                        if (cli_parse_kind(optarg, &c->opts) < 0)
-                                return cli_usage_error(cmd, json, NULL,
-                                                       "--kind: '%s' is not content, signature "
-                                                       "or manifest", optarg);
-                        break;
-                case 'h':
-                        usage(stdout);
+        while ((ch = getopt_long(argc, argv,
+                                 spec->features & CLI_STOP_AT_OPERAND ? "+:h" : ":h", longopts,
+                                 NULL)) != -1) {
+                if (ch == 'h') {
+                        spec->usage(stdout);
                         return 0;
-                default:
-                        return cli_getopt_error(cmd, json, usage, argv, ch);
                 }
+                if (ch == '?' || ch == ':')
+                        return cli_getopt_error(spec->cmd, c->json, spec->usage, argv, ch);
+                r = ch >= CLI_OWN_OPTION ? spec->option(spec->arg, ch, optarg, c->json)
+                                         : common_option(spec, ch, optarg, c);
+                if (r >= 0)
+                        return r;
         }
-        if (mount_operand && argc - optind == 1) {
+        left = argc - optind;
+        if (mount_operand && left == 1 && spec->min_operands == 0) {
                 /* The mount as an operand: the older spelling, kept as an alias of --mount. */
                 if (c->mount_arg &&
-                    cli_same_mount(cmd, json, usage, argv[optind], c->mount_arg) < 0)
+                    cli_same_mount(spec->cmd, c->json, spec->usage, argv[optind], c->mount_arg) < 0)
                         return 2;
                 c->mount_arg = argv[optind++];
+                left--;
         }
-        if (argc - optind != operands &&
-            !((features & CLI_OPTIONAL_OPERAND) && operands > 0 && argc - optind == operands - 1)) {
-                if (argc - optind > operands && operands == 0)
-                        return cli_usage_error(cmd, json, usage,
+        if (left < spec->min_operands || (spec->max_operands >= 0 && left > spec->max_operands)) {
+                if (left > 0 && spec->max_operands == 0)
+                        return cli_usage_error(spec->cmd, c->json, spec->usage,
                                                "unexpected argument '%s' (use --mount)",
-                                               argv[optind + operands]);
-                return cli_usage_error(cmd, json, usage, "expected %s", what);
+                                               argv[optind]);
+                return cli_usage_error(spec->cmd, c->json, spec->usage, "expected %s",
+                                       spec->what);
         }
         return -1;
 }
@@ -153,41 +274,17 @@ char *cli_mount_path(const char *cmd, const struct cli_common *c)
         return mount;
 }
 
-int cli_parse_owner(const char *s, struct snapfs_options *opts)
-{
-        uint64_t v = 0;
 
-        /* One spelling per uid, like the binding text: "+0", "00" or " 0" are refused. */
-        if (!s || !*s || (s[0] == '0' && s[1]))
-                return -EINVAL;
-        for (const char *p = s; *p; p++) {
-                if (*p < '0' || *p > '9')
-                        return -EINVAL;
-                v = v * 10 + (uint64_t)(*p - '0');
-                /* (uid_t)-1 means "no uid" to the kernel: never an owner. */
-                if (v >= UINT32_MAX)
-                        return -EINVAL;
-        }
-        opts->flags |= SNAPFS_OPT_OWNER;
-        opts->owner = (uint32_t)v;
-        return 0;
+int cli_bad_value(const char *cmd, bool json, const char *what, enum value_type t,
+                  const char *value, int err, uint64_t min, uint64_t max, const char *also)
+{
+        char why[512];
+
+        value_error(t, value, err, min, max, why, sizeof(why));
+        return cli_usage_error(cmd, json, NULL, "%s: %s%s", what, why, also ?: "");
 }
 
-const char *cli_env_owner(void)
-{
-        const char *s = getenv("SNAPFS_OWNER");
 
-        return s && *s ? s : NULL;
-}
-
-int cli_apply_env_owner(const char *cmd, bool json, struct snapfs_options *opts)
-{
-        const char *s = cli_env_owner();
-
-        if (s && cli_parse_owner(s, opts) < 0)
-                return cli_usage_error(cmd, json, NULL, "SNAPFS_OWNER: invalid uid '%s'", s);
-        return 0;
-}
 
 void cli_print_reasons(FILE *f, const struct snapfs_report *why)
 {
@@ -233,16 +330,6 @@ json_object *cli_json_refusal(int err, const struct snapfs_report *why)
         return cli_json_result(false, strerrorname_np(-err) ?: "EIO", snapfs_strerror(err), why);
 }
 
-bool cli_json_requested(int argc, char **argv)
-{
-        for (int i = 1; i < argc; i++) {
-                if (strcmp(argv[i], "--") == 0)
-                        return false;
-                if (strcmp(argv[i], "--json") == 0)
-                        return true;
-        }
-        return false;
-}
 
 __attribute__((format(printf, 3, 0)))
 static int report_error(const char *cmd, const char *code, const char *fmt, va_list ap,

@@ -1,15 +1,18 @@
 /* SPDX-License-Identifier: MIT */
-/* What put, verify, exec, ls and audit share: the mount to use, the owner to trust, and how
- * a refusal's reasons are printed. */
+/* What every client subcommand shares (check, put, verify, exec, ls, audit, export, import):
+ * the one parser of the mount to use and the owner to trust, and how a refusal's reasons are
+ * printed. */
 #pragma once
 
 #include <json-c/json.h>
+#include <getopt.h>
 #include <stdbool.h>
 #include <stdio.h>
 
 #include "client/snapfs.h"
+#include "common/values.h"
 
-struct snapfs_mnt;
+struct sfc_mnt;
 
 /* The mount when --mount is not given: $SNAPFS_MOUNT, else /run/snapfs. */
 #define CLI_DEFAULT_MOUNT "/run/snapfs"
@@ -18,35 +21,61 @@ const char *cli_default_mount(void);
 #define CLI_HELP_MOUNT "the snapfs mount (default: $SNAPFS_MOUNT, else " CLI_DEFAULT_MOUNT ")"
 
 
-/* The options put, verify, ls and audit share. */
+/* What every client subcommand takes: the mount and the owner to trust (cli_parse). */
 struct cli_common {
-        struct snapfs_options opts; /* --owner */
+        struct snapfs_options opts; /* --owner (or $SNAPFS_OWNER), the trust flags, --kind */
         const char *mount_arg;      /* --mount as given (or the mount operand), or NULL */
         bool json;                  /* --json */
+        bool owner_from_env;        /* opts' owner is $SNAPFS_OWNER's (no --owner) */
+        bool owner_any;             /* --owner any (with CLI_OWNER_ANY): no owner check */
 };
 
-/* What a command takes besides the common options (cli_parse_common's features). */
+/* What a command takes besides the trust options (struct cli_spec's features). */
 enum {
         /* The one operand may also be the mount (an alias of --mount, refused when both
          * disagree). */
         CLI_MOUNT_OPERAND = 1u << 0,
-        /* --kind KIND: the kind of snapshot to hand over (cli_parse_kind). */
+        /* --kind KIND: the kind of snapshot to hand over (snapshot/kind.h). */
         CLI_KIND = 1u << 1,
-        /* The last of the operands may be left out. */
-        CLI_OPTIONAL_OPERAND = 1u << 2,
+        /* --owner any: no owner check at all (snapfs check's policy; never from
+         * $SNAPFS_OWNER). */
+        CLI_OWNER_ANY = 1u << 2,
+        /* No --json (snapfs exec: its standard output is the program's). */
+        CLI_NO_JSON = 1u << 3,
+        /* Options end at the first operand, whose own options are its business (exec). */
+        CLI_STOP_AT_OPERAND = 1u << 4,
+        /* No trust options at all: not a client of a mount (keygen). */
+        CLI_NO_TRUST = 1u << 5,
 };
 
-/* Parses [--mount MNT] [--owner UID] [--insecure-own-mount] [--trust-user-namespace]
- * [--json] [-h] (and what features add) for "snapfs cmd" ($SNAPFS_OWNER first), then requires
- * exactly `operands` operands, named by what in the error ("one FILE"). Returns -1 to go on
- * (the operands start at argv[optind]), else the exit code: 0 after --help, 2 for a usage
- * error, already printed (as JSON too when --json was asked for). */
-int cli_parse_common(const char *cmd, int argc, char **argv, unsigned features, int operands,
-                     const char *what, void (*usage)(FILE *f), struct cli_common *c);
+/* A command's own options beside the common ones: getopt_long's table (val from
+ * CLI_OWN_OPTION on, so it never meets a common one) and what takes each. */
+#define CLI_OWN_OPTION 0x200
 
-/* --kind KIND: content, signature or manifest (snapshot/kind.h), as the SNAPFS_OPT_KIND_*
- * flag of opts (replacing any kind already set). 0, or -EINVAL. */
-int cli_parse_kind(const char *s, struct snapfs_options *opts);
+struct cli_spec {
+        const char *cmd;                /* "put": "snapfs put: " starts every message */
+        unsigned features;              /* CLI_* */
+        int min_operands, max_operands; /* max -1: no bound */
+        const char *what;               /* the operands in a usage error: "one FILE" */
+        void (*usage)(FILE *f);
+        const struct option *options;   /* the command's own, or NULL */
+        /* Takes one of them (value NULL for a flag): -1 to go on, or an exit code, the
+         * refusal printed (cli_usage_error with json). */
+        int (*option)(void *arg, int val, const char *value, bool json);
+        void *arg;
+};
+
+/* True when argv asks for --json before any "--": a usage error found before the parser
+ * reached --json (a command dispatching to its subcommands) is then reported as JSON too. */
+bool cli_json_requested(int argc, char **argv);
+
+/* The one parser of the client options: --mount MNT, --owner UID, --insecure-own-mount,
+ * --trust-user-namespace, $SNAPFS_MOUNT (cli_mount_path), $SNAPFS_OWNER (read first, --owner
+ * wins), --json and -h, and what spec adds; every client subcommand parses through it. Then
+ * requires min..max operands. Returns -1 to go on (the operands start at argv[optind]), else
+ * the exit code: 0 after --help, 2 for a usage error, already printed (as JSON too when
+ * --json was asked for). */
+int cli_parse(const struct cli_spec *spec, int argc, char **argv, struct cli_common *c);
 
 /* The --kind line of the --help of verify and exec. */
 #define CLI_HELP_KIND \
@@ -67,17 +96,10 @@ int cli_same_mount(const char *cmd, bool json, void (*usage)(FILE *f), const cha
                    const char *mount_arg);
 
 
-/* --owner UID: a decimal uid (no sign, no leading zero, < 2^32 - 1). 0, or -EINVAL. */
-int cli_parse_owner(const char *s, struct snapfs_options *opts);
-
-/* $SNAPFS_OWNER when set and not empty, else NULL: the trusted owner of every client command
- * (an explicit --owner wins). Every command takes the same values there, those of
- * cli_parse_owner: a uid, never "any". */
-const char *cli_env_owner(void);
-
-/* Applies $SNAPFS_OWNER to opts: 0, or 2 after reporting a usage error (as JSON too when
- * json) that it is not a uid. */
-int cli_apply_env_owner(const char *cmd, bool json, struct snapfs_options *opts);
+/* A usage error for a value of type t refused with err: "snapfs CMD: WHAT: invalid uid
+ * '007': expected ..." (value_error's words, then also when not NULL). Returns 2. */
+int cli_bad_value(const char *cmd, bool json, const char *what, enum value_type t,
+                  const char *value, int err, uint64_t min, uint64_t max, const char *also);
 
 /* The trust options of every client command's --help. */
 #define CLI_HELP_TRUST \
@@ -107,10 +129,6 @@ json_object *cli_json_result(bool ok, const char *error, const char *message,
 
 /* cli_json_result of a refusal: error is the errno's name, message snapfs_strerror's. */
 json_object *cli_json_refusal(int err, const struct snapfs_report *why);
-
-/* True when argv asks for --json before any "--" or the first operand of exec: a usage
- * error found before the parser reached --json is then reported as JSON too. */
-bool cli_json_requested(int argc, char **argv);
 
 /* A usage error: "snapfs CMD: MESSAGE" and the usage on standard error; with json also the
  * one object {"ok": false, "error": "usage", ...} on standard output. Returns 2. */

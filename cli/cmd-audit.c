@@ -62,43 +62,28 @@ static void audit_usage(FILE *f)
                 PROGRESS_OVER);
 }
 
-/* Takes every --verify-key PUB (or --verify-key=PUB) out of argv, before "--", loading
- * each key: -1 to go on, else the exit code 2 after printing why. The other options are
- * cli_parse_common's. */
-static int take_verify_keys(int *argc, char **argv, EVP_PKEY **keys, size_t *n)
+enum { OPT_VERIFY_KEY = CLI_OWN_OPTION };
+
+struct verify_keys {
+        EVP_PKEY *keys[VERIFY_KEYS_MAX];
+        size_t n;
+};
+
+/* --verify-key PUB, loaded as it comes: -1 to go on, or 2 after printing why. */
+static int take_verify_key(void *arg, int val, const char *path, bool json)
 {
-        bool json = cli_json_requested(*argc, argv);
-        int out = 1;
+        struct verify_keys *k = arg;
+        int r;
 
-        *n = 0;
-        for (int i = 1; i < *argc; i++) {
-                const char *path = NULL;
-                int r;
-
-                if (!strcmp(argv[i], "--")) {
-                        while (i < *argc)
-                                argv[out++] = argv[i++];
-                        break;
-                }
-                if (!strcmp(argv[i], "--verify-key") && i + 1 < *argc)
-                        path = argv[++i];
-                else if (!strncmp(argv[i], "--verify-key=", 13))
-                        path = argv[i] + 13;
-                if (!path) {
-                        argv[out++] = argv[i];
-                        continue;
-                }
-                if (*n == VERIFY_KEYS_MAX)
-                        return cli_usage_error("audit", json, audit_usage,
-                                               "at most %d --verify-key", VERIFY_KEYS_MAX);
-                r = snap_oci_key_load(path, false, &keys[*n]);
-                if (r < 0)
-                        return cli_system_error("audit", json, r, "--verify-key %s%s", path,
-                                                r == -EINVAL ? ": not an Ed25519 key (PEM)" : "");
-                (*n)++;
-        }
-        argv[out] = NULL;
-        *argc = out;
+        (void)val;
+        if (k->n == VERIFY_KEYS_MAX)
+                return cli_usage_error("audit", json, audit_usage, "at most %d --verify-key",
+                                       VERIFY_KEYS_MAX);
+        r = snap_oci_key_load(path, false, &k->keys[k->n]);
+        if (r < 0)
+                return cli_system_error("audit", json, r, "--verify-key %s%s", path,
+                                        r == -EINVAL ? ": not an Ed25519 key (PEM)" : "");
+        k->n++;
         return -1;
 }
 
@@ -114,8 +99,8 @@ static void progress(size_t done, size_t total, void *ctx)
 }
 
 static int print_text(const char *mount, const struct snapfs_report *why, bool compliant,
-                      const struct snapfs_mnt *m, const struct snapfs_audit *a,
-                      const struct snapfs_usage *usage)
+                      const struct sfc_mnt *m, const struct sfc_audit *a,
+                      const struct sfc_usage *usage)
 {
         printf("mount      %s: %s", mount, compliant ? "compliant" : "NOT compliant");
         if (compliant)
@@ -126,13 +111,13 @@ static int print_text(const char *mount, const struct snapfs_report *why, bool c
                 printf("snapshots  %" PRIu64 " (%" PRIu64 " bytes)\n", a->snapshots, a->bytes);
         else
                 printf("snapshots  not audited: the mount is not compliant\n");
-        if (a->store.state == SNAPFS_AUDIT_STORE_REHASHED)
+        if (a->store.state == SFC_AUDIT_STORE_REHASHED)
                 printf("store      %" PRIu64 " blobs on disk re-hashed by the daemon: %" PRIu64
                        " intact, %" PRIu64 " corrupt, %" PRIu64 " missing; %" PRIu64
                        " set aside at its start\n",
                        a->store.blobs, a->store.intact, a->store.corrupt, a->store.missing,
                        a->store.set_aside);
-        else if (a->store.state == SNAPFS_AUDIT_STORE_NOT_REHASHED)
+        else if (a->store.state == SFC_AUDIT_STORE_NOT_REHASHED)
                 printf("store      blobs on disk NOT re-hashed (%s); %" PRIu64
                        " set aside at its start\n", a->store.note, a->store.set_aside);
         if (usage) {
@@ -140,8 +125,8 @@ static int print_text(const char *mount, const struct snapfs_report *why, bool c
                 cli_print_usage(stdout, usage);
         }
         printf("\n%-26s %8s %8s\n", "CHECK", "PASSED", "FAILED");
-        for (int c = 0; c < SNAPFS_AUDIT_CHECKS; c++)
-                printf("%-26s %8u %8u\n", snapfs_audit_check_names[c], a->passed[c], a->failed[c]);
+        for (int c = 0; c < SFC_AUDIT_CHECKS; c++)
+                printf("%-26s %8u %8u\n", sfc_audit_check_names[c], a->passed[c], a->failed[c]);
         if (a->n_problems)
                 printf("\n");
         for (size_t i = 0; i < a->n_problems; i++)
@@ -154,12 +139,12 @@ static int print_text(const char *mount, const struct snapfs_report *why, bool c
 
 /* null without --store; else whether the daemon re-hashed its blobs on disk, and what it
  * found (or why not). */
-static json_object *store_json(const struct snapfs_audit_store *st)
+static json_object *store_json(const struct sfc_audit_store *st)
 {
         json_object *o;
-        bool rehashed = st->state == SNAPFS_AUDIT_STORE_REHASHED;
+        bool rehashed = st->state == SFC_AUDIT_STORE_REHASHED;
 
-        if (st->state == SNAPFS_AUDIT_STORE_NONE || !(o = json_object_new_object()))
+        if (st->state == SFC_AUDIT_STORE_NONE || !(o = json_object_new_object()))
                 return NULL;
         json_object_object_add(o, "rehashed", json_object_new_boolean(rehashed));
         json_object_object_add(o, "blobs", rehashed ? json_object_new_uint64(st->blobs) : NULL);
@@ -174,8 +159,8 @@ static json_object *store_json(const struct snapfs_audit_store *st)
 }
 
 static int print_json(const char *mount, const struct snapfs_report *why, int check,
-                      const struct snapfs_mnt *m, const struct snapfs_audit *a,
-                      const struct snapfs_usage *usage)
+                      const struct sfc_mnt *m, const struct sfc_audit *a,
+                      const struct sfc_usage *usage)
 {
         const bool compliant = check == 0, ok = compliant && !a->n_problems;
         json_object *o, *checks, *problems, *reasons;
@@ -209,11 +194,11 @@ static int print_json(const char *mount, const struct snapfs_report *why, int ch
         json_object_object_add(o, "snapshots", json_object_new_uint64(a->snapshots));
         json_object_object_add(o, "bytes", json_object_new_uint64(a->bytes));
         checks = json_object_new_array();
-        for (int c = 0; checks && c < SNAPFS_AUDIT_CHECKS; c++) {
+        for (int c = 0; checks && c < SFC_AUDIT_CHECKS; c++) {
                 json_object *row = json_object_new_object();
                 if (!row)
                         break;
-                json_object_object_add(row, "check", json_object_new_string(snapfs_audit_check_names[c]));
+                json_object_object_add(row, "check", json_object_new_string(sfc_audit_check_names[c]));
                 json_object_object_add(row, "passed", json_object_new_uint64(a->passed[c]));
                 json_object_object_add(row, "failed", json_object_new_uint64(a->failed[c]));
                 json_object_array_add(checks, row);
@@ -239,46 +224,51 @@ static int print_json(const char *mount, const struct snapfs_report *why, int ch
 int cli_cmd_audit(int argc, char **argv)
 {
         _cleanup_free_ char *mount = NULL;
-        struct snapfs_mnt m = SNAPFS_MNT_INIT;
+        struct sfc_mnt m = SFC_MNT_INIT;
         struct cli_common co;
         struct snapfs_report why;
-        struct snapfs_audit a = { 0 };
-        struct snapfs_usage usage = { 0 }; /* what each uid holds, as the daemon counts it */
-        EVP_PKEY *keys[VERIFY_KEYS_MAX];
-        size_t n_keys = 0;
+        struct sfc_audit a = { 0 };
+        struct sfc_usage usage = { 0 }; /* what each uid holds, as the daemon counts it */
+        static const struct option options[] = {
+                { "verify-key", required_argument, NULL, OPT_VERIFY_KEY },
+                { NULL, 0, NULL, 0 },
+        };
+        struct verify_keys vk = { .n = 0 };
+        EVP_PKEY **keys = vk.keys;
         bool compliant, tty, have_usage = false;
         int r, check;
 
-        r = take_verify_keys(&argc, argv, keys, &n_keys);
-        if (r < 0)
-                r = cli_parse_common("audit", argc, argv, CLI_MOUNT_OPERAND, 0, NULL, audit_usage, &co);
+        r = cli_parse(&(struct cli_spec){ .cmd = "audit", .features = CLI_MOUNT_OPERAND,
+                                          .usage = audit_usage, .options = options,
+                                          .option = take_verify_key, .arg = &vk },
+                      argc, argv, &co);
         if (r >= 0) {
-                for (size_t i = 0; i < n_keys; i++)
-                        EVP_PKEY_free(keys[i]);
+                for (size_t i = 0; i < vk.n; i++)
+                        EVP_PKEY_free(vk.keys[i]);
                 return r;
         }
         mount = cli_mount_path("audit", &co);
         if (!mount)
                 return 2;
 
-        snapfs_report_reset(&why);
-        r = snapfs_mnt_check(mount, &co.opts, &m, &why);
+        sfc_report_reset(&why);
+        r = sfc_mnt_check(mount, &co.opts, &m, &why);
         check = r;
         compliant = r == 0;
         if (!compliant && r != -EMEDIUMTYPE && r != -ENOTCONN) {
                 cli_print_reasons(stderr, &why);
                 return cli_system_error("audit", co.json, r, "%s", mount);
         }
-        snapfs_audit_count(&a, SNAPFS_AUDIT_MOUNT, compliant);
+        sfc_audit_count(&a, SFC_AUDIT_MOUNT, compliant);
 
         if (compliant) {
                 tty = !co.json && isatty(STDERR_FILENO);
-                r = snapfs_audit_mount(&m, &a, progress, &tty);
+                r = sfc_audit_mount(&m, &a, progress, &tty);
                 /* A daemon that does not report usage (ENODATA) leaves the table out. */
-                have_usage = r == 0 && snapfs_mnt_usage(&m, &usage) == 0;
-                if (r == 0 && n_keys)
-                        r = snapfs_audit_signed(&m, keys, n_keys, snapfs_opt_limit(&co.opts), &a,
-                                                &why);
+                have_usage = r == 0 && sfc_mnt_usage(&m, &usage) == 0;
+                if (r == 0 && vk.n)
+                        r = sfc_audit_signed(&m, keys, vk.n, sfc_opt_limit(&co.opts), &a,
+                                             &why);
                 if (r < 0) {
                         fprintf(stderr, "snapfs audit: %s: %s\n", mount, strerror(-r));
                         goto out;
@@ -291,10 +281,10 @@ int cli_cmd_audit(int argc, char **argv)
                 fprintf(stderr, "snapfs audit: writing output: %s\n", strerror(-r));
 out:
         r = r < 0 ? 2 : compliant && a.n_problems == 0 ? 0 : 1;
-        snapfs_audit_free(&a);
-        snapfs_usage_free(&usage);
-        snapfs_mnt_close(&m);
-        for (size_t i = 0; i < n_keys; i++)
+        sfc_audit_free(&a);
+        sfc_usage_free(&usage);
+        sfc_mnt_close(&m);
+        for (size_t i = 0; i < vk.n; i++)
                 EVP_PKEY_free(keys[i]);
         return r;
 }

@@ -84,22 +84,19 @@ static void check_usage(FILE *f)
 }
 
 enum {
-        OPT_PRESET = 0x100,
+        OPT_PRESET = CLI_OWN_OPTION,
         OPT_FSTYPE,
         OPT_REQUIRE,
         OPT_FORBID,
         OPT_RO,
         OPT_MODE,
         OPT_MAX_SIZE,
-        OPT_OWNER,
         OPT_NO_PROBE,
-        OPT_INSECURE_OWN_MOUNT,
-        OPT_TRUST_USERNS,
         OPT_BACKEND,
-        OPT_JSON,
-        OPT_MOUNT,
 };
 
+/* The policy and output options; the client options (--mount, --owner, the trust flags,
+ * --json) are cli_parse's, as in every client command. */
 static const struct option check_options[] = {
         { "preset", required_argument, NULL, OPT_PRESET },
         { "fstype", required_argument, NULL, OPT_FSTYPE },
@@ -108,14 +105,8 @@ static const struct option check_options[] = {
         { "ro", no_argument, NULL, OPT_RO },
         { "mode", required_argument, NULL, OPT_MODE },
         { "max-size", required_argument, NULL, OPT_MAX_SIZE },
-        { "owner", required_argument, NULL, OPT_OWNER },
         { "no-probe", no_argument, NULL, OPT_NO_PROBE },
-        { "insecure-own-mount", no_argument, NULL, OPT_INSECURE_OWN_MOUNT },
-        { "trust-user-namespace", no_argument, NULL, OPT_TRUST_USERNS },
         { "backend", required_argument, NULL, OPT_BACKEND },
-        { "json", no_argument, NULL, OPT_JSON },
-        { "mount", required_argument, NULL, OPT_MOUNT },
-        { "help", no_argument, NULL, 'h' },
         { NULL, 0, NULL, 0 },
 };
 
@@ -133,6 +124,46 @@ struct setting {
         const char *key;
         const char *value;
 };
+
+struct check_args {
+        const char *preset;
+        enum mc_backend backend;
+        struct setting settings[64];
+        size_t n_settings;
+};
+
+/* One policy or output option: -1 to go on, or 2 after printing why. */
+static int take_option(void *arg, int val, const char *value, bool json)
+{
+        struct check_args *a = arg;
+        const char *key;
+
+        switch (val) {
+        case OPT_PRESET:
+                a->preset = value;
+                return -1;
+        case OPT_BACKEND:
+                if (mc_backend_from_name(value, &a->backend) < 0)
+                        return cli_usage_error("check", json, NULL,
+                                               "invalid value for --backend: '%s'", value);
+                return -1;
+        case OPT_FSTYPE: key = "fstype"; break;
+        case OPT_REQUIRE: key = "require"; break;
+        case OPT_FORBID: key = "forbid"; break;
+        case OPT_RO: key = "ro"; break;
+        case OPT_MODE: key = "mode"; break;
+        case OPT_MAX_SIZE: key = "max-size"; break;
+        default: key = "probe"; value = "no"; break; /* OPT_NO_PROBE */
+        }
+        if (a->n_settings == ARRAY_SIZE(a->settings))
+                return cli_usage_error("check", json, NULL, "too many policy options");
+        a->settings[a->n_settings++] = (struct setting){
+                .option = option_name(val),
+                .key = key,
+                .value = value,
+        };
+        return -1;
+}
 
 static int print_json(const char *path, const struct mc_verdict *v)
 {
@@ -178,94 +209,71 @@ static int print_json(const char *path, const struct mc_verdict *v)
 
 int cli_cmd_check(int argc, char **argv)
 {
-        struct setting settings[64];
-        size_t n_settings = 0;
-        const char *preset = "snapfs", *mount_arg = NULL;
+        struct check_args a = { .preset = "snapfs", .backend = MC_BACKEND_AUTO };
         _cleanup_free_ char *path = NULL;
-        enum mc_backend backend = MC_BACKEND_AUTO;
+        enum mc_backend backend;
+        struct cli_common co;
         struct mc_policy pol;
         struct mc_verdict v;
-        bool json = cli_json_requested(argc, argv);
-        int c, r;
+        const char *preset;
+        bool json;
+        int r;
 
-        optind = 1;
-        opterr = 0;
-        while ((c = getopt_long(argc, argv, ":h", check_options, NULL)) != -1) {
-                const char *key = NULL;
-                switch (c) {
-                case 'h':
-                        check_usage(stdout);
-                        return 0;
-                case OPT_PRESET:
-                        preset = optarg;
-                        continue;
-                case OPT_BACKEND:
-                        if (mc_backend_from_name(optarg, &backend) < 0)
-                                return cli_usage_error("check", json, NULL,
-                                                       "invalid value for --backend: '%s'", optarg);
-                        continue;
-                case OPT_JSON:
-                        json = true;
-                        continue;
-                case OPT_MOUNT:
-                        mount_arg = optarg;
-                        continue;
-                case OPT_FSTYPE: key = "fstype"; break;
-                case OPT_REQUIRE: key = "require"; break;
-                case OPT_FORBID: key = "forbid"; break;
-                case OPT_RO: key = "ro"; break;
-                case OPT_MODE: key = "mode"; break;
-                case OPT_MAX_SIZE: key = "max-size"; break;
-                case OPT_OWNER: key = "owner"; break;
-                case OPT_NO_PROBE: key = "probe"; optarg = (char *)"no"; break;
-                case OPT_INSECURE_OWN_MOUNT: key = "insecure-own-mount"; optarg = (char *)"yes"; break;
-                case OPT_TRUST_USERNS: key = "user-namespace"; optarg = (char *)"trust"; break;
-                default:
-                        return cli_getopt_error("check", json, check_usage, argv, c);
-                }
-                if (n_settings == ARRAY_SIZE(settings))
-                        return cli_usage_error("check", json, NULL, "too many policy options");
-                settings[n_settings++] = (struct setting){
-                        .option = option_name(c),
-                        .key = key,
-                        .value = optarg,
-                };
-        }
-        if (argc - optind > 1)
-                return cli_usage_error("check", json, check_usage, "expected at most one PATH");
-        if (optind < argc && mount_arg && cli_same_mount("check", json, check_usage,
-                                                         argv[optind], mount_arg) < 0)
+        r = cli_parse(&(struct cli_spec){ .cmd = "check", .features = CLI_OWNER_ANY,
+                                          .min_operands = 0, .max_operands = 1,
+                                          .what = "at most one PATH", .usage = check_usage,
+                                          .options = check_options, .option = take_option,
+                                          .arg = &a },
+                      argc, argv, &co);
+        if (r >= 0)
+                return r;
+        json = co.json;
+        preset = a.preset;
+        backend = a.backend;
+        if (optind < argc && co.mount_arg && cli_same_mount("check", json, check_usage,
+                                                            argv[optind], co.mount_arg) < 0)
                 return 2;
         /* PATH is judged exactly as written (the check reports a non-canonical spelling);
          * --mount, like every client's, names a directory: made absolute, trailing '/'
          * dropped. */
         path = optind < argc ? strdup(argv[optind])
-                             : cli_absolute_dir(mount_arg ?: cli_default_mount());
+                             : cli_absolute_dir(co.mount_arg ?: cli_default_mount());
         if (!path)
                 return cli_system_error("check", json, -ENOMEM, "PATH");
 
         if (mc_policy_preset(&pol, preset) < 0)
                 return cli_usage_error("check", json, NULL, "invalid value for --preset: '%s'",
                                        preset);
-        /* $SNAPFS_OWNER names the trusted owner for every client command, a uid in every one
-         * of them (never "any": a stray variable must not switch the owner check off here
-         * while every other command refuses it); --owner wins. */
-        {
-                struct snapfs_options env = { 0 };
-                if (cli_apply_env_owner("check", json, &env) != 0)
-                        return 2;
-                if (strcmp(preset, "snapfs") == 0 && (env.flags & SNAPFS_OPT_OWNER) &&
-                    mc_policy_set(&pol, "owner", cli_env_owner()) < 0)
-                        return cli_usage_error("check", json, NULL,
-                                               "SNAPFS_OWNER: invalid uid '%s'",
-                                               cli_env_owner());
+        /* The trust options, as every client takes them. $SNAPFS_OWNER names the trusted
+         * owner of the snapfs preset (a tmpfs has no FUSE owner); --owner any switches the
+         * owner check off, on this command line only. */
+        if (co.owner_any)
+                pol.check_owner = false;
+        else if ((co.opts.flags & SNAPFS_OPT_OWNER) &&
+                 (!co.owner_from_env || strcmp(preset, "snapfs") == 0)) {
+                pol.check_owner = true;
+                pol.owner = co.opts.owner;
         }
-        for (size_t i = 0; i < n_settings; i++) {
-                r = mc_policy_set(&pol, settings[i].key, settings[i].value);
-                if (r < 0)
-                        return cli_usage_error("check", json, NULL,
-                                               "invalid value for --%s: '%s'", settings[i].option,
-                                               settings[i].value ? settings[i].value : "");
+        if (co.opts.flags & SNAPFS_OPT_INSECURE_OWN_MOUNT)
+                pol.insecure_own_mount = true;
+        if (co.opts.flags & SNAPFS_OPT_TRUST_USER_NAMESPACE)
+                pol.trust_user_namespace = true;
+        for (size_t i = 0; i < a.n_settings; i++) {
+                const char *value = a.settings[i].value ? a.settings[i].value : "";
+                char what[64];
+                uint64_t lo, hi;
+                int type;
+
+                r = mc_policy_set(&pol, a.settings[i].key, a.settings[i].value);
+                if (r == 0)
+                        continue;
+                snprintf(what, sizeof(what), "--%s", a.settings[i].option);
+                /* A size is refused in the words every command uses. */
+                if (mc_policy_value_of(a.settings[i].key, &type, &lo, &hi) == 0)
+                        return cli_bad_value("check", json, what, (enum value_type)type, value,
+                                             r, lo, hi, "; or any (no check)");
+                return cli_usage_error("check", json, NULL, "invalid value for %s: '%s'", what,
+                                       value);
         }
 
         /* Which scope a view serves is reported whatever its flags (the clients ask only a

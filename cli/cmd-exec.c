@@ -164,90 +164,84 @@ static int place_descriptor(int fd, int target)
         return 0;
 }
 
+enum {
+        OPT_BINDING = CLI_OWN_OPTION,
+        OPT_ENTRY,
+        OPT_FD,
+        OPT_ENV,
+};
+
+struct exec_args {
+        const char *binding, *entry, *env;
+        int target;
+};
+
+/* --binding, --entry, --fd, --env: -1 to go on, or EXIT_OWN_FAILURE after printing why. */
+static int take_option(void *arg, int val, const char *value, bool json)
+{
+        struct exec_args *a = arg;
+
+        (void)json;
+        switch (val) {
+        case OPT_BINDING:
+                a->binding = value;
+                return -1;
+        case OPT_ENTRY:
+                a->entry = value;
+                return -1;
+        case OPT_FD:
+                if (parse_fd(value, &a->target) < 0) {
+                        fprintf(stderr, "snapfs exec: --fd: invalid descriptor '%s'\n", value);
+                        return EXIT_OWN_FAILURE;
+                }
+                return -1;
+        default:
+                if (!valid_env_name(value)) {
+                        fprintf(stderr, "snapfs exec: --env: '%s' is not a name snapfs exec sets "
+                                        "(invalid, or read by the loader, libc, a shell or a "
+                                        "tool to load code or run a command; see snapfs(1))\n",
+                                value);
+                        return EXIT_OWN_FAILURE;
+                }
+                a->env = value;
+                return -1;
+        }
+}
+
 int cli_cmd_exec(int argc, char **argv)
 {
-        static const struct option longopts[] = {
-                { "mount", required_argument, NULL, 'm' },
-                { "owner", required_argument, NULL, 'o' },
-                { "insecure-own-mount", no_argument, NULL, 'I' },
-                { "trust-user-namespace", no_argument, NULL, 'U' },
-                { "binding", required_argument, NULL, 'b' },
-                { "entry", required_argument, NULL, 'E' },
-                { "fd", required_argument, NULL, 'f' },
-                { "env", required_argument, NULL, 'e' },
-                { "kind", required_argument, NULL, 'k' },
-                { "help", no_argument, NULL, 'h' },
+        static const struct option options[] = {
+                { "binding", required_argument, NULL, OPT_BINDING },
+                { "entry", required_argument, NULL, OPT_ENTRY },
+                { "fd", required_argument, NULL, OPT_FD },
+                { "env", required_argument, NULL, OPT_ENV },
                 { NULL, 0, NULL, 0 },
         };
+        struct exec_args a = { .env = DEFAULT_ENV, .target = DEFAULT_FD };
         _cleanup_free_ char *mount = NULL;
-        struct snapfs_options opts = { 0 };
+        struct cli_common co;
         struct snapfs_report why;
         struct snapfs_binding b;
         char text[SNAPFS_BINDING_TEXT_MAX], fdpath[64];
-        const char *mnt = NULL, *binding = NULL, *entry = NULL, *env = DEFAULT_ENV;
+        const char *binding, *entry, *env;
         char **cmd;
-        int c, r, fd, target = DEFAULT_FD;
+        int r, fd, target;
 
-        if (cli_apply_env_owner("exec", false, &opts) != 0)
-                return EXIT_OWN_FAILURE;
-        optind = 1;
-        opterr = 0;
-        /* "+": options end at COMMAND, whose own options are its business. */
-        while ((c = getopt_long(argc, argv, "+:h", longopts, NULL)) != -1) {
-                switch (c) {
-                case 'm':
-                        mnt = optarg;
-                        break;
-                case 'o':
-                        if (cli_parse_owner(optarg, &opts) < 0) {
-                                fprintf(stderr, "snapfs exec: --owner: invalid uid '%s'\n", optarg);
-                                return EXIT_OWN_FAILURE;
-                        }
-                        break;
-                case 'I':
-                        opts.flags |= SNAPFS_OPT_INSECURE_OWN_MOUNT;
-                        break;
-                case 'U':
-                        opts.flags |= SNAPFS_OPT_TRUST_USER_NAMESPACE;
-                        break;
-                case 'b':
-                        binding = optarg;
-                        break;
-                case 'E':
-                        entry = optarg;
-                        break;
-                case 'f':
-                        if (parse_fd(optarg, &target) < 0) {
-                                fprintf(stderr, "snapfs exec: --fd: invalid descriptor '%s'\n",
-                                        optarg);
-                                return EXIT_OWN_FAILURE;
-                        }
-                        break;
-                case 'e':
-                        if (!valid_env_name(optarg)) {
-                                fprintf(stderr, "snapfs exec: --env: '%s' is not a name snapfs "
-                                                "exec sets (invalid, or read by the loader, libc, "
-                                                "a shell or a tool to load code or run a command; "
-                                                "see snapfs(1))\n", optarg);
-                                return EXIT_OWN_FAILURE;
-                        }
-                        env = optarg;
-                        break;
-                case 'k':
-                        if (cli_parse_kind(optarg, &opts) < 0) {
-                                fprintf(stderr, "snapfs exec: --kind: '%s' is not content, "
-                                                "signature or manifest\n", optarg);
-                                return EXIT_OWN_FAILURE;
-                        }
-                        break;
-                case 'h':
-                        exec_usage(stdout);
-                        return 0;
-                default:
-                        cli_getopt_error("exec", false, exec_usage, argv, c);
-                        return EXIT_OWN_FAILURE;
-                }
-        }
+        /* Options end at COMMAND, whose own options are its business; no --json: standard
+         * output is COMMAND's. Every failure of exec itself is 125, as env(1)'s. */
+        r = cli_parse(&(struct cli_spec){ .cmd = "exec",
+                                          .features = CLI_KIND | CLI_NO_JSON |
+                                                      CLI_STOP_AT_OPERAND,
+                                          .min_operands = 0, .max_operands = -1,
+                                          .usage = exec_usage, .options = options,
+                                          .option = take_option, .arg = &a },
+                      argc, argv, &co);
+        if (r >= 0)
+                return r == 0 ? 0 : EXIT_OWN_FAILURE;
+        binding = a.binding;
+        entry = a.entry;
+        env = a.env;
+        target = a.target;
         if (!binding == !entry || optind >= argc) {
                 fprintf(stderr, "snapfs exec: %s\n",
                         binding && entry ? "--binding and --entry: give one of them"
@@ -261,7 +255,7 @@ int cli_cmd_exec(int argc, char **argv)
                 return EXIT_OWN_FAILURE;
         }
         cmd = argv + optind;
-        mount = cli_absolute_dir(mnt ?: cli_default_mount());
+        mount = cli_absolute_dir(co.mount_arg ?: cli_default_mount());
         if (!mount) {
                 fprintf(stderr, "snapfs exec: %s\n", strerror(errno));
                 return EXIT_OWN_FAILURE;
@@ -269,8 +263,8 @@ int cli_cmd_exec(int argc, char **argv)
 
         /* An entry resolves to whichever snapshot it names at the open; the descriptor then
          * holds that one, and b becomes its binding. */
-        fd = entry ? snapfs_open_entry(mount, entry, &opts, &b, &why)
-                   : snapfs_open_verified(mount, &b, &opts, &why);
+        fd = entry ? snapfs_open_entry(mount, entry, &co.opts, &b, &why)
+                   : snapfs_open_verified(mount, &b, &co.opts, &why);
         if (fd < 0) {
                 fprintf(stderr, "snapfs exec: %s: not verified, not starting %s: %s\n", mount,
                         cmd[0], snapfs_strerror(fd));
@@ -285,9 +279,9 @@ int cli_cmd_exec(int argc, char **argv)
                 return EXIT_OWN_FAILURE;
         }
         snprintf(fdpath, sizeof(fdpath), "/proc/self/fd/%d", target);
-        for (char **a = cmd; *a; a++)
-                if (strcmp(*a, "{}") == 0)
-                        *a = fdpath;
+        for (char **arg = cmd; *arg; arg++)
+                if (strcmp(*arg, "{}") == 0)
+                        *arg = fdpath;
         if (snapfs_binding_format(&b, text, sizeof(text)) < 0 || setenv(env, text, 1) < 0 ||
             setenv(FD_PATH_ENV, fdpath, 1) < 0) {
                 fprintf(stderr, "snapfs exec: cannot set %s\n", env);

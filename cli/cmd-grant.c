@@ -8,7 +8,6 @@
 
 #include "cli/clientopts.h"
 #include "cli/commands.h"
-#include "cli/extraopts.h"
 #include "cli/scope-out.h"
 #include "common/util.h"
 #include "snapshot/digest.h"
@@ -71,10 +70,25 @@ static json_object *result(bool ok, int r, const struct snapfs_report *why, cons
         return o;
 }
 
+enum {
+        OPT_AS = CLI_OWN_OPTION,
+};
+
+/* --as ENTRY: -1 to go on. */
+static int take_as(void *arg, int val, const char *value, bool json)
+{
+        (void)val, (void)json;
+        *(const char **)arg = value;
+        return -1;
+}
+
 int cli_cmd_grant(int argc, char **argv)
 {
+        static const struct option options[] = {
+                { "as", required_argument, NULL, OPT_AS },
+                { NULL, 0, NULL, 0 },
+        };
         const char *entry = NULL;
-        const struct cli_extra extras[] = { { "as", true, &entry, NULL } };
         _cleanup_free_ char *mount = NULL;
         char hex[SNAP_DIGEST_HEX_LEN + 1];
         struct snapfs_report why;
@@ -82,14 +96,13 @@ int cli_cmd_grant(int argc, char **argv)
         struct snapfs_grant g;
         struct cli_common co;
         const char *scope, *what;
-        bool json = cli_json_requested(argc, argv);
         int r;
 
-        r = cli_take_extras("grant", json, grant_usage, &argc, argv, extras, ARRAY_SIZE(extras));
-        if (r >= 0)
-                return r;
-        r = cli_parse_common("grant", argc, argv, 0, 2, "NAME and DIGEST or BINDING", grant_usage,
-                             &co);
+        r = cli_parse(&(struct cli_spec){ .cmd = "grant", .min_operands = 2, .max_operands = 2,
+                                          .what = "NAME and DIGEST or BINDING",
+                                          .usage = grant_usage, .options = options,
+                                          .option = take_as, .arg = &entry },
+                      argc, argv, &co);
         if (r >= 0)
                 return r;
         scope = argv[optind];
@@ -136,8 +149,10 @@ int cli_cmd_revoke(int argc, char **argv)
         const char *scope, *what, *sha256 = NULL, *entry = NULL;
         int r;
 
-        r = cli_parse_common("revoke", argc, argv, 0, 2, "NAME and DIGEST or ENTRY", revoke_usage,
-                             &co);
+        r = cli_parse(&(struct cli_spec){ .cmd = "revoke", .min_operands = 2, .max_operands = 2,
+                                          .what = "NAME and DIGEST or ENTRY",
+                                          .usage = revoke_usage },
+                      argc, argv, &co);
         if (r >= 0)
                 return r;
         scope = argv[optind];

@@ -62,7 +62,7 @@ static void iso_time(const struct timespec *ts, char *out, size_t n)
 }
 
 /* Every snapshot entry of the judged root, stat'ed relative to it. */
-static int list(const struct snapfs_mnt *m, struct item **out, size_t *n_out)
+static int list(const struct sfc_mnt *m, struct item **out, size_t *n_out)
 {
         _cleanup_free_ struct item *items = NULL;
         size_t n = 0, cap = 0;
@@ -70,7 +70,7 @@ static int list(const struct snapfs_mnt *m, struct item **out, size_t *n_out)
         DIR *d;
         int r;
 
-        r = snapfs_mnt_opendir(m, &d);
+        r = sfc_mnt_opendir(m, &d);
         if (r < 0)
                 return r;
         while ((errno = 0, de = readdir(d))) {
@@ -107,24 +107,23 @@ int cli_cmd_ls(int argc, char **argv)
 {
         _cleanup_free_ char *mount = NULL;
         _cleanup_free_ struct item *items = NULL;
-        struct snapfs_mnt m = SNAPFS_MNT_INIT;
+        struct sfc_mnt m = SFC_MNT_INIT;
         struct cli_common co;
-        _cleanup_(snapfs_usage_free) struct snapfs_usage usage = { 0 };
+        _cleanup_(sfc_usage_free) struct sfc_usage usage = { 0 };
         struct snapfs_report why;
         bool have_usage = false;
         size_t n = 0;
         int r;
 
-        r = cli_parse_common("ls", argc, argv, 0, 0,
-                             NULL, ls_usage, &co);
+        r = cli_parse(&(struct cli_spec){ .cmd = "ls", .usage = ls_usage }, argc, argv, &co);
         if (r >= 0)
                 return r;
         mount = cli_mount_path("ls", &co);
         if (!mount)
                 return 2;
 
-        snapfs_report_reset(&why);
-        r = snapfs_mnt_check(mount, &co.opts, &m, &why);
+        sfc_report_reset(&why);
+        r = sfc_mnt_check(mount, &co.opts, &m, &why);
         if (r < 0) {
                 if (co.json) {
                         json_object *o = cli_json_refusal(r, &why);
@@ -139,8 +138,8 @@ int cli_cmd_ls(int argc, char **argv)
         r = list(&m, &items, &n);
         /* Per-uid usage as the daemon counts it; a daemon that does not report it
          * (ENODATA) leaves the table out. */
-        have_usage = r == 0 && snapfs_mnt_usage(&m, &usage) == 0;
-        snapfs_mnt_close(&m);
+        have_usage = r == 0 && sfc_mnt_usage(&m, &usage) == 0;
+        sfc_mnt_close(&m);
         if (r < 0)
                 return cli_system_error("ls", co.json, r, "%s", mount);
 

@@ -1,20 +1,74 @@
 /* SPDX-License-Identifier: MIT */
-/* snapfs mount: parse options, then hand over to the daemon (fs/daemon.c). */
+/* snapfs mount: the command line (and mount(8)'s -o words) into the daemon's configuration,
+ * by the daemon's table of options (fs/options.h), then the daemon (fs/daemon.c), which
+ * reads --config and checks the rules between options when it starts. */
 #include <errno.h>
 #include <getopt.h>
 #include <stdio.h>
 #include <string.h>
-#include <sys/mount.h>
-
-#include <openssl/evp.h>
 
 #include "cli/commands.h"
 #include "cli/mountopts.h"
 #include "common/util.h"
 #include "fs/daemon.h"
-#include "snapshot/oci.h"
 #include "fs/options.h"
-#include "snapshot/trust.h"
+
+#define HELP_COLUMN 29
+#define HELP_WIDTH 80
+
+/* text from column col on, wrapped at HELP_WIDTH, continuation lines at HELP_COLUMN. */
+static void print_wrapped(FILE *f, const char *text, size_t col)
+{
+        const char *p = text;
+
+        while (*p) {
+                size_t room = HELP_WIDTH - col, len = strlen(p), cut = len;
+
+                if (len > room) {
+                        cut = room;
+                        while (cut > 0 && p[cut] != ' ')
+                                cut--;
+                        if (cut == 0) /* one word longer than the line */
+                                cut = strcspn(p, " ");
+                }
+                fprintf(f, "%.*s\n", (int)cut, p);
+                p += cut;
+                while (*p == ' ')
+                        p++;
+                if (*p)
+                        fprintf(f, "%*s", HELP_COLUMN, "");
+                col = HELP_COLUMN;
+        }
+}
+
+/* One option of the table, as --help shows it: "      --max-bytes SIZE  help (default: 64M)". */
+static void print_option(FILE *f, const struct sfs_option *o)
+{
+        char left[64], def[128], most[32], text[640];
+        int n;
+
+        if (o->short_name)
+                n = snprintf(left, sizeof(left), "  -%c, --%s", o->short_name, o->name);
+        else
+                n = snprintf(left, sizeof(left), "      --%s", o->name);
+        if (o->metavar)
+                n += snprintf(left + n, sizeof(left) - (size_t)n, " %s", o->metavar);
+        sfs_option_default_text(o, def, sizeof(def));
+        most[0] = '\0';
+        if (o->arg == SFS_ARG_VALUE && o->type != VALUE_UID_LIST && o->max != UINT64_MAX)
+                value_format(o->type, o->max, most, sizeof(most));
+        snprintf(text, sizeof(text), "%s%s%s%s%s%s%s", o->help, def[0] || most[0] ? " (" : "",
+                 def[0] ? "default: " : "", def, def[0] && most[0] ? "; " : "",
+                 most[0] ? "at most " : "", most);
+        if (def[0] || most[0])
+                strcat(text, ")");
+        if ((size_t)n < HELP_COLUMN - 1) {
+                fprintf(f, "%-*s", HELP_COLUMN, left);
+        } else {
+                fprintf(f, "%s\n%*s", left, HELP_COLUMN, "");
+        }
+        print_wrapped(f, text, HELP_COLUMN);
+}
 
 static void mount_usage(FILE *f)
 {
@@ -28,307 +82,73 @@ static void mount_usage(FILE *f)
                 "audit log.\n"
                 "\n"
                 "Options:\n"
-                "  -o NAME[=VALUE][,...]      any long option below, as mount(8) and fstab pass\n"
-                "                             them (max_bytes=64M or max-bytes=64M; allow_other;\n"
-                "                             ro for --read-only; noatime, nodiratime, relatime,\n"
-                "                             nosymfollow kept on the mount); rw, dev, suid, exec\n"
-                "                             and the other generic flags are ignored: the mount\n"
-                "                             is always nosuid,nodev,noexec. help, debug and\n"
-                "                             foreground are refused: under mount(8) they would\n"
-                "                             mount nothing or never return\n"
-                "  -f, --foreground           stay in the foreground (print a line when serving)\n"
-                "      --max-snapshot-size SIZE  largest snapshot (default 256K, at most 1G)\n"
-                "      --max-bytes SIZE       snapshots and staging together (default 64M)\n"
-                "      --max-snapshots N      published snapshots (default 4096)\n"
-                "      --max-staging N        staging files per uid (default 16)\n"
-                "      --max-staging-bytes SIZE  staging bytes per uid (default: a quarter of\n"
-                "                             --max-bytes, at least --max-snapshot-size)\n"
-                "      --max-uid-snapshots N  published snapshots per uid other than the owner,\n"
-                "                             unlinked-but-open ones included (default: a\n"
-                "                             quarter of --max-snapshots); EDQUOT past it\n"
-                "      --max-uid-bytes SIZE   their bytes (default: a quarter of --max-bytes,\n"
-                "                             at least --max-snapshot-size); EDQUOT past it\n"
-                "      --publishers UID,...|any  uids that may publish (default: the mount's\n"
-                "                             owner, the uid running snapfs, and root)\n"
-                "      --unlink-own           let a publisher remove its own snapshots\n"
-                "                             (default: only the mount's owner and root)\n"
-                "      --readers UID,...|any  uids that may read content (default: any)\n"
-                "      --read-only            no .staging/, mount read-only\n"
-                "      --read-view PATH       also mount a read-only view of the snapshots at\n"
-                "                             PATH, where opening one costs no round trip to\n"
-                "                             the daemon (needs every uid to be a reader)\n"
-                "      --allow-other          let other uids reach the mount (FUSE allow_other)\n"
-                "      --noatime, --nodiratime, --relatime, --nosymfollow\n"
-                "                             these per-mount flags on the mount and the read\n"
-                "                             view too (root only: mount_setattr(2))\n"
-                "      --audit-log FILE       append audit events (JSON lines) to FILE; SIGHUP\n"
-                "                             reopens it (default: standard error with -f,\n"
-                "                             else syslog)\n"
-                "      --staging-ttl DURATION remove closed staging files idle this long\n"
-                "                             (default 10m; 90, 90s, 15m, 2h; 0 never)\n"
-                "      --store DIR            keep snapshots in DIR, an OCI image layout on a local\n"
-                "                             filesystem, written before each publish is answered;\n"
-                "                             at start every blob is re-hashed and served again\n"
-                "                             (one that does not match is set aside in DIR/corrupt/)\n"
-                "      --trust-key PUB        publish only what a manifest signed by the Ed25519\n"
-                "                             public key in PUB (PEM) names, learned from the\n"
-                "                             signatures and manifests published first\n"
-                "                             (snapfs import does); others: EPERM (repeatable)\n"
-                "      --pid-file FILE        write the daemon's pid to FILE once it serves (removed\n"
-                "                             at exit): for kill -HUP after a log rotation\n"
-                "      --replace-stale        clear a dead snapfs mount at MOUNTPOINT first\n"
-                "      --threads N            at most N worker threads (default: libfuse's)\n"
-                "      --scope-threads N      at most N worker threads for each scope's view\n"
-                "                             (default 2): one scope's flood cannot take another's\n"
-                "      --debug                print every FUSE request (implies -f)\n"
-                "  -h, --help                 show this help\n"
+                "  -o NAME[=VALUE][,...]      any long option below but -f, --debug and --help,\n"
+                "                             as mount(8) and fstab pass them (max_bytes=64M or\n"
+                "                             max-bytes=64M; allow_other; ro for --read-only;\n"
+                "                             config=FILE); rw, dev, suid, exec and the other\n"
+                "                             generic flags are ignored: the mount is always\n"
+                "                             nosuid,nodev,noexec. help, debug and foreground\n"
+                "                             are refused: under mount(8) they would mount\n"
+                "                             nothing or never return\n");
+        for (size_t i = 0; i < SFS_OPT_COUNT; i++)
+                print_option(f, &sfs_options[i]);
+        fprintf(f,
                 "\n"
-                "SIZE takes a K, M or G suffix (binary units).\n"
-                "Exit status: 0 served and unmounted cleanly, 1 refused (mount not compliant or\n"
-                "a dead mount in the way), 2 usage or system error.\n");
+                "SIZE takes a K, M or G suffix (binary units); DURATION an s, m or h suffix\n"
+                "(seconds without one). A config file (--config) holds KEY = VALUE lines, the\n"
+                "keys named as the long options (max-bytes or max_bytes), yes or no for a flag,\n"
+                "# for a comment; every option given on the command line wins over the file.\n"
+                "Exit status: 0 served and unmounted cleanly, 1 refused (mount not compliant, a\n"
+                "dead mount in the way, an unsafe path), 2 usage or system error.\n");
 }
 
-enum {
-        OPT_MAX_SNAPSHOT_SIZE = 256,
-        OPT_MAX_BYTES,
-        OPT_MAX_SNAPSHOTS,
-        OPT_MAX_STAGING,
-        OPT_MAX_STAGING_BYTES,
-        OPT_MAX_UID_SNAPSHOTS,
-        OPT_MAX_UID_BYTES,
-        OPT_PUBLISHERS,
-        OPT_UNLINK_OWN,
-        OPT_READERS,
-        OPT_READ_ONLY,
-        OPT_READ_VIEW,
-        OPT_ALLOW_OTHER,
-        OPT_AUDIT_LOG,
-        OPT_REPLACE_STALE,
-        OPT_THREADS,
-        OPT_SCOPE_THREADS,
-        OPT_STAGING_TTL,
-        OPT_DEBUG,
-        OPT_STORE,
-        OPT_TRUST_KEY,
-        OPT_PID_FILE,
-        OPT_NOATIME,
-        OPT_NODIRATIME,
-        OPT_RELATIME,
-        OPT_NOSYMFOLLOW,
-};
-
-static int bad_value(const char *opt, const char *value, int err)
+/* The table as getopt_long's options; val is 0x100 + the option's id. */
+static void long_options(struct option out[SFS_OPT_COUNT + 1])
 {
-        fprintf(stderr, "snapfs mount: --%s: invalid value '%s' (%s)\n", opt, value,
-                err == -ERANGE ? "out of range" : err == -E2BIG ? "too many uids" : "not valid");
-        return 2;
+        for (size_t i = 0; i < SFS_OPT_COUNT; i++)
+                out[i] = (struct option){
+                        .name = sfs_options[i].name,
+                        .has_arg = sfs_options[i].arg == SFS_ARG_FLAG ? no_argument
+                                                                      : required_argument,
+                        .val = 0x100 + (int)i,
+                };
+        out[SFS_OPT_COUNT] = (struct option){ 0 };
 }
 
-/* --trust-key PUB: an Ed25519 public key (or a private key's public half) in PEM. 0, or the
- * exit code 2 after printing why. */
-static int add_trust_key(struct snap_trust **trust, const char *path)
+static const struct sfs_option *option_of(int c)
 {
-        EVP_PKEY *key = NULL;
-        int r;
-
-        r = snap_oci_key_load(path, false, &key);
-        if (r == 0 && !*trust)
-                r = snap_trust_new(trust);
-        if (r == 0)
-                r = snap_trust_add_key(*trust, key);
-        EVP_PKEY_free(key);
-        if (r < 0) {
-                fprintf(stderr, "snapfs mount: --trust-key %s: %s\n", path,
-                        r == -EINVAL ? "not an Ed25519 key (PEM)" : strerror(-r));
-                return 2;
-        }
-        return 0;
+        if (c >= 0x100 && c < 0x100 + SFS_OPT_COUNT)
+                return &sfs_options[c - 0x100];
+        for (size_t i = 0; i < SFS_OPT_COUNT; i++)
+                if (sfs_options[i].short_name && sfs_options[i].short_name == c)
+                        return &sfs_options[i];
+        return NULL;
 }
 
-static const struct option longopts[] = {
-        { "foreground", no_argument, NULL, 'f' },
-        { "max-snapshot-size", required_argument, NULL, OPT_MAX_SNAPSHOT_SIZE },
-        { "max-bytes", required_argument, NULL, OPT_MAX_BYTES },
-        { "max-snapshots", required_argument, NULL, OPT_MAX_SNAPSHOTS },
-        { "max-staging", required_argument, NULL, OPT_MAX_STAGING },
-        { "max-staging-bytes", required_argument, NULL, OPT_MAX_STAGING_BYTES },
-        { "max-uid-snapshots", required_argument, NULL, OPT_MAX_UID_SNAPSHOTS },
-        { "max-uid-bytes", required_argument, NULL, OPT_MAX_UID_BYTES },
-        { "publishers", required_argument, NULL, OPT_PUBLISHERS },
-        { "unlink-own", no_argument, NULL, OPT_UNLINK_OWN },
-        { "readers", required_argument, NULL, OPT_READERS },
-        { "read-only", no_argument, NULL, OPT_READ_ONLY },
-        { "read-view", required_argument, NULL, OPT_READ_VIEW },
-        { "allow-other", no_argument, NULL, OPT_ALLOW_OTHER },
-        { "audit-log", required_argument, NULL, OPT_AUDIT_LOG },
-        { "replace-stale", no_argument, NULL, OPT_REPLACE_STALE },
-        { "threads", required_argument, NULL, OPT_THREADS },
-        { "scope-threads", required_argument, NULL, OPT_SCOPE_THREADS },
-        { "staging-ttl", required_argument, NULL, OPT_STAGING_TTL },
-        { "debug", no_argument, NULL, OPT_DEBUG },
-        { "store", required_argument, NULL, OPT_STORE },
-        { "pid-file", required_argument, NULL, OPT_PID_FILE },
-        { "trust-key", required_argument, NULL, OPT_TRUST_KEY },
-        { "noatime", no_argument, NULL, OPT_NOATIME },
-        { "nodiratime", no_argument, NULL, OPT_NODIRATIME },
-        { "relatime", no_argument, NULL, OPT_RELATIME },
-        { "nosymfollow", no_argument, NULL, OPT_NOSYMFOLLOW },
-        { "help", no_argument, NULL, 'h' },
-        { NULL, 0, NULL, 0 },
-};
-
-/* Parses into *cfg (the caller frees cfg->tree.trust) and runs the daemon. */
-static int mount_parsed(int argc, char **argv, struct sfs_daemon_config *cfg)
+/* Parses the command line into *cfg and runs the daemon: an exit code. */
+static int mount_main(int argc, char **argv)
 {
-        const char *size_arg = NULL, *bytes_arg = NULL, *atime_arg = NULL;
-        uint64_t v;
-        int c, r;
+        struct option longopts[SFS_OPT_COUNT + 1];
+        struct sfs_daemon_config cfg;
+        const struct sfs_option *o;
+        char why[640];
+        int c;
 
+        long_options(longopts);
+        sfs_daemon_config_init(&cfg);
         optind = 1;
         while ((c = getopt_long(argc, argv, "+fh", longopts, NULL)) != -1) {
-                switch (c) {
-                case 'f':
-                        cfg->foreground = true;
-                        break;
-                case 'h':
+                o = option_of(c);
+                if (!o) {
+                        mount_usage(stderr);
+                        return 2;
+                }
+                if (o->id == SFS_OPT_HELP) {
                         mount_usage(stdout);
                         return 0;
-                case OPT_MAX_SNAPSHOT_SIZE:
-                        r = sfs_parse_size(optarg, &v);
-                        if (r == 0 && (v == 0 || v > SFS_MAX_SNAPSHOT_SIZE_LIMIT))
-                                r = -ERANGE;
-                        if (r < 0)
-                                return bad_value("max-snapshot-size", optarg, r);
-                        cfg->tree.max_snapshot_size = v;
-                        size_arg = optarg;
-                        break;
-                case OPT_MAX_BYTES:
-                        r = sfs_parse_size(optarg, &v);
-                        if (r == 0 && v == 0)
-                                r = -ERANGE;
-                        if (r < 0)
-                                return bad_value("max-bytes", optarg, r);
-                        cfg->tree.max_bytes = v;
-                        bytes_arg = optarg;
-                        break;
-                case OPT_MAX_SNAPSHOTS:
-                        r = sfs_parse_count(optarg, 1ULL << 32, &v);
-                        if (r < 0)
-                                return bad_value("max-snapshots", optarg, r);
-                        cfg->tree.max_snapshots = v;
-                        break;
-                case OPT_MAX_STAGING:
-                        r = sfs_parse_count(optarg, 65536, &v);
-                        if (r < 0)
-                                return bad_value("max-staging", optarg, r);
-                        cfg->tree.max_staging = (unsigned)v;
-                        break;
-                case OPT_MAX_STAGING_BYTES:
-                        r = sfs_parse_size(optarg, &v);
-                        if (r == 0 && v == 0)
-                                r = -ERANGE;
-                        if (r < 0)
-                                return bad_value("max-staging-bytes", optarg, r);
-                        cfg->tree.max_staging_bytes = v;
-                        break;
-                case OPT_MAX_UID_SNAPSHOTS:
-                        r = sfs_parse_count(optarg, 1ULL << 32, &v);
-                        if (r < 0)
-                                return bad_value("max-uid-snapshots", optarg, r);
-                        cfg->tree.max_uid_snapshots = v;
-                        break;
-                case OPT_MAX_UID_BYTES:
-                        r = sfs_parse_size(optarg, &v);
-                        if (r == 0 && v == 0)
-                                r = -ERANGE;
-                        if (r < 0)
-                                return bad_value("max-uid-bytes", optarg, r);
-                        cfg->tree.max_uid_bytes = v;
-                        break;
-                case OPT_PUBLISHERS:
-                        r = sfs_parse_uidset(optarg, &cfg->tree.publishers);
-                        if (r < 0)
-                                return bad_value("publishers", optarg, r);
-                        break;
-                case OPT_UNLINK_OWN:
-                        cfg->tree.unlink_own = true;
-                        break;
-                case OPT_READERS:
-                        r = sfs_parse_uidset(optarg, &cfg->tree.readers);
-                        if (r < 0)
-                                return bad_value("readers", optarg, r);
-                        break;
-                case OPT_READ_ONLY:
-                        cfg->tree.read_only = true;
-                        break;
-                case OPT_READ_VIEW:
-                        cfg->read_view = optarg;
-                        break;
-                case OPT_ALLOW_OTHER:
-                        cfg->allow_other = true;
-                        break;
-                case OPT_AUDIT_LOG:
-                        cfg->audit_log = optarg;
-                        break;
-                case OPT_REPLACE_STALE:
-                        cfg->replace_stale = true;
-                        break;
-                case OPT_THREADS:
-                        r = sfs_parse_count(optarg, 1024, &v);
-                        if (r < 0)
-                                return bad_value("threads", optarg, r);
-                        cfg->max_threads = (unsigned)v;
-                        break;
-                case OPT_SCOPE_THREADS:
-                        r = sfs_parse_count(optarg, 64, &v);
-                        if (r < 0)
-                                return bad_value("scope-threads", optarg, r);
-                        cfg->scope_threads = (unsigned)v;
-                        break;
-                case OPT_STAGING_TTL:
-                        r = sfs_parse_duration(optarg, &v);
-                        if (r < 0)
-                                return bad_value("staging-ttl", optarg, r);
-                        cfg->tree.staging_ttl_ms = v;
-                        break;
-                case OPT_STORE:
-                        cfg->store = optarg;
-                        break;
-                case OPT_PID_FILE:
-                        cfg->pid_file = optarg;
-                        break;
-                case OPT_TRUST_KEY:
-                        r = add_trust_key(&cfg->tree.trust, optarg);
-                        if (r != 0)
-                                return r;
-                        break;
-                case OPT_DEBUG:
-                        cfg->debug = true;
-                        cfg->foreground = true;
-                        break;
-                case OPT_NOATIME:
-                case OPT_RELATIME: {
-                        const char *mode = c == OPT_NOATIME ? "noatime" : "relatime";
-                        /* One atime mode: the kernel would keep the last one, silently. */
-                        if (atime_arg && strcmp(atime_arg, mode) != 0) {
-                                fprintf(stderr, "snapfs mount: --%s and --%s cannot both hold\n",
-                                        atime_arg, mode);
-                                return 2;
-                        }
-                        atime_arg = mode;
-                        cfg->mount_attr_clr |= MOUNT_ATTR__ATIME;
-                        cfg->mount_attr_set |= c == OPT_NOATIME ? MOUNT_ATTR_NOATIME
-                                                                : MOUNT_ATTR_RELATIME;
-                        break;
                 }
-                case OPT_NODIRATIME:
-                        cfg->mount_attr_set |= MOUNT_ATTR_NODIRATIME;
-                        break;
-                case OPT_NOSYMFOLLOW:
-                        cfg->mount_attr_set |= MOUNT_ATTR_NOSYMFOLLOW;
-                        break;
-                default:
-                        mount_usage(stderr);
+                if (sfs_option_set(&cfg, o, optarg, why, sizeof(why)) < 0) {
+                        fprintf(stderr, "snapfs mount: --%s: %s\n", o->name, why);
                         return 2;
                 }
         }
@@ -337,43 +157,8 @@ static int mount_parsed(int argc, char **argv, struct sfs_daemon_config *cfg)
                 mount_usage(stderr);
                 return 2;
         }
-        cfg->mountpoint = argv[optind];
-        if (cfg->read_view && !cfg->tree.readers.any) {
-                /* The view never asks the daemon at open: a reader policy could not apply. */
-                fprintf(stderr, "snapfs mount: --read-view needs every uid to be a reader "
-                                "(drop --readers)\n");
-                return 2;
-        }
-        if (cfg->tree.max_snapshot_size > cfg->tree.max_bytes) {
-                /* Accepted, it would refuse every snapshot between the two with ENOSPC and
-                 * look like a full mount: name both options instead. */
-                fprintf(stderr, "snapfs mount: --max-snapshot-size %s is larger than "
-                                "--max-bytes %s: they cannot both hold\n",
-                        size_arg ?: "(256K by default)", bytes_arg ?: "(64M by default)");
-                return 2;
-        }
-        return sfs_daemon_run(cfg);
-}
-
-static int mount_main(int argc, char **argv)
-{
-        struct sfs_daemon_config cfg = {
-                .tree = {
-                        .max_snapshot_size = SFS_DEFAULT_MAX_SNAPSHOT_SIZE,
-                        .max_bytes = SFS_DEFAULT_MAX_BYTES,
-                        .max_snapshots = SFS_DEFAULT_MAX_SNAPSHOTS,
-                        .max_staging = SFS_DEFAULT_MAX_STAGING,
-                        .readers = { .any = true },
-                        /* Empty: the default publishers, the mount's owner and root. */
-                        .publishers = { .any = false },
-                        .cache_timeout = SFS_DEFAULT_CACHE_TIMEOUT,
-                        .staging_ttl_ms = SFS_DEFAULT_STAGING_TTL_MS,
-                },
-        };
-        int r = mount_parsed(argc, argv, &cfg);
-
-        snap_trust_free(cfg.tree.trust);
-        return r;
+        cfg.mountpoint = argv[optind];
+        return sfs_daemon_run(&cfg);
 }
 
 /* mount(8) can only pass "-o WORDS": they become long options first (mountopts.c). */
@@ -383,7 +168,7 @@ int cli_cmd_mount(int argc, char **argv)
         char **args = NULL;
         int n, r;
 
-        r = cli_mountopts_expand(argc, argv, longopts, &n, &args, &err);
+        r = cli_mountopts_expand(argc, argv, &n, &args, &err);
         if (r == -ENOMEM) {
                 fprintf(stderr, "snapfs mount: -o: %s\n", strerror(ENOMEM));
                 return 2;

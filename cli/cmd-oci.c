@@ -30,7 +30,8 @@ struct oci_args {
 static void export_usage(FILE *f)
 {
         fprintf(f,
-                "Usage: snapfs export [--mount MNT] [--owner UID] [--sign KEY] [--json]\n"
+                "Usage: snapfs export [--mount MNT] [--owner UID] [--insecure-own-mount]\n"
+                "                     [--trust-user-namespace] [--sign KEY] [--json]\n"
                 "                     oci:DIR:TAG [DIGEST...]\n"
                 "\n"
                 "Write the snapshots DIGEST... (default: every snapshot) of the snapfs mount MNT\n"
@@ -41,7 +42,7 @@ static void export_usage(FILE *f)
                 "\n"
                 "Options:\n"
                 "  --mount MNT   " CLI_HELP_MOUNT "\n"
-                "  --owner UID   trust a mount made by UID (default: 0)\n"
+                CLI_HELP_TRUST
                 "  --sign KEY    sign the manifest with the Ed25519 private key in KEY (PEM);\n"
                 "                the signature is a second manifest, tagged TAG.sig\n"
                 "  --json        print one JSON object\n"
@@ -54,7 +55,8 @@ static void export_usage(FILE *f)
 static void import_usage(FILE *f)
 {
         fprintf(f,
-                "Usage: snapfs import [--mount MNT] [--owner UID] [--verify-key PUB]... [--json]\n"
+                "Usage: snapfs import [--mount MNT] [--owner UID] [--insecure-own-mount]\n"
+                "                     [--trust-user-namespace] [--verify-key PUB]... [--json]\n"
                 "                     oci:DIR:TAG|oci:DIR:@sha256:<hex>\n"
                 "\n"
                 "Publish every layer of the manifest TAG (or the manifest of that digest) of the\n"
@@ -65,7 +67,7 @@ static void import_usage(FILE *f)
                 "\n"
                 "Options:\n"
                 "  --mount MNT        " CLI_HELP_MOUNT "\n"
-                "  --owner UID        trust a mount made by UID (default: 0)\n"
+                CLI_HELP_TRUST
                 "  --verify-key PUB   publish nothing unless the manifest carries a signature\n"
                 "                     that the Ed25519 public key in PUB (PEM) verifies; may be\n"
                 "                     given more than once (any of them)\n"
@@ -90,64 +92,56 @@ static void keygen_usage(FILE *f)
                 "Exit status: 0 written; 2 usage or system error.\n");
 }
 
-/* Parses the options of export/import/keygen. -1 to go on, else the exit code. */
+enum {
+        OPT_SIGN = CLI_OWN_OPTION,
+        OPT_VERIFY_KEY,
+};
+
+/* --sign KEY (export), --verify-key PUB (import): -1 to go on, or 2 after printing why. */
+static int take_option(void *arg, int val, const char *value, bool json)
+{
+        struct oci_args *a = arg;
+
+        if (val == OPT_SIGN) {
+                a->sign = value;
+                return -1;
+        }
+        if (a->n_verify == KEYS_MAX)
+                return cli_usage_error("import", json, import_usage, "too many --verify-key");
+        a->verify[a->n_verify++] = value;
+        return -1;
+}
+
+/* Parses the options of export, import (the client options and their own) or keygen (no
+ * mount: --json and --help only). -1 to go on, else the exit code. */
 static int parse(const char *cmd, int argc, char **argv, void (*usage)(FILE *f),
                  struct oci_args *a)
 {
-        static const struct option longopts[] = {
-                { "mount", required_argument, NULL, 'm' },
-                { "owner", required_argument, NULL, 'o' },
-                { "json", no_argument, NULL, 'j' },
-                { "help", no_argument, NULL, 'h' },
-                { "sign", required_argument, NULL, 's' },
-                { "verify-key", required_argument, NULL, 'v' },
+        static const struct option sign[] = {
+                { "sign", required_argument, NULL, OPT_SIGN },
                 { NULL, 0, NULL, 0 },
         };
-        bool json = cli_json_requested(argc, argv);
-        int ch;
+        static const struct option verify[] = {
+                { "verify-key", required_argument, NULL, OPT_VERIFY_KEY },
+                { NULL, 0, NULL, 0 },
+        };
+        const bool keygen = strcmp(cmd, "keygen") == 0;
 
         *a = (struct oci_args){ 0 };
-        a->co.json = json;
-        /* export and import judge a mount like every client: $SNAPFS_OWNER first. */
-        if (strcmp(cmd, "keygen") && cli_apply_env_owner(cmd, json, &a->co.opts) != 0)
-                return 2;
-        optind = 1;
-        opterr = 0;
-        while ((ch = getopt_long(argc, argv, ":h", longopts, NULL)) != -1) {
-                switch (ch) {
-                case 'm':
-                        a->co.mount_arg = optarg;
-                        break;
-                case 'o':
-                        if (cli_parse_owner(optarg, &a->co.opts) < 0)
-                                return cli_usage_error(cmd, json, usage, "--owner: invalid uid");
-                        break;
-                case 'j':
-                        break;
-                case 'h':
-                        usage(stdout);
-                        return 0;
-                case 's':
-                        if (strcmp(cmd, "export"))
-                                return cli_usage_error(cmd, json, usage, "unknown option --sign");
-                        a->sign = optarg;
-                        break;
-                case 'v':
-                        if (strcmp(cmd, "import"))
-                                return cli_usage_error(cmd, json, usage,
-                                                       "unknown option --verify-key");
-                        if (a->n_verify == KEYS_MAX)
-                                return cli_usage_error(cmd, json, usage, "too many --verify-key");
-                        a->verify[a->n_verify++] = optarg;
-                        break;
-                default:
-                        return cli_getopt_error(cmd, json, usage, argv, ch);
-                }
-        }
-        if (optind >= argc)
-                return cli_usage_error(cmd, json, usage, "expected %s",
-                                       strcmp(cmd, "keygen") ? "oci:DIR:TAG" : "KEY");
-        return -1;
+        return cli_parse(&(struct cli_spec){
+                                 .cmd = cmd,
+                                 .features = keygen ? CLI_NO_TRUST : 0,
+                                 .min_operands = 1,
+                                 .max_operands = -1,
+                                 .what = keygen ? "KEY" : "oci:DIR:TAG",
+                                 .usage = usage,
+                                 .options = keygen ? NULL
+                                            : strcmp(cmd, "export") == 0 ? sign
+                                                                          : verify,
+                                 .option = take_option,
+                                 .arg = a,
+                         },
+                         argc, argv, &a->co);
 }
 
 /* A failure of an engine: 2 when the layout, the arguments or the system failed, 1 for a
@@ -172,9 +166,9 @@ static int load_key(const char *cmd, bool json, const char *path, bool priv, EVP
 
         if (r == 0)
                 return 0;
-        snapfs_report_reset(&why);
-        snapfs_report_fail(&why, r, "key", "%s: %s", path,
-                           r == -EINVAL ? (priv ? "not an Ed25519 private key (PEM)"
+        sfc_report_reset(&why);
+        sfc_report_fail(&why, r, "key", "%s: %s", path,
+                        r == -EINVAL ? (priv ? "not an Ed25519 private key (PEM)"
                                                 : "not an Ed25519 key (PEM)")
                                         : strerror(-r));
         fail(cmd, json, r, &why);
@@ -189,7 +183,7 @@ static void digest_text(const struct snap_digest *d, char out[SNAP_OCI_DIGEST_TE
 int cli_cmd_export(int argc, char **argv)
 {
         _cleanup_free_ char *mount = NULL, *dir = NULL;
-        struct snapfs_transfer t;
+        struct sfc_transfer t;
         struct snapfs_report why;
         struct oci_args a;
         EVP_PKEY *key = NULL;
@@ -200,7 +194,7 @@ int cli_cmd_export(int argc, char **argv)
         r = parse("export", argc, argv, export_usage, &a);
         if (r >= 0)
                 return r;
-        if (snapfs_oci_ref_parse(argv[optind], &dir, &tag) < 0)
+        if (sfc_oci_ref_parse(argv[optind], &dir, &tag) < 0)
                 return cli_usage_error("export", a.co.json, export_usage,
                                        "expected oci:DIR:TAG as the first operand");
         mount = cli_mount_path("export", &a.co);
@@ -208,8 +202,8 @@ int cli_cmd_export(int argc, char **argv)
                 return 2;
         if (a.sign && load_key("export", a.co.json, a.sign, true, &key) != 0)
                 return 2;
-        r = snapfs_export(mount, &a.co.opts, dir, tag, (const char *const *)argv + optind + 1,
-                          (size_t)(argc - optind - 1), key, &t, &why);
+        r = sfc_export(mount, &a.co.opts, dir, tag, (const char *const *)argv + optind + 1,
+                       (size_t)(argc - optind - 1), key, &t, &why);
         EVP_PKEY_free(key);
         if (r < 0)
                 return fail("export", a.co.json, r, &why);
@@ -262,11 +256,11 @@ int cli_cmd_export(int argc, char **argv)
                 if (fflush(stdout) != 0)
                         rc = 2;
         }
-        snapfs_transfer_free(&t);
+        sfc_transfer_free(&t);
         return rc;
 }
 
-static json_object *item_json(const struct snapfs_transfer_item *it)
+static json_object *item_json(const struct sfc_transfer_item *it)
 {
         char text[SNAPFS_BINDING_TEXT_MAX], hex[SNAP_DIGEST_HEX_LEN + 1], dev[32];
         struct snapfs_binding b;
@@ -274,7 +268,7 @@ static json_object *item_json(const struct snapfs_transfer_item *it)
 
         if (!s)
                 return NULL;
-        snapfs_binding_from_snap(&it->binding, &b);
+        sfc_binding_from_snap(&it->binding, &b);
         snapfs_binding_format(&b, text, sizeof(text));
         snap_digest_to_hex(&it->binding.sha256, hex);
         snprintf(dev, sizeof(dev), "%u:%u", major(b.dev), minor(b.dev));
@@ -292,7 +286,7 @@ int cli_cmd_import(int argc, char **argv)
 {
         _cleanup_free_ char *mount = NULL, *dir = NULL;
         EVP_PKEY *keys[KEYS_MAX] = { 0 };
-        struct snapfs_transfer t;
+        struct sfc_transfer t;
         struct snapfs_report why;
         struct oci_args a;
         char md[SNAP_OCI_DIGEST_TEXT_LEN + 1];
@@ -302,7 +296,7 @@ int cli_cmd_import(int argc, char **argv)
         r = parse("import", argc, argv, import_usage, &a);
         if (r >= 0)
                 return r;
-        if (argc - optind != 1 || snapfs_oci_ref_parse(argv[optind], &dir, &ref) < 0)
+        if (argc - optind != 1 || sfc_oci_ref_parse(argv[optind], &dir, &ref) < 0)
                 return cli_usage_error("import", a.co.json, import_usage,
                                        "expected one oci:DIR:TAG or oci:DIR:@sha256:<hex>");
         mount = cli_mount_path("import", &a.co);
@@ -314,12 +308,12 @@ int cli_cmd_import(int argc, char **argv)
                                 EVP_PKEY_free(keys[k]);
                         return 2;
                 }
-        r = snapfs_import(mount, &a.co.opts, dir, ref, keys, a.n_verify, &t, &why);
+        r = sfc_import(mount, &a.co.opts, dir, ref, keys, a.n_verify, &t, &why);
         for (size_t i = 0; i < a.n_verify; i++)
                 EVP_PKEY_free(keys[i]);
         if (r < 0) {
                 rc = fail("import", a.co.json, r, &why);
-                snapfs_transfer_free(&t);
+                sfc_transfer_free(&t);
                 return rc;
         }
         digest_text(&t.manifest, md);
@@ -344,7 +338,7 @@ int cli_cmd_import(int argc, char **argv)
                         char text[SNAPFS_BINDING_TEXT_MAX];
                         struct snapfs_binding b;
 
-                        snapfs_binding_from_snap(&t.items[i].binding, &b);
+                        sfc_binding_from_snap(&t.items[i].binding, &b);
                         snapfs_binding_format(&b, text, sizeof(text));
                         printf("%s%s%s\n", text, t.items[i].name[0] ? " name=" : "",
                                t.items[i].name);
@@ -352,7 +346,7 @@ int cli_cmd_import(int argc, char **argv)
                 if (fflush(stdout) != 0)
                         rc = 2;
         }
-        snapfs_transfer_free(&t);
+        sfc_transfer_free(&t);
         return rc;
 }
 
@@ -391,7 +385,7 @@ int cli_cmd_keygen(int argc, char **argv)
         r = parse("keygen", argc, argv, keygen_usage, &a);
         if (r >= 0)
                 return r;
-        if (argc - optind != 1 || a.co.mount_arg)
+        if (argc - optind != 1)
                 return cli_usage_error("keygen", a.co.json, keygen_usage, "expected one KEY");
         path = argv[optind];
         if (asprintf(&pubpath, "%s.pub", path) < 0)
@@ -411,8 +405,8 @@ int cli_cmd_keygen(int argc, char **argv)
                 OPENSSL_cleanse(priv, plen);
         if (r < 0) {
                 struct snapfs_report why;
-                snapfs_report_reset(&why);
-                snapfs_report_fail(&why, r, "key", "writing %s: %s", path, strerror(-r));
+                sfc_report_reset(&why);
+                sfc_report_fail(&why, r, "key", "writing %s: %s", path, strerror(-r));
                 fail("keygen", a.co.json, r, &why);
                 return 2;
         }

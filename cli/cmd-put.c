@@ -13,7 +13,6 @@
 
 #include "cli/clientopts.h"
 #include "cli/commands.h"
-#include "cli/extraopts.h"
 #include "common/util.h"
 
 static void put_usage(FILE *f)
@@ -92,6 +91,28 @@ static int put_in_scope(const char *mount, const char *scope, const char *entry,
         return r;
 }
 
+enum {
+        OPT_SCOPE = CLI_OWN_OPTION,
+        OPT_AS,
+};
+
+struct put_args {
+        const char *scope, *entry;
+};
+
+/* --scope NAME, --as ENTRY: -1 to go on. */
+static int take_option(void *arg, int val, const char *value, bool json)
+{
+        struct put_args *a = arg;
+
+        (void)json;
+        if (val == OPT_SCOPE)
+                a->scope = value;
+        else
+                a->entry = value;
+        return -1;
+}
+
 int cli_cmd_put(int argc, char **argv)
 {
         _cleanup_close_ int fd = -1;
@@ -102,21 +123,24 @@ int cli_cmd_put(int argc, char **argv)
         char text[SNAPFS_BINDING_TEXT_MAX], vtext[SNAPFS_BINDING_TEXT_MAX], view[PATH_MAX];
         int vr;
         bool view_failed;
-        const char *file, *scope = NULL, *entry = NULL;
-        const struct cli_extra extras[] = {
-                { "scope", true, &scope, NULL },
-                { "as", true, &entry, NULL },
+        static const struct option options[] = {
+                { "scope", required_argument, NULL, OPT_SCOPE },
+                { "as", required_argument, NULL, OPT_AS },
+                { NULL, 0, NULL, 0 },
         };
+        struct put_args pa = { NULL, NULL };
+        const char *file, *scope, *entry;
         int r;
 
-        r = cli_take_extras("put", cli_json_requested(argc, argv), put_usage, &argc, argv, extras,
-                            ARRAY_SIZE(extras));
+        r = cli_parse(&(struct cli_spec){ .cmd = "put", .min_operands = 1, .max_operands = 1,
+                                          .what = "one FILE (or - for standard input)",
+                                          .usage = put_usage, .options = options,
+                                          .option = take_option, .arg = &pa },
+                      argc, argv, &co);
         if (r >= 0)
                 return r;
-        r = cli_parse_common("put", argc, argv, 0, 1,
-                             "one FILE (or - for standard input)", put_usage, &co);
-        if (r >= 0)
-                return r;
+        scope = pa.scope;
+        entry = pa.entry;
         if (entry && !scope)
                 return cli_usage_error("put", co.json, put_usage, "--as needs --scope");
         file = argv[optind];

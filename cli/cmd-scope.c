@@ -11,10 +11,9 @@
 
 #include "cli/clientopts.h"
 #include "cli/commands.h"
-#include "cli/extraopts.h"
 #include "cli/scope-out.h"
 #include "common/util.h"
-#include "fs/options.h"
+#include "common/values.h"
 
 #define USAGE_CREATE                                                                         \
         "snapfs scope create [--mount MNT] [TRUST] [--json] NAME --view PATH\n"                \
@@ -98,100 +97,121 @@ static json_object *fields1(const char *key, json_object *v)
         return o;
 }
 
-/* --uid 1000,1001: the uid grammar of every command, and never "any": a scope's users are
- * named. */
-static int parse_uids(const char *cmd, bool json, const char *s, struct sfs_uidset *out)
-{
-        if (sfs_parse_uidset(s, out) < 0 || out->any)
-                return cli_usage_error(cmd, json, NULL,
-                                       "--uid: '%s' is not a list of uids (decimal, separated "
-                                       "by commas, at most %d)", s, SFS_UIDSET_MAX);
-        return 0;
-}
+enum {
+        OPT_VIEW = CLI_OWN_OPTION,
+        OPT_UID,
+        OPT_GID,
+        OPT_PUBLISH,
+        OPT_UNTIL_PID,
+        OPT_MAX_SNAPSHOTS,
+        OPT_MAX_BYTES,
+        OPT_MAX_STAGING,
+        OPT_MAX_STAGING_BYTES,
+};
 
-static int parse_limit(const char *cmd, bool json, const char *opt, const char *s, bool size,
-                       uint64_t *out)
-{
-        int r = size ? sfs_parse_size(s, out) : sfs_parse_count(s, UINT64_MAX, out);
+/* What scope create is given besides the common options. */
+struct create_args {
+        struct snapfs_scope_spec *spec;
+        const char *view;
+        struct value_uid_list uids;
+};
 
-        if (r < 0 || *out == 0)
-                return cli_usage_error(cmd, json, NULL, "--%s: '%s' is not %s above 0", opt, s,
-                                       size ? "a size (digits with an optional K, M or G)"
-                                            : "a count");
-        return 0;
+/* One option of scope create, parsed by common/values.h as every command parses its values:
+ * -1 to go on, or 2 after a usage error. */
+static int take_create_option(void *arg, int val, const char *value, bool json)
+{
+        static const char *const limit_name[] = { "--max-snapshots", "--max-bytes",
+                                                  "--max-staging", "--max-staging-bytes" };
+        struct create_args *a = arg;
+        struct snapfs_scope_spec *spec = a->spec;
+        uint64_t *limit[] = { &spec->limits.max_snapshots, &spec->limits.max_bytes,
+                              &spec->limits.max_staging, &spec->limits.max_staging_bytes };
+        const char *cmd = "scope create";
+        uint32_t uid;
+        uint64_t v;
+        int r;
+
+        switch (val) {
+        case OPT_VIEW:
+                a->view = value;
+                return -1;
+        case OPT_UID:
+                /* A scope's users are named: never "any". */
+                r = value_parse_uid_list(value, &a->uids);
+                if (r == 0 && a->uids.any)
+                        r = -EINVAL;
+                if (r < 0)
+                        return cli_bad_value(cmd, json, "--uid", VALUE_UID_LIST, value, r, 0,
+                                             UINT64_MAX, "; not any: a scope's users are named");
+                return -1;
+        case OPT_GID:
+                r = value_parse_uid(value, &uid);
+                if (r < 0)
+                        return cli_bad_value(cmd, json, "--gid", VALUE_UID, value, r, 0,
+                                             VALUE_UID_MAX, NULL);
+                spec->flags |= SNAPFS_SCOPE_GID;
+                spec->gid = uid;
+                return -1;
+        case OPT_PUBLISH:
+                spec->flags |= SNAPFS_SCOPE_PUBLISH;
+                return -1;
+        case OPT_UNTIL_PID:
+                r = value_parse(VALUE_COUNT, value, 1, INT32_MAX, &v);
+                if (r < 0)
+                        return cli_bad_value(cmd, json, "--until-pid", VALUE_COUNT, value, r, 1,
+                                             INT32_MAX, NULL);
+                spec->flags |= SNAPFS_SCOPE_UNTIL_PID;
+                spec->until_pid = (int32_t)v;
+                return -1;
+        default: {
+                size_t i = (size_t)(val - OPT_MAX_SNAPSHOTS);
+                enum value_type t = i & 1 ? VALUE_SIZE : VALUE_COUNT;
+                r = value_parse(t, value, 1, UINT64_MAX, limit[i]);
+                if (r < 0)
+                        return cli_bad_value(cmd, json, limit_name[i], t, value, r, 1,
+                                             UINT64_MAX, NULL);
+                return -1;
+        }
+        }
 }
 
 static int scope_create(int argc, char **argv)
 {
-        const char *view = NULL, *uid = NULL, *gid = NULL, *pid = NULL, *lim[4] = { NULL };
-        bool publish = false;
-        const struct cli_extra extras[] = {
-                { "view", true, &view, NULL },
-                { "uid", true, &uid, NULL },
-                { "gid", true, &gid, NULL },
-                { "publish", false, NULL, &publish },
-                { "until-pid", true, &pid, NULL },
-                { "max-snapshots", true, &lim[0], NULL },
-                { "max-bytes", true, &lim[1], NULL },
-                { "max-staging", true, &lim[2], NULL },
-                { "max-staging-bytes", true, &lim[3], NULL },
+        static const struct option options[] = {
+                { "view", required_argument, NULL, OPT_VIEW },
+                { "uid", required_argument, NULL, OPT_UID },
+                { "gid", required_argument, NULL, OPT_GID },
+                { "publish", no_argument, NULL, OPT_PUBLISH },
+                { "until-pid", required_argument, NULL, OPT_UNTIL_PID },
+                { "max-snapshots", required_argument, NULL, OPT_MAX_SNAPSHOTS },
+                { "max-bytes", required_argument, NULL, OPT_MAX_BYTES },
+                { "max-staging", required_argument, NULL, OPT_MAX_STAGING },
+                { "max-staging-bytes", required_argument, NULL, OPT_MAX_STAGING_BYTES },
+                { NULL, 0, NULL, 0 },
         };
-        static const char *const lim_name[4] = { "max-snapshots", "max-bytes", "max-staging",
-                                                 "max-staging-bytes" };
-        uint64_t *lim_out[4];
         _cleanup_free_ char *mount = NULL, *view_abs = NULL;
         struct snapfs_scope_spec spec = { 0 };
+        struct create_args a = { .spec = &spec };
         struct snapfs_scope s;
         struct snapfs_report why;
-        struct sfs_uidset uids = { 0 };
-        uint32_t uid_list[SFS_UIDSET_MAX];
         struct cli_common co;
-        bool json = cli_json_requested(argc, argv);
+        const char *view;
         int r;
 
-        r = cli_take_extras("scope create", json, scope_usage, &argc, argv, extras,
-                            ARRAY_SIZE(extras));
+        r = cli_parse(&(struct cli_spec){ .cmd = "scope create", .min_operands = 1,
+                                          .max_operands = 1, .what = "one NAME",
+                                          .usage = scope_usage, .options = options,
+                                          .option = take_create_option, .arg = &a },
+                      argc, argv, &co);
         if (r >= 0)
                 return r;
-        r = cli_parse_common("scope create", argc, argv, 0, 1, "one NAME", scope_usage, &co);
-        if (r >= 0)
-                return r;
+        view = a.view;
         if (!view)
                 return cli_usage_error("scope create", co.json, scope_usage, "--view is required");
         if (!*view)
                 return cli_usage_error("scope create", co.json, NULL, "--view: an empty path");
-        if (uid && parse_uids("scope create", co.json, uid, &uids) != 0)
-                return 2;
-        if (gid) {
-                struct snapfs_options g = { 0 };
-                if (cli_parse_owner(gid, &g) < 0)
-                        return cli_usage_error("scope create", co.json, NULL,
-                                               "--gid: invalid gid '%s'", gid);
-                spec.flags |= SNAPFS_SCOPE_GID;
-                spec.gid = g.owner;
-        }
-        if (pid) {
-                uint64_t v;
-                if (sfs_parse_count(pid, INT32_MAX, &v) < 0)
-                        return cli_usage_error("scope create", co.json, NULL,
-                                               "--until-pid: invalid process id '%s'", pid);
-                spec.flags |= SNAPFS_SCOPE_UNTIL_PID;
-                spec.until_pid = (int32_t)v;
-        }
-        lim_out[0] = &spec.limits.max_snapshots;
-        lim_out[1] = &spec.limits.max_bytes;
-        lim_out[2] = &spec.limits.max_staging;
-        lim_out[3] = &spec.limits.max_staging_bytes;
-        for (int i = 0; i < 4; i++)
-                if (lim[i] && parse_limit("scope create", co.json, lim_name[i], lim[i], i & 1,
-                                          lim_out[i]) != 0)
-                        return 2;
-        if (publish)
-                spec.flags |= SNAPFS_SCOPE_PUBLISH;
-        for (unsigned i = 0; i < uids.n; i++)
-                uid_list[i] = (uint32_t)uids.uids[i];
-        spec.uids = uid_list;
-        spec.n_uids = uids.n;
+        spec.uids = a.uids.uids;
+        spec.n_uids = a.uids.n;
         spec.name = argv[optind];
         /* Like --mount: made absolute, a trailing '/' dropped; the daemon refuses a symlink
          * anywhere in it. */
@@ -228,8 +248,10 @@ static int scope_ls(int argc, char **argv)
         const char *name;
         int r;
 
-        r = cli_parse_common("scope ls", argc, argv, CLI_OPTIONAL_OPERAND, 1, "at most one NAME",
-                             scope_usage, &co);
+        r = cli_parse(&(struct cli_spec){ .cmd = "scope ls", .min_operands = 0,
+                                          .max_operands = 1, .what = "at most one NAME",
+                                          .usage = scope_usage },
+                      argc, argv, &co);
         if (r >= 0)
                 return r;
         name = optind < argc ? argv[optind] : NULL;
@@ -306,7 +328,10 @@ static int scope_rm(int argc, char **argv)
         struct cli_common co;
         int r;
 
-        r = cli_parse_common("scope rm", argc, argv, 0, 1, "one NAME", scope_usage, &co);
+        r = cli_parse(&(struct cli_spec){ .cmd = "scope rm", .min_operands = 1,
+                                          .max_operands = 1, .what = "one NAME",
+                                          .usage = scope_usage },
+                      argc, argv, &co);
         if (r >= 0)
                 return r;
         mount = cli_mount_path("scope rm", &co);

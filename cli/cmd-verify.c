@@ -56,8 +56,11 @@ int cli_cmd_verify(int argc, char **argv)
         const char *arg;
         int r, fd;
 
-        r = cli_parse_common("verify", argc, argv, CLI_KIND, 1,
-                             "exactly one BINDING or PATH", verify_usage, &co);
+        r = cli_parse(&(struct cli_spec){ .cmd = "verify", .features = CLI_KIND,
+                                          .min_operands = 1, .max_operands = 1,
+                                          .what = "exactly one BINDING or PATH",
+                                          .usage = verify_usage },
+                      argc, argv, &co);
         if (r >= 0)
                 return r;
         arg = argv[optind];

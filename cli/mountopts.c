@@ -2,6 +2,8 @@
 /* mount(8)'s -o words turned into `snapfs mount` long options. */
 #include "cli/mountopts.h"
 
+#include "fs/options.h"
+
 #include <errno.h>
 #include <stdbool.h>
 #include <stdio.h>
@@ -22,10 +24,6 @@ static const char *const ignored[] = {
 };
 /* The generic flags that tighten a mount (noatime, nodiratime, relatime, nosymfollow) are
  * not here: they are long options of their own, kept on the mount. */
-
-/* Options that cannot run under mount(8), which waits for the helper to return: --help prints
- * and mounts nothing (mount(8) said "success"), --debug and --foreground never return. */
-static const char *const not_under_mount[] = { "help", "debug", "foreground" };
 
 struct vec {
         char **v;
@@ -82,19 +80,17 @@ static int refuse(struct cli_mountopts_error *err, enum cli_mountopts_refusal wh
         return -EINVAL;
 }
 
-/* The long option named exactly name, or NULL: getopt_long would take a unique prefix, so
- * "-o fore" would reach --foreground and "-o he" --help. */
-static const struct option *exact_option(const struct option *longopts, const char *name)
+/* The option an -o word without a value names by its alias ("ro"), or NULL. */
+static const struct sfs_option *alias_option(const char *word)
 {
-        for (const struct option *o = longopts; o->name; o++)
-                if (strcmp(o->name, name) == 0)
-                        return o;
+        for (size_t i = 0; i < SFS_OPT_COUNT; i++)
+                if (sfs_options[i].o_alias && strcmp(sfs_options[i].o_alias, word) == 0)
+                        return &sfs_options[i];
         return NULL;
 }
 
 /* One -o argument: words separated by commas. */
-static int expand_words(struct vec *out, const char *words, const struct option *longopts,
-                        struct cli_mountopts_error *err)
+static int expand_words(struct vec *out, const char *words, struct cli_mountopts_error *err)
 {
         bool in_uid_list = false;
         const char *p = words;
@@ -120,25 +116,24 @@ static int expand_words(struct vec *out, const char *words, const struct option 
                         *last = arg;
                 } else if (!nlen) {
                         return refuse(err, CLI_MOUNTOPTS_EMPTY, p, len);
-                } else if (!eq && strcmp(name, "ro") == 0) {
+                } else if (!eq && alias_option(name)) {
                         in_uid_list = false;
-                        if (vec_push(out, strdup("--read-only")) < 0)
+                        if (asprintf(&arg, "--%s", alias_option(name)->name) < 0)
+                                return -ENOMEM;
+                        if (vec_push(out, arg) < 0)
                                 return -ENOMEM;
                 } else if (is_ignored(name, eq != NULL)) {
                         in_uid_list = false;
                 } else {
-                        for (char *c = name; *c; c++)
-                                if (*c == '_')
-                                        *c = '-';
-                        for (size_t i = 0; i < ARRAY_SIZE(not_under_mount); i++)
-                                if (strcmp(name, not_under_mount[i]) == 0)
-                                        return refuse(err, CLI_MOUNTOPTS_NOT_UNDER_MOUNT, p,
-                                                      len);
-                        if (!exact_option(longopts, name))
+                        const struct sfs_option *o = sfs_option_find(name, true);
+
+                        if (!o)
                                 return refuse(err, CLI_MOUNTOPTS_UNKNOWN, p, len);
-                        in_uid_list = eq && (strcmp(name, "publishers") == 0 ||
-                                             strcmp(name, "readers") == 0);
-                        if (asprintf(&arg, "--%s%s%.*s", name, eq ? "=" : "",
+                        if (o->flags & SFS_OPTF_COMMAND_LINE_ONLY)
+                                return refuse(err, CLI_MOUNTOPTS_NOT_UNDER_MOUNT, p, len);
+                        in_uid_list = eq && o->arg == SFS_ARG_VALUE &&
+                                      o->type == VALUE_UID_LIST;
+                        if (asprintf(&arg, "--%s%s%.*s", o->name, eq ? "=" : "",
                                      eq ? (int)(len - nlen - 1) : 0, eq ? eq + 1 : "") < 0)
                                 return -ENOMEM;
                         if (vec_push(out, arg) < 0)
@@ -151,18 +146,18 @@ static int expand_words(struct vec *out, const char *words, const struct option 
 }
 
 /* Does the long option named by arg ("--name", no '=') take its value from the next word? */
-static bool takes_separate_value(const struct option *longopts, const char *arg)
+static bool takes_separate_value(const char *arg)
 {
+        const struct sfs_option *o;
+
         if (strchr(arg, '='))
                 return false;
-        for (const struct option *o = longopts; o->name; o++)
-                if (strcmp(arg + 2, o->name) == 0)
-                        return o->has_arg == required_argument;
-        return false;
+        o = sfs_option_find(arg + 2, false);
+        return o && o->arg != SFS_ARG_FLAG;
 }
 
-int cli_mountopts_expand(int argc, char **argv, const struct option *longopts,
-                         int *out_argc, char ***out, struct cli_mountopts_error *err)
+int cli_mountopts_expand(int argc, char **argv, int *out_argc, char ***out,
+                         struct cli_mountopts_error *err)
 {
         struct vec vec = { 0 };
         bool options = true;
@@ -180,14 +175,14 @@ int cli_mountopts_expand(int argc, char **argv, const struct option *longopts,
                         options = false;
                         r = vec_push(&vec, strdup(a));
                 } else if (strcmp(a, "-o") == 0) {
-                        r = i + 1 < argc ? expand_words(&vec, argv[++i], longopts, err)
+                        r = i + 1 < argc ? expand_words(&vec, argv[++i], err)
                                          : refuse(err, CLI_MOUNTOPTS_EMPTY, "", 0);
                 } else if (strncmp(a, "-o", 2) == 0) {
-                        r = expand_words(&vec, a + 2, longopts, err);
+                        r = expand_words(&vec, a + 2, err);
                 } else {
                         r = vec_push(&vec, strdup(a));
                         if (r == 0 && a[1] == '-' && i + 1 < argc &&
-                            takes_separate_value(longopts, a))
+                            takes_separate_value(a))
                                 r = vec_push(&vec, strdup(argv[++i]));
                 }
         }

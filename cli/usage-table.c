@@ -4,7 +4,7 @@
 
 #include <inttypes.h>
 
-void cli_print_usage(FILE *f, const struct snapfs_usage *u)
+void cli_print_usage(FILE *f, const struct sfc_usage *u)
 {
         fprintf(f, "%-10s %10s %12s %8s %14s\n", "UID", "SNAPSHOTS", "BYTES", "STAGING",
                 "STAGING-BYTES");
@@ -22,7 +22,7 @@ void cli_print_usage(FILE *f, const struct snapfs_usage *u)
                 u->reserve_bytes);
 }
 
-json_object *cli_json_usage(const struct snapfs_usage *u)
+json_object *cli_json_usage(const struct sfc_usage *u)
 {
         json_object *o = json_object_new_object(), *arr = json_object_new_array();
 

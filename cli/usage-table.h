@@ -9,7 +9,7 @@
 #include "client/client-internal.h"
 
 /* "UID SNAPSHOTS BYTES STAGING STAGING-BYTES" rows, then the limits line. */
-void cli_print_usage(FILE *f, const struct snapfs_usage *u);
+void cli_print_usage(FILE *f, const struct sfc_usage *u);
 /* {"uid_snapshots", "uid_bytes", "owner", "reserve_snapshots", "reserve_bytes",
  *  "uids": [{"uid", "snapshots", "bytes", "staging", "staging_bytes"}], "more"}, or NULL. */
-json_object *cli_json_usage(const struct snapfs_usage *u);
+json_object *cli_json_usage(const struct sfc_usage *u);

@@ -5,7 +5,7 @@
 
 #include "client/client-internal.h"
 
-void snapfs_binding_to_snap(const struct snapfs_binding *in, struct snap_binding *out)
+void sfc_binding_to_snap(const struct snapfs_binding *in, struct snap_binding *out)
 {
         memcpy(out->sha256.bytes, in->sha256, SNAPFS_DIGEST_LEN);
         out->size = in->size;
@@ -13,7 +13,7 @@ void snapfs_binding_to_snap(const struct snapfs_binding *in, struct snap_binding
         out->ino = in->ino;
 }
 
-void snapfs_binding_from_snap(const struct snap_binding *in, struct snapfs_binding *out)
+void sfc_binding_from_snap(const struct snap_binding *in, struct snapfs_binding *out)
 {
         memcpy(out->sha256, in->sha256.bytes, SNAPFS_DIGEST_LEN);
         out->size = in->size;
@@ -27,7 +27,7 @@ int snapfs_binding_format(const struct snapfs_binding *b, char *buf, size_t bufl
 
         if (!b || !buf)
                 return -EINVAL;
-        snapfs_binding_to_snap(b, &sb);
+        sfc_binding_to_snap(b, &sb);
         return snap_binding_format(&sb, buf, buflen);
 }
 
@@ -42,6 +42,6 @@ int snapfs_binding_parse(const char *text, struct snapfs_binding *out)
         r = snap_binding_parse(text, strlen(text), &sb);
         if (r < 0)
                 return r;
-        snapfs_binding_from_snap(&sb, out);
+        sfc_binding_from_snap(&sb, out);
         return 0;
 }

@@ -1,6 +1,8 @@
 /* SPDX-License-Identifier: MIT */
 /* libsnapfs internals shared by its files and by the snapfs command (ls, audit). Not
- * installed and not exported from libsnapfs.so (libsnapfs.sym lists what is). */
+ * installed and not exported from libsnapfs.so (libsnapfs.sym lists what is). Internal names
+ * start with sfc_ (SFC_ for macros): snapfs_ and SNAPFS_ are the public ABI of snapfs.h only,
+ * so a reader can tell at a glance whether a call is a promise to outside programs. */
 #pragma once
 
 #include <dirent.h>
@@ -15,114 +17,114 @@
 struct snap_hasher;
 
 /* A judged snapfs mount: everything below is opened relative to fd, never by path again. */
-struct snapfs_mnt {
+struct sfc_mnt {
         int fd;            /* O_PATH|O_DIRECTORY root of the judged mount, or -1 */
         uint64_t mount_id; /* as mc_fd_mount_id() reports it */
         bool unique;
         uint64_t dev;      /* st_dev of the mount root */
 };
 
-#define SNAPFS_MNT_INIT { .fd = -1 }
+#define SFC_MNT_INIT { .fd = -1 }
 
-void snapfs_mnt_close(struct snapfs_mnt *m);
+void sfc_mnt_close(struct sfc_mnt *m);
 
-/* What snapfs_mnt_open() falls back to where openat2 is missing: the same refusals (-EXDEV
+/* What sfc_mnt_open() falls back to where openat2 is missing: the same refusals (-EXDEV
  * for an absolute name, "." , ".." or another mount; -ELOOP for a symlink), by walking the
  * components. Returns the descriptor or a negative errno. */
-int snapfs_open_beneath_by_hand(int root, const char *name, int flags, mode_t mode);
+int sfc_open_beneath_by_hand(int root, const char *name, int flags, mode_t mode);
 
 /* Runs the mount check (preset snapfs; owner from opts, else root; the caller's own mount and
  * foreign user namespaces refused unless opts allow them) on mount. 0 and *m, or:
  * -EMEDIUMTYPE (not compliant; every finding in *why), -ENOTCONN (the daemon is gone), or the
  * errno that kept the check from running ("mount-check"). */
-int snapfs_mnt_check(const char *mount, const struct snapfs_options *opts, struct snapfs_mnt *m,
-                     struct snapfs_report *why);
+int sfc_mnt_check(const char *mount, const struct snapfs_options *opts, struct sfc_mnt *m,
+                  struct snapfs_report *why);
 
 /* openat2 relative to the judged root without following a symlink, leaving the mount or
  * climbing out of it (O_CLOEXEC|O_NOFOLLOW added): a descriptor, or a negative errno. */
-int snapfs_mnt_open(const struct snapfs_mnt *m, const char *name, int flags, mode_t mode);
+int sfc_mnt_open(const struct sfc_mnt *m, const char *name, int flags, mode_t mode);
 
 /* The judged mount's root, opened for listing below its pinned descriptor (never through the
  * path again): 0 and *out (closedir it), or a negative errno. */
-int snapfs_mnt_opendir(const struct snapfs_mnt *m, DIR **out);
+int sfc_mnt_opendir(const struct sfc_mnt *m, DIR **out);
 
 /* 0 when fd lies on exactly the judged mount, -EXDEV when it does not, another errno when
  * the kernel will not say. */
-int snapfs_mnt_confirm(const struct snapfs_mnt *m, int fd);
+int sfc_mnt_confirm(const struct sfc_mnt *m, int fd);
 
 /* Opens the snapshot hex on the judged mount and verifies it against *want, or, when want
  * is NULL, against its name and its own fstat (dev, ino, size). With kinds (a mask of
- * SNAPFS_KIND_BIT), also classifies the bytes that hashed (snapshot/kind.h) and refuses a
+ * SFC_KIND_BIT), also classifies the bytes that hashed (snapshot/kind.h) and refuses a
  * kind not in the mask with -ENOMSG ("kind"); 0 classifies nothing. The descriptor
  * (O_CLOEXEC), with *got (may be NULL) the binding it satisfied; or a negative errno and why.
  * hasher may be NULL. */
-int snapfs_mnt_open_snapshot(const struct snapfs_mnt *m, const char *hex,
-                             const struct snap_binding *want, uint64_t limit, unsigned kinds,
-                             struct snap_hasher *hasher, struct snap_binding *got,
-                             struct snapfs_report *why);
+int sfc_mnt_open_snapshot(const struct sfc_mnt *m, const char *hex,
+                          const struct snap_binding *want, uint64_t limit, unsigned kinds,
+                          struct snap_hasher *hasher, struct snap_binding *got,
+                          struct snapfs_report *why);
 
 /* snap_verify_fd of fd against want, then, with kinds, the kind check above; hex names the
  * snapshot in the reasons. 0 or a negative errno and why. */
-int snapfs_verify_kind(int fd, const char *hex, const struct snap_binding *want, uint64_t limit,
-                       unsigned kinds, struct snap_hasher *hasher, struct snapfs_report *why);
+int sfc_verify_kind(int fd, const char *hex, const struct snap_binding *want, uint64_t limit,
+                    unsigned kinds, struct snap_hasher *hasher, struct snapfs_report *why);
 
 /* Publishes len bytes on the judged mount m, staged under name (a valid staging NAME, kept
  * by the daemon as the snapshot's name; NULL or taken: a random one): 0 published now, 1
  * already there, *out its binding; the errors of snapfs_publish. */
-int snapfs_mnt_publish(const struct snapfs_mnt *m, const void *data, size_t len,
-                       const char *name, const struct snapfs_options *opts,
-                       struct snap_binding *out, struct snapfs_report *why);
+int sfc_mnt_publish(const struct sfc_mnt *m, const void *data, size_t len,
+                    const char *name, const struct snapfs_options *opts,
+                    struct snap_binding *out, struct snapfs_report *why);
 
 /* The size limit the options ask for. */
-uint64_t snapfs_opt_limit(const struct snapfs_options *opts);
+uint64_t sfc_opt_limit(const struct snapfs_options *opts);
 
 /* The bit of a SNAP_KIND_* in a kinds mask. */
-#define SNAPFS_KIND_BIT(k) (1u << (k))
+#define SFC_KIND_BIT(k) (1u << (k))
 /* Every kind: what an internal open that delivers nothing (an audit, a binding) asks for. */
-#define SNAPFS_KINDS_ANY 0u
+#define SFC_KINDS_ANY 0u
 /* The kinds the options let a verified open hand over: their SNAPFS_OPT_KIND_* flags, or
  * content alone when they name none. */
-unsigned snapfs_opt_kinds(const struct snapfs_options *opts);
+unsigned sfc_opt_kinds(const struct snapfs_options *opts);
 
-void snapfs_binding_to_snap(const struct snapfs_binding *in, struct snap_binding *out);
-void snapfs_binding_from_snap(const struct snap_binding *in, struct snapfs_binding *out);
+void sfc_binding_to_snap(const struct snapfs_binding *in, struct snap_binding *out);
+void sfc_binding_from_snap(const struct snap_binding *in, struct snapfs_binding *out);
 
 /* Report helpers. reset: no error, no reason. add: one reason (message printf-style, one
  * line, truncated; past SNAPFS_REASONS_MAX only counted). fail: add, record err as the
- * call's error and return it, so a caller can `return snapfs_report_fail(...)`. All accept
+ * call's error and return it, so a caller can `return sfc_report_fail(...)`. All accept
  * a NULL report. */
-void snapfs_report_reset(struct snapfs_report *why);
-void snapfs_report_add(struct snapfs_report *why, const char *code, const char *fmt, ...)
+void sfc_report_reset(struct snapfs_report *why);
+void sfc_report_add(struct snapfs_report *why, const char *code, const char *fmt, ...)
         __attribute__((format(printf, 3, 4)));
-int snapfs_report_fail(struct snapfs_report *why, int err, const char *code, const char *fmt,
-                       ...) __attribute__((format(printf, 4, 5)));
+int sfc_report_fail(struct snapfs_report *why, int err, const char *code, const char *fmt,
+                    ...) __attribute__((format(printf, 4, 5)));
 /* Records err as the call's error without adding a reason (the reasons are in already). */
-int snapfs_report_error(struct snapfs_report *why, int err);
+int sfc_report_error(struct snapfs_report *why, int err);
 
 /* What each uid holds against its limits, from the daemon of a judged mount. */
-struct snapfs_uid_usage {
+struct sfc_uid_usage {
         uint32_t uid;
         uint64_t snapshots, bytes;       /* published, unlinked-but-open included */
         uint64_t staging, staging_bytes; /* staging files (unlinked-but-open included) */
 };
 
-struct snapfs_usage {
+struct sfc_usage {
         uint64_t uid_snapshots, uid_bytes;         /* each uid's limits (not the owner's) */
         uint32_t owner;
         uint64_t reserve_snapshots, reserve_bytes; /* kept for the owner */
         size_t n;
-        struct snapfs_uid_usage *uids;             /* largest first */
+        struct sfc_uid_usage *uids;             /* largest first */
         uint64_t more;                             /* uids the daemon left out */
 };
 
-/* Reads the root's user.snapfs.usage on the judged mount: 0 and *out (snapfs_usage_free),
+/* Reads the root's user.snapfs.usage on the judged mount: 0 and *out (sfc_usage_free),
  * -ENODATA from a daemon that does not report it, -EBADMSG for text that is not its form. */
-int snapfs_mnt_usage(const struct snapfs_mnt *m, struct snapfs_usage *out);
-int snapfs_usage_parse(const char *text, struct snapfs_usage *out);
+int sfc_mnt_usage(const struct sfc_mnt *m, struct sfc_usage *out);
+int sfc_usage_parse(const char *text, struct sfc_usage *out);
 /* The xattr's value as read: n bytes in buf, which has room for one more (the terminating
- * NUL written here). -EBADMSG when a NUL is among them; else snapfs_usage_parse. */
-int snapfs_usage_parse_value(char *buf, size_t n, struct snapfs_usage *out);
-void snapfs_usage_free(struct snapfs_usage *u);
+ * NUL written here). -EBADMSG when a NUL is among them; else sfc_usage_parse. */
+int sfc_usage_parse_value(char *buf, size_t n, struct sfc_usage *out);
+void sfc_usage_free(struct sfc_usage *u);
 
 /* ---- the control channel (control.c) and scopes (scopes.c) ---- */
 
@@ -141,12 +143,12 @@ int sfc_control_parse_reply(const char *text, size_t len, json_object **out,
 
 /* One request of len bytes through the .control file of the judged main mount m: 0 and
  * *reply (malloc'd, NUL-terminated, *reply_len bytes), or the channel's errors (snapfs.h). */
-int sfc_mnt_control_text(const struct snapfs_mnt *m, const char *request, size_t len,
+int sfc_mnt_control_text(const struct sfc_mnt *m, const char *request, size_t len,
                          char **reply, size_t *reply_len, struct snapfs_report *why);
 
 /* sfc_mnt_control_text of request serialized, its reply judged by
  * sfc_control_parse_reply. */
-int sfc_mnt_control(const struct snapfs_mnt *m, json_object *request, json_object **reply,
+int sfc_mnt_control(const struct sfc_mnt *m, json_object *request, json_object **reply,
                     struct snapfs_report *why);
 
 /* A scope and a grant from the daemon's JSON (docs/design.md, "The control channel"): 0, or

@@ -41,12 +41,12 @@ int sfc_control_parse_reply(const char *text, size_t len, json_object **out,
 
         *out = NULL;
         if (len == 0 || memchr(text, '\0', len) || len > INT32_MAX)
-                return snapfs_report_fail(why, -EPROTO, "reply",
+                return sfc_report_fail(why, -EPROTO, "reply",
                                           len ? "the daemon's reply holds a NUL byte"
                                               : "the daemon sent no reply");
         tok = json_tokener_new();
         if (!tok)
-                return snapfs_report_fail(why, -ENOMEM, "reply", "out of memory");
+                return sfc_report_fail(why, -ENOMEM, "reply", "out of memory");
         o = json_tokener_parse_ex(tok, text, (int)len);
         jerr = json_tokener_get_error(tok);
         /* One object and nothing after it (but the blanks a writer may end with). */
@@ -60,12 +60,12 @@ int sfc_control_parse_reply(const char *text, size_t len, json_object **out,
         json_tokener_free(tok);
         if (!o || jerr != json_tokener_success || !json_object_is_type(o, json_type_object)) {
                 json_object_put(o);
-                return snapfs_report_fail(why, -EPROTO, "reply",
+                return sfc_report_fail(why, -EPROTO, "reply",
                                           "the daemon's reply is not one JSON object");
         }
         if (!json_object_object_get_ex(o, "ok", &ok) || !json_object_is_type(ok, json_type_boolean)) {
                 json_object_put(o);
-                return snapfs_report_fail(why, -EPROTO, "reply",
+                return sfc_report_fail(why, -EPROTO, "reply",
                                           "the daemon's reply has no \"ok\" field");
         }
         if (json_object_get_boolean(ok)) {
@@ -81,14 +81,14 @@ int sfc_control_parse_reply(const char *text, size_t len, json_object **out,
         e = sfc_errno_from_name(name);
         if (e == 0) {
                 char esc[64];
-                snapfs_report_fail(why, -EPROTO, "reply",
+                sfc_report_fail(why, -EPROTO, "reply",
                                    "the daemon refused with no errno this library knows (%s)%s%s",
                                    name ? mc_escape(name, esc, sizeof(esc)) : "none",
                                    msg ? ": " : "", msg ? msg : "");
                 json_object_put(o);
                 return -EPROTO;
         }
-        snapfs_report_fail(why, -e, "refused", "%s", msg && *msg ? msg : name);
+        sfc_report_fail(why, -e, "refused", "%s", msg && *msg ? msg : name);
         *out = o;
         return -e;
 }
@@ -140,31 +140,31 @@ static int control_failed(struct snapfs_report *why, int r, const char *step)
 {
         switch (-r) {
         case ENOENT:
-                return snapfs_report_fail(why, -EOPNOTSUPP, "control",
+                return sfc_report_fail(why, -EOPNOTSUPP, "control",
                                           "the mount has no " CONTROL_NAME " for this caller: "
                                           "its daemon takes no control requests, or not from "
                                           "this uid (only the mount owner and root)");
         case EACCES:
-                return snapfs_report_fail(why, r, "control",
+                return sfc_report_fail(why, r, "control",
                                           "only the mount owner and root may use " CONTROL_NAME);
         case ELOOP:
-                return snapfs_report_fail(why, r, "control",
+                return sfc_report_fail(why, r, "control",
                                           CONTROL_NAME " is a symlink: refused, never followed");
         case EXDEV:
-                return snapfs_report_fail(why, r, "other-mount",
+                return sfc_report_fail(why, r, "other-mount",
                                           CONTROL_NAME " lies on another mount than the one "
                                           "checked");
         case EMSGSIZE:
-                return snapfs_report_fail(why, -EPROTO, "reply",
+                return sfc_report_fail(why, -EPROTO, "reply",
                                           "the daemon's reply is larger than %u bytes",
                                           (unsigned)SFC_CONTROL_REPLY_MAX);
         default:
-                return snapfs_report_fail(why, r, "control", "%s " CONTROL_NAME ": %s", step,
+                return sfc_report_fail(why, r, "control", "%s " CONTROL_NAME ": %s", step,
                                           strerrordesc_np(-r) ?: "unknown error");
         }
 }
 
-int sfc_mnt_control_text(const struct snapfs_mnt *m, const char *request, size_t len,
+int sfc_mnt_control_text(const struct sfc_mnt *m, const char *request, size_t len,
                          char **reply, size_t *reply_len, struct snapfs_report *why)
 {
         _cleanup_close_ int fd = -1;
@@ -174,23 +174,23 @@ int sfc_mnt_control_text(const struct snapfs_mnt *m, const char *request, size_t
 
         *reply = NULL;
         if (len == 0 || len > SFC_CONTROL_REQUEST_MAX)
-                return snapfs_report_fail(why, len ? -E2BIG : -EINVAL, "invalid-argument",
+                return sfc_report_fail(why, len ? -E2BIG : -EINVAL, "invalid-argument",
                                           len ? "the request is larger than %u bytes"
                                               : "an empty request",
                                           (unsigned)SFC_CONTROL_REQUEST_MAX);
         /* Relative to the pinned root of the judged mount, never by path: nothing slid over
          * the mount after the check receives the request (or answers it). O_NONBLOCK: a FIFO
          * planted by an impostor never blocks us. */
-        fd = snapfs_mnt_open(m, CONTROL_NAME, O_RDWR | O_NONBLOCK | O_NOCTTY, 0);
+        fd = sfc_mnt_open(m, CONTROL_NAME, O_RDWR | O_NONBLOCK | O_NOCTTY, 0);
         if (fd < 0)
                 return control_failed(why, fd, "open");
-        r = snapfs_mnt_confirm(m, fd);
+        r = sfc_mnt_confirm(m, fd);
         if (r < 0)
                 return control_failed(why, r, "open");
         if (fstat(fd, &st) < 0)
                 return control_failed(why, negative_errno(), "fstat");
         if (!S_ISREG(st.st_mode))
-                return snapfs_report_fail(why, -EPROTO, "control",
+                return sfc_report_fail(why, -EPROTO, "control",
                                           CONTROL_NAME " is not a regular file");
         /* One request, one write: the daemon runs it during the write and answers with the
          * full length, or refuses a request that is not one JSON object (EINVAL). */
@@ -200,13 +200,13 @@ int sfc_mnt_control_text(const struct snapfs_mnt *m, const char *request, size_t
         if (w < 0) {
                 r = negative_errno();
                 if (r == -EINVAL)
-                        return snapfs_report_fail(why, r, "refused",
+                        return sfc_report_fail(why, r, "refused",
                                                   "the daemon refused the request as not one "
                                                   "well-formed JSON object");
                 return control_failed(why, r, "write to");
         }
         if ((size_t)w != len)
-                return snapfs_report_fail(why, -EPROTO, "control",
+                return sfc_report_fail(why, -EPROTO, "control",
                                           "the daemon took %zd of the request's %zu bytes", w, len);
         r = read_reply(fd, reply, reply_len);
         if (r < 0)
@@ -214,7 +214,7 @@ int sfc_mnt_control_text(const struct snapfs_mnt *m, const char *request, size_t
         return 0;
 }
 
-int sfc_mnt_control(const struct snapfs_mnt *m, json_object *request, json_object **reply,
+int sfc_mnt_control(const struct sfc_mnt *m, json_object *request, json_object **reply,
                     struct snapfs_report *why)
 {
         _cleanup_free_ char *text = NULL;
@@ -226,7 +226,7 @@ int sfc_mnt_control(const struct snapfs_mnt *m, json_object *request, json_objec
         req = json_object_to_json_string_ext(request, JSON_C_TO_STRING_PLAIN |
                                                               JSON_C_TO_STRING_NOSLASHESCAPE);
         if (!req)
-                return snapfs_report_fail(why, -ENOMEM, "control", "out of memory");
+                return sfc_report_fail(why, -ENOMEM, "control", "out of memory");
         len = strlen(req);
         r = sfc_mnt_control_text(m, req, len, &text, &tlen, why);
         if (r < 0)
@@ -237,23 +237,23 @@ int sfc_mnt_control(const struct snapfs_mnt *m, json_object *request, json_objec
 int snapfs_control(const char *mount, const char *request, const struct snapfs_options *opts,
                    char **reply, struct snapfs_report *why)
 {
-        struct snapfs_mnt m = SNAPFS_MNT_INIT;
+        struct sfc_mnt m = SFC_MNT_INIT;
         _cleanup_free_ char *text = NULL;
         json_object *o = NULL;
         size_t len;
         int r;
 
-        snapfs_report_reset(why);
+        sfc_report_reset(why);
         if (reply)
                 *reply = NULL;
         if (!request || !reply)
-                return snapfs_report_fail(why, -EINVAL, "invalid-argument",
+                return sfc_report_fail(why, -EINVAL, "invalid-argument",
                                           "no request or no room for the reply");
-        r = snapfs_mnt_check(mount, opts, &m, why);
+        r = sfc_mnt_check(mount, opts, &m, why);
         if (r < 0)
                 return r;
         r = sfc_mnt_control_text(&m, request, strlen(request), &text, &len, why);
-        snapfs_mnt_close(&m);
+        sfc_mnt_close(&m);
         if (r < 0)
                 return r;
         r = sfc_control_parse_reply(text, len, &o, why);

@@ -19,15 +19,15 @@ static const char *describe(int r)
         return strerrordesc_np(-r) ?: "unknown error";
 }
 
-void snapfs_transfer_free(struct snapfs_transfer *t)
+void sfc_transfer_free(struct sfc_transfer *t)
 {
         if (!t)
                 return;
         free(t->items);
-        *t = (struct snapfs_transfer){ 0 };
+        *t = (struct sfc_transfer){ 0 };
 }
 
-int snapfs_oci_ref_parse(const char *spec, char **dir, const char **ref)
+int sfc_oci_ref_parse(const char *spec, char **dir, const char **ref)
 {
         const char *p, *colon;
 
@@ -49,7 +49,7 @@ static int cmp_hex(const void *a, const void *b)
         return strcmp(*(char *const *)a, *(char *const *)b);
 }
 
-void snapfs_names_free(char **names, size_t n)
+void sfc_names_free(char **names, size_t n)
 {
         for (size_t i = 0; i < n; i++)
                 free(names[i]);
@@ -58,8 +58,8 @@ void snapfs_names_free(char **names, size_t n)
 
 /* Every snapshot name in the judged mount's root, sorted (a manifest that does not depend
  * on readdir order: the same snapshots export to the same digest). */
-int snapfs_mnt_list(const struct snapfs_mnt *m, char ***out, size_t *n,
-                    struct snapfs_report *why)
+int sfc_mnt_list(const struct sfc_mnt *m, char ***out, size_t *n,
+                 struct snapfs_report *why)
 {
         char **names = NULL;
         size_t cap = 0, k = 0;
@@ -67,14 +67,14 @@ int snapfs_mnt_list(const struct snapfs_mnt *m, char ***out, size_t *n,
         DIR *d;
         int fd;
 
-        fd = snapfs_mnt_open(m, ".", O_RDONLY | O_DIRECTORY, 0);
+        fd = sfc_mnt_open(m, ".", O_RDONLY | O_DIRECTORY, 0);
         if (fd < 0)
-                return snapfs_report_fail(why, fd, "open", "listing the mount: %s", describe(fd));
+                return sfc_report_fail(why, fd, "open", "listing the mount: %s", describe(fd));
         d = fdopendir(fd);
         if (!d) {
                 int r = negative_errno();
                 safe_close(fd);
-                return snapfs_report_fail(why, r, "open", "listing the mount: %s", describe(r));
+                return sfc_report_fail(why, r, "open", "listing the mount: %s", describe(r));
         }
         while ((errno = 0, e = readdir(d))) {
                 if (!snap_is_digest_name(e->d_name))
@@ -99,14 +99,14 @@ int snapfs_mnt_list(const struct snapfs_mnt *m, char ***out, size_t *n,
         return 0;
 nomem:
         closedir(d);
-        snapfs_names_free(names, k);
-        return snapfs_report_fail(why, -ENOMEM, "io", "out of memory");
+        sfc_names_free(names, k);
+        return sfc_report_fail(why, -ENOMEM, "io", "out of memory");
 }
 
 /* The snapshot's name from its xattr, "" when it has none or not a valid one. */
-static void read_name(int fd, char out[SNAPFS_NAME_MAX + 1])
+static void read_name(int fd, char out[SFC_NAME_MAX + 1])
 {
-        ssize_t k = fgetxattr(fd, SNAPFS_XATTR_NAME, out, SNAPFS_NAME_MAX);
+        ssize_t k = fgetxattr(fd, SFC_XATTR_NAME, out, SFC_NAME_MAX);
 
         out[k > 0 ? k : 0] = 0;
         if (!snap_name_valid(out))
@@ -114,9 +114,9 @@ static void read_name(int fd, char out[SNAPFS_NAME_MAX + 1])
 }
 
 /* Verified-opens hex on m, writes its bytes as a blob, fills *layer and *item. */
-static int export_one(const struct snapfs_mnt *m, const struct snap_oci_layout *l,
+static int export_one(const struct sfc_mnt *m, const struct snap_oci_layout *l,
                       const char *hex, uint64_t limit, struct snap_hasher *h,
-                      struct snap_oci_desc *layer, struct snapfs_transfer_item *item,
+                      struct snap_oci_desc *layer, struct sfc_transfer_item *item,
                       struct snapfs_report *why)
 {
         _cleanup_close_ int fd = -1;
@@ -125,8 +125,8 @@ static int export_one(const struct snapfs_mnt *m, const struct snap_oci_layout *
         size_t len;
         int r;
 
-        fd = snapfs_mnt_open_snapshot(m, hex, NULL, limit, SNAPFS_KINDS_ANY, h, &item->binding,
-                                      why);
+        fd = sfc_mnt_open_snapshot(m, hex, NULL, limit, SFC_KINDS_ANY, h, &item->binding,
+                                   why);
         if (fd < 0)
                 return fd;
         read_name(fd, item->name);
@@ -134,14 +134,14 @@ static int export_one(const struct snapfs_mnt *m, const struct snap_oci_layout *
          * the same digest, or nothing is tagged. */
         r = snap_read_bounded(fd, limit, &buf, &len);
         if (r < 0)
-                return snapfs_report_fail(why, r, "snapshot", "reading %s: %s", hex, describe(r));
+                return sfc_report_fail(why, r, "snapshot", "reading %s: %s", hex, describe(r));
         r = snap_oci_blob_write(l, buf, len, &written);
         if (r < 0)
-                return snapfs_report_fail(why, r, "layout", "writing blob %s: %s", hex,
-                                          describe(r));
+                return sfc_report_fail(why, r, "layout", "writing blob %s: %s", hex,
+                                       describe(r));
         if (!snap_digest_equal(&written, &item->binding.sha256) || len != item->binding.size)
-                return snapfs_report_fail(why, -EBADMSG, "snapshot",
-                                          "%s changed while it was exported", hex);
+                return sfc_report_fail(why, -EBADMSG, "snapshot",
+                                       "%s changed while it was exported", hex);
         *layer = (struct snap_oci_desc){
                 .media_type = (char *)SNAP_OCI_MEDIA_SNAPSHOT,
                 .digest = written,
@@ -161,7 +161,7 @@ static int write_tagged(const struct snap_oci_layout *l, const struct snap_oci_m
         if (r == 0)
                 r = snap_oci_tag(l, desc, tag);
         if (r < 0)
-                return snapfs_report_fail(why, r, "layout", "writing %s: %s", what, describe(r));
+                return sfc_report_fail(why, r, "layout", "writing %s: %s", what, describe(r));
         return 0;
 }
 
@@ -169,7 +169,7 @@ static int write_tagged(const struct snap_oci_layout *l, const struct snap_oci_m
  * "<tag>.sig": skopeo 1.9 copies one tag at a time and no referrers, so the tag is what
  * carries the signature through a registry. */
 static int sign_manifest(const struct snap_oci_layout *l, const struct snap_oci_desc *md,
-                         const char *tag, struct evp_pkey_st *key, struct snapfs_transfer *out,
+                         const char *tag, struct evp_pkey_st *key, struct sfc_transfer *out,
                          struct snapfs_report *why)
 {
         struct snap_oci_manifest sm = { .artifact_type = (char *)SNAP_OCI_ARTIFACT_SIGNATURE };
@@ -181,16 +181,16 @@ static int sign_manifest(const struct snap_oci_layout *l, const struct snap_oci_
 
         r = snap_oci_sign(key, &md->digest, md->size, &env, &len);
         if (r < 0)
-                return snapfs_report_fail(why, r, "sign", "signing: %s", describe(r));
+                return sfc_report_fail(why, r, "sign", "signing: %s", describe(r));
         r = snap_oci_key_fingerprint(key, &out->key);
         if (r < 0)
-                return snapfs_report_fail(why, r, "sign", "key fingerprint: %s", describe(r));
+                return sfc_report_fail(why, r, "sign", "key fingerprint: %s", describe(r));
         layer = (struct snap_oci_desc){ .media_type = (char *)SNAP_OCI_MEDIA_SIGNATURE,
                                         .size = len, .title = (char *)"signature.json" };
         r = snap_oci_blob_write(l, env, len, &layer.digest);
         if (r < 0)
-                return snapfs_report_fail(why, r, "layout", "writing the signature: %s",
-                                          describe(r));
+                return sfc_report_fail(why, r, "layout", "writing the signature: %s",
+                                       describe(r));
         snap_oci_desc_empty_config(&sm.config);
         sm.layers = &layer;
         sm.n_layers = 1;
@@ -206,9 +206,9 @@ static int sign_manifest(const struct snap_oci_layout *l, const struct snap_oci_
         return 0;
 }
 
-static int export_on(const struct snapfs_mnt *m, const struct snap_oci_layout *l,
+static int export_on(const struct sfc_mnt *m, const struct snap_oci_layout *l,
                      const char *tag, char **hexes, size_t n, uint64_t limit,
-                     struct evp_pkey_st *key, struct snapfs_transfer *out,
+                     struct evp_pkey_st *key, struct sfc_transfer *out,
                      struct snapfs_report *why)
 {
         struct snap_oci_manifest man = { .artifact_type = (char *)SNAP_OCI_ARTIFACT_SNAPSHOTS };
@@ -219,10 +219,10 @@ static int export_on(const struct snapfs_mnt *m, const struct snap_oci_layout *l
 
         out->items = calloc(n ? n : 1, sizeof(*out->items));
         if (!layers || !out->items)
-                return snapfs_report_fail(why, -ENOMEM, "io", "out of memory");
+                return sfc_report_fail(why, -ENOMEM, "io", "out of memory");
         r = snap_hasher_new(&h);
         if (r < 0)
-                return snapfs_report_fail(why, r, "io", "hasher: %s", describe(r));
+                return sfc_report_fail(why, r, "io", "hasher: %s", describe(r));
         for (size_t i = 0; i < n; i++) {
                 r = export_one(m, l, hexes[i], limit, h, &layers[i], &out->items[i], why);
                 if (r < 0)
@@ -252,15 +252,15 @@ static int collect(const char *const *hexes, size_t n, char ***out, size_t *k,
         char **names = calloc(n ? n : 1, sizeof(*names));
 
         if (!names)
-                return snapfs_report_fail(why, -ENOMEM, "io", "out of memory");
+                return sfc_report_fail(why, -ENOMEM, "io", "out of memory");
         *k = 0;
         for (size_t i = 0; i < n; i++) {
                 bool seen = false;
                 if (!snap_is_digest_name(hexes[i])) {
-                        snapfs_names_free(names, *k);
-                        return snapfs_report_fail(why, -EINVAL, "invalid-argument",
-                                                  "'%s' is not a snapshot name (64 lowercase "
-                                                  "hex characters)", hexes[i]);
+                        sfc_names_free(names, *k);
+                        return sfc_report_fail(why, -EINVAL, "invalid-argument",
+                                               "'%s' is not a snapshot name (64 lowercase "
+                                               "hex characters)", hexes[i]);
                 }
                 for (size_t j = 0; j < *k && !seen; j++)
                         seen = !strcmp(names[j], hexes[i]);
@@ -268,8 +268,8 @@ static int collect(const char *const *hexes, size_t n, char ***out, size_t *k,
                         continue;
                 names[*k] = strdup(hexes[i]);
                 if (!names[*k]) {
-                        snapfs_names_free(names, *k);
-                        return snapfs_report_fail(why, -ENOMEM, "io", "out of memory");
+                        sfc_names_free(names, *k);
+                        return sfc_report_fail(why, -ENOMEM, "io", "out of memory");
                 }
                 (*k)++;
         }
@@ -277,50 +277,50 @@ static int collect(const char *const *hexes, size_t n, char ***out, size_t *k,
         return 0;
 }
 
-int snapfs_export(const char *mount, const struct snapfs_options *opts, const char *layout,
-                  const char *tag, const char *const *hexes, size_t n,
-                  struct evp_pkey_st *sign_key, struct snapfs_transfer *out,
-                  struct snapfs_report *why)
+int sfc_export(const char *mount, const struct snapfs_options *opts, const char *layout,
+               const char *tag, const char *const *hexes, size_t n,
+               struct evp_pkey_st *sign_key, struct sfc_transfer *out,
+               struct snapfs_report *why)
 {
-        struct snapfs_mnt m = SNAPFS_MNT_INIT;
+        struct sfc_mnt m = SFC_MNT_INIT;
         struct snap_oci_layout l = SNAP_OCI_LAYOUT_INIT;
         char **names = NULL;
         size_t k = 0;
         int r;
 
-        snapfs_report_reset(why);
+        sfc_report_reset(why);
         if (!out || !layout || !mount)
-                return snapfs_report_fail(why, -EINVAL, "invalid-argument", "no layout");
-        *out = (struct snapfs_transfer){ 0 };
+                return sfc_report_fail(why, -EINVAL, "invalid-argument", "no layout");
+        *out = (struct sfc_transfer){ 0 };
         if (!snap_oci_tag_valid(tag) || (sign_key && strlen(tag) + 4 > SNAP_OCI_TAG_MAX))
-                return snapfs_report_fail(why, -EINVAL, "invalid-argument",
-                                          "'%s' is not a tag ([A-Za-z0-9_][A-Za-z0-9._-]*, at "
-                                          "most %u characters, 4 fewer when signing)",
+                return sfc_report_fail(why, -EINVAL, "invalid-argument",
+                                       "'%s' is not a tag ([A-Za-z0-9_][A-Za-z0-9._-]*, at "
+                                       "most %u characters, 4 fewer when signing)",
                                           tag ? tag : "", SNAP_OCI_TAG_MAX);
         r = collect(hexes, n, &names, &k, why);
         if (r < 0)
                 return r;
-        r = snapfs_mnt_check(mount, opts, &m, why);
+        r = sfc_mnt_check(mount, opts, &m, why);
         if (r < 0)
                 goto out;
         if (n == 0) {
-                snapfs_names_free(names, 0);
+                sfc_names_free(names, 0);
                 names = NULL;
-                r = snapfs_mnt_list(&m, &names, &k, why);
+                r = sfc_mnt_list(&m, &names, &k, why);
                 if (r < 0)
                         goto out;
         }
         r = snap_oci_layout_open(layout, SNAP_OCI_CREATE, &l);
         if (r < 0) {
-                snapfs_report_fail(why, r, "layout", "%s: %s", layout, describe(r));
+                sfc_report_fail(why, r, "layout", "%s: %s", layout, describe(r));
                 goto out;
         }
-        r = export_on(&m, &l, tag, names, k, snapfs_opt_limit(opts), sign_key, out, why);
+        r = export_on(&m, &l, tag, names, k, sfc_opt_limit(opts), sign_key, out, why);
 out:
         if (r < 0)
-                snapfs_transfer_free(out);
-        snapfs_names_free(names, k);
+                sfc_transfer_free(out);
+        sfc_names_free(names, k);
         snap_oci_layout_close(&l);
-        snapfs_mnt_close(&m);
+        sfc_mnt_close(&m);
         return r;
 }

@@ -74,7 +74,7 @@ static int load_envelope(const struct snap_oci_layout *l, const struct snap_oci_
 /* Finds the signature envelopes of md and, with keys, requires one that verifies. */
 static int check_signatures(const struct snap_oci_layout *l, const struct snap_oci_desc *md,
                             struct evp_pkey_st *const *keys, size_t n_keys, struct plan *p,
-                            struct snapfs_transfer *out, struct snapfs_report *why)
+                            struct sfc_transfer *out, struct snapfs_report *why)
 {
         struct snap_oci_index *refs = NULL;
         int worst = -ENOKEY, r;
@@ -83,20 +83,20 @@ static int check_signatures(const struct snap_oci_layout *l, const struct snap_o
         snap_oci_digest_format(&md->digest, text);
         r = snap_oci_referrers(l, &md->digest, SNAP_OCI_ARTIFACT_SIGNATURE, NULL, &refs);
         if (r == -E2BIG)
-                return snapfs_report_fail(why, r, "layout",
-                                          "index.json lists more than %u signatures of "
-                                          "manifest %s, or more than %" PRIu64 " MiB of "
-                                          "manifests that may be: refused before any key "
-                                          "decides", SNAP_OCI_REFERRERS_MAX, text,
-                                          SNAP_OCI_REFERRERS_BYTES_MAX >> 20);
+                return sfc_report_fail(why, r, "layout",
+                                       "index.json lists more than %u signatures of "
+                                       "manifest %s, or more than %" PRIu64 " MiB of "
+                                       "manifests that may be: refused before any key "
+                                       "decides", SNAP_OCI_REFERRERS_MAX, text,
+                                       SNAP_OCI_REFERRERS_BYTES_MAX >> 20);
         if (r < 0)
-                return snapfs_report_fail(why, r, "layout", "reading index.json: %s",
-                                          describe(r));
+                return sfc_report_fail(why, r, "layout", "reading index.json: %s",
+                                       describe(r));
         p->env = calloc(refs->n_manifests + 1, sizeof(*p->env));
         p->env_len = calloc(refs->n_manifests + 1, sizeof(*p->env_len));
         if (!p->env || !p->env_len) {
                 snap_oci_index_free(refs);
-                return snapfs_report_fail(why, -ENOMEM, "io", "out of memory");
+                return sfc_report_fail(why, -ENOMEM, "io", "out of memory");
         }
         for (size_t i = 0; i < refs->n_manifests; i++) {
                 struct snap_oci_envelope e;
@@ -124,13 +124,13 @@ static int check_signatures(const struct snap_oci_layout *l, const struct snap_o
         if (n_keys == 0 || out->is_signed)
                 return 0;
         if (worst == -ENOKEY)
-                return snapfs_report_fail(why, -ENOKEY, "unsigned",
-                                          "manifest %s carries no signature", text);
+                return sfc_report_fail(why, -ENOKEY, "unsigned",
+                                       "manifest %s carries no signature", text);
         if (worst == -EKEYREJECTED)
-                return snapfs_report_fail(why, -EKEYREJECTED, "wrong-key",
-                                          "manifest %s is signed, but by no key given", text);
-        return snapfs_report_fail(why, -EBADMSG, "bad-signature",
-                                  "the signature of manifest %s does not verify", text);
+                return sfc_report_fail(why, -EKEYREJECTED, "wrong-key",
+                                       "manifest %s is signed, but by no key given", text);
+        return sfc_report_fail(why, -EBADMSG, "bad-signature",
+                               "the signature of manifest %s does not verify", text);
 }
 
 /* Reads and checks every layer before anything is published. */
@@ -142,7 +142,7 @@ static int check_layers(const struct snap_oci_layout *l, uint64_t limit, struct 
 
         p->layer = calloc(m->n_layers + 1, sizeof(*p->layer));
         if (!p->layer)
-                return snapfs_report_fail(why, -ENOMEM, "io", "out of memory");
+                return sfc_report_fail(why, -ENOMEM, "io", "out of memory");
         for (size_t i = 0; i < m->n_layers; i++) {
                 const struct snap_oci_desc *d = &m->layers[i];
                 char text[SNAP_OCI_DIGEST_TEXT_LEN + 1];
@@ -151,31 +151,31 @@ static int check_layers(const struct snap_oci_layout *l, uint64_t limit, struct 
 
                 snap_oci_digest_format(&d->digest, text);
                 total += d->size;
-                if (d->size > limit || total > SNAPFS_IMPORT_BYTES_MAX)
-                        return snapfs_report_fail(why, -EFBIG, "too-big",
-                                                  "layer %zu (%s) blob %s: %" PRIu64
-                                                  " bytes is more than can be published", i,
-                                                  title, text, d->size);
+                if (d->size > limit || total > SFC_IMPORT_BYTES_MAX)
+                        return sfc_report_fail(why, -EFBIG, "too-big",
+                                               "layer %zu (%s) blob %s: %" PRIu64
+                                               " bytes is more than can be published", i,
+                                               title, text, d->size);
                 r = snap_oci_blob_read(l, &d->digest, d->size, limit, &p->layer[i]);
                 if (r == -ENOENT)
-                        return snapfs_report_fail(why, r, "blob-missing",
-                                                  "layer %zu (%s) blob %s is not in the layout",
-                                                  i, title, text);
+                        return sfc_report_fail(why, r, "blob-missing",
+                                               "layer %zu (%s) blob %s is not in the layout",
+                                               i, title, text);
                 if (r == -EBADMSG)
-                        return snapfs_report_fail(why, r, "blob-mismatch",
-                                                  "layer %zu (%s) blob %s does not match its "
-                                                  "digest and size (%" PRIu64 " bytes)", i,
-                                                  title, text, d->size);
+                        return sfc_report_fail(why, r, "blob-mismatch",
+                                               "layer %zu (%s) blob %s does not match its "
+                                               "digest and size (%" PRIu64 " bytes)", i,
+                                               title, text, d->size);
                 if (r < 0)
-                        return snapfs_report_fail(why, r, "blob", "layer %zu (%s) blob %s: %s",
-                                                  i, title, text, describe(r));
+                        return sfc_report_fail(why, r, "blob", "layer %zu (%s) blob %s: %s",
+                                               i, title, text, describe(r));
         }
         return 0;
 }
 
-static int publish_all(const struct snapfs_mnt *m, const struct snapfs_options *opts,
+static int publish_all(const struct sfc_mnt *m, const struct snapfs_options *opts,
                        struct plan *p, const struct snap_oci_desc *md,
-                       struct snapfs_transfer *out, struct snapfs_report *why)
+                       struct sfc_transfer *out, struct snapfs_report *why)
 {
         const struct snap_oci_manifest *man = p->man;
         struct snap_binding b;
@@ -184,34 +184,34 @@ static int publish_all(const struct snapfs_mnt *m, const struct snapfs_options *
         /* Provenance first: a --trust-key daemon admits a manifest once it has seen an
          * envelope it verifies, and the layers once it has seen that manifest. */
         for (size_t i = 0; i < p->n_env; i++) {
-                r = snapfs_mnt_publish(m, p->env[i], p->env_len[i], "signature.json", opts, &b,
-                                       why);
+                r = sfc_mnt_publish(m, p->env[i], p->env_len[i], "signature.json", opts, &b,
+                                    why);
                 /* A --trust-key daemon refuses the signature of a key it does not trust; one
                  * by a key it trusts may still follow. The manifest's publish says whether
                  * any was admitted. */
                 if (r == -EPERM) {
-                        snapfs_report_reset(why);
+                        sfc_report_reset(why);
                         continue;
                 }
                 if (r < 0)
                         return r;
         }
         if (p->n_env > 0) {
-                r = snapfs_mnt_publish(m, p->man_bytes, (size_t)md->size, "manifest.json", opts,
-                                       &b, why);
+                r = sfc_mnt_publish(m, p->man_bytes, (size_t)md->size, "manifest.json", opts,
+                                    &b, why);
                 if (r < 0)
                         return r;
         }
         out->items = calloc(man->n_layers + 1, sizeof(*out->items));
         if (!out->items)
-                return snapfs_report_fail(why, -ENOMEM, "io", "out of memory");
+                return sfc_report_fail(why, -ENOMEM, "io", "out of memory");
         for (size_t i = 0; i < man->n_layers; i++) {
-                struct snapfs_transfer_item *it = &out->items[i];
+                struct sfc_transfer_item *it = &out->items[i];
                 const char *title = man->layers[i].title;
                 bool named = snap_name_valid(title);
 
-                r = snapfs_mnt_publish(m, p->layer[i], (size_t)man->layers[i].size,
-                                       named ? title : NULL, opts, &it->binding, why);
+                r = sfc_mnt_publish(m, p->layer[i], (size_t)man->layers[i].size,
+                                    named ? title : NULL, opts, &it->binding, why);
                 if (r < 0)
                         return r;
                 it->already = r == 1;
@@ -225,17 +225,17 @@ static int publish_all(const struct snapfs_mnt *m, const struct snapfs_options *
 static int import_from(const struct snapfs_options *opts, const char *mount,
                        const struct snap_oci_layout *l, const char *ref,
                        struct evp_pkey_st *const *keys, size_t n_keys, struct plan *p,
-                       struct snapfs_transfer *out, struct snapfs_report *why)
+                       struct sfc_transfer *out, struct snapfs_report *why)
 {
-        struct snapfs_mnt m = SNAPFS_MNT_INIT;
+        struct sfc_mnt m = SFC_MNT_INIT;
         char text[SNAP_OCI_DIGEST_TEXT_LEN + 1];
         struct snap_oci_desc md = { 0 };
         int r;
 
         r = snap_oci_resolve(l, ref, &md);
         if (r < 0)
-                return snapfs_report_fail(why, r, "layout", "%s: %s", ref,
-                                          r == -ENOENT ? "no such tag or manifest"
+                return sfc_report_fail(why, r, "layout", "%s: %s", ref,
+                                       r == -ENOENT ? "no such tag or manifest"
                                                        : describe(r));
         snap_oci_digest_format(&md.digest, text);
         out->manifest = md.digest;
@@ -249,42 +249,42 @@ static int import_from(const struct snapfs_options *opts, const char *mount,
         if (r == 0)
                 r = snap_oci_manifest_parse(p->man_bytes, md.size, &p->man);
         if (r < 0) {
-                snapfs_report_fail(why, r, "manifest", "manifest %s: %s", text,
-                                   r == -EBADMSG ? "does not match its digest and size"
-                                   : r == -EINVAL ? "not a valid OCI image manifest"
+                sfc_report_fail(why, r, "manifest", "manifest %s: %s", text,
+                                r == -EBADMSG ? "does not match its digest and size"
+                                : r == -EINVAL ? "not a valid OCI image manifest"
                                                   : describe(r));
                 goto out;
         }
-        r = check_layers(l, snapfs_opt_limit(opts), p, why);
+        r = check_layers(l, sfc_opt_limit(opts), p, why);
         if (r < 0)
                 goto out;
         /* Only now the mount: every byte to publish is in memory and checked. */
-        r = snapfs_mnt_check(mount, opts, &m, why);
+        r = sfc_mnt_check(mount, opts, &m, why);
         if (r < 0)
                 goto out;
         r = publish_all(&m, opts, p, &md, out, why);
 out:
-        snapfs_mnt_close(&m);
+        sfc_mnt_close(&m);
         snap_oci_desc_clear(&md);
         return r;
 }
 
-int snapfs_import(const char *mount, const struct snapfs_options *opts, const char *layout,
-                  const char *ref, struct evp_pkey_st *const *keys, size_t n_keys,
-                  struct snapfs_transfer *out, struct snapfs_report *why)
+int sfc_import(const char *mount, const struct snapfs_options *opts, const char *layout,
+               const char *ref, struct evp_pkey_st *const *keys, size_t n_keys,
+               struct sfc_transfer *out, struct snapfs_report *why)
 {
         struct snap_oci_layout l = SNAP_OCI_LAYOUT_INIT;
         struct plan p = { 0 };
         int r;
 
-        snapfs_report_reset(why);
+        sfc_report_reset(why);
         if (!out || !layout || !ref || !mount || (n_keys && !keys))
-                return snapfs_report_fail(why, -EINVAL, "invalid-argument", "no layout");
-        *out = (struct snapfs_transfer){ 0 };
+                return sfc_report_fail(why, -EINVAL, "invalid-argument", "no layout");
+        *out = (struct sfc_transfer){ 0 };
         r = snap_oci_layout_open(layout, 0, &l);
         if (r < 0)
-                return snapfs_report_fail(why, r, "layout", "%s: %s", layout,
-                                          r == -ENOENT ? "not an OCI image layout"
+                return sfc_report_fail(why, r, "layout", "%s: %s", layout,
+                                       r == -ENOENT ? "not an OCI image layout"
                                                        : describe(r));
         r = import_from(opts, mount, &l, ref, keys, n_keys, &p, out, why);
         if (r < 0 && out->n_items == 0) {

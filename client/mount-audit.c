@@ -17,7 +17,7 @@
 #include <unistd.h>
 
 #include "snapshot/digest.h"
-#include "snapshot/store.h"
+#include "snapshot/name.h"
 #include "mountcheck/mountcheck.h"
 #include "snapshot/readhash.h"
 #include "common/util.h"
@@ -32,32 +32,32 @@
 #define STORE_CHECK_MAX 8192
 #define STAGING ".staging"
 
-const char *const snapfs_audit_check_names[SNAPFS_AUDIT_CHECKS] = {
-        [SNAPFS_AUDIT_MOUNT] = "mount compliant",
-        [SNAPFS_AUDIT_NAME] = "name is a SHA-256",
-        [SNAPFS_AUDIT_OPEN] = "opens on the mount",
-        [SNAPFS_AUDIT_REGULAR] = "regular file, 1 link",
-        [SNAPFS_AUDIT_MODE] = "mode 0000",
-        [SNAPFS_AUDIT_DEV] = "device of the mount",
-        [SNAPFS_AUDIT_INODE] = "inode of its own",
-        [SNAPFS_AUDIT_XATTRS] = "xattrs agree",
-        [SNAPFS_AUDIT_CONTENT] = "content hashes to name",
-        [SNAPFS_AUDIT_STORE] = "store blobs intact",
+const char *const sfc_audit_check_names[SFC_AUDIT_CHECKS] = {
+        [SFC_AUDIT_MOUNT] = "mount compliant",
+        [SFC_AUDIT_NAME] = "name is a SHA-256",
+        [SFC_AUDIT_OPEN] = "opens on the mount",
+        [SFC_AUDIT_REGULAR] = "regular file, 1 link",
+        [SFC_AUDIT_MODE] = "mode 0000",
+        [SFC_AUDIT_DEV] = "device of the mount",
+        [SFC_AUDIT_INODE] = "inode of its own",
+        [SFC_AUDIT_XATTRS] = "xattrs agree",
+        [SFC_AUDIT_CONTENT] = "content hashes to name",
+        [SFC_AUDIT_STORE] = "store blobs intact",
         [SNAPFS_AUDIT_ENTRIES] = "entry names a snapshot",
-        [SNAPFS_AUDIT_SIGNED] = "in a signed manifest",
-        [SNAPFS_AUDIT_SIGNATURES] = "signature, signed manifest",
+        [SFC_AUDIT_SIGNED] = "in a signed manifest",
+        [SFC_AUDIT_SIGNATURES] = "signature, signed manifest",
 };
 
 /* One run: the mount, the outcome, and what is judged once every snapshot is in. */
 struct audit {
-        const struct snapfs_mnt *m;
-        struct snapfs_audit *out;
+        const struct sfc_mnt *m;
+        struct sfc_audit *out;
         struct snap_hasher *hasher;
         struct { uint64_t ino; size_t entry; } *inos;
         size_t n_inos;
 };
 
-void snapfs_audit_count(struct snapfs_audit *a, enum snapfs_audit_check c, bool ok)
+void sfc_audit_count(struct sfc_audit *a, enum sfc_audit_check c, bool ok)
 {
         if (ok)
                 a->passed[c]++;
@@ -65,13 +65,13 @@ void snapfs_audit_count(struct snapfs_audit *a, enum snapfs_audit_check c, bool 
                 a->failed[c]++;
 }
 
-int snapfs_audit_problem(struct snapfs_audit *a, enum snapfs_audit_check c, const char *entry,
-                         const char *code, const char *fmt, ...)
+int sfc_audit_problem(struct sfc_audit *a, enum sfc_audit_check c, const char *entry,
+                      const char *code, const char *fmt, ...)
 {
-        struct snapfs_audit_problem *p;
+        struct sfc_audit_problem *p;
         va_list ap;
 
-        snapfs_audit_count(a, c, false);
+        sfc_audit_count(a, c, false);
         if (a->n_problems == a->cap_problems) {
                 size_t cap = a->cap_problems ? a->cap_problems * 2 : 16;
                 p = reallocarray(a->problems, cap, sizeof(*p));
@@ -91,7 +91,7 @@ int snapfs_audit_problem(struct snapfs_audit *a, enum snapfs_audit_check c, cons
 }
 
 /* The checks below name their run; the problem lands in its outcome. */
-#define problem(run, ...) snapfs_audit_problem((run)->out, __VA_ARGS__)
+#define problem(run, ...) sfc_audit_problem((run)->out, __VA_ARGS__)
 
 /* The count of blobs a --store daemon set aside at start (they did not hash to their names):
  * 0 and *count, 1 when the daemon has no store (no attribute), or a negative errno. */
@@ -109,7 +109,7 @@ static int read_set_aside(struct audit *a, int fd, uint64_t *count)
         errno = 0;
         v = strtoull(buf, &end, 10);
         if (errno || end == buf || *end) {
-                int r = problem(a, SNAPFS_AUDIT_STORE, ".", "store-blob-corrupt",
+                int r = problem(a, SFC_AUDIT_STORE, ".", "store-blob-corrupt",
                                 "%s is not a count: '%s'", XATTR_STORE_CORRUPT, buf);
                 return r < 0 ? r : 1;
         }
@@ -121,40 +121,40 @@ static int read_set_aside(struct audit *a, int fd, uint64_t *count)
  * "missing HEX" lines, then "more=N". Each problem names its blob. */
 static int parse_store_check(struct audit *a, char *text)
 {
-        struct snapfs_audit_store *st = &a->out->store;
+        struct sfc_audit_store *st = &a->out->store;
         char *line, *save = NULL;
         unsigned long long blobs, intact, corrupt, missing, set_aside, more;
         int used = 0, r = 0;
 
         if (sscanf(text, "blobs=%llu intact=%llu corrupt=%llu missing=%llu set-aside=%llu\n%n",
                    &blobs, &intact, &corrupt, &missing, &set_aside, &used) != 5 || !used)
-                return problem(a, SNAPFS_AUDIT_STORE, ".", "store-blob-corrupt",
+                return problem(a, SFC_AUDIT_STORE, ".", "store-blob-corrupt",
                                "%s does not say what the store holds", XATTR_STORE_CHECK);
-        *st = (struct snapfs_audit_store){ .state = SNAPFS_AUDIT_STORE_REHASHED, .blobs = blobs,
+        *st = (struct sfc_audit_store){ .state = SFC_AUDIT_STORE_REHASHED, .blobs = blobs,
                                            .intact = intact, .corrupt = corrupt,
                                            .missing = missing, .set_aside = set_aside };
-        a->out->passed[SNAPFS_AUDIT_STORE] += (unsigned)intact;
+        a->out->passed[SFC_AUDIT_STORE] += (unsigned)intact;
         for (line = strtok_r(text + used, "\n", &save); r == 0 && line;
              line = strtok_r(NULL, "\n", &save)) {
                 if (!strncmp(line, "corrupt ", 8) && snap_is_digest_name(line + 8))
-                        r = problem(a, SNAPFS_AUDIT_STORE, line + 8, "store-blob-corrupt",
+                        r = problem(a, SFC_AUDIT_STORE, line + 8, "store-blob-corrupt",
                                     "the blob on disk does not hash to its name (changed since "
                                     "it was written): the snapshot is served from memory, but "
                                     "a restart sets it aside");
                 else if (!strncmp(line, "missing ", 8) && snap_is_digest_name(line + 8))
-                        r = problem(a, SNAPFS_AUDIT_STORE, line + 8, "store-blob-missing",
+                        r = problem(a, SFC_AUDIT_STORE, line + 8, "store-blob-missing",
                                     "the blob is gone from the store: the snapshot is served "
                                     "from memory, but a restart drops it");
                 else if (sscanf(line, "more=%llu", &more) == 1)
-                        r = problem(a, SNAPFS_AUDIT_STORE, ".", "store-blob-corrupt",
+                        r = problem(a, SFC_AUDIT_STORE, ".", "store-blob-corrupt",
                                     "%llu more blob(s) of the store are corrupt or missing",
                                     more);
                 else
-                        r = problem(a, SNAPFS_AUDIT_STORE, ".", "store-blob-corrupt",
+                        r = problem(a, SFC_AUDIT_STORE, ".", "store-blob-corrupt",
                                     "%s has a line that is no finding", XATTR_STORE_CHECK);
         }
         if (r == 0 && set_aside)
-                r = problem(a, SNAPFS_AUDIT_STORE, ".", "store-blob-corrupt",
+                r = problem(a, SFC_AUDIT_STORE, ".", "store-blob-corrupt",
                             "%llu blob(s) of the daemon's --store did not hash to their names "
                             "at start: set aside in its corrupt/ directory, not served",
                             set_aside);
@@ -170,7 +170,7 @@ static int audit_store(struct audit *a)
 {
         /* The pinned root is O_PATH, which has no xattrs to read: a real descriptor of it. */
         _cleanup_close_ int fd = openat(a->m->fd, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-        struct snapfs_audit_store *st = &a->out->store;
+        struct sfc_audit_store *st = &a->out->store;
         _cleanup_free_ char *buf = NULL;
         const char *why;
         uint64_t count = 0;
@@ -197,12 +197,12 @@ static int audit_store(struct audit *a)
         r = read_set_aside(a, fd, &count);
         if (r != 0)
                 return r < 0 ? r : 0; /* no store at all: nothing to say */
-        *st = (struct snapfs_audit_store){ .state = SNAPFS_AUDIT_STORE_NOT_REHASHED,
+        *st = (struct sfc_audit_store){ .state = SFC_AUDIT_STORE_NOT_REHASHED,
                                            .set_aside = count };
         snprintf(st->note, sizeof(st->note), "%s", why);
         if (count == 0)
                 return 0;
-        return problem(a, SNAPFS_AUDIT_STORE, ".", "store-blob-corrupt",
+        return problem(a, SFC_AUDIT_STORE, ".", "store-blob-corrupt",
                        "%llu blob(s) of the daemon's --store did not hash to their names at "
                        "start: set aside in its corrupt/ directory, not served",
                        (unsigned long long)count);
@@ -234,13 +234,13 @@ static int check_xattr(struct audit *a, int fd, const char *name, const char *xa
 
         if (n < 0) {
                 *ok = false;
-                return problem(a, SNAPFS_AUDIT_XATTRS, name, "xattr", "%s: %s", xattr, strerror(errno));
+                return problem(a, SFC_AUDIT_XATTRS, name, "xattr", "%s: %s", xattr, strerror(errno));
         }
         buf[n] = '\0';
         if ((size_t)n != strlen(want) || strcmp(buf, want) != 0) {
                 char esc[sizeof(buf) * 4];
                 *ok = false;
-                return problem(a, SNAPFS_AUDIT_XATTRS, name, "xattr", "%s is '%s', expected '%s'", xattr,
+                return problem(a, SFC_AUDIT_XATTRS, name, "xattr", "%s is '%s', expected '%s'", xattr,
                                mc_escape(buf, esc, sizeof(esc)), want);
         }
         return 0;
@@ -257,42 +257,42 @@ static int audit_snapshot(struct audit *a, const char *name, size_t index)
         bool ok;
         int r;
 
-        fd = snapfs_mnt_open(a->m, name, O_RDONLY | O_NONBLOCK | O_NOCTTY, 0);
+        fd = sfc_mnt_open(a->m, name, O_RDONLY | O_NONBLOCK | O_NOCTTY, 0);
         if (fd < 0)
-                return problem(a, SNAPFS_AUDIT_OPEN, name, "open", "open: %s", strerror(-fd));
-        r = snapfs_mnt_confirm(a->m, fd);
+                return problem(a, SFC_AUDIT_OPEN, name, "open", "open: %s", strerror(-fd));
+        r = sfc_mnt_confirm(a->m, fd);
         if (r < 0)
-                return problem(a, SNAPFS_AUDIT_OPEN, name, "other-mount",
+                return problem(a, SFC_AUDIT_OPEN, name, "other-mount",
                                "the descriptor lies on another mount: %s", strerror(-r));
         if (fstat(fd, &st) < 0)
-                return problem(a, SNAPFS_AUDIT_OPEN, name, "io", "fstat: %s", strerror(errno));
-        snapfs_audit_count(a->out, SNAPFS_AUDIT_OPEN, true);
+                return problem(a, SFC_AUDIT_OPEN, name, "io", "fstat: %s", strerror(errno));
+        sfc_audit_count(a->out, SFC_AUDIT_OPEN, true);
         a->out->snapshots++;
 
         if (!S_ISREG(st.st_mode) || st.st_nlink != 1) {
-                r = problem(a, SNAPFS_AUDIT_REGULAR, name, S_ISREG(st.st_mode) ? "nlink" : "not-regular",
+                r = problem(a, SFC_AUDIT_REGULAR, name, S_ISREG(st.st_mode) ? "nlink" : "not-regular",
                             "file type %06o, %ju links", (unsigned)(st.st_mode & S_IFMT),
                             (uintmax_t)st.st_nlink);
                 if (r < 0 || !S_ISREG(st.st_mode))
                         return r; /* a FIFO or device is never read */
         } else
-                snapfs_audit_count(a->out, SNAPFS_AUDIT_REGULAR, true);
+                sfc_audit_count(a->out, SFC_AUDIT_REGULAR, true);
         a->out->bytes += (uint64_t)st.st_size;
 
         if ((st.st_mode & 07777) != 0)
-                r = problem(a, SNAPFS_AUDIT_MODE, name, "mode", "mode is %04o, must be 0000",
+                r = problem(a, SFC_AUDIT_MODE, name, "mode", "mode is %04o, must be 0000",
                             (unsigned)(st.st_mode & 07777));
         else
-                snapfs_audit_count(a->out, SNAPFS_AUDIT_MODE, true), r = 0;
+                sfc_audit_count(a->out, SFC_AUDIT_MODE, true), r = 0;
         if (r < 0)
                 return r;
 
         if ((uint64_t)st.st_dev != a->m->dev)
-                r = problem(a, SNAPFS_AUDIT_DEV, name, "dev", "device %u:%u, the mount's is %u:%u",
+                r = problem(a, SFC_AUDIT_DEV, name, "dev", "device %u:%u, the mount's is %u:%u",
                             major(st.st_dev), minor(st.st_dev), major(a->m->dev),
                             minor(a->m->dev));
         else
-                snapfs_audit_count(a->out, SNAPFS_AUDIT_DEV, true), r = 0;
+                sfc_audit_count(a->out, SFC_AUDIT_DEV, true), r = 0;
         if (r < 0)
                 return r;
         /* Inode uniqueness is judged once every snapshot is in (see find_duplicates). */
@@ -315,28 +315,28 @@ static int audit_snapshot(struct audit *a, const char *name, size_t index)
         if (r < 0)
                 return r;
         if (ok)
-                snapfs_audit_count(a->out, SNAPFS_AUDIT_XATTRS, true);
+                sfc_audit_count(a->out, SFC_AUDIT_XATTRS, true);
 
         /* The name is the promise: re-read everything and hash it, whatever the mode said. */
         r = hash_content(fd, (uint64_t)st.st_size, a->hasher, &d, &len);
         if (r < 0)
-                return problem(a, SNAPFS_AUDIT_CONTENT, name, r == -EFBIG ? "too-big" : "io",
+                return problem(a, SFC_AUDIT_CONTENT, name, r == -EFBIG ? "too-big" : "io",
                                "reading the content: %s", strerror(-r));
         if (len != (uint64_t)st.st_size)
-                return problem(a, SNAPFS_AUDIT_CONTENT, name, "size",
+                return problem(a, SFC_AUDIT_CONTENT, name, "size",
                                "read %" PRIu64 " bytes, fstat says %" PRIu64, len,
                                (uint64_t)st.st_size);
         if (!snap_digest_equal(&d, &b.sha256)) {
                 snap_digest_to_hex(&d, hex);
-                return problem(a, SNAPFS_AUDIT_CONTENT, name, "digest-mismatch",
+                return problem(a, SFC_AUDIT_CONTENT, name, "digest-mismatch",
                                "content hashes to %s", hex);
         }
-        snapfs_audit_count(a->out, SNAPFS_AUDIT_CONTENT, true);
+        sfc_audit_count(a->out, SFC_AUDIT_CONTENT, true);
         return 0;
 }
 
 /* Whether the judged root is a scope's view: 1 yes, 0 no, or a negative errno. */
-static int is_scope_view(const struct snapfs_mnt *m)
+static int is_scope_view(const struct sfc_mnt *m)
 {
         /* The pinned root is O_PATH, which has no xattrs to read: a real descriptor of it. */
         _cleanup_close_ int fd = openat(m->fd, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
@@ -362,10 +362,10 @@ static int audit_entry(struct audit *a, const char *name, char **names, size_t n
         ssize_t n;
         size_t i, k;
 
-        fd = snapfs_mnt_open(a->m, name, O_RDONLY | O_NONBLOCK | O_NOCTTY, 0);
+        fd = sfc_mnt_open(a->m, name, O_RDONLY | O_NONBLOCK | O_NOCTTY, 0);
         if (fd < 0)
                 return problem(a, SNAPFS_AUDIT_ENTRIES, name, "open", "open: %s", strerror(-fd));
-        if (snapfs_mnt_confirm(a->m, fd) < 0)
+        if (sfc_mnt_confirm(a->m, fd) < 0)
                 return problem(a, SNAPFS_AUDIT_ENTRIES, name, "other-mount",
                                "the descriptor lies on another mount");
         if (fstat(fd, &st) < 0)
@@ -395,7 +395,7 @@ static int audit_entry(struct audit *a, const char *name, char **names, size_t n
                 return problem(a, SNAPFS_AUDIT_ENTRIES, name, "entry",
                                "inode %ju, but %s is inode %" PRIu64, (uintmax_t)st.st_ino, hex,
                                a->inos[k].ino);
-        snapfs_audit_count(a->out, SNAPFS_AUDIT_ENTRIES, true);
+        sfc_audit_count(a->out, SNAPFS_AUDIT_ENTRIES, true);
         return 0;
 }
 
@@ -416,10 +416,10 @@ static int find_duplicates(struct audit *a, char **names)
                 bool dup = (i > 0 && a->inos[i].ino == a->inos[i - 1].ino) ||
                            (i + 1 < a->n_inos && a->inos[i].ino == a->inos[i + 1].ino);
                 if (!dup) {
-                        snapfs_audit_count(a->out, SNAPFS_AUDIT_INODE, true);
+                        sfc_audit_count(a->out, SFC_AUDIT_INODE, true);
                         continue;
                 }
-                r = problem(a, SNAPFS_AUDIT_INODE, names[a->inos[i].entry], "duplicate-inode",
+                r = problem(a, SFC_AUDIT_INODE, names[a->inos[i].entry], "duplicate-inode",
                             "inode %" PRIu64 " is shared with another snapshot", a->inos[i].ino);
                 if (r < 0)
                         return r;
@@ -428,7 +428,7 @@ static int find_duplicates(struct audit *a, char **names)
 }
 
 /* Every name in the judged root ("." and ".." aside). */
-static int read_names(const struct snapfs_mnt *m, char ***out, size_t *n_out)
+static int read_names(const struct sfc_mnt *m, char ***out, size_t *n_out)
 {
         char **names = NULL;
         size_t n = 0, cap = 0;
@@ -436,7 +436,7 @@ static int read_names(const struct snapfs_mnt *m, char ***out, size_t *n_out)
         DIR *d;
         int r = 0;
 
-        r = snapfs_mnt_opendir(m, &d);
+        r = sfc_mnt_opendir(m, &d);
         if (r < 0)
                 return r;
         while ((errno = 0, de = readdir(d))) {
@@ -465,8 +465,8 @@ static int read_names(const struct snapfs_mnt *m, char ***out, size_t *n_out)
         return r;
 }
 
-int snapfs_audit_mount(const struct snapfs_mnt *m, struct snapfs_audit *out,
-                       void (*progress)(size_t done, size_t total, void *ctx), void *ctx)
+int sfc_audit_mount(const struct sfc_mnt *m, struct sfc_audit *out,
+                    void (*progress)(size_t done, size_t total, void *ctx), void *ctx)
 {
         struct audit a = { .m = m, .out = out };
         char **names = NULL;
@@ -494,7 +494,7 @@ int snapfs_audit_mount(const struct snapfs_mnt *m, struct snapfs_audit *out,
                         /* Publishing's write area: a directory, not a snapshot. */
                         if (fstatat(m->fd, STAGING, &st, AT_SYMLINK_NOFOLLOW) < 0 ||
                             !S_ISDIR(st.st_mode))
-                                r = problem(&a, SNAPFS_AUDIT_NAME, names[i], "unexpected-entry",
+                                r = problem(&a, SFC_AUDIT_NAME, names[i], "unexpected-entry",
                                             ".staging is not a directory");
                         continue;
                 }
@@ -504,7 +504,7 @@ int snapfs_audit_mount(const struct snapfs_mnt *m, struct snapfs_audit *out,
                          * a regular file, not a snapshot (docs/design.md). */
                         if (fstatat(m->fd, names[i], &st, AT_SYMLINK_NOFOLLOW) < 0 ||
                             !S_ISREG(st.st_mode))
-                                r = problem(&a, SNAPFS_AUDIT_NAME, names[i], "unexpected-entry",
+                                r = problem(&a, SFC_AUDIT_NAME, names[i], "unexpected-entry",
                                             ".control is not a regular file");
                         continue;
                 }
@@ -515,11 +515,11 @@ int snapfs_audit_mount(const struct snapfs_mnt *m, struct snapfs_audit *out,
                         continue;
                 }
                 if (!snap_is_digest_name(names[i])) {
-                        r = problem(&a, SNAPFS_AUDIT_NAME, names[i], "unexpected-entry",
+                        r = problem(&a, SFC_AUDIT_NAME, names[i], "unexpected-entry",
                                     "not a snapshot name (64 lowercase hex)");
                         continue;
                 }
-                snapfs_audit_count(out, SNAPFS_AUDIT_NAME, true);
+                sfc_audit_count(out, SFC_AUDIT_NAME, true);
                 r = audit_snapshot(&a, names[i], i);
         }
         for (size_t i = 0; r == 0 && i < n_entries; i++)
@@ -538,7 +538,7 @@ int snapfs_audit_mount(const struct snapfs_mnt *m, struct snapfs_audit *out,
         return r;
 }
 
-void snapfs_audit_free(struct snapfs_audit *a)
+void sfc_audit_free(struct sfc_audit *a)
 {
         free(a->problems);
         a->problems = NULL;

@@ -14,82 +14,82 @@
 
 #include "client/client-internal.h"
 
-enum snapfs_audit_check {
-        SNAPFS_AUDIT_MOUNT,
-        SNAPFS_AUDIT_NAME,
-        SNAPFS_AUDIT_OPEN,
-        SNAPFS_AUDIT_REGULAR,
-        SNAPFS_AUDIT_MODE,
-        SNAPFS_AUDIT_DEV,
-        SNAPFS_AUDIT_INODE,
-        SNAPFS_AUDIT_XATTRS,
-        SNAPFS_AUDIT_CONTENT,
-        SNAPFS_AUDIT_STORE,
+enum sfc_audit_check {
+        SFC_AUDIT_MOUNT,
+        SFC_AUDIT_NAME,
+        SFC_AUDIT_OPEN,
+        SFC_AUDIT_REGULAR,
+        SFC_AUDIT_MODE,
+        SFC_AUDIT_DEV,
+        SFC_AUDIT_INODE,
+        SFC_AUDIT_XATTRS,
+        SFC_AUDIT_CONTENT,
+        SFC_AUDIT_STORE,
         SNAPFS_AUDIT_ENTRIES, /* a scope view's entries: each names a snapshot listed there */
-        SNAPFS_AUDIT_SIGNED, /* only with --verify-key (snapfs_audit_signed): content */
-        SNAPFS_AUDIT_SIGNATURES, /* the same: signature envelopes and manifests */
-        SNAPFS_AUDIT_CHECKS,
+        SFC_AUDIT_SIGNED, /* only with --verify-key (sfc_audit_signed): content */
+        SFC_AUDIT_SIGNATURES, /* the same: signature envelopes and manifests */
+        SFC_AUDIT_CHECKS,
 };
 
 /* What each check is called in the report ("mode 0000", ...). */
-extern const char *const snapfs_audit_check_names[SNAPFS_AUDIT_CHECKS];
+extern const char *const sfc_audit_check_names[SFC_AUDIT_CHECKS];
 
-struct snapfs_audit_problem {
+struct sfc_audit_problem {
         char entry[256];   /* the entry's name, escaped: one line */
         char code[32];     /* "digest-mismatch", "mode", ... */
         char message[320];
 };
 
 /* What the audit learnt of the daemon's --store. */
-enum snapfs_audit_store_state {
-        SNAPFS_AUDIT_STORE_NONE,         /* no --store (or a daemon that says nothing of one) */
-        SNAPFS_AUDIT_STORE_REHASHED,     /* the daemon re-hashed every blob on disk just now */
-        SNAPFS_AUDIT_STORE_NOT_REHASHED, /* not re-hashed: only the start's count is known
+enum sfc_audit_store_state {
+        SFC_AUDIT_STORE_NONE,         /* no --store (or a daemon that says nothing of one) */
+        SFC_AUDIT_STORE_REHASHED,     /* the daemon re-hashed every blob on disk just now */
+        SFC_AUDIT_STORE_NOT_REHASHED, /* not re-hashed: only the start's count is known
                                             (note says why) */
 };
 
-struct snapfs_audit_store {
-        enum snapfs_audit_store_state state;
+struct sfc_audit_store {
+        enum sfc_audit_store_state state;
         uint64_t blobs, intact, corrupt, missing; /* REHASHED */
         uint64_t set_aside;                       /* set aside at the daemon's start */
         char note[160];                           /* NOT_REHASHED: why */
 };
 
 /* The outcome: counts per check and every problem found. Zero it before use; free it with
- * snapfs_audit_free. */
-struct snapfs_audit {
-        unsigned passed[SNAPFS_AUDIT_CHECKS], failed[SNAPFS_AUDIT_CHECKS];
-        struct snapfs_audit_problem *problems;
+ * sfc_audit_free. */
+struct sfc_audit {
+        unsigned passed[SFC_AUDIT_CHECKS], failed[SFC_AUDIT_CHECKS];
+        struct sfc_audit_problem *problems;
         size_t n_problems, cap_problems;
         uint64_t snapshots, bytes;
-        struct snapfs_audit_store store;
+        struct sfc_audit_store store;
 };
 
 /* Counts one check as passed or failed (without a problem: the caller says why). */
-void snapfs_audit_count(struct snapfs_audit *a, enum snapfs_audit_check c, bool ok);
+void sfc_audit_count(struct sfc_audit *a, enum sfc_audit_check c, bool ok);
 
 /* Counts c as failed for entry and records the problem: 0, or -ENOMEM. */
 __attribute__((format(printf, 5, 6)))
-int snapfs_audit_problem(struct snapfs_audit *a, enum snapfs_audit_check c, const char *entry,
-                         const char *code, const char *fmt, ...);
+int sfc_audit_problem(struct sfc_audit *a, enum sfc_audit_check c, const char *entry,
+                      const char *code, const char *fmt, ...);
 
 struct evp_pkey_st;
 
 /* The provenance check of `snapfs audit --verify-key` (client/provenance.c): every served
  * snapshot of content must be a layer of a manifest signed by one of keys (counted under
- * SNAPFS_AUDIT_SIGNED), every signature envelope one of keys verifies and every manifest one
- * such an envelope signs (SNAPFS_AUDIT_SIGNATURES: never counted as signed content;
+ * SFC_AUDIT_SIGNED), every signature envelope one of keys verifies and every manifest one
+ * such an envelope signs (SFC_AUDIT_SIGNATURES: never counted as signed content;
  * docs/distribution.md); each other one is a problem "unsigned-snapshot". 0 when the check
  * ran, or a negative errno with why. */
-int snapfs_audit_signed(const struct snapfs_mnt *m, struct evp_pkey_st *const *keys,
-                        size_t n_keys, uint64_t limit, struct snapfs_audit *a,
-                        struct snapfs_report *why);
+int sfc_audit_signed(const struct sfc_mnt *m, struct evp_pkey_st *const *keys,
+                     size_t n_keys, uint64_t limit, struct sfc_audit *a,
+                     struct snapfs_report *why);
 
 /* Audits every entry of the judged mount m into *a, calling progress (may be NULL) every few
  * entries with how many of total are done, and once more with done == total. 0 when the
  * audit ran (its problems are in *a), or a negative errno that kept it from running to the
  * end (-ENOMEM, or the errno of reading the root). */
-int snapfs_audit_mount(const struct snapfs_mnt *m, struct snapfs_audit *a,
-                       void (*progress)(size_t done, size_t total, void *ctx), void *ctx);
+int sfc_audit_mount(const struct sfc_mnt *m, struct sfc_audit *a,
+                    void (*progress)(size_t done, size_t total, void *ctx), void *ctx);
 
-void snapfs_audit_free(struct snapfs_audit *a);
+void sfc_audit_free(struct sfc_audit *a);

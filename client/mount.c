@@ -25,7 +25,7 @@
 /* Escaped paths in messages: one line whatever the name holds. */
 #define ESC_MAX 256
 
-void snapfs_mnt_close(struct snapfs_mnt *m)
+void sfc_mnt_close(struct sfc_mnt *m)
 {
         if (m && m->fd >= 0) {
                 safe_close(m->fd);
@@ -33,26 +33,26 @@ void snapfs_mnt_close(struct snapfs_mnt *m)
         }
 }
 
-uint64_t snapfs_opt_limit(const struct snapfs_options *opts)
+uint64_t sfc_opt_limit(const struct snapfs_options *opts)
 {
         return opts && opts->max_size ? opts->max_size : SNAPFS_DEFAULT_MAX_SIZE;
 }
 
-unsigned snapfs_opt_kinds(const struct snapfs_options *opts)
+unsigned sfc_opt_kinds(const struct snapfs_options *opts)
 {
         unsigned flags = opts ? opts->flags : 0, kinds = 0;
 
         if (flags & SNAPFS_OPT_KIND_CONTENT)
-                kinds |= SNAPFS_KIND_BIT(SNAP_KIND_CONTENT);
+                kinds |= SFC_KIND_BIT(SNAP_KIND_CONTENT);
         if (flags & SNAPFS_OPT_KIND_SIGNATURE)
-                kinds |= SNAPFS_KIND_BIT(SNAP_KIND_SIGNATURE);
+                kinds |= SFC_KIND_BIT(SNAP_KIND_SIGNATURE);
         if (flags & SNAPFS_OPT_KIND_MANIFEST)
-                kinds |= SNAPFS_KIND_BIT(SNAP_KIND_MANIFEST);
-        return kinds ? kinds : SNAPFS_KIND_BIT(SNAP_KIND_CONTENT);
+                kinds |= SFC_KIND_BIT(SNAP_KIND_MANIFEST);
+        return kinds ? kinds : SFC_KIND_BIT(SNAP_KIND_CONTENT);
 }
 
-int snapfs_verify_kind(int fd, const char *hex, const struct snap_binding *want, uint64_t limit,
-                       unsigned kinds, struct snap_hasher *hasher, struct snapfs_report *why)
+int sfc_verify_kind(int fd, const char *hex, const struct snap_binding *want, uint64_t limit,
+                    unsigned kinds, struct snap_hasher *hasher, struct snapfs_report *why)
 {
         _cleanup_free_ uint8_t *copy = NULL;
         struct snap_verify_result res;
@@ -66,31 +66,31 @@ int snapfs_verify_kind(int fd, const char *hex, const struct snap_binding *want,
                 copy_len = (size_t)want->size;
                 copy = malloc(copy_len ? copy_len : 1);
                 if (!copy)
-                        return snapfs_report_fail(why, -ENOMEM, "io", "%s: out of memory", hex);
+                        return sfc_report_fail(why, -ENOMEM, "io", "%s: out of memory", hex);
         }
         r = snap_verify_fd_copy(fd, want, limit, hasher, &res, copy, copy_len);
         if (r < 0)
-                return snapfs_report_fail(why, r, snap_verify_finding_name(res.finding), "%s: %s",
-                                          hex, res.message);
+                return sfc_report_fail(why, r, snap_verify_finding_name(res.finding), "%s: %s",
+                                       hex, res.message);
         if (!kinds)
                 return 0;
         kind = snap_kind_of(copy, (size_t)want->size);
         if (kind < 0)
-                return snapfs_report_fail(why, kind, "io", "%s: cannot tell its kind: %s", hex,
-                                          strerrordesc_np(-kind) ?: "unknown error");
+                return sfc_report_fail(why, kind, "io", "%s: cannot tell its kind: %s", hex,
+                                       strerrordesc_np(-kind) ?: "unknown error");
         /* The attack: a genuine signature envelope (or a signed manifest) is publishable by
          * anyone on a --trust-key mount and "verifies", but its bytes were never vetted as
          * what a child reads; handed over as a config, a runtime would deliver them. */
-        if (!(kinds & SNAPFS_KIND_BIT(kind)))
-                return snapfs_report_fail(why, -ENOMSG, "kind",
-                                          "%s is a %s snapshot, not a kind asked for (content "
-                                          "unless asked otherwise)",
+        if (!(kinds & SFC_KIND_BIT(kind)))
+                return sfc_report_fail(why, -ENOMSG, "kind",
+                                       "%s is a %s snapshot, not a kind asked for (content "
+                                       "unless asked otherwise)",
                                           hex, snap_kind_name(kind));
         return 0;
 }
 
-int snapfs_mnt_check(const char *mount, const struct snapfs_options *opts, struct snapfs_mnt *m,
-                     struct snapfs_report *why)
+int sfc_mnt_check(const char *mount, const struct snapfs_options *opts, struct sfc_mnt *m,
+                  struct snapfs_report *why)
 {
         _cleanup_close_ int pinned = -1;
         char esc[ESC_MAX];
@@ -101,7 +101,7 @@ int snapfs_mnt_check(const char *mount, const struct snapfs_options *opts, struc
 
         m->fd = -1;
         if (!mount)
-                return snapfs_report_fail(why, -EINVAL, "invalid-argument", "no mount path");
+                return sfc_report_fail(why, -EINVAL, "invalid-argument", "no mount path");
         mc_escape(mount, esc, sizeof(esc));
 
         mc_policy_preset(&pol, "snapfs");
@@ -117,27 +117,27 @@ int snapfs_mnt_check(const char *mount, const struct snapfs_options *opts, struc
 
         r = mc_check_path(mount, &pol, MC_BACKEND_AUTO, &v, &pinned);
         if (r < 0)
-                return snapfs_report_fail(why, r, "mount-check", "cannot check the mount %s: %s",
-                                          esc, strerrordesc_np(-r) ?: "unknown error");
+                return sfc_report_fail(why, r, "mount-check", "cannot check the mount %s: %s",
+                                       esc, strerrordesc_np(-r) ?: "unknown error");
         if (!v.compliant) {
                 for (size_t i = 0; i < v.n_findings; i++)
-                        snapfs_report_add(why, mc_code_name(v.findings[i].code), "%s",
-                                          v.findings[i].message);
+                        sfc_report_add(why, mc_code_name(v.findings[i].code), "%s",
+                                       v.findings[i].message);
                 if (why)
                         why->n_dropped += (unsigned)v.n_dropped;
                 if (v.n_findings == 0 && v.n_dropped == 0)
-                        snapfs_report_add(why, "mount-check", "%s is not compliant", esc);
-                return snapfs_report_error(why, mc_verdict_has(&v, MC_TRANSPORT_NOT_CONNECTED) ?
+                        sfc_report_add(why, "mount-check", "%s is not compliant", esc);
+                return sfc_report_error(why, mc_verdict_has(&v, MC_TRANSPORT_NOT_CONNECTED) ?
                                                         -ENOTCONN : -EMEDIUMTYPE);
         }
         if (pinned < 0 || !v.has_mount_id)
-                return snapfs_report_fail(why, -EIO, "mount-check",
-                                          "the check of %s returned no mount", esc);
+                return sfc_report_fail(why, -EIO, "mount-check",
+                                       "the check of %s returned no mount", esc);
         /* The device the snapshots' bindings carry. AT_STATX_DONT_SYNC: the VFS answers, no
          * FUSE round trip. */
         if (statx(pinned, "", AT_EMPTY_PATH | AT_STATX_DONT_SYNC, STATX_TYPE, &stx) < 0)
-                return snapfs_report_fail(why, negative_errno(), "mount-check", "statx %s: %s",
-                                          esc, strerrordesc_np(errno) ?: "unknown error");
+                return sfc_report_fail(why, negative_errno(), "mount-check", "statx %s: %s",
+                                       esc, strerrordesc_np(errno) ?: "unknown error");
         m->dev = makedev(stx.stx_dev_major, stx.stx_dev_minor);
         m->mount_id = v.mount_id;
         m->unique = v.mount_id_unique;
@@ -151,7 +151,7 @@ int snapfs_mnt_check(const char *mount, const struct snapfs_options *opts, struc
  * a symlink anywhere (-ELOOP, as RESOLVE_NO_SYMLINKS would) and any component on another
  * mount than the root's (-EXDEV, as RESOLVE_NO_XDEV would), then open the last component
  * with O_NOFOLLOW and check its mount too. */
-int snapfs_open_beneath_by_hand(int root, const char *name, int flags, mode_t mode)
+int sfc_open_beneath_by_hand(int root, const char *name, int flags, mode_t mode)
 {
         _cleanup_free_ char *copy = strdup(name);
         _cleanup_close_ int dir = -1;
@@ -204,7 +204,7 @@ int snapfs_open_beneath_by_hand(int root, const char *name, int flags, mode_t mo
         return fd;
 }
 
-int snapfs_mnt_open(const struct snapfs_mnt *m, const char *name, int flags, mode_t mode)
+int sfc_mnt_open(const struct sfc_mnt *m, const char *name, int flags, mode_t mode)
 {
         /* RESOLVE_NO_SYMLINKS: a symlink at the name (or in .staging/) is refused, never
          *   followed to a file of someone else's choosing.
@@ -226,14 +226,14 @@ int snapfs_mnt_open(const struct snapfs_mnt *m, const char *name, int flags, mod
                 if (fd >= 0)
                         return (int)fd;
                 if (errno == ENOSYS)
-                        return snapfs_open_beneath_by_hand(m->fd, name, flags, mode);
+                        return sfc_open_beneath_by_hand(m->fd, name, flags, mode);
                 if (errno != EAGAIN) /* EAGAIN: a concurrent rename or mount; resolve again */
                         return negative_errno();
         }
         return -EAGAIN;
 }
 
-int snapfs_mnt_confirm(const struct snapfs_mnt *m, int fd)
+int sfc_mnt_confirm(const struct sfc_mnt *m, int fd)
 {
         uint64_t id;
         bool unique;
@@ -249,23 +249,23 @@ static int open_failed(struct snapfs_report *why, int r, const char *hex)
 {
         switch (-r) {
         case ENOENT:
-                return snapfs_report_fail(why, r, "open", "no snapshot %s on this mount", hex);
+                return sfc_report_fail(why, r, "open", "no snapshot %s on this mount", hex);
         case ELOOP:
-                return snapfs_report_fail(why, r, "open",
-                                          "%s is a symlink: refused, never followed", hex);
+                return sfc_report_fail(why, r, "open",
+                                       "%s is a symlink: refused, never followed", hex);
         case EXDEV:
-                return snapfs_report_fail(why, r, "other-mount",
-                                          "%s lies on another mount than the one checked", hex);
+                return sfc_report_fail(why, r, "other-mount",
+                                       "%s lies on another mount than the one checked", hex);
         default:
-                return snapfs_report_fail(why, r, "open", "open %s: %s", hex,
-                                          strerrordesc_np(-r) ?: "unknown error");
+                return sfc_report_fail(why, r, "open", "open %s: %s", hex,
+                                       strerrordesc_np(-r) ?: "unknown error");
         }
 }
 
-int snapfs_mnt_open_snapshot(const struct snapfs_mnt *m, const char *hex,
-                             const struct snap_binding *want, uint64_t limit, unsigned kinds,
-                             struct snap_hasher *hasher, struct snap_binding *got,
-                             struct snapfs_report *why)
+int sfc_mnt_open_snapshot(const struct sfc_mnt *m, const char *hex,
+                          const struct snap_binding *want, uint64_t limit, unsigned kinds,
+                          struct snap_hasher *hasher, struct snap_binding *got,
+                          struct snapfs_report *why)
 {
         _cleanup_close_ int fd = -1;
         struct snap_binding own;
@@ -273,29 +273,29 @@ int snapfs_mnt_open_snapshot(const struct snapfs_mnt *m, const char *hex,
         int r;
 
         if (!snap_is_digest_name(hex))
-                return snapfs_report_fail(why, -EINVAL, "invalid-argument",
-                                          "not a snapshot name (64 lowercase hex characters)");
+                return sfc_report_fail(why, -EINVAL, "invalid-argument",
+                                       "not a snapshot name (64 lowercase hex characters)");
 
         /* Step 1: O_NONBLOCK so a FIFO planted at the name never blocks the open; O_NOCTTY
          * so a terminal never becomes ours. Nothing is read before fstat has judged. */
-        fd = snapfs_mnt_open(m, hex, O_RDONLY | O_NONBLOCK | O_NOCTTY, 0);
+        fd = sfc_mnt_open(m, hex, O_RDONLY | O_NONBLOCK | O_NOCTTY, 0);
         if (fd < 0)
                 return open_failed(why, fd, hex);
 
         /* Step 3: the descriptor itself lies on the judged mount (openat2 already refused a
          * crossing; this also covers the pre-openat2 fallback). */
-        r = snapfs_mnt_confirm(m, fd);
+        r = sfc_mnt_confirm(m, fd);
         if (r < 0)
                 return open_failed(why, r, hex);
 
         if (!want) {
                 /* Only the name is known: the identity to hold the file to is its own. */
                 if (fstat(fd, &st) < 0)
-                        return snapfs_report_fail(why, negative_errno(), "io", "fstat %s: %s",
-                                                  hex, strerrordesc_np(errno) ?: "unknown error");
+                        return sfc_report_fail(why, negative_errno(), "io", "fstat %s: %s",
+                                               hex, strerrordesc_np(errno) ?: "unknown error");
                 if (snap_digest_from_hex(hex, SNAP_DIGEST_HEX_LEN, &own.sha256) < 0)
-                        return snapfs_report_fail(why, -EINVAL, "invalid-argument",
-                                                  "not a snapshot name");
+                        return sfc_report_fail(why, -EINVAL, "invalid-argument",
+                                               "not a snapshot name");
                 own.size = st.st_size >= 0 ? (uint64_t)st.st_size : 0;
                 own.dev = (uint64_t)st.st_dev;
                 own.ino = (uint64_t)st.st_ino;
@@ -304,7 +304,7 @@ int snapfs_mnt_open_snapshot(const struct snapfs_mnt *m, const char *hex,
 
         /* Steps 2 and 4: fstat against the binding, the whole content hashed, fstat again;
          * then what kind of snapshot it is, when a kind was asked for. */
-        r = snapfs_verify_kind(fd, hex, want, limit, kinds, hasher, why);
+        r = sfc_verify_kind(fd, hex, want, limit, kinds, hasher, why);
         if (r < 0)
                 return r;
         if (got)
@@ -312,9 +312,9 @@ int snapfs_mnt_open_snapshot(const struct snapfs_mnt *m, const char *hex,
         return TAKE_FD(fd);
 }
 
-int snapfs_mnt_opendir(const struct snapfs_mnt *m, DIR **out)
+int sfc_mnt_opendir(const struct sfc_mnt *m, DIR **out)
 {
-        int fd = snapfs_mnt_open(m, ".", O_RDONLY | O_DIRECTORY, 0);
+        int fd = sfc_mnt_open(m, ".", O_RDONLY | O_DIRECTORY, 0);
 
         if (fd < 0)
                 return fd;

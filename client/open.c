@@ -11,47 +11,47 @@
 int snapfs_open_verified(const char *mount, const struct snapfs_binding *b,
                          const struct snapfs_options *opts, struct snapfs_report *why)
 {
-        struct snapfs_mnt m = SNAPFS_MNT_INIT;
+        struct sfc_mnt m = SFC_MNT_INIT;
         struct snap_binding want;
         char hex[SNAP_DIGEST_HEX_LEN + 1];
         int fd;
 
-        snapfs_report_reset(why);
+        sfc_report_reset(why);
         if (!b)
-                return snapfs_report_fail(why, -EINVAL, "invalid-argument", "no binding");
-        snapfs_binding_to_snap(b, &want);
+                return sfc_report_fail(why, -EINVAL, "invalid-argument", "no binding");
+        sfc_binding_to_snap(b, &want);
         snap_digest_to_hex(&want.sha256, hex);
 
-        fd = snapfs_mnt_check(mount, opts, &m, why);
+        fd = sfc_mnt_check(mount, opts, &m, why);
         if (fd < 0)
                 return fd;
-        fd = snapfs_mnt_open_snapshot(&m, hex, &want, snapfs_opt_limit(opts),
-                                      snapfs_opt_kinds(opts), NULL, NULL, why);
-        snapfs_mnt_close(&m);
+        fd = sfc_mnt_open_snapshot(&m, hex, &want, sfc_opt_limit(opts),
+                                   sfc_opt_kinds(opts), NULL, NULL, why);
+        sfc_mnt_close(&m);
         return fd;
 }
 
 int snapfs_open_digest(const char *mount, const char *hex, const struct snapfs_options *opts,
                        struct snapfs_binding *out, struct snapfs_report *why)
 {
-        struct snapfs_mnt m = SNAPFS_MNT_INIT;
+        struct sfc_mnt m = SFC_MNT_INIT;
         struct snap_binding got;
         int fd;
 
-        snapfs_report_reset(why);
+        sfc_report_reset(why);
         if (!hex || !out)
-                return snapfs_report_fail(why, -EINVAL, "invalid-argument", "no digest");
+                return sfc_report_fail(why, -EINVAL, "invalid-argument", "no digest");
         if (!snap_is_digest_name(hex))
-                return snapfs_report_fail(why, -EINVAL, "invalid-argument",
-                                          "not a snapshot name (64 lowercase hex characters)");
-        fd = snapfs_mnt_check(mount, opts, &m, why);
+                return sfc_report_fail(why, -EINVAL, "invalid-argument",
+                                       "not a snapshot name (64 lowercase hex characters)");
+        fd = sfc_mnt_check(mount, opts, &m, why);
         if (fd < 0)
                 return fd;
-        fd = snapfs_mnt_open_snapshot(&m, hex, NULL, snapfs_opt_limit(opts),
-                                      snapfs_opt_kinds(opts), NULL, &got, why);
-        snapfs_mnt_close(&m);
+        fd = sfc_mnt_open_snapshot(&m, hex, NULL, sfc_opt_limit(opts),
+                                   sfc_opt_kinds(opts), NULL, &got, why);
+        sfc_mnt_close(&m);
         if (fd >= 0)
-                snapfs_binding_from_snap(&got, out);
+                sfc_binding_from_snap(&got, out);
         return fd;
 }
 
@@ -61,12 +61,12 @@ int snapfs_verify_fd(int fd, const struct snapfs_binding *b, const struct snapfs
         char hex[SNAP_DIGEST_HEX_LEN + 1];
         struct snap_binding want;
 
-        snapfs_report_reset(why);
+        sfc_report_reset(why);
         if (fd < 0 || !b)
-                return snapfs_report_fail(why, -EINVAL, "invalid-argument",
-                                          fd < 0 ? "no descriptor" : "no binding");
-        snapfs_binding_to_snap(b, &want);
+                return sfc_report_fail(why, -EINVAL, "invalid-argument",
+                                       fd < 0 ? "no descriptor" : "no binding");
+        sfc_binding_to_snap(b, &want);
         snap_digest_to_hex(&want.sha256, hex);
-        return snapfs_verify_kind(fd, hex, &want, snapfs_opt_limit(opts), snapfs_opt_kinds(opts),
-                                  NULL, why);
+        return sfc_verify_kind(fd, hex, &want, sfc_opt_limit(opts), sfc_opt_kinds(opts),
+                               NULL, why);
 }

@@ -24,7 +24,7 @@ static void trustp(struct snap_trust **t)
 
 /* Opens hex verified, and reads it when it is at most max bytes: 0 and *buf (NULL when
  * larger), *size. */
-static int read_small(const struct snapfs_mnt *m, const char *hex, uint64_t limit, uint64_t max,
+static int read_small(const struct sfc_mnt *m, const char *hex, uint64_t limit, uint64_t max,
                       struct snap_hasher *h, void **buf, size_t *len, uint64_t *size,
                       struct snapfs_report *why)
 {
@@ -33,31 +33,31 @@ static int read_small(const struct snapfs_mnt *m, const char *hex, uint64_t limi
 
         *buf = NULL;
         *len = 0;
-        fd = snapfs_mnt_open_snapshot(m, hex, NULL, limit, SNAPFS_KINDS_ANY, h, &b, why);
+        fd = sfc_mnt_open_snapshot(m, hex, NULL, limit, SFC_KINDS_ANY, h, &b, why);
         if (fd < 0)
                 return fd;
         *size = b.size;
         if (b.size <= max) {
                 r = snap_read_bounded(fd, max, buf, len);
                 if (r < 0)
-                        r = snapfs_report_fail(why, r, "snapshot", "reading %s", hex);
+                        r = sfc_report_fail(why, r, "snapshot", "reading %s", hex);
         }
         safe_close(fd);
         return r;
 }
 
-void snapfs_provenance_free(struct snapfs_provenance *p, size_t n)
+void sfc_provenance_free(struct sfc_provenance *p, size_t n)
 {
         (void)n;
         free(p);
 }
 
-int snapfs_provenance_check(const struct snapfs_mnt *m, struct evp_pkey_st *const *keys,
-                            size_t n_keys, uint64_t limit, struct snapfs_provenance **out,
-                            size_t *n_out, struct snapfs_report *why)
+int sfc_provenance_check(const struct sfc_mnt *m, struct evp_pkey_st *const *keys,
+                         size_t n_keys, uint64_t limit, struct sfc_provenance **out,
+                         size_t *n_out, struct snapfs_report *why)
 {
         _cleanup_(trustp) struct snap_trust *t = NULL;
-        struct snapfs_provenance *res = NULL;
+        struct sfc_provenance *res = NULL;
         struct snap_hasher *h = NULL;
         char **names = NULL;
         size_t n = 0;
@@ -69,14 +69,14 @@ int snapfs_provenance_check(const struct snapfs_mnt *m, struct evp_pkey_st *cons
         if (r == 0)
                 r = snap_hasher_new(&h);
         if (r < 0)
-                return snapfs_report_fail(why, r, "invalid-argument", "the keys: %s",
-                                          strerror(-r));
-        r = snapfs_mnt_list(m, &names, &n, why);
+                return sfc_report_fail(why, r, "invalid-argument", "the keys: %s",
+                                       strerror(-r));
+        r = sfc_mnt_list(m, &names, &n, why);
         if (r < 0)
                 goto out;
         res = calloc(n + 1, sizeof(*res));
         if (!res) {
-                r = snapfs_report_fail(why, -ENOMEM, "io", "out of memory");
+                r = sfc_report_fail(why, -ENOMEM, "io", "out of memory");
                 goto out;
         }
         /* As a --trust-key daemon learns: every snapshot's kind, from the bytes that hashed to
@@ -84,7 +84,7 @@ int snapfs_provenance_check(const struct snapfs_mnt *m, struct evp_pkey_st *cons
          * manifests that are served admit their layers; then what is signed is known. */
         for (int pass = 0; pass < 2; pass++) {
                 for (size_t i = 0; i < n; i++) {
-                        struct snapfs_provenance *p = &res[i];
+                        struct sfc_provenance *p = &res[i];
                         struct snap_digest d;
                         const char *reason;
                         void *buf = NULL;
@@ -104,7 +104,7 @@ int snapfs_provenance_check(const struct snapfs_mnt *m, struct evp_pkey_st *cons
                                 k = snap_kind_of(buf, (size_t)p->size);
                                 if (k < 0) {
                                         free(buf);
-                                        r = snapfs_report_fail(why, k, "io", "out of memory");
+                                        r = sfc_report_fail(why, k, "io", "out of memory");
                                         goto out;
                                 }
                                 p->kind = k;
@@ -131,42 +131,42 @@ int snapfs_provenance_check(const struct snapfs_mnt *m, struct evp_pkey_st *cons
         r = 0;
 out:
         snap_hasher_free(h);
-        snapfs_names_free(names, n);
+        sfc_names_free(names, n);
         free(res);
         return r;
 }
 
-int snapfs_audit_signed(const struct snapfs_mnt *m, struct evp_pkey_st *const *keys,
-                        size_t n_keys, uint64_t limit, struct snapfs_audit *a,
-                        struct snapfs_report *why)
+int sfc_audit_signed(const struct sfc_mnt *m, struct evp_pkey_st *const *keys,
+                     size_t n_keys, uint64_t limit, struct sfc_audit *a,
+                     struct snapfs_report *why)
 {
-        struct snapfs_provenance *p = NULL;
+        struct sfc_provenance *p = NULL;
         size_t n = 0;
         int r;
 
-        r = snapfs_provenance_check(m, keys, n_keys, limit, &p, &n, why);
+        r = sfc_provenance_check(m, keys, n_keys, limit, &p, &n, why);
         if (r < 0)
                 return r;
         for (size_t i = 0; i < n && r == 0; i++) {
                 const bool content = p[i].kind == SNAP_KIND_CONTENT;
-                const enum snapfs_audit_check c =
-                        content ? SNAPFS_AUDIT_SIGNED : SNAPFS_AUDIT_SIGNATURES;
+                const enum sfc_audit_check c =
+                        content ? SFC_AUDIT_SIGNED : SFC_AUDIT_SIGNATURES;
 
                 if (p[i].is_signed)
-                        snapfs_audit_count(a, c, true);
+                        sfc_audit_count(a, c, true);
                 else if (content)
-                        r = snapfs_audit_problem(a, c, p[i].hex, "unsigned-snapshot",
-                                                 "content in no manifest signed by a key given "
-                                                 "(--verify-key)");
+                        r = sfc_audit_problem(a, c, p[i].hex, "unsigned-snapshot",
+                                              "content in no manifest signed by a key given "
+                                              "(--verify-key)");
                 else if (p[i].kind == SNAP_KIND_SIGNATURE)
-                        r = snapfs_audit_problem(a, c, p[i].hex, "unsigned-snapshot",
-                                                 "a signature envelope that no key given "
-                                                 "(--verify-key) verifies");
+                        r = sfc_audit_problem(a, c, p[i].hex, "unsigned-snapshot",
+                                              "a signature envelope that no key given "
+                                              "(--verify-key) verifies");
                 else
-                        r = snapfs_audit_problem(a, c, p[i].hex, "unsigned-snapshot",
-                                                 "a manifest that no signature verified by a "
-                                                 "key given (--verify-key) signs");
+                        r = sfc_audit_problem(a, c, p[i].hex, "unsigned-snapshot",
+                                              "a manifest that no signature verified by a "
+                                              "key given (--verify-key) signs");
         }
-        snapfs_provenance_free(p, n);
+        sfc_provenance_free(p, n);
         return r;
 }

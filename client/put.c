@@ -101,7 +101,7 @@ static int copy_in(int fd, struct source *src, uint64_t limit, struct snap_hashe
         if (src->fd >= 0) {
                 buf = malloc(CHUNK);
                 if (!buf)
-                        return snapfs_report_fail(why, -ENOMEM, "read", "out of memory");
+                        return sfc_report_fail(why, -ENOMEM, "read", "out of memory");
         }
         for (;;) {
                 const uint8_t *p;
@@ -109,28 +109,28 @@ static int copy_in(int fd, struct source *src, uint64_t limit, struct snap_hashe
 
                 r = source_next(src, buf, &p, &n);
                 if (r < 0)
-                        return snapfs_report_fail(why, r, "read", "reading the content: %s",
-                                                  describe(r));
+                        return sfc_report_fail(why, r, "read", "reading the content: %s",
+                                               describe(r));
                 if (n == 0) {
                         *written = total;
                         return 0;
                 }
                 total += n;
                 if (total > limit)
-                        return snapfs_report_fail(why, -EFBIG, "too-big",
-                                                  "the content is larger than the limit of %"
-                                                  PRIu64 " bytes", limit);
+                        return sfc_report_fail(why, -EFBIG, "too-big",
+                                               "the content is larger than the limit of %"
+                                               PRIu64 " bytes", limit);
                 r = snap_hasher_update(h, p, n);
                 if (r < 0)
-                        return snapfs_report_fail(why, r, "io", "hashing: %s", describe(r));
+                        return sfc_report_fail(why, r, "io", "hashing: %s", describe(r));
                 r = write_all(fd, p, n);
                 if (r == -EFBIG)
-                        return snapfs_report_fail(why, r, "too-big",
-                                                  "the content is larger than the daemon's "
-                                                  "snapshot size limit");
+                        return sfc_report_fail(why, r, "too-big",
+                                               "the content is larger than the daemon's "
+                                               "snapshot size limit");
                 if (r < 0)
-                        return snapfs_report_fail(why, r, "write", "writing the staging file: %s",
-                                                  describe(r));
+                        return sfc_report_fail(why, r, "write", "writing the staging file: %s",
+                                               describe(r));
         }
 }
 
@@ -138,31 +138,31 @@ static int copy_in(int fd, struct source *src, uint64_t limit, struct snap_hashe
  * (EACCES). Its binding then comes from the snapshot's own fstat, through an O_PATH descriptor
  * on the judged mount, and the content rests on the daemon's word: it hashed the bytes to
  * this name before it published them. Readers verify everything when they open it. */
-static int identity_only(const struct snapfs_mnt *m, const char *hex, uint64_t size,
+static int identity_only(const struct sfc_mnt *m, const char *hex, uint64_t size,
                          struct snap_binding *out, struct snapfs_report *why)
 {
         _cleanup_close_ int fd = -1;
         struct stat st;
         int r;
 
-        fd = snapfs_mnt_open(m, hex, O_PATH, 0);
+        fd = sfc_mnt_open(m, hex, O_PATH, 0);
         if (fd < 0)
-                return snapfs_report_fail(why, fd, "open", "open %s: %s", hex, describe(fd));
-        r = snapfs_mnt_confirm(m, fd);
+                return sfc_report_fail(why, fd, "open", "open %s: %s", hex, describe(fd));
+        r = sfc_mnt_confirm(m, fd);
         if (r < 0)
-                return snapfs_report_fail(why, r, "other-mount",
-                                          "%s lies on another mount than the one checked", hex);
+                return sfc_report_fail(why, r, "other-mount",
+                                       "%s lies on another mount than the one checked", hex);
         if (fstat(fd, &st) < 0) {
                 r = negative_errno();
-                return snapfs_report_fail(why, r, "io", "fstat %s: %s", hex, describe(r));
+                return sfc_report_fail(why, r, "io", "fstat %s: %s", hex, describe(r));
         }
         if (!S_ISREG(st.st_mode) || (st.st_mode & 07777) != 0 || (uint64_t)st.st_size != size)
-                return snapfs_report_fail(why, -ESTALE, "identity",
-                                          "%s is not a mode-0000 file of %" PRIu64 " bytes", hex,
-                                          size);
+                return sfc_report_fail(why, -ESTALE, "identity",
+                                       "%s is not a mode-0000 file of %" PRIu64 " bytes", hex,
+                                       size);
         r = snap_digest_from_hex(hex, SNAP_DIGEST_HEX_LEN, &out->sha256);
         if (r < 0)
-                return snapfs_report_fail(why, r, "invalid-argument", "not a snapshot name");
+                return sfc_report_fail(why, r, "invalid-argument", "not a snapshot name");
         out->size = size;
         out->dev = (uint64_t)st.st_dev;
         out->ino = (uint64_t)st.st_ino;
@@ -171,20 +171,20 @@ static int identity_only(const struct snapfs_mnt *m, const char *hex, uint64_t s
 
 /* Publishes src on the judged mount m: staging file (named name when given and free, else
  * a random name), content, rename to its digest, then the binding from the snapshot itself. */
-static int publish_on(const struct snapfs_mnt *m, struct source *src, const char *name,
+static int publish_on(const struct sfc_mnt *m, struct source *src, const char *name,
                       const struct snapfs_options *opts, struct snap_binding *got,
                       struct snapfs_report *why)
 {
         struct snap_hasher *h = NULL;
         struct snap_digest d;
         char staged[96], hex[SNAP_DIGEST_HEX_LEN + 1];
-        uint64_t limit = snapfs_opt_limit(opts), written = 0;
+        uint64_t limit = sfc_opt_limit(opts), written = 0;
         int fd = -EEXIST, r, already = 0;
         bool created = false;
 
         r = snap_hasher_new(&h);
         if (r < 0) {
-                snapfs_report_fail(why, r, "io", "hasher: %s", describe(r));
+                sfc_report_fail(why, r, "io", "hasher: %s", describe(r));
                 goto out;
         }
 
@@ -193,22 +193,22 @@ static int publish_on(const struct snapfs_mnt *m, struct source *src, const char
          * not). */
         if (name) {
                 snprintf(staged, sizeof(staged), ".staging/%s", name);
-                fd = snapfs_mnt_open(m, staged, O_WRONLY | O_CREAT | O_EXCL, 0600);
+                fd = sfc_mnt_open(m, staged, O_WRONLY | O_CREAT | O_EXCL, 0600);
         }
         for (int i = 0; fd == -EEXIST && i < STAGING_TRIES; i++) {
                 staging_name(staged, sizeof(staged));
-                fd = snapfs_mnt_open(m, staged, O_WRONLY | O_CREAT | O_EXCL, 0600);
+                fd = sfc_mnt_open(m, staged, O_WRONLY | O_CREAT | O_EXCL, 0600);
         }
         if (fd < 0) {
-                r = snapfs_report_fail(why, fd, "staging", "cannot create %s: %s", staged,
-                                       describe(fd));
+                r = sfc_report_fail(why, fd, "staging", "cannot create %s: %s", staged,
+                                    describe(fd));
                 goto out;
         }
         created = true;
-        r = snapfs_mnt_confirm(m, fd);
+        r = sfc_mnt_confirm(m, fd);
         if (r < 0) {
-                snapfs_report_fail(why, r, "other-mount",
-                                   "the staging file lies on another mount than the one checked");
+                sfc_report_fail(why, r, "other-mount",
+                                "the staging file lies on another mount than the one checked");
                 goto out;
         }
 
@@ -219,12 +219,12 @@ static int publish_on(const struct snapfs_mnt *m, struct source *src, const char
         r = close(fd) < 0 ? negative_errno() : 0;
         fd = -1;
         if (r < 0) {
-                snapfs_report_fail(why, r, "write", "closing the staging file: %s", describe(r));
+                sfc_report_fail(why, r, "write", "closing the staging file: %s", describe(r));
                 goto out;
         }
         r = snap_hasher_final(h, &d);
         if (r < 0) {
-                snapfs_report_fail(why, r, "io", "hashing: %s", describe(r));
+                sfc_report_fail(why, r, "io", "hashing: %s", describe(r));
                 goto out;
         }
         snap_digest_to_hex(&d, hex);
@@ -237,19 +237,19 @@ static int publish_on(const struct snapfs_mnt *m, struct source *src, const char
                         already = 1; /* the same bytes are published: bind to those */
                 } else {
                         r = negative_errno();
-                        snapfs_report_fail(why, r, "rename", "publishing %s: %s", hex,
-                                           describe(r));
+                        sfc_report_fail(why, r, "rename", "publishing %s: %s", hex,
+                                        describe(r));
                         goto out;
                 }
                 /* The binding comes from the published snapshot itself, verified like any
                  * reader would: name, dev, ino and size from its descriptor, content hashed. */
-                r = snapfs_mnt_open_snapshot(m, hex, NULL, limit, SNAPFS_KINDS_ANY, h, got, why);
+                r = sfc_mnt_open_snapshot(m, hex, NULL, limit, SFC_KINDS_ANY, h, got, why);
                 if (r >= 0) {
                         safe_close(r);
                         break;
                 }
                 if (r == -EACCES) {
-                        snapfs_report_reset(why);
+                        sfc_report_reset(why);
                         r = identity_only(m, hex, written, got, why);
                         if (r == 0)
                                 break;
@@ -257,7 +257,7 @@ static int publish_on(const struct snapfs_mnt *m, struct source *src, const char
                 /* Unlinked by its publisher between our rename and open: rename ours again. */
                 if (!(already && r == -ENOENT && i + 1 < RENAME_TRIES))
                         goto out;
-                snapfs_report_reset(why);
+                sfc_report_reset(why);
         }
         r = already;
 out:
@@ -273,42 +273,42 @@ out:
 static int publish(const char *mount, struct source *src, const struct snapfs_options *opts,
                    struct snapfs_binding *out, struct snapfs_report *why)
 {
-        struct snapfs_mnt m = SNAPFS_MNT_INIT;
+        struct sfc_mnt m = SFC_MNT_INIT;
         struct snap_binding got;
         int r;
 
-        snapfs_report_reset(why);
+        sfc_report_reset(why);
         if (!out)
-                return snapfs_report_fail(why, -EINVAL, "invalid-argument", "no binding to fill");
-        if (src->fd < 0 && src->len > snapfs_opt_limit(opts))
-                return snapfs_report_fail(why, -EFBIG, "too-big",
-                                          "%zu bytes is larger than the limit of %" PRIu64
-                                          " bytes", src->len, snapfs_opt_limit(opts));
+                return sfc_report_fail(why, -EINVAL, "invalid-argument", "no binding to fill");
+        if (src->fd < 0 && src->len > sfc_opt_limit(opts))
+                return sfc_report_fail(why, -EFBIG, "too-big",
+                                       "%zu bytes is larger than the limit of %" PRIu64
+                                       " bytes", src->len, sfc_opt_limit(opts));
         /* The mount is judged before a byte is written: a secret must never be handed to a
          * mount that only looks like snapfs. */
-        r = snapfs_mnt_check(mount, opts, &m, why);
+        r = sfc_mnt_check(mount, opts, &m, why);
         if (r < 0)
                 return r;
         r = publish_on(&m, src, NULL, opts, &got, why);
         if (r >= 0)
-                snapfs_binding_from_snap(&got, out);
-        snapfs_mnt_close(&m);
+                sfc_binding_from_snap(&got, out);
+        sfc_mnt_close(&m);
         return r;
 }
 
-int snapfs_mnt_publish(const struct snapfs_mnt *m, const void *data, size_t len,
-                       const char *name, const struct snapfs_options *opts,
-                       struct snap_binding *out, struct snapfs_report *why)
+int sfc_mnt_publish(const struct sfc_mnt *m, const void *data, size_t len,
+                    const char *name, const struct snapfs_options *opts,
+                    struct snap_binding *out, struct snapfs_report *why)
 {
         struct source src = { .data = data ? data : (const uint8_t *)"", .len = len, .fd = -1 };
 
-        snapfs_report_reset(why);
+        sfc_report_reset(why);
         if ((!data && len > 0) || !out)
-                return snapfs_report_fail(why, -EINVAL, "invalid-argument", "no data");
-        if (len > snapfs_opt_limit(opts))
-                return snapfs_report_fail(why, -EFBIG, "too-big",
-                                          "%zu bytes is larger than the limit of %" PRIu64
-                                          " bytes", len, snapfs_opt_limit(opts));
+                return sfc_report_fail(why, -EINVAL, "invalid-argument", "no data");
+        if (len > sfc_opt_limit(opts))
+                return sfc_report_fail(why, -EFBIG, "too-big",
+                                       "%zu bytes is larger than the limit of %" PRIu64
+                                       " bytes", len, sfc_opt_limit(opts));
         return publish_on(m, &src, name, opts, out, why);
 }
 
@@ -319,8 +319,8 @@ int snapfs_publish(const char *mount, const void *data, size_t len,
         struct source src = { .data = data, .len = len, .fd = -1 };
 
         if (!data && len > 0) {
-                snapfs_report_reset(why);
-                return snapfs_report_fail(why, -EINVAL, "invalid-argument", "no data");
+                sfc_report_reset(why);
+                return sfc_report_fail(why, -EINVAL, "invalid-argument", "no data");
         }
         if (!data)
                 src.data = (const uint8_t *)"";
@@ -333,8 +333,8 @@ int snapfs_publish_fd(const char *mount, int fd, const struct snapfs_options *op
         struct source src = { .fd = fd };
 
         if (fd < 0) {
-                snapfs_report_reset(why);
-                return snapfs_report_fail(why, -EINVAL, "invalid-argument", "no descriptor");
+                sfc_report_reset(why);
+                return sfc_report_fail(why, -EINVAL, "invalid-argument", "no descriptor");
         }
         return publish(mount, &src, opts, out, why);
 }

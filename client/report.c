@@ -7,7 +7,7 @@
 
 #include "client/client-internal.h"
 
-void snapfs_report_reset(struct snapfs_report *why)
+void sfc_report_reset(struct snapfs_report *why)
 {
         if (!why)
                 return;
@@ -36,7 +36,7 @@ static void vadd(struct snapfs_report *why, const char *code, const char *fmt, v
                         *p = '?';
 }
 
-void snapfs_report_add(struct snapfs_report *why, const char *code, const char *fmt, ...)
+void sfc_report_add(struct snapfs_report *why, const char *code, const char *fmt, ...)
 {
         va_list ap;
 
@@ -47,8 +47,8 @@ void snapfs_report_add(struct snapfs_report *why, const char *code, const char *
         va_end(ap);
 }
 
-int snapfs_report_fail(struct snapfs_report *why, int err, const char *code, const char *fmt,
-                       ...)
+int sfc_report_fail(struct snapfs_report *why, int err, const char *code, const char *fmt,
+                    ...)
 {
         va_list ap;
 
@@ -61,7 +61,7 @@ int snapfs_report_fail(struct snapfs_report *why, int err, const char *code, con
         return err;
 }
 
-int snapfs_report_error(struct snapfs_report *why, int err)
+int sfc_report_error(struct snapfs_report *why, int err)
 {
         if (why)
                 why->error = err;

@@ -13,7 +13,7 @@
 #include "common/util.h"
 #include "mountcheck/verdict.h"
 #include "snapshot/digest.h"
-#include "snapshot/store.h"
+#include "snapshot/name.h"
 
 /* The digest of a snapshot, served on each of its names (fs/tree.h, SFS_XATTR_SHA256). */
 #define XATTR_SHA256 "user.snapfs.sha256"
@@ -30,9 +30,9 @@ int snapfs_scope_binding(const char *mount, const char *scope, const struct snap
         size_t len;
         int r, fd;
 
-        snapfs_report_reset(why);
+        sfc_report_reset(why);
         if (!b || !view || viewlen < 2 || !out)
-                return snapfs_report_fail(why, -EINVAL, "invalid-argument",
+                return sfc_report_fail(why, -EINVAL, "invalid-argument",
                                           "no binding or no room for the view's path");
         memcpy(d.bytes, b->sha256, sizeof(d.bytes));
         snap_digest_to_hex(&d, hex);
@@ -43,7 +43,7 @@ int snapfs_scope_binding(const char *mount, const char *scope, const struct snap
         len = strlen(s.view);
         if (len >= viewlen) {
                 snapfs_scope_free(&s);
-                return snapfs_report_fail(why, -ENAMETOOLONG, "invalid-argument",
+                return sfc_report_fail(why, -ENAMETOOLONG, "invalid-argument",
                                           "no room for the view's path");
         }
         memcpy(view, s.view, len + 1);
@@ -62,7 +62,7 @@ int snapfs_scope_binding(const char *mount, const char *scope, const struct snap
         /* Another mount at the view's path than the one the daemon serves the scope on (a
          * view of another daemon of the same owner, say) binds nothing of this scope's. */
         if (got.dev != s.dev) {
-                snapfs_report_fail(why, -ESTALE, "identity",
+                sfc_report_fail(why, -ESTALE, "identity",
                                    "%s is device %u:%u, the daemon serves scope %s on %u:%u", esc,
                                    major(got.dev), minor(got.dev), s.name, major(s.dev),
                                    minor(s.dev));
@@ -71,7 +71,7 @@ int snapfs_scope_binding(const char *mount, const char *scope, const struct snap
         }
         snapfs_scope_free(&s);
         if (got.size != b->size || got.ino != b->ino)
-                return snapfs_report_fail(why, -ESTALE, "identity",
+                return sfc_report_fail(why, -ESTALE, "identity",
                                           "the view %s serves another snapshot under that digest",
                                           esc);
         *out = got;
@@ -85,7 +85,7 @@ int snapfs_scope_binding(const char *mount, const char *scope, const struct snap
 /* One attempt of snapfs_open_entry on the judged view m. The descriptor, or a negative errno;
  * *moved says the entry named another snapshot meanwhile (the one opened was revoked from the
  * view: its nlink is 0), so a new attempt gets the snapshot it names now. */
-static int open_entry_once(const struct snapfs_mnt *m, const char *entry, const char *esc,
+static int open_entry_once(const struct sfc_mnt *m, const char *entry, const char *esc,
                            const struct snapfs_options *opts, struct snapfs_binding *out,
                            bool *moved, struct snapfs_report *why)
 {
@@ -101,41 +101,41 @@ static int open_entry_once(const struct snapfs_mnt *m, const char *entry, const 
          * O_NOFOLLOW (added) so a symlink is refused. The entry may move to another snapshot
          * at any moment; from here on everything is asked of this descriptor, which holds the
          * snapshot the name resolved to. */
-        fd = snapfs_mnt_open(m, entry, O_RDONLY | O_NONBLOCK | O_NOCTTY, 0);
+        fd = sfc_mnt_open(m, entry, O_RDONLY | O_NONBLOCK | O_NOCTTY, 0);
         if (fd < 0) {
                 switch (-fd) {
                 case ENOENT:
-                        return snapfs_report_fail(why, fd, "open", "no entry %s in this view", esc);
+                        return sfc_report_fail(why, fd, "open", "no entry %s in this view", esc);
                 case ELOOP:
-                        return snapfs_report_fail(why, fd, "open",
+                        return sfc_report_fail(why, fd, "open",
                                                   "%s is a symlink: refused, never followed", esc);
                 case EXDEV:
-                        return snapfs_report_fail(why, fd, "other-mount",
+                        return sfc_report_fail(why, fd, "other-mount",
                                                   "%s lies on another mount than the one checked",
                                                   esc);
                 default:
-                        return snapfs_report_fail(why, fd, "open", "open %s: %s", esc,
+                        return sfc_report_fail(why, fd, "open", "open %s: %s", esc,
                                                   strerrordesc_np(-fd) ?: "unknown error");
                 }
         }
         /* Step 3: the descriptor lies on the judged view. */
-        r = snapfs_mnt_confirm(m, fd);
+        r = sfc_mnt_confirm(m, fd);
         if (r < 0)
-                return r == -EXDEV ? snapfs_report_fail(why, r, "other-mount",
+                return r == -EXDEV ? sfc_report_fail(why, r, "other-mount",
                                                         "%s lies on another mount than the one "
                                                         "checked", esc)
-                                   : snapfs_report_fail(why, r, "open", "%s: cannot tell its mount",
+                                   : sfc_report_fail(why, r, "open", "%s: cannot tell its mount",
                                                         esc);
         if (fstat(fd, &st) < 0)
-                return snapfs_report_fail(why, negative_errno(), "io", "fstat %s: %s", esc,
+                return sfc_report_fail(why, negative_errno(), "io", "fstat %s: %s", esc,
                                           strerrordesc_np(errno) ?: "unknown error");
         if (!S_ISREG(st.st_mode))
-                return snapfs_report_fail(why, -EINVAL, "not-regular",
+                return sfc_report_fail(why, -EINVAL, "not-regular",
                                           "%s is not a regular file", esc);
         /* Revoked between the open and now: the entry names a newer snapshot. */
         if (st.st_nlink == 0) {
                 *moved = true;
-                return snapfs_report_fail(why, -EAGAIN, "changed",
+                return sfc_report_fail(why, -EAGAIN, "changed",
                                           "%s moved to another snapshot while being opened", esc);
         }
 
@@ -144,18 +144,18 @@ static int open_entry_once(const struct snapfs_mnt *m, const char *entry, const 
         n = fgetxattr(fd, XATTR_SHA256, hex, sizeof(hex) - 1);
         if (n < 0) {
                 r = negative_errno();
-                return snapfs_report_fail(why, r == -ENODATA || r == -ERANGE ? -EBADMSG : r,
+                return sfc_report_fail(why, r == -ENODATA || r == -ERANGE ? -EBADMSG : r,
                                           "entry", "%s: no digest of its own (%s): %s", esc,
                                           XATTR_SHA256, strerrordesc_np(-r) ?: "unknown error");
         }
         hex[n] = '\0';
         if ((size_t)n != SNAP_DIGEST_HEX_LEN || !snap_is_digest_name(hex) ||
             snap_digest_from_hex(hex, SNAP_DIGEST_HEX_LEN, &want.sha256) < 0)
-                return snapfs_report_fail(why, -EBADMSG, "entry",
+                return sfc_report_fail(why, -EBADMSG, "entry",
                                           "%s: its digest is not 64 lowercase hex characters", esc);
         /* A digest name is its own claim: the node behind it must say the same. */
         if (snap_is_digest_name(entry) && strcmp(entry, hex) != 0)
-                return snapfs_report_fail(why, -ESTALE, "identity",
+                return sfc_report_fail(why, -ESTALE, "identity",
                                           "%s is the snapshot %s", esc, hex);
 
         /* Steps 2, 4 and 5 on that descriptor: the identity it has now (dev, ino, size), the
@@ -164,46 +164,46 @@ static int open_entry_once(const struct snapfs_mnt *m, const char *entry, const 
         want.size = st.st_size >= 0 ? (uint64_t)st.st_size : 0;
         want.dev = (uint64_t)st.st_dev;
         want.ino = (uint64_t)st.st_ino;
-        r = snapfs_verify_kind(fd, hex, &want, snapfs_opt_limit(opts), snapfs_opt_kinds(opts),
+        r = sfc_verify_kind(fd, hex, &want, sfc_opt_limit(opts), sfc_opt_kinds(opts),
                                NULL, why);
         if (r == -EAGAIN && fstat(fd, &st) == 0 && st.st_nlink == 0)
                 *moved = true;
         if (r < 0)
                 return r;
         if (out)
-                snapfs_binding_from_snap(&want, out);
+                sfc_binding_from_snap(&want, out);
         return TAKE_FD(fd);
 }
 
 int snapfs_open_entry(const char *view, const char *entry, const struct snapfs_options *opts,
                       struct snapfs_binding *out, struct snapfs_report *why)
 {
-        struct snapfs_mnt m = SNAPFS_MNT_INIT;
+        struct sfc_mnt m = SFC_MNT_INIT;
         char esc[96];
         bool moved = false;
         int r;
 
-        snapfs_report_reset(why);
+        sfc_report_reset(why);
         /* A name of the view's root, never a path: "../x", "a/b" or "." cannot name a
          * grant. */
         if (!entry || !snap_name_valid(entry))
-                return snapfs_report_fail(why, -EINVAL, "invalid-argument",
+                return sfc_report_fail(why, -EINVAL, "invalid-argument",
                                           "%s: 1-%d of [A-Za-z0-9._-], not starting with '.'",
                                           entry ? "not a valid entry name" : "no entry name",
                                           SNAPFS_NAME_MAX);
         mc_escape(entry, esc, sizeof(esc));
-        r = snapfs_mnt_check(view, opts, &m, why);
+        r = sfc_mnt_check(view, opts, &m, why);
         if (r < 0)
                 return r;
         /* An entry moved while it was opened leaves the snapshot it named revoked: open it
          * again, to hand over the snapshot it names now, whole (a rotation yields the old
          * snapshot or the new one, never an error while it settles). */
         for (int i = 0; i < ENTRY_TRIES; i++) {
-                snapfs_report_reset(why);
+                sfc_report_reset(why);
                 r = open_entry_once(&m, entry, esc, opts, out, &moved, why);
                 if (r >= 0 || !moved)
                         break;
         }
-        snapfs_mnt_close(&m);
+        sfc_mnt_close(&m);
         return r;
 }

@@ -15,7 +15,7 @@
 #include "client/client-internal.h"
 #include "common/util.h"
 #include "snapshot/digest.h"
-#include "snapshot/store.h"
+#include "snapshot/name.h"
 
 static void putp(json_object **o)
 {
@@ -282,7 +282,7 @@ static json_object *request(const char *op)
 
 static int bad_name(struct snapfs_report *why, const char *what, const char *s)
 {
-        return snapfs_report_fail(why, -EINVAL, "invalid-argument",
+        return sfc_report_fail(why, -EINVAL, "invalid-argument",
                                   "%s %s: 1-%d of [A-Za-z0-9._-], not starting with '.'",
                                   s ? "not a valid" : "no", what, SNAPFS_NAME_MAX);
 }
@@ -295,42 +295,42 @@ int sfc_scope_create_request(const struct snapfs_scope_spec *spec, int32_t clien
 
         *out = NULL;
         if (!spec)
-                return snapfs_report_fail(why, -EINVAL, "invalid-argument", "no scope to create");
+                return sfc_report_fail(why, -EINVAL, "invalid-argument", "no scope to create");
         if (!name_valid(spec->name))
                 return bad_name(why, "scope name", spec->name);
         /* The daemon resolves the view in its own mount namespace: a relative path would name
          * a directory relative to wherever the daemon runs. */
         if (!spec->view || spec->view[0] != '/')
-                return snapfs_report_fail(why, -EINVAL, "invalid-argument",
+                return sfc_report_fail(why, -EINVAL, "invalid-argument",
                                           "the view must be an absolute path");
         if (spec->n_uids && !spec->uids)
-                return snapfs_report_fail(why, -EINVAL, "invalid-argument", "no uids");
+                return sfc_report_fail(why, -EINVAL, "invalid-argument", "no uids");
         if ((spec->flags & SNAPFS_SCOPE_UNTIL_PID) && spec->until_pid <= 0)
-                return snapfs_report_fail(why, -EINVAL, "invalid-argument",
+                return sfc_report_fail(why, -EINVAL, "invalid-argument",
                                           "until_pid must be a process id (above 0)");
         if (spec->flags & ~(unsigned)(SNAPFS_SCOPE_GID | SNAPFS_SCOPE_PUBLISH |
                                       SNAPFS_SCOPE_UNTIL_PID))
-                return snapfs_report_fail(why, -EINVAL, "invalid-argument",
+                return sfc_report_fail(why, -EINVAL, "invalid-argument",
                                           "unknown scope flags %#x", spec->flags);
         for (size_t i = 0; i < spec->n_uids; i++)
                 if (spec->uids[i] == UINT32_MAX)
-                        return snapfs_report_fail(why, -EINVAL, "invalid-argument",
+                        return sfc_report_fail(why, -EINVAL, "invalid-argument",
                                                   "uid %" PRIu32 " names no user", spec->uids[i]);
         if ((spec->flags & SNAPFS_SCOPE_GID) && spec->gid == UINT32_MAX)
-                return snapfs_report_fail(why, -EINVAL, "invalid-argument",
+                return sfc_report_fail(why, -EINVAL, "invalid-argument",
                                           "gid %" PRIu32 " names no group", spec->gid);
 
         o = request("scope-create");
         if (!o || add(o, "name", json_object_new_string(spec->name)) < 0 ||
             add(o, "view", json_object_new_string(spec->view)) < 0 ||
             add(o, "publish", json_object_new_boolean(!!(spec->flags & SNAPFS_SCOPE_PUBLISH))) < 0)
-                return snapfs_report_fail(why, -ENOMEM, "control", "out of memory");
+                return sfc_report_fail(why, -ENOMEM, "control", "out of memory");
         if (spec->n_uids) {
                 if (add(o, "uids", uids = json_object_new_array()) < 0)
-                        return snapfs_report_fail(why, -ENOMEM, "control", "out of memory");
+                        return sfc_report_fail(why, -ENOMEM, "control", "out of memory");
                 for (size_t i = 0; i < spec->n_uids; i++)
                         if (json_object_array_add(uids, json_object_new_int64(spec->uids[i])) < 0)
-                                return snapfs_report_fail(why, -ENOMEM, "control", "out of memory");
+                                return sfc_report_fail(why, -ENOMEM, "control", "out of memory");
         }
         if (((spec->flags & SNAPFS_SCOPE_GID) &&
              add(o, "gid", json_object_new_int64(spec->gid)) < 0) ||
@@ -344,7 +344,7 @@ int sfc_scope_create_request(const struct snapfs_scope_spec *spec, int32_t clien
             add_limit(limits, "max_bytes", spec->limits.max_bytes) < 0 ||
             add_limit(limits, "max_staging", spec->limits.max_staging) < 0 ||
             add_limit(limits, "max_staging_bytes", spec->limits.max_staging_bytes) < 0)
-                return snapfs_report_fail(why, -ENOMEM, "control", "out of memory");
+                return sfc_report_fail(why, -ENOMEM, "control", "out of memory");
         *out = TAKE_PTR(o);
         return 0;
 }
@@ -356,17 +356,17 @@ static int call(const char *mount, json_object *req, const struct snapfs_options
                 json_object **reply, struct snapfs_report *why)
 {
         _cleanup_json_ json_object *o = req;
-        struct snapfs_mnt m = SNAPFS_MNT_INIT;
+        struct sfc_mnt m = SFC_MNT_INIT;
         int r;
 
         *reply = NULL;
         if (!o)
-                return snapfs_report_fail(why, -ENOMEM, "control", "out of memory");
-        r = snapfs_mnt_check(mount, opts, &m, why);
+                return sfc_report_fail(why, -ENOMEM, "control", "out of memory");
+        r = sfc_mnt_check(mount, opts, &m, why);
         if (r < 0)
                 return r;
         r = sfc_mnt_control(&m, o, reply, why);
-        snapfs_mnt_close(&m);
+        sfc_mnt_close(&m);
         if (r < 0) {
                 json_object_put(*reply);
                 *reply = NULL;
@@ -377,8 +377,8 @@ static int call(const char *mount, json_object *req, const struct snapfs_options
 static int bad_reply(struct snapfs_report *why, int r, const char *what)
 {
         if (r == -ENOMEM)
-                return snapfs_report_fail(why, r, "reply", "out of memory");
-        return snapfs_report_fail(why, -EPROTO, "reply",
+                return sfc_report_fail(why, r, "reply", "out of memory");
+        return sfc_report_fail(why, -EPROTO, "reply",
                                   "the daemon's reply has no valid %s", what);
 }
 
@@ -391,7 +391,7 @@ int snapfs_scope_create(const char *mount, const struct snapfs_scope_spec *spec,
         struct snapfs_scope s;
         int r;
 
-        snapfs_report_reset(why);
+        sfc_report_reset(why);
         if (out)
                 memset(out, 0, sizeof(*out));
         /* The id the kernel stamps on the write that carries the request: the calling
@@ -422,9 +422,9 @@ int snapfs_scope_list(const char *mount, const struct snapfs_options *opts,
         size_t len;
         int r;
 
-        snapfs_report_reset(why);
+        sfc_report_reset(why);
         if (!out || !n)
-                return snapfs_report_fail(why, -EINVAL, "invalid-argument", "no room for the list");
+                return sfc_report_fail(why, -EINVAL, "invalid-argument", "no room for the list");
         *out = NULL;
         *n = 0;
         r = call(mount, request("scope-list"), opts, &reply, why);
@@ -436,7 +436,7 @@ int snapfs_scope_list(const char *mount, const struct snapfs_options *opts,
         len = json_object_array_length(list);
         v = calloc(len ? len : 1, sizeof(*v));
         if (!v)
-                return snapfs_report_fail(why, -ENOMEM, "reply", "out of memory");
+                return sfc_report_fail(why, -ENOMEM, "reply", "out of memory");
         for (size_t i = 0; i < len; i++) {
                 r = sfc_scope_from_json(json_object_array_get_idx(list, i), &v[i]);
                 if (r < 0) {
@@ -460,7 +460,7 @@ int snapfs_scope_show(const char *mount, const char *name, const struct snapfs_o
         size_t len = 0;
         int r;
 
-        snapfs_report_reset(why);
+        sfc_report_reset(why);
         if (out)
                 memset(out, 0, sizeof(*out));
         if (grants)
@@ -468,7 +468,7 @@ int snapfs_scope_show(const char *mount, const char *name, const struct snapfs_o
         if (n_grants)
                 *n_grants = 0;
         if (!out || (grants && !n_grants))
-                return snapfs_report_fail(why, -EINVAL, "invalid-argument", "no room for the scope");
+                return sfc_report_fail(why, -EINVAL, "invalid-argument", "no room for the scope");
         if (!name_valid(name))
                 return bad_name(why, "scope name", name);
         req = request("scope-show");
@@ -492,7 +492,7 @@ int snapfs_scope_show(const char *mount, const char *name, const struct snapfs_o
                 g = calloc(len ? len : 1, sizeof(*g));
                 if (!g) {
                         snapfs_scope_free(&s);
-                        return snapfs_report_fail(why, -ENOMEM, "reply", "out of memory");
+                        return sfc_report_fail(why, -ENOMEM, "reply", "out of memory");
                 }
                 for (size_t i = 0; i < len; i++)
                         if (sfc_grant_from_json(json_object_array_get_idx(list, i), &g[i]) < 0) {
@@ -513,7 +513,7 @@ int snapfs_scope_remove(const char *mount, const char *name, const struct snapfs
         _cleanup_json_ json_object *reply = NULL;
         json_object *req;
 
-        snapfs_report_reset(why);
+        sfc_report_reset(why);
         if (!name_valid(name))
                 return bad_name(why, "scope name", name);
         req = request("scope-remove");
@@ -534,20 +534,20 @@ static int grant_request(const char *op, const char *scope, const char *sha256,
         if (!name_valid(scope))
                 return bad_name(why, "scope name", scope);
         if (sha256 && !snap_is_digest_name(sha256))
-                return snapfs_report_fail(why, -EINVAL, "invalid-argument",
+                return sfc_report_fail(why, -EINVAL, "invalid-argument",
                                           "not a snapshot's digest (64 lowercase hex characters)");
         if (entry && !name_valid(entry))
                 return bad_name(why, "entry name", entry);
         /* An entry is a name in the view beside the granted digests: one shaped like a digest
          * would make a name of the view mean two things. */
         if (entry && snap_is_digest_name(entry))
-                return snapfs_report_fail(why, -EINVAL, "invalid-argument",
+                return sfc_report_fail(why, -EINVAL, "invalid-argument",
                                           "an entry name cannot be a digest");
         o = request(op);
         if (!o || add(o, "scope", json_object_new_string(scope)) < 0 ||
             (sha256 && add(o, "sha256", json_object_new_string(sha256)) < 0) ||
             (entry && add(o, "entry", json_object_new_string(entry)) < 0))
-                return snapfs_report_fail(why, -ENOMEM, "control", "out of memory");
+                return sfc_report_fail(why, -ENOMEM, "control", "out of memory");
         *out = TAKE_PTR(o);
         return 0;
 }
@@ -561,11 +561,11 @@ int snapfs_grant(const char *mount, const char *scope, const char *sha256, const
         struct snapfs_grant g;
         int r;
 
-        snapfs_report_reset(why);
+        sfc_report_reset(why);
         if (out)
                 memset(out, 0, sizeof(*out));
         if (!sha256)
-                return snapfs_report_fail(why, -EINVAL, "invalid-argument", "no digest to grant");
+                return sfc_report_fail(why, -EINVAL, "invalid-argument", "no digest to grant");
         r = grant_request("grant", scope, sha256, entry, &req, why);
         if (r < 0)
                 return r;
@@ -576,7 +576,7 @@ int snapfs_grant(const char *mount, const char *scope, const char *sha256, const
                 return bad_reply(why, -EPROTO, "grant");
         /* The daemon granted what was asked, or its reply is not to be believed. */
         if (strcmp(g.entry, entry ? entry : "") != 0) {
-                return snapfs_report_fail(why, -EPROTO, "reply",
+                return sfc_report_fail(why, -EPROTO, "reply",
                                           "the daemon's reply names another grant than the one "
                                           "asked for");
         }
@@ -586,7 +586,7 @@ int snapfs_grant(const char *mount, const char *scope, const char *sha256, const
                 memcpy(d.bytes, g.sha256, sizeof(d.bytes));
                 snap_digest_to_hex(&d, hex);
                 if (strcmp(hex, sha256) != 0)
-                        return snapfs_report_fail(why, -EPROTO, "reply",
+                        return sfc_report_fail(why, -EPROTO, "reply",
                                                   "the daemon's reply names another grant than "
                                                   "the one asked for");
         }
@@ -602,9 +602,9 @@ int snapfs_revoke(const char *mount, const char *scope, const char *sha256, cons
         json_object *req;
         int r;
 
-        snapfs_report_reset(why);
+        sfc_report_reset(why);
         if (!sha256 == !entry)
-                return snapfs_report_fail(why, -EINVAL, "invalid-argument",
+                return sfc_report_fail(why, -EINVAL, "invalid-argument",
                                           "revoke takes a digest or an entry, exactly one");
         r = grant_request("revoke", scope, sha256, entry, &req, why);
         if (r < 0)

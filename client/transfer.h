@@ -12,38 +12,38 @@
 #include "snapshot/binding.h"
 #include "client/client-internal.h"
 #include "snapshot/oci.h"
-#include "snapshot/store.h"
+#include "snapshot/name.h"
 
 struct evp_pkey_st;
 
 /* The xattr that carries the staging NAME a snapshot was published under (the daemon keeps
  * the first publisher's). */
-#define SNAPFS_XATTR_NAME "user.snapfs.name"
-/* SNAPFS_NAME_MAX (snapfs.h) is the staging name's length: snap_name_valid() says which
- * names are. */
+#define SFC_XATTR_NAME "user.snapfs.name"
+#define SFC_NAME_MAX SNAP_NAME_MAX /* snap_name_valid() says which names are */
+/* SNAPFS_NAME_MAX (snapfs.h) is the staging name's length, public for an entry's buffer. */
 _Static_assert(SNAPFS_NAME_MAX == SNAP_NAME_MAX, "one name grammar");
 
 /* Largest sum of layer sizes one import holds in memory before it publishes any. */
-#define SNAPFS_IMPORT_BYTES_MAX (UINT64_C(1) << 30)
+#define SFC_IMPORT_BYTES_MAX (UINT64_C(1) << 30)
 
 /* One snapshot moved: its binding on the mount and its name ("" when it has none). */
-struct snapfs_transfer_item {
+struct sfc_transfer_item {
         struct snap_binding binding;
-        char name[SNAPFS_NAME_MAX + 1];
+        char name[SFC_NAME_MAX + 1];
         bool already; /* import: the same bytes were published already */
 };
 
-struct snapfs_transfer {
+struct sfc_transfer {
         struct snap_digest manifest;       /* the snapshots' manifest */
         uint64_t manifest_size;
         bool is_signed;                    /* export: signed; import: signature verified */
         struct snap_digest signature;      /* the signature manifest, when is_signed */
         struct snap_digest key;            /* fingerprint of the key that signed */
         size_t n_items;
-        struct snapfs_transfer_item *items;
+        struct sfc_transfer_item *items;
 };
 
-void snapfs_transfer_free(struct snapfs_transfer *t);
+void sfc_transfer_free(struct sfc_transfer *t);
 
 /* What `snapfs export` does: judges mount, verified-opens every snapshot named in hexes (n
  * of them; all when n is 0, in digest order), writes each as a blob of layout (created when
@@ -52,10 +52,10 @@ void snapfs_transfer_free(struct snapfs_transfer *t);
  * and its manifest (subject: the manifest), tagged "<tag>.sig". 0 and *out, or a negative
  * errno with every reason: the mount's, "invalid-argument" (a bad digest or tag),
  * "layout", "snapshot" (one that did not verify), "sign". */
-int snapfs_export(const char *mount, const struct snapfs_options *opts, const char *layout,
-                  const char *tag, const char *const *hexes, size_t n,
-                  struct evp_pkey_st *sign_key, struct snapfs_transfer *out,
-                  struct snapfs_report *why);
+int sfc_export(const char *mount, const struct snapfs_options *opts, const char *layout,
+               const char *tag, const char *const *hexes, size_t n,
+               struct evp_pkey_st *sign_key, struct sfc_transfer *out,
+               struct snapfs_report *why);
 
 /* What `snapfs import` does: resolves ref (a tag or @sha256:<hex>) in layout, finds the
  * signature envelopes of that manifest (index.json's entries read within the bounds of
@@ -70,18 +70,18 @@ int snapfs_export(const char *mount, const struct snapfs_options *opts, const ch
  * "manifest", "blob-missing", "blob-mismatch"
  * (naming the blob; nothing published), "too-big", "unsigned" (-ENOKEY), "wrong-key"
  * (-EKEYREJECTED), "bad-signature" (-EBADMSG), or the publish's. */
-int snapfs_import(const char *mount, const struct snapfs_options *opts, const char *layout,
-                  const char *ref, struct evp_pkey_st *const *keys, size_t n_keys,
-                  struct snapfs_transfer *out, struct snapfs_report *why);
+int sfc_import(const char *mount, const struct snapfs_options *opts, const char *layout,
+               const char *ref, struct evp_pkey_st *const *keys, size_t n_keys,
+               struct sfc_transfer *out, struct snapfs_report *why);
 
 /* Every snapshot name (64 hex) in the judged mount's root, sorted: 0 and *names (free with
- * snapfs_names_free), *n; or a negative errno with the reason. */
-int snapfs_mnt_list(const struct snapfs_mnt *m, char ***names, size_t *n,
-                    struct snapfs_report *why);
-void snapfs_names_free(char **names, size_t n);
+ * sfc_names_free), *n; or a negative errno with the reason. */
+int sfc_mnt_list(const struct sfc_mnt *m, char ***names, size_t *n,
+                 struct snapfs_report *why);
+void sfc_names_free(char **names, size_t n);
 
 /* What the provenance check found of one served snapshot. */
-struct snapfs_provenance {
+struct sfc_provenance {
         char hex[SNAP_DIGEST_HEX_LEN + 1];
         uint64_t size;
         int kind;       /* SNAP_KIND_* (snapshot/kind.h) */
@@ -94,14 +94,14 @@ struct snapfs_provenance {
 /* Which served snapshots are in a manifest signed by one of keys (docs/distribution.md,
  * "Auditing provenance"): every snapshot's kind, the envelopes that verify, the manifests
  * they sign and the layers those name. 0 and *out (one entry per snapshot, sorted by name;
- * free with snapfs_provenance_free), *n; or a negative errno with the reason. A snapshot that
+ * free with sfc_provenance_free), *n; or a negative errno with the reason. A snapshot that
  * does not verify while it is read is a failure ("snapshot"). */
-int snapfs_provenance_check(const struct snapfs_mnt *m, struct evp_pkey_st *const *keys,
-                            size_t n_keys, uint64_t limit, struct snapfs_provenance **out,
-                            size_t *n, struct snapfs_report *why);
-void snapfs_provenance_free(struct snapfs_provenance *p, size_t n);
+int sfc_provenance_check(const struct sfc_mnt *m, struct evp_pkey_st *const *keys,
+                         size_t n_keys, uint64_t limit, struct sfc_provenance **out,
+                         size_t *n, struct snapfs_report *why);
+void sfc_provenance_free(struct sfc_provenance *p, size_t n);
 
 /* Parses "oci:DIR:TAG" (TAG may be "@sha256:<hex>"); as skopeo does, the first ':' after
  * DIR splits, so DIR holds none: 0 and *dir (malloc'd), *ref (points into spec), or
  * -EINVAL. */
-int snapfs_oci_ref_parse(const char *spec, char **dir, const char **ref);
+int sfc_oci_ref_parse(const char *spec, char **dir, const char **ref);

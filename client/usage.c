@@ -40,10 +40,10 @@ static int field(const char **s, const char *key, uint64_t *v)
         return 0;
 }
 
-int snapfs_usage_parse(const char *text, struct snapfs_usage *out)
+int sfc_usage_parse(const char *text, struct sfc_usage *out)
 {
         _cleanup_free_ char *copy = strdup(text);
-        struct snapfs_usage u = { 0 };
+        struct sfc_usage u = { 0 };
         char *line, *save = NULL;
         bool first = true;
         int r = 0;
@@ -91,14 +91,14 @@ int snapfs_usage_parse(const char *text, struct snapfs_usage *out)
                 if (r == 0 && (*p || v[0] > UINT32_MAX))
                         r = -EBADMSG;
                 if (r == 0) {
-                        struct snapfs_uid_usage *n =
+                        struct sfc_uid_usage *n =
                                 reallocarray(u.uids, u.n + 1, sizeof(*u.uids));
                         if (!n) {
                                 r = -ENOMEM;
                                 break;
                         }
                         u.uids = n;
-                        u.uids[u.n++] = (struct snapfs_uid_usage){
+                        u.uids[u.n++] = (struct sfc_uid_usage){
                                 .uid = (uint32_t)v[0], .snapshots = v[1], .bytes = v[2],
                                 .staging = v[3], .staging_bytes = v[4],
                         };
@@ -114,18 +114,18 @@ int snapfs_usage_parse(const char *text, struct snapfs_usage *out)
         return 0;
 }
 
-int snapfs_usage_parse_value(char *buf, size_t n, struct snapfs_usage *out)
+int sfc_usage_parse_value(char *buf, size_t n, struct sfc_usage *out)
 {
         /* A NUL inside would end the text early and hide what follows it. */
         if (memchr(buf, '\0', n))
                 return -EBADMSG;
         buf[n] = '\0';
-        return snapfs_usage_parse(buf, out);
+        return sfc_usage_parse(buf, out);
 }
 
-int snapfs_mnt_usage(const struct snapfs_mnt *m, struct snapfs_usage *out)
+int sfc_mnt_usage(const struct sfc_mnt *m, struct sfc_usage *out)
 {
-        _cleanup_close_ int fd = snapfs_mnt_open(m, ".", O_RDONLY | O_DIRECTORY, 0);
+        _cleanup_close_ int fd = sfc_mnt_open(m, ".", O_RDONLY | O_DIRECTORY, 0);
         char buf[USAGE_MAX + 1];
         ssize_t n;
 
@@ -134,10 +134,10 @@ int snapfs_mnt_usage(const struct snapfs_mnt *m, struct snapfs_usage *out)
         n = fgetxattr(fd, USAGE_XATTR, buf, USAGE_MAX);
         if (n < 0)
                 return negative_errno();
-        return snapfs_usage_parse_value(buf, (size_t)n, out);
+        return sfc_usage_parse_value(buf, (size_t)n, out);
 }
 
-void snapfs_usage_free(struct snapfs_usage *u)
+void sfc_usage_free(struct sfc_usage *u)
 {
         if (!u)
                 return;

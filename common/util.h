@@ -3,9 +3,11 @@
  * Header-only on purpose, so snapshot/ and mountcheck/ stay independent libraries. */
 #pragma once
 
+#include <assert.h>
 #include <errno.h>
 #include <limits.h>
 #include <pthread.h>
+#include <stdbool.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -78,6 +80,23 @@ static inline char *path_make_absolute(const char *path)
         if (asprintf(&out, "%s/%s", strcmp(cwd, "/") == 0 ? "" : cwd, path) < 0)
                 return NULL;
         return out;
+}
+
+/* Whether m is locked, by any thread: for assert(mutex_held(&t->lock)) where a function's
+ * contract says "t->lock held". It cannot tell this thread from another, so it catches a
+ * call made without the lock only when no other thread holds it, which is every unit test
+ * and most calls; it is cheap (a trylock that fails at once when the lock is held), and
+ * compiled out with the assert under NDEBUG. */
+static inline bool mutex_held(const pthread_mutex_t *m)
+{
+        pthread_mutex_t *lock = (pthread_mutex_t *)m; /* trylock changes nothing it keeps */
+        int r = pthread_mutex_trylock(lock);
+
+        if (r == 0) {
+                pthread_mutex_unlock(lock);
+                return false;
+        }
+        return r == EBUSY;
 }
 
 /* pthread_create with every signal blocked in the new thread except keep (0 for none), so

@@ -57,7 +57,6 @@ struct sfs_audit {
         int fd;
         int efd; /* wakes the writer: new lines, a reopen, the stop */
         atomic_bool reopen;
-        atomic_uint_fast64_t failures;
         struct sfs_audit_limits lim;
 
         pthread_mutex_t lock; /* everything below */
@@ -299,10 +298,8 @@ static void write_line(struct sfs_audit *a, const struct line *l)
                 ssize_t n = write(a->fd, p, left);
                 if (n < 0 && errno == EINTR)
                         continue;
-                if (n <= 0) {
-                        atomic_fetch_add(&a->failures, 1);
-                        return;
-                }
+                if (n <= 0)
+                        return; /* the line is lost; the next one tries again */
                 p += n;
                 left -= (size_t)n;
         }
@@ -315,10 +312,8 @@ static void do_reopen(struct sfs_audit *a)
         if (a->sink != SFS_AUDIT_FILE)
                 return;
         fd = open_log(a->path);
-        if (fd < 0) {
-                atomic_fetch_add(&a->failures, 1);
-                return;
-        }
+        if (fd < 0)
+                return; /* the old file stays in use */
         close(a->fd);
         a->fd = fd;
 }
@@ -420,6 +415,7 @@ static bool take_token(struct sfs_audit *a, uid_t uid, uint64_t now)
 static void coalesce(struct sfs_audit *a, const struct sfs_audit_event *ev, uint64_t now,
                      const struct timespec *ts)
 {
+        assert(mutex_held(&a->lock));
         const char *op = ev->op ? ev->op : "", *event = ev->event ? ev->event : "";
         size_t i;
 
@@ -498,10 +494,8 @@ void sfs_audit_emit(struct sfs_audit *a, const struct sfs_audit_event *ev)
 
         /* Formatted outside the lock: requests of other threads do not wait for json-c. */
         l = format_event(ev, &ts);
-        if (!l) {
-                atomic_fetch_add(&a->failures, 1);
+        if (!l)
                 return;
-        }
         pthread_mutex_lock(&a->lock);
         *a->tail = l;
         a->tail = &l->next;
@@ -518,6 +512,7 @@ void sfs_audit_emit(struct sfs_audit *a, const struct sfs_audit_event *ev)
 /* The refused-coalesced event for what was counted, and resets the count. a->lock held. */
 static struct line *take_coalesced(struct sfs_audit *a)
 {
+        assert(mutex_held(&a->lock));
         char from[96], to[96];
         json_object *o, *arr;
         struct line *l;
@@ -529,7 +524,6 @@ static struct line *take_coalesced(struct sfs_audit *a)
         if (!o || !arr) {
                 json_object_put(o);
                 json_object_put(arr);
-                atomic_fetch_add(&a->failures, 1);
                 return NULL;
         }
         if (!a->n_co && !a->co_other)
@@ -558,8 +552,6 @@ static struct line *take_coalesced(struct sfs_audit *a)
         json_object_object_add(o, "dropped", json_object_new_uint64(a->dropped));
         l = line_of(o, LOG_NOTICE);
         json_object_put(o);
-        if (!l)
-                atomic_fetch_add(&a->failures, 1);
         a->n_co = 0;
         a->co_other = 0;
         a->dropped = 0;
@@ -685,7 +677,3 @@ void sfs_audit_close(struct sfs_audit *a)
         free(a);
 }
 
-uint64_t sfs_audit_failures(const struct sfs_audit *a)
-{
-        return a ? atomic_load(&a->failures) : 0;
-}

@@ -63,5 +63,3 @@ void sfs_audit_emit(struct sfs_audit *a, const struct sfs_audit_event *ev);
  * keeps the old descriptor and counts a failure. No effect on other sinks. a may be NULL. */
 void sfs_audit_request_reopen(struct sfs_audit *a);
 
-/* Lines that could not be written, and reopens that failed, so far. */
-uint64_t sfs_audit_failures(const struct sfs_audit *a);

@@ -49,7 +49,7 @@ int sfs_control_write(struct sfs_tree *t, const struct sfs_caller *c, struct sfs
         /* A descriptor handed to another process does not hand it the channel. */
         if (!sfs_may_control(&t->cfg, c))
                 return sfs_tree_refuse(t, c, "write", SFS_CONTROL_NAME, EACCES);
-        pthread_mutex_lock(&t->lock);
+        tree_lock(t);
         if (ctl->done || ctl->busy)
                 r = -EBUSY; /* one request per descriptor, whatever the second one is */
         /* One request, whole, at offset 0: a write the kernel split (past its largest WRITE)
@@ -59,7 +59,7 @@ int sfs_control_write(struct sfs_tree *t, const struct sfs_caller *c, struct sfs
         else
                 ctl->busy = true;
         hook = t->control_hook;
-        pthread_mutex_unlock(&t->lock);
+        tree_unlock(t);
         if (r < 0)
                 return sfs_tree_refuse(t, c, "write", SFS_CONTROL_NAME, -r);
 
@@ -70,14 +70,14 @@ int sfs_control_write(struct sfs_tree *t, const struct sfs_caller *c, struct sfs
         else
                 r = -EOPNOTSUPP;
 
-        pthread_mutex_lock(&t->lock);
+        tree_lock(t);
         ctl->busy = false;
         if (r == 0) {
                 ctl->done = true;
                 ctl->reply = reply;
                 ctl->len = len;
         }
-        pthread_mutex_unlock(&t->lock);
+        tree_unlock(t);
         if (r < 0) {
                 free(reply);
                 return r == -EINVAL ? sfs_tree_refuse(t, c, "write", SFS_CONTROL_NAME, EINVAL)
@@ -94,18 +94,16 @@ int sfs_control_read(struct sfs_tree *t, struct sfs_handle *h, size_t size, off_
         size_t n = 0;
         int r;
 
-        if (off < 0)
-                return -EINVAL;
-        /* The reply never changes once it is there; copied under the lock, answered
-         * without it. */
-        pthread_mutex_lock(&t->lock);
+        /* off >= 0: sfs_tree_read checked it. The reply never changes once it is there;
+         * copied under the lock, answered without it. */
+        tree_lock(t);
         if (ctl->done && (uint64_t)off < ctl->len) {
                 n = ctl->len - (size_t)off < size ? ctl->len - (size_t)off : size;
                 copy = malloc(n);
                 if (copy)
                         memcpy(copy, ctl->reply + off, n);
         }
-        pthread_mutex_unlock(&t->lock);
+        tree_unlock(t);
         if (n && !copy)
                 return -ENOMEM;
         r = reply(ctx, copy ? copy : "", n);

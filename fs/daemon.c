@@ -21,7 +21,10 @@
 #include <time.h>
 #include <unistd.h>
 
+#include <openssl/evp.h>
+
 #include "fs/audit.h"
+#include "fs/conffile.h"
 #include "mountcheck/mountcheck.h"
 #include "fs/notify.h"
 #include "fs/ocistore.h"
@@ -32,6 +35,8 @@
 #include "fs/session.h"
 #include "fs/status.h"
 #include "common/util.h"
+#include "snapshot/oci.h"
+#include "snapshot/trust.h"
 #include "fs/view.h"
 
 
@@ -591,21 +596,71 @@ static int reopen_on_hup(struct sfs_audit *audit, bool done)
         return 0;
 }
 
-int sfs_daemon_run(const struct sfs_daemon_config *cfg)
+/* ---- the configuration the daemon starts with ---- */
+
+/* cfg->trust_keys into *out (NULL without keys): 0, or an SFS_EXIT_* code (printed). */
+static int trust_load(const struct sfs_daemon_config *cfg, struct snap_trust **out)
+{
+        *out = NULL;
+        for (unsigned i = 0; i < cfg->n_trust_keys; i++) {
+                EVP_PKEY *key = NULL;
+                int r = snap_oci_key_load(cfg->trust_keys[i], false, &key);
+
+                if (r == 0 && !*out)
+                        r = snap_trust_new(out);
+                if (r == 0)
+                        r = snap_trust_add_key(*out, key);
+                EVP_PKEY_free(key);
+                if (r < 0) {
+                        LOG("--trust-key %s: %s; nothing mounted\n", cfg->trust_keys[i],
+                            r == -EINVAL ? "not an Ed25519 key (PEM)" : strerror(-r));
+                        snap_trust_free(*out);
+                        *out = NULL;
+                        return SFS_EXIT_ERROR;
+                }
+        }
+        return 0;
+}
+
+/* The config file, the rules between options and the derived defaults, into *c (a copy of
+ * what the caller built): 0, or an SFS_EXIT_* code (printed). */
+static int config_start(struct sfs_daemon_config *c)
+{
+        char why[640];
+        unsigned line;
+        int r;
+
+        if (c->config) {
+                r = sfs_conffile_load(c, c->config, &line, why, sizeof(why));
+                if (r < 0 && line) {
+                        LOG("%s:%u: %s; nothing mounted\n", c->config, line, why);
+                        return SFS_EXIT_ERROR;
+                }
+                if (r < 0) {
+                        LOG("--config %s: %s; nothing mounted\n", c->config, why);
+                        return r == -ELOOP || r == -EPERM || r == -EINVAL ? SFS_EXIT_REFUSED
+                                                                          : SFS_EXIT_ERROR;
+                }
+        }
+        if (sfs_daemon_config_finish(c, why, sizeof(why)) < 0) {
+                LOG("%s; nothing mounted\n", why);
+                return SFS_EXIT_ERROR;
+        }
+        return 0;
+}
+
+int sfs_daemon_run(const struct sfs_daemon_config *given)
 {
         _cleanup_free_ char *path = NULL;
-        struct sfs_tree_config tc = cfg->tree;
+        struct sfs_daemon_config conf = *given;
+        const struct sfs_daemon_config *cfg = &conf;
+        struct sfs_tree_config tc = { 0 };
         struct sfs_ops_ctx ctx = { 0 };
         struct sfs_view view = { 0 };
-        struct sfs_session_config sc = {
-                .allow_other = cfg->allow_other,
-                .ro = cfg->tree.read_only,
-                .debug = cfg->debug,
-                .attr_set = cfg->mount_attr_set,
-                .attr_clr = cfg->mount_attr_clr,
-        };
+        struct sfs_session_config sc = { 0 };
         struct sfs_audit *audit = NULL;
         struct sfs_ocistore *store = NULL;
+        struct snap_trust *trust = NULL;
         struct fuse_session *se = NULL;
         struct sfs_scopeviews *views = NULL;
         struct sfs_registry *reg = NULL;
@@ -617,19 +672,42 @@ int sfs_daemon_run(const struct sfs_daemon_config *cfg)
                 LOG("cannot install signal handlers: %m\n");
                 return SFS_EXIT_ERROR;
         }
+        /* Then the configuration, whoever built it: nothing is touched before it holds. The
+         * caller's cfg owns nothing; conf owns what a config file gave. */
+        conf.owned = NULL;
+        conf.n_owned = 0;
+        r = config_start(&conf);
+        if (r == 0)
+                r = trust_load(cfg, &trust);
+        if (r) {
+                sfs_daemon_config_free(&conf);
+                return r;
+        }
+        tc = cfg->tree;
+        tc.trust = trust;
+        sc = (struct sfs_session_config){
+                .allow_other = cfg->allow_other,
+                .ro = cfg->tree.read_only,
+                .debug = cfg->debug,
+                .attr_set = cfg->mount_attr_set,
+                .attr_clr = cfg->mount_attr_clr,
+        };
         path = path_make_absolute(cfg->mountpoint);
         if (!path) {
                 LOG("%s: %m\n", cfg->mountpoint);
-                return SFS_EXIT_ERROR;
+                ret = SFS_EXIT_ERROR;
+                goto out;
         }
         r = handle_stale(cfg, path);
-        if (r)
-                return r;
+        if (r) {
+                ret = r;
+                goto out;
+        }
         if (cfg->pid_file) {
                 r = pidfile_open(cfg->pid_file);
                 if (r) {
-                        pidfile_remove();
-                        return r;
+                        ret = r;
+                        goto out;
                 }
         }
         /* Open the log before daemonizing: a relative path means the caller's directory.
@@ -638,8 +716,10 @@ int sfs_daemon_run(const struct sfs_daemon_config *cfg)
         r = sfs_audit_open(cfg->audit_log ? SFS_AUDIT_FILE
                            : cfg->foreground ? SFS_AUDIT_STDERR : SFS_AUDIT_SYSLOG,
                            cfg->audit_log, &audit);
-        if (r < 0)
-                return audit_refused(cfg->audit_log, r);
+        if (r < 0) {
+                ret = audit_refused(cfg->audit_log, r);
+                goto out;
+        }
         reopen_on_hup(audit, false); /* cannot fail: the same handler, set above */
         tc.audit = audit;
         tc.owner_uid = getuid();
@@ -773,6 +853,8 @@ out:
         /* Everything the snapshots held is freed before exit. */
         sfs_tree_free(ctx.tree);
         sfs_audit_close(audit);
+        snap_trust_free(trust);
+        sfs_daemon_config_free(&conf);
         sfs_status_clear_daemon();
         return ret;
 }

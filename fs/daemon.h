@@ -7,24 +7,6 @@
 
 #include "fs/tree.h"
 
-struct sfs_daemon_config {
-        const char *mountpoint;
-        struct sfs_tree_config tree;  /* limits and policy; audit/owner/dev are filled in */
-        const char *audit_log;        /* NULL: standard error in the foreground, else syslog */
-        const char *read_view;        /* also mount a read-only view here, or NULL */
-        const char *store;            /* --store: an OCI image layout to keep snapshots in */
-        const char *pid_file;         /* --pid-file: the serving pid, written once it serves */
-        bool foreground;
-        bool allow_other;
-        bool replace_stale;
-        bool debug;
-        unsigned max_threads;         /* 0: libfuse's default */
-        unsigned scope_threads;       /* worker threads of each scope's view (0: the default) */
-        /* Per-mount flags that tighten both mounts (MOUNT_ATTR_NOATIME, _NODIRATIME,
-         * _NOSYMFOLLOW, an atime mode with MOUNT_ATTR__ATIME cleared), set once mounted. */
-        uint64_t mount_attr_set, mount_attr_clr;
-};
-
 /* How long a start waits for the daemon that still holds its --store (one exiting). */
 #define SFS_STORE_WAIT_MS 5000u
 
@@ -35,8 +17,13 @@ enum {
         SFS_EXIT_ERROR = 2,   /* usage or system error */
 };
 
-/* Mounts snapfs at cfg->mountpoint, checks the mount it made (refusing to serve a non-compliant
- * one: it unmounts and returns SFS_EXIT_REFUSED, printing every finding to standard error),
+/* Starts with what it was given, whoever built cfg: cfg->config's options (fs/conffile.h;
+ * the ones cfg->given holds win), the rules between options and the derived defaults
+ * (sfs_daemon_config_finish), cfg->trust_keys loaded. Any of them refused is printed and
+ * nothing is mounted: SFS_EXIT_ERROR, or SFS_EXIT_REFUSED for a config file that is not a
+ * regular file of this uid or root that nobody else may write. Then mounts snapfs at
+ * cfg->mountpoint, checks the mount it made (refusing to serve a non-compliant one: it
+ * unmounts and returns SFS_EXIT_REFUSED, printing every finding to standard error),
  * daemonizes unless cfg->foreground (the caller's process returns only once the mount is
  * ready), and serves until SIGTERM, SIGINT or umount(8), then unmounts (SIGHUP reopens the
  * audit log, and never ends the daemon, from the start of this call on). Returns an exit

@@ -22,7 +22,7 @@ int sfs_tree_open(struct sfs_tree *t, const struct sfs_caller *c, struct sfs_nod
         struct sfs_staging *stg;
         int r = 0;
 
-        pthread_mutex_lock(&t->lock);
+        tree_lock(t);
         switch (node_kind(n)) {
         case SFS_KIND_CONTROL:
                 r = sfs_control_open(t, c, n, h, oi);
@@ -88,10 +88,10 @@ int sfs_tree_open(struct sfs_tree *t, const struct sfs_caller *c, struct sfs_nod
         if (r == -EACCES || r == -EROFS || r == -EINVAL || r == -EBUSY) {
                 char buf[SNAP_DIGEST_HEX_LEN + 1];
                 const char *label = sfs_node_label(n, buf);
-                pthread_mutex_unlock(&t->lock);
+                tree_unlock(t);
                 return sfs_tree_refuse(t, c, "open", label, -r);
         }
-        pthread_mutex_unlock(&t->lock);
+        tree_unlock(t);
         return r;
 }
 
@@ -104,7 +104,7 @@ int sfs_tree_create(struct sfs_tree *t, const struct sfs_caller *c, struct sfs_n
         struct sfs_node *n = NULL;
         int r = 0;
 
-        pthread_mutex_lock(&t->lock);
+        tree_lock(t);
         if (node_kind(parent) == SFS_KIND_ROOT) {
                 r = sfs_may_see(&t->cfg, c) ? -EPERM : -EACCES;
         } else if (node_kind(parent) != SFS_KIND_STAGING_DIR) {
@@ -157,11 +157,11 @@ int sfs_tree_create(struct sfs_tree *t, const struct sfs_caller *c, struct sfs_n
         oi->direct_io = true;
         oi->keep_cache = false;
         oi->flush = (*h)->write;
-        pthread_mutex_unlock(&t->lock);
+        tree_unlock(t);
         return 0;
 
 refused:
-        pthread_mutex_unlock(&t->lock);
+        tree_unlock(t);
         if (r == -ENOTDIR || r == -ENOMEM)
                 return r;
         return sfs_tree_refuse(t, c, "create", name, -r);
@@ -204,16 +204,16 @@ int sfs_tree_read(struct sfs_tree *t, struct sfs_handle *h, size_t size, off_t o
                 return sfs_control_read(t, h, size, off, reply, ctx);
         /* Snapshot content never changes and the handle keeps it alive: no lock. */
         if (node_kind(n) != SFS_KIND_SNAPSHOT) {
-                pthread_mutex_lock(&t->lock);
+                tree_lock(t);
                 if (node_kind(n) != SFS_KIND_SNAPSHOT) {
                         stg = n->stg;
                         pthread_mutex_lock(&stg->lock);
-                        pthread_mutex_unlock(&t->lock);
+                        tree_unlock(t);
                         r = sfs_staging_read_locked(stg, size, (uint64_t)off, reply, ctx);
                         pthread_mutex_unlock(&stg->lock);
                         return r;
                 }
-                pthread_mutex_unlock(&t->lock);
+                tree_unlock(t);
         }
         return read_snapshot(t, n, size, off, reply, ctx);
 }
@@ -233,7 +233,7 @@ int sfs_tree_get_content(struct sfs_tree *t, struct sfs_node *n, struct snap_obj
 {
         int r = 0;
 
-        pthread_mutex_lock(&t->lock);
+        tree_lock(t);
         if (node_kind(n) != SFS_KIND_SNAPSHOT) {
                 r = -EINVAL;
         } else if (n->pins) {
@@ -244,7 +244,7 @@ int sfs_tree_get_content(struct sfs_tree *t, struct sfs_node *n, struct snap_obj
                 *data = n->obj->data;
                 *size = n->obj->size;
         }
-        pthread_mutex_unlock(&t->lock);
+        tree_unlock(t);
         return r;
 }
 
@@ -282,14 +282,14 @@ int sfs_tree_write(struct sfs_tree *t, const struct sfs_caller *c, struct sfs_ha
                 return -EINVAL;
         if (node_kind(n) == SFS_KIND_CONTROL)
                 return sfs_control_write(t, c, h, buf, size, off);
-        pthread_mutex_lock(&t->lock);
+        tree_lock(t);
         if (node_kind(n) != SFS_KIND_STAGING_FILE) {
-                pthread_mutex_unlock(&t->lock);
+                tree_unlock(t);
                 return -EBADF;
         }
         stg = n->stg;
         pthread_mutex_lock(&stg->lock);
-        pthread_mutex_unlock(&t->lock);
+        tree_unlock(t);
 
         /* A handle flushed by close() of one dup can still write through another: never
          * while a rename is hashing, or the published bytes would not be the hashed ones. */
@@ -316,7 +316,7 @@ int sfs_tree_setattr(struct sfs_tree *t, const struct sfs_caller *c, struct sfs_
         struct sfs_staging *stg;
         int r = 0;
 
-        pthread_mutex_lock(&t->lock);
+        tree_lock(t);
         if (node_kind(n) != SFS_KIND_STAGING_FILE) {
                 /* Snapshots and directories never change: truncate, chmod, chown and
                  * utimens all get EROFS, for every uid including root. */
@@ -325,16 +325,16 @@ int sfs_tree_setattr(struct sfs_tree *t, const struct sfs_caller *c, struct sfs_
                                        : sfs_may_see(&t->cfg, c);
                 char buf[SNAP_DIGEST_HEX_LEN + 1];
                 const char *label = sfs_node_label(n, buf);
-                pthread_mutex_unlock(&t->lock);
+                tree_unlock(t);
                 return sfs_tree_refuse(t, c, "setattr", label, visible ? EROFS : EACCES);
         }
         if (!n->linked || n->stg->owner != c->uid) {
-                pthread_mutex_unlock(&t->lock);
+                tree_unlock(t);
                 return -ENOENT;
         }
         if (to_set & (SFS_SET_MODE | SFS_SET_UID | SFS_SET_GID)) {
                 /* A staging file stays 0200 and its owner's: nothing to hand to others. */
-                pthread_mutex_unlock(&t->lock);
+                tree_unlock(t);
                 return sfs_tree_refuse(t, c, "setattr", n->stg->name, EPERM);
         }
         stg = n->stg;
@@ -349,7 +349,7 @@ int sfs_tree_setattr(struct sfs_tree *t, const struct sfs_caller *c, struct sfs_
         if (r == 0)
                 sfs_staging_fill_attr(stg, st);
         pthread_mutex_unlock(&stg->lock);
-        pthread_mutex_unlock(&t->lock);
+        tree_unlock(t);
         *timeout = 0;
         if (r == -EFBIG || r == -ENOSPC || r == -EBUSY || r == -EDQUOT)
                 return sfs_tree_refuse(t, c, "truncate", NULL, -r);
@@ -379,19 +379,19 @@ void sfs_tree_flush(struct sfs_tree *t, struct sfs_handle *h)
 {
         if (!h)
                 return;
-        pthread_mutex_lock(&t->lock);
+        tree_lock(t);
         done_writing(h);
-        pthread_mutex_unlock(&t->lock);
+        tree_unlock(t);
 }
 
 void sfs_tree_release(struct sfs_tree *t, struct sfs_handle *h)
 {
         if (!h)
                 return;
-        pthread_mutex_lock(&t->lock);
+        tree_lock(t);
         done_writing(h);
         sfs_handle_del(t, h);
-        pthread_mutex_unlock(&t->lock);
+        tree_unlock(t);
         sfs_ctl_free(h->ctl);
         free(h);
 }
@@ -404,15 +404,15 @@ static int unlink_staging(struct sfs_tree *t, const struct sfs_caller *c, const 
         struct sfs_node *n;
         int r = 0;
 
-        pthread_mutex_lock(&t->lock);
+        tree_lock(t);
         if (!sfs_may_publish(&t->cfg, c)) {
-                pthread_mutex_unlock(&t->lock);
+                tree_unlock(t);
                 return sfs_tree_refuse(t, c, "unlink", name, EACCES);
         }
         st = sfs_stage_find(t, c->uid, false);
         n = st ? sfs_stage_lookup(st, name) : NULL;
         if (!n) {
-                pthread_mutex_unlock(&t->lock);
+                tree_unlock(t);
                 return -ENOENT;
         }
         pthread_mutex_lock(&n->stg->lock);
@@ -423,7 +423,7 @@ static int unlink_staging(struct sfs_tree *t, const struct sfs_caller *c, const 
                 sfs_stage_remove(t, n, true);
                 sfs_node_maybe_free(t, n);
         }
-        pthread_mutex_unlock(&t->lock);
+        tree_unlock(t);
         if (r < 0)
                 return sfs_tree_refuse(t, c, "unlink", name, -r);
         return 0;
@@ -461,23 +461,23 @@ static int unlink_snapshot(struct sfs_tree *t, const struct sfs_caller *c, const
         bool kept;
         int r;
 
-        pthread_mutex_lock(&t->lock);
+        tree_lock(t);
         if (!sfs_may_see(&t->cfg, c)) {
-                pthread_mutex_unlock(&t->lock);
+                tree_unlock(t);
                 return sfs_tree_refuse(t, c, "unlink", name, EACCES);
         }
         if (strcmp(name, SFS_STAGING_NAME) == 0 || strcmp(name, SFS_CONTROL_NAME) == 0) {
-                pthread_mutex_unlock(&t->lock);
+                tree_unlock(t);
                 return sfs_tree_refuse(t, c, "unlink", name, EPERM);
         }
         if (snap_digest_from_hex(name, strlen(name), &d) < 0 ||
             !(obj = snap_store_lookup(t->store, &d))) {
-                pthread_mutex_unlock(&t->lock);
+                tree_unlock(t);
                 return -ENOENT;
         }
         if (!sfs_main_may_see_snapshot(t, c, obj)) {
                 snap_store_release(t->store, obj);
-                pthread_mutex_unlock(&t->lock);
+                tree_unlock(t);
                 return -ENOENT;
         }
         if (sfs_may_remove(&t->cfg, c))
@@ -487,7 +487,7 @@ static int unlink_snapshot(struct sfs_tree *t, const struct sfs_caller *c, const
         else {
                 /* Not the owner, or a uid that holds nothing on it. */
                 snap_store_release(t->store, obj);
-                pthread_mutex_unlock(&t->lock);
+                tree_unlock(t);
                 return sfs_tree_refuse(t, c, "unlink", name, EPERM);
         }
         kept = snap_store_kept_without(t->store, obj,
@@ -507,7 +507,7 @@ static int unlink_snapshot(struct sfs_tree *t, const struct sfs_caller *c, const
                 }
                 if (r < 0 && r != -ENOENT) {
                         snap_store_release(t->store, obj);
-                        pthread_mutex_unlock(&t->lock);
+                        tree_unlock(t);
                         return sfs_tree_refuse(t, c, "unlink", name, -r);
                 }
         }
@@ -518,7 +518,7 @@ static int unlink_snapshot(struct sfs_tree *t, const struct sfs_caller *c, const
                 sfs_touch_root(t);
         }
         snap_store_release(t->store, obj); /* ours from the lookup */
-        pthread_mutex_unlock(&t->lock);
+        tree_unlock(t);
 
         snap_digest_to_hex(&d, hex);
         sfs_audit_emit(t->cfg.audit, &(struct sfs_audit_event){
@@ -551,7 +551,7 @@ static int unpublish(struct sfs_tree *t, const struct sfs_caller *c, const char 
         uint64_t size = 0;
         int r = 0;
 
-        pthread_mutex_lock(&t->lock);
+        tree_lock(t);
         save = t->scope->save;
         save_ctx = t->scope->save_ctx;
         if (!sfs_may_see(&t->cfg, c))
@@ -564,7 +564,7 @@ static int unpublish(struct sfs_tree *t, const struct sfs_caller *c, const char 
                 r = -EPERM;
         else
                 op.digest = g->digest;
-        pthread_mutex_unlock(&t->lock);
+        tree_unlock(t);
         if (r == -ENOENT)
                 return r;
         if (r < 0)
@@ -572,13 +572,13 @@ static int unpublish(struct sfs_tree *t, const struct sfs_caller *c, const char 
         /* Persisted before it is done: an unlink answered never comes back. */
         if (save && (r = save(save_ctx, &op)) < 0)
                 return r == -ENOENT ? r : sfs_tree_refuse(t, c, "unlink", name, -r);
-        pthread_mutex_lock(&t->lock);
+        tree_lock(t);
         g = sfs_scope_grant_of(t, &op.digest);
         size = g ? g->obj->size : 0;
         r = sfs_scope_apply_locked(t, &op, NULL, NULL, &fx);
         if (r == 0)
                 sfs_touch_root(t);
-        pthread_mutex_unlock(&t->lock);
+        tree_unlock(t);
         for (size_t i = 0; i < fx.n_gone; i++) {
                 if (t->cfg.ocistore)
                         sfs_ocistore_remove(t->cfg.ocistore, &fx.gone[i]->digest);
@@ -629,7 +629,7 @@ unsigned sfs_tree_expire_staging(struct sfs_tree *t, uint64_t now_ms)
 
         if (!t->cfg.staging_ttl_ms)
                 return 0;
-        pthread_mutex_lock(&t->lock);
+        tree_lock(t);
         for (size_t i = 0; i < t->nstages; i++) {
                 struct sfs_node *n = t->stages[i]->head, *next;
                 for (; n; n = next) {
@@ -659,6 +659,6 @@ unsigned sfs_tree_expire_staging(struct sfs_tree *t, uint64_t now_ms)
                         removed++;
                 }
         }
-        pthread_mutex_unlock(&t->lock);
+        tree_unlock(t);
         return removed;
 }

@@ -12,6 +12,7 @@
 #include <time.h>
 
 #include "snapshot/digest.h"
+#include "snapshot/name.h"
 #include "snapshot/store.h"
 
 /* One digest a scope's view shows: granted by digest (plain), named by entries, or both. */

@@ -31,7 +31,7 @@ int sfs_tree_opendir(struct sfs_tree *t, const struct sfs_caller *c, struct sfs_
         size_t cap = 0;
         int r;
 
-        pthread_mutex_lock(&t->lock);
+        tree_lock(t);
         r = sfs_check_visible(t, c, n);
         if (r < 0)
                 goto out;
@@ -76,7 +76,7 @@ int sfs_tree_opendir(struct sfs_tree *t, const struct sfs_caller *c, struct sfs_
         LIST_ADD(t->dirs, d);
         *out = d;
 out:
-        pthread_mutex_unlock(&t->lock);
+        tree_unlock(t);
         if (r == -EACCES)
                 sfs_tree_refuse(t, c, "opendir", NULL, EACCES);
         return r;
@@ -125,7 +125,7 @@ static int readdir_scope(struct sfs_tree *t, struct sfs_dir *d, off_t off,
                 size_t i;
 
                 b->n = 0;
-                pthread_mutex_lock(&t->lock);
+                tree_lock(t);
                 g = &t->scope->grants;
                 for (i = sfs_grants_listed_from(g, from); i < g->n_listed && b->n < LIST_BATCH;
                      i++) {
@@ -143,7 +143,7 @@ static int readdir_scope(struct sfs_tree *t, struct sfs_dir *d, off_t off,
                         e->mode = S_IFREG;
                         b->key[b->n++] = l->key;
                 }
-                pthread_mutex_unlock(&t->lock);
+                tree_unlock(t);
                 for (i = 0; i < b->n; i++)
                         if (fill(ctx, b->e[i].name, b->e[i].ino, b->e[i].mode,
                                  (off_t)(b->key[i] + 1))) {
@@ -222,12 +222,12 @@ void sfs_tree_releasedir(struct sfs_tree *t, struct sfs_dir *d)
 {
         if (!d)
                 return;
-        pthread_mutex_lock(&t->lock);
+        tree_lock(t);
         pthread_mutex_lock(&t->ids_lock);
         sfs_idmap_del(&t->ids_dirs, &d->id);
         pthread_mutex_unlock(&t->ids_lock);
         LIST_DEL(t->dirs, d);
-        pthread_mutex_unlock(&t->lock);
+        tree_unlock(t);
         free(d);
 }
 
@@ -273,9 +273,9 @@ int sfs_tree_statfs(struct sfs_tree *t, const struct sfs_caller *c, struct statv
 
         /* Like every other request: a uid outside the policies learns nothing, not even how
          * full the mount is (which moves with what others publish). */
-        pthread_mutex_lock(&t->lock);
+        tree_lock(t);
         r = sfs_check_visible(t, c, &t->root);
-        pthread_mutex_unlock(&t->lock);
+        tree_unlock(t);
         if (r < 0)
                 return sfs_tree_refuse(t, c, "statfs", NULL, -r);
         if (t->scope)
@@ -308,16 +308,16 @@ int sfs_tree_statfs(struct sfs_tree *t, const struct sfs_caller *c, struct statv
         return 0;
 }
 
+
 void sfs_tree_get_stats(struct sfs_tree *t, struct sfs_tree_stats *st)
 {
         struct snap_store_stats s;
 
-        pthread_mutex_lock(&t->lock);
+        tree_lock(t);
         snap_store_get_stats(t->store, &s);
         st->snapshots = s.indexed;
         st->bytes = s.bytes;
         st->reserved = s.reserved;
         st->staging_files = t->staging_files;
-        st->nodes = t->nnodes;
-        pthread_mutex_unlock(&t->lock);
+        tree_unlock(t);
 }

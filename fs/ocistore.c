@@ -19,10 +19,13 @@
 #include <sys/vfs.h>
 #include <unistd.h>
 
+#include "fs/lockorder.h"
 #include "snapshot/oci.h"
+#include "snapshot/name.h"
 #include "snapshot/safeopen.h"
 #include "snapshot/store.h"
 #include "common/util.h"
+#include "common/values.h"
 
 /* What a layer's annotation of holders holds: SNAP_HOLDERS_MAX uids and the privileged one. */
 #define HOLDERS_MAX (SNAP_HOLDERS_MAX + 1)
@@ -142,7 +145,11 @@ static void make_private(int dirfd, const char *name)
             !(S_ISDIR(st.st_mode) || S_ISREG(st.st_mode)) ||
             !(st.st_mode & (S_IRWXG | S_IRWXO)))
                 return;
-        fchmodat(dirfd, name, st.st_mode & S_IRWXU, 0);
+        /* Best effort, its result looked at (Debian's _FORTIFY_SOURCE makes ignoring it an
+         * error): what could refuse a chmod of this uid's own file, a read-only filesystem,
+         * leaves it as it was, and the store is served as before. */
+        if (fchmodat(dirfd, name, st.st_mode & S_IRWXU, 0) < 0)
+                return;
 }
 
 /* The pid in DIR/snapfs.pid, or 0. */
@@ -305,12 +312,12 @@ void sfs_ocistore_set_max_entries(struct sfs_ocistore *s, size_t max)
 
 void sfs_ocistore_lock(struct sfs_ocistore *s)
 {
-        pthread_mutex_lock(&s->lock);
+        sfs_lock_order(&s->lock, SFS_LOCK_OCISTORE);
 }
 
 void sfs_ocistore_unlock(struct sfs_ocistore *s)
 {
-        pthread_mutex_unlock(&s->lock);
+        sfs_unlock_order(&s->lock, SFS_LOCK_OCISTORE);
 }
 
 uint64_t sfs_ocistore_corrupt(const struct sfs_ocistore *s)
@@ -339,22 +346,19 @@ static int holders_parse(const char *text, uint32_t **out, size_t *n_out)
         if (!v)
                 return -ENOMEM;
         for (;;) {
-                uint64_t uid = 0;
-                const char *start = p;
+                size_t len = strcspn(p, ",");
+                uint32_t uid;
 
-                while (*p >= '0' && *p <= '9' && p - start < 10)
-                        uid = uid * 10 + (uint64_t)(*p++ - '0');
-                if (p == start || (*start == '0' && p - start > 1) || uid >= UINT32_MAX ||
-                    n == HOLDERS_MAX)
+                /* Each a uid as every command writes one (common/values.h). */
+                if (value_parse_uid_n(p, len, &uid) < 0 || n == HOLDERS_MAX)
                         return -EINVAL;
                 for (size_t i = 0; i < n; i++)
                         if (v[i] == uid)
                                 return -EINVAL;
-                v[n++] = (uint32_t)uid;
-                if (*p == '\0')
+                v[n++] = uid;
+                if (p[len] == '\0')
                         break;
-                if (*p++ != ',')
-                        return -EINVAL;
+                p += len + 1;
         }
         *out = TAKE_PTR(v);
         *n_out = n;

@@ -15,6 +15,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "fs/lockorder.h"
 #include "fs/metrics.h"
 #include "fs/tree.h"
 
@@ -354,8 +355,10 @@ static void op_unlink(fuse_req_t req, fuse_ino_t parent, const char *name)
         /* The read view's kernel caches the name for a long time and never saw this unlink:
          * drop its entry, or new opens there would still find the removed snapshot. Sent
          * with no lock held, so the view's own workers can answer whatever waits on it. */
-        if (r == 0 && root && ctx->view_se)
+        if (r == 0 && root && ctx->view_se) {
+                assert(sfs_no_tree_lock_held());
                 fuse_lowlevel_notify_inval_entry(ctx->view_se, FUSE_ROOT_ID, name, strlen(name));
+        }
         fuse_reply_err(req, -r);
 }
 
@@ -421,6 +424,7 @@ static void op_rename(fuse_req_t req, fuse_ino_t parent, const char *name, fuse_
                 fuse_ino_t id = id_of(published);
                 uint64_t filled;
 
+                assert(sfs_no_tree_lock_held());
                 fuse_lowlevel_notify_inval_inode(ctx->se, id, -1, 0);
                 /* Pages the prefill did not replace (a descriptor was open, or a store was
                  * refused) may hold what the staging file's page cache had before: drop them

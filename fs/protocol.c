@@ -137,10 +137,15 @@ static int limit_field(json_object *o, const char *key, bool size, uint64_t *out
         }
         if (!json_object_is_type(v, json_type_string))
                 return refuse(b, EINVAL, "limits.%s is not an integer or a size", key);
-        r = size ? sfs_parse_size(json_object_get_string(v), out)
-                 : sfs_parse_count(json_object_get_string(v), COUNT_MAX, out);
-        if (r < 0 || *out == 0)
-                return refuse(b, EINVAL, "limits.%s: not a %s", key, size ? "size" : "count");
+        /* The grammar of snapfs mount's options: one parser (common/values.h). */
+        r = value_parse(size ? VALUE_SIZE : VALUE_COUNT, json_object_get_string(v), 1,
+                        size ? UINT64_MAX >> 2 : COUNT_MAX, out);
+        if (r < 0) {
+                char why[160];
+                value_error(size ? VALUE_SIZE : VALUE_COUNT, json_object_get_string(v), r, 1,
+                            size ? UINT64_MAX >> 2 : COUNT_MAX, why, sizeof(why));
+                return refuse(b, EINVAL, "limits.%s: %s", key, why);
+        }
         return 0;
 }
 
@@ -167,24 +172,24 @@ static int parse_limits(json_object *req, struct sfs_scope_limits *l, struct bad
         return 0;
 }
 
-static int parse_uids(json_object *req, struct sfs_uidset *u, struct bad *b)
+static int parse_uids(json_object *req, struct value_uid_list *u, struct bad *b)
 {
         json_object *a;
 
-        *u = (struct sfs_uidset){ .any = false };
+        *u = (struct value_uid_list){ .any = false };
         if (!json_object_object_get_ex(req, "uids", &a) || json_object_is_type(a, json_type_null))
                 return 0;
         if (!json_object_is_type(a, json_type_array))
                 return refuse(b, EINVAL, "\"uids\" is not an array");
-        if (json_object_array_length(a) > SFS_UIDSET_MAX)
-                return refuse(b, EINVAL, "\"uids\" names more than %d uids", SFS_UIDSET_MAX);
+        if (json_object_array_length(a) > VALUE_UID_LIST_MAX)
+                return refuse(b, EINVAL, "\"uids\" names more than %d uids", VALUE_UID_LIST_MAX);
         for (size_t i = 0; i < json_object_array_length(a); i++) {
                 json_object *v = json_object_array_get_idx(a, i);
                 int64_t uid;
                 if (!json_object_is_type(v, json_type_int) ||
                     (uid = json_object_get_int64(v)) < 0 || uid >= UINT32_MAX)
                         return refuse(b, EINVAL, "\"uids\" holds something that is not a uid");
-                if (!sfs_uidset_contains(u, (uid_t)uid))
+                if (!value_uid_list_has(u, (uid_t)uid))
                         u->uids[u->n++] = (uid_t)uid;
         }
         return 0;

@@ -64,6 +64,7 @@ static int publish_begin(struct sfs_tree *t, const struct sfs_caller *c, struct 
                          const char *name, struct sfs_node *newparent, const char *newname,
                          unsigned flags, struct snap_digest *target, struct sfs_node **src)
 {
+        assert(mutex_held(&t->lock));
         struct sfs_uidstage *st;
         struct sfs_node *n;
         int r = 0;
@@ -120,6 +121,7 @@ static int decide(struct sfs_tree *t, const struct sfs_caller *c, struct sfs_sta
                   const struct snap_digest *d, struct snap_object **existing,
                   struct snap_claim *claim)
 {
+        assert(mutex_held(&t->lock));
         int r;
 
         *existing = snap_store_lookup(t->store, d);
@@ -207,14 +209,14 @@ static int scope_publish(struct sfs_tree *t, const struct sfs_caller *c, struct 
         };
         int (*save)(void *ctx, const struct sfs_scope_op *op);
         void *save_ctx;
-        bool stored = false;
+        bool stored = false, new_content = false;
         uint64_t len;
 
         if (os)
                 sfs_ocistore_lock(os);
         /* Decide before writing: a scope deleted meanwhile, granted here already, the
          * scope's limits, the room. */
-        pthread_mutex_lock(&t->lock);
+        tree_lock(t);
         save = t->scope->save;
         save_ctx = t->scope->save_ctx;
         pthread_mutex_lock(&stg->lock);
@@ -223,11 +225,12 @@ static int scope_publish(struct sfs_tree *t, const struct sfs_caller *c, struct 
         pthread_mutex_unlock(&stg->lock);
         if (r == 0 && t->cfg.read_only)
                 r = -EACCES;
-        if (r == 0 && sfs_scope_grant_of(t, d))
-                r = -EEXIST;
+        /* Granted here already (EEXIST), or no room for one more grant (ENOSPC). */
+        if (r == 0)
+                r = sfs_scope_check_locked(t, &op);
         if (r == 0)
                 r = scope_quota(t, len);
-        pthread_mutex_unlock(&t->lock);
+        tree_unlock(t);
         if (r == 0)
                 r = snap_store_claim_unheld(t->store, len, len, &claim);
         if (r == 0)
@@ -246,14 +249,28 @@ static int scope_publish(struct sfs_tree *t, const struct sfs_caller *c, struct 
         if (r == 0 && save)
                 r = save(save_ctx, &op);
 
-        pthread_mutex_lock(&t->lock);
+        tree_lock(t);
         n->pins--;
         /* Granted here meanwhile through the control channel (EEXIST), or no room for one
          * more grant: refused before the store takes the bytes. */
         if (r == 0)
                 r = sfs_scope_check_locked(t, &op);
         pthread_mutex_lock(&stg->lock);
-        if (r == 0 && !existing) {
+        if (r == 0 && existing) {
+                /* The lookup's reference becomes the grant's. Detached meanwhile (no
+                 * --store, whose lock keeps the index still): published below as new. */
+                if (snap_store_grant(t->store, existing) == 0) {
+                        obj = existing;
+                        existing = NULL;
+                } else {
+                        snap_store_release(t->store, existing);
+                        existing = NULL;
+                        new_content = true;
+                }
+        } else if (r == 0) {
+                new_content = true;
+        }
+        if (r == 0 && new_content) {
                 r = snap_store_put(t->store,
                                    &(struct snap_put){
                                            .data = stg->buf ? (const void *)stg->buf : "",
@@ -276,19 +293,15 @@ static int scope_publish(struct sfs_tree *t, const struct sfs_caller *c, struct 
                         snap_store_ref(t->store, obj);
                         sfs_staging_handed_over_locked(stg);
                 } else if (r == 1) {
-                        existing = obj; /* published meanwhile (no --store): granted below */
-                        obj = NULL;
-                        r = 0;
-                }
-        }
-        if (r == 0 && existing) {
-                r = snap_store_grant(t->store, existing);
-                obj = existing; /* the lookup's reference: the grant's */
-                existing = NULL;
-                if (r < 0) {
-                        snap_store_release(t->store, obj);
-                        obj = NULL;
-                        r = -EAGAIN; /* removed meanwhile: the client tries again */
+                        /* Published meanwhile (no --store): its reference is the grant's.
+                         * It is indexed (the put found it under the store's lock), so the
+                         * grant can only fail if it goes again at once: then this publish
+                         * loses the race and says so. */
+                        r = snap_store_grant(t->store, obj) == 0 ? 0 : -EAGAIN;
+                        if (r < 0) {
+                                snap_store_release(t->store, obj);
+                                obj = NULL;
+                        }
                 }
         }
         if (r == 0) {
@@ -304,7 +317,7 @@ static int scope_publish(struct sfs_tree *t, const struct sfs_caller *c, struct 
         if (r < 0) {
                 stg->publishing = false;
                 pthread_mutex_unlock(&stg->lock);
-                pthread_mutex_unlock(&t->lock);
+                tree_unlock(t);
                 snap_store_release(t->store, existing);
                 snap_store_unclaim(t->store, &claim);
                 if (stored)
@@ -324,7 +337,7 @@ static int scope_publish(struct sfs_tree *t, const struct sfs_caller *c, struct 
         n->stg = NULL;
         sfs_staging_free(stg);
         sfs_touch_root(t);
-        pthread_mutex_unlock(&t->lock);
+        tree_unlock(t);
         /* Content that was there already: its room was only asked for. */
         snap_store_unclaim(t->store, &claim);
         if (os)
@@ -361,9 +374,9 @@ int sfs_tree_rename(struct sfs_tree *t, const struct sfs_caller *c, struct sfs_n
         uint64_t size = 0;
         int r;
 
-        pthread_mutex_lock(&t->lock);
+        tree_lock(t);
         r = publish_begin(t, c, parent, name, newparent, newname, flags, &target, &n);
-        pthread_mutex_unlock(&t->lock);
+        tree_unlock(t);
         if (r == -ENOENT || r == -ENOTDIR)
                 return r;
         if (r == -EPERM || r == -EACCES)
@@ -390,9 +403,9 @@ int sfs_tree_rename(struct sfs_tree *t, const struct sfs_caller *c, struct sfs_n
                  * still holds when it is done. Outermost lock. */
                 sfs_ocistore_lock(os);
                 if (r == 0) {
-                        pthread_mutex_lock(&t->lock);
+                        tree_lock(t);
                         r = decide(t, c, stg, &actual, &existing, &claim);
-                        pthread_mutex_unlock(&t->lock);
+                        tree_unlock(t);
                 }
                 /* Only what was admitted is written: a refused publish leaves the disk as it
                  * was (the attack: a uid past its limit made every refused publish write and
@@ -408,7 +421,7 @@ int sfs_tree_rename(struct sfs_tree *t, const struct sfs_caller *c, struct sfs_n
                         r = 0;
         }
 
-        pthread_mutex_lock(&t->lock);
+        tree_lock(t);
         n->pins--;
         pthread_mutex_lock(&stg->lock);
         if (r == 0 && !os)
@@ -450,7 +463,7 @@ int sfs_tree_rename(struct sfs_tree *t, const struct sfs_caller *c, struct sfs_n
         if (r < 0) {
                 stg->publishing = false;
                 pthread_mutex_unlock(&stg->lock);
-                pthread_mutex_unlock(&t->lock);
+                tree_unlock(t);
                 snap_store_unclaim(t->store, &claim);
                 if (stored)
                         sfs_ocistore_remove(os, &actual); /* not published after all */
@@ -466,7 +479,7 @@ int sfs_tree_rename(struct sfs_tree *t, const struct sfs_caller *c, struct sfs_n
         n->stg = NULL;
         sfs_staging_free(stg);
         sfs_touch_root(t);
-        pthread_mutex_unlock(&t->lock);
+        tree_unlock(t);
         if (os)
                 sfs_ocistore_unlock(os);
 
@@ -497,7 +510,7 @@ int sfs_tree_restore(struct sfs_tree *t, const struct snap_digest *d, void *data
                 holders = &owner;
                 n_holders = 1;
         }
-        pthread_mutex_lock(&t->lock);
+        tree_lock(t);
         r = snap_store_put(t->store,
                            &(struct snap_put){
                                    .data = data,
@@ -519,7 +532,7 @@ int sfs_tree_restore(struct sfs_tree *t, const struct snap_digest *d, void *data
         if (r == 1)
                 snap_store_release(t->store, obj);
         /* On 0 the reference the put returned is its publication's. */
-        pthread_mutex_unlock(&t->lock);
+        tree_unlock(t);
         if (r == 0 && !len)
                 free(data);
         return r;

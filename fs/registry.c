@@ -12,6 +12,7 @@
 #include <unistd.h>
 
 #include "fs/audit.h"
+#include "fs/lockorder.h"
 #include "fs/ocistore.h"
 #include "fs/pidwatch.h"
 #include "fs/viewpath.h"
@@ -204,7 +205,7 @@ static json_object *limits_json(const struct sfs_scope_limits *l)
         return o;
 }
 
-static json_object *uids_json(const struct sfs_uidset *u)
+static json_object *uids_json(const struct value_uid_list *u)
 {
         json_object *a = json_object_new_array();
 
@@ -365,6 +366,7 @@ static void collect_gone(struct sfs_registry *r, struct scope *s, struct sfs_sco
  * lock (a view's request may be waiting for its tree in the kernel's directory lock). */
 static void invalidate(struct sfs_registry *r, struct scope *s, const struct sfs_scope_effects *fx)
 {
+        assert(sfs_no_tree_lock_held() && "an invalidation under a tree or store lock");
         if (!s->view_h)
                 return;
         for (size_t i = 0; i < fx->n_names; i++)
@@ -439,11 +441,11 @@ static void pid_exited(void *ctx, uint64_t id)
         struct sfs_registry *r = ctx;
         struct scope *s;
 
-        pthread_mutex_lock(&r->lock);
+        sfs_lock_order(&r->lock, SFS_LOCK_REGISTRY);
         s = find_id(r, id);
         if (s)
                 remove_scope(r, s, NULL, "until-pid exited");
-        pthread_mutex_unlock(&r->lock);
+        sfs_unlock_order(&r->lock, SFS_LOCK_REGISTRY);
 }
 
 int sfs_registry_start(struct sfs_registry *r)
@@ -609,7 +611,7 @@ int sfs_registry_create(struct sfs_registry *r, const struct sfs_caller *c,
                 s->limits.max_staging_bytes = defaults.max_staging_bytes;
         s->allow_other = needs_allow_other(&s->users, r->cfg.uid);
 
-        pthread_mutex_lock(&r->lock);
+        sfs_lock_order(&r->lock, SFS_LOCK_REGISTRY);
         if (find(r, s->name))
                 rr = msg(m, EEXIST, "a scope named %s exists", s->name);
         else if (find_view(r, s->view))
@@ -660,7 +662,7 @@ int sfs_registry_create(struct sfs_registry *r, const struct sfs_caller *c,
                                 /* Not tied after all: no scope that outlives what it promised
                                  * to die with. */
                                 remove_scope(r, s, c, "until-pid could not be watched");
-                                pthread_mutex_unlock(&r->lock);
+                                sfs_unlock_order(&r->lock, SFS_LOCK_REGISTRY);
                                 audit(r, c, "refused", "scope-create", req->name, NULL, NULL,
                                       req->view, -rr, NULL);
                                 return msg(m, -rr, "cannot watch until_pid: %s", strerror(-rr));
@@ -668,10 +670,10 @@ int sfs_registry_create(struct sfs_registry *r, const struct sfs_caller *c,
                 }
                 audit(r, c, "scope-create", "scope-create", s->name, NULL, NULL, s->view, 0, NULL);
                 *out = scope_json(s, r);
-                pthread_mutex_unlock(&r->lock);
+                sfs_unlock_order(&r->lock, SFS_LOCK_REGISTRY);
                 return *out ? 0 : msg(m, ENOMEM, "out of memory");
         }
-        pthread_mutex_unlock(&r->lock);
+        sfs_unlock_order(&r->lock, SFS_LOCK_REGISTRY);
         safe_close(pidfd);
         audit(r, c, "refused", "scope-create", req->name, NULL, NULL, req->view, -rr, NULL);
         scope_free(s);
@@ -683,11 +685,11 @@ int sfs_registry_remove(struct sfs_registry *r, const struct sfs_caller *c, cons
 {
         struct scope *s;
 
-        pthread_mutex_lock(&r->lock);
+        sfs_lock_order(&r->lock, SFS_LOCK_REGISTRY);
         s = name ? find(r, name) : NULL;
         if (s)
                 remove_scope(r, s, c, NULL);
-        pthread_mutex_unlock(&r->lock);
+        sfs_unlock_order(&r->lock, SFS_LOCK_REGISTRY);
         if (!s) {
                 audit(r, c, "refused", "scope-remove", name, NULL, NULL, NULL, ENOENT, NULL);
                 return msg(m, ENOENT, "no scope named %s", name ? name : "");
@@ -700,7 +702,7 @@ int sfs_registry_list(struct sfs_registry *r, json_object **out)
         json_object *a = json_object_new_array();
         int rr = a ? 0 : -ENOMEM;
 
-        pthread_mutex_lock(&r->lock);
+        sfs_lock_order(&r->lock, SFS_LOCK_REGISTRY);
         for (size_t i = 0; rr == 0 && i < r->n; i++) {
                 json_object *o = scope_json(r->v[i], r);
                 if (!o || json_object_array_add(a, o) < 0) {
@@ -708,7 +710,7 @@ int sfs_registry_list(struct sfs_registry *r, json_object **out)
                         rr = -ENOMEM;
                 }
         }
-        pthread_mutex_unlock(&r->lock);
+        sfs_unlock_order(&r->lock, SFS_LOCK_REGISTRY);
         if (rr < 0) {
                 json_object_put(a);
                 return rr;
@@ -735,7 +737,7 @@ int sfs_registry_show(struct sfs_registry *r, const char *name, json_object **sc
         struct scope *s;
         int rr = a ? 0 : -ENOMEM;
 
-        pthread_mutex_lock(&r->lock);
+        sfs_lock_order(&r->lock, SFS_LOCK_REGISTRY);
         s = name ? find(r, name) : NULL;
         if (!s)
                 rr = msg(m, ENOENT, "no scope named %s", name ? name : "");
@@ -743,7 +745,7 @@ int sfs_registry_show(struct sfs_registry *r, const char *name, json_object **sc
                 rr = sfs_scope_foreach_grant(s->tree, add_grant, a);
         if (rr == 0 && !(o = scope_json(s, r)))
                 rr = -ENOMEM;
-        pthread_mutex_unlock(&r->lock);
+        sfs_unlock_order(&r->lock, SFS_LOCK_REGISTRY);
         if (rr < 0) {
                 json_object_put(a);
                 json_object_put(o);
@@ -763,10 +765,10 @@ static int change(struct sfs_registry *r, const struct sfs_caller *c, const char
         struct scope *s;
         int rr;
 
-        pthread_mutex_lock(&r->lock);
+        sfs_lock_order(&r->lock, SFS_LOCK_REGISTRY);
         s = name ? find(r, name) : NULL;
         if (!s) {
-                pthread_mutex_unlock(&r->lock);
+                sfs_unlock_order(&r->lock, SFS_LOCK_REGISTRY);
                 audit(r, c, "refused", what, name, op->has_digest ? &op->digest : NULL, op->entry,
                       NULL, ENOENT, NULL);
                 return msg(m, ENOENT, "no scope named %s", name ? name : "");
@@ -782,7 +784,7 @@ static int change(struct sfs_registry *r, const struct sfs_caller *c, const char
         sfs_scope_effects_free(&fx);
         audit(r, c, rr == 0 ? what : "refused", what, s->name,
               op->has_digest ? &op->digest : NULL, op->entry, NULL, rr < 0 ? -rr : 0, NULL);
-        pthread_mutex_unlock(&r->lock);
+        sfs_unlock_order(&r->lock, SFS_LOCK_REGISTRY);
         switch (rr) {
         case 0:
                 return 0;
@@ -831,10 +833,10 @@ void sfs_registry_expire_staging(struct sfs_registry *r, uint64_t now_ms)
 {
         if (!r)
                 return;
-        pthread_mutex_lock(&r->lock);
+        sfs_lock_order(&r->lock, SFS_LOCK_REGISTRY);
         for (size_t i = 0; i < r->n; i++)
                 sfs_tree_expire_staging(r->v[i]->tree, now_ms);
-        pthread_mutex_unlock(&r->lock);
+        sfs_unlock_order(&r->lock, SFS_LOCK_REGISTRY);
 }
 
 /* ---- a start ---- */
@@ -898,7 +900,7 @@ static int parse_file(struct sfs_registry *r, struct scope *s, json_object *doc)
             !(v = field(doc, "name", json_type_string)) ||
             strcmp(json_object_get_string(v), s->name) != 0 ||
             !(v = field(doc, "view", json_type_string)) || !uids ||
-            json_object_array_length(uids) > SFS_UIDSET_MAX ||
+            json_object_array_length(uids) > VALUE_UID_LIST_MAX ||
             !(lim = field(doc, "limits", json_type_object)))
                 return -EINVAL;
         view = json_object_get_string(v);
@@ -1057,10 +1059,10 @@ int sfs_registry_restore(struct sfs_registry *r, void (*warn_fn)(void *ctx, cons
 
         if (!r->cfg.store)
                 return 0;
-        pthread_mutex_lock(&r->lock);
+        sfs_lock_order(&r->lock, SFS_LOCK_REGISTRY);
         rr = sfs_ocistore_load_scopes(r->cfg.store, restore_one, &rs);
         if (rr < 0 || rs.unreadable) {
-                pthread_mutex_unlock(&r->lock);
+                sfs_unlock_order(&r->lock, SFS_LOCK_REGISTRY);
                 return rr;
         }
         /* What came back neither held nor granted: a scope deleted, a publish in a scope
@@ -1081,7 +1083,7 @@ int sfs_registry_restore(struct sfs_registry *r, void (*warn_fn)(void *ctx, cons
                 snap_store_release(store, o);
         }
         free(v[1]);
-        pthread_mutex_unlock(&r->lock);
+        sfs_unlock_order(&r->lock, SFS_LOCK_REGISTRY);
         return rr;
 }
 

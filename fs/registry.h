@@ -92,7 +92,7 @@ struct sfs_msg {
 struct sfs_scope_request {
         const char *name;
         const char *view;
-        struct sfs_uidset uids;
+        struct value_uid_list uids;
         bool has_gid;
         gid_t gid;
         bool publish;

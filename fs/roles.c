@@ -10,14 +10,14 @@ static bool is_publisher(const struct sfs_tree_config *cfg, uid_t uid)
 {
         if (!cfg->publishers.any && cfg->publishers.n == 0)
                 return uid == cfg->owner_uid || uid == 0;
-        return sfs_uidset_contains(&cfg->publishers, uid);
+        return value_uid_list_has(&cfg->publishers, uid);
 }
 
 bool sfs_is_scope_user(const struct sfs_scope_users *u, const struct sfs_caller *c)
 {
         /* Root is always one: it could read the daemon's memory anyway, and refusing it
          * would only hide the view from the operator. */
-        return c->uid == 0 || sfs_uidset_contains(&u->uids, c->uid) ||
+        return c->uid == 0 || value_uid_list_has(&u->uids, c->uid) ||
                (u->has_gid && c->gid == u->gid);
 }
 
@@ -28,14 +28,14 @@ bool sfs_may_see(const struct sfs_tree_config *cfg, const struct sfs_caller *c)
 {
         if (cfg->scope_users)
                 return sfs_is_scope_user(cfg->scope_users, c);
-        return sfs_uidset_contains(&cfg->readers, c->uid) || is_publisher(cfg, c->uid);
+        return value_uid_list_has(&cfg->readers, c->uid) || is_publisher(cfg, c->uid);
 }
 
 bool sfs_may_read(const struct sfs_tree_config *cfg, const struct sfs_caller *c)
 {
         if (cfg->scope_users)
                 return sfs_is_scope_user(cfg->scope_users, c);
-        return sfs_uidset_contains(&cfg->readers, c->uid);
+        return value_uid_list_has(&cfg->readers, c->uid);
 }
 
 bool sfs_may_publish(const struct sfs_tree_config *cfg, const struct sfs_caller *c)

@@ -11,7 +11,7 @@
 /* Who uses a scope's view: these uids, the members of gid (as the kernel stamps a request: the
  * caller's filesystem gid; FUSE carries no supplementary groups), and uid 0 always. */
 struct sfs_scope_users {
-        struct sfs_uidset uids;
+        struct value_uid_list uids;
         bool has_gid;
         gid_t gid;
 };

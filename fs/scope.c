@@ -30,11 +30,14 @@ struct plan {
 
 void sfs_scope_default_limits(struct sfs_tree *main, struct sfs_scope_limits *out)
 {
+        struct sfs_tree_config cfg;
+
+        sfs_tree_get_config(main, &cfg);
         *out = (struct sfs_scope_limits){
-                .max_snapshots = main->cfg.max_uid_snapshots,
-                .max_bytes = main->cfg.max_uid_bytes,
-                .max_staging = main->cfg.max_staging,
-                .max_staging_bytes = main->cfg.max_staging_bytes,
+                .max_snapshots = cfg.max_uid_snapshots,
+                .max_bytes = cfg.max_uid_bytes,
+                .max_staging = cfg.max_staging,
+                .max_staging_bytes = cfg.max_staging_bytes,
         };
 }
 
@@ -63,15 +66,16 @@ int sfs_tree_new_scope(struct sfs_tree *main, const struct sfs_scope_spec *spec,
         t->scope->save = spec->save;
         t->scope->save_ctx = spec->save_ctx;
         sfs_grants_init(&t->scope->grants, SFS_FIRST_INO);
+        t->scope->max_grants = SFS_SCOPE_GRANTS_MAX;
 
         /* The daemon's configuration (audit, --store, --trust-key, the global limits, the
          * owner), with the scope's users and staging limits in place of the roles. */
-        t->cfg = main->cfg;
+        sfs_tree_get_config(main, &t->cfg);
         t->cfg.scope_users = &t->scope->users;
         t->cfg.read_only = !spec->publish;
         t->cfg.unlink_own = false;
-        t->cfg.readers = (struct sfs_uidset){ .any = false };
-        t->cfg.publishers = (struct sfs_uidset){ .any = false };
+        t->cfg.readers = (struct value_uid_list){ .any = false };
+        t->cfg.publishers = (struct value_uid_list){ .any = false };
         t->cfg.dev = t->cfg.read_view_dev = 0;
         t->cfg.max_staging = (unsigned)spec->limits.max_staging;
         t->cfg.max_staging_bytes = spec->limits.max_staging_bytes;
@@ -93,13 +97,20 @@ int sfs_tree_new_scope(struct sfs_tree *main, const struct sfs_scope_spec *spec,
         return 0;
 }
 
+void sfs_scope_set_max_grants(struct sfs_tree *t, size_t max)
+{
+        tree_lock(t);
+        t->scope->max_grants = max < SFS_SCOPE_GRANTS_MAX ? max : SFS_SCOPE_GRANTS_MAX;
+        tree_unlock(t);
+}
+
 void sfs_scope_disarm(struct sfs_tree *t)
 {
-        pthread_mutex_lock(&t->lock);
+        tree_lock(t);
         t->cfg.read_only = true;
         t->scope->save = NULL;
         t->scope->save_ctx = NULL;
-        pthread_mutex_unlock(&t->lock);
+        tree_unlock(t);
 }
 
 const char *sfs_scope_name(const struct sfs_tree *t)
@@ -213,7 +224,7 @@ static int plan_op(struct sfs_tree *t, const struct sfs_scope_op *op, struct pla
                 p->remove_target = !p->target->plain && p->target->entries == 0;
                 break;
         }
-        if (added && n_grants(t) + added > SFS_SCOPE_GRANTS_MAX)
+        if (added && n_grants(t) + added > t->scope->max_grants)
                 return -ENOSPC;
         return 0;
 }
@@ -330,12 +341,12 @@ int sfs_scope_grants_json(struct sfs_tree *t, const struct sfs_scope_op *op,
         json_object *ga = json_object_new_array(), *ea = json_object_new_array();
         int r = ga && ea ? 0 : -ENOMEM;
 
-        pthread_mutex_lock(&t->lock);
+        tree_lock(t);
         if (r == 0 && op)
                 r = plan_op(t, op, &p);
         if (r == 0)
                 r = build_json(t, op, &p, ga, ea);
-        pthread_mutex_unlock(&t->lock);
+        tree_unlock(t);
         if (r < 0) {
                 json_object_put(ga);
                 json_object_put(ea);
@@ -549,11 +560,11 @@ int sfs_scope_apply(struct sfs_tree *t, const struct sfs_scope_op *op, struct sf
 
         if (!t->scope || op->kind == SFS_SCOPE_PUBLISH)
                 return -EINVAL;
-        pthread_mutex_lock(&t->lock);
+        tree_lock(t);
         r = sfs_scope_apply_locked(t, op, NULL, info, fx);
         if (r == 0)
                 sfs_touch_root(t);
-        pthread_mutex_unlock(&t->lock);
+        tree_unlock(t);
         return r;
 }
 
@@ -562,7 +573,7 @@ int sfs_scope_revoke_all(struct sfs_tree *t, struct sfs_scope_effects *fx)
         struct sfs_grants *g;
         int r;
 
-        pthread_mutex_lock(&t->lock);
+        tree_lock(t);
         g = &t->scope->grants;
         r = make_room(t, fx, g->n_digests);
         if (r == 0) {
@@ -572,7 +583,7 @@ int sfs_scope_revoke_all(struct sfs_tree *t, struct sfs_scope_effects *fx)
                         drop_grant(t, g->digests[g->n_digests - 1], fx);
                 sfs_touch_root(t);
         }
-        pthread_mutex_unlock(&t->lock);
+        tree_unlock(t);
         return r;
 }
 
@@ -582,7 +593,7 @@ int sfs_scope_foreach_grant(struct sfs_tree *t,
         const struct sfs_grants *g;
         int r = 0;
 
-        pthread_mutex_lock(&t->lock);
+        tree_lock(t);
         g = &t->scope->grants;
         for (size_t i = 0; r == 0 && i < g->n_listed; i++) {
                 const struct sfs_listed *l = &g->listed[i];
@@ -593,13 +604,13 @@ int sfs_scope_foreach_grant(struct sfs_tree *t,
                           &info);
                 r = fn(&info, ctx);
         }
-        pthread_mutex_unlock(&t->lock);
+        tree_unlock(t);
         return r;
 }
 
 void sfs_scope_get_usage(struct sfs_tree *t, struct sfs_scope_usage *u)
 {
-        pthread_mutex_lock(&t->lock);
+        tree_lock(t);
         *u = (struct sfs_scope_usage){
                 .snapshots = t->scope->used_snapshots,
                 .bytes = t->scope->used_bytes,
@@ -610,7 +621,7 @@ void sfs_scope_get_usage(struct sfs_tree *t, struct sfs_scope_usage *u)
         for (size_t i = 0; i < t->scope->grants.n_digests; i++)
                 if (!granted_by_digest(t->scope->grants.digests[i]))
                         u->grants--; /* counted through its entries */
-        pthread_mutex_unlock(&t->lock);
+        tree_unlock(t);
 }
 
 /* ---- restoring a scope's file ---- */
@@ -741,7 +752,7 @@ int sfs_scope_restore(struct sfs_tree *t, json_object *grants, json_object *entr
             json_object_array_length(grants) + json_object_array_length(entries) >
                     SFS_SCOPE_GRANTS_MAX)
                 return -EINVAL;
-        pthread_mutex_lock(&t->lock);
+        tree_lock(t);
         n = json_object_array_length(grants);
         for (size_t i = 0; r >= 0 && i < n; i++)
                 r = restore_grant(t, json_object_array_get_idx(grants, i), warn, ctx);
@@ -756,6 +767,6 @@ int sfs_scope_restore(struct sfs_tree *t, json_object *grants, json_object *entr
                 if (!granted_by_digest(gr) && !gr->entries)
                         drop_grant(t, gr, fx);
         }
-        pthread_mutex_unlock(&t->lock);
+        tree_unlock(t);
         return r < 0 ? r : 0;
 }

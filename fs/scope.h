@@ -145,3 +145,6 @@ int sfs_scope_restore(struct sfs_tree *t, json_object *grants, json_object *entr
 
 /* A scope holds at most this many grants (plain and entries together): -ENOSPC past it. */
 #define SFS_SCOPE_GRANTS_MAX 65536
+/* Lowers a scope's maximum (never above SFS_SCOPE_GRANTS_MAX): a scope that fills in a few
+ * grants, for tests. */
+void sfs_scope_set_max_grants(struct sfs_tree *t, size_t max);

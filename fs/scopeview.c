@@ -15,6 +15,7 @@
 #include <unistd.h>
 
 #include "fs/ops.h"
+#include "fs/options.h"
 #include "fs/session.h"
 #include "fs/tree.h"
 #include "common/util.h"

@@ -13,7 +13,7 @@
 
 struct sfs_scopeviews;
 
-/* Views served by at most max_threads workers each (0: 2): 0 and *out, or -errno. */
+/* Views served by at most max_threads workers each (0: SFS_SCOPE_THREADS_DEFAULT, fs/options.h): 0 and *out, or -errno. */
 int sfs_scopeviews_new(unsigned max_threads, bool debug, struct sfs_scopeviews **out);
 /* The backend's table, for the registry. */
 const struct sfs_view_ops *sfs_scopeviews_ops(struct sfs_scopeviews *v);
@@ -23,6 +23,3 @@ int sfs_scopeviews_start(struct sfs_scopeviews *v);
 /* Frees what is left (views detached and still serving: their sessions end now); the
  * registry shut its views down first. NULL is fine. */
 void sfs_scopeviews_free(struct sfs_scopeviews *v);
-
-/* Worker threads per view unless told otherwise. */
-#define SFS_SCOPE_THREADS_DEFAULT 2

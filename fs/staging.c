@@ -9,6 +9,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "common/util.h"
+
 uint64_t sfs_now_ms(void)
 {
         struct timespec ts;
@@ -96,6 +98,7 @@ void sfs_staging_free(struct sfs_staging *stg)
 
 void sfs_staging_handed_over_locked(struct sfs_staging *stg)
 {
+        assert(mutex_held(&stg->lock));
         uid_uncharge(stg, stg->len);
         stg->buf = NULL;
         stg->len = stg->cap = 0;
@@ -105,6 +108,7 @@ void sfs_staging_handed_over_locked(struct sfs_staging *stg)
 
 void sfs_staging_fill_attr(const struct sfs_staging *stg, struct stat *st)
 {
+        assert(mutex_held(&stg->lock));
         /* 0200: the owner writes it; nobody reads it back through mode bits. */
         st->st_mode = S_IFREG | 0200;
         st->st_nlink = 1;
@@ -117,6 +121,7 @@ void sfs_staging_fill_attr(const struct sfs_staging *stg, struct stat *st)
 
 void sfs_staging_touch_locked(struct sfs_staging *stg)
 {
+        assert(mutex_held(&stg->lock));
         stg->last_active_ms = sfs_now_ms();
 }
 
@@ -216,6 +221,7 @@ static void truncate_to(struct sfs_staging *stg, size_t len)
 int sfs_staging_write_locked(struct sfs_staging *stg, const void *buf, size_t size,
                              uint64_t off)
 {
+        assert(mutex_held(&stg->lock));
         size_t old_len = stg->len;
         uint64_t end;
         int r;
@@ -233,6 +239,7 @@ int sfs_staging_write_locked(struct sfs_staging *stg, const void *buf, size_t si
 
 int sfs_staging_resize_locked(struct sfs_staging *stg, uint64_t len)
 {
+        assert(mutex_held(&stg->lock));
         int r = 0;
 
         if (len < stg->len) {
@@ -258,6 +265,7 @@ int sfs_staging_resize_locked(struct sfs_staging *stg, uint64_t len)
 int sfs_staging_read_locked(const struct sfs_staging *stg, size_t size, uint64_t off,
                             int (*reply)(void *ctx, const void *data, size_t len), void *ctx)
 {
+        assert(mutex_held(&stg->lock));
         if (off >= stg->len)
                 return reply(ctx, "", 0);
         return reply(ctx, stg->buf + off,
@@ -266,6 +274,7 @@ int sfs_staging_read_locked(const struct sfs_staging *stg, size_t size, uint64_t
 
 int sfs_staging_digest(struct sfs_staging *stg, struct snap_digest *out)
 {
+        assert(mutex_held(&stg->lock));
         int r;
 
         if (!stg->digest_valid) {
@@ -286,6 +295,7 @@ int sfs_staging_digest(struct sfs_staging *stg, struct snap_digest *out)
 
 void sfs_staging_fit_locked(struct sfs_staging *stg)
 {
+        assert(mutex_held(&stg->lock));
         uint8_t *buf = stg->buf;
 
         if (buf && stg->len == 0) {

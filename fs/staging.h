@@ -14,6 +14,7 @@
 #include <time.h>
 
 #include "snapshot/digest.h"
+#include "snapshot/name.h"
 #include "snapshot/store.h"
 
 #define SFS_STAGING_NAME_MAX SNAP_NAME_MAX

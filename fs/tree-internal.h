@@ -10,16 +10,18 @@
 #include "snapshot/digest.h"
 #include "fs/grants.h"
 #include "fs/idmap.h"
+#include "fs/lockorder.h"
 #include "fs/roles.h"
 #include "fs/staging.h"
 #include "snapshot/store.h"
 #include "fs/scope.h"
 #include "fs/tree.h"
 
-/* Locks, outermost first: t->lock, then a staging file's stg->lock, then the store's own.
- * A staging file's stg pointer is read only under t->lock (publishing frees it). t->ids_lock
- * is a leaf: it guards the id maps alone, changed under t->lock too, so a request can find its
- * node or handle without t->lock. */
+/* Locks, outermost first (the whole order, the registry's and --store's above these, is
+ * fs/lockorder.h's): t->lock, then a staging file's stg->lock, then the store's own. A staging
+ * file's stg pointer is read only under t->lock (publishing frees it). t->ids_lock is a leaf:
+ * it guards the id maps alone, changed under t->lock too, so a request can find its node or
+ * handle without t->lock. */
 
 struct sfs_node {
         enum sfs_kind kind;       /* STAGING_FILE -> SNAPSHOT once, under t->lock; atomic */
@@ -73,6 +75,7 @@ struct sfs_scope_state {
                                            parallel) */
         int (*save)(void *ctx, const struct sfs_scope_op *op);
         void *save_ctx;
+        size_t max_grants;              /* SFS_SCOPE_GRANTS_MAX, or less */
 };
 
 /* The control channel's hook (sfs_tree_set_control). */
@@ -111,6 +114,17 @@ struct sfs_tree {
         struct timespec dir_mtime;
         char *view_path;               /* the read view's absolute path, or NULL */
 };
+
+/* A tree's lock, in the daemon's lock order (fs/lockorder.h): never a second tree's inside. */
+static inline void tree_lock(struct sfs_tree *t)
+{
+        sfs_lock_order(&t->lock, SFS_LOCK_TREE);
+}
+
+static inline void tree_unlock(struct sfs_tree *t)
+{
+        sfs_unlock_order(&t->lock, SFS_LOCK_TREE);
+}
 
 static inline enum sfs_kind node_kind(const struct sfs_node *n)
 {
@@ -174,7 +188,8 @@ struct sfs_dir {
 
 /* -EACCES outside the roles, -ENOENT for another uid's staging file. */
 int sfs_check_visible(struct sfs_tree *t, const struct sfs_caller *c, struct sfs_node *n);
-/* roles.h's sfs_may_check_store, for the files that ask roles through the tree. */
+/* roles.h's sfs_may_check_store, for the files that ask roles through the tree. Without
+ * t->lock: the roles are configuration, fixed once the tree is made. */
 bool sfs_tree_may_check_store(struct sfs_tree *t, const struct sfs_caller *c);
 /* Audits a refusal (event "refused", "publish-refused", ...) and returns -err. Without
  * t->lock. */

@@ -18,6 +18,9 @@
 
 #define DIR_ATTR_TIMEOUT 1.0
 
+/* The locks this thread holds, by level (fs/lockorder.h). */
+__thread unsigned sfs_locks_held;
+
 /* ---- refusals ---- */
 
 int sfs_refused(struct sfs_tree *t, const struct sfs_caller *c, const char *event,
@@ -63,23 +66,8 @@ int sfs_tree_new(const struct sfs_tree_config *cfg, struct sfs_tree **out)
         if (!t)
                 return -ENOMEM;
         t->cfg = *cfg;
-        if (!t->cfg.max_staging_bytes) {
-                /* One uid must not be able to fill the whole byte budget with staging files
-                 * it never publishes; it must still be able to stage one largest snapshot. */
-                t->cfg.max_staging_bytes = cfg->max_bytes / 4;
-                if (t->cfg.max_staging_bytes < cfg->max_snapshot_size)
-                        t->cfg.max_staging_bytes = cfg->max_snapshot_size;
-        }
-        /* One uid must not be able to take every snapshot or byte from the others: each
-         * gets a quarter by default (and room for one largest snapshot), and the owner keeps
-         * a sixteenth that nobody else may use, so it can always publish. */
-        if (!t->cfg.max_uid_snapshots)
-                t->cfg.max_uid_snapshots = cfg->max_snapshots / 4 ? cfg->max_snapshots / 4 : 1;
-        if (!t->cfg.max_uid_bytes) {
-                t->cfg.max_uid_bytes = cfg->max_bytes / 4;
-                if (t->cfg.max_uid_bytes < cfg->max_snapshot_size)
-                        t->cfg.max_uid_bytes = cfg->max_snapshot_size;
-        }
+        sfs_tree_config_derive(&t->cfg);
+        /* The owner keeps a sixteenth that nobody else may use, so it can always publish. */
         t->reserve_objects = cfg->max_snapshots / 16;
         t->reserve_bytes = cfg->max_bytes / 16;
         r = snap_store_new(&(struct snap_store_config){
@@ -152,9 +140,9 @@ void sfs_tree_set_control(struct sfs_tree *t,
                                       size_t len, char **reply, size_t *reply_len),
                           void *ctx)
 {
-        pthread_mutex_lock(&t->lock);
+        tree_lock(t);
         t->control_hook = (struct sfs_control_hook){ .exec = exec, .ctx = ctx };
-        pthread_mutex_unlock(&t->lock);
+        tree_unlock(t);
 }
 
 static void node_free(struct sfs_tree *t, struct sfs_node *n)
@@ -210,18 +198,18 @@ int sfs_tree_set_view_path(struct sfs_tree *t, const char *path)
 
         if (!copy)
                 return -ENOMEM;
-        pthread_mutex_lock(&t->lock);
+        tree_lock(t);
         free(t->view_path);
         t->view_path = copy;
-        pthread_mutex_unlock(&t->lock);
+        tree_unlock(t);
         return 0;
 }
 
 void sfs_tree_get_config(struct sfs_tree *t, struct sfs_tree_config *out)
 {
-        pthread_mutex_lock(&t->lock);
+        tree_lock(t);
         *out = t->cfg;
-        pthread_mutex_unlock(&t->lock);
+        tree_unlock(t);
 }
 
 struct snap_store *sfs_tree_store(struct sfs_tree *t)
@@ -231,12 +219,12 @@ struct snap_store *sfs_tree_store(struct sfs_tree *t)
 
 void sfs_tree_set_dev(struct sfs_tree *t, uint64_t dev, bool view)
 {
-        pthread_mutex_lock(&t->lock);
+        tree_lock(t);
         if (view)
                 t->cfg.read_view_dev = dev;
         else
                 t->cfg.dev = dev;
-        pthread_mutex_unlock(&t->lock);
+        tree_unlock(t);
 }
 
 struct sfs_node *sfs_tree_root(struct sfs_tree *t)
@@ -306,6 +294,7 @@ uint64_t sfs_next_handle_id(struct sfs_tree *t)
 
 struct sfs_node *sfs_node_new(struct sfs_tree *t, enum sfs_kind kind, uint64_t ino)
 {
+        assert(mutex_held(&t->lock));
         struct sfs_node *n = calloc(1, sizeof(*n));
         if (!n)
                 return NULL;
@@ -323,6 +312,7 @@ struct sfs_node *sfs_node_new(struct sfs_tree *t, enum sfs_kind kind, uint64_t i
  * still listed. Called with t->lock held. */
 void sfs_node_maybe_free(struct sfs_tree *t, struct sfs_node *n)
 {
+        assert(mutex_held(&t->lock));
         if (n == &t->root || n == &t->staging || n == &t->control)
                 return;
         if (n->kind == SFS_KIND_STAGING_FILE && n->linked)
@@ -338,6 +328,7 @@ void sfs_node_maybe_free(struct sfs_tree *t, struct sfs_node *n)
 
 struct sfs_handle *sfs_handle_new(struct sfs_tree *t, struct sfs_node *n, bool write)
 {
+        assert(mutex_held(&t->lock));
         struct sfs_handle *h = calloc(1, sizeof(*h));
         if (!h)
                 return NULL;
@@ -352,17 +343,14 @@ struct sfs_handle *sfs_handle_new(struct sfs_tree *t, struct sfs_node *n, bool w
         return h;
 }
 
-struct sfs_node *sfs_handle_node(const struct sfs_handle *h)
-{
-        return h->node;
-}
-
 static void stage_release_held(struct sfs_tree *t, struct sfs_node *n);
 
 void sfs_handle_del(struct sfs_tree *t, struct sfs_handle *h)
 {
+        assert(mutex_held(&t->lock));
         struct sfs_node *n = h->node;
 
+        assert(n->pins > 0); /* each handle pins its node once */
         n->pins--;
         pthread_mutex_lock(&t->ids_lock);
         sfs_idmap_del(&t->ids_handles, &h->id);
@@ -374,6 +362,7 @@ void sfs_handle_del(struct sfs_tree *t, struct sfs_handle *h)
 
 void sfs_touch_root(struct sfs_tree *t)
 {
+        assert(mutex_held(&t->lock));
         clock_gettime(CLOCK_REALTIME, &t->dir_mtime);
 }
 
@@ -399,6 +388,7 @@ const char *sfs_node_label(struct sfs_node *n, char *buf)
 
 void sfs_fill_attr(struct sfs_tree *t, struct sfs_node *n, struct stat *st)
 {
+        assert(mutex_held(&t->lock));
         memset(st, 0, sizeof(*st));
         st->st_ino = n->ino;
         st->st_blksize = 128 * 1024;
@@ -494,6 +484,7 @@ bool sfs_main_may_see_snapshot(struct sfs_tree *t, const struct sfs_caller *c,
 
 int sfs_check_visible(struct sfs_tree *t, const struct sfs_caller *c, struct sfs_node *n)
 {
+        assert(mutex_held(&t->lock));
         switch (node_kind(n)) {
         case SFS_KIND_CONTROL:
                 /* Looked up by anyone who may see the root; opened by the owner alone. */
@@ -523,13 +514,13 @@ int sfs_tree_getattr(struct sfs_tree *t, const struct sfs_caller *c, struct sfs_
 {
         int r;
 
-        pthread_mutex_lock(&t->lock);
+        tree_lock(t);
         r = sfs_check_visible(t, c, n);
         if (r == 0) {
                 sfs_fill_attr(t, n, st);
                 *timeout = attr_timeout(t, n);
         }
-        pthread_mutex_unlock(&t->lock);
+        tree_unlock(t);
         return r;
 }
 
@@ -631,6 +622,7 @@ static int lookup_scope_root(struct sfs_tree *t, const struct sfs_caller *c, con
 static int lookup_locked(struct sfs_tree *t, const struct sfs_caller *c, struct sfs_node *parent,
                          const char *name, struct sfs_node **out)
 {
+        assert(mutex_held(&t->lock));
         struct snap_digest d;
         struct snap_object *obj;
 
@@ -680,7 +672,7 @@ int sfs_tree_lookup(struct sfs_tree *t, const struct sfs_caller *c, struct sfs_n
         struct sfs_node *n = NULL;
         int r;
 
-        pthread_mutex_lock(&t->lock);
+        tree_lock(t);
         r = lookup_locked(t, c, parent, name, &n);
         if (r == 0) {
                 n->nlookup++;
@@ -698,7 +690,7 @@ int sfs_tree_lookup(struct sfs_tree *t, const struct sfs_caller *c, struct sfs_n
                                            ? 0
                                            : sfs_meta_timeout(&t->cfg, t->cfg.cache_timeout);
         }
-        pthread_mutex_unlock(&t->lock);
+        tree_unlock(t);
         if (r == -EACCES)
                 sfs_tree_refuse(t, c, "lookup", name, EACCES);
         return r;
@@ -706,10 +698,10 @@ int sfs_tree_lookup(struct sfs_tree *t, const struct sfs_caller *c, struct sfs_n
 
 void sfs_tree_forget(struct sfs_tree *t, struct sfs_node *n, uint64_t nlookup)
 {
-        pthread_mutex_lock(&t->lock);
+        tree_lock(t);
         n->nlookup = n->nlookup > nlookup ? n->nlookup - nlookup : 0;
         sfs_node_maybe_free(t, n);
-        pthread_mutex_unlock(&t->lock);
+        tree_unlock(t);
 }
 
 /* ---- access, setattr on things that never change ---- */
@@ -719,7 +711,7 @@ int sfs_tree_access(struct sfs_tree *t, const struct sfs_caller *c, struct sfs_n
 {
         int r;
 
-        pthread_mutex_lock(&t->lock);
+        tree_lock(t);
         r = sfs_check_visible(t, c, n);
         if (r == 0) {
                 switch (node_kind(n)) {
@@ -747,7 +739,7 @@ int sfs_tree_access(struct sfs_tree *t, const struct sfs_caller *c, struct sfs_n
                         break;
                 }
         }
-        pthread_mutex_unlock(&t->lock);
+        tree_unlock(t);
         return r;
 }
 
@@ -755,6 +747,7 @@ int sfs_tree_access(struct sfs_tree *t, const struct sfs_caller *c, struct sfs_n
 
 struct sfs_uidstage *sfs_stage_find(struct sfs_tree *t, uid_t uid, bool create)
 {
+        assert(mutex_held(&t->lock));
         struct sfs_uidstage *st;
 
         for (size_t i = 0; i < t->nstages; i++)
@@ -788,6 +781,7 @@ struct sfs_node *sfs_stage_lookup(struct sfs_uidstage *st, const char *name)
 
 void sfs_stage_add(struct sfs_tree *t, struct sfs_uidstage *st, struct sfs_node *n)
 {
+        assert(mutex_held(&t->lock));
         n->linked = true;
         n->next_staged = st->head;
         st->head = n;
@@ -797,6 +791,7 @@ void sfs_stage_add(struct sfs_tree *t, struct sfs_uidstage *st, struct sfs_node 
 
 void sfs_stage_remove(struct sfs_tree *t, struct sfs_node *n, bool hold)
 {
+        assert(mutex_held(&t->lock));
         struct sfs_uidstage *st = sfs_stage_find(t, n->stg->owner, false);
         struct sfs_node **pp;
 

@@ -199,7 +199,6 @@ int sfs_tree_write(struct sfs_tree *t, const struct sfs_caller *c, struct sfs_ha
  * lets "close, then rename" publish without a spurious EBUSY. */
 void sfs_tree_flush(struct sfs_tree *t, struct sfs_handle *h);
 void sfs_tree_release(struct sfs_tree *t, struct sfs_handle *h);
-struct sfs_node *sfs_handle_node(const struct sfs_handle *h);
 
 /* Snapshot: the mount owner and root remove it; with unlink_own a holder drops its own hold
  * (the snapshot goes with its last reference); -EPERM for every other caller. Content stays
@@ -256,11 +255,12 @@ int sfs_tree_statfs(struct sfs_tree *t, const struct sfs_caller *c, struct statv
  * sfs_now_ms() gives). Returns how many were removed; 0 when the TTL is 0. Audited. */
 unsigned sfs_tree_expire_staging(struct sfs_tree *t, uint64_t now_ms);
 
+
+/* What the tree holds now, for snapfs status and the metrics (fs/status.c). */
 struct sfs_tree_stats {
         uint64_t snapshots;     /* published */
-        uint64_t bytes;         /* content bytes held, published or not */
+        uint64_t bytes;         /* content bytes of live snapshots (unlinked-but-open too) */
         uint64_t reserved;      /* staging bytes */
         uint64_t staging_files;
-        uint64_t nodes;         /* nodes alive (kernel-referenced or open) */
 };
 void sfs_tree_get_stats(struct sfs_tree *t, struct sfs_tree_stats *st);

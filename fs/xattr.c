@@ -26,10 +26,10 @@ int sfs_tree_setxattr(struct sfs_tree *t, const struct sfs_caller *c, struct sfs
         int r;
 
         (void)name; /* the attribute's name says nothing about what was attacked */
-        pthread_mutex_lock(&t->lock);
+        tree_lock(t);
         r = sfs_check_visible(t, c, n);
         label = sfs_node_label(n, buf);
-        pthread_mutex_unlock(&t->lock);
+        tree_unlock(t);
         if (r == -ENOENT)
                 return r;
         return sfs_tree_refuse(t, c, op, label, r == -EACCES ? EACCES : EROFS);
@@ -75,7 +75,7 @@ static char *usage_text(struct sfs_tree *t)
         nsu = snap_store_list_usage(t->store, su, cap);
         if (nsu > cap)
                 nsu = cap;
-        pthread_mutex_lock(&t->lock);
+        tree_lock(t);
         cap = nsu + t->nstages + 1;
         l = calloc(cap, sizeof(*l));
         if (l) {
@@ -94,7 +94,7 @@ static char *usage_text(struct sfs_tree *t)
                         u->staging_bytes = b;
                 }
         }
-        pthread_mutex_unlock(&t->lock);
+        tree_unlock(t);
         free(su);
         out = l ? malloc(SFS_USAGE_MAX + 1) : NULL;
         if (!out) {
@@ -263,10 +263,10 @@ int sfs_tree_getxattr(struct sfs_tree *t, const struct sfs_caller *c, struct sfs
         struct sfs_staging *stg;
         int r;
 
-        pthread_mutex_lock(&t->lock);
+        tree_lock(t);
         r = sfs_check_visible(t, c, n);
         if (r < 0) {
-                pthread_mutex_unlock(&t->lock);
+                tree_unlock(t);
                 return r;
         }
         switch (node_kind(n)) {
@@ -288,17 +288,17 @@ int sfs_tree_getxattr(struct sfs_tree *t, const struct sfs_caller *c, struct sfs
                 } else {
                         r = -ENODATA;
                 }
-                pthread_mutex_unlock(&t->lock);
+                tree_unlock(t);
                 break;
         }
         case SFS_KIND_STAGING_FILE:
                 if (strcmp(name, SFS_XATTR_SHA256) != 0) {
-                        pthread_mutex_unlock(&t->lock);
+                        tree_unlock(t);
                         return -ENODATA;
                 }
                 stg = n->stg;
                 pthread_mutex_lock(&stg->lock);
-                pthread_mutex_unlock(&t->lock);
+                tree_unlock(t);
                 /* The digest of bytes still being written would be a lie a moment later. */
                 if (stg->writers)
                         r = -EBUSY;
@@ -310,21 +310,21 @@ int sfs_tree_getxattr(struct sfs_tree *t, const struct sfs_caller *c, struct sfs
                 break;
         case SFS_KIND_ROOT:
                 if (t->scope) {
-                        pthread_mutex_unlock(&t->lock);
+                        tree_unlock(t);
                         return scope_root_xattr(t, name, buf, bufsize, len);
                 }
                 if (strcmp(name, SFS_XATTR_READ_VIEW) == 0) {
                         char path[PATH_MAX];
                         /* Where the view is, asked on the main mount only. */
                         if (c->read_view || !t->view_path) {
-                                pthread_mutex_unlock(&t->lock);
+                                tree_unlock(t);
                                 return -ENODATA;
                         }
                         snprintf(path, sizeof(path), "%s", t->view_path);
-                        pthread_mutex_unlock(&t->lock);
+                        tree_unlock(t);
                         return xattr_value(buf, bufsize, path, strlen(path), len);
                 }
-                pthread_mutex_unlock(&t->lock);
+                tree_unlock(t);
                 if (strcmp(name, SFS_XATTR_USAGE) == 0) {
                         _cleanup_free_ char *text = usage_text(t);
                         if (!text)
@@ -348,7 +348,7 @@ int sfs_tree_getxattr(struct sfs_tree *t, const struct sfs_caller *c, struct sfs
                          (unsigned long long)sfs_ocistore_corrupt(t->cfg.ocistore));
                 break;
         default:
-                pthread_mutex_unlock(&t->lock);
+                tree_unlock(t);
                 return -ENODATA;
         }
         if (r < 0)
@@ -367,12 +367,12 @@ int sfs_tree_listxattr(struct sfs_tree *t, const struct sfs_caller *c, struct sf
         bool named = false;
         int r;
 
-        pthread_mutex_lock(&t->lock);
+        tree_lock(t);
         r = sfs_check_visible(t, c, n);
         kind = node_kind(n);
         if (r == 0 && kind == SFS_KIND_SNAPSHOT)
                 named = snapshot_name(t, n) != NULL;
-        pthread_mutex_unlock(&t->lock);
+        tree_unlock(t);
         if (r < 0)
                 return r;
         /* The name last, so a snapshot without one lists the first two alone. */
@@ -393,9 +393,9 @@ int sfs_tree_listxattr(struct sfs_tree *t, const struct sfs_caller *c, struct sf
                 char names[sizeof(SFS_XATTR_READ_VIEW) + sizeof(root_names)];
                 size_t used = sizeof(SFS_XATTR_USAGE);
                 bool view;
-                pthread_mutex_lock(&t->lock);
+                tree_lock(t);
                 view = t->view_path && !c->read_view;
-                pthread_mutex_unlock(&t->lock);
+                tree_unlock(t);
                 memcpy(names, SFS_XATTR_USAGE, sizeof(SFS_XATTR_USAGE));
                 if (view) {
                         memcpy(names + used, SFS_XATTR_READ_VIEW, sizeof(SFS_XATTR_READ_VIEW));

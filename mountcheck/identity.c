@@ -168,11 +168,6 @@ int mc_probe_owner(int fd, uint32_t *uid)
         return 0;
 }
 
-int mc_probe_transport(int fd)
-{
-        return mc_probe_owner(fd, NULL);
-}
-
 int mc_caller_initial_userns(void)
 {
         _cleanup_close_ int nsfd = -1;

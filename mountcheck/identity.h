@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /* Which mount a path really reaches: open it without following any symlink, then ask the
  * descriptor (never the path again) for its mount id. No call here sends a FUSE request,
- * except mc_probe_transport(), which exists to send exactly one. */
+ * except mc_probe_owner(), which exists to send exactly one. */
 #pragma once
 
 #include <stdbool.h>
@@ -39,13 +39,10 @@ int mc_fd_identity(int fd, struct mc_identity *id);
 int mc_fd_mount_id(int fd, uint64_t *id, bool *unique);
 
 /* Liveness probe: statx(AT_STATX_FORCE_SYNC) on fd, one FUSE GETATTR on a FUSE mount (nothing
- * on most other filesystems). 0 when it answers, -ENOTCONN when the daemon is gone, another
- * -errno otherwise. Blocks until a FUSE daemon answers: never call it on your own mount
- * before your session loop runs. */
-int mc_probe_transport(int fd);
-
-/* mc_probe_transport() that also returns, in *uid, the owner of fd's inode as the kernel shows
- * it to this process after that fresh GETATTR. Same errors. */
+ * on most other filesystems), and, when uid is not NULL, the owner of fd's inode as the
+ * kernel shows it to this process after that fresh GETATTR. 0 when it answers, -ENOTCONN
+ * when the daemon is gone, another -errno otherwise. Blocks until a FUSE daemon answers:
+ * never call it on your own mount before your session loop runs. */
 int mc_probe_owner(int fd, uint32_t *uid);
 
 /* Whether this process runs in the initial user namespace: 1 yes, 0 no, or -errno when the

@@ -6,6 +6,8 @@
 
 #include "mountcheck/policy.h"
 
+#include "common/values.h"
+
 static const struct {
         uint32_t bit;
         const char *name;
@@ -55,43 +57,6 @@ int mc_parse_options(const char *s, uint32_t *bits)
                 s += len + 1;
         }
         *bits = out;
-        return 0;
-}
-
-int mc_parse_size(const char *s, uint64_t *bytes)
-{
-        uint64_t v = 0;
-        unsigned shift = 0;
-        const char *p = s;
-
-        if (!s || !bytes || *s < '0' || *s > '9')
-                return -EINVAL; /* no sign, no space, no empty string */
-        for (; *p >= '0' && *p <= '9'; p++) {
-                unsigned d = (unsigned)(*p - '0');
-                if (v > (UINT64_MAX - d) / 10)
-                        return -EINVAL;
-                v = v * 10 + d;
-        }
-        switch (*p) {
-        case '\0':
-                break;
-        case 'k': case 'K':
-                shift = 10;
-                break;
-        case 'm': case 'M':
-                shift = 20;
-                break;
-        case 'g': case 'G':
-                shift = 30;
-                break;
-        default:
-                return -EINVAL;
-        }
-        if (*p != '\0' && p[1] != '\0')
-                return -EINVAL;
-        if (shift && v > (UINT64_MAX >> shift))
-                return -EINVAL;
-        *bytes = v << shift;
         return 0;
 }
 
@@ -234,12 +199,11 @@ int mc_policy_set(struct mc_policy *pol, const char *key, const char *value)
                         pol->check_size = false;
                         return 0;
                 }
-                r = mc_parse_size(value, &n);
+                /* size=0 means "unlimited" to tmpfs, so no mount has a bound of at most 0
+                 * (mc_policy_value_of's range). */
+                r = value_parse(VALUE_SIZE, value, 1, UINT64_MAX, &n);
                 if (r < 0)
                         return r;
-                /* size=0 means "unlimited" to tmpfs, so no mount has a bound of at most 0. */
-                if (n == 0)
-                        return -EINVAL;
                 pol->check_size = true;
                 pol->max_size = n;
                 return 0;
@@ -249,12 +213,11 @@ int mc_policy_set(struct mc_policy *pol, const char *key, const char *value)
                         pol->check_owner = false;
                         return 0;
                 }
-                /* (uid_t)-1 means "no change" to chown() and never names an owner. */
-                r = parse_uint(value, UINT32_MAX - 1, 10, &n);
+                /* A uid as every command reads one (never (uid_t)-1, chown's "no change"). */
+                r = value_parse_uid(value, &pol->owner);
                 if (r < 0)
                         return r;
                 pol->check_owner = true;
-                pol->owner = (uint32_t)n;
                 return 0;
         }
         if (strcmp(key, "insecure-own-mount") == 0)
@@ -271,4 +234,22 @@ int mc_policy_set(struct mc_policy *pol, const char *key, const char *value)
         if (strcmp(key, "probe") == 0)
                 return parse_yes_no(value, &pol->probe_transport);
         return -ENOENT;
+}
+
+int mc_policy_value_of(const char *key, int *type, uint64_t *min, uint64_t *max)
+{
+        if (!key || !type || !min || !max)
+                return -EINVAL;
+        if (strcmp(key, "owner") == 0) {
+                *type = VALUE_UID;
+                *min = 0;
+                *max = VALUE_UID_MAX;
+        } else if (strcmp(key, "max-size") == 0) {
+                *type = VALUE_SIZE;
+                *min = 1;
+                *max = UINT64_MAX;
+        } else {
+                return -ENOENT;
+        }
+        return 0;
 }

@@ -87,17 +87,20 @@ int mc_policy_preset(struct mc_policy *pol, const char *name);
  *            (an option both required and forbidden, or ro and rw together, is refused)
  *   ro       (value ignored)       (require ro, stop requiring rw)
  *   mode     octal <= 07777 | any
- *   max-size N[K|M|G] | any        (binary units, N > 0)
- *   owner    UID | any
+ *   max-size SIZE | any            (a size of common/values.h, at least 1)
+ *   owner    UID | any             (a uid of common/values.h)
  *   insecure-own-mount   yes|no  (accept a mount made by the caller's own uid)
  *   user-namespace       refuse|trust
  *   probe    yes|no
- * Returns 0, -EINVAL for a bad value (pol untouched), -ENOENT for an unknown key. */
+ * Returns 0, -EINVAL (or -ERANGE, for a size or uid out of range) for a bad value (pol
+ * untouched), -ENOENT for an unknown key. */
 int mc_policy_set(struct mc_policy *pol, const char *key, const char *value);
 
-/* Parses "N", "NK", "NM", "NG" (either case, binary units) into bytes. -EINVAL on anything
- * else, including overflow and an empty string. */
-int mc_parse_size(const char *s, uint64_t *bytes);
+/* The value grammar of key's values other than "any" (common/values.h): *type a
+ * VALUE_* type and the range a value must meet, for the message of a refusal. 0, -ENOENT
+ * for a key with a grammar of its own (preset, fstype, require, forbid, mode, the yes/no
+ * keys), -EINVAL for NULL. */
+int mc_policy_value_of(const char *key, int *type, uint64_t *min, uint64_t *max);
 
 /* Parses a comma-separated option list ("nosuid,nodev") into MC_OPT_* bits. "" is 0.
  * -EINVAL on an unknown or empty item. */

@@ -7,6 +7,8 @@
 
 #include "mountcheck/record.h"
 
+#include "common/values.h"
+
 struct mc_mount *mc_mount_set_push(struct mc_mount_set *set)
 {
         if (set->n == set->cap) {
@@ -107,7 +109,7 @@ void mc_mount_apply_sb_option(struct mc_mount *m, const char *opt)
                 uint64_t bytes;
                 if (m->size_bad)
                         return;
-                if (mc_parse_size(opt + 5, &bytes) < 0 || (m->has_size && m->size != bytes)) {
+                if (value_parse_size(opt + 5, &bytes) < 0 || (m->has_size && m->size != bytes)) {
                         m->has_size = false;
                         m->size_bad = true;
                         return;

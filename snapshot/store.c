@@ -265,23 +265,6 @@ int snap_store_new(const struct snap_store_config *cfg, struct snap_store **out)
         return 0;
 }
 
-bool snap_name_valid(const char *name)
-{
-        size_t n = 0;
-
-        if (!name || name[0] == '.')
-                return false;
-        for (; name[n]; n++) {
-                char ch = name[n];
-                if (n == SNAP_NAME_MAX)
-                        return false;
-                if (!((ch >= 'a' && ch <= 'z') || (ch >= 'A' && ch <= 'Z') ||
-                      (ch >= '0' && ch <= '9') || ch == '.' || ch == '_' || ch == '-'))
-                        return false;
-        }
-        return n > 0;
-}
-
 static void free_object(struct object *o)
 {
         if (o->holders != &o->holder_inline)

@@ -106,11 +106,6 @@ struct snap_store_stats {
         uint64_t seq;      /* objects indexed so far: the seq of the latest */
 };
 
-/* A staging NAME, the name a snapshot keeps: 1-64 of [A-Za-z0-9._-], not starting with '.'
- * (".", ".." and hidden names are never names). */
-#define SNAP_NAME_MAX 64
-bool snap_name_valid(const char *name);
-
 /* 0 and a new empty store, or -EINVAL (a zero limit) / -ENOMEM. */
 int snap_store_new(const struct snap_store_config *cfg, struct snap_store **out);
 /* Frees the store and every object still in it, referenced or not. */

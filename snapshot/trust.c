@@ -127,6 +127,7 @@ static int grow(struct snap_trust *t)
 /* Remembers d (of size bytes) as admitted as kind. t->lock held. */
 static int learn(struct snap_trust *t, const struct snap_digest *d, uint64_t size, uint8_t kind)
 {
+        assert(mutex_held(&t->lock));
         struct entry *e = find(t, d);
         size_t i;
         int r;

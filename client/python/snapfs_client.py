@@ -25,14 +25,14 @@ then the library `meson install` put in place (the installed copy of this file c
 absolute path), then the dynamic linker's search for libsnapfs.so.0.
 
 As a script (same commands and JSON output as the C test driver):
-    snapfs_client.py publish [TRUST] [--max-size N] [--from-fd] MNT FILE|-
-    snapfs_client.py open [TRUST] [--max-size N] [--kind KIND] MNT BINDING
-    snapfs_client.py digest [TRUST] [--max-size N] [--kind KIND] MNT HEX
-    snapfs_client.py verify-fd [--max-size N] [--kind KIND] PATH BINDING
-    snapfs_client.py cat [TRUST] [--max-size N] [--kind KIND] MNT BINDING   (bytes to stdout)
+    snapfs_client.py publish [TRUST] [--max-size SIZE] [--from-fd] MNT FILE|-
+    snapfs_client.py open [TRUST] [--max-size SIZE] [--kind KIND] MNT BINDING
+    snapfs_client.py digest [TRUST] [--max-size SIZE] [--kind KIND] MNT HEX
+    snapfs_client.py verify-fd [--max-size SIZE] [--kind KIND] PATH BINDING
+    snapfs_client.py cat [TRUST] [--max-size SIZE] [--kind KIND] MNT BINDING   (bytes to stdout)
     snapfs_client.py scope-create [TRUST] [--uid UID]... [--gid GID] [--publish]
-                     [--until-pid PID] [--max-snapshots N] [--max-bytes N] [--max-staging N]
-                     [--max-staging-bytes N] MNT NAME VIEW
+                     [--until-pid PID] [--max-snapshots N] [--max-bytes SIZE] [--max-staging N]
+                     [--max-staging-bytes SIZE] MNT NAME VIEW
     snapfs_client.py scope-list [TRUST] MNT
     snapfs_client.py scope-show|scope-remove [TRUST] MNT NAME
     snapfs_client.py grant [TRUST] [--entry ENTRY] MNT SCOPE DIGEST|BINDING
@@ -42,6 +42,7 @@ As a script (same commands and JSON output as the C test driver):
     snapfs_client.py control [TRUST] MNT JSON
 TRUST: [--owner UID] [--insecure-own-mount] [--trust-user-namespace]; --owner defaults to
 $SNAPFS_OWNER (a uid, never "any"), else 0. KIND: content (default), signature, manifest.
+UID and SIZE as every snapfs command reads them (parse_owner, parse_size, value_error).
     snapfs_client.py abi
 """
 import ctypes
@@ -52,9 +53,9 @@ import sys
 import threading
 
 __all__ = ["Binding", "SnapfsError", "publish", "publish_fd", "open_verified", "open_digest",
-           "view_binding", "verify_fd", "read_verified", "strerror", "parse_owner", "KINDS",
-           "Scope", "Grant", "scope_create", "scope_list", "scope_show", "scope_remove",
-           "grant", "revoke", "scope_binding", "open_entry", "control"]
+           "view_binding", "verify_fd", "read_verified", "strerror", "parse_owner", "parse_size",
+           "value_error", "KINDS", "Scope", "Grant", "scope_create", "scope_list", "scope_show",
+           "scope_remove", "grant", "revoke", "scope_binding", "open_entry", "control"]
 
 DIGEST_LEN = 32
 BINDING_TEXT_MAX = 160
@@ -333,14 +334,94 @@ def _options(owner, max_size, insecure_own_mount=False, trust_user_namespace=Fal
     return o
 
 
+# The value grammars of every snapfs command (common/values.h), for what this client reads
+# from a person: a uid (owner=, --owner, $SNAPFS_OWNER) and a size (--max-size). The same
+# input gets the same answer and the same message as in C: tests/vectors/values.json holds
+# the cases both sides are tested on.
+_UID_MAX = 4294967294
+_U64_MAX = (1 << 64) - 1
+_FORMS = {
+    "uid": "a decimal uid below 4294967295, without sign or leading zero",
+    "size": "digits with an optional K, M or G suffix (binary units: 4096, 256K, 64M, 1G)",
+}
+_SIZE_UNITS = {"K": 1 << 10, "k": 1 << 10, "M": 1 << 20, "m": 1 << 20, "G": 1 << 30,
+               "g": 1 << 30}
+
+
+def _digits(text):
+    """The value of text when it is only ASCII digits (str.isdigit() takes others), else None."""
+    if not text or any(c not in "0123456789" for c in text):
+        return None
+    return int(text)
+
+
+def _parse_value(kind, text):
+    """(value, None), or (None, "EINVAL" | "ERANGE") as the C parser of kind answers."""
+    if kind == "uid":
+        v = _digits(text)
+        if v is None or (len(text) > 1 and text[0] == "0"):
+            return None, "EINVAL"
+        return (v, None) if v <= _UID_MAX else (None, "ERANGE")
+    if kind == "size":
+        mult = 1
+        if text and text[-1] in _SIZE_UNITS:
+            text, mult = text[:-1], _SIZE_UNITS[text[-1]]
+        v = _digits(text)
+        if v is None:
+            return None, "EINVAL"
+        return (v * mult, None) if v * mult <= _U64_MAX else (None, "ERANGE")
+    raise ValueError(f"no value type {kind!r}")
+
+
+def _quote(text):
+    """text as the C messages quote it: control bytes as \\xHH, cut after 64 bytes."""
+    raw = os.fsencode(text)
+    out = "".join(f"\\x{b:02x}" if b < 0x20 or b == 0x7F else bytes([b]).decode("latin-1")
+                  for b in raw[:64])
+    out = out.encode("latin-1").decode("utf-8", "surrogateescape")
+    return out + ("..." if len(raw) > 64 else "")
+
+
+def value_error(kind, text, minimum=0, maximum=_U64_MAX):
+    """Why text is not a value of kind ("uid" or "size") within [minimum, maximum], in the
+    words every snapfs command uses ("invalid size '12Q': expected digits with ..."); None
+    when it is one."""
+    v, err = _parse_value(kind, text)
+    if err is None and minimum <= v <= maximum:
+        return None
+    q = _quote(text)
+    if err == "EINVAL":
+        return f"invalid {kind} '{q}': expected {_FORMS[kind]}"
+    if kind == "uid":
+        return f"invalid uid '{q}': out of range (a uid is at most 4294967294)"
+    if maximum == _U64_MAX:
+        if err is None:
+            return f"invalid {kind} '{q}': out of range (at least {_format_size(minimum)})"
+        return f"invalid {kind} '{q}': out of range (too large)"
+    return f"invalid {kind} '{q}': out of range ({_format_size(minimum)} to " \
+           f"{_format_size(maximum)})"
+
+
+def _format_size(v):
+    for suffix, mult in (("G", 1 << 30), ("M", 1 << 20), ("K", 1 << 10)):
+        if v and v % mult == 0:
+            return f"{v // mult}{suffix}"
+    return str(v)
+
+
 def parse_owner(text):
     """A uid as every snapfs command reads --owner and $SNAPFS_OWNER: decimal, no sign, no
     leading zero, below 4294967295 (the kernel's "no uid"); None for anything else ("any"
-    included: no command takes it from the environment)."""
-    if not text or not text.isascii() or not text.isdigit() or (text[0] == "0" and len(text) > 1):
-        return None
-    v = int(text)
-    return v if v < 0xFFFFFFFF else None
+    included: no command takes it from the environment). value_error("uid", text) says why."""
+    v, _ = _parse_value("uid", text or "")
+    return v
+
+
+def parse_size(text):
+    """A size as every snapfs command reads one: digits with an optional K, M or G suffix
+    (binary units); None for anything else. value_error("size", text) says why."""
+    v, _ = _parse_value("size", text or "")
+    return v
 
 
 def publish(mount, data, *, owner=None, max_size=0, insecure_own_mount=False,
@@ -700,13 +781,16 @@ def _main(argv):
     common = argparse.ArgumentParser(add_help=False)
     env_owner = os.environ.get("SNAPFS_OWNER") or None
     if env_owner is not None and parse_owner(env_owner) is None:
-        ap.error(f"SNAPFS_OWNER: invalid uid '{env_owner}'")
+        ap.error(f"SNAPFS_OWNER: {value_error('uid', env_owner)}")
 
-    def owner_arg(text):
-        v = parse_owner(text)
-        if v is None:
-            raise argparse.ArgumentTypeError(f"invalid uid '{text}'")
-        return v
+    def typed(kind, parse):
+        def arg(text):
+            v = parse(text)
+            if v is None:
+                raise argparse.ArgumentTypeError(value_error(kind, text))
+            return v
+        return arg
+    owner_arg = typed("uid", parse_owner)
 
     common.add_argument("--owner", type=owner_arg,
                         default=parse_owner(env_owner) if env_owner else None,
@@ -716,7 +800,8 @@ def _main(argv):
                              "your uid can unmount it and mount its own FUSE server there")
     common.add_argument("--trust-user-namespace", action="store_true",
                         help="accept a mount whose owner user namespaces hide")
-    common.add_argument("--max-size", type=int, default=0, help="largest snapshot, bytes")
+    common.add_argument("--max-size", type=typed("size", parse_size), default=0,
+                        help="largest snapshot (K, M or G: binary units)")
     reading = argparse.ArgumentParser(add_help=False, parents=[common])
     reading.add_argument("--kind", choices=sorted(KINDS), default="content",
                          help="the kind of snapshot to accept (default: content)")
@@ -732,12 +817,14 @@ def _main(argv):
     p.add_argument("path")
     p.add_argument("binding")
     p = sub.add_parser("scope-create", parents=[common])
-    p.add_argument("--uid", type=int, action="append", default=[])
-    p.add_argument("--gid", type=int)
+    p.add_argument("--uid", type=typed("uid", parse_owner), action="append", default=[])
+    p.add_argument("--gid", type=typed("uid", parse_owner))
     p.add_argument("--publish", action="store_true")
     p.add_argument("--until-pid", type=int)
     for limit in ("max_snapshots", "max_bytes", "max_staging", "max_staging_bytes"):
-        p.add_argument("--" + limit.replace("_", "-"), type=int, default=0, dest=limit)
+        # Sizes as every snapfs command reads one (K, M or G); counts in decimal.
+        p.add_argument("--" + limit.replace("_", "-"), dest=limit, default=0,
+                       type=typed("size", parse_size) if limit.endswith("bytes") else int)
     p.add_argument("mount")
     p.add_argument("name")
     p.add_argument("view")

@@ -72,6 +72,23 @@ def test_mount_8_starts_the_daemon_and_umount_stops_it(installed, workdir):
     assert res["pidfile_left"] is False
 
 
+def test_mount_8_takes_a_config_file_through_o_config(installed, workdir):
+    """fstab's route to the config file: -o config=FILE, the file's options reaching the
+    daemon (max-snapshot-size = 1K refuses 2 KiB), its unknown key refused by line."""
+    path = os.path.join(workdir, "snapfs.conf")
+    with open(path, "w") as f:
+        f.write("# as /etc/snapfs/snapfs.conf\nmax-snapshot-size = 1K\nallow-other = yes\n")
+    assert_served_then_stopped_cleanly(
+        scenario("mount8", installed, workdir, "-o", f"config={path}"))
+    with open(path, "a") as f:
+        f.write("max-snapshots-size = 1K\n")
+    res = scenario("mount8", installed, workdir, "-o", f"config={path}")
+    assert res["mount"]["rc"] != 0
+    assert f"{path}:4: unknown key 'max-snapshots-size'; nothing mounted" in \
+        res["mount"]["err"], res["mount"]
+    assert res["mountinfo"] is None and res["reaped"] == []
+
+
 def test_a_pid_file_that_is_a_symlink_is_refused_and_nothing_is_mounted(installed, workdir):
     target = os.path.join(workdir, "precious")
     with open(target, "w") as f:

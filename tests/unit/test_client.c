@@ -104,13 +104,13 @@ static void test_report_counts_reasons_past_its_capacity(void **state)
         struct snapfs_report why;
         (void)state;
 
-        snapfs_report_reset(&why);
+        sfc_report_reset(&why);
         for (int i = 0; i < SNAPFS_REASONS_MAX + 3; i++)
-                snapfs_report_add(&why, "stacked", "reason %d", i);
+                sfc_report_add(&why, "stacked", "reason %d", i);
         assert_int_equal(why.n_reasons, SNAPFS_REASONS_MAX);
         assert_int_equal(why.n_dropped, 3);
         assert_string_equal(why.reasons[SNAPFS_REASONS_MAX - 1].message, "reason 39");
-        snapfs_report_reset(&why);
+        sfc_report_reset(&why);
         assert_int_equal(why.n_reasons, 0);
         assert_int_equal(why.n_dropped, 0);
 }
@@ -120,8 +120,8 @@ static void test_report_keeps_each_reason_on_one_line(void **state)
         struct snapfs_report why;
         (void)state;
 
-        snapfs_report_reset(&why);
-        assert_int_equal(snapfs_report_fail(&why, -ENOENT, "open", "a\nforged: line\tand\x1b[m"),
+        sfc_report_reset(&why);
+        assert_int_equal(sfc_report_fail(&why, -ENOENT, "open", "a\nforged: line\tand\x1b[m"),
                          -ENOENT);
         assert_int_equal(why.error, -ENOENT);
         assert_string_equal(why.reasons[0].code, "open");
@@ -131,9 +131,9 @@ static void test_report_keeps_each_reason_on_one_line(void **state)
 static void test_report_may_be_null(void **state)
 {
         (void)state;
-        snapfs_report_reset(NULL);
-        snapfs_report_add(NULL, "x", "y");
-        assert_int_equal(snapfs_report_fail(NULL, -EIO, "x", "y"), -EIO);
+        sfc_report_reset(NULL);
+        sfc_report_add(NULL, "x", "y");
+        assert_int_equal(sfc_report_fail(NULL, -EIO, "x", "y"), -EIO);
         assert_int_equal(snapfs_open_verified(NULL, NULL, NULL, NULL), -EINVAL);
 }
 
@@ -357,7 +357,7 @@ static void test_verify_fd_refuses_a_manifest_as_content_and_gives_it_when_asked
 
 static void test_open_below_the_root_refuses_a_symlink_and_dotdot(void **state)
 {
-        struct snapfs_mnt m = SNAPFS_MNT_INIT;
+        struct sfc_mnt m = SFC_MNT_INIT;
         struct tu_dir d;
         char p[PATH_MAX];
         int fd;
@@ -371,38 +371,38 @@ static void test_open_below_the_root_refuses_a_symlink_and_dotdot(void **state)
         m.fd = open(d.path, O_PATH | O_DIRECTORY | O_CLOEXEC);
         assert_true(m.fd >= 0);
 
-        assert_int_equal(snapfs_mnt_open(&m, "link", O_RDONLY, 0), -ELOOP);
+        assert_int_equal(sfc_mnt_open(&m, "link", O_RDONLY, 0), -ELOOP);
         /* RESOLVE_BENEATH: ".." never climbs out of the judged root. */
-        assert_int_equal(snapfs_mnt_open(&m, "../etc", O_RDONLY, 0), -EXDEV);
-        assert_int_equal(snapfs_mnt_open(&m, "/etc/hostname", O_RDONLY, 0), -EXDEV);
-        fd = snapfs_mnt_open(&m, "file", O_RDONLY, 0);
+        assert_int_equal(sfc_mnt_open(&m, "../etc", O_RDONLY, 0), -EXDEV);
+        assert_int_equal(sfc_mnt_open(&m, "/etc/hostname", O_RDONLY, 0), -EXDEV);
+        fd = sfc_mnt_open(&m, "file", O_RDONLY, 0);
         assert_true(fd >= 0);
         assert_true(fcntl(fd, F_GETFD) & FD_CLOEXEC);
         close(fd);
-        snapfs_mnt_close(&m);
+        sfc_mnt_close(&m);
         assert_int_equal(m.fd, -1);
         tu_dir_remove(&d);
 }
 
 static void test_open_below_the_root_refuses_leaving_the_mount(void **state)
 {
-        struct snapfs_mnt m = SNAPFS_MNT_INIT;
+        struct sfc_mnt m = SFC_MNT_INIT;
         (void)state;
 
         /* /proc is a mount of its own below /: RESOLVE_NO_XDEV stops at its root. */
         m.fd = open("/", O_PATH | O_DIRECTORY | O_CLOEXEC);
         assert_true(m.fd >= 0);
-        assert_int_equal(snapfs_mnt_open(&m, "proc/self/status", O_RDONLY, 0), -EXDEV);
-        snapfs_mnt_close(&m);
+        assert_int_equal(sfc_mnt_open(&m, "proc/self/status", O_RDONLY, 0), -EXDEV);
+        sfc_mnt_close(&m);
         m.fd = open("/proc", O_PATH | O_DIRECTORY | O_CLOEXEC);
         assert_true(m.fd >= 0);
-        int fd = snapfs_mnt_open(&m, "self/status", O_RDONLY, 0);
+        int fd = sfc_mnt_open(&m, "self/status", O_RDONLY, 0);
         /* /proc/self is a symlink: refused too; the mount's own file opens. */
         assert_int_equal(fd, -ELOOP);
-        fd = snapfs_mnt_open(&m, "uptime", O_RDONLY, 0);
+        fd = sfc_mnt_open(&m, "uptime", O_RDONLY, 0);
         assert_true(fd >= 0);
         close(fd);
-        snapfs_mnt_close(&m);
+        sfc_mnt_close(&m);
 }
 
 static void test_the_fallback_without_openat2_refuses_the_same(void **state)
@@ -420,20 +420,20 @@ static void test_the_fallback_without_openat2_refuses_the_same(void **state)
         close(fd);
         root = open(d.path, O_PATH | O_DIRECTORY | O_CLOEXEC);
         assert_true(root >= 0);
-        assert_int_equal(snapfs_open_beneath_by_hand(root, "link", O_RDONLY, 0), -ELOOP);
-        assert_int_equal(snapfs_open_beneath_by_hand(root, "link/hostname", O_RDONLY, 0), -ELOOP);
-        assert_int_equal(snapfs_open_beneath_by_hand(root, "../etc", O_RDONLY, 0), -EXDEV);
-        assert_int_equal(snapfs_open_beneath_by_hand(root, "sub/../sub/file", O_RDONLY, 0),
+        assert_int_equal(sfc_open_beneath_by_hand(root, "link", O_RDONLY, 0), -ELOOP);
+        assert_int_equal(sfc_open_beneath_by_hand(root, "link/hostname", O_RDONLY, 0), -ELOOP);
+        assert_int_equal(sfc_open_beneath_by_hand(root, "../etc", O_RDONLY, 0), -EXDEV);
+        assert_int_equal(sfc_open_beneath_by_hand(root, "sub/../sub/file", O_RDONLY, 0),
                          -EXDEV);
-        assert_int_equal(snapfs_open_beneath_by_hand(root, "/etc/hostname", O_RDONLY, 0), -EXDEV);
-        fd = snapfs_open_beneath_by_hand(root, "sub/file", O_RDONLY, 0);
+        assert_int_equal(sfc_open_beneath_by_hand(root, "/etc/hostname", O_RDONLY, 0), -EXDEV);
+        fd = sfc_open_beneath_by_hand(root, "sub/file", O_RDONLY, 0);
         assert_true(fd >= 0);
         assert_true(fcntl(fd, F_GETFD) & FD_CLOEXEC);
         close(fd);
         close(root);
         /* /proc is another mount below /. */
         root = open("/", O_PATH | O_DIRECTORY | O_CLOEXEC);
-        assert_int_equal(snapfs_open_beneath_by_hand(root, "proc/uptime", O_RDONLY, 0), -EXDEV);
+        assert_int_equal(sfc_open_beneath_by_hand(root, "proc/uptime", O_RDONLY, 0), -EXDEV);
         close(root);
         assert_int_equal(unlink(tu_path(&d, "sub/file", p)), 0); /* tu_dir_remove goes one level */
         assert_int_equal(rmdir(tu_path(&d, "sub", p)), 0);
@@ -442,14 +442,14 @@ static void test_the_fallback_without_openat2_refuses_the_same(void **state)
 
 static void test_usage_text_parses_into_limits_and_uids(void **state)
 {
-        struct snapfs_usage u;
+        struct sfc_usage u;
         (void)state;
 
-        assert_int_equal(snapfs_usage_parse("limits uid-snapshots=2 uid-bytes=1048576 owner=0 "
-                                            "reserve-snapshots=256 reserve-bytes=4194304\n"
-                                            "uid=1000 snapshots=2 bytes=7 staging=1 "
-                                            "staging-bytes=5\nmore=3\n",
-                                            &u),
+        assert_int_equal(sfc_usage_parse("limits uid-snapshots=2 uid-bytes=1048576 owner=0 "
+                                         "reserve-snapshots=256 reserve-bytes=4194304\n"
+                                         "uid=1000 snapshots=2 bytes=7 staging=1 "
+                                         "staging-bytes=5\nmore=3\n",
+                                         &u),
                          0);
         assert_int_equal(u.uid_snapshots, 2);
         assert_int_equal(u.uid_bytes, 1048576);
@@ -458,7 +458,7 @@ static void test_usage_text_parses_into_limits_and_uids(void **state)
         assert_int_equal(u.uids[0].uid, 1000);
         assert_int_equal(u.uids[0].staging_bytes, 5);
         assert_int_equal(u.more, 3);
-        snapfs_usage_free(&u);
+        sfc_usage_free(&u);
 }
 
 static void test_usage_text_that_is_not_its_form_is_ebadmsg(void **state)
@@ -477,11 +477,11 @@ static void test_usage_text_that_is_not_its_form_is_ebadmsg(void **state)
                 "limits uid-snapshots=99999999999999999999 uid-bytes=1 owner=0 "
                 "reserve-snapshots=1 reserve-bytes=1\n",
         };
-        struct snapfs_usage u;
+        struct sfc_usage u;
         (void)state;
 
         for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++)
-                assert_int_equal(snapfs_usage_parse(bad[i], &u), -EBADMSG);
+                assert_int_equal(sfc_usage_parse(bad[i], &u), -EBADMSG);
 }
 
 static void test_usage_fields_without_digits_or_key_are_ebadmsg_and_the_form_parses(void **state)
@@ -501,14 +501,14 @@ static void test_usage_fields_without_digits_or_key_are_ebadmsg_and_the_form_par
         };
         static const char good[] = "limits uid-snapshots=2 uid-bytes=1 owner=0 "
                                    "reserve-snapshots=1 reserve-bytes=1\nmore=5\n";
-        struct snapfs_usage u;
+        struct sfc_usage u;
         (void)state;
 
         for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++)
-                assert_int_equal(snapfs_usage_parse(bad[i], &u), -EBADMSG);
-        assert_int_equal(snapfs_usage_parse(good, &u), 0);
+                assert_int_equal(sfc_usage_parse(bad[i], &u), -EBADMSG);
+        assert_int_equal(sfc_usage_parse(good, &u), 0);
         assert_int_equal(u.more, 5);
-        snapfs_usage_free(&u);
+        sfc_usage_free(&u);
 }
 
 static void test_usage_value_with_a_nul_inside_is_ebadmsg(void **state)
@@ -516,16 +516,16 @@ static void test_usage_value_with_a_nul_inside_is_ebadmsg(void **state)
         char buf[128];
         static const char text[] = "limits uid-snapshots=2 uid-bytes=1 owner=0 "
                                    "reserve-snapshots=1 reserve-bytes=1\n";
-        struct snapfs_usage u;
+        struct sfc_usage u;
         size_t n = sizeof(text) - 1;
         (void)state;
 
         memcpy(buf, text, n);
-        assert_int_equal(snapfs_usage_parse_value(buf, n, &u), 0);
-        snapfs_usage_free(&u);
+        assert_int_equal(sfc_usage_parse_value(buf, n, &u), 0);
+        sfc_usage_free(&u);
         memcpy(buf, text, n);
         buf[6] = '\0';
-        assert_int_equal(snapfs_usage_parse_value(buf, n, &u), -EBADMSG);
+        assert_int_equal(sfc_usage_parse_value(buf, n, &u), -EBADMSG);
 }
 
 static void test_oci_reference_needs_the_transport_a_directory_and_a_tag(void **state)
@@ -537,10 +537,10 @@ static void test_oci_reference_needs_the_transport_a_directory_and_a_tag(void **
         (void)state;
 
         for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
-                assert_int_equal(snapfs_oci_ref_parse(bad[i], &dir, &ref), -EINVAL);
+                assert_int_equal(sfc_oci_ref_parse(bad[i], &dir, &ref), -EINVAL);
                 assert_null(dir);
         }
-        assert_int_equal(snapfs_oci_ref_parse("oci:/srv/layout:v1", &dir, &ref), 0);
+        assert_int_equal(sfc_oci_ref_parse("oci:/srv/layout:v1", &dir, &ref), 0);
         assert_string_equal(dir, "/srv/layout");
         assert_string_equal(ref, "v1");
         free(dir);

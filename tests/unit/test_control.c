@@ -25,7 +25,7 @@
 
 static int parse(const char *text, struct snapfs_report *why, json_object **out)
 {
-        snapfs_report_reset(why);
+        sfc_report_reset(why);
         return sfc_control_parse_reply(text, strlen(text), out, why);
 }
 
@@ -133,12 +133,12 @@ static void test_a_reply_that_is_not_one_json_object_is_eproto(void **state)
 /* A plain directory standing in for the judged root of a main mount. */
 struct fake_root {
         struct tu_dir d;
-        struct snapfs_mnt m;
+        struct sfc_mnt m;
 };
 
 static void fake_root(struct fake_root *f)
 {
-        f->m = (struct snapfs_mnt)SNAPFS_MNT_INIT;
+        f->m = (struct sfc_mnt)SFC_MNT_INIT;
         assert_int_equal(tu_dir_make(&f->d), 0);
         f->m.fd = open(f->d.path, O_PATH | O_DIRECTORY | O_CLOEXEC);
         assert_true(f->m.fd >= 0);
@@ -147,7 +147,7 @@ static void fake_root(struct fake_root *f)
 
 static void fake_root_done(struct fake_root *f)
 {
-        snapfs_mnt_close(&f->m);
+        sfc_mnt_close(&f->m);
         tu_dir_remove(&f->d);
 }
 
@@ -156,7 +156,7 @@ static int send_text(struct fake_root *f, const char *req, char **reply,
 {
         size_t len;
 
-        snapfs_report_reset(why);
+        sfc_report_reset(why);
         return sfc_mnt_control_text(&f->m, req, strlen(req), reply, &len, why);
 }
 
@@ -260,7 +260,7 @@ static void test_a_request_past_64k_or_empty_is_refused_before_the_open(void **s
         big[SFC_CONTROL_REQUEST_MAX] = '\0'; /* exactly the limit goes out */
         assert_int_equal(send_text(&f, big, &reply, &why), -EOPNOTSUPP);
         free(big);
-        snapfs_report_reset(&why);
+        sfc_report_reset(&why);
         assert_int_equal(sfc_mnt_control_text(&f.m, "", 0, &reply, &len, &why), -EINVAL);
         fake_root_done(&f);
 }

@@ -298,7 +298,7 @@ static void test_staging_files_unlinked_while_open_still_count_until_closed(void
         struct sfs_tree_config cfg = base_config(); /* 3 staging files a uid */
         struct sfs_open_info oi;
         struct sfs_handle *h[4];
-        struct sfs_tree_stats st;
+        struct tree_stats st;
         struct sfs_entry e;
         struct sfs_tree *t;
 
@@ -316,7 +316,7 @@ static void test_staging_files_unlinked_while_open_still_count_until_closed(void
         assert_int_equal(sfs_tree_create(t, &alice, staging_dir(t, &alice), "s3", O_WRONLY, &e,
                                          &h[3], &oi),
                          -EDQUOT);
-        sfs_tree_get_stats(t, &st);
+        get_stats(t, &st);
         assert_int_equal(st.staging_files, 3);
         /* Bob is not affected; alice gets one back once one descriptor is closed. */
         assert_int_equal(sfs_tree_create(t, &bob, staging_dir(t, &bob), "s3", O_WRONLY, &e,
@@ -391,7 +391,7 @@ static void test_idle_closed_staging_files_expire_and_open_ones_stay(void **stat
         struct sfs_tree *t;
         struct sfs_open_info oi;
         struct sfs_handle *h;
-        struct sfs_tree_stats st;
+        struct tree_stats st;
         struct sfs_entry e;
         uint64_t now;
 
@@ -412,7 +412,7 @@ static void test_idle_closed_staging_files_expire_and_open_ones_stay(void **stat
         assert_int_equal(sfs_tree_lookup(t, &alice, staging_dir(t, &alice), "abandoned", &e),
                          -ENOENT);
         assert_int_equal(sfs_tree_lookup(t, &bob, staging_dir(t, &bob), "writing", &e), 0);
-        sfs_tree_get_stats(t, &st);
+        get_stats(t, &st);
         assert_int_equal(st.staging_files, 1);
         assert_int_equal(st.reserved, 10);
         sfs_tree_release(t, h);

@@ -235,7 +235,7 @@ static void test_bad_descriptors_are_refused(void **state)
         (void)state;
         assert_int_equal(mc_fd_mount_id(-1, &x, NULL), -EBADF);
         assert_int_equal(mc_fd_identity(-1, &id), -EINVAL);
-        assert_int_equal(mc_probe_transport(-1), -EBADF);
+        assert_int_equal(mc_probe_owner(-1, NULL), -EBADF);
         assert_int_equal(mc_open_path(NULL, &(int){ 0 }), -EINVAL);
 }
 
@@ -244,7 +244,7 @@ static void test_probe_answers_on_a_local_filesystem(void **state)
         int fd;
         (void)state;
         assert_int_equal(mc_open_path(base, &fd), 0);
-        assert_int_equal(mc_probe_transport(fd), 0);
+        assert_int_equal(mc_probe_owner(fd, NULL), 0);
         close(fd);
 }
 
@@ -372,7 +372,7 @@ static void test_owner_probe_on_a_kernel_without_the_uid_is_eopnotsupp(void **st
         assert_int_equal(mc_probe_owner(fd, &uid), -EOPNOTSUPP);
         assert_int_equal(uid, 42);
         /* Liveness alone needs no owner. */
-        assert_int_equal(mc_probe_transport(fd), 0);
+        assert_int_equal(mc_probe_owner(fd, NULL), 0);
         statx_drop_mask = 0;
         assert_int_equal(mc_probe_owner(fd, &uid), 0);
         assert_int_equal(uid, geteuid());
@@ -385,7 +385,7 @@ static void test_probe_passes_the_kernels_refusal_on(void **state)
         (void)state;
         assert_int_equal(mc_open_path(base, &fd), 0);
         statx_force_sync_errno = ENOTCONN;
-        assert_int_equal(mc_probe_transport(fd), -ENOTCONN);
+        assert_int_equal(mc_probe_owner(fd, NULL), -ENOTCONN);
         statx_force_sync_errno = EOVERFLOW;
         assert_int_equal(mc_probe_owner(fd, &(uint32_t){ 0 }), -EOVERFLOW);
         close(fd);

@@ -7,23 +7,12 @@
 #include <cmocka.h>
 
 #include <errno.h>
-#include <getopt.h>
+#include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "cli/mountopts.h"
-
-static const struct option longopts[] = {
-        { "max-bytes", required_argument, NULL, 1 },
-        { "audit-log", required_argument, NULL, 2 },
-        { "publishers", required_argument, NULL, 3 },
-        { "allow-other", no_argument, NULL, 4 },
-        { "foreground", no_argument, NULL, 'f' },
-        { "debug", no_argument, NULL, 5 },
-        { "help", no_argument, NULL, 'h' },
-        { "noatime", no_argument, NULL, 6 },
-        { "nosymfollow", no_argument, NULL, 7 },
-        { NULL, 0, NULL, 0 },
-};
+#include "fs/options.h"
 
 /* Expands argv (NULL-terminated) and compares with want (NULL-terminated). */
 static void expect(char **argv, const char *const *want)
@@ -33,7 +22,7 @@ static void expect(char **argv, const char *const *want)
 
         while (argv[argc])
                 argc++;
-        assert_int_equal(cli_mountopts_expand(argc, argv, longopts, &n, &out, NULL), 0);
+        assert_int_equal(cli_mountopts_expand(argc, argv, &n, &out, NULL), 0);
         for (int i = 0; want[i]; i++) {
                 assert_true(i < n);
                 assert_string_equal(out[i], want[i]);
@@ -95,7 +84,7 @@ static void expect_refused(char **argv, enum cli_mountopts_refusal why, const ch
 
         while (argv[argc])
                 argc++;
-        assert_int_equal(cli_mountopts_expand(argc, argv, longopts, &n, &out, &err), -EINVAL);
+        assert_int_equal(cli_mountopts_expand(argc, argv, &n, &out, &err), -EINVAL);
         assert_null(out);
         assert_int_equal(err.why, why);
         assert_string_equal(err.word, word);
@@ -157,9 +146,37 @@ static void test_empty_words_are_refused(void **state)
                 int argc = 0, n = 0;
                 while (cases[i][argc])
                         argc++;
-                assert_int_equal(cli_mountopts_expand(argc, cases[i], longopts, &n, &out, NULL),
+                assert_int_equal(cli_mountopts_expand(argc, cases[i], &n, &out, NULL),
                                  -EINVAL);
                 assert_null(out);
+        }
+}
+
+/* The -o grammar is the daemon's table: every option it lets through -o is an -o word, with
+ * '_' or '-', and the others are refused as the ones mount(8) cannot run. */
+static void test_every_option_of_the_table_is_an_o_word_but_the_command_line_ones(void **state)
+{
+        (void)state;
+        for (size_t i = 0; i < SFS_OPT_COUNT; i++) {
+                const struct sfs_option *o = &sfs_options[i];
+                char word[96], under[96], *argv[] = { "mount", "-o", word, "/m", NULL };
+                char want_arg[100];
+                const char *want[] = { "mount", want_arg, "/m", NULL };
+                const char *value = o->arg == SFS_ARG_FLAG ? NULL : "1";
+
+                snprintf(word, sizeof(word), "%s%s%s", o->name, value ? "=" : "", value ?: "");
+                snprintf(want_arg, sizeof(want_arg), "--%s", word);
+                if (o->flags & SFS_OPTF_COMMAND_LINE_ONLY) {
+                        expect_refused(argv, CLI_MOUNTOPTS_NOT_UNDER_MOUNT, word);
+                        continue;
+                }
+                expect(argv, want);
+                snprintf(under, sizeof(under), "%s", word);
+                for (char *c = under; *c && *c != '='; c++)
+                        if (*c == '-')
+                                *c = '_';
+                argv[2] = under;
+                expect(argv, want);
         }
 }
 
@@ -175,6 +192,7 @@ int main(void)
                 cmocka_unit_test(test_a_name_must_be_an_option_exactly_never_a_prefix),
                 cmocka_unit_test(test_an_option_value_or_operand_is_never_read_as_o),
                 cmocka_unit_test(test_empty_words_are_refused),
+                cmocka_unit_test(test_every_option_of_the_table_is_an_o_word_but_the_command_line_ones),
         };
         return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -21,6 +21,7 @@
 #include <time.h>
 
 #include "snapshot/digest.h"
+#include "snapshot/name.h"
 #include "snapshot/oci.h"
 #include "fs/ocistore.h"
 #include "snapshot/store.h"

@@ -391,8 +391,8 @@ static void test_statfs_is_eacces_outside_the_policies_and_answers_a_reader(void
         struct statvfs sv;
 
         (void)state;
-        assert_int_equal(sfs_parse_uidset("1000", &cfg.readers), 0);
-        assert_int_equal(sfs_parse_uidset("0", &cfg.publishers), 0);
+        assert_int_equal(value_parse_uid_list("1000", &cfg.readers), 0);
+        assert_int_equal(value_parse_uid_list("0", &cfg.publishers), 0);
         t = new_tree(&cfg);
         assert_int_equal(sfs_tree_statfs(t, &bob, &sv), -EACCES);
         assert_int_equal(sfs_tree_statfs(t, &alice, &sv), 0);

@@ -37,7 +37,7 @@ static void test_a_publisher_set_admits_exactly_its_uids(void **state)
         struct sfs_tree_config cfg = config();
 
         (void)state;
-        assert_int_equal(sfs_parse_uidset("1000", &cfg.publishers), 0);
+        assert_int_equal(value_parse_uid_list("1000", &cfg.publishers), 0);
         assert_true(sfs_may_publish(&cfg, &alice));
         assert_false(sfs_may_publish(&cfg, &bob));
 }
@@ -61,7 +61,7 @@ static void test_readers_see_publishers_see_others_see_nothing(void **state)
         struct sfs_tree_config cfg = config();
 
         (void)state;
-        assert_int_equal(sfs_parse_uidset("1000", &cfg.readers), 0);
+        assert_int_equal(value_parse_uid_list("1000", &cfg.readers), 0);
         assert_true(sfs_may_read(&cfg, &alice));
         assert_false(sfs_may_read(&cfg, &bob));
         assert_false(sfs_may_see(&cfg, &bob));
@@ -101,7 +101,7 @@ static void test_metadata_is_cached_only_when_every_uid_may_see_it(void **state)
 
         (void)state;
         assert_true(sfs_meta_timeout(&cfg, 60) == 60);
-        assert_int_equal(sfs_parse_uidset("1000", &cfg.readers), 0);
+        assert_int_equal(value_parse_uid_list("1000", &cfg.readers), 0);
         assert_true(sfs_meta_timeout(&cfg, 60) == 0);
 }
 

@@ -553,6 +553,35 @@ static void test_grants_come_back_from_their_json(void **state)
         sfs_tree_free(again);
 }
 
+static void test_a_full_scope_refuses_one_more_grant_or_publish_with_enospc(void **state)
+{
+        struct fx *f = *state;
+        char hex[SNAP_DIGEST_HEX_LEN + 1];
+
+        (void)state;
+        assert_int_equal(publish(f->main, &root, "held", "held bytes", 10, NULL), 0);
+        assert_int_equal(publish(f->b, &carol, "in-b", "b's bytes", 9, NULL), 0);
+        sfs_scope_set_max_grants(f->a, 1);
+        assert_int_equal(publish(f->a, &carol, "first", "a's bytes", 9, NULL), 0);
+        /* Full: new content, content another scope has, and a grant are all refused. */
+        assert_int_equal(publish(f->a, &carol, "new", "new bytes", 9, NULL), -ENOSPC);
+        assert_int_equal(publish(f->a, &carol, "same", "b's bytes", 9, NULL), -ENOSPC);
+        assert_int_equal(grant(f->a, "held bytes", NULL, NULL, NULL), -ENOSPC);
+        hex_of("b's bytes", 9, hex);
+        lookup_name(f->a, &carol, hex, -ENOENT);
+        /* B's copy is untouched by A's refusal. */
+        lookup_name(f->b, &carol, hex, 0);
+        /* One taken back: room for one again, and content B has is granted to A as well. */
+        hex_of("a's bytes", 9, hex);
+        assert_int_equal(sfs_tree_unlink(f->a, &carol, sfs_tree_root(f->a), hex), 0);
+        hex_of("b's bytes", 9, hex);
+        assert_int_equal(sfs_tree_rename(f->a, &carol, staging_dir(f->a, &carol), "same",
+                                         sfs_tree_root(f->a), hex, 0,
+                                         &(struct sfs_node *){ NULL }),
+                         0);
+        lookup_name(f->a, &carol, hex, 0);
+}
+
 #define T(name) cmocka_unit_test_setup_teardown(name, setup, teardown)
 
 int main(void)
@@ -568,6 +597,7 @@ int main(void)
                 T(test_published_in_a_scope_it_is_that_scopes_and_the_owners_alone),
                 T(test_publishing_what_another_scope_has_answers_as_for_new_content),
                 T(test_a_scopes_limits_give_edquot_and_taking_one_back_makes_room),
+                T(test_a_full_scope_refuses_one_more_grant_or_publish_with_enospc),
                 T(test_a_view_unlinks_only_what_it_published_itself),
                 T(test_the_last_grant_of_an_unheld_snapshot_collects_it),
                 T(test_a_grant_keeps_what_the_owner_unlinked_on_the_main_mount),

@@ -204,7 +204,7 @@ static const char *request_text(const struct snapfs_scope_spec *spec, json_objec
 {
         struct snapfs_report why;
 
-        snapfs_report_reset(&why);
+        sfc_report_reset(&why);
         assert_int_equal(sfc_scope_create_request(spec, 77, o, &why), 0);
         return json_object_to_json_string_ext(*o, JSON_C_TO_STRING_PLAIN);
 }
@@ -255,7 +255,7 @@ static void test_a_spec_that_is_not_one_is_einval(void **state)
         json_object *o;
         (void)state;
         for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
-                snapfs_report_reset(&why);
+                sfc_report_reset(&why);
                 assert_int_equal(sfc_scope_create_request(&bad[i], 1, &o, &why), -EINVAL);
                 assert_null(o);
                 assert_string_equal(why.reasons[0].code, "invalid-argument");

@@ -80,7 +80,7 @@ static void test_default_publishers_are_the_owner_and_root(void **state)
 
         (void)state;
         cfg.owner_uid = alice.uid;
-        cfg.publishers = (struct sfs_uidset){ .any = false }; /* no --publishers */
+        cfg.publishers = (struct value_uid_list){ .any = false }; /* no --publishers */
         t = new_tree(&cfg);
         assert_int_equal(publish(t, &alice, "a", "owner's", 7, &n), 0);
         assert_int_equal(publish(t, &root, "b", "root's", 6, NULL), 0);
@@ -102,8 +102,8 @@ static void test_reader_and_publisher_policies_refuse_with_eacces(void **state)
         struct sfs_entry e;
 
         (void)state;
-        cfg.publishers = (struct sfs_uidset){ .n = 1, .uids = { 1000 } };
-        cfg.readers = (struct sfs_uidset){ .n = 2, .uids = { 1000, 0 } };
+        cfg.publishers = (struct value_uid_list){ .n = 1, .uids = { 1000 } };
+        cfg.readers = (struct value_uid_list){ .n = 2, .uids = { 1000, 0 } };
         t = new_tree(&cfg);
         assert_int_equal(publish(t, &alice, "a", "policy", 6, &n), 0);
         assert_int_equal(sfs_tree_lookup(t, &bob, sfs_tree_root(t), ".staging", &e), -EACCES);

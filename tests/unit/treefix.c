@@ -128,7 +128,7 @@ struct sfs_node *lookup_digest(struct sfs_tree *t, const struct sfs_caller *c,
 void revoke_publishers(struct sfs_tree *t)
 {
         pthread_mutex_lock(&t->lock);
-        t->cfg.publishers = (struct sfs_uidset){ .any = false, .n = 0 };
+        t->cfg.publishers = (struct value_uid_list){ .any = false, .n = 0 };
         pthread_mutex_unlock(&t->lock);
 }
 
@@ -138,4 +138,18 @@ void hold_publishing(struct sfs_node *staged, bool on)
         pthread_mutex_lock(&staged->stg->lock);
         staged->stg->publishing = on;
         pthread_mutex_unlock(&staged->stg->lock);
+}
+
+void get_stats(struct sfs_tree *t, struct tree_stats *st)
+{
+        struct snap_store_stats s;
+
+        pthread_mutex_lock(&t->lock);
+        snap_store_get_stats(t->store, &s);
+        st->snapshots = s.indexed;
+        st->bytes = s.bytes;
+        st->reserved = s.reserved;
+        st->staging_files = t->staging_files;
+        st->nodes = t->nnodes;
+        pthread_mutex_unlock(&t->lock);
 }

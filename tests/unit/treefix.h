@@ -38,6 +38,16 @@ void hold_publishing(struct sfs_node *staged, bool on);
  * that no longer names them would: what a guard against a caller who lost the role meets. */
 void revoke_publishers(struct sfs_tree *t);
 
+/* What the tree holds, read under its lock. */
+struct tree_stats {
+        uint64_t snapshots;     /* published */
+        uint64_t bytes;         /* content bytes held, published or not */
+        uint64_t reserved;      /* staging bytes */
+        uint64_t staging_files;
+        uint64_t nodes;         /* nodes alive (kernel-referenced or open) */
+};
+void get_stats(struct sfs_tree *t, struct tree_stats *st);
+
 /* What a read replied. */
 struct readback {
         char buf[8192];

@@ -1,0 +1,133 @@
+# SPDX-License-Identifier: MIT
+"""The daemon's config file (snapfs mount --config FILE, -o config=FILE): KEY = VALUE lines
+named as the long options, the command line winning, an unknown key or a bad value refused
+with its line number and nothing mounted, the file itself an untrusted path. Each refusal
+beside the same file, fixed, that mounts and serves. The contract is docs/design.md, "The
+daemon's options"."""
+import os
+import re
+
+import pytest
+
+from snaptest import E, ROOT, errno_of, is_mounted, run
+
+EXAMPLE = ROOT / "dist" / "snapfs.conf.example"
+
+
+def conf(workdir, text, name="snapfs.conf", mode=0o644):
+    path = os.path.join(workdir, name)
+    with open(path, "w") as f:
+        f.write(text)
+    os.chmod(path, mode)
+    return path
+
+
+def refused_start(snapfs_bin, workdir, *opts):
+    """`snapfs mount -f OPTS MNT` that must refuse: (exit status, standard error), with
+    nothing mounted at MNT."""
+    mnt = os.path.join(workdir, "never")
+    os.makedirs(mnt, exist_ok=True)
+    r = run(snapfs_bin, "mount", "-f", *opts, mnt)
+    assert not is_mounted(mnt), r.stderr
+    assert "nothing mounted" in r.stderr, r.stderr
+    return r.returncode, r.stderr
+
+
+def test_the_file_sets_options_and_the_command_line_wins(mount_snapfs, workdir):
+    path = conf(workdir, "# limits\n"
+                         "max-snapshot-size = 1K\n"
+                         "max_staging = 1\n"
+                         "\n"
+                         "unlink-own = yes\n")
+    fs = mount_snapfs("--config", path, "--max-snapshot-size", "4K")
+    # The command line's 4K, not the file's 1K: 2 KiB publishes, 5 KiB is too big.
+    fs.publish(b"x" * 2048, "two")
+    fd = fs.stage(b"", "big", close=False)
+    try:
+        assert errno_of(os.write, fd, b"y" * 5000) == E.EFBIG
+        # The file's max_staging = 1: this uid's one staging file is open, a second is not.
+        assert errno_of(os.open, fs.p(".staging/second"),
+                        os.O_WRONLY | os.O_CREAT | os.O_EXCL) == E.EDQUOT
+    finally:
+        os.close(fd)
+
+
+def test_an_unknown_key_is_refused_with_its_line_and_nothing_is_mounted(snapfs_bin, workdir,
+                                                                        mount_snapfs):
+    path = conf(workdir, "max-bytes = 64M\n# comment\nmax-byte = 64M\n")
+    rc, err = refused_start(snapfs_bin, workdir, "--config", path)
+    assert rc == 2 and f"{path}:3: unknown key 'max-byte'" in err, err
+    # The allowance: the same file with the key spelled right mounts and serves.
+    path = conf(workdir, "max-bytes = 64M\n# comment\n")
+    assert mount_snapfs("--config", path).publish(b"served")
+
+
+def test_a_bad_value_is_refused_with_its_line_and_the_units_it_takes(snapfs_bin, workdir,
+                                                                     mount_snapfs):
+    path = conf(workdir, "\n\nmax-bytes = 12Q\n")
+    rc, err = refused_start(snapfs_bin, workdir, "--config", path)
+    assert rc == 2, err
+    assert (f"{path}:3: max-bytes: invalid size '12Q': expected digits with an optional K, "
+            "M or G suffix (binary units: 4096, 256K, 64M, 1G)") in err, err
+    # Overridden on the command line, a bad line is still refused: the file is wrong.
+    rc, err = refused_start(snapfs_bin, workdir, "--config", path, "--max-bytes", "64M")
+    assert rc == 2 and f"{path}:3:" in err, err
+    path = conf(workdir, "\n\nmax-bytes = 12M\n")
+    assert mount_snapfs("--config", path).publish(b"served")
+
+
+def test_rules_between_options_hold_whichever_gave_them(snapfs_bin, workdir):
+    """The daemon checks them when it starts: from the file, from the command line, or one
+    from each."""
+    path = conf(workdir, "max-bytes = 1K\n")
+    rc, err = refused_start(snapfs_bin, workdir, "--config", path)
+    assert rc == 2 and "--max-snapshot-size (256K by default) is larger than --max-bytes 1K" \
+        in err, err
+    path = conf(workdir, "readers = 0\n", name="readers.conf")
+    view = os.path.join(workdir, "view")
+    os.mkdir(view)
+    rc, err = refused_start(snapfs_bin, workdir, "--config", path, "--read-view", view)
+    assert rc == 2 and "--read-view needs every uid to be a reader" in err, err
+
+
+@pytest.mark.parametrize("line", ["foreground = yes", "debug = yes", "config = /etc/x.conf"])
+def test_what_belongs_on_the_command_line_is_refused_in_a_file(snapfs_bin, workdir, line):
+    path = conf(workdir, line + "\n")
+    rc, err = refused_start(snapfs_bin, workdir, "--config", path)
+    assert rc == 2 and f"{path}:1: " in err and "not in a configuration file" in err, err
+
+
+def test_a_file_others_may_write_or_a_symlink_is_refused(snapfs_bin, workdir, mount_snapfs):
+    good = conf(workdir, "max-bytes = 32M\n", name="good.conf")
+    path = conf(workdir, "max-bytes = 32M\n", name="open.conf", mode=0o646)
+    rc, err = refused_start(snapfs_bin, workdir, "--config", path)
+    assert rc == 1 and f"--config {path}: refused: writable by group or others" in err, err
+    os.chown(good, 1000, 1000)  # another uid's file: it could choose root's options
+    rc, err = refused_start(snapfs_bin, workdir, "--config", good)
+    assert rc == 1 and "refused: owned by uid 1000, neither this uid nor root" in err, err
+    os.chown(good, 0, 0)
+    link = os.path.join(workdir, "link.conf")
+    os.symlink(good, link)
+    rc, err = refused_start(snapfs_bin, workdir, "--config", link)
+    assert rc == 1 and f"--config {link}: refused: a symbolic link" in err, err
+    # The allowance: the very file the link names, root's and private, mounts.
+    assert mount_snapfs("--config", good).publish(b"served")
+
+
+def test_the_example_file_as_shipped_mounts_with_every_default(mount_snapfs, workdir):
+    """Every key of the example is commented out: it must parse, and change nothing."""
+    path = conf(workdir, EXAMPLE.read_text())
+    fs = mount_snapfs("--config", path)
+    usage = os.getxattr(fs.p(), "user.snapfs.usage").decode().splitlines()[0]
+    assert usage.startswith("limits uid-snapshots=1024 uid-bytes=16777216 "), usage
+
+
+def test_the_example_file_with_every_key_set_to_its_default_mounts(mount_snapfs, workdir):
+    """Each line of the example with a value, uncommented, is a valid line."""
+    lines = []
+    for line in EXAMPLE.read_text().splitlines():
+        if re.match(r"#[a-z-]+ = .", line):
+            lines.append(line[1:])
+    assert any(x.startswith("max-bytes = ") for x in lines), lines
+    fs = mount_snapfs("--config", conf(workdir, "\n".join(lines) + "\n"))
+    assert fs.publish(b"served")

@@ -1,0 +1,186 @@
+/* SPDX-License-Identifier: MIT */
+/* fs/pidwatch.c: processes a scope's life is tied to. */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <cmocka.h>
+
+#include <errno.h>
+#include <pthread.h>
+#include <stdbool.h>
+#include <string.h>
+#include <signal.h>
+#include <stdlib.h>
+#include <sys/syscall.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "fs/pidwatch.h"
+
+/* Valgrind, which runs these tests too, has no pidfd_open: then the tie is refused with
+ * ENOSYS, which is what a scope's create answers there. */
+static bool have_pidfd(void)
+{
+        long fd = syscall(SYS_pidfd_open, getpid(), 0);
+
+        if (fd < 0)
+                return errno != ENOSYS;
+        close((int)fd);
+        return true;
+}
+
+static pid_t child(void)
+{
+        pid_t pid = fork();
+
+        assert_true(pid >= 0);
+        if (pid == 0) {
+                pause();
+                _exit(0);
+        }
+        return pid;
+}
+
+struct seen {
+        pthread_mutex_t lock;
+        uint64_t cookies[4];
+        unsigned n;
+};
+
+static void on_exit_cb(void *ctx, uint64_t cookie)
+{
+        struct seen *s = ctx;
+
+        pthread_mutex_lock(&s->lock);
+        if (s->n < 4)
+                s->cookies[s->n++] = cookie;
+        pthread_mutex_unlock(&s->lock);
+}
+
+static unsigned seen_count(struct seen *s)
+{
+        unsigned n;
+
+        pthread_mutex_lock(&s->lock);
+        n = s->n;
+        pthread_mutex_unlock(&s->lock);
+        return n;
+}
+
+static void test_a_tied_process_that_exits_is_reported_once_under_its_cookie(void **state)
+{
+        struct seen seen = { .lock = PTHREAD_MUTEX_INITIALIZER };
+        struct timespec step = { .tv_nsec = 5 * 1000 * 1000 };
+        struct sfs_pidwatch *w;
+        pid_t a, b;
+        uint64_t start;
+        int fd;
+
+        (void)state;
+        if (!have_pidfd()) {
+                a = child();
+                assert_int_equal(sfs_pid_tie(a, &fd, &start), -ENOSYS);
+                kill(a, SIGKILL);
+                waitpid(a, NULL, 0);
+                return;
+        }
+        a = child();
+        b = child();
+        assert_int_equal(sfs_pidwatch_new(on_exit_cb, &seen, &w), 0);
+        assert_int_equal(sfs_pidwatch_start(w), 0);
+        assert_int_equal(sfs_pid_tie(a, &fd, &start), 0);
+        assert_true(sfs_pid_same(a, start));
+        assert_int_equal(sfs_pidwatch_add(w, fd, 7), 0);
+        assert_int_equal(sfs_pid_tie(b, &fd, &start), 0);
+        assert_int_equal(sfs_pidwatch_add(w, fd, 8), 0);
+        kill(a, SIGKILL);
+        waitpid(a, NULL, 0);
+        for (int i = 0; i < 4000 && seen_count(&seen) == 0; i++)
+                nanosleep(&step, NULL);
+        assert_int_equal(seen_count(&seen), 1);
+        assert_int_equal(seen.cookies[0], 7);
+        /* Removed from the watch: its end is not reported. */
+        sfs_pidwatch_remove(w, 8);
+        kill(b, SIGKILL);
+        waitpid(b, NULL, 0);
+        sfs_pidwatch_free(w); /* joins the thread: nothing can be reported after this */
+        assert_int_equal(seen_count(&seen), 1);
+        assert_false(sfs_pid_same(a, start));
+}
+
+static void test_a_process_that_is_gone_cannot_be_tied(void **state)
+{
+        pid_t a = child();
+        uint64_t start;
+        int fd;
+
+        (void)state;
+        kill(a, SIGKILL);
+        waitpid(a, NULL, 0);
+        assert_int_equal(sfs_pid_tie(a, &fd, &start), have_pidfd() ? -ESRCH : -ENOSYS);
+        assert_int_equal(sfs_pid_tie(0, &fd, &start), -ESRCH);
+        assert_int_equal(sfs_pid_tie(-1, &fd, &start), -ESRCH);
+}
+
+struct tid_box {
+        pthread_mutex_t lock;
+        pthread_cond_t cond;
+        pid_t tid;
+        bool done;
+};
+
+/* Reports its tid, then lives until told: a thread of this process whose tid is not its pid,
+ * as a client's writer thread is. */
+static void *report_tid(void *arg)
+{
+        struct tid_box *b = arg;
+
+        pthread_mutex_lock(&b->lock);
+        b->tid = (pid_t)syscall(SYS_gettid);
+        pthread_cond_broadcast(&b->cond);
+        while (!b->done)
+                pthread_cond_wait(&b->cond, &b->lock);
+        pthread_mutex_unlock(&b->lock);
+        return NULL;
+}
+
+static void test_a_threads_tid_belongs_to_its_process(void **state)
+{
+        struct tid_box b = { .lock = PTHREAD_MUTEX_INITIALIZER, .cond = PTHREAD_COND_INITIALIZER };
+        pthread_t t;
+        char boot[40];
+        pid_t other = child();
+
+        (void)state;
+        assert_int_equal(pthread_create(&t, NULL, report_tid, &b), 0);
+        pthread_mutex_lock(&b.lock);
+        while (!b.tid)
+                pthread_cond_wait(&b.cond, &b.lock);
+        pthread_mutex_unlock(&b.lock);
+        assert_int_not_equal(b.tid, getpid());
+        assert_int_equal(sfs_tgid_of(b.tid), getpid());
+        assert_int_equal(sfs_tgid_of(getpid()), getpid());
+        /* Beside it: another process's pid is its own group, not ours. */
+        assert_int_equal(sfs_tgid_of(other), other);
+        pthread_mutex_lock(&b.lock);
+        b.done = true;
+        pthread_cond_broadcast(&b.cond);
+        pthread_mutex_unlock(&b.lock);
+        pthread_join(t, NULL);
+        kill(other, SIGKILL);
+        waitpid(other, NULL, 0);
+        assert_int_equal(sfs_boot_id(boot), 0);
+        assert_int_equal(strlen(boot), 36);
+}
+
+int main(void)
+{
+        const struct CMUnitTest tests[] = {
+                cmocka_unit_test(test_a_tied_process_that_exits_is_reported_once_under_its_cookie),
+                cmocka_unit_test(test_a_process_that_is_gone_cannot_be_tied),
+                cmocka_unit_test(test_a_threads_tid_belongs_to_its_process),
+        };
+        return cmocka_run_group_tests(tests, NULL, NULL);
+}
