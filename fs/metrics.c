@@ -218,7 +218,9 @@ int sfs_metrics_render(const struct sfs_metrics_snapshot *s, const struct sfs_me
                       "Blobs of --store set aside at start: they did not hash to their name.",
                       g->store_corrupt);
         counter(f, fmt, "snapfs_publishes", NULL, "Snapshots published.", s->events[0]);
-        counter(f, fmt, "snapfs_read_bytes", "bytes", "Bytes of content sent to readers.",
+        counter(f, fmt, "snapfs_read_bytes", "bytes",
+                "Bytes of snapshot content sent in answer to reads (cached pages are served "
+                "by the kernel without asking).",
                 s->bytes_read);
 
         family(f, fmt, "snapfs_events", "counter", NULL,

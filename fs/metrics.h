@@ -62,7 +62,8 @@ extern const uint64_t sfs_metrics_bounds_ns[SFS_METRICS_BUCKETS];
 uint64_t sfs_metrics_now_ns(void);
 /* A request of operation op answered: start_ns as sfs_metrics_now_ns gave it then. */
 void sfs_metrics_request(enum sfs_metrics_op op, uint64_t start_ns);
-/* Bytes of snapshot (or staging) content sent to a reader. */
+/* Bytes of snapshot content sent in answer to a READ (pages the kernel caches, repeats and
+ * what the daemon stored in its cache at publish, are served without asking). */
 void sfs_metrics_bytes_read(uint64_t n);
 /* An audit event (what sfs_audit_emit queues): event its name, err its errno (0: none). */
 void sfs_metrics_event(const char *event, int err);

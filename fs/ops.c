@@ -16,7 +16,6 @@
 #include <string.h>
 
 #include "fs/lockorder.h"
-#include "fs/metrics.h"
 #include "fs/tree.h"
 
 static struct sfs_ops_ctx *ctx_of(fuse_req_t req)
@@ -275,7 +274,6 @@ static int reply_data(void *ctx, const void *data, size_t len)
 {
         struct read_reply *rr = ctx;
         rr->replied = true;
-        sfs_metrics_bytes_read(len);
         return fuse_reply_buf(rr->req, data, len);
 }
 
