@@ -21,6 +21,8 @@ pkgs=(
   dpkg-dev debhelper dh-python lintian
   # distribution through OCI registries (tests/integration/test_oci_registry.py)
   skopeo docker-registry
+  # the metrics text judged by Prometheus' own parsers (promtool; tests/integration/test_status.py)
+  prometheus
   # bench chart
   gnuplot-nox
   # the man page: man -l renders cli/snapfs.1 (the tests check it renders without warnings)
