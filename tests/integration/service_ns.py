@@ -148,9 +148,10 @@ def scenario_fstab(work, line_opts):
 
 
 def scenario_verify_unit(work, unit, mandir):
-    """systemd-analyze verify on the installed unit; its ExecStart must exist."""
+    """systemd-analyze verify on the installed unit (or units, separated by spaces: a timer
+    with its service); its ExecStart must exist."""
     env = dict(os.environ, MANPATH=mandir)
-    return {"verify": sh("systemd-analyze", "verify", unit, env=env)}
+    return {"verify": sh("systemd-analyze", "verify", *unit.split(" "), env=env)}
 
 
 def scenario_notify_daemonized(work, binary):

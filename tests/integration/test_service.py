@@ -245,6 +245,18 @@ def test_the_installed_units_pass_systemd_analyze_verify(installed, workdir, nam
     assert res["verify"]["err"] == "", res["verify"]
 
 
+def test_the_installed_metrics_units_pass_systemd_analyze_verify(installed, workdir):
+    units = [installed + "/lib/systemd/system/" + n
+             for n in ("snapfs-metrics.service", "snapfs-metrics.timer")]
+    with open(units[0]) as f:
+        text = f.read()
+    assert ("ExecStart=/usr/local/bin/snapfs metrics --mount /run/snapfs --format prometheus "
+            "--output /var/lib/prometheus/node-exporter/snapfs.prom\n") in text
+    res = scenario("verify_unit", installed, workdir, " ".join(units), installed + "/share/man")
+    assert res["verify"]["rc"] == 0, res["verify"]
+    assert res["verify"]["err"] == "", res["verify"]
+
+
 def notify_socket(path):
     s = socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM | socket.SOCK_CLOEXEC)
     s.bind(path)

@@ -8,7 +8,9 @@ OpenMetrics."""
 import errno
 import json
 import os
+import select
 import shutil
+import socket
 import subprocess
 
 import pytest
@@ -218,3 +220,39 @@ def test_the_control_channel_refuses_an_unknown_field_or_format_and_takes_the_kn
     assert out["ok"] is True and out["format"] == "prometheus" and "# EOF" not in out["text"]
     out = control(snapfs, {"op": "status"})
     assert out["ok"] is True and out["status"]["pid"] == snapfs.proc.pid
+
+
+def test_status_goes_to_the_notify_socket_and_follows_a_publish_and_a_refusal(
+        mount_snapfs, workdir, monkeypatch):
+    path = os.path.join(workdir, "notify.sock")
+    sock = socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM | socket.SOCK_CLOEXEC)
+    sock.bind(path)
+    try:
+        monkeypatch.setenv("NOTIFY_SOCKET", path)
+        fs = mount_snapfs("--allow-other")
+        monkeypatch.delenv("NOTIFY_SOCKET")
+
+        def status_with(want):
+            """The STATUS= datagrams until one holds want (each waited for, bounded)."""
+            seen = []
+            while True:
+                ready, _, _ = select.select([sock], [], [], 60)
+                assert ready, f"no STATUS= holding {want!r}; seen {seen}"
+                msg = sock.recv(4096).decode()
+                seen.append(msg)
+                if msg.startswith("STATUS=") and want in msg:
+                    return msg
+
+        # The first comes as the daemon starts; what it counts depends on whether it was sent
+        # before the publish below or after, so only its shape is asserted.
+        first = status_with("serving ")
+        assert first.startswith(f"STATUS=serving {fs.path}: "), first
+        digest = fs.publish(b"status\n")
+        with pytest.raises(OSError) as e:
+            os.truncate(fs.p(digest), 0)
+        assert e.value.errno == errno.EROFS
+        msg = status_with("1 refused")
+        assert msg == (f"STATUS=serving {fs.path}: 1 snapshots (7 B of 64.0 MiB), 0 scopes, "
+                       "1 published, 1 refused"), msg
+    finally:
+        sock.close()
