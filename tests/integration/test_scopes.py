@@ -109,6 +109,34 @@ def test_a_view_lists_and_opens_exactly_its_grants(snapfs, workdir):
     assert errno_of(os.open, os.path.join(view, "x"), os.O_WRONLY | os.O_CREAT) == errno.EROFS
 
 
+def mount_flags(path):
+    """The view's per-mount flags and the superblock's options, from mountinfo."""
+    with open("/proc/self/mountinfo") as f:
+        for line in f:
+            fields = line.split()
+            if fields[4] == path:
+                sep = fields.index("-")
+                return set(fields[5].split(",")), set(fields[sep + 3].split(","))
+    raise AssertionError(f"{path} is not mounted")
+
+
+def test_a_view_lets_other_uids_in_only_when_its_scope_names_them(snapfs, workdir):
+    """allow_other only for a user the kernel would not let in otherwise; ro unless the scope
+    publishes; nosuid,nodev,noexec always."""
+    cases = {
+        "root-only": ({}, False, True),
+        "uid-0": ({"uids": [0]}, False, True),
+        "uid-1000": ({"uids": [1000]}, True, True),
+        "gid-5": ({"gid": 5}, True, True),
+        "publishes": ({"publish": True}, False, False),
+    }
+    for name, (fields, allow_other, ro) in cases.items():
+        flags, options = mount_flags(scope(snapfs, workdir, name, **fields)["view"])
+        assert {"nosuid", "nodev", "noexec"} <= flags, (name, flags)
+        assert ("ro" in flags, "rw" in flags) == (ro, not ro), (name, flags)
+        assert ("allow_other" in options) == allow_other, (name, options)
+
+
 def test_scope_create_refuses_bad_names_paths_and_taken_ones(snapfs, workdir):
     views = os.path.join(workdir, "views")
     os.makedirs(views)
