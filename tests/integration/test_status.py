@@ -12,10 +12,11 @@ import select
 import shutil
 import socket
 import subprocess
+import sys
 
 import pytest
 
-from clients import codes
+from clients import PYCLIENT, client_env, codes
 from snaptest import NOBODY_UID, SNAPFS, run
 
 SHAPE = ("ok", "error", "message", "reasons")
@@ -256,3 +257,30 @@ def test_status_goes_to_the_notify_socket_and_follows_a_publish_and_a_refusal(
                        "1 published, 1 refused"), msg
     finally:
         sock.close()
+
+
+PY_STATUS = """
+import errno, sys
+import snapfs_client as s
+mount = sys.argv[1]
+try:
+    s.status(mount)
+    print("allowed")
+except s.SnapfsError as e:
+    print(errno.errorcode[e.errno])
+"""
+
+
+def test_the_python_client_asks_status_and_metrics_and_a_non_owner_gets_eacces(snapfs):
+    env = dict(client_env(), PYTHONPATH=str(PYCLIENT.parent))
+    code = ("import json, sys, snapfs_client as s; st = s.status(sys.argv[1]); "
+            "print(json.dumps([st['pid'], s.metrics(sys.argv[1], 'prometheus')]))")
+    r = run(sys.executable, "-c", code, snapfs.path, env=env)
+    assert r.returncode == 0, r.stderr
+    pid, text = json.loads(r.stdout)
+    assert pid == snapfs.proc.pid and promtool_check(text) == (0, "")
+    r = run("setpriv", f"--reuid={NOBODY_UID}", f"--regid={NOBODY_UID}", "--clear-groups",
+            sys.executable, "-c", PY_STATUS, snapfs.path, env=env)
+    assert (r.returncode, r.stdout) == (0, "EACCES\n"), r.stderr
+    r = run(sys.executable, "-c", PY_STATUS, snapfs.path, env=env)
+    assert (r.returncode, r.stdout) == (0, "allowed\n"), r.stderr
