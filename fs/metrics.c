@@ -35,7 +35,9 @@ static const char *const op_names[SFS_OP_COUNT] = {
         [SFS_OP_SETXATTR] = "setxattr",   [SFS_OP_REMOVEXATTR] = "removexattr",
 };
 
-/* The audit events of docs/design.md's table; the last slot counts any other. */
+/* The audit events of docs/design.md's table; the last slot counts any other. The first is
+ * publish (SFS_METRICS_EVENT_PUBLISH); the two named below are the refusals. */
+enum { EV_PUBLISH_REFUSED = 2, EV_REFUSED = 3 };
 static const char *const event_names[SFS_METRICS_EVENTS + 1] = {
         "publish",      "publish-exists", "publish-refused", "refused",
         "unlink",       "unlink-hold",    "staging-expired", "scope-create",
@@ -99,7 +101,7 @@ void sfs_metrics_event(const char *event, int err)
         add(&m.events[i], 1);
         /* A refusal is an event with an errno; an idempotent publish (EEXIST) is none, and a
          * corrupt blob is the store's state, not a request refused. */
-        if (err > 0 && (i == 2 || i == 3))
+        if (err > 0 && (i == EV_PUBLISH_REFUSED || i == EV_REFUSED))
                 add(&m.refusals[err <= SFS_METRICS_ERRNO_MAX ? err : 0], 1);
         add(&m.generation, 1);
 }
@@ -217,7 +219,8 @@ int sfs_metrics_render(const struct sfs_metrics_snapshot *s, const struct sfs_me
                 gauge(f, fmt, "snapfs_store_corrupt_blobs", NULL,
                       "Blobs of --store set aside at start: they did not hash to their name.",
                       g->store_corrupt);
-        counter(f, fmt, "snapfs_publishes", NULL, "Snapshots published.", s->events[0]);
+        counter(f, fmt, "snapfs_publishes", NULL, "Snapshots published.",
+                s->events[SFS_METRICS_EVENT_PUBLISH]);
         counter(f, fmt, "snapfs_read_bytes", "bytes",
                 "Bytes of snapshot content sent in answer to reads (cached pages are served "
                 "by the kernel without asking).",

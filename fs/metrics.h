@@ -57,6 +57,8 @@ extern const uint64_t sfs_metrics_bounds_ns[SFS_METRICS_BUCKETS];
 
 /* The audit events counted, by their names (fs/audit.h); any other is "other". */
 #define SFS_METRICS_EVENTS 12
+/* The index of "publish" among them. */
+#define SFS_METRICS_EVENT_PUBLISH 0
 
 /* CLOCK_MONOTONIC in nanoseconds: a request's start. */
 uint64_t sfs_metrics_now_ns(void);

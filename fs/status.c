@@ -171,7 +171,7 @@ static json_object *counters_json(const struct sfs_metrics_snapshot *m)
         for (size_t op = 0; op < SFS_OP_COUNT; op++)
                 for (size_t b = 0; b <= SFS_METRICS_BUCKETS; b++)
                         requests += m->buckets[op][b];
-        json_object_object_add(o, "publishes", u64(m->events[0]));
+        json_object_object_add(o, "publishes", u64(m->events[SFS_METRICS_EVENT_PUBLISH]));
         json_object_object_add(o, "refusals", u64(sfs_metrics_refusals_total(m)));
         json_object_object_add(o, "refusals_by_reason", ref);
         json_object_object_add(o, "events", ev);
@@ -299,7 +299,8 @@ void sfs_status_line(struct sfs_registry *r, char *buf, size_t size)
                  "serving %s: %llu snapshots (%s of %s), %llu scopes, %llu published, "
                  "%llu refused",
                  daemon_info.mount ? daemon_info.mount : "", (unsigned long long)s.st.snapshots,
-                 used, max, (unsigned long long)s.n_scopes, (unsigned long long)s.m.events[0],
+                 used, max, (unsigned long long)s.n_scopes,
+                 (unsigned long long)s.m.events[SFS_METRICS_EVENT_PUBLISH],
                  (unsigned long long)sfs_metrics_refusals_total(&s.m));
 }
 
@@ -311,7 +312,6 @@ static struct {
         pthread_mutex_t lock;
         pthread_cond_t cond;
         bool running, stop;
-        struct sfs_registry *reg;
 } notifier = { .lock = PTHREAD_MUTEX_INITIALIZER };
 
 static void send_status(struct sfs_registry *r, char *last, size_t size)
@@ -366,7 +366,6 @@ int sfs_status_notifier_start(struct sfs_registry *r)
         pthread_cond_init(&notifier.cond, &ca);
         pthread_condattr_destroy(&ca);
         notifier.stop = false;
-        notifier.reg = r;
         rr = pthread_create_quiet(&notifier.thread, notify_loop, r, 0);
         if (rr != 0) {
                 pthread_cond_destroy(&notifier.cond);

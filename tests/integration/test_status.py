@@ -174,7 +174,8 @@ def test_openmetrics_text_is_taken_by_promtools_parser_and_a_cut_one_is_not(moun
     # A histogram per operation asked: buckets cumulative up to +Inf, which is the count.
     assert (s['snapfs_request_duration_seconds_bucket{op="read",le="+Inf"}'] ==
             s['snapfs_request_duration_seconds_count{op="read"}'] > 0)
-    assert "# TYPE snapfs_publishes counter\n" in text and "# UNIT snapfs_read_bytes bytes\n" in text
+    assert "# TYPE snapfs_publishes counter\n" in text
+    assert "# UNIT snapfs_read_bytes bytes\n" in text
     # The parser is no rubber stamp: the same text cut before its "# EOF" is refused.
     rc, why = openmetrics_parse(text[:text.rindex("# EOF")], workdir)
     assert rc != 0 and "EOF" in why, why

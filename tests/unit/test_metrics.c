@@ -92,7 +92,8 @@ static void test_openmetrics_names_counter_families_without_total_and_ends_with_
         sfs_metrics_event("refused", EROFS);
         sfs_metrics_request(SFS_OP_LOOKUP, sfs_metrics_now_ns() + 1000000000u);
         text = render(SFS_METRICS_OPENMETRICS);
-        assert_non_null(strstr(text, "# TYPE snapfs_publishes counter\nsnapfs_publishes_total 1\n"));
+        assert_non_null(strstr(text, "# TYPE snapfs_publishes counter\n"
+                                     "snapfs_publishes_total 1\n"));
         assert_non_null(strstr(text, "snapfs_refusals_total{reason=\"EROFS\"} 1\n"));
         assert_non_null(strstr(text, "# UNIT snapfs_request_duration_seconds seconds\n"));
         assert_non_null(strstr(text, "snapfs_build{version=\"1.2.3\"} 1\n"));
