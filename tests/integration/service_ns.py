@@ -154,6 +154,15 @@ def scenario_verify_unit(work, unit, mandir):
     return {"verify": sh("systemd-analyze", "verify", *unit.split(" "), env=env)}
 
 
+def recv_state(sock):
+    """The next datagram that is not STATUS= (the daemon's summary, sent by a thread of its own
+    whenever it changes, in no fixed order with MAINPID=, READY=1 and STOPPING=1)."""
+    while True:
+        msg = sock.recv(4096).decode()
+        if not msg.startswith("STATUS="):
+            return msg
+
+
 def scenario_notify_daemonized(work, binary):
     """snapfs mount (daemonized) with an abstract $NOTIFY_SOCKET: MAINPID= and READY=1 come
     from the daemon once it serves; SIGTERM to that pid stops it."""
@@ -167,12 +176,12 @@ def scenario_notify_daemonized(work, binary):
     res = {"mount": sh(binary, "mount", mnt, env=env)}
     if res["mount"]["rc"] != 0:
         return res
-    res["message"] = sock.recv(4096).decode()
+    res["message"] = recv_state(sock)
     res["pids"] = child_pids("snapfs")
     res["served"] = errno_name(os.listdir, mnt)
     os.kill(res["pids"][0], signal.SIGTERM)
     sock.settimeout(DEADLINE)
-    res["stopping"] = sock.recv(4096).decode()
+    res["stopping"] = recv_state(sock)
     wait_for(lambda: mountinfo_line(mnt) is None, "the unmount")
     sock.close()
     return res

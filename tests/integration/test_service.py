@@ -264,12 +264,18 @@ def notify_socket(path):
 
 
 def recv_within(sock, deadline=60, stderr=None):
-    ready, _, _ = select.select([sock], [], [], deadline)
-    if not ready and stderr:
-        with open(stderr) as f:
-            raise AssertionError(f"no datagram on the notify socket; stderr:\n{f.read()}")
-    assert ready, "no datagram on the notify socket"
-    return sock.recv(4096).decode()
+    """The next state datagram. STATUS= ones, the summary a thread of the daemon sends whenever
+    it changes (in no fixed order with READY=1 and STOPPING=1), are passed over: test_status.py
+    checks them."""
+    while True:
+        ready, _, _ = select.select([sock], [], [], deadline)
+        if not ready and stderr:
+            with open(stderr) as f:
+                raise AssertionError(f"no datagram on the notify socket; stderr:\n{f.read()}")
+        assert ready, "no datagram on the notify socket"
+        msg = sock.recv(4096).decode()
+        if not msg.startswith("STATUS="):
+            return msg
 
 
 @contextlib.contextmanager
