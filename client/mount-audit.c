@@ -43,7 +43,7 @@ const char *const sfc_audit_check_names[SFC_AUDIT_CHECKS] = {
         [SFC_AUDIT_XATTRS] = "xattrs agree",
         [SFC_AUDIT_CONTENT] = "content hashes to name",
         [SFC_AUDIT_STORE] = "store blobs intact",
-        [SNAPFS_AUDIT_ENTRIES] = "entry names a snapshot",
+        [SFC_AUDIT_ENTRIES] = "entry names a snapshot",
         [SFC_AUDIT_SIGNED] = "in a signed manifest",
         [SFC_AUDIT_SIGNATURES] = "signature, signed manifest",
 };
@@ -364,38 +364,38 @@ static int audit_entry(struct audit *a, const char *name, char **names, size_t n
 
         fd = sfc_mnt_open(a->m, name, O_RDONLY | O_NONBLOCK | O_NOCTTY, 0);
         if (fd < 0)
-                return problem(a, SNAPFS_AUDIT_ENTRIES, name, "open", "open: %s", strerror(-fd));
+                return problem(a, SFC_AUDIT_ENTRIES, name, "open", "open: %s", strerror(-fd));
         if (sfc_mnt_confirm(a->m, fd) < 0)
-                return problem(a, SNAPFS_AUDIT_ENTRIES, name, "other-mount",
+                return problem(a, SFC_AUDIT_ENTRIES, name, "other-mount",
                                "the descriptor lies on another mount");
         if (fstat(fd, &st) < 0)
-                return problem(a, SNAPFS_AUDIT_ENTRIES, name, "io", "fstat: %s", strerror(errno));
+                return problem(a, SFC_AUDIT_ENTRIES, name, "io", "fstat: %s", strerror(errno));
         if (!S_ISREG(st.st_mode) || (st.st_mode & 07777) != 0 || (uint64_t)st.st_dev != a->m->dev)
-                return problem(a, SNAPFS_AUDIT_ENTRIES, name, "entry",
+                return problem(a, SFC_AUDIT_ENTRIES, name, "entry",
                                "not a snapshot of this mount: file type %06o, mode %04o, device "
                                "%u:%u", (unsigned)(st.st_mode & S_IFMT),
                                (unsigned)(st.st_mode & 07777), major(st.st_dev),
                                minor(st.st_dev));
         n = fgetxattr(fd, XATTR_SHA256, hex, sizeof(hex) - 1);
         if (n < 0)
-                return problem(a, SNAPFS_AUDIT_ENTRIES, name, "entry", "%s: %s", XATTR_SHA256,
+                return problem(a, SFC_AUDIT_ENTRIES, name, "entry", "%s: %s", XATTR_SHA256,
                                strerror(errno));
         hex[n] = '\0';
         if ((size_t)n != SNAP_DIGEST_HEX_LEN || !snap_is_digest_name(hex))
-                return problem(a, SNAPFS_AUDIT_ENTRIES, name, "entry",
+                return problem(a, SFC_AUDIT_ENTRIES, name, "entry",
                                "%s is not 64 lowercase hex characters", XATTR_SHA256);
         for (i = 0; i < n_names && strcmp(names[i], hex) != 0; i++)
                 ;
         for (k = 0; i < n_names && k < a->n_inos && a->inos[k].entry != i; k++)
                 ;
         if (i == n_names || k == a->n_inos)
-                return problem(a, SNAPFS_AUDIT_ENTRIES, name, "entry",
+                return problem(a, SFC_AUDIT_ENTRIES, name, "entry",
                                "names %s, which the view does not list", hex);
         if (a->inos[k].ino != (uint64_t)st.st_ino)
-                return problem(a, SNAPFS_AUDIT_ENTRIES, name, "entry",
+                return problem(a, SFC_AUDIT_ENTRIES, name, "entry",
                                "inode %ju, but %s is inode %" PRIu64, (uintmax_t)st.st_ino, hex,
                                a->inos[k].ino);
-        sfc_audit_count(a->out, SNAPFS_AUDIT_ENTRIES, true);
+        sfc_audit_count(a->out, SFC_AUDIT_ENTRIES, true);
         return 0;
 }
 

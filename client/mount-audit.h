@@ -25,7 +25,7 @@ enum sfc_audit_check {
         SFC_AUDIT_XATTRS,
         SFC_AUDIT_CONTENT,
         SFC_AUDIT_STORE,
-        SNAPFS_AUDIT_ENTRIES, /* a scope view's entries: each names a snapshot listed there */
+        SFC_AUDIT_ENTRIES, /* a scope view's entries: each names a snapshot listed there */
         SFC_AUDIT_SIGNED, /* only with --verify-key (sfc_audit_signed): content */
         SFC_AUDIT_SIGNATURES, /* the same: signature envelopes and manifests */
         SFC_AUDIT_CHECKS,

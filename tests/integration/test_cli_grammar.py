@@ -352,6 +352,7 @@ def test_the_python_client_returns_the_fields_of_the_cli(snapfs, workdir):
                           input="same bytes").stdout)
     del cli["mount"]
     assert cli.pop("read_view") is None  # Python asks for it apart: view_binding()
+    assert cli.pop("scope") is None  # and for a scope's: grant(), then scope_binding()
     assert py["put"] == cli
     refused = json.loads(snap("verify", "--mount", plain, "--json", "0" * 64).stdout)
     assert py["refused"] == {k: refused[k] for k in SHAPE}

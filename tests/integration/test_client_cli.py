@@ -65,7 +65,7 @@ def test_put_reads_standard_input_and_json_describes_the_snapshot(snapfs):
                    "mount": snapfs.path, "already_published": False,
                    "binding": xattr_binding(snapfs, digest), "sha256": digest, "size": 10,
                    "dev": f"{os.major(st.st_dev)}:{os.minor(st.st_dev)}", "ino": st.st_ino,
-                   "read_view": None}
+                   "read_view": None, "scope": None}
 
 
 def test_put_of_an_empty_file_publishes_the_empty_snapshot(snapfs, workdir):
