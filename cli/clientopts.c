@@ -286,6 +286,38 @@ int cli_bad_value(const char *cmd, bool json, const char *what, enum value_type 
 
 
 
+const char *cli_key_error(const char *path, int r, bool want_private, char *buf, size_t n)
+{
+        if (r == -EKEYREJECTED)
+                snprintf(buf, n, "%s is a private key; give its public key instead (snapfs "
+                                 "keygen wrote it to %s.pub; `openssl pkey -in %s -pubout` "
+                                 "prints it)", path, path, path);
+        else if (r == -EINVAL)
+                snprintf(buf, n, "%s is not an Ed25519 %s key in PEM", path,
+                         want_private ? "private" : "public");
+        else if (r == -ENOENT)
+                snprintf(buf, n, "cannot read the key file %s: no such file", path);
+        else if (r == -ELOOP)
+                snprintf(buf, n, "cannot read the key file %s: it is a symbolic link", path);
+        else
+                snprintf(buf, n, "cannot read the key file %s: %s", path,
+                         strerrordesc_np(-r) ?: "unknown error");
+        return buf;
+}
+
+int cli_key_refused(const char *cmd, bool json, int r, const char *message)
+{
+        struct snapfs_report why;
+
+        sfc_report_reset(&why);
+        sfc_report_fail(&why, r, "key", "%s", message);
+        fprintf(stderr, "snapfs %s: %s\n", cmd, message);
+        if (json)
+                cli_print_json(cli_json_result(false, strerrorname_np(-r) ?: "EIO", message,
+                                               &why));
+        return 2;
+}
+
 void cli_print_reasons(FILE *f, const struct snapfs_report *why)
 {
         for (unsigned i = 0; i < why->n_reasons; i++)
@@ -355,8 +387,10 @@ int cli_usage_error(const char *cmd, bool json, void (*usage)(FILE *f), const ch
         va_start(ap, fmt);
         report_error(cmd, "usage", fmt, ap, json, NULL);
         va_end(ap);
+        /* One line that says where the options are, not the whole usage: the error is what
+         * the person needs to see. */
         if (usage)
-                usage(stderr);
+                fprintf(stderr, "Run 'snapfs %s --help' for its options.\n", cmd);
         return 2;
 }
 

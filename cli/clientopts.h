@@ -114,6 +114,15 @@ int cli_bad_value(const char *cmd, bool json, const char *what, enum value_type 
         "                (refused without it: user-namespace)\n"
 
 
+/* Why the key file path could not be used (r from snap_oci_key_load; want_private as asked),
+ * as one phrase that says what to do: a private key where a public one is expected names the
+ * public file to give instead. Writes at most n bytes to buf and returns buf. */
+const char *cli_key_error(const char *path, int r, bool want_private, char *buf, size_t n);
+
+/* A key file refused (r): "snapfs CMD: MESSAGE" on standard error; with json the object whose
+ * error is r's name and whose one reason is {"key", MESSAGE}. Returns 2. */
+int cli_key_refused(const char *cmd, bool json, int r, const char *message);
+
 /* One "code: message" line per reason, then a line counting dropped ones. */
 void cli_print_reasons(FILE *f, const struct snapfs_report *why);
 
@@ -130,8 +139,9 @@ json_object *cli_json_result(bool ok, const char *error, const char *message,
 /* cli_json_result of a refusal: error is the errno's name, message snapfs_strerror's. */
 json_object *cli_json_refusal(int err, const struct snapfs_report *why);
 
-/* A usage error: "snapfs CMD: MESSAGE" and the usage on standard error; with json also the
- * one object {"ok": false, "error": "usage", ...} on standard output. Returns 2. */
+/* A usage error: "snapfs CMD: MESSAGE" on standard error, and when usage is given a line
+ * pointing at 'snapfs CMD --help'; with json also the one object {"ok": false, "error":
+ * "usage", ...} on standard output. Returns 2. */
 __attribute__((format(printf, 4, 5)))
 int cli_usage_error(const char *cmd, bool json, void (*usage)(FILE *f), const char *fmt, ...);
 

@@ -4,6 +4,7 @@
  * prints the outcome as a table or one JSON object. */
 #include <errno.h>
 #include <inttypes.h>
+#include <limits.h>
 #include <stdio.h>
 #include <string.h>
 #include <unistd.h>
@@ -13,13 +14,15 @@
 #include "client/client-internal.h"
 #include "cli/clientopts.h"
 #include "cli/commands.h"
+#include "cli/show.h"
 #include "client/mount-audit.h"
 #include "snapshot/oci.h"
 #include "cli/usage-table.h"
 #include "common/util.h"
 
-/* Past this many snapshots a terminal gets a progress line. */
+/* Past this many snapshots, or bytes to re-hash, a terminal gets a progress line. */
 #define PROGRESS_OVER 1000
+#define PROGRESS_BYTES (UINT64_C(64) << 20)
 #define VERIFY_KEYS_MAX 16
 
 static void audit_usage(FILE *f)
@@ -37,7 +40,8 @@ static void audit_usage(FILE *f)
                 "daemon re-hashes every blob of its store on disk and each one changed or gone\n"
                 "is a problem named by its digest; asked by another uid, the store's blobs are\n"
                 "not re-hashed and the output says so. Prints a summary table and every\n"
-                "problem; a progress line on a terminal when there are more than %d snapshots.\n"
+                "problem; a check that did not run says so and why. A terminal gets a progress\n"
+                "line (bytes re-hashed) past %d snapshots or 64M.\n"
                 "\n"
                 "Options:\n"
                 "  --mount MNT   " CLI_HELP_MOUNT ";\n"
@@ -51,7 +55,8 @@ static void audit_usage(FILE *f)
                 "                problem \"unsigned-snapshot\"\n"
                 "  --json        print one JSON object: ok, error, message, reasons (the\n"
                 "                mount's findings, then every problem), mount, compliant,\n"
-                "                mount_id, snapshots, bytes, checks [{check, passed, failed}],\n"
+                "                mount_id, snapshots, bytes, checks [{check, ran, passed,\n"
+                "                failed}] (null counts for a check that did not run),\n"
                 "                problems [{entry, code, message}], store (null without\n"
                 "                --store: {rehashed, blobs, intact, corrupt, missing,\n"
                 "                set_aside, note}), usage\n"
@@ -80,22 +85,48 @@ static int take_verify_key(void *arg, int val, const char *path, bool json)
                 return cli_usage_error("audit", json, audit_usage, "at most %d --verify-key",
                                        VERIFY_KEYS_MAX);
         r = snap_oci_key_load(path, false, &k->keys[k->n]);
-        if (r < 0)
-                return cli_system_error("audit", json, r, "--verify-key %s%s", path,
-                                        r == -EINVAL ? ": not an Ed25519 key (PEM)" : "");
+        if (r < 0) {
+                char why[PATH_MAX * 3 + 200];
+                return cli_key_refused("audit", json, r,
+                                       cli_key_error(path, r, false, why, sizeof(why)));
+        }
         k->n++;
         return -1;
 }
 
-/* A progress line, on a terminal and only past PROGRESS_OVER entries. */
-static void progress(size_t done, size_t total, void *ctx)
+/* A progress line, on a terminal and only past PROGRESS_OVER entries or PROGRESS_BYTES: the
+ * bytes re-hashed, which is what takes the time, and the entries. */
+static void progress(const struct sfc_audit_progress *p, void *ctx)
 {
-        if (!*(bool *)ctx || total <= PROGRESS_OVER)
+        char done[16], total[16];
+
+        if (!*(bool *)ctx || (p->total_entries <= PROGRESS_OVER && p->total_bytes <= PROGRESS_BYTES))
                 return;
-        if (done < total)
-                fprintf(stderr, "\rsnapfs audit: %zu/%zu entries checked", done, total);
+        if (p->bytes < p->total_bytes || p->entries < p->total_entries)
+                fprintf(stderr, "\r\033[Ksnapfs audit: %s of %s re-hashed (%zu of %zu entries)",
+                        cli_human_size(p->bytes, done, sizeof(done)),
+                        cli_human_size(p->total_bytes, total, sizeof(total)), p->entries,
+                        p->total_entries);
         else
                 fprintf(stderr, "\r\033[K"); /* leave the terminal as it was */
+}
+
+/* A row of the checks table: its counts, or that it did not run and why. */
+static void print_check(const struct sfc_audit *a, int c, bool compliant)
+{
+        const char *why = c == SFC_AUDIT_STORE ? (a->store.state == SFC_AUDIT_STORE_NONE
+                                                             ? "no --store"
+                                                             : "not re-hashed")
+                        : c == SFC_AUDIT_SIGNED || c == SFC_AUDIT_SIGNATURES
+                                ? "no --verify-key"
+                        : c == SFC_AUDIT_ENTRIES && compliant ? "not a scope view"
+                                                              : "mount not compliant";
+
+        if (a->ran[c])
+                printf("%-26s %8u %8u\n", sfc_audit_check_names[c], a->passed[c],
+                       a->failed[c]);
+        else
+                printf("%-26s %17s\n", sfc_audit_check_names[c], why);
 }
 
 static int print_text(const char *mount, const struct snapfs_report *why, bool compliant,
@@ -126,7 +157,7 @@ static int print_text(const char *mount, const struct snapfs_report *why, bool c
         }
         printf("\n%-26s %8s %8s\n", "CHECK", "PASSED", "FAILED");
         for (int c = 0; c < SFC_AUDIT_CHECKS; c++)
-                printf("%-26s %8u %8u\n", sfc_audit_check_names[c], a->passed[c], a->failed[c]);
+                print_check(a, c, compliant);
         if (a->n_problems)
                 printf("\n");
         for (size_t i = 0; i < a->n_problems; i++)
@@ -199,8 +230,12 @@ static int print_json(const char *mount, const struct snapfs_report *why, int ch
                 if (!row)
                         break;
                 json_object_object_add(row, "check", json_object_new_string(sfc_audit_check_names[c]));
-                json_object_object_add(row, "passed", json_object_new_uint64(a->passed[c]));
-                json_object_object_add(row, "failed", json_object_new_uint64(a->failed[c]));
+                /* A check that did not run has no counts: null, never a reassuring 0. */
+                json_object_object_add(row, "ran", json_object_new_boolean(a->ran[c]));
+                json_object_object_add(row, "passed",
+                                       a->ran[c] ? json_object_new_uint64(a->passed[c]) : NULL);
+                json_object_object_add(row, "failed",
+                                       a->ran[c] ? json_object_new_uint64(a->failed[c]) : NULL);
                 json_object_array_add(checks, row);
         }
         json_object_object_add(o, "checks", checks);

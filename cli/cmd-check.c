@@ -3,11 +3,14 @@
 #include <errno.h>
 #include <getopt.h>
 #include <json-c/json.h>
+#include <limits.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "cli/clientopts.h"
 #include "cli/commands.h"
+#include "client/client-internal.h"
 #include "mountcheck/mountcheck.h"
 #include "common/util.h"
 
@@ -65,9 +68,10 @@ static void check_usage(FILE *f)
                 "  --mount PATH       the path to judge, as every client takes its mount (made\n"
                 "                     absolute, a trailing / dropped); PATH is judged as written\n"
                 "  --json             print one JSON object: ok, error, message, reasons\n"
-                "                     [{code, message}] (the findings), path, backend,\n"
+                "                     [{code, message}] (the findings), mount, backend,\n"
                 "                     mount_id, mount_id_unique, reasons_dropped, scope (null,\n"
-                "                     or a view's scope), scope_publishes\n"
+                "                     or a view's scope), scope_publishes (and path, the same\n"
+                "                     as mount: deprecated)\n"
                 "  -h, --help         show this help\n"
                 "\n"
                 "A snapfs scope view (its root names the scope it serves) is reported on a line\n"
@@ -165,7 +169,18 @@ static int take_option(void *arg, int val, const char *value, bool json)
         return -1;
 }
 
-static int print_json(const char *path, const struct mc_verdict *v)
+/* What to run next after a finding on a snapfs mount that is not there or dead (""
+ * otherwise, and for the other presets): into hint (n bytes). */
+static void next_step(const char *preset, const char *path, int code, char *hint, size_t n)
+{
+        char esc[PATH_MAX];
+
+        hint[0] = '\0';
+        if (strcmp(preset, "snapfs") == 0)
+                sfc_finding_hint(code, mc_escape(path, esc, sizeof(esc)), hint, n);
+}
+
+static int print_json(const char *path, const char *preset, const struct mc_verdict *v)
 {
         json_object *root = cli_json_result(v->compliant, v->compliant ? NULL : "EMEDIUMTYPE",
                                             v->compliant ? NULL : "not a compliant mount", NULL);
@@ -185,10 +200,22 @@ static int print_json(const char *path, const struct mc_verdict *v)
                 }
                 json_object_object_add(f, "code",
                                        json_object_new_string(mc_code_name(v->findings[i].code)));
-                json_object_object_add(f, "message", json_object_new_string(v->findings[i].message));
+                {
+                        /* The same words as the text: the command to run next included. */
+                        char hint[PATH_MAX * 2 + 128], *msg = NULL;
+                        next_step(preset, path, v->findings[i].code, hint, sizeof(hint));
+                        if (asprintf(&msg, "%s%s", v->findings[i].message, hint) < 0)
+                                msg = NULL;
+                        json_object_object_add(f, "message",
+                                               json_object_new_string(msg ?: v->findings[i].message));
+                        free(msg);
+                }
                 json_object_array_add(list, f);
         }
         json_object_object_add(root, "reasons", list);
+        /* "mount", as every other command names the path it judged; "path" is the older
+         * name of the same value, kept for readers of it (deprecated). */
+        json_object_object_add(root, "mount", json_object_new_string(path));
         json_object_object_add(root, "path", json_object_new_string(path));
         json_object_object_add(root, "backend", json_object_new_string(mc_backend_name(v->backend)));
         json_object_object_add(root, "mount_id",
@@ -284,7 +311,7 @@ int cli_cmd_check(int argc, char **argv)
         if (r < 0)
                 return cli_system_error("check", json, r, "%s", path);
         if (json) {
-                r = print_json(path, &v);
+                r = print_json(path, preset, &v);
                 if (r < 0) {
                         fprintf(stderr, "snapfs check: %s\n", strerror(-r));
                         return 2;
@@ -292,8 +319,13 @@ int cli_cmd_check(int argc, char **argv)
         } else {
                 if (v.is_scope)
                         printf("scope %s\n", v.scope[0] ? v.scope : "(unnamed)");
-                for (size_t i = 0; i < v.n_findings; i++)
-                        printf("%s: %s\n", mc_code_name(v.findings[i].code), v.findings[i].message);
+                for (size_t i = 0; i < v.n_findings; i++) {
+                        char hint[PATH_MAX * 2 + 128];
+                        /* What to run next, for a snapfs mount that is not there or dead. */
+                        next_step(preset, path, v.findings[i].code, hint, sizeof(hint));
+                        printf("%s: %s%s\n", mc_code_name(v.findings[i].code),
+                               v.findings[i].message, hint);
+                }
                 if (v.n_dropped)
                         fprintf(stderr, "snapfs check: %zu more findings not listed\n", v.n_dropped);
         }

@@ -47,7 +47,8 @@ static void exec_usage(FILE *f)
                 CLI_HELP_TRUST
                 CLI_HELP_KIND
                 "  --binding BINDING the snapshot, as its binding text:\n"
-                "                    \"sha256=<hex> size=<n> dev=<maj>:<min> ino=<n>\"\n"                "  --entry ENTRY     the snapshot an entry of the scope view MNT names: opened\n"
+                "                    \"sha256=<hex> size=<n> dev=<maj>:<min> ino=<n>\"\n"
+                "  --entry ENTRY     the snapshot an entry of the scope view MNT names: opened\n"
                 "                    below MNT's root, its digest read from that descriptor,\n"
                 "                    its content hashed against it (an entry moved meanwhile\n"
                 "                    gives the old snapshot or the new one, whole); NAME is\n"
@@ -243,11 +244,10 @@ int cli_cmd_exec(int argc, char **argv)
         env = a.env;
         target = a.target;
         if (!binding == !entry || optind >= argc) {
-                fprintf(stderr, "snapfs exec: %s\n",
+                fprintf(stderr, "snapfs exec: %s\nRun 'snapfs exec --help' for its options.\n",
                         binding && entry ? "--binding and --entry: give one of them"
                         : !binding && !entry ? "--binding or --entry is required"
                                              : "no COMMAND given");
-                exec_usage(stderr);
                 return EXIT_OWN_FAILURE;
         }
         if (binding && snapfs_binding_parse(binding, &b) < 0) {

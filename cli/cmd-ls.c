@@ -1,121 +1,197 @@
 /* SPDX-License-Identifier: MIT */
-/* snapfs ls: the snapshots of a checked mount, with who published them and when. */
-#include <dirent.h>
+/* snapfs ls: the snapshots of a checked mount, for a person (name, size, age, publisher) or
+ * as JSON, filtered by name or kind and sorted. */
 #include <errno.h>
-#include <fcntl.h>
+#include <fnmatch.h>
 #include <getopt.h>
 #include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/stat.h>
-#include <sys/sysmacros.h>
 #include <time.h>
-#include <unistd.h>
 
 #include "client/client-internal.h"
 #include "cli/clientopts.h"
-#include "cli/usage-table.h"
 #include "cli/commands.h"
-#include "snapshot/digest.h"
+#include "cli/show.h"
+#include "cli/usage-table.h"
+#include "snapshot/kind.h"
 #include "common/util.h"
 
 static void ls_usage(FILE *f)
 {
         fprintf(f,
-                "Usage: snapfs ls [--mount MNT] [--owner UID] [--insecure-own-mount] [--json]\n"
+                "Usage: snapfs ls [--mount MNT] [--owner UID] [--insecure-own-mount]\n"
+                "                 [--name GLOB] [--kind KIND]... [--all] [--sort name|size|age]\n"
+                "                 [--no-trunc] [--json]\n"
                 "\n"
-                "Check the mount, then list its snapshots in publishing order: digest, size,\n"
-                "inode, publisher uid and publish time (UTC). Contents are not read; snapfs\n"
-                "audit re-hashes them.\n"
+                "Check the mount, then list its snapshots, oldest first: digest (its first 12\n"
+                "characters), name, size (K, M, G: binary units), age since its first publish,\n"
+                "and the user who published it. Contents are not read (snapfs audit re-hashes\n"
+                "them). Only content is listed: the signature envelopes and manifests an\n"
+                "import publishes for its own bookkeeping show with --all or --kind. Then what\n"
+                "each uid holds against its limits.\n"
                 "\n"
                 "Options:\n"
                 "  --mount MNT   " CLI_HELP_MOUNT "\n"
                 CLI_HELP_TRUST
+                "  --name GLOB   only snapshots whose name matches GLOB (fnmatch: *, ?, [...])\n"
+                "  --kind KIND   only snapshots of KIND: content, signature or manifest\n"
+                "                (repeatable)\n"
+                "  --all         snapshots of every kind\n"
+                "  --sort KEY    name (A to Z), size (largest first) or age (newest first);\n"
+                "                default: publishing order, oldest first\n"
+                "  --no-trunc    whole digests\n"
                 "  --json        print one JSON object: ok, error, message, reasons, mount,\n"
-                "                snapshots [{sha256, size, ino, uid, published, binding}]\n"
+                "                snapshots [{sha256, size, dev, ino, name, published,\n"
+                "                publisher, binding, kind}], hidden (how many the filters left\n"
+                "                out), usage\n"
                 "  -h, --help    show this help\n"
                 "\n"
                 "Exit status: 0 listed; 1 the mount is not compliant (every reason printed);\n"
                 "2 usage or system error.\n");
 }
 
-struct item {
-        char name[SNAP_DIGEST_HEX_LEN + 1];
-        struct stat st;
+enum { OPT_NAME = CLI_OWN_OPTION, OPT_KIND, OPT_ALL, OPT_SORT, OPT_NO_TRUNC };
+enum sort_key { SORT_PUBLISHED, SORT_NAME, SORT_SIZE, SORT_AGE };
+
+struct ls_args {
+        const char *glob;
+        unsigned kinds; /* SFC_KIND_BIT mask; 0: content alone */
+        bool all, no_trunc;
+        enum sort_key sort;
 };
 
-static int by_ino(const void *a, const void *b)
+/* One of ls's own options: -1 to go on, or 2 after the usage error. */
+static int take(void *ctx, int val, const char *arg, bool json)
 {
-        const struct item *x = a, *y = b;
+        struct ls_args *a = ctx;
+        int k;
 
-        /* Inode numbers are handed out in publishing order and never reused. */
-        return x->st.st_ino < y->st.st_ino ? -1 : x->st.st_ino > y->st.st_ino;
+        switch (val) {
+        case OPT_NAME:
+                a->glob = arg;
+                return -1;
+        case OPT_KIND:
+                k = snap_kind_from_name(arg);
+                if (k < 0)
+                        return cli_usage_error("ls", json, NULL,
+                                               "--kind: '%s' is not content, signature or "
+                                               "manifest", arg);
+                a->kinds |= SFC_KIND_BIT(k);
+                return -1;
+        case OPT_ALL:
+                a->all = true;
+                return -1;
+        case OPT_NO_TRUNC:
+                a->no_trunc = true;
+                return -1;
+        case OPT_SORT:
+                if (!strcmp(arg, "name"))
+                        a->sort = SORT_NAME;
+                else if (!strcmp(arg, "size"))
+                        a->sort = SORT_SIZE;
+                else if (!strcmp(arg, "age"))
+                        a->sort = SORT_AGE;
+                else
+                        return cli_usage_error("ls", json, NULL,
+                                               "--sort: '%s' is not name, size or age", arg);
+                return -1;
+        }
+        return 2;
 }
 
-static void iso_time(const struct timespec *ts, char *out, size_t n)
+static bool shown(const struct ls_args *a, const struct sfc_entry *e)
 {
-        struct tm tm;
+        /* A kind the daemon did not say is listed as content would be. */
+        int kind = e->snap.kind >= 0 ? e->snap.kind : SNAPFS_KIND_CONTENT;
+        unsigned want = a->kinds ? a->kinds : SFC_KIND_BIT(SNAPFS_KIND_CONTENT);
 
-        gmtime_r(&ts->tv_sec, &tm);
-        strftime(out, n, "%Y-%m-%dT%H:%M:%SZ", &tm);
+        if (!a->all && !(want & SFC_KIND_BIT(kind)))
+                return false;
+        return !a->glob || (e->snap.name[0] && fnmatch(a->glob, e->snap.name, 0) == 0);
 }
 
-/* Every snapshot entry of the judged root, stat'ed relative to it. */
-static int list(const struct sfc_mnt *m, struct item **out, size_t *n_out)
+static int by_name(const void *x, const void *y)
 {
-        _cleanup_free_ struct item *items = NULL;
-        size_t n = 0, cap = 0;
-        struct dirent *de;
-        DIR *d;
-        int r;
+        const struct sfc_entry *a = x, *b = y;
 
-        r = sfc_mnt_opendir(m, &d);
-        if (r < 0)
-                return r;
-        while ((errno = 0, de = readdir(d))) {
-                if (!snap_is_digest_name(de->d_name))
-                        continue; /* ".", "..", ".staging" */
-                if (n == cap) {
-                        struct item *p = reallocarray(items, cap = cap ? cap * 2 : 256,
-                                                      sizeof(*items));
-                        if (!p) {
-                                closedir(d);
-                                return -ENOMEM;
-                        }
-                        items = p;
-                }
-                memcpy(items[n].name, de->d_name, sizeof(items[n].name));
-                /* Unlinked since readdir: not listed. */
-                if (fstatat(dirfd(d), de->d_name, &items[n].st, AT_SYMLINK_NOFOLLOW) == 0)
-                        n++;
+        /* Unnamed last, then by digest. */
+        if (!a->snap.name[0] || !b->snap.name[0])
+                return !a->snap.name[0] - !b->snap.name[0] ?: strcmp(a->hex, b->hex);
+        return strcmp(a->snap.name, b->snap.name) ?: strcmp(a->hex, b->hex);
+}
+
+static int by_size(const void *x, const void *y)
+{
+        const struct sfc_entry *a = x, *b = y;
+
+        if (a->snap.binding.size != b->snap.binding.size)
+                return a->snap.binding.size < b->snap.binding.size ? 1 : -1;
+        return a->snap.binding.ino < b->snap.binding.ino ? -1 : 1;
+}
+
+static int by_age(const void *x, const void *y)
+{
+        const struct sfc_entry *a = x, *b = y;
+
+        if (a->snap.published_sec != b->snap.published_sec)
+                return a->snap.published_sec < b->snap.published_sec ? 1 : -1;
+        if (a->snap.published_nsec != b->snap.published_nsec)
+                return a->snap.published_nsec < b->snap.published_nsec ? 1 : -1;
+        return a->snap.binding.ino < b->snap.binding.ino ? 1 : -1;
+}
+
+static void print_table(const struct ls_args *a, const struct sfc_entry *items, size_t n)
+{
+        const int dw = a->no_trunc ? SNAP_DIGEST_HEX_LEN : 12;
+        const bool kinds = a->all || a->kinds;
+        time_t now = time(NULL);
+        int nw = 4;
+
+        for (size_t i = 0; i < n; i++)
+                if ((int)strlen(items[i].snap.name) > nw)
+                        nw = (int)strlen(items[i].snap.name);
+        printf("%-*s  %-*s  %6s  %4s  %s%s\n", dw, "SHA256", nw, "NAME", "SIZE", "AGE",
+               kinds ? "KIND       " : "", "PUBLISHER");
+        for (size_t i = 0; i < n; i++) {
+                const struct snapfs_snapshot *s = &items[i].snap;
+                char size[16], age[16], user[64];
+
+                printf("%-*.*s  %-*s  %6s  %4s  ", dw, dw, items[i].hex, nw,
+                       s->name[0] ? s->name : "-",
+                       cli_human_size(s->binding.size, size, sizeof(size)),
+                       cli_age(s->published_sec, now, age, sizeof(age)));
+                if (kinds)
+                        printf("%-11s", cli_kind_name(s->kind) ?: "?");
+                printf("%s\n", cli_user_name(s->publisher, user, sizeof(user)));
         }
-        if (errno) {
-                r = negative_errno();
-                closedir(d);
-                return r;
-        }
-        closedir(d);
-        if (n)
-                qsort(items, n, sizeof(*items), by_ino);
-        *out = TAKE_PTR(items);
-        *n_out = n;
-        return 0;
 }
 
 int cli_cmd_ls(int argc, char **argv)
 {
+        static const struct option own[] = {
+                { "name", required_argument, NULL, OPT_NAME },
+                { "kind", required_argument, NULL, OPT_KIND },
+                { "all", no_argument, NULL, OPT_ALL },
+                { "sort", required_argument, NULL, OPT_SORT },
+                { "no-trunc", no_argument, NULL, OPT_NO_TRUNC },
+                { NULL, 0, NULL, 0 },
+        };
         _cleanup_free_ char *mount = NULL;
-        _cleanup_free_ struct item *items = NULL;
-        struct sfc_mnt m = SFC_MNT_INIT;
-        struct cli_common co;
+        _cleanup_free_ struct sfc_entry *items = NULL;
         _cleanup_(sfc_usage_free) struct sfc_usage usage = { 0 };
+        struct sfc_mnt m = SFC_MNT_INIT;
+        struct ls_args a = { 0 };
+        struct cli_common co;
         struct snapfs_report why;
-        bool have_usage = false;
-        size_t n = 0;
+        bool have_usage;
+        size_t n = 0, k = 0;
         int r;
 
-        r = cli_parse(&(struct cli_spec){ .cmd = "ls", .usage = ls_usage }, argc, argv, &co);
+        r = cli_parse(&(struct cli_spec){ .cmd = "ls", .usage = ls_usage, .options = own,
+                                          .option = take, .arg = &a },
+                      argc, argv, &co);
         if (r >= 0)
                 return r;
         mount = cli_mount_path("ls", &co);
@@ -135,7 +211,7 @@ int cli_cmd_ls(int argc, char **argv)
                 cli_print_reasons(stderr, &why);
                 return 1;
         }
-        r = list(&m, &items, &n);
+        r = sfc_mnt_catalog(&m, &items, &n, &why);
         /* Per-uid usage as the daemon counts it; a daemon that does not report it
          * (ENODATA) leaves the table out. */
         have_usage = r == 0 && sfc_mnt_usage(&m, &usage) == 0;
@@ -143,36 +219,30 @@ int cli_cmd_ls(int argc, char **argv)
         if (r < 0)
                 return cli_system_error("ls", co.json, r, "%s", mount);
 
+        for (size_t i = 0; i < n; i++)
+                if (shown(&a, &items[i]))
+                        items[k++] = items[i];
+        if (a.sort != SORT_PUBLISHED && k)
+                qsort(items, k, sizeof(*items),
+                      a.sort == SORT_NAME ? by_name : a.sort == SORT_SIZE ? by_size : by_age);
+
         if (co.json) {
                 json_object *top = cli_json_result(true, NULL, NULL, NULL);
                 json_object *arr = json_object_new_array();
-                for (size_t i = 0; arr && i < n; i++) {
-                        json_object *o = json_object_new_object();
-                        char when[32], text[SNAPFS_BINDING_TEXT_MAX];
-                        const struct stat *st = &items[i].st;
-
+                for (size_t i = 0; arr && i < k; i++) {
+                        json_object *o = cli_snapshot_json(&items[i].snap);
+                        const char *kind = cli_kind_name(items[i].snap.kind);
                         if (!o)
                                 break;
-                        iso_time(&st->st_mtim, when, sizeof(when));
-                        /* Identity as fstatat reports it; the content is not read here. */
-                        snprintf(text, sizeof(text),
-                                 "sha256=%s size=%" PRIu64 " dev=%u:%u ino=%" PRIu64,
-                                 items[i].name, (uint64_t)st->st_size, major(st->st_dev),
-                                 minor(st->st_dev), (uint64_t)st->st_ino);
-                        json_object_object_add(o, "sha256", json_object_new_string(items[i].name));
-                        json_object_object_add(o, "size",
-                                               json_object_new_uint64((uint64_t)st->st_size));
-                        json_object_object_add(o, "ino",
-                                               json_object_new_uint64((uint64_t)st->st_ino));
-                        json_object_object_add(o, "uid", json_object_new_uint64(st->st_uid));
-                        json_object_object_add(o, "published", json_object_new_string(when));
-                        json_object_object_add(o, "binding", json_object_new_string(text));
+                        json_object_object_add(o, "kind", kind ? json_object_new_string(kind)
+                                                               : NULL);
                         json_object_array_add(arr, o);
                 }
                 if (top) {
                         json_object_object_add(top, "mount", json_object_new_string(mount));
                         /* An object holding the list, as findmnt --json does: room for more. */
                         json_object_object_add(top, "snapshots", arr);
+                        json_object_object_add(top, "hidden", json_object_new_uint64(n - k));
                         json_object_object_add(top, "usage",
                                                have_usage ? cli_json_usage(&usage) : NULL);
                 } else {
@@ -180,14 +250,7 @@ int cli_cmd_ls(int argc, char **argv)
                 }
                 return cli_print_json(top) < 0 ? 2 : 0;
         }
-        printf("%-64s %10s %8s %6s  %s\n", "SHA256", "SIZE", "INODE", "UID", "PUBLISHED");
-        for (size_t i = 0; i < n; i++) {
-                char when[32];
-                iso_time(&items[i].st.st_mtim, when, sizeof(when));
-                printf("%s %10" PRIu64 " %8" PRIu64 " %6u  %s\n", items[i].name,
-                       (uint64_t)items[i].st.st_size, (uint64_t)items[i].st.st_ino,
-                       (unsigned)items[i].st.st_uid, when);
-        }
+        print_table(&a, items, k);
         if (have_usage) {
                 printf("\n");
                 cli_print_usage(stdout, &usage);
@@ -196,5 +259,9 @@ int cli_cmd_ls(int argc, char **argv)
                 fprintf(stderr, "snapfs ls: writing output: %s\n", strerror(errno));
                 return 2;
         }
+        /* Said where a person reads it, never mixed into what a script parses. */
+        if (n > k && !a.glob && !a.kinds && !a.all)
+                fprintf(stderr, "snapfs ls: %zu snapshots of other kinds (signatures, "
+                                "manifests) not listed: snapfs ls --all\n", n - k);
         return 0;
 }

@@ -7,6 +7,7 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "cli/clientopts.h"
 #include "cli/commands.h"
 #include "cli/mountopts.h"
 #include "common/util.h"
@@ -137,12 +138,11 @@ static int mount_main(int argc, char **argv)
         long_options(longopts);
         sfs_daemon_config_init(&cfg);
         optind = 1;
-        while ((c = getopt_long(argc, argv, "+fh", longopts, NULL)) != -1) {
+        opterr = 0;
+        while ((c = getopt_long(argc, argv, "+:fh", longopts, NULL)) != -1) {
                 o = option_of(c);
-                if (!o) {
-                        mount_usage(stderr);
-                        return 2;
-                }
+                if (!o)
+                        return cli_getopt_error("mount", false, mount_usage, argv, c);
                 if (o->id == SFS_OPT_HELP) {
                         mount_usage(stdout);
                         return 0;
@@ -152,11 +152,15 @@ static int mount_main(int argc, char **argv)
                         return 2;
                 }
         }
-        if (optind != argc - 1) {
-                fprintf(stderr, "snapfs mount: expected exactly one MOUNTPOINT\n");
-                mount_usage(stderr);
-                return 2;
-        }
+        /* Options end at MOUNTPOINT (what mount(8) hands over after it is not ours): one
+         * written after it is named, with where it goes. */
+        if (optind < argc - 1 && argv[optind + 1][0] == '-')
+                return cli_usage_error("mount", false, mount_usage,
+                                       "'%s' after the MOUNTPOINT: options go before it "
+                                       "(snapfs mount [OPTIONS] MOUNTPOINT)", argv[optind + 1]);
+        if (optind != argc - 1)
+                return cli_usage_error("mount", false, mount_usage,
+                                       "expected exactly one MOUNTPOINT");
         cfg.mountpoint = argv[optind];
         return sfs_daemon_run(&cfg);
 }
@@ -183,8 +187,9 @@ int cli_cmd_mount(int argc, char **argv)
                                         "--%s MOUNTPOINT' instead; nothing mounted\n",
                                 err.word, err.word);
                 else if (err.why == CLI_MOUNTOPTS_UNKNOWN)
-                        fprintf(stderr, "snapfs mount: -o %s: unrecognized option; nothing "
-                                        "mounted\n", err.word);
+                        /* The word as the fstab line or -o spelled it, on one line: mount(8)
+                         * shows the helper's standard error as it is. */
+                        fprintf(stderr, "snapfs: unknown mount option '%s'\n", err.word);
                 else
                         fprintf(stderr, "snapfs mount: -o: an empty option or no options; "
                                         "nothing mounted\n");

@@ -5,6 +5,7 @@
 #include <fcntl.h>
 #include <getopt.h>
 #include <inttypes.h>
+#include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -15,6 +16,7 @@
 
 #include "cli/clientopts.h"
 #include "cli/commands.h"
+#include "cli/show.h"
 #include "client/transfer.h"
 #include "common/util.h"
 
@@ -144,35 +146,93 @@ static int parse(const char *cmd, int argc, char **argv, void (*usage)(FILE *f),
                          argc, argv, &a->co);
 }
 
+/* What failed, in words, by the code of the first reason: the first line of a refusal (and
+ * its JSON "message"), so it never is a bare errno text. The reasons follow it. */
+static const struct {
+        const char *cmd, *code, *words;
+} what_failed[] = {
+        { "import", "key", "cannot use the key" },
+        { "import", "layout", "cannot read the OCI image layout" },
+        { "import", "manifest", "the manifest does not match its digest, or is not an OCI "
+                                "image manifest" },
+        { "import", "blob-missing", "a layer's blob is missing from the layout" },
+        { "import", "blob-mismatch", "a layer's blob does not match its digest and size" },
+        { "import", "blob", "cannot read a layer's blob" },
+        { "import", "unsigned", "the manifest carries no signature (--verify-key)" },
+        { "import", "wrong-key", "the manifest is signed by none of the keys given "
+                                 "(--verify-key)" },
+        { "import", "bad-signature", "the manifest's signature does not verify" },
+        { "import", "too-big", "a layer is larger than the mount takes" },
+        { "export", "key", "cannot use the signing key" },
+        { "export", "layout", "cannot write the OCI image layout" },
+        { "export", "invalid-argument", "bad arguments" },
+        { "export", "sign", "cannot sign the manifest" },
+        { "export", "open", "a snapshot to export is not on the mount" },
+        { "keygen", "key", "cannot write the key pair" },
+};
+
+/* The mount check's and the publish's codes: the mount, not the layout, refused. */
+static bool mount_refused(int r)
+{
+        return r == -EMEDIUMTYPE || r == -ENOTCONN;
+}
+
 /* A failure of an engine: 2 when the layout, the arguments or the system failed, 1 for a
- * refusal (something did not verify, or the mount said no). */
-static int fail(const char *cmd, bool json, int r, const struct snapfs_report *why)
+ * refusal (something did not verify, or the mount said no). t (may be NULL) says how many
+ * layers an import published before it failed. */
+static int fail(const char *cmd, bool json, int r, const struct snapfs_report *why,
+                const char *mount, const struct sfc_transfer *t)
 {
         const char *code = why->n_reasons ? why->reasons[0].code : "";
+        const bool import = strcmp(cmd, "import") == 0;
         int rc = (!strcmp(code, "layout") || !strcmp(code, "invalid-argument") ||
-                  !strcmp(code, "io")) ? 2 : 1;
+                  !strcmp(code, "io") || !strcmp(code, "key")) ? 2 : 1;
+        _cleanup_free_ char *line = NULL;
+        const char *words = NULL;
+        size_t done = t ? t->n_items : 0;
+        int k;
 
-        if (json)
-                return cli_print_json(cli_json_refusal(r, why)) < 0 ? 2 : rc;
-        fprintf(stderr, "snapfs %s: %s\n", cmd, snapfs_strerror(r));
+        for (size_t i = 0; i < ARRAY_SIZE(what_failed) && !words; i++)
+                if (!strcmp(what_failed[i].cmd, cmd) && !strcmp(what_failed[i].code, code))
+                        words = what_failed[i].words;
+        char after[96] = "";
+
+        /* The mount may refuse a layer after others went in: those stay published. */
+        if (import)
+                snprintf(after, sizeof(after), done ? "; %zu layers were published before it"
+                                                    : "; nothing was published", done);
+        else if (!strcmp(cmd, "export"))
+                snprintf(after, sizeof(after), "; nothing was tagged");
+        if (mount_refused(r))
+                k = asprintf(&line, "%s is not a compliant snapfs mount%s", mount, after);
+        else if (words)
+                k = asprintf(&line, "%s%s", words, after);
+        else if (import)
+                k = asprintf(&line, "publishing to %s failed%s", mount, after);
+        else if (!strcmp(cmd, "export"))
+                k = asprintf(&line, "a snapshot of %s did not verify; nothing was tagged", mount);
+        else
+                k = asprintf(&line, "%s", snapfs_strerror(r));
+        if (k < 0)
+                line = NULL;
+        if (json) {
+                json_object *o = cli_json_result(false, strerrorname_np(-r) ?: "EIO",
+                                                 line ?: snapfs_strerror(r), why);
+                return cli_print_json(o) < 0 ? 2 : rc;
+        }
+        fprintf(stderr, "snapfs %s: %s\n", cmd, line ?: snapfs_strerror(r));
         cli_print_reasons(stderr, why);
         return rc;
 }
 
 static int load_key(const char *cmd, bool json, const char *path, bool priv, EVP_PKEY **out)
 {
+        char why[PATH_MAX * 3 + 200];
         int r = snap_oci_key_load(path, priv, out);
-        struct snapfs_report why;
 
         if (r == 0)
                 return 0;
-        sfc_report_reset(&why);
-        sfc_report_fail(&why, r, "key", "%s: %s", path,
-                        r == -EINVAL ? (priv ? "not an Ed25519 private key (PEM)"
-                                                : "not an Ed25519 key (PEM)")
-                                        : strerror(-r));
-        fail(cmd, json, r, &why);
-        return 2;
+        return cli_key_refused(cmd, json, r, cli_key_error(path, r, priv, why, sizeof(why)));
 }
 
 static void digest_text(const struct snap_digest *d, char out[SNAP_OCI_DIGEST_TEXT_LEN + 1])
@@ -206,7 +266,7 @@ int cli_cmd_export(int argc, char **argv)
                        (size_t)(argc - optind - 1), key, &t, &why);
         EVP_PKEY_free(key);
         if (r < 0)
-                return fail("export", a.co.json, r, &why);
+                return fail("export", a.co.json, r, &why, mount, NULL);
         digest_text(&t.manifest, md);
         if (a.co.json) {
                 json_object *o = cli_json_result(true, NULL, NULL, NULL);
@@ -226,20 +286,8 @@ int cli_cmd_export(int argc, char **argv)
                                                t.is_signed ? json_object_new_string(fp) : NULL);
                         json_object_object_add(o, "snapshots", list);
                 }
-                for (size_t i = 0; list && i < t.n_items; i++) {
-                        json_object *s = json_object_new_object();
-                        if (!s)
-                                break;
-                        snap_digest_to_hex(&t.items[i].binding.sha256, hex);
-                        json_object_object_add(s, "sha256", json_object_new_string(hex));
-                        json_object_object_add(s, "size",
-                                               json_object_new_uint64(t.items[i].binding.size));
-                        json_object_object_add(s, "name",
-                                               t.items[i].name[0]
-                                                       ? json_object_new_string(t.items[i].name)
-                                                       : NULL);
-                        json_object_array_add(list, s);
-                }
+                for (size_t i = 0; list && i < t.n_items; i++)
+                        json_object_array_add(list, cli_snapshot_json(&t.items[i].snap));
                 rc = cli_print_json(o) < 0 ? 2 : 0;
         } else {
                 printf("manifest %s oci:%s:%s (%zu snapshots)\n", md, dir, tag, t.n_items);
@@ -251,7 +299,8 @@ int cli_cmd_export(int argc, char **argv)
                 }
                 for (size_t i = 0; i < t.n_items; i++) {
                         snap_digest_to_hex(&t.items[i].binding.sha256, hex);
-                        printf("%s%s%s\n", hex, t.items[i].name[0] ? " " : "", t.items[i].name);
+                        printf("%s%s%s\n", hex, t.items[i].snap.name[0] ? " " : "",
+                               t.items[i].snap.name);
                 }
                 if (fflush(stdout) != 0)
                         rc = 2;
@@ -260,25 +309,14 @@ int cli_cmd_export(int argc, char **argv)
         return rc;
 }
 
+/* The one snapshot object, and whether the same bytes were published already. */
 static json_object *item_json(const struct sfc_transfer_item *it)
 {
-        char text[SNAPFS_BINDING_TEXT_MAX], hex[SNAP_DIGEST_HEX_LEN + 1], dev[32];
-        struct snapfs_binding b;
-        json_object *s = json_object_new_object();
+        json_object *s = cli_snapshot_json(&it->snap);
 
-        if (!s)
-                return NULL;
-        sfc_binding_from_snap(&it->binding, &b);
-        snapfs_binding_format(&b, text, sizeof(text));
-        snap_digest_to_hex(&it->binding.sha256, hex);
-        snprintf(dev, sizeof(dev), "%u:%u", major(b.dev), minor(b.dev));
-        json_object_object_add(s, "binding", json_object_new_string(text));
-        json_object_object_add(s, "sha256", json_object_new_string(hex));
-        json_object_object_add(s, "size", json_object_new_uint64(b.size));
-        json_object_object_add(s, "dev", json_object_new_string(dev));
-        json_object_object_add(s, "ino", json_object_new_uint64(b.ino));
-        json_object_object_add(s, "name", it->name[0] ? json_object_new_string(it->name) : NULL);
-        json_object_object_add(s, "already_published", json_object_new_boolean(it->already));
+        if (s)
+                json_object_object_add(s, "already_published",
+                                       json_object_new_boolean(it->already));
         return s;
 }
 
@@ -312,7 +350,7 @@ int cli_cmd_import(int argc, char **argv)
         for (size_t i = 0; i < a.n_verify; i++)
                 EVP_PKEY_free(keys[i]);
         if (r < 0) {
-                rc = fail("import", a.co.json, r, &why);
+                rc = fail("import", a.co.json, r, &why, mount, &t);
                 sfc_transfer_free(&t);
                 return rc;
         }
@@ -336,12 +374,10 @@ int cli_cmd_import(int argc, char **argv)
         } else {
                 for (size_t i = 0; i < t.n_items; i++) {
                         char text[SNAPFS_BINDING_TEXT_MAX];
-                        struct snapfs_binding b;
 
-                        sfc_binding_from_snap(&t.items[i].binding, &b);
-                        snapfs_binding_format(&b, text, sizeof(text));
-                        printf("%s%s%s\n", text, t.items[i].name[0] ? " name=" : "",
-                               t.items[i].name);
+                        snapfs_binding_format(&t.items[i].snap.binding, text, sizeof(text));
+                        printf("%s%s%s\n", text, t.items[i].snap.name[0] ? " name=" : "",
+                               t.items[i].snap.name);
                 }
                 if (fflush(stdout) != 0)
                         rc = 2;
@@ -407,7 +443,7 @@ int cli_cmd_keygen(int argc, char **argv)
                 struct snapfs_report why;
                 sfc_report_reset(&why);
                 sfc_report_fail(&why, r, "key", "writing %s: %s", path, strerror(-r));
-                fail("keygen", a.co.json, r, &why);
+                fail("keygen", a.co.json, r, &why, NULL, NULL);
                 return 2;
         }
         digest_text(&d, fp);

@@ -13,20 +13,25 @@
 
 #include "cli/clientopts.h"
 #include "cli/commands.h"
+#include "cli/show.h"
+#include "client/client-internal.h"
 #include "common/util.h"
 
 static void put_usage(FILE *f)
 {
         fprintf(f,
-                "Usage: snapfs put [--mount MNT] [--owner UID] [--insecure-own-mount] [--json]\n"
-                "                  [--scope NAME [--as ENTRY]] FILE|-\n"
+                "Usage: snapfs put [--mount MNT] [--owner UID] [--insecure-own-mount]\n"
+                "                  [--name NAME] [--scope NAME [--as ENTRY]] [--json] FILE|-\n"
                 "\n"
                 "Publish the bytes of FILE (or standard input for -) to the snapfs mount MNT:\n"
                 "check the mount, write the bytes to a staging file, rename it to their SHA-256,\n"
                 "then open and verify the snapshot. Prints its binding, one line:\n"
                 "  sha256=<hex> size=<n> dev=<major>:<minor> ino=<n>\n"
-                "Content already published gives the existing snapshot's binding (and \"already\n"
-                "published\" on standard error). Zero bytes are allowed (the empty snapshot).\n"
+                "The snapshot is named NAME (default: FILE's own name, when it is one), as\n"
+                "snapfs ls shows it and an export titles it; content already published keeps\n"
+                "its first name. Content already published gives the existing snapshot's\n"
+                "binding (and \"already published\" on standard error). Zero bytes are allowed\n"
+                "(the empty snapshot).\n"
                 "When MNT's daemon also serves a read view (snapfs mount --read-view), a second\n"
                 "line gives the binding as seen there, where a sandbox reads, once that view\n"
                 "has passed the same mount check and the snapshot verified through it:\n"
@@ -39,12 +44,15 @@ static void put_usage(FILE *f)
                 "Options:\n"
                 "  --mount MNT   " CLI_HELP_MOUNT "\n"
                 CLI_HELP_TRUST
+                "  --name NAME   the snapshot's name: 1-64 of [A-Za-z0-9._-], starting with\n"
+                "                neither . nor _\n"
                 "  --scope NAME  grant the snapshot to the scope NAME (snapfs grant)\n"
                 "  --as ENTRY    with --scope: under the entry name ENTRY\n"
                 "  --json        print one JSON object: ok, error, message, reasons, mount,\n"
-                "                binding, sha256, size, dev, ino, already_published,\n"
-                "                read_view (null, or {mount, binding}), scope (null, or\n"
-                "                {name, entry, mount, binding})\n"
+                "                binding, snapshot {sha256, size, dev, ino, name, published,\n"
+                "                publisher, binding}, already_published, read_view (null, or\n"
+                "                {mount, binding, snapshot}), scope (null, or {name, entry,\n"
+                "                mount, binding, snapshot})\n"
                 "  -h, --help    show this help\n"
                 "\n"
                 "Exit status: 0 published (or already there); 1 refused, with every reason on\n"
@@ -53,24 +61,34 @@ static void put_usage(FILE *f)
                 "2 usage or system error (FILE unreadable).\n");
 }
 
-static json_object *binding_json(const char *mount, const struct snapfs_binding *b,
-                                 const char *text, int r, json_object *o)
+/* The first line of a refused publish: what happened, before the reasons say why. */
+static const char *refused_words(int r)
 {
-        char hex[2 * SNAPFS_DIGEST_LEN + 1], dev[32];
+        switch (-r) {
+        case EPERM:
+                return "the daemon refused it";
+        case EACCES:
+                return "this uid may not publish there";
+        case EFBIG:
+                return "too big";
+        case EDQUOT:
+                return "past a limit of your uid";
+        case ENOSPC:
+                return "the mount is full";
+        case EBUSY:
+                return "a publish under this name is in the way";
+        }
+        return snapfs_strerror(r);
+}
 
-        if (!o)
-                return NULL;
-        for (size_t i = 0; i < SNAPFS_DIGEST_LEN; i++)
-                snprintf(hex + 2 * i, 3, "%02x", b->sha256[i]);
-        snprintf(dev, sizeof(dev), "%u:%u", major(b->dev), minor(b->dev));
-        json_object_object_add(o, "mount", json_object_new_string(mount));
-        json_object_object_add(o, "binding", json_object_new_string(text));
-        json_object_object_add(o, "sha256", json_object_new_string(hex));
-        json_object_object_add(o, "size", json_object_new_uint64(b->size));
-        json_object_object_add(o, "dev", json_object_new_string(dev));
-        json_object_object_add(o, "ino", json_object_new_uint64(b->ino));
-        json_object_object_add(o, "already_published", json_object_new_boolean(r == 1));
-        return o;
+/* The name FILE gives a snapshot when --name does not: its last component, when that is a
+ * name (NULL otherwise: the snapshot gets none). */
+static const char *default_name(const char *file)
+{
+        const char *base = strrchr(file, '/');
+
+        base = base ? base + 1 : file;
+        return strcmp(file, "-") != 0 && sfc_name_ok(base) ? base : NULL;
 }
 
 /* --scope: grant the published snapshot b to the scope (under entry), then its binding as
@@ -92,21 +110,24 @@ static int put_in_scope(const char *mount, const char *scope, const char *entry,
 }
 
 enum {
-        OPT_SCOPE = CLI_OWN_OPTION,
+        OPT_NAME = CLI_OWN_OPTION,
+        OPT_SCOPE,
         OPT_AS,
 };
 
 struct put_args {
-        const char *scope, *entry;
+        const char *name, *scope, *entry;
 };
 
-/* --scope NAME, --as ENTRY: -1 to go on. */
-static int take_option(void *arg, int val, const char *value, bool json)
+/* --name NAME (checked when the file is known), --scope NAME, --as ENTRY: -1 to go on. */
+static int take(void *arg, int val, const char *value, bool json)
 {
         struct put_args *a = arg;
 
         (void)json;
-        if (val == OPT_SCOPE)
+        if (val == OPT_NAME)
+                a->name = value;
+        else if (val == OPT_SCOPE)
                 a->scope = value;
         else
                 a->entry = value;
@@ -115,48 +136,62 @@ static int take_option(void *arg, int val, const char *value, bool json)
 
 int cli_cmd_put(int argc, char **argv)
 {
-        _cleanup_close_ int fd = -1;
-        _cleanup_free_ char *mount = NULL;
-        struct cli_common co;
-        struct snapfs_report why, vwhy;
-        struct snapfs_binding b, vb;
-        char text[SNAPFS_BINDING_TEXT_MAX], vtext[SNAPFS_BINDING_TEXT_MAX], view[PATH_MAX];
-        int vr;
-        bool view_failed;
-        static const struct option options[] = {
+        static const struct option own[] = {
+                { "name", required_argument, NULL, OPT_NAME },
                 { "scope", required_argument, NULL, OPT_SCOPE },
                 { "as", required_argument, NULL, OPT_AS },
                 { NULL, 0, NULL, 0 },
         };
-        struct put_args pa = { NULL, NULL };
-        const char *file, *scope, *entry;
-        int r;
+        _cleanup_close_ int fd = -1;
+        _cleanup_free_ char *mount = NULL;
+        struct cli_common co;
+        struct snapfs_report why, vwhy;
+        struct snapfs_snapshot s;
+        struct snapfs_binding vb;
+        char text[SNAPFS_BINDING_TEXT_MAX], vtext[SNAPFS_BINDING_TEXT_MAX], view[PATH_MAX];
+        struct put_args pa = { NULL, NULL, NULL };
+        const char *file, *name, *given, *scope, *entry;
+        int vr, r, in;
+        bool view_failed;
 
         r = cli_parse(&(struct cli_spec){ .cmd = "put", .min_operands = 1, .max_operands = 1,
                                           .what = "one FILE (or - for standard input)",
-                                          .usage = put_usage, .options = options,
-                                          .option = take_option, .arg = &pa },
+                                          .usage = put_usage, .options = own, .option = take,
+                                          .arg = &pa },
                       argc, argv, &co);
         if (r >= 0)
                 return r;
+        given = pa.name;
         scope = pa.scope;
         entry = pa.entry;
         if (entry && !scope)
                 return cli_usage_error("put", co.json, put_usage, "--as needs --scope");
         file = argv[optind];
+        if (given && !sfc_name_ok(given))
+                return cli_usage_error("put", co.json, NULL,
+                                       "--name: '%s' is not a snapshot name: 1-64 of "
+                                       "[A-Za-z0-9._-], starting with neither . nor _",
+                                       given);
+        name = given ?: default_name(file);
         mount = cli_mount_path("put", &co);
         if (!mount)
                 return 2;
 
         if (strcmp(file, "-") == 0) {
-                r = snapfs_publish_fd(mount, STDIN_FILENO, &co.opts, &b, &why);
+                in = STDIN_FILENO;
         } else {
                 /* O_NONBLOCK is not used: a FIFO as FILE is a stream to publish, on purpose. */
                 fd = open(file, O_RDONLY | O_CLOEXEC | O_NOCTTY);
                 if (fd < 0)
                         return cli_system_error("put", co.json, negative_errno(), "%s", file);
-                r = snapfs_publish_fd(mount, fd, &co.opts, &b, &why);
+                in = fd;
         }
+        r = snapfs_publish_fd_named(mount, name, in, &co.opts, &s, &why);
+        /* FILE's own name is only a default: taken by a staging file of this uid (a publish
+         * under it runs, or was interrupted), the snapshot goes unnamed rather than refused.
+         * Nothing was read yet when that is found. */
+        if (r == -EBUSY && !given && name)
+                r = snapfs_publish_fd_named(mount, NULL, in, &co.opts, &s, &why);
 
         if (r < 0) {
                 if (co.json) {
@@ -167,21 +202,22 @@ int cli_cmd_put(int argc, char **argv)
                                 return 2;
                 } else {
                         fprintf(stderr, "snapfs put: %s: not published: %s\n", mount,
-                                snapfs_strerror(r));
+                                refused_words(r));
                         cli_print_reasons(stderr, &why);
                 }
                 return 1;
         }
-        if (snapfs_binding_format(&b, text, sizeof(text)) < 0)
+        if (snapfs_binding_format(&s.binding, text, sizeof(text)) < 0)
                 return 2;
         /* Where a sandbox reads: the same snapshot through the daemon's read view (or, with
          * --scope, granted to the scope and through its view), judged and verified there like
          * any mount. */
         if (scope)
-                vr = put_in_scope(mount, scope, entry, &b, &co.opts, view, sizeof(view), &vb,
-                                  &vwhy);
+                vr = put_in_scope(mount, scope, entry, &s.binding, &co.opts, view,
+                                  sizeof(view), &vb, &vwhy);
         else
-                vr = snapfs_view_binding(mount, &b, &co.opts, view, sizeof(view), &vb, &vwhy);
+                vr = snapfs_view_binding(mount, &s.binding, &co.opts, view, sizeof(view), &vb,
+                                         &vwhy);
         if (vr == 0 && snapfs_binding_format(&vb, vtext, sizeof(vtext)) < 0)
                 return 2;
         /* No read view (ENODATA) is no failure; a scope that did not take it always is. */
@@ -191,6 +227,8 @@ int cli_cmd_put(int argc, char **argv)
                                              : cli_json_result(true, NULL, NULL, NULL);
                 json_object *v = NULL;
                 if (vr == 0 && (v = json_object_new_object())) {
+                        struct snapfs_snapshot vs = s;
+                        vs.binding = vb;
                         if (scope) {
                                 json_object_object_add(v, "name", json_object_new_string(scope));
                                 json_object_object_add(v, "entry",
@@ -199,9 +237,14 @@ int cli_cmd_put(int argc, char **argv)
                         }
                         json_object_object_add(v, "mount", json_object_new_string(view));
                         json_object_object_add(v, "binding", json_object_new_string(vtext));
+                        json_object_object_add(v, "snapshot", cli_snapshot_json(&vs));
                 }
-                o = binding_json(mount, &b, text, r, o);
                 if (o) {
+                        json_object_object_add(o, "mount", json_object_new_string(mount));
+                        json_object_object_add(o, "binding", json_object_new_string(text));
+                        json_object_object_add(o, "snapshot", cli_snapshot_json(&s));
+                        json_object_object_add(o, "already_published",
+                                               json_object_new_boolean(r == 1));
                         json_object_object_add(o, "read_view", scope ? NULL : v);
                         json_object_object_add(o, "scope", scope ? v : NULL);
                 } else {
@@ -212,8 +255,12 @@ int cli_cmd_put(int argc, char **argv)
                 return view_failed ? 1 : 0;
         }
         /* Idempotent: the content is there, bound to the existing snapshot. Not a failure. */
-        if (r == 1)
-                fprintf(stderr, "snapfs put: already published\n");
+        if (r == 1) {
+                if (s.name[0])
+                        fprintf(stderr, "snapfs put: already published, named %s\n", s.name);
+                else
+                        fprintf(stderr, "snapfs put: already published\n");
+        }
         if (printf("%s\n", text) < 0 ||
             (vr == 0 && !scope && printf("read-view %s %s\n", vtext, view) < 0) ||
             (vr == 0 && scope && printf("scope %s %s %s\n", scope, vtext, view) < 0) ||

@@ -11,6 +11,7 @@
 
 #include "cli/clientopts.h"
 #include "cli/commands.h"
+#include "cli/show.h"
 #include "snapshot/digest.h"
 #include "common/util.h"
 
@@ -39,7 +40,8 @@ static void verify_usage(FILE *f)
                 CLI_HELP_TRUST
                 CLI_HELP_KIND
                 "  --json        print one JSON object: ok, error, message, reasons\n"
-                "                [{code, message}], mount, binding\n"
+                "                [{code, message}], mount, binding, snapshot {sha256, size,\n"
+                "                dev, ino, name, published, publisher, binding}\n"
                 "  -h, --help    show this help\n"
                 "\n"
                 "Exit status: 0 verified (the binding is printed); 1 not verified, every reason\n"
@@ -52,6 +54,8 @@ int cli_cmd_verify(int argc, char **argv)
         struct cli_common co;
         struct snapfs_report why;
         struct snapfs_binding b;
+        struct snapfs_snapshot s;
+        bool described = false;
         char text[SNAPFS_BINDING_TEXT_MAX];
         const char *arg;
         int r, fd;
@@ -104,6 +108,8 @@ int cli_cmd_verify(int argc, char **argv)
         }
 
         if (fd >= 0) {
+                /* What the daemon says of it, read through the very descriptor verified. */
+                described = snapfs_describe_fd(fd, &b, &s) == 0;
                 close(fd);
                 if (snapfs_binding_format(&b, text, sizeof(text)) < 0)
                         return 2;
@@ -115,6 +121,10 @@ int cli_cmd_verify(int argc, char **argv)
                         json_object_object_add(o, "mount", json_object_new_string(mount));
                         json_object_object_add(o, "binding",
                                                fd >= 0 ? json_object_new_string(text) : NULL);
+                        json_object_object_add(o, "snapshot",
+                                               fd < 0 ? NULL
+                                               : described ? cli_snapshot_json(&s)
+                                                           : cli_binding_json(&b));
                 }
                 if (cli_print_json(o) < 0)
                         return 2;

@@ -22,6 +22,14 @@ int cli_cmd_exec(int argc, char **argv);
 int cli_cmd_ls(int argc, char **argv);
 int cli_cmd_audit(int argc, char **argv);
 
+/* snapfs rm, prune: remove snapshots through the mount (cmd-rm.c, cmd-prune.c). */
+int cli_cmd_rm(int argc, char **argv);
+int cli_cmd_prune(int argc, char **argv);
+
+/* snapfs help [COMMAND], snapfs version (cmd-help.c). */
+int cli_cmd_help(int argc, char **argv);
+int cli_cmd_version(int argc, char **argv);
+
 /* snapfs export, import, keygen: OCI image layouts and signatures (cmd-oci.c). */
 int cli_cmd_export(int argc, char **argv);
 int cli_cmd_import(int argc, char **argv);
@@ -37,6 +45,9 @@ int cli_cmd_revoke(int argc, char **argv);
  * control file (cmd-status.c). */
 int cli_cmd_status(int argc, char **argv);
 int cli_cmd_metrics(int argc, char **argv);
+/* Every command and what it does, on f (cmd-help.c). */
+#include <stdio.h>
+void cli_main_usage(FILE *f);
 
 /* The table, NULL-name terminated. */
 extern const struct cli_command cli_commands[];

@@ -4,15 +4,16 @@
 #include <string.h>
 
 #include "cli/commands.h"
-#include "config.h"
 
 const struct cli_command cli_commands[] = {
         { "mount", "mount snapfs and serve snapshots", cli_cmd_mount },
         { "check", "judge whether the mount at a path is compliant", cli_cmd_check },
         { "put", "publish a file and print its binding", cli_cmd_put },
+        { "ls", "list the snapshots of a mount: name, size, age, publisher", cli_cmd_ls },
+        { "rm", "remove snapshots by name, digest or binding", cli_cmd_rm },
+        { "prune", "remove snapshots older than a duration, or of a kind", cli_cmd_prune },
         { "verify", "verify a binding or a snapshot path, with every reason", cli_cmd_verify },
         { "exec", "run a program with a verified snapshot as a descriptor", cli_cmd_exec },
-        { "ls", "list the snapshots of a mount", cli_cmd_ls },
         { "audit", "check a mount and re-hash every snapshot on it", cli_cmd_audit },
         { "export", "write snapshots into an OCI image layout, optionally signed", cli_cmd_export },
         { "import", "publish the snapshots of an OCI image layout", cli_cmd_import },
@@ -22,22 +23,10 @@ const struct cli_command cli_commands[] = {
         { "revoke", "revoke a snapshot or an entry from a scope", cli_cmd_revoke },
         { "status", "the daemon's health: mounts, store, limits, counters", cli_cmd_status },
         { "metrics", "the daemon's counters as OpenMetrics text", cli_cmd_metrics },
+        { "help", "show what a command does and takes", cli_cmd_help },
+        { "version", "print the version", cli_cmd_version },
         { NULL, NULL, NULL },
 };
-
-static void usage(FILE *f)
-{
-        fprintf(f,
-                "Usage: snapfs [--version] [--help] COMMAND [ARGS...]\n"
-                "\n"
-                "Immutable, content-addressed snapshots over FUSE, and the checks that let a\n"
-                "process trust them.\n"
-                "\n"
-                "Commands:\n");
-        for (const struct cli_command *c = cli_commands; c->name; c++)
-                fprintf(f, "  %-8s %s\n", c->name, c->summary);
-        fprintf(f, "\nRun 'snapfs COMMAND --help' for a command's options; 'man snapfs' for all.\n");
-}
 
 /* mount -t fuse.snapfs SOURCE MNT -o OPTS: util-linux runs mount.fuse3, which runs
  * "snapfs SOURCE MNT -o OPTS" (the subtype as the program name). That is "snapfs mount -o OPTS
@@ -58,15 +47,13 @@ static int mount_helper(int argc, char **argv)
 int main(int argc, char **argv)
 {
         if (argc < 2) {
-                usage(stderr);
+                cli_main_usage(stderr);
                 return 2;
         }
-        if (strcmp(argv[1], "--version") == 0 || strcmp(argv[1], "-V") == 0) {
-                printf("snapfs %s\n", SNAPFS_VERSION);
-                return 0;
-        }
+        if (strcmp(argv[1], "--version") == 0 || strcmp(argv[1], "-V") == 0)
+                return cli_cmd_version(1, argv);
         if (strcmp(argv[1], "--help") == 0 || strcmp(argv[1], "-h") == 0) {
-                usage(stdout);
+                cli_main_usage(stdout);
                 return 0;
         }
         for (const struct cli_command *c = cli_commands; c->name; c++)
@@ -75,7 +62,7 @@ int main(int argc, char **argv)
         /* Only mount.fuse3's exact shape, so a mistyped command never mounts anything. */
         if (argc >= 5 && argv[1][0] != '-' && argv[2][0] == '/' && strcmp(argv[3], "-o") == 0)
                 return mount_helper(argc, argv);
-        fprintf(stderr, "snapfs: unknown command '%s'\n", argv[1]);
-        usage(stderr);
+        fprintf(stderr, "snapfs: unknown command '%s'; run 'snapfs help' for the list\n",
+                argv[1]);
         return 2;
 }

@@ -4,22 +4,31 @@
 
 #include <inttypes.h>
 
+#include "cli/show.h"
+#include "common/values.h"
+
 void cli_print_usage(FILE *f, const struct sfc_usage *u)
 {
+        char bytes[16], staging[16], limit[32], reserve[32];
+
         fprintf(f, "%-10s %10s %12s %8s %14s\n", "UID", "SNAPSHOTS", "BYTES", "STAGING",
                 "STAGING-BYTES");
+        /* Bytes in the units of snapfs ls (rounded up); the limits exactly, as the size
+         * grammar spells them, so they can be typed back into the option that sets them. */
         for (size_t i = 0; i < u->n; i++)
-                fprintf(f, "%-10" PRIu32 " %10" PRIu64 " %12" PRIu64 " %8" PRIu64 " %14" PRIu64
-                           "\n",
-                        u->uids[i].uid, u->uids[i].snapshots, u->uids[i].bytes,
-                        u->uids[i].staging, u->uids[i].staging_bytes);
+                fprintf(f, "%-10" PRIu32 " %10" PRIu64 " %12s %8" PRIu64 " %14s\n",
+                        u->uids[i].uid, u->uids[i].snapshots,
+                        cli_human_size(u->uids[i].bytes, bytes, sizeof(bytes)),
+                        u->uids[i].staging,
+                        cli_human_size(u->uids[i].staging_bytes, staging, sizeof(staging)));
         if (u->more)
                 fprintf(f, "(and %" PRIu64 " more uids)\n", u->more);
+        value_format(VALUE_SIZE, u->uid_bytes, limit, sizeof(limit));
+        value_format(VALUE_SIZE, u->reserve_bytes, reserve, sizeof(reserve));
         fprintf(f,
-                "limits per uid: %" PRIu64 " snapshots, %" PRIu64 " bytes; the owner (uid "
-                "%" PRIu32 ") keeps %" PRIu64 " snapshots and %" PRIu64 " bytes of its own\n",
-                u->uid_snapshots, u->uid_bytes, u->owner, u->reserve_snapshots,
-                u->reserve_bytes);
+                "limits per uid: %" PRIu64 " snapshots, %s bytes; the owner (uid %" PRIu32
+                ") keeps %" PRIu64 " snapshots and %s bytes of its own\n",
+                u->uid_snapshots, limit, u->owner, u->reserve_snapshots, reserve);
 }
 
 json_object *cli_json_usage(const struct sfc_usage *u)

@@ -16,6 +16,12 @@
 
 struct snap_hasher;
 
+/* The xattrs a client reads (docs/design.md): the staging NAME a snapshot was first published
+ * under, its kind, and on a staging file why the daemon last refused a request on it. */
+#define SFC_XATTR_NAME "user.snapfs.name"
+#define SFC_XATTR_KIND "user.snapfs.kind"
+#define SFC_XATTR_REFUSAL "user.snapfs.refusal"
+
 /* A judged snapfs mount: everything below is opened relative to fd, never by path again. */
 struct sfc_mnt {
         int fd;            /* O_PATH|O_DIRECTORY root of the judged mount, or -1 */
@@ -69,11 +75,26 @@ int sfc_verify_kind(int fd, const char *hex, const struct snap_binding *want, ui
                     unsigned kinds, struct snap_hasher *hasher, struct snapfs_report *why);
 
 /* Publishes len bytes on the judged mount m, staged under name (a valid staging NAME, kept
- * by the daemon as the snapshot's name; NULL or taken: a random one): 0 published now, 1
- * already there, *out its binding; the errors of snapfs_publish. */
+ * by the daemon as the snapshot's name; NULL or taken: a scratch one, so the snapshot has
+ * none): 0 published now, 1 already there, *out the snapshot; the errors of snapfs_publish. */
 int sfc_mnt_publish(const struct sfc_mnt *m, const void *data, size_t len,
                     const char *name, const struct snapfs_options *opts,
-                    struct snap_binding *out, struct snapfs_report *why);
+                    struct snapfs_snapshot *out, struct snapfs_report *why);
+
+/* What the daemon says of the snapshot the descriptor fd holds (a descriptor of any kind,
+ * O_PATH included), its binding being b: *out. Reads no content. 0, or the errno of fstat. */
+int sfc_fd_describe(int fd, const struct snap_binding *b, struct snapfs_snapshot *out);
+
+/* Looks up hex below the judged root without opening it (O_PATH), confirms its mount, checks
+ * it is a regular file of mode 0000 on the mount's device (and, with want, dev, ino and size
+ * equal to want's: -ESTALE otherwise), and fills *out. 0, or a negative errno and why. */
+int sfc_mnt_describe(const struct sfc_mnt *m, const char *hex,
+                     const struct snap_binding *want, struct snapfs_snapshot *out,
+                     struct snapfs_report *why);
+
+/* The staging NAME grammar of a name a caller gives (docs/design.md, "Publishing"): 1-64 of
+ * [A-Za-z0-9._-], starting with neither '.' nor '_' (a scratch name, which nobody keeps). */
+bool sfc_name_ok(const char *name);
 
 /* The size limit the options ask for. */
 uint64_t sfc_opt_limit(const struct snapfs_options *opts);
@@ -160,3 +181,61 @@ int sfc_grant_from_json(json_object *o, struct snapfs_grant *out);
  * reason), -ENOMEM. client_pid is the id the kernel will stamp on the request's write. */
 int sfc_scope_create_request(const struct snapfs_scope_spec *spec, int32_t client_pid,
                              json_object **out, struct snapfs_report *why);
+
+/* ---- what to do about a refusal (client/explain.c) ---- */
+
+/* v in the size grammar's spelling when a suffix divides it ("256K", "1G"), else "N bytes":
+ * buf (n bytes), returned. */
+char *sfc_size_text(uint64_t v, char *buf, size_t n);
+
+/* The daemon's refusal text ("too-big max-snapshot-size=262144", "not-in-signed-manifest"):
+ * its code ([a-z-]+) into code (n bytes) and the number after '=' into *value (0 without
+ * one). 0, or -EBADMSG for anything else. */
+int sfc_refusal_parse(const char *text, char *code, size_t n, uint64_t *value);
+/* The same, read from the staging file fd holds (SFC_XATTR_REFUSAL; an O_PATH descriptor
+ * too): 0, -ENODATA (the daemon refused nothing there), or a negative errno. */
+int sfc_refusal_read(int fd, char *code, size_t n, uint64_t *value);
+
+/* Adds the reason "too-big" for content of size bytes (only a lower bound unless exact) over
+ * limit, the daemon's or the client's own, naming the option that changes it; returns err. */
+int sfc_explain_too_big(struct snapfs_report *why, int err, uint64_t size, bool exact,
+                           uint64_t limit, bool daemon);
+/* Adds the reason the daemon named (code, value: sfc_refusal_parse's) in words that say
+ * what to do; returns err. */
+int sfc_explain_daemon(struct snapfs_report *why, int err, const char *code, uint64_t value);
+/* Adds the reason of a publish step ("staging", "write", "rename") refused with err that the
+ * daemon did not explain: who may publish, which per-uid limit (read from the mount's usage),
+ * the mount full; what names what was refused. Returns err. */
+int sfc_explain_publish(const struct sfc_mnt *m, struct snapfs_report *why, int err,
+                           const char *step, const char *what);
+
+/* What to do about a mount-check finding code (enum mc_code) on the snapfs mount at mount
+ * (escaped): "; nothing is mounted there: run `snapfs mount MNT`" and the like, or "". */
+void sfc_finding_hint(int code, const char *mount, char *buf, size_t n);
+
+/* ---- the snapshots of a mount, as a person asks about them (client/catalog.c) ---- */
+
+struct sfc_entry {
+        char hex[SNAP_DIGEST_HEX_LEN + 1];
+        struct snapfs_snapshot snap;
+};
+
+/* Every snapshot of the judged mount, described (sfc_mnt_describe), in publishing order:
+ * 0 and *out (free it), *n; or a negative errno with the reason. */
+int sfc_mnt_catalog(const struct sfc_mnt *m, struct sfc_entry **out, size_t *n,
+                       struct snapfs_report *why);
+
+/* Which of items (n) target names: a binding (exactly its snapshot: -ESTALE when the digest
+ * is there at another inode), a name (every snapshot of it, all of them only when all), else
+ * a digest or its first 12 or more hex characters. 0 and the indexes in match (room for max),
+ * *n_match; -ENOENT (none), -ENOTUNIQ (a name of several without all, an ambiguous prefix),
+ * -EINVAL (a binding that does not parse); each with its reason. */
+int sfc_catalog_match(const struct sfc_entry *items, size_t n, const char *target,
+                         bool all, size_t *match, size_t max, size_t *n_match,
+                         struct snapfs_report *why);
+
+/* Removes e through the mount (unlink): 0, *kept true when the snapshot stays for its other
+ * holders (the caller's hold went: --unlink-own); or the errno with a reason that says who may
+ * (EPERM), EACCES, ENOENT. */
+int sfc_mnt_remove(const struct sfc_mnt *m, const struct sfc_entry *e, bool *kept,
+                      struct snapfs_report *why);

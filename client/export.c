@@ -103,16 +103,6 @@ nomem:
         return sfc_report_fail(why, -ENOMEM, "io", "out of memory");
 }
 
-/* The snapshot's name from its xattr, "" when it has none or not a valid one. */
-static void read_name(int fd, char out[SFC_NAME_MAX + 1])
-{
-        ssize_t k = fgetxattr(fd, SFC_XATTR_NAME, out, SFC_NAME_MAX);
-
-        out[k > 0 ? k : 0] = 0;
-        if (!snap_name_valid(out))
-                out[0] = 0;
-}
-
 /* Verified-opens hex on m, writes its bytes as a blob, fills *layer and *item. */
 static int export_one(const struct sfc_mnt *m, const struct snap_oci_layout *l,
                       const char *hex, uint64_t limit, struct snap_hasher *h,
@@ -129,7 +119,9 @@ static int export_one(const struct sfc_mnt *m, const struct snap_oci_layout *l,
                                    why);
         if (fd < 0)
                 return fd;
-        read_name(fd, item->name);
+        r = sfc_fd_describe(fd, &item->binding, &item->snap);
+        if (r < 0)
+                return sfc_report_fail(why, r, "snapshot", "fstat %s: %s", hex, describe(r));
         /* Read again through the verified descriptor; the blob's own hash below must name
          * the same digest, or nothing is tagged. */
         r = snap_read_bounded(fd, limit, &buf, &len);
@@ -146,7 +138,7 @@ static int export_one(const struct sfc_mnt *m, const struct snap_oci_layout *l,
                 .media_type = (char *)SNAP_OCI_MEDIA_SNAPSHOT,
                 .digest = written,
                 .size = len,
-                .title = item->name[0] ? item->name : NULL,
+                .title = item->snap.name[0] ? item->snap.name : NULL,
         };
         return 0;
 }
@@ -227,7 +219,7 @@ static int export_on(const struct sfc_mnt *m, const struct snap_oci_layout *l,
                 r = export_one(m, l, hexes[i], limit, h, &layers[i], &out->items[i], why);
                 if (r < 0)
                         break;
-                layers[i].title = out->items[i].name[0] ? out->items[i].name : NULL;
+                layers[i].title = out->items[i].snap.name[0] ? out->items[i].snap.name : NULL;
                 out->n_items = i + 1;
         }
         snap_hasher_free(h);

@@ -178,7 +178,7 @@ static int publish_all(const struct sfc_mnt *m, const struct snapfs_options *opt
                        struct sfc_transfer *out, struct snapfs_report *why)
 {
         const struct snap_oci_manifest *man = p->man;
-        struct snap_binding b;
+        struct snapfs_snapshot b;
         int r;
 
         /* Provenance first: a --trust-key daemon admits a manifest once it has seen an
@@ -210,13 +210,14 @@ static int publish_all(const struct sfc_mnt *m, const struct snapfs_options *opt
                 const char *title = man->layers[i].title;
                 bool named = snap_name_valid(title);
 
+                /* The layer's title comes back as the snapshot's name (published before,
+                 * it keeps the name it has). */
                 r = sfc_mnt_publish(m, p->layer[i], (size_t)man->layers[i].size,
-                                    named ? title : NULL, opts, &it->binding, why);
+                                    named ? title : NULL, opts, &it->snap, why);
                 if (r < 0)
                         return r;
+                sfc_binding_to_snap(&it->snap.binding, &it->binding);
                 it->already = r == 1;
-                if (named)
-                        snprintf(it->name, sizeof(it->name), "%s", title);
                 out->n_items = i + 1;
         }
         return 0;

@@ -59,6 +59,7 @@ struct audit {
 
 void sfc_audit_count(struct sfc_audit *a, enum sfc_audit_check c, bool ok)
 {
+        a->ran[c] = true;
         if (ok)
                 a->passed[c]++;
         else
@@ -130,6 +131,7 @@ static int parse_store_check(struct audit *a, char *text)
                    &blobs, &intact, &corrupt, &missing, &set_aside, &used) != 5 || !used)
                 return problem(a, SFC_AUDIT_STORE, ".", "store-blob-corrupt",
                                "%s does not say what the store holds", XATTR_STORE_CHECK);
+        a->out->ran[SFC_AUDIT_STORE] = true;
         *st = (struct sfc_audit_store){ .state = SFC_AUDIT_STORE_REHASHED, .blobs = blobs,
                                            .intact = intact, .corrupt = corrupt,
                                            .missing = missing, .set_aside = set_aside };
@@ -465,10 +467,23 @@ static int read_names(const struct sfc_mnt *m, char ***out, size_t *n_out)
         return r;
 }
 
+/* Progress is reported every PROGRESS_ENTRIES entries or PROGRESS_BYTES bytes. */
+#define PROGRESS_ENTRIES 64
+#define PROGRESS_BYTES (UINT64_C(8) << 20)
+
 int sfc_audit_mount(const struct sfc_mnt *m, struct sfc_audit *out,
-                    void (*progress)(size_t done, size_t total, void *ctx), void *ctx)
+                       void (*progress)(const struct sfc_audit_progress *p, void *ctx),
+                       void *ctx)
 {
+        /* The checks of every snapshot run over all of them, even none. */
+        static const enum sfc_audit_check each[] = {
+                SFC_AUDIT_NAME,  SFC_AUDIT_OPEN,  SFC_AUDIT_REGULAR,
+                SFC_AUDIT_MODE,  SFC_AUDIT_DEV,   SFC_AUDIT_INODE,
+                SFC_AUDIT_XATTRS, SFC_AUDIT_CONTENT,
+        };
         struct audit a = { .m = m, .out = out };
+        struct sfc_audit_progress p = { 0 };
+        uint64_t reported = 0;
         char **names = NULL;
         _cleanup_free_ size_t *entries = NULL;
         size_t n_names = 0, n_entries = 0;
@@ -486,9 +501,23 @@ int sfc_audit_mount(const struct sfc_mnt *m, struct sfc_audit *out,
                 if (!a.inos || !entries)
                         r = -ENOMEM;
         }
+        for (size_t i = 0; i < ARRAY_SIZE(each); i++)
+                out->ran[each[i]] = r == 0;
+        /* The bytes to re-hash, from the attributes alone: what the progress counts. */
+        for (size_t i = 0; r == 0 && progress && i < n_names; i++) {
+                struct stat st;
+                if (snap_is_digest_name(names[i]) &&
+                    fstatat(m->fd, names[i], &st, AT_SYMLINK_NOFOLLOW) == 0 && S_ISREG(st.st_mode))
+                        p.total_bytes += (uint64_t)st.st_size;
+        }
+        p.total_entries = n_names;
         for (size_t i = 0; r == 0 && i < n_names; i++) {
-                if (progress && i % 64 == 0)
-                        progress(i, n_names, ctx);
+                p.entries = i;
+                p.bytes = out->bytes;
+                if (progress && (i % PROGRESS_ENTRIES == 0 || p.bytes - reported >= PROGRESS_BYTES)) {
+                        progress(&p, ctx);
+                        reported = p.bytes;
+                }
                 if (strcmp(names[i], STAGING) == 0) {
                         struct stat st;
                         /* Publishing's write area: a directory, not a snapshot. */
@@ -522,10 +551,17 @@ int sfc_audit_mount(const struct sfc_mnt *m, struct sfc_audit *out,
                 sfc_audit_count(out, SFC_AUDIT_NAME, true);
                 r = audit_snapshot(&a, names[i], i);
         }
+        /* A view's entries are checked even when it has none: "0 passed" is then the truth,
+         * where a main mount's row says the check did not run. */
+        if (view)
+                out->ran[SFC_AUDIT_ENTRIES] = true;
         for (size_t i = 0; r == 0 && i < n_entries; i++)
                 r = audit_entry(&a, names[entries[i]], names, n_names);
-        if (progress)
-                progress(n_names, n_names, ctx);
+        if (progress) {
+                p.entries = n_names;
+                p.bytes = p.total_bytes = out->bytes > p.total_bytes ? out->bytes : p.total_bytes;
+                progress(&p, ctx);
+        }
         if (r == 0)
                 r = find_duplicates(&a, names);
         if (r == 0)

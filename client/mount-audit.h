@@ -56,16 +56,19 @@ struct sfc_audit_store {
 };
 
 /* The outcome: counts per check and every problem found. Zero it before use; free it with
- * sfc_audit_free. */
+ * sfc_audit_free. A check that did not run (no --store, no --verify-key, a mount that is
+ * not compliant) has ran false: its zero counts say nothing. */
 struct sfc_audit {
         unsigned passed[SFC_AUDIT_CHECKS], failed[SFC_AUDIT_CHECKS];
+        bool ran[SFC_AUDIT_CHECKS];
         struct sfc_audit_problem *problems;
         size_t n_problems, cap_problems;
         uint64_t snapshots, bytes;
         struct sfc_audit_store store;
 };
 
-/* Counts one check as passed or failed (without a problem: the caller says why). */
+/* Counts one check as passed or failed (without a problem: the caller says why); the check
+ * ran. */
 void sfc_audit_count(struct sfc_audit *a, enum sfc_audit_check c, bool ok);
 
 /* Counts c as failed for entry and records the problem: 0, or -ENOMEM. */
@@ -85,11 +88,19 @@ int sfc_audit_signed(const struct sfc_mnt *m, struct evp_pkey_st *const *keys,
                      size_t n_keys, uint64_t limit, struct sfc_audit *a,
                      struct snapfs_report *why);
 
+/* How far an audit got: bytes re-hashed of the bytes the snapshots hold (what takes the
+ * time), and entries. */
+struct sfc_audit_progress {
+        uint64_t bytes, total_bytes;
+        size_t entries, total_entries;
+};
+
 /* Audits every entry of the judged mount m into *a, calling progress (may be NULL) every few
- * entries with how many of total are done, and once more with done == total. 0 when the
- * audit ran (its problems are in *a), or a negative errno that kept it from running to the
- * end (-ENOMEM, or the errno of reading the root). */
+ * entries or megabytes with how far it got, and once more when done (bytes == total_bytes).
+ * 0 when the audit ran (its problems are in *a), or a negative errno that kept it from running
+ * to the end (-ENOMEM, or the errno of reading the root). */
 int sfc_audit_mount(const struct sfc_mnt *m, struct sfc_audit *a,
-                    void (*progress)(size_t done, size_t total, void *ctx), void *ctx);
+                       void (*progress)(const struct sfc_audit_progress *p, void *ctx),
+                       void *ctx);
 
 void sfc_audit_free(struct sfc_audit *a);

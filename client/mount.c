@@ -116,13 +116,22 @@ int sfc_mnt_check(const char *mount, const struct snapfs_options *opts, struct s
         pol.trust_user_namespace = opts && (opts->flags & SNAPFS_OPT_TRUST_USER_NAMESPACE);
 
         r = mc_check_path(mount, &pol, MC_BACKEND_AUTO, &v, &pinned);
+        if (r == -ENOENT)
+                return sfc_report_fail(why, r, "mount-check",
+                                          "cannot check the mount %s: no such directory; "
+                                          "create it and run `snapfs mount %s`", esc, esc);
         if (r < 0)
                 return sfc_report_fail(why, r, "mount-check", "cannot check the mount %s: %s",
                                        esc, strerrordesc_np(-r) ?: "unknown error");
         if (!v.compliant) {
-                for (size_t i = 0; i < v.n_findings; i++)
-                        sfc_report_add(why, mc_code_name(v.findings[i].code), "%s",
-                                       v.findings[i].message);
+                for (size_t i = 0; i < v.n_findings; i++) {
+                        char hint[ESC_MAX * 2 + 128];
+                        /* What to run next: "not a mount point" after an unmount means
+                         * nothing serves there yet. */
+                        sfc_finding_hint(v.findings[i].code, esc, hint, sizeof(hint));
+                        sfc_report_add(why, mc_code_name(v.findings[i].code), "%s%s",
+                                          v.findings[i].message, hint);
+                }
                 if (why)
                         why->n_dropped += (unsigned)v.n_dropped;
                 if (v.n_findings == 0 && v.n_dropped == 0)

@@ -147,6 +147,8 @@ int sfc_audit_signed(const struct sfc_mnt *m, struct evp_pkey_st *const *keys,
         r = sfc_provenance_check(m, keys, n_keys, limit, &p, &n, why);
         if (r < 0)
                 return r;
+        /* Both rows ran, over however many snapshots of their kinds there are. */
+        a->ran[SFC_AUDIT_SIGNED] = a->ran[SFC_AUDIT_SIGNATURES] = true;
         for (size_t i = 0; i < n && r == 0; i++) {
                 const bool content = p[i].kind == SNAP_KIND_CONTENT;
                 const enum sfc_audit_check c =

@@ -23,11 +23,15 @@
 /* An EEXIST rename whose existing snapshot is unlinked before we open it: rename again. */
 #define RENAME_TRIES 4
 
-/* Where the bytes come from: a buffer, or a descriptor read to its end. */
+/* Where the bytes come from: a buffer, or a descriptor read to its end. size is what a
+ * message about a limit can say of it: the buffer's length, or a regular file's remaining
+ * bytes (size_known false for a pipe or a socket, which say nothing before their end). */
 struct source {
         const uint8_t *data;
         size_t len, off;
         int fd;
+        uint64_t size;
+        bool size_known;
 };
 
 /* Next piece: 0 with *n > 0, 0 with *n == 0 at the end, or a negative errno. */
@@ -52,6 +56,21 @@ static int source_next(struct source *s, uint8_t *buf, const uint8_t **p, size_t
         }
 }
 
+static void source_measure(struct source *s)
+{
+        struct stat st;
+        off_t pos;
+
+        if (s->fd < 0) {
+                s->size = s->len;
+                s->size_known = true;
+        } else if (fstat(s->fd, &st) == 0 && S_ISREG(st.st_mode) &&
+                   (pos = lseek(s->fd, 0, SEEK_CUR)) >= 0 && pos <= st.st_size) {
+                s->size = (uint64_t)(st.st_size - pos);
+                s->size_known = true;
+        }
+}
+
 static int write_all(int fd, const uint8_t *p, size_t n)
 {
         while (n > 0) {
@@ -69,6 +88,8 @@ static int write_all(int fd, const uint8_t *p, size_t n)
         return 0;
 }
 
+/* A scratch staging NAME (docs/design.md, "Publishing"): it starts with '_', so the daemon
+ * keeps no name for the snapshot. */
 static void staging_name(char *out, size_t n)
 {
         static atomic_uint counter;
@@ -81,7 +102,7 @@ static void staging_name(char *out, size_t n)
                 clock_gettime(CLOCK_MONOTONIC, &ts);
                 rnd = (uint64_t)ts.tv_nsec ^ ((uint64_t)ts.tv_sec << 30);
         }
-        snprintf(out, n, ".staging/lib-%d-%u-%016" PRIx64, (int)getpid(),
+        snprintf(out, n, ".staging/_lib-%d-%u-%016" PRIx64, (int)getpid(),
                  atomic_fetch_add(&counter, 1), rnd);
 }
 
@@ -90,9 +111,32 @@ static const char *describe(int r)
         return strerrordesc_np(-r) ?: "unknown error";
 }
 
+/* A write the daemon refused: which limit, from the staging file's refusal xattr. */
+static int write_refused(const struct sfc_mnt *m, int fd, const struct source *src,
+                         uint64_t written, int err, struct snapfs_report *why)
+{
+        char code[40];
+        uint64_t value;
+
+        if (sfc_refusal_read(fd, code, sizeof(code), &value) == 0) {
+                if (strcmp(code, "too-big") == 0)
+                        return sfc_explain_too_big(why, err,
+                                                      src->size_known ? src->size : value,
+                                                      src->size_known, value, true);
+                return sfc_explain_daemon(why, err, code, value);
+        }
+        /* A daemon that keeps no reason: it took written bytes, and no more. */
+        if (err == -EFBIG)
+                return sfc_report_fail(why, err, "too-big",
+                                          "the content is over the daemon's snapshot size limit "
+                                          "(it took %" PRIu64 " bytes; snapfs mount "
+                                          "--max-snapshot-size)", written);
+        return sfc_explain_publish(m, why, err, "write", "writing the staging file");
+}
+
 /* Copies the source into the staging descriptor, hashing what it writes. */
-static int copy_in(int fd, struct source *src, uint64_t limit, struct snap_hasher *h,
-                   uint64_t *written, struct snapfs_report *why)
+static int copy_in(const struct sfc_mnt *m, int fd, struct source *src, uint64_t limit,
+                   struct snap_hasher *h, uint64_t *written, struct snapfs_report *why)
 {
         _cleanup_free_ uint8_t *buf = NULL;
         uint64_t total = 0;
@@ -115,93 +159,96 @@ static int copy_in(int fd, struct source *src, uint64_t limit, struct snap_hashe
                         *written = total;
                         return 0;
                 }
-                total += n;
-                if (total > limit)
-                        return sfc_report_fail(why, -EFBIG, "too-big",
-                                               "the content is larger than the limit of %"
-                                               PRIu64 " bytes", limit);
+                if (total + n > limit)
+                        return sfc_explain_too_big(why, -EFBIG,
+                                                      src->size_known ? src->size : limit,
+                                                      src->size_known, limit, false);
                 r = snap_hasher_update(h, p, n);
                 if (r < 0)
                         return sfc_report_fail(why, r, "io", "hashing: %s", describe(r));
                 r = write_all(fd, p, n);
-                if (r == -EFBIG)
-                        return sfc_report_fail(why, r, "too-big",
-                                               "the content is larger than the daemon's "
-                                               "snapshot size limit");
                 if (r < 0)
-                        return sfc_report_fail(why, r, "write", "writing the staging file: %s",
-                                               describe(r));
+                        return write_refused(m, fd, src, total, r, why);
+                total += n;
         }
 }
 
-/* A publisher outside the mount's reader policy may see metadata but not read content back
- * (EACCES). Its binding then comes from the snapshot's own fstat, through an O_PATH descriptor
- * on the judged mount, and the content rests on the daemon's word: it hashed the bytes to
- * this name before it published them. Readers verify everything when they open it. */
-static int identity_only(const struct sfc_mnt *m, const char *hex, uint64_t size,
-                         struct snap_binding *out, struct snapfs_report *why)
+/* A rename the daemon refused: its own reason when it kept one on the staging file (a
+ * --trust-key refusal), else what the errno means here. */
+static int rename_refused(const struct sfc_mnt *m, const char *staged, const char *hex,
+                          int err, struct snapfs_report *why)
 {
-        _cleanup_close_ int fd = -1;
-        struct stat st;
-        int r;
+        _cleanup_close_ int fd = sfc_mnt_open(m, staged, O_PATH, 0);
+        char code[40], what[96];
+        uint64_t value;
 
-        fd = sfc_mnt_open(m, hex, O_PATH, 0);
-        if (fd < 0)
-                return sfc_report_fail(why, fd, "open", "open %s: %s", hex, describe(fd));
-        r = sfc_mnt_confirm(m, fd);
+        if (fd >= 0 && sfc_refusal_read(fd, code, sizeof(code), &value) == 0)
+                return sfc_explain_daemon(why, err, code, value);
+        snprintf(what, sizeof(what), "publishing %.12s...", hex);
+        return sfc_explain_publish(m, why, err, "rename", what);
+}
+
+/* The snapshot just published (or found published), described through the mount: a
+ * publisher the mount does not let read gets its binding from the snapshot's own fstat,
+ * through an O_PATH descriptor on the judged mount, and the content rests on the daemon's
+ * word: it hashed the bytes to this name before it published them. Readers verify everything
+ * when they open it. */
+static int identity_only(const struct sfc_mnt *m, const char *hex, uint64_t size,
+                         struct snapfs_snapshot *out, struct snapfs_report *why)
+{
+        int r = sfc_mnt_describe(m, hex, NULL, out, why);
+
         if (r < 0)
-                return sfc_report_fail(why, r, "other-mount",
-                                       "%s lies on another mount than the one checked", hex);
-        if (fstat(fd, &st) < 0) {
-                r = negative_errno();
-                return sfc_report_fail(why, r, "io", "fstat %s: %s", hex, describe(r));
-        }
-        if (!S_ISREG(st.st_mode) || (st.st_mode & 07777) != 0 || (uint64_t)st.st_size != size)
+                return r;
+        if (out->binding.size != size)
                 return sfc_report_fail(why, -ESTALE, "identity",
                                        "%s is not a mode-0000 file of %" PRIu64 " bytes", hex,
                                        size);
-        r = snap_digest_from_hex(hex, SNAP_DIGEST_HEX_LEN, &out->sha256);
-        if (r < 0)
-                return sfc_report_fail(why, r, "invalid-argument", "not a snapshot name");
-        out->size = size;
-        out->dev = (uint64_t)st.st_dev;
-        out->ino = (uint64_t)st.st_ino;
         return 0;
 }
 
-/* Publishes src on the judged mount m: staging file (named name when given and free, else
- * a random name), content, rename to its digest, then the binding from the snapshot itself. */
+/* Publishes src on the judged mount m: staging file (named name when given: when it is
+ * taken, a scratch name, or -EBUSY when strict), content, rename to its digest, then the
+ * snapshot itself, verified and described. */
 static int publish_on(const struct sfc_mnt *m, struct source *src, const char *name,
-                      const struct snapfs_options *opts, struct snap_binding *got,
-                      struct snapfs_report *why)
+                      bool strict, const struct snapfs_options *opts,
+                      struct snapfs_snapshot *out, struct snapfs_report *why)
 {
         struct snap_hasher *h = NULL;
         struct snap_digest d;
+        struct snap_binding got;
         char staged[96], hex[SNAP_DIGEST_HEX_LEN + 1];
         uint64_t limit = sfc_opt_limit(opts), written = 0;
         int fd = -EEXIST, r, already = 0;
         bool created = false;
 
+        source_measure(src);
         r = snap_hasher_new(&h);
         if (r < 0) {
                 sfc_report_fail(why, r, "io", "hasher: %s", describe(r));
                 goto out;
         }
 
-        /* The staging NAME is what the daemon keeps as the snapshot's name; a name already
-         * staged by this uid falls back to a random one (the bytes matter, the name does
-         * not). */
+        /* The staging NAME is what the daemon keeps as the snapshot's name. */
         if (name) {
                 snprintf(staged, sizeof(staged), ".staging/%s", name);
                 fd = sfc_mnt_open(m, staged, O_WRONLY | O_CREAT | O_EXCL, 0600);
+                if (fd == -EEXIST && strict) {
+                        r = sfc_report_fail(why, -EBUSY, "staging",
+                                               "a staging file named %s of your uid exists "
+                                               "already: another publish under that name runs, "
+                                               "or one was interrupted (the daemon removes it "
+                                               "after its --staging-ttl)", name);
+                        goto out;
+                }
         }
         for (int i = 0; fd == -EEXIST && i < STAGING_TRIES; i++) {
                 staging_name(staged, sizeof(staged));
                 fd = sfc_mnt_open(m, staged, O_WRONLY | O_CREAT | O_EXCL, 0600);
         }
         if (fd < 0) {
-                r = sfc_report_fail(why, fd, "staging", "cannot create %s: %s", staged,
-                                    describe(fd));
+                r = sfc_explain_publish(m, why, fd, "staging",
+                                           "cannot create a staging file");
                 goto out;
         }
         created = true;
@@ -212,7 +259,7 @@ static int publish_on(const struct sfc_mnt *m, struct source *src, const char *n
                 goto out;
         }
 
-        r = copy_in(fd, src, limit, h, &written, why);
+        r = copy_in(m, fd, src, limit, h, &written, why);
         if (r < 0)
                 goto out;
         /* close is where FUSE reports a failed flush: its result counts. */
@@ -236,21 +283,25 @@ static int publish_on(const struct sfc_mnt *m, struct source *src, const char *n
                 } else if (errno == EEXIST) {
                         already = 1; /* the same bytes are published: bind to those */
                 } else {
-                        r = negative_errno();
-                        sfc_report_fail(why, r, "rename", "publishing %s: %s", hex,
-                                        describe(r));
+                        r = rename_refused(m, staged, hex, negative_errno(), why);
                         goto out;
                 }
                 /* The binding comes from the published snapshot itself, verified like any
                  * reader would: name, dev, ino and size from its descriptor, content hashed. */
-                r = sfc_mnt_open_snapshot(m, hex, NULL, limit, SFC_KINDS_ANY, h, got, why);
+                r = sfc_mnt_open_snapshot(m, hex, NULL, limit, SFC_KINDS_ANY, h, &got, why);
                 if (r >= 0) {
+                        int k = sfc_fd_describe(r, &got, out);
                         safe_close(r);
+                        if (k < 0) {
+                                r = sfc_report_fail(why, k, "io", "fstat %s: %s", hex,
+                                                       describe(k));
+                                goto out;
+                        }
                         break;
                 }
                 if (r == -EACCES) {
                         sfc_report_reset(why);
-                        r = identity_only(m, hex, written, got, why);
+                        r = identity_only(m, hex, written, out, why);
                         if (r == 0)
                                 break;
                 }
@@ -270,35 +321,37 @@ out:
         return r;
 }
 
-static int publish(const char *mount, struct source *src, const struct snapfs_options *opts,
-                   struct snapfs_binding *out, struct snapfs_report *why)
+static int publish(const char *mount, struct source *src, const char *name,
+                   const struct snapfs_options *opts, struct snapfs_snapshot *out,
+                   struct snapfs_report *why)
 {
         struct sfc_mnt m = SFC_MNT_INIT;
-        struct snap_binding got;
         int r;
 
         sfc_report_reset(why);
         if (!out)
                 return sfc_report_fail(why, -EINVAL, "invalid-argument", "no binding to fill");
+        if (name && !sfc_name_ok(name))
+                return sfc_report_fail(why, -EINVAL, "invalid-argument",
+                                          "'%s' is not a snapshot name: 1-64 of "
+                                          "[A-Za-z0-9._-], starting with neither '.' nor '_'",
+                                          name);
         if (src->fd < 0 && src->len > sfc_opt_limit(opts))
-                return sfc_report_fail(why, -EFBIG, "too-big",
-                                       "%zu bytes is larger than the limit of %" PRIu64
-                                       " bytes", src->len, sfc_opt_limit(opts));
+                return sfc_explain_too_big(why, -EFBIG, src->len, true,
+                                              sfc_opt_limit(opts), false);
         /* The mount is judged before a byte is written: a secret must never be handed to a
          * mount that only looks like snapfs. */
         r = sfc_mnt_check(mount, opts, &m, why);
         if (r < 0)
                 return r;
-        r = publish_on(&m, src, NULL, opts, &got, why);
-        if (r >= 0)
-                sfc_binding_from_snap(&got, out);
+        r = publish_on(&m, src, name, true, opts, out, why);
         sfc_mnt_close(&m);
         return r;
 }
 
 int sfc_mnt_publish(const struct sfc_mnt *m, const void *data, size_t len,
                     const char *name, const struct snapfs_options *opts,
-                    struct snap_binding *out, struct snapfs_report *why)
+                       struct snapfs_snapshot *out, struct snapfs_report *why)
 {
         struct source src = { .data = data ? data : (const uint8_t *)"", .len = len, .fd = -1 };
 
@@ -306,15 +359,14 @@ int sfc_mnt_publish(const struct sfc_mnt *m, const void *data, size_t len,
         if ((!data && len > 0) || !out)
                 return sfc_report_fail(why, -EINVAL, "invalid-argument", "no data");
         if (len > sfc_opt_limit(opts))
-                return sfc_report_fail(why, -EFBIG, "too-big",
-                                       "%zu bytes is larger than the limit of %" PRIu64
-                                       " bytes", len, sfc_opt_limit(opts));
-        return publish_on(m, &src, name, opts, out, why);
+                return sfc_explain_too_big(why, -EFBIG, len, true, sfc_opt_limit(opts),
+                                              false);
+        return publish_on(m, &src, name, false, opts, out, why);
 }
 
-int snapfs_publish(const char *mount, const void *data, size_t len,
-                   const struct snapfs_options *opts, struct snapfs_binding *out,
-                   struct snapfs_report *why)
+int snapfs_publish_named(const char *mount, const char *name, const void *data, size_t len,
+                         const struct snapfs_options *opts, struct snapfs_snapshot *out,
+                         struct snapfs_report *why)
 {
         struct source src = { .data = data, .len = len, .fd = -1 };
 
@@ -324,11 +376,12 @@ int snapfs_publish(const char *mount, const void *data, size_t len,
         }
         if (!data)
                 src.data = (const uint8_t *)"";
-        return publish(mount, &src, opts, out, why);
+        return publish(mount, &src, name, opts, out, why);
 }
 
-int snapfs_publish_fd(const char *mount, int fd, const struct snapfs_options *opts,
-                      struct snapfs_binding *out, struct snapfs_report *why)
+int snapfs_publish_fd_named(const char *mount, const char *name, int fd,
+                            const struct snapfs_options *opts, struct snapfs_snapshot *out,
+                            struct snapfs_report *why)
 {
         struct source src = { .fd = fd };
 
@@ -336,5 +389,38 @@ int snapfs_publish_fd(const char *mount, int fd, const struct snapfs_options *op
                 sfc_report_reset(why);
                 return sfc_report_fail(why, -EINVAL, "invalid-argument", "no descriptor");
         }
-        return publish(mount, &src, opts, out, why);
+        return publish(mount, &src, name, opts, out, why);
+}
+
+int snapfs_publish(const char *mount, const void *data, size_t len,
+                   const struct snapfs_options *opts, struct snapfs_binding *out,
+                   struct snapfs_report *why)
+{
+        struct snapfs_snapshot s;
+        int r;
+
+        if (!out) {
+                sfc_report_reset(why);
+                return sfc_report_fail(why, -EINVAL, "invalid-argument", "no binding to fill");
+        }
+        r = snapfs_publish_named(mount, NULL, data, len, opts, &s, why);
+        if (r >= 0)
+                *out = s.binding;
+        return r;
+}
+
+int snapfs_publish_fd(const char *mount, int fd, const struct snapfs_options *opts,
+                      struct snapfs_binding *out, struct snapfs_report *why)
+{
+        struct snapfs_snapshot s;
+        int r;
+
+        if (!out) {
+                sfc_report_reset(why);
+                return sfc_report_fail(why, -EINVAL, "invalid-argument", "no binding to fill");
+        }
+        r = snapfs_publish_fd_named(mount, NULL, fd, opts, &s, why);
+        if (r >= 0)
+                *out = s.binding;
+        return r;
 }

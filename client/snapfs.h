@@ -28,6 +28,8 @@ extern "C" {
 #endif
 
 #define SNAPFS_DIGEST_LEN 32
+/* Longest snapshot, scope or entry name, terminating NUL not included. */
+#define SNAPFS_NAME_MAX 64
 /* Longest binding text, terminating NUL included. */
 #define SNAPFS_BINDING_TEXT_MAX 160
 /* Largest snapshot accepted when the options set no max_size: the most a daemon can serve. */
@@ -85,12 +87,37 @@ struct snapfs_reason {
  * "mount-check" (the check could not run), "open", "other-mount", the verification findings
  * ("not-regular", "mode", "too-big", "identity", "digest-mismatch", "changed", "io"), "kind"
  * (not a kind of snapshot asked for), and for publishing "read", "staging", "write",
- * "rename"; "invalid-argument" for bad input. */
+ * "rename", "quota", "full", "staging-bytes" and a --trust-key daemon's own reason
+ * ("not-in-signed-manifest", ...); "invalid-argument" for bad input. Each message says what
+ * to do: the limit and the option that changes it, the command to run next (docs/design.md,
+ * "Every refusal says what to do"). */
 struct snapfs_report {
         int error;          /* what the call returned: 0 or a negative errno */
         unsigned n_reasons; /* stored in reasons[] */
         unsigned n_dropped; /* found but not stored: the array was full */
         struct snapfs_reason reasons[SNAPFS_REASONS_MAX];
+};
+
+/* What a snapshot is (docs/design.md, "Kinds of snapshot"), as the daemon says it. */
+enum snapfs_kind {
+        SNAPFS_KIND_UNKNOWN = -1, /* the daemon did not say */
+        SNAPFS_KIND_CONTENT = 0,
+        SNAPFS_KIND_SIGNATURE = 1,
+        SNAPFS_KIND_MANIFEST = 2,
+};
+
+/* One snapshot as every client shows it (docs/design.md, "One snapshot object"): its
+ * binding, and what the daemon says of it. The name, publish time, publisher and kind are the
+ * daemon's word, not verified: the binding is what a verified open checks. */
+struct snapfs_snapshot {
+        struct snapfs_binding binding;
+        char name[SNAPFS_NAME_MAX + 1]; /* the staging NAME it was first published under
+                                           (user.snapfs.name); "" when it has none */
+        int64_t published_sec;          /* its first publish (st_mtime), seconds since the
+                                           epoch; with published_nsec */
+        uint32_t published_nsec;
+        uint32_t publisher;             /* the uid that first published it (st_uid) */
+        int kind;                       /* enum snapfs_kind (user.snapfs.kind) */
 };
 
 /* The one-line text form "sha256=<hex> size=<n> dev=<major>:<minor> ino=<n>" into buf (at
@@ -116,6 +143,37 @@ int snapfs_publish(const char *mount, const void *data, size_t len,
 /* snapfs_publish of everything read from fd until end of file (a file, pipe or socket). */
 int snapfs_publish_fd(const char *mount, int fd, const struct snapfs_options *opts,
                       struct snapfs_binding *out, struct snapfs_report *why);
+
+/* snapfs_publish under a name: the staging NAME the daemon keeps as the snapshot's name
+ * (user.snapfs.name; the layer title of an export), 1-64 of [A-Za-z0-9._-] starting with
+ * neither '.' nor '_' (a NAME starting with '_' is a scratch name nobody keeps; NULL stages
+ * under one, as snapfs_publish does). Content published before keeps its first name. Fills
+ * *out with the binding and what the daemon says of the snapshot. Returns what
+ * snapfs_publish returns, and -EINVAL for a name outside that grammar, -EBUSY when a staging
+ * file of this NAME is the caller's uid's already (another publish under it runs, or one was
+ * interrupted and goes after the daemon's --staging-ttl). */
+int snapfs_publish_named(const char *mount, const char *name, const void *data, size_t len,
+                         const struct snapfs_options *opts, struct snapfs_snapshot *out,
+                         struct snapfs_report *why);
+
+/* snapfs_publish_named of everything read from fd until end of file. */
+int snapfs_publish_fd_named(const char *mount, const char *name, int fd,
+                            const struct snapfs_options *opts, struct snapfs_snapshot *out,
+                            struct snapfs_report *why);
+
+/* What the daemon of the snapfs mount at mount says of the snapshot b binds: judges the
+ * mount, looks the snapshot up below its pinned root without opening it (a uid the reader
+ * policy leaves out may ask too), checks its identity (regular, mode 0000, dev, ino, size),
+ * and fills *out. The content is not read: open it verified to trust its bytes. 0, or the
+ * errors of snapfs_open_verified but -EBADMSG, -EAGAIN and -ENOMSG. */
+int snapfs_describe(const char *mount, const struct snapfs_binding *b,
+                    const struct snapfs_options *opts, struct snapfs_snapshot *out,
+                    struct snapfs_report *why);
+
+/* The same for a descriptor of the snapshot b binds, already opened (and verified) by the
+ * caller: *out from its fstat and xattrs. 0, -EINVAL (no descriptor, b or out), -ESTALE
+ * (the descriptor is not b's snapshot), or the errno of fstat. */
+int snapfs_describe_fd(int fd, const struct snapfs_binding *b, struct snapfs_snapshot *out);
 
 /* Verified open, docs/design.md "Reading and verifying": judges the mount, opens the snapshot
  * relative to the pinned mount root (O_RDONLY|O_NOFOLLOW|O_NONBLOCK|O_CLOEXEC, no symlink,
@@ -169,8 +227,7 @@ int snapfs_view_binding(const char *mount, const struct snapfs_binding *b,
  * 64 KiB), -EPROTO (a reply that is not the protocol's: reason "reply"), or the errno of the
  * open, write or read. Nothing here is cached: every call is one request. */
 
-/* Longest scope or entry name: 1-64 of [A-Za-z0-9._-], not starting with '.'. */
-#define SNAPFS_NAME_MAX 64
+/* A scope or entry name: 1-SNAPFS_NAME_MAX of [A-Za-z0-9._-], not starting with '.'. */
 
 /* A scope's limits (snapshots published in its view, their bytes, its staging files and their
  * bytes; past them the daemon refuses with -EDQUOT). 0: not set (the daemon's default). */

@@ -16,20 +16,18 @@
 
 struct evp_pkey_st;
 
-/* The xattr that carries the staging NAME a snapshot was published under (the daemon keeps
- * the first publisher's). */
-#define SFC_XATTR_NAME "user.snapfs.name"
-#define SFC_NAME_MAX SNAP_NAME_MAX /* snap_name_valid() says which names are */
-/* SNAPFS_NAME_MAX (snapfs.h) is the staging name's length, public for an entry's buffer. */
+/* SNAPFS_NAME_MAX (snapfs.h) is the staging name's length, public for a name's or an entry's
+ * buffer. */
 _Static_assert(SNAPFS_NAME_MAX == SNAP_NAME_MAX, "one name grammar");
 
 /* Largest sum of layer sizes one import holds in memory before it publishes any. */
 #define SFC_IMPORT_BYTES_MAX (UINT64_C(1) << 30)
 
-/* One snapshot moved: its binding on the mount and its name ("" when it has none). */
+/* One snapshot moved: its binding on the mount, and the snapshot as the mount describes it
+ * (its name "" when it has none). */
 struct sfc_transfer_item {
         struct snap_binding binding;
-        char name[SFC_NAME_MAX + 1];
+        struct snapfs_snapshot snap;
         bool already; /* import: the same bytes were published already */
 };
 

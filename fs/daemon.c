@@ -611,6 +611,17 @@ static int trust_load(const struct sfs_daemon_config *cfg, struct snap_trust **o
                 if (r == 0)
                         r = snap_trust_add_key(*out, key);
                 EVP_PKEY_free(key);
+                if (r == -EKEYREJECTED) {
+                        /* A private key where the public one belongs: say which file to give
+                         * instead, not the kernel's words for EKEYREJECTED. */
+                        const char *k = cfg->trust_keys[i];
+                        LOG("--trust-key: %s is a private key; give its public key instead "
+                            "(snapfs keygen wrote it to %s.pub; `openssl pkey -in %s -pubout` "
+                            "prints it)\n", k, k, k);
+                        snap_trust_free(*out);
+                        *out = NULL;
+                        return SFS_EXIT_ERROR;
+                }
                 if (r < 0) {
                         LOG("--trust-key %s: %s; nothing mounted\n", cfg->trust_keys[i],
                             r == -EINVAL ? "not an Ed25519 key (PEM)" : strerror(-r));

@@ -308,6 +308,8 @@ int sfs_tree_write(struct sfs_tree *t, const struct sfs_caller *c, struct sfs_ha
                 }
                 r = sfs_staging_write_locked(stg, buf, size, (uint64_t)off);
         }
+        if (r < 0)
+                sfs_staging_note_refusal_locked(stg, r);
         pthread_mutex_unlock(&stg->lock);
         if (r == -EFBIG || r == -ENOSPC || r == -EBUSY || r == -EDQUOT)
                 return sfs_tree_refuse(t, c, "write", NULL, -r);
@@ -352,6 +354,8 @@ int sfs_tree_setattr(struct sfs_tree *t, const struct sfs_caller *c, struct sfs_
         /* Times are accepted and ignored: tools such as cp -p set them. */
         if (r == 0)
                 sfs_staging_fill_attr(stg, st);
+        else
+                sfs_staging_note_refusal_locked(stg, r);
         pthread_mutex_unlock(&stg->lock);
         tree_unlock(t);
         *timeout = 0;

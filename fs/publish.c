@@ -144,7 +144,7 @@ static int persist_new(struct sfs_ocistore *os, struct sfs_staging *stg,
 
         /* The publishing flag keeps the bytes still; the lock orders us after any writer. */
         pthread_mutex_lock(&stg->lock);
-        meta.title = stg->name;
+        meta.title = sfs_staging_name_kept(stg->name) ? stg->name : NULL;
         r = sfs_ocistore_add(os, d, stg->buf ? (const void *)stg->buf : "", stg->len, &meta);
         pthread_mutex_unlock(&stg->lock);
         return r;
@@ -393,6 +393,10 @@ int sfs_tree_rename(struct sfs_tree *t, const struct sfs_caller *c, struct sfs_n
                 r = -EBADMSG;
         if (r == 0 && t->cfg.trust)
                 r = trust_admits(t, stg, &actual, &reason);
+        /* Only the daemon knows why a --trust-key refused: the staging file (its owner's
+         * alone) keeps the reason for the client to read before it removes the file. */
+        if (r < 0 && reason)
+                sfs_staging_set_refusal_locked(stg, reason);
         pthread_mutex_unlock(&stg->lock);
         clock_gettime(CLOCK_REALTIME, &now);
         if (t->scope)
@@ -437,7 +441,9 @@ int sfs_tree_rename(struct sfs_tree *t, const struct sfs_caller *c, struct sfs_n
                                            .ino = n->ino,
                                            .reserved = stg->len,
                                            .publisher_uid = c->uid,
-                                           .name = stg->name,
+                                           .name = sfs_staging_name_kept(stg->name)
+                                                           ? stg->name
+                                                           : NULL,
                                            .created = &now,
                                            .claim = claim.held ? &claim : NULL,
                                    },

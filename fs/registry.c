@@ -49,6 +49,11 @@ struct sfs_registry {
         char boot_id[40];
 };
 
+/* A scope that is not there, and what to do (docs/design.md, "Every refusal says what to
+ * do"): its name twice. */
+#define NO_SCOPE "no scope named %s: snapfs scope ls lists the scopes; snapfs scope create %s " \
+                 "--view PATH makes it"
+
 static int msg(struct sfs_msg *m, int err, const char *fmt, ...)
 {
         va_list ap;
@@ -613,10 +618,12 @@ int sfs_registry_create(struct sfs_registry *r, const struct sfs_caller *c,
 
         sfs_lock_order(&r->lock, SFS_LOCK_REGISTRY);
         if (find(r, s->name))
-                rr = msg(m, EEXIST, "a scope named %s exists", s->name);
+                rr = msg(m, EEXIST, "a scope named %s exists: choose another name, or delete "
+                         "it first (snapfs scope rm %s)", s->name, s->name);
         else if (find_view(r, s->view))
-                rr = msg(m, EEXIST, "%s is the view of scope %s", s->view,
-                         find_view(r, s->view)->name);
+                rr = msg(m, EEXIST, "%s is the view of scope %s: give another view, or delete "
+                         "that scope first (snapfs scope rm %s)", s->view,
+                         find_view(r, s->view)->name, find_view(r, s->view)->name);
         else if ((rr = room(r)) < 0)
                 msg(m, ENOMEM, "out of memory");
         else if ((rr = new_tree(r, s)) < 0)
@@ -692,7 +699,7 @@ int sfs_registry_remove(struct sfs_registry *r, const struct sfs_caller *c, cons
         sfs_unlock_order(&r->lock, SFS_LOCK_REGISTRY);
         if (!s) {
                 audit(r, c, "refused", "scope-remove", name, NULL, NULL, NULL, ENOENT, NULL);
-                return msg(m, ENOENT, "no scope named %s", name ? name : "");
+                return msg(m, ENOENT, NO_SCOPE, name ? name : "", name ? name : "");
         }
         return 0;
 }
@@ -740,7 +747,7 @@ int sfs_registry_show(struct sfs_registry *r, const char *name, json_object **sc
         sfs_lock_order(&r->lock, SFS_LOCK_REGISTRY);
         s = name ? find(r, name) : NULL;
         if (!s)
-                rr = msg(m, ENOENT, "no scope named %s", name ? name : "");
+                rr = msg(m, ENOENT, NO_SCOPE, name ? name : "", name ? name : "");
         if (rr == 0)
                 rr = sfs_scope_foreach_grant(s->tree, add_grant, a);
         if (rr == 0 && !(o = scope_json(s, r)))
@@ -771,7 +778,7 @@ static int change(struct sfs_registry *r, const struct sfs_caller *c, const char
                 sfs_unlock_order(&r->lock, SFS_LOCK_REGISTRY);
                 audit(r, c, "refused", what, name, op->has_digest ? &op->digest : NULL, op->entry,
                       NULL, ENOENT, NULL);
-                return msg(m, ENOENT, "no scope named %s", name ? name : "");
+                return msg(m, ENOENT, NO_SCOPE, name ? name : "", name ? name : "");
         }
         store_lock(r);
         /* On disk first: a revoke answered never comes back, a grant answered survives. */
@@ -789,14 +796,17 @@ static int change(struct sfs_registry *r, const struct sfs_caller *c, const char
         case 0:
                 return 0;
         case -ENOENT:
-                return msg(m, ENOENT, op->kind == SFS_SCOPE_GRANT
-                                              ? "no such snapshot published"
-                                              : "no such grant in scope %s", name);
+                return op->kind == SFS_SCOPE_GRANT
+                               ? msg(m, ENOENT, "no such snapshot published on the main mount: "
+                                     "publish it first (snapfs put); snapfs ls lists what is")
+                               : msg(m, ENOENT, "no such grant in scope %s: snapfs scope ls %s "
+                                     "lists its grants", name, name);
         case -EINVAL:
                 return msg(m, EINVAL, "entry: 1-64 of [A-Za-z0-9._-], not starting with '.', "
                            "not 64 hex characters");
         case -ENOSPC:
-                return msg(m, ENOSPC, "a scope holds at most %d grants", SFS_SCOPE_GRANTS_MAX);
+                return msg(m, ENOSPC, "a scope holds at most %d grants: revoke one first "
+                           "(snapfs revoke)", SFS_SCOPE_GRANTS_MAX);
         default:
                 return msg(m, -rr, "%s", strerror(-rr));
         }

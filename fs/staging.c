@@ -24,6 +24,11 @@ bool sfs_staging_name_valid(const char *name)
         return snap_name_valid(name);
 }
 
+bool sfs_staging_name_kept(const char *name)
+{
+        return sfs_staging_name_valid(name) && name[0] != '_';
+}
+
 int sfs_staging_new(const char *name, uid_t owner, gid_t group,
                     const struct sfs_staging_budget *budget, uint64_t *uid_bytes,
                     struct sfs_staging **out)
@@ -308,4 +313,25 @@ void sfs_staging_fit_locked(struct sfs_staging *stg)
         }
         stg->buf = buf;
         stg->cap = stg->len;
+}
+
+void sfs_staging_note_refusal_locked(struct sfs_staging *stg, int err)
+{
+        /* The client of the file's owner reads this after its request failed (the file is
+         * invisible to every other uid), so it can say which limit refused it and the option
+         * that changes it: the errno alone does not. */
+        if (err == -EFBIG)
+                snprintf(stg->refusal, sizeof(stg->refusal), "too-big max-snapshot-size=%llu",
+                         (unsigned long long)stg->budget->max_size);
+        else if (err == -EDQUOT)
+                snprintf(stg->refusal, sizeof(stg->refusal),
+                         "staging-bytes max-staging-bytes=%llu",
+                         (unsigned long long)stg->budget->max_uid_bytes);
+        else if (err == -ENOSPC)
+                snprintf(stg->refusal, sizeof(stg->refusal), "full");
+}
+
+void sfs_staging_set_refusal_locked(struct sfs_staging *stg, const char *reason)
+{
+        snprintf(stg->refusal, sizeof(stg->refusal), "%s", reason);
 }

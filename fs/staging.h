@@ -19,6 +19,8 @@
 
 #define SFS_STAGING_NAME_MAX SNAP_NAME_MAX
 #define SFS_HASH_BROKEN UINT64_MAX
+/* Longest refusal text kept on a staging file (SFS_XATTR_REFUSAL), NUL included. */
+#define SFS_REFUSAL_MAX 80
 
 /* What staged bytes are charged to: one per tree. */
 struct sfs_staging_budget {
@@ -48,12 +50,20 @@ struct sfs_staging {
         struct timespec mtime;
         uint64_t last_active_ms; /* CLOCK_MONOTONIC of the owner's last create, open, write,
                                     truncate or close: what --staging-ttl measures */
+        /* Why the daemon last refused a request on this file, when only it knows ("too-big
+         * max-snapshot-size=262144", a --trust-key reason), "" when it never did: what the
+         * owner's client reads after a refusal (SFS_XATTR_REFUSAL). */
+        char refusal[SFS_REFUSAL_MAX];
 };
 
 /* CLOCK_MONOTONIC in milliseconds. */
 uint64_t sfs_now_ms(void);
 /* 1-64 characters of [A-Za-z0-9._-], not starting with '.'. */
 bool sfs_staging_name_valid(const char *name);
+/* Whether the snapshot published from a staging file of this NAME keeps it as its name: a
+ * valid NAME that does not start with '_'. A NAME starting with '_' is a scratch name (what
+ * libsnapfs stages under when it was given none), so such a snapshot has no name. */
+bool sfs_staging_name_kept(const char *name);
 
 /* A new, empty staging file charged to budget and uid_bytes: 0 and *out, or -ENOMEM. */
 int sfs_staging_new(const char *name, uid_t owner, gid_t group,
@@ -84,6 +94,12 @@ int sfs_staging_read_locked(const struct sfs_staging *stg, size_t size, uint64_t
 int sfs_staging_digest(struct sfs_staging *stg, struct snap_digest *out);
 /* Fits the buffer to the content, so a store taking it over holds no slack. */
 void sfs_staging_fit_locked(struct sfs_staging *stg);
+/* Records why a write or truncation was refused with err, in the words a client shows:
+ * "too-big max-snapshot-size=N" (EFBIG), "staging-bytes max-staging-bytes=N" (EDQUOT),
+ * "full" (ENOSPC: the tree's byte limit); any other err records nothing. */
+void sfs_staging_note_refusal_locked(struct sfs_staging *stg, int err);
+/* Records reason (a finding code, at most SFS_REFUSAL_MAX - 1 bytes) as the last refusal. */
+void sfs_staging_set_refusal_locked(struct sfs_staging *stg, const char *reason);
 /* The store took the buffer and its reservation: the owner's quota gets the bytes back and
  * the staging file holds none. */
 void sfs_staging_handed_over_locked(struct sfs_staging *stg);

@@ -36,6 +36,15 @@
 #define SFS_XATTR_BINDING "user.snapfs.binding"
 /* The staging NAME the snapshot was first published under (absent when it has none). */
 #define SFS_XATTR_NAME "user.snapfs.name"
+/* The snapshot's kind, "content", "signature" or "manifest" (snapshot/kind.h, decided from
+ * its bytes by the one classifier every client uses): for callers the reader policy admits
+ * (-EACCES for others: it is derived from the content). */
+#define SFS_XATTR_KIND "user.snapfs.kind"
+/* On a staging file, for its owner (the file is invisible to every other uid): why the daemon
+ * last refused a request on it when the errno alone does not say ("too-big
+ * max-snapshot-size=N", "staging-bytes max-staging-bytes=N", "full", a --trust-key reason
+ * such as "not-in-signed-manifest"); -ENODATA when it refused none. */
+#define SFS_XATTR_REFUSAL "user.snapfs.refusal"
 /* On the root with --store: how many blobs were set aside at start (decimal). */
 #define SFS_XATTR_STORE_CORRUPT "user.snapfs.store-corrupt"
 /* On the root with --store, for the mount owner and root (-EACCES for others), not listed:

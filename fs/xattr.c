@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: MIT */
-/* Extended attributes: user.snapfs.sha256, user.snapfs.binding and user.snapfs.name,
- * read-only; on the root user.snapfs.usage and, with --store, user.snapfs.store-corrupt and
+/* Extended attributes: user.snapfs.sha256, user.snapfs.binding, user.snapfs.name and
+ * user.snapfs.kind, read-only; on a staging file its digest and user.snapfs.refusal; on the
+ * root user.snapfs.usage and, with --store, user.snapfs.store-corrupt and
  * user.snapfs.store-check (the store's blobs re-hashed now, not listed). */
 #include <errno.h>
 #include <fcntl.h>
@@ -14,6 +15,7 @@
 #include "common/util.h"
 
 #include "snapshot/binding.h"
+#include "snapshot/kind.h"
 #include "fs/ocistore.h"
 
 /* ---- xattrs ---- */
@@ -285,6 +287,23 @@ int sfs_tree_getxattr(struct sfs_tree *t, const struct sfs_caller *c, struct sfs
                         r = snap_binding_format(&b, value, sizeof(value));
                 } else if (strcmp(name, SFS_XATTR_NAME) == 0 && sname) {
                         snprintf(value, sizeof(value), "%s", sname);
+                } else if (strcmp(name, SFS_XATTR_KIND) == 0) {
+                        /* Classified outside the tree lock (a manifest is parsed), on the
+                         * object a reference keeps alive, by the classifier every client
+                         * uses. Not refused to a uid outside the reader policy: what it tells
+                         * is whether the bytes parse as a manifest or an envelope, which
+                         * import's names for them say already. */
+                        struct snap_object *obj = n->obj;
+                        int kind;
+
+                        snap_store_ref(t->store, obj);
+                        tree_unlock(t);
+                        kind = snap_kind_of(obj->data, (size_t)obj->size);
+                        snap_store_release(t->store, obj);
+                        if (kind < 0)
+                                return kind;
+                        return xattr_value(buf, bufsize, snap_kind_name(kind),
+                                           strlen(snap_kind_name(kind)), len);
                 } else {
                         r = -ENODATA;
                 }
@@ -292,13 +311,22 @@ int sfs_tree_getxattr(struct sfs_tree *t, const struct sfs_caller *c, struct sfs
                 break;
         }
         case SFS_KIND_STAGING_FILE:
-                if (strcmp(name, SFS_XATTR_SHA256) != 0) {
+                if (strcmp(name, SFS_XATTR_SHA256) != 0 && strcmp(name, SFS_XATTR_REFUSAL) != 0) {
                         tree_unlock(t);
                         return -ENODATA;
                 }
                 stg = n->stg;
                 pthread_mutex_lock(&stg->lock);
                 tree_unlock(t);
+                /* Only the owner gets here: another uid's staging file is invisible
+                 * (sfs_check_visible), so no uid learns why another's publish failed. */
+                if (strcmp(name, SFS_XATTR_REFUSAL) == 0) {
+                        snprintf(value, sizeof(value), "%s", stg->refusal);
+                        pthread_mutex_unlock(&stg->lock);
+                        if (!value[0])
+                                return -ENODATA;
+                        break;
+                }
                 /* The digest of bytes still being written would be a lie a moment later. */
                 if (stg->writers)
                         r = -EBUSY;
@@ -360,11 +388,11 @@ int sfs_tree_listxattr(struct sfs_tree *t, const struct sfs_caller *c, struct sf
                        char *buf, size_t bufsize, size_t *len)
 {
         static const char snapshot_names[] = SFS_XATTR_SHA256 "\0" SFS_XATTR_BINDING "\0"
-                                             SFS_XATTR_NAME;
-        static const char staging_names[] = SFS_XATTR_SHA256;
+                                             SFS_XATTR_KIND "\0" SFS_XATTR_NAME;
+        static const char staging_names[] = SFS_XATTR_SHA256 "\0" SFS_XATTR_REFUSAL;
         static const char root_names[] = SFS_XATTR_USAGE "\0" SFS_XATTR_STORE_CORRUPT;
         enum sfs_kind kind;
-        bool named = false;
+        bool named = false, refused = false;
         int r;
 
         tree_lock(t);
@@ -372,17 +400,26 @@ int sfs_tree_listxattr(struct sfs_tree *t, const struct sfs_caller *c, struct sf
         kind = node_kind(n);
         if (r == 0 && kind == SFS_KIND_SNAPSHOT)
                 named = snapshot_name(t, n) != NULL;
+        if (r == 0 && kind == SFS_KIND_STAGING_FILE) {
+                pthread_mutex_lock(&n->stg->lock);
+                refused = n->stg->refusal[0] != '\0';
+                pthread_mutex_unlock(&n->stg->lock);
+        }
         tree_unlock(t);
         if (r < 0)
                 return r;
-        /* The name last, so a snapshot without one lists the first two alone. */
+        /* The name last, so a snapshot without one lists the first three alone; the same
+         * for a staging file's refusal. */
         if (kind == SFS_KIND_SNAPSHOT)
                 return xattr_value(buf, bufsize, snapshot_names,
                                    named ? sizeof(snapshot_names)
-                                         : sizeof(SFS_XATTR_SHA256 "\0" SFS_XATTR_BINDING),
+                                         : sizeof(SFS_XATTR_SHA256 "\0" SFS_XATTR_BINDING
+                                                  "\0" SFS_XATTR_KIND),
                                    len);
         if (kind == SFS_KIND_STAGING_FILE)
-                return xattr_value(buf, bufsize, staging_names, sizeof(staging_names), len);
+                return xattr_value(buf, bufsize, staging_names,
+                                   refused ? sizeof(staging_names) : sizeof(SFS_XATTR_SHA256),
+                                   len);
         if (kind == SFS_KIND_ROOT && t->scope) {
                 static const char scope_names[] = SFS_XATTR_USAGE "\0" SFS_XATTR_SCOPE;
                 return xattr_value(buf, bufsize, scope_names, sizeof(scope_names), len);

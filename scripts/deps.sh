@@ -12,6 +12,9 @@ pkgs=(
   clang llvm libclang-rt-14-dev valgrind
   # integration tests: unshare/setpriv/mount, xattr tools, python, procps, sandbox
   util-linux mount attr python3 python3-pytest procps psmisc bubblewrap libseccomp-dev
+  # the Python client installed with pip into a virtual environment, offline: venv, and the
+  # wheels pip builds it with (/usr/share/python-wheels)
+  python3-venv python3-pip-whl python3-setuptools-whl python3-wheel-whl
   # the service tests: systemd-analyze verify on the unit, logrotate on the snippet, and a
   # rootless container runtime for the deployment recipe
   systemd logrotate podman crun uidmap
@@ -19,8 +22,9 @@ pkgs=(
   systemd-container
   # the Debian package: Debian's own tooling builds it, lintian judges it (scripts/package.sh)
   dpkg-dev debhelper dh-python lintian
-  # distribution through OCI registries (tests/integration/test_oci_registry.py)
-  skopeo docker-registry
+  # distribution through OCI registries (tests/integration/test_oci_registry.py; curl waits
+  # for the registry of docs/distribution.md)
+  skopeo docker-registry curl
   # the metrics text judged by Prometheus' own parsers (promtool; tests/integration/test_status.py)
   prometheus
   # bench chart

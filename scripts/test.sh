@@ -130,12 +130,19 @@ run_clang_units() {
   count "$ok" "$bad"
 }
 
-run_build normal
-run_package
-run_valgrind "$top/build-test-normal"
-run_build sanitize
-run_fuzz
-run_clang_units
+# Each phase says how long it took: the suite must stay well under 15 minutes on 2 CPUs.
+phase() {
+  local start=$SECONDS
+  "$@"
+  echo "   ($1: $((SECONDS - start)) s)"
+}
+phase run_build normal
+phase run_package
+phase run_valgrind "$top/build-test-normal"
+phase run_build sanitize
+phase run_fuzz
+phase run_clang_units
+echo "   (all: $SECONDS s)"
 
 echo "total: $passed passed, $failed failed"
 [ "$failed" -eq 0 ]

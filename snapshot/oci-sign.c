@@ -116,6 +116,14 @@ int snap_oci_key_from_pem(const void *pem, size_t len, bool want_private, EVP_PK
                 if (BIO_reset(b) != 1)
                         return -EIO;
                 k = PEM_read_bio_PrivateKey(b, NULL, no_passphrase, NULL);
+                /* A private key where a public one is expected is refused by name, not used
+                 * for its public half: a verifier never needs the secret, and one that was
+                 * handed it (a --trust-key or --verify-key copied from the signing host)
+                 * holds a key that can sign whatever it likes. */
+                if (k && !want_private) {
+                        ERR_clear_error();
+                        return -EKEYREJECTED;
+                }
         }
         ERR_clear_error();
         if (!k || EVP_PKEY_get_id(k) != EVP_PKEY_ED25519)

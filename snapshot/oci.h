@@ -204,8 +204,9 @@ int snap_oci_key_to_pem(struct evp_pkey_st *key, bool private_key, char **pem, s
 /* The longest key file read, in bytes: an Ed25519 PEM is a few hundred. */
 #define SNAP_OCI_KEY_FILE_MAX (16u * 1024u)
 /* Parses a PEM key (len bytes, at most SNAP_OCI_KEY_FILE_MAX): a private key, or with
- * want_private false a public key or a private key whose public half is used. 0 and *out, or
- * -EINVAL (not PEM, not Ed25519, too long). */
+ * want_private false a public key. 0 and *out, or -EINVAL (not PEM, not Ed25519, too long),
+ * -EKEYREJECTED (want_private false and a private key: a verifier is never handed the
+ * secret). */
 int snap_oci_key_from_pem(const void *pem, size_t len, bool want_private,
                           struct evp_pkey_st **out);
 /* Reads a PEM key file (bounded, no symlink, regular file) and parses it as above. */

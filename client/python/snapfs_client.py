@@ -18,18 +18,21 @@ id, fstat against the binding, the whole content hashed. Same semantics as C, by
         os.close(fd)
 
 Failures raise SnapfsError (an OSError): .errno is the library's errno, .reasons every
-(code, message) pair it gave. SnapfsError.as_dict() and Binding.as_dict() give the fields of
-`snapfs --json` (ok, error, message, reasons, and the binding's own), so a runtime can log the
-same objects whichever client it used. The library is found through $SNAPFS_LIBRARY (a path),
-then the library `meson install` put in place (the installed copy of this file carries its
-absolute path), then the dynamic linker's search for libsnapfs.so.0.
+(code, message) pair it gave. SnapfsError.as_dict() gives the fields of every `snapfs --json`
+refusal (ok, error, message, reasons) and Binding.as_dict() the one snapshot object every
+`snapfs --json` prints (sha256, size, dev, ino, name, published, publisher, binding), so a
+runtime can log the same objects whichever client it used. The library is found through
+$SNAPFS_LIBRARY (a path), then the library `meson install` put in place (the installed copy
+of this file carries its absolute path), then the dynamic linker's search for libsnapfs.so.0
+(its cache, which `ldconfig` writes: what a copy installed with pip relies on).
 
 As a script (same commands and JSON output as the C test driver):
-    snapfs_client.py publish [TRUST] [--max-size SIZE] [--from-fd] MNT FILE|-
+    snapfs_client.py publish [TRUST] [--max-size SIZE] [--from-fd] [--name NAME] MNT FILE|-
     snapfs_client.py open [TRUST] [--max-size SIZE] [--kind KIND] MNT BINDING
     snapfs_client.py digest [TRUST] [--max-size SIZE] [--kind KIND] MNT HEX
     snapfs_client.py verify-fd [--max-size SIZE] [--kind KIND] PATH BINDING
     snapfs_client.py cat [TRUST] [--max-size SIZE] [--kind KIND] MNT BINDING   (bytes to stdout)
+    snapfs_client.py describe [TRUST] MNT BINDING
     snapfs_client.py scope-create [TRUST] [--uid UID]... [--gid GID] [--publish]
                      [--until-pid PID] [--max-snapshots N] [--max-bytes SIZE] [--max-staging N]
                      [--max-staging-bytes SIZE] MNT NAME VIEW
@@ -44,20 +47,26 @@ TRUST: [--owner UID] [--insecure-own-mount] [--trust-user-namespace]; --owner de
 $SNAPFS_OWNER (a uid, never "any"), else 0. KIND: content (default), signature, manifest.
 UID and SIZE as every snapfs command reads them (parse_owner, parse_size, value_error).
     snapfs_client.py abi
+Installed with pip (client/python/pyproject.toml) it is also the command snapfs-client.
 """
 import ctypes
 import dataclasses
+import datetime
 import errno as _errno
 import os
 import sys
 import threading
 
 __all__ = ["Binding", "SnapfsError", "publish", "publish_fd", "open_verified", "open_digest",
-           "view_binding", "verify_fd", "read_verified", "strerror", "parse_owner", "parse_size",
-           "value_error", "KINDS", "Scope", "Grant", "scope_create", "scope_list", "scope_show",
-           "scope_remove", "grant", "revoke", "scope_binding", "open_entry", "control"]
+           "describe", "view_binding", "verify_fd", "read_verified", "strerror", "parse_owner",
+           "parse_size", "value_error", "name_valid", "KINDS", "__version__", "Scope", "Grant",
+           "scope_create", "scope_list", "scope_show", "scope_remove", "grant", "revoke",
+           "scope_binding", "open_entry", "control"]
+
+__version__ = "0.1.0"
 
 DIGEST_LEN = 32
+NAME_MAX = 64
 BINDING_TEXT_MAX = 160
 REASONS_MAX = 40
 CODE_MAX = 32
@@ -86,6 +95,12 @@ class _CBinding(ctypes.Structure):
 class _COptions(ctypes.Structure):
     _fields_ = [("flags", ctypes.c_uint), ("owner", ctypes.c_uint32),
                 ("max_size", ctypes.c_uint64)]
+
+
+class _CSnapshot(ctypes.Structure):
+    _fields_ = [("binding", _CBinding), ("name", ctypes.c_char * (NAME_MAX + 1)),
+                ("published_sec", ctypes.c_int64), ("published_nsec", ctypes.c_uint32),
+                ("publisher", ctypes.c_uint32), ("kind", ctypes.c_int)]
 
 
 class _CReason(ctypes.Structure):
@@ -154,7 +169,15 @@ def _load():
         if not name and _INSTALLED_LIBRARY and os.path.exists(_INSTALLED_LIBRARY):
             name = _INSTALLED_LIBRARY
         name = name or "libsnapfs.so.0"
-        lib = ctypes.CDLL(name, use_errno=False)
+        try:
+            lib = ctypes.CDLL(name, use_errno=False)
+        except OSError as e:
+            # The usual case from a virtual environment: the module came from pip, the
+            # library from the system package or `meson install` without ldconfig.
+            raise OSError(
+                f"snapfs_client: cannot load {name} ({e}). Install snapfs (its Debian "
+                "package, or `meson install` then `ldconfig`), or set SNAPFS_LIBRARY to the "
+                "path of libsnapfs.so.0") from e
         P = ctypes.POINTER
         protos = {
             "snapfs_binding_format": [P(_CBinding), ctypes.c_char_p, ctypes.c_size_t],
@@ -170,6 +193,14 @@ def _load():
             "snapfs_view_binding": [ctypes.c_char_p, P(_CBinding), P(_COptions),
                                     ctypes.c_char_p, ctypes.c_size_t, P(_CBinding),
                                     P(_CReport)],
+            "snapfs_publish_named": [ctypes.c_char_p, ctypes.c_char_p, ctypes.c_char_p,
+                                     ctypes.c_size_t, P(_COptions), P(_CSnapshot),
+                                     P(_CReport)],
+            "snapfs_publish_fd_named": [ctypes.c_char_p, ctypes.c_char_p, ctypes.c_int,
+                                        P(_COptions), P(_CSnapshot), P(_CReport)],
+            "snapfs_describe": [ctypes.c_char_p, P(_CBinding), P(_COptions), P(_CSnapshot),
+                                P(_CReport)],
+            "snapfs_describe_fd": [ctypes.c_int, P(_CBinding), P(_CSnapshot)],
             "snapfs_control": [ctypes.c_char_p, ctypes.c_char_p, P(_COptions),
                                P(ctypes.c_void_p), P(_CReport)],
             "snapfs_scope_create": [ctypes.c_char_p, P(_CScopeSpec), P(_COptions), P(_CScope),
@@ -204,7 +235,8 @@ def _load():
 
 
 def strerror(err):
-    """What an errno of this library means, in words (err may be negative or positive)."""
+    """-> str: what an errno of this library means, in words (err may be negative or
+    positive)."""
     return _load().snapfs_strerror(-abs(err)).decode()
 
 
@@ -258,19 +290,33 @@ def _raise_for(r, report):
     raise SnapfsError(-r, reasons, report.n_dropped, raw)
 
 
+_KIND_NAMES = {0: "content", 1: "signature", 2: "manifest"}
+
+
 @dataclasses.dataclass(frozen=True)
 class Binding:
-    """(sha256, size, dev, ino) of one published snapshot in one mount instance."""
+    """(sha256, size, dev, ino) of one published snapshot in one mount instance, and what the
+    daemon says of it where known (None where not: a Binding parsed from its text knows none
+    of it). The identity is the four first fields alone."""
     sha256: str  # 64 lowercase hex
     size: int
     dev: int     # st_dev, as os.makedev(major, minor)
     ino: int
     # Set by publish(): the same bytes were published before (not part of the identity).
     already_published: bool = dataclasses.field(default=False, compare=False)
+    # The staging NAME it was first published under: str, or None (no name, or unknown).
+    name: "str | None" = dataclasses.field(default=None, compare=False)
+    # Its first publish: a datetime in UTC, or None when unknown.
+    published: "datetime.datetime | None" = dataclasses.field(default=None, compare=False)
+    # The uid that first published it: int, or None when unknown.
+    publisher: "int | None" = dataclasses.field(default=None, compare=False)
+    # "content", "signature" or "manifest" as the daemon says it; None when unknown.
+    kind: "str | None" = dataclasses.field(default=None, compare=False)
 
     @classmethod
     def parse(cls, text):
-        """The strict one-line text form; raises SnapfsError(EINVAL) for anything else."""
+        """The strict one-line text form -> Binding (name, published, publisher, kind None);
+        raises SnapfsError(EINVAL) for anything else."""
         if isinstance(text, Binding):
             return text
         c = _CBinding()
@@ -282,6 +328,14 @@ class Binding:
     @classmethod
     def _from_c(cls, c, already=False):
         return cls(bytes(c.sha256).hex(), c.size, c.dev, c.ino, already)
+
+    @classmethod
+    def _from_snapshot(cls, s, already=False):
+        b = s.binding
+        when = datetime.datetime.fromtimestamp(s.published_sec, datetime.timezone.utc)
+        when = when.replace(microsecond=s.published_nsec // 1000)
+        return cls(bytes(b.sha256).hex(), b.size, b.dev, b.ino, already,
+                   s.name.decode() or None, when, s.publisher, _KIND_NAMES.get(s.kind))
 
     def _to_c(self):
         c = _CBinding()
@@ -300,11 +354,31 @@ class Binding:
         return buf.value.decode()
 
     def as_dict(self):
-        """The object `snapfs put --json` prints for this binding (less its "mount")."""
-        return {"ok": True, "error": None, "message": None, "reasons": [],
-                "binding": str(self), "sha256": self.sha256, "size": self.size,
+        """-> dict: the one snapshot object every `snapfs --json` prints (docs/design.md, "One
+        snapshot object"): sha256, size, dev ("major:minor"), ino, name, published (RFC 3339
+        UTC, to the second), publisher, binding; None (null) where unknown."""
+        return {"sha256": self.sha256, "size": self.size,
                 "dev": f"{os.major(self.dev)}:{os.minor(self.dev)}", "ino": self.ino,
+                "name": self.name,
+                "published": (self.published.strftime("%Y-%m-%dT%H:%M:%SZ")
+                              if self.published else None),
+                "publisher": self.publisher, "binding": str(self)}
+
+    def as_result(self):
+        """-> dict: what `snapfs put --json` prints for this publish, less its mount and
+        read_view: ok, error, message, reasons, binding, snapshot (as_dict()),
+        already_published."""
+        return {"ok": True, "error": None, "message": None, "reasons": [],
+                "binding": str(self), "snapshot": self.as_dict(),
                 "already_published": self.already_published}
+
+
+def name_valid(name):
+    """-> bool: whether name is a snapshot name publish() takes: 1-64 of [A-Za-z0-9._-],
+    starting with neither '.' nor '_'."""
+    ok = "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789._-"
+    return (isinstance(name, str) and 0 < len(name) <= NAME_MAX and name[0] not in "._"
+            and all(ch in ok for ch in name))
 
 
 def _kind_flags(kind):
@@ -410,56 +484,83 @@ def _format_size(v):
 
 
 def parse_owner(text):
-    """A uid as every snapfs command reads --owner and $SNAPFS_OWNER: decimal, no sign, no
-    leading zero, below 4294967295 (the kernel's "no uid"); None for anything else ("any"
-    included: no command takes it from the environment). value_error("uid", text) says why."""
+    """-> int | None: a uid as every snapfs command reads --owner and $SNAPFS_OWNER: decimal,
+    no sign, no leading zero, below 4294967295 (the kernel's "no uid"); None for anything else
+    ("any" included: no command takes it from the environment). value_error("uid", text) says
+    why."""
     v, _ = _parse_value("uid", text or "")
     return v
 
 
 def parse_size(text):
-    """A size as every snapfs command reads one: digits with an optional K, M or G suffix
-    (binary units); None for anything else. value_error("size", text) says why."""
+    """-> int | None: a size as every snapfs command reads one: digits with an optional K, M or
+    G suffix (binary units); None for anything else. value_error("size", text) says why."""
     v, _ = _parse_value("size", text or "")
     return v
 
 
-def publish(mount, data, *, owner=None, max_size=0, insecure_own_mount=False,
-        trust_user_namespace=False):
-    """Publishes bytes (b"" is allowed) and returns the verified Binding of the snapshot;
-    .already_published tells whether the same bytes were there already. owner: the uid that
-    must have mounted snapfs (default: root); insecure_own_mount=True also trusts a mount of
-    your own uid, which any process of your uid can replace with a FUSE server of its own;
-    max_size: 0 for the library's default."""
+def _name_arg(name):
+    if name is None:
+        return None
+    if not name_valid(name):
+        raise SnapfsError(_errno.EINVAL, [("invalid-argument",
+                                           f"{name!r} is not a snapshot name: 1-64 of "
+                                           "[A-Za-z0-9._-], starting with neither '.' nor '_'")])
+    return name.encode()
+
+
+def publish(mount, data, *, name=None, owner=None, max_size=0, insecure_own_mount=False,
+            trust_user_namespace=False):
+    """Publishes bytes (b"" is allowed) -> Binding: the verified binding of the snapshot, with
+    its name, publish time, publisher and kind as the daemon says them. .already_published
+    tells whether the same bytes were there already (they keep their first name). name: the
+    snapshot's name (None: none). owner: the uid that must have mounted snapfs (default:
+    root); insecure_own_mount=True also trusts a mount of your own uid, which any process of
+    your uid can replace with a FUSE server of its own; max_size: 0 for the library's
+    default."""
     o = _options(owner, max_size, insecure_own_mount, trust_user_namespace)
     data = bytes(data)
-    lib, c, rep = _load(), _CBinding(), _CReport()
-    r = lib.snapfs_publish(os.fsencode(mount), data, len(data),
-                           ctypes.byref(o), ctypes.byref(c),
-                           ctypes.byref(rep))
+    lib, c, rep = _load(), _CSnapshot(), _CReport()
+    r = lib.snapfs_publish_named(os.fsencode(mount), _name_arg(name), data, len(data),
+                                 ctypes.byref(o), ctypes.byref(c), ctypes.byref(rep))
     if r < 0:
         _raise_for(r, rep)
-    return Binding._from_c(c, r == 1)
+    return Binding._from_snapshot(c, r == 1)
 
 
-def publish_fd(mount, fd, *, owner=None, max_size=0, insecure_own_mount=False,
-        trust_user_namespace=False):
-    """publish() of everything read from the descriptor fd until end of file."""
+def publish_fd(mount, fd, *, name=None, owner=None, max_size=0, insecure_own_mount=False,
+               trust_user_namespace=False):
+    """publish() of everything read from the descriptor fd until end of file -> Binding."""
     o = _options(owner, max_size, insecure_own_mount, trust_user_namespace)
-    lib, c, rep = _load(), _CBinding(), _CReport()
-    r = lib.snapfs_publish_fd(os.fsencode(mount), fd, ctypes.byref(o),
-                              ctypes.byref(c), ctypes.byref(rep))
+    lib, c, rep = _load(), _CSnapshot(), _CReport()
+    r = lib.snapfs_publish_fd_named(os.fsencode(mount), _name_arg(name), fd, ctypes.byref(o),
+                                    ctypes.byref(c), ctypes.byref(rep))
     if r < 0:
         _raise_for(r, rep)
-    return Binding._from_c(c, r == 1)
+    return Binding._from_snapshot(c, r == 1)
+
+
+def describe(mount, binding, *, owner=None, insecure_own_mount=False,
+             trust_user_namespace=False):
+    """-> Binding: the snapshot the binding (a Binding or its text) names on the snapfs mount
+    at mount, with its name, publish time, publisher and kind as the daemon says them. Judges
+    the mount and checks the snapshot's identity; reads no content (open_verified() does)."""
+    b = Binding.parse(binding)
+    o = _options(owner, 0, insecure_own_mount, trust_user_namespace)
+    c, rep = _CSnapshot(), _CReport()
+    r = _load().snapfs_describe(os.fsencode(mount), ctypes.byref(b._to_c()), ctypes.byref(o),
+                                ctypes.byref(c), ctypes.byref(rep))
+    if r < 0:
+        _raise_for(r, rep)
+    return Binding._from_snapshot(c)
 
 
 def open_verified(mount, binding, *, owner=None, max_size=0, insecure_own_mount=False,
         trust_user_namespace=False, kind="content"):
-    """The verified read-only descriptor (close-on-exec; yours to close) of the snapshot the
-    binding (a Binding or its text) names on the snapfs mount at mount. kind: what it must be,
-    "content" (the default), "signature" or "manifest", or an iterable of them; anything
-    else raises SnapfsError(ENOMSG) with the reason "kind"."""
+    """-> int: the verified read-only descriptor (close-on-exec; yours to close) of the
+    snapshot the binding (a Binding or its text) names on the snapfs mount at mount. kind:
+    what it must be, "content" (the default), "signature" or "manifest", or an iterable of
+    them; anything else raises SnapfsError(ENOMSG) with the reason "kind"."""
     o = _options(owner, max_size, insecure_own_mount, trust_user_namespace, kind)
     b = Binding.parse(binding)
     rep = _CReport()
@@ -472,23 +573,27 @@ def open_verified(mount, binding, *, owner=None, max_size=0, insecure_own_mount=
 
 def open_digest(mount, digest, *, owner=None, max_size=0, insecure_own_mount=False,
         trust_user_namespace=False, kind="content"):
-    """(descriptor, Binding) of the snapshot named digest, verified against its own name;
-    kind as open_verified() takes it."""
+    """-> (int, Binding): the verified read-only descriptor (close-on-exec; yours to close) of
+    the snapshot named digest (64 lowercase hex), verified against its own name, and its
+    Binding, with name, publish time, publisher and kind read through that descriptor; kind
+    as open_verified() takes it."""
     o = _options(owner, max_size, insecure_own_mount, trust_user_namespace, kind)
-    c, rep = _CBinding(), _CReport()
-    r = _load().snapfs_open_digest(os.fsencode(mount), digest.encode(),
-                                   ctypes.byref(o), ctypes.byref(c),
-                                   ctypes.byref(rep))
+    lib, c, rep, s = _load(), _CBinding(), _CReport(), _CSnapshot()
+    r = lib.snapfs_open_digest(os.fsencode(mount), digest.encode(), ctypes.byref(o),
+                               ctypes.byref(c), ctypes.byref(rep))
     if r < 0:
         _raise_for(r, rep)
-    return r, Binding._from_c(c)
+    if lib.snapfs_describe_fd(r, ctypes.byref(c), ctypes.byref(s)) < 0:
+        return r, Binding._from_c(c)
+    return r, Binding._from_snapshot(s)
 
 
 def view_binding(mount, binding, *, owner=None, max_size=0, insecure_own_mount=False,
                  trust_user_namespace=False):
-    """Where a sandbox reads: (view path, Binding) of the snapshot as seen through the read
-    view the mount's daemon serves beside it (snapfs mount --read-view), judged and verified
-    there like any mount; None when the mount has no read view."""
+    """-> (str, Binding) or None: where a sandbox reads: the view's path and the binding of
+    the snapshot as seen through the read view the mount's daemon serves beside it (snapfs
+    mount --read-view), judged and verified there like any mount; None when the mount has no
+    read view."""
     b = Binding.parse(binding)
     o = _options(owner, max_size, insecure_own_mount, trust_user_namespace)
     c, rep, view = _CBinding(), _CReport(), ctypes.create_string_buffer(4096)
@@ -502,8 +607,8 @@ def view_binding(mount, binding, *, owner=None, max_size=0, insecure_own_mount=F
 
 
 def verify_fd(fd, binding, *, max_size=0, kind="content"):
-    """Re-verifies a held descriptor against the binding before a use; raises on a refusal
-    (kind as open_verified() takes it)."""
+    """-> None: re-verifies a held descriptor against the binding before a use; raises
+    SnapfsError on a refusal (kind as open_verified() takes it)."""
     b = Binding.parse(binding)
     rep = _CReport()
     r = _load().snapfs_verify_fd(fd, ctypes.byref(b._to_c()),
@@ -525,7 +630,8 @@ def _pread_all(fd):
 
 def read_verified(mount, binding, *, owner=None, max_size=0, insecure_own_mount=False,
         trust_user_namespace=False, kind="content"):
-    """The bytes of the snapshot, read through a verified descriptor."""
+    """-> bytes: the content of the snapshot, read through a verified descriptor (the
+    arguments of open_verified())."""
     fd = open_verified(mount, binding, owner=owner, max_size=max_size,
                        insecure_own_mount=insecure_own_mount,
                        trust_user_namespace=trust_user_namespace, kind=kind)
@@ -732,15 +838,18 @@ def open_entry(view, entry, *, owner=None, max_size=0, insecure_own_mount=False,
     """(descriptor, Binding): verified open through the entry of a scope's view. The entry is
     opened below the judged view's root, its digest read from that descriptor, its content
     hashed against it; the descriptor (close-on-exec, yours to close) holds the snapshot the
-    entry named at the open, whatever it is moved to later. kind as open_verified() takes
-    it."""
+    entry named at the open, whatever it is moved to later. The Binding has name, publish
+    time, publisher and kind read through that descriptor, as open_digest()'s. kind as
+    open_verified() takes it."""
     o = _options(owner, max_size, insecure_own_mount, trust_user_namespace, kind)
-    c, rep = _CBinding(), _CReport()
-    r = _load().snapfs_open_entry(os.fsencode(view), _name(entry), ctypes.byref(o),
-                                  ctypes.byref(c), ctypes.byref(rep))
+    lib, c, rep, s = _load(), _CBinding(), _CReport(), _CSnapshot()
+    r = lib.snapfs_open_entry(os.fsencode(view), _name(entry), ctypes.byref(o),
+                              ctypes.byref(c), ctypes.byref(rep))
     if r < 0:
         _raise_for(r, rep)
-    return r, Binding._from_c(c)
+    if lib.snapfs_describe_fd(r, ctypes.byref(c), ctypes.byref(s)) < 0:
+        return r, Binding._from_c(c)
+    return r, Binding._from_snapshot(s)
 
 
 def control(mount, request, *, owner=None, insecure_own_mount=False,
@@ -819,6 +928,7 @@ def _main(argv):
                          help="the kind of snapshot to accept (default: content)")
     p = sub.add_parser("publish", parents=[common], help="publish FILE (or - for stdin)")
     p.add_argument("--from-fd", action="store_true", help="stream from the descriptor")
+    p.add_argument("--name", default=None, help="the snapshot's name")
     p.add_argument("mount")
     p.add_argument("file")
     for name, last in (("open", "binding"), ("digest", "digest"), ("cat", "binding")):
@@ -827,6 +937,9 @@ def _main(argv):
         p.add_argument(last)
     p = sub.add_parser("verify-fd", parents=[reading])
     p.add_argument("path")
+    p.add_argument("binding")
+    p = sub.add_parser("describe", parents=[common])
+    p.add_argument("mount")
     p.add_argument("binding")
     p = sub.add_parser("scope-create", parents=[common])
     p.add_argument("--uid", type=typed("uid", parse_owner), action="append", default=[])
@@ -884,6 +997,12 @@ def _main(argv):
             "snapfs_report.n_reasons": _CReport.n_reasons.offset,
             "snapfs_report.n_dropped": _CReport.n_dropped.offset,
             "snapfs_report.reasons": _CReport.reasons.offset,
+            "sizeof snapfs_snapshot": ctypes.sizeof(_CSnapshot),
+            "snapfs_snapshot.name": _CSnapshot.name.offset,
+            "snapfs_snapshot.published_sec": _CSnapshot.published_sec.offset,
+            "snapfs_snapshot.published_nsec": _CSnapshot.published_nsec.offset,
+            "snapfs_snapshot.publisher": _CSnapshot.publisher.offset,
+            "snapfs_snapshot.kind": _CSnapshot.kind.offset,
             "sizeof snapfs_scope_spec": ctypes.sizeof(_CScopeSpec),
             "snapfs_scope_spec.n_uids": _CScopeSpec.n_uids.offset,
             "snapfs_scope_spec.until_pid": _CScopeSpec.until_pid.offset,
@@ -915,10 +1034,11 @@ def _main(argv):
             src = sys.stdin.buffer if a.file == "-" else open(a.file, "rb")
             with src:
                 if a.from_fd:
-                    b = publish_fd(a.mount, src.fileno(), **kw)
+                    b = publish_fd(a.mount, src.fileno(), name=a.name, **kw)
                 else:
-                    b = publish(a.mount, src.read(), **kw)
-            out.update(binding=str(b), already_published=b.already_published)
+                    b = publish(a.mount, src.read(), name=a.name, **kw)
+            out.update(binding=str(b), snapshot=b.as_dict(),
+                       already_published=b.already_published)
             result = 1 if b.already_published else 0
         elif a.cmd == "cat":
             sys.stdout.buffer.write(read_verified(a.mount, a.binding, **rkw))
@@ -937,9 +1057,15 @@ def _main(argv):
         elif a.cmd == "digest":
             fd, b = open_digest(a.mount, a.digest, **rkw)
             try:
-                out.update(binding=str(b), content_hex=_pread_all(fd).hex())
+                out.update(binding=str(b), snapshot=b.as_dict(),
+                           content_hex=_pread_all(fd).hex())
             finally:
                 os.close(fd)
+            result = 0
+        elif a.cmd == "describe":
+            kw.pop("max_size")
+            b = describe(a.mount, a.binding, **kw)
+            out.update(binding=str(b), snapshot=b.as_dict(), kind=b.kind)
             result = 0
         elif a.cmd == "scope-create":
             sc = scope_create(a.mount, a.name, a.view, uids=a.uid, gid=a.gid, publish=a.publish,
@@ -971,7 +1097,8 @@ def _main(argv):
         elif a.cmd == "open-entry":
             fd, b = open_entry(a.view, a.entry, max_size=a.max_size, kind=a.kind, **tkw)
             try:
-                out.update(binding=str(b), content_hex=_pread_all(fd).hex())
+                out.update(binding=str(b), snapshot=b.as_dict(),
+                           content_hex=_pread_all(fd).hex())
             finally:
                 os.close(fd)
             result = 0
@@ -1000,5 +1127,10 @@ def _main(argv):
     return 0
 
 
+def main():
+    """The snapfs-client command (pip's entry point): the script above."""
+    return _main(sys.argv[1:])
+
+
 if __name__ == "__main__":
-    sys.exit(_main(sys.argv[1:]))
+    sys.exit(main())

@@ -3,10 +3,11 @@
  * with the same commands and JSON output as client/python/snapfs_client.py, so both clients
  * run the very same cases.
  *
- *   apiclient publish [--owner UID] [--max-size N] [--from-fd] MNT FILE|-
+ *   apiclient publish [--owner UID] [--max-size N] [--from-fd] [--name NAME] MNT FILE|-
  *   apiclient open [--owner UID] [--max-size N] [--kind KIND] MNT BINDING
  *   apiclient digest [--owner UID] [--kind KIND] MNT HEX
  *   apiclient verify-fd [--kind KIND] PATH BINDING
+ *   apiclient describe [--owner UID] MNT BINDING
  *   apiclient scope-create [TRUST] [--uid UID]... [--gid GID] [--publish] [--until-pid PID]
  *             [--max-snapshots N] [--max-bytes N] [--max-staging N] [--max-staging-bytes N]
  *             MNT NAME VIEW
@@ -22,9 +23,11 @@
  *   apiclient abi
  *
  * Prints one JSON object: ok, error (errno name), message, reasons [{code, message}],
- * result, dropped, binding, already_published, content_hex (open, digest, open-entry: the
- * bytes read through the returned descriptor), scope, scopes, grants, grant, view, reply (the
- * scope commands: the objects snapfs_client.py prints). Exit 0 ok, 1 refused, 2 usage. */
+ * result, dropped, binding, snapshot (publish, digest, describe, open-entry: the one
+ * snapshot object, as the Python client's Binding.as_dict()), already_published, kind
+ * (describe), content_hex (open, digest, open-entry: the bytes read through the returned
+ * descriptor), scope, scopes, grants, grant, view, reply (the scope commands: the objects
+ * snapfs_client.py prints). Exit 0 ok, 1 refused, 2 usage. */
 #include <errno.h>
 #include <fcntl.h>
 #include <getopt.h>
@@ -36,6 +39,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/sysmacros.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "snapfs.h"
@@ -75,6 +79,31 @@ static void put_binding(const struct snapfs_binding *b)
 
         if (snapfs_binding_format(b, text, sizeof(text)) == 0)
                 json_object_object_add(out, "binding", json_object_new_string(text));
+}
+
+/* The one snapshot object (docs/design.md), as every client prints it. */
+static void put_snapshot(const struct snapfs_snapshot *s)
+{
+        json_object *o = json_object_new_object();
+        char hex[2 * SNAPFS_DIGEST_LEN + 1], dev[32], when[32], text[SNAPFS_BINDING_TEXT_MAX];
+        time_t t = (time_t)s->published_sec;
+        struct tm tm;
+
+        for (size_t i = 0; i < SNAPFS_DIGEST_LEN; i++)
+                snprintf(hex + 2 * i, 3, "%02x", s->binding.sha256[i]);
+        snprintf(dev, sizeof(dev), "%u:%u", major(s->binding.dev), minor(s->binding.dev));
+        gmtime_r(&t, &tm);
+        strftime(when, sizeof(when), "%Y-%m-%dT%H:%M:%SZ", &tm);
+        snapfs_binding_format(&s->binding, text, sizeof(text));
+        json_object_object_add(o, "sha256", json_object_new_string(hex));
+        json_object_object_add(o, "size", json_object_new_uint64(s->binding.size));
+        json_object_object_add(o, "dev", json_object_new_string(dev));
+        json_object_object_add(o, "ino", json_object_new_uint64(s->binding.ino));
+        json_object_object_add(o, "name", s->name[0] ? json_object_new_string(s->name) : NULL);
+        json_object_object_add(o, "published", json_object_new_string(when));
+        json_object_object_add(o, "publisher", json_object_new_uint64(s->publisher));
+        json_object_object_add(o, "binding", json_object_new_string(text));
+        json_object_object_add(out, "snapshot", o);
 }
 
 /* Reads the whole descriptor with pread (the offset stays at 0) into hex. */
@@ -223,9 +252,9 @@ static const char *digest_of(const char *what, char hex[2 * SNAPFS_DIGEST_LEN + 
 
 static int usage(void)
 {
-        fprintf(stderr, "usage: apiclient publish|open|digest|verify-fd|scope-create|scope-list|"
-                        "scope-show|scope-remove|grant|revoke|scope-binding|open-entry|control|"
-                        "abi ...\n");
+        fprintf(stderr, "usage: apiclient publish|open|digest|verify-fd|describe|scope-create|"
+                        "scope-list|scope-show|scope-remove|grant|revoke|scope-binding|"
+                        "open-entry|control|abi ...\n");
         return 2;
 }
 
@@ -248,6 +277,12 @@ static int cmd_abi(void)
         OFF(snapfs_report, n_reasons);
         OFF(snapfs_report, n_dropped);
         OFF(snapfs_report, reasons);
+        SIZE(snapfs_snapshot);
+        OFF(snapfs_snapshot, name);
+        OFF(snapfs_snapshot, published_sec);
+        OFF(snapfs_snapshot, published_nsec);
+        OFF(snapfs_snapshot, publisher);
+        OFF(snapfs_snapshot, kind);
         SIZE(snapfs_scope_spec);
         OFF(snapfs_scope_spec, n_uids);
         OFF(snapfs_scope_spec, until_pid);
@@ -286,15 +321,18 @@ int main(int argc, char **argv)
                 { "max-staging-bytes", required_argument, NULL, '4' },
                 { "entry", required_argument, NULL, 'e' },
                 { "sha256", required_argument, NULL, 's' },
+                { "name", required_argument, NULL, 'n' },
                 { NULL, 0, NULL, 0 },
         };
         struct snapfs_scope_spec spec = { 0 };
         uint32_t uids[64];
         const char *entry = NULL, *sha256 = NULL;
+        static const char *const kinds[] = { "content", "signature", "manifest" };
         struct snapfs_options opts = { 0 };
         struct snapfs_report why = { 0 };
         struct snapfs_binding b;
-        const char *cmd;
+        struct snapfs_snapshot s;
+        const char *cmd, *name = NULL;
         bool from_fd = false;
         int c, r = 0, fd;
 
@@ -354,6 +392,9 @@ int main(int argc, char **argv)
                 case 's':
                         sha256 = optarg;
                         break;
+                case 'n':
+                        name = optarg;
+                        break;
                 case 'k':
                         if (strcmp(optarg, "content") == 0)
                                 opts.flags |= SNAPFS_OPT_KIND_CONTENT;
@@ -382,17 +423,18 @@ int main(int argc, char **argv)
                 if (fd < 0)
                         return usage();
                 if (from_fd) {
-                        r = snapfs_publish_fd(argv[0], fd, &opts, &b, &why);
+                        r = snapfs_publish_fd_named(argv[0], name, fd, &opts, &s, &why);
                 } else {
                         char *data = NULL;
                         size_t len = 0;
                         if (read_all(fd, &data, &len) < 0)
                                 return usage();
-                        r = snapfs_publish(argv[0], data, len, &opts, &b, &why);
+                        r = snapfs_publish_named(argv[0], name, data, len, &opts, &s, &why);
                         free(data);
                 }
                 if (r >= 0) {
-                        put_binding(&b);
+                        put_binding(&s.binding);
+                        put_snapshot(&s);
                         json_object_object_add(out, "already_published",
                                                json_object_new_boolean(r == 1));
                 }
@@ -414,8 +456,24 @@ int main(int argc, char **argv)
                 r = fd = snapfs_open_digest(argv[0], argv[1], &opts, &b, &why);
                 if (fd >= 0) {
                         put_binding(&b);
+                        if (snapfs_describe_fd(fd, &b, &s) == 0)
+                                put_snapshot(&s);
                         r = put_content(fd);
                         close(fd);
+                }
+        } else if (strcmp(cmd, "describe") == 0 && argc == 2) {
+                if (snapfs_binding_parse(argv[1], &b) < 0) {
+                        r = bad_binding(&why);
+                } else {
+                        r = snapfs_describe(argv[0], &b, &opts, &s, &why);
+                        if (r == 0) {
+                                put_binding(&s.binding);
+                                put_snapshot(&s);
+                                json_object_object_add(out, "kind",
+                                                       s.kind >= 0 && s.kind < 3
+                                                               ? json_object_new_string(kinds[s.kind])
+                                                               : NULL);
+                        }
                 }
         } else if (strcmp(cmd, "verify-fd") == 0 && argc == 2) {
                 fd = open(argv[0], O_RDONLY | O_NONBLOCK | O_CLOEXEC);
@@ -491,6 +549,8 @@ int main(int argc, char **argv)
                 r = fd = snapfs_open_entry(argv[0], argv[1], &opts, &b, &why);
                 if (fd >= 0) {
                         put_binding(&b);
+                        if (snapfs_describe_fd(fd, &b, &s) == 0)
+                                put_snapshot(&s);
                         r = put_content(fd);
                         close(fd);
                 }

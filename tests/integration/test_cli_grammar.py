@@ -127,7 +127,7 @@ def test_system_errors_are_json_with_the_errno_name(snapfs, workdir):
     with open(src, "wb") as f:
         f.write(b"there")
     r = snap("put", "--mount", snapfs.path, "--json", src)
-    assert r.returncode == 0 and shaped(r, True)["sha256"] == sha256_hex(b"there")
+    assert r.returncode == 0 and shaped(r, True)["snapshot"]["sha256"] == sha256_hex(b"there")
 
 
 OCI_COMMANDS = ["export", "import"]
@@ -330,7 +330,9 @@ import json, sys
 sys.path.insert(0, sys.argv[1])
 import snapfs_client as snapfs
 mnt, data, other = sys.argv[2], sys.argv[3].encode(), sys.argv[4]
-out = {"put": snapfs.publish(mnt, data, owner=0).as_dict()}
+b = snapfs.publish(mnt, data, owner=0)
+out = {"put": b.as_result(), "snapshot": b.as_dict(),
+       "described": snapfs.describe(mnt, str(b), owner=0).as_dict()}
 try:
     snapfs.open_digest(other, "0" * 64, owner=0)
 except snapfs.SnapfsError as e:
@@ -354,5 +356,9 @@ def test_the_python_client_returns_the_fields_of_the_cli(snapfs, workdir):
     assert cli.pop("read_view") is None  # Python asks for it apart: view_binding()
     assert cli.pop("scope") is None  # and for a scope's: grant(), then scope_binding()
     assert py["put"] == cli
+    # The one snapshot object, from Binding.as_dict() as from every --json.
+    assert py["snapshot"] == cli["snapshot"] == py["described"]
+    listed = json.loads(snap("ls", "--mount", snapfs.path, "--json").stdout)["snapshots"]
+    assert [{k: v for k, v in e.items() if k != "kind"} for e in listed] == [py["snapshot"]]
     refused = json.loads(snap("verify", "--mount", plain, "--json", "0" * 64).stdout)
     assert py["refused"] == {k: refused[k] for k in SHAPE}

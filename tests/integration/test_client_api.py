@@ -13,6 +13,7 @@ import re
 import stat
 import subprocess
 import sys
+import time
 
 import pytest
 
@@ -304,6 +305,48 @@ def test_open_digest_binds_a_snapshot_known_only_by_name(client, snapfs):
 def test_a_malformed_binding_is_invalid(client, snapfs, text):
     out = client.open(snapfs.path, text)
     assert out["error"] == "EINVAL" and codes(out) == {"invalid-argument"}
+
+
+def test_a_named_publish_keeps_the_name_and_describes_the_snapshot(client, snapfs):
+    out = client.publish(snapfs.path, b"named", "--name", "mcp.json")
+    digest = sha256_hex(b"named")
+    st = os.stat(snapfs.p(digest))
+    assert out["snapshot"] == {
+        "sha256": digest, "size": 5, "dev": f"{os.major(st.st_dev)}:{os.minor(st.st_dev)}",
+        "ino": st.st_ino, "name": "mcp.json",
+        "published": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(st.st_mtime)),
+        "publisher": 0, "binding": binding_of(snapfs.p(digest))}
+    described = client("describe", snapfs.path, out["binding"])
+    assert described["snapshot"] == out["snapshot"] and described["kind"] == "content"
+    # The same bytes under another name: already published, with its first name.
+    again = client.publish(snapfs.path, b"named", "--name", "other")
+    assert again["already_published"] and again["snapshot"]["name"] == "mcp.json"
+    # Without a name, none (a scratch staging name is kept by nobody).
+    assert client.publish(snapfs.path, b"anonymous")["snapshot"]["name"] is None
+
+
+@pytest.mark.parametrize("name", ["_scratch", ".hidden", "a/b", ""])
+def test_a_name_outside_the_grammar_is_einval_and_publishes_nothing(client, snapfs, name):
+    out = client.publish(snapfs.path, b"bytes", "--name", name)
+    assert out["error"] == "EINVAL" and codes(out) == {"invalid-argument"}, out
+    assert [n for n in os.listdir(snapfs.p()) if n != ".staging"] == []
+    assert client.publish(snapfs.path, b"bytes", "--name", "ok")["ok"]
+
+
+def test_a_name_held_by_a_staging_file_is_ebusy_until_it_goes(client, snapfs):
+    snapfs.stage(b"interrupted", "cfg")
+    out = client.publish(snapfs.path, b"new", "--name", "cfg")
+    assert out["error"] == "EBUSY" and codes(out) == {"staging"}, out
+    os.unlink(snapfs.p(".staging/cfg"))
+    assert client.publish(snapfs.path, b"new", "--name", "cfg")["snapshot"]["name"] == "cfg"
+
+
+def test_describe_of_a_stale_binding_is_estale_and_of_the_real_one_describes(client, snapfs):
+    out = client.publish(snapfs.path, b"x")
+    stale = with_field(out["binding"], ino=999999)
+    refused = client("describe", snapfs.path, stale)
+    assert refused["error"] == "ESTALE" and codes(refused) == {"identity"}, refused
+    assert client("describe", snapfs.path, out["binding"])["snapshot"] == out["snapshot"]
 
 
 def test_both_clients_agree_on_the_abi():

@@ -17,7 +17,8 @@ import pytest
 from snaptest import ROOT, SNAPFS, run
 
 VECTORS = json.loads((ROOT / "tests" / "vectors" / "values.json").read_text())
-NOT_CLIENTS = {"mount": "serves a mount", "keygen": "writes a key pair, judges no mount"}
+NOT_CLIENTS = {"mount": "serves a mount", "keygen": "writes a key pair, judges no mount",
+               "help": "prints a command's help", "version": "prints the version"}
 ATTACKER = 1000
 
 
@@ -72,6 +73,10 @@ CLIENTS = {
     "exec": dict(argv=lambda t: ["--binding", t.binding, "--", "true"], refused=125,
                  usage=125),
     "ls": dict(argv=lambda t: [], refused=1, usage=2),
+    # rm and prune judge the mount before they look for anything to remove: a dry run of rm
+    # (the target stays for the next run), and a prune that finds nothing a day old.
+    "rm": dict(argv=lambda t: ["--dry-run", t.digest], refused=1, usage=2),
+    "prune": dict(argv=lambda t: ["--older-than", "24h"], refused=1, usage=2),
     "audit": dict(argv=lambda t: [], refused=1, usage=2),
     "export": dict(argv=lambda t: [f"oci:{t.out()}:v1", t.digest], refused=1, usage=2),
     "import": dict(argv=lambda t: [f"oci:{t.layout}:v1"], refused=1, usage=2),

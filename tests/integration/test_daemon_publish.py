@@ -29,8 +29,9 @@ def test_published_snapshot_reads_back_identically_with_real_clients(snapfs):
     binding = os.getxattr(path, "user.snapfs.binding").decode()
     assert binding == (f"sha256={digest} size={len(CONFIG)} "
                        f"dev={os.major(st.st_dev)}:{os.minor(st.st_dev)} ino={st.st_ino}")
-    assert sorted(os.listxattr(path)) == ["user.snapfs.binding", "user.snapfs.name",
-                                          "user.snapfs.sha256"]
+    assert sorted(os.listxattr(path)) == ["user.snapfs.binding", "user.snapfs.kind",
+                                          "user.snapfs.name", "user.snapfs.sha256"]
+    assert os.getxattr(path, "user.snapfs.kind") == b"content"
     assert os.getxattr(path, "user.snapfs.name") == b"cfg"  # the staging NAME
     # ls shows mode ----------, and the staging entry is gone.
     assert run("ls", "-l", path).stdout.startswith("---------- 1 ")

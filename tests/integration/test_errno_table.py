@@ -679,6 +679,9 @@ def test_row(key, mount_snapfs, workdir):
     if "TRUSTKEY" in opts:
         key = os.path.join(workdir, "trusted")
         subprocess.run(["openssl", "genpkey", "-algorithm", "ed25519", "-out", key], check=True)
-        opts = tuple(key if o == "TRUSTKEY" else o for o in opts)
+        # The daemon takes the public key (a private one is refused by name).
+        subprocess.run(["openssl", "pkey", "-in", key, "-pubout", "-out", key + ".pub"],
+                       check=True)
+        opts = tuple(key + ".pub" if o == "TRUSTKEY" else o for o in opts)
     fs = mount_snapfs(*opts)
     fn(fs, workdir)

@@ -19,8 +19,9 @@ from snaptest import BUILD, ROOT, run, sha256_hex
 EXAMPLE = ROOT / "tests" / "pkgconfig" / "example.c"
 INSTALL = ROOT / "scripts" / "install.sh"
 EXPORTED = {"snapfs_binding_format", "snapfs_binding_parse", "snapfs_publish",
-            "snapfs_publish_fd", "snapfs_open_verified", "snapfs_open_digest",
-            "snapfs_verify_fd", "snapfs_view_binding", "snapfs_strerror",
+            "snapfs_publish_fd", "snapfs_publish_named", "snapfs_publish_fd_named",
+            "snapfs_describe", "snapfs_describe_fd", "snapfs_open_verified",
+            "snapfs_open_digest", "snapfs_verify_fd", "snapfs_view_binding", "snapfs_strerror",
             # scopes: the control channel and what a sandbox reads through a view
             "snapfs_control", "snapfs_scope_create", "snapfs_scope_list", "snapfs_scope_show",
             "snapfs_scope_remove", "snapfs_scope_free", "snapfs_scopes_free", "snapfs_free",

@@ -376,7 +376,7 @@ os.close(fd)
             assert usage["reserve_snapshots"] == 4096 // 16 and usage["more"] == 0
         text = run(SNAPFS, "ls", "--mount", fs.path).stdout
         assert f"\n{NOBODY_UID:<10} {2:>10} {7:>12} {1:>8} {5:>14}\n" in text
-        assert "limits per uid: 2 snapshots, 1048576 bytes; the owner (uid 0)" in text
+        assert "limits per uid: 2 snapshots, 1M bytes; the owner (uid 0)" in text
     finally:
         p.stdin.close()
         assert p.wait(60) == 0

@@ -42,6 +42,8 @@ EXPECTED = {
     "/lib/systemd/system/snapfs-metrics.service", "/lib/systemd/system/snapfs-metrics.timer",
     "/etc/logrotate.d/snapfs", "/usr/lib/python3/dist-packages/snapfs_client.py",
     "/usr/share/doc/snapfs/copyright", "/usr/share/doc/snapfs/changelog.gz",
+    "/usr/share/bash-completion/completions/snapfs",
+    f"/usr/share/snapfs/python/snapfs_client-{VERSION}-py3-none-any.whl",
 }
 
 DRIVER_UNIT = """[Unit]

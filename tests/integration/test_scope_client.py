@@ -384,6 +384,10 @@ def test_revoke_makes_new_opens_enoent_while_an_open_descriptor_reads_on(client,
 
 def test_ls_and_audit_take_a_view_its_entries_included(snapfs, scopes):
     view = scopes.create("sandbox-a")
+    # A view without entries: the check ran and found nothing to fault.
+    rc, out = jsnap("audit", "--mount", view)
+    assert rc == 0 and {c["check"]: (c["ran"], c["passed"]) for c in out["checks"]}[
+        "entry names a snapshot"] == (True, 0)
     put(snapfs, CFG, "--scope", "sandbox-a", "--as", "mcp")
     rc, out = jsnap("ls", "--mount", view)
     assert rc == 0 and [e["sha256"] for e in out["snapshots"]] == [sha256_hex(CFG)]
@@ -392,10 +396,10 @@ def test_ls_and_audit_take_a_view_its_entries_included(snapfs, scopes):
     rows = {c["check"]: (c["passed"], c["failed"]) for c in out["checks"]}
     assert rows["entry names a snapshot"] == (1, 0)
     assert rows["content hashes to name"] == (1, 0)
-    # The main mount has no entries: nothing is counted there.
+    # The main mount has no entries: the check did not run there, and says so.
     rc, out = jsnap("audit", "--mount", snapfs.path)
-    assert rc == 0 and {c["check"]: c["passed"] for c in out["checks"]}[
-        "entry names a snapshot"] == 0
+    assert rc == 0 and {c["check"]: (c["ran"], c["passed"]) for c in out["checks"]}[
+        "entry names a snapshot"] == (False, None)
 
 
 # ---- put --scope ---------------------------------------------------------------------------
@@ -424,7 +428,7 @@ def test_put_to_a_scope_that_does_not_exist_publishes_but_fails(snapfs, scopes):
     rc, out = jsnap("put", "--mount", snapfs.path, "--scope", "nowhere", "-",
                     input=CFG.decode())
     assert rc == 1 and out["error"] == "ENOENT" and out["scope"] is None
-    assert out["sha256"] == sha256_hex(CFG)
+    assert out["snapshot"]["sha256"] == sha256_hex(CFG)
     assert os.stat(snapfs.p(sha256_hex(CFG))).st_size == len(CFG)  # published all the same
     r = snap("put", "--mount", snapfs.path, "--as", "mcp", "-", input=CFG.decode())
     assert r.returncode == 2 and "--as needs --scope" in r.stderr

@@ -256,7 +256,10 @@ def test_the_recommended_topology_the_sandbox_verifies_through_the_read_view_onl
     assert seen["mount"] == view and seen["binding"] != binding
     dev = os.stat(os.path.join(view, sha256_hex(REAL))).st_dev
     assert seen["binding"] == binding.rsplit(" dev=", 1)[0] + \
-        f" dev={os.major(dev)}:{os.minor(dev)} ino={out['ino']}"
+        f" dev={os.major(dev)}:{os.minor(dev)} ino={out['snapshot']['ino']}"
+    # The view's snapshot object: the same snapshot, its binding there.
+    assert seen["snapshot"] == {**out["snapshot"], "dev": f"{os.major(dev)}:{os.minor(dev)}",
+                                "binding": seen["binding"]}
     text = run(*as_uid(runtime, SNAPFS, "put", "--mount", fs.path, real))
     assert text.stdout.splitlines() == [binding, f"read-view {seen['binding']} {view}"]
     # The same from libsnapfs, through the Python client.

@@ -224,6 +224,33 @@ static int teardown(void **state)
         return 0;
 }
 
+static void test_describe_fd_refuses_another_snapshot_and_describes_its_own(void **state)
+{
+        struct fx *f = *state;
+        struct snapfs_binding other = f->b;
+        struct snapfs_snapshot s;
+        struct stat st;
+
+        assert_int_equal(snapfs_describe_fd(-1, &f->b, &s), -EINVAL);
+        assert_int_equal(snapfs_describe_fd(f->fd, NULL, &s), -EINVAL);
+        assert_int_equal(snapfs_describe_fd(f->fd, &f->b, NULL), -EINVAL);
+        other.ino++;
+        assert_int_equal(snapfs_describe_fd(f->fd, &other, &s), -ESTALE);
+        other = f->b;
+        other.size++;
+        assert_int_equal(snapfs_describe_fd(f->fd, &other, &s), -ESTALE);
+        /* Its own: the inode's time and owner; a file without the daemon's xattrs has no
+         * name and a kind nobody said. */
+        assert_int_equal(snapfs_describe_fd(f->fd, &f->b, &s), 0);
+        assert_int_equal(fstat(f->fd, &st), 0);
+        assert_memory_equal(&s.binding, &f->b, sizeof(f->b));
+        assert_int_equal(s.published_sec, st.st_mtim.tv_sec);
+        assert_int_equal(s.published_nsec, st.st_mtim.tv_nsec);
+        assert_int_equal(s.publisher, st.st_uid);
+        assert_string_equal(s.name, "");
+        assert_int_equal(s.kind, SNAPFS_KIND_UNKNOWN);
+}
+
 static void test_verify_fd_accepts_its_binding(void **state)
 {
         struct fx *f = *state;
@@ -546,6 +573,166 @@ static void test_oci_reference_needs_the_transport_a_directory_and_a_tag(void **
         free(dir);
 }
 
+static void test_a_named_publish_refuses_a_name_outside_the_grammar_before_the_mount(void **state)
+{
+        static const char *const bad[] = { "", ".hidden", "_scratch", "a/b", "sp ace", "x\n",
+                                           "xxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxx" };
+        struct snapfs_snapshot s;
+        struct snapfs_report why;
+        (void)state;
+
+        for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+                assert_false(sfc_name_ok(bad[i]));
+                assert_int_equal(snapfs_publish_named("/nonexistent/snapfs", bad[i], "x", 1, NULL,
+                                                      &s, &why),
+                                 -EINVAL);
+                assert_string_equal(why.reasons[0].code, "invalid-argument");
+        }
+        /* A name of the grammar gets as far as the mount, which is not there. */
+        assert_true(sfc_name_ok("mcp.json"));
+        assert_int_equal(snapfs_publish_named("/nonexistent/snapfs", "mcp.json", "x", 1, NULL, &s,
+                                              &why),
+                         -ENOENT);
+        assert_string_equal(why.reasons[0].code, "mount-check");
+        assert_non_null(strstr(why.reasons[0].message, "run `snapfs mount /nonexistent/snapfs`"));
+}
+
+static void test_the_client_limit_names_itself_and_its_option(void **state)
+{
+        struct snapfs_options o = { .max_size = 256 * 1024 };
+        struct snapfs_snapshot s;
+        struct snapfs_report why;
+        static char big[300000];
+        (void)state;
+
+        assert_int_equal(snapfs_publish_named("/nonexistent/snapfs", NULL, big, sizeof(big), &o,
+                                              &s, &why),
+                         -EFBIG);
+        assert_string_equal(why.reasons[0].message,
+                            "300000 bytes is over the client's limit of 256K (the max_size "
+                            "option of the client library)");
+}
+
+static void test_sizes_are_spelled_as_the_size_grammar_takes_them(void **state)
+{
+        char buf[32];
+        (void)state;
+
+        assert_string_equal(sfc_size_text(262144, buf, sizeof(buf)), "256K");
+        assert_string_equal(sfc_size_text(UINT64_C(1) << 30, buf, sizeof(buf)), "1G");
+        assert_string_equal(sfc_size_text(UINT64_C(64) << 20, buf, sizeof(buf)), "64M");
+        assert_string_equal(sfc_size_text(UINT64_C(3) << 40, buf, sizeof(buf)), "3072G");
+        assert_string_equal(sfc_size_text(300000, buf, sizeof(buf)), "300000 bytes");
+        assert_string_equal(sfc_size_text(0, buf, sizeof(buf)), "0 bytes");
+}
+
+static void test_the_daemons_refusal_parses_into_its_code_and_limit_and_nothing_else(
+        void **state)
+{
+        static const char *const bad[] = { "", " too-big", "Too-big", "too-big ", "too-big x",
+                                           "too-big max=", "too-big max=12a", "a\nb", "x=1",
+                                           "too_big" };
+        char code[40];
+        uint64_t v;
+        (void)state;
+
+        assert_int_equal(sfc_refusal_parse("too-big max-snapshot-size=262144", code,
+                                              sizeof(code), &v),
+                         0);
+        assert_string_equal(code, "too-big");
+        assert_int_equal(v, 262144);
+        assert_int_equal(sfc_refusal_parse("not-in-signed-manifest", code, sizeof(code), &v),
+                         0);
+        assert_string_equal(code, "not-in-signed-manifest");
+        assert_int_equal(v, 0);
+        for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++)
+                assert_int_equal(sfc_refusal_parse(bad[i], code, sizeof(code), &v), -EBADMSG);
+        /* A code longer than the room for it is refused, never cut. */
+        assert_int_equal(sfc_refusal_parse("not-in-signed-manifest", code, 8, &v), -EBADMSG);
+}
+
+static void test_the_daemons_reasons_say_what_to_do(void **state)
+{
+        struct snapfs_report why;
+        (void)state;
+
+        sfc_report_reset(&why);
+        assert_int_equal(sfc_explain_daemon(&why, -EPERM, "not-in-signed-manifest", 0),
+                         -EPERM);
+        assert_string_equal(why.reasons[0].code, "not-in-signed-manifest");
+        assert_non_null(strstr(why.reasons[0].message, "snapfs import"));
+        sfc_report_reset(&why);
+        sfc_explain_daemon(&why, -EDQUOT, "staging-bytes", 4 << 20);
+        assert_non_null(strstr(why.reasons[0].message, "limit of 4M per uid (snapfs mount "
+                                                       "--max-staging-bytes)"));
+        sfc_report_reset(&why);
+        sfc_explain_too_big(&why, -EFBIG, 0, false, 262144, true);
+        assert_string_equal(why.reasons[0].message,
+                            "the content is over the daemon's limit of 256K (snapfs mount "
+                            "--max-snapshot-size, at most 1G)");
+}
+
+/* A catalog of three snapshots: two named cfg, one named other, no mount needed. */
+static void catalog(struct sfc_entry e[3])
+{
+        static const char *const names[] = { "cfg", "cfg", "other" };
+        static const char *const data[] = { "a", "b", "c" };
+
+        for (int i = 0; i < 3; i++) {
+                struct snap_digest d;
+                e[i] = (struct sfc_entry){ 0 };
+                assert_int_equal(snap_sha256(data[i], 1, &d), 0);
+                snap_digest_to_hex(&d, e[i].hex);
+                memcpy(e[i].snap.binding.sha256, d.bytes, SNAPFS_DIGEST_LEN);
+                e[i].snap.binding.size = 1;
+                e[i].snap.binding.dev = 77;
+                e[i].snap.binding.ino = (uint64_t)i + 3;
+                snprintf(e[i].snap.name, sizeof(e[i].snap.name), "%s", names[i]);
+        }
+}
+
+/* sfc_catalog_match with a fresh report (it adds to what a caller gives it). */
+static int match(const struct sfc_entry *e, const char *target, bool all, size_t *m,
+                 size_t *k, struct snapfs_report *why)
+{
+        sfc_report_reset(why);
+        return sfc_catalog_match(e, 3, target, all, m, 3, k, why);
+}
+
+static void test_rm_targets_match_a_name_a_prefix_or_a_binding_exactly(void **state)
+{
+        struct sfc_entry e[3];
+        struct snapfs_report why;
+        char text[SNAPFS_BINDING_TEXT_MAX], prefix[13];
+        size_t m[3], k;
+        (void)state;
+
+        catalog(e);
+        assert_int_equal(match(e, "other", false, m, &k, &why), 0);
+        assert_int_equal(k, 1);
+        assert_int_equal(m[0], 2);
+        /* A name of two: refused unless all, then both. */
+        assert_int_equal(match(e, "cfg", false, m, &k, &why), -ENOTUNIQ);
+        assert_string_equal(why.reasons[0].code, "ambiguous");
+        assert_int_equal(match(e, "cfg", true, m, &k, &why), 0);
+        assert_int_equal(k, 2);
+        /* The first 12 characters of a digest, as ls shows it; 11 are too few to be one. */
+        snprintf(prefix, sizeof(prefix), "%.12s", e[1].hex);
+        assert_int_equal(match(e, prefix, false, m, &k, &why), 0);
+        assert_int_equal(m[0], 1);
+        prefix[11] = '\0';
+        assert_int_equal(match(e, prefix, false, m, &k, &why), -ENOENT);
+        assert_string_equal(why.reasons[0].code, "no-such-snapshot");
+        /* A binding: exactly its inode; the same digest at another is another snapshot. */
+        assert_int_equal(snapfs_binding_format(&e[0].snap.binding, text, sizeof(text)), 0);
+        assert_int_equal(match(e, text, false, m, &k, &why), 0);
+        assert_int_equal(m[0], 0);
+        e[0].snap.binding.ino = 99;
+        assert_int_equal(match(e, text, false, m, &k, &why), -ESTALE);
+        assert_int_equal(match(e, "sha256=xyz", false, m, &k, &why),
+                         -EINVAL);
+}
+
 int main(void)
 {
         const struct CMUnitTest tests[] = {
@@ -561,11 +748,20 @@ int main(void)
                 T(test_report_may_be_null),
                 T(test_bad_arguments_are_einval_with_a_reason),
                 T(test_publish_past_the_client_limit_is_efbig_before_any_mount_work),
+                T(test_a_named_publish_refuses_a_name_outside_the_grammar_before_the_mount),
+                T(test_the_client_limit_names_itself_and_its_option),
+                T(test_sizes_are_spelled_as_the_size_grammar_takes_them),
+                T(test_the_daemons_refusal_parses_into_its_code_and_limit_and_nothing_else),
+                T(test_the_daemons_reasons_say_what_to_do),
+                T(test_rm_targets_match_a_name_a_prefix_or_a_binding_exactly),
                 T(test_a_plain_directory_is_not_a_snapfs_mount),
                 T(test_usage_text_parses_into_limits_and_uids),
                 T(test_usage_text_that_is_not_its_form_is_ebadmsg),
                 cmocka_unit_test_setup_teardown(test_verify_fd_accepts_its_binding, setup,
                                                 teardown),
+                cmocka_unit_test_setup_teardown(
+                        test_describe_fd_refuses_another_snapshot_and_describes_its_own, setup,
+                        teardown),
                 cmocka_unit_test_setup_teardown(test_verify_fd_refuses_another_digest, setup,
                                                 teardown),
                 cmocka_unit_test_setup_teardown(test_verify_fd_refuses_another_inode, setup,

@@ -137,6 +137,29 @@ static void test_private_pem_of_a_public_key_is_eio_and_its_public_pem_is_writte
         EVP_PKEY_free(pub);
 }
 
+static void test_a_private_key_where_a_public_one_is_expected_is_ekeyrejected(void **state)
+{
+        struct fx *f = *state;
+        EVP_PKEY *k = NULL;
+        char *priv = NULL, *pub = NULL;
+        size_t plen, qlen;
+
+        assert_int_equal(snap_oci_key_to_pem(f->key, true, &priv, &plen), 0);
+        assert_int_equal(snap_oci_key_to_pem(f->key, false, &pub, &qlen), 0);
+        /* The secret, given to a verifier: refused by name, never used for its public half. */
+        assert_int_equal(snap_oci_key_from_pem(priv, plen, false, &k), -EKEYREJECTED);
+        assert_null(k);
+        /* Its public half verifies; the private key still signs. */
+        assert_int_equal(snap_oci_key_from_pem(pub, qlen, false, &k), 0);
+        assert_true(EVP_PKEY_eq(k, f->key) == 1);
+        EVP_PKEY_free(k);
+        k = NULL;
+        assert_int_equal(snap_oci_key_from_pem(priv, plen, true, &k), 0);
+        EVP_PKEY_free(k);
+        free(priv);
+        free(pub);
+}
+
 static void test_pem_past_16k_or_absent_is_einval_and_the_same_key_padded_to_16k_loads(
         void **state)
 {
@@ -512,6 +535,7 @@ int main(void)
                 T(test_key_generation_where_libcrypto_offers_no_ed25519_is_eio),
                 T(test_private_pem_of_a_public_key_is_eio_and_its_public_pem_is_written),
                 T(test_pem_past_16k_or_absent_is_einval_and_the_same_key_padded_to_16k_loads),
+                T(test_a_private_key_where_a_public_one_is_expected_is_ekeyrejected),
                 T(test_fingerprint_of_an_ed25519_key_object_holding_no_key_is_eio),
                 T(test_signing_with_a_non_ed25519_key_or_nowhere_to_put_it_is_einval),
                 T(test_envelope_parse_without_buffer_or_output_is_einval),

@@ -321,7 +321,7 @@ static void test_restored_snapshot_without_a_name_has_no_name_xattr(void **state
         assert_int_equal(sfs_tree_getxattr(t, &bob, n, SFS_XATTR_NAME, buf, sizeof(buf), &len),
                          -ENODATA);
         assert_int_equal(sfs_tree_listxattr(t, &bob, n, buf, sizeof(buf), &len), 0);
-        assert_int_equal(len, sizeof(SFS_XATTR_SHA256 "\0" SFS_XATTR_BINDING));
+        assert_int_equal(len, sizeof(SFS_XATTR_SHA256 "\0" SFS_XATTR_BINDING "\0" SFS_XATTR_KIND));
         /* Its twin with a valid title keeps it. */
         data = strdup("named");
         assert_non_null(data);

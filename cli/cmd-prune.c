@@ -1,0 +1,154 @@
+/* SPDX-License-Identifier: MIT */
+/* snapfs prune: remove the snapshots older than a duration, of a kind, or both. */
+#include <errno.h>
+#include <fnmatch.h>
+#include <getopt.h>
+#include <stdio.h>
+#include <string.h>
+#include <time.h>
+
+#include "cli/clientopts.h"
+#include "cli/commands.h"
+#include "cli/remove.h"
+#include "snapshot/kind.h"
+#include "common/util.h"
+#include "common/values.h"
+
+static void prune_usage(FILE *f)
+{
+        fprintf(f,
+                "Usage: snapfs prune [--mount MNT] [--owner UID] [--insecure-own-mount]\n"
+                "                    [--older-than DURATION] [--kind KIND]... [--name GLOB]\n"
+                "                    [--dry-run] [--json]\n"
+                "\n"
+                "Check the mount, then remove, through the mount (unlink), every snapshot that\n"
+                "meets all the criteria given: first published longer than DURATION ago, of\n"
+                "KIND, named to match GLOB. --older-than or --kind is required: prune never\n"
+                "removes everything unasked. The signature envelopes and manifests an import\n"
+                "publishes are --kind signature and --kind manifest. Only the mount's owner\n"
+                "and root remove snapshots (see snapfs rm).\n"
+                "\n"
+                "Options:\n"
+                "  --mount MNT           " CLI_HELP_MOUNT "\n"
+                CLI_HELP_TRUST
+                "  --older-than DURATION first published longer ago than DURATION: 90, 90s,\n"
+                "                        15m, 2h (168h is a week)\n"
+                "  --kind KIND           content, signature or manifest (repeatable: any)\n"
+                "  --name GLOB           named to match GLOB (fnmatch: *, ?, [...])\n"
+                "  --dry-run             say what would be removed, remove nothing\n"
+                "  --json                print one JSON object, as snapfs rm does\n"
+                "  -h, --help            show this help\n"
+                "\n"
+                "Exit status: 0 pruned (or nothing to prune); 1 a removal was refused; 2 usage\n"
+                "or system error.\n");
+}
+
+enum { OPT_OLDER_THAN = CLI_OWN_OPTION, OPT_KIND, OPT_NAME, OPT_DRY_RUN };
+
+struct prune_args {
+        bool dry_run, aged;
+        uint64_t older_ms;
+        unsigned kinds;
+        const char *glob;
+};
+
+/* One of prune's own options: -1 to go on, or 2 after the usage error. */
+static int take(void *ctx, int val, const char *arg, bool json)
+{
+        struct prune_args *a = ctx;
+        int k, r;
+
+        switch (val) {
+        case OPT_OLDER_THAN:
+                r = value_parse_duration(arg, &a->older_ms);
+                if (r < 0)
+                        return cli_bad_value("prune", json, "--older-than", VALUE_DURATION, arg,
+                                             r, 0, UINT64_MAX, NULL);
+                a->aged = true;
+                return -1;
+        case OPT_KIND:
+                k = snap_kind_from_name(arg);
+                if (k < 0)
+                        return cli_usage_error("prune", json, NULL,
+                                               "--kind: '%s' is not content, signature or "
+                                               "manifest", arg);
+                a->kinds |= SFC_KIND_BIT(k);
+                return -1;
+        case OPT_NAME:
+                a->glob = arg;
+                return -1;
+        case OPT_DRY_RUN:
+                a->dry_run = true;
+                return -1;
+        }
+        return 2;
+}
+
+static bool chosen(const struct prune_args *a, const struct sfc_entry *e,
+                   const struct timespec *now)
+{
+        const struct snapfs_snapshot *s = &e->snap;
+
+        if (a->aged) {
+                /* Milliseconds since the first publish, a future time counting as none. */
+                int64_t age_ms = ((int64_t)now->tv_sec - s->published_sec) * 1000 +
+                                 ((int64_t)now->tv_nsec - (int64_t)s->published_nsec) / 1000000;
+                if (age_ms <= 0 || (uint64_t)age_ms <= a->older_ms)
+                        return false;
+        }
+        /* A kind the daemon does not say is never one asked for. */
+        if (a->kinds && (s->kind < 0 || !(a->kinds & SFC_KIND_BIT(s->kind))))
+                return false;
+        return !a->glob || (s->name[0] && fnmatch(a->glob, s->name, 0) == 0);
+}
+
+int cli_cmd_prune(int argc, char **argv)
+{
+        static const struct option own[] = {
+                { "older-than", required_argument, NULL, OPT_OLDER_THAN },
+                { "kind", required_argument, NULL, OPT_KIND },
+                { "name", required_argument, NULL, OPT_NAME },
+                { "dry-run", no_argument, NULL, OPT_DRY_RUN },
+                { NULL, 0, NULL, 0 },
+        };
+        _cleanup_free_ char *mount = NULL;
+        _cleanup_free_ struct sfc_entry *items = NULL;
+        struct sfc_mnt m = SFC_MNT_INIT;
+        struct prune_args a = { 0 };
+        struct cli_remover rm;
+        struct cli_common co;
+        struct snapfs_report why;
+        size_t n = 0;
+        struct timespec now;
+        int r;
+
+        r = cli_parse(&(struct cli_spec){ .cmd = "prune", .usage = prune_usage, .options = own,
+                                          .option = take, .arg = &a },
+                      argc, argv, &co);
+        if (r >= 0)
+                return r;
+        if (!a.aged && !a.kinds)
+                return cli_usage_error("prune", co.json, NULL,
+                                       "say what to prune: --older-than DURATION, --kind KIND, "
+                                       "or both (snapfs rm removes snapshots by name)");
+        mount = cli_mount_path("prune", &co);
+        if (!mount)
+                return 2;
+        if (cli_remover_init(&rm, "prune", mount, co.json, a.dry_run) < 0)
+                return cli_system_error("prune", co.json, -ENOMEM, "%s", mount);
+
+        sfc_report_reset(&why);
+        r = sfc_mnt_check(mount, &co.opts, &m, &why);
+        if (r == 0)
+                r = sfc_mnt_catalog(&m, &items, &n, &why);
+        if (r < 0) {
+                sfc_mnt_close(&m);
+                return cli_remover_refuse_mount(&rm, r, &why);
+        }
+        clock_gettime(CLOCK_REALTIME, &now);
+        for (size_t i = 0; i < n; i++)
+                if (chosen(&a, &items[i], &now))
+                        cli_remover_one(&rm, &m, &items[i]);
+        sfc_mnt_close(&m);
+        return cli_remover_finish(&rm);
+}

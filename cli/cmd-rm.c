@@ -1,0 +1,128 @@
+/* SPDX-License-Identifier: MIT */
+/* snapfs rm: remove snapshots named by digest, binding or name, through the mount. */
+#include <errno.h>
+#include <getopt.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "cli/clientopts.h"
+#include "cli/commands.h"
+#include "cli/remove.h"
+#include "common/util.h"
+
+static void rm_usage(FILE *f)
+{
+        fprintf(f,
+                "Usage: snapfs rm [--mount MNT] [--owner UID] [--insecure-own-mount] [--all]\n"
+                "                 [--dry-run] [--json] TARGET...\n"
+                "\n"
+                "Check the mount, then remove the snapshots each TARGET names, through the mount\n"
+                "(unlink): a name (as snapfs ls shows it), a digest or its first 12 or more\n"
+                "characters, or a binding (\"sha256=<hex> size=<n> dev=<maj>:<min> ino=<n>\":\n"
+                "exactly that snapshot). A name that several snapshots have is refused unless\n"
+                "--all. Every TARGET is resolved before anything is removed: one that names\n"
+                "nothing removes nothing. Only the mount's owner and root remove snapshots;\n"
+                "when the daemon runs with --unlink-own, a holder's rm drops its own hold and\n"
+                "the snapshot stays for its other holders. Descriptors already open keep\n"
+                "reading a removed snapshot.\n"
+                "\n"
+                "Options:\n"
+                "  --mount MNT   " CLI_HELP_MOUNT "\n"
+                CLI_HELP_TRUST
+                "  --all         every snapshot a name names\n"
+                "  --dry-run     say what would be removed, remove nothing\n"
+                "  --json        print one JSON object: ok, error, message, reasons, mount,\n"
+                "                dry_run, snapshots [{sha256, size, dev, ino, name, published,\n"
+                "                publisher, binding, kind, removed, kept, error, message}]\n"
+                "  -h, --help    show this help\n"
+                "\n"
+                "Exit status: 0 removed; 1 a TARGET names nothing or several, or a removal\n"
+                "was refused (EPERM: not the owner or root); 2 usage or system error.\n");
+}
+
+enum { OPT_ALL = CLI_OWN_OPTION, OPT_DRY_RUN };
+
+struct rm_args {
+        bool all, dry_run;
+};
+
+/* One of rm's own options: -1 to go on. */
+static int take(void *ctx, int val, const char *arg, bool json)
+{
+        struct rm_args *a = ctx;
+
+        (void)arg;
+        (void)json;
+        if (val == OPT_ALL)
+                a->all = true;
+        else if (val == OPT_DRY_RUN)
+                a->dry_run = true;
+        return -1;
+}
+
+int cli_cmd_rm(int argc, char **argv)
+{
+        static const struct option own[] = {
+                { "all", no_argument, NULL, OPT_ALL },
+                { "dry-run", no_argument, NULL, OPT_DRY_RUN },
+                { NULL, 0, NULL, 0 },
+        };
+        _cleanup_free_ char *mount = NULL;
+        _cleanup_free_ struct sfc_entry *items = NULL;
+        _cleanup_free_ size_t *match = NULL;
+        _cleanup_free_ bool *chosen = NULL;
+        struct sfc_mnt m = SFC_MNT_INIT;
+        struct rm_args a = { 0 };
+        struct cli_remover rm;
+        struct cli_common co;
+        struct snapfs_report why;
+        size_t n = 0;
+        int r;
+
+        r = cli_parse(&(struct cli_spec){ .cmd = "rm", .min_operands = 1, .max_operands = -1,
+                                          .what = "at least one TARGET (a name, a digest or a "
+                                                  "binding)",
+                                          .usage = rm_usage, .options = own, .option = take,
+                                          .arg = &a },
+                      argc, argv, &co);
+        if (r >= 0)
+                return r;
+        mount = cli_mount_path("rm", &co);
+        if (!mount)
+                return 2;
+        if (cli_remover_init(&rm, "rm", mount, co.json, a.dry_run) < 0)
+                return cli_system_error("rm", co.json, -ENOMEM, "%s", mount);
+
+        sfc_report_reset(&why);
+        r = sfc_mnt_check(mount, &co.opts, &m, &why);
+        if (r == 0)
+                r = sfc_mnt_catalog(&m, &items, &n, &why);
+        if (r < 0) {
+                sfc_mnt_close(&m);
+                return cli_remover_refuse_mount(&rm, r, &why);
+        }
+        match = calloc(n + 1, sizeof(*match));
+        chosen = calloc(n + 1, sizeof(*chosen));
+        if (!match || !chosen) {
+                sfc_mnt_close(&m);
+                sfc_report_fail(&why, -ENOMEM, "io", "out of memory");
+                return cli_remover_refuse(&rm, -ENOMEM, &why);
+        }
+        /* Every TARGET first: a typo among them removes nothing. */
+        for (int i = optind; i < argc; i++) {
+                size_t k = 0;
+                r = sfc_catalog_match(items, n, argv[i], a.all, match, n, &k, &why);
+                if (r < 0) {
+                        sfc_mnt_close(&m);
+                        return cli_remover_refuse(&rm, r, &why);
+                }
+                for (size_t j = 0; j < k; j++)
+                        chosen[match[j]] = true;
+        }
+        for (size_t i = 0; i < n; i++)
+                if (chosen[i])
+                        cli_remover_one(&rm, &m, &items[i]);
+        sfc_mnt_close(&m);
+        return cli_remover_finish(&rm);
+}
