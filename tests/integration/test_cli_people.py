@@ -339,6 +339,26 @@ def test_bash_completion_completes_commands_options_values_and_names(snapfs):
     assert complete(str(SNAPFS), "rm", "--mount", snapfs.path, "mcp") == ["mcp.json", "mcp.yaml"]
 
 
+def test_bash_completion_completes_scopes_and_their_names(snapfs, workdir):
+    assert complete("snapfs", "scope", "") == ["create", "ls", "rm"]
+    assert complete(str(SNAPFS), "scope", "create", "--vi") == ["--view"]
+    assert complete(str(SNAPFS), "put", "--sc") == ["--scope"]
+    view = os.path.join(workdir, "views", "sandbox-a")
+    os.makedirs(os.path.dirname(view))
+    assert snap("scope", "create", "--mount", snapfs.path, "sandbox-a", "--view",
+                view).returncode == 0
+    try:
+        # The scopes snapfs scope ls shows on this mount: what each scope operand takes.
+        m = ("--mount", snapfs.path)
+        assert complete(str(SNAPFS), "scope", "rm", *m, "sand") == ["sandbox-a"]
+        assert complete(str(SNAPFS), "grant", *m, "") == ["sandbox-a"]
+        assert complete(str(SNAPFS), "put", *m, "--scope", "s") == ["sandbox-a"]
+        # After the scope, a digest or an entry of the user's own.
+        assert complete(str(SNAPFS), "revoke", *m, "sandbox-a", "") == []
+    finally:
+        assert snap("scope", "rm", "--mount", snapfs.path, "sandbox-a").returncode == 0
+
+
 def test_bash_completion_is_installed_with_the_command(workdir):
     dest = os.path.join(workdir, "dest")
     r = run("meson", "install", "-C", os.environ.get("SNAPFS_BUILD", ROOT / "build"),
