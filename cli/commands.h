@@ -41,6 +41,10 @@ int cli_cmd_scope(int argc, char **argv);
 int cli_cmd_grant(int argc, char **argv);
 int cli_cmd_revoke(int argc, char **argv);
 
+/* snapfs status and metrics: the daemon's health and counters, through the main mount's
+ * control file (cmd-status.c). */
+int cli_cmd_status(int argc, char **argv);
+int cli_cmd_metrics(int argc, char **argv);
 /* Every command and what it does, on f (cmd-help.c). */
 #include <stdio.h>
 void cli_main_usage(FILE *f);

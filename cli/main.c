@@ -21,6 +21,8 @@ const struct cli_command cli_commands[] = {
         { "scope", "create, list and delete scopes: a view per sandbox", cli_cmd_scope },
         { "grant", "grant a snapshot to a scope, optionally under an entry name", cli_cmd_grant },
         { "revoke", "revoke a snapshot or an entry from a scope", cli_cmd_revoke },
+        { "status", "the daemon's health: mounts, store, limits, counters", cli_cmd_status },
+        { "metrics", "the daemon's counters as OpenMetrics text", cli_cmd_metrics },
         { "help", "show what a command does and takes", cli_cmd_help },
         { "version", "print the version", cli_cmd_version },
         { NULL, NULL, NULL },

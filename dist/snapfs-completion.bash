@@ -12,7 +12,7 @@ _snapfs_commands()
 {
     local list
     list=$("$1" --help 2>/dev/null | sed -n '/^Commands:$/,/^$/s/^  \([a-z][a-z-]*\) .*/\1/p')
-    printf '%s\n' "${list:-mount check put ls rm prune verify exec audit export import keygen scope grant revoke help version}"
+    printf '%s\n' "${list:-mount check put ls rm prune verify exec audit export import keygen scope grant revoke status metrics help version}"
 }
 
 # The value of --mount among the words typed so far, as arguments for snapfs ls or scope ls.
@@ -50,12 +50,13 @@ _snapfs()
     --sort) words="name size age" ;;
     --preset) words="snapfs tmpfs" ;;
     --backend) words="auto statmount mountinfo" ;;
+    --format) words="openmetrics prometheus" ;;
     --mount | --read-view | --store | --view)
         compopt -o filenames 2>/dev/null
         mapfile -t COMPREPLY < <(compgen -d -- "$cur")
         return 0
         ;;
-    --sign | --verify-key | --trust-key | --audit-log | --pid-file | --config)
+    --sign | --verify-key | --trust-key | --audit-log | --pid-file | --config | --output)
         compopt -o filenames 2>/dev/null
         mapfile -t COMPREPLY < <(compgen -f -- "$cur")
         return 0

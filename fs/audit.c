@@ -21,6 +21,7 @@
 #include <json-c/json.h>
 
 #include "fs/audit-internal.h"
+#include "fs/metrics.h"
 #include "common/util.h"
 
 #define N_BUCKETS 64      /* uids with a budget of their own; the rest share one */
@@ -458,6 +459,9 @@ void sfs_audit_emit(struct sfs_audit *a, const struct sfs_audit_event *ev)
              queue, waiting = false;
         uint64_t now;
 
+        /* Counted whether or not a log is kept, before any flood is coalesced: the metrics
+         * count every event. */
+        sfs_metrics_event(ev->event, ev->err);
         if (!a)
                 return;
         clock_gettime(CLOCK_REALTIME, &ts);

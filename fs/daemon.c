@@ -33,6 +33,7 @@
 #include "fs/registry.h"
 #include "fs/scopeview.h"
 #include "fs/session.h"
+#include "fs/status.h"
 #include "common/util.h"
 #include "snapshot/oci.h"
 #include "snapshot/trust.h"
@@ -796,6 +797,8 @@ int sfs_daemon_run(const struct sfs_daemon_config *given)
                 }
                 ctx.view_se = view.se;
         }
+        if (sfs_status_set_daemon(path, view.path, cfg->store) < 0)
+                LOG("snapfs status: out of memory; it names no paths\n");
         /* Scopes after every mount of this daemon, so no view lands on one of them. */
         r = scopes_start(cfg, ctx.tree, store, audit, &views, &reg);
         if (r) {
@@ -820,6 +823,9 @@ int sfs_daemon_run(const struct sfs_daemon_config *given)
                         LOG("cannot serve the scopes' views: %s\n", strerror(-r));
                 if (r == 0 && (r = sfs_registry_start(reg)) < 0)
                         LOG("cannot watch the scopes' until-pids: %s\n", strerror(-r));
+                /* STATUS= for a service manager: a summary it shows, kept up to date. */
+                if (r == 0 && sfs_status_notifier_start(reg) < 0)
+                        LOG("cannot start the STATUS= notifier: %m\n");
                 if (r < 0) {
                         LOG("cannot serve the read view: %s\n", strerror(-r));
                 } else {
@@ -834,6 +840,7 @@ int sfs_daemon_run(const struct sfs_daemon_config *given)
                         }
                         ret = serve(cfg, se, &ctx, dev);
                 }
+                sfs_status_notifier_stop();
                 sweeper_stop(&sw);
         }
 unmount:
@@ -860,5 +867,6 @@ out:
         sfs_audit_close(audit);
         snap_trust_free(trust);
         sfs_daemon_config_free(&conf);
+        sfs_status_clear_daemon();
         return ret;
 }

@@ -9,6 +9,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "fs/metrics.h"
 #include "fs/ocistore.h"
 #include "fs/tree-internal.h"
 #include "common/util.h"
@@ -181,10 +182,13 @@ static int read_snapshot(struct sfs_tree *t, struct sfs_node *n, size_t size, of
          * send the RELEASE that unpins this node, which another thread can process while this
          * one is still returning from writev(). Hold the content for the whole reply rather
          * than rely on that ordering. */
+        if (size > obj->size - (uint64_t)off)
+                size = (size_t)(obj->size - (uint64_t)off);
         snap_store_ref(t->store, obj);
-        r = reply(ctx, obj->data + off,
-                  size < obj->size - (uint64_t)off ? size : (size_t)(obj->size - (uint64_t)off));
+        r = reply(ctx, obj->data + off, size);
         snap_store_release(t->store, obj);
+        if (r >= 0)
+                sfs_metrics_bytes_read(size);
         return r;
 }
 

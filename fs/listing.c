@@ -308,3 +308,16 @@ int sfs_tree_statfs(struct sfs_tree *t, const struct sfs_caller *c, struct statv
         return 0;
 }
 
+
+void sfs_tree_get_stats(struct sfs_tree *t, struct sfs_tree_stats *st)
+{
+        struct snap_store_stats s;
+
+        tree_lock(t);
+        snap_store_get_stats(t->store, &s);
+        st->snapshots = s.indexed;
+        st->bytes = s.bytes;
+        st->reserved = s.reserved;
+        st->staging_files = t->staging_files;
+        tree_unlock(t);
+}

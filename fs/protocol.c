@@ -13,6 +13,7 @@
 
 #include "fs/options.h"
 #include "fs/registry.h"
+#include "fs/status.h"
 #include "snapshot/digest.h"
 #include "common/util.h"
 
@@ -342,7 +343,48 @@ static int op_revoke(struct ctx *x)
         return sfs_registry_revoke(x->reg, x->c, scope, have ? &d : NULL, entry, &x->msg);
 }
 
-/* The operations; status and metrics join them later. */
+static int op_status(struct ctx *x)
+{
+        static const char *const keys[] = { "op", NULL };
+        json_object *status;
+        int r = known_fields(x->req, keys, &x->bad);
+
+        if (r == 0)
+                r = sfs_status_json(x->reg, &status);
+        if (r < 0)
+                return r;
+        json_object_object_add(x->reply, "status", status);
+        return 0;
+}
+
+static int op_metrics(struct ctx *x)
+{
+        static const char *const keys[] = { "op", "format", NULL };
+        enum sfs_metrics_format fmt = SFS_METRICS_OPENMETRICS;
+        const char *format;
+        char *text;
+        size_t len;
+        int r;
+
+        if ((r = known_fields(x->req, keys, &x->bad)) < 0 ||
+            (r = str_field(x->req, "format", false, &format, &x->bad)) < 0)
+                return r;
+        if (format && strcmp(format, "prometheus") == 0)
+                fmt = SFS_METRICS_PROMETHEUS;
+        else if (format && strcmp(format, "openmetrics") != 0)
+                return refuse(&x->bad, EINVAL, "\"format\" is \"openmetrics\" or \"prometheus\"");
+        r = sfs_status_metrics(x->reg, fmt, &text, &len);
+        if (r < 0)
+                return r;
+        json_object_object_add(x->reply, "format",
+                               json_object_new_string(fmt == SFS_METRICS_PROMETHEUS ? "prometheus"
+                                                                                     : "openmetrics"));
+        json_object_object_add(x->reply, "text", json_object_new_string_len(text, (int)len));
+        free(text);
+        return 0;
+}
+
+/* The operations. */
 static const struct {
         const char *name;
         int (*fn)(struct ctx *x);
@@ -353,6 +395,8 @@ static const struct {
         { "scope-remove", op_scope_remove },
         { "grant", op_grant },
         { "revoke", op_revoke },
+        { "status", op_status },
+        { "metrics", op_metrics },
 };
 
 /* One JSON object, with nothing after it but white space. */

@@ -1,8 +1,8 @@
 /* SPDX-License-Identifier: MIT */
 /* The control channel's protocol (docs/design.md, "The control channel"): one request, a JSON
  * object with an "op", in; one reply, a JSON object {"ok", "error", "message", ...}, out.
- * Operations: scope-create, scope-list, scope-show, scope-remove, grant, revoke (status and
- * metrics have their place in the table, and come later). */
+ * Operations: scope-create, scope-list, scope-show, scope-remove, grant, revoke, status and
+ * metrics (fs/status.h). */
 #pragma once
 
 #include <stddef.h>

@@ -1109,3 +1109,13 @@ int sfs_registry_restore(struct sfs_registry *r, void (*warn_fn)(void *ctx, cons
         sfs_unlock_order(&r->lock, SFS_LOCK_REGISTRY);
         return rr;
 }
+
+struct sfs_tree *sfs_registry_main(struct sfs_registry *r)
+{
+        return r->cfg.main;
+}
+
+struct sfs_ocistore *sfs_registry_store(struct sfs_registry *r)
+{
+        return r->cfg.store;
+}

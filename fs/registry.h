@@ -133,3 +133,8 @@ void sfs_registry_expire_staging(struct sfs_registry *r, uint64_t now_ms);
 /* Audits a control request refused before it reached an operation (a bad request). */
 void sfs_registry_audit_refused(struct sfs_registry *r, const struct sfs_caller *c,
                                 const char *op, const char *scope, int err);
+
+/* The main mount's tree and --store (NULL without) the registry was made with: what
+ * fs/status.c reads for the daemon's status. */
+struct sfs_tree *sfs_registry_main(struct sfs_registry *r);
+struct sfs_ocistore *sfs_registry_store(struct sfs_registry *r);

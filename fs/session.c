@@ -19,6 +19,7 @@
 
 #include "mountcheck/mountcheck.h"
 #include "fs/readahead.h"
+#include "fs/timing.h"
 #include "common/util.h"
 
 struct fuse_session *sfs_session_new(const struct sfs_session_config *cfg,
@@ -26,6 +27,7 @@ struct fuse_session *sfs_session_new(const struct sfs_session_config *cfg,
 {
         char opts[256];
         char *argv[4] = { "snapfs", "-o", opts, NULL };
+        struct fuse_lowlevel_ops ops;
         struct fuse_args args;
         struct fuse_session *se;
 
@@ -39,7 +41,8 @@ struct fuse_session *sfs_session_new(const struct sfs_session_config *cfg,
                 dargv[2] = opts;
                 args = (struct fuse_args)FUSE_ARGS_INIT(4, dargv);
         }
-        se = fuse_session_new(&args, &sfs_ops, sizeof(sfs_ops), ctx);
+        sfs_timed_ops(&ops);
+        se = fuse_session_new(&args, &ops, sizeof(ops), ctx);
         fuse_opt_free_args(&args);
         return se;
 }

@@ -264,3 +264,12 @@ int sfs_tree_statfs(struct sfs_tree *t, const struct sfs_caller *c, struct statv
  * sfs_now_ms() gives). Returns how many were removed; 0 when the TTL is 0. Audited. */
 unsigned sfs_tree_expire_staging(struct sfs_tree *t, uint64_t now_ms);
 
+
+/* What the tree holds now, for snapfs status and the metrics (fs/status.c). */
+struct sfs_tree_stats {
+        uint64_t snapshots;     /* published */
+        uint64_t bytes;         /* content bytes of live snapshots (unlinked-but-open too) */
+        uint64_t reserved;      /* staging bytes */
+        uint64_t staging_files;
+};
+void sfs_tree_get_stats(struct sfs_tree *t, struct sfs_tree_stats *st);

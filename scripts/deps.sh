@@ -25,6 +25,8 @@ pkgs=(
   # distribution through OCI registries (tests/integration/test_oci_registry.py; curl waits
   # for the registry of docs/distribution.md)
   skopeo docker-registry curl
+  # the metrics text judged by Prometheus' own parsers (promtool; tests/integration/test_status.py)
+  prometheus
   # bench chart
   gnuplot-nox
   # the man page: man -l renders cli/snapfs.1 (the tests check it renders without warnings)

@@ -879,6 +879,18 @@ def control(mount, request, *, owner=None, insecure_own_mount=False,
     return parsed
 
 
+def status(mount, **trust) -> dict:
+    """The daemon's status (docs/design.md, "Health and metrics"): pid, version, mounts,
+    store, limits, usage, counters. The mount owner and root only (EACCES otherwise)."""
+    return control(mount, {"op": "status"}, **trust)["status"]
+
+
+def metrics(mount, fmt="openmetrics", **trust) -> str:
+    """The daemon's metrics as text: fmt "openmetrics" (OpenMetrics 1.0) or "prometheus"
+    (the text format node_exporter's textfile collector reads)."""
+    return control(mount, {"op": "metrics", "format": fmt}, **trust)["text"]
+
+
 # ---- the script -------------------------------------------------------------------------
 
 def _main(argv):

@@ -60,6 +60,7 @@ def step_install(cfg, res):
 def step_service(cfg, res):
     """dpkg started and enabled the unit: it serves at /run/snapfs."""
     res["is_enabled"] = sh("systemctl", "is-enabled", "snapfs.service")["out"].strip()
+    res["metrics_timer"] = sh("systemctl", "is-enabled", "snapfs-metrics.timer")["out"].strip()
     res["show"] = show("snapfs.service", "ActiveState", "SubState", "FragmentPath", "MainPID")
     res["exec_start"] = show("snapfs.service", "ExecStart")["ExecStart"]
     res["served"] = served("/run/snapfs")

@@ -148,9 +148,19 @@ def scenario_fstab(work, line_opts):
 
 
 def scenario_verify_unit(work, unit, mandir):
-    """systemd-analyze verify on the installed unit; its ExecStart must exist."""
+    """systemd-analyze verify on the installed unit (or units, separated by spaces: a timer
+    with its service); its ExecStart must exist."""
     env = dict(os.environ, MANPATH=mandir)
-    return {"verify": sh("systemd-analyze", "verify", unit, env=env)}
+    return {"verify": sh("systemd-analyze", "verify", *unit.split(" "), env=env)}
+
+
+def recv_state(sock):
+    """The next datagram that is not STATUS= (the daemon's summary, sent by a thread of its own
+    whenever it changes, in no fixed order with MAINPID=, READY=1 and STOPPING=1)."""
+    while True:
+        msg = sock.recv(4096).decode()
+        if not msg.startswith("STATUS="):
+            return msg
 
 
 def scenario_notify_daemonized(work, binary):
@@ -166,12 +176,12 @@ def scenario_notify_daemonized(work, binary):
     res = {"mount": sh(binary, "mount", mnt, env=env)}
     if res["mount"]["rc"] != 0:
         return res
-    res["message"] = sock.recv(4096).decode()
+    res["message"] = recv_state(sock)
     res["pids"] = child_pids("snapfs")
     res["served"] = errno_name(os.listdir, mnt)
     os.kill(res["pids"][0], signal.SIGTERM)
     sock.settimeout(DEADLINE)
-    res["stopping"] = sock.recv(4096).decode()
+    res["stopping"] = recv_state(sock)
     wait_for(lambda: mountinfo_line(mnt) is None, "the unmount")
     sock.close()
     return res

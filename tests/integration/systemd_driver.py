@@ -237,6 +237,39 @@ def step_start_status_journal(cfg, res):
                     for p in (LOG_DIR, "/var/lib/snapfs", os.path.join(LOG_DIR, "audit.log"))}
 
 
+TEXTFILE = "/var/lib/prometheus/node-exporter/snapfs.prom"
+
+
+def step_status_and_metrics(cfg, res):
+    """STATUS= in systemctl status, following a publish; snapfs status; the metrics service
+    and its timer writing node_exporter's file."""
+    mnt, snapfs = "/run/snapfs", os.path.join(cfg["bindir"], "snapfs")
+
+    def status_text(want):
+        text = show("snapfs.service", "StatusText").get("StatusText", "")
+        return text if want in text else None
+
+    res["first"] = wait_for(lambda: status_text("serving /run/snapfs: "), "a STATUS=")
+    res["digest"] = publish(mnt, b"counted in STATUS=", "status")
+    res["status_text"] = wait_for(lambda: status_text("1 published"), "the publish in STATUS=")
+    res["systemctl_status"] = sh("systemctl", "status", "--no-pager", "--lines=0",
+                                 "snapfs.service")
+    res["main_pid"] = main_pid("snapfs.service")
+    res["status"] = sh(snapfs, "status", "--mount", mnt, "--json")
+    res["metrics_service"] = sh("systemctl", "start", "snapfs-metrics.service")
+    with open(TEXTFILE) as f:
+        res["textfile"] = f.read()
+    res["textfile_mode"] = oct(os.stat(TEXTFILE).st_mode & 0o7777)
+    os.unlink(TEXTFILE)
+    # The timer runs the service at once when started, then every 15 s.
+    res["timer"] = sh("systemctl", "start", "snapfs-metrics.timer")
+    wait_for(lambda: os.path.exists(TEXTFILE), "the timer's run of the metrics service")
+    with open(TEXTFILE) as f:
+        res["timer_textfile"] = f.read()
+    res["timer_show"] = show("snapfs-metrics.timer", "ActiveState", "Triggers")
+    sh("systemctl", "stop", "snapfs-metrics.timer")
+
+
 def rotate(res):
     r = sh("logrotate", "--force", "--state", "/tmp/logrotate.state",
            "/etc/logrotate.d/snapfs")
@@ -536,6 +569,7 @@ def step_template_instances(cfg, res):
 STEPS = [
     step_fstab_on_a_fresh_host,
     step_start_status_journal,
+    step_status_and_metrics,
     step_reload_and_logrotate,
     step_kill_9_restarts,
     step_stop_leaves_nothing,

@@ -84,6 +84,9 @@ CLIENTS = {
     "scope": dict(sub=["ls"], argv=lambda t: [t.in_scope()], refused=1, usage=2),
     "grant": dict(argv=lambda t: [t.in_scope(), t.digest, "--as", "cfg"], refused=1, usage=2),
     "revoke": dict(argv=lambda t: t.entry(), refused=1, usage=2),
+    # The daemon's health, through the same control file (its owner and root only).
+    "status": dict(argv=lambda t: [], refused=1, usage=2),
+    "metrics": dict(argv=lambda t: [], refused=1, usage=2),
 }
 
 

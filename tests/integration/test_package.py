@@ -39,6 +39,7 @@ EXPECTED = {
     f"/{MULTIARCH}/libsnapfs.so.{VERSION}", f"/{MULTIARCH}/pkgconfig/snapfs.pc",
     "/usr/include/snapfs.h", "/usr/share/man/man1/snapfs.1.gz",
     "/lib/systemd/system/snapfs.service", "/lib/systemd/system/snapfs@.service",
+    "/lib/systemd/system/snapfs-metrics.service", "/lib/systemd/system/snapfs-metrics.timer",
     "/etc/logrotate.d/snapfs", "/etc/snapfs/snapfs.conf",
     "/usr/lib/python3/dist-packages/snapfs_client.py",
     "/usr/share/doc/snapfs/copyright", "/usr/share/doc/snapfs/changelog.gz",
@@ -185,6 +186,8 @@ def test_dpkg_installs_every_piece_in_debians_places(installed):
 def test_the_installed_unit_is_enabled_started_and_serves(installed):
     res = step(installed, "service")
     assert res["is_enabled"] == "enabled"
+    # The metrics timer is shipped, not enabled: only a host that runs node_exporter wants it.
+    assert res["metrics_timer"] == "disabled"
     assert (res["show"]["ActiveState"], res["show"]["SubState"]) == ("active", "running")
     assert res["show"]["FragmentPath"] == "/lib/systemd/system/snapfs.service"
     # Its settings come from the packaged conffile.

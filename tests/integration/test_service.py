@@ -248,6 +248,18 @@ def test_the_installed_units_pass_systemd_analyze_verify(installed, workdir, nam
     assert res["verify"]["err"] == "", res["verify"]
 
 
+def test_the_installed_metrics_units_pass_systemd_analyze_verify(installed, workdir):
+    units = [installed + "/lib/systemd/system/" + n
+             for n in ("snapfs-metrics.service", "snapfs-metrics.timer")]
+    with open(units[0]) as f:
+        text = f.read()
+    assert ("ExecStart=/usr/local/bin/snapfs metrics --mount /run/snapfs --format prometheus "
+            "--output /var/lib/prometheus/node-exporter/snapfs.prom\n") in text
+    res = scenario("verify_unit", installed, workdir, " ".join(units), installed + "/share/man")
+    assert res["verify"]["rc"] == 0, res["verify"]
+    assert res["verify"]["err"] == "", res["verify"]
+
+
 def notify_socket(path):
     s = socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM | socket.SOCK_CLOEXEC)
     s.bind(path)
@@ -255,12 +267,18 @@ def notify_socket(path):
 
 
 def recv_within(sock, deadline=60, stderr=None):
-    ready, _, _ = select.select([sock], [], [], deadline)
-    if not ready and stderr:
-        with open(stderr) as f:
-            raise AssertionError(f"no datagram on the notify socket; stderr:\n{f.read()}")
-    assert ready, "no datagram on the notify socket"
-    return sock.recv(4096).decode()
+    """The next state datagram. STATUS= ones, the summary a thread of the daemon sends whenever
+    it changes (in no fixed order with READY=1 and STOPPING=1), are passed over: test_status.py
+    checks them."""
+    while True:
+        ready, _, _ = select.select([sock], [], [], deadline)
+        if not ready and stderr:
+            with open(stderr) as f:
+                raise AssertionError(f"no datagram on the notify socket; stderr:\n{f.read()}")
+        assert ready, "no datagram on the notify socket"
+        msg = sock.recv(4096).decode()
+        if not msg.startswith("STATUS="):
+            return msg
 
 
 @contextlib.contextmanager

@@ -10,7 +10,9 @@ it, one behaviour each:
 the fstab line of docs/deployment.md mounts with `mount -a` before anything made its
 directories, and the service started while that daemon serves is refused without taking its
 mount away; `systemctl start` returns with the mount serving (READY=1), and `status` and the
-journal show it; `reload` reopens the audit log and a forced logrotate (twice, during a
+journal show it; `systemctl status` shows the daemon's STATUS=, updated after a publish, and
+`snapfs status` names the same daemon; the metrics service and its timer write
+node_exporter's textfile, which `promtool check metrics` takes; `reload` reopens the audit log and a forced logrotate (twice, during a
 stream of publishes) loses no line; after `kill -9` of the main pid, Restart= brings the
 mount back with its snapshots; `stop` leaves no mount and no process; the operator lowers a
 limit in the shipped config file and `systemctl restart` applies it; a bad line in that file,
@@ -209,6 +211,31 @@ def test_start_returns_with_the_mount_serving_and_status_and_journal_show_it(boo
                             "/var/log/snapfs/audit.log": "0o600"}
 
 
+def test_status_shows_in_systemctl_status_and_the_metrics_timer_writes_the_textfile(booted):
+    res = step(booted, "status_and_metrics")
+    # STATUS=: the summary systemd shows, updated after the publish (this daemon's first).
+    text = res["status_text"]
+    assert text.startswith("serving /run/snapfs: ") and text.endswith(", 1 published, 0 refused")
+    assert f'Status: "{text}"' in res["systemctl_status"]["out"], res["systemctl_status"]
+    # snapfs status, as root (the owner): the daemon systemd runs.
+    assert res["status"]["rc"] == 0, res["status"]
+    status = json.loads(res["status"]["out"])["status"]
+    assert status["pid"] == res["main_pid"]
+    assert status["mounts"]["main"]["path"] == "/run/snapfs"
+    assert status["store"]["dir"] == "/var/lib/snapfs" and status["counters"]["publishes"] == 1
+    # The metrics service wrote node_exporter's file, which Prometheus' own linter takes;
+    # then the timer, started, ran it again by itself.
+    assert res["metrics_service"]["rc"] == 0, res["metrics_service"]
+    assert res["textfile_mode"] == "0o644"
+    r = subprocess.run(["promtool", "check", "metrics"], input=res["textfile"],
+                       capture_output=True, text=True, timeout=60)
+    assert (r.returncode, r.stdout + r.stderr) == (0, ""), r
+    assert "\nsnapfs_publishes_total 1\n" in res["textfile"]
+    assert res["timer"]["rc"] == 0, res["timer"]
+    assert res["timer_show"] == {"ActiveState": "active", "Triggers": "snapfs-metrics.service"}
+    assert res["timer_textfile"].startswith("# HELP snapfs_build ")
+
+
 def test_reload_reopens_the_log_and_a_forced_logrotate_loses_no_line(booted):
     res = step(booted, "reload_and_logrotate")
     assert res["reload"]["rc"] == 0, res["reload"]
@@ -233,9 +260,10 @@ def test_kill_9_of_the_main_pid_is_restarted_with_its_snapshots(booted):
     assert res["show"]["MainPID"] != str(res["old_pid"])
     assert res["served"]["mounts"] == ["fuse.snapfs"], res["served"]
     assert res["served"]["listing"] == res["before"]
-    # Every snapshot: the fstab one and the whole stream.
+    # Every snapshot: the fstab one, the one counted in STATUS= and the whole stream.
     stream = step(booted, "reload_and_logrotate")
-    assert len(res["before"]) == 1 + stream["published"]
+    assert step(booted, "status_and_metrics")["digest"] in res["before"]
+    assert len(res["before"]) == 2 + stream["published"]
 
 
 def test_stop_leaves_no_mount_and_no_process(booted):
