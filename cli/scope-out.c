@@ -94,8 +94,8 @@ void cli_grants_describe(const char *mount, const struct snapfs_scope *s,
                 seen[i] = 0;
         }
         /* The grant's own record when nothing more can be learnt (no memory, the main mount
-         * gone since the control request). */
-        if (b && snapfs_describe_view(mount, mounted ? s->view : NULL, b, n, opts, out, seen,
+         * gone since the control request). No grants: no mount to judge. */
+        if (b && n && snapfs_describe_view(mount, mounted ? s->view : NULL, b, n, opts, out, seen,
                                       &why) < 0) {
                 for (size_t i = 0; i < n; i++) {
                         out[i] = (struct snapfs_snapshot){ .binding = b[i],
