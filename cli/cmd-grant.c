@@ -30,7 +30,8 @@ static void grant_usage(FILE *f)
                 CLI_HELP_TRUST
                 "  --as ENTRY    the entry name: 1-64 of [A-Za-z0-9._-], not starting with '.'\n"
                 "  --json        print one JSON object: ok, error, message, reasons, mount,\n"
-                "                scope, grant ({sha256, size, ino, entry} or null)\n"
+                "                scope, grant (the snapshot object, entry beside it; or\n"
+                "                null)\n"
                 "  -h, --help    show this help\n"
                 "\n"
                 "Exit status: 0 granted; 1 refused (every reason on standard error); 2 usage\n"
@@ -126,8 +127,23 @@ int cli_cmd_grant(int argc, char **argv)
         r = snapfs_grant(mount, scope, hex, entry, &co.opts, &g, &why);
         if (co.json) {
                 json_object *o = result(r == 0, r, &why, mount, scope);
-                if (o)
-                        json_object_object_add(o, "grant", r == 0 ? cli_grant_json(&g) : NULL);
+                if (o && r == 0) {
+                        struct snapfs_snapshot snap;
+                        struct snapfs_report swhy;
+                        struct snapfs_scope s;
+                        unsigned seen;
+                        /* Where the grant is seen: the scope's view, as the daemon names it
+                         * now. */
+                        bool shown = snapfs_scope_show(mount, scope, &co.opts, &s, NULL, NULL,
+                                                       &swhy) == 0;
+                        cli_grants_describe(mount, shown ? &s : NULL, &g, 1, &co.opts, &snap,
+                                            &seen);
+                        if (shown)
+                                snapfs_scope_free(&s);
+                        json_object_object_add(o, "grant", cli_grant_json(&g, &snap, seen));
+                } else if (o) {
+                        json_object_object_add(o, "grant", NULL);
+                }
                 if (cli_print_json(o) < 0)
                         return 2;
                 return r < 0 ? 1 : 0;

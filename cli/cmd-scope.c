@@ -12,6 +12,7 @@
 #include "cli/clientopts.h"
 #include "cli/commands.h"
 #include "cli/scope-out.h"
+#include "cli/show.h"
 #include "common/util.h"
 #include "common/values.h"
 
@@ -299,10 +300,16 @@ static int scope_ls(int argc, char **argv)
                         return refused("scope ls", mount, r, &why, co.json, f);
                 }
                 if (co.json) {
+                        _cleanup_free_ struct snapfs_snapshot *snap =
+                                calloc(n ? n : 1, sizeof(*snap));
+                        _cleanup_free_ unsigned *seen = calloc(n ? n : 1, sizeof(*seen));
                         json_object *o = cli_json_result(true, NULL, NULL, NULL);
-                        json_object *list = json_object_new_array();
+                        json_object *list = snap && seen ? json_object_new_array() : NULL;
+                        if (list)
+                                cli_grants_describe(mount, &s, g, n, &co.opts, snap, seen);
                         for (size_t i = 0; list && i < n; i++)
-                                json_object_array_add(list, cli_grant_json(&g[i]));
+                                json_object_array_add(list,
+                                                      cli_grant_json(&g[i], &snap[i], seen[i]));
                         if (o) {
                                 json_object_object_add(o, "mount", json_object_new_string(mount));
                                 json_object_object_add(o, "scope", cli_scope_json(&s));

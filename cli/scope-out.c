@@ -2,10 +2,13 @@
 /* Scopes and grants as text and JSON (scope-out.h). */
 #include <inttypes.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sys/sysmacros.h>
 
 #include "cli/scope-out.h"
+#include "cli/show.h"
+#include "common/util.h"
 
 void cli_grant_hex(const struct snapfs_grant *g, char *out)
 {
@@ -61,19 +64,45 @@ json_object *cli_scope_json(const struct snapfs_scope *s)
         return o;
 }
 
-json_object *cli_grant_json(const struct snapfs_grant *g)
+json_object *cli_grant_json(const struct snapfs_grant *g, const struct snapfs_snapshot *s,
+                            unsigned seen)
 {
-        json_object *o = json_object_new_object();
-        char hex[2 * SNAPFS_DIGEST_LEN + 1];
+        json_object *o = cli_seen_json(s, seen);
 
-        if (!o)
-                return NULL;
-        cli_grant_hex(g, hex);
-        json_object_object_add(o, "sha256", json_object_new_string(hex));
-        json_object_object_add(o, "size", json_object_new_uint64(g->size));
-        json_object_object_add(o, "ino", json_object_new_uint64(g->ino));
-        json_object_object_add(o, "entry", g->entry[0] ? json_object_new_string(g->entry) : NULL);
+        if (o)
+                json_object_object_add(o, "entry",
+                                       g->entry[0] ? json_object_new_string(g->entry) : NULL);
         return o;
+}
+
+void cli_grants_describe(const char *mount, const struct snapfs_scope *s,
+                         const struct snapfs_grant *g, size_t n,
+                         const struct snapfs_options *opts, struct snapfs_snapshot *out,
+                         unsigned *seen)
+{
+        bool mounted = s && !(s->flags & SNAPFS_SCOPE_UNMOUNTED);
+        _cleanup_free_ struct snapfs_binding *b = calloc(n ? n : 1, sizeof(*b));
+        struct snapfs_report why;
+
+        for (size_t i = 0; i < n; i++) {
+                struct snapfs_binding r = { .size = g[i].size, .dev = mounted ? s->dev : 0,
+                                            .ino = g[i].ino };
+                memcpy(r.sha256, g[i].sha256, sizeof(r.sha256));
+                if (b)
+                        b[i] = r;
+                out[i] = (struct snapfs_snapshot){ .binding = r, .kind = SNAPFS_KIND_UNKNOWN };
+                seen[i] = 0;
+        }
+        /* The grant's own record when nothing more can be learnt (no memory, the main mount
+         * gone since the control request). No grants: no mount to judge. */
+        if (b && n && snapfs_describe_view(mount, mounted ? s->view : NULL, b, n, opts, out, seen,
+                                      &why) < 0) {
+                for (size_t i = 0; i < n; i++) {
+                        out[i] = (struct snapfs_snapshot){ .binding = b[i],
+                                                           .kind = SNAPFS_KIND_UNKNOWN };
+                        seen[i] = 0;
+                }
+        }
 }
 
 /* "1000,1001 gid=100", "gid=100", or "root" (no uid, no gid: root only). */

@@ -46,6 +46,18 @@ json_object *cli_binding_json(const struct snapfs_binding *b)
         return object(b, NULL);
 }
 
+json_object *cli_seen_json(const struct snapfs_snapshot *s, unsigned seen)
+{
+        json_object *o = object(&s->binding, (seen & SNAPFS_SEEN_DAEMON) ? s : NULL);
+
+        /* No device is 0:0: a view that is not mounted has no binding to show. */
+        if (o && !(seen & SNAPFS_SEEN_VIEW) && s->binding.dev == 0) {
+                json_object_object_add(o, "dev", NULL);
+                json_object_object_add(o, "binding", NULL);
+        }
+        return o;
+}
+
 const char *cli_kind_name(int kind)
 {
         switch (kind) {

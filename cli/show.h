@@ -19,6 +19,12 @@ json_object *cli_snapshot_json(const struct snapfs_snapshot *s);
  * null. */
 json_object *cli_binding_json(const struct snapfs_binding *b);
 
+/* The same object for a snapshot of a scope's view or the read view as snapfs_describe_view
+ * found it (seen: its SNAPFS_SEEN_* flags): name, published and publisher null without
+ * SNAPFS_SEEN_DAEMON; dev and binding null when neither the view nor the daemon's record
+ * gives a device (a view not mounted). */
+json_object *cli_seen_json(const struct snapfs_snapshot *s, unsigned seen);
+
 /* "content", "signature", "manifest", or NULL for SNAPFS_KIND_UNKNOWN. */
 const char *cli_kind_name(int kind);
 

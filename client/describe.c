@@ -145,3 +145,57 @@ int snapfs_describe_fd(int fd, const struct snapfs_binding *b, struct snapfs_sna
         sfc_binding_to_snap(b, &want);
         return sfc_fd_describe(fd, &want, out);
 }
+
+int snapfs_describe_view(const char *mount, const char *view, const struct snapfs_binding *b,
+                         size_t n, const struct snapfs_options *opts,
+                         struct snapfs_snapshot *out, unsigned *seen,
+                         struct snapfs_report *why)
+{
+        struct sfc_mnt m = SFC_MNT_INIT, v = SFC_MNT_INIT;
+        bool have_view = false;
+        int r;
+
+        sfc_report_reset(why);
+        if (n && (!b || !out || !seen))
+                return sfc_report_fail(why, -EINVAL, "invalid-argument",
+                                          "no bindings, or no room for what they are");
+        r = sfc_mnt_check(mount, opts, &m, why);
+        if (r < 0)
+                return r;
+        /* The view is judged as a sandbox's client judges it: a path the daemon named is a
+         * hint, and another mount slid over it (or another daemon's view) binds nothing of
+         * this one's. Not judged, its bindings stay the daemon's record, marked unseen. */
+        if (view)
+                have_view = sfc_mnt_check(view, opts, &v, why) == 0;
+        for (size_t i = 0; i < n; i++) {
+                char hex[SNAP_DIGEST_HEX_LEN + 1];
+                struct snapfs_snapshot s;
+                struct snap_binding want;
+
+                sfc_binding_to_snap(&b[i], &want);
+                snap_digest_to_hex(&want.sha256, hex);
+                out[i] = (struct snapfs_snapshot){ .binding = b[i], .kind = SNAPFS_KIND_UNKNOWN };
+                seen[i] = 0;
+                /* By digest on the main mount: the daemon's own record of the snapshot (its
+                 * first name, publish and publisher), which a view redacts for its sandbox.
+                 * The same digest of another size is not this snapshot. */
+                if (sfc_mnt_describe(&m, hex, NULL, &s, NULL) == 0 &&
+                    s.binding.size == b[i].size) {
+                        memcpy(out[i].name, s.name, sizeof(out[i].name));
+                        out[i].published_sec = s.published_sec;
+                        out[i].published_nsec = s.published_nsec;
+                        out[i].publisher = s.publisher;
+                        out[i].kind = s.kind;
+                        seen[i] |= SNAPFS_SEEN_DAEMON;
+                }
+                if (have_view && sfc_mnt_describe(&v, hex, &want, &s, NULL) == 0)
+                        seen[i] |= SNAPFS_SEEN_VIEW;
+        }
+        sfc_mnt_close(&v);
+        sfc_mnt_close(&m);
+        /* The view's reasons, if any, stay to say why it was not seen; the call did its
+         * work. */
+        if (why)
+                why->error = 0;
+        return 0;
+}

@@ -175,6 +175,28 @@ int snapfs_describe(const char *mount, const struct snapfs_binding *b,
  * (the descriptor is not b's snapshot), or the errno of fstat. */
 int snapfs_describe_fd(int fd, const struct snapfs_binding *b, struct snapfs_snapshot *out);
 
+/* What snapfs_describe_view found of a snapshot (its seen[] flags). */
+enum {
+        SNAPFS_SEEN_DAEMON = 1u << 0, /* name, published, publisher, kind: the main mount's */
+        SNAPFS_SEEN_VIEW = 1u << 1,   /* the binding: found in the view, as b names it */
+};
+
+/* A snapshot of another mount of the same daemon (a scope's view, the read view) as the one
+ * snapshot object shows it (docs/design.md, "One snapshot object"): for each of the n
+ * bindings b[i] (what the daemon's record says of the snapshot there: a grant's sha256, size
+ * and ino with the scope's dev), out[i] takes the name, first publish, publisher and kind the
+ * daemon of the main mount at mount says of that digest (looked up below its judged root,
+ * not opened: SNAPFS_SEEN_DAEMON in seen[i]) and the binding b[i], checked in view when view
+ * is not NULL (view judged like any mount under opts, the snapshot looked up there by digest:
+ * regular, mode 0000, its dev, ino and size b[i]'s: SNAPFS_SEEN_VIEW). What was not found
+ * stays as b[i] says, name "" and published, publisher 0, kind SNAPFS_KIND_UNKNOWN; the view's
+ * reasons, when it could not be judged, are in *why. Reads no content. 0, or -EINVAL (no b,
+ * out or seen with n), or the errors of the main mount's check. */
+int snapfs_describe_view(const char *mount, const char *view, const struct snapfs_binding *b,
+                         size_t n, const struct snapfs_options *opts,
+                         struct snapfs_snapshot *out, unsigned *seen,
+                         struct snapfs_report *why);
+
 /* Verified open, docs/design.md "Reading and verifying": judges the mount, opens the snapshot
  * relative to the pinned mount root (O_RDONLY|O_NOFOLLOW|O_NONBLOCK|O_CLOEXEC, no symlink,
  * no mount crossing), confirms the descriptor lies on the judged mount, checks fstat against

@@ -117,6 +117,9 @@ SCOPE_GID = 1
 SCOPE_PUBLISH = 2
 SCOPE_UNTIL_PID = 4
 SCOPE_UNMOUNTED = 8
+# What snapfs_describe_view found of a snapshot.
+SEEN_DAEMON = 1  # name, published, publisher, kind: the main mount's daemon's word
+SEEN_VIEW = 2    # the binding: found in the view as the daemon's record names it
 
 
 class _CScopeLimits(ctypes.Structure):
@@ -220,6 +223,9 @@ def _load():
                                      P(_CBinding), P(_CReport)],
             "snapfs_open_entry": [ctypes.c_char_p, ctypes.c_char_p, P(_COptions),
                                   P(_CBinding), P(_CReport)],
+            "snapfs_describe_view": [ctypes.c_char_p, ctypes.c_char_p, P(_CBinding),
+                                     ctypes.c_size_t, P(_COptions), P(_CSnapshot),
+                                     P(ctypes.c_uint), P(_CReport)],
         }
         for fn, args in protos.items():
             f = getattr(lib, fn)
@@ -300,7 +306,8 @@ class Binding:
     of it). The identity is the four first fields alone."""
     sha256: str  # 64 lowercase hex
     size: int
-    dev: int     # st_dev, as os.makedev(major, minor)
+    dev: int     # st_dev, as os.makedev(major, minor); None only in a Grant's snapshot
+                 # while its scope's view is not mounted
     ino: int
     # Set by publish(): the same bytes were published before (not part of the identity).
     already_published: bool = dataclasses.field(default=False, compare=False)
@@ -356,13 +363,15 @@ class Binding:
     def as_dict(self):
         """-> dict: the one snapshot object every `snapfs --json` prints (docs/design.md, "One
         snapshot object"): sha256, size, dev ("major:minor"), ino, name, published (RFC 3339
-        UTC, to the second), publisher, binding; None (null) where unknown."""
+        UTC, to the second), publisher, binding; None (null) where unknown (dev and binding
+        while a scope's view is not mounted)."""
         return {"sha256": self.sha256, "size": self.size,
-                "dev": f"{os.major(self.dev)}:{os.minor(self.dev)}", "ino": self.ino,
-                "name": self.name,
+                "dev": None if self.dev is None else f"{os.major(self.dev)}:{os.minor(self.dev)}",
+                "ino": self.ino, "name": self.name,
                 "published": (self.published.strftime("%Y-%m-%dT%H:%M:%SZ")
                               if self.published else None),
-                "publisher": self.publisher, "binding": str(self)}
+                "publisher": self.publisher,
+                "binding": None if self.dev is None else str(self)}
 
     def as_result(self):
         """-> dict: what `snapfs put --json` prints for this publish, less its mount and
@@ -592,8 +601,9 @@ def view_binding(mount, binding, *, owner=None, max_size=0, insecure_own_mount=F
                  trust_user_namespace=False):
     """-> (str, Binding) or None: where a sandbox reads: the view's path and the binding of
     the snapshot as seen through the read view the mount's daemon serves beside it (snapfs
-    mount --read-view), judged and verified there like any mount; None when the mount has no
-    read view."""
+    mount --read-view), judged and verified there like any mount, with the name, publish time,
+    publisher and kind the main mount's daemon says of it; None when the mount has no read
+    view."""
     b = Binding.parse(binding)
     o = _options(owner, max_size, insecure_own_mount, trust_user_namespace)
     c, rep, view = _CBinding(), _CReport(), ctypes.create_string_buffer(4096)
@@ -603,7 +613,9 @@ def view_binding(mount, binding, *, owner=None, max_size=0, insecure_own_mount=F
         return None
     if r < 0:
         _raise_for(r, rep)
-    return os.fsdecode(view.value), Binding._from_c(c)
+    # Verified in the view already: what the daemon says of the digest is asked of the main
+    # mount, where the view of a sandbox would not say it.
+    return os.fsdecode(view.value), _describe_view(mount, None, [c], o)[0][0]
 
 
 def verify_fd(fd, binding, *, max_size=0, kind="content"):
@@ -693,14 +705,58 @@ class Grant:
     size: int
     ino: int             # in the scope's view (with Scope.dev, the binding there)
     entry: object        # str, or None for a grant by digest
+    # The granted snapshot as the one snapshot object shows it: its Binding in the scope's
+    # view (dev None while the view is not mounted), with the name, publish time, publisher
+    # and kind the main mount's daemon says of its digest (None where it could not be asked).
+    snapshot: "Binding | None" = dataclasses.field(default=None, compare=False)
+    # Whether that binding was found in the view (judged like any mount, the snapshot looked
+    # up there): False when the view could not be reached from here, so it is the daemon's
+    # record alone.
+    seen_in_view: bool = dataclasses.field(default=False, compare=False)
 
     @classmethod
-    def _from_c(cls, c):
-        return cls(bytes(c.sha256).hex(), c.size, c.ino, c.entry.decode() or None)
+    def _from_c(cls, c, snapshot=None, seen_in_view=False):
+        return cls(bytes(c.sha256).hex(), c.size, c.ino, c.entry.decode() or None, snapshot,
+                   seen_in_view)
 
     def as_dict(self) -> dict:
-        """The grant object of `snapfs grant --json` and `snapfs scope ls NAME --json`."""
-        return {"sha256": self.sha256, "size": self.size, "ino": self.ino, "entry": self.entry}
+        """The grant object of `snapfs grant --json` and `snapfs scope ls NAME --json`: the one
+        snapshot object (Binding.as_dict()) with the grant's entry beside it."""
+        b = self.snapshot or Binding(self.sha256, self.size, None, self.ino)
+        return {**b.as_dict(), "entry": self.entry}
+
+
+def _describe_view(mount, view, bindings, o):
+    """[(Binding, seen flags)] for the _CBinding list as snapfs_describe_view finds them: the
+    main mount's word on each digest, each binding checked in view (None: not mounted). What
+    could not be asked stays as given."""
+    n = len(bindings)
+    arr, out = (_CBinding * max(n, 1))(*bindings), (_CSnapshot * max(n, 1))()
+    seen, rep = (ctypes.c_uint * max(n, 1))(), _CReport()
+    r = _load().snapfs_describe_view(os.fsencode(mount),
+                                     None if view is None else os.fsencode(view), arr, n,
+                                     ctypes.byref(o), out, seen, ctypes.byref(rep))
+    if r < 0:
+        return [(Binding._from_c(b), 0) for b in bindings]
+    return [(Binding._from_snapshot(out[i]) if seen[i] & SEEN_DAEMON
+             else Binding._from_c(out[i].binding), seen[i]) for i in range(n)]
+
+
+def _described_grants(mount, scope, grants, o):
+    """The _CGrant list of scope (a Scope) as Grant, each with its snapshot object."""
+    mounted = scope is not None and scope.dev is not None
+    bindings = []
+    for g in grants:
+        b = _CBinding(size=g.size, dev=scope.dev if mounted else 0, ino=g.ino)
+        b.sha256[:] = list(bytes(g.sha256))
+        bindings.append(b)
+    found = _describe_view(mount, scope.view if mounted else None, bindings, o)
+    out = []
+    for g, (b, seen) in zip(grants, found):
+        if not mounted:
+            b = dataclasses.replace(b, dev=None)
+        out.append(Grant._from_c(g, b, bool(seen & SEEN_VIEW)))
+    return out
 
 
 def _name(text):
@@ -765,7 +821,8 @@ def scope_list(mount, *, owner=None, insecure_own_mount=False,
 
 def scope_show(mount, name, *, owner=None, insecure_own_mount=False,
                trust_user_namespace=False) -> tuple:
-    """(Scope, [Grant, ...]): one scope and its grants."""
+    """(Scope, [Grant, ...]): one scope and its grants, each with its snapshot object (the
+    binding in the scope's view, what the daemon says of its digest)."""
     o = _options(owner, 0, insecure_own_mount, trust_user_namespace)
     lib, c, rep = _load(), _CScope(), _CReport()
     g, n = ctypes.POINTER(_CGrant)(), ctypes.c_size_t()
@@ -774,7 +831,8 @@ def scope_show(mount, name, *, owner=None, insecure_own_mount=False,
     if r < 0:
         _raise_for(r, rep)
     try:
-        return Scope._from_c(c), [Grant._from_c(g[i]) for i in range(n.value)]
+        sc = Scope._from_c(c)
+        return sc, _described_grants(mount, sc, [g[i] for i in range(n.value)], o)
     finally:
         lib.snapfs_scope_free(ctypes.byref(c))
         lib.snapfs_free(ctypes.cast(g, ctypes.c_void_p))
@@ -795,14 +853,22 @@ def scope_remove(mount, name, *, owner=None, insecure_own_mount=False,
 def grant(mount, scope, snapshot, *, entry=None, owner=None, insecure_own_mount=False,
           trust_user_namespace=False) -> Grant:
     """Grants the published snapshot (its digest, a Binding or a binding's text) to the scope,
-    under the entry name when given: an entry that exists moves to it atomically."""
+    under the entry name when given: an entry that exists moves to it atomically. The Grant
+    has its snapshot object (the scope asked for again: its view as the daemon names it)."""
     o = _options(owner, 0, insecure_own_mount, trust_user_namespace)
     c, rep = _CGrant(), _CReport()
     r = _load().snapfs_grant(os.fsencode(mount), _name(scope), _digest_of(snapshot).encode(),
                              _name(entry), ctypes.byref(o), ctypes.byref(c), ctypes.byref(rep))
     if r < 0:
         _raise_for(r, rep)
-    return Grant._from_c(c)
+    lib, sc, srep = _load(), _CScope(), _CReport()
+    if lib.snapfs_scope_show(os.fsencode(mount), _name(scope), ctypes.byref(o), ctypes.byref(sc),
+                             None, None, ctypes.byref(srep)) < 0:
+        return _described_grants(mount, None, [c], o)[0]
+    try:
+        return _described_grants(mount, Scope._from_c(sc), [c], o)[0]
+    finally:
+        lib.snapfs_scope_free(ctypes.byref(sc))
 
 
 def revoke(mount, scope, *, sha256=None, entry=None, owner=None, insecure_own_mount=False,
@@ -821,7 +887,8 @@ def revoke(mount, scope, *, sha256=None, entry=None, owner=None, insecure_own_mo
 def scope_binding(mount, scope, binding, *, owner=None, max_size=0, insecure_own_mount=False,
                   trust_user_namespace=False) -> tuple:
     """Where a sandbox of the scope reads: (view path, Binding) of the snapshot the binding
-    names as seen through the scope's view, judged and verified there like any mount."""
+    names as seen through the scope's view, judged and verified there like any mount, with
+    the name, publish time, publisher and kind the main mount's daemon says of it."""
     b = Binding.parse(binding)
     o = _options(owner, max_size, insecure_own_mount, trust_user_namespace)
     c, rep, view = _CBinding(), _CReport(), ctypes.create_string_buffer(4096)
@@ -830,7 +897,7 @@ def scope_binding(mount, scope, binding, *, owner=None, max_size=0, insecure_own
                                      ctypes.byref(rep))
     if r < 0:
         _raise_for(r, rep)
-    return os.fsdecode(view.value), Binding._from_c(c)
+    return os.fsdecode(view.value), _describe_view(mount, None, [c], o)[0][0]
 
 
 def open_entry(view, entry, *, owner=None, max_size=0, insecure_own_mount=False,
@@ -1092,7 +1159,7 @@ def _main(argv):
             result = 0
         elif a.cmd == "scope-binding":
             view, b = scope_binding(a.mount, a.scope, a.binding, max_size=a.max_size, **tkw)
-            out.update(view=view, binding=str(b))
+            out.update(view=view, binding=str(b), snapshot=b.as_dict())
             result = 0
         elif a.cmd == "open-entry":
             fd, b = open_entry(a.view, a.entry, max_size=a.max_size, kind=a.kind, **tkw)

@@ -81,8 +81,9 @@ static void put_binding(const struct snapfs_binding *b)
                 json_object_object_add(out, "binding", json_object_new_string(text));
 }
 
-/* The one snapshot object (docs/design.md), as every client prints it. */
-static void put_snapshot(const struct snapfs_snapshot *s)
+/* The one snapshot object (docs/design.md), as every client prints it; name, published and
+ * publisher null unless known, dev and binding null for a view not mounted (dev 0). */
+static json_object *snapshot_json(const struct snapfs_snapshot *s, bool known)
 {
         json_object *o = json_object_new_object();
         char hex[2 * SNAPFS_DIGEST_LEN + 1], dev[32], when[32], text[SNAPFS_BINDING_TEXT_MAX];
@@ -97,13 +98,21 @@ static void put_snapshot(const struct snapfs_snapshot *s)
         snapfs_binding_format(&s->binding, text, sizeof(text));
         json_object_object_add(o, "sha256", json_object_new_string(hex));
         json_object_object_add(o, "size", json_object_new_uint64(s->binding.size));
-        json_object_object_add(o, "dev", json_object_new_string(dev));
+        json_object_object_add(o, "dev", s->binding.dev ? json_object_new_string(dev) : NULL);
         json_object_object_add(o, "ino", json_object_new_uint64(s->binding.ino));
-        json_object_object_add(o, "name", s->name[0] ? json_object_new_string(s->name) : NULL);
-        json_object_object_add(o, "published", json_object_new_string(when));
-        json_object_object_add(o, "publisher", json_object_new_uint64(s->publisher));
-        json_object_object_add(o, "binding", json_object_new_string(text));
-        json_object_object_add(out, "snapshot", o);
+        json_object_object_add(o, "name", known && s->name[0] ? json_object_new_string(s->name)
+                                                              : NULL);
+        json_object_object_add(o, "published", known ? json_object_new_string(when) : NULL);
+        json_object_object_add(o, "publisher",
+                               known ? json_object_new_uint64(s->publisher) : NULL);
+        json_object_object_add(o, "binding",
+                               s->binding.dev ? json_object_new_string(text) : NULL);
+        return o;
+}
+
+static void put_snapshot(const struct snapfs_snapshot *s)
+{
+        json_object_object_add(out, "snapshot", snapshot_json(s, true));
 }
 
 /* Reads the whole descriptor with pread (the offset stays at 0) into hex. */
@@ -224,18 +233,46 @@ static json_object *scope_json(const struct snapfs_scope *sc)
         return o;
 }
 
-static json_object *grant_json(const struct snapfs_grant *g)
+/* The n grants g of the scope sc (NULL: not known) as Grant.as_dict() gives them: the one
+ * snapshot object as snapfs_describe_view finds it (the view's binding, the main mount's
+ * word on the digest), the entry beside it. */
+static json_object *grants_json(const char *mount, const struct snapfs_scope *sc,
+                                const struct snapfs_grant *g, size_t n,
+                                const struct snapfs_options *opts)
 {
-        json_object *o = json_object_new_object();
-        char hex[2 * SNAPFS_DIGEST_LEN + 1];
+        bool mounted = sc && !(sc->flags & SNAPFS_SCOPE_UNMOUNTED);
+        struct snapfs_binding *b = calloc(n + 1, sizeof(*b));
+        struct snapfs_snapshot *s = calloc(n + 1, sizeof(*s));
+        unsigned *seen = calloc(n + 1, sizeof(*seen));
+        json_object *list = json_object_new_array();
+        struct snapfs_report why;
 
-        for (size_t i = 0; i < SNAPFS_DIGEST_LEN; i++)
-                snprintf(hex + 2 * i, 3, "%02x", g->sha256[i]);
-        json_object_object_add(o, "sha256", json_object_new_string(hex));
-        json_object_object_add(o, "size", json_object_new_uint64(g->size));
-        json_object_object_add(o, "ino", json_object_new_uint64(g->ino));
-        json_object_object_add(o, "entry", g->entry[0] ? json_object_new_string(g->entry) : NULL);
-        return o;
+        if (!b || !s || !seen)
+                abort();
+        for (size_t i = 0; i < n; i++) {
+                memcpy(b[i].sha256, g[i].sha256, sizeof(b[i].sha256));
+                b[i].size = g[i].size;
+                b[i].dev = mounted ? sc->dev : 0;
+                b[i].ino = g[i].ino;
+        }
+        if (snapfs_describe_view(mount, mounted ? sc->view : NULL, b, n, opts, s, seen,
+                                 &why) < 0) {
+                for (size_t i = 0; i < n; i++) {
+                        s[i] = (struct snapfs_snapshot){ .binding = b[i] };
+                        seen[i] = 0;
+                }
+        }
+        for (size_t i = 0; i < n; i++) {
+                json_object *o = snapshot_json(&s[i], seen[i] & SNAPFS_SEEN_DAEMON);
+                json_object_object_add(o, "entry", g[i].entry[0]
+                                                           ? json_object_new_string(g[i].entry)
+                                                           : NULL);
+                json_object_array_add(list, o);
+        }
+        free(b);
+        free(s);
+        free(seen);
+        return list;
 }
 
 /* The digest of a grant operand: 64 hex as it is, a binding by its sha256. */
@@ -513,11 +550,9 @@ int main(int argc, char **argv)
                 size_t n;
                 r = snapfs_scope_show(argv[0], argv[1], &opts, &sc, &g, &n, &why);
                 if (r == 0) {
-                        json_object *list = json_object_new_array();
-                        for (size_t i = 0; i < n; i++)
-                                json_object_array_add(list, grant_json(&g[i]));
                         json_object_object_add(out, "scope", scope_json(&sc));
-                        json_object_object_add(out, "grants", list);
+                        json_object_object_add(out, "grants",
+                                               grants_json(argv[0], &sc, g, n, &opts));
                         snapfs_scope_free(&sc);
                         snapfs_free(g);
                 }
@@ -528,8 +563,20 @@ int main(int argc, char **argv)
                 struct snapfs_grant g;
                 r = snapfs_grant(argv[0], argv[1], digest_of(argv[2], hex), entry, &opts, &g,
                                  &why);
-                if (r == 0)
-                        json_object_object_add(out, "grant", grant_json(&g));
+                if (r == 0) {
+                        struct snapfs_report swhy;
+                        struct snapfs_scope sc;
+                        bool shown = snapfs_scope_show(argv[0], argv[1], &opts, &sc, NULL, NULL,
+                                                       &swhy) == 0;
+                        json_object *list = grants_json(argv[0], shown ? &sc : NULL, &g, 1,
+                                                        &opts);
+                        json_object_object_add(out, "grant",
+                                               json_object_get(json_object_array_get_idx(list,
+                                                                                         0)));
+                        json_object_put(list);
+                        if (shown)
+                                snapfs_scope_free(&sc);
+                }
         } else if (strcmp(cmd, "revoke") == 0 && argc == 2) {
                 r = snapfs_revoke(argv[0], argv[1], sha256, entry, &opts, &why);
         } else if (strcmp(cmd, "scope-binding") == 0 && argc == 3) {
@@ -541,8 +588,19 @@ int main(int argc, char **argv)
                         r = snapfs_scope_binding(argv[0], argv[1], &b, &opts, view, sizeof(view),
                                                  &vb, &why);
                         if (r == 0) {
+                                unsigned seen = 0;
                                 json_object_object_add(out, "view", json_object_new_string(view));
                                 put_binding(&vb);
+                                /* The main mount's word on the digest, as the Python client
+                                 * asks it. */
+                                if (snapfs_describe_view(argv[0], NULL, &vb, 1, &opts, &s, &seen,
+                                                         &why) < 0) {
+                                        s = (struct snapfs_snapshot){ .binding = vb };
+                                        seen = 0;
+                                }
+                                json_object_object_add(out, "snapshot",
+                                                       snapshot_json(&s,
+                                                                     seen & SNAPFS_SEEN_DAEMON));
                         }
                 }
         } else if (strcmp(cmd, "open-entry") == 0 && argc == 2) {

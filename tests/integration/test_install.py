@@ -27,7 +27,9 @@ EXPORTED = {"snapfs_binding_format", "snapfs_binding_parse", "snapfs_publish",
             # scopes: the control channel and what a sandbox reads through a view
             "snapfs_control", "snapfs_scope_create", "snapfs_scope_list", "snapfs_scope_show",
             "snapfs_scope_remove", "snapfs_scope_free", "snapfs_scopes_free", "snapfs_free",
-            "snapfs_grant", "snapfs_revoke", "snapfs_scope_binding", "snapfs_open_entry"}
+            "snapfs_grant", "snapfs_revoke", "snapfs_scope_binding", "snapfs_open_entry",
+            # a snapshot of a view as the one snapshot object shows it
+            "snapfs_describe_view"}
 
 
 @pytest.fixture(scope="module", autouse=True)

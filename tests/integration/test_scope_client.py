@@ -97,6 +97,18 @@ def wait_for(done, timeout=20):
         time.sleep(0.02)
 
 
+def grant_object(fs, view, digest, size, name, entry):
+    """A grant as every --json output and both clients show it: the one snapshot object (its
+    binding in the scope's view; its name, first publish and publisher as the main mount's
+    daemon says them), its entry beside it."""
+    st, main = os.stat(os.path.join(view, digest)), os.stat(fs.p(digest))
+    dev = f"{os.major(st.st_dev)}:{os.minor(st.st_dev)}"
+    return {"sha256": digest, "size": size, "dev": dev, "ino": st.st_ino, "name": name,
+            "published": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(main.st_mtime)),
+            "publisher": main.st_uid,
+            "binding": f"sha256={digest} size={size} dev={dev} ino={st.st_ino}", "entry": entry}
+
+
 def read_fd(fd):
     return os.pread(fd, 1 << 20, 0)
 
@@ -169,7 +181,7 @@ def test_scope_ls_shows_one_scope_with_its_grants_and_enoent_for_none(snapfs, sc
     scopes.create("sandbox-a", "--uid", f"{NOBODY_UID},1001", "--gid", "100",
                   "--max-snapshots", "4", "--max-bytes", "1M")
     digest = sha256_hex(CFG)
-    put(snapfs, CFG)
+    put(snapfs, CFG, "--name", "cfg")
     assert snap("grant", "--mount", snapfs.path, "sandbox-a", digest, "--as", "mcp"
                 ).returncode == 0
     rc, out = jsnap("scope", "ls", "--mount", snapfs.path, "sandbox-a")
@@ -179,8 +191,11 @@ def test_scope_ls_shows_one_scope_with_its_grants_and_enoent_for_none(snapfs, sc
     assert s["limits"]["max_snapshots"] == 4 and s["limits"]["max_bytes"] == 1 << 20
     # Limits not given are the daemon's own, reported as such.
     assert isinstance(s["limits"]["max_staging"], int) and s["limits"]["max_staging"] > 0
-    st = os.stat(os.path.join(scopes.views["sandbox-a"], digest))
-    assert {"sha256": digest, "size": len(CFG), "ino": st.st_ino, "entry": "mcp"} in out["grants"]
+    # Each grant is the one snapshot object, its entry beside it; the name is the daemon's,
+    # though the view, which the operator granted it to, names nothing.
+    view = scopes.views["sandbox-a"]
+    assert grant_object(snapfs, view, digest, len(CFG), "cfg", "mcp") in out["grants"], out
+    assert errno_of(os.getxattr, os.path.join(view, digest), "user.snapfs.name") == E.ENODATA
     r = snap("scope", "ls", "--mount", snapfs.path, "sandbox-a")
     assert r.returncode == 0 and "name       sandbox-a\n" in r.stdout
     assert f"users      {NOBODY_UID},1001 gid=100\n" in r.stdout
@@ -212,6 +227,11 @@ def test_scope_rm_detaches_the_view_while_an_open_descriptor_reads_on(snapfs, sc
 
 def test_a_view_unmounted_from_outside_is_reported_unserved(client, snapfs, scopes):
     view = scopes.create("sandbox-a")
+    digest = sha256_hex(CFG)
+    put(snapfs, CFG, "--name", "cfg")
+    assert snap("grant", "--mount", snapfs.path, "sandbox-a", digest).returncode == 0
+    seen = grant_object(snapfs, view, digest, len(CFG), "cfg", None)
+    assert client("scope-show", snapfs.path, "sandbox-a")["grants"] == [seen]
     dev = os.stat(view).st_dev
     assert client("scope-list", snapfs.path)["scopes"][0]["dev"] == \
         f"{os.major(dev)}:{os.minor(dev)}"
@@ -223,6 +243,11 @@ def test_a_view_unmounted_from_outside_is_reported_unserved(client, snapfs, scop
     assert row[:3] == ["sandbox-a", view, "-"]
     r = snap("scope", "ls", "--mount", snapfs.path, "sandbox-a")
     assert "dev        - (the view is not mounted)\n" in r.stdout
+    # Its grants have no binding to show while unserved; the daemon still says the rest.
+    unserved = {**seen, "dev": None, "binding": None}
+    rc, out = jsnap("scope", "ls", "--mount", snapfs.path, "sandbox-a")
+    assert rc == 0 and out["grants"] == [unserved], out
+    assert client("scope-show", snapfs.path, "sandbox-a")["grants"] == [unserved]
     rc, out = jsnap("scope", "rm", "--mount", snapfs.path, "sandbox-a")
     assert rc == 0, out
 
@@ -236,9 +261,8 @@ def test_a_view_lists_exactly_its_grants_by_digest_or_binding(snapfs, scopes):
     binding_y = put(snapfs, CFG2)[0]
     put(snapfs, b"never granted")
     rc, out = jsnap("grant", "--mount", snapfs.path, "sandbox-a", x)
-    assert rc == 0 and out["grant"]["sha256"] == x and out["grant"]["entry"] is None
-    assert out["grant"]["size"] == len(CFG)
-    assert out["grant"]["ino"] == os.stat(os.path.join(view, x)).st_ino
+    assert rc == 0, out
+    assert out["grant"] == grant_object(snapfs, view, x, len(CFG), None, None)
     assert os.listdir(view) == [x]
     r = snap("grant", "--mount", snapfs.path, "sandbox-a", binding_y)
     assert r.returncode == 0 and r.stdout.startswith(f"sha256={y} size={len(CFG2)} ino=")
@@ -521,7 +545,7 @@ def test_both_clients_drive_every_scope_function(client, snapfs, scopes):
     assert client("scope-create", snapfs.path, "sandbox-a", view)["error"] == "EEXIST"
     assert [s["name"] for s in client("scope-list", snapfs.path)["scopes"]] == ["sandbox-a"]
     g = client("grant", "--entry", "mcp", snapfs.path, "sandbox-a", bx)["grant"]
-    assert g["sha256"] == x and g["entry"] == "mcp" and g["size"] == len(CFG)
+    assert g == grant_object(snapfs, view, x, len(CFG), None, "mcp")
     assert client("grant", snapfs.path, "sandbox-b", x)["error"] == "ENOENT"
     shown = client("scope-show", snapfs.path, "sandbox-a")
     assert shown["scope"]["grants"] == len(shown["grants"]) >= 1
@@ -531,6 +555,7 @@ def test_both_clients_drive_every_scope_function(client, snapfs, scopes):
     st = os.stat(os.path.join(view, x))
     assert vb["view"] == view and vb["binding"].endswith(
         f"dev={os.major(st.st_dev)}:{os.minor(st.st_dev)} ino={st.st_ino}")
+    assert vb["snapshot"] == {k: v for k, v in g.items() if k != "entry"}
     assert client("scope-binding", snapfs.path, "sandbox-a",
                   put(snapfs, b"not granted")[0])["error"] == "ENOENT"
     opened = client("open-entry", view, "mcp")

@@ -262,12 +262,15 @@ def test_the_recommended_topology_the_sandbox_verifies_through_the_read_view_onl
                                 "binding": seen["binding"]}
     text = run(*as_uid(runtime, SNAPFS, "put", "--mount", fs.path, real))
     assert text.stdout.splitlines() == [binding, f"read-view {seen['binding']} {view}"]
-    # The same from libsnapfs, through the Python client.
-    code = ("import sys; sys.path.insert(0, sys.argv[1]); import snapfs_client as s\n"
-            "v, b = s.view_binding(sys.argv[2], sys.argv[3]); print(v); print(b)\n")
+    # The same from libsnapfs, through the Python client, the view's snapshot object too.
+    code = ("import json, sys; sys.path.insert(0, sys.argv[1]); import snapfs_client as s\n"
+            "v, b = s.view_binding(sys.argv[2], sys.argv[3]); print(v); print(b)\n"
+            "print(json.dumps(b.as_dict()))\n")
     r = run(*as_uid(runtime, sys.executable, "-c", code, PYCLIENT.parent, fs.path, binding),
             env=client_env())
-    assert r.stdout.splitlines() == [view, seen["binding"]], r.stderr
+    lines = r.stdout.splitlines()
+    assert lines[:2] == [view, seen["binding"]], r.stderr
+    assert json.loads(lines[2]) == seen["snapshot"]
 
     # The sandbox, in a mount namespace of its own where MNT is gone: the view's binding
     # verifies there and the child reads the right bytes ...

@@ -163,6 +163,43 @@ static void test_what_is_unknown_is_null_never_left_out(void **state)
         json_object_put(o);
 }
 
+static void test_a_snapshot_of_a_view_shows_what_was_seen_and_nulls_the_rest(void **state)
+{
+        struct snapfs_snapshot s = sample();
+        json_object *o, *v;
+        char k[256];
+
+        (void)state;
+        /* Seen in the view and by the daemon: the whole object. */
+        o = cli_seen_json(&s, SNAPFS_SEEN_DAEMON | SNAPFS_SEEN_VIEW);
+        keys(o, k, sizeof(k));
+        assert_string_equal(k, "sha256,size,dev,ino,name,published,publisher,binding");
+        assert_true(json_object_object_get_ex(o, "name", &v));
+        assert_string_equal(json_object_get_string(v), "mcp.json");
+        json_object_put(o);
+        /* The daemon not asked: its words null, the binding its record's. */
+        o = cli_seen_json(&s, 0);
+        keys(o, k, sizeof(k));
+        assert_string_equal(k, "sha256,size,dev,ino,name,published,publisher,binding");
+        assert_true(json_object_object_get_ex(o, "publisher", &v));
+        assert_null(v);
+        assert_true(json_object_object_get_ex(o, "dev", &v));
+        assert_string_equal(json_object_get_string(v), "0:52");
+        json_object_put(o);
+        /* A view not mounted (no device): no binding to show, the daemon's words kept. */
+        s.binding.dev = 0;
+        o = cli_seen_json(&s, SNAPFS_SEEN_DAEMON);
+        keys(o, k, sizeof(k));
+        assert_string_equal(k, "sha256,size,dev,ino,name,published,publisher,binding");
+        assert_true(json_object_object_get_ex(o, "dev", &v));
+        assert_null(v);
+        assert_true(json_object_object_get_ex(o, "binding", &v));
+        assert_null(v);
+        assert_true(json_object_object_get_ex(o, "published", &v));
+        assert_string_equal(json_object_get_string(v), "2026-12-01T13:12:51Z");
+        json_object_put(o);
+}
+
 static void test_a_private_key_is_named_with_the_public_file_to_give_instead(void **state)
 {
         char buf[512];
@@ -195,6 +232,7 @@ static void test_a_key_file_that_cannot_be_read_says_so_in_words(void **state)
 int main(void)
 {
         const struct CMUnitTest tests[] = {
+                cmocka_unit_test(test_a_snapshot_of_a_view_shows_what_was_seen_and_nulls_the_rest),
                 cmocka_unit_test(test_sizes_below_a_kibibyte_are_bytes_and_above_never_look_smaller),
                 cmocka_unit_test(test_an_age_is_in_its_largest_whole_unit_and_a_future_time_is_a_dash),
                 cmocka_unit_test(test_a_publish_time_is_rfc3339_utc_to_the_second),
