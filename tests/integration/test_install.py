@@ -11,7 +11,6 @@ import os
 import re
 import shutil
 import subprocess
-import tempfile
 
 import pytest
 
@@ -116,12 +115,11 @@ def test_the_clients_doc_shows_the_example_as_it_is():
 
 @pytest.fixture(scope="module")
 def release_build():
-    """One build directory for scripts/install.sh, shared by the tests below."""
-    d = tempfile.mkdtemp(prefix="snapfs-install-")
-    try:
-        yield os.path.join(d, "build")
-    finally:
-        shutil.rmtree(d)
+    """One build directory for scripts/install.sh, shared by the tests below: the one the
+    documentation test's blocks use for this build under test (test_docs.py), so a release
+    build made there is configured again, not compiled again (a prefix changes no compile
+    command). The first test here installs with a prefix of its own, whatever was there."""
+    return f"{BUILD}-install"
 
 
 def install_sh(build, *args, **env):
