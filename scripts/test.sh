@@ -64,9 +64,16 @@ run_build() { # $1 = the build; the rest goes to pytest
 # own or the documentation: scripts/install.sh's release build, pip's wheel, the booted unit's
 # package and every README/docs block are checked once, with the normal build; running them
 # again would test the same release build, not the sanitized one, and would race the normal
-# run for the release build directory.
+# run for the release build directory. It also leaves out the tests whose subject is the text
+# and grammar of the command line (every subcommand with every option, every message, help
+# and completion): they run hundreds of short CLI processes through the same parsers, which
+# the unit tests and the fuzz targets already run under ASan+UBSan (twice: GCC's and clang's).
 SANITIZE_SKIPS=(--ignore=tests/integration/test_docs.py --ignore=tests/integration/test_install.py
-                --ignore=tests/integration/test_python_package.py)
+                --ignore=tests/integration/test_python_package.py
+                --ignore=tests/integration/test_client_options.py
+                --ignore=tests/integration/test_cli_grammar.py
+                --ignore=tests/integration/test_messages.py
+                --ignore=tests/integration/test_cli_people.py)
 run_builds_side_by_side() {
   local logs="$top/build-test-logs" name pid rc
   rm -rf "$logs"
