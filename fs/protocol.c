@@ -26,6 +26,7 @@ struct bad {
         char text[256];
 };
 
+__attribute__((format(printf, 3, 4)))
 static int refuse(struct bad *b, int err, const char *fmt, ...)
 {
         va_list ap;

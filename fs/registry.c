@@ -55,6 +55,7 @@ struct sfs_registry {
 #define NO_SCOPE "no scope named %s: snapfs scope ls lists the scopes; snapfs scope create %s " \
                  "--view PATH makes it"
 
+__attribute__((format(printf, 3, 4)))
 static int msg(struct sfs_msg *m, int err, const char *fmt, ...)
 {
         va_list ap;
@@ -871,6 +872,7 @@ struct restoring {
         bool unreadable; /* a scope file did not come back: nothing is collected */
 };
 
+__attribute__((format(printf, 2, 3)))
 static void warn(struct restoring *rs, const char *fmt, ...)
 {
         char text[512];

@@ -33,6 +33,7 @@ bool sfs_view_path_canonical(const char *path)
         return true;
 }
 
+__attribute__((format(printf, 3, 4)))
 static int say(struct sfs_view_path_why *why, int err, const char *fmt, ...)
 {
         va_list ap;

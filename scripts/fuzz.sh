@@ -46,7 +46,7 @@ fi
 dir=${FUZZ_BUILD:-$top/build-fuzz}
 echo "== fuzz build: $dir"
 if [ ! -f "$dir/build.ninja" ]; then
-  CC=clang meson setup "$dir" -Dfuzz=true -Dbuildtype=debugoptimized >/dev/null
+  CC=clang meson setup "$dir" -Dfuzz=true -Dbuildtype=debugoptimized -Db_lundef=false >/dev/null
 fi
 ninja -C "$dir" fuzz >/dev/null
 

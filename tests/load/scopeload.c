@@ -378,7 +378,7 @@ static pid_t spawn_burner(void)
         become(0);
         while (!atomic_load(&S->stop))
                 for (int i = 0; i < 100000; i++)
-                        x += (uint64_t)i;
+                        x = x + (uint64_t)i; /* volatile: the loop is the point */
         _exit(0);
 }
 

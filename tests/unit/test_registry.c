@@ -208,6 +208,7 @@ static int teardown(void **state)
 /* ---- requests, as the control channel takes them ---- */
 
 /* Executes a request: its parsed reply (the caller puts it). */
+__attribute__((format(printf, 2, 3)))
 static json_object *exec_json(struct fx *f, const char *fmt, ...)
 {
         const struct sfs_caller c = me();
