@@ -64,6 +64,21 @@ int load_publish(const char *dir, const char *name, const uint8_t *buf, size_t l
         return load_publish_hex(dir, name, buf, len, hex);
 }
 
+int load_stage_held(const char *dir, uint64_t i, const uint8_t *buf, size_t len, int *fd)
+{
+        char path[4096];
+        int e;
+
+        snprintf(path, sizeof(path), "%s/.staging/s%llu", dir, (unsigned long long)i);
+        *fd = open(path, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
+        if (*fd < 0)
+                return errno;
+        e = -write_all(*fd, buf, len);
+        if (unlink(path) < 0 && !e)
+                e = errno;
+        return e;
+}
+
 int load_cmp_u64(const void *a, const void *b)
 {
         uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;

@@ -25,6 +25,11 @@ int load_publish_hex(const char *dir, const char *name, const uint8_t *buf, size
 int load_publish(const char *dir, const char *name, const uint8_t *buf, size_t len,
                  char hex[65]);
 
+/* A staging file held past its name: DIR/.staging/sI created, len bytes written, its name
+ * unlinked. 0 or the (positive) errno of the first step refused; *fd the descriptor, which
+ * the caller keeps or closes, or -1 when the create was refused. */
+int load_stage_held(const char *dir, uint64_t i, const uint8_t *buf, size_t len, int *fd);
+
 /* qsort's comparison of two uint64_t. */
 int load_cmp_u64(const void *a, const void *b);
 

@@ -199,17 +199,9 @@ static void route_stage(void)
              w++)
                 usleep(10000);
         while (!atomic_load(&S->stop)) {
-                char path[4096];
-                int fd, r = 0;
+                int fd, r = load_stage_held(mnt, i++, buf, sizeof(buf), &fd);
 
-                snprintf(path, sizeof(path), "%s/.staging/s%llu", mnt, (unsigned long long)i++);
-                fd = open(path, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
-                if (fd < 0) {
-                        r = errno;
-                } else {
-                        r = -write_all(fd, buf, sizeof(buf));
-                        if (unlink(path) < 0 && !r)
-                                r = errno;
+                if (fd >= 0) {
                         if (n < MAXFD)
                                 fds[n++] = fd;
                         else

@@ -270,18 +270,9 @@ static void route_stage(void)
 
         memset(buf, 0xa5, sizeof(buf));
         while (fds && !atomic_load(&S->stop)) {
-                char path[4096];
-                int fd, e = 0;
+                int fd, e = load_stage_held(view_a, i++, buf, sizeof(buf), &fd);
 
-                snprintf(path, sizeof(path), "%s/.staging/s%llu", view_a,
-                         (unsigned long long)i++);
-                fd = open(path, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
-                if (fd < 0) {
-                        e = errno;
-                } else {
-                        e = -write_all(fd, buf, sizeof(buf));
-                        if (unlink(path) < 0 && !e)
-                                e = errno;
+                if (fd >= 0) {
                         if (n < MAXFD)
                                 fds[n++] = fd;
                         else
