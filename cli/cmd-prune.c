@@ -137,14 +137,9 @@ int cli_cmd_prune(int argc, char **argv)
         if (cli_remover_init(&rm, "prune", mount, co.json, a.dry_run) < 0)
                 return cli_system_error("prune", co.json, -ENOMEM, "%s", mount);
 
-        sfc_report_reset(&why);
-        r = sfc_mnt_check(mount, &co.opts, &m, &why);
-        if (r == 0)
-                r = sfc_mnt_catalog(&m, &items, &n, &why);
-        if (r < 0) {
-                sfc_mnt_close(&m);
-                return cli_remover_refuse_mount(&rm, r, &why);
-        }
+        r = cli_remover_catalog(&rm, &co.opts, &m, &items, &n, &why);
+        if (r >= 0)
+                return r;
         clock_gettime(CLOCK_REALTIME, &now);
         for (size_t i = 0; i < n; i++)
                 if (chosen(&a, &items[i], &now))

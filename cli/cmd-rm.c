@@ -94,14 +94,9 @@ int cli_cmd_rm(int argc, char **argv)
         if (cli_remover_init(&rm, "rm", mount, co.json, a.dry_run) < 0)
                 return cli_system_error("rm", co.json, -ENOMEM, "%s", mount);
 
-        sfc_report_reset(&why);
-        r = sfc_mnt_check(mount, &co.opts, &m, &why);
-        if (r == 0)
-                r = sfc_mnt_catalog(&m, &items, &n, &why);
-        if (r < 0) {
-                sfc_mnt_close(&m);
-                return cli_remover_refuse_mount(&rm, r, &why);
-        }
+        r = cli_remover_catalog(&rm, &co.opts, &m, &items, &n, &why);
+        if (r >= 0)
+                return r;
         match = calloc(n + 1, sizeof(*match));
         chosen = calloc(n + 1, sizeof(*chosen));
         if (!match || !chosen) {

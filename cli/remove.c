@@ -141,3 +141,20 @@ int cli_remover_refuse_mount(struct cli_remover *rm, int err, const struct snapf
         }
         return finish(rm, err, why->n_reasons ? why->reasons[0].message : snapfs_strerror(err));
 }
+
+int cli_remover_catalog(struct cli_remover *rm, const struct snapfs_options *opts,
+                        struct sfc_mnt *m, struct sfc_entry **items, size_t *n,
+                        struct snapfs_report *why)
+{
+        int r;
+
+        sfc_report_reset(why);
+        r = sfc_mnt_check(rm->mount, opts, m, why);
+        if (r == 0)
+                r = sfc_mnt_catalog(m, items, n, why);
+        if (r < 0) {
+                sfc_mnt_close(m);
+                return cli_remover_refuse_mount(rm, r, why);
+        }
+        return -1;
+}

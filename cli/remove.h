@@ -39,3 +39,10 @@ int cli_remover_refuse(struct cli_remover *rm, int err, const struct snapfs_repo
 /* The mount check (or reading the mount) refused: as cli_remover_refuse, the text as every
  * client command prints a refused mount (the mount, then every reason as "code: message"). */
 int cli_remover_refuse_mount(struct cli_remover *rm, int err, const struct snapfs_report *why);
+
+/* Checks rm's mount with opts into m and reads its catalog into *items and *n (why reset, then
+ * the reasons): -1 with m open, or, the mount refused, m closed and the exit code of
+ * cli_remover_refuse_mount (rm printed and freed). */
+int cli_remover_catalog(struct cli_remover *rm, const struct snapfs_options *opts,
+                        struct sfc_mnt *m, struct sfc_entry **items, size_t *n,
+                        struct snapfs_report *why);

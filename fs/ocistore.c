@@ -787,6 +787,22 @@ static int set_aside(struct sfs_ocistore *s, const char *hex)
         return 0;
 }
 
+/* A directory stream of what dirfd names, on a descriptor of its own (dirfd stays open and
+ * keeps its offset): 0 and *out, or a negative errno. */
+static int open_dir(int dirfd, DIR **out)
+{
+        int fd = openat(dirfd, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+        int r;
+
+        *out = fd >= 0 ? fdopendir(fd) : NULL;
+        if (!*out) {
+                r = negative_errno();
+                safe_close(fd);
+                return r;
+        }
+        return 0;
+}
+
 /* A blob's verdict: what snap_oci_blob_verify says of a blob that is not intact (other bytes,
  * another size, a link, not a regular file). */
 static bool is_corrupt(int v)
@@ -798,16 +814,12 @@ static bool is_corrupt(int v)
 static int rehash_all(struct sfs_ocistore *s, const struct sfs_ocistore_hooks *h,
                       struct blobset *good)
 {
-        int fd = openat(s->layout.blobsfd, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-        DIR *dir = fd >= 0 ? fdopendir(fd) : NULL;
         struct dirent *de;
-        int r = 0;
+        DIR *dir;
+        int r = open_dir(s->layout.blobsfd, &dir);
 
-        if (!dir) {
-                r = negative_errno();
-                safe_close(fd);
+        if (r < 0)
                 return r;
-        }
         while (r == 0 && (de = readdir(dir))) {
                 struct snap_digest d;
                 struct stat st;
@@ -1089,18 +1101,14 @@ static int by_name(const void *a, const void *b)
  * errno. */
 static int scope_names(struct sfs_ocistore *s, char ***out, size_t *n_out)
 {
-        int fd = openat(s->scopesfd, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-        DIR *dir = fd >= 0 ? fdopendir(fd) : NULL;
         char **v = NULL;
         size_t n = 0, cap = 0;
         struct dirent *de;
-        int r = 0;
+        DIR *dir;
+        int r = open_dir(s->scopesfd, &dir);
 
-        if (!dir) {
-                r = negative_errno();
-                safe_close(fd);
+        if (r < 0)
                 return r;
-        }
         while (r == 0 && (de = readdir(dir))) {
                 size_t len = strlen(de->d_name);
                 char *name;

@@ -199,23 +199,36 @@ void sfs_pidwatch_free(struct sfs_pidwatch *w)
 
 /* ---- processes ---- */
 
+/* Reads /proc/PID/FILE into buf (at most size - 1 bytes, NUL-terminated): 0, -ESRCH when the
+ * process is gone, -EIO when the file is empty, or another negative errno. */
+static int proc_read(pid_t pid, const char *file, char *buf, size_t size)
+{
+        char path[64];
+        _cleanup_close_ int fd = -1;
+        ssize_t n;
+
+        snprintf(path, sizeof(path), "/proc/%d/%s", (int)pid, file);
+        fd = open(path, O_RDONLY | O_CLOEXEC);
+        if (fd < 0)
+                return errno == ENOENT ? -ESRCH : negative_errno();
+        n = read(fd, buf, size - 1);
+        if (n <= 0)
+                return n < 0 ? negative_errno() : -EIO;
+        buf[n] = '\0';
+        return 0;
+}
+
 /* Field 22 of /proc/PID/stat: its start time, in clock ticks since boot. The command name
  * (field 2) may hold spaces and parentheses: fields are counted after its last ')'. */
 static int start_time(pid_t pid, uint64_t *out)
 {
-        char path[64], buf[1024], *p, *end;
-        _cleanup_close_ int fd = -1;
+        char buf[1024], *p, *end;
         unsigned long long v;
-        ssize_t n;
+        int r;
 
-        snprintf(path, sizeof(path), "/proc/%d/stat", (int)pid);
-        fd = open(path, O_RDONLY | O_CLOEXEC);
-        if (fd < 0)
-                return errno == ENOENT ? -ESRCH : negative_errno();
-        n = read(fd, buf, sizeof(buf) - 1);
-        if (n <= 0)
-                return n < 0 ? negative_errno() : -EIO;
-        buf[n] = '\0';
+        r = proc_read(pid, "stat", buf, sizeof(buf));
+        if (r < 0)
+                return r;
         p = strrchr(buf, ')');
         if (!p)
                 return -EIO;
@@ -286,19 +299,13 @@ int sfs_boot_id(char out[40])
 
 pid_t sfs_tgid_of(pid_t tid)
 {
-        char path[64], buf[4096], *p;
-        _cleanup_close_ int fd = -1;
-        ssize_t n;
+        char buf[4096], *p;
         long v;
+        int r;
 
-        snprintf(path, sizeof(path), "/proc/%d/status", (int)tid);
-        fd = open(path, O_RDONLY | O_CLOEXEC);
-        if (fd < 0)
-                return errno == ENOENT ? -ESRCH : negative_errno();
-        n = read(fd, buf, sizeof(buf) - 1);
-        if (n <= 0)
-                return n < 0 ? negative_errno() : -EIO;
-        buf[n] = '\0';
+        r = proc_read(tid, "status", buf, sizeof(buf));
+        if (r < 0)
+                return r;
         p = strstr(buf, "\nTgid:");
         if (!p)
                 return -EIO;

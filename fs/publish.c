@@ -181,6 +181,23 @@ static int scope_quota(struct sfs_tree *t, uint64_t len)
         return 0;
 }
 
+/* The audit line of a publish: the staging name renamed to its digest, with the scope of the
+ * view it went through (none on the main mount). */
+static void audit_publish(const struct sfs_tree *t, const struct sfs_caller *c,
+                          const char *newname, const char *name, uint64_t size)
+{
+        sfs_audit_emit(t->cfg.audit, &(struct sfs_audit_event){
+                                             .event = "publish",
+                                             .op = "rename",
+                                             .uid = c->uid,
+                                             .pid = c->pid,
+                                             .digest = newname,
+                                             .name = name,
+                                             .size = size,
+                                             .scope = t->scope ? t->scope->name : NULL,
+                                     });
+}
+
 /* Publishing in a scope's view (docs/design.md, "Scopes"): what is published there is
  * granted to that scope alone, held by no uid, counted against the scope's limits. Every
  * answer is the one the scope would get if nothing else existed: content already granted
@@ -344,16 +361,7 @@ static int scope_publish(struct sfs_tree *t, const struct sfs_caller *c, struct 
                 sfs_ocistore_unlock(os);
         sfs_scope_effects_free(&fx);
 
-        sfs_audit_emit(t->cfg.audit, &(struct sfs_audit_event){
-                                             .event = "publish",
-                                             .op = "rename",
-                                             .uid = c->uid,
-                                             .pid = c->pid,
-                                             .digest = newname,
-                                             .name = name,
-                                             .size = len,
-                                             .scope = t->scope->name,
-                                     });
+        audit_publish(t, c, newname, name, len);
         *published = n;
         return 0;
 }
@@ -489,15 +497,7 @@ int sfs_tree_rename(struct sfs_tree *t, const struct sfs_caller *c, struct sfs_n
         if (os)
                 sfs_ocistore_unlock(os);
 
-        sfs_audit_emit(t->cfg.audit, &(struct sfs_audit_event){
-                                             .event = "publish",
-                                             .op = "rename",
-                                             .uid = c->uid,
-                                             .pid = c->pid,
-                                             .digest = newname,
-                                             .name = name,
-                                             .size = size,
-                                     });
+        audit_publish(t, c, newname, name, size);
         *published = n;
         return 0;
 }

@@ -37,6 +37,7 @@
 
 #include "snapshot/binding.h"
 #include "snapshot/digest.h"
+#include "tests/load/loadlib.h"
 #include "tests/load/loadutil.h"
 #include "snapshot/verify.h"
 
@@ -74,27 +75,6 @@ static void unexpected(const char *what, int err)
                          strerror(err));
 }
 
-/* Publishes buf under its digest; 0, or -EEXIST when already published, or -errno. */
-static int publish(const char *stage_name, const uint8_t *buf, size_t len, const char *hex)
-{
-        char spath[4096], dpath[4096];
-        int fd, r;
-
-        snprintf(spath, sizeof(spath), "%s/.staging/%s", mnt, stage_name);
-        snprintf(dpath, sizeof(dpath), "%s/%s", mnt, hex);
-        fd = open(spath, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
-        if (fd < 0)
-                return -errno;
-        r = write_all(fd, buf, len);
-        if (close(fd) < 0 && r == 0)
-                r = -errno;
-        if (r == 0 && rename(spath, dpath) < 0)
-                r = -errno;
-        if (r < 0)
-                unlink(spath); /* never leave a staging file behind */
-        return r;
-}
-
 static void client(int id, unsigned cycles)
 {
         uint8_t *buf = malloc(max_size), *scratch = malloc(max_size);
@@ -121,7 +101,7 @@ static void client(int id, unsigned cycles)
                 }
                 snap_sha256(buf, len, &d);
                 snap_digest_to_hex(&d, hex);
-                r = publish(name, buf, len, hex);
+                r = load_publish_hex(mnt, name, buf, len, hex);
                 if (r == -EEXIST)
                         count_err(C->expected, EEXIST);
                 else if (r < 0) {

@@ -48,6 +48,7 @@
 
 #include "snapshot/binding.h"
 #include "snapshot/digest.h"
+#include "tests/load/loadlib.h"
 #include "tests/load/loadutil.h"
 #include "snapshot/verify.h"
 
@@ -77,13 +78,6 @@ static struct shared *S;
 static const char *mnt, *flood_at;
 static uid_t uid_a = 40000, uid_b = 40001;
 
-static uint64_t now_ns(void)
-{
-        struct timespec ts;
-        clock_gettime(CLOCK_MONOTONIC, &ts);
-        return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
-}
-
 static void a_count(enum route r, int err)
 {
         if (err) {
@@ -92,46 +86,6 @@ static void a_count(enum route r, int err)
         }
         else
                 atomic_fetch_add(&S->a_ops[r], 1);
-}
-
-/* Publishes buf under its digest (hex) through .staging/name: 0 or -errno. */
-static int publish(const char *name, const uint8_t *buf, size_t len, char hex[65])
-{
-        char spath[4096], dpath[4096];
-        struct snap_digest d;
-        int fd, r;
-
-        snap_sha256(buf, len, &d);
-        snap_digest_to_hex(&d, hex);
-        snprintf(spath, sizeof(spath), "%s/.staging/%s", mnt, name);
-        snprintf(dpath, sizeof(dpath), "%s/%s", mnt, hex);
-        fd = open(spath, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
-        if (fd < 0)
-                return -errno;
-        r = write_all(fd, buf, len);
-        if (close(fd) < 0 && r == 0)
-                r = -errno;
-        if (r == 0 && rename(spath, dpath) < 0)
-                r = -errno;
-        if (r < 0)
-                unlink(spath);
-        return r;
-}
-
-static void become(uid_t uid, rlim_t nofile)
-{
-        struct rlimit rl;
-
-        /* As many descriptors as the route needs, within the hard limit (raising that needs
-         * CAP_SYS_RESOURCE, which a container may not grant). */
-        if (nofile && getrlimit(RLIMIT_NOFILE, &rl) == 0) {
-                rl.rlim_cur = nofile < rl.rlim_max ? nofile : rl.rlim_max;
-                if (setrlimit(RLIMIT_NOFILE, &rl) < 0)
-                        _exit(4);
-        }
-        if (geteuid() == 0 && (setgroups(0, NULL) < 0 || setresgid(uid, uid, uid) < 0 ||
-                               setresuid(uid, uid, uid) < 0))
-                _exit(4);
 }
 
 /* ---- A's routes ---- */
@@ -175,7 +129,7 @@ static void route_tiny(void)
                 memset(buf, 0, sizeof(buf));
                 snprintf((char *)buf, sizeof(buf), "tiny %d %llu", (int)getpid(),
                          (unsigned long long)i++);
-                r = publish("tiny", buf, sizeof(buf), hex);
+                r = load_publish(mnt, "tiny", buf, sizeof(buf), hex);
                 a_count(R_TINY, -r);
                 if (r < 0 && !said) {
                         said = true;
@@ -202,7 +156,7 @@ static void route_hoard(void)
                 int r, fd;
 
                 fill(buf, SIZE, ((uint64_t)getpid() << 32) + i++);
-                r = publish("hoard", buf, SIZE, hex);
+                r = load_publish(mnt, "hoard", buf, SIZE, hex);
                 a_count(R_HOARD, -r);
                 if (r < 0) {
                         if (!said) {
@@ -245,17 +199,9 @@ static void route_stage(void)
              w++)
                 usleep(10000);
         while (!atomic_load(&S->stop)) {
-                char path[4096];
-                int fd, r = 0;
+                int fd, r = load_stage_held(mnt, i++, buf, sizeof(buf), &fd);
 
-                snprintf(path, sizeof(path), "%s/.staging/s%llu", mnt, (unsigned long long)i++);
-                fd = open(path, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
-                if (fd < 0) {
-                        r = errno;
-                } else {
-                        r = -write_all(fd, buf, sizeof(buf));
-                        if (unlink(path) < 0 && !r)
-                                r = errno;
+                if (fd >= 0) {
                         if (n < MAXFD)
                                 fds[n++] = fd;
                         else
@@ -332,7 +278,7 @@ static pid_t spawn_route(enum route r, unsigned dirs)
         pid_t pid = fork();
         if (pid != 0)
                 return pid;
-        become(uid_a, r == R_DIRS ? dirs + 64 : 16384);
+        load_become(uid_a, r == R_DIRS ? dirs + 64 : 16384);
         switch (r) {
         case R_DIRS: route_dirs(dirs); break;
         case R_TINY: route_tiny(); break;
@@ -370,20 +316,20 @@ static void run_b(double secs, uint64_t seed, struct b_result *res)
         uint64_t s = seed, end;
         bool may_unlink = true;
 
-        become(uid_b, 0);
+        load_become(uid_b, 0);
         if (!buf || !scratch || snap_hasher_new(&h) < 0)
                 _exit(3);
-        end = now_ns() + (uint64_t)(secs * 1e9);
-        while (now_ns() < end && res->n < MAX_SAMPLES) {
+        end = load_now_ns() + (uint64_t)(secs * 1e9);
+        while (load_now_ns() < end && res->n < MAX_SAMPLES) {
                 size_t len = 4096 + (size_t)(rnd(&s) % (B_MAX - 4096 + 1));
                 char hex[65], path[4096];
                 uint64_t t0, t1, t2;
                 int r;
 
                 fill(buf, len, rnd(&s));
-                t0 = now_ns();
-                r = publish("b", buf, len, hex);
-                t1 = now_ns();
+                t0 = load_now_ns();
+                r = load_publish(mnt, "b", buf, len, hex);
+                t1 = load_now_ns();
                 if (r == 0)
                 {
                         bool mismatch;
@@ -392,7 +338,7 @@ static void run_b(double secs, uint64_t seed, struct b_result *res)
                                             &nread);
                         res->mismatches += mismatch;
                 }
-                t2 = now_ns();
+                t2 = load_now_ns();
                 if (r == 0 && may_unlink) {
                         snprintf(path, sizeof(path), "%s/%s", mnt, hex);
                         if (unlink(path) < 0) {
@@ -415,26 +361,18 @@ static void run_b(double secs, uint64_t seed, struct b_result *res)
                 }
                 res->step[S_PUBLISH][res->n] = t1 - t0;
                 res->step[S_VERIFY][res->n] = t2 - t1;
-                res->step[S_UNLINK][res->n] = now_ns() - t2;
-                res->lat[res->n++] = now_ns() - t0;
+                res->step[S_UNLINK][res->n] = load_now_ns() - t2;
+                res->lat[res->n++] = load_now_ns() - t0;
                 res->cycles++;
         }
         snap_hasher_free(h);
         _exit(0);
 }
 
-static int cmp_u64(const void *a, const void *b)
-{
-        uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
-        return x < y ? -1 : x > y;
-}
-
 /* The p-quantile of a sorted array of n nanosecond figures, in ms. */
 static double quantile(const uint64_t *v, size_t n, double p)
 {
-        if (!n)
-                return 0;
-        return (double)v[(size_t)(p * (double)(n - 1))] / 1e6;
+        return (double)load_quantile(v, n, p) / 1e6;
 }
 
 static double pct(struct b_result *r, double p)
@@ -442,7 +380,6 @@ static double pct(struct b_result *r, double p)
         return quantile(r->lat, r->n, p);
 }
 
-static long rss_kib(pid_t pid);
 
 /* Runs B for secs seconds; meanwhile samples the daemon's RSS into *peak (if daemon). */
 static struct b_result *b_phase(double secs, uint64_t seed, pid_t daemon, long *peak)
@@ -464,7 +401,7 @@ static struct b_result *b_phase(double secs, uint64_t seed, pid_t daemon, long *
                 exit(2);
         while ((w = waitpid(pid, &status, WNOHANG)) == 0) {
                 if (daemon && peak) {
-                        long r = rss_kib(daemon);
+                        long r = load_rss_kib(daemon);
                         if (r > *peak)
                                 *peak = r;
                 }
@@ -474,9 +411,9 @@ static struct b_result *b_phase(double secs, uint64_t seed, pid_t daemon, long *
                 fprintf(stderr, "noisy: uid B's process failed\n");
                 exit(2);
         }
-        qsort(res->lat, res->n, sizeof(uint64_t), cmp_u64);
+        qsort(res->lat, res->n, sizeof(uint64_t), load_cmp_u64);
         for (int i = 0; i < N_STEPS; i++)
-                qsort(res->step[i], res->n, sizeof(uint64_t), cmp_u64);
+                qsort(res->step[i], res->n, sizeof(uint64_t), load_cmp_u64);
         return res;
 }
 
@@ -489,25 +426,6 @@ static unsigned long b_errors(const struct b_result *r)
 }
 
 /* ---- the daemon ---- */
-
-static long rss_kib(pid_t pid)
-{
-        char path[64], line[256];
-        long v = -1;
-        FILE *f;
-
-        if (!pid)
-                return -1;
-        snprintf(path, sizeof(path), "/proc/%d/status", (int)pid);
-        f = fopen(path, "r");
-        if (!f)
-                return -1;
-        while (fgets(line, sizeof(line), f))
-                if (sscanf(line, "VmRSS: %ld", &v) == 1)
-                        break;
-        fclose(f);
-        return v;
-}
 
 static long long file_size(const char *path)
 {
@@ -618,7 +536,7 @@ int main(int argc, char **argv)
                 char buf[64], hex[65];
                 int r;
                 snprintf(buf, sizeof(buf), "listed %u", i);
-                r = publish("listed", (const uint8_t *)buf, strlen(buf), hex);
+                r = load_publish(mnt, "listed", (const uint8_t *)buf, strlen(buf), hex);
                 if (r < 0 && r != -EEXIST) {
                         fprintf(stderr, "noisy: publishing snapshot %u: %s\n", i, strerror(-r));
                         return 2;
@@ -626,7 +544,7 @@ int main(int argc, char **argv)
         }
 
         bq = b_phase(quiet, 1, 0, NULL);
-        rss0 = rss_kib(daemon);
+        rss0 = load_rss_kib(daemon);
         log0 = file_size(audit_log);
 
         for (int r = 0; r < N_ROUTES; r++) {
@@ -636,17 +554,17 @@ int main(int argc, char **argv)
                         pids[r] = spawn_route((enum route)r, dirs);
         }
         /* B starts once every route is under way (dir handles held, limits reached). */
-        t_end = now_ns() + 60 * 1000000000ull;
-        while (atomic_load(&S->ready) < n_routes && now_ns() < t_end)
+        t_end = load_now_ns() + 60 * 1000000000ull;
+        while (atomic_load(&S->ready) < n_routes && load_now_ns() < t_end)
                 usleep(10000);
-        rss_peak = rss_kib(daemon);
+        rss_peak = load_rss_kib(daemon);
         bn = b_phase(secs, 2, daemon, &rss_peak);
         atomic_store(&S->stop, true);
         for (int r = 0; r < N_ROUTES; r++)
                 if (pids[r] && (waitpid(pids[r], &status, 0) < 0 || !WIFEXITED(status) ||
                                 WEXITSTATUS(status) != 0))
                         failed++;
-        rss1 = rss_kib(daemon);
+        rss1 = load_rss_kib(daemon);
         log1 = file_size(audit_log);
         log_a = log_bytes_of(audit_log, log0, uid_a);
 

@@ -49,6 +49,7 @@
 
 #include "snapshot/binding.h"
 #include "snapshot/digest.h"
+#include "tests/load/loadlib.h"
 #include "tests/load/loadutil.h"
 #include "snapshot/verify.h"
 
@@ -89,27 +90,6 @@ static const char *mnt;
 static char view_a[1024], view_b[1024], view_c[1024];
 static uid_t uid = 40000;
 
-static uint64_t now_ns(void)
-{
-        struct timespec ts;
-        clock_gettime(CLOCK_MONOTONIC, &ts);
-        return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
-}
-
-static void become(rlim_t nofile)
-{
-        struct rlimit rl;
-
-        if (nofile && getrlimit(RLIMIT_NOFILE, &rl) == 0) {
-                rl.rlim_cur = nofile < rl.rlim_max ? nofile : rl.rlim_max;
-                if (setrlimit(RLIMIT_NOFILE, &rl) < 0)
-                        _exit(4);
-        }
-        if (geteuid() == 0 && (setgroups(0, NULL) < 0 || setresgid(uid, uid, uid) < 0 ||
-                               setresuid(uid, uid, uid) < 0))
-                _exit(4);
-}
-
 /* One request on MNT/.control; 0 when the reply says ok, else -1 (the reply printed). */
 static int control(const char *req)
 {
@@ -135,31 +115,6 @@ static int control(const char *req)
                 return 0;
         fprintf(stderr, "scopeload: %s -> %s\n", req, reply);
         return -1;
-}
-
-/* Publishes buf under its digest through DIR/.staging/name: 0 or -errno. */
-static int publish(const char *dir, const char *name, const uint8_t *buf, size_t len,
-                   char hex[65])
-{
-        char spath[4096], dpath[4096];
-        struct snap_digest d;
-        int fd, r;
-
-        snap_sha256(buf, len, &d);
-        snap_digest_to_hex(&d, hex);
-        snprintf(spath, sizeof(spath), "%s/.staging/%s", dir, name);
-        snprintf(dpath, sizeof(dpath), "%s/%s", dir, hex);
-        fd = open(spath, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
-        if (fd < 0)
-                return -errno;
-        r = write_all(fd, buf, len);
-        if (close(fd) < 0 && r == 0)
-                r = -errno;
-        if (r == 0 && rename(spath, dpath) < 0)
-                r = -errno;
-        if (r < 0)
-                unlink(spath);
-        return r;
 }
 
 /* ---- A's routes, in A's view ---- */
@@ -251,7 +206,7 @@ static void route_publish(enum route r, size_t size)
                 int e, fd;
 
                 fill(buf, size, ((uint64_t)getpid() << 32) + i++);
-                e = publish(view_a, r == R_HOLD ? "hold" : "tiny", buf, size, hex);
+                e = load_publish(view_a, r == R_HOLD ? "hold" : "tiny", buf, size, hex);
                 a_count(r, -e);
                 if (e < 0) {
                         if (!said) {
@@ -315,18 +270,9 @@ static void route_stage(void)
 
         memset(buf, 0xa5, sizeof(buf));
         while (fds && !atomic_load(&S->stop)) {
-                char path[4096];
-                int fd, e = 0;
+                int fd, e = load_stage_held(view_a, i++, buf, sizeof(buf), &fd);
 
-                snprintf(path, sizeof(path), "%s/.staging/s%llu", view_a,
-                         (unsigned long long)i++);
-                fd = open(path, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
-                if (fd < 0) {
-                        e = errno;
-                } else {
-                        e = -write_all(fd, buf, sizeof(buf));
-                        if (unlink(path) < 0 && !e)
-                                e = errno;
+                if (fd >= 0) {
                         if (n < MAXFD)
                                 fds[n++] = fd;
                         else
@@ -353,7 +299,7 @@ static pid_t spawn_route(enum route r, unsigned dirs)
         pid_t pid = fork();
         if (pid != 0)
                 return pid;
-        become(r == R_DIRS ? dirs + 64 : 16384);
+        load_become(uid, r == R_DIRS ? dirs + 64 : 16384);
         switch (r) {
         case R_MKDIR1:
         case R_MKDIR2: route_mkdir(r); break;
@@ -375,7 +321,7 @@ static pid_t spawn_burner(void)
 
         if (pid != 0)
                 return pid;
-        become(0);
+        load_become(uid, 0);
         while (!atomic_load(&S->stop))
                 for (int i = 0; i < 100000; i++)
                         x = x + (uint64_t)i; /* volatile: the loop is the point */
@@ -393,7 +339,7 @@ static void record(struct result *res, int r, uint64_t t0)
                                  strerrorname_np(-r));
                 return;
         }
-        res->lat[res->n++] = now_ns() - t0;
+        res->lat[res->n++] = load_now_ns() - t0;
         res->cycles++;
 }
 
@@ -403,11 +349,11 @@ static void run_b(double secs, uint64_t seed, struct result *res)
         struct snap_hasher *h;
         uint64_t s = seed, end;
 
-        become(0);
+        load_become(uid, 0);
         if (!buf || !scratch || snap_hasher_new(&h) < 0)
                 _exit(3);
-        end = now_ns() + (uint64_t)(secs * 1e9);
-        while (now_ns() < end && res->n < MAX_SAMPLES) {
+        end = load_now_ns() + (uint64_t)(secs * 1e9);
+        while (load_now_ns() < end && res->n < MAX_SAMPLES) {
                 size_t len = 4096 + (size_t)(rnd(&s) % (B_MAX - 4096 + 1)), nread;
                 char hex[65], path[4096];
                 bool mismatch = false;
@@ -415,8 +361,8 @@ static void run_b(double secs, uint64_t seed, struct result *res)
                 int r;
 
                 fill(buf, len, rnd(&s));
-                t0 = now_ns();
-                r = publish(view_b, "b", buf, len, hex);
+                t0 = load_now_ns();
+                r = load_publish(view_b, "b", buf, len, hex);
                 if (r == 0) {
                         r = verify_and_read(view_b, hex, buf, len, B_MAX, h, scratch,
                                             &mismatch, &nread);
@@ -438,15 +384,15 @@ static void run_c(double secs, uint64_t seed, struct result *res)
         uint8_t want[C_FILES][C_SIZE], got[C_SIZE + 1];
         uint64_t s = seed, end;
 
-        become(0);
+        load_become(uid, 0);
         for (int i = 0; i < C_FILES; i++)
                 fill(want[i], C_SIZE, 0xC0000 + (uint64_t)i);
-        end = now_ns() + (uint64_t)(secs * 1e9);
-        while (now_ns() < end && res->n < MAX_SAMPLES) {
+        end = load_now_ns() + (uint64_t)(secs * 1e9);
+        while (load_now_ns() < end && res->n < MAX_SAMPLES) {
                 int i = (int)(rnd(&s) % C_FILES), fd, r = 0;
                 char path[4096];
                 size_t off = 0;
-                uint64_t t0 = now_ns();
+                uint64_t t0 = load_now_ns();
 
                 snprintf(path, sizeof(path), "%s/c%d", view_c, i);
                 fd = open(path, O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
@@ -482,15 +428,9 @@ static struct result *new_result(void)
         return res;
 }
 
-static int cmp_u64(const void *a, const void *b)
-{
-        uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
-        return x < y ? -1 : x > y;
-}
-
 static double pct(const struct result *r, double p)
 {
-        return r->n ? (double)r->lat[(size_t)(p * (double)(r->n - 1))] / 1e3 : 0;
+        return (double)load_quantile(r->lat, r->n, p) / 1e3;
 }
 
 static unsigned long errors(const struct result *r)
@@ -499,25 +439,6 @@ static unsigned long errors(const struct result *r)
         for (int e = 0; e < MAX_ERRNO; e++)
                 n += r->err[e];
         return n;
-}
-
-static long rss_kib(pid_t pid)
-{
-        char path[64], line[256];
-        long v = -1;
-        FILE *f;
-
-        if (!pid)
-                return -1;
-        snprintf(path, sizeof(path), "/proc/%d/status", (int)pid);
-        f = fopen(path, "r");
-        if (!f)
-                return -1;
-        while (fgets(line, sizeof(line), f))
-                if (sscanf(line, "VmRSS: %ld", &v) == 1)
-                        break;
-        fclose(f);
-        return v;
 }
 
 /* B and C side by side for secs seconds; the daemon's RSS sampled into *peak meanwhile.
@@ -542,14 +463,14 @@ static int measure(double secs, uint64_t seed, pid_t daemon, long *peak, struct 
                 } else if (w < 0) {
                         break;
                 } else {
-                        long r = rss_kib(daemon);
+                        long r = load_rss_kib(daemon);
                         if (r > *peak)
                                 *peak = r;
                         usleep(50000);
                 }
         }
-        qsort(b->lat, b->n, sizeof(uint64_t), cmp_u64);
-        qsort(c->lat, c->n, sizeof(uint64_t), cmp_u64);
+        qsort(b->lat, b->n, sizeof(uint64_t), load_cmp_u64);
+        qsort(c->lat, c->n, sizeof(uint64_t), load_cmp_u64);
         return bad;
 }
 
@@ -578,7 +499,7 @@ static int setup(const char *views)
         for (int i = 0; i < C_FILES; i++) {
                 int r;
                 fill(buf, C_SIZE, 0xC0000 + (uint64_t)i);
-                r = publish(mnt, "c", buf, C_SIZE, hex);
+                r = load_publish(mnt, "c", buf, C_SIZE, hex);
                 if (r < 0 && r != -EEXIST) {
                         fprintf(stderr, "scopeload: publishing C's %d: %s\n", i, strerror(-r));
                         return -1;
@@ -655,7 +576,7 @@ int main(int argc, char **argv)
                 teardown();
                 return 2;
         }
-        rss0 = rss_peak = rss_kib(daemon);
+        rss0 = rss_peak = load_rss_kib(daemon);
 
         for (int p = 0; p < N_PHASES; p++) {
                 int n = 0;
@@ -670,8 +591,8 @@ int main(int argc, char **argv)
                                 pids[n++] = spawn_route((enum route)r, dirs);
                         /* B and C start once every route is under way (handles held,
                          * limits reached), or after 60 s whatever the routes did. */
-                        deadline = now_ns() + 60 * 1000000000ull;
-                        while (atomic_load(&S->ready) < N_ROUTES && now_ns() < deadline)
+                        deadline = load_now_ns() + 60 * 1000000000ull;
+                        while (atomic_load(&S->ready) < N_ROUTES && load_now_ns() < deadline)
                                 usleep(10000);
                 }
                 b[p] = new_result();
@@ -696,7 +617,7 @@ int main(int argc, char **argv)
                         }
                 }
         }
-        rss1 = rss_kib(daemon);
+        rss1 = load_rss_kib(daemon);
         teardown();
 
         printf("scopes                    load-a (A, 8 processes), load-b (B), load-c (C); "
