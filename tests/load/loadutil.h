@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: MIT */
-/* What the load drivers (load.c, noisy.c) share: reproducible content from a seed, a write
+/* What the load drivers (load.c, noisy.c, scopeload.c) share: reproducible content from a seed, a write
  * that does not stop half way, and a client's verified read of a snapshot. */
 #pragma once
 
