@@ -74,21 +74,25 @@ SANITIZE_SKIPS=(--ignore=tests/integration/test_docs.py --ignore=tests/integrati
                 --ignore=tests/integration/test_cli_grammar.py
                 --ignore=tests/integration/test_messages.py
                 --ignore=tests/integration/test_cli_people.py)
-run_builds_side_by_side() {
-  local logs="$top/build-test-logs" name pid rc
-  rm -rf "$logs"
+# Runs each job named in the arguments ("name:function arg...") in the background, its output
+# to a log of its own, then prints the logs in the order given and adds up their counts. A job
+# that stopped before it counted anything is one failure.
+side_by_side() {
+  local logs="$top/build-test-logs" job name rc
   mkdir -p "$logs"
   declare -A pids
-  for name in normal sanitize; do
+  for job in "$@"; do
+    name=${job%%:*}
     (
       passed=0 failed=0
-      if [ "$name" = sanitize ]; then run_build "$name" "${SANITIZE_SKIPS[@]}"
-      else run_build "$name"; fi
+      # shellcheck disable=SC2086
+      ${job#*:}
       echo "$passed $failed" >"$logs/$name.counts"
     ) >"$logs/$name.log" 2>&1 &
     pids[$name]=$!
   done
-  for name in normal sanitize; do
+  for job in "$@"; do
+    name=${job%%:*}
     rc=0
     wait "${pids[$name]}" || rc=$?
     cat "$logs/$name.log"
@@ -96,11 +100,14 @@ run_builds_side_by_side() {
       # shellcheck disable=SC2046
       count $(cat "$logs/$name.counts")
     else
-      echo "   the $name build's run stopped early (exit $rc): one failure"
+      echo "   $name stopped early (exit $rc): one failure"
       count 0 1
     fi
   done
 }
+
+run_sanitize() { run_build sanitize "${SANITIZE_SKIPS[@]}"; }
+run_fuzz_and_clang_units() { run_fuzz; run_clang_units; }  # the second builds on the first's
 
 # The Debian package's tests, once: the package does not depend on the build under test.
 run_package() {
@@ -182,11 +189,12 @@ phase() {
   "$@"
   echo "   ($1: $((SECONDS - start)) s)"
 }
-phase run_builds_side_by_side
-phase run_package
-phase run_valgrind "$top/build-test-normal"
-phase run_fuzz
-phase run_clang_units
+rm -rf "$top/build-test-logs"
+phase side_by_side "normal:run_build normal" "sanitize:run_sanitize"
+# Then what needs the normal build (the package test, valgrind over its unit tests) beside the
+# clang build (the fuzz smoke, then the unit tests once more): independent again.
+phase side_by_side "package:run_package" "valgrind:run_valgrind $top/build-test-normal" \
+  "fuzz:run_fuzz_and_clang_units"
 echo "   (all: $SECONDS s)"
 
 echo "total: $passed passed, $failed failed"
