@@ -79,6 +79,27 @@ def run(*args, **kw):
     return r
 
 
+# The four fields every `snapfs ... --json` object starts with.
+JSON_SHAPE = ("ok", "error", "message", "reasons")
+
+
+def snap(*args, uid=None, **kw):
+    """The snapfs command, as uid if given (setpriv, no supplementary groups)."""
+    argv = [str(SNAPFS), *[str(a) for a in args]]
+    if uid is not None:
+        argv = ["setpriv", f"--reuid={uid}", f"--regid={uid}", "--clear-groups", *argv]
+    return run(*argv, **kw)
+
+
+def jsnap(*args, **kw):
+    """snapfs ... --json: (exit status, the one object), its four common fields first."""
+    r = snap(*args, "--json", **kw)
+    out = json.loads(r.stdout)
+    assert tuple(out)[:4] == JSON_SHAPE, out
+    assert out["ok"] is (r.returncode == 0), (r.returncode, out)
+    return r.returncode, out
+
+
 # ---- a real snapfs daemon -------------------------------------------------------------
 
 # ---- a real snapfs daemon -------------------------------------------------------------

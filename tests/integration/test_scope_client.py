@@ -10,17 +10,16 @@ import json
 import os
 import signal
 import subprocess
-import threading
 import time
 
 import pytest
 
 from clients import APICLIENT, LIBSNAPFS, PYCLIENT, Client, client_env, codes
-from snaptest import E, NOBODY_UID, SNAPFS, errno_of, is_mounted, run, sha256_hex
+from snaptest import (E, NOBODY_UID, SNAPFS, errno_of, is_mounted, jsnap, run, sha256_hex,
+                      snap)
 
 CFG = b'{"mcpServers": {"fs": {"command": "true"}}}\n'
 CFG2 = b'{"mcpServers": {"fs": {"command": "false"}}}\n'
-SHAPE = ("ok", "error", "message", "reasons")
 
 
 @pytest.fixture(scope="module", autouse=True)
@@ -33,22 +32,6 @@ def prerequisites():
 @pytest.fixture(params=["c", "python"])
 def client(request):
     return Client(request.param)
-
-
-def snap(*args, uid=None, **kw):
-    argv = [str(SNAPFS), *[str(a) for a in args]]
-    if uid is not None:
-        argv = ["setpriv", f"--reuid={uid}", f"--regid={uid}", "--clear-groups", *argv]
-    return run(*argv, **kw)
-
-
-def jsnap(*args, **kw):
-    """snapfs ... --json: (exit status, the one object), its four common fields first."""
-    r = snap(*args, "--json", **kw)
-    out = json.loads(r.stdout)
-    assert tuple(out)[:4] == SHAPE, out
-    assert out["ok"] is (r.returncode == 0), (r.returncode, out)
-    return r.returncode, out
 
 
 def put(fs, data, *opts):

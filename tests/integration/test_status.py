@@ -17,9 +17,8 @@ import sys
 import pytest
 
 from clients import PYCLIENT, client_env, codes
-from snaptest import NOBODY_UID, SNAPFS, run
+from snaptest import NOBODY_UID, jsnap, run, snap
 
-SHAPE = ("ok", "error", "message", "reasons")
 PROMTOOL = shutil.which("promtool")
 
 
@@ -27,22 +26,6 @@ PROMTOOL = shutil.which("promtool")
 def prerequisites():
     assert os.geteuid() == 0, "these tests mount: run scripts/test.sh (root)"
     assert PROMTOOL, "promtool missing: scripts/deps.sh installs Debian's prometheus package"
-
-
-def snap(*args, uid=None, **kw):
-    argv = [str(SNAPFS), *[str(a) for a in args]]
-    if uid is not None:
-        argv = ["setpriv", f"--reuid={uid}", f"--regid={uid}", "--clear-groups", *argv]
-    return run(*argv, **kw)
-
-
-def jsnap(*args, **kw):
-    """snapfs ... --json: (exit status, the one object), its four common fields first."""
-    r = snap(*args, "--json", **kw)
-    out = json.loads(r.stdout)
-    assert tuple(out)[:4] == SHAPE, out
-    assert out["ok"] is (r.returncode == 0), (r.returncode, out)
-    return r.returncode, out
 
 
 def control(fs, request):
