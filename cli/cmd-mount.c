@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 /* snapfs mount: the command line (and mount(8)'s -o words) into the daemon's configuration,
- * by the daemon's table of options (fs/options.h), then the daemon (fs/daemon.c), which
+ * by the daemon's table of options (fs/config/options.h), then the daemon (fs/daemon/daemon.c), which
  * reads --config and checks the rules between options when it starts. */
 #include <errno.h>
 #include <getopt.h>
@@ -11,8 +11,8 @@
 #include "cli/commands.h"
 #include "cli/mountopts.h"
 #include "common/util.h"
-#include "fs/daemon.h"
-#include "fs/options.h"
+#include "fs/daemon/daemon.h"
+#include "fs/config/options.h"
 
 #define HELP_COLUMN 29
 #define HELP_WIDTH 80

@@ -9,7 +9,7 @@ struct cli_command {
         int (*run)(int argc, char **argv); /* argv[0] is the subcommand name */
 };
 
-/* snapfs mount: serve snapshots (cmd-mount.c, fs/daemon.c). */
+/* snapfs mount: serve snapshots (cmd-mount.c, fs/daemon/daemon.c). */
 int cli_cmd_mount(int argc, char **argv);
 
 /* snapfs check: mount compliance (cmd-check.c). */

@@ -2,7 +2,7 @@
 /* mount(8)'s -o words turned into `snapfs mount` long options. */
 #include "cli/mountopts.h"
 
-#include "fs/options.h"
+#include "fs/config/options.h"
 
 #include <errno.h>
 #include <stdbool.h>

@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 /* mount(8)'s option strings for `snapfs mount`: "-o max_bytes=64M,allow_other" becomes
- * "--max-bytes=64M --allow-other", so every option of the daemon's table (fs/options.h) can
+ * "--max-bytes=64M --allow-other", so every option of the daemon's table (fs/config/options.h) can
  * be given as -o name=value (the only form mount.fuse3 and fstab can pass). Pure: no I/O,
  * unit-tested. */
 #pragma once
@@ -26,7 +26,7 @@ struct cli_mountopts_error {
  * dev, suid, exec (and their no- forms), atime, strictatime and their no- forms, diratime,
  * lazytime, sync/async, defaults and auto/noauto are dropped: snapfs imposes
  * nosuid,nodev,noexec whatever it is given. A name's '_' is read as '-' (max_bytes =
- * max-bytes) and must then be exactly the name of an option of fs/options.h's table (never an
+ * max-bytes) and must then be exactly the name of an option of fs/config/options.h's table (never an
  * abbreviation: "-o fore" is not --foreground). The options that cannot run under mount(8)
  * (help prints and mounts nothing, debug and foreground never return) are refused. A word of
  * digits right after an option taking a uid list ("publishers=0,1000") continues that list.

@@ -26,9 +26,9 @@
 #define XATTR_BINDING "user.snapfs.binding"
 #define XATTR_STORE_CORRUPT "user.snapfs.store-corrupt"
 #define XATTR_STORE_CHECK "user.snapfs.store-check"
-/* A scope's view names its scope on its root (fs/tree.h); its other names are entries. */
+/* A scope's view names its scope on its root (fs/tree/tree.h); its other names are entries. */
 #define XATTR_SCOPE "user.snapfs.scope"
-/* The daemon's answer is at most 4000 bytes (fs/tree.h); room for more, never cut short. */
+/* The daemon's answer is at most 4000 bytes (fs/tree/tree.h); room for more, never cut short. */
 #define STORE_CHECK_MAX 8192
 #define STAGING ".staging"
 
@@ -118,7 +118,7 @@ static int read_set_aside(struct audit *a, int fd, uint64_t *count)
         return 0;
 }
 
-/* The daemon's answer to XATTR_STORE_CHECK (fs/tree.h): a header line, then "corrupt HEX" or
+/* The daemon's answer to XATTR_STORE_CHECK (fs/tree/tree.h): a header line, then "corrupt HEX" or
  * "missing HEX" lines, then "more=N". Each problem names its blob. */
 static int parse_store_check(struct audit *a, char *text)
 {

@@ -11,7 +11,7 @@
 #include "snapshot/digest.h"
 #include "common/util.h"
 
-/* The daemon names its view on the main mount's root (fs/tree.h, SFS_XATTR_READ_VIEW). */
+/* The daemon names its view on the main mount's root (fs/tree/tree.h, SFS_XATTR_READ_VIEW). */
 #define XATTR_READ_VIEW "user.snapfs.read-view"
 
 /* The view's path, read from the judged root of mount. A daemon's word is only a hint: the

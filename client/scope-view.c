@@ -15,7 +15,7 @@
 #include "snapshot/digest.h"
 #include "snapshot/name.h"
 
-/* The digest of a snapshot, served on each of its names (fs/tree.h, SFS_XATTR_SHA256). */
+/* The digest of a snapshot, served on each of its names (fs/tree/tree.h, SFS_XATTR_SHA256). */
 #define XATTR_SHA256 "user.snapfs.sha256"
 
 int snapfs_scope_binding(const char *mount, const char *scope, const struct snapfs_binding *b,

@@ -15,7 +15,7 @@
 #include "mountcheck/kernel-calls.h"
 #include "common/util.h"
 
-/* The root xattr that names the scope a snapfs view serves (fs/tree.h). */
+/* The root xattr that names the scope a snapfs view serves (fs/tree/tree.h). */
 #define MC_XATTR_SCOPE "user.snapfs.scope"
 
 static void setp(struct mc_mount_set *set)

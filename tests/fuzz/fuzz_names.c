@@ -8,7 +8,7 @@
 
 #include "snapshot/digest.h"
 #include "tests/fuzz/fuzz.h"
-#include "fs/staging.h"
+#include "fs/tree/staging.h"
 
 static bool ref_lower_hex(const uint8_t *s, size_t len)
 {

@@ -3,7 +3,7 @@
  * and is one of the documented errors, with a message that names the type; an accepted value
  * formatted again (value_format) parses to the same value; a count is a size without a
  * suffix; a uid is a one-item uid list; a uid list formatted again parses to the same list.
- * Then the same bytes as a daemon config file (fs/conffile.h): refused with a line that
+ * Then the same bytes as a daemon config file (fs/config/conffile.h): refused with a line that
  * exists, or accepted with every value within its option's range. */
 #include <errno.h>
 #include <inttypes.h>
@@ -11,7 +11,7 @@
 
 #include "tests/fuzz/fuzz.h"
 #include "common/values.h"
-#include "fs/conffile.h"
+#include "fs/config/conffile.h"
 
 static void check_message(enum value_type t, const char *s, int err, uint64_t lo, uint64_t hi)
 {

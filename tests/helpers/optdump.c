@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: MIT */
-/* The daemon's table of options (fs/options.h) as the tests read it:
+/* The daemon's table of options (fs/config/options.h) as the tests read it:
  *   optdump json      one JSON object: {"options": [{name, short, o_alias, arg, type,
  *                     metavar, min, max, default, help, command_line_only, in_file,
  *                     repeatable, limit}]}, for the checks of the man page, docs/design.md
@@ -15,7 +15,7 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "fs/options.h"
+#include "fs/config/options.h"
 
 static const char *arg_name(enum sfs_opt_arg a)
 {
@@ -127,7 +127,7 @@ static int dump_example(int argc, char **argv)
                "# with # is a comment. An option given on the command line wins over this file.\n"
                "# The file must be a regular file of root (or the daemon's uid) that no group\n"
                "# or other may write. %s\n"
-               "# Generated from the daemon's table of options (fs/options.c).\n",
+               "# Generated from the daemon's table of options (fs/config/options.c).\n",
                argc > 0 ? "The service's settings are set below; every other\n"
                           "# key is there, commented out, with its default."
                         : "Every key is below, commented out, with its default.");

@@ -1,5 +1,5 @@
 # SPDX-License-Identifier: MIT
-"""The daemon's table of options (fs/options.c) is the one place its options, defaults and
+"""The daemon's table of options (fs/config/options.c) is the one place its options, defaults and
 ranges are written: `snapfs mount --help` is made from it at run time, and this file checks
 what is written by hand or generated once against it, as tests/helpers/optdump dumps it:
 the man page's option list (cli/snapfs.1), docs/design.md's limits table,

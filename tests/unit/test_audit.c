@@ -19,8 +19,8 @@
 
 #include <json-c/json.h>
 
-#include "fs/audit-internal.h"
-#include "fs/tree.h"
+#include "fs/base/audit-internal.h"
+#include "fs/tree/tree.h"
 #include "tests/unit/testutil.h"
 
 static struct tu_dir dir;

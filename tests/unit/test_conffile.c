@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: MIT */
-/* fs/conffile.c: the daemon's config file, its lines and the file itself; each refusal
+/* fs/config/conffile.c: the daemon's config file, its lines and the file itself; each refusal
  * beside the allowance that shows nothing else was refused. */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -15,7 +15,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "fs/conffile.h"
+#include "fs/config/conffile.h"
 
 static char why[640];
 static unsigned line;

@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: MIT */
-/* fs/file.c: opening, reading, writing, truncating, unlinking and expiring files, and the
+/* fs/tree/file.c: opening, reading, writing, truncating, unlinking and expiring files, and the
  * refusals of each beside what still works. */
 #include <setjmp.h>
 #include <stdarg.h>

@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: MIT */
-/* fs/control.c, the daemon's side (test_control.c is client/control.c's): MNT/.control, one
+/* fs/tree/control-file.c, the daemon's side (test_control.c is client/control.c's): MNT/.control, one
  * request per descriptor, executed during its write, the reply read back; the owner's and
  * root's alone. The executor is a stub here (the registry's protocol is test_registry.c's). */
 #include <setjmp.h>

@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: MIT */
-/* fs/idmap.c: ids handed to the kernel, found again. */
+/* fs/base/idmap.c: ids handed to the kernel, found again. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -8,7 +8,7 @@
 
 #include <stdlib.h>
 
-#include "fs/idmap.h"
+#include "fs/base/idmap.h"
 
 static void test_an_id_is_found_until_it_is_removed(void **state)
 {

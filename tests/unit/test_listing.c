@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: MIT */
-/* fs/listing.c: directory listings and their refusals, and the counters that statfs and the
+/* fs/tree/listing.c: directory listings and their refusals, and the counters that statfs and the
  * usage report are built from. */
 #include <setjmp.h>
 #include <stdarg.h>

@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: MIT */
-/* fs/metrics.c: the counters a request adds to, and their OpenMetrics and Prometheus text. */
+/* fs/base/metrics.c: the counters a request adds to, and their OpenMetrics and Prometheus text. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -10,7 +10,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "fs/metrics.h"
+#include "fs/base/metrics.h"
 
 static const struct sfs_metrics_gauges gauges = {
         .version = "1.2.3",

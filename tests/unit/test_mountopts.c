@@ -12,7 +12,7 @@
 #include <string.h>
 
 #include "cli/mountopts.h"
-#include "fs/options.h"
+#include "fs/config/options.h"
 
 /* Expands argv (NULL-terminated) and compares with want (NULL-terminated). */
 static void expect(char **argv, const char *const *want)

@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: MIT */
-/* fs/notify.c: the sd_notify datagrams a service manager receives. */
+/* fs/base/notify.c: the sd_notify datagrams a service manager receives. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -14,7 +14,7 @@
 #include <sys/un.h>
 #include <unistd.h>
 
-#include "fs/notify.h"
+#include "fs/base/notify.h"
 
 /* A datagram socket bound at name (a path, or "@abstract"): its descriptor. */
 static int bind_dgram(const char *name)

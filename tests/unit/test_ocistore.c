@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: MIT */
-/* fs/ocistore.c: --store DIR, the snapshots kept in an OCI image layout and served again at
+/* fs/store/ocistore.c: --store DIR, the snapshots kept in an OCI image layout and served again at
  * start, and the store directories it refuses. */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -23,7 +23,7 @@
 #include "snapshot/digest.h"
 #include "snapshot/name.h"
 #include "snapshot/oci.h"
-#include "fs/ocistore.h"
+#include "fs/store/ocistore.h"
 #include "snapshot/store.h"
 #include "tests/unit/testutil.h"
 

@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: MIT */
-/* fs/options.c: the daemon's table of options, one option set from text, the rules between
+/* fs/config/options.c: the daemon's table of options, one option set from text, the rules between
  * options at start and the limits derived from other limits. */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -13,7 +13,7 @@
 #include <sys/mount.h>
 
 #include "client/snapfs.h"
-#include "fs/options.h"
+#include "fs/config/options.h"
 
 static char why[640];
 

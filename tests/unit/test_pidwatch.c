@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: MIT */
-/* fs/pidwatch.c: processes a scope's life is tied to. */
+/* fs/scopes/pidwatch.c: processes a scope's life is tied to. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -17,7 +17,7 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "fs/pidwatch.h"
+#include "fs/scopes/pidwatch.h"
 
 /* Valgrind, which runs these tests too, has no pidfd_open: then the tie is refused with
  * ENOSYS, which is what a scope's create answers there. */

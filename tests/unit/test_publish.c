@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: MIT */
-/* fs/publish.c: the rename that publishes, and every way it refuses. */
+/* fs/tree/publish.c: the rename that publishes, and every way it refuses. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>

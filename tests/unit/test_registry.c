@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: MIT */
-/* fs/registry.c and fs/protocol.c without a mount: a fake view backend records what the
+/* fs/scopes/registry.c and fs/control/protocol.c without a mount: a fake view backend records what the
  * registry asks of it, a real --store in a temporary directory keeps what it persists. */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -22,9 +22,9 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "fs/ocistore.h"
-#include "fs/protocol.h"
-#include "fs/registry.h"
+#include "fs/store/ocistore.h"
+#include "fs/control/protocol.h"
+#include "fs/scopes/registry.h"
 #include "tests/unit/testutil.h"
 #include "tests/unit/treefix.h"
 

@@ -1,12 +1,12 @@
 /* SPDX-License-Identifier: MIT */
-/* fs/roles.c: who may see, read, publish and remove, each refusal beside its allowance. */
+/* fs/config/roles.c: who may see, read, publish and remove, each refusal beside its allowance. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <cmocka.h>
 
-#include "fs/roles.h"
+#include "fs/config/roles.h"
 
 static const struct sfs_caller owner = { .uid = 500 }, rooted = { .uid = 0 },
                                alice = { .uid = 1000 }, bob = { .uid = 1001 };

@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: MIT */
-/* fs/scope.c and the scope branches of the tree: a scope's view lists and opens exactly its
+/* fs/tree/scope.c and the scope branches of the tree: a scope's view lists and opens exactly its
  * grants, entries alias and move, revokes and collection, publishing inside a scope and its
  * limits, and what the main mount shows of what only scopes reference. */
 #include <setjmp.h>
@@ -15,7 +15,7 @@
 #include <string.h>
 
 #include "tests/unit/treefix.h"
-#include "fs/scope.h"
+#include "fs/tree/scope.h"
 
 /* carol uses the scopes; dave shares nobody's. */
 static const struct sfs_caller carol = { .uid = 2000, .gid = 2000, .pid = 21 };

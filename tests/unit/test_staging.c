@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: MIT */
-/* fs/staging.c: staged bytes alone, without a tree: the running hash, the gap filled with
+/* fs/tree/staging.c: staged bytes alone, without a tree: the running hash, the gap filled with
  * zeros, and the three limits (one file, the owner's bytes, the tree's bytes), each refusal
  * leaving the bytes as they were and the budget given back in full. */
 #include <setjmp.h>
@@ -13,10 +13,10 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "fs/staging.h"
+#include "fs/tree/staging.h"
 
 /* The calls whose contract is "stg->lock held", made as the tree makes them: under the lock
- * (fs/staging.c asserts it). */
+ * (fs/tree/staging.c asserts it). */
 static int write_at(struct sfs_staging *stg, const void *buf, size_t size, uint64_t off)
 {
         int r;

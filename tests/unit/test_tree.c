@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: MIT */
-/* fs/tree.c: lookups, attributes and visibility: who sees what, and the refusals of link,
+/* fs/tree/tree.c: lookups, attributes and visibility: who sees what, and the refusals of link,
  * symlink, mknod, mkdir and rmdir. */
 #include <setjmp.h>
 #include <stdarg.h>

@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: MIT */
-/* fs/viewpath.c: where a scope's view may be mounted. */
+/* fs/scopes/viewpath.c: where a scope's view may be mounted. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -13,7 +13,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "fs/viewpath.h"
+#include "fs/scopes/viewpath.h"
 #include "tests/unit/testutil.h"
 
 static void test_only_absolute_canonical_paths_are_views(void **state)

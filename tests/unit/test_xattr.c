@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: MIT */
-/* fs/xattr.c: the snapshot's digest and binding xattrs, and the root's. */
+/* fs/tree/xattr.c: the snapshot's digest and binding xattrs, and the root's. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -18,7 +18,7 @@
 
 #include <openssl/evp.h>
 
-#include "fs/ocistore.h"
+#include "fs/store/ocistore.h"
 #include "snapshot/oci.h"
 #include "snapshot/trust.h"
 #include "tests/unit/testutil.h"

@@ -10,7 +10,7 @@
 #include <fcntl.h>
 #include <string.h>
 
-#include "fs/tree-internal.h"
+#include "fs/tree/tree-internal.h"
 #include "tests/unit/treefix.h"
 
 const struct sfs_caller alice = { .uid = 1000, .gid = 1000, .pid = 11 };

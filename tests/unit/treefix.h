@@ -8,7 +8,7 @@
 #include <sys/types.h>
 
 #include "snapshot/digest.h"
-#include "fs/tree.h"
+#include "fs/tree/tree.h"
 
 /* Two publishers of different uids, and root. */
 extern const struct sfs_caller alice, bob, root;

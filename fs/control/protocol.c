@@ -1,0 +1,477 @@
+/* SPDX-License-Identifier: MIT */
+/* The control channel's protocol: a request parsed strictly (one JSON object, every field of
+ * its type, no field the operation does not know: a misspelled "publish" must not go
+ * unnoticed), dispatched to the registry, its reply built. */
+#include "fs/control/protocol.h"
+
+#include <errno.h>
+#include <json-c/json.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "fs/config/options.h"
+#include "fs/scopes/registry.h"
+#include "fs/control/status.h"
+#include "snapshot/digest.h"
+#include "common/util.h"
+
+#define DEPTH_MAX 16
+#define COUNT_MAX (1ULL << 40)
+
+/* A refusal before the registry: the errno and why. */
+struct bad {
+        int err;
+        char text[256];
+};
+
+__attribute__((format(printf, 3, 4)))
+static int refuse(struct bad *b, int err, const char *fmt, ...)
+{
+        va_list ap;
+
+        b->err = err;
+        va_start(ap, fmt);
+        vsnprintf(b->text, sizeof(b->text), fmt, ap);
+        va_end(ap);
+        return -err;
+}
+
+/* Every key of o is one of keys (NULL-terminated). */
+static int known_fields(json_object *o, const char *const *keys, struct bad *b)
+{
+        json_object_object_foreach(o, key, val) {
+                bool known = false;
+                (void)val;
+                for (const char *const *k = keys; *k; k++)
+                        known |= strcmp(key, *k) == 0;
+                if (!known)
+                        return refuse(b, EINVAL, "unknown field \"%s\"", key);
+        }
+        return 0;
+}
+
+/* A string field: *out (NULL when absent and not required). */
+static int str_field(json_object *o, const char *key, bool required, const char **out,
+                     struct bad *b)
+{
+        json_object *v;
+
+        *out = NULL;
+        if (!json_object_object_get_ex(o, key, &v) || json_object_is_type(v, json_type_null)) {
+                if (required)
+                        return refuse(b, EINVAL, "\"%s\" is missing", key);
+                return 0;
+        }
+        if (!json_object_is_type(v, json_type_string))
+                return refuse(b, EINVAL, "\"%s\" is not a string", key);
+        *out = json_object_get_string(v);
+        /* A string with a NUL inside is not the name it seems to be. */
+        if (strlen(*out) != (size_t)json_object_get_string_len(v))
+                return refuse(b, EINVAL, "\"%s\" holds a NUL byte", key);
+        return 0;
+}
+
+/* An integer field in [min, max]: 1 and *out when present, 0 when absent (or null). */
+static int int_field(json_object *o, const char *key, int64_t min, int64_t max, int64_t *out,
+                     struct bad *b)
+{
+        json_object *v;
+        int64_t x;
+
+        if (!json_object_object_get_ex(o, key, &v) || json_object_is_type(v, json_type_null))
+                return 0;
+        if (!json_object_is_type(v, json_type_int))
+                return refuse(b, EINVAL, "\"%s\" is not an integer", key);
+        errno = 0;
+        x = json_object_get_int64(v);
+        if (errno || x < min || x > max)
+                return refuse(b, EINVAL, "\"%s\" is out of range", key);
+        *out = x;
+        return 1;
+}
+
+static int bool_field(json_object *o, const char *key, bool *out, struct bad *b)
+{
+        json_object *v;
+
+        *out = false;
+        if (!json_object_object_get_ex(o, key, &v) || json_object_is_type(v, json_type_null))
+                return 0;
+        if (!json_object_is_type(v, json_type_boolean))
+                return refuse(b, EINVAL, "\"%s\" is not a boolean", key);
+        *out = json_object_get_boolean(v);
+        return 0;
+}
+
+static int digest_field(json_object *o, const char *key, bool required, struct snap_digest *d,
+                        bool *present, struct bad *b)
+{
+        const char *hex;
+        int r = str_field(o, key, required, &hex, b);
+
+        *present = false;
+        if (r < 0 || !hex)
+                return r;
+        if (snap_digest_from_hex(hex, strlen(hex), d) < 0)
+                return refuse(b, EINVAL, "\"%s\" is not 64 lowercase hex characters", key);
+        *present = true;
+        return 0;
+}
+
+/* One limit: an integer at least 1, or a string the daemon's value parsers take ("64M",
+ * "4096"): the same grammar as snapfs mount's options. */
+static int limit_field(json_object *o, const char *key, bool size, uint64_t *out, struct bad *b)
+{
+        json_object *v;
+        int r;
+
+        if (!json_object_object_get_ex(o, key, &v) || json_object_is_type(v, json_type_null))
+                return 0;
+        if (json_object_is_type(v, json_type_int)) {
+                int64_t x = json_object_get_int64(v);
+                if (x < 1 || (uint64_t)x > (size ? UINT64_MAX >> 2 : COUNT_MAX))
+                        return refuse(b, EINVAL, "limits.%s is out of range", key);
+                *out = (uint64_t)x;
+                return 0;
+        }
+        if (!json_object_is_type(v, json_type_string))
+                return refuse(b, EINVAL, "limits.%s is not an integer or a size", key);
+        /* The grammar of snapfs mount's options: one parser (common/values.h). */
+        r = value_parse(size ? VALUE_SIZE : VALUE_COUNT, json_object_get_string(v), 1,
+                        size ? UINT64_MAX >> 2 : COUNT_MAX, out);
+        if (r < 0) {
+                char why[160];
+                value_error(size ? VALUE_SIZE : VALUE_COUNT, json_object_get_string(v), r, 1,
+                            size ? UINT64_MAX >> 2 : COUNT_MAX, why, sizeof(why));
+                return refuse(b, EINVAL, "limits.%s: %s", key, why);
+        }
+        return 0;
+}
+
+static int parse_limits(json_object *req, struct sfs_scope_limits *l, struct bad *b)
+{
+        static const char *const keys[] = { "max_snapshots", "max_bytes", "max_staging",
+                                            "max_staging_bytes", NULL };
+        json_object *o;
+        int r;
+
+        *l = (struct sfs_scope_limits){ 0 };
+        if (!json_object_object_get_ex(req, "limits", &o) || json_object_is_type(o, json_type_null))
+                return 0;
+        if (!json_object_is_type(o, json_type_object))
+                return refuse(b, EINVAL, "\"limits\" is not an object");
+        if ((r = known_fields(o, keys, b)) < 0 ||
+            (r = limit_field(o, "max_snapshots", false, &l->max_snapshots, b)) < 0 ||
+            (r = limit_field(o, "max_bytes", true, &l->max_bytes, b)) < 0 ||
+            (r = limit_field(o, "max_staging", false, &l->max_staging, b)) < 0 ||
+            (r = limit_field(o, "max_staging_bytes", true, &l->max_staging_bytes, b)) < 0)
+                return r;
+        if (l->max_staging > UINT32_MAX)
+                return refuse(b, EINVAL, "limits.max_staging is out of range");
+        return 0;
+}
+
+static int parse_uids(json_object *req, struct value_uid_list *u, struct bad *b)
+{
+        json_object *a;
+
+        *u = (struct value_uid_list){ .any = false };
+        if (!json_object_object_get_ex(req, "uids", &a) || json_object_is_type(a, json_type_null))
+                return 0;
+        if (!json_object_is_type(a, json_type_array))
+                return refuse(b, EINVAL, "\"uids\" is not an array");
+        if (json_object_array_length(a) > VALUE_UID_LIST_MAX)
+                return refuse(b, EINVAL, "\"uids\" names more than %d uids", VALUE_UID_LIST_MAX);
+        for (size_t i = 0; i < json_object_array_length(a); i++) {
+                json_object *v = json_object_array_get_idx(a, i);
+                int64_t uid;
+                if (!json_object_is_type(v, json_type_int) ||
+                    (uid = json_object_get_int64(v)) < 0 || uid >= UINT32_MAX)
+                        return refuse(b, EINVAL, "\"uids\" holds something that is not a uid");
+                if (!value_uid_list_has(u, (uid_t)uid))
+                        u->uids[u->n++] = (uid_t)uid;
+        }
+        return 0;
+}
+
+/* ---- replies ---- */
+
+static json_object *reply_new(int err, const char *text)
+{
+        json_object *o = json_object_new_object();
+
+        if (!o)
+                return NULL;
+        json_object_object_add(o, "ok", json_object_new_boolean(err == 0));
+        json_object_object_add(o, "error", err ? json_object_new_string(strerrorname_np(err))
+                                               : json_object_new_null());
+        json_object_object_add(o, "message", err ? json_object_new_string(text)
+                                                 : json_object_new_null());
+        return o;
+}
+
+/* ---- operations ---- */
+
+struct ctx {
+        struct sfs_registry *reg;
+        const struct sfs_caller *c;
+        json_object *req;
+        json_object *reply; /* built by the operation on success */
+        struct bad bad;
+        struct sfs_msg msg;
+};
+
+static int op_scope_create(struct ctx *x)
+{
+        static const char *const keys[] = { "op", "name", "view", "uids", "gid", "publish",
+                                            "until_pid", "client_pid", "limits", NULL };
+        struct sfs_scope_request q = { 0 };
+        json_object *scope = NULL;
+        int64_t v;
+        int r;
+
+        if ((r = known_fields(x->req, keys, &x->bad)) < 0 ||
+            (r = str_field(x->req, "name", true, &q.name, &x->bad)) < 0 ||
+            (r = str_field(x->req, "view", true, &q.view, &x->bad)) < 0 ||
+            (r = parse_uids(x->req, &q.uids, &x->bad)) < 0 ||
+            (r = bool_field(x->req, "publish", &q.publish, &x->bad)) < 0 ||
+            (r = parse_limits(x->req, &q.limits, &x->bad)) < 0)
+                return r;
+        if ((r = int_field(x->req, "gid", 0, UINT32_MAX - 1, &v, &x->bad)) < 0)
+                return r;
+        if (r == 1) {
+                q.has_gid = true;
+                q.gid = (gid_t)v;
+        }
+        if ((r = int_field(x->req, "until_pid", 1, INT32_MAX, &v, &x->bad)) < 0)
+                return r;
+        q.until_pid = r == 1 ? (pid_t)v : 0;
+        if ((r = int_field(x->req, "client_pid", 1, INT32_MAX, &v, &x->bad)) < 0)
+                return r;
+        q.client_pid = r == 1 ? (pid_t)v : 0;
+        if (q.until_pid && !q.client_pid)
+                return refuse(&x->bad, EINVAL, "\"until_pid\" needs \"client_pid\", the "
+                              "client's own getpid()");
+        r = sfs_registry_create(x->reg, x->c, &q, &scope, &x->msg);
+        if (r < 0)
+                return r;
+        json_object_object_add(x->reply, "scope", scope);
+        return 0;
+}
+
+static int op_scope_list(struct ctx *x)
+{
+        static const char *const keys[] = { "op", NULL };
+        json_object *scopes;
+        int r = known_fields(x->req, keys, &x->bad);
+
+        if (r == 0)
+                r = sfs_registry_list(x->reg, &scopes);
+        if (r < 0)
+                return r;
+        json_object_object_add(x->reply, "scopes", scopes);
+        return 0;
+}
+
+static int op_scope_show(struct ctx *x)
+{
+        static const char *const keys[] = { "op", "name", NULL };
+        json_object *scope, *grants;
+        const char *name;
+        int r;
+
+        if ((r = known_fields(x->req, keys, &x->bad)) < 0 ||
+            (r = str_field(x->req, "name", true, &name, &x->bad)) < 0)
+                return r;
+        r = sfs_registry_show(x->reg, name, &scope, &grants, &x->msg);
+        if (r < 0)
+                return r;
+        json_object_object_add(x->reply, "scope", scope);
+        json_object_object_add(x->reply, "grants", grants);
+        return 0;
+}
+
+static int op_scope_remove(struct ctx *x)
+{
+        static const char *const keys[] = { "op", "name", NULL };
+        const char *name;
+        int r;
+
+        if ((r = known_fields(x->req, keys, &x->bad)) < 0 ||
+            (r = str_field(x->req, "name", true, &name, &x->bad)) < 0)
+                return r;
+        return sfs_registry_remove(x->reg, x->c, name, &x->msg);
+}
+
+static int op_grant(struct ctx *x)
+{
+        static const char *const keys[] = { "op", "scope", "sha256", "entry", NULL };
+        const char *scope, *entry;
+        struct snap_digest d;
+        json_object *grant;
+        bool have;
+        int r;
+
+        if ((r = known_fields(x->req, keys, &x->bad)) < 0 ||
+            (r = str_field(x->req, "scope", true, &scope, &x->bad)) < 0 ||
+            (r = digest_field(x->req, "sha256", true, &d, &have, &x->bad)) < 0 ||
+            (r = str_field(x->req, "entry", false, &entry, &x->bad)) < 0)
+                return r;
+        r = sfs_registry_grant(x->reg, x->c, scope, &d, entry, &grant, &x->msg);
+        if (r < 0)
+                return r;
+        json_object_object_add(x->reply, "grant", grant);
+        return 0;
+}
+
+static int op_revoke(struct ctx *x)
+{
+        static const char *const keys[] = { "op", "scope", "sha256", "entry", NULL };
+        const char *scope, *entry;
+        struct snap_digest d;
+        bool have;
+        int r;
+
+        if ((r = known_fields(x->req, keys, &x->bad)) < 0 ||
+            (r = str_field(x->req, "scope", true, &scope, &x->bad)) < 0 ||
+            (r = digest_field(x->req, "sha256", false, &d, &have, &x->bad)) < 0 ||
+            (r = str_field(x->req, "entry", false, &entry, &x->bad)) < 0)
+                return r;
+        if (have == (entry != NULL))
+                return refuse(&x->bad, EINVAL, "revoke takes one of \"sha256\" and \"entry\"");
+        return sfs_registry_revoke(x->reg, x->c, scope, have ? &d : NULL, entry, &x->msg);
+}
+
+static int op_status(struct ctx *x)
+{
+        static const char *const keys[] = { "op", NULL };
+        json_object *status;
+        int r = known_fields(x->req, keys, &x->bad);
+
+        if (r == 0)
+                r = sfs_status_json(x->reg, &status);
+        if (r < 0)
+                return r;
+        json_object_object_add(x->reply, "status", status);
+        return 0;
+}
+
+static int op_metrics(struct ctx *x)
+{
+        static const char *const keys[] = { "op", "format", NULL };
+        enum sfs_metrics_format fmt = SFS_METRICS_OPENMETRICS;
+        const char *format;
+        char *text;
+        size_t len;
+        int r;
+
+        if ((r = known_fields(x->req, keys, &x->bad)) < 0 ||
+            (r = str_field(x->req, "format", false, &format, &x->bad)) < 0)
+                return r;
+        if (format && strcmp(format, "prometheus") == 0)
+                fmt = SFS_METRICS_PROMETHEUS;
+        else if (format && strcmp(format, "openmetrics") != 0)
+                return refuse(&x->bad, EINVAL, "\"format\" is \"openmetrics\" or \"prometheus\"");
+        r = sfs_status_metrics(x->reg, fmt, &text, &len);
+        if (r < 0)
+                return r;
+        json_object_object_add(x->reply, "format",
+                               json_object_new_string(fmt == SFS_METRICS_PROMETHEUS ? "prometheus"
+                                                                                     : "openmetrics"));
+        json_object_object_add(x->reply, "text", json_object_new_string_len(text, (int)len));
+        free(text);
+        return 0;
+}
+
+/* The operations. */
+static const struct {
+        const char *name;
+        int (*fn)(struct ctx *x);
+} ops[] = {
+        { "scope-create", op_scope_create },
+        { "scope-list", op_scope_list },
+        { "scope-show", op_scope_show },
+        { "scope-remove", op_scope_remove },
+        { "grant", op_grant },
+        { "revoke", op_revoke },
+        { "status", op_status },
+        { "metrics", op_metrics },
+};
+
+/* One JSON object, with nothing after it but white space. */
+static json_object *parse_request(const char *req, size_t len)
+{
+        json_tokener *tok = json_tokener_new_ex(DEPTH_MAX);
+        json_object *o = NULL;
+        size_t used;
+
+        if (!tok)
+                return NULL;
+        json_tokener_set_flags(tok, JSON_TOKENER_STRICT);
+        o = json_tokener_parse_ex(tok, req, (int)len);
+        used = json_tokener_get_parse_end(tok);
+        if (!o || json_tokener_get_error(tok) != json_tokener_success ||
+            !json_object_is_type(o, json_type_object)) {
+                json_object_put(o);
+                o = NULL;
+        }
+        for (; o && used < len; used++)
+                if (!strchr(" \t\r\n", req[used])) {
+                        json_object_put(o);
+                        o = NULL;
+                }
+        json_tokener_free(tok);
+        return o;
+}
+
+int sfs_protocol_exec(void *reg, const struct sfs_caller *c, const char *req, size_t len,
+                      char **reply, size_t *reply_len)
+{
+        struct ctx x = { .reg = reg, .c = c };
+        const char *op = NULL, *text;
+        json_object *out;
+        int r = -EINVAL;
+
+        if (len > INT32_MAX || memchr(req, '\0', len))
+                return -EINVAL;
+        x.req = parse_request(req, len);
+        if (!x.req)
+                return -EINVAL; /* nothing executed: the write itself fails */
+        x.reply = reply_new(0, NULL);
+        if (!x.reply) {
+                json_object_put(x.req);
+                return -ENOMEM;
+        }
+        if (str_field(x.req, "op", true, &op, &x.bad) == 0) {
+                r = refuse(&x.bad, EINVAL, "unknown op \"%s\"", op);
+                for (size_t i = 0; i < ARRAY_SIZE(ops); i++)
+                        if (strcmp(op, ops[i].name) == 0) {
+                                x.bad = (struct bad){ 0 };
+                                r = ops[i].fn(&x);
+                                break;
+                        }
+        }
+        if (r < 0) {
+                /* The registry audits what it refuses; a request refused before it, here. */
+                if (x.bad.err) {
+                        const char *scope = NULL;
+                        bool named_scope = op && (!strcmp(op, "grant") || !strcmp(op, "revoke"));
+                        str_field(x.req, named_scope ? "scope" : "name", false, &scope,
+                                  &(struct bad){ 0 });
+                        sfs_registry_audit_refused(reg, c, op ? op : "control", scope, x.bad.err);
+                }
+                json_object_put(x.reply);
+                x.reply = reply_new(-r, x.bad.err ? x.bad.text : x.msg.text);
+        }
+        out = x.reply;
+        text = out ? json_object_to_json_string_ext(out, JSON_C_TO_STRING_PLAIN |
+                                                                 JSON_C_TO_STRING_NOSLASHESCAPE)
+                   : NULL;
+        *reply = text ? strdup(text) : NULL;
+        *reply_len = *reply ? strlen(*reply) : 0;
+        json_object_put(out);
+        json_object_put(x.req);
+        return *reply ? 0 : -ENOMEM;
+}

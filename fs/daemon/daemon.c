@@ -1,0 +1,872 @@
+/* SPDX-License-Identifier: MIT */
+/* The daemon's life: clear a stale mount if asked, open the audit log and --store, mount and
+ * check, daemonize, serve the mount (and the read view) until a signal, sweeping expired
+ * staging files meanwhile, then unmount. */
+#include "fs/daemon/daemon.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <linux/magic.h>
+#include <pthread.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mount.h>
+#include <sys/stat.h>
+#include <sys/statfs.h>
+#include <sys/sysmacros.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <openssl/evp.h>
+
+#include "fs/base/audit.h"
+#include "fs/config/conffile.h"
+#include "mountcheck/mountcheck.h"
+#include "fs/base/notify.h"
+#include "fs/store/ocistore.h"
+#include "fs/fuse/ops.h"
+#include "fs/control/protocol.h"
+#include "fs/scopes/registry.h"
+#include "fs/fuse/scopeview.h"
+#include "fs/fuse/session.h"
+#include "fs/control/status.h"
+#include "common/util.h"
+#include "snapshot/oci.h"
+#include "snapshot/trust.h"
+#include "fs/fuse/readview.h"
+
+
+/* A FUSE daemon that died leaves its mount answering ENOTCONN. Mounting over it would stack
+ * (and be refused); clearing it is allowed only on request and only for a snapfs mount. */
+static int handle_stale(const struct sfs_daemon_config *cfg, const char *path)
+{
+        struct statx stx;
+        int r;
+
+        /* AT_STATX_FORCE_SYNC: a GETATTR that must reach the daemon. A plain stat() is
+         * answered from attributes the kernel cached while the daemon lived, so a dead mount
+         * whose root anyone had looked at passed for alive (and the new mount stacked). */
+        if (statx(AT_FDCWD, path, AT_STATX_FORCE_SYNC, STATX_TYPE | STATX_MODE, &stx) == 0)
+                return 0;
+        if (errno != ENOTCONN) {
+                LOG("%s: %m\n", path);
+                return SFS_EXIT_ERROR;
+        }
+        if (!cfg->replace_stale) {
+                LOG("%s: a dead FUSE mount is in the way (transport endpoint is not connected).\n"
+                    "Clear it with 'fusermount3 -u %s' (or 'umount -l %s'), or pass "
+                    "--replace-stale to let snapfs clear a dead snapfs mount itself.\n",
+                    path, path, path);
+                return SFS_EXIT_REFUSED;
+        }
+        r = sfs_clear_dead_mount(path);
+        if (r == -EPERM) {
+                LOG("%s: the dead mount there is not a snapfs mount; not clearing it\n", path);
+                return SFS_EXIT_REFUSED;
+        }
+        if (r < 0) {
+                LOG("%s: could not clear the dead snapfs mount\n", path);
+                return SFS_EXIT_ERROR;
+        }
+        LOG("%s: cleared a dead snapfs mount\n", path);
+        return 0;
+}
+
+/* An SFS_EXIT_* code for what a session or view setup returned: 1 not compliant, < 0 error. */
+static int exit_code(int r)
+{
+        return r > 0 ? SFS_EXIT_REFUSED : r < 0 ? SFS_EXIT_ERROR : SFS_EXIT_OK;
+}
+
+/* Removes staging files left behind by clients that died between write and rename, on the
+ * main mount and in every scope's view. */
+struct sweeper {
+        struct sfs_tree *tree;
+        struct sfs_registry *reg;
+        uint64_t period_ms;
+        pthread_t thread;
+        pthread_mutex_t lock;
+        pthread_cond_t cond;
+        bool stop;
+        bool running;
+};
+
+static void *sweep_loop(void *arg)
+{
+        struct sweeper *sw = arg;
+        struct timespec deadline;
+
+        pthread_mutex_lock(&sw->lock);
+        while (!sw->stop) {
+                clock_gettime(CLOCK_MONOTONIC, &deadline);
+                deadline.tv_sec += (time_t)(sw->period_ms / 1000);
+                deadline.tv_nsec += (long)(sw->period_ms % 1000) * 1000000;
+                if (deadline.tv_nsec >= 1000000000) {
+                        deadline.tv_sec++;
+                        deadline.tv_nsec -= 1000000000;
+                }
+                pthread_cond_timedwait(&sw->cond, &sw->lock, &deadline);
+                if (sw->stop)
+                        break;
+                pthread_mutex_unlock(&sw->lock);
+                sfs_tree_expire_staging(sw->tree, sfs_now_ms());
+                sfs_registry_expire_staging(sw->reg, sfs_now_ms());
+                pthread_mutex_lock(&sw->lock);
+        }
+        pthread_mutex_unlock(&sw->lock);
+        return NULL;
+}
+
+static void sweeper_start(struct sweeper *sw, struct sfs_tree *tree, struct sfs_registry *reg,
+                          uint64_t ttl_ms)
+{
+        pthread_condattr_t ca;
+
+        *sw = (struct sweeper){ .tree = tree, .reg = reg };
+        if (!ttl_ms)
+                return;
+        /* A quarter of the TTL, between 50 ms and 10 s: an idle file goes at most 25% late. */
+        sw->period_ms = ttl_ms / 4 < 50 ? 50 : ttl_ms / 4 > 10000 ? 10000 : ttl_ms / 4;
+        pthread_mutex_init(&sw->lock, NULL);
+        pthread_condattr_init(&ca);
+        pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
+        pthread_cond_init(&sw->cond, &ca);
+        pthread_condattr_destroy(&ca);
+        if (pthread_create_quiet(&sw->thread, sweep_loop, sw, 0) == 0)
+                sw->running = true;
+        else
+                LOG("cannot start the staging sweeper; --staging-ttl is not enforced\n");
+}
+
+static void sweeper_stop(struct sweeper *sw)
+{
+        if (!sw->running)
+                return;
+        pthread_mutex_lock(&sw->lock);
+        sw->stop = true;
+        pthread_cond_signal(&sw->cond);
+        pthread_mutex_unlock(&sw->lock);
+        pthread_join(sw->thread, NULL);
+        pthread_cond_destroy(&sw->cond);
+        pthread_mutex_destroy(&sw->lock);
+}
+
+/* ---- daemonizing: the caller returns once the mount serves ---- */
+
+static int ready_fd = -1; /* the daemonized child's report to its waiting parent */
+
+/* Forks. The parent waits for the child's one-byte report (its exit code: 0 once the mount
+ * serves) and _exits with it (EOF, a child that died first: SFS_EXIT_ERROR), so `snapfs mount`
+ * and mount(8) return when requests are answered, or fail with the daemon's own code. The
+ * child starts a session of its own in /, and returns 0. -errno when pipe or fork fail. */
+static int daemonize(void)
+{
+        unsigned char code = SFS_EXIT_ERROR;
+        int p[2];
+        pid_t pid;
+        ssize_t n;
+
+        if (pipe2(p, O_CLOEXEC) < 0)
+                return negative_errno();
+        pid = fork();
+        if (pid < 0) {
+                int r = negative_errno();
+                close(p[0]);
+                close(p[1]);
+                return r;
+        }
+        if (pid > 0) {
+                close(p[1]);
+                do
+                        n = read(p[0], &code, 1);
+                while (n < 0 && errno == EINTR);
+                /* _exit: the mount and its session belong to the child now. */
+                _exit(n == 1 ? code : SFS_EXIT_ERROR);
+        }
+        close(p[0]);
+        ready_fd = p[1];
+        if (setsid() < 0 || chdir("/") < 0)
+                LOG("cannot detach: %m\n");
+        return 0;
+}
+
+/* Gives the waiting parent its exit code (once), then detaches standard input, output and
+ * error: from here on a daemon speaks only through its audit sink. */
+static void report_to_parent(int code)
+{
+        unsigned char c = (unsigned char)code;
+        int null;
+
+        if (ready_fd < 0)
+                return;
+        if (write(ready_fd, &c, 1) != 1)
+                LOG("cannot report to the waiting parent: %m\n");
+        ready_fd = safe_close(ready_fd);
+        null = open("/dev/null", O_RDWR | O_CLOEXEC);
+        if (null < 0)
+                return;
+        dup2(null, STDIN_FILENO);
+        dup2(null, STDOUT_FILENO);
+        dup2(null, STDERR_FILENO);
+        if (null > STDERR_FILENO)
+                close(null);
+}
+
+/* SIGTERM and SIGINT end the daemon. Their handler only writes a byte to a pipe the main
+ * thread waits on, and so does the serving thread when the kernel ends the session (an
+ * unmount): the byte stays there until read, so no stop is lost however it falls. libfuse's
+ * own handlers set a flag its loop checks before it waits, and a signal landing between the
+ * check and the wait was lost: the daemon then never stopped. */
+static int stop_pipe[2] = { -1, -1 };
+static const int stop_signals[] = { SIGTERM, SIGINT };
+
+static void on_stop_signal(int sig)
+{
+        int saved = errno;
+
+        (void)sig;
+        if (write(stop_pipe[1], "", 1) < 0) {
+                /* Full: a stop is already waiting to be read. */
+        }
+        errno = saved;
+}
+
+/* 0, or -errno. */
+static int stop_signals_install(void)
+{
+        struct sigaction sa = { .sa_handler = on_stop_signal };
+
+        if (pipe2(stop_pipe, O_CLOEXEC) < 0)
+                return negative_errno();
+        /* The handler must never block: a full pipe already holds a stop. */
+        if (fcntl(stop_pipe[1], F_SETFL, O_NONBLOCK) < 0)
+                return negative_errno();
+        sigemptyset(&sa.sa_mask);
+        for (size_t i = 0; i < sizeof(stop_signals) / sizeof(stop_signals[0]); i++)
+                if (sigaction(stop_signals[i], &sa, NULL) < 0)
+                        return negative_errno();
+        /* A client gone mid-reply must not kill the daemon. */
+        signal(SIGPIPE, SIG_IGN);
+        return 0;
+}
+
+static void stop_signals_remove(void)
+{
+        for (size_t i = 0; i < sizeof(stop_signals) / sizeof(stop_signals[0]); i++)
+                signal(stop_signals[i], SIG_DFL);
+        signal(SIGPIPE, SIG_DFL);
+        for (int i = 0; i < 2; i++)
+                stop_pipe[i] = safe_close(stop_pipe[i]);
+}
+
+static void wait_for_stop(void)
+{
+        char c;
+
+        while (read(stop_pipe[0], &c, 1) < 0 && errno == EINTR)
+                ;
+}
+
+/* ---- --pid-file ---- */
+
+static int pid_fd = -1;
+static char *pid_path; /* absolute: the daemon's working directory becomes / */
+static bool pid_written;
+
+/* Filesystems whose files are kernel settings, not files: writing a pid into one does
+ * something (cgroup.procs moves the daemon, /proc/sys/kernel/ns_last_pid steers pid
+ * allocation). A pid file there is refused before anything is written. */
+static bool kernel_interface(const struct statfs *sfs)
+{
+        static const unsigned long types[] = {
+                PROC_SUPER_MAGIC, SYSFS_MAGIC,    CGROUP_SUPER_MAGIC, CGROUP2_SUPER_MAGIC,
+                DEBUGFS_MAGIC,    TRACEFS_MAGIC,  SECURITYFS_MAGIC,   BPF_FS_MAGIC,
+                EFIVARFS_MAGIC,   PSTOREFS_MAGIC,
+        };
+
+        for (size_t i = 0; i < sizeof(types) / sizeof(types[0]); i++)
+                if ((unsigned long)sfs->f_type == types[i])
+                        return true;
+        return false;
+}
+
+/* Opens --pid-file before anything is mounted, so a bad path fails the mount: O_NOFOLLOW and
+ * a regular file only (a symlink planted there must not make us truncate another file), on
+ * no kernel interface, and written once as it will be written (then emptied until the
+ * serving pid is known): a file that opens for writing yet takes no write
+ * (/proc/self/status, a full disk) fails here, not after the mount was made. 0, or an
+ * SFS_EXIT_* code (printed). */
+static int pidfile_open(const char *file)
+{
+        char line[32];
+        struct statfs sfs;
+        struct stat st;
+        int n;
+
+        pid_path = path_make_absolute(file);
+        if (!pid_path) {
+                LOG("--pid-file %s: %m\n", file);
+                return SFS_EXIT_ERROR;
+        }
+        pid_fd = open(pid_path, O_WRONLY | O_CREAT | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC, 0644);
+        if (pid_fd < 0 || fstat(pid_fd, &st) < 0 || fstatfs(pid_fd, &sfs) < 0) {
+                LOG("--pid-file %s: %m; nothing mounted\n", file);
+                return errno == ELOOP ? SFS_EXIT_REFUSED : SFS_EXIT_ERROR;
+        }
+        if (!S_ISREG(st.st_mode) || kernel_interface(&sfs)) {
+                LOG("--pid-file %s: refused: %s; nothing mounted\n", file,
+                    S_ISREG(st.st_mode) ? "a kernel interface, not a file"
+                                        : "not a regular file");
+                return SFS_EXIT_REFUSED;
+        }
+        n = snprintf(line, sizeof(line), "%d\n", (int)getpid());
+        if (ftruncate(pid_fd, 0) < 0 || pwrite(pid_fd, line, (size_t)n, 0) != n ||
+            ftruncate(pid_fd, 0) < 0) {
+                LOG("--pid-file %s: cannot be written: %m; nothing mounted\n", file);
+                return SFS_EXIT_ERROR;
+        }
+        return 0;
+}
+
+/* The serving process's pid, once it serves. */
+static void pidfile_write(void)
+{
+        char line[32];
+        int n = snprintf(line, sizeof(line), "%d\n", (int)getpid());
+
+        if (pid_fd < 0)
+                return;
+        if (ftruncate(pid_fd, 0) < 0 || pwrite(pid_fd, line, (size_t)n, 0) != n)
+                LOG("--pid-file %s: %m\n", pid_path);
+        pid_written = true;
+}
+
+/* At exit: the file goes, unless it never held our pid (the mount failed before). */
+static void pidfile_remove(void)
+{
+        if (pid_fd >= 0 && pid_written)
+                unlink(pid_path);
+        pid_fd = safe_close(pid_fd);
+        free(pid_path);
+        pid_path = NULL;
+}
+
+/* INIT is answered and the self-check passed before it: the mount serves. READY=1 for a
+ * service manager (a daemonized process names itself, since its manager watched the parent),
+ * and a daemonized child's waiting parent may return. */
+static void announce_ready(void *arg)
+{
+        const struct sfs_daemon_config *cfg = arg;
+        char state[64] = "READY=1";
+        int r;
+
+        if (!cfg->foreground)
+                snprintf(state, sizeof(state), "MAINPID=%d\nREADY=1", (int)getpid());
+        pidfile_write();
+        r = sfs_notify(state);
+        if (r < 0)
+                LOG("$NOTIFY_SOCKET: %s\n", strerror(-r));
+        report_to_parent(SFS_EXIT_OK);
+}
+
+/* Serves the main mount from a thread of its own until SIGTERM or SIGINT, or until the
+ * kernel ends the session. An SFS_EXIT_* code. */
+static int serve(const struct sfs_daemon_config *cfg, struct fuse_session *se,
+                 const struct sfs_ops_ctx *ctx, uint64_t dev)
+{
+        struct sfs_serving main_mount = {
+                .se = se,
+                .ctx = ctx,
+                .dev = dev,
+                .max_threads = cfg->max_threads,
+                .debug = cfg->debug,
+                .ready = announce_ready,
+                .arg = (void *)(uintptr_t)cfg,
+                .done_fd = stop_pipe[1],
+        };
+        int r;
+
+        r = sfs_serving_start(&main_mount);
+        if (r < 0) {
+                LOG("cannot serve: %s\n", strerror(-r));
+                return SFS_EXIT_ERROR;
+        }
+        wait_for_stop();
+        r = sfs_serving_stop(&main_mount);
+        sfs_notify("STOPPING=1");
+        return r < 0 ? SFS_EXIT_ERROR : SFS_EXIT_OK;
+}
+
+/* Why the audit log was not opened, said so an operator can fix it; nothing is mounted. */
+static int audit_refused(const char *path, int r)
+{
+        switch (r) {
+        case -EINVAL:
+                LOG("--audit-log %s: refused: not a regular file (a FIFO or device could block "
+                    "the log writer); nothing mounted\n", path);
+                return SFS_EXIT_REFUSED;
+        case -EPERM:
+                LOG("--audit-log %s: refused: writable by group or others, or not owned by "
+                    "this uid (they could rewrite the log); nothing mounted\n", path);
+                return SFS_EXIT_REFUSED;
+        case -ELOOP:
+                LOG("--audit-log %s: refused: a symbolic link; nothing mounted\n", path);
+                return SFS_EXIT_REFUSED;
+        default:
+                LOG("--audit-log %s: %s; nothing mounted\n", path ? path : "(stderr)",
+                    strerror(-r));
+                return SFS_EXIT_ERROR;
+        }
+}
+
+/* ---- --store: what the start finds ---- */
+
+struct store_ctx {
+        struct sfs_tree *tree;
+        struct sfs_audit *audit;
+        const char *dir;
+};
+
+static void store_corrupt(void *ctx, const char *hex, int err)
+{
+        struct store_ctx *sc = ctx;
+
+        LOG("--store %s: blob %s does not hash to its name (%s); set aside in %s/%s/, "
+            "not served\n", sc->dir, hex, strerror(-err), sc->dir, SFS_OCISTORE_CORRUPT_DIR);
+        sfs_audit_emit(sc->audit, &(struct sfs_audit_event){
+                                          .event = "store-blob-corrupt",
+                                          .uid = getuid(),
+                                          .pid = getpid(),
+                                          .digest = hex,
+                                          .err = -err,
+                                  });
+}
+
+static void store_warn(void *ctx, const char *hex, const char *what, int err)
+{
+        struct store_ctx *sc = ctx;
+        LOG("--store %s: %s: %s (%s)\n", sc->dir, hex, what, strerror(-err));
+}
+
+static int store_restore_tree(void *ctx, const struct snap_digest *d, void *data, size_t len,
+                              const struct sfs_ocistore_meta *meta)
+{
+        return sfs_tree_restore(((struct store_ctx *)ctx)->tree, d, data, len, meta->title,
+                                meta->holders, meta->n_holders, meta->unheld,
+                                &meta->created);
+}
+
+/* Opens --store and serves its snapshots again: 0, or an SFS_EXIT_* code (printed). */
+static int store_start(const struct sfs_daemon_config *cfg, struct sfs_ocistore *store,
+                       struct sfs_tree *tree, struct sfs_audit *audit)
+{
+        struct store_ctx sc = { .tree = tree, .audit = audit, .dir = cfg->store };
+        struct sfs_ocistore_hooks hooks = {
+                .restore = store_restore_tree,
+                .corrupt = store_corrupt,
+                .warn = store_warn,
+                .ctx = &sc,
+        };
+        int r = sfs_ocistore_load(store, cfg->tree.max_snapshot_size, &hooks);
+
+        if (r < 0) {
+                LOG("--store %s: %s\n", cfg->store, strerror(-r));
+                return SFS_EXIT_ERROR;
+        }
+        return 0;
+}
+
+static void scope_warn(void *ctx, const char *msg)
+{
+        const char *dir = ctx;
+        LOG("--store %s: %s\n", dir, msg);
+}
+
+/* The scope registry and its views, their scopes back from --store: 0, or an SFS_EXIT_* code
+ * (printed). */
+static int scopes_start(const struct sfs_daemon_config *cfg, struct sfs_tree *tree,
+                        struct sfs_ocistore *store, struct sfs_audit *audit,
+                        struct sfs_scopeviews **views, struct sfs_registry **reg)
+{
+        int r = sfs_scopeviews_new(cfg->scope_threads, cfg->debug, views);
+
+        if (r == 0)
+                r = sfs_registry_new(&(struct sfs_registry_config){
+                                             .main = tree,
+                                             .store = store,
+                                             .audit = audit,
+                                             .views = sfs_scopeviews_ops(*views),
+                                             .uid = getuid(),
+                                             .gid = getgid(),
+                                             .max_scopes = cfg->max_scopes,
+                                     },
+                                     reg);
+        if (r == 0)
+                r = sfs_registry_restore(*reg, scope_warn, (void *)cfg->store);
+        if (r < 0) {
+                LOG("scopes: %s\n", strerror(-r));
+                return SFS_EXIT_ERROR;
+        }
+        /* The control channel: MNT/.control executes requests from here on. */
+        sfs_tree_set_control(tree, sfs_protocol_exec, *reg);
+        return 0;
+}
+
+/* Writes "(pid N)" for a known holder, else nothing. */
+static const char *holder_text(pid_t pid, char *buf, size_t size)
+{
+        if (pid > 0)
+                snprintf(buf, size, " (pid %d)", (int)pid);
+        else
+                buf[0] = '\0';
+        return buf;
+}
+
+static int store_open(const struct sfs_daemon_config *cfg, struct sfs_ocistore **out)
+{
+        struct sfs_ocistore_why why;
+        char pid[32];
+        int r = sfs_ocistore_open(cfg->store, 0, out, &why);
+
+        if (r == -EWOULDBLOCK) {
+                /* A daemon unmounted a moment ago may still be freeing what it served
+                 * (seconds for a large store): wait for it, a bounded time. */
+                LOG("--store %s: another snapfs daemon%s holds this store; waiting up to %u s "
+                    "for it to exit\n", cfg->store, holder_text(why.holder, pid, sizeof(pid)),
+                    SFS_STORE_WAIT_MS / 1000);
+                r = sfs_ocistore_open(cfg->store, SFS_STORE_WAIT_MS, out, &why);
+        }
+        if (r == -EREMOTE) {
+                LOG("--store %s: refused: on a %s filesystem; a store must be on a local "
+                    "filesystem, whose fsync and rename this host can rely on\n",
+                    cfg->store, why.fstype);
+                return SFS_EXIT_REFUSED;
+        }
+        if (r == -EWOULDBLOCK) {
+                LOG("--store %s: refused: another snapfs daemon%s uses this store\n", cfg->store,
+                    holder_text(why.holder, pid, sizeof(pid)));
+                return SFS_EXIT_REFUSED;
+        }
+        if (r == -EPERM) {
+                LOG("--store %s: refused: %s%s%s is not owned by this uid, or is writable by "
+                    "group or others (they could plant snapshots served at the next start, or "
+                    "move blobs away)\n", cfg->store, cfg->store, why.path ? "/" : "",
+                    why.path ? why.path : "");
+                return SFS_EXIT_REFUSED;
+        }
+        if (r < 0) {
+                LOG("--store %s: %s\n", cfg->store, strerror(-r));
+                return SFS_EXIT_ERROR;
+        }
+        return 0;
+}
+
+/* ---- SIGHUP: reopen the audit log ---- */
+
+static struct sfs_audit *hup_audit;
+
+static void on_hup(int sig)
+{
+        (void)sig;
+        /* Before the log is open there is nothing to reopen: it is opened afterwards anyway. */
+        sfs_audit_request_reopen(__atomic_load_n(&hup_audit, __ATOMIC_ACQUIRE)); /* signal-safe */
+}
+
+/* SIGHUP must not end the daemon as SIGTERM does: logrotate's postrotate would stop the
+ * service. SIGHUP reopens the audit log instead (after a rotation the old file keeps its
+ * lines, the new one gets the next); only SIGTERM, SIGINT and umount stop the daemon. The
+ * handler is the first thing the daemon sets up (the attack: `snapfs mount -f M & kill -HUP
+ * $!` killed it by default action while it loaded its store), and a daemonized parent that
+ * waits for its child keeps it. audit is what it reopens from then on (NULL: nothing yet).
+ * With done, SIGHUP is ignored from then on (the audit is about to be freed). 0 or -errno. */
+static int reopen_on_hup(struct sfs_audit *audit, bool done)
+{
+        /* No SA_RESTART: with it, a SIGTERM delivered together with a SIGHUP had a futex
+         * wait restarted rather than interrupted. Every wait here retries on EINTR. */
+        struct sigaction sa = { .sa_flags = 0 };
+
+        sigemptyset(&sa.sa_mask);
+        sa.sa_handler = done ? SIG_IGN : on_hup;
+        __atomic_store_n(&hup_audit, done ? NULL : audit, __ATOMIC_RELEASE);
+        if (sigaction(SIGHUP, &sa, NULL) < 0)
+                return negative_errno();
+        return 0;
+}
+
+/* ---- the configuration the daemon starts with ---- */
+
+/* cfg->trust_keys into *out (NULL without keys): 0, or an SFS_EXIT_* code (printed). */
+static int trust_load(const struct sfs_daemon_config *cfg, struct snap_trust **out)
+{
+        *out = NULL;
+        for (unsigned i = 0; i < cfg->n_trust_keys; i++) {
+                EVP_PKEY *key = NULL;
+                int r = snap_oci_key_load(cfg->trust_keys[i], false, &key);
+
+                if (r == 0 && !*out)
+                        r = snap_trust_new(out);
+                if (r == 0)
+                        r = snap_trust_add_key(*out, key);
+                EVP_PKEY_free(key);
+                if (r == -EKEYREJECTED) {
+                        /* A private key where the public one belongs: say which file to give
+                         * instead, not the kernel's words for EKEYREJECTED. */
+                        const char *k = cfg->trust_keys[i];
+                        LOG("--trust-key: %s is a private key; give its public key instead "
+                            "(snapfs keygen wrote it to %s.pub; `openssl pkey -in %s -pubout` "
+                            "prints it)\n", k, k, k);
+                        snap_trust_free(*out);
+                        *out = NULL;
+                        return SFS_EXIT_ERROR;
+                }
+                if (r < 0) {
+                        LOG("--trust-key %s: %s; nothing mounted\n", cfg->trust_keys[i],
+                            r == -EINVAL ? "not an Ed25519 key (PEM)" : strerror(-r));
+                        snap_trust_free(*out);
+                        *out = NULL;
+                        return SFS_EXIT_ERROR;
+                }
+        }
+        return 0;
+}
+
+/* The config file, the rules between options and the derived defaults, into *c (a copy of
+ * what the caller built): 0, or an SFS_EXIT_* code (printed). */
+static int config_start(struct sfs_daemon_config *c)
+{
+        char why[640];
+        unsigned line;
+        int r;
+
+        if (c->config) {
+                r = sfs_conffile_load(c, c->config, &line, why, sizeof(why));
+                if (r < 0 && line) {
+                        LOG("%s:%u: %s; nothing mounted\n", c->config, line, why);
+                        return SFS_EXIT_ERROR;
+                }
+                if (r < 0) {
+                        LOG("--config %s: %s; nothing mounted\n", c->config, why);
+                        return r == -ELOOP || r == -EPERM || r == -EINVAL ? SFS_EXIT_REFUSED
+                                                                          : SFS_EXIT_ERROR;
+                }
+        }
+        if (sfs_daemon_config_finish(c, why, sizeof(why)) < 0) {
+                LOG("%s; nothing mounted\n", why);
+                return SFS_EXIT_ERROR;
+        }
+        return 0;
+}
+
+int sfs_daemon_run(const struct sfs_daemon_config *given)
+{
+        _cleanup_free_ char *path = NULL;
+        struct sfs_daemon_config conf = *given;
+        const struct sfs_daemon_config *cfg = &conf;
+        struct sfs_tree_config tc = { 0 };
+        struct sfs_ops_ctx ctx = { 0 };
+        struct sfs_view view = { 0 };
+        struct sfs_session_config sc = { 0 };
+        struct sfs_audit *audit = NULL;
+        struct sfs_ocistore *store = NULL;
+        struct snap_trust *trust = NULL;
+        struct fuse_session *se = NULL;
+        struct sfs_scopeviews *views = NULL;
+        struct sfs_registry *reg = NULL;
+        uint64_t dev = 0;
+        int r, ret = SFS_EXIT_ERROR;
+
+        /* First of all: a SIGHUP at any moment of the start must not end it. */
+        if (reopen_on_hup(NULL, false) < 0) {
+                LOG("cannot install signal handlers: %m\n");
+                return SFS_EXIT_ERROR;
+        }
+        /* Then the configuration, whoever built it: nothing is touched before it holds. The
+         * caller's cfg owns nothing; conf owns what a config file gave. */
+        conf.owned = NULL;
+        conf.n_owned = 0;
+        r = config_start(&conf);
+        if (r == 0)
+                r = trust_load(cfg, &trust);
+        if (r) {
+                sfs_daemon_config_free(&conf);
+                return r;
+        }
+        tc = cfg->tree;
+        tc.trust = trust;
+        sc = (struct sfs_session_config){
+                .allow_other = cfg->allow_other,
+                .ro = cfg->tree.read_only,
+                .debug = cfg->debug,
+                .attr_set = cfg->mount_attr_set,
+                .attr_clr = cfg->mount_attr_clr,
+        };
+        path = path_make_absolute(cfg->mountpoint);
+        if (!path) {
+                LOG("%s: %m\n", cfg->mountpoint);
+                ret = SFS_EXIT_ERROR;
+                goto out;
+        }
+        r = handle_stale(cfg, path);
+        if (r) {
+                ret = r;
+                goto out;
+        }
+        if (cfg->pid_file) {
+                r = pidfile_open(cfg->pid_file);
+                if (r) {
+                        ret = r;
+                        goto out;
+                }
+        }
+        /* Open the log before daemonizing: a relative path means the caller's directory.
+         * A daemon's standard error is /dev/null: without a file, its events go to syslog
+         * (the journal, where there is one). */
+        r = sfs_audit_open(cfg->audit_log ? SFS_AUDIT_FILE
+                           : cfg->foreground ? SFS_AUDIT_STDERR : SFS_AUDIT_SYSLOG,
+                           cfg->audit_log, &audit);
+        if (r < 0) {
+                ret = audit_refused(cfg->audit_log, r);
+                goto out;
+        }
+        reopen_on_hup(audit, false); /* cannot fail: the same handler, set above */
+        tc.audit = audit;
+        tc.owner_uid = getuid();
+        tc.owner_gid = getgid();
+        if (cfg->store) {
+                r = store_open(cfg, &store);
+                if (r) {
+                        ret = r;
+                        goto out;
+                }
+                tc.ocistore = store;
+        }
+        r = sfs_tree_new(&tc, &ctx.tree);
+        if (r < 0) {
+                LOG("%s\n", strerror(-r));
+                goto out;
+        }
+        if (store) {
+                r = store_start(cfg, store, ctx.tree, audit);
+                if (r) {
+                        ret = r;
+                        goto out;
+                }
+        }
+        se = sfs_session_new(&sc, &ctx);
+        if (!se) {
+                LOG("cannot create the FUSE session\n");
+                goto out;
+        }
+        ctx.se = se;
+        /* Before anything can announce the mount: a SIGTERM that arrives early must end the
+         * loop (and unmount) like any other, not kill the process by default action. */
+        if (stop_signals_install() < 0) {
+                LOG("cannot install signal handlers: %m\n");
+                stop_signals_remove();
+                fuse_session_destroy(se);
+                se = NULL;
+                goto out;
+        }
+        if (fuse_session_mount(se, path) != 0) {
+                LOG("%s: mount failed\n", path);
+                stop_signals_remove();
+                fuse_session_destroy(se);
+                se = NULL;
+                goto out;
+        }
+        /* A mount on a shared parent joins its peer group: events elsewhere could then
+         * propagate in. Make ours private when we may (mountcheck refuses it otherwise). */
+        if (geteuid() == 0 && mount(NULL, path, NULL, MS_PRIVATE, NULL) < 0)
+                LOG("%s: cannot make the mount private: %m\n", path);
+
+        r = sfs_session_check(path, &sc, false, &dev);
+        if (r) {
+                ret = exit_code(r);
+                goto unmount;
+        }
+        sfs_tree_set_dev(ctx.tree, dev, false);
+        if (cfg->read_view) {
+                r = sfs_view_mount(&view, cfg->read_view, &sc, ctx.tree);
+                if (r) {
+                        ret = exit_code(r);
+                        goto unmount;
+                }
+                ctx.view_se = view.se;
+        }
+        if (sfs_status_set_daemon(path, view.path, cfg->store) < 0)
+                LOG("snapfs status: out of memory; it names no paths\n");
+        /* Scopes after every mount of this daemon, so no view lands on one of them. */
+        r = scopes_start(cfg, ctx.tree, store, audit, &views, &reg);
+        if (r) {
+                ret = r;
+                goto unmount;
+        }
+
+        if (!cfg->foreground && (r = daemonize()) < 0) {
+                LOG("cannot daemonize: %s\n", strerror(-r));
+                goto unmount;
+        }
+        {
+                /* Threads only after the fork: a fork keeps just one. */
+                struct sweeper sw;
+                if (store && !cfg->foreground)
+                        sfs_ocistore_note_pid(store, getpid()); /* the serving pid, named */
+                if (sfs_audit_start(audit) < 0)
+                        LOG("cannot start the audit writer; events are written at exit\n");
+                sweeper_start(&sw, ctx.tree, reg, cfg->tree.staging_ttl_ms);
+                r = sfs_view_start(&view, cfg->max_threads);
+                if (r == 0 && (r = sfs_scopeviews_start(views)) < 0)
+                        LOG("cannot serve the scopes' views: %s\n", strerror(-r));
+                if (r == 0 && (r = sfs_registry_start(reg)) < 0)
+                        LOG("cannot watch the scopes' until-pids: %s\n", strerror(-r));
+                /* STATUS= for a service manager: a summary it shows, kept up to date. */
+                if (r == 0 && sfs_status_notifier_start(reg) < 0)
+                        LOG("cannot start the STATUS= notifier: %m\n");
+                if (r < 0) {
+                        LOG("cannot serve the read view: %s\n", strerror(-r));
+                } else {
+                        if (cfg->foreground) {
+                                if (view.path)
+                                        printf("snapfs: serving %s, read view %s (pid %d)\n",
+                                               path, view.path, (int)getpid());
+                                else
+                                        printf("snapfs: serving %s (pid %d)\n", path,
+                                               (int)getpid());
+                                fflush(stdout);
+                        }
+                        ret = serve(cfg, se, &ctx, dev);
+                }
+                sfs_status_notifier_stop();
+                sweeper_stop(&sw);
+        }
+unmount:
+        /* The scopes' views first (their scopes stay in --store), then the read view: their
+         * loops must be gone before the trees they read are freed. */
+        sfs_tree_set_control(ctx.tree, NULL, NULL);
+        sfs_registry_free(reg);
+        sfs_scopeviews_free(views);
+        ctx.view_se = NULL;
+        sfs_view_stop(&view);
+        fuse_session_unmount(se);
+        stop_signals_remove();
+        fuse_session_destroy(se);
+out:
+        /* A daemonized child that never served tells its parent why it stops. */
+        report_to_parent(ret == SFS_EXIT_OK ? SFS_EXIT_ERROR : ret);
+        pidfile_remove();
+        reopen_on_hup(NULL, true);
+        /* The store first: nothing serves any more, and a daemon started on it at once
+         * must not wait while this one frees what it served (seconds for a large store). */
+        sfs_ocistore_close(store);
+        /* Everything the snapshots held is freed before exit. */
+        sfs_tree_free(ctx.tree);
+        sfs_audit_close(audit);
+        snap_trust_free(trust);
+        sfs_daemon_config_free(&conf);
+        sfs_status_clear_daemon();
+        return ret;
+}

@@ -1,0 +1,730 @@
+/* SPDX-License-Identifier: MIT */
+/* The FUSE low-level operations: each one translates a request into an sfs_tree call (tree.h)
+ * and the result into a reply. Every decision is made by the tree's files below (tree.c,
+ * file.c, publish.c, listing.c, xattr.c), none here.
+ *
+ * Node ids are inode numbers (the root's is FUSE_ROOT_ID, 1) and file handles are handle ids,
+ * each found again in the tree's tables, never memory addresses: a successor daemon could
+ * rebuild them from the store. The kernel only ever sends ids we gave it, and a node lives
+ * until the kernel forgets it and no handle is open on it; an id the tree does not know
+ * (which the kernel would never send) is answered ESTALE rather than trusted. */
+#include "fs/fuse/ops.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "fs/base/lockorder.h"
+#include "fs/tree/tree.h"
+
+static struct sfs_ops_ctx *ctx_of(fuse_req_t req)
+{
+        return fuse_req_userdata(req);
+}
+
+static struct sfs_node *node_of(fuse_req_t req, fuse_ino_t ino)
+{
+        return sfs_tree_node(ctx_of(req)->tree, ino);
+}
+
+static fuse_ino_t id_of(struct sfs_node *n)
+{
+        return sfs_node_ino(n);
+}
+
+static struct sfs_handle *handle_of(fuse_req_t req, const struct fuse_file_info *fi)
+{
+        return fi ? sfs_tree_handle(ctx_of(req)->tree, fi->fh) : NULL;
+}
+
+/* Every op that names a node starts here: the node, or ESTALE answered and NULL. */
+static struct sfs_node *node_or_reply(fuse_req_t req, fuse_ino_t ino)
+{
+        struct sfs_node *n = node_of(req, ino);
+
+        if (!n)
+                fuse_reply_err(req, ESTALE);
+        return n;
+}
+
+static struct sfs_caller caller_of(fuse_req_t req)
+{
+        const struct fuse_ctx *c = fuse_req_ctx(req);
+        return (struct sfs_caller){
+                .uid = c->uid,
+                .gid = c->gid,
+                .pid = c->pid,
+                .read_view = ctx_of(req)->read_view,
+        };
+}
+
+static void reply_entry(fuse_req_t req, const struct sfs_entry *e)
+{
+        struct fuse_entry_param p = {
+                .ino = id_of(e->node),
+                .attr = e->st,
+                .attr_timeout = e->attr_timeout,
+                .entry_timeout = e->entry_timeout,
+        };
+        /* If the kernel did not get the entry (interrupted), it will never forget it. */
+        if (fuse_reply_entry(req, &p) < 0)
+                sfs_tree_forget(ctx_of(req)->tree, e->node, 1);
+}
+
+static void op_init(void *userdata, struct fuse_conn_info *conn)
+{
+        struct sfs_ops_ctx *ctx = userdata;
+
+        /* Let OPEN carry O_TRUNC, so a truncating open of a snapshot is refused in one
+         * place (EROFS) instead of as a separate SETATTR. */
+        if (conn->capable & FUSE_CAP_ATOMIC_O_TRUNC)
+                conn->want |= FUSE_CAP_ATOMIC_O_TRUNC;
+        /* Content never changes under a name: no GETATTR per read to detect changes. */
+        conn->want &= ~(unsigned)FUSE_CAP_AUTO_INVAL_DATA;
+        conn->want &= ~(unsigned)FUSE_CAP_WRITEBACK_CACHE;
+        conn->time_gran = 1;
+        ctx->initialized = true;
+}
+
+static void op_lookup(fuse_req_t req, fuse_ino_t parent, const char *name)
+{
+        struct sfs_caller c = caller_of(req);
+        struct sfs_node *dir = node_or_reply(req, parent);
+        struct sfs_entry e;
+        int r;
+
+        if (!dir)
+                return;
+        r = sfs_tree_lookup(ctx_of(req)->tree, &c, dir, name, &e);
+        if (r < 0)
+                fuse_reply_err(req, -r);
+        else
+                reply_entry(req, &e);
+}
+
+static void forget_one(fuse_req_t req, fuse_ino_t ino, uint64_t nlookup)
+{
+        struct sfs_node *n;
+
+        if (ino == FUSE_ROOT_ID)
+                return;
+        n = node_of(req, ino);
+        if (n)
+                sfs_tree_forget(ctx_of(req)->tree, n, nlookup);
+}
+
+static void op_forget(fuse_req_t req, fuse_ino_t ino, uint64_t nlookup)
+{
+        forget_one(req, ino, nlookup);
+        fuse_reply_none(req);
+}
+
+static void op_forget_multi(fuse_req_t req, size_t count, struct fuse_forget_data *forgets)
+{
+        for (size_t i = 0; i < count; i++)
+                forget_one(req, forgets[i].ino, forgets[i].nlookup);
+        fuse_reply_none(req);
+}
+
+static void op_getattr(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
+{
+        struct sfs_caller c = caller_of(req);
+        struct sfs_node *n = node_or_reply(req, ino);
+        struct stat st;
+        double timeout;
+        int r;
+
+        (void)fi;
+        if (!n)
+                return;
+        r = sfs_tree_getattr(ctx_of(req)->tree, &c, n, &st, &timeout);
+        if (r < 0)
+                fuse_reply_err(req, -r);
+        else
+                fuse_reply_attr(req, &st, timeout);
+}
+
+static void op_setattr(fuse_req_t req, fuse_ino_t ino, struct stat *attr, int to_set,
+                       struct fuse_file_info *fi)
+{
+        struct sfs_caller c = caller_of(req);
+        struct sfs_node *n = node_or_reply(req, ino);
+        struct stat st;
+        double timeout;
+        int set = 0, r;
+
+        (void)fi;
+        if (!n)
+                return;
+        if (to_set & FUSE_SET_ATTR_MODE)
+                set |= SFS_SET_MODE;
+        if (to_set & FUSE_SET_ATTR_UID)
+                set |= SFS_SET_UID;
+        if (to_set & FUSE_SET_ATTR_GID)
+                set |= SFS_SET_GID;
+        if (to_set & FUSE_SET_ATTR_SIZE)
+                set |= SFS_SET_SIZE;
+        if (to_set & (FUSE_SET_ATTR_ATIME | FUSE_SET_ATTR_ATIME_NOW))
+                set |= SFS_SET_ATIME;
+        if (to_set & (FUSE_SET_ATTR_MTIME | FUSE_SET_ATTR_MTIME_NOW))
+                set |= SFS_SET_MTIME;
+        if (to_set & FUSE_SET_ATTR_CTIME)
+                set |= SFS_SET_CTIME;
+        if (!set)
+                set = SFS_SET_OTHER;
+        r = sfs_tree_setattr(ctx_of(req)->tree, &c, n, attr, set, &st, &timeout);
+        if (r < 0)
+                fuse_reply_err(req, -r);
+        else
+                fuse_reply_attr(req, &st, timeout);
+}
+
+static void op_access(fuse_req_t req, fuse_ino_t ino, int mask)
+{
+        struct sfs_caller c = caller_of(req);
+        struct sfs_node *n = node_or_reply(req, ino);
+
+        if (n)
+                fuse_reply_err(req, -sfs_tree_access(ctx_of(req)->tree, &c, n, mask));
+}
+
+/* What an open or create tells the kernel about the new handle. */
+static void set_file_info(struct fuse_file_info *fi, struct sfs_handle *h,
+                          const struct sfs_open_info *oi)
+{
+        fi->fh = sfs_handle_id(h);
+        fi->keep_cache = oi->keep_cache;
+        fi->direct_io = oi->direct_io;
+        /* Only staging writes need close() to reach the daemon; for everything else a
+         * FLUSH would be a wasted round trip on every close. */
+        fi->noflush = !oi->flush;
+}
+
+static void op_open(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
+{
+        struct sfs_ops_ctx *ctx = ctx_of(req);
+        struct sfs_caller c = caller_of(req);
+        struct sfs_open_info oi = { 0 };
+        struct sfs_handle *h;
+        struct sfs_node *n;
+        int r;
+
+        /* The read view is mounted read-only, so the kernel itself refuses every open for
+         * writing, writable shared mappings, truncation and attribute changes before asking
+         * us. What is left, read-only opens of immutable files, needs no round trip: ENOSYS
+         * tells the kernel to stop sending OPEN (and RELEASE) on this mount altogether. It is
+         * only mounted when every uid may read, so no per-open policy is skipped. */
+        if (ctx->read_view || ctx->no_open) {
+                fuse_reply_err(req, ENOSYS);
+                return;
+        }
+
+        n = node_or_reply(req, ino);
+        if (!n)
+                return;
+        r = sfs_tree_open(ctx->tree, &c, n, fi->flags, &h, &oi);
+        if (r < 0) {
+                fuse_reply_err(req, -r);
+                return;
+        }
+        set_file_info(fi, h, &oi);
+        if (fuse_reply_open(req, fi) < 0)
+                sfs_tree_release(ctx->tree, h);
+}
+
+static void op_create(fuse_req_t req, fuse_ino_t parent, const char *name, mode_t mode,
+                      struct fuse_file_info *fi)
+{
+        struct sfs_ops_ctx *ctx = ctx_of(req);
+        struct sfs_caller c = caller_of(req);
+        struct sfs_open_info oi = { 0 };
+        struct sfs_node *dir = node_or_reply(req, parent);
+        struct sfs_handle *h;
+        struct sfs_entry e;
+        int r;
+
+        (void)mode; /* staging files are always 0200 */
+        if (!dir)
+                return;
+        r = sfs_tree_create(ctx->tree, &c, dir, name, fi->flags, &e, &h, &oi);
+        if (r < 0) {
+                fuse_reply_err(req, -r);
+                return;
+        }
+        set_file_info(fi, h, &oi);
+        struct fuse_entry_param p = {
+                .ino = id_of(e.node),
+                .attr = e.st,
+                .attr_timeout = e.attr_timeout,
+                .entry_timeout = e.entry_timeout,
+        };
+        if (fuse_reply_create(req, &p, fi) < 0) {
+                sfs_tree_release(ctx->tree, h);
+                sfs_tree_forget(ctx->tree, e.node, 1);
+        }
+}
+
+struct read_reply {
+        fuse_req_t req;
+        bool replied;
+};
+
+static int reply_data(void *ctx, const void *data, size_t len)
+{
+        struct read_reply *rr = ctx;
+        rr->replied = true;
+        return fuse_reply_buf(rr->req, data, len);
+}
+
+static void op_read(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
+                    struct fuse_file_info *fi)
+{
+        struct sfs_handle *h = handle_of(req, fi);
+        struct read_reply rr = { .req = req };
+        struct sfs_node *n;
+        int r;
+
+        /* No handle: the read view, whose opens the kernel made without asking us. The
+         * publishing mount always has one. */
+        if (h)
+                r = sfs_tree_read(ctx_of(req)->tree, h, size, off, reply_data, &rr);
+        else if ((ctx_of(req)->read_view || ctx_of(req)->no_open) && fi->fh == 0 &&
+                 (n = node_of(req, ino)))
+                r = sfs_tree_read_node(ctx_of(req)->tree, n, size, off, reply_data, &rr);
+        else
+                r = -EBADF;
+        /* A request is answered exactly once: after a failed reply it is already gone. */
+        if (r < 0 && !rr.replied)
+                fuse_reply_err(req, -r);
+}
+
+static void op_write(fuse_req_t req, fuse_ino_t ino, const char *buf, size_t size, off_t off,
+                     struct fuse_file_info *fi)
+{
+        struct sfs_handle *h = handle_of(req, fi);
+        struct sfs_caller c = caller_of(req);
+        int r;
+
+        (void)ino;
+        /* The read view never writes, even remounted rw by root: it has no handles. */
+        if (ctx_of(req)->read_view)
+                r = -EROFS;
+        else
+                r = sfs_tree_write_flags(ctx_of(req)->tree, &c, fi->flags);
+        if (r == 0)
+                r = sfs_tree_write(ctx_of(req)->tree, &c, h, buf, size, off);
+        if (r < 0)
+                fuse_reply_err(req, -r);
+        else
+                fuse_reply_write(req, size);
+}
+
+static void op_flush(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
+{
+        (void)ino;
+        if (ctx_of(req)->read_view || ctx_of(req)->no_open) {
+                /* Nothing is ever written there: no FLUSH on every close(). */
+                fuse_reply_err(req, ENOSYS);
+                return;
+        }
+        sfs_tree_flush(ctx_of(req)->tree, handle_of(req, fi));
+        fuse_reply_err(req, 0);
+}
+
+static void op_release(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
+{
+        (void)ino;
+        sfs_tree_release(ctx_of(req)->tree, handle_of(req, fi));
+        fuse_reply_err(req, 0);
+}
+
+static void op_unlink(fuse_req_t req, fuse_ino_t parent, const char *name)
+{
+        struct sfs_ops_ctx *ctx = ctx_of(req);
+        struct sfs_caller c = caller_of(req);
+        struct sfs_node *dir = node_or_reply(req, parent);
+        bool root = parent == FUSE_ROOT_ID;
+        int r;
+
+        if (!dir)
+                return;
+        r = sfs_tree_unlink(ctx->tree, &c, dir, name);
+        /* The read view's kernel caches the name for a long time and never saw this unlink:
+         * drop its entry, or new opens there would still find the removed snapshot. Sent
+         * with no lock held, so the view's own workers can answer whatever waits on it. */
+        if (r == 0 && root && ctx->view_se) {
+                assert(sfs_no_tree_lock_held());
+                fuse_lowlevel_notify_inval_entry(ctx->view_se, FUSE_ROOT_ID, name, strlen(name));
+        }
+        fuse_reply_err(req, -r);
+}
+
+/* Hands a just-published snapshot's bytes to the kernel's page cache (NOTIFY_STORE), so the
+ * first read after publishing costs no READ round trip, and no GETATTR either (a READ answered
+ * by the daemon makes the kernel drop the cached atime, so the next fstat asks again).
+ *
+ * Called inside the RENAME request, before its reply: the kernel still holds the parents'
+ * locks, so nobody can open the new name yet, and with no handle open on the node (checked by
+ * sfs_tree_get_content) no mapping exists whose page fault could hold a page lock while it
+ * waits for a READ; the store can then never wait on this daemon. After the reply, a reader
+ * could fault a page in, and with every worker thread storing, nobody would answer its READ. */
+#define PREFILL_CHUNK (1u << 20)
+
+/* true when the page cache now holds the whole snapshot; else *filled is how many bytes from
+ * offset 0 on it holds from it. */
+static bool prefill(struct sfs_ops_ctx *ctx, struct sfs_node *n, fuse_ino_t id,
+                    uint64_t *filled)
+{
+        struct snap_object *ref;
+        const uint8_t *data;
+        uint64_t size, off;
+
+        *filled = 0;
+        if (sfs_tree_get_content(ctx->tree, n, &ref, (const void **)&data, &size) < 0)
+                return false;
+        for (off = 0; off < size; off += PREFILL_CHUNK) {
+                size_t len = size - off < PREFILL_CHUNK ? (size_t)(size - off) : PREFILL_CHUNK;
+                struct fuse_bufvec bv = FUSE_BUFVEC_INIT(len);
+
+                bv.buf[0].mem = (void *)(uintptr_t)(data + off);
+                /* Only a speed-up: a refusal (memory pressure, say) leaves reads to READ. */
+                if (fuse_lowlevel_notify_store(ctx->se, id, (off_t)off, &bv, 0) < 0)
+                        break;
+        }
+        sfs_tree_put_content(ctx->tree, ref);
+        *filled = off < size ? off : size;
+        return off >= size;
+}
+
+static void op_rename(fuse_req_t req, fuse_ino_t parent, const char *name, fuse_ino_t newparent,
+                      const char *newname, unsigned int flags)
+{
+        struct sfs_ops_ctx *ctx = ctx_of(req);
+        struct sfs_caller c = caller_of(req);
+        struct sfs_node *published = NULL, *dir, *newdir;
+        int r;
+
+        dir = node_of(req, parent);
+        newdir = node_of(req, newparent);
+        if (!dir || !newdir) {
+                fuse_reply_err(req, ESTALE);
+                return;
+        }
+        r = sfs_tree_rename(ctx->tree, &c, dir, name, newdir, newname, flags, &published);
+        /* The kernel moves the staging dentry onto the digest name and keeps the attributes
+         * it cached for the staging file (mode 0200, its size); drop them so the next stat
+         * shows the snapshot (mode 0000). Only attributes (offset -1): no page lock is taken,
+         * so this cannot wait on the rename in progress. Sent before the reply, so it lands
+         * before the caller's next stat; sent after, it could land behind that stat's GETATTR
+         * and throw away the fresh attributes, costing the stat after it another round trip. */
+        if (r == 0 && ctx->se) {
+                fuse_ino_t id = id_of(published);
+                uint64_t filled;
+
+                assert(sfs_no_tree_lock_held());
+                fuse_lowlevel_notify_inval_inode(ctx->se, id, -1, 0);
+                /* Pages the prefill did not replace (a descriptor was open, or a store was
+                 * refused) may hold what the staging file's page cache had before: drop them
+                 * all, so a reader can only ever get the snapshot's bytes from the daemon.
+                 * Their locks are taken by readers whose READs other workers answer; the
+                 * staging file itself is written with direct I/O, so nothing is written back. */
+                if (!prefill(ctx, published, id, &filled))
+                        fuse_lowlevel_notify_inval_inode(ctx->se, id, (off_t)filled, 0);
+        }
+        fuse_reply_err(req, -r);
+}
+
+static void refuse(fuse_req_t req, const char *op, const char *name)
+{
+        struct sfs_caller c = caller_of(req);
+        fuse_reply_err(req, -sfs_tree_refuse(ctx_of(req)->tree, &c, op, name, EPERM));
+}
+
+static void op_mknod(fuse_req_t req, fuse_ino_t parent, const char *name, mode_t mode,
+                     dev_t rdev)
+{
+        (void)parent, (void)mode, (void)rdev;
+        refuse(req, "mknod", name);
+}
+
+static void op_mkdir(fuse_req_t req, fuse_ino_t parent, const char *name, mode_t mode)
+{
+        (void)parent, (void)mode;
+        refuse(req, "mkdir", name);
+}
+
+static void op_rmdir(fuse_req_t req, fuse_ino_t parent, const char *name)
+{
+        (void)parent;
+        refuse(req, "rmdir", name);
+}
+
+static void op_symlink(fuse_req_t req, const char *link, fuse_ino_t parent, const char *name)
+{
+        (void)link, (void)parent;
+        refuse(req, "symlink", name);
+}
+
+static void op_link(fuse_req_t req, fuse_ino_t ino, fuse_ino_t newparent, const char *newname)
+{
+        (void)ino, (void)newparent;
+        refuse(req, "link", newname);
+}
+
+static void op_opendir(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
+{
+        struct sfs_ops_ctx *ctx = ctx_of(req);
+        struct sfs_caller c = caller_of(req);
+        struct sfs_node *n = node_or_reply(req, ino);
+        struct sfs_dir *d;
+        int r;
+
+        if (!n)
+                return;
+        r = sfs_tree_opendir(ctx->tree, &c, n, &d);
+        if (r < 0) {
+                fuse_reply_err(req, -r);
+                return;
+        }
+        fi->fh = sfs_dir_id(d);
+        if (fuse_reply_open(req, fi) < 0)
+                sfs_tree_releasedir(ctx->tree, d);
+}
+
+struct dirbuf {
+        fuse_req_t req;
+        char *buf;
+        size_t size;
+        size_t used;
+        /* readdirplus: every entry returned with attributes is a lookup the kernel will
+         * forget. If the reply never reaches the kernel, they are forgotten here. */
+        struct sfs_node *dir;
+        struct sfs_caller caller;
+        struct sfs_node **looked_up;
+        size_t nlooked_up, cap;
+};
+
+static int fill_dirent(void *ctx, const char *name, uint64_t ino, mode_t mode, off_t next_off)
+{
+        struct dirbuf *b = ctx;
+        struct stat st = { .st_ino = ino, .st_mode = mode };
+        size_t need = fuse_add_direntry(b->req, NULL, 0, name, NULL, 0);
+
+        if (b->used + need > b->size)
+                return 1;
+        fuse_add_direntry(b->req, b->buf + b->used, b->size - b->used, name, &st, next_off);
+        b->used += need;
+        return 0;
+}
+
+static void op_readdir(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
+                       struct fuse_file_info *fi)
+{
+        struct dirbuf b = { .req = req, .size = size };
+        int r;
+
+        (void)ino;
+        b.buf = malloc(size ? size : 1);
+        if (!b.buf) {
+                fuse_reply_err(req, ENOMEM);
+                return;
+        }
+        r = sfs_tree_readdir(ctx_of(req)->tree, sfs_tree_dir(ctx_of(req)->tree, fi->fh), off,
+                             fill_dirent, &b);
+        if (r < 0 && !b.used)
+                fuse_reply_err(req, -r);
+        else
+                fuse_reply_buf(req, b.buf, b.used);
+        free(b.buf);
+}
+
+/* Each entry goes through the same lookup a LOOKUP request would make (policy, visibility,
+ * timeouts), so `ls -l` or an audit of N snapshots costs N / (entries per reply) round trips
+ * instead of one LOOKUP each. */
+static int fill_dirent_plus(void *ctx, const char *name, uint64_t ino, mode_t mode,
+                            off_t next_off)
+{
+        struct dirbuf *b = ctx;
+        struct fuse_entry_param p = { .attr = { .st_ino = (ino_t)ino, .st_mode = mode } };
+        size_t need = fuse_add_direntry_plus(b->req, NULL, 0, name, NULL, 0);
+        struct sfs_entry e;
+
+        if (b->used + need > b->size || b->nlooked_up == b->cap)
+                return 1;
+        /* "." and ".." carry no attributes, so no lookup to forget; neither does an entry
+         * gone since opendir (ino 0: the kernel lists it and looks it up when asked), nor
+         * .staging, which a reader that may not publish would be refused, and audited for,
+         * without having asked for it. */
+        if (strcmp(name, ".") != 0 && strcmp(name, "..") != 0 &&
+            strcmp(name, SFS_STAGING_NAME) != 0 &&
+            sfs_tree_lookup(ctx_of(b->req)->tree, &b->caller, b->dir, name, &e) == 0) {
+                p.ino = id_of(e.node);
+                p.attr = e.st;
+                p.attr_timeout = e.attr_timeout;
+                p.entry_timeout = e.entry_timeout;
+                b->looked_up[b->nlooked_up++] = e.node;
+        }
+        fuse_add_direntry_plus(b->req, b->buf + b->used, b->size - b->used, name, &p, next_off);
+        b->used += need;
+        return 0;
+}
+
+static void op_readdirplus(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
+                           struct fuse_file_info *fi)
+{
+        struct sfs_ops_ctx *ctx = ctx_of(req);
+        struct dirbuf b = {
+                .req = req,
+                .size = size,
+                .dir = node_of(req, ino),
+                .caller = caller_of(req),
+        };
+        int r;
+
+        if (!b.dir) {
+                fuse_reply_err(req, ESTALE);
+                return;
+        }
+        b.cap = size / fuse_add_direntry_plus(req, NULL, 0, "", NULL, 0) + 1;
+        b.buf = malloc(size ? size : 1);
+        b.looked_up = calloc(b.cap, sizeof(*b.looked_up));
+        if (!b.buf || !b.looked_up) {
+                free(b.buf);
+                free(b.looked_up);
+                fuse_reply_err(req, ENOMEM);
+                return;
+        }
+        r = sfs_tree_readdir(ctx->tree, sfs_tree_dir(ctx->tree, fi->fh), off, fill_dirent_plus,
+                             &b);
+        if (r < 0 && !b.used)
+                fuse_reply_err(req, -r);
+        else if (fuse_reply_buf(req, b.buf, b.used) < 0)
+                for (size_t i = 0; i < b.nlooked_up; i++)
+                        sfs_tree_forget(ctx->tree, b.looked_up[i], 1);
+        free(b.buf);
+        free(b.looked_up);
+}
+
+static void op_releasedir(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
+{
+        (void)ino;
+        sfs_tree_releasedir(ctx_of(req)->tree, sfs_tree_dir(ctx_of(req)->tree, fi->fh));
+        fuse_reply_err(req, 0);
+}
+
+static void op_statfs(fuse_req_t req, fuse_ino_t ino)
+{
+        struct sfs_caller c = caller_of(req);
+        struct statvfs sv;
+
+        int r;
+
+        (void)ino;
+        r = sfs_tree_statfs(ctx_of(req)->tree, &c, &sv);
+        if (r < 0)
+                fuse_reply_err(req, -r);
+        else
+                fuse_reply_statfs(req, &sv);
+}
+
+/* The kernel caps xattr sizes at XATTR_SIZE_MAX (64 KiB); our values are far smaller, so a
+ * caller's huge buffer is never allocated in full. */
+#define XATTR_BUF_MAX 4096
+
+static void reply_xattr_result(fuse_req_t req, int r, const char *buf, size_t size, size_t len)
+{
+        if (r < 0)
+                fuse_reply_err(req, -r);
+        else if (size == 0)
+                fuse_reply_xattr(req, len);
+        else
+                fuse_reply_buf(req, buf, len);
+}
+
+static void op_getxattr(fuse_req_t req, fuse_ino_t ino, const char *name, size_t size)
+{
+        struct sfs_caller c = caller_of(req);
+        char buf[XATTR_BUF_MAX];
+        size_t len = 0, cap = size > sizeof(buf) ? sizeof(buf) : size;
+        int r;
+
+        struct sfs_node *n = node_or_reply(req, ino);
+
+        if (!n)
+                return;
+        r = sfs_tree_getxattr(ctx_of(req)->tree, &c, n, name, buf, cap, &len);
+        reply_xattr_result(req, r, buf, size, len);
+}
+
+static void op_listxattr(fuse_req_t req, fuse_ino_t ino, size_t size)
+{
+        struct sfs_caller c = caller_of(req);
+        char buf[XATTR_BUF_MAX];
+        size_t len = 0, cap = size > sizeof(buf) ? sizeof(buf) : size;
+        int r;
+
+        struct sfs_node *n = node_or_reply(req, ino);
+
+        if (!n)
+                return;
+        r = sfs_tree_listxattr(ctx_of(req)->tree, &c, n, buf, cap, &len);
+        reply_xattr_result(req, r, buf, size, len);
+}
+
+static void op_setxattr(fuse_req_t req, fuse_ino_t ino, const char *name, const char *value,
+                        size_t size, int flags)
+{
+        struct sfs_caller c = caller_of(req);
+        struct sfs_node *n = node_or_reply(req, ino);
+
+        (void)value, (void)size, (void)flags;
+        if (n)
+                fuse_reply_err(req, -sfs_tree_setxattr(ctx_of(req)->tree, &c, n, "setxattr",
+                                                       name));
+}
+
+static void op_removexattr(fuse_req_t req, fuse_ino_t ino, const char *name)
+{
+        struct sfs_caller c = caller_of(req);
+        struct sfs_node *n = node_or_reply(req, ino);
+
+        if (n)
+                fuse_reply_err(req, -sfs_tree_setxattr(ctx_of(req)->tree, &c, n, "removexattr",
+                                                       name));
+}
+
+/* flush only reaches the daemon for staging writes (everything else opens with noflush). No
+ * fsync, fallocate, ioctl or copy_file_range: the kernel remembers the ENOSYS for fsync and
+ * refuses the others. */
+const struct fuse_lowlevel_ops sfs_ops = {
+        .init = op_init,
+        .lookup = op_lookup,
+        .forget = op_forget,
+        .forget_multi = op_forget_multi,
+        .getattr = op_getattr,
+        .setattr = op_setattr,
+        .access = op_access,
+        .open = op_open,
+        .create = op_create,
+        .read = op_read,
+        .write = op_write,
+        .flush = op_flush,
+        .release = op_release,
+        .unlink = op_unlink,
+        .rename = op_rename,
+        .mknod = op_mknod,
+        .mkdir = op_mkdir,
+        .rmdir = op_rmdir,
+        .symlink = op_symlink,
+        .link = op_link,
+        .opendir = op_opendir,
+        .readdir = op_readdir,
+        .readdirplus = op_readdirplus,
+        .releasedir = op_releasedir,
+        .statfs = op_statfs,
+        .getxattr = op_getxattr,
+        .listxattr = op_listxattr,
+        .setxattr = op_setxattr,
+        .removexattr = op_removexattr,
+};

@@ -1,0 +1,25 @@
+/* SPDX-License-Identifier: MIT */
+/* Scope views (docs/design.md, "Scopes"): each scope's tree mounted at its path as a FUSE
+ * session of its own (its own superblock, device number, root inode, kernel locks and request
+ * queue), served by a bounded set of worker threads of its own, so one scope's flood can take
+ * neither another's locks nor its workers. A deleted scope's view is detached lazily: its
+ * session serves the descriptors still open until the kernel ends it (reads then fail with
+ * ENODEV), and a thread of the daemon frees it then. Implements registry.h's view backend. */
+#pragma once
+
+#include <stdbool.h>
+
+#include "fs/scopes/registry.h"
+
+struct sfs_scopeviews;
+
+/* Views served by at most max_threads workers each (0: SFS_SCOPE_THREADS_DEFAULT, fs/config/options.h): 0 and *out, or -errno. */
+int sfs_scopeviews_new(unsigned max_threads, bool debug, struct sfs_scopeviews **out);
+/* The backend's table, for the registry. */
+const struct sfs_view_ops *sfs_scopeviews_ops(struct sfs_scopeviews *v);
+/* Starts serving every view mounted so far, and every later one at once (after any fork):
+ * 0 or -errno. */
+int sfs_scopeviews_start(struct sfs_scopeviews *v);
+/* Frees what is left (views detached and still serving: their sessions end now); the
+ * registry shut its views down first. NULL is fine. */
+void sfs_scopeviews_free(struct sfs_scopeviews *v);

@@ -1,0 +1,140 @@
+/* SPDX-License-Identifier: MIT */
+/* The scope registry (docs/design.md, "Scopes"): the daemon's scopes by name, each with its
+ * tree (fs/tree/scope.h), its view (mounted and served by a backend: fs/fuse/scopeview.c in the daemon,
+ * a fake in the unit tests), its users, limits and until-pid. Creating, listing, showing,
+ * removing scopes and granting and revoking snapshots are its operations, every change
+ * persisted in --store (DIR/scopes/NAME.json) before it is made and audited. The control
+ * channel's protocol (fs/control/protocol.c) calls these.
+ *
+ * Locks: the registry's is taken first, before --store's, a scope's tree's and the store's
+ * (docs/design.md, "Locks"); no view's request ever takes it, which is what lets an operation
+ * send the kernel invalidations while it holds it (never a tree or store lock). */
+#pragma once
+
+#include <json-c/json.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+#include "fs/config/roles.h"
+#include "fs/tree/scope.h"
+#include "fs/tree/tree.h"
+
+struct sfs_view; /* a backend's mounted view */
+struct sfs_audit;
+struct sfs_ocistore;
+
+/* How a scope's view is mounted. */
+struct sfs_view_request {
+        const char *scope;
+        const char *path;  /* absolute, prepared (fs/scopes/viewpath.h) */
+        bool allow_other;  /* a uid or gid other than the daemon's is a user */
+        bool ro;           /* the scope does not publish */
+        bool no_open;      /* OPEN answered ENOSYS: the kernel lets the daemon's uid alone in */
+};
+
+/* What mounts and serves views. */
+struct sfs_view_ops {
+        /* Mounts and checks a view of tree at req->path and serves it: 0, *view and *dev
+         * (its superblock's device); or a negative errno with msg saying why, nothing left
+         * mounted. */
+        int (*mount)(void *ctx, const struct sfs_view_request *req, struct sfs_tree *tree,
+                     struct sfs_view **view, uint64_t *dev, char *msg, size_t msgsize);
+        /* Detaches the view lazily (descriptors open in it keep reading); its session serves
+         * until the kernel ends it, then the backend frees it and tree, which it owns from
+         * here on. */
+        void (*detach)(void *ctx, struct sfs_view *view, struct sfs_tree *tree);
+        /* Drops the kernel's cached entry of name in the view's root. */
+        void (*invalidate)(void *ctx, struct sfs_view *view, const char *name);
+        /* Drops the kernel's cached attributes of inode ino in the view. */
+        void (*invalidate_inode)(void *ctx, struct sfs_view *view, uint64_t ino);
+        /* Whether the view is still served (false once unmounted from outside). */
+        bool (*alive)(void *ctx, struct sfs_view *view);
+        /* Clears a dead snapfs mount left at path by a daemon that was killed: 0 or -errno. */
+        int (*clear_stale)(void *ctx, const char *path);
+        /* Stops serving and unmounts the view at exit; tree stays the caller's. */
+        void (*shutdown)(void *ctx, struct sfs_view *view);
+        void *ctx;
+};
+
+struct sfs_registry_config {
+        struct sfs_tree *main;         /* the main mount's tree: its store, configuration */
+        struct sfs_ocistore *store;    /* --store, or NULL */
+        struct sfs_audit *audit;
+        const struct sfs_view_ops *views;
+        uid_t uid;                     /* the daemon's own */
+        gid_t gid;
+        unsigned max_scopes;           /* a create past it is ENOSPC (0: SFS_MAX_SCOPES_LIMIT) */
+};
+
+struct sfs_registry;
+
+/* 0 and *out, or -ENOMEM. Nothing runs until sfs_registry_start. */
+int sfs_registry_new(const struct sfs_registry_config *cfg, struct sfs_registry **out);
+/* At start, after the snapshots: every scope of --store back, its grants, its view mounted
+ * again at its path (a dead snapfs mount there cleared), its until-pid tied again if that
+ * process still runs (same start time, same boot) and the scope deleted if not; then every
+ * snapshot neither held nor granted is collected. What could not come back is reported
+ * through warn and left as it is. 0, or an errno that stops the start. */
+int sfs_registry_restore(struct sfs_registry *r, void (*warn)(void *ctx, const char *msg),
+                         void *ctx);
+/* Starts what runs beside the requests (the until-pid watcher): 0 or -errno. */
+int sfs_registry_start(struct sfs_registry *r);
+/* Stops it all: views unmounted (the scopes stay in --store), trees freed. NULL is fine. */
+void sfs_registry_free(struct sfs_registry *r);
+
+/* Why an operation refused, for the reply. */
+struct sfs_msg {
+        char text[256];
+};
+
+/* A scope as scope-create asks for it. */
+struct sfs_scope_request {
+        const char *name;
+        const char *view;
+        struct value_uid_list uids;
+        bool has_gid;
+        gid_t gid;
+        bool publish;
+        struct sfs_scope_limits limits; /* 0: the default */
+        pid_t until_pid;                /* 0: none */
+        pid_t client_pid;               /* the client's getpid(), when until_pid is set */
+};
+
+/* Every function below returns 0 or a negative errno, *msg saying why; those that change
+ * something audit it (and audit their refusals). c is who asked. */
+
+/* scope-create: *scope (the scope's JSON). -EINVAL (a bad name, path, field; a client_pid
+ * that is not the caller's: its pid namespace is another), -EEXIST (the name or the view
+ * taken), -EBUSY (the path is a mount point or on one of the daemon's mounts), -ESRCH (no such
+ * until-pid), or the errno of mounting it. */
+int sfs_registry_create(struct sfs_registry *r, const struct sfs_caller *c,
+                        const struct sfs_scope_request *req, json_object **scope,
+                        struct sfs_msg *msg);
+/* scope-remove: every grant revoked (what nothing else references collected), the view
+ * detached lazily, its directory removed if the daemon made it. -ENOENT: no such scope. */
+int sfs_registry_remove(struct sfs_registry *r, const struct sfs_caller *c, const char *name,
+                        struct sfs_msg *msg);
+/* scope-list: *scopes, a JSON array of every scope. */
+int sfs_registry_list(struct sfs_registry *r, json_object **scopes);
+/* scope-show: *scope and *grants (a JSON array). -ENOENT. */
+int sfs_registry_show(struct sfs_registry *r, const char *name, json_object **scope,
+                      json_object **grants, struct sfs_msg *msg);
+/* grant: *grant. -ENOENT (no such scope or snapshot), -EINVAL (a bad entry), -ENOSPC. */
+int sfs_registry_grant(struct sfs_registry *r, const struct sfs_caller *c, const char *scope,
+                       const struct snap_digest *d, const char *entry, json_object **grant,
+                       struct sfs_msg *msg);
+/* revoke: by digest (d, entry NULL) or by entry (d NULL). -ENOENT. */
+int sfs_registry_revoke(struct sfs_registry *r, const struct sfs_caller *c, const char *scope,
+                        const struct snap_digest *d, const char *entry, struct sfs_msg *msg);
+/* Removes every scope's idle staging files (sfs_tree_expire_staging). NULL is fine. */
+void sfs_registry_expire_staging(struct sfs_registry *r, uint64_t now_ms);
+/* Audits a control request refused before it reached an operation (a bad request). */
+void sfs_registry_audit_refused(struct sfs_registry *r, const struct sfs_caller *c,
+                                const char *op, const char *scope, int err);
+
+/* The main mount's tree and --store (NULL without) the registry was made with: what
+ * fs/control/status.c reads for the daemon's status. */
+struct sfs_tree *sfs_registry_main(struct sfs_registry *r);
+struct sfs_ocistore *sfs_registry_store(struct sfs_registry *r);

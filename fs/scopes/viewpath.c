@@ -1,0 +1,175 @@
+/* SPDX-License-Identifier: MIT */
+/* A view's path, walked one component at a time from "/" with O_PATH|O_NOFOLLOW descriptors:
+ * each component is judged on what it is (never followed through a link), and each directory
+ * on the way on who could change it. */
+#include "fs/scopes/viewpath.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/sysmacros.h>
+#include <unistd.h>
+
+#include "common/util.h"
+
+bool sfs_view_path_canonical(const char *path)
+{
+        size_t len = path ? strlen(path) : 0;
+
+        if (len < 2 || len >= PATH_MAX || path[0] != '/' || path[len - 1] == '/')
+                return false;
+        for (const char *p = path; *p; p++) {
+                if (*p != '/')
+                        continue;
+                /* p is a separator: what follows must be a real name. */
+                if (p[1] == '/' || (p[1] == '.' && (p[2] == '/' || p[2] == '\0')) ||
+                    (p[1] == '.' && p[2] == '.' && (p[3] == '/' || p[3] == '\0')))
+                        return false;
+        }
+        return true;
+}
+
+__attribute__((format(printf, 3, 4)))
+static int say(struct sfs_view_path_why *why, int err, const char *fmt, ...)
+{
+        va_list ap;
+
+        if (why) {
+                va_start(ap, fmt);
+                vsnprintf(why->message, sizeof(why->message), fmt, ap);
+                va_end(ap);
+        }
+        return -err;
+}
+
+static bool own_dev(dev_t dev, const uint64_t *own_devs, size_t n_own)
+{
+        for (size_t i = 0; i < n_own; i++)
+                if (own_devs[i] && own_devs[i] == (uint64_t)dev)
+                        return true;
+        return false;
+}
+
+static bool trusted_uid(uid_t uid, uid_t trusted)
+{
+        return uid == 0 || uid == trusted;
+}
+
+/* Whether another uid could replace the entry child_st of directory dir_st: it owns the
+ * directory, or may write it (a sticky directory only lets an entry's owner move it). */
+static bool replaceable(const struct stat *dir_st, const struct stat *child_st, uid_t trusted)
+{
+        if (!trusted_uid(dir_st->st_uid, trusted))
+                return true;
+        if (!(dir_st->st_mode & (S_IWGRP | S_IWOTH)))
+                return false;
+        return !(dir_st->st_mode & S_ISVTX) || !trusted_uid(child_st->st_uid, trusted);
+}
+
+int sfs_view_path_prepare(const char *path, uid_t trusted, const uint64_t *own_devs,
+                          size_t n_own, bool *made, struct sfs_view_path_why *why)
+{
+        char buf[PATH_MAX], *comp, *save = NULL;
+        _cleanup_close_ int dirfd = -1;
+        struct stat dir_st, st;
+        struct statx stx;
+        uint64_t dev;
+        int r;
+
+        *made = false;
+        if (!sfs_view_path_canonical(path))
+                return say(why, EINVAL, "%s: not an absolute, canonical path", path ? path : "");
+        snprintf(buf, sizeof(buf), "%s", path);
+        dirfd = open("/", O_PATH | O_DIRECTORY | O_CLOEXEC);
+        if (dirfd < 0 || fstat(dirfd, &dir_st) < 0)
+                return say(why, errno, "/: %s", strerror(errno));
+        for (comp = strtok_r(buf + 1, "/", &save); comp; comp = strtok_r(NULL, "/", &save)) {
+                bool last = save == NULL || *save == '\0';
+                int fd;
+
+                /* Inside one of the daemon's own mounts: never made, never mounted on (a
+                 * lookup there is a request to this very daemon). */
+                if (own_dev(dir_st.st_dev, own_devs, n_own)) {
+                        r = say(why, EBUSY, "%s: on one of this daemon's own mounts", path);
+                        goto fail;
+                }
+                if (fstatat(dirfd, comp, &st, AT_SYMLINK_NOFOLLOW) < 0) {
+                        if (errno == ENOENT && last) {
+                                /* Only the view's own directory is made, never its parents. */
+                                if (mkdirat(dirfd, comp, 0755) < 0)
+                                        return say(why, errno, "%s: cannot create the view's "
+                                                   "directory: %s", path, strerror(errno));
+                                *made = true;
+                                if (fstatat(dirfd, comp, &st, AT_SYMLINK_NOFOLLOW) < 0) {
+                                        r = negative_errno();
+                                        goto fail;
+                                }
+                        } else if (errno == ENOTCONN && last) {
+                                return say(why, ENOTCONN, "%s: a dead FUSE mount is there", path);
+                        } else if (errno == ENOENT) {
+                                return say(why, EINVAL, "%s: %s does not exist (a view's parent "
+                                           "directory must)", path, comp);
+                        } else {
+                                return say(why, errno, "%s: %s: %s", path, comp, strerror(errno));
+                        }
+                }
+                if (S_ISLNK(st.st_mode)) {
+                        r = say(why, EINVAL, "%s: %s is a symbolic link", path, comp);
+                        goto fail;
+                }
+                if (!S_ISDIR(st.st_mode)) {
+                        r = say(why, EINVAL, "%s: %s is not a directory", path, comp);
+                        goto fail;
+                }
+                /* The attack: a uid that can rename a component swaps in a link between this
+                 * check and the mount, and the daemon mounts over what it points at. */
+                if (replaceable(&dir_st, &st, trusted)) {
+                        r = say(why, EINVAL, "%s: %s lies in a directory another uid can change",
+                                path, comp);
+                        goto fail;
+                }
+                fd = openat(dirfd, comp, O_PATH | O_NOFOLLOW | O_DIRECTORY | O_CLOEXEC);
+                if (fd < 0) {
+                        r = say(why, errno, "%s: %s: %s", path, comp, strerror(errno));
+                        goto fail;
+                }
+                safe_close(dirfd);
+                dirfd = fd;
+                if (fstat(dirfd, &dir_st) < 0 || dir_st.st_ino != st.st_ino ||
+                    dir_st.st_dev != st.st_dev) {
+                        r = say(why, EINVAL, "%s: %s changed while it was checked", path, comp);
+                        goto fail;
+                }
+        }
+        /* The view's own directory, as the descriptor reaches it. */
+        if (statx(dirfd, "", AT_EMPTY_PATH | AT_STATX_DONT_SYNC, STATX_TYPE, &stx) < 0) {
+                r = negative_errno();
+                goto fail;
+        }
+        if ((stx.stx_attributes_mask & STATX_ATTR_MOUNT_ROOT) &&
+            (stx.stx_attributes & STATX_ATTR_MOUNT_ROOT)) {
+                r = say(why, EBUSY, "%s: already a mount point", path);
+                goto fail;
+        }
+        dev = makedev(stx.stx_dev_major, stx.stx_dev_minor);
+        if (own_dev(dev, own_devs, n_own)) {
+                r = say(why, EBUSY, "%s: on one of this daemon's own mounts", path);
+                goto fail;
+        }
+        return 0;
+fail:
+        if (*made) {
+                rmdir(path);
+                *made = false;
+        }
+        return r;
+}
+
+int sfs_view_path_remove(const char *path)
+{
+        return rmdir(path) < 0 ? negative_errno() : 0;
+}

@@ -1,0 +1,545 @@
+/* SPDX-License-Identifier: MIT */
+/* Publishing: rename .staging/NAME to the digest, after checking the bytes hash to it; the
+ * staging node becomes the snapshot and the store takes over its bytes (written to --store
+ * first, when there is one). Also the snapshots --store serves again at start. */
+#include <errno.h>
+#include <stdbool.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "fs/store/ocistore.h"
+#include "fs/tree/tree-internal.h"
+#include "snapshot/trust.h"
+#include "common/util.h"
+
+static int publish_refused(struct sfs_tree *t, const struct sfs_caller *c, const char *name,
+                           const char *target, int err, const char *reason)
+{
+        /* The same content already published: the caller gets EEXIST and binds to it, an
+         * idempotent publish that is no refusal (alerting on publish-refused must not fire). */
+        const bool exists = err == EEXIST;
+
+        sfs_audit_emit(t->cfg.audit, &(struct sfs_audit_event){
+                                             .event = exists ? "publish-exists" : "publish-refused",
+                                             .op = "rename",
+                                             .uid = c->uid,
+                                             .pid = c->pid,
+                                             .digest = exists ? target : NULL,
+                                             .name = name,
+                                             .target = exists ? NULL : target,
+                                             .err = exists ? 0 : err,
+                                             .reason = exists ? NULL : reason,
+                                             .scope = t->scope ? t->scope->name : NULL,
+                                     });
+        return -err;
+}
+
+/* --trust-key: only content a signed manifest names is published (snapshot/trust.h). Asked
+ * of content already published too, so a daemon restarted on --store learns again from an
+ * import that publishes the same envelope and manifest; such content is not refused (the
+ * EEXIST below answers it). Bytes still: stg->lock held and the publishing flag set. */
+static int trust_admits(struct sfs_tree *t, struct sfs_staging *stg, const struct snap_digest *d,
+                        const char **reason)
+{
+        struct snap_object *existing;
+        int r;
+
+        r = snap_trust_admit(t->cfg.trust, d, stg->buf ? (const void *)stg->buf : "", stg->len,
+                             reason);
+        /* Not in a view: there, content another scope published must be refused as if it
+         * were not there (an admission would tell the scope that it is). */
+        if (r < 0 && !t->scope && (existing = snap_store_lookup(t->store, d))) {
+                snap_store_release(t->store, existing);
+                r = 0;
+        }
+        return r;
+}
+
+/* Checks everything that can be checked before hashing and marks the staging file as being
+ * published (no writes, truncation or unlink meanwhile). t->lock held. */
+static int publish_begin(struct sfs_tree *t, const struct sfs_caller *c, struct sfs_node *parent,
+                         const char *name, struct sfs_node *newparent, const char *newname,
+                         unsigned flags, struct snap_digest *target, struct sfs_node **src)
+{
+        assert(mutex_held(&t->lock));
+        struct sfs_uidstage *st;
+        struct sfs_node *n;
+        int r = 0;
+
+        if (node_kind(parent) == SFS_KIND_ROOT)
+                /* A snapshot, or .staging itself: names in the root never move. */
+                return sfs_may_see(&t->cfg, c) ? -EPERM : -EACCES;
+        if (node_kind(parent) != SFS_KIND_STAGING_DIR)
+                return -ENOTDIR;
+        if (!sfs_may_publish(&t->cfg, c))
+                return -EACCES;
+        st = sfs_stage_find(t, c->uid, false);
+        n = st ? sfs_stage_lookup(st, name) : NULL;
+        if (!n)
+                return -ENOENT;
+        /* RENAME_EXCHANGE would put a snapshot back into staging; only NOREPLACE is
+         * meaningful, and publishing never replaces anything anyway. */
+        if (flags & ~(unsigned)RENAME_NOREPLACE)
+                return -EINVAL;
+        if (node_kind(newparent) != SFS_KIND_ROOT ||
+            snap_digest_from_hex(newname, strlen(newname), target) < 0)
+                return -EINVAL;
+        pthread_mutex_lock(&n->stg->lock);
+        /* Bytes still arriving could change after the hash: publish only what is closed. */
+        if (n->stg->writers || n->stg->publishing)
+                r = -EBUSY;
+        else
+                n->stg->publishing = true;
+        pthread_mutex_unlock(&n->stg->lock);
+        if (r == 0) {
+                n->pins++;
+                *src = n;
+        }
+        return r;
+}
+
+/* Turns the staging node into the snapshot: the kernel moves the source dentry onto the
+ * target name, so the node it already knows must now be the snapshot. t->lock and stg->lock
+ * held; obj carries one reference, which the node keeps. */
+static void become_snapshot(struct sfs_tree *t, struct sfs_node *n, struct snap_object *obj)
+{
+        sfs_stage_remove(t, n, false); /* it counts as a snapshot now */
+        snap_store_ref(t->store, obj); /* its publication's reference */
+        n->obj = obj;
+        __atomic_store_n(&n->kind, SFS_KIND_SNAPSHOT, __ATOMIC_RELEASE);
+}
+
+/* Decide before writing (docs/design.md): everything that can refuse a publish with --store
+ * is decided here, before the store is written. Content published already: may the caller
+ * hold it too (0, 1 when it holds it already, -EDQUOT); *existing keeps a reference. New
+ * content: may the caller publish it, its room claimed now so no later publish or staging
+ * write can take it (0, -EDQUOT, -ENOSPC). t->lock held; stg's bytes are still. */
+static int decide(struct sfs_tree *t, const struct sfs_caller *c, struct sfs_staging *stg,
+                  const struct snap_digest *d, struct snap_object **existing,
+                  struct snap_claim *claim)
+{
+        assert(mutex_held(&t->lock));
+        int r;
+
+        *existing = snap_store_lookup(t->store, d);
+        if (*existing)
+                return snap_store_hold_check(t->store, *existing, (uint32_t)c->uid);
+        pthread_mutex_lock(&stg->lock);
+        sfs_staging_fit_locked(stg);
+        r = snap_store_claim(t->store, (uint32_t)c->uid, stg->len, stg->len, claim);
+        pthread_mutex_unlock(&stg->lock);
+        return r;
+}
+
+/* --store: the staged bytes of a new snapshot, durably, before the rename is answered. The
+ * store's lock is held; no other. */
+static int persist_new(struct sfs_ocistore *os, struct sfs_staging *stg,
+                       const struct snap_digest *d, uint32_t uid, const struct timespec *now)
+{
+        struct sfs_ocistore_meta meta = { .holders = &uid, .n_holders = 1, .created = *now };
+        int r;
+
+        /* The publishing flag keeps the bytes still; the lock orders us after any writer. */
+        pthread_mutex_lock(&stg->lock);
+        meta.title = sfs_staging_name_kept(stg->name) ? stg->name : NULL;
+        r = sfs_ocistore_add(os, d, stg->buf ? (const void *)stg->buf : "", stg->len, &meta);
+        pthread_mutex_unlock(&stg->lock);
+        return r;
+}
+
+/* --store: obj's holders as they are, with uid added when add (its hold is recorded before
+ * it is answered, so a restart keeps it), or without it when not (a hold taken back). The
+ * store's lock is held; no other. */
+static int persist_holders(struct sfs_tree *t, struct sfs_ocistore *os, struct snap_object *obj,
+                           uint32_t uid, bool add)
+{
+        uint32_t holders[SNAP_HOLDERS_MAX + 2];
+        size_t n = snap_store_get_holders(t->store, obj, holders, SNAP_HOLDERS_MAX + 1);
+
+        /* At most SNAP_HOLDERS_MAX + 1 (snap_store_hold_check keeps it so); more would be
+         * refused by the store (EINVAL), never written past the array. */
+        if (n > SNAP_HOLDERS_MAX + 1)
+                n = SNAP_HOLDERS_MAX + 2;
+        else if (add)
+                holders[n++] = uid;
+        return sfs_ocistore_set_holders(os, &obj->digest, holders, n);
+}
+
+/* The scope's own limits for one more snapshot of len bytes published in it: -EDQUOT past
+ * them. t->lock held. */
+static int scope_quota(struct sfs_tree *t, uint64_t len)
+{
+        const struct sfs_scope_limits *l = &t->scope->limits;
+
+        if (t->scope->used_snapshots >= l->max_snapshots)
+                return -EDQUOT;
+        if (t->scope->used_bytes > l->max_bytes || len > l->max_bytes - t->scope->used_bytes)
+                return -EDQUOT;
+        return 0;
+}
+
+/* The audit line of a publish: the staging name renamed to its digest, with the scope of the
+ * view it went through (none on the main mount). */
+static void audit_publish(const struct sfs_tree *t, const struct sfs_caller *c,
+                          const char *newname, const char *name, uint64_t size)
+{
+        sfs_audit_emit(t->cfg.audit, &(struct sfs_audit_event){
+                                             .event = "publish",
+                                             .op = "rename",
+                                             .uid = c->uid,
+                                             .pid = c->pid,
+                                             .digest = newname,
+                                             .name = name,
+                                             .size = size,
+                                             .scope = t->scope ? t->scope->name : NULL,
+                                     });
+}
+
+/* Publishing in a scope's view (docs/design.md, "Scopes"): what is published there is
+ * granted to that scope alone, held by no uid, counted against the scope's limits. Every
+ * answer is the one the scope would get if nothing else existed: content already granted
+ * here is EEXIST; content another scope (or the main mount) has is published here like new
+ * content (0), its room decided as if it were new, so nothing tells one scope what another
+ * holds. The staging node becomes the snapshot under its own inode number, the one the kernel
+ * already has for the name. r is the hash's verdict; the rest as sfs_tree_rename. */
+static int scope_publish(struct sfs_tree *t, const struct sfs_caller *c, struct sfs_node *n,
+                         const char *name, const char *newname, int r,
+                         const struct snap_digest *d, const struct timespec *now,
+                         const char *reason, struct sfs_node **published)
+{
+        struct sfs_ocistore *os = t->cfg.ocistore;
+        struct sfs_staging *stg = n->stg;
+        struct snap_object *obj = NULL, *existing = NULL;
+        struct snap_claim claim = { 0 };
+        struct sfs_scope_effects fx = { 0 };
+        struct sfs_scope_op op = {
+                .kind = SFS_SCOPE_PUBLISH,
+                .has_digest = true,
+                .digest = *d,
+                .uid = (uint32_t)c->uid,
+                .name = stg->name,
+                .created = *now,
+                .ino = n->ino,
+        };
+        int (*save)(void *ctx, const struct sfs_scope_op *op);
+        void *save_ctx;
+        bool stored = false, new_content = false;
+        uint64_t len;
+
+        if (os)
+                sfs_ocistore_lock(os);
+        /* Decide before writing: a scope deleted meanwhile, granted here already, the
+         * scope's limits, the room. */
+        tree_lock(t);
+        save = t->scope->save;
+        save_ctx = t->scope->save_ctx;
+        pthread_mutex_lock(&stg->lock);
+        sfs_staging_fit_locked(stg);
+        len = stg->len;
+        pthread_mutex_unlock(&stg->lock);
+        if (r == 0 && t->cfg.read_only)
+                r = -EACCES;
+        /* Granted here already (EEXIST), or no room for one more grant (ENOSPC). */
+        if (r == 0)
+                r = sfs_scope_check_locked(t, &op);
+        if (r == 0)
+                r = scope_quota(t, len);
+        tree_unlock(t);
+        if (r == 0)
+                r = snap_store_claim_unheld(t->store, len, len, &claim);
+        if (r == 0)
+                existing = snap_store_lookup(t->store, d);
+        if (r == 0 && !existing && os) {
+                /* --store: the bytes, durably, before anything is answered. */
+                struct sfs_ocistore_meta meta = { .unheld = true, .created = *now };
+                pthread_mutex_lock(&stg->lock);
+                meta.title = stg->name;
+                r = sfs_ocistore_add(os, d, stg->buf ? (const void *)stg->buf : "", stg->len,
+                                     &meta);
+                pthread_mutex_unlock(&stg->lock);
+                stored = r == 0;
+        }
+        /* The scope's file says it is granted before it is. */
+        if (r == 0 && save)
+                r = save(save_ctx, &op);
+
+        tree_lock(t);
+        n->pins--;
+        /* Granted here meanwhile through the control channel (EEXIST), or no room for one
+         * more grant: refused before the store takes the bytes. */
+        if (r == 0)
+                r = sfs_scope_check_locked(t, &op);
+        pthread_mutex_lock(&stg->lock);
+        if (r == 0 && existing) {
+                /* The lookup's reference becomes the grant's. Detached meanwhile (no
+                 * --store, whose lock keeps the index still): published below as new. */
+                if (snap_store_grant(t->store, existing) == 0) {
+                        obj = existing;
+                        existing = NULL;
+                } else {
+                        snap_store_release(t->store, existing);
+                        existing = NULL;
+                        new_content = true;
+                }
+        } else if (r == 0) {
+                new_content = true;
+        }
+        if (r == 0 && new_content) {
+                r = snap_store_put(t->store,
+                                   &(struct snap_put){
+                                           .data = stg->buf ? (const void *)stg->buf : "",
+                                           .len = stg->len,
+                                           .owned = stg->buf,
+                                           .digest = d,
+                                           .ino = n->ino,
+                                           .reserved = stg->len,
+                                           .publisher_uid = (uint32_t)c->uid,
+                                           .name = stg->name,
+                                           .created = now,
+                                           .unheld = true,
+                                           .grants = 1,
+                                           .claim = &claim,
+                                   },
+                                   &obj);
+                if (r == 0) {
+                        /* The new object's reference is its publication's; the grant and
+                         * the node take one each. */
+                        snap_store_ref(t->store, obj);
+                        sfs_staging_handed_over_locked(stg);
+                } else if (r == 1) {
+                        /* Published meanwhile (no --store): its reference is the grant's.
+                         * It is indexed (the put found it under the store's lock), so the
+                         * grant can only fail if it goes again at once: then this publish
+                         * loses the race and says so. */
+                        r = snap_store_grant(t->store, obj) == 0 ? 0 : -EAGAIN;
+                        if (r < 0) {
+                                snap_store_release(t->store, obj);
+                                obj = NULL;
+                        }
+                }
+        }
+        if (r == 0) {
+                r = sfs_scope_apply_locked(t, &op, obj, NULL, &fx);
+                if (r < 0) {
+                        /* Out of memory for the effects: nothing changed but the grant. */
+                        if (snap_store_ungrant(t->store, obj) == 1)
+                                snap_store_release(t->store, obj); /* its publication's */
+                        snap_store_release(t->store, obj);
+                        obj = NULL;
+                }
+        }
+        if (r < 0) {
+                stg->publishing = false;
+                pthread_mutex_unlock(&stg->lock);
+                tree_unlock(t);
+                snap_store_release(t->store, existing);
+                snap_store_unclaim(t->store, &claim);
+                if (stored)
+                        sfs_ocistore_remove(os, d); /* not published after all */
+                if (os)
+                        sfs_ocistore_unlock(os);
+                sfs_scope_effects_free(&fx);
+                return publish_refused(t, c, name, newname, -r, reason);
+        }
+        /* The node the kernel has for the name is the snapshot now, under its inode number. */
+        snap_store_ref(t->store, obj);
+        sfs_stage_remove(t, n, false);
+        n->obj = obj;
+        sfs_scope_node_refresh(n, sfs_scope_grant_of(t, d));
+        __atomic_store_n(&n->kind, SFS_KIND_SNAPSHOT, __ATOMIC_RELEASE);
+        pthread_mutex_unlock(&stg->lock);
+        n->stg = NULL;
+        sfs_staging_free(stg);
+        sfs_touch_root(t);
+        tree_unlock(t);
+        /* Content that was there already: its room was only asked for. */
+        snap_store_unclaim(t->store, &claim);
+        if (os)
+                sfs_ocistore_unlock(os);
+        sfs_scope_effects_free(&fx);
+
+        audit_publish(t, c, newname, name, len);
+        *published = n;
+        return 0;
+}
+
+int sfs_tree_rename(struct sfs_tree *t, const struct sfs_caller *c, struct sfs_node *parent,
+                    const char *name, struct sfs_node *newparent, const char *newname,
+                    unsigned flags, struct sfs_node **published)
+{
+        struct snap_digest target, actual;
+        struct snap_object *obj = NULL, *existing = NULL;
+        struct snap_claim claim = { 0 };
+        struct sfs_staging *stg;
+        struct sfs_node *n = NULL;
+        struct sfs_ocistore *os = t->cfg.ocistore;
+        const char *reason = NULL;
+        bool stored = false, hold_stored = false;
+        struct timespec now;
+        uint64_t size = 0;
+        int r;
+
+        tree_lock(t);
+        r = publish_begin(t, c, parent, name, newparent, newname, flags, &target, &n);
+        tree_unlock(t);
+        if (r == -ENOENT || r == -ENOTDIR)
+                return r;
+        if (r == -EPERM || r == -EACCES)
+                return sfs_refused(t, c, "refused", "rename", name, newname, -r);
+        if (r < 0)
+                return publish_refused(t, c, name, newname, -r, reason);
+
+        /* Hash outside the tree lock: a large staging file written out of order must not
+         * stall every other request. The publishing flag keeps its bytes still. */
+        stg = n->stg;
+        pthread_mutex_lock(&stg->lock);
+        r = sfs_staging_digest(stg, &actual);
+        if (r == 0 && !snap_digest_equal(&actual, &target))
+                r = -EBADMSG;
+        if (r == 0 && t->cfg.trust)
+                r = trust_admits(t, stg, &actual, &reason);
+        /* Only the daemon knows why a --trust-key refused: the staging file (its owner's
+         * alone) keeps the reason for the client to read before it removes the file. */
+        if (r < 0 && reason)
+                sfs_staging_set_refusal_locked(stg, reason);
+        pthread_mutex_unlock(&stg->lock);
+        clock_gettime(CLOCK_REALTIME, &now);
+        if (t->scope)
+                return scope_publish(t, c, n, name, newname, r, &actual, &now, reason, published);
+        if (os) {
+                /* Held until the snapshot is in the tree: publishes and unlinks of a store
+                 * reach the disk in the order the tree sees them, and what was decided below
+                 * still holds when it is done. Outermost lock. */
+                sfs_ocistore_lock(os);
+                if (r == 0) {
+                        tree_lock(t);
+                        r = decide(t, c, stg, &actual, &existing, &claim);
+                        tree_unlock(t);
+                }
+                /* Only what was admitted is written: a refused publish leaves the disk as it
+                 * was (the attack: a uid past its limit made every refused publish write and
+                 * fsync its blob, the manifest and index.json, then remove them). */
+                if (r == 0 && existing) {
+                        r = persist_holders(t, os, existing, (uint32_t)c->uid, true);
+                        hold_stored = r == 0;
+                } else if (r == 0) {
+                        r = persist_new(os, stg, &actual, (uint32_t)c->uid, &now);
+                        stored = r == 0;
+                }
+                if (r == 1) /* holds it already: nothing to write */
+                        r = 0;
+        }
+
+        tree_lock(t);
+        n->pins--;
+        pthread_mutex_lock(&stg->lock);
+        if (r == 0 && !os)
+                existing = snap_store_lookup(t->store, &target);
+        if (r == 0 && !existing) {
+                sfs_staging_fit_locked(stg);
+                r = snap_store_put(t->store,
+                                   &(struct snap_put){
+                                           .data = stg->buf ? (const void *)stg->buf : "",
+                                           .len = stg->len,
+                                           .owned = stg->buf,
+                                           .digest = &actual,
+                                           .ino = n->ino,
+                                           .reserved = stg->len,
+                                           .publisher_uid = c->uid,
+                                           .name = sfs_staging_name_kept(stg->name)
+                                                           ? stg->name
+                                                           : NULL,
+                                           .created = &now,
+                                           .claim = claim.held ? &claim : NULL,
+                                   },
+                                   &obj);
+                if (r == 1) { /* published meanwhile (without --store): a hold on it */
+                        existing = obj;
+                        obj = NULL;
+                        r = 0;
+                }
+        }
+        if (r == 0 && existing) {
+                /* Already published: nothing of it changes, the caller binds to it and holds
+                 * it too (decided above with --store; here without). */
+                r = snap_store_hold(t->store, existing, (uint32_t)c->uid);
+                if (r >= 0)
+                        r = -EEXIST;
+                else if (hold_stored)
+                        /* Not held after all: the store says what the tree holds. */
+                        persist_holders(t, os, existing, 0, false);
+        }
+        if (existing)
+                snap_store_release(t->store, existing);
+        if (r < 0) {
+                stg->publishing = false;
+                pthread_mutex_unlock(&stg->lock);
+                tree_unlock(t);
+                snap_store_unclaim(t->store, &claim);
+                if (stored)
+                        sfs_ocistore_remove(os, &actual); /* not published after all */
+                if (os)
+                        sfs_ocistore_unlock(os);
+                return publish_refused(t, c, name, newname, -r, reason);
+        }
+        /* The store took the buffer and the reservation; the bytes are no longer staged. */
+        size = stg->len;
+        sfs_staging_handed_over_locked(stg);
+        become_snapshot(t, n, obj);
+        pthread_mutex_unlock(&stg->lock);
+        n->stg = NULL;
+        sfs_staging_free(stg);
+        sfs_touch_root(t);
+        tree_unlock(t);
+        if (os)
+                sfs_ocistore_unlock(os);
+
+        audit_publish(t, c, newname, name, size);
+        *published = n;
+        return 0;
+}
+
+int sfs_tree_restore(struct sfs_tree *t, const struct snap_digest *d, void *data, size_t len,
+                     const char *name, const uint32_t *holders, size_t n_holders, bool unheld,
+                     const struct timespec *created)
+{
+        const uint32_t owner = (uint32_t)t->cfg.owner_uid;
+        struct snap_object *obj;
+        int r;
+
+        /* A store written before holders were kept: the mount owner holds what it served.
+         * One nobody holds waits for its grants (sfs_registry_restore), or is collected. */
+        if (!unheld && (!holders || !n_holders)) {
+                holders = &owner;
+                n_holders = 1;
+        }
+        tree_lock(t);
+        r = snap_store_put(t->store,
+                           &(struct snap_put){
+                                   .data = data,
+                                   .len = len,
+                                   .owned = len ? data : NULL,
+                                   .digest = d,
+                                   .publisher_uid = unheld ? owner : holders[0],
+                                   /* A title that is no staging NAME was not ours. */
+                                   .name = sfs_staging_name_valid(name) ? name : NULL,
+                                   .holders = unheld ? NULL : holders,
+                                   .n_holders = unheld ? 0 : n_holders,
+                                   .unheld = unheld,
+                                   .created = created,
+                                   /* Admitted before the restart: the counts come back as
+                                    * they were, whatever the limits are now. */
+                                   .unlimited = true,
+                           },
+                           &obj);
+        if (r == 1)
+                snap_store_release(t->store, obj);
+        /* On 0 the reference the put returned is its publication's. */
+        tree_unlock(t);
+        if (r == 0 && !len)
+                free(data);
+        return r;
+}

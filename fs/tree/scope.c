@@ -1,0 +1,780 @@
+/* SPDX-License-Identifier: MIT */
+/* A scope's tree and its grants (scope.h). Every change is first planned (struct plan, under
+ * the tree's lock): what it adds, moves and removes, or why it is refused. The same plan
+ * serves the scope's file (written with the change in it) and the change itself, so what is
+ * persisted is exactly what is then done. */
+#include "fs/tree/scope.h"
+
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "snapshot/binding.h"
+#include "fs/tree/tree-internal.h"
+#include "common/util.h"
+
+/* What a change does to the table. */
+struct plan {
+        struct sfs_grant *target;       /* the grant of op's digest, if there is one */
+        bool add_target;                /* a new grant of op's digest */
+        bool target_plain, target_published; /* the target's flags afterwards */
+        bool remove_target;             /* the target leaves the view */
+        struct sfs_grant_entry *entry;  /* the entry op names, if it exists */
+        bool add_entry, remove_entry;
+        struct sfs_grant *old;          /* a moved or removed entry's former target */
+        bool remove_old;                /* ... which leaves the view with it */
+        bool remove_entries;            /* every entry naming the target goes (revoke) */
+        bool noop;                      /* nothing changes */
+};
+
+void sfs_scope_default_limits(struct sfs_tree *main, struct sfs_scope_limits *out)
+{
+        struct sfs_tree_config cfg;
+
+        sfs_tree_get_config(main, &cfg);
+        *out = (struct sfs_scope_limits){
+                .max_snapshots = cfg.max_uid_snapshots,
+                .max_bytes = cfg.max_uid_bytes,
+                .max_staging = cfg.max_staging,
+                .max_staging_bytes = cfg.max_staging_bytes,
+        };
+}
+
+int sfs_tree_new_scope(struct sfs_tree *main, const struct sfs_scope_spec *spec,
+                       struct sfs_tree **out)
+{
+        struct sfs_tree *t;
+        int r;
+
+        if (!spec->name || !snap_name_valid(spec->name) || !spec->limits.max_snapshots ||
+            !spec->limits.max_bytes || !spec->limits.max_staging ||
+            !spec->limits.max_staging_bytes || spec->limits.max_staging > UINT32_MAX)
+                return -EINVAL;
+        t = calloc(1, sizeof(*t));
+        if (!t)
+                return -ENOMEM;
+        t->scope = calloc(1, sizeof(*t->scope));
+        if (!t->scope) {
+                free(t);
+                return -ENOMEM;
+        }
+        snprintf(t->scope->name, sizeof(t->scope->name), "%s", spec->name);
+        t->scope->users = spec->users;
+        t->scope->limits = spec->limits;
+        t->scope->publish = spec->publish;
+        t->scope->save = spec->save;
+        t->scope->save_ctx = spec->save_ctx;
+        sfs_grants_init(&t->scope->grants, SFS_FIRST_INO);
+        t->scope->max_grants = SFS_SCOPE_GRANTS_MAX;
+
+        /* The daemon's configuration (audit, --store, --trust-key, the global limits, the
+         * owner), with the scope's users and staging limits in place of the roles. */
+        sfs_tree_get_config(main, &t->cfg);
+        t->cfg.scope_users = &t->scope->users;
+        t->cfg.read_only = !spec->publish;
+        t->cfg.unlink_own = false;
+        t->cfg.readers = (struct value_uid_list){ .any = false };
+        t->cfg.publishers = (struct value_uid_list){ .any = false };
+        t->cfg.dev = t->cfg.read_view_dev = 0;
+        t->cfg.max_staging = (unsigned)spec->limits.max_staging;
+        t->cfg.max_staging_bytes = spec->limits.max_staging_bytes;
+        t->store = main->store;
+        t->reserve_objects = main->reserve_objects;
+        t->reserve_bytes = main->reserve_bytes;
+        t->budget = (struct sfs_staging_budget){
+                .store = t->store,
+                .max_size = t->cfg.max_snapshot_size,
+                .max_uid_bytes = spec->limits.max_staging_bytes,
+        };
+        r = sfs_tree_init_common(t);
+        if (r < 0) {
+                free(t->scope);
+                free(t);
+                return r;
+        }
+        *out = t;
+        return 0;
+}
+
+void sfs_scope_set_max_grants(struct sfs_tree *t, size_t max)
+{
+        tree_lock(t);
+        t->scope->max_grants = max < SFS_SCOPE_GRANTS_MAX ? max : SFS_SCOPE_GRANTS_MAX;
+        tree_unlock(t);
+}
+
+void sfs_scope_disarm(struct sfs_tree *t)
+{
+        tree_lock(t);
+        t->cfg.read_only = true;
+        t->scope->save = NULL;
+        t->scope->save_ctx = NULL;
+        tree_unlock(t);
+}
+
+const char *sfs_scope_name(const struct sfs_tree *t)
+{
+        return t->scope ? t->scope->name : NULL;
+}
+
+/* ---- planning ---- */
+
+/* An entry name: a staging NAME that is not a digest (the view's digests and entries share
+ * one directory, and a digest name always means the digest). */
+static bool entry_name_valid(const char *name)
+{
+        return snap_name_valid(name) && !snap_is_digest_name(name);
+}
+
+/* Whether d names a published snapshot (a lookup of the store). t->lock held. */
+static bool published(struct sfs_tree *t, const struct snap_digest *d)
+{
+        struct snap_object *obj = snap_store_lookup(t->store, d);
+
+        snap_store_release(t->store, obj);
+        return obj != NULL;
+}
+
+static size_t n_grants(const struct sfs_tree *t)
+{
+        return t->scope->grants.n_digests + t->scope->grants.n_entries;
+}
+
+/* Whether gr leaves the view with its one entry: nothing else grants it. */
+static bool only_named_once(const struct sfs_grant *gr)
+{
+        return !gr->plain && !gr->published && gr->entries == 1;
+}
+
+/* Whether gr is a grant of its own (by digest, or published here), besides its entries. */
+static bool granted_by_digest(const struct sfs_grant *gr)
+{
+        return gr->plain || gr->published;
+}
+
+/* The plan of op: 0, or why it is refused. t->lock held. */
+static int plan_op(struct sfs_tree *t, const struct sfs_scope_op *op, struct plan *p)
+{
+        struct sfs_grants *g = &t->scope->grants;
+        size_t added = 0;
+
+        *p = (struct plan){ 0 };
+        if (op->entry && !entry_name_valid(op->entry))
+                return -EINVAL;
+        if (op->entry)
+                p->entry = sfs_grants_entry(g, op->entry);
+        if (op->has_digest) {
+                p->target = sfs_grants_find(g, &op->digest);
+                if (p->target) {
+                        p->target_plain = p->target->plain;
+                        p->target_published = p->target->published;
+                }
+        }
+        switch (op->kind) {
+        case SFS_SCOPE_GRANT:
+                if (!op->has_digest)
+                        return -EINVAL;
+                if (!p->target && !published(t, &op->digest))
+                        return -ENOENT;
+                p->add_target = !p->target;
+                added += p->add_target;
+                if (!op->entry) {
+                        p->noop = p->target && p->target->plain;
+                        p->target_plain = true;
+                        break;
+                }
+                if (!p->entry) {
+                        p->add_entry = true;
+                        added++;
+                } else if (p->entry->target != p->target) {
+                        /* A move: the old digest leaves the view when nothing else names it. */
+                        p->old = p->entry->target;
+                        p->remove_old = only_named_once(p->old);
+                } else {
+                        p->noop = true;
+                }
+                break;
+        case SFS_SCOPE_REVOKE:
+                if (op->entry) {
+                        if (!p->entry)
+                                return -ENOENT;
+                        p->remove_entry = true;
+                        p->old = p->entry->target;
+                        p->remove_old = only_named_once(p->old);
+                        break;
+                }
+                if (!op->has_digest || !p->target)
+                        return -ENOENT;
+                p->remove_target = p->remove_entries = true;
+                break;
+        case SFS_SCOPE_PUBLISH:
+                if (!op->has_digest || p->target)
+                        return -EEXIST;
+                p->add_target = true;
+                p->target_published = true;
+                added++;
+                break;
+        case SFS_SCOPE_UNPUBLISH:
+                if (!op->has_digest || !p->target)
+                        return -ENOENT;
+                if (!p->target->published)
+                        return -EPERM;
+                p->target_published = false;
+                p->remove_target = !p->target->plain && p->target->entries == 0;
+                break;
+        }
+        if (added && n_grants(t) + added > t->scope->max_grants)
+                return -ENOSPC;
+        return 0;
+}
+
+/* ---- the scope's file ---- */
+
+static int add_json(json_object *o, const char *key, json_object *v)
+{
+        if (!v)
+                return -ENOMEM;
+        json_object_object_add(o, key, v);
+        return 0;
+}
+
+/* One grant's record, its flags as given. */
+static json_object *grant_json(const struct snap_digest *d, bool plain, bool pub, uint32_t uid,
+                               const char *name, const struct timespec *created)
+{
+        char hex[SNAP_DIGEST_HEX_LEN + 1];
+        json_object *o = json_object_new_object();
+
+        if (!o)
+                return NULL;
+        snap_digest_to_hex(d, hex);
+        if (add_json(o, "sha256", json_object_new_string(hex)) < 0 ||
+            add_json(o, "plain", json_object_new_boolean(plain)) < 0 ||
+            add_json(o, "published", json_object_new_boolean(pub)) < 0 ||
+            add_json(o, "uid", json_object_new_int64(uid)) < 0 ||
+            (name && add_json(o, "name", json_object_new_string(name)) < 0) ||
+            add_json(o, "created_sec", json_object_new_int64(created->tv_sec)) < 0 ||
+            add_json(o, "created_nsec", json_object_new_int64(created->tv_nsec)) < 0) {
+                json_object_put(o);
+                return NULL;
+        }
+        return o;
+}
+
+static json_object *entry_json(const char *name, const struct snap_digest *d)
+{
+        char hex[SNAP_DIGEST_HEX_LEN + 1];
+        json_object *o = json_object_new_object();
+
+        if (!o)
+                return NULL;
+        snap_digest_to_hex(d, hex);
+        if (add_json(o, "name", json_object_new_string(name)) < 0 ||
+            add_json(o, "sha256", json_object_new_string(hex)) < 0) {
+                json_object_put(o);
+                return NULL;
+        }
+        return o;
+}
+
+static int push(json_object *arr, json_object *v)
+{
+        if (!v)
+                return -ENOMEM;
+        if (json_object_array_add(arr, v) < 0) {
+                json_object_put(v);
+                return -ENOMEM;
+        }
+        return 0;
+}
+
+/* The records of the table with plan p of op applied, in listing order (a new name last). */
+static int build_json(struct sfs_tree *t, const struct sfs_scope_op *op, const struct plan *p,
+                      json_object *grants, json_object *entries)
+{
+        const struct sfs_grants *g = &t->scope->grants;
+        int r = 0;
+
+        for (size_t i = 0; r == 0 && i < g->n_listed; i++) {
+                const struct sfs_listed *l = &g->listed[i];
+                if (l->grant) {
+                        const struct sfs_grant *gr = l->grant;
+                        bool plain = gr->plain, pub = gr->published;
+                        if ((gr == p->target && p->remove_target) ||
+                            (gr == p->old && p->remove_old))
+                                continue;
+                        if (gr == p->target && op) {
+                                plain = p->target_plain;
+                                pub = p->target_published;
+                        }
+                        r = push(grants, grant_json(&gr->digest, plain, pub, gr->uid,
+                                                    pub ? gr->name : NULL, &gr->created));
+                } else {
+                        const struct sfs_grant_entry *e = l->entry;
+                        const struct snap_digest *d = &e->target->digest;
+                        if ((e == p->entry && p->remove_entry) ||
+                            (p->remove_entries && e->target == p->target))
+                                continue;
+                        if (e == p->entry && op->kind == SFS_SCOPE_GRANT)
+                                d = &op->digest; /* moved */
+                        r = push(entries, entry_json(e->name, d));
+                }
+        }
+        if (r == 0 && p->add_target) {
+                struct timespec now;
+                bool pub = op->kind == SFS_SCOPE_PUBLISH;
+                clock_gettime(CLOCK_REALTIME, &now);
+                r = push(grants, grant_json(&op->digest, p->target_plain, pub,
+                                            pub ? op->uid : (uint32_t)t->cfg.owner_uid,
+                                            pub ? op->name : NULL, pub ? &op->created : &now));
+        }
+        if (r == 0 && p->add_entry)
+                r = push(entries, entry_json(op->entry, &op->digest));
+        return r;
+}
+
+int sfs_scope_grants_json(struct sfs_tree *t, const struct sfs_scope_op *op,
+                          json_object **grants, json_object **entries)
+{
+        struct plan p = { 0 };
+        json_object *ga = json_object_new_array(), *ea = json_object_new_array();
+        int r = ga && ea ? 0 : -ENOMEM;
+
+        tree_lock(t);
+        if (r == 0 && op)
+                r = plan_op(t, op, &p);
+        if (r == 0)
+                r = build_json(t, op, &p, ga, ea);
+        tree_unlock(t);
+        if (r < 0) {
+                json_object_put(ga);
+                json_object_put(ea);
+                return r;
+        }
+        *grants = ga;
+        *entries = ea;
+        return 0;
+}
+
+/* ---- changes ---- */
+
+void sfs_scope_effects_free(struct sfs_scope_effects *fx)
+{
+        free(fx->names);
+        free(fx->gone);
+        free(fx->inos);
+        *fx = (struct sfs_scope_effects){ 0 };
+}
+
+void sfs_scope_effects_release(struct sfs_tree *t, struct sfs_scope_effects *fx)
+{
+        for (size_t i = 0; i < fx->n_gone; i++)
+                snap_store_release(t->store, fx->gone[i]);
+        fx->n_gone = 0;
+}
+
+/* Takes gr out of the view: its name goes stale, its node is revoked (descriptors open on it
+ * keep reading), its store grant goes, and with it the snapshot when that was its last
+ * reference (collected by the caller from fx). Room for fx's arrays was made. */
+static void drop_grant(struct sfs_tree *t, struct sfs_grant *gr, struct sfs_scope_effects *fx)
+{
+        char hex[SNAP_DIGEST_HEX_LEN + 1];
+        struct sfs_node *n;
+
+        sfs_grants_remove(&t->scope->grants, gr);
+        snap_digest_to_hex(&gr->digest, hex);
+        snprintf(fx->names[fx->n_names++], SNAP_NAME_MAX + 1, "%s", hex);
+        n = sfs_tree_node(t, gr->ino);
+        if (n && node_kind(n) == SFS_KIND_SNAPSHOT) {
+                n->revoked = true;
+                fx->inos[fx->n_inos++] = gr->ino;
+        }
+        if (gr->published) {
+                t->scope->used_snapshots--;
+                t->scope->used_bytes -= gr->obj->size;
+        }
+        if (snap_store_ungrant(t->store, gr->obj) == 1) {
+                /* Detached: its publication's reference goes now, as every other detach
+                 * releases it; the grant's own is handed to the caller, who collects the
+                 * snapshot from --store and releases that one. Kept, the publication's
+                 * reference made every snapshot a scope unpublished or revoked last stay
+                 * counted in the store for good: a scope could fill the daemon's global
+                 * limits (ENOSPC for everyone) without ever passing its own. */
+                snap_store_release(t->store, gr->obj);
+                fx->gone[fx->n_gone++] = gr->obj;
+        } else {
+                snap_store_release(t->store, gr->obj);
+        }
+        free(gr->name);
+        free(gr);
+}
+
+static void drop_entry(struct sfs_tree *t, struct sfs_grant_entry *e,
+                       struct sfs_scope_effects *fx)
+{
+        sfs_grants_remove_entry(&t->scope->grants, e);
+        snprintf(fx->names[fx->n_names++], SNAP_NAME_MAX + 1, "%s", e->name);
+        free(e);
+}
+
+static void fill_info(const struct sfs_grant *gr, const char *entry, struct sfs_grant_info *info)
+{
+        if (!info)
+                return;
+        *info = (struct sfs_grant_info){
+                .digest = gr->digest,
+                .size = gr->obj->size,
+                .ino = gr->ino,
+                .published = gr->published,
+        };
+        snprintf(info->entry, sizeof(info->entry), "%s", entry ? entry : "");
+}
+
+/* Room in fx for every name and object a change may report: the target, the old target and
+ * every entry. */
+static int make_room(struct sfs_tree *t, struct sfs_scope_effects *fx, size_t extra)
+{
+        size_t n = t->scope->grants.n_entries + 2 + extra;
+        char(*names)[SNAP_NAME_MAX + 1];
+        struct snap_object **gone;
+        uint64_t *inos;
+
+        names = realloc(fx->names, (fx->n_names + n) * sizeof(*names));
+        if (!names)
+                return -ENOMEM;
+        fx->names = names;
+        gone = realloc(fx->gone, (fx->n_gone + n) * sizeof(*gone));
+        if (!gone)
+                return -ENOMEM;
+        fx->gone = gone;
+        inos = realloc(fx->inos, (fx->n_inos + n) * sizeof(*inos));
+        if (!inos)
+                return -ENOMEM;
+        fx->inos = inos;
+        return 0;
+}
+
+int sfs_scope_check_locked(struct sfs_tree *t, const struct sfs_scope_op *op)
+{
+        struct plan p;
+        int r = plan_op(t, op, &p);
+
+        /* The table's room for what apply adds, taken now. */
+        if (r == 0)
+                r = sfs_grants_reserve(&t->scope->grants, 1, 1);
+        return r;
+}
+
+int sfs_scope_apply_locked(struct sfs_tree *t, const struct sfs_scope_op *op,
+                           struct snap_object *obj, struct sfs_grant_info *info,
+                           struct sfs_scope_effects *fx)
+{
+        struct sfs_grants *g = &t->scope->grants;
+        struct sfs_grant *gr = NULL;
+        struct sfs_grant_entry *e = NULL;
+        struct plan p;
+        int r;
+
+        r = plan_op(t, op, &p);
+        if (r == 0)
+                r = sfs_grants_reserve(g, 1, 1);
+        if (r == 0)
+                r = make_room(t, fx, 0);
+        if (r == 0 && p.add_entry && !(e = calloc(1, sizeof(*e))))
+                r = -ENOMEM;
+        if (r == 0 && p.add_target && !(gr = calloc(1, sizeof(*gr))))
+                r = -ENOMEM;
+        if (r == 0 && gr && op->kind == SFS_SCOPE_PUBLISH && op->name &&
+            !(gr->name = strdup(op->name)))
+                r = -ENOMEM;
+        if (r == 0 && gr && op->kind == SFS_SCOPE_GRANT) {
+                /* The grant's own reference and its store grant: a snapshot unpublished
+                 * since the plan is absent. */
+                obj = snap_store_lookup(t->store, &op->digest);
+                r = obj ? snap_store_grant(t->store, obj) : -ENOENT;
+                if (r < 0)
+                        snap_store_release(t->store, obj);
+        }
+        if (r < 0) {
+                if (gr)
+                        free(gr->name);
+                free(gr);
+                free(e);
+                return r;
+        }
+        if (gr) {
+                gr->digest = op->digest;
+                gr->obj = obj;
+                gr->plain = p.target_plain;
+                gr->published = op->kind == SFS_SCOPE_PUBLISH;
+                if (gr->published) {
+                        gr->ino = op->ino ? op->ino : obj->ino;
+                        gr->uid = op->uid;
+                        gr->created = op->created;
+                        t->scope->used_snapshots++;
+                        t->scope->used_bytes += obj->size;
+                } else {
+                        gr->ino = obj->ino;
+                        gr->uid = (uint32_t)t->cfg.owner_uid;
+                        clock_gettime(CLOCK_REALTIME, &gr->created);
+                }
+                sfs_grants_insert(g, gr);
+                p.target = gr;
+        } else if (p.target && !p.noop) {
+                if (p.target->published && !p.target_published) {
+                        t->scope->used_snapshots--;
+                        t->scope->used_bytes -= p.target->obj->size;
+                }
+                p.target->plain = p.target_plain;
+                p.target->published = p.target_published;
+                if (!p.target->published) {
+                        free(p.target->name);
+                        p.target->name = NULL;
+                }
+        }
+        if (e) {
+                snprintf(e->name, sizeof(e->name), "%s", op->entry);
+                e->target = p.target;
+                sfs_grants_insert_entry(g, e);
+        } else if (p.entry && op->kind == SFS_SCOPE_GRANT && p.old) {
+                /* The rotation: one assignment under the tree's lock, so a lookup finds the
+                 * old digest or the new one, never neither. */
+                sfs_grants_retarget(g, p.entry, p.target);
+                snprintf(fx->names[fx->n_names++], SNAP_NAME_MAX + 1, "%s", p.entry->name);
+        }
+        if (p.remove_entry)
+                drop_entry(t, p.entry, fx);
+        if (p.remove_entries)
+                for (size_t i = g->n_entries; i-- > 0;)
+                        if (g->entries[i]->target == p.target)
+                                drop_entry(t, g->entries[i], fx);
+        if (p.remove_old)
+                drop_grant(t, p.old, fx);
+        if (p.remove_target) {
+                fill_info(p.target, NULL, info);
+                drop_grant(t, p.target, fx);
+                p.target = NULL;
+        } else if (p.target) {
+                fill_info(p.target, op->entry, info);
+        }
+        return 0;
+}
+
+int sfs_scope_apply(struct sfs_tree *t, const struct sfs_scope_op *op, struct sfs_grant_info *info,
+                    struct sfs_scope_effects *fx)
+{
+        int r;
+
+        if (!t->scope || op->kind == SFS_SCOPE_PUBLISH)
+                return -EINVAL;
+        tree_lock(t);
+        r = sfs_scope_apply_locked(t, op, NULL, info, fx);
+        if (r == 0)
+                sfs_touch_root(t);
+        tree_unlock(t);
+        return r;
+}
+
+int sfs_scope_revoke_all(struct sfs_tree *t, struct sfs_scope_effects *fx)
+{
+        struct sfs_grants *g;
+        int r;
+
+        tree_lock(t);
+        g = &t->scope->grants;
+        r = make_room(t, fx, g->n_digests);
+        if (r == 0) {
+                while (g->n_entries)
+                        drop_entry(t, g->entries[g->n_entries - 1], fx);
+                while (g->n_digests)
+                        drop_grant(t, g->digests[g->n_digests - 1], fx);
+                sfs_touch_root(t);
+        }
+        tree_unlock(t);
+        return r;
+}
+
+int sfs_scope_foreach_grant(struct sfs_tree *t,
+                            int (*fn)(const struct sfs_grant_info *g, void *ctx), void *ctx)
+{
+        const struct sfs_grants *g;
+        int r = 0;
+
+        tree_lock(t);
+        g = &t->scope->grants;
+        for (size_t i = 0; r == 0 && i < g->n_listed; i++) {
+                const struct sfs_listed *l = &g->listed[i];
+                struct sfs_grant_info info;
+                if (l->grant && !granted_by_digest(l->grant))
+                        continue; /* only named by entries: they are its grants */
+                fill_info(l->grant ? l->grant : l->entry->target, l->entry ? l->entry->name : NULL,
+                          &info);
+                r = fn(&info, ctx);
+        }
+        tree_unlock(t);
+        return r;
+}
+
+void sfs_scope_get_usage(struct sfs_tree *t, struct sfs_scope_usage *u)
+{
+        tree_lock(t);
+        *u = (struct sfs_scope_usage){
+                .snapshots = t->scope->used_snapshots,
+                .bytes = t->scope->used_bytes,
+                .staging = t->staging_files,
+                .staging_bytes = __atomic_load_n(&t->scope->staging_bytes, __ATOMIC_RELAXED),
+                .grants = n_grants(t),
+        };
+        for (size_t i = 0; i < t->scope->grants.n_digests; i++)
+                if (!granted_by_digest(t->scope->grants.digests[i]))
+                        u->grants--; /* counted through its entries */
+        tree_unlock(t);
+}
+
+/* ---- restoring a scope's file ---- */
+
+static const char *str_field(json_object *o, const char *key)
+{
+        json_object *v;
+
+        if (!json_object_object_get_ex(o, key, &v) || !json_object_is_type(v, json_type_string))
+                return NULL;
+        return json_object_get_string(v);
+}
+
+static bool bool_field(json_object *o, const char *key)
+{
+        json_object *v;
+
+        return json_object_object_get_ex(o, key, &v) && json_object_is_type(v, json_type_boolean) &&
+               json_object_get_boolean(v);
+}
+
+static int64_t int_field(json_object *o, const char *key, int64_t min, int64_t max, bool *ok)
+{
+        json_object *v;
+        int64_t x;
+
+        if (!json_object_object_get_ex(o, key, &v) || !json_object_is_type(v, json_type_int)) {
+                *ok = false;
+                return 0;
+        }
+        x = json_object_get_int64(v);
+        if (x < min || x > max)
+                *ok = false;
+        return x;
+}
+
+/* One grant's record back in the table: 0, 1 when it is left out (warned), or an errno. */
+static int restore_grant(struct sfs_tree *t, json_object *o,
+                         void (*warn)(void *ctx, const char *what, const char *why), void *ctx)
+{
+        const char *hex = str_field(o, "sha256"), *name = str_field(o, "name");
+        struct sfs_grant *gr;
+        struct snap_digest d;
+        struct snap_object *obj;
+        bool ok = true;
+        int64_t uid, sec, nsec;
+
+        if (!json_object_is_type(o, json_type_object) || !hex ||
+            snap_digest_from_hex(hex, strlen(hex), &d) < 0)
+                return -EINVAL;
+        uid = int_field(o, "uid", 0, UINT32_MAX - 1, &ok);
+        sec = int_field(o, "created_sec", 0, INT64_MAX, &ok);
+        nsec = int_field(o, "created_nsec", 0, 999999999, &ok);
+        if (!ok || (name && !snap_name_valid(name)) || sfs_grants_find(&t->scope->grants, &d))
+                return -EINVAL;
+        obj = snap_store_lookup(t->store, &d);
+        if (!obj) {
+                if (warn)
+                        warn(ctx, hex, "granted, but its snapshot is no longer stored; left out");
+                return 1;
+        }
+        gr = calloc(1, sizeof(*gr));
+        if (!gr || (name && !(gr->name = strdup(name))) || sfs_grants_reserve(&t->scope->grants, 1, 0) < 0 ||
+            snap_store_grant(t->store, obj) < 0) {
+                if (gr)
+                        free(gr->name);
+                free(gr);
+                snap_store_release(t->store, obj);
+                return -ENOMEM;
+        }
+        gr->digest = d;
+        gr->obj = obj;
+        gr->ino = obj->ino;
+        gr->plain = bool_field(o, "plain");
+        gr->published = bool_field(o, "published");
+        gr->uid = (uint32_t)uid;
+        gr->created = (struct timespec){ .tv_sec = (time_t)sec, .tv_nsec = (long)nsec };
+        if (!gr->published) {
+                free(gr->name);
+                gr->name = NULL;
+        }
+        if (gr->published) {
+                t->scope->used_snapshots++;
+                t->scope->used_bytes += obj->size;
+        }
+        sfs_grants_insert(&t->scope->grants, gr);
+        return 0;
+}
+
+static int restore_entry(struct sfs_tree *t, json_object *o,
+                         void (*warn)(void *ctx, const char *what, const char *why), void *ctx)
+{
+        const char *name = str_field(o, "name"), *hex = str_field(o, "sha256");
+        struct sfs_grant_entry *e;
+        struct sfs_grant *target;
+        struct snap_digest d;
+
+        if (!json_object_is_type(o, json_type_object) || !name || !entry_name_valid(name) || !hex ||
+            snap_digest_from_hex(hex, strlen(hex), &d) < 0 ||
+            sfs_grants_entry(&t->scope->grants, name))
+                return -EINVAL;
+        target = sfs_grants_find(&t->scope->grants, &d);
+        if (!target) {
+                if (warn)
+                        warn(ctx, name, "an entry whose snapshot is no longer stored; left out");
+                return 1;
+        }
+        e = calloc(1, sizeof(*e));
+        if (!e || sfs_grants_reserve(&t->scope->grants, 0, 1) < 0) {
+                free(e);
+                return -ENOMEM;
+        }
+        snprintf(e->name, sizeof(e->name), "%s", name);
+        e->target = target;
+        sfs_grants_insert_entry(&t->scope->grants, e);
+        return 0;
+}
+
+int sfs_scope_restore(struct sfs_tree *t, json_object *grants, json_object *entries,
+                      void (*warn)(void *ctx, const char *what, const char *why), void *ctx,
+                      struct sfs_scope_effects *fx)
+{
+        size_t n;
+        int r = 0;
+
+        if (!json_object_is_type(grants, json_type_array) ||
+            !json_object_is_type(entries, json_type_array) ||
+            json_object_array_length(grants) + json_object_array_length(entries) >
+                    SFS_SCOPE_GRANTS_MAX)
+                return -EINVAL;
+        tree_lock(t);
+        n = json_object_array_length(grants);
+        for (size_t i = 0; r >= 0 && i < n; i++)
+                r = restore_grant(t, json_object_array_get_idx(grants, i), warn, ctx);
+        n = json_object_array_length(entries);
+        for (size_t i = 0; r >= 0 && i < n; i++)
+                r = restore_entry(t, json_object_array_get_idx(entries, i), warn, ctx);
+        /* A digest only entries named, whose entries did not come back: not granted. */
+        if (r >= 0)
+                r = make_room(t, fx, t->scope->grants.n_digests);
+        for (size_t i = t->scope->grants.n_digests; r >= 0 && i-- > 0;) {
+                struct sfs_grant *gr = t->scope->grants.digests[i];
+                if (!granted_by_digest(gr) && !gr->entries)
+                        drop_grant(t, gr, fx);
+        }
+        tree_unlock(t);
+        return r < 0 ? r : 0;
+}
