@@ -73,3 +73,51 @@ def test_libsnapfs_links_no_daemon_store():
     assert [n for n in names if n.startswith("snap_store_")] == []
     # The allowance: what a client does need is there (the staging NAME check, the digest).
     assert "snap_name_valid" in names and "snap_sha256" in names
+
+
+def fs_layers():
+    """docs/design.md's "Layout of fs/" folder table, top layer first: [(folder, [files])]."""
+    text = (ROOT / "docs" / "design.md").read_text()
+    section = text.split("\n## Layout of fs/\n", 1)[1].split("\n## ", 1)[0]
+    rows = re.findall(r"^\| `fs/([a-z]+)/` \| [^|]+ \| ([^|]+) \|$", section, re.M)
+    return [(folder, re.findall(r"`([^`]+)`", files)) for folder, files in rows]
+
+
+def test_the_layout_table_names_every_file_of_fs_and_nothing_else():
+    layers = fs_layers()
+    assert len(layers) >= 8, layers
+    # A header belongs to its .c file's row; a header without one (lockorder.h) is named.
+    named = set()
+    for folder, files in layers:
+        for f in files:
+            named.add(f"fs/{folder}/{f}")
+            if f.endswith(".c"):
+                named.add(f"fs/{folder}/{f[:-2]}.h")
+    on_disk = {p for p in sources(".c", ".h") if p.startswith("fs/")}
+    internal = {p for p in on_disk if p.endswith("-internal.h")}
+    assert on_disk - internal - named == set(), "files of fs/ the layout table does not name"
+    assert {p for p in named if p.endswith(".c")} - on_disk == set(), \
+        "files the layout table names that do not exist"
+
+
+def test_no_file_of_fs_includes_a_folder_above_its_own():
+    order = {folder: i for i, (folder, _) in enumerate(fs_layers())}
+    up = []
+    for path in sources(".c", ".h"):
+        if not path.startswith("fs/"):
+            continue
+        mine = path.split("/")[1]
+        for name in INCLUDE.findall((ROOT / path).read_text()):
+            if name.startswith("fs/"):
+                theirs = name.split("/")[1]
+                if theirs not in order or order[theirs] < order[mine]:
+                    up.append(f"{path}: #include \"{name}\"")
+    assert up == [], "includes that go up a layer (docs/design.md, Layout of fs/):\n" + \
+        "\n".join(up)
+
+
+def test_only_the_fuse_glue_and_the_daemon_see_libfuse():
+    fuse = re.compile(r'^\s*#\s*include\s+[<"](?:fuse[^>"]*|fs/fuse/[^>"]*)[>"]', re.M)
+    seen = sorted(p for p in sources(".c", ".h") if p.startswith("fs/")
+                  and fuse.search((ROOT / p).read_text()))
+    assert seen and all(p.startswith(("fs/fuse/", "fs/daemon/")) for p in seen), seen
