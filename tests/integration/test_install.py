@@ -28,7 +28,9 @@ EXPORTED = {"snapfs_binding_format", "snapfs_binding_parse", "snapfs_publish",
             "snapfs_scope_remove", "snapfs_scope_free", "snapfs_scopes_free", "snapfs_free",
             "snapfs_grant", "snapfs_revoke", "snapfs_scope_binding", "snapfs_open_entry",
             # a snapshot of a view as the one snapshot object shows it
-            "snapfs_describe_view"}
+            "snapfs_describe_view",
+            # what the clients that mirror the structs compare with their own version
+            "snapfs_version"}
 
 
 @pytest.fixture(scope="module", autouse=True)
