@@ -233,8 +233,10 @@ export async function spawnVerified(command: string, args: readonly string[],
                                                enumerable: true });
     return child as VerifiedChild;
   } finally {
-    // uv_spawn returns once the child exec'd (or failed to): it holds its own copy.
-    await close(opened.fd);
+    // uv_spawn returns once the child exec'd (or failed to): it holds its own copy. Closed
+    // without yielding to the event loop, so the caller gets the child before any of its
+    // events ('exit', output) can be emitted with nobody listening.
+    fs.closeSync(opened.fd);
   }
 }
 
