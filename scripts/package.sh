@@ -10,7 +10,7 @@
 # a changelog entry whose version is meson.build's and whose date is the last commit's (two
 # builds of one commit say the same). $DEBFULLNAME and $DEBEMAIL name who built it
 # (default: dist/debian/control's maintainer). DEB_BUILD_OPTIONS passes through: nocheck
-# skips the unit tests at build time. Needs what scripts/deps.sh installs (debhelper,
+# skips the unit tests at build time. Needs what scripts/deps.sh --test installs (debhelper,
 # dh-python, lintian, and the build dependencies).
 set -euo pipefail
 cd "$(dirname "$0")/.."

@@ -16,7 +16,7 @@ if [ "$(id -u)" -ne 0 ]; then
   echo "scripts/test.sh: run as root (it installs packages and mounts in a private namespace)" >&2
   exit 2
 fi
-scripts/deps.sh
+scripts/deps.sh --test
 # shellcheck source=scripts/testlib.sh
 . scripts/testlib.sh
 
