@@ -61,8 +61,10 @@ run_build() { # $1 = the build; the rest goes to pytest
 # The normal and the sanitizer build share nothing (their own build directory, mount namespace
 # and sanitizer reports), so they are built and tested side by side, and their output printed
 # one after the other. The sanitizer run leaves out the tests whose subject is a build of their
-# own or the documentation: scripts/install.sh's release build, pip's wheel, the booted unit's
-# package and every README/docs block are checked once, with the normal build; running them
+# own or the documentation: scripts/install.sh's release build, pip's wheel, npm's package,
+# the booted unit's package, the Python client's own units (they load the library into
+# pytest's uninstrumented interpreter), deps.sh and every README/docs block are checked once,
+# with the normal build; running them
 # again would test the same release build, not the sanitized one, and would race the normal
 # run for the release build directory. It also leaves out the tests whose subject is the text
 # and grammar of the command line (every subcommand with every option, every message, help
@@ -70,6 +72,9 @@ run_build() { # $1 = the build; the rest goes to pytest
 # the unit tests and the fuzz targets already run under ASan+UBSan (twice: GCC's and clang's).
 SANITIZE_SKIPS=(--ignore=tests/integration/test_docs.py --ignore=tests/integration/test_install.py
                 --ignore=tests/integration/test_python_package.py
+                --ignore=tests/integration/test_python_units.py
+                --ignore=tests/integration/test_node_package.py
+                --ignore=tests/integration/test_deps.py
                 --ignore=tests/integration/test_client_options.py
                 --ignore=tests/integration/test_cli_grammar.py
                 --ignore=tests/integration/test_messages.py

@@ -55,9 +55,13 @@ def installed(workdir):
 
 def test_install_puts_library_header_pkgconfig_man_page_and_python_client(installed):
     _, found = installed
-    for name in ("libsnapfs.so.0", "snapfs.h", "snapfs.pc", "snapfs.1", "snapfs_client.py",
-                 "snapfs"):
+    for name in ("libsnapfs.so.0", "snapfs.h", "snapfs.pc", "snapfs.1", "snapfs"):
         assert name in found, f"{name} not installed"
+    # The Python client as a typed package, and the Node.js package.
+    paths = [os.path.join(top, f) for top, _, files in os.walk(installed[0]) for f in files]
+    for name in ("__init__.py", "_abi.py", "api.py", "cli.py", "py.typed"):
+        assert any(p.endswith(f"/snapfs_client/{name}") for p in paths), name
+    assert found["snapfs.node"].endswith("/nodejs/snapfs/snapfs.node")
     assert found["snapfs.1"].endswith("/man1/snapfs.1")
 
 

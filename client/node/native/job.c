@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 /* Asynchronous jobs and value conversions of the snapfs addon (job.h). */
-#include "job.h"
+#include "client/node/native/job.h"
 
 #include <errno.h>
 #include <inttypes.h>

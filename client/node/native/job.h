@@ -14,7 +14,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "snapfs.h"
+#include "client/snapfs.h"
 
 struct job {
         napi_async_work work;

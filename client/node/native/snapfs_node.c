@@ -14,7 +14,7 @@
 #include <unistd.h>
 
 #include "config.h"
-#include "job.h"
+#include "client/node/native/job.h"
 
 /* statx's mount ids, newer than Debian 12's headers: the unique one (Linux 6.8+) and the
  * reusable one mountinfo lists. */
