@@ -35,6 +35,11 @@ git ls-files -z --cached --others --exclude-standard |
     if [ -e "$f" ] || [ -L "$f" ]; then printf '%s\0' "$f"; fi
   done | tar --null -T - -cf - | tar -xf - -C "$src"
 cp -a dist/debian "$src/debian"
+# The Node.js package is built by the tsc that package-lock.json pins (scripts/deps.sh puts it
+# in client/node/node_modules, which git ignores): the build copy gets it too.
+if [ -d client/node/node_modules ]; then
+  cp -a client/node/node_modules "$src/client/node/node_modules"
+fi
 
 maintainer=$(sed -n 's/^Maintainer: //p' dist/debian/control)
 if [ -n "${DEBFULLNAME:-}" ] && [ -n "${DEBEMAIL:-}" ]; then
