@@ -381,3 +381,34 @@ def test_the_installed_node_package_installs_with_npm_and_runs_with_no_environme
     r = subprocess.run(["node", "-e", NODE_USE, snapfs.path], capture_output=True, text=True,
                        timeout=60, env=clean, cwd=app)
     assert r.returncode == 1 and "Cannot find module" in r.stderr
+
+
+def test_the_python_client_installed_from_source_finds_the_library_install_sh_put_in_place(
+        release_build, scratch_usr_local, snapfs, workdir):
+    """pip install client/python carries no library path: the client finds the library that
+    scripts/install.sh put in place all the same (here through pkg-config: ldconfig is not
+    run, the host's cache stays as it is), and without one it names the command that
+    installs it."""
+    src = os.path.join(workdir, "python")
+    shutil.copytree(ROOT / "client" / "python", src, ignore=shutil.ignore_patterns("__pycache__"))
+    venv = os.path.join(workdir, "venv")
+    assert run("/usr/bin/python3", "-m", "venv", venv, timeout=120).returncode == 0
+    r = run(os.path.join(venv, "bin", "pip"), "install", "--no-index", src, timeout=300)
+    assert r.returncode == 0, r.stdout + r.stderr
+    clean = {"PATH": "/usr/bin:/bin"}
+    python = os.path.join(venv, "bin", "python")
+    # Nothing installed yet: refused, with the one command that fixes it.
+    r = subprocess.run([python, "-c", PUBLISH, snapfs.path], capture_output=True, text=True,
+                       timeout=60, env=clean)
+    assert r.returncode == 1 and "`sudo scripts/install.sh /usr/local`" in r.stderr, r.stderr
+    r = install_sh(release_build, scratch_usr_local)
+    assert r.returncode == 0, r.stdout + r.stderr
+    r = subprocess.run([python, "-c", PUBLISH, snapfs.path], capture_output=True, text=True,
+                       timeout=60, env=clean)
+    assert r.returncode == 0, r.stderr
+    where, binding = r.stdout.splitlines()
+    assert where.startswith(venv + "/")
+    assert binding == os.getxattr(snapfs.p(sha256_hex(b"installed client")),
+                                  "user.snapfs.binding").decode()
+    r = install_sh(release_build, "--uninstall")
+    assert r.returncode == 0, r.stdout + r.stderr
