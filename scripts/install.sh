@@ -136,8 +136,9 @@ done
 # back to its default. Meson's own (-Dlibdir=, -Db_...) may: when those differ from the last
 # run's, the build starts from a fresh directory instead.
 # (A command substitution, not a process substitution: its failure stops the script.)
+defaults=$(meson introspect --buildoptions meson.build)
 reset_text=$(
-  meson introspect --buildoptions meson.build | python3 -c '
+  printf '%s' "$defaults" | python3 -c '
 import json, sys
 given = {a[2:].split("=", 1)[0] for a in sys.argv[1:]}
 for o in json.load(sys.stdin):
@@ -147,7 +148,7 @@ for o in json.load(sys.stdin):
 ' "$@")
 resets=()
 [ -z "$reset_text" ] || mapfile -t resets <<<"$reset_text"
-builtin=$(printf '%s\n' "$@" | grep -v -E "^-D($(meson introspect --buildoptions meson.build |
+builtin=$(printf '%s\n' "$@" | grep -v -E "^-D($(printf '%s' "$defaults" |
   python3 -c 'import json, sys; print("|".join(o["name"] for o in json.load(sys.stdin) if o["section"] == "user"))'))=" || true)
 # meson would install the config file over the operator's: this script installs it below.
 if [ -f "$dir/meson-private/coredata.dat" ] && [ "$(cat "$optrec" 2>/dev/null)" = "$builtin" ]; then
@@ -195,14 +196,12 @@ manifest=$manifests/$key.manifest
 } >"$manifest.new"
 
 # SYSCONFDIR/snapfs/snapfs.conf, as the installed units name it (dist/meson.build).
-sysconfdir=$(meson introspect "$dir" --buildoptions |
+{ read -r sysconfdir; read -r libdir; } < <(meson introspect "$dir" --buildoptions |
   python3 -c 'import json, os, sys
 o = {b["name"]: b["value"] for b in json.load(sys.stdin)}
-print(os.path.join(o["prefix"], o["sysconfdir"]))')
-libdir=$(meson introspect "$dir" --buildoptions |
-  python3 -c 'import json, os, sys
-o = {b["name"]: b["value"] for b in json.load(sys.stdin)}
+print(os.path.join(o["prefix"], o["sysconfdir"]))
 print(os.path.join(o["prefix"], o["libdir"]))')
+[ -n "$libdir" ] || { echo "scripts/install.sh: cannot read the build's options" >&2; exit 2; }
 conf=${DESTDIR:-}$sysconfdir/snapfs/snapfs.conf
 if [ -e "$conf" ] || [ -L "$conf" ]; then
   # Ours from an earlier install to here (its record stays, merged below: --uninstall
