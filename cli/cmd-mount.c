@@ -95,10 +95,11 @@ static void mount_usage(FILE *f)
                 print_option(f, &sfs_options[i]);
         fprintf(f,
                 "\n"
-                "SIZE takes a K, M or G suffix (binary units); DURATION an s, m or h suffix\n"
-                "(seconds without one). A config file (--config) holds KEY = VALUE lines, the\n"
-                "keys named as the long options (max-bytes or max_bytes), yes or no for a flag,\n"
-                "# for a comment; every option given on the command line wins over the file.\n"
+                "SIZE takes a K, M or G suffix (binary units); DURATION an s, m, h, d or w\n"
+                "suffix (seconds without one). A config file (--config) holds KEY = VALUE\n"
+                "lines, the keys named as the long options (max-bytes or max_bytes), yes or no\n"
+                "for a flag, # for a comment; every option given on the command line wins over\n"
+                "the file.\n"
                 "Exit status: 0 served and unmounted cleanly, 1 refused (mount not compliant, a\n"
                 "dead mount in the way, an unsafe path), 2 usage or system error.\n");
 }

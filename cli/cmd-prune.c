@@ -32,7 +32,7 @@ static void prune_usage(FILE *f)
                 "  --mount MNT           " CLI_HELP_MOUNT "\n"
                 CLI_HELP_TRUST
                 "  --older-than DURATION first published longer ago than DURATION: 90, 90s,\n"
-                "                        15m, 2h (168h is a week)\n"
+                "                        15m, 2h, 7d, 2w\n"
                 "  --kind KIND           content, signature or manifest (repeatable: any)\n"
                 "  --name GLOB           named to match GLOB (fnmatch: *, ?, [...])\n"
                 "  --dry-run             say what would be removed, remove nothing\n"

@@ -144,8 +144,8 @@ void cli_scope_print(FILE *f, const struct snapfs_scope *s)
         print_limit(f, "bytes", s->limits.max_bytes);
         print_limit(f, "staging", s->limits.max_staging);
         print_limit(f, "staging-bytes", s->limits.max_staging_bytes);
-        fprintf(f, "\nusage      snapshots=%" PRIu64 " bytes=%" PRIu64 " staging=%" PRIu64
-                   " staging-bytes=%" PRIu64 "\n",
+        fprintf(f, "\nusage      published=%" PRIu64 " published-bytes=%" PRIu64 " staging=%" PRIu64
+                   " staging-bytes=%" PRIu64 " (in the view itself)\n",
                 s->usage.snapshots, s->usage.bytes, s->usage.staging, s->usage.staging_bytes);
         fprintf(f, "grants     %" PRIu64 "\n", s->n_grants);
 }
@@ -170,15 +170,18 @@ void cli_scope_table(FILE *f, const struct snapfs_scope *v, size_t n)
                 wn = a > wn ? a : wn;
                 wv = b > wv ? b : wv;
         }
-        fprintf(f, "%-*s  %-*s  %-9s  %-7s  %6s  %9s  %10s  USERS\n", (int)wn, "NAME", (int)wv,
-                "VIEW", "DEV", "PUBLISH", "GRANTS", "SNAPSHOTS", "BYTES");
+        /* The three counts are of different things: every grant (by digest or entry), then
+         * only the snapshots published in the view itself and their bytes (what the scope's
+         * limits count): a scope granted one snapshot from the main mount shows 1, 0, 0. */
+        fprintf(f, "%-*s  %-*s  %-9s  %-7s  %6s  %9s  %15s  USERS\n", (int)wn, "NAME", (int)wv,
+                "VIEW", "DEV", "PUBLISH", "GRANTS", "PUBLISHED", "PUBLISHED-BYTES");
         for (size_t i = 0; i < n; i++) {
                 char dev[32];
                 if (v[i].flags & SNAPFS_SCOPE_UNMOUNTED)
                         snprintf(dev, sizeof(dev), "-");
                 else
                         snprintf(dev, sizeof(dev), "%u:%u", major(v[i].dev), minor(v[i].dev));
-                fprintf(f, "%-*s  %-*s  %-9s  %-7s  %6" PRIu64 "  %9" PRIu64 "  %10" PRIu64 "  ",
+                fprintf(f, "%-*s  %-*s  %-9s  %-7s  %6" PRIu64 "  %9" PRIu64 "  %15" PRIu64 "  ",
                         (int)wn, v[i].name, (int)wv, v[i].view ? v[i].view : "", dev,
                         (v[i].flags & SNAPFS_SCOPE_PUBLISH) ? "yes" : "no", v[i].n_grants,
                         v[i].usage.snapshots, v[i].usage.bytes);

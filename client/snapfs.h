@@ -390,6 +390,11 @@ int snapfs_scope_binding(const char *mount, const char *scope, const struct snap
 int snapfs_open_entry(const char *view, const char *entry, const struct snapfs_options *opts,
                       struct snapfs_binding *out, struct snapfs_report *why);
 
+/* The library's version, "MAJOR.MINOR.PATCH" (a static string): a client that mirrors the
+ * structs above (the Python client, the Node.js addon) compares it with the version it was
+ * made for and refuses to run against another. */
+const char *snapfs_version(void);
+
 /* What a negative errno from this library means, in words ("not a compliant snapfs mount");
  * a static string, never NULL. */
 const char *snapfs_strerror(int err);

@@ -131,6 +131,9 @@ static const struct unit size_units[] = {
 };
 
 static const struct unit duration_units[] = {
+        /* Weeks and days too: the units people prune and expire by (journalctl --vacuum-time=2d,
+         * systemd's time spans). A day is 24 h and a week 7 d: no calendar, no leap seconds. */
+        { 'w', 7ULL * 24 * 3600 * 1000 }, { 'd', 24ULL * 3600 * 1000 },
         { 'h', 3600 * 1000 }, { 'm', 60 * 1000 }, { 's', 1000 }, { 0, 0 },
 };
 
@@ -196,8 +199,8 @@ static const char *const forms[VALUE_TYPE_COUNT] = {
         [VALUE_SIZE] = "digits with an optional K, M or G suffix (binary units: 4096, 256K, "
                        "64M, 1G)",
         [VALUE_COUNT] = "decimal digits, without sign or suffix",
-        [VALUE_DURATION] = "digits with an optional s, m or h suffix (90, 90s, 15m, 2h; "
-                           "seconds without one)",
+        [VALUE_DURATION] = "digits with an optional s, m, h, d or w suffix (90, 90s, "
+                           "15m, 2h, 7d, 2w; seconds without one)",
 };
 
 const char *value_type_name(enum value_type t)

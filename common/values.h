@@ -52,7 +52,8 @@ int value_parse_size(const char *s, uint64_t *out);
 /* Decimal digits, nothing else. 0 and *out, -EINVAL, -ERANGE (past 2^64 - 1). */
 int value_parse_count(const char *s, uint64_t *out);
 
-/* Decimal digits and at most one suffix s, m or h (seconds without one): milliseconds.
+/* Decimal digits and at most one suffix s, m, h, d (24 h) or w (7 d); seconds without one:
+ * milliseconds.
  * 0 and *out_ms, -EINVAL, -ERANGE (past 2^64 - 1 ms). */
 int value_parse_duration(const char *s, uint64_t *out_ms);
 
@@ -64,7 +65,7 @@ int value_parse(enum value_type t, const char *s, uint64_t min, uint64_t max, ui
 const char *value_type_name(enum value_type t);
 
 /* v as the type's shortest text: a size as "64M" or "1000" (the largest suffix that divides
- * it), a duration (whole seconds, as parsed) as "10m" or "90s" (or "0"), anything else in
+ * it), a duration (whole seconds, as parsed) as "1w", "10m" or "90s" (or "0"), anything else in
  * decimal. Writes at
  * most n bytes (NUL included); returns what snprintf returns. */
 int value_format(enum value_type t, uint64_t v, char *buf, size_t n);

@@ -51,7 +51,7 @@ if [ "$(id -u)" -ne 0 ]; then
 fi
 
 build() {
-  scripts/deps.sh
+  scripts/deps.sh --test
   if [ ! -f "$builddir/build.ninja" ]; then
     meson setup "$builddir" -Dbuildtype=release >/dev/null
   fi

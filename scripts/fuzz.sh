@@ -40,7 +40,7 @@ for t in "${targets[@]}"; do
 done
 
 if [ "$(id -u)" -eq 0 ]; then
-  scripts/deps.sh
+  scripts/deps.sh --test
 fi
 
 dir=${FUZZ_BUILD:-$top/build-fuzz}

@@ -29,7 +29,7 @@ if [ "$(id -u)" -ne 0 ]; then
   echo "scripts/load.sh: run as root (it mounts in a private namespace and runs clients as other uids)" >&2
   exit 2
 fi
-scripts/deps.sh
+scripts/deps.sh --test
 [ -d build-release ] || meson setup build-release --buildtype=release >/dev/null
 ninja -C build-release >/dev/null
 

@@ -10,7 +10,7 @@
 # a changelog entry whose version is meson.build's and whose date is the last commit's (two
 # builds of one commit say the same). $DEBFULLNAME and $DEBEMAIL name who built it
 # (default: dist/debian/control's maintainer). DEB_BUILD_OPTIONS passes through: nocheck
-# skips the unit tests at build time. Needs what scripts/deps.sh installs (debhelper,
+# skips the unit tests at build time. Needs what scripts/deps.sh --test installs (debhelper,
 # dh-python, lintian, and the build dependencies).
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -35,6 +35,11 @@ git ls-files -z --cached --others --exclude-standard |
     if [ -e "$f" ] || [ -L "$f" ]; then printf '%s\0' "$f"; fi
   done | tar --null -T - -cf - | tar -xf - -C "$src"
 cp -a dist/debian "$src/debian"
+# The Node.js package is built by the tsc that package-lock.json pins (scripts/deps.sh puts it
+# in client/node/node_modules, which git ignores): the build copy gets it too.
+if [ -d client/node/node_modules ]; then
+  cp -a client/node/node_modules "$src/client/node/node_modules"
+fi
 
 maintainer=$(sed -n 's/^Maintainer: //p' dist/debian/control)
 if [ -n "${DEBFULLNAME:-}" ] && [ -n "${DEBEMAIL:-}" ]; then

@@ -2,6 +2,8 @@
 # The test command: installs what a fresh Debian 12 machine lacks, then builds snapfs twice
 # (a normal build and an ASan+UBSan build) and runs every test against each build:
 # the cmocka unit suites and the integration tests on real mounts in a private mount namespace.
+# Beside them, once the normal build is there: the release tests (the documentation,
+# scripts/install.sh, pip and npm installs), against the normal build.
 # Once, beside the normal build: the Debian package, built by scripts/package.sh, checked by
 # lintian, installed and purged in a booted copy of this host.
 # Then valgrind over every unit test binary of the normal build; a fuzz smoke, in which each
@@ -16,7 +18,7 @@ if [ "$(id -u)" -ne 0 ]; then
   echo "scripts/test.sh: run as root (it installs packages and mounts in a private namespace)" >&2
   exit 2
 fi
-scripts/deps.sh
+scripts/deps.sh --test
 # shellcheck source=scripts/testlib.sh
 . scripts/testlib.sh
 
@@ -33,8 +35,13 @@ run_build() { # $1 = the build; the rest goes to pytest
   local opts
   opts=$(build_options "$name")
   echo "== build: $name ($opts)"
+  # The state of the build, for run_release, which waits for it.
   # shellcheck disable=SC2086
-  fresh_build "$dir" $opts
+  if ! fresh_build "$dir" $opts; then
+    echo failed >"$top/build-test-logs/$name.build"
+    return 1
+  fi
+  echo built >"$top/build-test-logs/$name.build"
 
   echo "== unit tests: $name"
   local out rc=0
@@ -61,8 +68,10 @@ run_build() { # $1 = the build; the rest goes to pytest
 # The normal and the sanitizer build share nothing (their own build directory, mount namespace
 # and sanitizer reports), so they are built and tested side by side, and their output printed
 # one after the other. The sanitizer run leaves out the tests whose subject is a build of their
-# own or the documentation: scripts/install.sh's release build, pip's wheel, the booted unit's
-# package and every README/docs block are checked once, with the normal build; running them
+# own or the documentation: scripts/install.sh's release build, pip's wheel, npm's package,
+# the booted unit's package, the Python client's own units (they load the library into
+# pytest's uninstrumented interpreter), deps.sh and every README/docs block are checked once,
+# with the normal build; running them
 # again would test the same release build, not the sanitized one, and would race the normal
 # run for the release build directory. It also leaves out the tests whose subject is the text
 # and grammar of the command line (every subcommand with every option, every message, help
@@ -70,6 +79,9 @@ run_build() { # $1 = the build; the rest goes to pytest
 # the unit tests and the fuzz targets already run under ASan+UBSan (twice: GCC's and clang's).
 SANITIZE_SKIPS=(--ignore=tests/integration/test_docs.py --ignore=tests/integration/test_install.py
                 --ignore=tests/integration/test_python_package.py
+                --ignore=tests/integration/test_python_units.py
+                --ignore=tests/integration/test_node_package.py
+                --ignore=tests/integration/test_deps.py
                 --ignore=tests/integration/test_client_options.py
                 --ignore=tests/integration/test_cli_grammar.py
                 --ignore=tests/integration/test_messages.py
@@ -106,7 +118,40 @@ side_by_side() {
   done
 }
 
+# The tests whose subject is a release build of their own, the packages users install, or the
+# documentation (install.sh's release build and its manifests, pip's wheel and venvs, npm's
+# package, every README/docs block): run once, against the normal build, as a job of their
+# own beside the other two, since they mostly wait on builds, installs and npm rather than on
+# the CPU. They share one release build directory, so they run one after the other.
+RELEASE_TESTS=(tests/integration/test_docs.py tests/integration/test_install.py
+               tests/integration/test_python_package.py tests/integration/test_node_package.py)
+RELEASE_SKIPS=()
+for t in "${RELEASE_TESTS[@]}"; do RELEASE_SKIPS+=("--ignore=$t"); done
+
+run_normal() { run_build normal "${RELEASE_SKIPS[@]}"; }
 run_sanitize() { run_build sanitize "${SANITIZE_SKIPS[@]}"; }
+
+# The release tests, once the normal build is there (its run writes its state).
+run_release() {
+  local dir="$top/build-test-normal" state="$top/build-test-logs/normal.build" waited=0
+  local reports="$dir/sanitizer-reports-release" xml="$dir/release.xml" rc=0 counts
+  while [ "$(cat "$state" 2>/dev/null)" != built ]; do
+    if [ "$(cat "$state" 2>/dev/null)" = failed ] || [ "$waited" -ge 3600 ]; then
+      echo "== release tests: no normal build to run them against"
+      count 0 1
+      return
+    fi
+    sleep 2
+    waited=$((waited + 2))
+  done
+  echo "== release tests: documentation, install.sh, pip, npm"
+  SNAPFS_REPORTS="$reports" integration_pytest "$dir" "$xml" "${RELEASE_TESTS[@]}" || rc=$?
+  counts=$(junit_counts "$xml")
+  # shellcheck disable=SC2086
+  count $counts
+  [ "$rc" -eq 0 ] || { [ "${counts#* }" != 0 ] || count 0 1; }
+  unclaimed_reports "$dir" "$reports" || count 0 1
+}
 run_fuzz_and_clang_units() { run_fuzz; run_clang_units; }  # the second builds on the first's
 
 # The Debian package's tests, once: the package does not depend on the build under test.
@@ -190,7 +235,7 @@ phase() {
   echo "   ($1: $((SECONDS - start)) s)"
 }
 rm -rf "$top/build-test-logs"
-phase side_by_side "normal:run_build normal" "sanitize:run_sanitize"
+phase side_by_side "normal:run_normal" "sanitize:run_sanitize" "release:run_release"
 # Then what needs the normal build (the package test, valgrind over its unit tests) beside the
 # clang build (the fuzz smoke, then the unit tests once more): independent again.
 phase side_by_side "package:run_package" "valgrind:run_valgrind $top/build-test-normal" \

@@ -45,7 +45,8 @@ integration_pytest() {
   # is /dev/null), lands in its own file here; conftest.py fails the test during which one
   # appears. 1777: a sanitized binary run as another uid must be able to report too. (GCC's
   # UBSan ignores log_path when linked with ASan: the tests search standard error for it.)
-  local reports="$dir/sanitizer-reports"
+  # ($SNAPFS_REPORTS names another directory, for a second run against the same build.)
+  local reports=${SNAPFS_REPORTS:-$dir/sanitizer-reports}
   rm -rf "$reports"
   mkdir -p "$reports"
   chmod 1777 "$reports"
@@ -90,8 +91,8 @@ PY
 
 # Prints the sanitizer reports of build $1 that no test claimed (written after a test's
 # checks ran); returns 1 when there is one.
-unclaimed_reports() {
-  local reports="$1/sanitizer-reports" f
+unclaimed_reports() { # $1 = the build; $2 = its reports directory, if not the usual one
+  local reports=${2:-$1/sanitizer-reports} f
   [ -z "$(ls -A "$reports" 2>/dev/null)" ] && return 0
   echo "sanitizer reports not attributed to a test:"
   for f in "$reports"/*; do echo "---- $f"; cat "$f"; done

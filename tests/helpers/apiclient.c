@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /* apiclient: drives libsnapfs.so through its public header only, for the integration tests,
- * with the same commands and JSON output as client/python/snapfs_client.py, so both clients
- * run the very same cases.
+ * with the same commands and JSON output as the Python client (client/python/snapfs_client),
+ * so both clients run the very same cases.
  *
  *   apiclient publish [--owner UID] [--max-size N] [--from-fd] [--name NAME] MNT FILE|-
  *   apiclient open [--owner UID] [--max-size N] [--kind KIND] MNT BINDING
@@ -27,7 +27,7 @@
  * snapshot object, as the Python client's Binding.as_dict()), already_published, kind
  * (describe), content_hex (open, digest, open-entry: the bytes read through the returned
  * descriptor), scope, scopes, grants, grant, view, reply (the scope commands: the objects
- * snapfs_client.py prints). Exit 0 ok, 1 refused, 2 usage. */
+ * snapfs-client prints). Exit 0 ok, 1 refused, 2 usage. */
 #include <errno.h>
 #include <fcntl.h>
 #include <getopt.h>
@@ -189,7 +189,7 @@ static int bad_binding(struct snapfs_report *why)
         return -EINVAL;
 }
 
-/* ---- scopes: the objects snapfs_client.py's Scope.as_dict() and Grant.as_dict() give ---- */
+/* ---- scopes: the objects the Python client's Scope.as_dict() and Grant.as_dict() give ---- */
 
 static json_object *limit_json(uint64_t v)
 {

@@ -1,7 +1,8 @@
 # SPDX-License-Identifier: MIT
 """The two libsnapfs clients the tests drive with the very same cases: apiclient (C, through
-the public header and libsnapfs.so) and client/python/snapfs_client.py (ctypes). Both take
-the same commands and print the same JSON."""
+the public header and libsnapfs.so) and the Python client, client/python/snapfs_client
+(ctypes; run as a directory, its __main__). Both take the same commands and print the same
+JSON."""
 import contextlib
 import functools
 import json
@@ -15,7 +16,9 @@ from snaptest import BUILD, ROOT, SNAPFS, helper_fs, sha256_hex
 
 LIBSNAPFS = BUILD / "client" / "libsnapfs.so.0"
 APICLIENT = BUILD / "tests" / "helpers" / "apiclient"
-PYCLIENT = ROOT / "client" / "python" / "snapfs_client.py"
+# The package; `python PYCLIENT ...` runs its command, and PYCLIENT.parent is where it imports
+# from.
+PYCLIENT = ROOT / "client" / "python" / "snapfs_client"
 FAKESNAP = BUILD / "tests" / "helpers" / "fakesnap"
 MOUNTTOOL = BUILD / "tests" / "helpers" / "mounttool"
 

@@ -32,6 +32,14 @@ print(snapfs.__file__)
 print(b)
 """
 
+# The packaged Node.js package, from where Debian keeps a node module of an architecture.
+NODE_PUBLISH = """
+const snapfs = require("snapfs");
+snapfs.publish("published through the packaged node package", { mount: "/run/snapfs" })
+  .then((s) => { console.log(require.resolve("snapfs")); console.log(s.binding); })
+  .catch((e) => { console.error(e.message); process.exit(1); });
+"""
+
 
 def upper_listing():
     """Every path in the overlay's upper directory, with its type: d, f, l, or w (a
@@ -75,6 +83,8 @@ def step_clients(cfg, res):
     if r["rc"] == 0:
         binding = r["out"].splitlines()[1]
         res["verify"] = sh("snapfs", "verify", "--mount", "/run/snapfs", binding, env=CLEAN)
+    res["node"] = sh("node", "-e", NODE_PUBLISH,
+                     env=dict(CLEAN, NODE_PATH="/usr/lib/x86_64-linux-gnu/nodejs"))
     r = sh("pkg-config", "--cflags", "--libs", "snapfs", env=CLEAN)
     res["pkg_config"] = r
     exe = "/tmp/snapfs-example"

@@ -266,8 +266,10 @@ def test_prune_older_than_removes_only_what_is_older(snapfs):
     while time.time() < published + 1.5:
         time.sleep(0.05)
     assert snap("put", "--mount", snapfs.path, "--name", "new", "-", input="new").returncode == 0
-    rc, out = snap_json("prune", "--mount", snapfs.path, "--older-than", "1h")
-    assert rc == 0 and out["snapshots"] == []
+    # Days and weeks, the units people prune by, as every duration takes them.
+    for age in ("1h", "7d", "2w"):
+        rc, out = snap_json("prune", "--mount", snapfs.path, "--older-than", age)
+        assert rc == 0 and out["snapshots"] == [], (age, out)
     rc, out = snap_json("prune", "--mount", snapfs.path, "--older-than", "1")
     assert rc == 0 and [s["name"] for s in out["snapshots"]] == ["old"], out
     assert [e["name"] for e in listed(snapfs)["snapshots"]] == ["new"]
@@ -275,7 +277,7 @@ def test_prune_older_than_removes_only_what_is_older(snapfs):
 
 @pytest.mark.parametrize("args,words", [
     ([], "--older-than DURATION, --kind KIND"),
-    (["--older-than", "7d"], "--older-than: invalid duration '7d': expected digits"),
+    (["--older-than", "7D"], "--older-than: invalid duration '7D': expected digits"),
     (["--kind", "config"], "not content, signature or manifest"),
 ])
 def test_prune_without_a_criterion_or_with_a_bad_one_is_a_usage_error(snapfs, args, words):

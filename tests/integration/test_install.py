@@ -28,7 +28,9 @@ EXPORTED = {"snapfs_binding_format", "snapfs_binding_parse", "snapfs_publish",
             "snapfs_scope_remove", "snapfs_scope_free", "snapfs_scopes_free", "snapfs_free",
             "snapfs_grant", "snapfs_revoke", "snapfs_scope_binding", "snapfs_open_entry",
             # a snapshot of a view as the one snapshot object shows it
-            "snapfs_describe_view"}
+            "snapfs_describe_view",
+            # what the clients that mirror the structs compare with their own version
+            "snapfs_version"}
 
 
 @pytest.fixture(scope="module", autouse=True)
@@ -53,9 +55,13 @@ def installed(workdir):
 
 def test_install_puts_library_header_pkgconfig_man_page_and_python_client(installed):
     _, found = installed
-    for name in ("libsnapfs.so.0", "snapfs.h", "snapfs.pc", "snapfs.1", "snapfs_client.py",
-                 "snapfs"):
+    for name in ("libsnapfs.so.0", "snapfs.h", "snapfs.pc", "snapfs.1", "snapfs"):
         assert name in found, f"{name} not installed"
+    # The Python client as a typed package, and the Node.js package.
+    paths = [os.path.join(top, f) for top, _, files in os.walk(installed[0]) for f in files]
+    for name in ("__init__.py", "_abi.py", "api.py", "cli.py", "py.typed"):
+        assert any(p.endswith(f"/snapfs_client/{name}") for p in paths), name
+    assert found["snapfs.node"].endswith("/nodejs/snapfs/snapfs.node")
     assert found["snapfs.1"].endswith("/man1/snapfs.1")
 
 
@@ -286,3 +292,123 @@ def test_install_sh_installs_the_config_file_only_where_none_is_and_uninstalls_i
     assert f"kept {conf}: changed since it was installed" in r.stdout
     with open(conf) as f:
         assert f.read() == shipped + "max-snapshot-size = 1M\n"
+
+
+def installed_files(root):
+    return sorted(os.path.join(top, f) for top, _, files in os.walk(root) for f in files)
+
+
+def test_each_run_configures_exactly_its_options_and_uninstall_cleans_every_install(
+        release_build, scratch_usr_local, workdir):
+    one = os.path.join(workdir, "one")
+    r = install_sh(release_build, "/opt/snapfs-a", "-Dlogrotatedir=/opt/snapfs-a/logrotate.d",
+                   DESTDIR=one)
+    assert r.returncode == 0, r.stdout + r.stderr
+    assert os.path.exists(f"{one}/opt/snapfs-a/logrotate.d/snapfs")
+    first = installed_files(one)
+    # Another prefix and no -D: the defaults, the snippet where logrotate reads it included.
+    assert not os.path.exists("/etc/logrotate.d/snapfs")
+    r = install_sh(release_build, scratch_usr_local)
+    assert r.returncode == 0, r.stdout + r.stderr
+    assert os.path.exists("/etc/logrotate.d/snapfs")
+    assert os.path.exists("/usr/local/lib/x86_64-linux-gnu/nodejs/snapfs/snapfs.node")
+    assert installed_files(one) == first
+    assert len(os.listdir(f"{release_build}.installs")) == 2
+
+    # A prefix it cannot write: named, with why, and nothing of it is forgotten; the other
+    # install is removed all the same.
+    r = run("mount", "--bind", "-o", "ro", one, one)
+    assert r.returncode == 0, r.stderr
+    try:
+        r = install_sh(release_build, "--uninstall")
+    finally:
+        subprocess.run(["umount", "-l", one], capture_output=True, check=False)
+    assert r.returncode == 1, r.stdout + r.stderr
+    assert f"cannot clean {one}/opt/snapfs-a: " in r.stderr and "Read-only file system" in r.stderr
+    assert installed_files(one) == first
+    assert "files installed under /usr/local" in r.stdout
+    assert installed_files("/usr/local") == []
+    assert not os.path.exists("/etc/logrotate.d/snapfs")
+    # Writable again, with a file an operator changed: every other file of both installs
+    # goes, that one stays and is named.
+    page = next(p for p in first if p.endswith("/man1/snapfs.1"))
+    with open(page, "a") as f:
+        f.write(".\\\" local note\n")
+    r = install_sh(release_build, "--uninstall")
+    assert r.returncode == 0, r.stdout + r.stderr
+    assert f"kept {page}: changed since it was installed" in r.stdout
+    assert f"files installed under {one}/opt/snapfs-a" in r.stdout
+    assert installed_files(one) == [page]
+    r = install_sh(release_build, "--uninstall")
+    assert r.returncode == 1 and "nothing installed" in r.stderr
+
+
+NODE_USE = r"""
+const snapfs = require("snapfs");
+(async () => {
+  const s = await snapfs.publish("installed node client", { mount: process.argv[1] });
+  console.log(require.resolve("snapfs"));
+  console.log(s.binding);
+})().catch((e) => { console.error(e.message); process.exit(1); });
+"""
+
+
+def test_the_installed_node_package_installs_with_npm_and_runs_with_no_environment(
+        release_build, scratch_usr_local, snapfs, workdir):
+    r = install_sh(release_build, scratch_usr_local)
+    assert r.returncode == 0, r.stdout + r.stderr
+    pkg = "/usr/local/lib/x86_64-linux-gnu/nodejs/snapfs"
+    with open(os.path.join(pkg, "package.json")) as f:
+        import json
+        meta = json.load(f)
+    assert meta["name"] == "snapfs" and "scripts" not in meta and meta["types"] == "lib/index.d.ts"
+    app = os.path.join(workdir, "app")
+    os.mkdir(app)
+    r = run("npm", "install", "--offline", "--no-audit", "--no-fund", pkg, cwd=app, timeout=300)
+    assert r.returncode == 0, r.stdout + r.stderr
+    # No SNAPFS_NODE_ADDON, no LD_LIBRARY_PATH, no loader cache entry: the addon beside the
+    # package finds the installed library by its run path.
+    clean = {"PATH": "/usr/bin:/bin"}
+    r = subprocess.run(["node", "-e", NODE_USE, snapfs.path], capture_output=True, text=True,
+                       timeout=60, env=clean, cwd=app)
+    assert r.returncode == 0, r.stderr
+    where, binding = r.stdout.splitlines()
+    assert where == os.path.join(pkg, "lib", "index.js")
+    assert binding == os.getxattr(snapfs.p(sha256_hex(b"installed node client")),
+                                  "user.snapfs.binding").decode()
+    r = install_sh(release_build, "--uninstall")
+    assert r.returncode == 0, r.stdout + r.stderr
+    r = subprocess.run(["node", "-e", NODE_USE, snapfs.path], capture_output=True, text=True,
+                       timeout=60, env=clean, cwd=app)
+    assert r.returncode == 1 and "Cannot find module" in r.stderr
+
+
+def test_the_python_client_installed_from_source_finds_the_library_install_sh_put_in_place(
+        release_build, scratch_usr_local, snapfs, workdir):
+    """pip install client/python carries no library path: the client finds the library that
+    scripts/install.sh put in place all the same (here through pkg-config: ldconfig is not
+    run, the host's cache stays as it is), and without one it names the command that
+    installs it."""
+    src = os.path.join(workdir, "python")
+    shutil.copytree(ROOT / "client" / "python", src, ignore=shutil.ignore_patterns("__pycache__"))
+    venv = os.path.join(workdir, "venv")
+    assert run("/usr/bin/python3", "-m", "venv", venv, timeout=120).returncode == 0
+    r = run(os.path.join(venv, "bin", "pip"), "install", "--no-index", src, timeout=300)
+    assert r.returncode == 0, r.stdout + r.stderr
+    clean = {"PATH": "/usr/bin:/bin"}
+    python = os.path.join(venv, "bin", "python")
+    # Nothing installed yet: refused, with the one command that fixes it.
+    r = subprocess.run([python, "-c", PUBLISH, snapfs.path], capture_output=True, text=True,
+                       timeout=60, env=clean)
+    assert r.returncode == 1 and "`sudo scripts/install.sh /usr/local`" in r.stderr, r.stderr
+    r = install_sh(release_build, scratch_usr_local)
+    assert r.returncode == 0, r.stdout + r.stderr
+    r = subprocess.run([python, "-c", PUBLISH, snapfs.path], capture_output=True, text=True,
+                       timeout=60, env=clean)
+    assert r.returncode == 0, r.stderr
+    where, binding = r.stdout.splitlines()
+    assert where.startswith(venv + "/")
+    assert binding == os.getxattr(snapfs.p(sha256_hex(b"installed client")),
+                                  "user.snapfs.binding").decode()
+    r = install_sh(release_build, "--uninstall")
+    assert r.returncode == 0, r.stdout + r.stderr

@@ -218,3 +218,50 @@ def sandbox_argv(delivery, seccomp_fd, script):
         "--seccomp", str(seccomp_fd),
         "--", "sh", "-c", script,
     ]
+
+
+# ---- the same delivery from a Node.js program ----------------------------------------------
+
+NODE_PACKAGE = BUILD / "client" / "node"
+NODE_EXAMPLE = ROOT / "client" / "node" / "examples" / "mcp.ts"
+TSC = ROOT / "client" / "node" / "node_modules" / ".bin" / "tsc"
+
+
+def node_program(workdir):
+    """The README's Node.js example (client/node/examples/mcp.ts), compiled by tsc against the
+    package the build laid out, which node_modules/snapfs of its directory names."""
+    app = os.path.join(workdir, "app")
+    os.makedirs(os.path.join(app, "node_modules"))
+    os.symlink(NODE_PACKAGE, os.path.join(app, "node_modules", "snapfs"))
+    shutil.copy(NODE_EXAMPLE, app)
+    r = run(TSC, "--strict", "--exactOptionalPropertyTypes", "--target", "es2021", "--module",
+            "commonjs", "--moduleResolution", "node", "--types", "node", "--typeRoots",
+            ROOT / "client" / "node" / "node_modules" / "@types", "--outDir", app,
+            os.path.join(app, "mcp.ts"), timeout=300)
+    assert r.returncode == 0, r.stdout + r.stderr
+    return os.path.join(app, "mcp.js")
+
+
+def test_a_node_program_publishes_into_a_scope_and_starts_the_client_with_the_descriptor(
+        snapfs, workdir):
+    from clients import client_env
+    program = node_program(workdir)
+    data = os.path.join(workdir, "data")
+    os.mkdir(data)
+    view = os.path.join(workdir, "views", "sandbox")
+    os.makedirs(os.path.dirname(view))
+    argv = ["node", program, snapfs.path, view, str(SERVER), str(INSPECTOR), data]
+    env = {k: v for k, v in client_env().items() if not k.startswith("SNAPFS_")}
+    # A mount of an owner the program was not told to trust: no scope, no client.
+    r = run(*argv, env={**env, "SNAPFS_OWNER": "4321"}, timeout=NODE_TIMEOUT)
+    assert r.returncode == 1 and r.stdout == "", r.stdout + r.stderr
+    assert "SnapfsError" in r.stderr and "owner" in r.stderr
+    # Trusted: the client lists the tools of the server only the published config names.
+    r = run(*argv, env=env, timeout=NODE_TIMEOUT)
+    assert r.returncode == 0, r.stderr
+    assert {"read_text_file", "list_directory", "list_allowed_directories"} <= \
+        tool_names(r.stdout)
+    assert "published " in r.stderr and f"dev=" in r.stderr
+    # It removed its scope: the view is gone, the daemon lists none.
+    out = json.loads(run(SNAPFS, "scope", "ls", "--mount", snapfs.path, "--json").stdout)
+    assert out["scopes"] == []

@@ -41,7 +41,11 @@ EXPECTED = {
     "/lib/systemd/system/snapfs.service", "/lib/systemd/system/snapfs@.service",
     "/lib/systemd/system/snapfs-metrics.service", "/lib/systemd/system/snapfs-metrics.timer",
     "/etc/logrotate.d/snapfs", "/etc/snapfs/snapfs.conf",
-    "/usr/lib/python3/dist-packages/snapfs_client.py",
+    "/usr/lib/python3/dist-packages/snapfs_client/__init__.py",
+    "/usr/lib/python3/dist-packages/snapfs_client/_abi.py",
+    "/usr/lib/python3/dist-packages/snapfs_client/py.typed",
+    f"/{MULTIARCH}/nodejs/snapfs/package.json", f"/{MULTIARCH}/nodejs/snapfs/snapfs.node",
+    f"/{MULTIARCH}/nodejs/snapfs/lib/index.js", f"/{MULTIARCH}/nodejs/snapfs/lib/index.d.ts",
     "/usr/share/doc/snapfs/copyright", "/usr/share/doc/snapfs/changelog.gz",
     "/usr/share/bash-completion/completions/snapfs",
     f"/usr/share/snapfs/python/snapfs_client-{VERSION}-py3-none-any.whl",
@@ -202,8 +206,13 @@ def test_the_packaged_clients_publish_and_verify_on_the_packaged_mount(installed
     # Debian's python3, no environment: the module and the library it loads, as packaged.
     assert res["python"]["rc"] == 0, res["python"]
     where, binding = res["python"]["out"].splitlines()
-    assert where == "/usr/lib/python3/dist-packages/snapfs_client.py"
+    assert where == "/usr/lib/python3/dist-packages/snapfs_client/__init__.py"
     assert res["verify"]["rc"] == 0 and res["verify"]["out"] == binding + "\n", res["verify"]
+    # The packaged Node.js package, no environment but NODE_PATH: its addon and the library.
+    assert res["node"]["rc"] == 0, res["node"]
+    where, binding = res["node"]["out"].splitlines()
+    assert where == f"/{MULTIARCH}/nodejs/snapfs/lib/index.js"
+    assert binding.startswith("sha256=") and " dev=" in binding
     # A C program from the packaged header and pkg-config file, linked with the packaged
     # library, publishes and verifies.
     assert res["pkg_config"]["out"].split() == ["-lsnapfs"], res["pkg_config"]

@@ -309,8 +309,8 @@ def test_scope_ls_prints_what_the_daemon_reports(workdir):
         r = snap("scope", "ls", "--mount", main)
         assert r.returncode == 0, r.stderr
         header, row = r.stdout.splitlines()
-        assert header.split() == ["NAME", "VIEW", "DEV", "PUBLISH", "GRANTS", "SNAPSHOTS",
-                                  "BYTES", "USERS"]
+        assert header.split() == ["NAME", "VIEW", "DEV", "PUBLISH", "GRANTS", "PUBLISHED",
+                                  "PUBLISHED-BYTES", "USERS"]
         assert row.split() == ["sandbox-a", "/run/views/a", "0:99", "no", "1", "0", "0", "1000"]
         out = json.loads(snap("scope", "ls", "--mount", main, "--json").stdout)
         assert out["ok"] and out["scopes"] == [SCOPE_A]

@@ -1,5 +1,5 @@
 # SPDX-License-Identifier: MIT
-"""The Python client reads a uid and a size by the grammars of every snapfs command
+"""The Python client reads a uid, a size and a duration by the grammars of every snapfs command
 (common/values.h): tests/vectors/values.json, the very cases the C unit test runs
 (tests/unit/test_values.c), give each input the same value, or the same refusal with the same
 message, here. No mount: the client's own parsing, before any call into libsnapfs."""
@@ -16,8 +16,9 @@ sys.path.insert(0, str(PYCLIENT.parent))
 import snapfs_client  # noqa: E402
 
 VECTORS = json.loads((ROOT / "tests" / "vectors" / "values.json").read_text())
-# What the Python client parses itself; uid lists, counts and durations are the daemon's.
-PARSED = {"uid": snapfs_client.parse_owner, "size": snapfs_client.parse_size}
+# What the Python client parses itself; uid lists and counts are the daemon's.
+PARSED = {"uid": snapfs_client.parse_owner, "size": snapfs_client.parse_size,
+          "duration": snapfs_client.parse_duration}
 U64 = (1 << 64) - 1
 
 

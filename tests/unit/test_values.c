@@ -108,6 +108,8 @@ static void test_a_formatted_value_is_the_shortest_text_and_parses_back(void **s
                 { VALUE_SIZE, 1ULL << 30, "1G" }, { VALUE_SIZE, 3ULL << 29, "1536M" },
                 { VALUE_DURATION, 0, "0" },       { VALUE_DURATION, 90000, "90s" },
                 { VALUE_DURATION, 600000, "10m" }, { VALUE_DURATION, 7200000, "2h" },
+                { VALUE_DURATION, 86400000, "1d" }, { VALUE_DURATION, 1209600000, "2w" },
+                { VALUE_DURATION, 90000000, "25h" },
                 { VALUE_COUNT, 4096, "4096" },     { VALUE_UID, 1000, "1000" },
         };
         char buf[32];

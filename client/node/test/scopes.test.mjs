@@ -1,0 +1,120 @@
+// SPDX-License-Identifier: MIT
+// scopes.* and status() on a real daemon: each refusal by its errno, beside its allowance.
+import { after, before, test } from "node:test";
+import assert from "node:assert/strict";
+import { once } from "node:events";
+
+import { cli, refusal, snapfs, startDaemon } from "./daemon.mjs";
+
+const CFG = '{"mcpServers": {"fs": {"command": "true"}}}\n';
+const CFG2 = '{"mcpServers": {"fs": {"command": "false"}}}\n';
+let d;
+before(async () => { d = await startDaemon(); });
+after(async () => { await d.stop(); });
+
+test("create, list, show and remove a scope, as snapfs scope ls --json shows it", async () => {
+  const view = d.view("a");
+  const sc = await snapfs.scopes.create("a", { mount: d.mount, view, uids: [1000],
+                                               limits: { maxSnapshots: 4 } });
+  assert.equal(sc.name, "a");
+  assert.equal(sc.view, view);
+  assert.deepEqual(sc.uids, [1000]);
+  assert.equal(sc.limits.max_snapshots, 4);
+  const listed = await snapfs.scopes.list({ mount: d.mount });
+  const ls = JSON.parse(cli("scope", "ls", "--mount", d.mount, "--json").stdout);
+  assert.deepEqual(listed, ls.scopes);
+  const again = await refusal(snapfs.scopes.create("a", { mount: d.mount, view: d.view("a2") }));
+  assert.equal(again.code, "EEXIST");
+  assert.equal(again.finding, "refused");
+  await snapfs.scopes.remove("a", { mount: d.mount });
+  const gone = await refusal(snapfs.scopes.remove("a", { mount: d.mount }));
+  assert.equal(gone.code, "ENOENT");
+  assert.deepEqual(await snapfs.scopes.list({ mount: d.mount }), []);
+});
+
+test("a grant under an entry moves, the view reads it, a revoke ends it", async () => {
+  const view = d.view("b");
+  await snapfs.scopes.create("b", { mount: d.mount, view });
+  try {
+    const one = await snapfs.publish(CFG, { mount: d.mount });
+    const two = await snapfs.publish(CFG2, { mount: d.mount });
+    const g = await snapfs.scopes.grant("b", one.binding, { mount: d.mount, entry: "mcp" });
+    assert.equal(g.entry, "mcp");
+    assert.equal(g.seenInView, true);
+    assert.equal(g.sha256, one.sha256);
+    const shown = JSON.parse(cli("scope", "ls", "--mount", d.mount, "b", "--json").stdout);
+    assert.deepEqual(JSON.parse(JSON.stringify(g)), shown.grants[0]);
+    assert.equal((await snapfs.readVerified({ entry: "mcp" }, { mount: view })).toString(), CFG);
+    // The entry moves to the other snapshot at once.
+    await snapfs.scopes.grant("b", two, { mount: d.mount, entry: "mcp" });
+    assert.equal((await snapfs.readVerified({ entry: "mcp" }, { mount: view })).toString(), CFG2);
+    // The entry was the only grant of the first snapshot: moved, it left nothing of it.
+    const { grants } = await snapfs.scopes.show("b", { mount: d.mount });
+    assert.deepEqual(grants.map((x) => [x.sha256, x.entry]), [[two.sha256, "mcp"]]);
+    const old = await refusal(snapfs.scopes.revoke("b", one.sha256, { mount: d.mount }));
+    assert.equal(old.code, "ENOENT");
+    // By digest too, then the entry: gone from the view.
+    await snapfs.scopes.grant("b", one, { mount: d.mount });
+    await snapfs.scopes.revoke("b", one.sha256, { mount: d.mount });
+    await snapfs.scopes.revoke("b", "mcp", { mount: d.mount });
+    const e = await refusal(snapfs.readVerified({ entry: "mcp" }, { mount: view }));
+    assert.equal(e.code, "ENOENT");
+    const none = await refusal(snapfs.scopes.revoke("b", { entry: "mcp" }, { mount: d.mount }));
+    assert.equal(none.code, "ENOENT");
+  } finally {
+    await snapfs.scopes.remove("b", { mount: d.mount });
+  }
+});
+
+test("a grant of a digest nobody published is ENOENT; of a published one, granted", async () => {
+  const view = d.view("c");
+  await snapfs.scopes.create("c", { mount: d.mount, view });
+  try {
+    const e = await refusal(snapfs.scopes.grant("c", "0".repeat(64), { mount: d.mount }));
+    assert.equal(e.code, "ENOENT");
+    const bad = await refusal(snapfs.scopes.grant("c", "not-a-digest", { mount: d.mount }));
+    assert.equal(bad.code, "EINVAL");
+    const s = await snapfs.publish("granted", { mount: d.mount });
+    const g = await snapfs.scopes.grant("c", s.sha256, { mount: d.mount });
+    assert.equal(g.entry, null);
+    assert.equal(g.dev, (await snapfs.scopes.list({ mount: d.mount }))[0].dev);
+  } finally {
+    await snapfs.scopes.remove("c", { mount: d.mount });
+  }
+});
+
+test("publish into a scope: granted under its entry, verified in its view, spawned from it",
+     async () => {
+  const view = d.view("d");
+  await snapfs.scopes.create("d", { mount: d.mount, view });
+  try {
+    const s = await snapfs.publish(CFG, { mount: d.mount, scope: "d", entry: "cfg" });
+    assert.equal(s.scope.name, "d");
+    assert.equal(s.scope.view, view);
+    assert.equal(s.scope.entry, "cfg");
+    assert.notEqual(s.scope.snapshot.dev, s.dev);
+    assert.equal(s.scope.snapshot.sha256, s.sha256);
+    const child = await snapfs.spawnVerified("cat", ["{}"], { entry: "cfg", mount: view,
+                                                              stdio: ["ignore", "pipe", "ignore"] });
+    let out = "";
+    child.stdout.setEncoding("utf8").on("data", (c) => { out += c; });
+    await once(child, "exit");
+    assert.equal(out, CFG);
+    assert.equal(child.snapshot.binding, s.scope.snapshot.binding);
+    const e = await refusal(snapfs.publish(CFG, { mount: d.mount, scope: "nosuch" }));
+    assert.equal(e.code, "ENOENT");
+    const usage = await refusal(snapfs.publish(CFG, { mount: d.mount, entry: "x" }));
+    assert.equal(usage.code, "EINVAL");
+  } finally {
+    await snapfs.scopes.remove("d", { mount: d.mount });
+  }
+});
+
+test("status is the daemon's status object; not on a mount that is not snapfs", async () => {
+  const st = await snapfs.status({ mount: d.mount });
+  const cliStatus = JSON.parse(cli("status", "--mount", d.mount, "--json").stdout);
+  assert.equal(st.pid, cliStatus.status.pid);
+  assert.equal(st.version, snapfs.versions().library);
+  const e = await refusal(snapfs.status({ mount: d.dir }));
+  assert.equal(e.code, "EMEDIUMTYPE");
+});
