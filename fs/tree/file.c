@@ -28,6 +28,17 @@ int sfs_tree_open(struct sfs_tree *t, const struct sfs_caller *c, struct sfs_nod
         case SFS_KIND_CONTROL:
                 r = sfs_control_open(t, c, n, h, oi);
                 break;
+        case SFS_KIND_WATCH:
+                /* Read like the entry it watches: by the readers the view admits. */
+                if (!sfs_may_read(&t->cfg, c))
+                        r = -EACCES;
+                else if (write || (flags & (O_TRUNC | O_APPEND)))
+                        r = -EROFS;
+                else if (!(*h = sfs_handle_new(t, n, false)))
+                        r = -ENOMEM;
+                if (r == 0)
+                        oi->direct_io = true; /* nothing to cache */
+                break;
         case SFS_KIND_SNAPSHOT:
                 /* In a view, a node whose grant went since the kernel looked it up still
                  * opens for a user (its lookup came first: a rotation never fails a reader);
@@ -206,6 +217,8 @@ int sfs_tree_read(struct sfs_tree *t, struct sfs_handle *h, size_t size, off_t o
                 return -EINVAL;
         if (node_kind(n) == SFS_KIND_CONTROL)
                 return sfs_control_read(t, h, size, off, reply, ctx);
+        if (node_kind(n) == SFS_KIND_WATCH)
+                return reply(ctx, "", 0);
         /* Snapshot content never changes and the handle keeps it alive: no lock. */
         if (node_kind(n) != SFS_KIND_SNAPSHOT) {
                 tree_lock(t);
@@ -227,6 +240,8 @@ int sfs_tree_read_node(struct sfs_tree *t, struct sfs_node *n, size_t size, off_
 {
         if (off < 0)
                 return -EINVAL;
+        if (node_kind(n) == SFS_KIND_WATCH)
+                return reply(ctx, "", 0);
         if (node_kind(n) != SFS_KIND_SNAPSHOT)
                 return -EBADF;
         return read_snapshot(t, n, size, off, reply, ctx);
@@ -398,6 +413,8 @@ void sfs_tree_release(struct sfs_tree *t, struct sfs_handle *h)
                 return;
         tree_lock(t);
         done_writing(h);
+        if (node_kind(h->node) == SFS_KIND_WATCH)
+                sfs_watch_drop_handle(t, h->node, sfs_handle_id(h));
         sfs_handle_del(t, h);
         tree_unlock(t);
         sfs_ctl_free(h->ctl);

@@ -125,6 +125,7 @@ int sfs_tree_init_common(struct sfs_tree *t)
         pthread_mutex_init(&t->lock, NULL);
         pthread_mutex_init(&t->ids_lock, NULL);
         t->next_fh = 1;
+        t->next_watch_ino = SFS_WATCH_FIRST_INO;
         t->root.kind = SFS_KIND_ROOT;
         t->root.ino = t->root.id.id = SFS_ROOT_INO;
         t->staging.kind = SFS_KIND_STAGING_DIR;
@@ -149,6 +150,8 @@ static void node_free(struct sfs_tree *t, struct sfs_node *n)
 {
         if (n->kind == SFS_KIND_SNAPSHOT)
                 snap_store_release(t->store, n->obj);
+        else if (n->watch)
+                sfs_watch_free(t, n);
         else if (n->stg)
                 sfs_staging_free(n->stg);
         pthread_mutex_lock(&t->ids_lock);
@@ -401,6 +404,14 @@ void sfs_fill_attr(struct sfs_tree *t, struct sfs_node *n, struct stat *st)
                 st->st_gid = t->cfg.owner_gid;
                 st->st_atim = st->st_mtim = st->st_ctim = t->dir_mtime;
                 break;
+        case SFS_KIND_WATCH:
+                /* Empty; polled, never read for anything. Unlinked once its entry moved. */
+                st->st_mode = S_IFREG;
+                st->st_nlink = sfs_watch_moved(n) ? 0 : 1;
+                st->st_uid = t->cfg.owner_uid;
+                st->st_gid = t->cfg.owner_gid;
+                st->st_atim = st->st_mtim = st->st_ctim = t->dir_mtime;
+                break;
         case SFS_KIND_ROOT:
                 st->st_mode = S_IFDIR | 0555;
                 st->st_nlink = t->cfg.read_only ? 2 : 3;
@@ -462,6 +473,7 @@ static double attr_timeout(struct sfs_tree *t, struct sfs_node *n)
                 return sfs_meta_timeout(&t->cfg, t->cfg.cache_timeout);
         case SFS_KIND_STAGING_FILE:
         case SFS_KIND_CONTROL:
+        case SFS_KIND_WATCH:
                 return 0; /* per uid, and changing */
         default:
                 return sfs_meta_timeout(&t->cfg, DIR_ATTR_TIMEOUT);
@@ -607,6 +619,8 @@ static int lookup_scope_root(struct sfs_tree *t, const struct sfs_caller *c, con
                 *out = &t->staging;
                 return 0;
         }
+        if (strncmp(name, SFS_WATCH_PREFIX, strlen(SFS_WATCH_PREFIX)) == 0)
+                return sfs_watch_lookup(t, name + strlen(SFS_WATCH_PREFIX), out);
         /* Anything not granted here is absent, whatever the store holds: no oracle. */
         g = sfs_scope_resolve(t, name);
         if (!g)
@@ -686,6 +700,7 @@ int sfs_tree_lookup(struct sfs_tree *t, const struct sfs_caller *c, struct sfs_n
                  * entries can be cached long. */
                 e->entry_timeout = node_kind(n) == SFS_KIND_STAGING_FILE ||
                                                    node_kind(n) == SFS_KIND_CONTROL ||
+                                                   node_kind(n) == SFS_KIND_WATCH ||
                                                    main_unheld(t, n)
                                            ? 0
                                            : sfs_meta_timeout(&t->cfg, t->cfg.cache_timeout);
@@ -731,6 +746,12 @@ int sfs_tree_access(struct sfs_tree *t, const struct sfs_caller *c, struct sfs_n
                         break; /* visible means may publish */
                 case SFS_KIND_STAGING_FILE:
                         if (mask & X_OK)
+                                r = -EACCES;
+                        break;
+                case SFS_KIND_WATCH:
+                        if (mask & W_OK)
+                                r = -EROFS;
+                        else if ((mask & X_OK) || ((mask & R_OK) && !sfs_may_read(&t->cfg, c)))
                                 r = -EACCES;
                         break;
                 case SFS_KIND_CONTROL:
