@@ -4,6 +4,7 @@
  * who may (roles.h), on which node (tree.c), and hands staged bytes to staging.c. */
 #include <errno.h>
 #include <fcntl.h>
+#include <poll.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -414,11 +415,42 @@ void sfs_tree_release(struct sfs_tree *t, struct sfs_handle *h)
         tree_lock(t);
         done_writing(h);
         if (node_kind(h->node) == SFS_KIND_WATCH)
-                sfs_watch_drop_handle(t, h->node, sfs_handle_id(h));
+                sfs_watch_drop_handle(h->node->watch, sfs_handle_id(h));
         sfs_handle_del(t, h);
         tree_unlock(t);
         sfs_ctl_free(h->ctl);
         free(h);
+}
+
+/* ---- poll ---- */
+
+int sfs_tree_poll(struct sfs_tree *t, const struct sfs_caller *c, struct sfs_node *n,
+                  uint64_t fh, void *ph, const void *owner, const struct sfs_poll_ops *ops,
+                  unsigned *revents)
+{
+        int r;
+
+        tree_lock(t);
+        r = sfs_check_visible(t, c, n);
+        if (r == 0 && node_kind(n) == SFS_KIND_WATCH) {
+                *revents = sfs_watch_poll(n->watch, fh, ph, owner, ops);
+                ph = NULL;
+        } else {
+                /* A file is always ready, as the kernel says of one whose server does not
+                 * implement poll. */
+                *revents = POLLIN | POLLOUT | POLLRDNORM | POLLWRNORM;
+        }
+        tree_unlock(t);
+        if (ph)
+                ops->drop(ph);
+        return r;
+}
+
+void sfs_tree_poll_forget(struct sfs_tree *t, const void *owner)
+{
+        tree_lock(t);
+        sfs_watches_forget_owner(&t->watches, owner);
+        tree_unlock(t);
 }
 
 /* ---- unlink, expiry ---- */

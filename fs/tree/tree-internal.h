@@ -16,6 +16,7 @@
 #include "snapshot/store.h"
 #include "fs/tree/scope.h"
 #include "fs/tree/tree.h"
+#include "fs/tree/watch.h"
 
 /* Locks, outermost first (the whole order, the registry's and --store's above these, is
  * fs/base/lockorder.h's): t->lock, then a staging file's stg->lock, then the store's own. A staging
@@ -114,7 +115,7 @@ struct sfs_tree {
         uint64_t staging_files;
         struct timespec dir_mtime;
         char *view_path;               /* the read view's absolute path, or NULL */
-        struct sfs_watch *watches;     /* a scope view's watch nodes (watch.c) */
+        struct sfs_watches watches;    /* a scope view's watches (watch.h) */
         uint64_t next_watch_ino;       /* from SFS_WATCH_FIRST_INO */
 };
 
@@ -246,21 +247,6 @@ int sfs_control_write(struct sfs_tree *t, const struct sfs_caller *c, struct sfs
 /* Reads the reply (nothing before the request, and past its end). Without t->lock. */
 int sfs_control_read(struct sfs_tree *t, struct sfs_handle *h, size_t size, off_t off,
                      int (*reply)(void *ctx, const void *data, size_t len), void *ctx);
-
-/* ---- watch.c: a scope view's watches of its entries, t->lock held ---- */
-
-/* The watch node of entry as it is now (made, or the one not yet moved), for a lookup of
- * SFS_WATCH_PREFIX entry: -ENOENT when the view has no such entry. */
-int sfs_watch_lookup(struct sfs_tree *t, const char *entry, struct sfs_node **out);
-/* entry moved to another snapshot, or was removed (gone): every watch of it not yet moved
- * is now, and its pollers are woken. */
-void sfs_watch_entry_moved(struct sfs_tree *t, const char *entry, bool gone);
-/* Drops the poll handles handle fh of watch node n kept (the handle is released). */
-void sfs_watch_drop_handle(struct sfs_tree *t, struct sfs_node *n, uint64_t fh);
-/* Whether watch node n's entry moved since the watch was made. */
-bool sfs_watch_moved(const struct sfs_node *n);
-/* Frees watch node n's watch (its pollers dropped, never woken). */
-void sfs_watch_free(struct sfs_tree *t, struct sfs_node *n);
 
 /* ---- a scope's grants in tree.c, t->lock held ---- */
 

@@ -151,7 +151,7 @@ static void node_free(struct sfs_tree *t, struct sfs_node *n)
         if (n->kind == SFS_KIND_SNAPSHOT)
                 snap_store_release(t->store, n->obj);
         else if (n->watch)
-                sfs_watch_free(t, n);
+                sfs_watches_remove(&t->watches, n->watch);
         else if (n->stg)
                 sfs_staging_free(n->stg);
         pthread_mutex_lock(&t->ids_lock);
@@ -407,7 +407,7 @@ void sfs_fill_attr(struct sfs_tree *t, struct sfs_node *n, struct stat *st)
         case SFS_KIND_WATCH:
                 /* Empty; polled, never read for anything. Unlinked once its entry moved. */
                 st->st_mode = S_IFREG;
-                st->st_nlink = sfs_watch_moved(n) ? 0 : 1;
+                st->st_nlink = sfs_watch_moved(n->watch) ? 0 : 1;
                 st->st_uid = t->cfg.owner_uid;
                 st->st_gid = t->cfg.owner_gid;
                 st->st_atim = st->st_mtim = st->st_ctim = t->dir_mtime;
@@ -607,6 +607,38 @@ struct sfs_node *sfs_snapshot_node(struct sfs_tree *t, struct snap_object *obj, 
         return n;
 }
 
+/* The watch of entry as it is now (watch.h): the one not yet moved, or a new node bound to
+ * what entry names. Only what a lookup of the entry itself would find: a watch is no
+ * oracle, and a digest (which never moves) has none. */
+static int lookup_watch(struct sfs_tree *t, const char *entry, struct sfs_node **out)
+{
+        struct sfs_grant_entry *e;
+        struct sfs_watch *w;
+        struct sfs_node *n;
+
+        if (!snap_name_valid(entry) || snap_is_digest_name(entry))
+                return -ENOENT;
+        e = sfs_grants_entry(&t->scope->grants, entry);
+        if (!e)
+                return -ENOENT;
+        w = sfs_watches_find(&t->watches, entry);
+        if (w) {
+                *out = sfs_watch_node(w);
+                return 0;
+        }
+        n = sfs_node_new(t, SFS_KIND_WATCH, t->next_watch_ino);
+        if (!n)
+                return -ENOMEM;
+        n->watch = sfs_watches_add(&t->watches, entry, &e->target->digest, n);
+        if (!n->watch) {
+                sfs_node_maybe_free(t, n);
+                return -ENOMEM;
+        }
+        t->next_watch_ino++;
+        *out = n;
+        return 0;
+}
+
 /* A name in a scope's root: .staging when it publishes, a granted digest, an entry. */
 static int lookup_scope_root(struct sfs_tree *t, const struct sfs_caller *c, const char *name,
                              struct sfs_node **out)
@@ -620,7 +652,7 @@ static int lookup_scope_root(struct sfs_tree *t, const struct sfs_caller *c, con
                 return 0;
         }
         if (strncmp(name, SFS_WATCH_PREFIX, strlen(SFS_WATCH_PREFIX)) == 0)
-                return sfs_watch_lookup(t, name + strlen(SFS_WATCH_PREFIX), out);
+                return lookup_watch(t, name + strlen(SFS_WATCH_PREFIX), out);
         /* Anything not granted here is absent, whatever the store holds: no oracle. */
         g = sfs_scope_resolve(t, name);
         if (!g)

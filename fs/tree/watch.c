@@ -1,22 +1,23 @@
 /* SPDX-License-Identifier: MIT */
-/* Waiting for an entry of a scope's view to move (docs/design.md, "Waiting for an entry to
- * move"). A lookup of VIEW/.watch.NAME gives a watch node bound to what NAME names then; a
- * poll of it is readable once NAME moved to another snapshot or was removed, and until then
- * the poll's handle is kept here and woken (FUSE_NOTIFY_POLL) by the change itself. Nothing
- * polls on a timer.
+/* A scope view's watches of its entries (watch.h; docs/design.md, "Waiting for an entry to
+ * move"). A lookup of VIEW/.watch.NAME gives a watch bound to what NAME names then; a poll of
+ * it is ready once NAME moved to another snapshot or was removed, and until then the poll's
+ * handle is kept here and woken (FUSE_NOTIFY_POLL) by the change itself. Nothing polls on a
+ * timer.
  *
  * The entry's own file cannot be the thing polled: it is the old snapshot, shared by every
  * name of the same digest, and a view may decline OPEN (no handle to hang a watch on). So the
- * watch is a node of its own, which the kernel keeps per (entry, binding): a new lookup after a
- * move finds a new watch (entry timeout 0), and one watch serves every poller of one binding. */
-#include <errno.h>
+ * watch is a node of its own, one per (entry, binding): a new lookup after a move finds a new
+ * watch (the tree gives it entry timeout 0), and one watch serves every poller of a binding. */
+#include "fs/tree/watch.h"
+
 #include <poll.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include "fs/tree/tree-internal.h"
-#include "common/util.h"
+#include "fs/tree/tree.h"
+#include "snapshot/name.h"
 
 /* Poll handles a watch keeps for pollers that came without a handle of their own (a view
  * whose opens the kernel makes alone), which nothing tells apart or says are gone: past this,
@@ -39,43 +40,30 @@ struct sfs_watch {
         bool gone;                      /* ... nothing: removed */
         struct sfs_poller pollers[WATCH_POLLERS_MAX];
         size_t n_pollers;
-        struct sfs_watch *prev, *next;
+        struct sfs_watch *next;
 };
 
-int sfs_watch_lookup(struct sfs_tree *t, const char *entry, struct sfs_node **out)
+struct sfs_watch *sfs_watches_find(const struct sfs_watches *ws, const char *entry)
 {
-        assert(mutex_held(&t->lock));
-        struct sfs_grant_entry *e;
-        struct sfs_watch *w;
-        struct sfs_node *n;
+        for (struct sfs_watch *w = ws->head; w; w = w->next)
+                if (!w->moved && strcmp(w->entry, entry) == 0)
+                        return w;
+        return NULL;
+}
 
-        /* Only what a lookup of the entry itself would find: a watch is no oracle. */
-        if (!t->scope || !snap_name_valid(entry) || snap_is_digest_name(entry))
-                return -ENOENT;
-        e = sfs_grants_entry(&t->scope->grants, entry);
-        if (!e)
-                return -ENOENT;
-        for (w = t->watches; w; w = w->next)
-                if (!w->moved && strcmp(w->entry, entry) == 0) {
-                        *out = w->node;
-                        return 0;
-                }
-        w = calloc(1, sizeof(*w));
-        if (!w)
-                return -ENOMEM;
-        n = sfs_node_new(t, SFS_KIND_WATCH, t->next_watch_ino);
-        if (!n) {
-                free(w);
-                return -ENOMEM;
-        }
-        t->next_watch_ino++;
+struct sfs_watch *sfs_watches_add(struct sfs_watches *ws, const char *entry,
+                                  const struct snap_digest *d, struct sfs_node *n)
+{
+        struct sfs_watch *w;
+
+        if (strlen(entry) > SNAP_NAME_MAX || !(w = calloc(1, sizeof(*w))))
+                return NULL;
         snprintf(w->entry, sizeof(w->entry), "%s", entry);
-        w->digest = e->target->digest;
+        w->digest = *d;
         w->node = n;
-        n->watch = w;
-        LIST_ADD(t->watches, w);
-        *out = n;
-        return 0;
+        w->next = ws->head;
+        ws->head = w;
+        return w;
 }
 
 static void drop_at(struct sfs_watch *w, size_t i, bool wake)
@@ -90,10 +78,21 @@ static void drop_at(struct sfs_watch *w, size_t i, bool wake)
                 p.ops->drop(p.ph);
 }
 
-void sfs_watch_entry_moved(struct sfs_tree *t, const char *entry, bool gone)
+void sfs_watches_remove(struct sfs_watches *ws, struct sfs_watch *w)
 {
-        assert(mutex_held(&t->lock));
-        for (struct sfs_watch *w = t->watches; w; w = w->next) {
+        for (struct sfs_watch **pp = &ws->head; *pp; pp = &(*pp)->next)
+                if (*pp == w) {
+                        *pp = w->next;
+                        break;
+                }
+        while (w->n_pollers)
+                drop_at(w, w->n_pollers - 1, false);
+        free(w);
+}
+
+void sfs_watches_moved(struct sfs_watches *ws, const char *entry, bool gone)
+{
+        for (struct sfs_watch *w = ws->head; w; w = w->next) {
                 if (w->moved || strcmp(w->entry, entry) != 0)
                         continue;
                 w->moved = true;
@@ -106,33 +105,25 @@ void sfs_watch_entry_moved(struct sfs_tree *t, const char *entry, bool gone)
         }
 }
 
-void sfs_watch_drop_handle(struct sfs_tree *t, struct sfs_node *n, uint64_t fh)
+void sfs_watches_forget_owner(struct sfs_watches *ws, const void *owner)
 {
-        assert(mutex_held(&t->lock));
-        struct sfs_watch *w = n->watch;
-
-        for (size_t i = w->n_pollers; fh && i-- > 0;)
-                if (w->pollers[i].fh == fh)
-                        drop_at(w, i, false);
+        for (struct sfs_watch *w = ws->head; w; w = w->next)
+                for (size_t i = w->n_pollers; i-- > 0;)
+                        if (w->pollers[i].owner == owner)
+                                drop_at(w, i, false);
 }
 
-bool sfs_watch_moved(const struct sfs_node *n)
+struct sfs_node *sfs_watch_node(const struct sfs_watch *w)
 {
-        return n->watch->moved;
+        return w->node;
 }
 
-void sfs_watch_free(struct sfs_tree *t, struct sfs_node *n)
+bool sfs_watch_moved(const struct sfs_watch *w)
 {
-        struct sfs_watch *w = n->watch;
-
-        while (w->n_pollers)
-                drop_at(w, w->n_pollers - 1, false);
-        LIST_DEL(t->watches, w);
-        n->watch = NULL;
-        free(w);
+        return w->moved;
 }
 
-/* Keeps ph to be woken when w's entry moves. A handle's earlier one is replaced (the kernel
+/* Keeps p to be woken when w's entry moves. A handle's earlier one is replaced (the kernel
  * wakes a file by its own key, the same for each poll of it); past the bound, the oldest
  * poller is woken now. */
 static void keep_poller(struct sfs_watch *w, const struct sfs_poller *p)
@@ -147,41 +138,23 @@ static void keep_poller(struct sfs_watch *w, const struct sfs_poller *p)
         w->pollers[w->n_pollers++] = *p;
 }
 
-int sfs_tree_poll(struct sfs_tree *t, const struct sfs_caller *c, struct sfs_node *n,
-                  uint64_t fh, void *ph, const void *owner, const struct sfs_poll_ops *ops,
-                  unsigned *revents)
+unsigned sfs_watch_poll(struct sfs_watch *w, uint64_t fh, void *ph, const void *owner,
+                        const struct sfs_poll_ops *ops)
 {
-        struct sfs_watch *w;
-        int r;
-
-        tree_lock(t);
-        r = sfs_check_visible(t, c, n);
-        w = n->watch;
-        if (r < 0 || node_kind(n) != SFS_KIND_WATCH) {
-                /* A file is always ready, as the kernel says of one whose server does not
-                 * implement poll. */
-                *revents = POLLIN | POLLOUT | POLLRDNORM | POLLWRNORM;
-        } else if (w->moved) {
-                *revents = POLLIN | POLLRDNORM | POLLPRI | (w->gone ? POLLHUP : 0);
-        } else {
-                *revents = 0;
+        if (w->moved) {
                 if (ph)
-                        keep_poller(w, &(struct sfs_poller){
-                                               .ph = ph, .owner = owner, .ops = ops, .fh = fh });
-                ph = NULL;
+                        ops->drop(ph);
+                return POLLIN | POLLRDNORM | POLLPRI | (w->gone ? POLLHUP : 0);
         }
-        tree_unlock(t);
         if (ph)
-                ops->drop(ph);
-        return r;
+                keep_poller(w, &(struct sfs_poller){
+                                       .ph = ph, .owner = owner, .ops = ops, .fh = fh });
+        return 0;
 }
 
-void sfs_tree_poll_forget(struct sfs_tree *t, const void *owner)
+void sfs_watch_drop_handle(struct sfs_watch *w, uint64_t fh)
 {
-        tree_lock(t);
-        for (struct sfs_watch *w = t->watches; w; w = w->next)
-                for (size_t i = w->n_pollers; i-- > 0;)
-                        if (w->pollers[i].owner == owner)
-                                drop_at(w, i, false);
-        tree_unlock(t);
+        for (size_t i = w->n_pollers; fh && i-- > 0;)
+                if (w->pollers[i].fh == fh)
+                        drop_at(w, i, false);
 }
