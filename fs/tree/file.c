@@ -453,6 +453,13 @@ void sfs_tree_poll_forget(struct sfs_tree *t, const void *owner)
         tree_unlock(t);
 }
 
+void sfs_tree_announce_moves(struct sfs_tree *t)
+{
+        tree_lock(t);
+        sfs_watches_announce(&t->watches);
+        tree_unlock(t);
+}
+
 /* ---- unlink, expiry ---- */
 
 static int unlink_staging(struct sfs_tree *t, const struct sfs_caller *c, const char *name)

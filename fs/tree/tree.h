@@ -299,3 +299,7 @@ int sfs_tree_poll(struct sfs_tree *t, const struct sfs_caller *c, struct sfs_nod
                   unsigned *revents);
 /* Drops every poll handle session owner left (its session ends: never woken after). */
 void sfs_tree_poll_forget(struct sfs_tree *t, const void *owner);
+/* Announces the moves a scope change marked (its effects' watches): their watches are ready
+ * and their pollers woken. Called after the kernel's entries of the moved names were
+ * invalidated, so a woken waiter opens the entry's new snapshot by its name. */
+void sfs_tree_announce_moves(struct sfs_tree *t);

@@ -37,6 +37,7 @@ struct sfs_watch {
         char entry[SNAP_NAME_MAX + 1];
         struct snap_digest digest;      /* what the entry named when the watch was made */
         bool moved;                     /* the entry names something else now, or nothing */
+        bool marked;                    /* ... but not announced yet: polls say not ready */
         bool gone;                      /* ... nothing: removed */
         struct sfs_poller pollers[WATCH_POLLERS_MAX];
         size_t n_pollers;
@@ -46,7 +47,7 @@ struct sfs_watch {
 struct sfs_watch *sfs_watches_find(const struct sfs_watches *ws, const char *entry)
 {
         for (struct sfs_watch *w = ws->head; w; w = w->next)
-                if (!w->moved && strcmp(w->entry, entry) == 0)
+                if (!w->moved && !w->marked && strcmp(w->entry, entry) == 0)
                         return w;
         return NULL;
 }
@@ -90,13 +91,26 @@ void sfs_watches_remove(struct sfs_watches *ws, struct sfs_watch *w)
         free(w);
 }
 
-void sfs_watches_moved(struct sfs_watches *ws, const char *entry, bool gone)
+bool sfs_watches_moved(struct sfs_watches *ws, const char *entry, bool gone)
+{
+        bool any = false;
+
+        for (struct sfs_watch *w = ws->head; w; w = w->next) {
+                if (w->moved || w->marked || strcmp(w->entry, entry) != 0)
+                        continue;
+                w->marked = any = true;
+                w->gone = gone;
+        }
+        return any;
+}
+
+void sfs_watches_announce(struct sfs_watches *ws)
 {
         for (struct sfs_watch *w = ws->head; w; w = w->next) {
-                if (w->moved || strcmp(w->entry, entry) != 0)
+                if (!w->marked)
                         continue;
+                w->marked = false;
                 w->moved = true;
-                w->gone = gone;
                 /* Woken under the tree's lock: the kernel's poll wake-up takes its own
                  * spinlock and wakes waiters, it never waits for this daemon (unlike an entry
                  * invalidation, sent with no lock held). */

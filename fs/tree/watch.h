@@ -29,8 +29,12 @@ struct sfs_watch *sfs_watches_add(struct sfs_watches *ws, const char *entry,
 /* Takes w out and frees it, its poll handles dropped (never woken). */
 void sfs_watches_remove(struct sfs_watches *ws, struct sfs_watch *w);
 /* entry moved to another snapshot, or was removed (gone): each of its watches not moved yet
- * is now, and every poll handle it kept is woken (once). */
-void sfs_watches_moved(struct sfs_watches *ws, const char *entry, bool gone);
+ * is marked, to be announced by sfs_watches_announce. Returns whether any was. */
+bool sfs_watches_moved(struct sfs_watches *ws, const char *entry, bool gone);
+/* Every marked watch is moved from now on, and every poll handle it kept is woken (once).
+ * Called once the kernel's cached entries of the moved names are invalidated: a waiter that
+ * wakes then and opens the entry by name reaches what it names now, never the old node. */
+void sfs_watches_announce(struct sfs_watches *ws);
 /* Drops every poll handle that session owner gave (its session ends). */
 void sfs_watches_forget_owner(struct sfs_watches *ws, const void *owner);
 

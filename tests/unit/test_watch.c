@@ -83,8 +83,10 @@ static int teardown(void **state)
         return 0;
 }
 
-static int apply(struct sfs_tree *t, enum sfs_scope_op_kind kind, const char *text,
-                 const char *entry)
+/* A change as the registry makes it: applied, then (the kernel's entries invalidated) its
+ * moves announced. *marked (may be NULL): whether it marked a watch. */
+static int apply_marked(struct sfs_tree *t, enum sfs_scope_op_kind kind, const char *text,
+                        const char *entry, bool announce, bool *marked)
 {
         struct sfs_scope_op op = { .kind = kind, .has_digest = text != NULL, .entry = entry };
         struct sfs_scope_effects fx = { 0 };
@@ -93,9 +95,19 @@ static int apply(struct sfs_tree *t, enum sfs_scope_op_kind kind, const char *te
         if (text)
                 assert_int_equal(snap_sha256(text, strlen(text), &op.digest), 0);
         r = sfs_scope_apply(t, &op, NULL, &fx);
+        if (marked)
+                *marked = fx.watches;
+        if (announce && fx.watches)
+                sfs_tree_announce_moves(t);
         sfs_scope_effects_release(t, &fx);
         sfs_scope_effects_free(&fx);
         return r;
+}
+
+static int apply(struct sfs_tree *t, enum sfs_scope_op_kind kind, const char *text,
+                 const char *entry)
+{
+        return apply_marked(t, kind, text, entry, true, NULL);
 }
 
 static struct sfs_node *watch(struct sfs_tree *t, const struct sfs_caller *c, const char *entry,
@@ -154,6 +166,38 @@ static void test_a_rotation_wakes_the_watch_of_its_entry_once(void **state)
         /* A new lookup watches the new binding: another node, not ready. */
         assert_ptr_not_equal(watch(f->a, &carol, "token", 0), w);
         sfs_tree_forget(f->a, w, 1);
+}
+
+static void test_a_move_is_not_ready_until_it_is_announced(void **state)
+{
+        struct fx *f = *state;
+        struct ph p = { 0 }, later = { 0 };
+        struct sfs_node *w, *fresh;
+        bool marked = false;
+
+        assert_int_equal(apply(f->a, SFS_SCOPE_GRANT, "token v1", "token"), 0);
+        w = watch(f->a, &carol, "token", 0);
+        assert_int_equal(poll_of(f->a, w, 0, &p, &session_a), 0);
+        /* Applied, its names not yet invalidated: nobody woken, nothing ready, since a waiter
+         * opening the entry by name now could still reach the old node the kernel caches. */
+        assert_int_equal(apply_marked(f->a, SFS_SCOPE_GRANT, "token v2", "token", false,
+                                      &marked), 0);
+        assert_true(marked);
+        assert_int_equal(p.woken + p.dropped, 0);
+        assert_int_equal(poll_of(f->a, w, 0, &later, &session_a), 0);
+        /* A lookup meanwhile watches the new binding already. */
+        fresh = watch(f->a, &carol, "token", 0);
+        assert_ptr_not_equal(fresh, w);
+        sfs_tree_announce_moves(f->a);
+        assert_int_equal(p.woken, 1);
+        assert_int_equal(later.woken, 1);
+        assert_int_equal(poll_of(f->a, fresh, 0, NULL, &session_a), 0);
+        /* A change that moves no entry marks nothing. */
+        assert_int_equal(apply_marked(f->a, SFS_SCOPE_GRANT, "token v1", NULL, false, &marked),
+                         0);
+        assert_false(marked);
+        sfs_tree_forget(f->a, w, 1);
+        sfs_tree_forget(f->a, fresh, 1);
 }
 
 static void test_a_removal_hangs_up_and_a_new_watch_is_enoent(void **state)
@@ -302,6 +346,7 @@ int main(void)
 {
         const struct CMUnitTest tests[] = {
                 T(test_a_rotation_wakes_the_watch_of_its_entry_once),
+                T(test_a_move_is_not_ready_until_it_is_announced),
                 T(test_a_removal_hangs_up_and_a_new_watch_is_enoent),
                 T(test_another_scopes_rotation_and_another_entrys_wake_nothing),
                 T(test_a_handle_keeps_one_poll_handle_and_a_session_end_drops_its_own),
