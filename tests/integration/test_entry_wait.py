@@ -17,7 +17,7 @@ import sys
 
 import pytest
 
-from clients import LIBSNAPFS, PYCLIENT, client_env
+from clients import APICLIENT, CLIENTS, LIBSNAPFS, PYCLIENT, client_env
 from snaptest import (E, NOBODY_UID, SNAPFS, UID_PRELUDE, as_uid, errno_of, is_mounted, jsnap,
                       sha256_hex, snap, wait_for)
 
@@ -29,7 +29,7 @@ CFG3 = b'{"token": "three"}\n'
 @pytest.fixture(scope="module", autouse=True)
 def prerequisites():
     assert os.geteuid() == 0, "these tests mount: run scripts/test.sh (root)"
-    for tool in (LIBSNAPFS, PYCLIENT, SNAPFS):
+    for tool in (APICLIENT, LIBSNAPFS, PYCLIENT, SNAPFS):
         assert tool.exists(), f"build first: {tool} missing"
 
 
@@ -328,6 +328,34 @@ print("ok")
             p.kill()
             p.wait()
     assert rc == 0 and out == "ok\n", err
+
+
+# ---- both clients: libsnapfs's snapfs_wait_entry from C, and the Python client's wait_entry --
+
+@pytest.mark.parametrize("client", ["c", "python"])
+def test_each_client_waits_for_a_rotation_and_times_out_without_one(snapfs, scopes, client):
+    view = scopes.create("sandbox-a")
+    x, y = publish(snapfs, CFG, CFG2)
+    grant(snapfs, "sandbox-a", x, "mcp")
+    argv = [*CLIENTS[client], "wait-entry"]
+    r = subprocess.run([*argv, "--timeout", "0", view, "mcp"], capture_output=True, text=True,
+                       timeout=60, env=client_env())
+    o = json.loads(r.stdout)
+    assert r.returncode == 1 and o["error"] == "ETIMEDOUT", r.stdout + r.stderr
+    assert [x["code"] for x in o["reasons"]] == ["timeout"]
+    p = subprocess.Popen([*argv, view, "mcp"], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                         text=True, env=client_env())
+    try:
+        wait_for(lambda: asleep_in_poll(p.pid), f"the {client} client asleep in poll")
+        grant(snapfs, "sandbox-a", y, "mcp")
+        rc, out, err = finish(p)
+    finally:
+        if p.poll() is None:
+            p.kill()
+            p.wait()
+    o = json.loads(out)
+    assert rc == 0 and o["ok"] is True, out + err
+    assert o["snapshot"]["sha256"] == y and bytes.fromhex(o["content_hex"]) == CFG2
 
 
 # ---- who may watch -------------------------------------------------------------------------
