@@ -113,7 +113,7 @@ static int apply(struct sfs_tree *t, enum sfs_scope_op_kind kind, const char *te
 static struct sfs_node *watch(struct sfs_tree *t, const struct sfs_caller *c, const char *entry,
                               int want)
 {
-        char name[64];
+        char name[sizeof(SFS_WATCH_PREFIX) + SNAP_DIGEST_HEX_LEN + 1];
         struct sfs_entry e = { 0 };
 
         snprintf(name, sizeof(name), ".watch.%s", entry);
