@@ -390,6 +390,31 @@ int snapfs_scope_binding(const char *mount, const char *scope, const struct snap
 int snapfs_open_entry(const char *view, const char *entry, const struct snapfs_options *opts,
                       struct snapfs_binding *out, struct snapfs_report *why);
 
+/* A descriptor that polls readable (POLLIN and POLLPRI; POLLHUP too when the entry was
+ * removed) once entry of the scope's view moves from the snapshot it names now: rotated to
+ * another (snapfs grant --as), or removed. Judges view like snapfs_open_entry, then opens
+ * the daemon's watch of the entry, VIEW/.watch.ENTRY, below the pinned root; the daemon wakes
+ * the poll when the entry moves (FUSE poll notices, no timer). Make the watch before reading
+ * the entry: a move in between is then never missed. Close it with close(2). Returns the
+ * descriptor, or: -EINVAL (entry outside the name grammar, or a digest: a digest never
+ * moves), -ENOENT (no such entry in the view), the errors of the mount check. */
+int snapfs_watch_entry(const char *view, const char *entry, const struct snapfs_options *opts,
+                       struct snapfs_report *why);
+
+/* Sleeps until the watch fd (snapfs_watch_entry) is readable, at most timeout_ms
+ * milliseconds (-1: no limit; a signal does not end the wait). Returns 0 (the entry moved),
+ * -ETIMEDOUT, -EIO (the view's daemon is gone), -EBADF. */
+int snapfs_watch_wait(int fd, int timeout_ms);
+
+/* Waits for entry of the scope's view to move (a watch, then snapfs_watch_wait) and opens
+ * what it names then like snapfs_open_entry: the verified descriptor, and *out (may be NULL)
+ * its binding. Returns -ETIMEDOUT (the entry did not move in timeout_ms), -ENOENT (it was
+ * removed; the reason's code is "removed"), the errors of snapfs_watch_entry and of
+ * snapfs_open_entry. */
+int snapfs_wait_entry(const char *view, const char *entry, int timeout_ms,
+                      const struct snapfs_options *opts, struct snapfs_binding *out,
+                      struct snapfs_report *why);
+
 /* The library's version, "MAJOR.MINOR.PATCH" (a static string): a client that mirrors the
  * structs above (the Python client, the Node.js addon) compares it with the version it was
  * made for and refuses to run against another. */

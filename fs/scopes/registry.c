@@ -381,12 +381,15 @@ static void collect_gone(struct sfs_registry *r, struct scope *s, struct sfs_sco
 static void invalidate(struct sfs_registry *r, struct scope *s, const struct sfs_scope_effects *fx)
 {
         assert(sfs_no_tree_lock_held() && "an invalidation under a tree or store lock");
-        if (!s->view_h)
-                return;
-        for (size_t i = 0; i < fx->n_names; i++)
+        for (size_t i = 0; s->view_h && i < fx->n_names; i++)
                 r->cfg.views->invalidate(r->cfg.views->ctx, s->view_h, fx->names[i]);
-        for (size_t i = 0; i < fx->n_inos; i++)
+        for (size_t i = 0; s->view_h && i < fx->n_inos; i++)
                 r->cfg.views->invalidate_inode(r->cfg.views->ctx, s->view_h, fx->inos[i]);
+        /* Then the waiters of a moved entry: woken now, they find its new snapshot by name,
+         * never the old one the kernel still had cached (docs/design.md, "Waiting for an
+         * entry to move"). */
+        if (fx->watches)
+                sfs_tree_announce_moves(s->tree);
 }
 
 /* ---- lifecycle ---- */

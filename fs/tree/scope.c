@@ -414,6 +414,7 @@ static void drop_entry(struct sfs_tree *t, struct sfs_grant_entry *e,
                        struct sfs_scope_effects *fx)
 {
         sfs_grants_remove_entry(&t->scope->grants, e);
+        fx->watches |= sfs_watches_moved(&t->watches, e->name, true);
         snprintf(fx->names[fx->n_names++], SNAP_NAME_MAX + 1, "%s", e->name);
         free(e);
 }
@@ -541,6 +542,7 @@ int sfs_scope_apply_locked(struct sfs_tree *t, const struct sfs_scope_op *op,
                 /* The rotation: one assignment under the tree's lock, so a lookup finds the
                  * old digest or the new one, never neither. */
                 sfs_grants_retarget(g, p.entry, p.target);
+                fx->watches |= sfs_watches_moved(&t->watches, p.entry->name, false);
                 snprintf(fx->names[fx->n_names++], SNAP_NAME_MAX + 1, "%s", p.entry->name);
         }
         if (p.remove_entry)

@@ -93,6 +93,9 @@ struct sfs_scope_effects {
          * each from --store and then drops the reference held here (its publication's). */
         struct snap_object **gone;
         size_t n_gone;
+        /* Watches of a moved or removed entry were marked: the caller announces them
+         * (sfs_tree_announce_moves) once the names above are invalidated. */
+        bool watches;
 };
 /* Drops the references of fx's gone objects, once the caller removed them from --store (or
  * there is none). */

@@ -16,6 +16,7 @@
 #include "snapshot/store.h"
 #include "fs/tree/scope.h"
 #include "fs/tree/tree.h"
+#include "fs/tree/watch.h"
 
 /* Locks, outermost first (the whole order, the registry's and --store's above these, is
  * fs/base/lockorder.h's): t->lock, then a staging file's stg->lock, then the store's own. A staging
@@ -40,6 +41,7 @@ struct sfs_node {
         uint32_t vuid;            /* its owner there */
         struct timespec vtime;    /* its times there */
         bool revoked;             /* its grant went: nlink 0, no new lookup finds it */
+        struct sfs_watch *watch;  /* WATCH: the entry it watches (watch.c) */
         struct sfs_node *prev, *next; /* every live node, so the tree can free them all */
 };
 
@@ -113,6 +115,8 @@ struct sfs_tree {
         uint64_t staging_files;
         struct timespec dir_mtime;
         char *view_path;               /* the read view's absolute path, or NULL */
+        struct sfs_watches watches;    /* a scope view's watches (watch.h) */
+        uint64_t next_watch_ino;       /* from SFS_WATCH_FIRST_INO */
 };
 
 /* A tree's lock, in the daemon's lock order (fs/base/lockorder.h): never a second tree's inside. */

@@ -11,6 +11,7 @@ import json
 import mmap
 import os
 import re
+import select
 import subprocess
 
 import pytest
@@ -621,6 +622,26 @@ def _(fs, workdir):
     with open(os.path.join(view, ".staging", "small"), "wb") as f:
         f.write(b"two")
     os.rename(os.path.join(view, ".staging", "small"), os.path.join(view, sha256_hex(b"two")))
+
+
+@case("scope-watch")
+def _(fs, workdir):
+    digest = fs.publish(b"watched", "w")
+    view = scope_view(fs, workdir, publish=True)
+    control_ok(fs.path, {"op": "grant", "scope": "s", "sha256": digest, "entry": "cfg"})
+    w = os.path.join(view, ".watch.cfg")
+    assert errno_of(os.open, os.path.join(view, ".watch.absent"), os.O_RDONLY) == E.ENOENT
+    assert errno_of(os.open, os.path.join(view, ".watch." + digest), os.O_RDONLY) == E.ENOENT
+    assert errno_of(os.open, w, os.O_WRONLY) == E.EROFS
+    fd = os.open(w, os.O_RDONLY)
+    try:
+        p = select.poll()
+        p.register(fd, select.POLLIN | select.POLLPRI)
+        assert os.read(fd, 16) == b"" and p.poll(0) == []
+    finally:
+        os.close(fd)
+    with open(os.path.join(view, "cfg"), "rb") as f:
+        assert f.read() == b"watched"
 
 
 @case("main-granted-only", "--allow-other")

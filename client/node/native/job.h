@@ -33,6 +33,7 @@ struct job {
         const void *data;
         size_t len;
         int fd;
+        int timeout_ms; /* waitEntry's: -1 for none */
         uint64_t mnt_id;
         struct snapfs_binding b;
         struct snapfs_scope_spec spec;

@@ -55,6 +55,8 @@ export interface Native {
           o: NativeOptions): Promise<RawSnapshot & { alreadyPublished: boolean }>;
   openBinding(mount: string, binding: string, o: NativeOptions): Promise<RawOpen>;
   openEntry(view: string, entry: string, o: NativeOptions): Promise<RawOpen>;
+  waitEntry(view: string, entry: string, timeoutMs: number | null,
+            o: NativeOptions): Promise<RawOpen>;
   verifyReopened(fd: number, binding: string, o: NativeOptions, mountId: string): Promise<void>;
   scopeCreate(mount: string, spec: RawSpec, o: NativeOptions): Promise<RawScope>;
   scopeList(mount: string, o: NativeOptions): Promise<RawScope[]>;

@@ -254,5 +254,32 @@ export async function status(o: TrustOptions = {}): Promise<Record<string, unkno
   return (await control({ op: "status" }, o))["status"] as Record<string, unknown>;
 }
 
-// wait(): comes with libsnapfs's snapfs_wait, as one more addon job and one function here;
-// nothing stands in for it before then.
+export interface WaitOptions extends ReadOptions {
+  /** Give up after this many seconds (rejecting with ETIMEDOUT); default: no limit. */
+  timeout?: number;
+}
+
+/**
+ * Waits until the entry of the scope's view `mount` moves from the snapshot it names now (a
+ * rotation, or its removal: rejected with ENOENT, finding "removed"), then opens what it names
+ * verified: its Snapshot. The daemon wakes the wait (a FUSE poll notice; libsnapfs's
+ * snapfs_wait_entry), nothing polls on a timer; a pending wait holds one thread of libuv's
+ * pool (UV_THREADPOOL_SIZE). Past `timeout` seconds: rejected with ETIMEDOUT (finding
+ * "timeout").
+ */
+export async function wait(target: { entry: string }, o: WaitOptions = {}): Promise<Snapshot> {
+  const { timeout, ...rest } = o;
+  if (typeof target !== "object" || target === null || typeof target.entry !== "string")
+    throw invalid("wait: the target is { entry }");
+  if (timeout !== undefined && (typeof timeout !== "number" || !(timeout >= 0) ||
+                                timeout * 1000 > 2 ** 31 - 1))
+    throw invalid("wait: timeout must be a number of seconds, 0 to 2147483");
+  const opts = nativeOptions(rest, true);
+  const ms = timeout === undefined ? null : Math.floor(timeout * 1000);
+  const opened = await call(() => native().waitEntry(mountOf(rest), target.entry, ms, opts));
+  try {
+    return new Snapshot(opened.snapshot);
+  } finally {
+    await close(opened.fd);
+  }
+}

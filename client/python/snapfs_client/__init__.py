@@ -32,10 +32,10 @@ api, cli (the snapfs-client command, also `python -m snapfs_client`).
 from ._abi import (BINDING_TEXT_MAX, CODE_MAX, DIGEST_LEN, KIND_FLAGS, MESSAGE_MAX, NAME_MAX,
                    REASONS_MAX, Opt, ScopeFlag, Seen, __version__)
 from ._abi import _INSTALLED_LIBRARY  # noqa: F401 (where the installed copy finds its library)
-from .api import (Grant, Scope, Trust, VerifiedFd, control, describe, grant, metrics,
-                  open_digest, open_entry, open_verified, publish, publish_fd, read_verified,
-                  revoke, scope_binding, scope_create, scope_list, scope_remove, scope_show,
-                  status, verify_fd, view_binding)
+from .api import (EntryWatch, Grant, Scope, Trust, VerifiedFd, control, describe, grant,
+                  metrics, open_digest, open_entry, open_verified, publish, publish_fd,
+                  read_verified, revoke, scope_binding, scope_create, scope_list, scope_remove,
+                  scope_show, status, verify_fd, view_binding, wait_entry, watch_entry)
 from .binding import Binding, name_valid
 from .cli import main
 from .errors import SnapfsError, strerror
@@ -63,4 +63,4 @@ __all__ = ["Binding", "SnapfsError", "Trust", "VerifiedFd", "publish", "publish_
            "scope_create", "scope_list", "scope_show", "scope_remove", "grant", "revoke",
            "scope_binding", "open_entry", "control", "status", "metrics", "Opt", "ScopeFlag",
            "Seen", "main", "DIGEST_LEN", "NAME_MAX", "BINDING_TEXT_MAX", "REASONS_MAX",
-           "CODE_MAX", "MESSAGE_MAX"]
+           "CODE_MAX", "MESSAGE_MAX", "EntryWatch", "watch_entry", "wait_entry"]

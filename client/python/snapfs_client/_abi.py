@@ -213,6 +213,10 @@ _PROTOS: "dict[str, List[Any]]" = {
                           P(CReport)],
     "snapfs_describe_view": [ctypes.c_char_p, ctypes.c_char_p, P(CBinding), ctypes.c_size_t,
                              P(COptions), P(CSnapshot), P(ctypes.c_uint), P(CReport)],
+    "snapfs_watch_entry": [ctypes.c_char_p, ctypes.c_char_p, P(COptions), P(CReport)],
+    "snapfs_watch_wait": [ctypes.c_int, ctypes.c_int],
+    "snapfs_wait_entry": [ctypes.c_char_p, ctypes.c_char_p, ctypes.c_int, P(COptions),
+                          P(CBinding), P(CReport)],
 }
 
 

@@ -542,6 +542,77 @@ def open_entry(view: PathLike, entry: str, *, trust: Optional[Trust] = None,
     return VerifiedFd(r), _described(lib, r, c)
 
 
+class EntryWatch(int):
+    """A watch of an entry of a scope's view (watch_entry()): a descriptor that polls readable
+    (POLLIN, and POLLPRI) once the entry moved from what it named when the watch was made. It
+    is an int, so select.poll(), selectors and asyncio's add_reader take it as it is; wait()
+    blocks on it; as a context manager it closes itself."""
+
+    closed: bool
+
+    def __new__(cls, fd: int) -> "EntryWatch":
+        self = super().__new__(cls, fd)
+        self.closed = False
+        return self
+
+    def wait(self, timeout: Optional[float] = None) -> bool:
+        """True once the entry moved, False when timeout seconds (None: no limit) passed
+        first. The daemon wakes the wait; nothing polls on a timer."""
+        ms = -1 if timeout is None else max(0, min(int(timeout * 1000), 2**31 - 1))
+        r = _abi.load().snapfs_watch_wait(int(self), ms)
+        if r == -errno.ETIMEDOUT:
+            return False
+        if r < 0:
+            raise SnapfsError(-r)
+        return True
+
+    def close(self) -> None:
+        """Closes the descriptor, once."""
+        if not self.closed:
+            self.closed = True
+            os.close(self)
+
+    def __enter__(self) -> "EntryWatch":
+        return self
+
+    def __exit__(self, t: Optional[Type[BaseException]], v: Optional[BaseException],
+                 tb: Optional[TracebackType]) -> None:
+        self.close()
+
+
+def watch_entry(view: PathLike, entry: str, *, trust: Optional[Trust] = None,
+                owner: Optional[int] = None, insecure_own_mount: bool = False,
+                trust_user_namespace: bool = False) -> EntryWatch:
+    """EntryWatch: a descriptor that polls readable once the entry of the scope's view moves
+    (rotated to another snapshot, or removed). The view is judged like any mount; make the
+    watch before reading the entry, so a move in between is never missed."""
+    o = options(trust, owner, 0, insecure_own_mount, trust_user_namespace)
+    rep = _abi.CReport()
+    r = _abi.load().snapfs_watch_entry(_path(view), _name(entry), ctypes.byref(o),
+                                       ctypes.byref(rep))
+    if r < 0:
+        raise_for(r, rep)
+    return EntryWatch(r)
+
+
+def wait_entry(view: PathLike, entry: str, timeout: Optional[float] = None, *,
+               trust: Optional[Trust] = None, owner: Optional[int] = None, max_size: int = 0,
+               insecure_own_mount: bool = False, trust_user_namespace: bool = False,
+               kind: KindLike = "content") -> Tuple[VerifiedFd, Binding]:
+    """(VerifiedFd, Binding): waits until the entry of the scope's view moves, at most
+    timeout seconds (None: no limit), then opens what it names as open_entry() does. Raises
+    SnapfsError ETIMEDOUT (finding "timeout") when it did not move in time, ENOENT (finding
+    "removed") when it was removed."""
+    o = options(trust, owner, max_size, insecure_own_mount, trust_user_namespace, kind)
+    ms = -1 if timeout is None else max(0, min(int(timeout * 1000), 2**31 - 1))
+    lib, c, rep = _abi.load(), _abi.CBinding(), _abi.CReport()
+    r = lib.snapfs_wait_entry(_path(view), _name(entry), ms, ctypes.byref(o), ctypes.byref(c),
+                              ctypes.byref(rep))
+    if r < 0:
+        raise_for(r, rep)
+    return VerifiedFd(r), _described(lib, r, c)
+
+
 def control(mount: PathLike, request: Union[str, bytes, Dict[str, Any]], *,
             trust: Optional[Trust] = None, owner: Optional[int] = None,
             insecure_own_mount: bool = False, trust_user_namespace: bool = False) -> Any:
