@@ -66,6 +66,9 @@ struct sfs_registry_config {
         uid_t uid;                     /* the daemon's own */
         gid_t gid;
         unsigned max_scopes;           /* a create past it is ENOSPC (0: SFS_MAX_SCOPES_LIMIT) */
+        /* What a view may not cover, be or lie in (NULL: none): the main mount, the read
+         * view, --store. Absolute; the registry resolves each one's parent directory. */
+        const char *mountpoint, *read_view, *store_dir;
 };
 
 struct sfs_registry;
@@ -107,8 +110,10 @@ struct sfs_scope_request {
 
 /* scope-create: *scope (the scope's JSON). -EINVAL (a bad name, path, field; a client_pid
  * that is not the caller's: its pid namespace is another), -EEXIST (the name or the view
- * taken), -EBUSY (the path is a mount point or on one of the daemon's mounts), -ESRCH (no such
- * until-pid), or the errno of mounting it. */
+ * taken), -EBUSY (the path is a mount point or on one of the daemon's mounts, or it would
+ * cover one: an ancestor of another view, of the main mount, of the read view or of --store;
+ * or it is --store or lies in it), -ESRCH (no such until-pid: a thread id, a zombie), or the
+ * errno of mounting it. */
 int sfs_registry_create(struct sfs_registry *r, const struct sfs_caller *c,
                         const struct sfs_scope_request *req, json_object **scope,
                         struct sfs_msg *msg);
