@@ -11,6 +11,7 @@
 #include <string.h>
 
 #include "snapshot/binding.h"
+#include "snapshot/name.h"
 #include "fs/tree/tree-internal.h"
 #include "common/util.h"
 
@@ -120,11 +121,13 @@ const char *sfs_scope_name(const struct sfs_tree *t)
 
 /* ---- planning ---- */
 
-/* An entry name: a staging NAME that is not a digest (the view's digests and entries share
- * one directory, and a digest name always means the digest). */
+/* An entry name (snapshot/name.h): not a digest in any case (the view's digests and entries
+ * share one directory, and a digest name always means the digest: "ABC..." moved to other
+ * content was served under a name a case-folding reader takes for the digest), not an option
+ * ("-rf"). */
 static bool entry_name_valid(const char *name)
 {
-        return snap_name_valid(name) && !snap_is_digest_name(name);
+        return snap_entry_name_valid(name);
 }
 
 /* Whether d names a published snapshot (a lookup of the store). t->lock held. */
@@ -727,10 +730,17 @@ static int restore_entry(struct sfs_tree *t, json_object *o,
         struct sfs_grant *target;
         struct snap_digest d;
 
-        if (!json_object_is_type(o, json_type_object) || !name || !entry_name_valid(name) || !hex ||
-            snap_digest_from_hex(hex, strlen(hex), &d) < 0 ||
+        if (!json_object_is_type(o, json_type_object) || !name || !snap_name_valid(name) ||
+            !hex || snap_digest_from_hex(hex, strlen(hex), &d) < 0 ||
             sfs_grants_entry(&t->scope->grants, name))
                 return -EINVAL;
+        /* Written before the grammar refused it: left out, the rest of the scope back. */
+        if (!entry_name_valid(name)) {
+                if (warn)
+                        warn(ctx, name, "an entry name the grammar no longer takes (a digest's "
+                             "shape, or a leading '-'); left out");
+                return 1;
+        }
         target = sfs_grants_find(&t->scope->grants, &d);
         if (!target) {
                 if (warn)

@@ -8,6 +8,7 @@
 #include <cmocka.h>
 
 #define _XOPEN_SOURCE_EXTENDED 1
+#include <ctype.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <ftw.h>
@@ -430,6 +431,31 @@ static void test_a_view_over_another_view_the_main_mount_or_the_store_is_ebusy(v
         assert_int_equal(f->fake.mounted, 3);
 }
 
+static void test_an_entry_shaped_like_a_digest_in_any_case_or_an_option_is_einval(void **state)
+{
+        struct fx *f = *state;
+        char hex[SNAP_DIGEST_HEX_LEN + 1], upper[SNAP_DIGEST_HEX_LEN + 1];
+
+        create(f, "a", "");
+        publish_main(f, "content", hex);
+        for (size_t i = 0; i <= SNAP_DIGEST_HEX_LEN; i++)
+                upper[i] = (char)toupper((unsigned char)hex[i]);
+        /* The finding: an uppercase digest as an entry, movable to other content. */
+        assert_reply(f, "EINVAL", "{\"op\":\"grant\",\"scope\":\"a\",\"sha256\":\"%s\","
+                                  "\"entry\":\"%s\"}", hex, upper);
+        assert_reply(f, "EINVAL", "{\"op\":\"grant\",\"scope\":\"a\",\"sha256\":\"%s\","
+                                  "\"entry\":\"%s\"}", hex, hex);
+        assert_reply(f, "EINVAL", "{\"op\":\"grant\",\"scope\":\"a\",\"sha256\":\"%s\","
+                                  "\"entry\":\"-rf\"}", hex);
+        assert_reply(f, "EINVAL", "{\"op\":\"grant\",\"scope\":\"a\",\"sha256\":\"%s\","
+                                  "\"entry\":\"--\"}", hex);
+        /* Beside them: a name, and one with a '-' that does not lead. */
+        assert_reply(f, NULL, "{\"op\":\"grant\",\"scope\":\"a\",\"sha256\":\"%s\","
+                              "\"entry\":\"current\"}", hex);
+        assert_reply(f, NULL, "{\"op\":\"grant\",\"scope\":\"a\",\"sha256\":\"%s\","
+                              "\"entry\":\"rf-\"}", hex);
+}
+
 static void test_names_and_views_are_taken_once(void **state)
 {
         struct fx *f = *state;
@@ -673,6 +699,7 @@ int main(void)
                 T(test_unknown_ops_fields_and_types_are_refused_in_the_reply),
                 T(test_a_duplicate_key_is_einval_and_does_nothing),
                 T(test_names_and_views_are_taken_once),
+                T(test_an_entry_shaped_like_a_digest_in_any_case_or_an_option_is_einval),
                 T(test_a_view_over_another_view_the_main_mount_or_the_store_is_ebusy),
                 T(test_a_mount_that_fails_leaves_no_scope_and_no_directory),
                 T(test_a_client_pid_that_is_not_the_callers_is_einval),
