@@ -632,6 +632,28 @@ static int mount_view(struct sfs_registry *r, struct scope *s, bool clear_stale,
         return 0;
 }
 
+/* Room for one more scope: -ENOSPC past --max-scopes, counting the views of removed scopes
+ * still held open. Each is a FUSE session the daemon keeps (one of the keys libfuse needs
+ * per session: SFS_MAX_SCOPES_LIMIT): uncounted, a tenant that keeps a descriptor open on
+ * its view across create and remove made every later create fail (EIO) for every tenant.
+ * The refusal names the views still held. Registry lock held. */
+static int scope_room(struct sfs_registry *r, struct sfs_msg *m)
+{
+        const struct sfs_view_ops *ops = r->cfg.views;
+        unsigned held = ops->lingering ? ops->lingering(ops->ctx, NULL, 0) : 0;
+        char list[160] = "";
+
+        if (r->n + held < max_scopes(r))
+                return 0;
+        if (!held)
+                return msg(m, ENOSPC, "this daemon serves at most %u scopes (--max-scopes): "
+                           "delete one first (snapfs scope rm NAME)", max_scopes(r));
+        ops->lingering(ops->ctx, list, sizeof(list));
+        return msg(m, ENOSPC, "at most %u scopes (--max-scopes), counting %u removed scopes' "
+                   "views still held open: %s; close what holds them, or delete a scope",
+                   max_scopes(r), held, list);
+}
+
 /* A new scope's tree. */
 static int new_tree(struct sfs_registry *r, struct scope *s)
 {
@@ -742,14 +764,9 @@ int sfs_registry_create(struct sfs_registry *r, const struct sfs_caller *c,
                 rr = msg(m, EEXIST, "%s is the view of scope %s: give another view, or delete "
                          "that scope first (snapfs scope rm %s)", s->view,
                          find_view(r, s->view)->name, find_view(r, s->view)->name);
-        else if (r->n >= max_scopes(r))
-                /* Checked before a view is made: past the keys libfuse needs for its session,
-                 * the view could not be made at all (SFS_MAX_SCOPES_LIMIT). */
-                rr = msg(m, ENOSPC, "this daemon serves at most %u scopes (--max-scopes): "
-                         "delete one first (snapfs scope rm NAME)", max_scopes(r));
-        else if ((rr = room(r)) < 0)
+        else if ((rr = scope_room(r, m)) == 0 && (rr = room(r)) < 0)
                 msg(m, ENOMEM, "out of memory");
-        else if ((rr = new_tree(r, s)) < 0)
+        if (rr == 0 && (rr = new_tree(r, s)) < 0)
                 msg(m, -rr, "the scope's limits: %s", strerror(-rr));
         if (rr == 0 && req->until_pid) {
                 const char *why = NULL;

@@ -276,6 +276,16 @@ struct sfs_dir *sfs_tree_dir(struct sfs_tree *t, uint64_t id)
         return l ? container_of(l, struct sfs_dir, id) : NULL;
 }
 
+size_t sfs_tree_open_handles(struct sfs_tree *t)
+{
+        size_t n;
+
+        pthread_mutex_lock(&t->ids_lock);
+        n = t->ids_handles.n + t->ids_dirs.n;
+        pthread_mutex_unlock(&t->ids_lock);
+        return n;
+}
+
 uint64_t sfs_handle_id(const struct sfs_handle *h)
 {
         return h->id.id;

@@ -145,6 +145,9 @@ struct sfs_node *sfs_tree_root(struct sfs_tree *t);
 struct sfs_node *sfs_tree_node(struct sfs_tree *t, uint64_t ino);
 struct sfs_handle *sfs_tree_handle(struct sfs_tree *t, uint64_t id);
 struct sfs_dir *sfs_tree_dir(struct sfs_tree *t, uint64_t id);
+/* How many files and directories the kernel has open in the tree (OPEN and OPENDIR not yet
+ * released): the descriptors the daemon can count (a view that declines OPEN sees none). */
+size_t sfs_tree_open_handles(struct sfs_tree *t);
 uint64_t sfs_handle_id(const struct sfs_handle *h);
 uint64_t sfs_dir_id(const struct sfs_dir *d);
 enum sfs_kind sfs_node_kind(const struct sfs_node *n);

@@ -188,6 +188,60 @@ def test_a_daemon_past_max_scopes_refuses_a_create_with_enospc_and_a_removal_mak
     assert is_mounted(made["view"])
 
 
+def view_threads(pid):
+    """The daemon's threads that serve scope views (named so: fs/fuse/scopeview.h)."""
+    n = 0
+    for tid in os.listdir(f"/proc/{pid}/task"):
+        try:
+            with open(f"/proc/{pid}/task/{tid}/comm") as f:
+                n += f.read().strip() == "snapfs-view"
+        except FileNotFoundError:
+            pass  # a thread that just ended
+    return n
+
+
+def test_removed_views_held_open_keep_no_threads_count_against_max_scopes_and_are_named(
+        mount_snapfs, workdir):
+    """The attack: create, hold a descriptor in the view, remove, again: every removed view
+    kept its session and its workers (3,084 threads after 1,023 cycles), and the next create
+    failed EIO for every tenant. Now a removed view held open keeps no thread of its own (the
+    reaper answers it), counts against --max-scopes, and the refusal names it."""
+    fs = mount_snapfs("--max-scopes", "3")
+    pid = fs.proc.pid
+    digest = fs.publish(b"held open across the remove", "d")
+    held = []
+    try:
+        for i in range(2):
+            # A uid's view: OPEN reaches the daemon, which counts what is open.
+            s = scope(fs, workdir, f"c{i}", uids=[NOBODY_UID])
+            grant(fs, f"c{i}", digest, "cfg")
+            assert view_threads(pid) > 0  # a live view has workers of its own
+            held.append(os.open(os.path.join(s["view"], "cfg"), os.O_RDONLY))
+            control_ok(fs.path, {"op": "scope-remove", "name": f"c{i}"})
+            assert view_threads(pid) == 0  # removed: none left, though it is held open
+        # What is open reads on, answered by the reaper.
+        for fd in held:
+            assert os.pread(fd, 100, 0) == b"held open across the remove"
+        # Two held views and one scope fill --max-scopes 3: ENOSPC naming the held ones.
+        scope(fs, workdir, "live")
+        reply = control(fs.path, {"op": "scope-create", "name": "more",
+                                  "view": os.path.join(workdir, "views", "more")})
+        assert (reply["ok"], reply["error"]) == (False, "ENOSPC"), reply
+        for i in range(2):
+            assert f"{workdir}/views/c{i} (1 open)" in reply["message"], reply
+        assert "2 removed scopes' views still held open" in reply["message"], reply
+        assert not os.path.exists(os.path.join(workdir, "views", "more"))
+        # Beside it: closing one frees its place, and the same create is served.
+        os.close(held.pop(0))
+        wait_for(lambda: control(fs.path, {"op": "scope-create", "name": "more",
+                                           "view": os.path.join(workdir, "views", "more")}
+                                 )["ok"], "the closed view's place")
+        assert view_threads(pid) > 0
+    finally:
+        for fd in held:
+            os.close(fd)
+
+
 def test_a_view_in_a_directory_another_uid_can_change_is_refused(snapfs, workdir):
     shared = os.path.join(workdir, "shared")
     os.makedirs(shared)
