@@ -9,6 +9,7 @@
 #include <stdio.h>
 #include <string.h>
 #include <sys/sysmacros.h>
+#include <sys/xattr.h>
 #include <unistd.h>
 
 #include "cli/clientopts.h"
@@ -120,6 +121,22 @@ struct put_args {
 };
 
 /* --name NAME (checked when the file is known), --scope NAME, --as ENTRY: -1 to go on. */
+/* "already published", its name, and who else holds it (the owner and root may read it:
+ * user.snapfs.holders; content a scope published shows here as granted to a scope). */
+static void say_already(const char *mount, const struct snapfs_snapshot *s)
+{
+        char path[PATH_MAX], holders[200] = "";
+        ssize_t n;
+
+        snprintf(path, sizeof(path), "%s/", mount);
+        for (size_t i = 0; i < SNAPFS_DIGEST_LEN; i++)
+                snprintf(path + strlen(path), 3, "%02x", s->binding.sha256[i]);
+        n = getxattr(path, "user.snapfs.holders", holders, sizeof(holders) - 1);
+        holders[n > 0 ? n : 0] = '\0';
+        fprintf(stderr, "snapfs put: already published%s%s%s%s\n", s->name[0] ? ", named " : "",
+                s->name, holders[0] ? "; held by " : "", holders);
+}
+
 static int take(void *arg, int val, const char *value, bool json)
 {
         struct put_args *a = arg;
@@ -255,12 +272,8 @@ int cli_cmd_put(int argc, char **argv)
                 return view_failed ? 1 : 0;
         }
         /* Idempotent: the content is there, bound to the existing snapshot. Not a failure. */
-        if (r == 1) {
-                if (s.name[0])
-                        fprintf(stderr, "snapfs put: already published, named %s\n", s.name);
-                else
-                        fprintf(stderr, "snapfs put: already published\n");
-        }
+        if (r == 1)
+                say_already(mount, &s);
         if (printf("%s\n", text) < 0 ||
             (vr == 0 && !scope && printf("read-view %s %s\n", vtext, view) < 0) ||
             (vr == 0 && scope && printf("scope %s %s %s\n", scope, vtext, view) < 0) ||

@@ -45,6 +45,10 @@
  * max-snapshot-size=N", "staging-bytes max-staging-bytes=N", "full", a --trust-key reason
  * such as "not-in-signed-manifest"); -ENODATA when it refused none. */
 #define SFS_XATTR_REFUSAL "user.snapfs.refusal"
+/* On a main-mount snapshot, for the mount owner and root (-EACCES for others), not listed:
+ * who else holds it, "uids=U,U scopes=N" (its holders, and how many scopes it is granted to),
+ * what `snapfs put` says of content already there. */
+#define SFS_XATTR_HOLDERS "user.snapfs.holders"
 /* On the root with --store: how many blobs were set aside at start (decimal). */
 #define SFS_XATTR_STORE_CORRUPT "user.snapfs.store-corrupt"
 /* On the root with --store, for the mount owner and root (-EACCES for others), not listed:

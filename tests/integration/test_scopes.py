@@ -419,6 +419,44 @@ print(refused(os.stat, f"{mnt}/{sys.argv[2]}"))
                     os.path.join(a["view"], digest)) == errno.EEXIST
 
 
+def test_a_tenant_never_names_nor_publishes_what_the_operator_sees(snapfs, workdir):
+    """The attack: a tenant published the bytes in its view as "totally-legit"; the operator's
+    later put of the same bytes said "already published, named totally-legit" and snapfs ls
+    showed the tenant's uid as the publisher. Now the name and publisher the main mount shows
+    are the operator's, the scope keeps its own, and the put says who else holds it."""
+    data = b"the operator's configuration"
+    s = scope(snapfs, workdir, "sandbox-a", publish=True, uids=[NOBODY_UID])
+    as_uid(NOBODY_UID, UID_PRELUDE + r'''
+with open(f"{mnt}/.staging/totally-legit", "wb") as f:
+    f.write(sys.argv[2].encode())
+os.rename(f"{mnt}/.staging/totally-legit", f"{mnt}/{hashlib.sha256(sys.argv[2].encode()).hexdigest()}")
+''', s["view"], data.decode())
+    digest = sha256_hex(data)
+    main = snapfs.p(digest)
+    # Before the operator's put: the main mount shows the owner's, unnamed.
+    assert os.stat(main).st_uid == 0
+    assert errno_of(os.getxattr, main, "user.snapfs.name") == errno.ENODATA
+    src = os.path.join(workdir, "operator.json")
+    with open(src, "wb") as f:
+        f.write(data)
+    r = subprocess.run([snapfs.binary, "put", "--mount", snapfs.path, "--name", "operator",
+                        src], capture_output=True, text=True, timeout=60)
+    assert r.returncode == 0, r.stderr
+    assert "already published, named operator; held by uids=0 scopes=1" in r.stderr, r.stderr
+    assert "totally-legit" not in r.stderr
+    assert os.getxattr(main, "user.snapfs.name") == b"operator"
+    assert os.stat(main).st_uid == 0
+    # Beside it: the scope's own record is untouched, its name and its publisher.
+    in_view = os.path.join(s["view"], digest)
+    assert os.getxattr(in_view, "user.snapfs.name") == b"totally-legit"
+    assert os.stat(in_view).st_uid == NOBODY_UID
+    # Who else holds it is the owner's and root's to read, not a reader's (who reads its name).
+    assert as_uid(NOBODY_UID, UID_PRELUDE + r'''
+print(os.getxattr(f"{mnt}/{sys.argv[2]}", "user.snapfs.name").decode(),
+      refused(os.getxattr, f"{mnt}/{sys.argv[2]}", "user.snapfs.holders"))
+''', snapfs.path, digest).stdout.split() == ["operator", str(errno.EACCES)]
+
+
 def test_a_scopes_limits_give_edquot_and_its_unlink_makes_room(snapfs, workdir):
     s = scope(snapfs, workdir, publish=True, limits={"max_snapshots": 1, "max_staging": 1})
     view = s["view"]
