@@ -377,6 +377,23 @@ void sfs_scope_effects_release(struct sfs_tree *t, struct sfs_scope_effects *fx)
         fx->n_gone = 0;
 }
 
+/* gr is no longer published in the scope (unlinked, revoked): out of the scope's usage, or,
+ * open in the view, kept in it until its last descriptor goes (sfs_handle_del): its memory
+ * stays that long. The attack: publish, keep a descriptor, unlink, again: the scope showed
+ * 0 used while it held most of the daemon, and another scope got ENOSPC. t->lock held. */
+static void uncount(struct sfs_tree *t, struct sfs_grant *gr)
+{
+        struct sfs_node *n = sfs_tree_node(t, gr->ino);
+
+        if (n && node_kind(n) == SFS_KIND_SNAPSHOT && n->obj == gr->obj && n->pins &&
+            !n->held_in_usage) {
+                n->held_in_usage = true;
+                return;
+        }
+        t->scope->used_snapshots--;
+        t->scope->used_bytes -= gr->obj->size;
+}
+
 /* Takes gr out of the view: its name goes stale, its node is revoked (descriptors open on it
  * keep reading), its store grant goes, and with it the snapshot when that was its last
  * reference (collected by the caller from fx). Room for fx's arrays was made. */
@@ -393,10 +410,8 @@ static void drop_grant(struct sfs_tree *t, struct sfs_grant *gr, struct sfs_scop
                 n->revoked = true;
                 fx->inos[fx->n_inos++] = gr->ino;
         }
-        if (gr->published) {
-                t->scope->used_snapshots--;
-                t->scope->used_bytes -= gr->obj->size;
-        }
+        if (gr->published)
+                uncount(t, gr);
         if (snap_store_ungrant(t->store, gr->obj) == 1) {
                 /* Detached: its publication's reference goes now, as every other detach
                  * releases it; the grant's own is handed to the caller, who collects the
@@ -525,10 +540,8 @@ int sfs_scope_apply_locked(struct sfs_tree *t, const struct sfs_scope_op *op,
                 sfs_grants_insert(g, gr);
                 p.target = gr;
         } else if (p.target && !p.noop) {
-                if (p.target->published && !p.target_published) {
-                        t->scope->used_snapshots--;
-                        t->scope->used_bytes -= p.target->obj->size;
-                }
+                if (p.target->published && !p.target_published)
+                        uncount(t, p.target);
                 p.target->plain = p.target_plain;
                 p.target->published = p.target_published;
                 if (!p.target->published) {

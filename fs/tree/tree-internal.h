@@ -40,6 +40,9 @@ struct sfs_node {
         uint32_t vuid;            /* its owner there */
         struct timespec vtime;    /* its times there */
         bool revoked;             /* its grant went: nlink 0, no new lookup finds it */
+        bool held_in_usage;       /* a scope's snapshot unpublished or revoked while open:
+                                     still counted in its scope's usage (one snapshot, its
+                                     bytes) until its last handle goes */
         struct sfs_node *prev, *next; /* every live node, so the tree can free them all */
 };
 

@@ -362,6 +362,13 @@ void sfs_handle_del(struct sfs_tree *t, struct sfs_handle *h)
 
         assert(n->pins > 0); /* each handle pins its node once */
         n->pins--;
+        if (n->pins == 0 && n->held_in_usage && t->scope) {
+                /* The last descriptor of a snapshot its scope unpublished or revoked while
+                 * open: its place in the scope's usage goes now (drop_grant kept it). */
+                t->scope->used_snapshots--;
+                t->scope->used_bytes -= n->obj->size;
+                n->held_in_usage = false;
+        }
         pthread_mutex_lock(&t->ids_lock);
         sfs_idmap_del(&t->ids_handles, &h->id);
         pthread_mutex_unlock(&t->ids_lock);

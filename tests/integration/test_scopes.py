@@ -476,6 +476,48 @@ def test_a_scopes_limits_give_edquot_and_its_unlink_makes_room(snapfs, workdir):
         "snapshots": 1, "bytes": 3, "staging": 0, "staging_bytes": 0}
 
 
+def test_a_flooding_scope_gets_edquot_at_its_limit_while_another_and_the_owner_publish(
+        mount_snapfs, workdir):
+    """The attack: publish, keep a descriptor, unlink, again. The scope's usage read 0 while
+    it held most of the daemon; another scope got ENOSPC and the main mount was full. What a
+    scope's processes hold open counts in its usage until the last descriptor goes."""
+    fs = mount_snapfs("--allow-other", "--max-bytes", "1M", "--max-snapshot-size", "64K")
+    sa = scope(fs, workdir, "sa", publish=True, uids=[NOBODY_UID],
+               limits={"max_bytes": "256K"})
+    sb = scope(fs, workdir, "sb", publish=True, uids=[NOBODY_UID],
+               limits={"max_bytes": "256K"})
+    held, refused_at, err = [], None, None
+    try:
+        # 40 KiB each: six fit in sa's 256 KiB, the seventh does not. Thirty would pass the
+        # daemon's 1 MiB, which is where the flood used to end.
+        for i in range(30):
+            data = bytes([i]) * (40 << 10)
+            with open(os.path.join(sa["view"], ".staging", f"f{i}"), "wb") as f:
+                f.write(data)
+            fd = os.open(os.path.join(sa["view"], ".staging", f"f{i}"), os.O_RDONLY)
+            held.append(fd)
+            try:
+                os.rename(os.path.join(sa["view"], ".staging", f"f{i}"),
+                          os.path.join(sa["view"], sha256_hex(data)))
+            except OSError as e:
+                refused_at, err = i, e.errno
+                break
+            os.unlink(os.path.join(sa["view"], sha256_hex(data)))
+        assert (refused_at, err) == (6, errno.EDQUOT)
+        usage = control_ok(fs.path, {"op": "scope-show", "name": "sa"})["scope"]["usage"]
+        assert (usage["snapshots"], usage["bytes"]) == (6, 6 * (40 << 10)), usage
+        # At that moment another scope publishes, and so does the owner on the main mount.
+        publish_in(sb["view"], b"b" * (40 << 10), "b")
+        fs.publish(b"o" * (40 << 10), "owner")
+    finally:
+        for fd in held:
+            os.close(fd)
+    # Its descriptors closed, sa's room is back.
+    wait_for(lambda: control_ok(fs.path, {"op": "scope-show", "name": "sa"})["scope"]["usage"]
+             ["bytes"] == 0, "sa's usage once its descriptors are closed")
+    publish_in(sa["view"], b"a" * (40 << 10), "again")
+
+
 def test_what_a_scope_unpublishes_or_revokes_last_frees_its_room_in_the_store(snapfs, workdir):
     # The store's room is the daemon's, shared by every scope and the main mount: statfs on
     # the main mount counts its snapshots (f_files - f_ffree). What leaves a scope for good
