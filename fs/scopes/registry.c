@@ -668,14 +668,26 @@ static int new_tree(struct sfs_registry *r, struct scope *s)
         return sfs_tree_new_scope(r->cfg.main, &spec, &s->tree);
 }
 
-/* A scope's limits, each at most the daemon's own: a scope that may hold more than the
- * daemon does is a promise the daemon cannot keep, and its usage would be read against a
- * number that means nothing. -EINVAL naming the limit. */
-static int limits_within(struct sfs_registry *r, const struct sfs_scope_limits *l,
-                         struct sfs_msg *m)
+/* A scope's limits, those asked or the defaults, into *l, each at most the daemon's own: a
+ * scope that may hold more than the daemon does is a promise the daemon cannot keep, and its
+ * usage would be read against a number that means nothing. -EINVAL naming the limit. */
+static int scope_limits(struct sfs_registry *r, const struct sfs_scope_limits *asked,
+                        struct sfs_scope_limits *l, struct sfs_msg *m)
 {
+        struct sfs_scope_limits defaults;
         struct sfs_tree_config cfg;
 
+        /* Unset: what one uid may hold on the main mount. */
+        sfs_scope_default_limits(r->cfg.main, &defaults);
+        *l = *asked;
+        if (!l->max_snapshots)
+                l->max_snapshots = defaults.max_snapshots;
+        if (!l->max_bytes)
+                l->max_bytes = defaults.max_bytes;
+        if (!l->max_staging)
+                l->max_staging = defaults.max_staging;
+        if (!l->max_staging_bytes)
+                l->max_staging_bytes = defaults.max_staging_bytes;
         sfs_tree_get_config(r->cfg.main, &cfg);
         const struct {
                 const char *name, *option;
@@ -714,7 +726,6 @@ int sfs_registry_create(struct sfs_registry *r, const struct sfs_caller *c,
                         const struct sfs_scope_request *req, json_object **out,
                         struct sfs_msg *m)
 {
-        struct sfs_scope_limits defaults;
         struct scope *s;
         int pidfd = -1, rr;
         bool made = false;
@@ -739,17 +750,7 @@ int sfs_registry_create(struct sfs_registry *r, const struct sfs_caller *c,
         s->users = (struct sfs_scope_users){ .uids = req->uids, .has_gid = req->has_gid,
                                              .gid = req->gid };
         s->publish = req->publish;
-        sfs_scope_default_limits(r->cfg.main, &defaults);
-        s->limits = req->limits;
-        if (!s->limits.max_snapshots)
-                s->limits.max_snapshots = defaults.max_snapshots;
-        if (!s->limits.max_bytes)
-                s->limits.max_bytes = defaults.max_bytes;
-        if (!s->limits.max_staging)
-                s->limits.max_staging = defaults.max_staging;
-        if (!s->limits.max_staging_bytes)
-                s->limits.max_staging_bytes = defaults.max_staging_bytes;
-        if ((rr = limits_within(r, &s->limits, m)) < 0) {
+        if ((rr = scope_limits(r, &req->limits, &s->limits, m)) < 0) {
                 audit(r, c, "refused", "scope-create", req->name, NULL, NULL, req->view, -rr, NULL);
                 scope_free(s);
                 return rr;

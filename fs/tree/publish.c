@@ -180,6 +180,27 @@ static const char *adopted_title(struct sfs_tree *t, struct snap_object *existin
         return stg->name;
 }
 
+/* Already published: the caller binds to it and holds it too (decided before with --store,
+ * whose record of the hold hold_stored says; here without): -EEXIST, or why not. Content only
+ * scopes held is named by this, its first main-mount publisher: never by the tenant that
+ * published it in its view (the attack: "totally-legit", publisher 4701, as the operator saw
+ * it). t->lock and stg->lock held. */
+static int hold_existing(struct sfs_tree *t, const struct sfs_caller *c,
+                         struct sfs_staging *stg, struct snap_object *existing, bool hold_stored)
+{
+        int r = snap_store_hold(t->store, existing, (uint32_t)c->uid);
+
+        if (r >= 0 && snap_store_adopt(t->store, existing, (uint32_t)c->uid,
+                                       sfs_staging_name_kept(stg->name) ? stg->name : NULL) < 0)
+                r = -ENOMEM;
+        if (r >= 0)
+                return -EEXIST;
+        if (hold_stored)
+                /* Not held after all: the store says what the tree holds. */
+                persist_holders(t, t->cfg.ocistore, existing, 0, false, NULL);
+        return r;
+}
+
 /* The scope's own limits for one more snapshot of len bytes published in it: -EDQUOT past
  * them. t->lock held. */
 static int scope_quota(struct sfs_tree *t, uint64_t len)
@@ -308,10 +329,7 @@ static int scope_publish(struct sfs_tree *t, const struct sfs_caller *c, struct 
                                            .digest = d,
                                            .ino = n->ino,
                                            .reserved = stg->len,
-                                           /* The scope's own record (its grant) says who
-                                            * published it there and under which name; the
-                                            * main mount sees the owner's, unnamed, until
-                                            * a publish there names it. */
+                                           /* Named in the scope's grant alone. */
                                            .publisher_uid = (uint32_t)t->cfg.owner_uid,
                                            .name = NULL,
                                            .created = now,
@@ -479,23 +497,8 @@ int sfs_tree_rename(struct sfs_tree *t, const struct sfs_caller *c, struct sfs_n
                         r = 0;
                 }
         }
-        if (r == 0 && existing) {
-                /* Already published: the caller binds to it and holds it too (decided above
-                 * with --store; here without). Content only scopes held is named by this,
-                 * its first main-mount publisher: never by the tenant that published it in
-                 * its view (the attack: "totally-legit", publisher 4701, as the operator saw
-                 * it). */
-                r = snap_store_hold(t->store, existing, (uint32_t)c->uid);
-                if (r >= 0 && snap_store_adopt(t->store, existing, (uint32_t)c->uid,
-                                               sfs_staging_name_kept(stg->name) ? stg->name
-                                                                                : NULL) < 0)
-                        r = -ENOMEM;
-                if (r >= 0)
-                        r = -EEXIST;
-                else if (hold_stored)
-                        /* Not held after all: the store says what the tree holds. */
-                        persist_holders(t, os, existing, 0, false, NULL);
-        }
+        if (r == 0 && existing)
+                r = hold_existing(t, c, stg, existing, hold_stored);
         if (existing)
                 snap_store_release(t->store, existing);
         if (r < 0) {
