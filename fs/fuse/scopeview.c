@@ -4,6 +4,7 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <poll.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -189,13 +190,20 @@ static void *reap_loop(void *arg)
         }
 }
 
-/* Hands a detached view's session to the reaper, its workers stopped: 0, or -errno (it keeps
- * workers then). v->lock held. */
+/* Hands a detached view's session to the reaper, its workers stopped: 0; 1 when the kernel
+ * ended the session already (nothing held it open: the lazy unmount released it before
+ * umount2 returned), to be freed now; or -errno (it keeps workers then). v->lock held. */
 static int linger(struct sfs_scopeviews *v, struct sfs_view *view)
 {
         struct epoll_event ev = { .events = EPOLLIN, .data.ptr = view };
         int fd = fuse_session_fd(view->se);
+        struct pollfd pfd = { .fd = fd, .events = POLLIN };
         int flags = fcntl(fd, F_GETFL);
+
+        /* Freed at once, not by the reaper later: a create right after a remove must find
+         * its place free, not still counted (--max-scopes counts views held open). */
+        if (poll(&pfd, 1, 0) == 1 && (pfd.revents & (POLLERR | POLLHUP | POLLNVAL)))
+                return 1;
 
         /* The reaper must never block in a read: a request another reader took, or none. */
         if (flags < 0 || fcntl(fd, F_SETFL, flags | O_NONBLOCK) < 0 ||
@@ -334,6 +342,12 @@ static void op_detach(void *ctx, struct sfs_view *view, struct sfs_tree *tree)
         pthread_mutex_lock(&v->lock);
         view->handing_over = false;
         r = linger(v, view);
+        if (r == 1) {
+                unlink_view(v, view);
+                pthread_mutex_unlock(&v->lock);
+                view_free(view);
+                return;
+        }
         if (r < 0) {
                 LOG("%s: the removed scope's view keeps its workers: %s\n", view->path,
                     strerror(-r));

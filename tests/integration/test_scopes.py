@@ -519,6 +519,29 @@ def test_a_flooding_scope_gets_edquot_at_its_limit_while_another_and_the_owner_p
     publish_in(sa["view"], b"a" * (40 << 10), "again")
 
 
+def test_a_scopes_staging_files_unlinked_while_open_count_until_closed(snapfs, workdir):
+    sa = scope(snapfs, workdir, "sa", publish=True, uids=[NOBODY_UID],
+               limits={"max_staging": 2, "max_staging_bytes": "100K"})
+    fds = []
+    try:
+        for i in range(2):
+            path = os.path.join(sa["view"], ".staging", f"s{i}")
+            fds.append(os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600))
+            os.write(fds[-1], b"x" * (40 << 10))
+            os.unlink(path)
+        usage = control_ok(snapfs.path, {"op": "scope-show", "name": "sa"})["scope"]["usage"]
+        assert (usage["staging"], usage["staging_bytes"]) == (2, 80 << 10), usage
+        assert errno_of(os.open, os.path.join(sa["view"], ".staging", "s2"),
+                        os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600) == errno.EDQUOT
+    finally:
+        for fd in fds:
+            os.close(fd)
+    wait_for(lambda: control_ok(snapfs.path, {"op": "scope-show", "name": "sa"})["scope"]
+             ["usage"]["staging"] == 0, "the closed staging files out of sa's usage")
+    os.close(os.open(os.path.join(sa["view"], ".staging", "s2"),
+                     os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600))
+
+
 def test_what_a_scope_unpublishes_or_revokes_last_frees_its_room_in_the_store(snapfs, workdir):
     # The store's room is the daemon's, shared by every scope and the main mount: statfs on
     # the main mount counts its snapshots (f_files - f_ffree). What leaves a scope for good
