@@ -186,11 +186,10 @@ int snapfs_open_entry(const char *view, const char *entry, const struct snapfs_o
         sfc_report_reset(why);
         /* A name of the view's root, never a path: "../x", "a/b" or "." cannot name a
          * grant. */
-        if (!entry || !snap_name_valid(entry))
+        if (!entry || !(snap_entry_name_valid(entry) || snap_is_digest_name(entry)))
                 return sfc_report_fail(why, -EINVAL, "invalid-argument",
-                                          "%s: 1-%d of [A-Za-z0-9._-], not starting with '.'",
-                                          entry ? "not a valid entry name" : "no entry name",
-                                          SNAPFS_NAME_MAX);
+                                       "%s: " SNAP_ENTRY_NAME_RULE ", or a granted digest",
+                                       entry ? "not a valid entry name" : "no entry name");
         mc_escape(entry, esc, sizeof(esc));
         r = sfc_mnt_check(view, opts, &m, why);
         if (r < 0)

@@ -11,6 +11,7 @@
 #include <string.h>
 
 #include "snapshot/binding.h"
+#include "snapshot/name.h"
 #include "fs/tree/tree-internal.h"
 #include "common/util.h"
 
@@ -120,11 +121,13 @@ const char *sfs_scope_name(const struct sfs_tree *t)
 
 /* ---- planning ---- */
 
-/* An entry name: a staging NAME that is not a digest (the view's digests and entries share
- * one directory, and a digest name always means the digest). */
+/* An entry name (snapshot/name.h): not a digest in any case (the view's digests and entries
+ * share one directory, and a digest name always means the digest: "ABC..." moved to other
+ * content was served under a name a case-folding reader takes for the digest), not an option
+ * ("-rf"). */
 static bool entry_name_valid(const char *name)
 {
-        return snap_name_valid(name) && !snap_is_digest_name(name);
+        return snap_entry_name_valid(name);
 }
 
 /* Whether d names a published snapshot (a lookup of the store). t->lock held. */
@@ -374,6 +377,23 @@ void sfs_scope_effects_release(struct sfs_tree *t, struct sfs_scope_effects *fx)
         fx->n_gone = 0;
 }
 
+/* gr is no longer published in the scope (unlinked, revoked): out of the scope's usage, or,
+ * open in the view, kept in it until its last descriptor goes (sfs_handle_del): its memory
+ * stays that long. The attack: publish, keep a descriptor, unlink, again: the scope showed
+ * 0 used while it held most of the daemon, and another scope got ENOSPC. t->lock held. */
+static void uncount(struct sfs_tree *t, struct sfs_grant *gr)
+{
+        struct sfs_node *n = sfs_tree_node(t, gr->ino);
+
+        if (n && node_kind(n) == SFS_KIND_SNAPSHOT && n->obj == gr->obj && n->pins &&
+            !n->held_in_usage) {
+                n->held_in_usage = true;
+                return;
+        }
+        t->scope->used_snapshots--;
+        t->scope->used_bytes -= gr->obj->size;
+}
+
 /* Takes gr out of the view: its name goes stale, its node is revoked (descriptors open on it
  * keep reading), its store grant goes, and with it the snapshot when that was its last
  * reference (collected by the caller from fx). Room for fx's arrays was made. */
@@ -390,10 +410,8 @@ static void drop_grant(struct sfs_tree *t, struct sfs_grant *gr, struct sfs_scop
                 n->revoked = true;
                 fx->inos[fx->n_inos++] = gr->ino;
         }
-        if (gr->published) {
-                t->scope->used_snapshots--;
-                t->scope->used_bytes -= gr->obj->size;
-        }
+        if (gr->published)
+                uncount(t, gr);
         if (snap_store_ungrant(t->store, gr->obj) == 1) {
                 /* Detached: its publication's reference goes now, as every other detach
                  * releases it; the grant's own is handed to the caller, who collects the
@@ -523,10 +541,8 @@ int sfs_scope_apply_locked(struct sfs_tree *t, const struct sfs_scope_op *op,
                 sfs_grants_insert(g, gr);
                 p.target = gr;
         } else if (p.target && !p.noop) {
-                if (p.target->published && !p.target_published) {
-                        t->scope->used_snapshots--;
-                        t->scope->used_bytes -= p.target->obj->size;
-                }
+                if (p.target->published && !p.target_published)
+                        uncount(t, p.target);
                 p.target->plain = p.target_plain;
                 p.target->published = p.target_published;
                 if (!p.target->published) {
@@ -729,10 +745,17 @@ static int restore_entry(struct sfs_tree *t, json_object *o,
         struct sfs_grant *target;
         struct snap_digest d;
 
-        if (!json_object_is_type(o, json_type_object) || !name || !entry_name_valid(name) || !hex ||
-            snap_digest_from_hex(hex, strlen(hex), &d) < 0 ||
+        if (!json_object_is_type(o, json_type_object) || !name || !snap_name_valid(name) ||
+            !hex || snap_digest_from_hex(hex, strlen(hex), &d) < 0 ||
             sfs_grants_entry(&t->scope->grants, name))
                 return -EINVAL;
+        /* Written before the grammar refused it: left out, the rest of the scope back. */
+        if (!entry_name_valid(name)) {
+                if (warn)
+                        warn(ctx, name, "an entry name the grammar no longer takes (a digest's "
+                             "shape, or a leading '-'); left out");
+                return 1;
+        }
         target = sfs_grants_find(&t->scope->grants, &d);
         if (!target) {
                 if (warn)

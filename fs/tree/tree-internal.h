@@ -42,6 +42,9 @@ struct sfs_node {
         struct timespec vtime;    /* its times there */
         bool revoked;             /* its grant went: nlink 0, no new lookup finds it */
         struct sfs_watch *watch;  /* WATCH: the entry it watches (watch.c) */
+        bool held_in_usage;       /* a scope's snapshot unpublished or revoked while open:
+                                     still counted in its scope's usage (one snapshot, its
+                                     bytes) until its last handle goes */
         struct sfs_node *prev, *next; /* every live node, so the tree can free them all */
 };
 

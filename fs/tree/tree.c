@@ -279,6 +279,16 @@ struct sfs_dir *sfs_tree_dir(struct sfs_tree *t, uint64_t id)
         return l ? container_of(l, struct sfs_dir, id) : NULL;
 }
 
+size_t sfs_tree_open_handles(struct sfs_tree *t)
+{
+        size_t n;
+
+        pthread_mutex_lock(&t->ids_lock);
+        n = t->ids_handles.n + t->ids_dirs.n;
+        pthread_mutex_unlock(&t->ids_lock);
+        return n;
+}
+
 uint64_t sfs_handle_id(const struct sfs_handle *h)
 {
         return h->id.id;
@@ -355,6 +365,13 @@ void sfs_handle_del(struct sfs_tree *t, struct sfs_handle *h)
 
         assert(n->pins > 0); /* each handle pins its node once */
         n->pins--;
+        if (n->pins == 0 && n->held_in_usage && t->scope) {
+                /* The last descriptor of a snapshot its scope unpublished or revoked while
+                 * open: its place in the scope's usage goes now (drop_grant kept it). */
+                t->scope->used_snapshots--;
+                t->scope->used_bytes -= n->obj->size;
+                n->held_in_usage = false;
+        }
         pthread_mutex_lock(&t->ids_lock);
         sfs_idmap_del(&t->ids_handles, &h->id);
         pthread_mutex_unlock(&t->ids_lock);

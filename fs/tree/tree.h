@@ -50,6 +50,10 @@
  * max-snapshot-size=N", "staging-bytes max-staging-bytes=N", "full", a --trust-key reason
  * such as "not-in-signed-manifest"); -ENODATA when it refused none. */
 #define SFS_XATTR_REFUSAL "user.snapfs.refusal"
+/* On a main-mount snapshot, for the mount owner and root (-EACCES for others), not listed:
+ * who else holds it, "uids=U,U scopes=N" (its holders, and how many scopes it is granted to),
+ * what `snapfs put` says of content already there. */
+#define SFS_XATTR_HOLDERS "user.snapfs.holders"
 /* On the root with --store: how many blobs were set aside at start (decimal). */
 #define SFS_XATTR_STORE_CORRUPT "user.snapfs.store-corrupt"
 /* On the root with --store, for the mount owner and root (-EACCES for others), not listed:
@@ -151,6 +155,9 @@ struct sfs_node *sfs_tree_root(struct sfs_tree *t);
 struct sfs_node *sfs_tree_node(struct sfs_tree *t, uint64_t ino);
 struct sfs_handle *sfs_tree_handle(struct sfs_tree *t, uint64_t id);
 struct sfs_dir *sfs_tree_dir(struct sfs_tree *t, uint64_t id);
+/* How many files and directories the kernel has open in the tree (OPEN and OPENDIR not yet
+ * released): the descriptors the daemon can count (a view that declines OPEN sees none). */
+size_t sfs_tree_open_handles(struct sfs_tree *t);
 uint64_t sfs_handle_id(const struct sfs_handle *h);
 uint64_t sfs_dir_id(const struct sfs_dir *d);
 enum sfs_kind sfs_node_kind(const struct sfs_node *n);

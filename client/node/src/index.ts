@@ -99,6 +99,7 @@ function bytesOf(data: Buffer | Uint8Array | string): Uint8Array {
 export async function publish(data: Buffer | Uint8Array | string,
                               o: PublishOptions = {}): Promise<Published> {
   if (o.entry !== undefined && o.scope === undefined) throw invalid("entry needs scope");
+  if (o.entry !== undefined) scopes.checkedEntry(o.entry);
   const bytes = bytesOf(data);
   const mount = mountOf(o);
   const opts = nativeOptions(o);
@@ -130,8 +131,12 @@ async function openTarget(target: Target, o: ReadOptions): Promise<RawOpen> {
   const opts = nativeOptions(o, true);
   const mount = mountOf(o);
   if (typeof target === "object" && target !== null && "entry" in target &&
-      !(target instanceof Snapshot))
-    return call(() => native().openEntry(mount, target.entry, opts));
+      !(target instanceof Snapshot)) {
+    // A granted digest's own name (64 lowercase hex) opens too, as the view lists it.
+    const entry = /^[0-9a-f]{64}$/.test(target.entry) ? target.entry
+      : scopes.checkedEntry(target.entry);
+    return call(() => native().openEntry(mount, entry, opts));
+  }
   const binding = bindingOf(target);
   if (typeof binding !== "string") throw invalid("the target has no binding to open");
   return call(() => native().openBinding(mount, binding, opts));

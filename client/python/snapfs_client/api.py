@@ -9,11 +9,12 @@ import errno
 import dataclasses
 import json
 import os
+import re
 from types import TracebackType
 from typing import (Any, Dict, Iterable, List, Optional, Sequence, Tuple, Type, Union)
 
 from . import _abi
-from .binding import Binding, name_valid
+from .binding import ENTRY_NAME_RULE, Binding, entry_name_valid, name_valid
 from .errors import SnapfsError, invalid, raise_for
 
 PathLike = Union[str, bytes, "os.PathLike[str]", "os.PathLike[bytes]"]
@@ -113,6 +114,20 @@ def _name_arg(name: Optional[str]) -> Optional[bytes]:
         raise invalid(f"{name!r} is not a snapshot name: 1-64 of [A-Za-z0-9._-], starting "
                       "with neither '.' nor '_'")
     return name.encode()
+
+
+_DIGEST = re.compile(r"[0-9a-f]{64}")
+
+
+def _entry_arg(entry: Optional[str], digest_ok: bool = False) -> Optional[bytes]:
+    """The entry as libsnapfs takes it, refused first when the daemon would refuse it (the
+    same set: tests/vectors/names.json); digest_ok: a granted digest's own name (64 lowercase
+    hex) too, as a view lists it."""
+    if entry is None:
+        return None
+    if not entry_name_valid(entry) and not (digest_ok and _DIGEST.fullmatch(entry)):
+        raise invalid(f"{entry!r} is not a valid entry name: {ENTRY_NAME_RULE}")
+    return entry.encode()
 
 
 def publish(mount: PathLike, data: Union[bytes, bytearray, memoryview], *,
@@ -479,7 +494,8 @@ def grant(mount: PathLike, scope: str, snapshot: BindingLike, *, entry: Optional
     o = options(trust, owner, 0, insecure_own_mount, trust_user_namespace)
     lib, c, rep = _abi.load(), _abi.CGrant(), _abi.CReport()
     r = lib.snapfs_grant(_path(mount), _name(scope), _digest_of(snapshot).encode(),
-                         _name(entry), ctypes.byref(o), ctypes.byref(c), ctypes.byref(rep))
+                         _entry_arg(entry), ctypes.byref(o), ctypes.byref(c),
+                         ctypes.byref(rep))
     if r < 0:
         raise_for(r, rep)
     sc, srep = _abi.CScope(), _abi.CReport()
@@ -501,7 +517,7 @@ def revoke(mount: PathLike, scope: str, *, sha256: Optional[BindingLike] = None,
     o = options(trust, owner, 0, insecure_own_mount, trust_user_namespace)
     rep = _abi.CReport()
     digest = None if sha256 is None else _digest_of(sha256).encode()
-    r = _abi.load().snapfs_revoke(_path(mount), _name(scope), digest, _name(entry),
+    r = _abi.load().snapfs_revoke(_path(mount), _name(scope), digest, _entry_arg(entry),
                                   ctypes.byref(o), ctypes.byref(rep))
     if r < 0:
         raise_for(r, rep)
@@ -535,8 +551,8 @@ def open_entry(view: PathLike, entry: str, *, trust: Optional[Trust] = None,
     whatever it is moved to later. kind as open_verified() takes it."""
     o = options(trust, owner, max_size, insecure_own_mount, trust_user_namespace, kind)
     lib, c, rep = _abi.load(), _abi.CBinding(), _abi.CReport()
-    r = lib.snapfs_open_entry(_path(view), _name(entry), ctypes.byref(o), ctypes.byref(c),
-                              ctypes.byref(rep))
+    r = lib.snapfs_open_entry(_path(view), _entry_arg(entry, True), ctypes.byref(o),
+                              ctypes.byref(c), ctypes.byref(rep))
     if r < 0:
         raise_for(r, rep)
     return VerifiedFd(r), _described(lib, r, c)
