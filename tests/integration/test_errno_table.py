@@ -479,7 +479,7 @@ def with_view(fn):
     return run_case
 
 
-@case("view-change", "--read-view", "VIEW")
+@case("view-change", "--readers", "any", "--read-view", "VIEW")
 @with_view
 def _(fs, view):
     digest = fs.publish(b"cfg")
@@ -497,7 +497,7 @@ def _(fs, view):
         assert f.read() == b"cfg"
 
 
-@case("view-open-append", "--read-view", "VIEW")
+@case("view-open-append", "--readers", "any", "--read-view", "VIEW")
 @with_view
 def _(fs, view):
     digest = fs.publish(b"cfg")
@@ -510,7 +510,7 @@ def _(fs, view):
     assert read(fs, digest) == b"cfg"
 
 
-@case("view-mmap-shared-write", "--read-view", "VIEW")
+@case("view-mmap-shared-write", "--readers", "any", "--read-view", "VIEW")
 @with_view
 def _(fs, view):
     digest = fs.publish(b"v" * 4096)

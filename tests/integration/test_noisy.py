@@ -287,7 +287,7 @@ def test_a_write_through_the_read_view_remounted_rw_is_erofs_and_both_mounts_liv
         mount_snapfs, workdir):
     view = os.path.join(workdir, "view")
     os.mkdir(view)
-    fs = mount_snapfs("--allow-other", "--read-view", view)
+    fs = mount_snapfs("--allow-other", "--readers", "any", "--read-view", view)
     data = b"never rewritten" * 400
     digest = fs.publish(data)
     # Root makes the kernel's read-only view writable behind the daemon's back (-i: the

@@ -79,7 +79,7 @@ def test_status_names_the_daemon_its_mounts_and_counts_a_publish_and_a_refusal(
         mount_snapfs, workdir):
     view = os.path.join(workdir, "view")
     os.mkdir(view)
-    fs = mount_snapfs("--allow-other", "--read-view", view)
+    fs = mount_snapfs("--allow-other", "--readers", "any", "--read-view", view)
     rc, out = jsnap("scope", "create", "--mount", fs.path, "sandbox-a", "--view",
                     os.path.join(workdir, "scope-a"))
     assert rc == 0, out
@@ -140,7 +140,7 @@ def test_openmetrics_text_is_taken_by_promtools_parser_and_a_cut_one_is_not(moun
                                                                               workdir):
     view = os.path.join(workdir, "view")
     os.mkdir(view)
-    snapfs = mount_snapfs("--allow-other", "--read-view", view)
+    snapfs = mount_snapfs("--allow-other", "--readers", "any", "--read-view", view)
     digest = snapfs.publish(b"x" * 1000)
     with open(os.path.join(view, digest), "rb") as f:
         assert len(f.read()) == 1000
