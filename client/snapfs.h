@@ -390,6 +390,29 @@ int snapfs_scope_binding(const char *mount, const char *scope, const struct snap
 int snapfs_open_entry(const char *view, const char *entry, const struct snapfs_options *opts,
                       struct snapfs_binding *out, struct snapfs_report *why);
 
+/* snapfs_remove's flags. */
+enum {
+        /* Every snapshot a name names (without it a name of several is -ENOTUNIQ). */
+        SNAPFS_REMOVE_ALL = 1u << 0,
+};
+
+/* What `snapfs rm TARGET` does: judges mount, then removes through it (unlink) every snapshot
+ * target names: a binding (exactly its snapshot: -ESTALE when the digest is there at another
+ * inode), a name (as `snapfs ls` shows it), else a digest or its first 12 or more hex
+ * characters. The target is resolved before anything is removed. *removed and *kept (each
+ * may be NULL): snapshots gone, and snapshots that stay for their other holders (the
+ * caller's hold went: a daemon with --unlink-own). Returns 0, or: -ENOENT (names nothing),
+ * -ENOTUNIQ (a name of several without SNAPFS_REMOVE_ALL, an ambiguous prefix), -EINVAL,
+ * -EPERM (only the mount's owner and root remove snapshots), -EACCES, the errors above. */
+int snapfs_remove(const char *mount, const char *target, unsigned flags,
+                  const struct snapfs_options *opts, size_t *removed, size_t *kept,
+                  struct snapfs_report *why);
+
+/* What `snapfs ls --all` lists: every snapshot of the judged mount, described by the daemon,
+ * in publishing order. 0, *out (an array of *n; snapfs_free it) and *n. */
+int snapfs_list(const char *mount, const struct snapfs_options *opts,
+                struct snapfs_snapshot **out, size_t *n, struct snapfs_report *why);
+
 /* The library's version, "MAJOR.MINOR.PATCH" (a static string): a client that mirrors the
  * structs above (the Python client, the Node.js addon) compares it with the version it was
  * made for and refuses to run against another. */
