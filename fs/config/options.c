@@ -77,8 +77,8 @@ const struct sfs_option sfs_options[SFS_OPT_COUNT] = {
                               .metavar = "UID,...|any", .has_def = true,
                               .def_text = "the mount's owner (the uid running snapfs) and "
                                           "root",
-                              .help = "uids that may read content; any for every uid (a "
-                                      "single-tenant host, --read-view)" },
+                              .help = "uids that may read content beside the owner and root; any "
+                                      "for every uid (a single-tenant host, --read-view)" },
         [SFS_OPT_READ_ONLY] = { .id = SFS_OPT_READ_ONLY, FLAG("read-only", "no .staging/, mount read-only"),
                                 .o_alias = "ro" },
         [SFS_OPT_READ_VIEW] = { .id = SFS_OPT_READ_VIEW, .name = "read-view", .arg = SFS_ARG_PATH, .metavar = "PATH",

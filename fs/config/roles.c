@@ -13,14 +13,15 @@ static bool is_publisher(const struct sfs_tree_config *cfg, uid_t uid)
         return value_uid_list_has(&cfg->publishers, uid);
 }
 
-/* Without --readers the same: the main mount is its owner's. Snapshots published there may
- * be a sandbox's tokens; a local user with no scope must not read them by reaching the mount
- * (allow_other, a sandbox given --ro-bind / /). Every-uid reads are --readers any. */
+/* The main mount is its owner's: the owner and root read it whatever --readers says (the
+ * owner lists, audits and re-hashes everything; root could read the daemon's memory
+ * anyway), and --readers names who else does. Without it nobody else: snapshots published
+ * there may be a sandbox's tokens, which a local user with no scope must not read by
+ * reaching the mount (allow_other, a sandbox given --ro-bind / /). Every-uid reads are
+ * --readers any. */
 static bool is_reader(const struct sfs_tree_config *cfg, uid_t uid)
 {
-        if (!cfg->readers.any && cfg->readers.n == 0)
-                return uid == cfg->owner_uid || uid == 0;
-        return value_uid_list_has(&cfg->readers, uid);
+        return uid == cfg->owner_uid || uid == 0 || value_uid_list_has(&cfg->readers, uid);
 }
 
 bool sfs_is_scope_user(const struct sfs_scope_users *u, const struct sfs_caller *c)

@@ -279,6 +279,7 @@ def test_a_stacked_snapfs_mount_is_refused(client, snapfs):
         subprocess.run(["umount", snapfs.path], capture_output=True, timeout=30)
 
 
+@pytest.mark.readers_any
 def test_a_root_mount_is_trusted_by_default_and_refused_when_another_owner_is_named(client, snapfs):
     binding = client.publish(snapfs.path, b"cfg")["binding"]
     other = client.as_uid(NOBODY_UID)

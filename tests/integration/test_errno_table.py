@@ -623,7 +623,7 @@ def _(fs, workdir):
     os.rename(os.path.join(view, ".staging", "small"), os.path.join(view, sha256_hex(b"two")))
 
 
-@case("main-granted-only", "--allow-other")
+@case("main-granted-only", "--allow-other", "--readers", "any")
 def _(fs, workdir):
     view = scope_view(fs, workdir, publish=True)
     digest = publish_in(view, b"published in the scope")

@@ -42,6 +42,7 @@ def read(path):
 # ---- the control channel ---------------------------------------------------------------
 
 
+@pytest.mark.readers_any
 def test_the_control_channel_is_the_owners_and_roots_alone(snapfs):
     st = os.stat(snapfs.p(".control"))
     assert (st.st_mode & 0o7777, st.st_uid) == (0o600, os.getuid())
@@ -343,6 +344,7 @@ def publish_in(view, data, name="cfg"):
     return digest
 
 
+@pytest.mark.readers_any
 def test_what_a_scope_publishes_is_its_own_and_the_owners(snapfs, workdir):
     a = scope(snapfs, workdir, "sandbox-a", publish=True, uids=[NOBODY_UID])
     b = scope(snapfs, workdir, "sandbox-b", publish=True, uids=[NOBODY_UID])

@@ -120,6 +120,7 @@ def test_status_names_the_daemon_its_mounts_and_counts_a_publish_and_a_refusal(
     assert "published  1\n" in r.stdout and "refused    1 (EROFS 1)\n" in r.stdout
 
 
+@pytest.mark.readers_any
 def test_a_uid_other_than_the_owner_and_root_is_refused_status_and_metrics(snapfs):
     rc, out = jsnap("status", "--mount", snapfs.path, uid=NOBODY_UID)
     assert rc == 1 and out["error"] == "EACCES" and codes(out) == {"control"}, out

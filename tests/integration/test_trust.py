@@ -143,7 +143,7 @@ def test_a_same_uid_server_in_place_of_a_rootless_mount_is_refused_owner_is_call
 
 
 def test_the_same_client_with_no_flag_verifies_on_a_root_mount(mount_snapfs, workdir):
-    fs = mount_snapfs("--allow-other")
+    fs = mount_snapfs("--allow-other", "--readers", "any")
     real = data_file(workdir, "real.json", REAL)
     r = run(SNAPFS, "put", "--mount", fs.path, real)
     assert r.returncode == 0, r.stderr
