@@ -372,7 +372,7 @@ int snapfs_revoke(const char *mount, const char *scope, const char *sha256, cons
  * view. Judges mount, asks the daemon for the scope (its view's path), then treats that path
  * like any mount: the mount check under opts, a verified open of the snapshot there by its
  * digest (of any kind). Fills view (viewlen bytes; PATH_MAX is always enough) and *out (the
- * same sha256, size and ino; the view's dev). Returns 0, or: the errors above, -ENOENT (not
+ * same sha256 and size; the view's dev and its own inode number, the grant's there). Returns 0, or: the errors above, -ENOENT (not
  * granted to the scope), the errors of snapfs_open_digest in the view, -ESTALE (the view
  * serves another snapshot). */
 int snapfs_scope_binding(const char *mount, const char *scope, const struct snapfs_binding *b,
