@@ -34,7 +34,7 @@ COUNTERPARTS = {
     "put": (("snapfs_publish", "snapfs_publish_fd", "snapfs_publish_named",
              "snapfs_publish_fd_named"), ("publish", "publish_fd"), ("index.publish",)),
     "ls": (("snapfs_list", "snapfs_describe"), ("snapshots", "describe"), None),
-    "rm": (("snapfs_remove",), ("remove",), None),
+    "rm": (("snapfs_remove",), ("remove",), ("index.remove",)),
     # A program picks by age or kind from the list itself, then removes what it picked.
     "prune": (("snapfs_list", "snapfs_remove"), ("snapshots", "remove"), None),
     "verify": (("snapfs_describe", "snapfs_verify_fd", "snapfs_view_binding"),
