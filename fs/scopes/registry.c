@@ -970,16 +970,32 @@ static int parse_file(struct sfs_registry *r, struct scope *s, json_object *doc)
         return 0;
 }
 
+/* The grants and entries of a scope's file back into its tree, each under the inode number
+ * its view had it under: 0, or -EINVAL for a file without them. */
+static int restore_grants(struct scope *s, json_object *doc, struct restoring *rs,
+                          struct sfs_scope_effects *fx)
+{
+        json_object *grants = field(doc, "grants", json_type_array);
+        json_object *entries = field(doc, "entries", json_type_array);
+        uint64_t next_ino;
+
+        if (!grants || !entries)
+                return -EINVAL;
+        /* The view's counter as it was: a file of before has none (0). */
+        if (!uint_field(doc, "next_ino", INT64_MAX, &next_ino))
+                next_ino = 0;
+        return sfs_scope_restore(s->tree, grants, entries, next_ino, warn_grant, rs, fx);
+}
+
 static int restore_one(void *ctx, const char *name, const char *text, size_t len, int err)
 {
         struct restoring *rs = ctx;
         struct sfs_registry *r = rs->r;
         struct sfs_scope_effects fx = { 0 };
         json_tokener *tok = NULL;
-        json_object *doc = NULL, *grants, *entries;
+        json_object *doc = NULL;
         struct sfs_msg m = { .text = "" };
         struct scope *s;
-        uint64_t next_ino;
         int pidfd = -1, rr;
         bool made = false;
 
@@ -1017,15 +1033,7 @@ static int restore_one(void *ctx, const char *name, const char *text, size_t len
                 scope_free(s);
                 return 0;
         }
-        grants = field(doc, "grants", json_type_array);
-        entries = field(doc, "entries", json_type_array);
-        /* The view's inode numbers as they were: a file of before has no counter (0). */
-        if (!uint_field(doc, "next_ino", INT64_MAX, &next_ino))
-                next_ino = 0;
-        if (grants && entries)
-                rr = sfs_scope_restore(s->tree, grants, entries, next_ino, warn_grant, rs, &fx);
-        else
-                rr = -EINVAL;
+        rr = restore_grants(s, doc, rs, &fx);
         json_object_put(doc);
         collect_gone(r, s, &fx);
         sfs_scope_effects_free(&fx);
