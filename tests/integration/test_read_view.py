@@ -113,6 +113,20 @@ def test_a_read_view_with_a_reader_policy_is_refused(snapfs_bin, workdir):
     assert not is_mounted(view) and not is_mounted(workdir)
 
 
+def test_a_read_view_needs_readers_any_said_and_serves_with_it(snapfs_bin, mount_snapfs,
+                                                                workdir):
+    """Every-uid reads are an explicit choice: the default readers (the owner and root) refuse
+    the view, and the same command with --readers any serves it."""
+    view = os.path.join(workdir, "view")
+    os.mkdir(view)
+    r = run(snapfs_bin, "mount", "-f", "--read-view", view, os.path.join(workdir))
+    assert r.returncode == 2, r.stderr
+    assert "--read-view needs every uid to be a reader (--readers any)" in r.stderr
+    assert not is_mounted(view) and not is_mounted(workdir)
+    fs = mount_snapfs("--readers", "any", "--read-view", view)
+    assert read(os.path.join(view, fs.publish(DATA))) == DATA
+
+
 def test_a_view_stacked_on_another_mount_is_refused_and_nothing_stays_mounted(snapfs_bin,
                                                                                workdir):
     main, view = os.path.join(workdir, "main"), os.path.join(workdir, "view")
