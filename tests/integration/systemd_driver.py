@@ -275,6 +275,12 @@ def step_status_and_metrics(cfg, res):
                                  "snapfs.service")
     res["main_pid"] = main_pid("snapfs.service")
     res["status"] = sh(snapfs, "status", "--mount", mnt, "--json")
+    # The unit writes the file for the group node_exporter runs as (--group prometheus), which
+    # Debian's prometheus-node-exporter makes; this fresh root has none: made as it would.
+    try:
+        grp.getgrnam("prometheus")
+    except KeyError:
+        sh("groupadd", "--system", "prometheus")
     res["metrics_service"] = sh("systemctl", "start", "snapfs-metrics.service")
     with open(TEXTFILE) as f:
         res["textfile"] = f.read()
