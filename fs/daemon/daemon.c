@@ -702,6 +702,7 @@ int sfs_daemon_run(const struct sfs_daemon_config *given)
         }
         tc = cfg->tree;
         tc.trust = trust;
+        tc.single_uid = !cfg->allow_other;
         sc = (struct sfs_session_config){
                 .allow_other = cfg->allow_other,
                 .ro = cfg->tree.read_only,

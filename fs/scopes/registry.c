@@ -296,11 +296,12 @@ static json_object *grant_json(const struct sfs_grant_info *g)
 static int file_json(struct scope *s, const struct sfs_scope_op *op, char **text, size_t *len)
 {
         json_object *doc = json_object_new_object(), *grants = NULL, *entries = NULL, *until;
+        uint64_t next_ino = 0;
         const char *t;
         int r = doc ? 0 : -ENOMEM;
 
         if (r == 0)
-                r = sfs_scope_grants_json(s->tree, op, &grants, &entries);
+                r = sfs_scope_grants_json(s->tree, op, &grants, &entries, &next_ino);
         if (r == 0 && s->until_pid) {
                 until = json_object_new_object();
                 r = until ? 0 : -ENOMEM;
@@ -321,7 +322,8 @@ static int file_json(struct scope *s, const struct sfs_scope_op *op, char **text
                        add_opt(doc, "gid", s->users.has_gid,
                                s->users.has_gid ? json_object_new_int64(s->users.gid) : NULL) < 0 ||
                        add(doc, "publish", json_object_new_boolean(s->publish)) < 0 ||
-                       add(doc, "limits", limits_json(&s->limits)) < 0))
+                       add(doc, "limits", limits_json(&s->limits)) < 0 ||
+                       add(doc, "next_ino", json_object_new_uint64(next_ino)) < 0))
                 r = -ENOMEM;
         if (r == 0) {
                 json_object_object_add(doc, "grants", grants);
@@ -914,6 +916,7 @@ static int change(struct sfs_registry *r, const struct sfs_caller *c, const char
 {
         const char *what = op->kind == SFS_SCOPE_GRANT ? "grant" : "revoke";
         struct sfs_scope_effects fx = { 0 };
+        struct sfs_scope_op o = *op;
         struct scope *s;
         int rr;
 
@@ -926,10 +929,14 @@ static int change(struct sfs_registry *r, const struct sfs_caller *c, const char
                 return msg(m, ENOENT, NO_SCOPE, name ? name : "", name ? name : "");
         }
         store_lock(r);
+        /* A new grant's number in the view, taken first: the file records the very number
+         * the view then shows it under, whatever its staging files take meanwhile. */
+        if (o.kind == SFS_SCOPE_GRANT)
+                o.ino = sfs_scope_alloc_ino(s->tree);
         /* On disk first: a revoke answered never comes back, a grant answered survives. */
-        rr = write_file(s, op);
+        rr = write_file(s, &o);
         if (rr == 0)
-                rr = sfs_scope_apply(s->tree, op, info, &fx);
+                rr = sfs_scope_apply(s->tree, &o, info, &fx);
         collect_gone(r, s, &fx);
         store_unlock(r);
         invalidate(r, s, &fx);
@@ -1094,12 +1101,29 @@ static int parse_file(struct sfs_registry *r, struct scope *s, json_object *doc)
         return 0;
 }
 
+/* The grants and entries of a scope's file back into its tree, each under the inode number
+ * its view had it under: 0, or -EINVAL for a file without them. */
+static int restore_grants(struct scope *s, json_object *doc, struct restoring *rs,
+                          struct sfs_scope_effects *fx)
+{
+        json_object *grants = field(doc, "grants", json_type_array);
+        json_object *entries = field(doc, "entries", json_type_array);
+        uint64_t next_ino;
+
+        if (!grants || !entries)
+                return -EINVAL;
+        /* The view's counter as it was: a file of before has none (0). */
+        if (!uint_field(doc, "next_ino", INT64_MAX, &next_ino))
+                next_ino = 0;
+        return sfs_scope_restore(s->tree, grants, entries, next_ino, warn_grant, rs, fx);
+}
+
 static int restore_one(void *ctx, const char *name, const char *text, size_t len, int err)
 {
         struct restoring *rs = ctx;
         struct sfs_registry *r = rs->r;
         struct sfs_scope_effects fx = { 0 };
-        json_object *doc = NULL, *grants, *entries;
+        json_object *doc = NULL;
         struct sfs_msg m = { .text = "" };
         struct scope *s;
         int pidfd = -1, rr;
@@ -1135,12 +1159,7 @@ static int restore_one(void *ctx, const char *name, const char *text, size_t len
                 scope_free(s);
                 return 0;
         }
-        grants = field(doc, "grants", json_type_array);
-        entries = field(doc, "entries", json_type_array);
-        if (grants && entries)
-                rr = sfs_scope_restore(s->tree, grants, entries, warn_grant, rs, &fx);
-        else
-                rr = -EINVAL;
+        rr = restore_grants(s, doc, rs, &fx);
         json_object_put(doc);
         collect_gone(r, s, &fx);
         sfs_scope_effects_free(&fx);

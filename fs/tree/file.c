@@ -143,7 +143,7 @@ int sfs_tree_create(struct sfs_tree *t, const struct sfs_caller *c, struct sfs_n
                             t->scope ? &t->scope->staging_bytes : &st->bytes, &stg);
         if (r < 0)
                 goto refused;
-        n = sfs_node_new(t, SFS_KIND_STAGING_FILE, snap_store_alloc_ino(t->store));
+        n = sfs_node_new(t, SFS_KIND_STAGING_FILE, sfs_tree_alloc_ino(t));
         if (!n) {
                 sfs_staging_free(stg);
                 r = -ENOMEM;

@@ -327,7 +327,8 @@ static int scope_publish(struct sfs_tree *t, const struct sfs_caller *c, struct 
                                            .len = stg->len,
                                            .owned = stg->buf,
                                            .digest = d,
-                                           .ino = n->ino,
+                                           /* The store's own number: n->ino is the
+                                            * view's (sfs_tree_alloc_ino). */
                                            .reserved = stg->len,
                                            /* Named in the scope's grant alone. */
                                            .publisher_uid = (uint32_t)t->cfg.owner_uid,

@@ -68,6 +68,7 @@ int sfs_tree_new_scope(struct sfs_tree *main, const struct sfs_scope_spec *spec,
         t->scope->save_ctx = spec->save_ctx;
         sfs_grants_init(&t->scope->grants, SFS_FIRST_INO);
         t->scope->max_grants = SFS_SCOPE_GRANTS_MAX;
+        t->scope->next_ino = SFS_FIRST_INO;
 
         /* The daemon's configuration (audit, --store, --trust-key, the global limits, the
          * owner), with the scope's users and staging limits in place of the roles. */
@@ -112,6 +113,16 @@ void sfs_scope_disarm(struct sfs_tree *t)
         t->scope->save = NULL;
         t->scope->save_ctx = NULL;
         tree_unlock(t);
+}
+
+uint64_t sfs_scope_alloc_ino(struct sfs_tree *t)
+{
+        uint64_t ino;
+
+        tree_lock(t);
+        ino = t->scope->next_ino++;
+        tree_unlock(t);
+        return ino;
 }
 
 const char *sfs_scope_name(const struct sfs_tree *t)
@@ -243,8 +254,8 @@ static int add_json(json_object *o, const char *key, json_object *v)
 }
 
 /* One grant's record, its flags as given. */
-static json_object *grant_json(const struct snap_digest *d, bool plain, bool pub, uint32_t uid,
-                               const char *name, const struct timespec *created)
+static json_object *grant_json(const struct snap_digest *d, uint64_t ino, bool plain, bool pub,
+                               uint32_t uid, const char *name, const struct timespec *created)
 {
         char hex[SNAP_DIGEST_HEX_LEN + 1];
         json_object *o = json_object_new_object();
@@ -253,6 +264,7 @@ static json_object *grant_json(const struct snap_digest *d, bool plain, bool pub
                 return NULL;
         snap_digest_to_hex(d, hex);
         if (add_json(o, "sha256", json_object_new_string(hex)) < 0 ||
+            add_json(o, "ino", json_object_new_uint64(ino)) < 0 ||
             add_json(o, "plain", json_object_new_boolean(plain)) < 0 ||
             add_json(o, "published", json_object_new_boolean(pub)) < 0 ||
             add_json(o, "uid", json_object_new_int64(uid)) < 0 ||
@@ -311,7 +323,7 @@ static int build_json(struct sfs_tree *t, const struct sfs_scope_op *op, const s
                                 plain = p->target_plain;
                                 pub = p->target_published;
                         }
-                        r = push(grants, grant_json(&gr->digest, plain, pub, gr->uid,
+                        r = push(grants, grant_json(&gr->digest, gr->ino, plain, pub, gr->uid,
                                                     pub ? gr->name : NULL, &gr->created));
                 } else {
                         const struct sfs_grant_entry *e = l->entry;
@@ -328,7 +340,10 @@ static int build_json(struct sfs_tree *t, const struct sfs_scope_op *op, const s
                 struct timespec now;
                 bool pub = op->kind == SFS_SCOPE_PUBLISH;
                 clock_gettime(CLOCK_REALTIME, &now);
-                r = push(grants, grant_json(&op->digest, p->target_plain, pub,
+                /* The number apply gives it: op's, or the next of the view's. */
+                r = push(grants, grant_json(&op->digest,
+                                            op->ino ? op->ino : t->scope->next_ino,
+                                            p->target_plain, pub,
                                             pub ? op->uid : (uint32_t)t->cfg.owner_uid,
                                             pub ? op->name : NULL, pub ? &op->created : &now));
         }
@@ -338,7 +353,7 @@ static int build_json(struct sfs_tree *t, const struct sfs_scope_op *op, const s
 }
 
 int sfs_scope_grants_json(struct sfs_tree *t, const struct sfs_scope_op *op,
-                          json_object **grants, json_object **entries)
+                          json_object **grants, json_object **entries, uint64_t *next_ino)
 {
         struct plan p = { 0 };
         json_object *ga = json_object_new_array(), *ea = json_object_new_array();
@@ -349,6 +364,8 @@ int sfs_scope_grants_json(struct sfs_tree *t, const struct sfs_scope_op *op,
                 r = plan_op(t, op, &p);
         if (r == 0)
                 r = build_json(t, op, &p, ga, ea);
+        /* Past every number given so far, the one a grant without its own takes included. */
+        *next_ino = t->scope->next_ino + (op && p.add_target && !op->ino);
         tree_unlock(t);
         if (r < 0) {
                 json_object_put(ga);
@@ -528,13 +545,13 @@ int sfs_scope_apply_locked(struct sfs_tree *t, const struct sfs_scope_op *op,
                 gr->plain = p.target_plain;
                 gr->published = op->kind == SFS_SCOPE_PUBLISH;
                 if (gr->published) {
-                        gr->ino = op->ino ? op->ino : obj->ino;
+                        gr->ino = op->ino ? op->ino : t->scope->next_ino++;
                         gr->uid = op->uid;
                         gr->created = op->created;
                         t->scope->used_snapshots++;
                         t->scope->used_bytes += obj->size;
                 } else {
-                        gr->ino = obj->ino;
+                        gr->ino = op->ino ? op->ino : t->scope->next_ino++;
                         gr->uid = (uint32_t)t->cfg.owner_uid;
                         clock_gettime(CLOCK_REALTIME, &gr->created);
                 }
@@ -692,11 +709,16 @@ static int restore_grant(struct sfs_tree *t, json_object *o,
         struct sfs_grant *gr;
         struct snap_digest d;
         struct snap_object *obj;
-        bool ok = true;
-        int64_t uid, sec, nsec;
+        bool ok = true, has_ino = true;
+        int64_t uid, sec, nsec, ino;
 
         if (!json_object_is_type(o, json_type_object) || !hex ||
             snap_digest_from_hex(hex, strlen(hex), &d) < 0)
+                return -EINVAL;
+        /* The view's number (a file written before views had their own has none: one is
+         * given after every recorded one is back). */
+        ino = int_field(o, "ino", SFS_FIRST_INO, INT64_MAX, &has_ino);
+        if (!has_ino && json_object_object_get_ex(o, "ino", NULL))
                 return -EINVAL;
         uid = int_field(o, "uid", 0, UINT32_MAX - 1, &ok);
         sec = int_field(o, "created_sec", 0, INT64_MAX, &ok);
@@ -720,7 +742,7 @@ static int restore_grant(struct sfs_tree *t, json_object *o,
         }
         gr->digest = d;
         gr->obj = obj;
-        gr->ino = obj->ino;
+        gr->ino = has_ino ? (uint64_t)ino : 0;
         gr->plain = bool_field(o, "plain");
         gr->published = bool_field(o, "published");
         gr->uid = (uint32_t)uid;
@@ -773,7 +795,44 @@ static int restore_entry(struct sfs_tree *t, json_object *o,
         return 0;
 }
 
+static int by_number(const void *a, const void *b)
+{
+        uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
+
+        return x < y ? -1 : x > y;
+}
+
+/* After a restore: the counter past every number recorded (and past next_ino, the file's),
+ * a number for each grant a file of before had none for. Two grants under one number: the
+ * file is not one this daemon wrote, -EINVAL. */
+static int renumber(struct sfs_tree *t, uint64_t next_ino)
+{
+        struct sfs_grants *g = &t->scope->grants;
+        _cleanup_free_ uint64_t *seen = calloc(g->n_digests + 1, sizeof(*seen));
+        size_t n = 0;
+
+        if (!seen)
+                return -ENOMEM;
+        if (next_ino > t->scope->next_ino)
+                t->scope->next_ino = next_ino;
+        for (size_t i = 0; i < g->n_digests; i++)
+                if (g->digests[i]->ino) {
+                        seen[n++] = g->digests[i]->ino;
+                        if (g->digests[i]->ino >= t->scope->next_ino)
+                                t->scope->next_ino = g->digests[i]->ino + 1;
+                }
+        qsort(seen, n, sizeof(*seen), by_number);
+        for (size_t i = 1; i < n; i++)
+                if (seen[i] == seen[i - 1])
+                        return -EINVAL;
+        for (size_t i = 0; i < g->n_listed; i++)
+                if (g->listed[i].grant && !g->listed[i].grant->ino)
+                        g->listed[i].grant->ino = t->scope->next_ino++;
+        return 0;
+}
+
 int sfs_scope_restore(struct sfs_tree *t, json_object *grants, json_object *entries,
+                      uint64_t next_ino,
                       void (*warn)(void *ctx, const char *what, const char *why), void *ctx,
                       struct sfs_scope_effects *fx)
 {
@@ -792,6 +851,8 @@ int sfs_scope_restore(struct sfs_tree *t, json_object *grants, json_object *entr
         n = json_object_array_length(entries);
         for (size_t i = 0; r >= 0 && i < n; i++)
                 r = restore_entry(t, json_object_array_get_idx(entries, i), warn, ctx);
+        if (r >= 0)
+                r = renumber(t, next_ino);
         /* A digest only entries named, whose entries did not come back: not granted. */
         if (r >= 0)
                 r = make_room(t, fx, t->scope->grants.n_digests);

@@ -81,6 +81,10 @@ struct sfs_scope_state {
         int (*save)(void *ctx, const struct sfs_scope_op *op);
         void *save_ctx;
         size_t max_grants;              /* SFS_SCOPE_GRANTS_MAX, or less */
+        /* The view's own inode numbers, never reused: its grants and staging files count
+         * here, not in the store, so a sandbox learns nothing from them of what another
+         * scope or the operator publishes or grants (kept in the scope's file). */
+        uint64_t next_ino;
 };
 
 /* The control channel's hook (sfs_tree_set_control). */
@@ -202,6 +206,9 @@ bool sfs_tree_may_check_store(struct sfs_tree *t, const struct sfs_caller *c);
  * t->lock. */
 int sfs_refused(struct sfs_tree *t, const struct sfs_caller *c, const char *event,
                 const char *op, const char *name, const char *target, int err);
+/* A new inode number: the view's own in a scope's view, the store's on the main mount.
+ * t->lock held. */
+uint64_t sfs_tree_alloc_ino(struct sfs_tree *t);
 struct sfs_node *sfs_node_new(struct sfs_tree *t, enum sfs_kind kind, uint64_t ino);
 /* The snapshot node of obj under inode number ino, made on first use; takes over the
  * caller's reference on obj. NULL (the reference dropped) without memory. */

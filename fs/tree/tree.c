@@ -305,6 +305,16 @@ uint64_t sfs_next_handle_id(struct sfs_tree *t)
         return t->next_fh++;
 }
 
+uint64_t sfs_tree_alloc_ino(struct sfs_tree *t)
+{
+        assert(mutex_held(&t->lock));
+        /* A view counts alone: the store's counter moves with every publish of every scope
+         * and of the operator, which a sandbox could read off its own new files. */
+        if (t->scope)
+                return t->scope->next_ino++;
+        return snap_store_alloc_ino(t->store);
+}
+
 struct sfs_node *sfs_node_new(struct sfs_tree *t, enum sfs_kind kind, uint64_t ino)
 {
         assert(mutex_held(&t->lock));

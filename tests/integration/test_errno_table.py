@@ -480,7 +480,7 @@ def with_view(fn):
     return run_case
 
 
-@case("view-change", "--read-view", "VIEW")
+@case("view-change", "--readers", "any", "--read-view", "VIEW")
 @with_view
 def _(fs, view):
     digest = fs.publish(b"cfg")
@@ -498,7 +498,7 @@ def _(fs, view):
         assert f.read() == b"cfg"
 
 
-@case("view-open-append", "--read-view", "VIEW")
+@case("view-open-append", "--readers", "any", "--read-view", "VIEW")
 @with_view
 def _(fs, view):
     digest = fs.publish(b"cfg")
@@ -511,7 +511,7 @@ def _(fs, view):
     assert read(fs, digest) == b"cfg"
 
 
-@case("view-mmap-shared-write", "--read-view", "VIEW")
+@case("view-mmap-shared-write", "--readers", "any", "--read-view", "VIEW")
 @with_view
 def _(fs, view):
     digest = fs.publish(b"v" * 4096)
@@ -644,7 +644,7 @@ def _(fs, workdir):
         assert f.read() == b"watched"
 
 
-@case("main-granted-only", "--allow-other")
+@case("main-granted-only", "--allow-other", "--readers", "any")
 def _(fs, workdir):
     view = scope_view(fs, workdir, publish=True)
     digest = publish_in(view, b"published in the scope")

@@ -42,6 +42,7 @@ def read(path):
 # ---- the control channel ---------------------------------------------------------------
 
 
+@pytest.mark.readers_any
 def test_the_control_channel_is_the_owners_and_roots_alone(snapfs):
     st = os.stat(snapfs.p(".control"))
     assert (st.st_mode & 0o7777, st.st_uid) == (0o600, os.getuid())
@@ -397,6 +398,7 @@ def publish_in(view, data, name="cfg"):
     return digest
 
 
+@pytest.mark.readers_any
 def test_what_a_scope_publishes_is_its_own_and_the_owners(snapfs, workdir):
     a = scope(snapfs, workdir, "sandbox-a", publish=True, uids=[NOBODY_UID])
     b = scope(snapfs, workdir, "sandbox-b", publish=True, uids=[NOBODY_UID])
@@ -676,6 +678,50 @@ def test_scopes_and_grants_survive_a_restart_with_store(mount_snapfs, workdir):
     assert shown["scope"]["usage"]["snapshots"] == 1
     assert sorted((g["sha256"], g["entry"]) for g in shown["grants"]) == sorted(
         [(held, None), (own, None), (dropped, "cfg")])
+
+
+def inos(view, names_):
+    return {n: os.stat(os.path.join(view, n)).st_ino for n in names_}
+
+
+def test_a_views_inode_numbers_are_its_own_unmoved_by_others_and_the_same_after_a_restart(
+        mount_snapfs, workdir):
+    """Nothing a tenant can count: B's numbers (of its digests and entries, and of its next
+    new grant) do not move when A publishes or the operator publishes and grants, where the
+    main mount's (the store's) do; and a restart with --store serves B's under the same
+    numbers, its counter going on from where it was (a revoked number is not given again)."""
+    store = os.path.join(workdir, "store")
+    fs = mount_snapfs("--store", store)
+    a = scope(fs, workdir, "sandbox-a", publish=True)
+    b = scope(fs, workdir, "sandbox-b")
+    first = fs.publish(b"b's first", "b1")
+    grant(fs, "sandbox-b", first, "cfg")
+    before = inos(b["view"], [first, "cfg"])
+    assert before[first] == before["cfg"]
+    main_before = os.stat(fs.p(first)).st_ino
+    # A and the operator busy in between.
+    for i in range(5):
+        publish_in(a["view"], f"a's {i}".encode(), f"a{i}")
+        other = fs.publish(f"the operator's {i}".encode(), f"o{i}")
+        grant(fs, "sandbox-a", other)
+    assert inos(b["view"], [first, "cfg"]) == before
+    second = fs.publish(b"b's second", "b2")
+    # The main mount counted all of it; B's next grant is B's next number.
+    assert os.stat(fs.p(second)).st_ino >= main_before + 11
+    assert grant(fs, "sandbox-b", second)["ino"] == before[first] + 1
+    assert os.stat(os.path.join(b["view"], second)).st_ino == before[first] + 1
+    after = inos(b["view"], [first, "cfg", second])
+    # Its last number revoked: never handed out again, after the restart either.
+    control_ok(fs.path, {"op": "revoke", "scope": "sandbox-b", "sha256": second})
+    assert fs.stop() == 0
+
+    fs2 = mount_snapfs("--store", store, name="mnt")
+    assert inos(b["view"], [first, "cfg"]) == {n: after[n] for n in (first, "cfg")}
+    third = fs2.publish(b"b's third", "b3")
+    assert grant(fs2, "sandbox-b", third)["ino"] == after[second] + 1
+    # A's view kept its own as well: the same names, numbered from the same start as B's.
+    assert sorted(inos(a["view"], [n for n in os.listdir(a["view"])
+                                   if n != ".staging"]).values())[0] == before[first]
 
 
 def test_the_last_grant_of_a_snapshot_takes_its_blob_out_of_the_store(mount_snapfs, workdir):

@@ -39,6 +39,7 @@ struct job {
         struct snapfs_scope_spec spec;
         uint32_t *uids;
         struct snapfs_binding *bindings; /* describe_view's input, n of them */
+        unsigned flags;                  /* snapfs_remove's */
 
         /* Results. */
         struct snapfs_binding out_b;
@@ -54,6 +55,7 @@ struct job {
         bool seen_in_view; /* the scope's view was mounted when its grants were described */
         char *reply;
         char view[4096];
+        size_t removed, kept;            /* snapfs_remove's counts */
 };
 
 /* A new job, or NULL with a JavaScript exception pending. */

@@ -260,6 +260,42 @@ static napi_value verify_reopened(napi_env env, napi_callback_info info)
         QUEUE("snapfs.openVerified");
 }
 
+/* ---- removing ------------------------------------------------------------------------- */
+
+static int run_remove(struct job *j)
+{
+        return snapfs_remove(j->mount, j->text, j->flags, &j->opts, &j->removed, &j->kept,
+                             &j->why);
+}
+
+static napi_value done_remove(napi_env env, struct job *j)
+{
+        napi_value o;
+
+        if (napi_create_object(env, &o) != napi_ok)
+                return NULL;
+        set(env, o, "removed", make_number(env, j->removed));
+        set(env, o, "kept", make_number(env, j->kept));
+        return o;
+}
+
+/* remove(mount, target, allNamed, options): what snapfs rm TARGET does. */
+static napi_value remove_target(napi_env env, napi_callback_info info)
+{
+        bool all = false;
+
+        ARGS(4);
+        if (!arg_string(env, argv[0], false, &j->mount, "mount") ||
+            !arg_string(env, argv[1], false, &j->text, "target") ||
+            napi_get_value_bool(env, argv[2], &all) != napi_ok ||
+            !arg_options(env, argv[3], &j->opts))
+                FAIL();
+        j->flags = all ? SNAPFS_REMOVE_ALL : 0;
+        j->run = run_remove;
+        j->done = done_remove;
+        QUEUE("snapfs.remove");
+}
+
 /* ---- scopes ----------------------------------------------------------------------------- */
 
 /* The grants of j->scope_out (j->grants, j->n) as snapfs_describe_view finds them: the main
@@ -664,6 +700,7 @@ NAPI_MODULE_INIT()
                 { "grant", grant },             { "revoke", revoke_grant },
                 { "scopeBinding", scope_binding },
                 { "control", control },         { "parseBinding", parse_binding },
+                { "remove", remove_target },
                 { "strerror", str_error },
         };
         const char *lib = snapfs_version();

@@ -70,6 +70,8 @@ export interface Native {
   scopeBinding(mount: string, scope: string, binding: string,
                o: NativeOptions): Promise<{ view: string; snapshot: RawSnapshot }>;
   control(mount: string, request: string, o: NativeOptions): Promise<string>;
+  remove(mount: string, target: string, allNamed: boolean,
+         o: NativeOptions): Promise<{ removed: number; kept: number }>;
   parseBinding(text: string): RawSnapshot;
   strerror(errno: number): string;
 }

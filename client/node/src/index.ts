@@ -245,6 +245,26 @@ export async function spawnVerified(command: string, args: readonly string[],
   }
 }
 
+/** What remove() takes beside the trust options: every snapshot a name names. */
+export interface RemoveOptions extends TrustOptions {
+  allNamed?: boolean;
+}
+
+/**
+ * Removes through the mount what target names, as `snapfs rm` does: a Snapshot or a binding
+ * (exactly that snapshot), a name (several only with allNamed: else ENOTUNIQ), else a digest
+ * or its first 12 or more characters. kept counts snapshots that stay for their other
+ * holders (a daemon with --unlink-own). Rejects with ENOENT (names nothing), EPERM (only the
+ * mount's owner and root remove), ESTALE.
+ */
+export async function remove(target: string | Snapshot,
+                             o: RemoveOptions = {}): Promise<{ removed: number; kept: number }> {
+  // A snapshot without a binding (a grant of an unmounted view) is named by its digest.
+  const text = typeof target === "string" ? target : target.binding ?? target.sha256;
+  const opts = nativeOptions(o);
+  return call(() => native().remove(mountOf(o), text, o.allNamed === true, opts));
+}
+
 /** One raw request on the main mount's control file: the daemon's reply, parsed. */
 export async function control(request: object | string,
                               o: TrustOptions = {}): Promise<Record<string, unknown>> {

@@ -472,6 +472,45 @@ def scope_show(mount: PathLike, name: str, *, trust: Optional[Trust] = None,
         lib.snapfs_free(ctypes.cast(g, ctypes.c_void_p))
 
 
+def remove(mount: PathLike, target: BindingLike, *, all_named: bool = False,
+           trust: Optional[Trust] = None, owner: Optional[int] = None,
+           insecure_own_mount: bool = False,
+           trust_user_namespace: bool = False) -> Tuple[int, int]:
+    """Removes through the mount what target names, as `snapfs rm` does: a Binding or its
+    text (exactly that snapshot), a name (as snapshots() shows it; a name several snapshots
+    have only with all_named=True), else a digest or its first 12 or more hex characters.
+    -> (removed, kept): kept counts snapshots that stay for their other holders (the
+    caller's hold went: a daemon with --unlink-own). Raises SnapfsError: ENOENT (names
+    nothing), ENOTUNIQ, EPERM (only the mount's owner and root remove), ESTALE."""
+    o = options(trust, owner, 0, insecure_own_mount, trust_user_namespace)
+    text = str(target) if isinstance(target, Binding) else target
+    raw = text.encode() if isinstance(text, str) else bytes(text)
+    removed, kept, rep = ctypes.c_size_t(), ctypes.c_size_t(), _abi.CReport()
+    r = _abi.load().snapfs_remove(_path(mount), raw, 1 if all_named else 0, ctypes.byref(o),
+                                  ctypes.byref(removed), ctypes.byref(kept), ctypes.byref(rep))
+    if r < 0:
+        raise_for(r, rep)
+    return removed.value, kept.value
+
+
+def snapshots(mount: PathLike, *, trust: Optional[Trust] = None, owner: Optional[int] = None,
+              insecure_own_mount: bool = False,
+              trust_user_namespace: bool = False) -> List[Binding]:
+    """Every snapshot of the mount, as `snapfs ls --all` lists them (publishing order), each
+    with its name, publish time, publisher and kind as the daemon says them."""
+    o = options(trust, owner, 0, insecure_own_mount, trust_user_namespace)
+    lib, rep = _abi.load(), _abi.CReport()
+    v, n = ctypes.POINTER(_abi.CSnapshot)(), ctypes.c_size_t()
+    r = lib.snapfs_list(_path(mount), ctypes.byref(o), ctypes.byref(v), ctypes.byref(n),
+                        ctypes.byref(rep))
+    if r < 0:
+        raise_for(r, rep)
+    try:
+        return [Binding.from_snapshot(v[i]) for i in range(n.value)]
+    finally:
+        lib.snapfs_free(ctypes.cast(v, ctypes.c_void_p))
+
+
 def scope_remove(mount: PathLike, name: str, *, trust: Optional[Trust] = None,
                  owner: Optional[int] = None, insecure_own_mount: bool = False,
                  trust_user_namespace: bool = False) -> None:
