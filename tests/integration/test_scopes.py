@@ -421,6 +421,7 @@ print(refused(os.stat, f"{mnt}/{sys.argv[2]}"))
                     os.path.join(a["view"], digest)) == errno.EEXIST
 
 
+@pytest.mark.readers_any  # the last check is another uid reading the main mount
 def test_a_tenant_never_names_nor_publishes_what_the_operator_sees(snapfs, workdir):
     """The attack: a tenant published the bytes in its view as "totally-legit"; the operator's
     later put of the same bytes said "already published, named totally-legit" and snapfs ls
