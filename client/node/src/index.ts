@@ -33,7 +33,7 @@ import * as scopes from "./scopes";
 export { SnapfsError } from "./errors";
 export type { Reason } from "./errors";
 export type { Kind, ReadOptions, TrustOptions } from "./options";
-export { parseUid } from "./options";
+export { parseUid, uidError } from "./options";
 export { Grant, Snapshot } from "./snapshot";
 export type { SnapshotJSON } from "./snapshot";
 export type { CreateOptions, GrantOptions, Scope, ScopeLimits } from "./scopes";
