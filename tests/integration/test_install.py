@@ -515,3 +515,31 @@ def test_the_clients_from_source_find_an_install_under_a_prefix_of_its_own(
     assert py.returncode == 1 and "`sudo scripts/install.sh /usr/local`" in py.stderr, py.stderr
     assert node.returncode == 1 and "no Node-API addon (snapfs.node)" in node.stderr and \
         "`scripts/install.sh /usr/local`" in node.stderr, node.stderr
+
+
+def test_an_install_that_stops_half_way_is_recorded_and_uninstalls(
+        release_build, scratch_opt_and_etc):
+    """A prefix whose loader file cannot be written (here /etc/ld.so.conf.d read-only; a user
+    without root, elsewhere): the run fails saying so, and what it had put in place is in its
+    manifest all the same, so --uninstall removes every file of it."""
+    r = run("mount", "--bind", "-o", "ro", "/etc/ld.so.conf.d", "/etc/ld.so.conf.d")
+    assert r.returncode == 0, r.stderr
+    try:
+        r = run(INSTALL, "/opt/snapfs-y",
+                env=dict(os.environ, SNAPFS_INSTALL_BUILD=release_build), timeout=600)
+    finally:
+        subprocess.run(["umount", "-l", "/etc/ld.so.conf.d"], capture_output=True, check=False)
+    assert r.returncode == 1, r.stdout + r.stderr
+    assert "cannot write /etc/ld.so.conf.d/snapfs-opt-snapfs-y.conf, so the loader will not " \
+        "find /opt/snapfs-y/lib/x86_64-linux-gnu/libsnapfs.so.0 (run as root)" in r.stderr
+    assert os.path.exists("/opt/snapfs-y/bin/snapfs")
+    records = []
+    for name in os.listdir(f"{release_build}.installs"):
+        with open(os.path.join(f"{release_build}.installs", name)) as f:
+            if f.readline() == "prefix /opt/snapfs-y\n":
+                records.append(name)
+    assert len(records) == 1 and records[0].endswith(".manifest"), records
+    r = install_sh(release_build, "--uninstall")
+    assert r.returncode == 0, r.stdout + r.stderr
+    assert "files installed under /opt/snapfs-y" in r.stdout
+    assert installed_files("/opt") == [] and os.listdir("/opt") == []
