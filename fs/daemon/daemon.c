@@ -488,10 +488,12 @@ static void scope_warn(void *ctx, const char *msg)
 
 /* The scope registry and its views, their scopes back from --store: 0, or an SFS_EXIT_* code
  * (printed). */
-static int scopes_start(const struct sfs_daemon_config *cfg, struct sfs_tree *tree,
+static int scopes_start(const struct sfs_daemon_config *cfg, const char *mountpoint,
+                        const char *read_view, struct sfs_tree *tree,
                         struct sfs_ocistore *store, struct sfs_audit *audit,
                         struct sfs_scopeviews **views, struct sfs_registry **reg)
 {
+        _cleanup_free_ char *store_dir = cfg->store ? path_make_absolute(cfg->store) : NULL;
         int r = sfs_scopeviews_new(cfg->scope_threads, cfg->debug, views);
 
         if (r == 0)
@@ -503,6 +505,9 @@ static int scopes_start(const struct sfs_daemon_config *cfg, struct sfs_tree *tr
                                              .uid = getuid(),
                                              .gid = getgid(),
                                              .max_scopes = cfg->max_scopes,
+                                             .mountpoint = mountpoint,
+                                             .read_view = read_view,
+                                             .store_dir = store_dir,
                                      },
                                      reg);
         if (r == 0)
@@ -697,6 +702,7 @@ int sfs_daemon_run(const struct sfs_daemon_config *given)
         }
         tc = cfg->tree;
         tc.trust = trust;
+        tc.single_uid = !cfg->allow_other;
         sc = (struct sfs_session_config){
                 .allow_other = cfg->allow_other,
                 .ro = cfg->tree.read_only,
@@ -800,7 +806,7 @@ int sfs_daemon_run(const struct sfs_daemon_config *given)
         if (sfs_status_set_daemon(path, view.path, cfg->store) < 0)
                 LOG("snapfs status: out of memory; it names no paths\n");
         /* Scopes after every mount of this daemon, so no view lands on one of them. */
-        r = scopes_start(cfg, ctx.tree, store, audit, &views, &reg);
+        r = scopes_start(cfg, path, view.path, ctx.tree, store, audit, &views, &reg);
         if (r) {
                 ret = r;
                 goto unmount;
