@@ -294,7 +294,8 @@ export interface WaitOptions extends ReadOptions {
  * pool (UV_THREADPOOL_SIZE). Past `timeout` seconds: rejected with ETIMEDOUT (finding
  * "timeout").
  */
-export async function wait(target: { entry: string }, o: WaitOptions = {}): Promise<Snapshot> {
+export async function wait(target: { entry: string },
+                           o: WaitOptions = {}): Promise<BoundSnapshot> {
   const { timeout, ...rest } = o;
   if (typeof target !== "object" || target === null || typeof target.entry !== "string")
     throw invalid("wait: the target is { entry }");
@@ -305,7 +306,7 @@ export async function wait(target: { entry: string }, o: WaitOptions = {}): Prom
   const ms = timeout === undefined ? null : Math.floor(timeout * 1000);
   const opened = await call(() => native().waitEntry(mountOf(rest), target.entry, ms, opts));
   try {
-    return new Snapshot(opened.snapshot);
+    return boundSnapshot(opened.snapshot);
   } finally {
     await close(opened.fd);
   }
