@@ -14,7 +14,8 @@
 #                                                     system prefix), e.g.
 #                                                     -Dsystemdsystemunitdir=DIR
 #   scripts/install.sh --uninstall     remove what every install from this checkout's build
-#                                      directory put in place
+#                                      directory put in place (with none, name a snapfs
+#                                      installed otherwise, and why it is not cleaned)
 #
 # Each run configures exactly the options it is given: a run with other -D options than the
 # last one starts from a fresh build directory, so none of the last run's options stays; a
@@ -41,6 +42,22 @@ if [ "${1:-}" = --uninstall ]; then
   found=("$manifests"/*.manifest)
   if [ ${#found[@]} -eq 0 ]; then
     echo "scripts/install.sh: nothing installed from $dir (no manifest in $manifests)" >&2
+    # A snapfs this checkout has no record of (installed from another checkout or build
+    # directory, by a package, or its manifests gone with the build, e.g. git clean -x): named
+    # with why it is not cleaned here, never guessed at.
+    { command -v snapfs || true; ldconfig -p 2>/dev/null |
+        sed -n 's|^[[:space:]]*libsnapfs\.so\.0 (.*) => \(/.*\)$|\1|p'; } |
+      while IFS= read -r f; do
+        case $(realpath -m "$f") in "$PWD"/*) continue ;; esac  # this checkout's own builds
+        if pkg=$(dpkg-query -S "$f" 2>/dev/null); then
+          echo "scripts/install.sh: cannot clean $f: the Debian package ${pkg%%:*} installed" \
+            "it (apt-get remove ${pkg%%:*})" >&2
+        else
+          echo "scripts/install.sh: cannot clean $f: no manifest of it here (installed from" \
+            "another checkout or build directory, or its manifest was removed with the" \
+            "build); run scripts/install.sh --uninstall where it was installed from" >&2
+        fi
+      done
     exit 1
   fi
   rc=0

@@ -547,3 +547,22 @@ def test_an_install_that_stops_half_way_is_recorded_and_uninstalls(
     assert r.returncode == 0, r.stdout + r.stderr
     assert "files installed under /opt/snapfs-y" in r.stdout
     assert installed_files("/opt") == [] and os.listdir("/opt") == []
+
+
+def test_uninstall_names_a_snapfs_it_has_no_manifest_of(scratch_usr_local, workdir):
+    """A build directory with no manifest: nothing to remove; and a snapfs installed from
+    elsewhere (here copied into /usr/local/bin) is named, with why it is not cleaned here."""
+    nowhere = os.path.join(workdir, "no-build")
+    env = {"PATH": f"/usr/local/bin:{os.environ['PATH']}"}
+    r = install_sh(nowhere, "--uninstall", **env)
+    assert r.returncode == 1 and "nothing installed from" in r.stderr, r.stderr
+    assert "cannot clean" not in r.stderr, r.stderr
+    os.makedirs("/usr/local/bin", exist_ok=True)
+    shutil.copy(BUILD / "cli" / "snapfs", "/usr/local/bin/snapfs")
+    r = install_sh(nowhere, "--uninstall", **env)
+    assert r.returncode == 1, r.stdout + r.stderr
+    assert "scripts/install.sh: cannot clean /usr/local/bin/snapfs: no manifest of it here " \
+        "(installed from another checkout or build directory, or its manifest was removed " \
+        "with the build); run scripts/install.sh --uninstall where it was installed from" \
+        in r.stderr, r.stderr
+    assert os.path.exists("/usr/local/bin/snapfs")
