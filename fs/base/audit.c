@@ -2,6 +2,7 @@
 /* Audit events: the writer thread and its bounded queue, per-uid coalescing of refusals,
  * JSON lines in valid UTF-8, and the file, stderr and syslog sinks (audit.h). */
 #include "fs/base/audit.h"
+#include "fs/base/trustpath.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -14,6 +15,7 @@
 #include <string.h>
 #include <sys/eventfd.h>
 #include <sys/stat.h>
+#include <sys/statfs.h>
 #include <syslog.h>
 #include <time.h>
 #include <unistd.h>
@@ -260,6 +262,7 @@ static int open_log_path(const char *path)
 static int open_log(const char *path)
 {
         _cleanup_close_ int fd = -1;
+        struct statfs sfs;
         struct stat st;
 
         fd = open_log_path(path);
@@ -275,10 +278,14 @@ static int open_log(const char *path)
                         return -EINVAL;
                 return negative_errno();
         }
-        if (fstat(fd, &st) < 0)
+        if (fstat(fd, &st) < 0 || fstatfs(fd, &sfs) < 0)
                 return negative_errno();
         if (!S_ISREG(st.st_mode))
                 return -EINVAL;
+        /* A file of /proc or /sys is a setting: a line appended there does something (or
+         * nothing, and every refusal would be lost). Refused as for --pid-file. */
+        if (sfs_trustpath_kernel_fs(&sfs))
+                return -EOPNOTSUPP;
         /* Whoever else may write the file can rewrite or erase what it says. */
         if ((st.st_mode & (S_IWGRP | S_IWOTH)) || st.st_uid != geteuid())
                 return -EPERM;
