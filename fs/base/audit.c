@@ -74,6 +74,7 @@ struct sfs_audit {
         uint64_t co_other;   /* refusals whose key did not fit */
         uint64_t dropped;    /* other events that found the queue full */
         uint64_t co_from_ms; /* monotonic time of the first refusal counted */
+        uint64_t lost_burst; /* lines lost since the sink last took one (the writer's) */
         struct timespec co_from, co_to; /* wall clock of the first and last */
 };
 
@@ -292,6 +293,32 @@ static int open_log(const char *path)
         return TAKE_FD(fd);
 }
 
+/* "Every refusal is audited" must not turn false in silence (the attack: fill the log's
+ * filesystem, then act unheard). A line the sink did not take is counted (snapfs status,
+ * snapfs metrics), and the first of a burst is said once to syslog (the journal) and
+ * standard error; the line that goes through again ends the burst, said with its count. */
+static void line_lost(struct sfs_audit *a, int err)
+{
+        sfs_metrics_audit_lost(1);
+        if (a->lost_burst++)
+                return;
+        syslog(LOG_DAEMON | LOG_ERR, "audit log %s cannot be written (%s): audit lines are lost "
+               "until it can, and counted (snapfs status, snapfs metrics)",
+               a->path ? a->path : "(standard error)", strerror(err));
+        fprintf(stderr, "snapfs mount: audit log %s cannot be written (%s): audit lines are "
+                "lost until it can, and counted (snapfs status, snapfs metrics)\n",
+                a->path ? a->path : "(standard error)", strerror(err));
+}
+
+static void line_taken(struct sfs_audit *a)
+{
+        if (!a->lost_burst)
+                return;
+        syslog(LOG_DAEMON | LOG_NOTICE, "audit log %s written again; %llu lines were lost",
+               a->path ? a->path : "(standard error)", (unsigned long long)a->lost_burst);
+        a->lost_burst = 0;
+}
+
 static void write_line(struct sfs_audit *a, const struct line *l)
 {
         const char *p = l->text;
@@ -305,11 +332,16 @@ static void write_line(struct sfs_audit *a, const struct line *l)
                 ssize_t n = write(a->fd, p, left);
                 if (n < 0 && errno == EINTR)
                         continue;
-                if (n <= 0)
-                        return; /* the line is lost; the next one tries again */
+                if (n <= 0) {
+                        /* Lost (a part written stays: the next line starts on a line of its
+                         * own only if the sink takes it whole); the next one tries again. */
+                        line_lost(a, n < 0 ? errno : EIO);
+                        return;
+                }
                 p += n;
                 left -= (size_t)n;
         }
+        line_taken(a);
 }
 
 static void do_reopen(struct sfs_audit *a)
