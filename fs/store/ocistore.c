@@ -55,6 +55,7 @@ struct sfs_ocistore {
         uint64_t corrupt;
         size_t max_entries; /* SNAP_OCI_ENTRIES_MAX, or less (sfs_ocistore_set_max_entries) */
         bool locked;        /* the store is ours: the pid file is ours to remove */
+        bool fs_full;       /* the last add or set_holders failed on a full filesystem */
         int scopesfd;       /* DIR/scopes */
 };
 
@@ -557,6 +558,19 @@ static int build(struct sfs_ocistore *s, struct built *b)
         return r;
 }
 
+/* A write's result, remembered when the filesystem was full (ENOSPC, or EDQUOT: a disk quota)
+ * so the caller tells that apart from the manifest's own bounds (sfs_ocistore_full). */
+static int wrote(struct sfs_ocistore *s, int r)
+{
+        s->fs_full = r == -ENOSPC || r == -EDQUOT;
+        return r;
+}
+
+bool sfs_ocistore_full(const struct sfs_ocistore *s)
+{
+        return s->fs_full;
+}
+
 /* Writes a built manifest (and the empty config blob it names) and points the tag at it: 0
  * once index.json is durable. The manifest it replaces is removed after that (a crash
  * between leaves a blob nothing names, removed at the next start). */
@@ -572,7 +586,7 @@ static int write_built(struct sfs_ocistore *s, const struct built *b)
         if (r >= 0)
                 r = snap_oci_blob_write(&s->layout, b->json, b->len, &d);
         if (r < 0)
-                return r;
+                return wrote(s, r);
         desc = (struct snap_oci_desc){
                 .media_type = (char *)SNAP_OCI_MEDIA_MANIFEST,
                 .digest = d,
@@ -581,7 +595,7 @@ static int write_built(struct sfs_ocistore *s, const struct built *b)
         };
         r = snap_oci_tag(&s->layout, &desc, SFS_OCISTORE_TAG);
         if (r < 0)
-                return r;
+                return wrote(s, r);
         s->manifest = d;
         s->manifest_size = b->len;
         s->has_manifest = true;
@@ -619,8 +633,9 @@ int sfs_ocistore_add(struct sfs_ocistore *s, const struct snap_digest *d, const 
                      size_t len, const struct sfs_ocistore_meta *meta)
 {
         struct built b;
-        int r, wrote;
+        int r, written;
 
+        s->fs_full = false;
         if (find(s, d) >= 0)
                 return 0;
         if (meta->n_holders > HOLDERS_MAX)
@@ -634,15 +649,15 @@ int sfs_ocistore_add(struct sfs_ocistore *s, const struct snap_digest *d, const 
                 entry_clear(&s->v[--s->n]);
                 return r;
         }
-        wrote = snap_oci_blob_write(&s->layout, data, len, NULL);
-        r = wrote < 0 ? wrote : write_built(s, &b);
+        written = wrote(s, snap_oci_blob_write(&s->layout, data, len, NULL));
+        r = written < 0 ? written : write_built(s, &b);
         built_free(&b);
         if (r < 0) {
                 entry_clear(&s->v[--s->n]);
                 /* Not published: a blob written for it now goes again, so no older manifest
                  * that still names it (an unlink that could not rewrite a full store's
                  * manifest) serves it after a restart. */
-                if (wrote == 0 && !needed_by_the_manifest(s, d))
+                if (written == 0 && !needed_by_the_manifest(s, d))
                         snap_oci_blob_remove(&s->layout, d);
         }
         return r;
@@ -657,6 +672,7 @@ int sfs_ocistore_set_holders(struct sfs_ocistore *s, const struct snap_digest *d
         bool old_unheld;
         int r;
 
+        s->fs_full = false;
         if (i < 0)
                 return -ENOENT;
         old = s->v[i].holders;

@@ -18,6 +18,7 @@ import time
 import pytest
 
 from snaptest import (NOBODY_UID, UID_PRELUDE, E, as_uid, errno_of, is_mounted, run, sha256_hex,
+                      snap,
                       start_snapfs)
 
 
@@ -822,6 +823,47 @@ def test_unlink_works_when_the_stores_filesystem_is_full(snapfs_bin, workdir):
         for fs in daemons:
             if fs.proc.poll() is None:
                 fs.stop()
+        if is_mounted(mnt):
+            subprocess.run(["umount", "-l", mnt], check=False)
+        subprocess.run(["umount", "-l", small], check=True)
+
+
+def test_a_full_store_filesystem_is_reported_as_that_not_as_a_limit(snapfs_bin, workdir):
+    """snapfs put blamed --max-bytes or --max-snapshots when the disk under --store was full:
+    the operator raised a limit that was not the cause."""
+    small = os.path.join(workdir, "small")
+    mnt = os.path.join(workdir, "mnt")
+    os.mkdir(small)
+    os.mkdir(mnt)
+    subprocess.run(["mount", "-t", "tmpfs", "-o", "size=256k,mode=0755", "tmpfs", small],
+                   check=True)
+    fs = None
+    try:
+        fs = start_snapfs(snapfs_bin, mnt, "--store", os.path.join(small, "store"),
+                          "--max-bytes", "64K", "--max-snapshot-size", "64K")
+        kept = fs.publish(b"k" * 20000, name="kept")
+        # Beside it: with room on the disk, the daemon's own limit is named as that.
+        r = snap("put", "--mount", mnt, "-", input=b"m" * 60000, text=False)
+        assert r.returncode != 0 and b"the daemon's --max-bytes" in r.stderr, r.stderr
+        fill(small)
+        # Full: ENOSPC from the store, with the staging file's reason saying so...
+        fs.stage(b"no room for this", "late")
+        assert errno_of(os.rename, fs.p(".staging/late"), fs.p(sha256_hex(b"no room for this"))) \
+            == E.ENOSPC
+        assert os.getxattr(fs.p(".staging/late"), "user.snapfs.refusal") == b"store-full"
+        os.unlink(fs.p(".staging/late"))
+        # ...and snapfs put says it first, not "--max-bytes or --max-snapshots".
+        r = snap("put", "--mount", mnt, "-", input=b"no room either", text=False)
+        err = r.stderr.decode()
+        assert r.returncode == 1 and err.splitlines() == [
+            f"snapfs put: {mnt}: not published: the store's filesystem is full",
+            "store-full: the store's filesystem is full (the daemon's --store): free room on "
+            "it; no limit of the daemon's refused this, and nothing was published"], err
+        assert read_snapshot(fs, kept) == b"k" * 20000
+        assert fs.stop() == 0
+    finally:
+        if fs and fs.proc.poll() is None:
+            fs.stop()
         if is_mounted(mnt):
             subprocess.run(["umount", "-l", mnt], check=False)
         subprocess.run(["umount", "-l", small], check=True)

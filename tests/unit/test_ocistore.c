@@ -361,6 +361,8 @@ static void test_a_store_past_what_one_manifest_names_is_enospc_and_keeps_the_re
         assert_int_equal(add_as(s, text[0], "a", owner_only, 1, &d[0]), 0);
         assert_int_equal(add_as(s, text[1], "b", owner_only, 1, &d[1]), 0);
         assert_int_equal(add_as(s, text[2], "c", owner_only, 1, &d[2]), -ENOSPC);
+        /* The manifest's bound, not a full disk: the caller must not say "filesystem full". */
+        assert_false(sfs_ocistore_full(s));
         /* Refused before anything was written: not even its blob. */
         assert_false(blob_exists(f, &d[2]));
         sfs_ocistore_close(s);
