@@ -162,3 +162,9 @@ struct sfs_ocistore_check {
  * lock while it reads: a blob removed meanwhile is not counted. Takes the lock itself: call
  * it without. 0 and *out, or -ENOMEM / the errno of a read that is no verdict on a blob. */
 int sfs_ocistore_check(struct sfs_ocistore *s, struct sfs_ocistore_check *out);
+/* Rewrites the blob of stored snapshot d from data (len bytes: the daemon's own copy, which
+ * must hash to d), durably, when the one on disk is corrupt or missing: 0 once it is intact
+ * (nothing written when it was), -ENOENT when d is not stored, -EBADMSG when data does not
+ * hash to d, or the errno of the write. Takes the lock itself: call it without. */
+int sfs_ocistore_repair(struct sfs_ocistore *s, const struct snap_digest *d, const void *data,
+                        size_t len);
