@@ -87,7 +87,7 @@ static int ask(const char *cmd, const char *mount, const struct cli_common *co,
                 }
                 return cli_print_json(o) < 0 ? 2 : 1;
         }
-        fprintf(stderr, "snapfs %s: %s: %s\n", cmd, mount, snapfs_strerror(r));
+        fprintf(stderr, "snapfs %s: %s: %s\n", cmd, mount, cli_headline(r, &why));
         cli_print_reasons(stderr, &why);
         return 1;
 }

@@ -83,7 +83,9 @@ static char *next_component(char **p)
 }
 
 /* One component below dirfd as a descriptor, no symbolic link followed (not even as the
- * last component: O_PATH without O_NOFOLLOW makes RESOLVE_NO_SYMLINKS refuse it). */
+ * last component: O_PATH without O_NOFOLLOW makes RESOLVE_NO_SYMLINKS refuse it). Where a
+ * seccomp filter hides openat2 (systemd-nspawn's answers ENOSYS), the same for one component:
+ * O_PATH|O_NOFOLLOW opens a link itself, and fstat on that descriptor refuses it. */
 static int open_component(int dirfd, const char *name)
 {
         struct open_how how = {
@@ -91,8 +93,22 @@ static int open_component(int dirfd, const char *name)
                 .resolve = RESOLVE_NO_SYMLINKS | RESOLVE_NO_MAGICLINKS,
         };
         long fd = syscall(SYS_openat2, dirfd, name, &how, sizeof(how));
+        struct stat st;
+        int r;
 
-        return fd < 0 ? negative_errno() : (int)fd;
+        if (fd >= 0)
+                return (int)fd;
+        if (errno != ENOSYS && errno != EPERM)
+                return negative_errno();
+        fd = openat(dirfd, name, O_PATH | O_NOFOLLOW | O_CLOEXEC);
+        if (fd < 0)
+                return negative_errno();
+        r = fstat((int)fd, &st) < 0 ? negative_errno() : S_ISLNK(st.st_mode) ? -ELOOP : 0;
+        if (r < 0) {
+                safe_close((int)fd);
+                return r;
+        }
+        return (int)fd;
 }
 
 int sfs_trustpath_judge(const char *path, uid_t trusted, unsigned flags,

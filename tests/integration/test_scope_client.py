@@ -135,7 +135,8 @@ def test_a_scope_name_outside_the_grammar_is_einval_before_any_request(snapfs, s
                                                                       workdir, name):
     rc, out = jsnap("scope", "create", "--mount", snapfs.path, name, "--view",
                     scopes.view("v"))
-    assert rc == 1 and out["error"] == "EINVAL" and codes(out) == {"invalid-argument"}
+    # Refused before any request: a usage error, 2.
+    assert rc == 2 and out["error"] == "EINVAL" and codes(out) == {"invalid-argument"}
     assert not os.path.exists(scopes.view("v"))
     scopes.create("x" * 64, view=scopes.view("v"))
 
@@ -276,7 +277,7 @@ def test_an_entry_outside_the_grammar_or_shaped_as_a_digest_is_einval(snapfs, sc
     put(snapfs, CFG)
     rc, out = jsnap("grant", "--mount", snapfs.path, "sandbox-a", sha256_hex(CFG), "--as",
                     entry)
-    assert rc == 1 and out["error"] == "EINVAL" and codes(out) == {"invalid-argument"}
+    assert rc == 2 and out["error"] == "EINVAL" and codes(out) == {"invalid-argument"}
     rc, out = jsnap("grant", "--mount", snapfs.path, "sandbox-a", sha256_hex(CFG), "--as",
                     "mcp")
     assert rc == 0 and out["grant"]["entry"] == "mcp"
