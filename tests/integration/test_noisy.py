@@ -40,7 +40,7 @@ def test_an_audit_log_that_is_not_a_private_regular_file_is_refused_and_nothing_
     else:
         os.close(os.open(os.path.join(workdir, "elsewhere"), os.O_WRONLY | os.O_CREAT, 0o600))
         os.symlink(os.path.join(workdir, "elsewhere"), log)
-        want = "a symbolic link"
+        want = f"{log} is a symbolic link"
     try:
         rc, err = refused_start(snapfs_bin, path, log)
     finally:
