@@ -306,6 +306,14 @@ static int pidfile_open(const char *file)
                                         : "not a regular file");
                 return SFS_EXIT_REFUSED;
         }
+        /* Another uid's file, planted in a sticky directory after the path was judged: its
+         * owner chose what the daemon truncates and writes. */
+        if (st.st_uid != geteuid()) {
+                LOG("--pid-file %s: refused: owned by uid %u, not this uid (%u): remove it, "
+                    "or give a path in a directory of root or this uid alone; nothing "
+                    "mounted\n", file, (unsigned)st.st_uid, (unsigned)geteuid());
+                return SFS_EXIT_REFUSED;
+        }
         n = snprintf(line, sizeof(line), "%d\n", (int)getpid());
         if (ftruncate(pid_fd, 0) < 0 || pwrite(pid_fd, line, (size_t)n, 0) != n ||
             ftruncate(pid_fd, 0) < 0) {

@@ -6,6 +6,7 @@ beside the same file, fixed, that mounts and serves. The contract is docs/design
 daemon's options"."""
 import os
 import re
+import time
 
 import pytest
 
@@ -114,6 +115,11 @@ def test_a_file_others_may_write_or_a_symlink_is_refused(snapfs_bin, workdir, mo
     assert mount_snapfs("--config", good).publish(b"served")
 
 
+def read(path):
+    with open(path) as f:
+        return f.read()
+
+
 def as_uid(uid, fn):
     """Runs fn in a child process with uid and gid set to uid: its exit status."""
     pid = os.fork()
@@ -199,6 +205,32 @@ def test_every_path_the_daemon_trusts_is_judged_along_its_whole_path(snapfs_bin,
     rc, err = refused_start(snapfs_bin, workdir, f"--{option}", path, "--max-bytes", "1K")
     assert rc == 2 and "--max-snapshot-size (256K by default) is larger than --max-bytes" in \
         err, err
+
+
+def test_a_pid_file_another_uid_planted_in_a_sticky_directory_is_refused(snapfs_bin, workdir,
+                                                                         mount_snapfs):
+    """A sticky directory (/tmp) protects only what the daemon's uid (or root) owns there:
+    uid 4701's file under the pid file's name would choose what the daemon truncates."""
+    sticky = os.path.join(workdir, "sticky")
+    os.mkdir(sticky)
+    os.chmod(sticky, 0o1777)
+    pidfile = os.path.join(sticky, "snapfs.pid")
+    with open(pidfile, "w") as f:
+        f.write("4701's\n")
+    os.chown(pidfile, 4701, 4701)
+    rc, err = refused_start(snapfs_bin, workdir, "--pid-file", pidfile)
+    assert rc == 1 and (f"--pid-file {pidfile}: refused: {sticky} is writable by others (mode "
+                        "1777) and what the path reaches there is owned by uid 4701") in err, err
+    with open(pidfile) as f:
+        assert f.read() == "4701's\n"  # untouched
+    # The allowance: the name free, the daemon makes its own pid file there.
+    os.unlink(pidfile)
+    fs = mount_snapfs("--pid-file", pidfile)
+    deadline = time.monotonic() + 60  # written once the mount answers INIT
+    while read(pidfile) != f"{fs.proc.pid}\n" and time.monotonic() < deadline:
+        time.sleep(0.02)
+    assert read(pidfile) == f"{fs.proc.pid}\n"
+    assert os.stat(pidfile).st_uid == 0
 
 
 def test_a_kernel_file_is_refused_as_the_audit_log_as_it_is_as_the_pid_file(
