@@ -111,6 +111,19 @@ static int open_component(int dirfd, const char *name)
         return (int)fd;
 }
 
+/* done (the path walked so far, "/" at first) followed by comp: it always fits, since the
+ * whole path is shorter than size. */
+static void append(char *done, size_t size, const char *comp)
+{
+        size_t len = strlen(done), n = strlen(comp);
+
+        if (len + 1 + n + 1 > size)
+                return;
+        if (len > 1)
+                done[len++] = '/';
+        memcpy(done + len, comp, n + 1);
+}
+
 int sfs_trustpath_judge(const char *path, uid_t trusted, unsigned flags,
                         struct sfs_trustpath_why *why)
 {
@@ -138,7 +151,7 @@ int sfs_trustpath_judge(const char *path, uid_t trusted, unsigned flags,
                 if (strcmp(comp, "..") == 0)
                         return say(why, EINVAL, "%s: a \"..\" component; give the path "
                                    "without it", path);
-                snprintf(done + len, sizeof(done) - len, "%s%s", len > 1 ? "/" : "", comp);
+                append(done, sizeof(done), comp);
                 fd = open_component(dirfd, comp);
                 if (fd == -ENOENT) {
                         /* What is missing is made by the daemon, its uid's: the directory
@@ -164,7 +177,7 @@ int sfs_trustpath_judge(const char *path, uid_t trusted, unsigned flags,
                 }
                 done[len] = '\0';
                 r = sfs_trustpath_dir(done, &dir_st, &st, trusted, why);
-                snprintf(done + len, sizeof(done) - len, "%s%s", len > 1 ? "/" : "", comp);
+                append(done, sizeof(done), comp);
                 if (r == 0 && next && !S_ISDIR(st.st_mode))
                         r = say(why, ENOTDIR, "%s is not a directory", done);
                 safe_close(dirfd);
