@@ -386,6 +386,7 @@ int sfs_tree_rename(struct sfs_tree *t, const struct sfs_caller *c, struct sfs_n
         struct sfs_ocistore *os = t->cfg.ocistore;
         const char *reason = NULL;
         bool stored = false, hold_stored = false, store_full = false;
+        struct sfs_published_hook hook;
         struct timespec now;
         uint64_t size = 0;
         int r;
@@ -515,6 +516,11 @@ int sfs_tree_rename(struct sfs_tree *t, const struct sfs_caller *c, struct sfs_n
 
         audit_publish(t, c, newname, name, size);
         *published = n;
+        tree_lock(t);
+        hook = t->published_hook;
+        tree_unlock(t);
+        if (hook.fn)
+                hook.fn(hook.ctx, &actual);
         return 0;
 }
 

@@ -588,6 +588,45 @@ def test_an_index_json_damaged_while_the_daemon_runs_does_not_stop_its_publishes
     assert "index.json" not in fs.stderr()
 
 
+def test_a_grant_whose_blob_is_lost_stays_dangling_and_comes_back_with_its_bytes(store_mount,
+                                                                                workdir):
+    """One flipped byte in a granted blob: the next start set the blob aside and dropped its
+    grant and entry for good. The grant is kept, dangling, and comes back when those bytes
+    are published again."""
+    fs = store_mount()
+    data = b'{"mcpServers": {"fs": {}}}\n'
+    digest = fs.publish(data, name="mcp.json")
+    other = fs.publish(b"granted and intact", name="other")
+    view = os.path.join(workdir, "views", "sandbox")
+    os.makedirs(os.path.dirname(view))
+    assert snap("scope", "create", "--mount", fs.path, "sandbox", "--view", view).returncode == 0
+    assert snap("grant", "--mount", fs.path, "sandbox", digest, "--as", "mcp").returncode == 0
+    assert snap("grant", "--mount", fs.path, "sandbox", other, "--as", "cfg").returncode == 0
+    assert fs.stop() == 0
+    with open(blob_path(store_mount.store, digest), "r+b") as f:
+        f.write(b"#")
+    scope_file = os.path.join(store_mount.store, "scopes", "sandbox.json")
+    for _ in range(2):  # a start, and one more: the grant is still kept
+        fs = store_mount()
+        # Set aside, not served; the intact grant beside it is.
+        assert sorted(os.listdir(view)) == sorted([other, "cfg"])
+        with open(scope_file) as f:
+            kept = json.load(f)
+        assert digest in [g["sha256"] for g in kept["grants"]], kept
+        assert ("mcp", digest) in [(e["name"], e["sha256"]) for e in kept["entries"]], kept
+        assert fs.stop() == 0
+    fs = store_mount()
+    # The same bytes published again: the grant and its entry are back.
+    assert fs.publish(data, name="mcp.json") == digest
+    assert sorted(os.listdir(view)) == sorted([other, "cfg", digest, "mcp"])
+    with open(os.path.join(view, "mcp"), "rb") as f:
+        assert f.read() == data
+    assert fs.stop() == 0
+    fs = store_mount()
+    assert sorted(os.listdir(view)) == sorted([other, "cfg", digest, "mcp"])
+    assert snap("scope", "rm", "--mount", fs.path, "sandbox").returncode == 0
+
+
 def test_a_store_crash_run_then_a_lost_index_json_keeps_every_blob(snapfs_bin, workdir):
     """The daemon killed mid-publish (SIGKILL), its answered publishes checked; then
     index.json goes: every blob survives the next start, served."""
