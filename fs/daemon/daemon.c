@@ -518,6 +518,7 @@ static int scopes_start(const struct sfs_daemon_config *cfg, const char *mountpo
         }
         /* The control channel: MNT/.control executes requests from here on. */
         sfs_tree_set_control(tree, sfs_protocol_exec, *reg);
+        sfs_tree_set_scope_grant(tree, sfs_registry_grant_hook, *reg);
         return 0;
 }
 
@@ -853,6 +854,7 @@ unmount:
         /* The scopes' views first (their scopes stay in --store), then the read view: their
          * loops must be gone before the trees they read are freed. */
         sfs_tree_set_control(ctx.tree, NULL, NULL);
+        sfs_tree_set_scope_grant(ctx.tree, NULL, NULL);
         sfs_registry_free(reg);
         sfs_scopeviews_free(views);
         ctx.view_se = NULL;

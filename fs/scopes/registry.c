@@ -602,7 +602,10 @@ static int mount_view(struct sfs_registry *r, struct scope *s, bool clear_stale,
                 .path = s->view,
                 .allow_other = s->allow_other,
                 .ro = !s->publish,
-                .no_open = !s->allow_other && !s->publish,
+                /* Every view answers OPEN: a scope's content lives while a descriptor is
+                 * open on it and goes with its grant otherwise, so the daemon must count
+                 * the descriptors (an open it never saw would read a collected node). */
+                .no_open = false,
         };
         struct sfs_view_path_why why = { .message = "" };
         _cleanup_free_ uint64_t *devs = NULL;
@@ -977,6 +980,17 @@ int sfs_registry_grant(struct sfs_registry *r, const struct sfs_caller *c, const
                 return rr;
         *grant = grant_json(&info);
         return *grant ? 0 : msg(m, ENOMEM, "out of memory");
+}
+
+int sfs_registry_grant_hook(void *ctx, const struct sfs_caller *c, const char *scope,
+                            const struct snap_digest *d, const char *entry)
+{
+        struct sfs_msg m;
+        json_object *g = NULL;
+        int rr = sfs_registry_grant(ctx, c, scope, d, entry, &g, &m);
+
+        json_object_put(g);
+        return rr;
 }
 
 int sfs_registry_revoke(struct sfs_registry *r, const struct sfs_caller *c, const char *scope,

@@ -137,6 +137,10 @@ int sfs_registry_show(struct sfs_registry *r, const char *name, json_object **sc
 int sfs_registry_grant(struct sfs_registry *r, const struct sfs_caller *c, const char *scope,
                        const struct snap_digest *d, const char *entry, json_object **grant,
                        struct sfs_msg *msg);
+/* sfs_registry_grant for a publish for a scope (sfs_tree_set_scope_grant's hook; ctx is the
+ * registry): 0 or the refusal's negative errno. */
+int sfs_registry_grant_hook(void *ctx, const struct sfs_caller *c, const char *scope,
+                            const struct snap_digest *d, const char *entry);
 /* revoke: by digest (d, entry NULL) or by entry (d NULL). -ENOENT. */
 int sfs_registry_revoke(struct sfs_registry *r, const struct sfs_caller *c, const char *scope,
                         const struct snap_digest *d, const char *entry, struct sfs_msg *msg);
