@@ -521,9 +521,8 @@ static int publish_for_scope(struct sfs_tree *t, const struct sfs_caller *c, str
         if (r < 0 || !fresh) {
                 /* Refused, or content published already, granted now: the caller binds to it
                  * (EEXIST, as any publish of published content) and removes its file. */
-                if (r < 0 && !reason)
-                        snprintf(stg->refusal, sizeof(stg->refusal), "scope %s: %s", scope,
-                                 strerror(-r));
+                if (r == -ENOENT && !reason)
+                        sfs_staging_set_refusal_locked(stg, "no-such-scope");
                 stg->publishing = false;
                 pthread_mutex_unlock(&stg->lock);
                 tree_unlock(t);
