@@ -66,6 +66,10 @@ struct sfs_view_ops {
 struct sfs_registry_config {
         struct sfs_tree *main;         /* the main mount's tree: its store, configuration */
         struct sfs_ocistore *store;    /* --store, or NULL */
+        /* --runtime-store (paired with --store when both are given: one lock): the scopes'
+         * files and what is published for them, or NULL. With --store and without it, a
+         * scope-create is refused (a scope's content must never reach a disk). */
+        struct sfs_ocistore *scope_store;
         struct sfs_audit *audit;
         const struct sfs_view_ops *views;
         uid_t uid;                     /* the daemon's own */
@@ -73,8 +77,9 @@ struct sfs_registry_config {
         unsigned max_scopes;           /* a create past it is ENOSPC (0: SFS_MAX_SCOPES_LIMIT);
                                           removed scopes' views still held open count */
         /* What a view may not cover, be or lie in (NULL: none): the main mount, the read
-         * view, --store. Absolute; the registry resolves each one's parent directory. */
-        const char *mountpoint, *read_view, *store_dir;
+         * view, --store, --runtime-store. Absolute; the registry resolves each one's parent
+         * directory. */
+        const char *mountpoint, *read_view, *store_dir, *runtime_dir;
 };
 
 struct sfs_registry;

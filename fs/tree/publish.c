@@ -406,7 +406,7 @@ static int scope_publish(struct sfs_tree *t, const struct sfs_caller *c, struct 
  * No lock held. */
 static void unpublish_fresh(struct sfs_tree *t, struct snap_object *obj, bool stored)
 {
-        struct sfs_ocistore *os = t->cfg.ocistore;
+        struct sfs_ocistore *os = t->cfg.runtime;
 
         if (os)
                 sfs_ocistore_lock(os);
@@ -426,7 +426,8 @@ static int scope_object(struct sfs_tree *t, const struct sfs_caller *c, struct s
                         const struct snap_digest *d, const struct timespec *now,
                         struct snap_object **obj, bool *fresh, bool *stored)
 {
-        struct sfs_ocistore *os = t->cfg.ocistore;
+        /* --runtime-store (RAM), never --store: a scope's content never reaches a disk. */
+        struct sfs_ocistore *os = t->cfg.runtime;
         struct snap_claim claim = { 0 };
         int r = 0;
 

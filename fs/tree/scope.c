@@ -81,6 +81,9 @@ int sfs_tree_new_scope(struct sfs_tree *main, const struct sfs_scope_spec *spec,
         t->cfg.dev = t->cfg.read_view_dev = 0;
         t->cfg.max_staging = (unsigned)spec->limits.max_staging;
         t->cfg.max_staging_bytes = spec->limits.max_staging_bytes;
+        /* What the scope publishes goes to --runtime-store (RAM), never to --store (a disk);
+         * without one it lives in memory alone. */
+        t->cfg.ocistore = t->cfg.runtime;
         t->store = main->store;
         t->scope->main = main;
         t->reserve_objects = main->reserve_objects;

@@ -13,12 +13,13 @@ import secrets
 import signal
 import subprocess
 import sys
+import tempfile
 
 import pytest
 
 from clients import client_env
-from snaptest import (NOBODY_UID, ROOT, UID_PRELUDE, as_uid, control_ok, errno_of, jsnap,
-                      sha256_hex, snap, wait_for)
+from snaptest import (BUILD, NOBODY_UID, ROOT, UID_PRELUDE, as_uid, control, control_ok, errno_of,
+                      jsnap, sha256_hex, snap, start_snapfs, wait_for)
 
 
 @pytest.fixture(scope="module", autouse=True)
@@ -149,9 +150,10 @@ print(json.dumps(out))
 # ---- gone with its last grant and descriptor -----------------------------------------------
 
 def test_a_rotated_token_leaves_the_listing_store_quota_and_memory_once_closed(
-        mount_snapfs, workdir):
+        mount_snapfs, workdir, runtime_dir):
     store = os.path.join(workdir, "store")
-    fs = mount_snapfs("--allow-other", "--store", store, "--max-bytes", "4M")
+    fs = mount_snapfs("--allow-other", "--store", store, "--runtime-store", runtime_dir,
+                      "--max-bytes", "4M")
     pid = fs.proc.pid
     s = scope(fs, workdir)
     entry = os.path.join(s["view"], "cfg")
@@ -162,6 +164,8 @@ def test_a_rotated_token_leaves_the_listing_store_quota_and_memory_once_closed(
     fd = os.open(entry, os.O_RDONLY)
     assert os.pread(fd, len(old), 0) == old
     assert in_memory(pid, old_token)
+    # Kept for a restart in the runtime store (RAM), never in --store (a disk).
+    assert in_tree(runtime_dir, old_token) and not in_tree(store, old_token)
 
     put(fs, new, "--scope", "sandbox-a", "--as", "cfg")
     with open(entry, "rb") as f:
@@ -173,7 +177,7 @@ def test_a_rotated_token_leaves_the_listing_store_quota_and_memory_once_closed(
     # Its last descriptor closed (the kernel sends RELEASE after close returns): gone from
     # memory, the store and the quota, though the kernel may still cache its inode.
     wait_for(lambda: not in_memory(pid, old_token), "the old token to leave the daemon")
-    assert not in_tree(store, old_token)
+    assert not in_tree(runtime_dir, old_token) and not in_tree(store, old_token)
     assert used(fs) == 1 and listed(fs) == []
     # The one still granted stays: read, in memory.
     assert in_memory(pid, new_token)
@@ -181,7 +185,7 @@ def test_a_rotated_token_leaves_the_listing_store_quota_and_memory_once_closed(
     # Its revoke takes it too.
     control_ok(fs.path, {"op": "revoke", "scope": "sandbox-a", "entry": "cfg"})
     assert errno_of(os.stat, entry) == errno.ENOENT
-    assert not in_memory(pid, new_token) and not in_tree(store, new_token)
+    assert not in_memory(pid, new_token) and not in_tree(runtime_dir, new_token)
     assert used(fs) == 0
 
 
@@ -231,6 +235,73 @@ def test_content_a_view_publishes_and_unlinks_leaves_memory(mount_snapfs, workdi
     os.unlink(os.path.join(s["view"], digest))
     assert not in_memory(pid, token)
     assert used(fs) == 0
+
+
+# ---- never on a disk ------------------------------------------------------------------------
+
+def test_a_disk_store_alone_has_no_scopes_and_a_runtime_store_must_be_in_ram(
+        mount_snapfs, workdir, runtime_dir, snapfs_bin):
+    store = os.path.join(workdir, "store")
+    fs = mount_snapfs("--store", store)
+    views = os.path.join(workdir, "views")
+    os.makedirs(views)
+    reply = control(fs.path, {"op": "scope-create", "name": "a",
+                              "view": os.path.join(views, "a")})
+    assert (reply["error"], "--runtime-store" in reply["message"]) == ("EINVAL", True)
+    assert fs.stop() == 0
+    # A runtime store on a disk (a directory beside the build): refused at start.
+    disk = tempfile.mkdtemp(prefix="runtime-on-disk-", dir=str(BUILD))
+    try:
+        fstype = subprocess.run(["stat", "-f", "-c", "%T", disk], capture_output=True,
+                                text=True, check=True).stdout.strip()
+        assert fstype not in ("tmpfs", "ramfs"), f"the build directory is on {fstype}"
+        os.makedirs(os.path.join(workdir, "mnt2"))
+        p = start_snapfs(snapfs_bin, os.path.join(workdir, "mnt2"), "--store", store,
+                         "--runtime-store", disk, expect_ready=False)
+        out, err = p.communicate(timeout=30)
+        assert p.returncode == 1 and "not on a RAM filesystem" in err, (p.returncode, err)
+    finally:
+        subprocess.run(["rm", "-rf", "--one-file-system", disk], check=False)
+    # In RAM: the same daemon has scopes.
+    fs = mount_snapfs("--store", store, "--runtime-store", runtime_dir)
+    assert scope(fs, workdir, "a")["name"] == "a"
+
+
+def test_a_scopes_token_never_reaches_the_disk_store_and_survives_a_restart(
+        mount_snapfs, workdir, runtime_dir):
+    # The shipped configuration's shape: --store on a disk, --runtime-store under /run.
+    store = os.path.join(workdir, "store")
+    opts = ("--allow-other", "--store", store, "--runtime-store", runtime_dir)
+    fs = mount_snapfs(*opts)
+    s = scope(fs, workdir, publish=True)
+    data, token = secret(b"restart")
+    put(fs, data, "--scope", "sandbox-a", "--as", "cfg")
+    own, own_token = secret(b"own")
+    staged = os.path.join(s["view"], ".staging", "own")
+    with open(staged, "wb") as f:
+        f.write(own)
+    os.rename(staged, os.path.join(s["view"], sha256_hex(own)))
+    held = fs.publish(b"the operator's own, on the main mount", "h")
+    for t in (token, own_token):
+        assert not in_tree(store, t) and in_tree(runtime_dir, t)
+    assert os.path.exists(os.path.join(store, "blobs", "sha256", held))
+    assert os.listdir(os.path.join(store, "scopes")) == []
+    assert fs.stop() == 0
+
+    fs = mount_snapfs(*opts)
+    with open(os.path.join(s["view"], "cfg"), "rb") as f:
+        assert f.read() == data
+    with open(os.path.join(s["view"], sha256_hex(own)), "rb") as f:
+        assert f.read() == own
+    assert not in_tree(store, token) and not in_tree(store, own_token)
+    # The operator's audit still re-hashes what is stored.
+    rc, out = jsnap("audit", "--mount", fs.path)
+    assert rc == 0, out
+    # The same bytes published on the main mount are the main mount's: on the disk store now,
+    # gone from RAM.
+    put(fs, data)  # already published: the caller holds it now
+    assert in_tree(store, token) and not in_tree(runtime_dir, token)
+    assert sha256_hex(data) in listed(fs)
 
 
 # ---- rotations never fill the mount ---------------------------------------------------------
