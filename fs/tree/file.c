@@ -61,9 +61,12 @@ int sfs_tree_open(struct sfs_tree *t, const struct sfs_caller *c, struct sfs_nod
                         r = -ENOMEM;
                         break;
                 }
-                /* Immutable content: the page cache never goes stale. */
-                oi->keep_cache = true;
-                oi->direct_io = false;
+                /* Immutable content: the page cache never goes stale. But a scope's content
+                 * on the main mount (only grants keep it: the owner verifying a put --scope)
+                 * bypasses it: nothing of a scope's secret stays cached for the main mount's
+                 * inode once its grants go, where no invalidation reaches it. */
+                oi->direct_io = !t->scope && !snap_store_held(t->store, n->obj);
+                oi->keep_cache = !oi->direct_io;
                 break;
         case SFS_KIND_STAGING_FILE:
                 if (!n->linked || n->stg->owner != c->uid) {
