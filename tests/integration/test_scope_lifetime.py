@@ -93,6 +93,7 @@ def listed(fs) -> list:
 
 # ---- held by the scope's grants alone ------------------------------------------------------
 
+@pytest.mark.readers_any
 def test_put_for_a_scope_leaves_no_hold_on_the_main_mount_and_keep_leaves_one(snapfs, workdir):
     s = scope(snapfs, workdir, uids=[NOBODY_UID])
     data, _ = secret(b"a")
@@ -101,13 +102,16 @@ def test_put_for_a_scope_leaves_no_hold_on_the_main_mount_and_keep_leaves_one(sn
     # The scope's user reads it in the view.
     with open(os.path.join(s["view"], "cfg"), "rb") as f:
         assert f.read() == data
-    # Not listed on the main mount, and another uid there gets ENOENT (as for anything it
-    # cannot see); the owner still finds it by digest.
+    # Not listed on the main mount, and another uid, a reader there (--readers any), gets
+    # ENOENT (as for anything it cannot see) while it reads what is held there; the owner
+    # still finds it by digest.
+    held = snapfs.publish(b"held on the main mount", "h")
     assert digest not in os.listdir(snapfs.path) and digest not in listed(snapfs)
     r = as_uid(NOBODY_UID, UID_PRELUDE + r'''
 print(refused(os.stat, f"{mnt}/{sys.argv[2]}"))
-''', snapfs.path, digest)
-    assert r.stdout.split() == [str(errno.ENOENT)]
+print(open(f"{mnt}/{sys.argv[3]}", "rb").read().decode())
+''', snapfs.path, digest, held)
+    assert r.stdout.splitlines() == [str(errno.ENOENT), "held on the main mount"]
     assert os.stat(snapfs.p(digest)).st_size == len(data)
     # --keep: the operator's explicit choice to keep a hold on the main mount, listed there.
     kept, _ = secret(b"kept")
