@@ -455,11 +455,13 @@ static int store_restore_tree(void *ctx, const struct snap_digest *d, void *data
                                 &meta->created);
 }
 
-/* Opens --store and serves its snapshots again: 0, or an SFS_EXIT_* code (printed). */
-static int store_start(const struct sfs_daemon_config *cfg, struct sfs_ocistore *store,
-                       struct sfs_tree *tree, struct sfs_audit *audit)
+/* Opens --store (or --runtime-store, dir) and serves its snapshots again: 0, or an SFS_EXIT_*
+ * code (printed). */
+static int store_start(const struct sfs_daemon_config *cfg, const char *dir,
+                       struct sfs_ocistore *store, struct sfs_tree *tree,
+                       struct sfs_audit *audit)
 {
-        struct store_ctx sc = { .tree = tree, .audit = audit, .dir = cfg->store };
+        struct store_ctx sc = { .tree = tree, .audit = audit, .dir = dir };
         struct sfs_ocistore_hooks hooks = {
                 .restore = store_restore_tree,
                 .corrupt = store_corrupt,
@@ -469,7 +471,7 @@ static int store_start(const struct sfs_daemon_config *cfg, struct sfs_ocistore 
         int r = sfs_ocistore_load(store, cfg->tree.max_snapshot_size, &hooks);
 
         if (r < 0) {
-                LOG("--store %s: %s\n", cfg->store, strerror(-r));
+                LOG("%s: %s\n", dir, strerror(-r));
                 return SFS_EXIT_ERROR;
         }
         return 0;
@@ -478,23 +480,27 @@ static int store_start(const struct sfs_daemon_config *cfg, struct sfs_ocistore 
 static void scope_warn(void *ctx, const char *msg)
 {
         const char *dir = ctx;
-        LOG("--store %s: %s\n", dir, msg);
+        LOG("%s: %s\n", dir, msg);
 }
 
 /* The scope registry and its views, their scopes back from --store: 0, or an SFS_EXIT_* code
  * (printed). */
 static int scopes_start(const struct sfs_daemon_config *cfg, const char *mountpoint,
                         const char *read_view, struct sfs_tree *tree,
-                        struct sfs_ocistore *store, struct sfs_audit *audit,
-                        struct sfs_scopeviews **views, struct sfs_registry **reg)
+                        struct sfs_ocistore *store, struct sfs_ocistore *runtime,
+                        struct sfs_audit *audit, struct sfs_scopeviews **views,
+                        struct sfs_registry **reg)
 {
         _cleanup_free_ char *store_dir = cfg->store ? path_make_absolute(cfg->store) : NULL;
+        _cleanup_free_ char *runtime_dir =
+                cfg->runtime_store ? path_make_absolute(cfg->runtime_store) : NULL;
         int r = sfs_scopeviews_new(cfg->scope_threads, cfg->debug, views);
 
         if (r == 0)
                 r = sfs_registry_new(&(struct sfs_registry_config){
                                              .main = tree,
                                              .store = store,
+                                             .scope_store = runtime,
                                              .audit = audit,
                                              .views = sfs_scopeviews_ops(*views),
                                              .uid = getuid(),
@@ -503,16 +509,20 @@ static int scopes_start(const struct sfs_daemon_config *cfg, const char *mountpo
                                              .mountpoint = mountpoint,
                                              .read_view = read_view,
                                              .store_dir = store_dir,
+                                             .runtime_dir = runtime_dir,
                                      },
                                      reg);
         if (r == 0)
-                r = sfs_registry_restore(*reg, scope_warn, (void *)cfg->store);
+                r = sfs_registry_restore(*reg, scope_warn,
+                                         (void *)(cfg->runtime_store ? cfg->runtime_store
+                                                                     : cfg->store));
         if (r < 0) {
                 LOG("scopes: %s\n", strerror(-r));
                 return SFS_EXIT_ERROR;
         }
         /* The control channel: MNT/.control executes requests from here on. */
         sfs_tree_set_control(tree, sfs_protocol_exec, *reg);
+        sfs_tree_set_scope_grant(tree, sfs_registry_grant_hook, *reg);
         return 0;
 }
 
@@ -560,6 +570,39 @@ static int store_open(const struct sfs_daemon_config *cfg, struct sfs_ocistore *
         }
         if (r < 0) {
                 LOG("--store %s: %s\n", cfg->store, strerror(-r));
+                return SFS_EXIT_ERROR;
+        }
+        return 0;
+}
+
+/* --runtime-store: on a RAM filesystem, paired with --store. 0, or an SFS_EXIT_* code
+ * (printed). */
+static int runtime_open(const struct sfs_daemon_config *cfg, struct sfs_ocistore *store,
+                        struct sfs_ocistore **out)
+{
+        struct sfs_ocistore_why why;
+        char pid[32];
+        int r = sfs_ocistore_open_runtime(cfg->runtime_store, store, SFS_STORE_WAIT_MS, out,
+                                          &why);
+
+        if (r == -EMEDIUMTYPE) {
+                LOG("--runtime-store %s: refused: not on a RAM filesystem (tmpfs, ramfs): a "
+                    "scope's content must never reach a disk\n", cfg->runtime_store);
+                return SFS_EXIT_REFUSED;
+        }
+        if (r == -EWOULDBLOCK) {
+                LOG("--runtime-store %s: refused: another snapfs daemon%s uses it\n",
+                    cfg->runtime_store, holder_text(why.holder, pid, sizeof(pid)));
+                return SFS_EXIT_REFUSED;
+        }
+        if (r == -EPERM || r == -EREMOTE) {
+                LOG("--runtime-store %s: refused: %s\n", cfg->runtime_store,
+                    r == -EPERM ? "not owned by this uid, or writable by group or others"
+                                : "on a remote filesystem");
+                return SFS_EXIT_REFUSED;
+        }
+        if (r < 0) {
+                LOG("--runtime-store %s: %s\n", cfg->runtime_store, strerror(-r));
                 return SFS_EXIT_ERROR;
         }
         return 0;
@@ -713,7 +756,7 @@ int sfs_daemon_run(const struct sfs_daemon_config *given)
         struct sfs_view view = { 0 };
         struct sfs_session_config sc = { 0 };
         struct sfs_audit *audit = NULL;
-        struct sfs_ocistore *store = NULL;
+        struct sfs_ocistore *store = NULL, *runtime = NULL;
         struct snap_trust *trust = NULL;
         struct fuse_session *se = NULL;
         struct sfs_scopeviews *views = NULL;
@@ -787,17 +830,26 @@ int sfs_daemon_run(const struct sfs_daemon_config *given)
                 }
                 tc.ocistore = store;
         }
+        if (cfg->runtime_store) {
+                r = runtime_open(cfg, store, &runtime);
+                if (r) {
+                        ret = r;
+                        goto out;
+                }
+                tc.runtime = runtime;
+        }
         r = sfs_tree_new(&tc, &ctx.tree);
         if (r < 0) {
                 LOG("%s\n", strerror(-r));
                 goto out;
         }
-        if (store) {
-                r = store_start(cfg, store, ctx.tree, audit);
-                if (r) {
-                        ret = r;
-                        goto out;
-                }
+        if (store)
+                r = store_start(cfg, cfg->store, store, ctx.tree, audit);
+        if (r == 0 && runtime)
+                r = store_start(cfg, cfg->runtime_store, runtime, ctx.tree, audit);
+        if (r) {
+                ret = r;
+                goto out;
         }
         se = sfs_session_new(&sc, &ctx);
         if (!se) {
@@ -843,7 +895,7 @@ int sfs_daemon_run(const struct sfs_daemon_config *given)
         if (sfs_status_set_daemon(path, view.path, cfg->store) < 0)
                 LOG("snapfs status: out of memory; it names no paths\n");
         /* Scopes after every mount of this daemon, so no view lands on one of them. */
-        r = scopes_start(cfg, path, view.path, ctx.tree, store, audit, &views, &reg);
+        r = scopes_start(cfg, path, view.path, ctx.tree, store, runtime, audit, &views, &reg);
         if (r) {
                 ret = r;
                 goto unmount;
@@ -890,6 +942,7 @@ unmount:
         /* The scopes' views first (their scopes stay in --store), then the read view: their
          * loops must be gone before the trees they read are freed. */
         sfs_tree_set_control(ctx.tree, NULL, NULL);
+        sfs_tree_set_scope_grant(ctx.tree, NULL, NULL);
         sfs_registry_free(reg);
         sfs_scopeviews_free(views);
         ctx.view_se = NULL;
@@ -904,6 +957,7 @@ out:
         reopen_on_hup(NULL, true);
         /* The store first: nothing serves any more, and a daemon started on it at once
          * must not wait while this one frees what it served (seconds for a large store). */
+        sfs_ocistore_close(runtime); /* first: it may use --store's lock */
         sfs_ocistore_close(store);
         /* Everything the snapshots held is freed before exit. */
         sfs_tree_free(ctx.tree);
