@@ -28,6 +28,7 @@
 #include "mountcheck/mountcheck.h"
 #include "fs/base/notify.h"
 #include "fs/store/ocistore.h"
+#include "fs/fuse/conn.h"
 #include "fs/fuse/ops.h"
 #include "fs/control/protocol.h"
 #include "fs/scopes/registry.h"
@@ -771,22 +772,25 @@ int sfs_daemon_run(const struct sfs_daemon_config *given)
                 se = NULL;
                 goto out;
         }
-        if (fuse_session_mount(se, path) != 0) {
-                LOG("%s: mount failed\n", path);
+        r = sfs_session_mount(se, &ctx, path, &sc, SFS_CONN_MAIN, &dev);
+        if (r < 0) {
                 stop_signals_remove();
-                fuse_session_destroy(se);
+                sfs_session_end(se, &ctx, false);
                 se = NULL;
                 goto out;
         }
-        /* A mount on a shared parent joins its peer group: events elsewhere could then
-         * propagate in. Make ours private when we may (mountcheck refuses it otherwise). */
-        if (geteuid() == 0 && mount(NULL, path, NULL, MS_PRIVATE, NULL) < 0)
-                LOG("%s: cannot make the mount private: %m\n", path);
-
-        r = sfs_session_check(path, &sc, false, &dev);
-        if (r) {
-                ret = exit_code(r);
-                goto unmount;
+        if (r == 0) {
+                /* A mount on a shared parent joins its peer group: events elsewhere could
+                 * then propagate in. Make ours private when we may (mountcheck refuses it
+                 * otherwise). */
+                if (geteuid() == 0 && mount(NULL, path, NULL, MS_PRIVATE, NULL) < 0)
+                        LOG("%s: cannot make the mount private: %m\n", path);
+                r = sfs_session_check(path, &sc, false, &dev);
+                if (r) {
+                        ret = exit_code(r);
+                        goto unmount;
+                }
+                sfs_session_checked(&ctx, dev);
         }
         sfs_tree_set_dev(ctx.tree, dev, false);
         if (cfg->read_view) {
@@ -851,9 +855,8 @@ unmount:
         sfs_scopeviews_free(views);
         ctx.view_se = NULL;
         sfs_view_stop(&view);
-        fuse_session_unmount(se);
         stop_signals_remove();
-        fuse_session_destroy(se);
+        sfs_session_end(se, &ctx, true);
 out:
         /* A daemonized child that never served tells its parent why it stops. */
         report_to_parent(ret == SFS_EXIT_OK ? SFS_EXIT_ERROR : ret);
