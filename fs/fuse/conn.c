@@ -6,6 +6,7 @@
 #include <fcntl.h>
 #include <linux/fuse.h>
 #include <poll.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -39,15 +40,54 @@ struct rec_head {
         uint32_t reserved;
 };
 
+static pthread_mutex_t keep_lock = PTHREAD_MUTEX_INITIALIZER;
 static int (*keeper)(void *arg, int fd, int rec, unsigned id);
 static void *keeper_arg;
 static unsigned next_id = 1;
 static unsigned n_adopted;
 
+/* Connections checked before there was a keeper (the daemon mounts before it forks its
+ * supervisor): handed over when one is set. */
+struct pending {
+        struct sfs_conn *c;
+        struct pending *next;
+};
+static struct pending *pending;
+
+static void hand(struct sfs_conn *c)
+{
+        int r = keeper(keeper_arg, c->fd, c->rec, c->id);
+
+        if (r < 0)
+                LOG("%s: cannot hand the connection to its keeper: %s; a successor cannot "
+                    "take it over\n", c->path, strerror(-r));
+}
+
 void sfs_conn_set_keeper(int (*keep)(void *arg, int fd, int rec, unsigned id), void *arg)
 {
+        pthread_mutex_lock(&keep_lock);
         keeper = keep;
         keeper_arg = arg;
+        while (keeper && pending) {
+                struct pending *p = pending;
+                pending = p->next;
+                hand(p->c);
+                free(p);
+        }
+        pthread_mutex_unlock(&keep_lock);
+}
+
+static void unpend(struct sfs_conn *c)
+{
+        pthread_mutex_lock(&keep_lock);
+        for (struct pending **pp = &pending; *pp; pp = &(*pp)->next)
+                if ((*pp)->c == c) {
+                        struct pending *p = *pp;
+                        *pp = p->next;
+                        free(p);
+                        break;
+                }
+        pthread_mutex_unlock(&keep_lock);
 }
 
 /* ---- the recording I/O ---- */
@@ -133,6 +173,7 @@ void sfs_conn_free(struct sfs_conn *c)
 {
         if (!c)
                 return;
+        unpend(c);
         safe_close(c->rec);
         free(c->init);
         free(c->path);
@@ -203,7 +244,6 @@ void sfs_conn_keep(struct sfs_conn *c, uint64_t dev)
 {
         struct rec_head h = { .magic = REC_MAGIC, .kind = c->kind, .dev = dev };
         size_t plen = strlen(c->path);
-        int r;
 
         c->dev = dev;
         h.path_len = (uint32_t)plen;
@@ -213,12 +253,17 @@ void sfs_conn_keep(struct sfs_conn *c, uint64_t dev)
                     c->path);
                 return;
         }
-        if (!keeper)
-                return;
-        r = keeper(keeper_arg, c->fd, c->rec, c->id);
-        if (r < 0)
-                LOG("%s: cannot hand the connection to its keeper: %s; a successor cannot "
-                    "take it over\n", c->path, strerror(-r));
+        pthread_mutex_lock(&keep_lock);
+        if (keeper) {
+                hand(c);
+        } else {
+                struct pending *p = malloc(sizeof(*p));
+                if (p) {
+                        *p = (struct pending){ .c = c, .next = pending };
+                        pending = p;
+                }
+        }
+        pthread_mutex_unlock(&keep_lock);
 }
 
 void sfs_conn_unmount(struct fuse_session *se, struct sfs_conn *c)

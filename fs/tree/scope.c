@@ -385,7 +385,7 @@ static void drop_grant(struct sfs_tree *t, struct sfs_grant *gr, struct sfs_scop
         sfs_grants_remove(&t->scope->grants, gr);
         snap_digest_to_hex(&gr->digest, hex);
         snprintf(fx->names[fx->n_names++], SNAP_NAME_MAX + 1, "%s", hex);
-        n = sfs_tree_node(t, gr->ino);
+        n = sfs_node_find(t, gr->ino);
         if (n && node_kind(n) == SFS_KIND_SNAPSHOT) {
                 n->revoked = true;
                 fx->inos[fx->n_inos++] = gr->ino;

@@ -103,7 +103,9 @@ struct sfs_tree {
          * every id from the store (docs/design.md, "Inode numbers and node ids"). */
         pthread_mutex_t ids_lock;
         struct sfs_idmap ids_nodes, ids_handles, ids_dirs;
-        uint64_t next_fh;              /* handle ids, from 1 (0 is "no handle") */
+        uint64_t next_fh;              /* handle ids, from fh_base (0 is "no handle") */
+        uint64_t fh_base;              /* this process's first handle id: those below are a
+                                          predecessor's (docs/design.md, "Taking over") */
         struct sfs_handle *handles;    /* list of open handles */
         struct sfs_dir *dirs;          /* list of open directory listings */
         struct sfs_uidstage **stages;
@@ -196,6 +198,9 @@ bool sfs_tree_may_check_store(struct sfs_tree *t, const struct sfs_caller *c);
 int sfs_refused(struct sfs_tree *t, const struct sfs_caller *c, const char *event,
                 const char *op, const char *name, const char *target, int err);
 struct sfs_node *sfs_node_new(struct sfs_tree *t, enum sfs_kind kind, uint64_t ino);
+/* The node this tree knows under ino, or NULL; never one made again for a predecessor's
+ * number (sfs_tree_node does that). Takes the id table's lock alone. */
+struct sfs_node *sfs_node_find(struct sfs_tree *t, uint64_t ino);
 /* The snapshot node of obj under inode number ino, made on first use; takes over the
  * caller's reference on obj. NULL (the reference dropped) without memory. */
 struct sfs_node *sfs_snapshot_node(struct sfs_tree *t, struct snap_object *obj, uint64_t ino);

@@ -13,6 +13,7 @@
 #include <unistd.h>
 
 #include "snapshot/binding.h"
+#include "fs/base/inostate.h"
 #include "fs/tree/tree-internal.h"
 #include "common/util.h"
 
@@ -54,6 +55,12 @@ int sfs_tree_refuse(struct sfs_tree *t, const struct sfs_caller *c, const char *
 
 /* ---- lifecycle ---- */
 
+/* Every inode number goes into the state a successor reads, before anyone is told it. */
+static void ino_noted(void *ctx, const struct snap_digest *d, uint64_t ino)
+{
+        sfs_inostate_note(ctx, d ? d->bytes : NULL, ino, 0);
+}
+
 int sfs_tree_new(const struct sfs_tree_config *cfg, struct sfs_tree **out)
 {
         struct sfs_tree *t;
@@ -80,12 +87,16 @@ int sfs_tree_new(const struct sfs_tree_config *cfg, struct sfs_tree **out)
                                    .privileged_uid = (uint32_t)cfg->owner_uid,
                                    .reserve_objects = t->reserve_objects,
                                    .reserve_bytes = t->reserve_bytes,
+                                   .ino_noted = ino_noted,
+                                   .ino_ctx = cfg->inostate,
                            },
                            &t->store);
         if (r < 0) {
                 free(t);
                 return r;
         }
+        /* Never a number a predecessor handed out: the kernel may still hold it. */
+        snap_store_skip_inos(t->store, sfs_inostate_next(cfg->inostate));
         t->budget = (struct sfs_staging_budget){
                 .store = t->store,
                 .max_size = t->cfg.max_snapshot_size,
@@ -124,7 +135,10 @@ int sfs_tree_init_common(struct sfs_tree *t)
         }
         pthread_mutex_init(&t->lock, NULL);
         pthread_mutex_init(&t->ids_lock, NULL);
-        t->next_fh = 1;
+        /* Each generation of the daemon hands out handle ids of its own: one a predecessor
+         * gave the kernel can never name another file here (wrong bytes to its reader). */
+        t->fh_base = ((uint64_t)sfs_inostate_generation(t->cfg.inostate) << 40) + 1;
+        t->next_fh = t->fh_base;
         t->root.kind = SFS_KIND_ROOT;
         t->root.ino = t->root.id.id = SFS_ROOT_INO;
         t->staging.kind = SFS_KIND_STAGING_DIR;
@@ -242,7 +256,48 @@ uint64_t sfs_node_ino(const struct sfs_node *n)
         return n->ino;
 }
 
-struct sfs_node *sfs_tree_node(struct sfs_tree *t, uint64_t ino)
+/* The node of a snapshot the kernel learnt from a predecessor (docs/design.md, "Taking
+ * over"): made again from the number's digest, if that content is still served under it here
+ * (on the main mount the object's, in a scope a grant of it). Visibility is judged by each
+ * request, as for any node. It counts one lookup: the kernel holds at least one, and its
+ * FORGET (the whole count) frees it. NULL when the number names nothing served. */
+static struct sfs_node *adopt_node(struct sfs_tree *t, uint64_t ino)
+{
+        struct snap_digest d;
+        struct snap_object *obj = NULL;
+        struct sfs_node *n = NULL;
+        struct sfs_grant *g = NULL;
+
+        if (ino < SFS_FIRST_INO || sfs_inostate_digest(t->cfg.inostate, ino, 0, d.bytes) < 0)
+                return NULL;
+        tree_lock(t);
+        if (t->scope) {
+                char hex[SNAP_DIGEST_HEX_LEN + 1];
+                snap_digest_to_hex(&d, hex);
+                g = sfs_scope_resolve(t, hex);
+                if (g) {
+                        obj = g->obj;
+                        snap_store_ref(t->store, obj);
+                }
+        } else {
+                obj = snap_store_lookup(t->store, &d);
+                if (obj && obj->ino != ino) {
+                        /* Republished since: another object, another number. */
+                        snap_store_release(t->store, obj);
+                        obj = NULL;
+                }
+        }
+        if (obj)
+                n = sfs_snapshot_node(t, obj, ino);
+        if (n && g)
+                sfs_scope_node_refresh(n, g);
+        if (n && !n->nlookup)
+                n->nlookup = 1;
+        tree_unlock(t);
+        return n;
+}
+
+struct sfs_node *sfs_node_find(struct sfs_tree *t, uint64_t ino)
 {
         struct sfs_idlink *l;
 
@@ -250,6 +305,21 @@ struct sfs_node *sfs_tree_node(struct sfs_tree *t, uint64_t ino)
         l = sfs_idmap_find(&t->ids_nodes, ino);
         pthread_mutex_unlock(&t->ids_lock);
         return l ? container_of(l, struct sfs_node, id) : NULL;
+}
+
+struct sfs_node *sfs_tree_node(struct sfs_tree *t, uint64_t ino)
+{
+        struct sfs_node *n = sfs_node_find(t, ino);
+
+        /* Only a successor was ever named numbers it did not hand out itself. */
+        if (!n && t->fh_base > 1)
+                n = adopt_node(t, ino);
+        return n;
+}
+
+bool sfs_tree_id_foreign(struct sfs_tree *t, uint64_t id)
+{
+        return id && id < t->fh_base;
 }
 
 struct sfs_handle *sfs_tree_handle(struct sfs_tree *t, uint64_t id)

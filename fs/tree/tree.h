@@ -144,6 +144,9 @@ struct sfs_node *sfs_tree_root(struct sfs_tree *t);
  * alive while its request runs. */
 struct sfs_node *sfs_tree_node(struct sfs_tree *t, uint64_t ino);
 struct sfs_handle *sfs_tree_handle(struct sfs_tree *t, uint64_t id);
+/* Whether a handle or directory id was handed out by a predecessor of this daemon (taken
+ * over: docs/design.md, "Taking over"), which this tree cannot know. */
+bool sfs_tree_id_foreign(struct sfs_tree *t, uint64_t id);
 struct sfs_dir *sfs_tree_dir(struct sfs_tree *t, uint64_t id);
 uint64_t sfs_handle_id(const struct sfs_handle *h);
 uint64_t sfs_dir_id(const struct sfs_dir *d);
