@@ -98,9 +98,11 @@ static int load(struct sfs_inostate *st)
                          (ssize_t)(n * sizeof(*st->old)))
                 return -EBADMSG;
         qsort(st->old, n, sizeof(*st->old), by_ino);
+        /* One number, one digest: a number named twice for two contents is refused. */
         for (size_t i = 0; i < n; i++)
-                if ((i && by_ino(&st->old[i - 1], &st->old[i]) == 0) || !st->old[i].ino ||
-                    st->old[i].ino >= st->head.next)
+                if ((i && by_ino(&st->old[i - 1], &st->old[i]) == 0 &&
+                     memcmp(st->old[i - 1].digest, st->old[i].digest, 32)) ||
+                    !st->old[i].ino || st->old[i].ino >= st->head.next)
                         return -EBADMSG;
         st->by_digest = n ? malloc(n * sizeof(*st->by_digest)) : NULL;
         if (n && !st->by_digest)
@@ -146,6 +148,13 @@ void sfs_inostate_note(struct sfs_inostate *st, const uint8_t *digest, uint64_t 
         if (!st || !ino)
                 return;
         pthread_mutex_lock(&st->lock);
+        /* A successor serving again what a predecessor noted: nothing new to write. */
+        if (digest && st->n_old) {
+                struct rec key = { .ino = ino, .space = space }, *r;
+                r = bsearch(&key, st->old, st->n_old, sizeof(key), by_ino);
+                if (r && memcmp(r->digest, digest, 32) == 0)
+                        digest = NULL;
+        }
         if (digest && st->n < RECORDS_MAX) {
                 struct rec r = { .ino = ino, .space = space };
                 memcpy(r.digest, digest, 32);

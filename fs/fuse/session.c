@@ -236,8 +236,12 @@ static int session_loop(struct fuse_session *se, unsigned max_threads)
         lc = fuse_loop_cfg_create();
         if (!lc)
                 return -ENOMEM;
-        /* One /dev/fuse descriptor per worker: requests do not queue behind one read(). */
-        fuse_loop_cfg_set_clone_fd(lc, 1);
+        /* Every worker reads the connection's own descriptor, which the keeper holds too
+         * (conn.h): a request read but not answered when the process dies stays on that
+         * descriptor's processing queue, and FUSE_NOTIFY_RESEND gives it to the successor.
+         * A cloned descriptor (FUSE_DEV_IOC_CLONE) is this process's alone: at its death the
+         * kernel ends what it had read with ECONNABORTED. */
+        fuse_loop_cfg_set_clone_fd(lc, 0);
         if (max_threads)
                 fuse_loop_cfg_set_max_threads(lc, max_threads);
         r = fuse_session_loop_mt(se, lc);
