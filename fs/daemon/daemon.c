@@ -341,11 +341,13 @@ static int pidfile_open(const char *file)
         return 0;
 }
 
-/* The serving process's pid, once it serves. */
-static void pidfile_write(void)
+/* Once the mount serves: the pid of the process that stays for the mounts' life, the
+ * supervisor's when there is one (it forwards every signal to the serving process), else
+ * the serving process's. */
+static void pidfile_write(pid_t pid)
 {
         char line[32];
-        int n = snprintf(line, sizeof(line), "%d\n", (int)getpid());
+        int n = snprintf(line, sizeof(line), "%d\n", (int)pid);
 
         if (pid_fd < 0)
                 return;
@@ -388,18 +390,19 @@ struct daemon {
 };
 
 /* INIT is answered and the self-check passed before it: the mount serves. READY=1 for a
- * service manager (a daemonized process names itself, since its manager watched the parent),
- * and a daemonized child's waiting parent may return; a supervisor learns that its child
- * serves. */
+ * service manager (a daemonized process names the process that stays, its supervisor, since
+ * its manager watched the parent), and a daemonized child's waiting parent may return; a
+ * supervisor learns that its child serves. */
 static void announce_ready(void *arg)
 {
         const struct daemon *d = arg;
+        pid_t main_pid = d->supervisor >= 0 ? getppid() : getpid();
         char state[64] = "READY=1";
         int r;
 
         if (!d->cfg->foreground)
-                snprintf(state, sizeof(state), "MAINPID=%d\nREADY=1", (int)getpid());
-        pidfile_write();
+                snprintf(state, sizeof(state), "MAINPID=%d\nREADY=1", (int)main_pid);
+        pidfile_write(main_pid);
         r = sfs_notify(state);
         if (r < 0)
                 LOG("$NOTIFY_SOCKET: %s\n", strerror(-r));

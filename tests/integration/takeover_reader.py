@@ -11,7 +11,9 @@ handle the daemon gave before any takeover); the same through an mmap of the hel
 (a fault the kernel must serve: a dead connection would raise SIGBUS and kill this process);
 and a listing of PATH's directory. Every request therefore reaches the daemon. OUT gets one
 JSON object: rounds, failures by errno name, wrong bytes, bindings moved (device or inode
-number changed), and the longest round in milliseconds (measured, never a pass mark)."""
+number changed), the longest round, the longest time without a whole round read right and the
+longest time without a fresh open read right of every PATH, in milliseconds (measured, never
+a pass mark)."""
 import errno
 import hashlib
 import json
@@ -29,7 +31,9 @@ def main():
         st = os.fstat(fd)
         held.append((path, sha, fd, (st.st_dev, st.st_ino), st.st_size))
     res = {"rounds": 0, "failures": {}, "wrong_bytes": 0, "bindings_moved": 0,
-           "longest_round_ms": 0.0, "reads": 0}
+           "longest_round_ms": 0.0, "longest_gap_ms": 0.0, "longest_fresh_gap_ms": 0.0,
+           "reads": 0}
+    last_ok = last_fresh = time.monotonic()
 
     def failed(e):
         name = errno.errorcode.get(e.errno, str(e.errno))
@@ -42,16 +46,20 @@ def main():
         res["reads"] += 1
         if hashlib.sha256(data).hexdigest() != sha:
             res["wrong_bytes"] += 1
+            return False
         if (st.st_dev, st.st_ino) != ident:
             res["bindings_moved"] += 1
+        return True
 
     while not os.path.exists(stop):
         t0 = time.monotonic()
+        bad = (sum(res["failures"].values()), res["wrong_bytes"])
+        fresh = 0
         for path, sha, hfd, ident, size in held:
             try:
                 fd = os.open(path, os.O_RDONLY | os.O_CLOEXEC)
                 try:
-                    check(fd, sha, ident, size)
+                    fresh += check(fd, sha, ident, size)
                 finally:
                     os.close(fd)
                 check(hfd, sha, ident, size)
@@ -65,7 +73,15 @@ def main():
             except OSError as e:
                 failed(e)
         res["rounds"] += 1
-        res["longest_round_ms"] = max(res["longest_round_ms"], (time.monotonic() - t0) * 1000)
+        now = time.monotonic()
+        res["longest_round_ms"] = max(res["longest_round_ms"], (now - t0) * 1000)
+        if fresh == len(held):
+            res["longest_fresh_gap_ms"] = max(res["longest_fresh_gap_ms"],
+                                              (now - last_fresh) * 1000)
+            last_fresh = now
+        if (sum(res["failures"].values()), res["wrong_bytes"]) == bad:
+            res["longest_gap_ms"] = max(res["longest_gap_ms"], (now - last_ok) * 1000)
+            last_ok = now
         with open(out + ".progress", "w") as f:
             f.write(str(res["rounds"]))
     for h in held:
