@@ -8,6 +8,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/socket.h>
+#include <sys/un.h>
 #include <unistd.h>
 
 #include "common/util.h"
@@ -100,4 +102,53 @@ void sfs_fdstore_close_rest(void)
         free(passed);
         passed = NULL;
         n_passed = 0;
+}
+/* One sd_notify datagram carrying state and fds. */
+static int notify_with_fds(const char *state, const int *fds, unsigned n)
+{
+        const char *e = getenv("NOTIFY_SOCKET");
+        struct sockaddr_un sa = { .sun_family = AF_UNIX };
+        union {
+                char buf[CMSG_SPACE(sizeof(int) * 16)];
+                struct cmsghdr align;
+        } u;
+        struct iovec iov = { .iov_base = (void *)state, .iov_len = strlen(state) };
+        struct msghdr mh = { .msg_name = &sa, .msg_iov = &iov, .msg_iovlen = 1 };
+        _cleanup_close_ int fd = -1;
+        size_t len;
+
+        if (!e || !*e)
+                return 0;
+        len = strlen(e);
+        if ((e[0] != '/' && e[0] != '@') || len >= sizeof(sa.sun_path) || len < 2 || n > 16)
+                return -EINVAL;
+        memcpy(sa.sun_path, e, len);
+        if (e[0] == '@')
+                sa.sun_path[0] = '\0';
+        mh.msg_namelen = (socklen_t)(offsetof(struct sockaddr_un, sun_path) + len + (e[0] == '/'));
+        if (n) {
+                struct cmsghdr *cm;
+                memset(&u, 0, sizeof(u));
+                mh.msg_control = u.buf;
+                mh.msg_controllen = CMSG_SPACE(sizeof(int) * n);
+                cm = CMSG_FIRSTHDR(&mh);
+                cm->cmsg_level = SOL_SOCKET;
+                cm->cmsg_type = SCM_RIGHTS;
+                cm->cmsg_len = CMSG_LEN(sizeof(int) * n);
+                memcpy(CMSG_DATA(cm), fds, sizeof(int) * n);
+        }
+        fd = socket(AF_UNIX, SOCK_DGRAM | SOCK_CLOEXEC, 0);
+        if (fd < 0)
+                return negative_errno();
+        if (sendmsg(fd, &mh, MSG_NOSIGNAL) < 0)
+                return negative_errno();
+        return 0;
+}
+
+int sfs_fdstore_store(const char *name, int fd)
+{
+        char state[320];
+
+        snprintf(state, sizeof(state), "FDSTORE=1\nFDNAME=%s", name);
+        return notify_with_fds(state, &fd, 1);
 }

@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: MIT */
-/* Descriptors handed to the daemon at start, as systemd passes them and the daemon's own
- * supervisor does (LISTEN_FDS, LISTEN_FDNAMES and LISTEN_PID). */
+/* Descriptors that outlive the daemon's process: those handed to it at start (LISTEN_FDS,
+ * LISTEN_FDNAMES and LISTEN_PID, as systemd and the daemon's own supervisor pass them), and
+ * storing one in systemd's file-descriptor store (FDSTORE=1, FDNAME=). */
 #pragma once
 
 #include <stdbool.h>
@@ -15,3 +16,8 @@ int sfs_fdstore_take(const char *name);
 bool sfs_fdstore_left(const char *prefix);
 /* Closes every descriptor nobody took. */
 void sfs_fdstore_close_rest(void);
+/* Stores fd with the service manager under name (FDSTORE=1, FDNAME=name): 0, also without
+ * $NOTIFY_SOCKET (nothing is sent), or -errno. systemd keeps it across a restart and a
+ * crash of the unit (FileDescriptorStoreMax=), drops it once it polls POLLERR or POLLHUP,
+ * and flushes the store when the unit stops. */
+int sfs_fdstore_store(const char *name, int fd);

@@ -8,6 +8,7 @@
 #include <fcntl.h>
 #include <limits.h>
 #include <linux/magic.h>
+#include <poll.h>
 #include <pthread.h>
 #include <signal.h>
 #include <stdio.h>
@@ -384,6 +385,7 @@ struct daemon {
         struct sfs_registry *reg;
         uint64_t dev;
         int supervisor;        /* the socket to this process's supervisor, or -1 */
+        bool keeper;           /* a supervisor or systemd keeps the connections */
         unsigned handed;       /* connections handed to this process */
         bool handover;         /* ending for a successor: nothing is unmounted */
         bool signals;          /* the stop signals are installed */
@@ -411,6 +413,74 @@ static void announce_ready(void *arg)
         report_to_parent(SFS_EXIT_OK);
 }
 
+/* ---- the service manager's watchdog ---- */
+
+/* WATCHDOG=1 is sent only while the main mount's loop answers: each ping follows a request
+ * only that loop answers (a GETATTR of the root, AT_STATX_FORCE_SYNC). A stuck daemon (a
+ * deadlock, a stopped process, a disk that never returns) stops pinging, systemd kills it
+ * (WatchdogSec=), and a successor takes the mounts over and answers what waited; no kernel
+ * request timeout, which would abort the connection and every sandbox's bind with it. */
+struct watchdog {
+        const char *path;
+        long period_ms;
+        int stop[2];
+        pthread_t thread;
+        bool running;
+};
+
+static void *watchdog_loop(void *arg)
+{
+        struct watchdog *w = arg;
+        struct pollfd p = { .fd = w->stop[0], .events = POLLIN };
+        struct statx stx;
+
+        for (;;) {
+                int r = poll(&p, 1, (int)w->period_ms);
+                if (r < 0 && errno == EINTR)
+                        continue;
+                if (r != 0)
+                        break;
+                statx(AT_FDCWD, w->path, AT_STATX_FORCE_SYNC, STATX_TYPE, &stx);
+                sfs_notify("WATCHDOG=1");
+        }
+        return NULL;
+}
+
+/* Starts pinging when the service manager asked for it ($WATCHDOG_USEC, for this process
+ * when $WATCHDOG_PID says). */
+static void watchdog_start(struct watchdog *w, const char *path)
+{
+        const char *usec = getenv("WATCHDOG_USEC"), *pid = getenv("WATCHDOG_PID");
+        unsigned long long us = usec ? strtoull(usec, NULL, 10) : 0;
+
+        *w = (struct watchdog){ .path = path, .stop = { -1, -1 } };
+        if (!us || (pid && strtol(pid, NULL, 10) != (long)getpid()))
+                return;
+        /* Half the interval, as sd_watchdog_enabled(3) advises. */
+        w->period_ms = us / 2000 ? (long)(us / 2000) : 1;
+        if (pipe2(w->stop, O_CLOEXEC) < 0 ||
+            pthread_create_quiet(&w->thread, watchdog_loop, w, 0) != 0) {
+                LOG("cannot start the watchdog pings: %m; the service manager will kill the "
+                    "daemon\n");
+                return;
+        }
+        w->running = true;
+}
+
+/* Before the main loop stops: a ping's request in flight is still answered. */
+static void watchdog_stop(struct watchdog *w)
+{
+        if (w->running) {
+                if (write(w->stop[1], "", 1) < 0) {
+                        /* The thread polls for POLLHUP too once the pipe closes below. */
+                }
+                pthread_join(w->thread, NULL);
+        }
+        safe_close(w->stop[0]);
+        safe_close(w->stop[1]);
+        w->running = false;
+}
+
 /* Serves the main mount from a thread of its own until SIGTERM or SIGINT (or SIGUSR1, a
  * hand-over, when a supervisor keeps the connections), or until the kernel ends the
  * session. An SFS_EXIT_* code. */
@@ -428,21 +498,26 @@ static int serve(struct daemon *d)
         };
         int r;
 
+        struct watchdog wd;
+
         r = sfs_serving_start(&main_mount);
         if (r < 0) {
                 LOG("cannot serve: %s\n", strerror(-r));
                 return SFS_EXIT_ERROR;
         }
+        watchdog_start(&wd, d->path);
         for (;;) {
                 bool handover = wait_for_stop();
                 /* Without a keeper a hand-over would leave the mounts with nobody to serve
                  * them: SIGUSR1 is ignored then. */
-                if (!handover || d->supervisor >= 0) {
+                if (!handover || d->keeper) {
                         d->handover = handover && !sfs_serving_ended(&main_mount);
                         break;
                 }
-                LOG("SIGUSR1: no supervisor keeps the mounts; not handing them over\n");
+                LOG("SIGUSR1: nothing keeps the mounts for a successor; not handing them "
+                    "over\n");
         }
+        watchdog_stop(&wd);
         r = sfs_serving_stop(&main_mount);
         if (!d->handover)
                 sfs_notify("STOPPING=1");
@@ -721,6 +796,29 @@ static int keep_supervisor(void *arg, int fd, int rec, unsigned id)
         return sfs_supervisor_keep(d->supervisor, fd, rec, id);
 }
 
+/* Under systemd: the unit's file-descriptor store keeps the pair, under the names a
+ * successor finds in LISTEN_FDNAMES. */
+static int keep_fdstore(void *arg, int fd, int rec, unsigned id)
+{
+        char name[64];
+        int r;
+
+        (void)arg;
+        snprintf(name, sizeof(name), "snapfs-fuse-%u", id);
+        r = sfs_fdstore_store(name, fd);
+        snprintf(name, sizeof(name), "snapfs-rec-%u", id);
+        return r < 0 ? r : sfs_fdstore_store(name, rec);
+}
+
+/* Whether a service manager keeps descriptors for this process: $FDSTORE, the store's size,
+ * as systemd sets it from 254 on (the shipped unit sets it for 252), with $NOTIFY_SOCKET. */
+static bool fdstore_offered(void)
+{
+        const char *n = getenv("FDSTORE"), *sock = getenv("NOTIFY_SOCKET");
+
+        return n && sock && *sock && strtoul(n, NULL, 10) > 0;
+}
+
 /* What a supervisor handed this process: its socket, the inode numbers, the connections.
  * Only from a supervisor (LISTEN_PID names this very process, and only a process that holds
  * the connections could pass them); anything that is not what it claims is closed. 0, or an
@@ -894,6 +992,16 @@ static void daemon_supervise(struct daemon *d)
 {
         int r;
 
+        if (d->supervisor < 0 && d->cfg->foreground && fdstore_offered()) {
+                r = sfs_fdstore_store("snapfs-inodes", sfs_inostate_fd(d->inostate));
+                if (r < 0)
+                        LOG("cannot store the inode numbers with the service manager: %s\n",
+                            strerror(-r));
+                sfs_conn_set_keeper(keep_fdstore, d);
+                d->keeper = true;
+                sfs_status_set_takeover(0, sfs_inostate_generation(d->inostate));
+                return;
+        }
         if (d->supervisor < 0 && !d->cfg->foreground) {
                 r = sfs_supervisor_start(&d->supervisor);
                 if (r < 0)
@@ -905,6 +1013,7 @@ static void daemon_supervise(struct daemon *d)
         if (sfs_supervisor_keep_state(d->supervisor, sfs_inostate_fd(d->inostate)) < 0)
                 LOG("cannot hand the inode numbers to the supervisor: %m\n");
         sfs_conn_set_keeper(keep_supervisor, d);
+        d->keeper = true;
         sfs_status_set_takeover(getppid(), sfs_inostate_generation(d->inostate));
 }
 
@@ -970,6 +1079,8 @@ static void daemon_teardown(struct daemon *d, int ret)
         if (d->signals)
                 stop_signals_remove();
         sfs_session_end(d->se, &d->ctx, unmount);
+        /* A successor that failed to start: what it was handed has nobody to serve it. */
+        sfs_conn_drop_unadopted();
         /* A daemonized child that never served tells its parent why it stops. */
         report_to_parent(ret == SFS_EXIT_OK ? SFS_EXIT_ERROR : ret);
         /* A successor writes its own pid there. */

@@ -492,6 +492,10 @@ unsigned sfs_conn_drop_unadopted(void)
         while (inherited) {
                 struct inherited *e = inherited;
                 inherited = e->next;
+                /* Nobody will ever serve it: unmounted (lazily, only where it is still the
+                 * mount it was), not left answering ENOTCONN. */
+                if (still_mounted(e->c) && umount2(e->c->path, MNT_DETACH) < 0)
+                        LOG("%s: cannot unmount: %m\n", e->c->path);
                 safe_close(e->c->fd);
                 sfs_conn_free(e->c);
                 free(e);

@@ -70,8 +70,9 @@ void sfs_conn_free(struct sfs_conn *c);
 int sfs_conn_inherit(void);
 /* Whether an inherited connection of kind waits at path for sfs_conn_adopt. */
 bool sfs_conn_handed_over(const char *path, enum sfs_conn_kind kind);
-/* Closes every inherited connection nobody adopted (a scope deleted since, a mount gone):
- * the number closed. */
+/* Ends every inherited connection nobody adopted (a scope deleted since, a mount gone, or a
+ * start that failed): unmounted lazily where it is still mounted, then closed. The number
+ * ended. */
 unsigned sfs_conn_drop_unadopted(void);
 /* How many connections were adopted in this process. */
 unsigned sfs_conn_adopted_count(void);

@@ -299,3 +299,18 @@ def test_a_successor_serves_only_descriptors_that_are_fuse_connections(snapfs_bi
         proc.send_signal(signal.SIGTERM)
         proc.communicate(timeout=30)
     assert proc.returncode == 0 and not is_mounted(mnt)
+
+
+def test_a_successor_that_refuses_to_start_unmounts_what_it_was_handed(daemon):
+    """A successor that cannot serve (here a --store others may write, refused: exit 1)
+    leaves no mount answering ENOTCONN: it unmounts every connection it was handed, and the
+    supervisor, which gives up on a refusal, exits with its status. The allowance, a
+    successor that starts, is every test above."""
+    d = daemon
+    os.chmod(d.store, 0o777)
+    os.kill(d.pid, signal.SIGKILL)
+    wait_for(lambda: not alive(d.supervisor), "the supervisor to give up")
+    for m in (d.mnt, d.view, d.scope_view):
+        assert not is_mounted(m), m
+    with open(d.audit) as f:
+        assert not any(json.loads(line)["event"] == "takeover" for line in f)
