@@ -7,8 +7,10 @@
 #include <limits.h>
 #include <stdbool.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sys/sysmacros.h>
+#include <sys/xattr.h>
 #include <unistd.h>
 
 #include "cli/clientopts.h"
@@ -120,6 +122,41 @@ struct put_args {
 };
 
 /* --name NAME (checked when the file is known), --scope NAME, --as ENTRY: -1 to go on. */
+/* "already published", its name, and who else holds it: the other uids that hold it and the
+ * scopes it is granted to, from user.snapfs.holders ("uids=U,U scopes=N"; the owner and root
+ * may read it). Content only a scope published shows here as granted to a scope. */
+static void say_already(const char *mount, const struct snapfs_snapshot *s)
+{
+        char path[PATH_MAX], holders[200] = "", others[200] = "", *p, *save = NULL;
+        unsigned long scopes = 0;
+        size_t o = 0;
+        ssize_t n;
+
+        snprintf(path, sizeof(path), "%s/", mount);
+        for (size_t i = 0; i < SNAPFS_DIGEST_LEN; i++)
+                snprintf(path + strlen(path), 3, "%02x", s->binding.sha256[i]);
+        n = getxattr(path, "user.snapfs.holders", holders, sizeof(holders) - 1);
+        holders[n > 0 ? n : 0] = '\0';
+        p = strstr(holders, " scopes=");
+        if (p) {
+                scopes = strtoul(p + 8, NULL, 10);
+                *p = '\0';
+        }
+        for (p = strtok_r(strncmp(holders, "uids=", 5) ? holders + strlen(holders) : holders + 5,
+                          ",", &save);
+             p; p = strtok_r(NULL, ",", &save))
+                if (strtoul(p, NULL, 10) != (unsigned long)getuid() && o < sizeof(others))
+                        o += (size_t)snprintf(others + o, sizeof(others) - o, "%s%s",
+                                              o ? "," : "", p);
+        fprintf(stderr, "snapfs put: already published%s%s", s->name[0] ? ", named " : "",
+                s->name);
+        if (others[0])
+                fprintf(stderr, "; also held by uid %s", others);
+        if (scopes)
+                fprintf(stderr, "; granted to %lu scope%s", scopes, scopes == 1 ? "" : "s");
+        fputc('\n', stderr);
+}
+
 static int take(void *arg, int val, const char *value, bool json)
 {
         struct put_args *a = arg;
@@ -255,12 +292,8 @@ int cli_cmd_put(int argc, char **argv)
                 return view_failed ? 1 : 0;
         }
         /* Idempotent: the content is there, bound to the existing snapshot. Not a failure. */
-        if (r == 1) {
-                if (s.name[0])
-                        fprintf(stderr, "snapfs put: already published, named %s\n", s.name);
-                else
-                        fprintf(stderr, "snapfs put: already published\n");
-        }
+        if (r == 1)
+                say_already(mount, &s);
         if (printf("%s\n", text) < 0 ||
             (vr == 0 && !scope && printf("read-view %s %s\n", vtext, view) < 0) ||
             (vr == 0 && scope && printf("scope %s %s %s\n", scope, vtext, view) < 0) ||

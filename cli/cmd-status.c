@@ -5,6 +5,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <getopt.h>
+#include <grp.h>
 #include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -15,6 +16,7 @@
 #include "cli/clientopts.h"
 #include "cli/commands.h"
 #include "common/util.h"
+#include "common/values.h"
 
 static void status_usage(FILE *f)
 {
@@ -41,7 +43,8 @@ static void status_usage(FILE *f)
 static void metrics_usage(FILE *f)
 {
         fprintf(f,
-                "Usage: snapfs metrics [--mount MNT] [TRUST] [--format FORMAT] [--output FILE]\n"
+                "Usage: snapfs metrics [--mount MNT] [TRUST] [--format FORMAT]\n"
+                "                      [--output FILE [--group GROUP]]\n"
                 "TRUST: [--owner UID] [--insecure-own-mount] [--trust-user-namespace]\n"
                 "\n"
                 "The daemon's counters as text for Prometheus: publishes, refusals by reason,\n"
@@ -55,7 +58,11 @@ static void metrics_usage(FILE *f)
                 "                prometheus (the text format 0.0.4 node_exporter's textfile\n"
                 "                collector reads)\n"
                 "  --output FILE write FILE whole, atomically (a temporary file beside it,\n"
-                "                renamed over it, mode 0644), instead of standard output\n"
+                "                renamed over it), instead of standard output; mode 0600:\n"
+                "                the counts of every scope are for the operator alone\n"
+                "  --group GROUP with --output: FILE of GROUP (a name or a gid), mode 0640,\n"
+                "                for a collector that runs as that group (node_exporter:\n"
+                "                prometheus)\n"
                 "  -h, --help    show this help\n"
                 "\n"
                 "Exit status: 0 done; 1 refused (the mount, or the daemon: every reason on\n"
@@ -217,12 +224,36 @@ int cli_cmd_status(int argc, char **argv)
 
 /* ---- metrics ---- */
 
-enum { OPT_FORMAT = CLI_OWN_OPTION, OPT_OUTPUT };
+enum { OPT_FORMAT = CLI_OWN_OPTION, OPT_OUTPUT, OPT_GROUP };
 
 struct metrics_args {
         const char *format;
         const char *output;
+        bool has_group;
+        gid_t group;
 };
+
+/* --group: a number, or the name of a group (getgrnam_r). 0 and *gid, -ENOENT for a name no
+ * group has, or getgrnam_r's error. */
+static int group_id(const char *text, gid_t *gid)
+{
+        struct group gr, *found = NULL;
+        char buf[16384];
+        uint32_t id;
+        int r;
+
+        if (value_parse_uid(text, &id) == 0) {
+                *gid = (gid_t)id;
+                return 0;
+        }
+        r = getgrnam_r(text, &gr, buf, sizeof(buf), &found);
+        if (r)
+                return -r;
+        if (!found)
+                return -ENOENT;
+        *gid = found->gr_gid;
+        return 0;
+}
 
 static int take_metrics_option(void *arg, int val, const char *value, bool json)
 {
@@ -234,6 +265,11 @@ static int take_metrics_option(void *arg, int val, const char *value, bool json)
                                                "--format: '%s' is not openmetrics or "
                                                "prometheus", value);
                 a->format = value;
+        } else if (val == OPT_GROUP) {
+                if (group_id(value, &a->group) < 0)
+                        return cli_usage_error("metrics", json, metrics_usage,
+                                               "--group: no group '%s'", value);
+                a->has_group = true;
         } else {
                 if (!*value)
                         return cli_usage_error("metrics", json, metrics_usage,
@@ -246,7 +282,8 @@ static int take_metrics_option(void *arg, int val, const char *value, bool json)
 /* FILE written whole or not at all: a scraper reading it mid-write would take half a text
  * for the whole (node_exporter's textfile collector reads whatever is there). The temporary
  * file is made O_EXCL beside it and renamed over it. 0 or -errno. */
-static int write_atomically(const char *path, const char *text, size_t len)
+static int write_atomically(const char *path, const char *text, size_t len,
+                            const struct metrics_args *a)
 {
         _cleanup_free_ char *tmp = NULL;
         _cleanup_close_ int fd = -1;
@@ -258,8 +295,10 @@ static int write_atomically(const char *path, const char *text, size_t len)
         fd = mkostemp(tmp, O_CLOEXEC);
         if (fd < 0)
                 return negative_errno();
-        /* Metrics are no secret of the daemon's: the collector's uid must read them. */
-        if (fchmod(fd, 0644) < 0)
+        /* Every scope's publish, grant and refusal counts: a tenant reading them counts its
+         * neighbours. The owner's alone (mkostemp's 0600, from the start), or its and the
+         * collector's group's. */
+        if (a->has_group && (fchown(fd, (uid_t)-1, a->group) < 0 || fchmod(fd, 0640) < 0))
                 goto fail;
         while (done < len) {
                 ssize_t w = write(fd, text + done, len - done);
@@ -283,6 +322,7 @@ int cli_cmd_metrics(int argc, char **argv)
         static const struct option options[] = {
                 { "format", required_argument, NULL, OPT_FORMAT },
                 { "output", required_argument, NULL, OPT_OUTPUT },
+                { "group", required_argument, NULL, OPT_GROUP },
                 { NULL, 0, NULL, 0 },
         };
         _cleanup_free_ char *mount = NULL, *request = NULL;
@@ -299,6 +339,9 @@ int cli_cmd_metrics(int argc, char **argv)
                       argc, argv, &co);
         if (r >= 0)
                 return r;
+        if (a.has_group && !a.output)
+                return cli_usage_error("metrics", false, metrics_usage,
+                                       "--group: only with --output");
         mount = cli_mount_path("metrics", &co);
         if (!mount)
                 return 2;
@@ -315,7 +358,7 @@ int cli_cmd_metrics(int argc, char **argv)
         }
         if (a.output) {
                 r = write_atomically(a.output, json_object_get_string(text),
-                                     (size_t)json_object_get_string_len(text));
+                                     (size_t)json_object_get_string_len(text), &a);
                 json_object_put(reply);
                 return r < 0 ? cli_system_error("metrics", false, r, "--output %s", a.output)
                              : 0;

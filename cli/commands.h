@@ -21,6 +21,8 @@ int cli_cmd_verify(int argc, char **argv);
 int cli_cmd_exec(int argc, char **argv);
 int cli_cmd_ls(int argc, char **argv);
 int cli_cmd_audit(int argc, char **argv);
+/* snapfs wait: until an entry of a scope view moves (cmd-wait.c). */
+int cli_cmd_wait(int argc, char **argv);
 
 /* snapfs rm, prune: remove snapshots through the mount (cmd-rm.c, cmd-prune.c). */
 int cli_cmd_rm(int argc, char **argv);

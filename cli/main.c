@@ -14,6 +14,8 @@ const struct cli_command cli_commands[] = {
         { "prune", "remove snapshots older than a duration, or of a kind", cli_cmd_prune },
         { "verify", "verify a binding or a snapshot path, with every reason", cli_cmd_verify },
         { "exec", "run a program with a verified snapshot as a descriptor", cli_cmd_exec },
+        { "wait", "wait for an entry of a scope view to move, then print its binding",
+          cli_cmd_wait },
         { "audit", "check a mount and re-hash every snapshot on it", cli_cmd_audit },
         { "export", "write snapshots into an OCI image layout, optionally signed", cli_cmd_export },
         { "import", "publish the snapshots of an OCI image layout", cli_cmd_import },

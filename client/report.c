@@ -98,6 +98,8 @@ const char *snapfs_strerror(int err)
         case ENOMSG:
                 return "not a kind of snapshot asked for (a signature envelope or a manifest "
                        "is not content)";
+        case ETIMEDOUT:
+                return "the entry did not move before the timeout";
         }
         /* strerrordesc_np: a static string, safe from any thread (unlike strerror). */
         return strerrordesc_np(-err) ?: "unknown error";

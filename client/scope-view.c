@@ -18,6 +18,18 @@
 /* The digest of a snapshot, served on each of its names (fs/tree/tree.h, SFS_XATTR_SHA256). */
 #define XATTR_SHA256 "user.snapfs.sha256"
 
+/* The inode number the daemon shows digest d under in the scope's view (each view numbers
+ * its own): 0 and *ino, or -ENOENT when the scope has no grant of d. */
+static int view_ino(const struct snapfs_grant *g, size_t n, const uint8_t *d, uint64_t *ino)
+{
+        for (size_t i = 0; i < n; i++)
+                if (memcmp(g[i].sha256, d, SNAPFS_DIGEST_LEN) == 0) {
+                        *ino = g[i].ino;
+                        return 0;
+                }
+        return -ENOENT;
+}
+
 int snapfs_scope_binding(const char *mount, const char *scope, const struct snapfs_binding *b,
                          const struct snapfs_options *opts, char *view, size_t viewlen,
                          struct snapfs_binding *out, struct snapfs_report *why)
@@ -25,9 +37,11 @@ int snapfs_scope_binding(const char *mount, const char *scope, const struct snap
         struct snapfs_options any;
         struct snapfs_binding got;
         struct snapfs_scope s;
+        struct snapfs_grant *grants = NULL;
         struct snap_digest d;
         char hex[SNAP_DIGEST_HEX_LEN + 1], esc[256];
-        size_t len;
+        size_t len, n = 0;
+        uint64_t ino = 0;
         int r, fd;
 
         sfc_report_reset(why);
@@ -37,14 +51,18 @@ int snapfs_scope_binding(const char *mount, const char *scope, const struct snap
         memcpy(d.bytes, b->sha256, sizeof(d.bytes));
         snap_digest_to_hex(&d, hex);
 
-        r = snapfs_scope_show(mount, scope, opts, &s, NULL, NULL, why);
+        r = snapfs_scope_show(mount, scope, opts, &s, &grants, &n, why);
         if (r < 0)
                 return r;
+        r = view_ino(grants, n, b->sha256, &ino);
+        snapfs_free(grants);
         len = strlen(s.view);
-        if (len >= viewlen) {
+        if (r < 0 || len >= viewlen) {
                 snapfs_scope_free(&s);
-                return sfc_report_fail(why, -ENAMETOOLONG, "invalid-argument",
-                                          "no room for the view's path");
+                return r < 0 ? sfc_report_fail(why, r, "open", "%.12s... is not granted to "
+                                               "scope %s", hex, scope)
+                             : sfc_report_fail(why, -ENAMETOOLONG, "invalid-argument",
+                                               "no room for the view's path");
         }
         memcpy(view, s.view, len + 1);
         /* The daemon's word is a hint: the view is judged like any mount (same trust root,
@@ -70,7 +88,8 @@ int snapfs_scope_binding(const char *mount, const char *scope, const struct snap
                 return -ESTALE;
         }
         snapfs_scope_free(&s);
-        if (got.size != b->size || got.ino != b->ino)
+        /* The view numbers its own inodes: the grant's number there, not the main mount's. */
+        if (got.size != b->size || got.ino != ino)
                 return sfc_report_fail(why, -ESTALE, "identity",
                                           "the view %s serves another snapshot under that digest",
                                           esc);
@@ -186,11 +205,10 @@ int snapfs_open_entry(const char *view, const char *entry, const struct snapfs_o
         sfc_report_reset(why);
         /* A name of the view's root, never a path: "../x", "a/b" or "." cannot name a
          * grant. */
-        if (!entry || !snap_name_valid(entry))
+        if (!entry || !(snap_entry_name_valid(entry) || snap_is_digest_name(entry)))
                 return sfc_report_fail(why, -EINVAL, "invalid-argument",
-                                          "%s: 1-%d of [A-Za-z0-9._-], not starting with '.'",
-                                          entry ? "not a valid entry name" : "no entry name",
-                                          SNAPFS_NAME_MAX);
+                                       "%s: " SNAP_ENTRY_NAME_RULE ", or a granted digest",
+                                       entry ? "not a valid entry name" : "no entry name");
         mc_escape(entry, esc, sizeof(esc));
         r = sfc_mnt_check(view, opts, &m, why);
         if (r < 0)

@@ -536,13 +536,13 @@ static int grant_request(const char *op, const char *scope, const char *sha256,
         if (sha256 && !snap_is_digest_name(sha256))
                 return sfc_report_fail(why, -EINVAL, "invalid-argument",
                                           "not a snapshot's digest (64 lowercase hex characters)");
-        if (entry && !name_valid(entry))
-                return bad_name(why, "entry name", entry);
-        /* An entry is a name in the view beside the granted digests: one shaped like a digest
-         * would make a name of the view mean two things. */
-        if (entry && snap_is_digest_name(entry))
+        /* The daemon's grammar, refused before asking (snapshot/name.h): an entry is a name
+         * in the view beside the granted digests, and one shaped like a digest in any case
+         * would make a name of the view mean two things; one starting with '-' is an option
+         * to the next tool that meets it. */
+        if (entry && !snap_entry_name_valid(entry))
                 return sfc_report_fail(why, -EINVAL, "invalid-argument",
-                                          "an entry name cannot be a digest");
+                                       "not a valid entry name: " SNAP_ENTRY_NAME_RULE);
         o = request(op);
         if (!o || add(o, "scope", json_object_new_string(scope)) < 0 ||
             (sha256 && add(o, "sha256", json_object_new_string(sha256)) < 0) ||

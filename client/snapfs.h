@@ -372,7 +372,7 @@ int snapfs_revoke(const char *mount, const char *scope, const char *sha256, cons
  * view. Judges mount, asks the daemon for the scope (its view's path), then treats that path
  * like any mount: the mount check under opts, a verified open of the snapshot there by its
  * digest (of any kind). Fills view (viewlen bytes; PATH_MAX is always enough) and *out (the
- * same sha256, size and ino; the view's dev). Returns 0, or: the errors above, -ENOENT (not
+ * same sha256 and size; the view's dev and its own inode number, the grant's there). Returns 0, or: the errors above, -ENOENT (not
  * granted to the scope), the errors of snapfs_open_digest in the view, -ESTALE (the view
  * serves another snapshot). */
 int snapfs_scope_binding(const char *mount, const char *scope, const struct snapfs_binding *b,
@@ -389,6 +389,54 @@ int snapfs_scope_binding(const char *mount, const char *scope, const struct snap
  * one, or content that does not hash to it), the errors of snapfs_open_digest. */
 int snapfs_open_entry(const char *view, const char *entry, const struct snapfs_options *opts,
                       struct snapfs_binding *out, struct snapfs_report *why);
+
+/* A descriptor that polls readable (POLLIN and POLLPRI; POLLHUP too when the entry was
+ * removed) once entry of the scope's view moves from the snapshot it names now: rotated to
+ * another (snapfs grant --as), or removed. Judges view like snapfs_open_entry, then opens
+ * the daemon's watch of the entry, VIEW/.watch.ENTRY, below the pinned root; the daemon wakes
+ * the poll when the entry moves (FUSE poll notices, no timer). Make the watch before reading
+ * the entry: a move in between is then never missed. Close it with close(2). Returns the
+ * descriptor, or: -EINVAL (entry outside the name grammar, or a digest: a digest never
+ * moves), -ENOENT (no such entry in the view), the errors of the mount check. */
+int snapfs_watch_entry(const char *view, const char *entry, const struct snapfs_options *opts,
+                       struct snapfs_report *why);
+
+/* Sleeps until the watch fd (snapfs_watch_entry) is readable, at most timeout_ms
+ * milliseconds (-1: no limit; a signal does not end the wait). Returns 0 (the entry moved),
+ * -ETIMEDOUT, -EIO (the view's daemon is gone), -EBADF. */
+int snapfs_watch_wait(int fd, int timeout_ms);
+
+/* Waits for entry of the scope's view to move (a watch, then snapfs_watch_wait) and opens
+ * what it names then like snapfs_open_entry: the verified descriptor, and *out (may be NULL)
+ * its binding. Returns -ETIMEDOUT (the entry did not move in timeout_ms), -ENOENT (it was
+ * removed; the reason's code is "removed"), the errors of snapfs_watch_entry and of
+ * snapfs_open_entry. */
+int snapfs_wait_entry(const char *view, const char *entry, int timeout_ms,
+                      const struct snapfs_options *opts, struct snapfs_binding *out,
+                      struct snapfs_report *why);
+
+/* snapfs_remove's flags. */
+enum {
+        /* Every snapshot a name names (without it a name of several is -ENOTUNIQ). */
+        SNAPFS_REMOVE_ALL = 1u << 0,
+};
+
+/* What `snapfs rm TARGET` does: judges mount, then removes through it (unlink) every snapshot
+ * target names: a binding (exactly its snapshot: -ESTALE when the digest is there at another
+ * inode), a name (as `snapfs ls` shows it), else a digest or its first 12 or more hex
+ * characters. The target is resolved before anything is removed. *removed and *kept (each
+ * may be NULL): snapshots gone, and snapshots that stay for their other holders (the
+ * caller's hold went: a daemon with --unlink-own). Returns 0, or: -ENOENT (names nothing),
+ * -ENOTUNIQ (a name of several without SNAPFS_REMOVE_ALL, an ambiguous prefix), -EINVAL,
+ * -EPERM (only the mount's owner and root remove snapshots), -EACCES, the errors above. */
+int snapfs_remove(const char *mount, const char *target, unsigned flags,
+                  const struct snapfs_options *opts, size_t *removed, size_t *kept,
+                  struct snapfs_report *why);
+
+/* What `snapfs ls --all` lists: every snapshot of the judged mount, described by the daemon,
+ * in publishing order. 0, *out (an array of *n; snapfs_free it) and *n. */
+int snapfs_list(const char *mount, const struct snapfs_options *opts,
+                struct snapfs_snapshot **out, size_t *n, struct snapfs_report *why);
 
 /* The library's version, "MAJOR.MINOR.PATCH" (a static string): a client that mirrors the
  * structs above (the Python client, the Node.js addon) compares it with the version it was

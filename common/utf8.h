@@ -34,6 +34,17 @@ static inline size_t utf8_seq(const unsigned char *s)
         return 0;
 }
 
+/* Whether s (NUL-terminated) is well-formed UTF-8 throughout. */
+static inline bool utf8_valid(const char *s)
+{
+        const unsigned char *u = (const unsigned char *)s;
+
+        for (size_t i = 0, k; u[i]; i += k)
+                if (!(k = utf8_seq(u + i)))
+                        return false;
+        return true;
+}
+
 /* For s (NUL-terminated): 0 when it is UTF-8 already (nothing allocated); 1 and *fixed (each
  * invalid byte as U+FFFD) and *hex (every byte of s in lowercase hex), both malloc'd; or
  * -ENOMEM. */

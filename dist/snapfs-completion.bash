@@ -12,7 +12,7 @@ _snapfs_commands()
 {
     local list
     list=$("$1" --help 2>/dev/null | sed -n '/^Commands:$/,/^$/s/^  \([a-z][a-z-]*\) .*/\1/p')
-    printf '%s\n' "${list:-mount check put ls rm prune verify exec audit export import keygen scope grant revoke status metrics help version}"
+    printf '%s\n' "${list:-mount check put ls rm prune verify exec wait audit export import keygen scope grant revoke status metrics help version}"
 }
 
 # The value of --mount among the words typed so far, as arguments for snapfs ls or scope ls.
@@ -63,7 +63,7 @@ _snapfs()
         ;;
     --owner | --name | --older-than | --binding | --fd | --env | --max-* | --staging-ttl | \
         --threads | --publishers | --readers | --mode | --fstype | --require | --forbid | \
-        --uid | --gid | --until-pid | --as | --entry)
+        --uid | --gid | --until-pid | --as | --entry | --timeout)
         return 0 # a value of the user's own
         ;;
     esac

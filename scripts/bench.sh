@@ -22,7 +22,9 @@
 #     against the first 100, the daemon's memory and threads per scope); the sandbox-launch
 #     path (create a scope, grant a 4 KiB snapshot, first verified open in the new view) vs a
 #     sealed memfd created and verified, and vs a bare `bwrap --ro-bind / / true`; a verified
-#     open in a scope view vs a memfd its holder has open. SCOPES=N changes the 1,000.
+#     open in a scope view vs a memfd its holder has open; a waiter on an entry's watch woken by
+#     a rotation, from the grant request's start, vs that request's reply. SCOPES=N changes the
+#     1,000.
 #   9 the takeover window (takeover): the longest time a reader checking every byte through
 #     the main mount and the read view went without a whole round read right, across 200
 #     kill -9 rounds of the serving process (its supervisor starts a successor that takes
@@ -103,10 +105,12 @@ section_import() {
   private "$builddir/tests/bench/bench_import" --snapfs "$builddir/cli/snapfs" --csv "$csv"
 }
 
-# scopes: N scopes in one daemon, the sandbox-launch path, a verified open in a view.
+# scopes: N scopes in one daemon, the sandbox-launch path, a verified open in a view, a wait
+# woken by a rotation.
 section_scopes() {
   echo "== item 8: ${SCOPES:-1000} scopes in one daemon; the sandbox-launch path; a verified"
-  echo "   open in a scope view; medians, ratio = snapfs / baseline (lower is better)"
+  echo "   open in a scope view; a wait woken by a rotation; medians, ratio = snapfs / baseline"
+  echo "   (lower is better)"
   private "$builddir/tests/bench/bench_scopes" --snapfs "$builddir/cli/snapfs" --csv "$csv" \
     --scopes "${SCOPES:-1000}"
 }

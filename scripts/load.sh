@@ -56,9 +56,10 @@ run() { # title, mount options..., --, load options...
   while [ "$1" != "--" ]; do mopts+=("$1"); shift; done; shift
   lopts=("$@")
   mkdir -p "$work/mnt"
-  # Every uid the driver runs as publishes, and removes its own snapshots.
+  # Every uid the driver runs as publishes, reads what the others publish (--readers any),
+  # and removes its own snapshots.
   # The audit log must be a regular file: /dev/null is refused like any device.
-  "$snapfs" mount -f --allow-other --publishers any --unlink-own --audit-log "$work/audit.log" "${mopts[@]}" "$work/mnt" > "$work/ready" &
+  "$snapfs" mount -f --allow-other --readers any --publishers any --unlink-own --audit-log "$work/audit.log" "${mopts[@]}" "$work/mnt" > "$work/ready" &
   daemon=$!
   for _ in $(seq 200); do grep -q serving "$work/ready" && break; sleep 0.05; done
   echo "== $title"
@@ -75,7 +76,7 @@ run() { # title, mount options..., --, load options...
 noisy_run() { # seconds [noisy options...]
   local secs=$1; shift
   mkdir -p "$work/mnt"
-  "$snapfs" mount -f --allow-other --publishers 0,40000,40001 --unlink-own \
+  "$snapfs" mount -f --allow-other --readers any --publishers 0,40000,40001 --unlink-own \
     --max-snapshots 16384 --staging-ttl 2s --audit-log "$work/audit.log" "$work/mnt" > "$work/ready" &
   daemon=$!
   for _ in $(seq 200); do grep -q serving "$work/ready" && break; sleep 0.05; done

@@ -11,17 +11,84 @@
 
 #define DEPTH_MAX 32
 
+/* Duplicate keys. json-c keeps the last value of a key given twice, where another reader
+ * keeps the first or refuses: {"op":"scope-list","op":"scope-remove"} would be two requests
+ * to two readers. json-c says nothing, so the lexical pass counts the members of each object
+ * (its ':' outside strings), in the order the objects open, and the parsed tree, walked in
+ * the same order, must have as many keys in each: a duplicate is one key fewer in the first
+ * object that holds one (every object before it in that order is parsed as written). */
+struct members {
+        uint32_t *count;   /* members of the n-th object to open */
+        size_t n, cap;
+        size_t stack[DEPTH_MAX + 1]; /* open containers: object index + 1, or 0 for an array */
+        size_t depth;
+};
+
+static int members_see(struct members *m, unsigned char c)
+{
+        if (c == '{' || c == '[') {
+                if (m->depth > DEPTH_MAX)
+                        return -EINVAL; /* the parser refuses it too */
+                if (c == '[') {
+                        m->stack[m->depth++] = 0;
+                        return 0;
+                }
+                if (m->n == m->cap) {
+                        size_t cap = m->cap ? 2 * m->cap : 16;
+                        uint32_t *v = realloc(m->count, cap * sizeof(*v));
+                        if (!v)
+                                return -ENOMEM;
+                        m->count = v;
+                        m->cap = cap;
+                }
+                m->count[m->n] = 0;
+                m->stack[m->depth++] = ++m->n;
+        } else if (c == '}' || c == ']') {
+                if (m->depth == 0)
+                        return -EINVAL;
+                m->depth--;
+        } else if (m->depth && m->stack[m->depth - 1]) {
+                m->count[m->stack[m->depth - 1] - 1]++;
+        }
+        return 0;
+}
+
+/* Walks o in the order its objects opened: false at the first object with fewer keys than
+ * members written. */
+static bool members_match(json_object *o, const struct members *m, size_t *next)
+{
+        if (json_object_is_type(o, json_type_array)) {
+                for (size_t i = 0; i < json_object_array_length(o); i++)
+                        if (!members_match(json_object_array_get_idx(o, i), m, next))
+                                return false;
+                return true;
+        }
+        if (!json_object_is_type(o, json_type_object))
+                return true;
+        if (*next >= m->n || (size_t)json_object_object_length(o) != m->count[(*next)++])
+                return false;
+        json_object_object_foreach(o, key, val) {
+                (void)key;
+                if (!members_match(val, m, next))
+                        return false;
+        }
+        return true;
+}
+
 /* What json-c's strict mode (0.16) still lets through: single-quoted strings, bare words such
  * as NaN or Infinity, and raw control bytes inside strings. Another reader of the same signed
  * bytes (skopeo, a registry) refuses them or reads them otherwise, and a document two readers
  * read differently can name different layers to each. So this pass refuses them first: 0,
  * or -EINVAL. Strings are skipped with their escapes; outside them, the only words are true,
  * false and null. */
-static int rfc8259_lexically(const char *p, size_t len)
+static int rfc8259_lexically(const char *p, size_t len, struct members *m)
 {
         for (size_t i = 0; i < len; i++) {
                 unsigned char c = (unsigned char)p[i];
-                if (c == '"') {
+                if (c == '{' || c == '[' || c == '}' || c == ']' || c == ':') {
+                        if (members_see(m, c) < 0)
+                                return -EINVAL;
+                } else if (c == '"') {
                         for (i++; i < len && p[i] != '"'; i++) {
                                 if ((unsigned char)p[i] < 0x20)
                                         return -EINVAL;
@@ -52,20 +119,34 @@ static int rfc8259_lexically(const char *p, size_t len)
 
 int oci_json_parse(const void *buf, size_t len, json_object **out)
 {
+        return oci_json_parse_max(buf, len, SNAP_OCI_DOC_MAX, out);
+}
+
+int oci_json_parse_max(const void *buf, size_t len, size_t max, json_object **out)
+{
+        struct members m = { 0 };
         json_tokener *tok;
         json_object *root;
         const char *p = buf;
-        size_t end;
+        size_t end, next = 0;
+        int r;
 
         if (!buf)
                 return -EINVAL;
-        if (len > SNAP_OCI_DOC_MAX)
+        if (len > max || len > INT32_MAX)
                 return -EFBIG;
-        if (len == 0 || rfc8259_lexically(p, len) < 0)
+        if (len == 0)
                 return -EINVAL;
+        r = rfc8259_lexically(p, len, &m);
+        if (r < 0) {
+                free(m.count);
+                return r;
+        }
         tok = json_tokener_new_ex(DEPTH_MAX);
-        if (!tok)
+        if (!tok) {
+                free(m.count);
                 return -ENOMEM;
+        }
         /* Strict: no comments or trailing commas that another reader of the same bytes
          * (skopeo, a registry) would refuse or read otherwise; invalid UTF-8 refused. What
          * strict mode misses, rfc8259_lexically refused above. */
@@ -73,18 +154,24 @@ int oci_json_parse(const void *buf, size_t len, json_object **out)
         root = json_tokener_parse_ex(tok, p, (int)len);
         end = root ? json_tokener_get_parse_end(tok) : 0;
         json_tokener_free(tok);
-        if (!root)
+        if (!root) {
+                free(m.count);
                 return -EINVAL;
+        }
         /* Trailing bytes: a second document behind the first is ambiguous. */
         for (; end < len; end++)
                 if (p[end] != ' ' && p[end] != '\n' && p[end] != '\r' && p[end] != '\t') {
                         json_object_put(root);
+                        free(m.count);
                         return -EINVAL;
                 }
-        if (!json_object_is_type(root, json_type_object)) {
+        if (!json_object_is_type(root, json_type_object) || !members_match(root, &m, &next) ||
+            next != m.n) {
                 json_object_put(root);
+                free(m.count);
                 return -EINVAL;
         }
+        free(m.count);
         *out = root;
         return 0;
 }

@@ -846,6 +846,38 @@ bool snap_store_held(struct snap_store *s, struct snap_object *so)
         return r;
 }
 
+int snap_store_adopt(struct snap_store *s, struct snap_object *so, uint32_t uid,
+                     const char *name)
+{
+        struct object *o = obj_of(so);
+        char *copy = name ? strdup(name) : NULL;
+        int r = 0;
+
+        if (name && !copy)
+                return -ENOMEM;
+        pthread_mutex_lock(&s->lock);
+        if (o->indexed && o->n_holders == 1 && o->holders[0] == uid && !so->name) {
+                so->publisher_uid = uid;
+                so->name = copy;
+                copy = NULL;
+                r = 1;
+        }
+        pthread_mutex_unlock(&s->lock);
+        free(copy);
+        return r;
+}
+
+uint32_t snap_store_grants(struct snap_store *s, struct snap_object *so)
+{
+        struct object *o = obj_of(so);
+        uint32_t n;
+
+        pthread_mutex_lock(&s->lock);
+        n = o->grants;
+        pthread_mutex_unlock(&s->lock);
+        return n;
+}
+
 bool snap_store_indexed(struct snap_store *s, struct snap_object *so)
 {
         bool r;

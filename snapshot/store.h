@@ -51,9 +51,10 @@ struct snap_object {
         uint64_t size;
         const uint8_t *data;      /* size bytes; never NULL, even when size is 0 */
         uint32_t publisher_uid;   /* the first holder (the file's owner), kept when it drops its
-                                     hold; for an object first published in a scope, the uid
-                                     that published it there */
-        char *name;               /* the staging NAME it was first published under, or NULL */
+                                     hold; for an object first published in a scope, the mount
+                                     owner until a main-mount publish adopts it */
+        char *name;               /* the staging NAME it was first published under on the main
+                                     mount, or NULL (a scope's names are the scope's own) */
         struct timespec created;  /* CLOCK_REALTIME of its first publish */
         uint64_t seq;             /* order of indexing: an object stored later has a larger one */
         /* Everything else about an object (its place in the index, its references, holders and
@@ -188,6 +189,15 @@ int snap_store_hold(struct snap_store *s, struct snap_object *o, uint32_t uid);
 bool snap_store_holds(struct snap_store *s, struct snap_object *o, uint32_t uid);
 /* Whether o is published and held by some uid (what the main mount lists). */
 bool snap_store_held(struct snap_store *s, struct snap_object *o);
+/* Makes uid o's publisher and name its name when uid is o's only holder and o has no name:
+ * content first published in a scope (untitled, the owner's), which the main mount's first
+ * publisher names once it holds it (a tenant never names what the operator sees). 1 when
+ * adopted, 0 when not (nothing changes), -ENOMEM. Call it with the lock that the readers of
+ * o->name and o->publisher_uid take. */
+int snap_store_adopt(struct snap_store *s, struct snap_object *o, uint32_t uid,
+                     const char *name);
+/* How many scopes o is granted to. */
+uint32_t snap_store_grants(struct snap_store *s, struct snap_object *o);
 /* Whether o is still published: a digest lookup finds it. */
 bool snap_store_indexed(struct snap_store *s, struct snap_object *o);
 /* o's holders, in the order they took their holds, up to max into out; returns how many. */

@@ -74,8 +74,11 @@ const struct sfs_option sfs_options[SFS_OPT_COUNT] = {
                                                     "snapshot (by default only the mount's "
                                                     "owner and root remove one)") },
         [SFS_OPT_READERS] = { .id = SFS_OPT_READERS, .name = "readers", .arg = SFS_ARG_VALUE, .type = VALUE_UID_LIST,
-                              .metavar = "UID,...|any", .has_def = true, .def_text = "any",
-                              .help = "uids that may read content" },
+                              .metavar = "UID,...|any", .has_def = true,
+                              .def_text = "the mount's owner (the uid running snapfs) and "
+                                          "root",
+                              .help = "uids that may read content beside the owner and root; any "
+                                      "for every uid (a single-tenant host, --read-view)" },
         [SFS_OPT_READ_ONLY] = { .id = SFS_OPT_READ_ONLY, FLAG("read-only", "no .staging/, mount read-only"),
                                 .o_alias = "ro" },
         [SFS_OPT_READ_VIEW] = { .id = SFS_OPT_READ_VIEW, .name = "read-view", .arg = SFS_ARG_PATH, .metavar = "PATH",
@@ -198,8 +201,9 @@ void sfs_daemon_config_init(struct sfs_daemon_config *cfg)
                         .max_snapshots = sfs_options[SFS_OPT_MAX_SNAPSHOTS].def,
                         .max_staging = (unsigned)sfs_options[SFS_OPT_MAX_STAGING].def,
                         .staging_ttl_ms = sfs_options[SFS_OPT_STAGING_TTL].def,
-                        .readers = { .any = true },
-                        /* Empty: the default publishers, the mount's owner and root. */
+                        /* Empty: the default readers and publishers, the mount's owner and
+                         * root (roles.c). */
+                        .readers = { .any = false },
                         .publishers = { .any = false },
                         .cache_timeout = SFS_DEFAULT_CACHE_TIMEOUT,
                 },
@@ -381,7 +385,7 @@ int sfs_daemon_config_finish(struct sfs_daemon_config *cfg, char *why, size_t n)
         }
         if (cfg->read_view && !cfg->tree.readers.any) {
                 /* The view never asks the daemon at open: a reader policy could not apply. */
-                snprintf(why, n, "--read-view needs every uid to be a reader (drop --readers)");
+                snprintf(why, n, "--read-view needs every uid to be a reader (--readers any)");
                 return -EINVAL;
         }
         if (cfg->tree.max_snapshot_size > cfg->tree.max_bytes) {

@@ -51,9 +51,10 @@ struct sfs_tree_config {
                                        max_snapshots */
         uint64_t max_uid_bytes;    /* their bytes; 0: a quarter of max_bytes, but at least
                                        max_snapshot_size */
-        struct value_uid_list readers;
-        struct value_uid_list publishers; /* empty (not any, no uid): the mount owner and
+        struct value_uid_list readers;    /* empty (not any, no uid): the mount owner and
                                              root (roles.c) */
+        struct value_uid_list publishers; /* the same */
+        bool single_uid;           /* no allow_other: the kernel lets only the owner in */
         bool read_only;            /* no .staging/ */
         bool unlink_own;           /* a publisher may remove its own snapshots */
         uid_t owner_uid;           /* owner shown on the directories */

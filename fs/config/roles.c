@@ -13,6 +13,17 @@ static bool is_publisher(const struct sfs_tree_config *cfg, uid_t uid)
         return value_uid_list_has(&cfg->publishers, uid);
 }
 
+/* The main mount is its owner's: the owner and root read it whatever --readers says (the
+ * owner lists, audits and re-hashes everything; root could read the daemon's memory
+ * anyway), and --readers names who else does. Without it nobody else: snapshots published
+ * there may be a sandbox's tokens, which a local user with no scope must not read by
+ * reaching the mount (allow_other, a sandbox given --ro-bind / /). Every-uid reads are
+ * --readers any. */
+static bool is_reader(const struct sfs_tree_config *cfg, uid_t uid)
+{
+        return uid == cfg->owner_uid || uid == 0 || value_uid_list_has(&cfg->readers, uid);
+}
+
 bool sfs_is_scope_user(const struct sfs_scope_users *u, const struct sfs_caller *c)
 {
         /* Root is always one: it could read the daemon's memory anyway, and refusing it
@@ -28,14 +39,14 @@ bool sfs_may_see(const struct sfs_tree_config *cfg, const struct sfs_caller *c)
 {
         if (cfg->scope_users)
                 return sfs_is_scope_user(cfg->scope_users, c);
-        return value_uid_list_has(&cfg->readers, c->uid) || is_publisher(cfg, c->uid);
+        return is_reader(cfg, c->uid) || is_publisher(cfg, c->uid);
 }
 
 bool sfs_may_read(const struct sfs_tree_config *cfg, const struct sfs_caller *c)
 {
         if (cfg->scope_users)
                 return sfs_is_scope_user(cfg->scope_users, c);
-        return value_uid_list_has(&cfg->readers, c->uid);
+        return is_reader(cfg, c->uid);
 }
 
 bool sfs_may_publish(const struct sfs_tree_config *cfg, const struct sfs_caller *c)
@@ -95,6 +106,10 @@ double sfs_meta_timeout(const struct sfs_tree_config *cfg, double want)
          * touches, and a user's OPEN is what decides (docs/design.md, "Scopes", says what a
          * non-user can learn from an entry the kernel still has). */
         if (cfg->scope_users)
+                return want;
+        /* Without allow_other the kernel lets no uid but the owner reach the mount: no
+         * cached entry can answer anyone excluded. */
+        if (cfg->single_uid)
                 return want;
         if (!cfg->readers.any && !cfg->publishers.any)
                 return 0;

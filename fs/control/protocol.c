@@ -15,9 +15,10 @@
 #include "fs/scopes/registry.h"
 #include "fs/control/status.h"
 #include "snapshot/digest.h"
+#include "snapshot/oci-json.h"
+#include "common/utf8.h"
 #include "common/util.h"
 
-#define DEPTH_MAX 16
 #define COUNT_MAX (1ULL << 40)
 
 /* A refusal before the registry: the errno and why. */
@@ -201,9 +202,14 @@ static int parse_uids(json_object *req, struct value_uid_list *u, struct bad *b)
 static json_object *reply_new(int err, const char *text)
 {
         json_object *o = json_object_new_object();
+        _cleanup_free_ char *fixed = NULL, *hex = NULL;
 
         if (!o)
                 return NULL;
+        /* A message cut to its buffer can end inside a name's UTF-8 sequence: the reply stays
+         * UTF-8 (strict readers of it fail on anything else), the cut byte U+FFFD. */
+        if (err && text && utf8_fix(text, &fixed, &hex) == 1)
+                text = fixed;
         json_object_object_add(o, "ok", json_object_new_boolean(err == 0));
         json_object_object_add(o, "error", err ? json_object_new_string(strerrorname_np(err))
                                                : json_object_new_null());
@@ -400,32 +406,6 @@ static const struct {
         { "metrics", op_metrics },
 };
 
-/* One JSON object, with nothing after it but white space. */
-static json_object *parse_request(const char *req, size_t len)
-{
-        json_tokener *tok = json_tokener_new_ex(DEPTH_MAX);
-        json_object *o = NULL;
-        size_t used;
-
-        if (!tok)
-                return NULL;
-        json_tokener_set_flags(tok, JSON_TOKENER_STRICT);
-        o = json_tokener_parse_ex(tok, req, (int)len);
-        used = json_tokener_get_parse_end(tok);
-        if (!o || json_tokener_get_error(tok) != json_tokener_success ||
-            !json_object_is_type(o, json_type_object)) {
-                json_object_put(o);
-                o = NULL;
-        }
-        for (; o && used < len; used++)
-                if (!strchr(" \t\r\n", req[used])) {
-                        json_object_put(o);
-                        o = NULL;
-                }
-        json_tokener_free(tok);
-        return o;
-}
-
 int sfs_protocol_exec(void *reg, const struct sfs_caller *c, const char *req, size_t len,
                       char **reply, size_t *reply_len)
 {
@@ -436,8 +416,11 @@ int sfs_protocol_exec(void *reg, const struct sfs_caller *c, const char *req, si
 
         if (len > INT32_MAX || memchr(req, '\0', len))
                 return -EINVAL;
-        x.req = parse_request(req, len);
-        if (!x.req)
+        /* The daemon's one strict parser (snapshot/oci-json.h): one object, UTF-8, a bounded
+         * depth, nothing after it, and no key twice — json-c alone keeps the last of two
+         * "op" keys, so {"op":"scope-list","op":"scope-remove",...} removed a scope while a
+         * proxy that checked the first "op" saw a listing. */
+        if (oci_json_parse(req, len, &x.req) < 0)
                 return -EINVAL; /* nothing executed: the write itself fails */
         x.reply = reply_new(0, NULL);
         if (!x.reply) {

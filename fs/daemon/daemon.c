@@ -613,10 +613,12 @@ static void scope_warn(void *ctx, const char *msg)
 
 /* The scope registry and its views, their scopes back from --store: 0, or an SFS_EXIT_* code
  * (printed). */
-static int scopes_start(const struct sfs_daemon_config *cfg, struct sfs_tree *tree,
+static int scopes_start(const struct sfs_daemon_config *cfg, const char *mountpoint,
+                        const char *read_view, struct sfs_tree *tree,
                         struct sfs_ocistore *store, struct sfs_audit *audit,
                         struct sfs_scopeviews **views, struct sfs_registry **reg)
 {
+        _cleanup_free_ char *store_dir = cfg->store ? path_make_absolute(cfg->store) : NULL;
         int r = sfs_scopeviews_new(cfg->scope_threads, cfg->debug, views);
 
         if (r == 0)
@@ -628,6 +630,9 @@ static int scopes_start(const struct sfs_daemon_config *cfg, struct sfs_tree *tr
                                              .uid = getuid(),
                                              .gid = getgid(),
                                              .max_scopes = cfg->max_scopes,
+                                             .mountpoint = mountpoint,
+                                             .read_view = read_view,
+                                             .store_dir = store_dir,
                                      },
                                      reg);
         if (r == 0)
@@ -882,6 +887,7 @@ static int daemon_prepare(struct daemon *d)
                 return r;
         d->tc = cfg->tree;
         d->tc.trust = d->trust;
+        d->tc.single_uid = !cfg->allow_other;
         d->sc = (struct sfs_session_config){
                 .allow_other = cfg->allow_other,
                 .ro = cfg->tree.read_only,
@@ -982,7 +988,8 @@ static int daemon_mount(struct daemon *d)
         if (sfs_status_set_daemon(d->path, d->view.path, d->cfg->store) < 0)
                 LOG("snapfs status: out of memory; it names no paths\n");
         /* Scopes after every mount of this daemon, so no view lands on one of them. */
-        return scopes_start(d->cfg, d->ctx.tree, d->store, d->audit, &d->views, &d->reg);
+        return scopes_start(d->cfg, d->path, d->view.path, d->ctx.tree, d->store, d->audit,
+                            &d->views, &d->reg);
 }
 
 /* Daemonized: the supervisor that keeps the connections, forked here (after the mounts, so

@@ -485,6 +485,25 @@ int sfs_conn_resume(struct fuse_session *se, const struct sfs_ops_ctx *ctx)
         return 0;
 }
 
+/* Ends the connection in the kernel (fusectl's abort): the keeper holds a copy of its
+ * descriptor, so closing ours would leave what is still open in it (a removed scope's view a
+ * sandbox holds, detached) waiting forever for an answer; aborted, it fails ENOTCONN. */
+static void abort_conn(const struct sfs_conn *c)
+{
+        char path[64];
+        int fd;
+
+        if (major(c->dev) != 0)
+                return;
+        snprintf(path, sizeof(path), "/sys/fs/fuse/connections/%u/abort", minor(c->dev));
+        fd = open(path, O_WRONLY | O_CLOEXEC | O_NOFOLLOW);
+        if (fd < 0)
+                return;
+        if (write(fd, "1", 1) != 1)
+                LOG("%s: cannot end the connection: %m\n", c->path);
+        close(fd);
+}
+
 unsigned sfs_conn_drop_unadopted(void)
 {
         unsigned n = 0;
@@ -496,6 +515,7 @@ unsigned sfs_conn_drop_unadopted(void)
                  * mount it was), not left answering ENOTCONN. */
                 if (still_mounted(e->c) && umount2(e->c->path, MNT_DETACH) < 0)
                         LOG("%s: cannot unmount: %m\n", e->c->path);
+                abort_conn(e->c);
                 safe_close(e->c->fd);
                 sfs_conn_free(e->c);
                 free(e);

@@ -87,6 +87,14 @@ static void op_init(void *userdata, struct fuse_conn_info *conn)
         ctx->initialized = true;
 }
 
+/* The session ends: no poll handle it gave may be woken after, its channel is gone. */
+static void op_destroy(void *userdata)
+{
+        struct sfs_ops_ctx *ctx = userdata;
+
+        sfs_tree_poll_forget(ctx->tree, ctx);
+}
+
 static void op_lookup(fuse_req_t req, fuse_ino_t parent, const char *name)
 {
         struct sfs_caller c = caller_of(req);
@@ -340,6 +348,46 @@ static void op_release(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi
         (void)ino;
         sfs_tree_release(ctx_of(req)->tree, handle_of(req, fi));
         fuse_reply_err(req, 0);
+}
+
+static void wake_poller(void *ph)
+{
+        /* A poller gone meanwhile is unknown to the kernel now: nothing to tell it. */
+        fuse_lowlevel_notify_poll(ph);
+        fuse_pollhandle_destroy(ph);
+}
+
+static void drop_poller(void *ph)
+{
+        fuse_pollhandle_destroy(ph);
+}
+
+static const struct sfs_poll_ops poll_ops = { .wake = wake_poller, .drop = drop_poller };
+
+/* A watch of an entry (VIEW/.watch.NAME) is readable once the entry moved; ph, when the kernel
+ * asks to be told, is woken then (docs/design.md, "Waiting for an entry to move"). Every
+ * other file is always ready. Implemented for every node, never ENOSYS: that answer would
+ * turn poll off for the whole mount. */
+static void op_poll(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi,
+                    struct fuse_pollhandle *ph)
+{
+        struct sfs_caller c = caller_of(req);
+        struct sfs_node *n = node_of(req, ino);
+        unsigned revents = 0;
+        int r;
+
+        if (!n) {
+                if (ph)
+                        fuse_pollhandle_destroy(ph);
+                fuse_reply_err(req, ESTALE);
+                return;
+        }
+        r = sfs_tree_poll(ctx_of(req)->tree, &c, n, fi ? fi->fh : 0, ph, ctx_of(req),
+                          &poll_ops, &revents);
+        if (r < 0)
+                fuse_reply_err(req, -r);
+        else
+                fuse_reply_poll(req, revents);
 }
 
 static void op_unlink(fuse_req_t req, fuse_ino_t parent, const char *name)
@@ -721,6 +769,7 @@ static void op_removexattr(fuse_req_t req, fuse_ino_t ino, const char *name)
  * refuses the others. */
 const struct fuse_lowlevel_ops sfs_ops = {
         .init = op_init,
+        .destroy = op_destroy,
         .lookup = op_lookup,
         .forget = op_forget,
         .forget_multi = op_forget_multi,
@@ -749,4 +798,5 @@ const struct fuse_lowlevel_ops sfs_ops = {
         .listxattr = op_listxattr,
         .setxattr = op_setxattr,
         .removexattr = op_removexattr,
+        .poll = op_poll,
 };

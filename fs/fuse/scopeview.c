@@ -4,10 +4,12 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <poll.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/epoll.h>
 #include <sys/mount.h>
 #include <sys/stat.h>
 #include <sys/sysmacros.h>
@@ -36,6 +38,8 @@ struct sfs_view {
         uint64_t dev;
         enum view_state state;
         struct sfs_tree *tree;   /* VIEW_DETACHED: the view's to free */
+        bool handing_over;       /* VIEW_DETACHED: its workers are being stopped */
+        bool lingering;          /* VIEW_DETACHED: answered by the reaper, no worker left */
         struct sfs_view *next;
 };
 
@@ -46,6 +50,7 @@ struct sfs_scopeviews {
         bool debug;
         bool started;
         int reap[2];             /* a byte each time a view's loop ends; or a stop */
+        int epfd;                /* the reaper waits here: reap[0] and every lingering view */
         pthread_t reaper;
         bool reaper_running, stop;
         struct sfs_view_ops ops;
@@ -86,56 +91,125 @@ static int start_serving(struct sfs_scopeviews *v, struct sfs_view *view)
                 .max_threads = v->max_threads,
                 .debug = v->debug,
                 .done_fd = v->reap[1],
+                .name = SFS_VIEW_THREAD_NAME,
         };
         return sfs_serving_start(&view->serving);
 }
 
 /* ---- the reaper ---- */
 
+/* A byte on the pipe: frees the detached views whose session the kernel ended, marks ended
+ * the live ones unmounted from outside. -1 when asked to stop. */
+static int reap_ended(struct sfs_scopeviews *v)
+{
+        struct sfs_view *dead = NULL;
+        char c;
+        ssize_t n = read(v->reap[0], &c, 1);
+
+        if (n < 0 && (errno == EINTR || errno == EAGAIN))
+                return 0;
+        pthread_mutex_lock(&v->lock);
+        if (v->stop || n <= 0) {
+                pthread_mutex_unlock(&v->lock);
+                return -1;
+        }
+        for (struct sfs_view *view = v->views, *next; view; view = next) {
+                next = view->next;
+                if (!view->serving.running || !sfs_serving_ended(&view->serving) ||
+                    view->state == VIEW_ENDED || view->handing_over || view->lingering)
+                        continue;
+                if (view->state == VIEW_DETACHED) {
+                        /* The kernel ended the session: the last descriptor of a deleted
+                         * scope's view is closed. */
+                        unlink_view(v, view);
+                        view->next = dead;
+                        dead = view;
+                } else {
+                        /* Unmounted from outside: the scope stays, unserved. */
+                        sfs_serving_stop(&view->serving);
+                        sfs_session_end(view->se, &view->ctx, true);
+                        view->se = NULL;
+                        view->ctx.se = NULL;
+                        view->state = VIEW_ENDED;
+                }
+        }
+        pthread_mutex_unlock(&v->lock);
+        while (dead) {
+                struct sfs_view *next = dead->next;
+                view_free(dead);
+                dead = next;
+        }
+        return 0;
+}
+
+/* One request of a lingering view, answered here; the view freed once the kernel ended its
+ * session (its last descriptor closed: the read fails ENODEV, the poll says POLLERR). */
+static void serve_lingering(struct sfs_scopeviews *v, struct sfs_view *view)
+{
+        struct fuse_buf buf = { .mem = NULL };
+        int r = fuse_session_receive_buf(view->se, &buf);
+
+        if (r > 0)
+                fuse_session_process_buf(view->se, &buf);
+        free(buf.mem);
+        if ((r < 0 && r != -EAGAIN && r != -EINTR) || fuse_session_exited(view->se)) {
+                pthread_mutex_lock(&v->lock);
+                epoll_ctl(v->epfd, EPOLL_CTL_DEL, fuse_session_fd(view->se), NULL);
+                unlink_view(v, view);
+                pthread_mutex_unlock(&v->lock);
+                view_free(view);
+        }
+}
+
+/* The reaper: the one thread that frees what ended, and that answers every view of a removed
+ * scope still held open. */
 static void *reap_loop(void *arg)
 {
         struct sfs_scopeviews *v = arg;
-        char c;
+        struct epoll_event ev[16];
 
         for (;;) {
-                struct sfs_view *dead = NULL;
-                ssize_t n = read(v->reap[0], &c, 1);
+                int n = epoll_wait(v->epfd, ev, (int)ARRAY_SIZE(ev), -1);
 
                 if (n < 0 && errno == EINTR)
                         continue;
-                pthread_mutex_lock(&v->lock);
-                if (v->stop || n <= 0) {
-                        pthread_mutex_unlock(&v->lock);
-                        break;
+                if (n < 0) {
+                        LOG("scope views: the reaper stops: %m\n");
+                        return NULL;
                 }
-                for (struct sfs_view *view = v->views, *next; view; view = next) {
-                        next = view->next;
-                        if (!view->serving.running || !sfs_serving_ended(&view->serving) ||
-                            view->state == VIEW_ENDED)
-                                continue;
-                        if (view->state == VIEW_DETACHED) {
-                                /* The kernel ended the session: the last descriptor of a
-                                 * deleted scope's view is closed. */
-                                unlink_view(v, view);
-                                view->next = dead;
-                                dead = view;
+                for (int i = 0; i < n; i++) {
+                        if (!ev[i].data.ptr) {
+                                if (reap_ended(v) < 0)
+                                        return NULL;
                         } else {
-                                /* Unmounted from outside: the scope stays, unserved. */
-                                sfs_serving_stop(&view->serving);
-                                sfs_session_end(view->se, &view->ctx, true);
-                                view->se = NULL;
-                                view->ctx.se = NULL;
-                                view->state = VIEW_ENDED;
+                                serve_lingering(v, ev[i].data.ptr);
                         }
                 }
-                pthread_mutex_unlock(&v->lock);
-                while (dead) {
-                        struct sfs_view *next = dead->next;
-                        view_free(dead);
-                        dead = next;
-                }
         }
-        return NULL;
+}
+
+/* Hands a detached view's session to the reaper, its workers stopped: 0; 1 when the kernel
+ * ended the session already (nothing held it open: the lazy unmount released it before
+ * umount2 returned), to be freed now; or -errno (it keeps workers then). v->lock held. */
+static int linger(struct sfs_scopeviews *v, struct sfs_view *view)
+{
+        struct epoll_event ev = { .events = EPOLLIN, .data.ptr = view };
+        int fd = fuse_session_fd(view->se);
+        struct pollfd pfd = { .fd = fd, .events = POLLIN };
+        int flags = fcntl(fd, F_GETFL);
+
+        /* Freed at once, not by the reaper later: a create right after a remove must find
+         * its place free, not still counted (--max-scopes counts views held open). */
+        if (poll(&pfd, 1, 0) == 1 && (pfd.revents & (POLLERR | POLLHUP | POLLNVAL)))
+                return 1;
+
+        /* The reaper must never block in a read: a request another reader took, or none. */
+        if (flags < 0 || fcntl(fd, F_SETFL, flags | O_NONBLOCK) < 0 ||
+            epoll_ctl(v->epfd, EPOLL_CTL_ADD, fd, &ev) < 0)
+                return negative_errno();
+        fuse_session_reset(view->se);
+        view->lingering = true;
+        return 0;
 }
 
 /* ---- the backend ---- */
@@ -253,6 +327,7 @@ static void op_detach(void *ctx, struct sfs_view *view, struct sfs_tree *tree)
 {
         struct sfs_scopeviews *v = ctx;
         bool ended;
+        int r;
 
         pthread_mutex_lock(&v->lock);
         ended = view->state == VIEW_ENDED || !view->serving.running;
@@ -261,12 +336,35 @@ static void op_detach(void *ctx, struct sfs_view *view, struct sfs_tree *tree)
         if (ended) {
                 /* Nothing serves it: freed now. */
                 unlink_view(v, view);
-        } else {
-                detach_mount(view);
+                pthread_mutex_unlock(&v->lock);
+                view_free(view);
+                return;
+        }
+        detach_mount(view);
+        view->handing_over = true;
+        pthread_mutex_unlock(&v->lock);
+        /* Its workers go: a removed scope's view held open keeps no thread of its own (the
+         * attack: 1,023 views of removed scopes held open, 3,084 idle threads). What is open
+         * in it is answered by the reaper, one request at a time. */
+        sfs_serving_stop(&view->serving);
+        pthread_mutex_lock(&v->lock);
+        view->handing_over = false;
+        r = linger(v, view);
+        if (r == 1) {
+                unlink_view(v, view);
+                pthread_mutex_unlock(&v->lock);
+                view_free(view);
+                return;
+        }
+        if (r < 0) {
+                LOG("%s: the removed scope's view keeps its workers: %s\n", view->path,
+                    strerror(-r));
+                fuse_session_reset(view->se);
+                if (start_serving(v, view) < 0)
+                        LOG("%s: the removed scope's view is not served any more\n",
+                            view->path);
         }
         pthread_mutex_unlock(&v->lock);
-        if (ended)
-                view_free(view);
 }
 
 static void op_invalidate(void *ctx, struct sfs_view *view, const char *name)
@@ -320,6 +418,38 @@ static bool op_handed_over(void *ctx, const char *path)
         return sfs_conn_handed_over(path, SFS_CONN_SCOPE);
 }
 
+static unsigned op_lingering(void *ctx, char *text, size_t size)
+{
+        struct sfs_scopeviews *v = ctx;
+        unsigned n = 0;
+        size_t o = 0;
+
+        if (text && size)
+                text[0] = '\0';
+        pthread_mutex_lock(&v->lock);
+        for (struct sfs_view *view = v->views; view; view = view->next) {
+                if (view->state != VIEW_DETACHED)
+                        continue;
+                if (text && o < size) {
+                        /* A view that declines OPEN never hears of its descriptors. */
+                        char count[32] = "held";
+                        int k;
+                        if (!view->ctx.no_open)
+                                snprintf(count, sizeof(count), "%zu open",
+                                         sfs_tree_open_handles(view->tree));
+                        k = snprintf(text + o, size - o, "%s%s (%s)", n ? ", " : "",
+                                     view->path, count);
+                        o = k < 0 ? size : o + (size_t)k;
+                }
+                n++;
+        }
+        pthread_mutex_unlock(&v->lock);
+        /* Cut: say so, in the last bytes. */
+        if (text && size > 4 && o >= size)
+                memcpy(text + size - 4, "...", 4);
+        return n;
+}
+
 static void op_shutdown(void *ctx, struct sfs_view *view)
 {
         struct sfs_scopeviews *v = ctx;
@@ -336,11 +466,21 @@ static void op_shutdown(void *ctx, struct sfs_view *view)
 int sfs_scopeviews_new(unsigned max_threads, bool debug, struct sfs_scopeviews **out)
 {
         struct sfs_scopeviews *v = calloc(1, sizeof(*v));
+        struct epoll_event ev = { .events = EPOLLIN, .data.ptr = NULL };
 
         if (!v)
                 return -ENOMEM;
         if (pipe2(v->reap, O_CLOEXEC) < 0) {
                 int r = negative_errno();
+                free(v);
+                return r;
+        }
+        v->epfd = epoll_create1(EPOLL_CLOEXEC);
+        if (v->epfd < 0 || epoll_ctl(v->epfd, EPOLL_CTL_ADD, v->reap[0], &ev) < 0) {
+                int r = negative_errno();
+                safe_close(v->epfd);
+                safe_close(v->reap[0]);
+                safe_close(v->reap[1]);
                 free(v);
                 return r;
         }
@@ -356,6 +496,7 @@ int sfs_scopeviews_new(unsigned max_threads, bool debug, struct sfs_scopeviews *
                 .clear_stale = op_clear_stale,
                 .shutdown = op_shutdown,
                 .handed_over = op_handed_over,
+                .lingering = op_lingering,
                 .ctx = v,
         };
         *out = v;
@@ -408,6 +549,7 @@ void sfs_scopeviews_free(struct sfs_scopeviews *v)
                 v->views = view->next;
                 view_free(view);
         }
+        safe_close(v->epfd);
         safe_close(v->reap[0]);
         safe_close(v->reap[1]);
         pthread_mutex_destroy(&v->lock);

@@ -2,9 +2,10 @@
 /* Scope views (docs/design.md, "Scopes"): each scope's tree mounted at its path as a FUSE
  * session of its own (its own superblock, device number, root inode, kernel locks and request
  * queue), served by a bounded set of worker threads of its own, so one scope's flood can take
- * neither another's locks nor its workers. A deleted scope's view is detached lazily: its
- * session serves the descriptors still open until the kernel ends it (reads then fail with
- * ENODEV), and a thread of the daemon frees it then. Implements registry.h's view backend. */
+ * neither another's locks nor its workers. A deleted scope's view is detached lazily and its
+ * workers stopped: the daemon's one reaper thread answers the descriptors still open, one
+ * request at a time, until the kernel ends the session, and frees it then. Such views count
+ * against --max-scopes (registry.h, lingering). Implements registry.h's view backend. */
 #pragma once
 
 #include <stdbool.h>
@@ -12,6 +13,9 @@
 #include "fs/scopes/registry.h"
 
 struct sfs_scopeviews;
+
+/* The name of every thread that serves a live view (/proc/PID/task/T/comm). */
+#define SFS_VIEW_THREAD_NAME "snapfs-view"
 
 /* Views served by at most max_threads workers each (0: SFS_SCOPE_THREADS_DEFAULT, fs/config/options.h): 0 and *out, or -errno. */
 int sfs_scopeviews_new(unsigned max_threads, bool debug, struct sfs_scopeviews **out);

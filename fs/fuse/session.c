@@ -254,6 +254,10 @@ static void *serving_thread(void *arg)
 {
         struct sfs_serving *s = arg;
 
+        /* Named before libfuse starts its workers from this thread: they inherit it, so the
+         * threads of a session can be counted from outside. */
+        if (s->name)
+                pthread_setname_np(pthread_self(), s->name);
         s->result = session_init(s->se, s->ctx, s->dev, s->debug);
         if (s->result == 0) {
                 if (s->ready)
@@ -285,6 +289,9 @@ int sfs_serving_start(struct sfs_serving *s)
         r = pthread_create_quiet(&s->thread, serving_thread, s, SIGUSR2);
         if (r)
                 return -r;
+        /* Named here too: by the time this returns (the view answered as made). */
+        if (s->name)
+                pthread_setname_np(s->thread, s->name);
         s->running = true;
         return 0;
 }

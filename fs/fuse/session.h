@@ -56,6 +56,8 @@ struct sfs_serving {
         void (*ready)(void *arg);  /* INIT is answered: the mount serves (may be NULL) */
         void *arg;
         int done_fd;               /* one byte is written here when the loop ends, or -1 */
+        const char *name;          /* the loop's threads' name (/proc/PID/task/T/comm), or
+                                      NULL: the creator's */
         int result;                /* 0, or the negative errno the session ended with */
         pthread_t thread;
         bool running;

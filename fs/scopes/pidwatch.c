@@ -247,16 +247,76 @@ static int start_time(pid_t pid, uint64_t *out)
         return 0;
 }
 
-int sfs_pid_tie(pid_t pid, int *pidfd, uint64_t *start)
+/* /proc/PID/status: the thread group pid belongs to and its state letter ('Z' a zombie). */
+static int proc_status(pid_t pid, pid_t *tgid, char *state)
 {
+        char buf[4096], *p;
+        long v;
+        int r;
+
+        r = proc_read(pid, "status", buf, sizeof(buf));
+        if (r < 0)
+                return r;
+        p = strstr(buf, "\nState:");
+        if (!p)
+                return -EIO;
+        p += 7;
+        p += strspn(p, " \t");
+        *state = *p;
+        p = strstr(buf, "\nTgid:");
+        if (!p)
+                return -EIO;
+        v = strtol(p + 6, NULL, 10);
+        if (v <= 0)
+                return -EIO;
+        *tgid = (pid_t)v;
+        return 0;
+}
+
+/* Whether pid is a live process, not a thread of one and not a zombie: 0, or -ESRCH with why.
+ * A thread id is refused, not read as its process: the thread may end while its process
+ * runs on. A zombie has exited: a scope tied to it would be gone the moment it is made. */
+static int live_process(pid_t pid, const char **why)
+{
+        pid_t tgid;
+        char state;
+        int r = proc_status(pid, &tgid, &state);
+
+        if (r == -ESRCH)
+                *why = "no such process";
+        else if (r < 0)
+                return r;
+        else if (tgid != pid)
+                *why = "a thread, not a process: name its process (Tgid in /proc/PID/status)";
+        else if (state == 'Z' || state == 'X')
+                *why = "a zombie: the process has exited and waits to be reaped";
+        else
+                return 0;
+        return -ESRCH;
+}
+
+int sfs_pid_tie(pid_t pid, int *pidfd, uint64_t *start, const char **why)
+{
+        const char *unused;
         int fd, r;
 
+        if (!why)
+                why = &unused;
+        *why = "no such process";
         if (pid <= 0)
                 return -ESRCH;
         fd = (int)syscall(SYS_pidfd_open, pid, 0);
-        if (fd < 0)
-                return negative_errno();
-        r = start_time(pid, start);
+        if (fd < 0) {
+                r = negative_errno();
+                /* pidfd_open refuses a thread id (EINVAL, ENOENT): say what it is. */
+                if (r == -EINVAL || r == -ENOENT || r == -ESRCH)
+                        return live_process(pid, why) < 0 ? -ESRCH : r;
+                return r;
+        }
+        /* Judged while the pidfd holds the number: it names this process, not a successor. */
+        r = live_process(pid, why);
+        if (r == 0)
+                r = start_time(pid, start);
         /* Alive after the read: while the pidfd holds it, its number cannot be reused, so the
          * start time read is this process's. */
         if (r == 0 && syscall(SYS_pidfd_send_signal, fd, 0, NULL, 0) < 0)

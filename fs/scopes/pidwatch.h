@@ -25,10 +25,11 @@ void sfs_pidwatch_remove(struct sfs_pidwatch *w, uint64_t cookie);
 void sfs_pidwatch_free(struct sfs_pidwatch *w);
 
 /* The process pid, tied to as a scope's until-pid: 0 and a pidfd for it, its start time
- * (/proc/PID/stat field 22, clock ticks since boot) in *start, or -ESRCH (no such process),
- * -errno. The start time is read while the pidfd already holds the process, and the process
- * is checked to be alive after it: the time is that process's, not a successor's. */
-int sfs_pid_tie(pid_t pid, int *pidfd, uint64_t *start);
+ * (/proc/PID/stat field 22, clock ticks since boot) in *start, or -ESRCH (no such process, a
+ * thread id that is not its process's, a zombie; *why, when not NULL, says which), -errno.
+ * The start time is read while the pidfd already holds the process, and the process is
+ * checked to be alive after it: the time is that process's, not a successor's. */
+int sfs_pid_tie(pid_t pid, int *pidfd, uint64_t *start, const char **why);
 /* Whether pid still runs and started at start: what a restart re-ties by. */
 bool sfs_pid_same(pid_t pid, uint64_t start);
 /* This boot's id (/proc/sys/kernel/random/boot_id, 36 characters): a start time compares only

@@ -59,6 +59,11 @@ struct sfs_view_ops {
          * adopts: the path is then not prepared (a lookup there would wait for this very
          * daemon). NULL: never. */
         bool (*handed_over)(void *ctx, const char *path);
+        /* How many views detached are still held open (their sessions not ended by the
+         * kernel yet); when text is not NULL, a list of them for a refusal ("PATH (N open)",
+         * N the files and directories open in it, or "PATH (held)" for a view that declines
+         * OPEN and so never hears of them; comma-separated, cut to size with "..."). */
+        unsigned (*lingering)(void *ctx, char *text, size_t size);
         void *ctx;
 };
 
@@ -69,7 +74,11 @@ struct sfs_registry_config {
         const struct sfs_view_ops *views;
         uid_t uid;                     /* the daemon's own */
         gid_t gid;
-        unsigned max_scopes;           /* a create past it is ENOSPC (0: SFS_MAX_SCOPES_LIMIT) */
+        unsigned max_scopes;           /* a create past it is ENOSPC (0: SFS_MAX_SCOPES_LIMIT);
+                                          removed scopes' views still held open count */
+        /* What a view may not cover, be or lie in (NULL: none): the main mount, the read
+         * view, --store. Absolute; the registry resolves each one's parent directory. */
+        const char *mountpoint, *read_view, *store_dir;
 };
 
 struct sfs_registry;
@@ -111,8 +120,11 @@ struct sfs_scope_request {
 
 /* scope-create: *scope (the scope's JSON). -EINVAL (a bad name, path, field; a client_pid
  * that is not the caller's: its pid namespace is another), -EEXIST (the name or the view
- * taken), -EBUSY (the path is a mount point or on one of the daemon's mounts), -ESRCH (no such
- * until-pid), or the errno of mounting it. */
+ * taken), -ENOSPC (--max-scopes reached, counting the views of removed scopes still held
+ * open: the message names them), -EBUSY (the path is a mount point or on one of the daemon's mounts, or it would
+ * cover one: an ancestor of another view, of the main mount, of the read view or of --store;
+ * or it is --store or lies in it), -ESRCH (no such until-pid: a thread id, a zombie), or the
+ * errno of mounting it. */
 int sfs_registry_create(struct sfs_registry *r, const struct sfs_caller *c,
                         const struct sfs_scope_request *req, json_object **scope,
                         struct sfs_msg *msg);

@@ -14,6 +14,7 @@
 #include <sys/sysmacros.h>
 #include <unistd.h>
 
+#include "common/utf8.h"
 #include "common/util.h"
 
 bool sfs_view_path_canonical(const char *path)
@@ -21,6 +22,11 @@ bool sfs_view_path_canonical(const char *path)
         size_t len = path ? strlen(path) : 0;
 
         if (len < 2 || len >= PATH_MAX || path[0] != '/' || path[len - 1] == '/')
+                return false;
+        /* A path that is not UTF-8 would reach every status and scope-list reply raw, and a
+         * strict reader of those replies (the Python client) would fail on all of them for
+         * as long as the scope lives. */
+        if (!utf8_valid(path))
                 return false;
         for (const char *p = path; *p; p++) {
                 if (*p != '/')

@@ -28,5 +28,5 @@ int sfs_view_path_prepare(const char *path, uid_t trusted, const uint64_t *own_d
 /* Removes the directory prepare made, once nothing is mounted there: 0 or -errno. */
 int sfs_view_path_remove(const char *path);
 /* Whether path is canonical and absolute: no "//", ".", ".." component, no trailing "/",
- * at most PATH_MAX - 1 bytes, not "/" itself. */
+ * at most PATH_MAX - 1 bytes, not "/" itself, valid UTF-8. */
 bool sfs_view_path_canonical(const char *path);

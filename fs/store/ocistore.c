@@ -651,7 +651,14 @@ int sfs_ocistore_add(struct sfs_ocistore *s, const struct snap_digest *d, const 
 int sfs_ocistore_set_holders(struct sfs_ocistore *s, const struct snap_digest *d,
                              const uint32_t *holders, size_t n)
 {
+        return sfs_ocistore_set_holders_title(s, d, holders, n, NULL);
+}
+
+int sfs_ocistore_set_holders_title(struct sfs_ocistore *s, const struct snap_digest *d,
+                                   const uint32_t *holders, size_t n, const char *title)
+{
         ssize_t i = find(s, d);
+        char *old_title = NULL, *new_title = NULL;
         uint32_t *old;
         size_t old_n;
         bool old_unheld;
@@ -659,10 +666,16 @@ int sfs_ocistore_set_holders(struct sfs_ocistore *s, const struct snap_digest *d
 
         if (i < 0)
                 return -ENOENT;
+        if (title && !(new_title = strdup(title)))
+                return -ENOMEM;
         old = s->v[i].holders;
         old_n = s->v[i].n_holders;
         old_unheld = s->v[i].unheld;
         s->v[i].holders = NULL;
+        if (new_title) {
+                old_title = s->v[i].title;
+                s->v[i].title = new_title;
+        }
         r = entry_set_holders(&s->v[i], holders, n);
         if (r == 0)
                 r = commit(s);
@@ -672,9 +685,14 @@ int sfs_ocistore_set_holders(struct sfs_ocistore *s, const struct snap_digest *d
                 s->v[i].holders = old;
                 s->v[i].n_holders = old_n;
                 s->v[i].unheld = old_unheld;
+                if (new_title) {
+                        free(new_title);
+                        s->v[i].title = old_title;
+                }
                 return r;
         }
         free(old);
+        free(old_title);
         return 0;
 }
 

@@ -107,6 +107,10 @@ int sfs_ocistore_add(struct sfs_ocistore *s, const struct snap_digest *d, const 
  * (-ENOSPC on a full filesystem) with the manifest unchanged. */
 int sfs_ocistore_set_holders(struct sfs_ocistore *s, const struct snap_digest *d,
                              const uint32_t *holders, size_t n);
+/* The same, and title (when not NULL) becomes the snapshot's title: content a scope published
+ * untitled that the main mount's first publisher names. */
+int sfs_ocistore_set_holders_title(struct sfs_ocistore *s, const struct snap_digest *d,
+                                   const uint32_t *holders, size_t n, const char *title);
 /* Removes a snapshot: its blob first (durably), then the manifest naming it. 0 once the blob
  * is gone, even when the manifest could not be rewritten (a full filesystem: the next start
  * drops the entry whose blob is missing); -ENOENT when not stored; or the errno of removing

@@ -4,6 +4,7 @@
  * who may (roles.h), on which node (tree.c), and hands staged bytes to staging.c. */
 #include <errno.h>
 #include <fcntl.h>
+#include <poll.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -27,6 +28,17 @@ int sfs_tree_open(struct sfs_tree *t, const struct sfs_caller *c, struct sfs_nod
         switch (node_kind(n)) {
         case SFS_KIND_CONTROL:
                 r = sfs_control_open(t, c, n, h, oi);
+                break;
+        case SFS_KIND_WATCH:
+                /* Read like the entry it watches: by the readers the view admits. */
+                if (!sfs_may_read(&t->cfg, c))
+                        r = -EACCES;
+                else if (write || (flags & (O_TRUNC | O_APPEND)))
+                        r = -EROFS;
+                else if (!(*h = sfs_handle_new(t, n, false)))
+                        r = -ENOMEM;
+                if (r == 0)
+                        oi->direct_io = true; /* nothing to cache */
                 break;
         case SFS_KIND_SNAPSHOT:
                 /* In a view, a node whose grant went since the kernel looked it up still
@@ -131,7 +143,7 @@ int sfs_tree_create(struct sfs_tree *t, const struct sfs_caller *c, struct sfs_n
                             t->scope ? &t->scope->staging_bytes : &st->bytes, &stg);
         if (r < 0)
                 goto refused;
-        n = sfs_node_new(t, SFS_KIND_STAGING_FILE, snap_store_alloc_ino(t->store));
+        n = sfs_node_new(t, SFS_KIND_STAGING_FILE, sfs_tree_alloc_ino(t));
         if (!n) {
                 sfs_staging_free(stg);
                 r = -ENOMEM;
@@ -206,6 +218,8 @@ int sfs_tree_read(struct sfs_tree *t, struct sfs_handle *h, size_t size, off_t o
                 return -EINVAL;
         if (node_kind(n) == SFS_KIND_CONTROL)
                 return sfs_control_read(t, h, size, off, reply, ctx);
+        if (node_kind(n) == SFS_KIND_WATCH)
+                return reply(ctx, "", 0);
         /* Snapshot content never changes and the handle keeps it alive: no lock. */
         if (node_kind(n) != SFS_KIND_SNAPSHOT) {
                 tree_lock(t);
@@ -227,6 +241,8 @@ int sfs_tree_read_node(struct sfs_tree *t, struct sfs_node *n, size_t size, off_
 {
         if (off < 0)
                 return -EINVAL;
+        if (node_kind(n) == SFS_KIND_WATCH)
+                return reply(ctx, "", 0);
         if (node_kind(n) != SFS_KIND_SNAPSHOT)
                 return -EBADF;
         return read_snapshot(t, n, size, off, reply, ctx);
@@ -398,10 +414,50 @@ void sfs_tree_release(struct sfs_tree *t, struct sfs_handle *h)
                 return;
         tree_lock(t);
         done_writing(h);
+        if (node_kind(h->node) == SFS_KIND_WATCH)
+                sfs_watch_drop_handle(h->node->watch, sfs_handle_id(h));
         sfs_handle_del(t, h);
         tree_unlock(t);
         sfs_ctl_free(h->ctl);
         free(h);
+}
+
+/* ---- poll ---- */
+
+int sfs_tree_poll(struct sfs_tree *t, const struct sfs_caller *c, struct sfs_node *n,
+                  uint64_t fh, void *ph, const void *owner, const struct sfs_poll_ops *ops,
+                  unsigned *revents)
+{
+        int r;
+
+        tree_lock(t);
+        r = sfs_check_visible(t, c, n);
+        if (r == 0 && node_kind(n) == SFS_KIND_WATCH) {
+                *revents = sfs_watch_poll(n->watch, fh, ph, owner, ops);
+                ph = NULL;
+        } else {
+                /* A file is always ready, as the kernel says of one whose server does not
+                 * implement poll. */
+                *revents = POLLIN | POLLOUT | POLLRDNORM | POLLWRNORM;
+        }
+        tree_unlock(t);
+        if (ph)
+                ops->drop(ph);
+        return r;
+}
+
+void sfs_tree_poll_forget(struct sfs_tree *t, const void *owner)
+{
+        tree_lock(t);
+        sfs_watches_forget_owner(&t->watches, owner);
+        tree_unlock(t);
+}
+
+void sfs_tree_announce_moves(struct sfs_tree *t)
+{
+        tree_lock(t);
+        sfs_watches_announce(&t->watches);
+        tree_unlock(t);
 }
 
 /* ---- unlink, expiry ---- */

@@ -155,7 +155,7 @@ static int persist_new(struct sfs_ocistore *os, struct sfs_staging *stg,
  * it is answered, so a restart keeps it), or without it when not (a hold taken back). The
  * store's lock is held; no other. */
 static int persist_holders(struct sfs_tree *t, struct sfs_ocistore *os, struct snap_object *obj,
-                           uint32_t uid, bool add)
+                           uint32_t uid, bool add, const char *title)
 {
         uint32_t holders[SNAP_HOLDERS_MAX + 2];
         size_t n = snap_store_get_holders(t->store, obj, holders, SNAP_HOLDERS_MAX + 1);
@@ -166,7 +166,40 @@ static int persist_holders(struct sfs_tree *t, struct sfs_ocistore *os, struct s
                 n = SNAP_HOLDERS_MAX + 2;
         else if (add)
                 holders[n++] = uid;
-        return sfs_ocistore_set_holders(os, &obj->digest, holders, n);
+        return sfs_ocistore_set_holders_title(os, &obj->digest, holders, n, title);
+}
+
+/* --store: the title a hold on existing writes with it: the staging name when existing is
+ * held by no uid and untitled (content only scopes held, which this publish names), else
+ * NULL. The store's lock is held: no other publish runs. */
+static const char *adopted_title(struct sfs_tree *t, struct snap_object *existing,
+                                 struct sfs_staging *stg)
+{
+        if (snap_store_held(t->store, existing) || existing->name ||
+            !sfs_staging_name_kept(stg->name))
+                return NULL;
+        return stg->name;
+}
+
+/* Already published: the caller binds to it and holds it too (decided before with --store,
+ * whose record of the hold hold_stored says; here without): -EEXIST, or why not. Content only
+ * scopes held is named by this, its first main-mount publisher: never by the tenant that
+ * published it in its view (the attack: "totally-legit", publisher 4701, as the operator saw
+ * it). t->lock and stg->lock held. */
+static int hold_existing(struct sfs_tree *t, const struct sfs_caller *c,
+                         struct sfs_staging *stg, struct snap_object *existing, bool hold_stored)
+{
+        int r = snap_store_hold(t->store, existing, (uint32_t)c->uid);
+
+        if (r >= 0 && snap_store_adopt(t->store, existing, (uint32_t)c->uid,
+                                       sfs_staging_name_kept(stg->name) ? stg->name : NULL) < 0)
+                r = -ENOMEM;
+        if (r >= 0)
+                return -EEXIST;
+        if (hold_stored)
+                /* Not held after all: the store says what the tree holds. */
+                persist_holders(t, t->cfg.ocistore, existing, 0, false, NULL);
+        return r;
 }
 
 /* The scope's own limits for one more snapshot of len bytes published in it: -EDQUOT past
@@ -255,9 +288,9 @@ static int scope_publish(struct sfs_tree *t, const struct sfs_caller *c, struct 
                 existing = snap_store_lookup(t->store, d);
         if (r == 0 && !existing && os) {
                 /* --store: the bytes, durably, before anything is answered. */
+                /* Untitled: the name is the scope's own, kept in its file. */
                 struct sfs_ocistore_meta meta = { .unheld = true, .created = *now };
                 pthread_mutex_lock(&stg->lock);
-                meta.title = stg->name;
                 r = sfs_ocistore_add(os, d, stg->buf ? (const void *)stg->buf : "", stg->len,
                                      &meta);
                 pthread_mutex_unlock(&stg->lock);
@@ -295,10 +328,12 @@ static int scope_publish(struct sfs_tree *t, const struct sfs_caller *c, struct 
                                            .len = stg->len,
                                            .owned = stg->buf,
                                            .digest = d,
-                                           .ino = n->ino,
+                                           /* The store's own number: n->ino is the
+                                            * view's (sfs_tree_alloc_ino). */
                                            .reserved = stg->len,
-                                           .publisher_uid = (uint32_t)c->uid,
-                                           .name = stg->name,
+                                           /* Named in the scope's grant alone. */
+                                           .publisher_uid = (uint32_t)t->cfg.owner_uid,
+                                           .name = NULL,
                                            .created = now,
                                            .unheld = true,
                                            .grants = 1,
@@ -424,7 +459,8 @@ int sfs_tree_rename(struct sfs_tree *t, const struct sfs_caller *c, struct sfs_n
                  * was (the attack: a uid past its limit made every refused publish write and
                  * fsync its blob, the manifest and index.json, then remove them). */
                 if (r == 0 && existing) {
-                        r = persist_holders(t, os, existing, (uint32_t)c->uid, true);
+                        r = persist_holders(t, os, existing, (uint32_t)c->uid, true,
+                                            adopted_title(t, existing, stg));
                         hold_stored = r == 0;
                 } else if (r == 0) {
                         r = persist_new(os, stg, &actual, (uint32_t)c->uid, &now);
@@ -463,16 +499,8 @@ int sfs_tree_rename(struct sfs_tree *t, const struct sfs_caller *c, struct sfs_n
                         r = 0;
                 }
         }
-        if (r == 0 && existing) {
-                /* Already published: nothing of it changes, the caller binds to it and holds
-                 * it too (decided above with --store; here without). */
-                r = snap_store_hold(t->store, existing, (uint32_t)c->uid);
-                if (r >= 0)
-                        r = -EEXIST;
-                else if (hold_stored)
-                        /* Not held after all: the store says what the tree holds. */
-                        persist_holders(t, os, existing, 0, false);
-        }
+        if (r == 0 && existing)
+                r = hold_existing(t, c, stg, existing, hold_stored);
         if (existing)
                 snap_store_release(t->store, existing);
         if (r < 0) {

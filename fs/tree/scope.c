@@ -11,6 +11,7 @@
 #include <string.h>
 
 #include "snapshot/binding.h"
+#include "snapshot/name.h"
 #include "fs/tree/tree-internal.h"
 #include "common/util.h"
 
@@ -67,6 +68,7 @@ int sfs_tree_new_scope(struct sfs_tree *main, const struct sfs_scope_spec *spec,
         t->scope->save_ctx = spec->save_ctx;
         sfs_grants_init(&t->scope->grants, SFS_FIRST_INO);
         t->scope->max_grants = SFS_SCOPE_GRANTS_MAX;
+        t->scope->next_ino = SFS_FIRST_INO;
 
         /* The daemon's configuration (audit, --store, --trust-key, the global limits, the
          * owner), with the scope's users and staging limits in place of the roles. */
@@ -113,6 +115,16 @@ void sfs_scope_disarm(struct sfs_tree *t)
         tree_unlock(t);
 }
 
+uint64_t sfs_scope_alloc_ino(struct sfs_tree *t)
+{
+        uint64_t ino;
+
+        tree_lock(t);
+        ino = t->scope->next_ino++;
+        tree_unlock(t);
+        return ino;
+}
+
 const char *sfs_scope_name(const struct sfs_tree *t)
 {
         return t->scope ? t->scope->name : NULL;
@@ -120,11 +132,13 @@ const char *sfs_scope_name(const struct sfs_tree *t)
 
 /* ---- planning ---- */
 
-/* An entry name: a staging NAME that is not a digest (the view's digests and entries share
- * one directory, and a digest name always means the digest). */
+/* An entry name (snapshot/name.h): not a digest in any case (the view's digests and entries
+ * share one directory, and a digest name always means the digest: "ABC..." moved to other
+ * content was served under a name a case-folding reader takes for the digest), not an option
+ * ("-rf"). */
 static bool entry_name_valid(const char *name)
 {
-        return snap_name_valid(name) && !snap_is_digest_name(name);
+        return snap_entry_name_valid(name);
 }
 
 /* Whether d names a published snapshot (a lookup of the store). t->lock held. */
@@ -240,8 +254,8 @@ static int add_json(json_object *o, const char *key, json_object *v)
 }
 
 /* One grant's record, its flags as given. */
-static json_object *grant_json(const struct snap_digest *d, bool plain, bool pub, uint32_t uid,
-                               const char *name, const struct timespec *created)
+static json_object *grant_json(const struct snap_digest *d, uint64_t ino, bool plain, bool pub,
+                               uint32_t uid, const char *name, const struct timespec *created)
 {
         char hex[SNAP_DIGEST_HEX_LEN + 1];
         json_object *o = json_object_new_object();
@@ -250,6 +264,7 @@ static json_object *grant_json(const struct snap_digest *d, bool plain, bool pub
                 return NULL;
         snap_digest_to_hex(d, hex);
         if (add_json(o, "sha256", json_object_new_string(hex)) < 0 ||
+            add_json(o, "ino", json_object_new_uint64(ino)) < 0 ||
             add_json(o, "plain", json_object_new_boolean(plain)) < 0 ||
             add_json(o, "published", json_object_new_boolean(pub)) < 0 ||
             add_json(o, "uid", json_object_new_int64(uid)) < 0 ||
@@ -308,7 +323,7 @@ static int build_json(struct sfs_tree *t, const struct sfs_scope_op *op, const s
                                 plain = p->target_plain;
                                 pub = p->target_published;
                         }
-                        r = push(grants, grant_json(&gr->digest, plain, pub, gr->uid,
+                        r = push(grants, grant_json(&gr->digest, gr->ino, plain, pub, gr->uid,
                                                     pub ? gr->name : NULL, &gr->created));
                 } else {
                         const struct sfs_grant_entry *e = l->entry;
@@ -325,7 +340,10 @@ static int build_json(struct sfs_tree *t, const struct sfs_scope_op *op, const s
                 struct timespec now;
                 bool pub = op->kind == SFS_SCOPE_PUBLISH;
                 clock_gettime(CLOCK_REALTIME, &now);
-                r = push(grants, grant_json(&op->digest, p->target_plain, pub,
+                /* The number apply gives it: op's, or the next of the view's. */
+                r = push(grants, grant_json(&op->digest,
+                                            op->ino ? op->ino : t->scope->next_ino,
+                                            p->target_plain, pub,
                                             pub ? op->uid : (uint32_t)t->cfg.owner_uid,
                                             pub ? op->name : NULL, pub ? &op->created : &now));
         }
@@ -335,7 +353,7 @@ static int build_json(struct sfs_tree *t, const struct sfs_scope_op *op, const s
 }
 
 int sfs_scope_grants_json(struct sfs_tree *t, const struct sfs_scope_op *op,
-                          json_object **grants, json_object **entries)
+                          json_object **grants, json_object **entries, uint64_t *next_ino)
 {
         struct plan p = { 0 };
         json_object *ga = json_object_new_array(), *ea = json_object_new_array();
@@ -346,6 +364,8 @@ int sfs_scope_grants_json(struct sfs_tree *t, const struct sfs_scope_op *op,
                 r = plan_op(t, op, &p);
         if (r == 0)
                 r = build_json(t, op, &p, ga, ea);
+        /* Past every number given so far, the one a grant without its own takes included. */
+        *next_ino = t->scope->next_ino + (op && p.add_target && !op->ino);
         tree_unlock(t);
         if (r < 0) {
                 json_object_put(ga);
@@ -374,6 +394,23 @@ void sfs_scope_effects_release(struct sfs_tree *t, struct sfs_scope_effects *fx)
         fx->n_gone = 0;
 }
 
+/* gr is no longer published in the scope (unlinked, revoked): out of the scope's usage, or,
+ * open in the view, kept in it until its last descriptor goes (sfs_handle_del): its memory
+ * stays that long. The attack: publish, keep a descriptor, unlink, again: the scope showed
+ * 0 used while it held most of the daemon, and another scope got ENOSPC. t->lock held. */
+static void uncount(struct sfs_tree *t, struct sfs_grant *gr)
+{
+        struct sfs_node *n = sfs_tree_node(t, gr->ino);
+
+        if (n && node_kind(n) == SFS_KIND_SNAPSHOT && n->obj == gr->obj && n->pins &&
+            !n->held_in_usage) {
+                n->held_in_usage = true;
+                return;
+        }
+        t->scope->used_snapshots--;
+        t->scope->used_bytes -= gr->obj->size;
+}
+
 /* Takes gr out of the view: its name goes stale, its node is revoked (descriptors open on it
  * keep reading), its store grant goes, and with it the snapshot when that was its last
  * reference (collected by the caller from fx). Room for fx's arrays was made. */
@@ -390,10 +427,8 @@ static void drop_grant(struct sfs_tree *t, struct sfs_grant *gr, struct sfs_scop
                 n->revoked = true;
                 fx->inos[fx->n_inos++] = gr->ino;
         }
-        if (gr->published) {
-                t->scope->used_snapshots--;
-                t->scope->used_bytes -= gr->obj->size;
-        }
+        if (gr->published)
+                uncount(t, gr);
         if (snap_store_ungrant(t->store, gr->obj) == 1) {
                 /* Detached: its publication's reference goes now, as every other detach
                  * releases it; the grant's own is handed to the caller, who collects the
@@ -414,6 +449,7 @@ static void drop_entry(struct sfs_tree *t, struct sfs_grant_entry *e,
                        struct sfs_scope_effects *fx)
 {
         sfs_grants_remove_entry(&t->scope->grants, e);
+        fx->watches |= sfs_watches_moved(&t->watches, e->name, true);
         snprintf(fx->names[fx->n_names++], SNAP_NAME_MAX + 1, "%s", e->name);
         free(e);
 }
@@ -509,23 +545,21 @@ int sfs_scope_apply_locked(struct sfs_tree *t, const struct sfs_scope_op *op,
                 gr->plain = p.target_plain;
                 gr->published = op->kind == SFS_SCOPE_PUBLISH;
                 if (gr->published) {
-                        gr->ino = op->ino ? op->ino : obj->ino;
+                        gr->ino = op->ino ? op->ino : t->scope->next_ino++;
                         gr->uid = op->uid;
                         gr->created = op->created;
                         t->scope->used_snapshots++;
                         t->scope->used_bytes += obj->size;
                 } else {
-                        gr->ino = obj->ino;
+                        gr->ino = op->ino ? op->ino : t->scope->next_ino++;
                         gr->uid = (uint32_t)t->cfg.owner_uid;
                         clock_gettime(CLOCK_REALTIME, &gr->created);
                 }
                 sfs_grants_insert(g, gr);
                 p.target = gr;
         } else if (p.target && !p.noop) {
-                if (p.target->published && !p.target_published) {
-                        t->scope->used_snapshots--;
-                        t->scope->used_bytes -= p.target->obj->size;
-                }
+                if (p.target->published && !p.target_published)
+                        uncount(t, p.target);
                 p.target->plain = p.target_plain;
                 p.target->published = p.target_published;
                 if (!p.target->published) {
@@ -541,6 +575,7 @@ int sfs_scope_apply_locked(struct sfs_tree *t, const struct sfs_scope_op *op,
                 /* The rotation: one assignment under the tree's lock, so a lookup finds the
                  * old digest or the new one, never neither. */
                 sfs_grants_retarget(g, p.entry, p.target);
+                fx->watches |= sfs_watches_moved(&t->watches, p.entry->name, false);
                 snprintf(fx->names[fx->n_names++], SNAP_NAME_MAX + 1, "%s", p.entry->name);
         }
         if (p.remove_entry)
@@ -674,11 +709,16 @@ static int restore_grant(struct sfs_tree *t, json_object *o,
         struct sfs_grant *gr;
         struct snap_digest d;
         struct snap_object *obj;
-        bool ok = true;
-        int64_t uid, sec, nsec;
+        bool ok = true, has_ino = true;
+        int64_t uid, sec, nsec, ino;
 
         if (!json_object_is_type(o, json_type_object) || !hex ||
             snap_digest_from_hex(hex, strlen(hex), &d) < 0)
+                return -EINVAL;
+        /* The view's number (a file written before views had their own has none: one is
+         * given after every recorded one is back). */
+        ino = int_field(o, "ino", SFS_FIRST_INO, INT64_MAX, &has_ino);
+        if (!has_ino && json_object_object_get_ex(o, "ino", NULL))
                 return -EINVAL;
         uid = int_field(o, "uid", 0, UINT32_MAX - 1, &ok);
         sec = int_field(o, "created_sec", 0, INT64_MAX, &ok);
@@ -702,7 +742,7 @@ static int restore_grant(struct sfs_tree *t, json_object *o,
         }
         gr->digest = d;
         gr->obj = obj;
-        gr->ino = obj->ino;
+        gr->ino = has_ino ? (uint64_t)ino : 0;
         gr->plain = bool_field(o, "plain");
         gr->published = bool_field(o, "published");
         gr->uid = (uint32_t)uid;
@@ -727,10 +767,17 @@ static int restore_entry(struct sfs_tree *t, json_object *o,
         struct sfs_grant *target;
         struct snap_digest d;
 
-        if (!json_object_is_type(o, json_type_object) || !name || !entry_name_valid(name) || !hex ||
-            snap_digest_from_hex(hex, strlen(hex), &d) < 0 ||
+        if (!json_object_is_type(o, json_type_object) || !name || !snap_name_valid(name) ||
+            !hex || snap_digest_from_hex(hex, strlen(hex), &d) < 0 ||
             sfs_grants_entry(&t->scope->grants, name))
                 return -EINVAL;
+        /* Written before the grammar refused it: left out, the rest of the scope back. */
+        if (!entry_name_valid(name)) {
+                if (warn)
+                        warn(ctx, name, "an entry name the grammar no longer takes (a digest's "
+                             "shape, or a leading '-'); left out");
+                return 1;
+        }
         target = sfs_grants_find(&t->scope->grants, &d);
         if (!target) {
                 if (warn)
@@ -748,7 +795,44 @@ static int restore_entry(struct sfs_tree *t, json_object *o,
         return 0;
 }
 
+static int by_number(const void *a, const void *b)
+{
+        uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
+
+        return x < y ? -1 : x > y;
+}
+
+/* After a restore: the counter past every number recorded (and past next_ino, the file's),
+ * a number for each grant a file of before had none for. Two grants under one number: the
+ * file is not one this daemon wrote, -EINVAL. */
+static int renumber(struct sfs_tree *t, uint64_t next_ino)
+{
+        struct sfs_grants *g = &t->scope->grants;
+        _cleanup_free_ uint64_t *seen = calloc(g->n_digests + 1, sizeof(*seen));
+        size_t n = 0;
+
+        if (!seen)
+                return -ENOMEM;
+        if (next_ino > t->scope->next_ino)
+                t->scope->next_ino = next_ino;
+        for (size_t i = 0; i < g->n_digests; i++)
+                if (g->digests[i]->ino) {
+                        seen[n++] = g->digests[i]->ino;
+                        if (g->digests[i]->ino >= t->scope->next_ino)
+                                t->scope->next_ino = g->digests[i]->ino + 1;
+                }
+        qsort(seen, n, sizeof(*seen), by_number);
+        for (size_t i = 1; i < n; i++)
+                if (seen[i] == seen[i - 1])
+                        return -EINVAL;
+        for (size_t i = 0; i < g->n_listed; i++)
+                if (g->listed[i].grant && !g->listed[i].grant->ino)
+                        g->listed[i].grant->ino = t->scope->next_ino++;
+        return 0;
+}
+
 int sfs_scope_restore(struct sfs_tree *t, json_object *grants, json_object *entries,
+                      uint64_t next_ino,
                       void (*warn)(void *ctx, const char *what, const char *why), void *ctx,
                       struct sfs_scope_effects *fx)
 {
@@ -767,6 +851,8 @@ int sfs_scope_restore(struct sfs_tree *t, json_object *grants, json_object *entr
         n = json_object_array_length(entries);
         for (size_t i = 0; r >= 0 && i < n; i++)
                 r = restore_entry(t, json_object_array_get_idx(entries, i), warn, ctx);
+        if (r >= 0)
+                r = renumber(t, next_ino);
         /* A digest only entries named, whose entries did not come back: not granted. */
         if (r >= 0)
                 r = make_room(t, fx, t->scope->grants.n_digests);

@@ -79,6 +79,11 @@ void sfs_scope_disarm(struct sfs_tree *t);
 /* The scope's name, or NULL for a tree that is no scope's. */
 const char *sfs_scope_name(const struct sfs_tree *t);
 
+/* The view's next inode number, taken (never handed out again): what a grant that adds a
+ * digest is shown under, given before the scope's file is written with it. Takes the
+ * tree's lock. */
+uint64_t sfs_scope_alloc_ino(struct sfs_tree *t);
+
 /* What a change did that its caller finishes with no tree lock held. */
 struct sfs_scope_effects {
         /* Names whose entry in the view's kernel cache is stale now (a moved entry, a digest
@@ -93,6 +98,9 @@ struct sfs_scope_effects {
          * each from --store and then drops the reference held here (its publication's). */
         struct snap_object **gone;
         size_t n_gone;
+        /* Watches of a moved or removed entry were marked: the caller announces them
+         * (sfs_tree_announce_moves) once the names above are invalidated. */
+        bool watches;
 };
 /* Drops the references of fx's gone objects, once the caller removed them from --store (or
  * there is none). */
@@ -108,12 +116,13 @@ struct sfs_grant_info {
         bool published;
 };
 
-/* The scope's grants and entries, as the scope's file keeps them, with op applied when not
- * NULL: 0 and two new JSON arrays, or what applying op would fail with (-ENOENT: no such
+/* The scope's grants and entries, as the scope's file keeps them (each grant with its inode
+ * number in the view), with op applied when not NULL: 0, two new JSON arrays and the view's
+ * next inode number, or what applying op would fail with (-ENOENT: no such
  * snapshot, grant or entry; -EINVAL: a bad entry name; -ENOSPC: past the grants a scope
  * holds). Takes the tree's lock. */
 int sfs_scope_grants_json(struct sfs_tree *t, const struct sfs_scope_op *op,
-                          json_object **grants, json_object **entries);
+                          json_object **grants, json_object **entries, uint64_t *next_ino);
 /* Applies op: SFS_SCOPE_GRANT of a published snapshot (-ENOENT otherwise; an entry that
  * exists moves to it; granting what is granted already changes nothing), SFS_SCOPE_REVOKE
  * (-ENOENT when not granted). *info (may be NULL) is the grant made. Effects in *fx. */
@@ -134,12 +143,14 @@ struct sfs_scope_usage {
 };
 void sfs_scope_get_usage(struct sfs_tree *t, struct sfs_scope_usage *u);
 
-/* Brings back a scope's grants from its file at start (the JSON sfs_scope_grants_json made):
+/* Brings back a scope's grants from its file at start (the JSON sfs_scope_grants_json made,
+ * each under the inode number it had, the view's counter past next_ino and every one):
  * each digest whose snapshot is published, each entry whose digest came back; what is gone is
  * reported through warn (hex or entry name, why) and left out (a digest only entries named
  * that did not come back goes too: in *fx). 0, -EINVAL for a file that does not parse,
  * -ENOMEM. */
 int sfs_scope_restore(struct sfs_tree *t, json_object *grants, json_object *entries,
+                      uint64_t next_ino,
                       void (*warn)(void *ctx, const char *what, const char *why), void *ctx,
                       struct sfs_scope_effects *fx);
 

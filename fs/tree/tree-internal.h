@@ -16,6 +16,7 @@
 #include "snapshot/store.h"
 #include "fs/tree/scope.h"
 #include "fs/tree/tree.h"
+#include "fs/tree/watch.h"
 
 /* Locks, outermost first (the whole order, the registry's and --store's above these, is
  * fs/base/lockorder.h's): t->lock, then a staging file's stg->lock, then the store's own. A staging
@@ -40,6 +41,10 @@ struct sfs_node {
         uint32_t vuid;            /* its owner there */
         struct timespec vtime;    /* its times there */
         bool revoked;             /* its grant went: nlink 0, no new lookup finds it */
+        struct sfs_watch *watch;  /* WATCH: the entry it watches (watch.c) */
+        bool held_in_usage;       /* a scope's snapshot unpublished or revoked while open:
+                                     still counted in its scope's usage (one snapshot, its
+                                     bytes) until its last handle goes */
         struct sfs_node *prev, *next; /* every live node, so the tree can free them all */
 };
 
@@ -76,6 +81,10 @@ struct sfs_scope_state {
         int (*save)(void *ctx, const struct sfs_scope_op *op);
         void *save_ctx;
         size_t max_grants;              /* SFS_SCOPE_GRANTS_MAX, or less */
+        /* The view's own inode numbers, never reused: its grants and staging files count
+         * here, not in the store, so a sandbox learns nothing from them of what another
+         * scope or the operator publishes or grants (kept in the scope's file). */
+        uint64_t next_ino;
 };
 
 /* The control channel's hook (sfs_tree_set_control). */
@@ -115,6 +124,8 @@ struct sfs_tree {
         uint64_t staging_files;
         struct timespec dir_mtime;
         char *view_path;               /* the read view's absolute path, or NULL */
+        struct sfs_watches watches;    /* a scope view's watches (watch.h) */
+        uint64_t next_watch_ino;       /* from SFS_WATCH_FIRST_INO */
 };
 
 /* A tree's lock, in the daemon's lock order (fs/base/lockorder.h): never a second tree's inside. */
@@ -197,6 +208,9 @@ bool sfs_tree_may_check_store(struct sfs_tree *t, const struct sfs_caller *c);
  * t->lock. */
 int sfs_refused(struct sfs_tree *t, const struct sfs_caller *c, const char *event,
                 const char *op, const char *name, const char *target, int err);
+/* A new inode number: the view's own in a scope's view, the store's on the main mount.
+ * t->lock held. */
+uint64_t sfs_tree_alloc_ino(struct sfs_tree *t);
 struct sfs_node *sfs_node_new(struct sfs_tree *t, enum sfs_kind kind, uint64_t ino);
 /* The node this tree knows under ino, or NULL; never one made again for a predecessor's
  * number (sfs_tree_node does that). Takes the id table's lock alone. */

@@ -139,6 +139,7 @@ int sfs_tree_init_common(struct sfs_tree *t)
          * gave the kernel can never name another file here (wrong bytes to its reader). */
         t->fh_base = ((uint64_t)sfs_inostate_generation(t->cfg.inostate) << 40) + 1;
         t->next_fh = t->fh_base;
+        t->next_watch_ino = SFS_WATCH_FIRST_INO;
         t->root.kind = SFS_KIND_ROOT;
         t->root.ino = t->root.id.id = SFS_ROOT_INO;
         t->staging.kind = SFS_KIND_STAGING_DIR;
@@ -163,6 +164,8 @@ static void node_free(struct sfs_tree *t, struct sfs_node *n)
 {
         if (n->kind == SFS_KIND_SNAPSHOT)
                 snap_store_release(t->store, n->obj);
+        else if (n->watch)
+                sfs_watches_remove(&t->watches, n->watch);
         else if (n->stg)
                 sfs_staging_free(n->stg);
         pthread_mutex_lock(&t->ids_lock);
@@ -257,8 +260,9 @@ uint64_t sfs_node_ino(const struct sfs_node *n)
 }
 
 /* The node of a snapshot the kernel learnt from a predecessor (docs/design.md, "Taking
- * over"): made again from the number's digest, if that content is still served under it here
- * (on the main mount the object's, in a scope a grant of it). Visibility is judged by each
+ * over"): made again from what the number names, if that content is still served under it
+ * here (on the main mount the object the kept number's digest names, in a scope view the
+ * grant that carries the number). Visibility is judged by each
  * request, as for any node. It counts one lookup: the kernel holds at least one, and its
  * FORGET (the whole count) frees it. NULL when the number names nothing served. */
 static struct sfs_node *adopt_node(struct sfs_tree *t, uint64_t ino)
@@ -268,18 +272,20 @@ static struct sfs_node *adopt_node(struct sfs_tree *t, uint64_t ino)
         struct sfs_node *n = NULL;
         struct sfs_grant *g = NULL;
 
-        if (ino < SFS_FIRST_INO || sfs_inostate_digest(t->cfg.inostate, ino, 0, d.bytes) < 0)
+        if (ino < SFS_FIRST_INO)
                 return NULL;
         tree_lock(t);
         if (t->scope) {
-                char hex[SNAP_DIGEST_HEX_LEN + 1];
-                snap_digest_to_hex(&d, hex);
-                g = sfs_scope_resolve(t, hex);
+                /* A view numbers its own inodes, kept with its grants in --store. */
+                struct sfs_grants *gs = &t->scope->grants;
+                for (size_t i = 0; i < gs->n_digests && !g; i++)
+                        if (gs->digests[i]->ino == ino)
+                                g = gs->digests[i];
                 if (g) {
                         obj = g->obj;
                         snap_store_ref(t->store, obj);
                 }
-        } else {
+        } else if (sfs_inostate_digest(t->cfg.inostate, ino, 0, d.bytes) == 0) {
                 obj = snap_store_lookup(t->store, &d);
                 if (obj && obj->ino != ino) {
                         /* Republished since: another object, another number. */
@@ -346,6 +352,16 @@ struct sfs_dir *sfs_tree_dir(struct sfs_tree *t, uint64_t id)
         return l ? container_of(l, struct sfs_dir, id) : NULL;
 }
 
+size_t sfs_tree_open_handles(struct sfs_tree *t)
+{
+        size_t n;
+
+        pthread_mutex_lock(&t->ids_lock);
+        n = t->ids_handles.n + t->ids_dirs.n;
+        pthread_mutex_unlock(&t->ids_lock);
+        return n;
+}
+
 uint64_t sfs_handle_id(const struct sfs_handle *h)
 {
         return h->id.id;
@@ -360,6 +376,16 @@ uint64_t sfs_dir_id(const struct sfs_dir *d)
 uint64_t sfs_next_handle_id(struct sfs_tree *t)
 {
         return t->next_fh++;
+}
+
+uint64_t sfs_tree_alloc_ino(struct sfs_tree *t)
+{
+        assert(mutex_held(&t->lock));
+        /* A view counts alone: the store's counter moves with every publish of every scope
+         * and of the operator, which a sandbox could read off its own new files. */
+        if (t->scope)
+                return t->scope->next_ino++;
+        return snap_store_alloc_ino(t->store);
 }
 
 struct sfs_node *sfs_node_new(struct sfs_tree *t, enum sfs_kind kind, uint64_t ino)
@@ -422,6 +448,13 @@ void sfs_handle_del(struct sfs_tree *t, struct sfs_handle *h)
 
         assert(n->pins > 0); /* each handle pins its node once */
         n->pins--;
+        if (n->pins == 0 && n->held_in_usage && t->scope) {
+                /* The last descriptor of a snapshot its scope unpublished or revoked while
+                 * open: its place in the scope's usage goes now (drop_grant kept it). */
+                t->scope->used_snapshots--;
+                t->scope->used_bytes -= n->obj->size;
+                n->held_in_usage = false;
+        }
         pthread_mutex_lock(&t->ids_lock);
         sfs_idmap_del(&t->ids_handles, &h->id);
         pthread_mutex_unlock(&t->ids_lock);
@@ -467,6 +500,14 @@ void sfs_fill_attr(struct sfs_tree *t, struct sfs_node *n, struct stat *st)
                 /* The owner's alone; its size says nothing (every read reaches the daemon). */
                 st->st_mode = S_IFREG | 0600;
                 st->st_nlink = 1;
+                st->st_uid = t->cfg.owner_uid;
+                st->st_gid = t->cfg.owner_gid;
+                st->st_atim = st->st_mtim = st->st_ctim = t->dir_mtime;
+                break;
+        case SFS_KIND_WATCH:
+                /* Empty; polled, never read for anything. Unlinked once its entry moved. */
+                st->st_mode = S_IFREG;
+                st->st_nlink = sfs_watch_moved(n->watch) ? 0 : 1;
                 st->st_uid = t->cfg.owner_uid;
                 st->st_gid = t->cfg.owner_gid;
                 st->st_atim = st->st_mtim = st->st_ctim = t->dir_mtime;
@@ -532,6 +573,7 @@ static double attr_timeout(struct sfs_tree *t, struct sfs_node *n)
                 return sfs_meta_timeout(&t->cfg, t->cfg.cache_timeout);
         case SFS_KIND_STAGING_FILE:
         case SFS_KIND_CONTROL:
+        case SFS_KIND_WATCH:
                 return 0; /* per uid, and changing */
         default:
                 return sfs_meta_timeout(&t->cfg, DIR_ATTR_TIMEOUT);
@@ -665,6 +707,38 @@ struct sfs_node *sfs_snapshot_node(struct sfs_tree *t, struct snap_object *obj, 
         return n;
 }
 
+/* The watch of entry as it is now (watch.h): the one not yet moved, or a new node bound to
+ * what entry names. Only what a lookup of the entry itself would find: a watch is no
+ * oracle, and a digest (which never moves) has none. */
+static int lookup_watch(struct sfs_tree *t, const char *entry, struct sfs_node **out)
+{
+        struct sfs_grant_entry *e;
+        struct sfs_watch *w;
+        struct sfs_node *n;
+
+        if (!snap_name_valid(entry) || snap_is_digest_name(entry))
+                return -ENOENT;
+        e = sfs_grants_entry(&t->scope->grants, entry);
+        if (!e)
+                return -ENOENT;
+        w = sfs_watches_find(&t->watches, entry);
+        if (w) {
+                *out = sfs_watch_node(w);
+                return 0;
+        }
+        n = sfs_node_new(t, SFS_KIND_WATCH, t->next_watch_ino);
+        if (!n)
+                return -ENOMEM;
+        n->watch = sfs_watches_add(&t->watches, entry, &e->target->digest, n);
+        if (!n->watch) {
+                sfs_node_maybe_free(t, n);
+                return -ENOMEM;
+        }
+        t->next_watch_ino++;
+        *out = n;
+        return 0;
+}
+
 /* A name in a scope's root: .staging when it publishes, a granted digest, an entry. */
 static int lookup_scope_root(struct sfs_tree *t, const struct sfs_caller *c, const char *name,
                              struct sfs_node **out)
@@ -677,6 +751,8 @@ static int lookup_scope_root(struct sfs_tree *t, const struct sfs_caller *c, con
                 *out = &t->staging;
                 return 0;
         }
+        if (strncmp(name, SFS_WATCH_PREFIX, strlen(SFS_WATCH_PREFIX)) == 0)
+                return lookup_watch(t, name + strlen(SFS_WATCH_PREFIX), out);
         /* Anything not granted here is absent, whatever the store holds: no oracle. */
         g = sfs_scope_resolve(t, name);
         if (!g)
@@ -756,6 +832,7 @@ int sfs_tree_lookup(struct sfs_tree *t, const struct sfs_caller *c, struct sfs_n
                  * entries can be cached long. */
                 e->entry_timeout = node_kind(n) == SFS_KIND_STAGING_FILE ||
                                                    node_kind(n) == SFS_KIND_CONTROL ||
+                                                   node_kind(n) == SFS_KIND_WATCH ||
                                                    main_unheld(t, n)
                                            ? 0
                                            : sfs_meta_timeout(&t->cfg, t->cfg.cache_timeout);
@@ -801,6 +878,12 @@ int sfs_tree_access(struct sfs_tree *t, const struct sfs_caller *c, struct sfs_n
                         break; /* visible means may publish */
                 case SFS_KIND_STAGING_FILE:
                         if (mask & X_OK)
+                                r = -EACCES;
+                        break;
+                case SFS_KIND_WATCH:
+                        if (mask & W_OK)
+                                r = -EROFS;
+                        else if ((mask & X_OK) || ((mask & R_OK) && !sfs_may_read(&t->cfg, c)))
                                 r = -EACCES;
                         break;
                 case SFS_KIND_CONTROL:

@@ -31,6 +31,11 @@
 #define SFS_CONTROL_REQUEST_MAX (64u << 10)
 /* The first inode number a snapshot or staging file gets. */
 #define SFS_FIRST_INO (SFS_CONTROL_INO + 1)
+/* A scope view's watch of an entry (docs/design.md, "Waiting for an entry to move"):
+ * VIEW/.watch.NAME, never listed, polls readable once NAME moves. Its inode numbers come from
+ * the view's own counter, from SFS_WATCH_FIRST_INO, far above any snapshot's. */
+#define SFS_WATCH_PREFIX ".watch."
+#define SFS_WATCH_FIRST_INO (UINT64_C(1) << 62)
 
 #define SFS_XATTR_SHA256 "user.snapfs.sha256"
 #define SFS_XATTR_BINDING "user.snapfs.binding"
@@ -45,6 +50,10 @@
  * max-snapshot-size=N", "staging-bytes max-staging-bytes=N", "full", a --trust-key reason
  * such as "not-in-signed-manifest"); -ENODATA when it refused none. */
 #define SFS_XATTR_REFUSAL "user.snapfs.refusal"
+/* On a main-mount snapshot, for the mount owner and root (-EACCES for others), not listed:
+ * who else holds it, "uids=U,U scopes=N" (its holders, and how many scopes it is granted to),
+ * what `snapfs put` says of content already there. */
+#define SFS_XATTR_HOLDERS "user.snapfs.holders"
 /* On the root with --store: how many blobs were set aside at start (decimal). */
 #define SFS_XATTR_STORE_CORRUPT "user.snapfs.store-corrupt"
 /* On the root with --store, for the mount owner and root (-EACCES for others), not listed:
@@ -71,6 +80,7 @@ enum sfs_kind {
         SFS_KIND_SNAPSHOT,
         SFS_KIND_STAGING_FILE,
         SFS_KIND_CONTROL, /* MNT/.control */
+        SFS_KIND_WATCH,   /* VIEW/.watch.NAME */
 };
 
 struct sfs_tree;
@@ -148,6 +158,9 @@ struct sfs_handle *sfs_tree_handle(struct sfs_tree *t, uint64_t id);
  * over: docs/design.md, "Taking over"), which this tree cannot know. */
 bool sfs_tree_id_foreign(struct sfs_tree *t, uint64_t id);
 struct sfs_dir *sfs_tree_dir(struct sfs_tree *t, uint64_t id);
+/* How many files and directories the kernel has open in the tree (OPEN and OPENDIR not yet
+ * released): the descriptors the daemon can count (a view that declines OPEN sees none). */
+size_t sfs_tree_open_handles(struct sfs_tree *t);
 uint64_t sfs_handle_id(const struct sfs_handle *h);
 uint64_t sfs_dir_id(const struct sfs_dir *d);
 enum sfs_kind sfs_node_kind(const struct sfs_node *n);
@@ -276,3 +289,27 @@ struct sfs_tree_stats {
         uint64_t staging_files;
 };
 void sfs_tree_get_stats(struct sfs_tree *t, struct sfs_tree_stats *st);
+
+/* ---- waiting for an entry to move (watch.c) ---- */
+
+/* How the tree hands back the poll handles it keeps (the FUSE layer's: fs/tree knows no
+ * FUSE). wake tells the poller to poll again and frees the handle; drop only frees it. */
+struct sfs_poll_ops {
+        void (*wake)(void *ph);
+        void (*drop)(void *ph);
+};
+
+/* A poll of n by c through handle fh (0: none, a view whose opens the kernel makes alone),
+ * on behalf of session owner. *revents: for a watch, POLLIN|POLLRDNORM|POLLPRI once its entry
+ * moved (with POLLHUP when the entry was removed), else 0, and ph (may be NULL) is kept to be
+ * woken when it moves; for any other node, every file's default mask. The tree owns ph from
+ * here on, whatever it returns. Returns 0, -EACCES (c may not see the view), -ENOMEM. */
+int sfs_tree_poll(struct sfs_tree *t, const struct sfs_caller *c, struct sfs_node *n,
+                  uint64_t fh, void *ph, const void *owner, const struct sfs_poll_ops *ops,
+                  unsigned *revents);
+/* Drops every poll handle session owner left (its session ends: never woken after). */
+void sfs_tree_poll_forget(struct sfs_tree *t, const void *owner);
+/* Announces the moves a scope change marked (its effects' watches): their watches are ready
+ * and their pollers woken. Called after the kernel's entries of the moved names were
+ * invalidated, so a woken waiter opens the entry's new snapshot by its name. */
+void sfs_tree_announce_moves(struct sfs_tree *t);

@@ -4,6 +4,7 @@
  * root user.snapfs.usage and, with --store, user.snapfs.store-corrupt and
  * user.snapfs.store-check (the store's blobs re-hashed now, not listed). */
 #include <errno.h>
+#include <inttypes.h>
 #include <fcntl.h>
 #include <limits.h>
 #include <stdio.h>
@@ -257,6 +258,29 @@ static int scope_root_xattr(struct sfs_tree *t, const char *name, char *buf, siz
         return xattr_value(buf, bufsize, text, strlen(text), len);
 }
 
+/* SFS_XATTR_HOLDERS of a main-mount snapshot: "uids=U,U scopes=N" (its holders, and how many
+ * scopes it is granted to), for the owner and root alone (-EACCES: whom else a snapshot is
+ * held by is not another uid's to learn); -ENODATA in a view. t->lock held. */
+static int holders_text(struct sfs_tree *t, const struct sfs_caller *c, struct sfs_node *n,
+                        char *value, size_t size)
+{
+        uint32_t uids[SNAP_HOLDERS_MAX + 1];
+        size_t k, o;
+
+        if (t->scope)
+                return -ENODATA;
+        if (c->uid != 0 && c->uid != t->cfg.owner_uid)
+                return -EACCES;
+        k = snap_store_get_holders(t->store, n->obj, uids, ARRAY_SIZE(uids));
+        o = (size_t)snprintf(value, size, "uids=");
+        for (size_t i = 0; i < k && i < ARRAY_SIZE(uids) && o < size; i++)
+                o += (size_t)snprintf(value + o, size - o, "%s%" PRIu32, i ? "," : "", uids[i]);
+        if (o < size)
+                snprintf(value + o, size - o, " scopes=%" PRIu32,
+                         snap_store_grants(t->store, n->obj));
+        return 0;
+}
+
 int sfs_tree_getxattr(struct sfs_tree *t, const struct sfs_caller *c, struct sfs_node *n,
                       const char *name, char *buf, size_t bufsize, size_t *len)
 {
@@ -287,6 +311,8 @@ int sfs_tree_getxattr(struct sfs_tree *t, const struct sfs_caller *c, struct sfs
                         r = snap_binding_format(&b, value, sizeof(value));
                 } else if (strcmp(name, SFS_XATTR_NAME) == 0 && sname) {
                         snprintf(value, sizeof(value), "%s", sname);
+                } else if (strcmp(name, SFS_XATTR_HOLDERS) == 0) {
+                        r = holders_text(t, c, n, value, sizeof(value));
                 } else if (strcmp(name, SFS_XATTR_KIND) == 0) {
                         /* Classified outside the tree lock (a manifest is parsed), on the
                          * object a reference keeps alive, by the classifier every client

@@ -426,7 +426,8 @@ void bench_section_latency(struct bench_env *env)
         };
         char audit[128], view[128];
         const char *const opts[] = { "--max-snapshot-size", "2M", "--max-bytes", "256M",
-                                     "--audit-log", audit, "--read-view", view, NULL };
+                                     "--audit-log", audit, "--readers", "any",
+                                     "--read-view", view, NULL };
         struct lat l = { .env = env, .view_root = -1 };
         struct mc_policy pol;
         struct mc_verdict v;

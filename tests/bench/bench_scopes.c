@@ -12,13 +12,19 @@
  *     (untimed), since what a bwrap run leaves to tear down slows the next mount;
  *   - a verified open in a scope view (the view judged once, as item 2 does) against a memfd
  *     its holder has open: for a view of root alone (the kernel opens without asking the
- *     daemon) and for a view naming another uid (allow_other: the daemon answers OPEN).
+ *     daemon) and for a view naming another uid (allow_other: the daemon answers OPEN);
+ *   - the wait for an entry to move: a thread asleep in poll(2) on the entry's watch
+ *     (libsnapfs snapfs_watch_entry) is woken by a rotation (a grant under the entry on
+ *     MNT/.control); the time from the request's start to the wake-up, beside the request's
+ *     own time to its reply (the daemon wakes the waiter before it replies).
  *
  *   bench_scopes --snapfs PATH [--csv FILE] [--scopes N] [--rounds N] */
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <getopt.h>
+#include <poll.h>
+#include <pthread.h>
 #include <stdarg.h>
 #include <stdbool.h>
 #include <stdio.h>
@@ -352,6 +358,75 @@ static void open_in_view(struct cfg *c, const char *name, const char *fields,
         bench_series_free(&m);
 }
 
+/* ---- woken by a rotation ---- */
+
+struct waiter {
+        int fd;
+        long long woken;
+};
+
+static void *wait_once(void *arg)
+{
+        struct waiter *w = arg;
+        struct pollfd p = { .fd = w->fd, .events = POLLIN | POLLPRI };
+
+        while (poll(&p, 1, -1) < 0 && errno == EINTR)
+                ;
+        w->woken = bench_now_ns();
+        return NULL;
+}
+
+static void wake_on_rotation(struct cfg *c, const char *hex)
+{
+        struct bench_series s = { 0 }, g = { 0 };
+        struct snapfs_options o = { 0 };
+        struct snapfs_binding b;
+        struct snapfs_report why;
+        uint8_t other[CFG_SIZE];
+        char view[256], ohex[65], note[128];
+        struct snap_digest d;
+        unsigned before = 0;
+
+        bench_fill(other, CFG_SIZE, 0x5c1, 1);
+        if (snapfs_publish(c->mnt, other, CFG_SIZE, &o, &b, &why) < 0)
+                bench_die("publish the second snapshot");
+        snap_sha256(other, CFG_SIZE, &d);
+        snap_digest_to_hex(&d, ohex);
+        snprintf(view, sizeof(view), "%s/waiting", c->views);
+        control(c, "{\"op\": \"scope-create\", \"name\": \"waiting\", \"view\": \"%s\"}",
+                view);
+        control(c, "{\"op\": \"grant\", \"scope\": \"waiting\", \"sha256\": \"%s\", "
+                   "\"entry\": \"cfg\"}", hex);
+        for (unsigned i = 0; i < c->rounds; i++) {
+                struct waiter w = { .fd = snapfs_watch_entry(view, "cfg", &o, &why) };
+                pthread_t t;
+                long long t0, t1;
+
+                if (w.fd < 0 || pthread_create(&t, NULL, wait_once, &w) != 0)
+                        bench_die("watch cfg in %s: %s", view, snapfs_strerror(w.fd));
+                /* Untimed: the waiter asleep in poll, its handle with the daemon. */
+                usleep(5000);
+                t0 = bench_now_ns();
+                control(c, "{\"op\": \"grant\", \"scope\": \"waiting\", \"sha256\": "
+                           "\"%s\", \"entry\": \"cfg\"}", i % 2 ? hex : ohex);
+                t1 = bench_now_ns();
+                pthread_join(t, NULL);
+                close(w.fd);
+                before += w.woken < t1;
+                bench_series_add(&s, (double)(w.woken - t0) / 1e3);
+                bench_series_add(&g, (double)(t1 - t0) / 1e3);
+        }
+        snprintf(note, sizeof(note), "woken before the grant's reply in %u of %u runs", before,
+                 c->rounds);
+        bench_emit(&(struct bench_row){ "8", "wait: woken by a rotation", "4KiB", "free",
+                                        "snapfs", "grant reply", bench_series_median(&s),
+                                        bench_series_median(&g), "us", "", (int)c->rounds,
+                                        note });
+        control(c, "{\"op\": \"scope-remove\", \"name\": \"waiting\"}");
+        bench_series_free(&s);
+        bench_series_free(&g);
+}
+
 int main(int argc, char **argv)
 {
         static const struct option opts[] = {
@@ -414,6 +489,7 @@ int main(int argc, char **argv)
         open_in_view(&c, "root-only", "", cfg_bytes, hex, "verified open: view of root");
         open_in_view(&c, "uid-1000", ", \"uids\": [1000]", cfg_bytes, hex,
                      "verified open: view of a uid");
+        wake_on_rotation(&c, hex);
 
         snap_hasher_free(c.h);
         running = NULL;

@@ -76,8 +76,8 @@ def takeover(snapfs, rounds):
     os.mkdir(mnt)
     os.mkdir(view)
     os.mkdir(store, 0o700)
-    subprocess.run([snapfs, "mount", "--store", store, "--read-view", view, "--pid-file",
-                    pidf, mnt], check=True)
+    subprocess.run([snapfs, "mount", "--store", store, "--read-view", view, "--readers", "any",
+                    "--pid-file", pidf, mnt], check=True)
     pid = lambda: int(open(pidf).read() or 0)  # noqa: E731
     digest = publish(snapfs, mnt, os.urandom(256 << 10))
     proc, out, stop = reader(d, mnt, view, digest)

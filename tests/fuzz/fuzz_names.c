@@ -3,10 +3,13 @@
  *   a snapshot name is exactly 64 characters of [0-9a-f] (snap_digest_from_hex, and
  *   snap_is_digest_name on a C string);
  *   a staging name is 1-64 characters of [A-Za-z0-9._-], not starting with "."
- *   (sfs_staging_name_valid). */
+ *   (sfs_staging_name_valid);
+ *   an entry name is a staging name that starts with neither "." nor "-" and is not 64
+ *   hexadecimal characters in any case (snap_entry_name_valid). */
 #include <errno.h>
 
 #include "snapshot/digest.h"
+#include "snapshot/name.h"
 #include "tests/fuzz/fuzz.h"
 #include "fs/tree/staging.h"
 
@@ -35,6 +38,18 @@ static bool ref_staging_name(const char *s)
         return true;
 }
 
+static bool ref_entry_name(const char *s)
+{
+        size_t len = strlen(s), hex = 0;
+
+        if (!ref_staging_name(s) || len > SNAP_NAME_MAX || s[0] == '-')
+                return false;
+        for (size_t i = 0; i < len; i++)
+                hex += (s[i] >= '0' && s[i] <= '9') || (s[i] >= 'a' && s[i] <= 'f') ||
+                       (s[i] >= 'A' && s[i] <= 'F');
+        return !(len == 64 && hex == 64);
+}
+
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
         char *name = fz_cstr(data, size);
@@ -54,6 +69,10 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         /* As a C string, the way the daemon sees a name from a FUSE request. */
         FZ_CHECK(snap_is_digest_name(name) == ref_lower_hex((const uint8_t *)name, strlen(name)));
         FZ_CHECK(sfs_staging_name_valid(name) == ref_staging_name(name));
+        FZ_CHECK(snap_entry_name_valid(name) == ref_entry_name(name));
+        /* An entry is never a digest's name, in any case, nor an option. */
+        if (snap_entry_name_valid(name))
+                FZ_CHECK(!snap_is_digest_name(name) && name[0] != '-');
         /* Whatever the reference says: never ".", "..", a hidden name or a path. */
         if (sfs_staging_name_valid(name))
                 FZ_CHECK(!strchr(name, '/') && name[0] != '.');

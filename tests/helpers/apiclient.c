@@ -291,7 +291,7 @@ static int usage(void)
 {
         fprintf(stderr, "usage: apiclient publish|open|digest|verify-fd|describe|scope-create|"
                         "scope-list|scope-show|scope-remove|grant|revoke|scope-binding|"
-                        "open-entry|control|abi ...\n");
+                        "open-entry|wait-entry|control|abi ...\n");
         return 2;
 }
 
@@ -359,6 +359,7 @@ int main(int argc, char **argv)
                 { "entry", required_argument, NULL, 'e' },
                 { "sha256", required_argument, NULL, 's' },
                 { "name", required_argument, NULL, 'n' },
+                { "timeout", required_argument, NULL, 't' },
                 { NULL, 0, NULL, 0 },
         };
         struct snapfs_scope_spec spec = { 0 };
@@ -371,7 +372,7 @@ int main(int argc, char **argv)
         struct snapfs_snapshot s;
         const char *cmd, *name = NULL;
         bool from_fd = false;
-        int c, r = 0, fd;
+        int c, r = 0, fd, timeout_ms = -1;
 
         if (argc < 2)
                 return usage();
@@ -431,6 +432,9 @@ int main(int argc, char **argv)
                         break;
                 case 'n':
                         name = optarg;
+                        break;
+                case 't':
+                        timeout_ms = (int)strtol(optarg, NULL, 10) * 1000;
                         break;
                 case 'k':
                         if (strcmp(optarg, "content") == 0)
@@ -605,6 +609,15 @@ int main(int argc, char **argv)
                 }
         } else if (strcmp(cmd, "open-entry") == 0 && argc == 2) {
                 r = fd = snapfs_open_entry(argv[0], argv[1], &opts, &b, &why);
+                if (fd >= 0) {
+                        put_binding(&b);
+                        if (snapfs_describe_fd(fd, &b, &s) == 0)
+                                put_snapshot(&s);
+                        r = put_content(fd);
+                        close(fd);
+                }
+        } else if (strcmp(cmd, "wait-entry") == 0 && argc == 2) {
+                r = fd = snapfs_wait_entry(argv[0], argv[1], timeout_ms, &opts, &b, &why);
                 if (fd >= 0) {
                         put_binding(&b);
                         if (snapfs_describe_fd(fd, &b, &s) == 0)

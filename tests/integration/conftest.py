@@ -95,8 +95,17 @@ def mount_snapfs(snapfs_bin, workdir):
         assert died is None, died
 
 
+def pytest_configure(config):
+    config.addinivalue_line(
+        "markers", "readers_any: the snapfs fixture's mount is read by every uid (--readers "
+        "any): the test's subject is what another uid meets as a reader")
+
+
 @pytest.fixture
-def snapfs(mount_snapfs):
-    """A default mount, reachable by other uids."""
+def snapfs(request, mount_snapfs):
+    """A default mount, reachable by other uids; its content the owner's and root's alone
+    (no --readers), or every uid's for a test marked readers_any."""
+    if request.node.get_closest_marker("readers_any"):
+        return mount_snapfs("--allow-other", "--readers", "any")
     return mount_snapfs("--allow-other")
 

@@ -11,6 +11,7 @@ OUT/result.json gets one entry per step; a step that raised has its error under
 reads a failure. Nothing here asserts: test_systemd.py does, on the result.
 """
 import errno
+import grp
 import gzip
 import hashlib
 import json
@@ -274,10 +275,18 @@ def step_status_and_metrics(cfg, res):
                                  "snapfs.service")
     res["main_pid"] = main_pid("snapfs.service")
     res["status"] = sh(snapfs, "status", "--mount", mnt, "--json")
+    # The unit writes the file for the group node_exporter runs as (--group prometheus), which
+    # Debian's prometheus-node-exporter makes; this fresh root has none: made as it would.
+    try:
+        grp.getgrnam("prometheus")
+    except KeyError:
+        sh("groupadd", "--system", "prometheus")
     res["metrics_service"] = sh("systemctl", "start", "snapfs-metrics.service")
     with open(TEXTFILE) as f:
         res["textfile"] = f.read()
-    res["textfile_mode"] = oct(os.stat(TEXTFILE).st_mode & 0o7777)
+    st = os.stat(TEXTFILE)
+    res["textfile_mode"] = oct(st.st_mode & 0o7777)
+    res["textfile_group"] = grp.getgrgid(st.st_gid).gr_name
     os.unlink(TEXTFILE)
     # The timer runs the service at once when started, then every 15 s.
     res["timer"] = sh("systemctl", "start", "snapfs-metrics.timer")

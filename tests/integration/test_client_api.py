@@ -95,15 +95,20 @@ def test_publishing_one_byte_past_the_limit_is_efbig_and_leaves_nothing(client, 
 
 def test_a_publisher_that_may_not_read_gets_the_binding_a_reader_verifies(client,
                                                                           mount_snapfs):
-    fs = mount_snapfs("--allow-other", "--publishers", "0", "--readers", str(NOBODY_UID))
-    out = client.publish(fs.path, b"for the sandbox")
+    runtime = NOBODY_UID + 1
+    fs = mount_snapfs("--allow-other", "--publishers", str(runtime), "--readers",
+                      str(NOBODY_UID))
+    publisher = client.as_uid(runtime)
+    out = publisher.publish(fs.path, b"for the sandbox", "--owner", "0")
     assert out["binding"] == binding_of(fs.p(sha256_hex(b"for the sandbox")))
-    # The publisher itself may not read the content back; the reader uid may, verified.
-    refused = client.open(fs.path, out["binding"])
+    # The publisher itself may not read the content back; the reader uid may, verified, and
+    # so may root (the mount's owner here): the main mount is theirs whatever --readers says.
+    refused = publisher.open(fs.path, out["binding"], "--owner", "0")
     assert refused["error"] == "EACCES" and codes(refused) == {"open"}
     reader = client.as_uid(NOBODY_UID)
     assert reader.open(fs.path, out["binding"], "--owner", "0")["content_hex"] == \
         b"for the sandbox".hex()
+    assert client.open(fs.path, out["binding"])["content_hex"] == b"for the sandbox".hex()
 
 
 def test_a_client_size_limit_refuses_before_writing(client, snapfs):
@@ -279,6 +284,7 @@ def test_a_stacked_snapfs_mount_is_refused(client, snapfs):
         subprocess.run(["umount", snapfs.path], capture_output=True, timeout=30)
 
 
+@pytest.mark.readers_any
 def test_a_root_mount_is_trusted_by_default_and_refused_when_another_owner_is_named(client, snapfs):
     binding = client.publish(snapfs.path, b"cfg")["binding"]
     other = client.as_uid(NOBODY_UID)

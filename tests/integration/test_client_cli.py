@@ -21,8 +21,8 @@ from snaptest import NOBODY_UID, ROOT, SNAPFS, run, sha256_hex
 
 EMPTY_SHA256 = "e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855"
 MANPAGE = ROOT / "cli" / "snapfs.1"
-SUBCOMMANDS = ["mount", "check", "put", "verify", "exec", "ls", "rm", "prune", "audit", "version",
-               "status", "metrics"]
+SUBCOMMANDS = ["mount", "check", "put", "verify", "exec", "wait", "ls", "rm", "prune", "audit",
+               "version", "status", "metrics"]
 
 
 @pytest.fixture(scope="module", autouse=True)

@@ -266,7 +266,7 @@ def test_only_the_main_thread_takes_sigterm_so_it_always_stops_the_loop(mount_sn
     daemon would mark itself exited and never stop: every other thread must block it."""
     view = os.path.join(workdir, "view")
     os.mkdir(view)
-    fs = mount_snapfs("--read-view", view, "--staging-ttl", "1m")
+    fs = mount_snapfs("--readers", "any", "--read-view", view, "--staging-ttl", "1m")
     pid = fs.proc.pid
     tids = [int(t) for t in os.listdir(f"/proc/{pid}/task")]
     assert len(tids) >= 3  # main, sweeper, view loop (and libfuse's workers)

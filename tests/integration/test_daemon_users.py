@@ -2,6 +2,7 @@
 """Several uids on one mount: a non-root publisher and reader, invisible staging, unlink
 rights, and the --readers/--publishers policies."""
 import os
+import subprocess
 
 from snaptest import NOBODY_UID, UID_PRELUDE, E, as_uid, errno_of, run, sha256_hex
 
@@ -10,7 +11,7 @@ CLIENT = UID_PRELUDE
 
 
 def test_a_non_root_uid_publishes_and_reads_but_modifies_nothing(mount_snapfs):
-    snapfs = mount_snapfs("--allow-other", "--publishers", "any")
+    snapfs = mount_snapfs("--allow-other", "--publishers", "any", "--readers", "any")
     code = CLIENT + r'''
 data = b"published by an ordinary uid"
 d = hashlib.sha256(data).hexdigest()
@@ -66,26 +67,66 @@ print(hashlib.sha256(data).hexdigest())
 '''
 
 
-def test_by_default_another_uid_reads_but_cannot_publish_or_unlink(snapfs):
-    # The README's sandbox recipe: root's daemon, --allow-other, the mount reachable by the
-    # sandbox's uid. It reads what the runtime published, and can neither fill the store nor
-    # remove the runtime's snapshot.
-    digest = snapfs.publish(b"root's config")
-    code = CLIENT + r'''
+def cat_as(uid, path):
+    """A real cat(1) as uid: (exit code, stdout bytes, stderr)."""
+    r = subprocess.run(["setpriv", f"--reuid={uid}", f"--regid={uid}", "--clear-groups",
+                        "cat", path], capture_output=True, timeout=60)
+    return r.returncode, r.stdout, r.stderr.decode()
+
+
+# Another uid on a mount it may read: reads, and can neither publish nor remove.
+READER = CLIENT + r'''
 d = sys.argv[2]
-assert open(f"{mnt}/{d}", "rb").read() == b"root's config"
+assert open(f"{mnt}/{d}", "rb").read() == b"sandbox A's token"
 assert refused(os.open, f"{mnt}/.staging/x", os.O_WRONLY | os.O_CREAT | os.O_EXCL) == errno.EACCES
 assert refused(os.listdir, f"{mnt}/.staging") == errno.EACCES
 assert refused(os.unlink, f"{mnt}/{d}") == errno.EPERM
-assert open(f"{mnt}/{d}", "rb").read() == b"root's config"
 '''
-    as_uid(NOBODY_UID, code, snapfs.path, digest)
-    assert open(snapfs.p(digest), "rb").read() == b"root's config"
-    os.unlink(snapfs.p(digest))  # the owner may
+
+
+def test_by_default_another_uids_cat_of_the_main_mount_is_eacces_and_the_owners_reads(
+        mount_snapfs):
+    """The main mount is its owner's: a local user with no scope that reaches it (here
+    --allow-other, as the shipped config has it; or a sandbox given the host's root) reads
+    nothing there, not even the names. The owner (root, whose daemon this is) reads."""
+    fs = mount_snapfs("--allow-other")
+    digest = fs.publish(b"sandbox A's token")
+    rc, out, err = cat_as(NOBODY_UID, fs.p(digest))
+    assert (rc, out) == (1, b"") and "Permission denied" in err, err
+    code = CLIENT + r'''
+d = sys.argv[2]
+print(refused(os.open, f"{mnt}/{d}", os.O_RDONLY), refused(os.stat, f"{mnt}/{d}"),
+      refused(os.listdir, mnt))
+'''
+    r = as_uid(NOBODY_UID, code, fs.path, digest)
+    assert r.stdout.split() == [str(E.EACCES)] * 3
+    # The allowance: the owner's and root's read of the same snapshot.
+    rc, out, err = cat_as(0, fs.p(digest))
+    assert (rc, out) == (0, b"sandbox A's token"), err
+    assert digest in os.listdir(fs.path)
+
+
+def test_readers_any_or_a_named_uid_reads_the_main_mount_and_still_modifies_nothing(
+        mount_snapfs):
+    for readers in ("any", str(NOBODY_UID)):
+        fs = mount_snapfs("--allow-other", "--readers", readers, name=f"readers-{readers}")
+        digest = fs.publish(b"sandbox A's token")
+        rc, out, err = cat_as(NOBODY_UID, fs.p(digest))
+        assert (rc, out) == (0, b"sandbox A's token"), err
+        as_uid(NOBODY_UID, READER, fs.path, digest)
+        assert open(fs.p(digest), "rb").read() == b"sandbox A's token"
+        # A uid the list does not name is refused as by default; any names every uid.
+        rc, out, err = cat_as(NOBODY_UID + 1, fs.p(digest))
+        if readers == "any":
+            assert (rc, out) == (0, b"sandbox A's token"), err
+        else:
+            assert (rc, out) == (1, b"") and "Permission denied" in err, err
+        os.unlink(fs.p(digest))  # the owner may
 
 
 def test_a_listed_publisher_publishes_but_removes_nothing_without_unlink_own(mount_snapfs):
-    fs = mount_snapfs("--allow-other", "--publishers", str(NOBODY_UID))
+    fs = mount_snapfs("--allow-other", "--publishers", str(NOBODY_UID), "--readers",
+                      str(NOBODY_UID))
     mine = as_uid(NOBODY_UID, PUBLISH, fs.path, "published by 1000").stdout.strip()
     assert mine == sha256_hex(b"published by 1000")
     # Removal is the owner's and root's: the runtime may publish under the sandbox's uid.

@@ -11,6 +11,7 @@ import json
 import mmap
 import os
 import re
+import select
 import subprocess
 
 import pytest
@@ -479,7 +480,7 @@ def with_view(fn):
     return run_case
 
 
-@case("view-change", "--read-view", "VIEW")
+@case("view-change", "--readers", "any", "--read-view", "VIEW")
 @with_view
 def _(fs, view):
     digest = fs.publish(b"cfg")
@@ -497,7 +498,7 @@ def _(fs, view):
         assert f.read() == b"cfg"
 
 
-@case("view-open-append", "--read-view", "VIEW")
+@case("view-open-append", "--readers", "any", "--read-view", "VIEW")
 @with_view
 def _(fs, view):
     digest = fs.publish(b"cfg")
@@ -510,7 +511,7 @@ def _(fs, view):
     assert read(fs, digest) == b"cfg"
 
 
-@case("view-mmap-shared-write", "--read-view", "VIEW")
+@case("view-mmap-shared-write", "--readers", "any", "--read-view", "VIEW")
 @with_view
 def _(fs, view):
     digest = fs.publish(b"v" * 4096)
@@ -623,7 +624,27 @@ def _(fs, workdir):
     os.rename(os.path.join(view, ".staging", "small"), os.path.join(view, sha256_hex(b"two")))
 
 
-@case("main-granted-only", "--allow-other")
+@case("scope-watch")
+def _(fs, workdir):
+    digest = fs.publish(b"watched", "w")
+    view = scope_view(fs, workdir, publish=True)
+    control_ok(fs.path, {"op": "grant", "scope": "s", "sha256": digest, "entry": "cfg"})
+    w = os.path.join(view, ".watch.cfg")
+    assert errno_of(os.open, os.path.join(view, ".watch.absent"), os.O_RDONLY) == E.ENOENT
+    assert errno_of(os.open, os.path.join(view, ".watch." + digest), os.O_RDONLY) == E.ENOENT
+    assert errno_of(os.open, w, os.O_WRONLY) == E.EROFS
+    fd = os.open(w, os.O_RDONLY)
+    try:
+        p = select.poll()
+        p.register(fd, select.POLLIN | select.POLLPRI)
+        assert os.read(fd, 16) == b"" and p.poll(0) == []
+    finally:
+        os.close(fd)
+    with open(os.path.join(view, "cfg"), "rb") as f:
+        assert f.read() == b"watched"
+
+
+@case("main-granted-only", "--allow-other", "--readers", "any")
 def _(fs, workdir):
     view = scope_view(fs, workdir, publish=True)
     digest = publish_in(view, b"published in the scope")

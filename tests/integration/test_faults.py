@@ -258,6 +258,7 @@ print(len(fds) + 1)
 '''
 
 
+@pytest.mark.readers_any
 def test_a_client_out_of_descriptors_gets_emfile_and_the_daemon_is_unaffected(snapfs):
     digest = snapfs.publish(b"shared config")
     r = as_uid(NOBODY_UID, FD_HOG, snapfs.p(digest))

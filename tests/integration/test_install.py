@@ -30,7 +30,11 @@ EXPORTED = {"snapfs_binding_format", "snapfs_binding_parse", "snapfs_publish",
             # a snapshot of a view as the one snapshot object shows it
             "snapfs_describe_view",
             # what the clients that mirror the structs compare with their own version
-            "snapfs_version"}
+            "snapfs_version",
+            # waiting for an entry of a view to move
+            "snapfs_watch_entry", "snapfs_watch_wait", "snapfs_wait_entry",
+            # what snapfs rm and snapfs ls do
+            "snapfs_remove", "snapfs_list"}
 
 
 @pytest.fixture(scope="module", autouse=True)

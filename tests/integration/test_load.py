@@ -13,8 +13,9 @@ def load_driver():
 
 
 def test_concurrent_clients_never_see_a_mismatch_or_an_unexpected_error(mount_snapfs):
-    fs = mount_snapfs("--allow-other", "--publishers", "any", "--unlink-own", "--max-snapshots",
-                      "10000", "--max-bytes", "256M")
+    # Every client uid reads what the others publish: --readers any.
+    fs = mount_snapfs("--allow-other", "--readers", "any", "--publishers", "any", "--unlink-own",
+                      "--max-snapshots", "10000", "--max-bytes", "256M")
     r = run(load_driver(), "--clients", "8", "--cycles", "60", "--unlinkers", "2",
             "--uid-base", "30000", fs.path, timeout=300)
     assert r.returncode == 0, r.stdout + r.stderr
@@ -24,7 +25,7 @@ def test_concurrent_clients_never_see_a_mismatch_or_an_unexpected_error(mount_sn
 
 
 def test_greedy_uids_are_stopped_by_quotas_while_others_keep_succeeding(mount_snapfs):
-    fs = mount_snapfs("--allow-other", "--publishers", "any", "--unlink-own",
+    fs = mount_snapfs("--allow-other", "--readers", "any", "--publishers", "any", "--unlink-own",
                       "--max-bytes", "16M", "--max-snapshot-size", "1M",
                       "--max-staging", "4", "--max-staging-bytes", "2M")
     r = run(load_driver(), "--clients", "4", "--cycles", "60", "--unlinkers", "1",

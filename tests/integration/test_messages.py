@@ -99,7 +99,7 @@ def _(fs, workdir):
     assert os.listdir(fs.p(".staging")) == []
 
 
-@row("not-a-publisher")
+@row("not-a-publisher", "--readers", "any")
 def _(fs, workdir):
     r = as_1000("put", "--mount", fs.path, "--owner", "0", "-", input="by 1000")
     assert r.returncode == 1

@@ -85,6 +85,7 @@ print("done")
 '''
 
 
+@pytest.mark.readers_any
 def test_a_flood_of_refusals_is_coalesced_and_another_uids_refusal_still_logged(snapfs):
     as_uid(NOBODY_UID, FLOOD, snapfs.path, 20000)
     # Another uid's refusal after the flood still gets its own line.
@@ -173,7 +174,7 @@ def live_memory_only(monkeypatch):
 def test_2000_directory_handles_on_4096_snapshots_cost_the_daemon_under_16_mb(mount_snapfs,
                                                                                 monkeypatch):
     live_memory_only(monkeypatch)
-    fs = mount_snapfs("--allow-other", "--max-snapshots", "8192")
+    fs = mount_snapfs("--allow-other", "--readers", "any", "--max-snapshots", "8192")
     publish_many(fs, 4096, b"listed")
     before = daemon_rss_kib(fs)
     holder = subprocess.Popen(
@@ -216,7 +217,7 @@ print(os.statvfs(mnt).f_favail)
 
 
 def test_a_snapshot_unlinked_but_still_open_counts_until_closed(mount_snapfs):
-    fs = mount_snapfs("--allow-other", "--publishers", f"0,{NOBODY_UID}",
+    fs = mount_snapfs("--allow-other", "--readers", "any", "--publishers", f"0,{NOBODY_UID}",
                       "--max-uid-snapshots", "1")
     code = PUBLISH_PRELUDE + r'''
 d = publish(b"held")
@@ -287,7 +288,7 @@ def test_a_write_through_the_read_view_remounted_rw_is_erofs_and_both_mounts_liv
         mount_snapfs, workdir):
     view = os.path.join(workdir, "view")
     os.mkdir(view)
-    fs = mount_snapfs("--allow-other", "--read-view", view)
+    fs = mount_snapfs("--allow-other", "--readers", "any", "--read-view", view)
     data = b"never rewritten" * 400
     digest = fs.publish(data)
     # Root makes the kernel's read-only view writable behind the daemon's back (-i: the
@@ -315,7 +316,8 @@ def test_a_write_through_the_read_view_remounted_rw_is_erofs_and_both_mounts_liv
 def test_a_hostile_uid_running_every_route_leaves_another_uid_unharmed(mount_snapfs,
                                                                         monkeypatch):
     live_memory_only(monkeypatch)
-    fs = mount_snapfs("--allow-other", "--publishers", "0,40000,40001", "--unlink-own",
+    fs = mount_snapfs("--allow-other", "--readers", "any", "--publishers", "0,40000,40001",
+                      "--unlink-own",
                       "--max-snapshots", "16384", "--staging-ttl", "1s")
     driver = BUILD / "tests" / "load" / "noisy"
     assert driver.exists(), f"{driver} was not built"

@@ -6,12 +6,14 @@ daemon is asked anything."""
 import errno
 import json
 import os
+import re
 import subprocess
 import sys
 
 import pytest
 
 from clients import APICLIENT, LIBSNAPFS, PYCLIENT, client_env
+from snaptest import ROOT
 
 os.environ.setdefault("SNAPFS_LIBRARY", str(LIBSNAPFS))
 sys.path.insert(0, str(PYCLIENT.parent))
@@ -102,3 +104,58 @@ def test_a_library_of_another_version_is_refused_before_any_call(monkeypatch):
     assert "is libsnapfs 0.1.0, this client is 9.9.9" in str(e.value)
     monkeypatch.undo()
     assert snapfs._abi.load() is not None  # the right version loads
+
+
+NAMES = json.loads((ROOT / "tests" / "vectors" / "names.json").read_text())
+
+
+DIGEST = re.compile(r"[0-9a-f]{64}")
+
+
+def _vector_entry(c):
+    """The vector's entry as Python holds it: text, or bytes that are no text decoded as
+    os.fsdecode would (surrogate escapes)."""
+    if "entry" in c:
+        return c["entry"]
+    return bytes.fromhex(c["entry_hex"]).decode("utf-8", "surrogateescape")
+
+
+def test_entry_names_are_judged_as_every_vector_says():
+    assert sum(c["valid"] for c in NAMES) >= 5 and sum(not c["valid"] for c in NAMES) >= 10
+    for c in NAMES:
+        assert snapfs.entry_name_valid(_vector_entry(c)) is c["valid"], c["why"]
+
+
+def test_every_refused_entry_is_einval_before_anything_is_asked_and_libsnapfs_refuses_it_too():
+    """grant, revoke and open_entry refuse the set the daemon refuses, before asking: the
+    mount does not exist, so a request that went out would fail otherwise (ENOENT). libsnapfs,
+    called directly with the same bytes, refuses them the same way."""
+    lib, digest = api._abi.load(), b"ab" * 32
+    for c in NAMES:
+        entry = _vector_entry(c)
+        if c["valid"]:
+            with pytest.raises(snapfs.SnapfsError) as e:
+                snapfs.grant("/nonexistent/mnt", "s", digest.decode(), entry=entry)
+            assert e.value.errno != errno.EINVAL, c["why"]
+            continue
+        calls = [lambda: snapfs.grant("/nonexistent/mnt", "s", digest.decode(), entry=entry),
+                 lambda: snapfs.revoke("/nonexistent/mnt", "s", entry=entry)]
+        # A view lists granted digests by their own names: open_entry takes those as well.
+        if not DIGEST.fullmatch(entry):
+            calls.append(lambda: snapfs.open_entry("/nonexistent/view", entry))
+        for call in calls:
+            with pytest.raises(snapfs.SnapfsError) as e:
+                call()
+            assert e.value.errno == errno.EINVAL, c["why"]
+            assert "not a valid entry name" in str(e.value), c["why"]
+        raw = os.fsencode(entry)
+        if b"\0" in raw:
+            continue  # no C string carries it: the Python check is the only one that can
+        o, g, rep = api.options(None), api._abi.CGrant(), api._abi.CReport()
+        r = lib.snapfs_grant(b"/nonexistent/mnt", b"s", digest, raw, api.ctypes.byref(o),
+                             api.ctypes.byref(g), api.ctypes.byref(rep))
+        assert r == -errno.EINVAL, c["why"]
+        r = lib.snapfs_open_entry(b"/nonexistent/view", raw, api.ctypes.byref(o),
+                                  api.ctypes.byref(api._abi.CBinding()),
+                                  api.ctypes.byref(rep))
+        assert (r == -errno.EINVAL) is not bool(DIGEST.fullmatch(entry)), c["why"]

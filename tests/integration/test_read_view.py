@@ -18,7 +18,7 @@ DATA = b'{"mcpServers": {"view": {"command": "true"}}}\n'
 def viewed(mount_snapfs, workdir):
     view = os.path.join(workdir, "view")
     os.mkdir(view)
-    fs = mount_snapfs("--allow-other", "--read-view", view)
+    fs = mount_snapfs("--allow-other", "--readers", "any", "--read-view", view)
     digest = fs.publish(DATA)
     return fs, view, digest
 
@@ -113,6 +113,20 @@ def test_a_read_view_with_a_reader_policy_is_refused(snapfs_bin, workdir):
     assert not is_mounted(view) and not is_mounted(workdir)
 
 
+def test_a_read_view_needs_readers_any_said_and_serves_with_it(snapfs_bin, mount_snapfs,
+                                                                workdir):
+    """Every-uid reads are an explicit choice: the default readers (the owner and root) refuse
+    the view, and the same command with --readers any serves it."""
+    view = os.path.join(workdir, "view")
+    os.mkdir(view)
+    r = run(snapfs_bin, "mount", "-f", "--read-view", view, os.path.join(workdir))
+    assert r.returncode == 2, r.stderr
+    assert "--read-view needs every uid to be a reader (--readers any)" in r.stderr
+    assert not is_mounted(view) and not is_mounted(workdir)
+    fs = mount_snapfs("--readers", "any", "--read-view", view)
+    assert read(os.path.join(view, fs.publish(DATA))) == DATA
+
+
 def test_a_view_stacked_on_another_mount_is_refused_and_nothing_stays_mounted(snapfs_bin,
                                                                                workdir):
     main, view = os.path.join(workdir, "main"), os.path.join(workdir, "view")
@@ -120,14 +134,14 @@ def test_a_view_stacked_on_another_mount_is_refused_and_nothing_stays_mounted(sn
     os.mkdir(view)
     subprocess.run(["mount", "-t", "tmpfs", "-o", "size=1m", "tmpfs", view], check=True)
     try:
-        proc = start_snapfs(snapfs_bin, main, "--read-view", view, expect_ready=False)
+        proc = start_snapfs(snapfs_bin, main, "--readers", "any", "--read-view", view, expect_ready=False)
         out, err = proc.communicate(timeout=30)
         assert proc.returncode == 1 and "stacked:" in err
         assert not is_mounted(main)
     finally:
         subprocess.run(["umount", view], check=True)
     # The same view path, made free, is served; SIGTERM takes both mounts away.
-    fs = start_snapfs(snapfs_bin, main, "--read-view", view)
+    fs = start_snapfs(snapfs_bin, main, "--readers", "any", "--read-view", view)
     digest = fs.publish(DATA)
     assert read(os.path.join(view, digest)) == DATA
     assert fs.stop() == 0
@@ -140,12 +154,12 @@ def test_a_view_that_cannot_be_mounted_stops_the_daemon_and_an_existing_one_serv
     os.mkdir(main)
     # No directory there: the daemon must not go on serving the main mount without the view
     # the caller asked for.
-    proc = start_snapfs(snapfs_bin, main, "--read-view", view, expect_ready=False)
+    proc = start_snapfs(snapfs_bin, main, "--readers", "any", "--read-view", view, expect_ready=False)
     out, err = proc.communicate(timeout=30)
     assert proc.returncode == 2 and "mounting the read view failed" in err
     assert not is_mounted(main)
     os.mkdir(view)
-    fs = start_snapfs(snapfs_bin, main, "--read-view", view)
+    fs = start_snapfs(snapfs_bin, main, "--readers", "any", "--read-view", view)
     digest = fs.publish(DATA)
     assert read(os.path.join(view, digest)) == DATA
     assert fs.stop() == 0
@@ -164,7 +178,7 @@ def test_generic_flags_asked_for_are_kept_on_the_mount_and_on_its_view(mount_sna
     view = os.path.join(workdir, "view")
     os.mkdir(view)
     fs = mount_snapfs("--allow-other", "--nosymfollow", "--noatime", "--nodiratime",
-                      "--read-view", view)
+                      "--readers", "any", "--read-view", view)
     asked = {"nosymfollow", "noatime", "nodiratime", "nosuid", "nodev", "noexec"}
     assert asked <= mount_flags(fs.path), mount_flags(fs.path)
     assert asked | {"ro"} <= mount_flags(view), mount_flags(view)
@@ -173,7 +187,7 @@ def test_generic_flags_asked_for_are_kept_on_the_mount_and_on_its_view(mount_sna
     # The allowance: without them neither mount carries them, and both serve the same.
     plain_view = os.path.join(workdir, "plain-view")
     os.mkdir(plain_view)
-    plain = mount_snapfs("--allow-other", "--read-view", plain_view, name="plain")
+    plain = mount_snapfs("--allow-other", "--readers", "any", "--read-view", plain_view, name="plain")
     for path in (plain.path, plain_view):
         assert not {"nosymfollow", "noatime", "nodiratime"} & mount_flags(path)
     assert read(os.path.join(plain_view, plain.publish(DATA))) == DATA

@@ -149,6 +149,7 @@ def test_a_view_on_the_daemons_own_mount_is_refused(snapfs, scopes):
     scopes.create("a")
 
 
+@pytest.mark.readers_any
 def test_only_the_mount_owner_and_root_control_scopes(snapfs, scopes):
     scopes.create("sandbox-a")
     rc, out = jsnap("scope", "ls", "--mount", snapfs.path, uid=NOBODY_UID)

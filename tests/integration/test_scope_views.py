@@ -327,28 +327,31 @@ def test_scope_ls_prints_what_the_daemon_reports(workdir):
 
 def test_a_scope_binding_through_a_view_the_daemon_does_not_serve_the_scope_on_is_stale(
         client, workdir):
-    """The daemon names the scope's view and its device; a mount of the same trusted owner
-    at that path with another device (another daemon's view, say) binds nothing of it."""
+    """The daemon names the scope's view, its device and the grant's inode number there (a
+    view numbers its own); a mount of the same trusted owner at that path with another device
+    (another daemon's view, say), or serving the digest under another number, binds nothing
+    of it, and a digest the scope has no grant of is ENOENT."""
     view = os.path.join(workdir, "view")
     src = source(workdir, "a", b"a")
     with fakesnap(view, "ro", "scope=sandbox-a", f"{HEX_A}=reg:0:{src}"):
         st = os.stat(os.path.join(view, HEX_A))
-        binding = f"sha256={HEX_A} size=1 dev=0:1 ino={st.st_ino}"
+        # The main mount's binding: its own device and number, not the view's.
+        binding = f"sha256={HEX_A} size=1 dev=0:1 ino=77"
         served = f"{os.major(st.st_dev)}:{os.minor(st.st_dev)}"
-        for dev, ok in (("0:999", False), (served, True)):
-            with control_mount(workdir, {"ok": True, "grants": [],
+        for dev, ino, want in (("0:999", st.st_ino, "ESTALE"), (served, st.st_ino + 1, "ESTALE"),
+                               (served, None, "ENOENT"), (served, st.st_ino, None)):
+            grants = [] if ino is None else [{"sha256": HEX_A, "size": 1, "ino": ino}]
+            with control_mount(workdir, {"ok": True, "grants": grants,
                                          "scope": {**SCOPE_A, "view": view, "dev": dev}}):
                 out = client("scope-binding", os.path.join(workdir, "main"), "sandbox-a",
                              binding)
-                if ok:
+                if want is None:
                     assert out["view"] == view and out["binding"] == (
                         f"sha256={HEX_A} size=1 dev={served} ino={st.st_ino}")
-                    # The view serves the digest, but not as the snapshot the binding names.
-                    out = client("scope-binding", os.path.join(workdir, "main"), "sandbox-a",
-                                 f"sha256={HEX_A} size=1 dev=0:1 ino={st.st_ino + 1}")
-                    assert out["error"] == "ESTALE" and codes(out) == {"identity"}
+                elif want == "ESTALE":
+                    assert out["error"] == "ESTALE" and codes(out) == {"identity"}, out
                 else:
-                    assert out["error"] == "ESTALE" and codes(out) == {"identity"}
+                    assert out["error"] == "ENOENT" and codes(out) == {"open"}, out
             os.unlink(os.path.join(workdir, "reply"))
 
 

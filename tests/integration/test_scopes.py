@@ -42,6 +42,7 @@ def read(path):
 # ---- the control channel ---------------------------------------------------------------
 
 
+@pytest.mark.readers_any
 def test_the_control_channel_is_the_owners_and_roots_alone(snapfs):
     st = os.stat(snapfs.p(".control"))
     assert (st.st_mode & 0o7777, st.st_uid) == (0o600, os.getuid())
@@ -186,6 +187,60 @@ def test_a_daemon_past_max_scopes_refuses_a_create_with_enospc_and_a_removal_mak
     control_ok(fs.path, {"op": "scope-remove", "name": "one"})
     made = scope(fs, workdir, "three")
     assert is_mounted(made["view"])
+
+
+def view_threads(pid):
+    """The daemon's threads that serve scope views (named so: fs/fuse/scopeview.h)."""
+    n = 0
+    for tid in os.listdir(f"/proc/{pid}/task"):
+        try:
+            with open(f"/proc/{pid}/task/{tid}/comm") as f:
+                n += f.read().strip() == "snapfs-view"
+        except FileNotFoundError:
+            pass  # a thread that just ended
+    return n
+
+
+def test_removed_views_held_open_keep_no_threads_count_against_max_scopes_and_are_named(
+        mount_snapfs, workdir):
+    """The attack: create, hold a descriptor in the view, remove, again: every removed view
+    kept its session and its workers (3,084 threads after 1,023 cycles), and the next create
+    failed EIO for every tenant. Now a removed view held open keeps no thread of its own (the
+    reaper answers it), counts against --max-scopes, and the refusal names it."""
+    fs = mount_snapfs("--max-scopes", "3")
+    pid = fs.proc.pid
+    digest = fs.publish(b"held open across the remove", "d")
+    held = []
+    try:
+        for i in range(2):
+            # A uid's view: OPEN reaches the daemon, which counts what is open.
+            s = scope(fs, workdir, f"c{i}", uids=[NOBODY_UID])
+            grant(fs, f"c{i}", digest, "cfg")
+            assert view_threads(pid) > 0  # a live view has workers of its own
+            held.append(os.open(os.path.join(s["view"], "cfg"), os.O_RDONLY))
+            control_ok(fs.path, {"op": "scope-remove", "name": f"c{i}"})
+            assert view_threads(pid) == 0  # removed: none left, though it is held open
+        # What is open reads on, answered by the reaper.
+        for fd in held:
+            assert os.pread(fd, 100, 0) == b"held open across the remove"
+        # Two held views and one scope fill --max-scopes 3: ENOSPC naming the held ones.
+        scope(fs, workdir, "live")
+        reply = control(fs.path, {"op": "scope-create", "name": "more",
+                                  "view": os.path.join(workdir, "views", "more")})
+        assert (reply["ok"], reply["error"]) == (False, "ENOSPC"), reply
+        for i in range(2):
+            assert f"{workdir}/views/c{i} (1 open)" in reply["message"], reply
+        assert "2 removed scopes' views still held open" in reply["message"], reply
+        assert not os.path.exists(os.path.join(workdir, "views", "more"))
+        # Beside it: closing one frees its place, and the same create is served.
+        os.close(held.pop(0))
+        wait_for(lambda: control(fs.path, {"op": "scope-create", "name": "more",
+                                           "view": os.path.join(workdir, "views", "more")}
+                                 )["ok"], "the closed view's place")
+        assert view_threads(pid) > 0
+    finally:
+        for fd in held:
+            os.close(fd)
 
 
 def test_a_view_in_a_directory_another_uid_can_change_is_refused(snapfs, workdir):
@@ -343,6 +398,7 @@ def publish_in(view, data, name="cfg"):
     return digest
 
 
+@pytest.mark.readers_any
 def test_what_a_scope_publishes_is_its_own_and_the_owners(snapfs, workdir):
     a = scope(snapfs, workdir, "sandbox-a", publish=True, uids=[NOBODY_UID])
     b = scope(snapfs, workdir, "sandbox-b", publish=True, uids=[NOBODY_UID])
@@ -365,6 +421,45 @@ print(refused(os.stat, f"{mnt}/{sys.argv[2]}"))
                     os.path.join(a["view"], digest)) == errno.EEXIST
 
 
+def test_a_tenant_never_names_nor_publishes_what_the_operator_sees(snapfs, workdir):
+    """The attack: a tenant published the bytes in its view as "totally-legit"; the operator's
+    later put of the same bytes said "already published, named totally-legit" and snapfs ls
+    showed the tenant's uid as the publisher. Now the name and publisher the main mount shows
+    are the operator's, the scope keeps its own, and the put says who else holds it."""
+    data = b"the operator's configuration"
+    s = scope(snapfs, workdir, "sandbox-a", publish=True, uids=[NOBODY_UID])
+    as_uid(NOBODY_UID, UID_PRELUDE + r'''
+with open(f"{mnt}/.staging/totally-legit", "wb") as f:
+    f.write(sys.argv[2].encode())
+os.rename(f"{mnt}/.staging/totally-legit", f"{mnt}/{hashlib.sha256(sys.argv[2].encode()).hexdigest()}")
+''', s["view"], data.decode())
+    digest = sha256_hex(data)
+    main = snapfs.p(digest)
+    # Before the operator's put: the main mount shows the owner's, unnamed.
+    assert os.stat(main).st_uid == 0
+    assert errno_of(os.getxattr, main, "user.snapfs.name") == errno.ENODATA
+    src = os.path.join(workdir, "operator.json")
+    with open(src, "wb") as f:
+        f.write(data)
+    r = subprocess.run([snapfs.binary, "put", "--mount", snapfs.path, "--name", "operator",
+                        src], capture_output=True, text=True, timeout=60)
+    assert r.returncode == 0, r.stderr
+    assert r.stderr == "snapfs put: already published, named operator; granted to 1 scope\n", \
+        r.stderr
+    assert "totally-legit" not in r.stderr
+    assert os.getxattr(main, "user.snapfs.name") == b"operator"
+    assert os.stat(main).st_uid == 0
+    # Beside it: the scope's own record is untouched, its name and its publisher.
+    in_view = os.path.join(s["view"], digest)
+    assert os.getxattr(in_view, "user.snapfs.name") == b"totally-legit"
+    assert os.stat(in_view).st_uid == NOBODY_UID
+    # Who else holds it is the owner's and root's to read, not a reader's (who reads its name).
+    assert as_uid(NOBODY_UID, UID_PRELUDE + r'''
+print(os.getxattr(f"{mnt}/{sys.argv[2]}", "user.snapfs.name").decode(),
+      refused(os.getxattr, f"{mnt}/{sys.argv[2]}", "user.snapfs.holders"))
+''', snapfs.path, digest).stdout.split() == ["operator", str(errno.EACCES)]
+
+
 def test_a_scopes_limits_give_edquot_and_its_unlink_makes_room(snapfs, workdir):
     s = scope(snapfs, workdir, publish=True, limits={"max_snapshots": 1, "max_staging": 1})
     view = s["view"]
@@ -382,6 +477,71 @@ def test_a_scopes_limits_give_edquot_and_its_unlink_makes_room(snapfs, workdir):
     os.rename(os.path.join(view, ".staging", "two"), os.path.join(view, sha256_hex(b"two")))
     assert control_ok(snapfs.path, {"op": "scope-show", "name": "sandbox-a"})["scope"]["usage"] == {
         "snapshots": 1, "bytes": 3, "staging": 0, "staging_bytes": 0}
+
+
+def test_a_flooding_scope_gets_edquot_at_its_limit_while_another_and_the_owner_publish(
+        mount_snapfs, workdir):
+    """The attack: publish, keep a descriptor, unlink, again. The scope's usage read 0 while
+    it held most of the daemon; another scope got ENOSPC and the main mount was full. What a
+    scope's processes hold open counts in its usage until the last descriptor goes."""
+    fs = mount_snapfs("--allow-other", "--max-bytes", "1M", "--max-snapshot-size", "64K")
+    sa = scope(fs, workdir, "sa", publish=True, uids=[NOBODY_UID],
+               limits={"max_bytes": "256K"})
+    sb = scope(fs, workdir, "sb", publish=True, uids=[NOBODY_UID],
+               limits={"max_bytes": "256K"})
+    held, refused_at, err = [], None, None
+    try:
+        # 40 KiB each: six fit in sa's 256 KiB, the seventh does not. Thirty would pass the
+        # daemon's 1 MiB, which is where the flood used to end.
+        for i in range(30):
+            data = bytes([i]) * (40 << 10)
+            with open(os.path.join(sa["view"], ".staging", f"f{i}"), "wb") as f:
+                f.write(data)
+            fd = os.open(os.path.join(sa["view"], ".staging", f"f{i}"), os.O_RDONLY)
+            held.append(fd)
+            try:
+                os.rename(os.path.join(sa["view"], ".staging", f"f{i}"),
+                          os.path.join(sa["view"], sha256_hex(data)))
+            except OSError as e:
+                refused_at, err = i, e.errno
+                break
+            os.unlink(os.path.join(sa["view"], sha256_hex(data)))
+        assert (refused_at, err) == (6, errno.EDQUOT)
+        usage = control_ok(fs.path, {"op": "scope-show", "name": "sa"})["scope"]["usage"]
+        assert (usage["snapshots"], usage["bytes"]) == (6, 6 * (40 << 10)), usage
+        # At that moment another scope publishes, and so does the owner on the main mount.
+        publish_in(sb["view"], b"b" * (40 << 10), "b")
+        fs.publish(b"o" * (40 << 10), "owner")
+    finally:
+        for fd in held:
+            os.close(fd)
+    # Its descriptors closed, sa's room is back.
+    wait_for(lambda: control_ok(fs.path, {"op": "scope-show", "name": "sa"})["scope"]["usage"]
+             ["bytes"] == 0, "sa's usage once its descriptors are closed")
+    publish_in(sa["view"], b"a" * (40 << 10), "again")
+
+
+def test_a_scopes_staging_files_unlinked_while_open_count_until_closed(snapfs, workdir):
+    sa = scope(snapfs, workdir, "sa", publish=True, uids=[NOBODY_UID],
+               limits={"max_staging": 2, "max_staging_bytes": "100K"})
+    fds = []
+    try:
+        for i in range(2):
+            path = os.path.join(sa["view"], ".staging", f"s{i}")
+            fds.append(os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600))
+            os.write(fds[-1], b"x" * (40 << 10))
+            os.unlink(path)
+        usage = control_ok(snapfs.path, {"op": "scope-show", "name": "sa"})["scope"]["usage"]
+        assert (usage["staging"], usage["staging_bytes"]) == (2, 80 << 10), usage
+        assert errno_of(os.open, os.path.join(sa["view"], ".staging", "s2"),
+                        os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600) == errno.EDQUOT
+    finally:
+        for fd in fds:
+            os.close(fd)
+    wait_for(lambda: control_ok(snapfs.path, {"op": "scope-show", "name": "sa"})["scope"]
+             ["usage"]["staging"] == 0, "the closed staging files out of sa's usage")
+    os.close(os.open(os.path.join(sa["view"], ".staging", "s2"),
+                     os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600))
 
 
 def test_what_a_scope_unpublishes_or_revokes_last_frees_its_room_in_the_store(snapfs, workdir):
@@ -518,6 +678,50 @@ def test_scopes_and_grants_survive_a_restart_with_store(mount_snapfs, workdir):
     assert shown["scope"]["usage"]["snapshots"] == 1
     assert sorted((g["sha256"], g["entry"]) for g in shown["grants"]) == sorted(
         [(held, None), (own, None), (dropped, "cfg")])
+
+
+def inos(view, names_):
+    return {n: os.stat(os.path.join(view, n)).st_ino for n in names_}
+
+
+def test_a_views_inode_numbers_are_its_own_unmoved_by_others_and_the_same_after_a_restart(
+        mount_snapfs, workdir):
+    """Nothing a tenant can count: B's numbers (of its digests and entries, and of its next
+    new grant) do not move when A publishes or the operator publishes and grants, where the
+    main mount's (the store's) do; and a restart with --store serves B's under the same
+    numbers, its counter going on from where it was (a revoked number is not given again)."""
+    store = os.path.join(workdir, "store")
+    fs = mount_snapfs("--store", store)
+    a = scope(fs, workdir, "sandbox-a", publish=True)
+    b = scope(fs, workdir, "sandbox-b")
+    first = fs.publish(b"b's first", "b1")
+    grant(fs, "sandbox-b", first, "cfg")
+    before = inos(b["view"], [first, "cfg"])
+    assert before[first] == before["cfg"]
+    main_before = os.stat(fs.p(first)).st_ino
+    # A and the operator busy in between.
+    for i in range(5):
+        publish_in(a["view"], f"a's {i}".encode(), f"a{i}")
+        other = fs.publish(f"the operator's {i}".encode(), f"o{i}")
+        grant(fs, "sandbox-a", other)
+    assert inos(b["view"], [first, "cfg"]) == before
+    second = fs.publish(b"b's second", "b2")
+    # The main mount counted all of it; B's next grant is B's next number.
+    assert os.stat(fs.p(second)).st_ino >= main_before + 11
+    assert grant(fs, "sandbox-b", second)["ino"] == before[first] + 1
+    assert os.stat(os.path.join(b["view"], second)).st_ino == before[first] + 1
+    after = inos(b["view"], [first, "cfg", second])
+    # Its last number revoked: never handed out again, after the restart either.
+    control_ok(fs.path, {"op": "revoke", "scope": "sandbox-b", "sha256": second})
+    assert fs.stop() == 0
+
+    fs2 = mount_snapfs("--store", store, name="mnt")
+    assert inos(b["view"], [first, "cfg"]) == {n: after[n] for n in (first, "cfg")}
+    third = fs2.publish(b"b's third", "b3")
+    assert grant(fs2, "sandbox-b", third)["ino"] == after[second] + 1
+    # A's view kept its own as well: the same names, numbered from the same start as B's.
+    assert sorted(inos(a["view"], [n for n in os.listdir(a["view"])
+                                   if n != ".staging"]).values())[0] == before[first]
 
 
 def test_the_last_grant_of_a_snapshot_takes_its_blob_out_of_the_store(mount_snapfs, workdir):

@@ -254,7 +254,7 @@ def test_the_installed_metrics_units_pass_systemd_analyze_verify(installed, work
     with open(units[0]) as f:
         text = f.read()
     assert ("ExecStart=/usr/local/bin/snapfs metrics --mount /run/snapfs --format prometheus "
-            "--output /var/lib/prometheus/node-exporter/snapfs.prom\n") in text
+            "--output /var/lib/prometheus/node-exporter/snapfs.prom --group prometheus\n") in text
     res = scenario("verify_unit", installed, workdir, " ".join(units), installed + "/share/man")
     assert res["verify"]["rc"] == 0, res["verify"]
     assert res["verify"]["err"] == "", res["verify"]

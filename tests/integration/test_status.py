@@ -79,7 +79,7 @@ def test_status_names_the_daemon_its_mounts_and_counts_a_publish_and_a_refusal(
         mount_snapfs, workdir):
     view = os.path.join(workdir, "view")
     os.mkdir(view)
-    fs = mount_snapfs("--allow-other", "--read-view", view)
+    fs = mount_snapfs("--allow-other", "--readers", "any", "--read-view", view)
     rc, out = jsnap("scope", "create", "--mount", fs.path, "sandbox-a", "--view",
                     os.path.join(workdir, "scope-a"))
     assert rc == 0, out
@@ -120,6 +120,7 @@ def test_status_names_the_daemon_its_mounts_and_counts_a_publish_and_a_refusal(
     assert "published  1\n" in r.stdout and "refused    1 (EROFS 1)\n" in r.stdout
 
 
+@pytest.mark.readers_any
 def test_a_uid_other_than_the_owner_and_root_is_refused_status_and_metrics(snapfs):
     rc, out = jsnap("status", "--mount", snapfs.path, uid=NOBODY_UID)
     assert rc == 1 and out["error"] == "EACCES" and codes(out) == {"control"}, out
@@ -140,7 +141,7 @@ def test_openmetrics_text_is_taken_by_promtools_parser_and_a_cut_one_is_not(moun
                                                                               workdir):
     view = os.path.join(workdir, "view")
     os.mkdir(view)
-    snapfs = mount_snapfs("--allow-other", "--read-view", view)
+    snapfs = mount_snapfs("--allow-other", "--readers", "any", "--read-view", view)
     digest = snapfs.publish(b"x" * 1000)
     with open(os.path.join(view, digest), "rb") as f:
         assert len(f.read()) == 1000
@@ -185,7 +186,7 @@ def test_metrics_output_replaces_the_file_whole_and_a_missing_directory_writes_n
         f.write("old\n")
     r = snap("metrics", "--mount", snapfs.path, "--format", "prometheus", "--output", dest)
     assert r.returncode == 0 and r.stdout == "", r.stderr
-    assert os.stat(dest).st_mode & 0o777 == 0o644
+    assert os.stat(dest).st_mode & 0o777 == 0o600
     with open(dest) as f:
         text = f.read()
     assert text.startswith("# HELP snapfs_build ") and promtool_check(text) == (0, "")
@@ -194,6 +195,47 @@ def test_metrics_output_replaces_the_file_whole_and_a_missing_directory_writes_n
     r = snap("metrics", "--mount", snapfs.path, "--output", missing)
     assert r.returncode == 2 and "No such file or directory" in r.stderr, r
     assert not os.path.exists(os.path.dirname(missing))
+
+
+def read_as(uid, gid, path):
+    """cat(1) of path as uid with gid its only group: (exit code, stdout, stderr)."""
+    r = subprocess.run(["setpriv", f"--reuid={uid}", f"--regid={gid}", "--clear-groups", "cat",
+                        path], capture_output=True, text=True, timeout=60)
+    return r.returncode, r.stdout, r.stderr
+
+
+def test_the_metrics_file_is_the_owners_and_the_group_it_names_no_other_uids(snapfs, workdir):
+    """Every scope's publish, grant and refusal counts are in it: a tenant must not read
+    them. 0600 by default, 0640 of --group GROUP for a collector of that group."""
+    d = os.path.join(workdir, "textfile")
+    os.mkdir(d)
+    os.chmod(d, 0o755)
+    dest = os.path.join(d, "snapfs.prom")
+    r = snap("metrics", "--mount", snapfs.path, "--output", dest)
+    assert r.returncode == 0, r.stderr
+    st = os.stat(dest)
+    assert (st.st_mode & 0o7777, st.st_uid, st.st_gid) == (0o600, 0, 0)
+    rc, out, err = read_as(NOBODY_UID, NOBODY_UID, dest)
+    assert (rc, out) == (1, "") and "Permission denied" in err, err
+    with open(dest) as f:  # the owner's read
+        assert "snapfs_publishes_total" in f.read()
+    # A group named by number (one nobody else is in): its member reads, others still not.
+    r = snap("metrics", "--mount", snapfs.path, "--output", dest, "--group", "4321")
+    assert r.returncode == 0, r.stderr
+    st = os.stat(dest)
+    assert (st.st_mode & 0o7777, st.st_uid, st.st_gid) == (0o640, 0, 4321)
+    rc, out, err = read_as(NOBODY_UID, 4321, dest)
+    assert rc == 0 and "snapfs_publishes_total" in out, err
+    rc, out, err = read_as(NOBODY_UID, NOBODY_UID, dest)
+    assert (rc, out) == (1, "") and "Permission denied" in err, err
+    # By name; a name no group has, or --group without --output, writes nothing.
+    r = snap("metrics", "--mount", snapfs.path, "--output", dest, "--group", "root")
+    assert r.returncode == 0 and os.stat(dest).st_gid == 0, r.stderr
+    r = snap("metrics", "--mount", snapfs.path, "--output", dest + ".2", "--group", "no-such-g")
+    assert r.returncode == 2 and "--group: no group 'no-such-g'" in r.stderr
+    r = snap("metrics", "--mount", snapfs.path, "--group", "root")
+    assert r.returncode == 2 and "--group: only with --output" in r.stderr and r.stdout == ""
+    assert os.listdir(d) == ["snapfs.prom"]
 
 
 def test_the_control_channel_refuses_an_unknown_field_or_format_and_takes_the_known(snapfs):

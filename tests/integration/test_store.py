@@ -830,7 +830,7 @@ def test_unlink_works_when_the_stores_filesystem_is_full(snapfs_bin, workdir):
 # ---- the audit re-hashes the store ----------------------------------------------------------
 
 def test_audit_names_a_blob_changed_on_disk_while_the_daemon_runs(store_mount, snapfs_bin):
-    fs = store_mount("--allow-other")
+    fs = store_mount("--allow-other", "--readers", "any")
     changed = fs.publish(b"changed on disk later", name="changed")
     intact = fs.publish(b"left alone", name="intact")
     # Beside the finding, the clean store audits clean, re-hashed: both blobs, the manifest

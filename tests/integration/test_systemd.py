@@ -229,7 +229,8 @@ def test_status_shows_in_systemctl_status_and_the_metrics_timer_writes_the_textf
     # The metrics service wrote node_exporter's file, which Prometheus' own linter takes;
     # then the timer, started, ran it again by itself.
     assert res["metrics_service"]["rc"] == 0, res["metrics_service"]
-    assert res["textfile_mode"] == "0o644"
+    # Every scope's counts: the operator's and the collector's group's, no other uid's.
+    assert (res["textfile_mode"], res["textfile_group"]) == ("0o640", "prometheus")
     r = subprocess.run(["promtool", "check", "metrics"], input=res["textfile"],
                        capture_output=True, text=True, timeout=60)
     assert (r.returncode, r.stdout + r.stderr) == (0, ""), r

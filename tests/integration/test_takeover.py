@@ -64,6 +64,7 @@ class Daemon:
         os.mkdir(self.store, 0o700)
         r = run(SNAPFS, "mount", "--store", self.store, "--read-view", self.view,
                 "--pid-file", self.pidfile, "--audit-log", self.audit, "--allow-other",
+                "--readers", "any",
                 self.mnt)
         assert r.returncode == 0, r.stderr
         with open(self.pidfile) as f:

@@ -143,7 +143,7 @@ def test_a_same_uid_server_in_place_of_a_rootless_mount_is_refused_owner_is_call
 
 
 def test_the_same_client_with_no_flag_verifies_on_a_root_mount(mount_snapfs, workdir):
-    fs = mount_snapfs("--allow-other")
+    fs = mount_snapfs("--allow-other", "--readers", "any")
     real = data_file(workdir, "real.json", REAL)
     r = run(SNAPFS, "put", "--mount", fs.path, real)
     assert r.returncode == 0, r.stderr
@@ -247,7 +247,7 @@ def test_the_recommended_topology_the_sandbox_verifies_through_the_read_view_onl
     # by --publishers); the sandbox (uid 2000) is given the read view and nothing else.
     view = os.path.join(workdir, "view")
     os.mkdir(view)
-    fs = mount_snapfs("--allow-other", "--publishers", str(runtime), "--read-view", view)
+    fs = mount_snapfs("--allow-other", "--publishers", str(runtime), "--readers", "any", "--read-view", view)
     real = data_file(workdir, "real.json", REAL)
     r = run(*as_uid(runtime, SNAPFS, "put", "--mount", fs.path, "--json", real))
     assert r.returncode == 0, r.stdout + r.stderr

@@ -67,6 +67,29 @@ static void test_text_that_is_not_json_is_einval_and_json_parses(void **state)
         assert_int_equal(parse("{\"a\":1}", 7), 0);
 }
 
+static void test_a_key_given_twice_anywhere_is_einval_and_each_once_parses(void **state)
+{
+        static const char *const twice[] = {
+                "{\"op\":\"a\",\"op\":\"b\"}",
+                "{\"op\":\"a\",\"\\u006fp\":\"b\"}",       /* an escape spells the same key */
+                "{\"x\":{\"k\":1,\"k\":1}}",                    /* nested */
+                "{\"x\":[1,{},[{\"k\":1,\"k\":2}]]}",          /* in an array */
+                "{\"a\":{\"b\":{}},\"c\":{\"d\":1,\"d\":2}}", /* after intact objects */
+                "{\"k\":{\"z\":1},\"k\":{\"z\":1}}",            /* the same value twice */
+        };
+        static const char *const once[] = {
+                "{\"op\":\"a\",\"Op\":\"b\"}",               /* keys differ by case */
+                "{\"x\":{\"k\":1},\"y\":{\"k\":1}}",          /* the same key in two objects */
+                "{\"x\":[{\"k\":1},{\"k\":2}],\"s\":\"{:,}\"}", /* brackets inside a string */
+        };
+
+        (void)state;
+        for (size_t i = 0; i < sizeof(twice) / sizeof(twice[0]); i++)
+                assert_int_equal(parse(twice[i], strlen(twice[i])), -EINVAL);
+        for (size_t i = 0; i < sizeof(once) / sizeof(once[0]); i++)
+                assert_int_equal(parse(once[i], strlen(once[i])), 0);
+}
+
 static void test_what_strict_mode_lets_through_is_einval_and_rfc8259_parses(void **state)
 {
         static const char *bad[] = {
@@ -177,6 +200,7 @@ int main(void)
                 cmocka_unit_test(test_zero_bytes_are_einval_and_an_object_parses),
                 cmocka_unit_test(test_text_that_is_not_json_is_einval_and_json_parses),
                 cmocka_unit_test(test_what_strict_mode_lets_through_is_einval_and_rfc8259_parses),
+                cmocka_unit_test(test_a_key_given_twice_anywhere_is_einval_and_each_once_parses),
                 cmocka_unit_test(test_bytes_after_the_object_even_behind_a_nul_are_einval_and_whitespace_is_not),
                 cmocka_unit_test(test_json_other_than_an_object_is_einval_and_an_object_parses),
                 cmocka_unit_test(test_an_optional_string_not_a_plain_string_is_einval_and_one_is_copied),

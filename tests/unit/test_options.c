@@ -74,7 +74,9 @@ static void test_the_defaults_of_a_new_config_are_the_table_s(void **state)
         assert_true(cfg.tree.max_snapshots == 4096);
         assert_int_equal(cfg.tree.max_staging, 16);
         assert_true(cfg.tree.staging_ttl_ms == 600000);
-        assert_true(cfg.tree.readers.any);
+        /* No uid set: the owner and root read (roles.c), not every uid. */
+        assert_false(cfg.tree.readers.any);
+        assert_int_equal(cfg.tree.readers.n, 0);
         assert_false(cfg.tree.publishers.any);
         assert_int_equal(cfg.tree.publishers.n, 0);
         assert_true(cfg.given == 0);
@@ -107,8 +109,8 @@ static void test_a_value_outside_its_grammar_or_range_is_refused_with_the_common
         assert_string_equal(why, "invalid size '2G': out of range (1 to 1G)");
         assert_int_equal(set(&cfg, "max-snapshots", "0"), -ERANGE);
         assert_int_equal(set(&cfg, "readers", "007"), -EINVAL);
-        assert_true(cfg.tree.readers.any && cfg.tree.max_bytes == 64ULL << 20 &&
-                    cfg.given == 0);
+        assert_true(!cfg.tree.readers.any && cfg.tree.readers.n == 0 &&
+                    cfg.tree.max_bytes == 64ULL << 20 && cfg.given == 0);
         /* The allowance: the same options with values that hold. */
         assert_int_equal(set(&cfg, "max-bytes", "1G"), 0);
         assert_int_equal(set(&cfg, "max-snapshot-size", "1G"), 0);
@@ -179,6 +181,9 @@ static void test_a_read_view_needs_every_uid_to_be_a_reader(void **state)
         (void)state;
         sfs_daemon_config_init(&cfg);
         assert_int_equal(set(&cfg, "read-view", "/run/v"), 0);
+        /* The default readers are the owner and root: the view is an explicit choice. */
+        assert_int_equal(sfs_daemon_config_finish(&cfg, why, sizeof(why)), -EINVAL);
+        assert_non_null(strstr(why, "--readers any"));
         assert_int_equal(set(&cfg, "readers", "0"), 0);
         assert_int_equal(sfs_daemon_config_finish(&cfg, why, sizeof(why)), -EINVAL);
         assert_non_null(strstr(why, "--read-view"));

@@ -81,7 +81,7 @@ static void test_a_tied_process_that_exits_is_reported_once_under_its_cookie(voi
         (void)state;
         if (!have_pidfd()) {
                 a = child();
-                assert_int_equal(sfs_pid_tie(a, &fd, &start), -ENOSYS);
+                assert_int_equal(sfs_pid_tie(a, &fd, &start, NULL), -ENOSYS);
                 kill(a, SIGKILL);
                 waitpid(a, NULL, 0);
                 return;
@@ -90,10 +90,10 @@ static void test_a_tied_process_that_exits_is_reported_once_under_its_cookie(voi
         b = child();
         assert_int_equal(sfs_pidwatch_new(on_exit_cb, &seen, &w), 0);
         assert_int_equal(sfs_pidwatch_start(w), 0);
-        assert_int_equal(sfs_pid_tie(a, &fd, &start), 0);
+        assert_int_equal(sfs_pid_tie(a, &fd, &start, NULL), 0);
         assert_true(sfs_pid_same(a, start));
         assert_int_equal(sfs_pidwatch_add(w, fd, 7), 0);
-        assert_int_equal(sfs_pid_tie(b, &fd, &start), 0);
+        assert_int_equal(sfs_pid_tie(b, &fd, &start, NULL), 0);
         assert_int_equal(sfs_pidwatch_add(w, fd, 8), 0);
         kill(a, SIGKILL);
         waitpid(a, NULL, 0);
@@ -119,9 +119,9 @@ static void test_a_process_that_is_gone_cannot_be_tied(void **state)
         (void)state;
         kill(a, SIGKILL);
         waitpid(a, NULL, 0);
-        assert_int_equal(sfs_pid_tie(a, &fd, &start), have_pidfd() ? -ESRCH : -ENOSYS);
-        assert_int_equal(sfs_pid_tie(0, &fd, &start), -ESRCH);
-        assert_int_equal(sfs_pid_tie(-1, &fd, &start), -ESRCH);
+        assert_int_equal(sfs_pid_tie(a, &fd, &start, NULL), have_pidfd() ? -ESRCH : -ENOSYS);
+        assert_int_equal(sfs_pid_tie(0, &fd, &start, NULL), -ESRCH);
+        assert_int_equal(sfs_pid_tie(-1, &fd, &start, NULL), -ESRCH);
 }
 
 struct tid_box {
@@ -175,12 +175,59 @@ static void test_a_threads_tid_belongs_to_its_process(void **state)
         assert_int_equal(strlen(boot), 36);
 }
 
+static void test_a_thread_id_or_a_zombie_is_esrch_with_its_reason_and_a_live_pid_ties(void **state)
+{
+        struct tid_box b = { .lock = PTHREAD_MUTEX_INITIALIZER, .cond = PTHREAD_COND_INITIALIZER };
+        pid_t zombie = child(), live = child();
+        const char *why = NULL;
+        siginfo_t info;
+        pthread_t t;
+        uint64_t start;
+        int fd = -1;
+
+        (void)state;
+        if (!have_pidfd()) {
+                kill(zombie, SIGKILL);
+                kill(live, SIGKILL);
+                waitpid(zombie, NULL, 0);
+                waitpid(live, NULL, 0);
+                return;
+        }
+        assert_int_equal(pthread_create(&t, NULL, report_tid, &b), 0);
+        pthread_mutex_lock(&b.lock);
+        while (!b.tid)
+                pthread_cond_wait(&b.cond, &b.lock);
+        pthread_mutex_unlock(&b.lock);
+        /* A thread id: ESRCH saying it is a thread, never read as its process. */
+        assert_int_equal(sfs_pid_tie(b.tid, &fd, &start, &why), -ESRCH);
+        assert_non_null(strstr(why, "a thread, not a process"));
+        /* A zombie (exited, not reaped: WNOWAIT leaves it so): ESRCH saying so. */
+        kill(zombie, SIGKILL);
+        assert_int_equal(waitid(P_PID, (id_t)zombie, &info, WEXITED | WNOWAIT), 0);
+        why = NULL;
+        assert_int_equal(sfs_pid_tie(zombie, &fd, &start, &why), -ESRCH);
+        assert_non_null(strstr(why, "a zombie"));
+        /* Beside them: a live process ties. */
+        assert_int_equal(sfs_pid_tie(live, &fd, &start, &why), 0);
+        close(fd);
+        pthread_mutex_lock(&b.lock);
+        b.done = true;
+        pthread_cond_broadcast(&b.cond);
+        pthread_mutex_unlock(&b.lock);
+        pthread_join(t, NULL);
+        waitpid(zombie, NULL, 0);
+        kill(live, SIGKILL);
+        waitpid(live, NULL, 0);
+}
+
 int main(void)
 {
         const struct CMUnitTest tests[] = {
                 cmocka_unit_test(test_a_tied_process_that_exits_is_reported_once_under_its_cookie),
                 cmocka_unit_test(test_a_process_that_is_gone_cannot_be_tied),
                 cmocka_unit_test(test_a_threads_tid_belongs_to_its_process),
+                cmocka_unit_test(
+                        test_a_thread_id_or_a_zombie_is_esrch_with_its_reason_and_a_live_pid_ties),
         };
         return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -8,6 +8,7 @@
 #include <cmocka.h>
 
 #define _XOPEN_SOURCE_EXTENDED 1
+#include <ctype.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <ftw.h>
@@ -104,6 +105,7 @@ struct fx {
         struct sfs_tree *main;
         struct sfs_registry *reg;
         char store_path[300];
+        char main_path[300]; /* never mounted: where a main mount would be */
 };
 
 static const struct sfs_caller me_template = { .uid = 0, .gid = 0 };
@@ -150,6 +152,8 @@ static void start(struct fx *f)
                                                   .views = &f->ops,
                                                   .uid = getuid(),
                                                   .gid = getgid(),
+                                                  .mountpoint = f->main_path,
+                                                  .store_dir = f->store_path,
                                           },
                                           &f->reg),
                          0);
@@ -174,6 +178,7 @@ static int setup(void **state)
         assert_non_null(f);
         assert_int_equal(tu_dir_make(&f->dir), 0);
         snprintf(f->store_path, sizeof(f->store_path), "%s/store", f->dir.path);
+        snprintf(f->main_path, sizeof(f->main_path), "%s/srv/mnt", f->dir.path);
         f->ops = (struct sfs_view_ops){
                 .mount = fake_mount,
                 .detach = fake_detach,
@@ -310,10 +315,145 @@ static void test_unknown_ops_fields_and_types_are_refused_in_the_reply(void **st
         assert_reply(f, "EINVAL", "{\"op\":\"scope-create\",\"name\":\"a\",\"view\":\"%s\","
                                   "\"until_pid\":1}", view); /* without client_pid */
         assert_reply(f, "EINVAL", "{\"op\":\"revoke\",\"scope\":\"a\"}");
+        /* A limit above the daemon's own (--max-bytes 16K, --max-snapshots 8 here). */
+        assert_reply(f, "EINVAL", "{\"op\":\"scope-create\",\"name\":\"a\",\"view\":\"%s\","
+                                  "\"publish\":true,\"limits\":{\"max_bytes\":\"64K\"}}", view);
+        assert_reply(f, "EINVAL", "{\"op\":\"scope-create\",\"name\":\"a\",\"view\":\"%s\","
+                                  "\"limits\":{\"max_snapshots\":9}}", view);
+        /* A view path that is not UTF-8 (a lone continuation byte, as JSON's \u escapes cannot
+         * spell it: refused by the parser, the write itself EINVAL). */
+        {
+                const struct sfs_caller c = me();
+                char req[PATH_MAX + 64], *reply = NULL;
+                size_t len;
+                int n = snprintf(req, sizeof(req), "{\"op\":\"scope-create\",\"name\":\"a\","
+                                 "\"view\":\"%s\xff\"}", view);
+                assert_int_equal(sfs_protocol_exec(f->reg, &c, req, (size_t)n, &reply, &len),
+                                 -EINVAL);
+        }
         assert_int_equal(f->fake.mounted, 0);
         assert_reply(f, NULL, "{\"op\":\"scope-create\",\"name\":\"a\",\"view\":\"%s\","
-                              "\"publish\":true,\"limits\":{\"max_bytes\":\"64K\"}}", view);
+                              "\"publish\":true,\"limits\":{\"max_bytes\":\"16K\","
+                              "\"max_snapshots\":8}}", view);
         assert_int_equal(f->fake.mounted, 1);
+}
+
+static void test_a_duplicate_key_is_einval_and_does_nothing(void **state)
+{
+        struct fx *f = *state;
+        const struct sfs_caller c = me();
+        static const char *bad[] = {
+                /* The finding: the last "op" won, and the scope was removed. */
+                "{\"op\":\"scope-list\",\"op\":\"scope-remove\",\"name\":\"a\"}",
+                /* The same key spelled with an escape is the same key. */
+                "{\"op\":\"scope-list\",\"\\u006fp\":\"scope-remove\",\"name\":\"a\"}",
+                /* Nested, and in an object inside an array. */
+                "{\"op\":\"scope-create\",\"name\":\"b\",\"view\":\"/x\","
+                "\"limits\":{\"max_bytes\":1,\"max_bytes\":2}}",
+                "{\"op\":\"scope-list\",\"x\":[{},{\"a\":1,\"a\":1}]}",
+        };
+        char *reply = NULL;
+        size_t len;
+
+        create(f, "a", "");
+        for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++)
+                assert_int_equal(sfs_protocol_exec(f->reg, &c, bad[i], strlen(bad[i]), &reply,
+                                                   &len),
+                                 -EINVAL);
+        assert_int_equal(f->fake.detached, 0);
+        /* Beside them: each key once removes it. */
+        assert_reply(f, NULL, "{\"op\":\"scope-remove\",\"name\":\"a\"}");
+        assert_int_equal(f->fake.detached, 1);
+}
+
+/* The reply's "message", the reply put. */
+static char *message_of(json_object *o)
+{
+        json_object *e;
+        char *out;
+
+        assert_true(json_object_object_get_ex(o, "message", &e));
+        out = strdup(json_object_is_type(e, json_type_null) ? "" : json_object_get_string(e));
+        json_object_put(o);
+        return out;
+}
+
+#define assert_busy_naming(f, what, ...)                                                       \
+        do {                                                                                   \
+                json_object *_o = exec_json(f, __VA_ARGS__), *_e;                              \
+                char *_m;                                                                      \
+                assert_true(json_object_object_get_ex(_o, "error", &_e));                      \
+                assert_string_equal(json_object_get_string(_e), "EBUSY");                      \
+                _m = message_of(_o);                                                           \
+                assert_non_null(strstr(_m, what));                                             \
+                free(_m);                                                                      \
+        } while (0)
+
+static void test_a_view_over_another_view_the_main_mount_or_the_store_is_ebusy(void **state)
+{
+        struct fx *f = *state;
+        char dir[PATH_MAX];
+        struct stat st;
+
+        snprintf(dir, sizeof(dir), "%s/nest", f->dir.path);
+        assert_int_equal(mkdir(dir, 0755), 0);
+        snprintf(dir, sizeof(dir), "%s/srv", f->dir.path);
+        assert_int_equal(mkdir(dir, 0755), 0);
+        assert_reply(f, NULL, "{\"op\":\"scope-create\",\"name\":\"a\",\"view\":\"%s/nest/a\"}",
+                     f->dir.path);
+        /* An ancestor of another view: mounted, it would hide that view from its tenant. */
+        assert_busy_naming(f, "the view of scope a",
+                           "{\"op\":\"scope-create\",\"name\":\"anc\",\"view\":\"%s/nest\"}",
+                           f->dir.path);
+        /* Of the main mount (and its control channel with it), and the main mount itself. */
+        assert_busy_naming(f, "the main mount",
+                           "{\"op\":\"scope-create\",\"name\":\"anc\",\"view\":\"%s/srv\"}",
+                           f->dir.path);
+        assert_busy_naming(f, "the main mount",
+                           "{\"op\":\"scope-create\",\"name\":\"anc\",\"view\":\"%s\"}",
+                           f->main_path);
+        /* --store, and a path inside it. */
+        assert_busy_naming(f, "--store",
+                           "{\"op\":\"scope-create\",\"name\":\"anc\",\"view\":\"%s\"}",
+                           f->store_path);
+        assert_busy_naming(f, "inside --store",
+                           "{\"op\":\"scope-create\",\"name\":\"anc\",\"view\":\"%s/scopes\"}",
+                           f->store_path);
+        /* Nothing was made for them. */
+        snprintf(dir, sizeof(dir), "%s/srv/mnt", f->dir.path);
+        assert_int_equal(stat(dir, &st), -1);
+        assert_int_equal(f->fake.mounted, 1);
+        /* Beside them: a sibling of the refused ancestor's child is accepted. */
+        assert_reply(f, NULL, "{\"op\":\"scope-create\",\"name\":\"sib\",\"view\":\"%s/nest/b\"}",
+                     f->dir.path);
+        assert_reply(f, NULL, "{\"op\":\"scope-create\",\"name\":\"sib2\",\"view\":\"%s/srv/other\"}",
+                     f->dir.path);
+        assert_int_equal(f->fake.mounted, 3);
+}
+
+static void test_an_entry_shaped_like_a_digest_in_any_case_or_an_option_is_einval(void **state)
+{
+        struct fx *f = *state;
+        char hex[SNAP_DIGEST_HEX_LEN + 1], upper[SNAP_DIGEST_HEX_LEN + 1];
+
+        create(f, "a", "");
+        publish_main(f, "content", hex);
+        for (size_t i = 0; i <= SNAP_DIGEST_HEX_LEN; i++)
+                upper[i] = (char)toupper((unsigned char)hex[i]);
+        /* The finding: an uppercase digest as an entry, movable to other content. */
+        assert_reply(f, "EINVAL", "{\"op\":\"grant\",\"scope\":\"a\",\"sha256\":\"%s\","
+                                  "\"entry\":\"%s\"}", hex, upper);
+        assert_reply(f, "EINVAL", "{\"op\":\"grant\",\"scope\":\"a\",\"sha256\":\"%s\","
+                                  "\"entry\":\"%s\"}", hex, hex);
+        assert_reply(f, "EINVAL", "{\"op\":\"grant\",\"scope\":\"a\",\"sha256\":\"%s\","
+                                  "\"entry\":\"-rf\"}", hex);
+        assert_reply(f, "EINVAL", "{\"op\":\"grant\",\"scope\":\"a\",\"sha256\":\"%s\","
+                                  "\"entry\":\"--\"}", hex);
+        /* Beside them: a name, and one with a '-' that does not lead. */
+        assert_reply(f, NULL, "{\"op\":\"grant\",\"scope\":\"a\",\"sha256\":\"%s\","
+                              "\"entry\":\"current\"}", hex);
+        assert_reply(f, NULL, "{\"op\":\"grant\",\"scope\":\"a\",\"sha256\":\"%s\","
+                              "\"entry\":\"rf-\"}", hex);
 }
 
 static void test_names_and_views_are_taken_once(void **state)
@@ -557,7 +697,10 @@ int main(void)
         const struct CMUnitTest tests[] = {
                 T(test_a_request_that_is_no_json_object_is_einval_and_does_nothing),
                 T(test_unknown_ops_fields_and_types_are_refused_in_the_reply),
+                T(test_a_duplicate_key_is_einval_and_does_nothing),
                 T(test_names_and_views_are_taken_once),
+                T(test_an_entry_shaped_like_a_digest_in_any_case_or_an_option_is_einval),
+                T(test_a_view_over_another_view_the_main_mount_or_the_store_is_ebusy),
                 T(test_a_mount_that_fails_leaves_no_scope_and_no_directory),
                 T(test_a_client_pid_that_is_not_the_callers_is_einval),
                 T(test_a_scope_tied_to_a_process_goes_when_it_exits),

@@ -56,6 +56,24 @@ static void test_a_read_only_tree_and_the_read_view_never_publish(void **state)
         assert_true(sfs_may_read(&cfg, &owner));
 }
 
+static void test_without_readers_only_the_owner_and_root_read_or_see(void **state)
+{
+        struct sfs_tree_config cfg = config();
+
+        (void)state;
+        cfg.readers = (struct value_uid_list){ .any = false };
+        assert_true(sfs_may_read(&cfg, &owner));
+        assert_true(sfs_may_read(&cfg, &rooted));
+        assert_false(sfs_may_read(&cfg, &alice));
+        assert_false(sfs_may_see(&cfg, &alice));
+        /* --readers any, or naming alice, lets her read the same mount. */
+        assert_int_equal(value_parse_uid_list("any", &cfg.readers), 0);
+        assert_true(sfs_may_read(&cfg, &alice));
+        assert_int_equal(value_parse_uid_list("1000", &cfg.readers), 0);
+        assert_true(sfs_may_read(&cfg, &alice));
+        assert_false(sfs_may_read(&cfg, &bob));
+}
+
 static void test_readers_see_publishers_see_others_see_nothing(void **state)
 {
         struct sfs_tree_config cfg = config();
@@ -65,9 +83,10 @@ static void test_readers_see_publishers_see_others_see_nothing(void **state)
         assert_true(sfs_may_read(&cfg, &alice));
         assert_false(sfs_may_read(&cfg, &bob));
         assert_false(sfs_may_see(&cfg, &bob));
-        /* The owner publishes, so it sees metadata without being a reader. */
+        /* The owner and root read whatever the list names: the mount is theirs. */
         assert_true(sfs_may_see(&cfg, &owner));
-        assert_false(sfs_may_read(&cfg, &owner));
+        assert_true(sfs_may_read(&cfg, &owner));
+        assert_true(sfs_may_read(&cfg, &rooted));
 }
 
 static void test_removing_is_for_the_owner_and_root_and_with_unlink_own_a_hold_is_dropped(void **state)
@@ -103,6 +122,10 @@ static void test_metadata_is_cached_only_when_every_uid_may_see_it(void **state)
         assert_true(sfs_meta_timeout(&cfg, 60) == 60);
         assert_int_equal(value_parse_uid_list("1000", &cfg.readers), 0);
         assert_true(sfs_meta_timeout(&cfg, 60) == 0);
+        /* Without allow_other only the owner reaches the mount: nothing cached answers
+         * anyone else. */
+        cfg.single_uid = true;
+        assert_true(sfs_meta_timeout(&cfg, 60) == 60);
 }
 
 int main(void)
@@ -111,6 +134,7 @@ int main(void)
                 cmocka_unit_test(test_without_publishers_only_the_owner_and_root_publish),
                 cmocka_unit_test(test_a_publisher_set_admits_exactly_its_uids),
                 cmocka_unit_test(test_a_read_only_tree_and_the_read_view_never_publish),
+                cmocka_unit_test(test_without_readers_only_the_owner_and_root_read_or_see),
                 cmocka_unit_test(test_readers_see_publishers_see_others_see_nothing),
                 cmocka_unit_test(
                         test_removing_is_for_the_owner_and_root_and_with_unlink_own_a_hold_is_dropped),

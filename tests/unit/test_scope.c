@@ -363,7 +363,7 @@ static void test_publishing_what_another_scope_has_answers_as_for_new_content(vo
         assert_int_equal(publish(f->a, &carol, "first", "same bytes", 10, &in_a), 0);
         /* B cannot tell A had it: published (0), its own inode number, name and owner. */
         assert_int_equal(publish(f->b, &carol, "second", "same bytes", 10, &in_b), 0);
-        assert_int_not_equal(sfs_node_ino(in_a), sfs_node_ino(in_b));
+        assert_int_equal(sfs_node_ino(in_b), SFS_FIRST_INO); /* its first, as if A had none */
         assert_int_equal(sfs_tree_getxattr(f->b, &carol, in_b, SFS_XATTR_NAME, name,
                                            sizeof(name), &len),
                          0);
@@ -535,9 +535,19 @@ static void test_grants_come_back_from_their_json(void **state)
         assert_int_equal(publish(f->main, &root, "a", "granted", 7, NULL), 0);
         assert_int_equal(grant(f->a, "granted", "cfg", NULL, NULL), 0);
         assert_int_equal(publish(f->a, &carol, "mine", "its own", 7, NULL), 0);
-        assert_int_equal(sfs_scope_grants_json(f->a, NULL, &grants, &entries), 0);
+        uint64_t next_ino = 0, ino_cfg, ino_own;
+
+        ino_cfg = sfs_node_ino(lookup_name(f->a, &carol, "cfg", 0));
+        hex_of("its own", 7, hex);
+        ino_own = sfs_node_ino(lookup_name(f->a, &carol, hex, 0));
+        assert_int_equal(sfs_scope_grants_json(f->a, NULL, &grants, &entries, &next_ino), 0);
+        assert_true(next_ino > ino_cfg && next_ino > ino_own);
         again = scope_of(f->main, "again", true);
-        assert_int_equal(sfs_scope_restore(again, grants, entries, NULL, NULL, &fx), 0);
+        assert_int_equal(sfs_scope_restore(again, grants, entries, next_ino, NULL, NULL, &fx),
+                         0);
+        /* Each under the number the view had it under. */
+        assert_int_equal(sfs_node_ino(lookup_name(again, &carol, "cfg", 0)), ino_cfg);
+        assert_int_equal(sfs_node_ino(lookup_name(again, &carol, hex, 0)), ino_own);
         assert_int_equal(fx.n_gone, 0);
         lookup_name(again, &carol, "cfg", 0);
         hex_of("its own", 7, hex);
@@ -551,6 +561,40 @@ static void test_grants_come_back_from_their_json(void **state)
         json_object_put(entries);
         sfs_scope_effects_free(&fx);
         sfs_tree_free(again);
+}
+
+/* A sandbox must not count, by its own inode numbers, what another scope or the operator
+ * publishes and grants: a view numbers its own, in its own order, never reused. */
+static void test_a_view_numbers_its_inodes_alone(void **state)
+{
+        struct fx *f = *state;
+        uint64_t first, second;
+        char hex[SNAP_DIGEST_HEX_LEN + 1];
+
+        assert_int_equal(publish(f->main, &root, "a", "one", 3, NULL), 0);
+        assert_int_equal(grant(f->b, "one", NULL, NULL, NULL), 0);
+        hex_of("one", 3, hex);
+        first = sfs_node_ino(lookup_name(f->b, &carol, hex, 0));
+        assert_int_equal(first, SFS_FIRST_INO);
+        /* A's and the operator's activity in between... */
+        for (int i = 0; i < 2; i++) {
+                char text[8], own[8], name[8];
+                snprintf(text, sizeof(text), "x%d", i);
+                snprintf(own, sizeof(own), "y%d", i);
+                snprintf(name, sizeof(name), "n%d", i);
+                assert_int_equal(publish(f->main, &root, name, text, 2, NULL), 0);
+                assert_int_equal(grant(f->a, text, NULL, NULL, NULL), 0);
+                assert_int_equal(publish(f->a, &carol, name, own, 2, NULL), 0);
+        }
+        /* ...moves neither B's first number nor its next. */
+        assert_int_equal(sfs_node_ino(lookup_name(f->b, &carol, hex, 0)), first);
+        assert_int_equal(publish(f->main, &root, "b", "two", 3, NULL), 0);
+        assert_int_equal(grant(f->b, "two", NULL, NULL, NULL), 0);
+        hex_of("two", 3, hex);
+        second = sfs_node_ino(lookup_name(f->b, &carol, hex, 0));
+        assert_int_equal(second, first + 1);
+        /* The main mount's numbers are the store's: they moved. */
+        assert_true(sfs_node_ino(lookup_name(f->main, &root, hex, 0)) > second);
 }
 
 static void test_a_full_scope_refuses_one_more_grant_or_publish_with_enospc(void **state)
@@ -603,6 +647,7 @@ int main(void)
                 T(test_a_grant_keeps_what_the_owner_unlinked_on_the_main_mount),
                 T(test_a_views_metadata_is_its_own_scopes),
                 T(test_a_views_root_answers_for_its_scope_alone),
+                T(test_a_view_numbers_its_inodes_alone),
                 T(test_grants_come_back_from_their_json),
         };
         return cmocka_run_group_tests(tests, NULL, NULL);

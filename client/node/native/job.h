@@ -33,11 +33,13 @@ struct job {
         const void *data;
         size_t len;
         int fd;
+        int timeout_ms; /* waitEntry's: -1 for none */
         uint64_t mnt_id;
         struct snapfs_binding b;
         struct snapfs_scope_spec spec;
         uint32_t *uids;
         struct snapfs_binding *bindings; /* describe_view's input, n of them */
+        unsigned flags;                  /* snapfs_remove's */
 
         /* Results. */
         struct snapfs_binding out_b;
@@ -53,6 +55,7 @@ struct job {
         bool seen_in_view; /* the scope's view was mounted when its grants were described */
         char *reply;
         char view[4096];
+        size_t removed, kept;            /* snapfs_remove's counts */
 };
 
 /* A new job, or NULL with a JavaScript exception pending. */

@@ -147,6 +147,14 @@ static napi_value done_open(napi_env env, struct job *j)
         return o;
 }
 
+/* Sleeps in this pool thread until the entry moves (the daemon's poll notice), then opens
+ * what it names: one thread of the pool per pending wait, and no timer. */
+static int run_wait_entry(struct job *j)
+{
+        return record_open(j, snapfs_wait_entry(j->mount, j->entry, j->timeout_ms, &j->opts,
+                                                &j->out_b, &j->why));
+}
+
 /* openBinding(mount, binding, options) -> { fd, snapshot, mountId } */
 static napi_value open_binding(napi_env env, napi_callback_info info)
 {
@@ -170,6 +178,26 @@ static napi_value open_entry(napi_env env, napi_callback_info info)
         j->run = run_open_entry;
         j->done = done_open;
         QUEUE("snapfs.openVerified");
+}
+
+/* waitEntry(view, entry, timeoutMs | null, options) -> { fd, snapshot, mountId } */
+static napi_value wait_entry(napi_env env, napi_callback_info info)
+{
+        napi_valuetype t;
+        uint64_t ms = 0;
+
+        ARGS(4);
+        if (!arg_string(env, argv[0], false, &j->mount, "mount") ||
+            !arg_string(env, argv[1], false, &j->entry, "entry") ||
+            napi_typeof(env, argv[2], &t) != napi_ok ||
+            (t != napi_null && t != napi_undefined &&
+             !arg_u64(env, argv[2], INT32_MAX, &ms, "timeout")) ||
+            !arg_options(env, argv[3], &j->opts))
+                FAIL();
+        j->timeout_ms = t == napi_null || t == napi_undefined ? -1 : (int)ms;
+        j->run = run_wait_entry;
+        j->done = done_open;
+        QUEUE("snapfs.wait");
 }
 
 /* The descriptor a FileHandle got by opening /proc/self/fd/N of a verified one (Node cannot
@@ -230,6 +258,42 @@ static napi_value verify_reopened(napi_env env, napi_callback_info info)
         j->run = run_verify_reopened;
         j->done = done_verify;
         QUEUE("snapfs.openVerified");
+}
+
+/* ---- removing ------------------------------------------------------------------------- */
+
+static int run_remove(struct job *j)
+{
+        return snapfs_remove(j->mount, j->text, j->flags, &j->opts, &j->removed, &j->kept,
+                             &j->why);
+}
+
+static napi_value done_remove(napi_env env, struct job *j)
+{
+        napi_value o;
+
+        if (napi_create_object(env, &o) != napi_ok)
+                return NULL;
+        set(env, o, "removed", make_number(env, j->removed));
+        set(env, o, "kept", make_number(env, j->kept));
+        return o;
+}
+
+/* remove(mount, target, allNamed, options): what snapfs rm TARGET does. */
+static napi_value remove_target(napi_env env, napi_callback_info info)
+{
+        bool all = false;
+
+        ARGS(4);
+        if (!arg_string(env, argv[0], false, &j->mount, "mount") ||
+            !arg_string(env, argv[1], false, &j->text, "target") ||
+            napi_get_value_bool(env, argv[2], &all) != napi_ok ||
+            !arg_options(env, argv[3], &j->opts))
+                FAIL();
+        j->flags = all ? SNAPFS_REMOVE_ALL : 0;
+        j->run = run_remove;
+        j->done = done_remove;
+        QUEUE("snapfs.remove");
 }
 
 /* ---- scopes ----------------------------------------------------------------------------- */
@@ -630,12 +694,13 @@ NAPI_MODULE_INIT()
                 napi_callback fn;
         } fns[] = {
                 { "publish", publish },         { "openBinding", open_binding },
-                { "openEntry", open_entry },    { "verifyReopened", verify_reopened },
+                { "openEntry", open_entry },    { "waitEntry", wait_entry },    { "verifyReopened", verify_reopened },
                 { "scopeCreate", scope_create }, { "scopeList", scope_list },
                 { "scopeShow", scope_show },    { "scopeRemove", scope_remove },
                 { "grant", grant },             { "revoke", revoke_grant },
                 { "scopeBinding", scope_binding },
                 { "control", control },         { "parseBinding", parse_binding },
+                { "remove", remove_target },
                 { "strerror", str_error },
         };
         const char *lib = snapfs_version();

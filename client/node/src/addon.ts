@@ -55,6 +55,8 @@ export interface Native {
           o: NativeOptions): Promise<RawSnapshot & { alreadyPublished: boolean }>;
   openBinding(mount: string, binding: string, o: NativeOptions): Promise<RawOpen>;
   openEntry(view: string, entry: string, o: NativeOptions): Promise<RawOpen>;
+  waitEntry(view: string, entry: string, timeoutMs: number | null,
+            o: NativeOptions): Promise<RawOpen>;
   verifyReopened(fd: number, binding: string, o: NativeOptions, mountId: string): Promise<void>;
   scopeCreate(mount: string, spec: RawSpec, o: NativeOptions): Promise<RawScope>;
   scopeList(mount: string, o: NativeOptions): Promise<RawScope[]>;
@@ -68,6 +70,8 @@ export interface Native {
   scopeBinding(mount: string, scope: string, binding: string,
                o: NativeOptions): Promise<{ view: string; snapshot: RawSnapshot }>;
   control(mount: string, request: string, o: NativeOptions): Promise<string>;
+  remove(mount: string, target: string, allNamed: boolean,
+         o: NativeOptions): Promise<{ removed: number; kept: number }>;
   parseBinding(text: string): RawSnapshot;
   strerror(errno: number): string;
 }

@@ -99,6 +99,7 @@ function bytesOf(data: Buffer | Uint8Array | string): Uint8Array {
 export async function publish(data: Buffer | Uint8Array | string,
                               o: PublishOptions = {}): Promise<Published> {
   if (o.entry !== undefined && o.scope === undefined) throw invalid("entry needs scope");
+  if (o.entry !== undefined) scopes.checkedEntry(o.entry);
   const bytes = bytesOf(data);
   const mount = mountOf(o);
   const opts = nativeOptions(o);
@@ -130,8 +131,12 @@ async function openTarget(target: Target, o: ReadOptions): Promise<RawOpen> {
   const opts = nativeOptions(o, true);
   const mount = mountOf(o);
   if (typeof target === "object" && target !== null && "entry" in target &&
-      !(target instanceof Snapshot))
-    return call(() => native().openEntry(mount, target.entry, opts));
+      !(target instanceof Snapshot)) {
+    // A granted digest's own name (64 lowercase hex) opens too, as the view lists it.
+    const entry = /^[0-9a-f]{64}$/.test(target.entry) ? target.entry
+      : scopes.checkedEntry(target.entry);
+    return call(() => native().openEntry(mount, entry, opts));
+  }
   const binding = bindingOf(target);
   if (typeof binding !== "string") throw invalid("the target has no binding to open");
   return call(() => native().openBinding(mount, binding, opts));
@@ -240,6 +245,26 @@ export async function spawnVerified(command: string, args: readonly string[],
   }
 }
 
+/** What remove() takes beside the trust options: every snapshot a name names. */
+export interface RemoveOptions extends TrustOptions {
+  allNamed?: boolean;
+}
+
+/**
+ * Removes through the mount what target names, as `snapfs rm` does: a Snapshot or a binding
+ * (exactly that snapshot), a name (several only with allNamed: else ENOTUNIQ), else a digest
+ * or its first 12 or more characters. kept counts snapshots that stay for their other
+ * holders (a daemon with --unlink-own). Rejects with ENOENT (names nothing), EPERM (only the
+ * mount's owner and root remove), ESTALE.
+ */
+export async function remove(target: string | Snapshot,
+                             o: RemoveOptions = {}): Promise<{ removed: number; kept: number }> {
+  // A snapshot without a binding (a grant of an unmounted view) is named by its digest.
+  const text = typeof target === "string" ? target : target.binding ?? target.sha256;
+  const opts = nativeOptions(o);
+  return call(() => native().remove(mountOf(o), text, o.allNamed === true, opts));
+}
+
 /** One raw request on the main mount's control file: the daemon's reply, parsed. */
 export async function control(request: object | string,
                               o: TrustOptions = {}): Promise<Record<string, unknown>> {
@@ -254,5 +279,32 @@ export async function status(o: TrustOptions = {}): Promise<Record<string, unkno
   return (await control({ op: "status" }, o))["status"] as Record<string, unknown>;
 }
 
-// wait(): comes with libsnapfs's snapfs_wait, as one more addon job and one function here;
-// nothing stands in for it before then.
+export interface WaitOptions extends ReadOptions {
+  /** Give up after this many seconds (rejecting with ETIMEDOUT); default: no limit. */
+  timeout?: number;
+}
+
+/**
+ * Waits until the entry of the scope's view `mount` moves from the snapshot it names now (a
+ * rotation, or its removal: rejected with ENOENT, finding "removed"), then opens what it names
+ * verified: its Snapshot. The daemon wakes the wait (a FUSE poll notice; libsnapfs's
+ * snapfs_wait_entry), nothing polls on a timer; a pending wait holds one thread of libuv's
+ * pool (UV_THREADPOOL_SIZE). Past `timeout` seconds: rejected with ETIMEDOUT (finding
+ * "timeout").
+ */
+export async function wait(target: { entry: string }, o: WaitOptions = {}): Promise<Snapshot> {
+  const { timeout, ...rest } = o;
+  if (typeof target !== "object" || target === null || typeof target.entry !== "string")
+    throw invalid("wait: the target is { entry }");
+  if (timeout !== undefined && (typeof timeout !== "number" || !(timeout >= 0) ||
+                                timeout * 1000 > 2 ** 31 - 1))
+    throw invalid("wait: timeout must be a number of seconds, 0 to 2147483");
+  const opts = nativeOptions(rest, true);
+  const ms = timeout === undefined ? null : Math.floor(timeout * 1000);
+  const opened = await call(() => native().waitEntry(mountOf(rest), target.entry, ms, opts));
+  try {
+    return new Snapshot(opened.snapshot);
+  } finally {
+    await close(opened.fd);
+  }
+}

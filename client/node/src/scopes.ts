@@ -64,6 +64,26 @@ export interface GrantOptions extends TrustOptions {
 
 const HEX64 = /^[0-9a-f]{64}$/;
 
+/** The entry name grammar, as a refusal states it (docs/design.md, "Entry names"). */
+export const ENTRY_NAME_RULE = "1-64 of [A-Za-z0-9._-], starting with neither '.' nor '-', " +
+  "and not 64 hexadecimal characters in any case (a digest's shape)";
+
+/**
+ * Whether `name` is an entry name of a scope's view: the daemon's one grammar, which
+ * libsnapfs holds too (the cases of tests/vectors/names.json). ASCII only, so never a name
+ * that is not UTF-8, nor one a C string would cut at a NUL.
+ */
+export function entryNameValid(name: unknown): boolean {
+  return typeof name === "string" && /^[A-Za-z0-9_][A-Za-z0-9._-]{0,63}$/.test(name) &&
+    !/^[0-9a-fA-F]{64}$/.test(name);
+}
+
+/** `entry`, or EINVAL before anything is asked when the daemon would refuse it. */
+export function checkedEntry(entry: string): string {
+  if (!entryNameValid(entry)) throw invalid(`not a valid entry name: ${ENTRY_NAME_RULE}`);
+  return entry;
+}
+
 function scope(raw: RawScope): Scope {
   const { devNumber: _, ...rest } = raw;
   return rest;
@@ -117,9 +137,9 @@ export async function remove(name: string, o: TrustOptions = {}): Promise<void> 
 export async function grant(name: string, digestOrBinding: string | Snapshot,
                             o: GrantOptions = {}): Promise<Grant> {
   const hex = digestOf(digestOrBinding);
+  const entry = o.entry === undefined ? null : checkedEntry(o.entry);
   const opts = nativeOptions(o);
-  return new Grant(await call(() => native().grant(mountOf(o), name, hex, o.entry ?? null,
-                                                    opts)));
+  return new Grant(await call(() => native().grant(mountOf(o), name, hex, entry, opts)));
 }
 
 /**
@@ -141,6 +161,7 @@ export async function revoke(name: string,
     sha256 = digestOf(digestOrEntry);
   else
     entry = digestOrEntry;
+  if (entry !== null) checkedEntry(entry);
   const opts = nativeOptions(o);
   await call(() => native().revoke(mountOf(o), name, sha256, entry, opts));
 }

@@ -95,3 +95,25 @@ test("data that is not bytes is refused before anything is asked", async () => {
   const e = await refusal(snapfs.publish(42, { mount: d.mount }));
   assert.equal(e.code, "EINVAL");
 });
+
+test("remove() does what snapfs rm does: by name, digest and binding, refusals first", async () => {
+  const a = await snapfs.publish("rm one", { mount: d.mount, name: "rm-shared" });
+  const b = await snapfs.publish("rm two", { mount: d.mount, name: "rm-shared" });
+  // A name of two snapshots: ENOTUNIQ, nothing removed; allNamed removes both.
+  const e = await refusal(snapfs.remove("rm-shared", { mount: d.mount }));
+  assert.equal(e.code, "ENOTUNIQ");
+  assert.equal(fs.existsSync(`${d.mount}/${a.sha256}`), true);
+  assert.deepEqual(await snapfs.remove("rm-shared", { mount: d.mount, allNamed: true }),
+                   { removed: 2, kept: 0 });
+  assert.equal(fs.existsSync(`${d.mount}/${b.sha256}`), false);
+  // A digest's first 12 characters, and a Snapshot (its binding).
+  const c = await snapfs.publish("rm three", { mount: d.mount, name: "rm-c" });
+  assert.deepEqual(await snapfs.remove(c.sha256.slice(0, 12), { mount: d.mount }),
+                   { removed: 1, kept: 0 });
+  const f = await snapfs.publish("rm four", { mount: d.mount, name: "rm-f" });
+  assert.deepEqual(await snapfs.remove(f, { mount: d.mount }), { removed: 1, kept: 0 });
+  // What names nothing: ENOENT.
+  const g = await refusal(snapfs.remove("rm-no-such-name", { mount: d.mount }));
+  assert.equal(g.code, "ENOENT");
+  assert.equal(g.finding, "no-such-snapshot");
+});

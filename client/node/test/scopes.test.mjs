@@ -3,6 +3,7 @@
 import { after, before, test } from "node:test";
 import assert from "node:assert/strict";
 import { once } from "node:events";
+import { readFileSync } from "node:fs";
 
 import { cli, refusal, snapfs, startDaemon } from "./daemon.mjs";
 
@@ -117,4 +118,31 @@ test("status is the daemon's status object; not on a mount that is not snapfs", 
   assert.equal(st.version, snapfs.versions().library);
   const e = await refusal(snapfs.status({ mount: d.dir }));
   assert.equal(e.code, "EMEDIUMTYPE");
+});
+
+test("entry names: the vectors' set refused EINVAL before asking, the rest asked", async () => {
+  const vectors = JSON.parse(readFileSync(new URL("../../../tests/vectors/names.json",
+                                                  import.meta.url), "utf8"));
+  const digest = "ab".repeat(32);
+  const gone = { mount: "/nonexistent/mnt" };
+  assert.ok(vectors.filter((c) => c.valid).length >= 5);
+  assert.ok(vectors.filter((c) => !c.valid).length >= 10);
+  for (const c of vectors) {
+    // Bytes that are no UTF-8 reach JavaScript as U+FFFD, as fs names them.
+    const entry = c.entry ?? Buffer.from(c.entry_hex, "hex").toString("utf8");
+    assert.equal(snapfs.scopes.entryNameValid(entry), c.valid, c.why);
+    const asks = [() => snapfs.scopes.grant("s", digest, { ...gone, entry }),
+                  () => snapfs.scopes.revoke("s", { entry }, gone)];
+    // A view lists granted digests by their own names: an open takes those as well.
+    const digestName = /^[0-9a-f]{64}$/.test(entry);
+    asks.push(() => snapfs.readVerified({ entry }, { mount: "/nonexistent/view" }));
+    for (const [i, ask] of asks.entries()) {
+      const e = await refusal(ask());
+      if (c.valid || (digestName && i === 2)) assert.notEqual(e.code, "EINVAL", c.why);
+      else {
+        assert.equal(e.code, "EINVAL", c.why);
+        assert.match(e.reasons[0].message, /not a valid entry name/, c.why);
+      }
+    }
+  }
 });

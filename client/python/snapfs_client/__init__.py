@@ -32,11 +32,12 @@ api, cli (the snapfs-client command, also `python -m snapfs_client`).
 from ._abi import (BINDING_TEXT_MAX, CODE_MAX, DIGEST_LEN, KIND_FLAGS, MESSAGE_MAX, NAME_MAX,
                    REASONS_MAX, Opt, ScopeFlag, Seen, __version__)
 from ._abi import _INSTALLED_LIBRARY  # noqa: F401 (where the installed copy finds its library)
-from .api import (Grant, Scope, Trust, VerifiedFd, control, describe, grant, metrics,
-                  open_digest, open_entry, open_verified, publish, publish_fd, read_verified,
-                  revoke, scope_binding, scope_create, scope_list, scope_remove, scope_show,
-                  status, verify_fd, view_binding)
-from .binding import Binding, name_valid
+from .api import (EntryWatch, Grant, Scope, Trust, VerifiedFd, control, describe, grant,
+                  metrics, open_digest, open_entry, open_verified, publish, publish_fd,
+                  read_verified, remove, revoke, scope_binding, scope_create, scope_list,
+                  scope_remove, scope_show, snapshots, status, verify_fd, view_binding,
+                  wait_entry, watch_entry)
+from .binding import Binding, entry_name_valid, name_valid
 from .cli import main
 from .errors import SnapfsError, strerror
 from .values import parse_duration, parse_owner, parse_size, value_error
@@ -58,9 +59,10 @@ KINDS = KIND_FLAGS
 
 __all__ = ["Binding", "SnapfsError", "Trust", "VerifiedFd", "publish", "publish_fd",
            "open_verified", "open_digest", "describe", "view_binding", "verify_fd",
-           "read_verified", "strerror", "parse_owner", "parse_size", "parse_duration",
-           "value_error", "name_valid", "KINDS", "__version__", "Scope", "Grant",
-           "scope_create", "scope_list", "scope_show", "scope_remove", "grant", "revoke",
+           "read_verified", "remove", "snapshots", "strerror", "parse_owner", "parse_size",
+           "parse_duration", "value_error", "name_valid", "entry_name_valid", "KINDS",
+           "__version__", "Scope", "Grant", "scope_create", "scope_list", "scope_show",
+           "scope_remove", "grant", "revoke",
            "scope_binding", "open_entry", "control", "status", "metrics", "Opt", "ScopeFlag",
            "Seen", "main", "DIGEST_LEN", "NAME_MAX", "BINDING_TEXT_MAX", "REASONS_MAX",
-           "CODE_MAX", "MESSAGE_MAX"]
+           "CODE_MAX", "MESSAGE_MAX", "EntryWatch", "watch_entry", "wait_entry"]

@@ -211,8 +211,16 @@ _PROTOS: "dict[str, List[Any]]" = {
                              ctypes.c_char_p, ctypes.c_size_t, P(CBinding), P(CReport)],
     "snapfs_open_entry": [ctypes.c_char_p, ctypes.c_char_p, P(COptions), P(CBinding),
                           P(CReport)],
+    "snapfs_remove": [ctypes.c_char_p, ctypes.c_char_p, ctypes.c_uint, P(COptions),
+                      P(ctypes.c_size_t), P(ctypes.c_size_t), P(CReport)],
+    "snapfs_list": [ctypes.c_char_p, P(COptions), P(P(CSnapshot)), P(ctypes.c_size_t),
+                    P(CReport)],
     "snapfs_describe_view": [ctypes.c_char_p, ctypes.c_char_p, P(CBinding), ctypes.c_size_t,
                              P(COptions), P(CSnapshot), P(ctypes.c_uint), P(CReport)],
+    "snapfs_watch_entry": [ctypes.c_char_p, ctypes.c_char_p, P(COptions), P(CReport)],
+    "snapfs_watch_wait": [ctypes.c_int, ctypes.c_int],
+    "snapfs_wait_entry": [ctypes.c_char_p, ctypes.c_char_p, ctypes.c_int, P(COptions),
+                          P(CBinding), P(CReport)],
 }
 
 

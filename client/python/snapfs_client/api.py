@@ -9,11 +9,12 @@ import errno
 import dataclasses
 import json
 import os
+import re
 from types import TracebackType
 from typing import (Any, Dict, Iterable, List, Optional, Sequence, Tuple, Type, Union)
 
 from . import _abi
-from .binding import Binding, name_valid
+from .binding import ENTRY_NAME_RULE, Binding, entry_name_valid, name_valid
 from .errors import SnapfsError, invalid, raise_for
 
 PathLike = Union[str, bytes, "os.PathLike[str]", "os.PathLike[bytes]"]
@@ -113,6 +114,20 @@ def _name_arg(name: Optional[str]) -> Optional[bytes]:
         raise invalid(f"{name!r} is not a snapshot name: 1-64 of [A-Za-z0-9._-], starting "
                       "with neither '.' nor '_'")
     return name.encode()
+
+
+_DIGEST = re.compile(r"[0-9a-f]{64}")
+
+
+def _entry_arg(entry: Optional[str], digest_ok: bool = False) -> Optional[bytes]:
+    """The entry as libsnapfs takes it, refused first when the daemon would refuse it (the
+    same set: tests/vectors/names.json); digest_ok: a granted digest's own name (64 lowercase
+    hex) too, as a view lists it."""
+    if entry is None:
+        return None
+    if not entry_name_valid(entry) and not (digest_ok and _DIGEST.fullmatch(entry)):
+        raise invalid(f"{entry!r} is not a valid entry name: {ENTRY_NAME_RULE}")
+    return entry.encode()
 
 
 def publish(mount: PathLike, data: Union[bytes, bytearray, memoryview], *,
@@ -457,6 +472,45 @@ def scope_show(mount: PathLike, name: str, *, trust: Optional[Trust] = None,
         lib.snapfs_free(ctypes.cast(g, ctypes.c_void_p))
 
 
+def remove(mount: PathLike, target: BindingLike, *, all_named: bool = False,
+           trust: Optional[Trust] = None, owner: Optional[int] = None,
+           insecure_own_mount: bool = False,
+           trust_user_namespace: bool = False) -> Tuple[int, int]:
+    """Removes through the mount what target names, as `snapfs rm` does: a Binding or its
+    text (exactly that snapshot), a name (as snapshots() shows it; a name several snapshots
+    have only with all_named=True), else a digest or its first 12 or more hex characters.
+    -> (removed, kept): kept counts snapshots that stay for their other holders (the
+    caller's hold went: a daemon with --unlink-own). Raises SnapfsError: ENOENT (names
+    nothing), ENOTUNIQ, EPERM (only the mount's owner and root remove), ESTALE."""
+    o = options(trust, owner, 0, insecure_own_mount, trust_user_namespace)
+    text = str(target) if isinstance(target, Binding) else target
+    raw = text.encode() if isinstance(text, str) else bytes(text)
+    removed, kept, rep = ctypes.c_size_t(), ctypes.c_size_t(), _abi.CReport()
+    r = _abi.load().snapfs_remove(_path(mount), raw, 1 if all_named else 0, ctypes.byref(o),
+                                  ctypes.byref(removed), ctypes.byref(kept), ctypes.byref(rep))
+    if r < 0:
+        raise_for(r, rep)
+    return removed.value, kept.value
+
+
+def snapshots(mount: PathLike, *, trust: Optional[Trust] = None, owner: Optional[int] = None,
+              insecure_own_mount: bool = False,
+              trust_user_namespace: bool = False) -> List[Binding]:
+    """Every snapshot of the mount, as `snapfs ls --all` lists them (publishing order), each
+    with its name, publish time, publisher and kind as the daemon says them."""
+    o = options(trust, owner, 0, insecure_own_mount, trust_user_namespace)
+    lib, rep = _abi.load(), _abi.CReport()
+    v, n = ctypes.POINTER(_abi.CSnapshot)(), ctypes.c_size_t()
+    r = lib.snapfs_list(_path(mount), ctypes.byref(o), ctypes.byref(v), ctypes.byref(n),
+                        ctypes.byref(rep))
+    if r < 0:
+        raise_for(r, rep)
+    try:
+        return [Binding.from_snapshot(v[i]) for i in range(n.value)]
+    finally:
+        lib.snapfs_free(ctypes.cast(v, ctypes.c_void_p))
+
+
 def scope_remove(mount: PathLike, name: str, *, trust: Optional[Trust] = None,
                  owner: Optional[int] = None, insecure_own_mount: bool = False,
                  trust_user_namespace: bool = False) -> None:
@@ -479,7 +533,8 @@ def grant(mount: PathLike, scope: str, snapshot: BindingLike, *, entry: Optional
     o = options(trust, owner, 0, insecure_own_mount, trust_user_namespace)
     lib, c, rep = _abi.load(), _abi.CGrant(), _abi.CReport()
     r = lib.snapfs_grant(_path(mount), _name(scope), _digest_of(snapshot).encode(),
-                         _name(entry), ctypes.byref(o), ctypes.byref(c), ctypes.byref(rep))
+                         _entry_arg(entry), ctypes.byref(o), ctypes.byref(c),
+                         ctypes.byref(rep))
     if r < 0:
         raise_for(r, rep)
     sc, srep = _abi.CScope(), _abi.CReport()
@@ -501,7 +556,7 @@ def revoke(mount: PathLike, scope: str, *, sha256: Optional[BindingLike] = None,
     o = options(trust, owner, 0, insecure_own_mount, trust_user_namespace)
     rep = _abi.CReport()
     digest = None if sha256 is None else _digest_of(sha256).encode()
-    r = _abi.load().snapfs_revoke(_path(mount), _name(scope), digest, _name(entry),
+    r = _abi.load().snapfs_revoke(_path(mount), _name(scope), digest, _entry_arg(entry),
                                   ctypes.byref(o), ctypes.byref(rep))
     if r < 0:
         raise_for(r, rep)
@@ -535,7 +590,78 @@ def open_entry(view: PathLike, entry: str, *, trust: Optional[Trust] = None,
     whatever it is moved to later. kind as open_verified() takes it."""
     o = options(trust, owner, max_size, insecure_own_mount, trust_user_namespace, kind)
     lib, c, rep = _abi.load(), _abi.CBinding(), _abi.CReport()
-    r = lib.snapfs_open_entry(_path(view), _name(entry), ctypes.byref(o), ctypes.byref(c),
+    r = lib.snapfs_open_entry(_path(view), _entry_arg(entry, True), ctypes.byref(o),
+                              ctypes.byref(c), ctypes.byref(rep))
+    if r < 0:
+        raise_for(r, rep)
+    return VerifiedFd(r), _described(lib, r, c)
+
+
+class EntryWatch(int):
+    """A watch of an entry of a scope's view (watch_entry()): a descriptor that polls readable
+    (POLLIN, and POLLPRI) once the entry moved from what it named when the watch was made. It
+    is an int, so select.poll(), selectors and asyncio's add_reader take it as it is; wait()
+    blocks on it; as a context manager it closes itself."""
+
+    closed: bool
+
+    def __new__(cls, fd: int) -> "EntryWatch":
+        self = super().__new__(cls, fd)
+        self.closed = False
+        return self
+
+    def wait(self, timeout: Optional[float] = None) -> bool:
+        """True once the entry moved, False when timeout seconds (None: no limit) passed
+        first. The daemon wakes the wait; nothing polls on a timer."""
+        ms = -1 if timeout is None else max(0, min(int(timeout * 1000), 2**31 - 1))
+        r = _abi.load().snapfs_watch_wait(int(self), ms)
+        if r == -errno.ETIMEDOUT:
+            return False
+        if r < 0:
+            raise SnapfsError(-r)
+        return True
+
+    def close(self) -> None:
+        """Closes the descriptor, once."""
+        if not self.closed:
+            self.closed = True
+            os.close(self)
+
+    def __enter__(self) -> "EntryWatch":
+        return self
+
+    def __exit__(self, t: Optional[Type[BaseException]], v: Optional[BaseException],
+                 tb: Optional[TracebackType]) -> None:
+        self.close()
+
+
+def watch_entry(view: PathLike, entry: str, *, trust: Optional[Trust] = None,
+                owner: Optional[int] = None, insecure_own_mount: bool = False,
+                trust_user_namespace: bool = False) -> EntryWatch:
+    """EntryWatch: a descriptor that polls readable once the entry of the scope's view moves
+    (rotated to another snapshot, or removed). The view is judged like any mount; make the
+    watch before reading the entry, so a move in between is never missed."""
+    o = options(trust, owner, 0, insecure_own_mount, trust_user_namespace)
+    rep = _abi.CReport()
+    r = _abi.load().snapfs_watch_entry(_path(view), _name(entry), ctypes.byref(o),
+                                       ctypes.byref(rep))
+    if r < 0:
+        raise_for(r, rep)
+    return EntryWatch(r)
+
+
+def wait_entry(view: PathLike, entry: str, timeout: Optional[float] = None, *,
+               trust: Optional[Trust] = None, owner: Optional[int] = None, max_size: int = 0,
+               insecure_own_mount: bool = False, trust_user_namespace: bool = False,
+               kind: KindLike = "content") -> Tuple[VerifiedFd, Binding]:
+    """(VerifiedFd, Binding): waits until the entry of the scope's view moves, at most
+    timeout seconds (None: no limit), then opens what it names as open_entry() does. Raises
+    SnapfsError ETIMEDOUT (finding "timeout") when it did not move in time, ENOENT (finding
+    "removed") when it was removed."""
+    o = options(trust, owner, max_size, insecure_own_mount, trust_user_namespace, kind)
+    ms = -1 if timeout is None else max(0, min(int(timeout * 1000), 2**31 - 1))
+    lib, c, rep = _abi.load(), _abi.CBinding(), _abi.CReport()
+    r = lib.snapfs_wait_entry(_path(view), _name(entry), ms, ctypes.byref(o), ctypes.byref(c),
                               ctypes.byref(rep))
     if r < 0:
         raise_for(r, rep)

@@ -107,6 +107,20 @@ class Binding:
 _NAME_CHARS = frozenset("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789._-")
 
 
+_HEX = frozenset("0123456789abcdefABCDEF")
+ENTRY_NAME_RULE = ("1-64 of [A-Za-z0-9._-], starting with neither '.' nor '-', and not 64 "
+                   "hexadecimal characters in any case (a digest's shape)")
+
+
+def entry_name_valid(name: object) -> bool:
+    """-> bool: whether name is an entry name of a scope's view, by the daemon's one grammar
+    (docs/design.md, "Entry names"; the cases of tests/vectors/names.json): ENTRY_NAME_RULE.
+    ASCII only, so no name that is not UTF-8, and no NUL that a C string would cut at."""
+    return (isinstance(name, str) and 0 < len(name) <= _abi.NAME_MAX and name[0] not in ".-"
+            and all(ch in _NAME_CHARS for ch in name)
+            and not (len(name) == 64 and all(ch in _HEX for ch in name)))
+
+
 def name_valid(name: object) -> bool:
     """-> bool: whether name is a snapshot name publish() takes: 1-64 of [A-Za-z0-9._-],
     starting with neither '.' nor '_'."""

@@ -17,6 +17,7 @@ that runs the same cases as the C one (tests/helpers/apiclient.c), with the same
     snapfs-client revoke [TRUST] (--sha256 HEX | --entry ENTRY) MNT SCOPE
     snapfs-client scope-binding [TRUST] MNT SCOPE BINDING
     snapfs-client open-entry [TRUST] [--kind KIND] VIEW ENTRY
+    snapfs-client wait-entry [TRUST] [--kind KIND] [--timeout SECONDS] VIEW ENTRY
     snapfs-client control [TRUST] MNT JSON
     snapfs-client abi
 TRUST: [--owner UID] [--insecure-own-mount] [--trust-user-namespace]; --owner defaults to
@@ -34,7 +35,7 @@ from typing import Any, Callable, Dict, List, Optional
 from . import _abi
 from .api import (control, describe, grant, open_digest, open_entry, open_verified, pread_all,
                   publish, publish_fd, read_verified, revoke, scope_binding, scope_create,
-                  scope_list, scope_remove, scope_show, verify_fd)
+                  scope_list, scope_remove, scope_show, verify_fd, wait_entry)
 from .binding import Binding
 from .errors import SnapfsError
 from .values import parse_owner, parse_size, value_error
@@ -124,6 +125,10 @@ def run(argv: List[str]) -> int:
     p = sub.add_parser("open-entry", parents=[reading])
     p.add_argument("view")
     p.add_argument("entry")
+    p = sub.add_parser("wait-entry", parents=[reading])
+    p.add_argument("--timeout", type=int)
+    p.add_argument("view")
+    p.add_argument("entry")
     p = sub.add_parser("control", parents=[common])
     p.add_argument("mount")
     p.add_argument("request")
@@ -207,8 +212,12 @@ def run(argv: List[str]) -> int:
             view, b = scope_binding(a.mount, a.scope, a.binding, max_size=a.max_size, **tkw)
             out.update(view=view, binding=str(b), snapshot=b.as_dict())
             result = 0
-        elif a.cmd == "open-entry":
-            fd, b = open_entry(a.view, a.entry, max_size=a.max_size, kind=a.kind, **tkw)
+        elif a.cmd in ("open-entry", "wait-entry"):
+            if a.cmd == "open-entry":
+                fd, b = open_entry(a.view, a.entry, max_size=a.max_size, kind=a.kind, **tkw)
+            else:
+                fd, b = wait_entry(a.view, a.entry, a.timeout, max_size=a.max_size,
+                                   kind=a.kind, **tkw)
             try:
                 out.update(binding=str(b), snapshot=b.as_dict(),
                            content_hex=pread_all(fd).hex())
