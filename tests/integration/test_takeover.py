@@ -269,6 +269,9 @@ def test_sigusr1_hands_over_and_sigterm_still_unmounts_everything(daemon, workdi
     assert report["failures"] == {} and report["wrong_bytes"] == 0, report
     assert mount_ident(d.scope_view) == ident
     assert status(d.mnt)["takeovers"] == 1
+    text = run(SNAPFS, "status", "--mount", d.mnt).stdout
+    assert f"pid        {d.pid}\n" in text and f"supervisor {d.supervisor}\n" in text
+    assert "takeovers  1\n" in text
     # A stop is not a hand-over: every mount goes, and so do both processes.
     d.stop()
     for m in (d.mnt, d.view, d.scope_view):
@@ -294,6 +297,8 @@ def test_a_successor_serves_only_descriptors_that_are_fuse_connections(snapfs_bi
         wait_for(lambda: is_mounted(mnt), "the mount")
         s = status(mnt)
         assert s["takeovers"] == 0 and s["supervisor_pid"] is None and s["pid"] == proc.pid
+        text = run(SNAPFS, "status", "--mount", mnt).stdout
+        assert "takeovers  0\n" in text and "supervisor" not in text
         with open(fake, "rb") as f:
             assert f.read() == b"not a FUSE connection"
     finally:
