@@ -78,17 +78,26 @@ def takeover(snapfs, rounds):
     os.mkdir(store, 0o700)
     subprocess.run([snapfs, "mount", "--store", store, "--read-view", view, "--readers", "any",
                     "--pid-file", pidf, mnt], check=True)
-    pid = lambda: int(open(pidf).read() or 0)  # noqa: E731
+    supervisor = int(open(pidf).read())
+
+    def pid():
+        """The serving process: the supervisor's child (the pid file names the supervisor)."""
+        try:
+            with open(f"/proc/{supervisor}/task/{supervisor}/children") as f:
+                kids = f.read().split()
+        except OSError:
+            return 0
+        return int(kids[0]) if len(kids) == 1 else 0
     digest = publish(snapfs, mnt, os.urandom(256 << 10))
     proc, out, stop = reader(d, mnt, view, digest)
     for _ in range(rounds):
         old, before = pid(), progress(out)
         os.kill(old, signal.SIGKILL)
         wait(lambda: not alive(old))
-        wait(lambda: os.path.exists(pidf) and pid() not in (0, old) and progress(out) > before)
+        wait(lambda: pid() not in (0, old) and progress(out) > before)
     r = finish(proc, out, stop)
-    os.kill(pid(), signal.SIGTERM)
-    wait(lambda: not os.path.ismount(mnt))
+    os.kill(supervisor, signal.SIGTERM)
+    wait(lambda: not os.path.ismount(mnt) and not alive(supervisor))
     subprocess.run(["rm", "-rf", "--one-file-system", d])
     return r
 
