@@ -10,6 +10,7 @@ dropped before each pread, an mmap of a descriptor opened before the first kill,
 Each reports requests failed, wrong bytes, bindings moved (device or inode number changed):
 all 0, and no SIGBUS (the reader would die of it). ROUNDS here is 12, to keep the suite
 quick on a 2-CPU machine; scripts/bench.sh runs 200 rounds and reports the longest wait."""
+import errno
 import json
 import os
 import pathlib
@@ -320,3 +321,34 @@ def test_a_successor_that_refuses_to_start_unmounts_what_it_was_handed(daemon):
         assert not is_mounted(m), m
     with open(d.audit) as f:
         assert not any(json.loads(line)["event"] == "takeover" for line in f)
+
+
+def test_a_publish_in_progress_at_a_kill_fails_clearly_and_publishes_nothing(daemon):
+    """Its staged bytes were the dead process's: the next write through the descriptor fails
+    EBADF (never ENOTCONN), the staging file is gone (ENOENT), and the rename publishes
+    nothing; the allowance, a publish started after the takeover, is published."""
+    d = daemon
+    data = b"half of a config " * 1000
+    path = os.path.join(d.mnt, ".staging", "inflight")
+    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL)
+    try:
+        os.write(fd, data[:8000])
+        d.kill_and_wait_successor()
+        with pytest.raises(OSError) as e:
+            os.write(fd, data[8000:])
+        assert e.value.errno == errno.EBADF
+    finally:
+        os.close(fd)
+    target = os.path.join(d.mnt, sha256_hex(data))
+    with pytest.raises(OSError) as e:
+        os.rename(path, target)
+    assert e.value.errno == errno.ENOENT
+    assert not os.path.exists(target)
+    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL)
+    try:
+        os.write(fd, data)
+    finally:
+        os.close(fd)
+    os.rename(path, target)
+    with open(target, "rb") as f:
+        assert f.read() == data
