@@ -21,7 +21,7 @@ import time
 
 import pytest
 
-from snaptest import (BUILD, NOBODY_UID, ROOT, SNAPFS, control_ok, is_mounted, run,
+from snaptest import (BUILD, NOBODY_UID, ROOT, SNAPFS, as_uid, control_ok, is_mounted, run,
                       sha256_hex, wait_for)
 
 READER = pathlib.Path(__file__).resolve().parent / "takeover_reader.py"
@@ -352,3 +352,21 @@ def test_a_publish_in_progress_at_a_kill_fails_clearly_and_publishes_nothing(dae
     os.rename(path, target)
     with open(target, "rb") as f:
         assert f.read() == data
+
+
+def test_a_scope_views_staging_numbers_are_never_handed_out_again(daemon):
+    """A view numbers its own inodes; a staging file's number is in no scope file, so the
+    successor learns it from the numbers kept for it: the next staging file after the kill
+    gets a higher one, never one the kernel may still hold for the first."""
+    d = daemon
+    view = os.path.join(d.dir, "views", "pub")
+    control_ok(d.mnt, {"op": "scope-create", "name": "pub", "view": view,
+                       "uids": [NOBODY_UID], "publish": True})
+    code = ("import os, sys; fd = os.open(sys.argv[1], os.O_WRONLY | os.O_CREAT | os.O_EXCL); "
+            "print(os.fstat(fd).st_ino); os.close(fd)")
+    first = int(as_uid(NOBODY_UID, code, f"{view}/.staging/a").stdout)
+    second = int(as_uid(NOBODY_UID, code, f"{view}/.staging/b").stdout)
+    d.kill_and_wait_successor()
+    third = int(as_uid(NOBODY_UID, code, f"{view}/.staging/c").stdout)
+    assert first < second < third, (first, second, third)
+    control_ok(d.mnt, {"op": "scope-remove", "name": "pub"})
