@@ -386,6 +386,7 @@ struct daemon {
         uint64_t dev;
         int supervisor;        /* the socket to this process's supervisor, or -1 */
         bool keeper;           /* a supervisor or systemd keeps the connections */
+        char *cwd;             /* the start directory, where a successor starts too */
         unsigned handed;       /* connections handed to this process */
         bool handover;         /* ending for a successor: nothing is unmounted */
         bool signals;          /* the stop signals are installed */
@@ -895,6 +896,7 @@ static int daemon_prepare(struct daemon *d)
                 .attr_set = cfg->mount_attr_set,
                 .attr_clr = cfg->mount_attr_clr,
         };
+        d->cwd = get_current_dir_name(); /* before daemonizing: a successor's arguments */
         d->path = path_make_absolute(cfg->mountpoint);
         if (!d->path) {
                 LOG("%s: %m\n", cfg->mountpoint);
@@ -1010,7 +1012,7 @@ static void daemon_supervise(struct daemon *d)
                 return;
         }
         if (d->supervisor < 0 && !d->cfg->foreground) {
-                r = sfs_supervisor_start(&d->supervisor);
+                r = sfs_supervisor_start(&d->supervisor, d->cwd);
                 if (r < 0)
                         LOG("cannot start the supervisor: %s; a crash will end the mounts\n",
                             strerror(-r));
@@ -1106,6 +1108,7 @@ static void daemon_teardown(struct daemon *d, int ret)
         sfs_status_clear_daemon();
         safe_close(d->supervisor);
         free(d->path);
+        free(d->cwd);
 }
 
 int sfs_daemon_run(const struct sfs_daemon_config *given)
