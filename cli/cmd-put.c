@@ -64,8 +64,11 @@ static void put_usage(FILE *f)
 }
 
 /* The first line of a refused publish: what happened, before the reasons say why. */
-static const char *refused_words(int r)
+static const char *refused_words(int r, const struct snapfs_report *why)
 {
+        /* ENOSPC from the store's disk is no limit of the mount's: named as what it is. */
+        if (why->n_reasons && strcmp(why->reasons[0].code, "store-full") == 0)
+                return "the store's filesystem is full";
         switch (-r) {
         case EPERM:
                 return "the daemon refused it";
@@ -239,7 +242,7 @@ int cli_cmd_put(int argc, char **argv)
                                 return 2;
                 } else {
                         fprintf(stderr, "snapfs put: %s: not published: %s\n", mount,
-                                refused_words(r));
+                                refused_words(r, &why));
                         cli_print_reasons(stderr, &why);
                 }
                 return 1;

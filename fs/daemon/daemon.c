@@ -7,7 +7,6 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
-#include <linux/magic.h>
 #include <poll.h>
 #include <pthread.h>
 #include <signal.h>
@@ -30,6 +29,7 @@
 #include "fs/base/fdstore.h"
 #include "fs/base/inostate.h"
 #include "fs/base/notify.h"
+#include "fs/base/trustpath.h"
 #include "fs/store/ocistore.h"
 #include "fs/fuse/conn.h"
 #include "fs/fuse/ops.h"
@@ -287,23 +287,6 @@ static int pid_fd = -1;
 static char *pid_path; /* absolute: the daemon's working directory becomes / */
 static bool pid_written;
 
-/* Filesystems whose files are kernel settings, not files: writing a pid into one does
- * something (cgroup.procs moves the daemon, /proc/sys/kernel/ns_last_pid steers pid
- * allocation). A pid file there is refused before anything is written. */
-static bool kernel_interface(const struct statfs *sfs)
-{
-        static const unsigned long types[] = {
-                PROC_SUPER_MAGIC, SYSFS_MAGIC,    CGROUP_SUPER_MAGIC, CGROUP2_SUPER_MAGIC,
-                DEBUGFS_MAGIC,    TRACEFS_MAGIC,  SECURITYFS_MAGIC,   BPF_FS_MAGIC,
-                EFIVARFS_MAGIC,   PSTOREFS_MAGIC,
-        };
-
-        for (size_t i = 0; i < sizeof(types) / sizeof(types[0]); i++)
-                if ((unsigned long)sfs->f_type == types[i])
-                        return true;
-        return false;
-}
-
 /* Opens --pid-file before anything is mounted, so a bad path fails the mount: O_NOFOLLOW and
  * a regular file only (a symlink planted there must not make us truncate another file), on
  * no kernel interface, and written once as it will be written (then emptied until the
@@ -327,10 +310,18 @@ static int pidfile_open(const char *file)
                 LOG("--pid-file %s: %m; nothing mounted\n", file);
                 return errno == ELOOP ? SFS_EXIT_REFUSED : SFS_EXIT_ERROR;
         }
-        if (!S_ISREG(st.st_mode) || kernel_interface(&sfs)) {
+        if (!S_ISREG(st.st_mode) || sfs_trustpath_kernel_fs(&sfs)) {
                 LOG("--pid-file %s: refused: %s; nothing mounted\n", file,
                     S_ISREG(st.st_mode) ? "a kernel interface, not a file"
                                         : "not a regular file");
+                return SFS_EXIT_REFUSED;
+        }
+        /* Another uid's file, planted in a sticky directory after the path was judged: its
+         * owner chose what the daemon truncates and writes. */
+        if (st.st_uid != geteuid()) {
+                LOG("--pid-file %s: refused: owned by uid %u, not this uid (%u): remove it, "
+                    "or give a path in a directory of root or this uid alone; nothing "
+                    "mounted\n", file, (unsigned)st.st_uid, (unsigned)geteuid());
                 return SFS_EXIT_REFUSED;
         }
         n = snprintf(line, sizeof(line), "%d\n", (int)getpid());
@@ -541,6 +532,10 @@ static int audit_refused(const char *path, int r)
                 return SFS_EXIT_REFUSED;
         case -ELOOP:
                 LOG("--audit-log %s: refused: a symbolic link; nothing mounted\n", path);
+                return SFS_EXIT_REFUSED;
+        case -EOPNOTSUPP:
+                LOG("--audit-log %s: refused: a kernel interface (/proc, /sys), not a file; "
+                    "nothing mounted\n", path);
                 return SFS_EXIT_REFUSED;
         default:
                 LOG("--audit-log %s: %s; nothing mounted\n", path ? path : "(stderr)",
@@ -765,6 +760,43 @@ static int trust_load(const struct sfs_daemon_config *cfg, struct snap_trust **o
         return 0;
 }
 
+/* --OPT path judged along its whole path (fs/base/trustpath.h) before the daemon reads or
+ * writes it: 0 (a missing file is left to the option's own open, which reports or makes it),
+ * or an SFS_EXIT_* code (printed). */
+static int path_trusted(const char *opt, const char *path, unsigned flags)
+{
+        _cleanup_free_ char *abs = path_make_absolute(path);
+        struct sfs_trustpath_why why;
+        int r;
+
+        if (!abs) {
+                LOG("--%s %s: %m; nothing mounted\n", opt, path);
+                return SFS_EXIT_ERROR;
+        }
+        r = sfs_trustpath_judge(abs, geteuid(), flags, &why);
+        if (r == 0 || r == -ENOENT)
+                return 0;
+        LOG("--%s %s: refused: %s; nothing mounted\n", opt, path, why.message);
+        return r == -EPERM || r == -ELOOP || r == -ENOTDIR || r == -EINVAL ? SFS_EXIT_REFUSED
+                                                                           : SFS_EXIT_ERROR;
+}
+
+/* Every other path the daemon trusts, once the config file has named them. */
+static int paths_trusted(const struct sfs_daemon_config *c)
+{
+        int r = 0;
+
+        if (c->store)
+                r = path_trusted("store", c->store, SFS_TRUSTPATH_MAY_BE_ABSENT);
+        if (!r && c->audit_log)
+                r = path_trusted("audit-log", c->audit_log, SFS_TRUSTPATH_MAY_BE_ABSENT);
+        if (!r && c->pid_file)
+                r = path_trusted("pid-file", c->pid_file, SFS_TRUSTPATH_MAY_BE_ABSENT);
+        for (unsigned i = 0; !r && i < c->n_trust_keys; i++)
+                r = path_trusted("trust-key", c->trust_keys[i], 0);
+        return r;
+}
+
 /* The config file, the rules between options and the derived defaults, into *c (a copy of
  * what the caller built): 0, or an SFS_EXIT_* code (printed). */
 static int config_start(struct sfs_daemon_config *c)
@@ -773,6 +805,8 @@ static int config_start(struct sfs_daemon_config *c)
         unsigned line;
         int r;
 
+        if (c->config && (r = path_trusted("config", c->config, 0)) != 0)
+                return r;
         if (c->config) {
                 r = sfs_conffile_load(c, c->config, &line, why, sizeof(why));
                 if (r < 0 && line) {
@@ -785,6 +819,9 @@ static int config_start(struct sfs_daemon_config *c)
                                                                           : SFS_EXIT_ERROR;
                 }
         }
+        r = paths_trusted(c);
+        if (r)
+                return r;
         if (sfs_daemon_config_finish(c, why, sizeof(why)) < 0) {
                 LOG("%s; nothing mounted\n", why);
                 return SFS_EXIT_ERROR;

@@ -40,6 +40,10 @@ struct scope {
         struct sfs_view *view_h;     /* NULL: not mounted (it could not be at a start) */
         uint64_t dev;
         struct sfs_registry *reg;
+        /* Grants (and their entries) of the scope's file whose snapshot was not stored at the
+         * start: kept as written, in the file at every rewrite, until those bytes are
+         * published again (dangling_published). NULL: none. */
+        json_object *dangling_grants, *dangling_entries;
 };
 
 struct sfs_registry {
@@ -157,6 +161,8 @@ static void scope_free(struct scope *s)
         if (!s)
                 return;
         sfs_tree_free(s->tree);
+        json_object_put(s->dangling_grants);
+        json_object_put(s->dangling_entries);
         free(s->view);
         free(s);
 }
@@ -293,6 +299,53 @@ static json_object *grant_json(const struct sfs_grant_info *g)
 /* ---- the scope's file in --store ---- */
 
 /* The scope's file with op applied (NULL: as it is). */
+/* ---- grants whose bytes were missing at the start ---- */
+
+static const char *json_str(json_object *o, const char *key)
+{
+        json_object *v;
+
+        return json_object_object_get_ex(o, key, &v) && json_object_is_type(v, json_type_string)
+                       ? json_object_get_string(v)
+                       : NULL;
+}
+
+/* Whether list (JSON objects) has one whose key is value. */
+static bool listed(json_object *list, const char *key, const char *value)
+{
+        size_t n = json_object_array_length(list);
+
+        for (size_t i = 0; value && i < n; i++) {
+                const char *v = json_str(json_object_array_get_idx(list, i), key);
+                if (v && strcmp(v, value) == 0)
+                        return true;
+        }
+        return false;
+}
+
+/* The scope's dangling grants and entries added to the file's lists, as they were written,
+ * unless the scope has one of the same digest or name again (the file must restore). */
+static int dangling_json(struct scope *s, json_object *grants, json_object *entries)
+{
+        json_object *lists[2][2] = { { s->dangling_grants, grants },
+                                     { s->dangling_entries, entries } };
+        static const char *const keys[2] = { "sha256", "name" };
+
+        for (size_t k = 0; k < 2; k++) {
+                size_t n = lists[k][0] ? json_object_array_length(lists[k][0]) : 0;
+                for (size_t i = 0; i < n; i++) {
+                        json_object *o = json_object_array_get_idx(lists[k][0], i);
+                        if (listed(lists[k][1], keys[k], json_str(o, keys[k])))
+                                continue;
+                        if (json_object_array_add(lists[k][1], json_object_get(o)) < 0) {
+                                json_object_put(o);
+                                return -ENOMEM;
+                        }
+                }
+        }
+        return 0;
+}
+
 static int file_json(struct scope *s, const struct sfs_scope_op *op, char **text, size_t *len)
 {
         json_object *doc = json_object_new_object(), *grants = NULL, *entries = NULL, *until;
@@ -302,6 +355,8 @@ static int file_json(struct scope *s, const struct sfs_scope_op *op, char **text
 
         if (r == 0)
                 r = sfs_scope_grants_json(s->tree, op, &grants, &entries, &next_ino);
+        if (r == 0)
+                r = dangling_json(s, grants, entries);
         if (r == 0 && s->until_pid) {
                 until = json_object_new_object();
                 r = until ? 0 : -ENOMEM;
@@ -403,6 +458,7 @@ static void invalidate(struct sfs_registry *r, struct scope *s, const struct sfs
 /* ---- lifecycle ---- */
 
 static void pid_exited(void *ctx, uint64_t id);
+static void dangling_published(void *ctx, const struct snap_digest *d);
 
 /* path as a view path is written: absolute, its parent directory resolved (a link in it
  * followed, as the kernel did when it mounted there) and the last component kept as given
@@ -451,6 +507,8 @@ int sfs_registry_new(const struct sfs_registry_config *cfg, struct sfs_registry 
         pthread_mutex_init(&r->lock, NULL);
         if (sfs_boot_id(r->boot_id) < 0)
                 r->boot_id[0] = '\0'; /* no boot id: no until-pid survives a restart */
+        if (r->cfg.main)
+                sfs_tree_set_published(r->cfg.main, dangling_published, r);
         *out = r;
         return 0;
 }
@@ -514,6 +572,8 @@ void sfs_registry_free(struct sfs_registry *r)
 {
         if (!r)
                 return;
+        if (r->cfg.main)
+                sfs_tree_set_published(r->cfg.main, NULL, NULL);
         /* The watcher first: it removes scopes, and must not while they are shut down. */
         sfs_pidwatch_free(r->pw);
         for (size_t i = 0; i < r->n; i++) {
@@ -994,6 +1054,75 @@ int sfs_registry_revoke(struct sfs_registry *r, const struct sfs_caller *c, cons
         return change(r, c, scope, &op, NULL, m);
 }
 
+/* The dangling grants of s for hex taken out of it: into ops (entries, then NULL for a grant
+ * by digest alone, at most max - 1 of them, each a strdup'd entry or NULL), their count. */
+static size_t dangling_take(struct scope *s, const char *hex, char **ops, size_t max)
+{
+        size_t n = 0, i;
+
+        for (i = s->dangling_entries ? json_object_array_length(s->dangling_entries) : 0;
+             i-- > 0;) {
+                json_object *e = json_object_array_get_idx(s->dangling_entries, i);
+                const char *eh = json_str(e, "sha256"), *name = json_str(e, "name");
+                if (!eh || strcmp(eh, hex) != 0 || !name || n + 1 >= max)
+                        continue;
+                if (!(ops[n] = strdup(name)))
+                        break;
+                n++;
+                json_object_array_del_idx(s->dangling_entries, i, 1);
+        }
+        for (i = s->dangling_grants ? json_object_array_length(s->dangling_grants) : 0;
+             i-- > 0;) {
+                json_object *g = json_object_array_get_idx(s->dangling_grants, i);
+                const char *gh = json_str(g, "sha256");
+                if (!gh || strcmp(gh, hex) != 0)
+                        continue;
+                if (n == 0) /* a grant by digest alone: granted again as one */
+                        ops[n++] = NULL;
+                json_object_array_del_idx(s->dangling_grants, i, 1);
+        }
+        return n;
+}
+
+/* The main mount published d: every scope's grant of d that was dangling since the start
+ * (its bytes were missing) is granted again, its entries too, as the daemon's own request. */
+static void dangling_published(void *ctx, const struct snap_digest *d)
+{
+        struct sfs_registry *r = ctx;
+        const struct sfs_caller c = { .uid = r->cfg.uid, .gid = r->cfg.gid, .pid = getpid() };
+        char hex[SNAP_DIGEST_HEX_LEN + 1];
+
+        snap_digest_to_hex(d, hex);
+        for (;;) {
+                char name[SNAP_NAME_MAX + 1] = "", *ops[65]; /* a round: the rest next */
+                size_t n = 0;
+
+                /* The store's lock too: a publish in a view writes the scope's file (and
+                 * reads its dangling lists) holding that one alone. */
+                sfs_lock_order(&r->lock, SFS_LOCK_REGISTRY);
+                store_lock(r);
+                for (size_t i = 0; i < r->n && n == 0; i++) {
+                        n = dangling_take(r->v[i], hex, ops, ARRAY_SIZE(ops));
+                        if (n)
+                                snprintf(name, sizeof(name), "%s", r->v[i]->name);
+                }
+                store_unlock(r);
+                sfs_unlock_order(&r->lock, SFS_LOCK_REGISTRY);
+                if (n == 0)
+                        return;
+                for (size_t k = 0; k < n; k++) {
+                        const struct sfs_scope_op op = { .kind = SFS_SCOPE_GRANT,
+                                                         .has_digest = true, .digest = *d,
+                                                         .entry = ops[k] };
+                        struct sfs_grant_info info;
+                        struct sfs_msg m = { .text = "" };
+
+                        change(r, &c, name, &op, &info, &m);
+                        free(ops[k]);
+                }
+        }
+}
+
 void sfs_registry_expire_staging(struct sfs_registry *r, uint64_t now_ms)
 {
         if (!r)
@@ -1104,6 +1233,42 @@ static int parse_file(struct sfs_registry *r, struct scope *s, json_object *doc)
         return 0;
 }
 
+/* The grants of a scope's file whose snapshot is not stored (its blob lost, or set aside at
+ * this start), and the entries naming them, kept in s as written: never dropped for good
+ * because bytes went missing (docs/design.md, "The store"). 0 or -ENOMEM. */
+static int dangling_collect(struct sfs_registry *r, struct scope *s, json_object *grants,
+                            json_object *entries)
+{
+        struct snap_store *store = sfs_tree_store(r->cfg.main);
+        size_t n = json_object_array_length(grants), ne = json_object_array_length(entries);
+
+        for (size_t i = 0; i < n; i++) {
+                json_object *g = json_object_array_get_idx(grants, i);
+                const char *hex = json_str(g, "sha256");
+                struct snap_digest d;
+                struct snap_object *o;
+
+                if (!hex || snap_digest_from_hex(hex, strlen(hex), &d) < 0)
+                        continue; /* the tree's restore refuses the file */
+                if ((o = snap_store_lookup(store, &d))) {
+                        snap_store_release(store, o);
+                        continue;
+                }
+                if ((!s->dangling_grants && !(s->dangling_grants = json_object_new_array())) ||
+                    (!s->dangling_entries && !(s->dangling_entries = json_object_new_array())) ||
+                    json_object_array_add(s->dangling_grants, json_object_get(g)) < 0)
+                        return -ENOMEM;
+                for (size_t j = 0; j < ne; j++) {
+                        json_object *e = json_object_array_get_idx(entries, j);
+                        const char *eh = json_str(e, "sha256");
+                        if (eh && strcmp(eh, hex) == 0 &&
+                            json_object_array_add(s->dangling_entries, json_object_get(e)) < 0)
+                                return -ENOMEM;
+                }
+        }
+        return 0;
+}
+
 /* The grants and entries of a scope's file back into its tree, each under the inode number
  * its view had it under: 0, or -EINVAL for a file without them. */
 static int restore_grants(struct scope *s, json_object *doc, struct restoring *rs,
@@ -1112,9 +1277,13 @@ static int restore_grants(struct scope *s, json_object *doc, struct restoring *r
         json_object *grants = field(doc, "grants", json_type_array);
         json_object *entries = field(doc, "entries", json_type_array);
         uint64_t next_ino;
+        int rr;
 
         if (!grants || !entries)
                 return -EINVAL;
+        rr = dangling_collect(s->reg, s, grants, entries);
+        if (rr < 0)
+                return rr;
         /* The view's counter as it was: a file of before has none (0). */
         if (!uint_field(doc, "next_ino", INT64_MAX, &next_ino))
                 next_ino = 0;

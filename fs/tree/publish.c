@@ -260,7 +260,7 @@ static int scope_publish(struct sfs_tree *t, const struct sfs_caller *c, struct 
         };
         int (*save)(void *ctx, const struct sfs_scope_op *op);
         void *save_ctx;
-        bool stored = false, new_content = false;
+        bool stored = false, new_content = false, store_full = false;
         uint64_t len;
 
         if (os)
@@ -295,6 +295,12 @@ static int scope_publish(struct sfs_tree *t, const struct sfs_caller *c, struct 
                                      &meta);
                 pthread_mutex_unlock(&stg->lock);
                 stored = r == 0;
+                /* The disk is full, not the scope's limit: said so, as ENOSPC. */
+                if (r < 0 && sfs_ocistore_full(os)) {
+                        r = -ENOSPC;
+                        reason = SFS_REFUSAL_STORE_FULL;
+                        store_full = true;
+                }
         }
         /* The scope's file says it is granted before it is. */
         if (r == 0 && save)
@@ -369,6 +375,8 @@ static int scope_publish(struct sfs_tree *t, const struct sfs_caller *c, struct 
         }
         if (r < 0) {
                 stg->publishing = false;
+                if (store_full)
+                        sfs_staging_set_refusal_locked(stg, SFS_REFUSAL_STORE_FULL);
                 pthread_mutex_unlock(&stg->lock);
                 tree_unlock(t);
                 snap_store_release(t->store, existing);
@@ -413,7 +421,8 @@ int sfs_tree_rename(struct sfs_tree *t, const struct sfs_caller *c, struct sfs_n
         struct sfs_node *n = NULL;
         struct sfs_ocistore *os = t->cfg.ocistore;
         const char *reason = NULL;
-        bool stored = false, hold_stored = false;
+        bool stored = false, hold_stored = false, store_full = false;
+        struct sfs_published_hook hook;
         struct timespec now;
         uint64_t size = 0;
         int r;
@@ -468,6 +477,12 @@ int sfs_tree_rename(struct sfs_tree *t, const struct sfs_caller *c, struct sfs_n
                 }
                 if (r == 1) /* holds it already: nothing to write */
                         r = 0;
+                /* The disk is full, not a limit: said so, as ENOSPC from the store. */
+                if (r < 0 && sfs_ocistore_full(os)) {
+                        r = -ENOSPC;
+                        reason = SFS_REFUSAL_STORE_FULL;
+                        store_full = true;
+                }
         }
 
         tree_lock(t);
@@ -505,6 +520,8 @@ int sfs_tree_rename(struct sfs_tree *t, const struct sfs_caller *c, struct sfs_n
                 snap_store_release(t->store, existing);
         if (r < 0) {
                 stg->publishing = false;
+                if (store_full)
+                        sfs_staging_set_refusal_locked(stg, SFS_REFUSAL_STORE_FULL);
                 pthread_mutex_unlock(&stg->lock);
                 tree_unlock(t);
                 snap_store_unclaim(t->store, &claim);
@@ -528,6 +545,11 @@ int sfs_tree_rename(struct sfs_tree *t, const struct sfs_caller *c, struct sfs_n
 
         audit_publish(t, c, newname, name, size);
         *published = n;
+        tree_lock(t);
+        hook = t->published_hook;
+        tree_unlock(t);
+        if (hook.fn)
+                hook.fn(hook.ctx, &actual);
         return 0;
 }
 

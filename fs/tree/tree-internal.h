@@ -94,12 +94,19 @@ struct sfs_control_hook {
         void *ctx;
 };
 
+/* What a publish on the main mount tells (sfs_tree_set_published). */
+struct sfs_published_hook {
+        void (*fn)(void *ctx, const struct snap_digest *d);
+        void *ctx;
+};
+
 struct sfs_tree {
         pthread_mutex_t lock;
         struct sfs_tree_config cfg;
         struct snap_store *store;      /* the main tree's own; a scope's tree borrows it */
         struct sfs_scope_state *scope; /* a scope's view; NULL on the main mount */
         struct sfs_control_hook control_hook;
+        struct sfs_published_hook published_hook;
         struct sfs_staging_budget budget; /* what staging files are charged to */
         uint64_t reserve_objects;      /* kept for the owner: nobody else may use them */
         uint64_t reserve_bytes;

@@ -160,6 +160,14 @@ void sfs_tree_set_control(struct sfs_tree *t,
         tree_unlock(t);
 }
 
+void sfs_tree_set_published(struct sfs_tree *t,
+                            void (*fn)(void *ctx, const struct snap_digest *d), void *ctx)
+{
+        tree_lock(t);
+        t->published_hook = (struct sfs_published_hook){ .fn = fn, .ctx = ctx };
+        tree_unlock(t);
+}
+
 static void node_free(struct sfs_tree *t, struct sfs_node *n)
 {
         if (n->kind == SFS_KIND_SNAPSHOT)

@@ -137,6 +137,11 @@ void sfs_tree_set_control(struct sfs_tree *t,
                           int (*exec)(void *ctx, const struct sfs_caller *c, const char *req,
                                       size_t len, char **reply, size_t *reply_len),
                           void *ctx);
+/* Installs what is told of each snapshot newly published on the main mount (its digest),
+ * once it is published and no lock is held (NULL: nothing). The registry brings back a
+ * scope's grant whose bytes were missing at its start. */
+void sfs_tree_set_published(struct sfs_tree *t,
+                            void (*fn)(void *ctx, const struct snap_digest *d), void *ctx);
 /* Sets the mount's device number once it is known (after mounting); view: of the read-only
  * view instead. */
 void sfs_tree_set_dev(struct sfs_tree *t, uint64_t dev, bool view);

@@ -139,6 +139,28 @@ static char *usage_text(struct sfs_tree *t)
 
 /* ---- the store's blobs, re-hashed on demand ---- */
 
+/* A blob of ck found corrupt or missing on disk while the daemon holds its bytes: rewritten
+ * from them (the store checks they hash to its name), and counted intact from then on. Only
+ * the next start could lose it otherwise: it sets aside what does not hash. */
+static bool repair(struct sfs_tree *t, struct sfs_ocistore_check *ck, size_t i)
+{
+        struct snap_object *obj = snap_store_lookup(t->store, &ck->bad[i].digest);
+        int r = obj ? sfs_ocistore_repair(t->cfg.ocistore, &obj->digest, obj->data, obj->size)
+                    : -ENOENT;
+
+        if (obj)
+                snap_store_release(t->store, obj);
+        if (r < 0)
+                return false;
+        if (ck->bad[i].err == -ENOENT)
+                ck->missing--;
+        else
+                ck->corrupt--;
+        ck->intact++;
+        ck->bad[i].err = 0;
+        return true;
+}
+
 /* The value of SFS_XATTR_STORE_CHECK, at most SFS_USAGE_MAX bytes: the daemon re-hashes every
  * blob of --store as it is on disk now. Each problem is also an audit event, so it is on
  * record whoever asked. malloc'd into *out, or a negative errno. */
@@ -146,7 +168,8 @@ static int store_check_text(struct sfs_tree *t, const struct sfs_caller *c, char
 {
         struct sfs_ocistore_check *ck = malloc(sizeof(*ck));
         char *text = malloc(SFS_USAGE_MAX + 1);
-        size_t used, shown = 0;
+        bool repaired[SFS_OCISTORE_CHECK_NAMED];
+        size_t used, bad_shown = 0;
         int r;
 
         if (!ck || !text) {
@@ -160,6 +183,9 @@ static int store_check_text(struct sfs_tree *t, const struct sfs_caller *c, char
                 free(text);
                 return r;
         }
+        /* Repaired first: the counts then say what is on disk once this answer is given. */
+        for (size_t i = 0; i < ck->n_named; i++)
+                repaired[i] = repair(t, ck, i);
         used = (size_t)snprintf(text, SFS_USAGE_MAX + 1,
                                 "blobs=%llu intact=%llu corrupt=%llu missing=%llu set-aside=%llu\n",
                                 (unsigned long long)ck->blobs, (unsigned long long)ck->intact,
@@ -167,11 +193,14 @@ static int store_check_text(struct sfs_tree *t, const struct sfs_caller *c, char
                                 (unsigned long long)sfs_ocistore_corrupt(t->cfg.ocistore));
         for (size_t i = 0; i < ck->n_named; i++) {
                 char hex[SNAP_DIGEST_HEX_LEN + 1];
-                bool missing = ck->bad[i].err == -ENOENT;
+                const char *what = repaired[i]                ? "repaired"
+                                   : ck->bad[i].err == -ENOENT ? "missing"
+                                                               : "corrupt";
 
                 snap_digest_to_hex(&ck->bad[i].digest, hex);
                 sfs_audit_emit(t->cfg.audit, &(struct sfs_audit_event){
-                                                     .event = "store-blob-corrupt",
+                                                     .event = repaired[i] ? "store-blob-repaired"
+                                                                          : "store-blob-corrupt",
                                                      .op = "getxattr",
                                                      .uid = c->uid,
                                                      .pid = c->pid,
@@ -179,15 +208,16 @@ static int store_check_text(struct sfs_tree *t, const struct sfs_caller *c, char
                                                      .err = -ck->bad[i].err,
                                              });
                 /* Room kept for the "more" line. */
-                if (used + 8 + SNAP_DIGEST_HEX_LEN + 2 + 24 > SFS_USAGE_MAX)
+                if (used + 9 + SNAP_DIGEST_HEX_LEN + 2 + 24 > SFS_USAGE_MAX)
                         continue;
                 used += (size_t)snprintf(text + used, SFS_USAGE_MAX + 1 - used, "%s %s\n",
-                                         missing ? "missing" : "corrupt", hex);
-                shown++;
+                                         what, hex);
+                bad_shown += !repaired[i];
         }
-        if (shown < ck->corrupt + ck->missing)
+        if (bad_shown < ck->corrupt + ck->missing)
                 used += (size_t)snprintf(text + used, SFS_USAGE_MAX + 1 - used, "more=%llu\n",
-                                         (unsigned long long)(ck->corrupt + ck->missing - shown));
+                                         (unsigned long long)(ck->corrupt + ck->missing -
+                                                              bad_shown));
         text[used] = '\0';
         free(ck);
         *out = text;

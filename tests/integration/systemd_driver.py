@@ -10,6 +10,7 @@ OUT/result.json gets one entry per step; a step that raised has its error under
 "errors" and the steps after it still run. OUT/journal.txt is the whole journal, for whoever
 reads a failure. Nothing here asserts: test_systemd.py does, on the result.
 """
+import ctypes
 import errno
 import grp
 import gzip
@@ -474,6 +475,49 @@ def step_stop_leaves_nothing(cfg, res, unit="snapfs.service", mnts=("/run/snapfs
     res["pids"] = snapfs_pids()
 
 
+def dead_fuse_mount(path, subtype="hello"):
+    """A FUSE mount of another filesystem whose server is gone: mounted on a /dev/fuse
+    descriptor that is closed at once, it answers ENOTCONN, as a crashed server's does."""
+    libc = ctypes.CDLL(None, use_errno=True)
+    fd = os.open("/dev/fuse", os.O_RDWR | os.O_CLOEXEC)
+    try:
+        opts = f"fd={fd},rootmode=40000,user_id=0,group_id=0".encode()
+        if libc.mount(subtype.encode(), path.encode(), f"fuse.{subtype}".encode(), 0, opts):
+            e = ctypes.get_errno()
+            raise OSError(e, os.strerror(e), path)
+    finally:
+        os.close(fd)
+
+
+def step_a_foreign_dead_mount_survives(cfg, res):
+    """A dead fuse.hello at the unit's mount point: the start is refused, and the unit's
+    ExecStopPost unmounted that foreign mount anyway."""
+    mnt = "/run/snapfs"
+    os.makedirs(mnt, exist_ok=True)
+    dead_fuse_mount(mnt)
+    try:
+        res["start"] = sh("systemctl", "start", "snapfs.service")
+        res["show"] = show("snapfs.service", "ActiveState", "Result", "ExecMainStatus",
+                           "NRestarts")
+        res["after_start"] = [fstype(l) for l in mountinfo(mnt)]
+        res["stop"] = sh("systemctl", "stop", "snapfs.service")
+        res["after_stop"] = [fstype(l) for l in mountinfo(mnt)]
+        res["journal"] = journal("snapfs.service")[-3000:]
+    finally:
+        sh("umount", "--lazy", mnt)
+        sh("systemctl", "reset-failed", "snapfs.service")
+    # Beside it: once the foreign mount is gone, the same unit starts and serves; killed,
+    # its own dead mount is cleared by ExecStopPost (the restart finds the point free).
+    res["fixed"] = sh("systemctl", "start", "snapfs.service")
+    res["fixed_show"] = show("snapfs.service", "ActiveState", "SubState")
+    pid = main_pid("snapfs.service")
+    sh("systemctl", "kill", "--signal=SIGKILL", "--kill-who=main", "snapfs.service")
+    wait_for(lambda: running_again("snapfs.service", pid), "the restart")
+    res["restarted"] = [fstype(l) for l in mountinfo(mnt)]
+    res["fixed_stop"] = sh("systemctl", "stop", "snapfs.service")
+    res["after"] = {"mounts": mountinfo(mnt), "pids": snapfs_pids()}
+
+
 def write_dropin(unit, name, text):
     d = f"/run/systemd/system/{unit}.d"
     os.makedirs(d, exist_ok=True)
@@ -691,6 +735,7 @@ STEPS = [
     step_kill_9_restarts,
     step_takeover,
     step_stop_leaves_nothing,
+    step_a_foreign_dead_mount_survives,
     step_operator_edits_a_limit,
     step_a_bad_config_file_fails_once,
     step_configuration_errors_do_not_restart,

@@ -267,6 +267,71 @@ static void test_an_unnamed_blob_and_temporary_files_are_removed_at_start(void *
         sfs_ocistore_close(s);
 }
 
+static void test_a_missing_or_damaged_index_serves_every_blob_and_deletes_nothing(void **state)
+{
+        static const char *const damage[] = { NULL, "{\"schemaVersion\": 2, \"mani", "#" };
+        struct fx *f = *state;
+        struct snap_digest a, b;
+        char p[PATH_MAX];
+        struct seen seen;
+        struct sfs_ocistore *s = start(f, &seen);
+        FILE *out;
+
+        add(s, "kept one", "a", &a);
+        add(s, "kept two", "b", &b);
+        sfs_ocistore_close(s);
+        snprintf(p, sizeof(p), "%s/index.json", f->store);
+        for (size_t i = 0; i < sizeof(damage) / sizeof(damage[0]); i++) {
+                /* Missing, cut short, not JSON: the blobs it named are all served, kept. */
+                if (damage[i]) {
+                        assert_non_null(out = fopen(p, "w"));
+                        fputs(damage[i], out);
+                        fclose(out);
+                } else {
+                        assert_int_equal(unlink(p), 0);
+                }
+                s = start(f, &seen);
+                assert_true(seen.restored >= 2);
+                assert_int_equal(seen.titled, 0);
+                assert_true(seen.warned >= 1);
+                assert_true(blob_exists(f, &a) && blob_exists(f, &b));
+                sfs_ocistore_close(s);
+                /* The store wrote a valid index.json again: the next start is quiet. */
+                s = start(f, &seen);
+                assert_int_equal(seen.warned, 0);
+                assert_true(blob_exists(f, &a) && blob_exists(f, &b));
+                sfs_ocistore_close(s);
+        }
+}
+
+static void test_repair_writes_only_the_right_bytes_of_a_stored_blob(void **state)
+{
+        struct fx *f = *state;
+        struct snap_digest a, other;
+        char p[PATH_MAX], buf[16] = { 0 };
+        struct seen seen;
+        struct sfs_ocistore *s = start(f, &seen);
+        FILE *out;
+
+        add(s, "right bytes", "a", &a);
+        blob_path(f, &a, p);
+        assert_non_null(out = fopen(p, "r+"));
+        fputs("wrong", out);
+        fclose(out);
+        /* Other bytes under its name: refused, the blob left as it is. */
+        assert_int_equal(sfs_ocistore_repair(s, &a, "wrong bytes", 11), -EBADMSG);
+        assert_int_equal(snap_sha256("not stored", 10, &other), 0);
+        assert_int_equal(sfs_ocistore_repair(s, &other, "not stored", 10), -ENOENT);
+        assert_false(blob_exists(f, &other));
+        /* The right ones: rewritten. */
+        assert_int_equal(sfs_ocistore_repair(s, &a, "right bytes", 11), 0);
+        assert_non_null(out = fopen(p, "r"));
+        assert_int_equal(fread(buf, 1, sizeof(buf), out), 11);
+        fclose(out);
+        assert_memory_equal(buf, "right bytes", 11);
+        sfs_ocistore_close(s);
+}
+
 static void test_a_lost_manifest_serves_every_intact_blob_untitled(void **state)
 {
         struct fx *f = *state;
@@ -361,6 +426,8 @@ static void test_a_store_past_what_one_manifest_names_is_enospc_and_keeps_the_re
         assert_int_equal(add_as(s, text[0], "a", owner_only, 1, &d[0]), 0);
         assert_int_equal(add_as(s, text[1], "b", owner_only, 1, &d[1]), 0);
         assert_int_equal(add_as(s, text[2], "c", owner_only, 1, &d[2]), -ENOSPC);
+        /* The manifest's bound, not a full disk: the caller must not say "filesystem full". */
+        assert_false(sfs_ocistore_full(s));
         /* Refused before anything was written: not even its blob. */
         assert_false(blob_exists(f, &d[2]));
         sfs_ocistore_close(s);
@@ -836,6 +903,12 @@ int main(void)
                         teardown),
                 cmocka_unit_test_setup_teardown(
                         test_remove_takes_the_blob_first_and_the_snapshot_stays_gone, setup,
+                        teardown),
+                cmocka_unit_test_setup_teardown(
+                        test_a_missing_or_damaged_index_serves_every_blob_and_deletes_nothing,
+                        setup, teardown),
+                cmocka_unit_test_setup_teardown(
+                        test_repair_writes_only_the_right_bytes_of_a_stored_blob, setup,
                         teardown),
         };
         return cmocka_run_group_tests(tests, NULL, NULL);
