@@ -312,7 +312,7 @@ def test_a_foreign_dead_mount_at_the_mount_point_survives_a_refused_start_and_st
     # after stop, and the journal says why it was left.
     assert res["after_start"] == ["fuse.hello"], res
     assert res["after_stop"] == ["fuse.hello"], res
-    assert ("/run/snapfs: a dead mount that is not a snapfs mount (fuse.hello); left as it is"
+    assert ("/run/snapfs: a mount that is not a snapfs mount (fuse.hello); left as it is"
             in res["journal"]), res["journal"]
     # The allowance: without it, the unit starts and serves, and its own dead mount after a
     # kill -9 is cleared for the restart.
