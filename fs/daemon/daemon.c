@@ -368,7 +368,7 @@ struct daemon {
         struct sfs_ops_ctx ctx;
         struct sfs_view view;
         struct sfs_audit *audit;
-        struct sfs_ocistore *store;
+        struct sfs_ocistore *store, *runtime;
         struct snap_trust *trust;
         struct sfs_inostate *inostate;
         struct fuse_session *se;
@@ -581,11 +581,13 @@ static int store_restore_tree(void *ctx, const struct snap_digest *d, void *data
                                 &meta->created);
 }
 
-/* Opens --store and serves its snapshots again: 0, or an SFS_EXIT_* code (printed). */
-static int store_start(const struct sfs_daemon_config *cfg, struct sfs_ocistore *store,
-                       struct sfs_tree *tree, struct sfs_audit *audit)
+/* Opens --store (or --runtime-store, dir) and serves its snapshots again: 0, or an SFS_EXIT_*
+ * code (printed). */
+static int store_start(const struct sfs_daemon_config *cfg, const char *dir,
+                       struct sfs_ocistore *store, struct sfs_tree *tree,
+                       struct sfs_audit *audit)
 {
-        struct store_ctx sc = { .tree = tree, .audit = audit, .dir = cfg->store };
+        struct store_ctx sc = { .tree = tree, .audit = audit, .dir = dir };
         struct sfs_ocistore_hooks hooks = {
                 .restore = store_restore_tree,
                 .corrupt = store_corrupt,
@@ -595,7 +597,7 @@ static int store_start(const struct sfs_daemon_config *cfg, struct sfs_ocistore 
         int r = sfs_ocistore_load(store, cfg->tree.max_snapshot_size, &hooks);
 
         if (r < 0) {
-                LOG("--store %s: %s\n", cfg->store, strerror(-r));
+                LOG("%s: %s\n", dir, strerror(-r));
                 return SFS_EXIT_ERROR;
         }
         return 0;
@@ -604,23 +606,27 @@ static int store_start(const struct sfs_daemon_config *cfg, struct sfs_ocistore 
 static void scope_warn(void *ctx, const char *msg)
 {
         const char *dir = ctx;
-        LOG("--store %s: %s\n", dir, msg);
+        LOG("%s: %s\n", dir, msg);
 }
 
 /* The scope registry and its views, their scopes back from --store: 0, or an SFS_EXIT_* code
  * (printed). */
 static int scopes_start(const struct sfs_daemon_config *cfg, const char *mountpoint,
                         const char *read_view, struct sfs_tree *tree,
-                        struct sfs_ocistore *store, struct sfs_audit *audit,
-                        struct sfs_scopeviews **views, struct sfs_registry **reg)
+                        struct sfs_ocistore *store, struct sfs_ocistore *runtime,
+                        struct sfs_audit *audit, struct sfs_scopeviews **views,
+                        struct sfs_registry **reg)
 {
         _cleanup_free_ char *store_dir = cfg->store ? path_make_absolute(cfg->store) : NULL;
+        _cleanup_free_ char *runtime_dir =
+                cfg->runtime_store ? path_make_absolute(cfg->runtime_store) : NULL;
         int r = sfs_scopeviews_new(cfg->scope_threads, cfg->debug, views);
 
         if (r == 0)
                 r = sfs_registry_new(&(struct sfs_registry_config){
                                              .main = tree,
                                              .store = store,
+                                             .scope_store = runtime,
                                              .audit = audit,
                                              .views = sfs_scopeviews_ops(*views),
                                              .uid = getuid(),
@@ -629,16 +635,20 @@ static int scopes_start(const struct sfs_daemon_config *cfg, const char *mountpo
                                              .mountpoint = mountpoint,
                                              .read_view = read_view,
                                              .store_dir = store_dir,
+                                             .runtime_dir = runtime_dir,
                                      },
                                      reg);
         if (r == 0)
-                r = sfs_registry_restore(*reg, scope_warn, (void *)cfg->store);
+                r = sfs_registry_restore(*reg, scope_warn,
+                                         (void *)(cfg->runtime_store ? cfg->runtime_store
+                                                                     : cfg->store));
         if (r < 0) {
                 LOG("scopes: %s\n", strerror(-r));
                 return SFS_EXIT_ERROR;
         }
         /* The control channel: MNT/.control executes requests from here on. */
         sfs_tree_set_control(tree, sfs_protocol_exec, *reg);
+        sfs_tree_set_scope_grant(tree, sfs_registry_grant_hook, *reg);
         return 0;
 }
 
@@ -686,6 +696,39 @@ static int store_open(const struct sfs_daemon_config *cfg, struct sfs_ocistore *
         }
         if (r < 0) {
                 LOG("--store %s: %s\n", cfg->store, strerror(-r));
+                return SFS_EXIT_ERROR;
+        }
+        return 0;
+}
+
+/* --runtime-store: on a RAM filesystem, paired with --store. 0, or an SFS_EXIT_* code
+ * (printed). */
+static int runtime_open(const struct sfs_daemon_config *cfg, struct sfs_ocistore *store,
+                        struct sfs_ocistore **out)
+{
+        struct sfs_ocistore_why why;
+        char pid[32];
+        int r = sfs_ocistore_open_runtime(cfg->runtime_store, store, SFS_STORE_WAIT_MS, out,
+                                          &why);
+
+        if (r == -EMEDIUMTYPE) {
+                LOG("--runtime-store %s: refused: not on a RAM filesystem (tmpfs, ramfs): a "
+                    "scope's content must never reach a disk\n", cfg->runtime_store);
+                return SFS_EXIT_REFUSED;
+        }
+        if (r == -EWOULDBLOCK) {
+                LOG("--runtime-store %s: refused: another snapfs daemon%s uses it\n",
+                    cfg->runtime_store, holder_text(why.holder, pid, sizeof(pid)));
+                return SFS_EXIT_REFUSED;
+        }
+        if (r == -EPERM || r == -EREMOTE) {
+                LOG("--runtime-store %s: refused: %s\n", cfg->runtime_store,
+                    r == -EPERM ? "not owned by this uid, or writable by group or others"
+                                : "on a remote filesystem");
+                return SFS_EXIT_REFUSED;
+        }
+        if (r < 0) {
+                LOG("--runtime-store %s: %s\n", cfg->runtime_store, strerror(-r));
                 return SFS_EXIT_ERROR;
         }
         return 0;
@@ -976,12 +1019,23 @@ static int daemon_prepare_tree(struct daemon *d)
                         return r;
                 d->tc.ocistore = d->store;
         }
+        if (d->cfg->runtime_store) {
+                r = runtime_open(d->cfg, d->store, &d->runtime);
+                if (r)
+                        return r;
+                d->tc.runtime = d->runtime;
+        }
         r = sfs_tree_new(&d->tc, &d->ctx.tree);
         if (r < 0) {
                 LOG("%s\n", strerror(-r));
                 return SFS_EXIT_ERROR;
         }
-        return d->store ? store_start(d->cfg, d->store, d->ctx.tree, d->audit) : 0;
+        if (d->store)
+                r = store_start(d->cfg, d->cfg->store, d->store, d->ctx.tree, d->audit);
+        if (r == 0 && d->runtime)
+                r = store_start(d->cfg, d->cfg->runtime_store, d->runtime, d->ctx.tree,
+                                d->audit);
+        return r;
 }
 
 /* The main mount (made and checked, or taken over), the read view, the scopes: 0, or an
@@ -1027,8 +1081,8 @@ static int daemon_mount(struct daemon *d)
         if (sfs_status_set_daemon(d->path, d->view.path, d->cfg->store) < 0)
                 LOG("snapfs status: out of memory; it names no paths\n");
         /* Scopes after every mount of this daemon, so no view lands on one of them. */
-        return scopes_start(d->cfg, d->path, d->view.path, d->ctx.tree, d->store, d->audit,
-                            &d->views, &d->reg);
+        return scopes_start(d->cfg, d->path, d->view.path, d->ctx.tree, d->store, d->runtime,
+                            d->audit, &d->views, &d->reg);
 }
 
 /* Daemonized: the supervisor that keeps the connections, forked here (after the mounts, so
@@ -1114,8 +1168,10 @@ static void daemon_teardown(struct daemon *d, int ret)
 {
         bool unmount = !d->handover;
 
-        if (d->ctx.tree)
+        if (d->ctx.tree) {
                 sfs_tree_set_control(d->ctx.tree, NULL, NULL);
+                sfs_tree_set_scope_grant(d->ctx.tree, NULL, NULL);
+        }
         if (d->handover)
                 sfs_scopeviews_handover(d->views);
         sfs_registry_free(d->reg);
@@ -1135,6 +1191,7 @@ static void daemon_teardown(struct daemon *d, int ret)
         reopen_on_hup(NULL, true);
         /* The store first: nothing serves any more, and a daemon started on it at once
          * must not wait while this one frees what it served (seconds for a large store). */
+        sfs_ocistore_close(d->runtime); /* first: it may use --store's lock */
         sfs_ocistore_close(d->store);
         /* Everything the snapshots held is freed before exit. */
         sfs_tree_free(d->ctx.tree);

@@ -55,10 +55,11 @@ struct sfs_registry {
         struct sfs_pidwatch *pw;
         char boot_id[40];
         /* The daemon's own paths, resolved (own_path): what no view covers. */
-        char *own[3];
+        char *own[4];
 };
 
-static const char *const own_what[3] = { "the main mount", "the read view", "--store" };
+static const char *const own_what[4] = { "the main mount", "the read view", "--store",
+                                         "--runtime-store" };
 
 /* A scope that is not there, and what to do (docs/design.md, "Every refusal says what to
  * do"): its name twice. */
@@ -403,11 +404,11 @@ static int write_file(struct scope *s, const struct sfs_scope_op *op)
         size_t len;
         int r;
 
-        if (!s->reg->cfg.store)
+        if (!s->reg->cfg.scope_store)
                 return 0;
         r = file_json(s, op, &text, &len);
         if (r == 0)
-                r = sfs_ocistore_put_scope(s->reg->cfg.store, s->name, text, len);
+                r = sfs_ocistore_put_scope(s->reg->cfg.scope_store, s->name, text, len);
         return r;
 }
 
@@ -417,16 +418,23 @@ static int save_hook(void *ctx, const struct sfs_scope_op *op)
         return write_file(ctx, op);
 }
 
+/* The store a change may write: the scopes' (whose lock is --store's too when both exist), or
+ * --store alone. NULL: nothing is persisted. */
+static struct sfs_ocistore *files(const struct sfs_registry *r)
+{
+        return r->cfg.scope_store ? r->cfg.scope_store : r->cfg.store;
+}
+
 static void store_lock(struct sfs_registry *r)
 {
-        if (r->cfg.store)
-                sfs_ocistore_lock(r->cfg.store);
+        if (files(r))
+                sfs_ocistore_lock(files(r));
 }
 
 static void store_unlock(struct sfs_registry *r)
 {
-        if (r->cfg.store)
-                sfs_ocistore_unlock(r->cfg.store);
+        if (files(r))
+                sfs_ocistore_unlock(files(r));
 }
 
 /* What a change left to finish with no tree lock: the snapshots it was the last reference of
@@ -434,8 +442,8 @@ static void store_unlock(struct sfs_registry *r)
 static void collect_gone(struct sfs_registry *r, struct scope *s, struct sfs_scope_effects *fx)
 {
         for (size_t i = 0; i < fx->n_gone; i++)
-                if (r->cfg.store)
-                        sfs_ocistore_remove(r->cfg.store, &fx->gone[i]->digest);
+                if (files(r))
+                        sfs_ocistore_remove(files(r), &fx->gone[i]->digest);
         sfs_scope_effects_release(s->tree, fx);
 }
 
@@ -487,7 +495,8 @@ static char *own_path(const char *path)
 int sfs_registry_new(const struct sfs_registry_config *cfg, struct sfs_registry **out)
 {
         struct sfs_registry *r = calloc(1, sizeof(*r));
-        const char *own[3] = { cfg->mountpoint, cfg->read_view, cfg->store_dir };
+        const char *own[4] = { cfg->mountpoint, cfg->read_view, cfg->store_dir,
+                               cfg->runtime_dir };
 
         if (!r)
                 return -ENOMEM;
@@ -529,8 +538,8 @@ static void remove_scope(struct sfs_registry *r, struct scope *s, const struct s
         /* Nothing its view does is persisted from here on, and it publishes no more. */
         sfs_scope_disarm(s->tree);
         /* First the file: a scope answered as removed never comes back at a start. */
-        if (r->cfg.store) {
-                rr = sfs_ocistore_drop_scope(r->cfg.store, s->name);
+        if (r->cfg.scope_store) {
+                rr = sfs_ocistore_drop_scope(r->cfg.scope_store, s->name);
                 (void)rr; /* -ENOENT: never written (a failed start) */
         }
         rr = sfs_scope_revoke_all(s->tree, &fx);
@@ -616,9 +625,9 @@ static int covers(struct sfs_registry *r, const struct scope *s, struct sfs_msg 
                 if (inside(r->own[i], s->view) || strcmp(r->own[i], s->view) == 0)
                         return msg(m, EBUSY, "%s would cover %s (%s): choose a path beside "
                                    "it, not above it", s->view, own_what[i], r->own[i]);
-                if (i == 2 && inside(s->view, r->own[i]))
-                        return msg(m, EBUSY, "%s lies inside --store (%s): choose a path "
-                                   "outside it", s->view, r->own[i]);
+                if (i >= 2 && inside(s->view, r->own[i]))
+                        return msg(m, EBUSY, "%s lies inside %s (%s): choose a path "
+                                   "outside it", s->view, own_what[i], r->own[i]);
         }
         return 0;
 }
@@ -662,7 +671,10 @@ static int mount_view(struct sfs_registry *r, struct scope *s, bool clear_stale,
                 .path = s->view,
                 .allow_other = s->allow_other,
                 .ro = !s->publish,
-                .no_open = !s->allow_other && !s->publish,
+                /* Every view answers OPEN: a scope's content lives while a descriptor is
+                 * open on it and goes with its grant otherwise, so the daemon must count
+                 * the descriptors (an open it never saw would read a collected node). */
+                .no_open = false,
         };
         struct sfs_view_path_why why = { .message = "" };
         _cleanup_free_ uint64_t *devs = NULL;
@@ -730,7 +742,7 @@ static int new_tree(struct sfs_registry *r, struct scope *s)
                 .users = s->users,
                 .publish = s->publish,
                 .limits = s->limits,
-                .save = r->cfg.store ? save_hook : NULL,
+                .save = r->cfg.scope_store ? save_hook : NULL,
                 .save_ctx = s,
         };
         return sfs_tree_new_scope(r->cfg.main, &spec, &s->tree);
@@ -804,6 +816,11 @@ int sfs_registry_create(struct sfs_registry *r, const struct sfs_caller *c,
         if (!req->view || !sfs_view_path_canonical(req->view))
                 return msg(m, EINVAL, "view: an absolute, canonical path in UTF-8 (no \"//\", "
                            "\".\" or \"..\" component, no trailing \"/\")");
+        if (r->cfg.store && !r->cfg.scope_store)
+                /* Its grants' content would have to survive a restart in --store, a disk. */
+                return msg(m, EINVAL, "this daemon keeps --store on a disk, where a scope's "
+                           "content must never go: start it with --runtime-store DIR (a "
+                           "directory on a RAM filesystem, tmpfs) to have scopes");
         if (req->until_pid && !same_pid_namespace(c, req->client_pid))
                 return msg(m, EINVAL, "client_pid is not the caller's pid as the daemon sees it: "
                            "the client is in another pid namespace, where until_pid would name "
@@ -858,11 +875,11 @@ int sfs_registry_create(struct sfs_registry *r, const struct sfs_caller *c,
         if (rr == 0) {
                 rr = mount_view(r, s, false, &made, m);
                 s->view_made = made;
-                if (rr < 0 && r->cfg.store) {
+                if (rr < 0 && r->cfg.scope_store) {
                         store_lock(r);
-                        sfs_ocistore_drop_scope(r->cfg.store, s->name);
+                        sfs_ocistore_drop_scope(r->cfg.scope_store, s->name);
                         store_unlock(r);
-                } else if (rr == 0 && made && r->cfg.store) {
+                } else if (rr == 0 && made && r->cfg.scope_store) {
                         /* Recorded, so a delete after a restart removes what it made. */
                         store_lock(r);
                         write_file(s, NULL);
@@ -1040,6 +1057,17 @@ int sfs_registry_grant(struct sfs_registry *r, const struct sfs_caller *c, const
                 return rr;
         *grant = grant_json(&info);
         return *grant ? 0 : msg(m, ENOMEM, "out of memory");
+}
+
+int sfs_registry_grant_hook(void *ctx, const struct sfs_caller *c, const char *scope,
+                            const struct snap_digest *d, const char *entry)
+{
+        struct sfs_msg m;
+        json_object *g = NULL;
+        int rr = sfs_registry_grant(ctx, c, scope, d, entry, &g, &m);
+
+        json_object_put(g);
+        return rr;
 }
 
 int sfs_registry_revoke(struct sfs_registry *r, const struct sfs_caller *c, const char *scope,
@@ -1399,10 +1427,14 @@ int sfs_registry_restore(struct sfs_registry *r, void (*warn_fn)(void *ctx, cons
         struct snap_store *store;
         int rr = 0;
 
-        if (!r->cfg.store)
+        if (!files(r))
                 return 0;
         sfs_lock_order(&r->lock, SFS_LOCK_REGISTRY);
-        rr = sfs_ocistore_load_scopes(r->cfg.store, restore_one, &rs);
+        /* The scopes live in --runtime-store. A --store alone keeps none (a scope's content
+         * never goes to a disk): what an older daemon kept there is not served again, and
+         * its content, granted to nothing now, is collected below. */
+        if (r->cfg.scope_store)
+                rr = sfs_ocistore_load_scopes(r->cfg.scope_store, restore_one, &rs);
         if (rr < 0 || rs.unreadable) {
                 sfs_unlock_order(&r->lock, SFS_LOCK_REGISTRY);
                 return rr;
@@ -1418,7 +1450,7 @@ int sfs_registry_restore(struct sfs_registry *r, void (*warn_fn)(void *ctx, cons
                 store_lock(r);
                 if (snap_store_kept_without(store, o, &(struct snap_drop){ 0 }) == false &&
                     snap_store_collect(store, o) == 1) {
-                        sfs_ocistore_remove(r->cfg.store, &v[1][i]);
+                        sfs_ocistore_remove(files(r), &v[1][i]);
                         snap_store_release(store, o); /* its publication's */
                 }
                 store_unlock(r);

@@ -60,6 +60,8 @@ struct sfs_ocistore {
         bool locked;        /* the store is ours: the pid file is ours to remove */
         bool fs_full;       /* the last add or set_holders failed on a full filesystem */
         int scopesfd;       /* DIR/scopes */
+        pthread_mutex_t *lockp; /* &lock, or the durable store's (sfs_ocistore_open_runtime) */
+        struct sfs_ocistore *twin; /* the other of a durable store and its runtime store */
 };
 
 /* Filesystems whose fsync and rename promise nothing to this host, or that a FUSE daemon
@@ -241,6 +243,7 @@ int sfs_ocistore_open(const char *dir, unsigned wait_ms, struct sfs_ocistore **o
         s->max_entries = SNAP_OCI_ENTRIES_MAX;
         s->scopesfd = -1;
         pthread_mutex_init(&s->lock, NULL);
+        s->lockp = &s->lock;
         /* Judged before anything is created: the directory, or where it would be made. */
         if (statfs(dir, &sf) < 0) {
                 int e = errno;
@@ -300,6 +303,8 @@ void sfs_ocistore_close(struct sfs_ocistore *s)
          * store never reads the name of one that is gone. */
         if (s->locked && s->layout.dirfd >= 0)
                 unlinkat(s->layout.dirfd, SFS_OCISTORE_PID_FILE, 0);
+        if (s->twin)
+                s->twin->twin = NULL;
         for (size_t i = 0; i < s->n; i++)
                 entry_clear(&s->v[i]);
         free(s->v);
@@ -316,12 +321,50 @@ void sfs_ocistore_set_max_entries(struct sfs_ocistore *s, size_t max)
 
 void sfs_ocistore_lock(struct sfs_ocistore *s)
 {
-        sfs_lock_order(&s->lock, SFS_LOCK_OCISTORE);
+        sfs_lock_order(s->lockp, SFS_LOCK_OCISTORE);
 }
 
 void sfs_ocistore_unlock(struct sfs_ocistore *s)
 {
-        sfs_unlock_order(&s->lock, SFS_LOCK_OCISTORE);
+        sfs_unlock_order(s->lockp, SFS_LOCK_OCISTORE);
+}
+
+/* RAM filesystems: what they hold never reaches a disk (but swap, which an encrypted or no
+ * swap keeps from being one). */
+#ifndef RAMFS_MAGIC
+#define RAMFS_MAGIC 0x858458f6
+#endif
+
+int sfs_ocistore_open_runtime(const char *dir, struct sfs_ocistore *durable, unsigned wait_ms,
+                              struct sfs_ocistore **out, struct sfs_ocistore_why *why)
+{
+        struct sfs_ocistore_why ignored;
+        struct statfs sf;
+        int r;
+
+        if (!why)
+                why = &ignored;
+        r = sfs_ocistore_open(dir, wait_ms, out, why);
+        if (r < 0)
+                return r;
+        /* Judged where it is now (the directory exists: the open made it). The attack it
+         * stops: a scope's secret written in plaintext to a disk, where it outlives its grant
+         * in freed blocks, backups and images of the host. */
+        if (fstatfs((*out)->layout.dirfd, &sf) < 0 ||
+            ((long)sf.f_type != TMPFS_MAGIC && (long)sf.f_type != RAMFS_MAGIC)) {
+                sfs_ocistore_close(*out);
+                *out = NULL;
+                why->fstype = "a disk";
+                return -EMEDIUMTYPE;
+        }
+        if (durable) {
+                /* One lock for both: a change may touch either store's files, and the lock
+                 * order has room for one store lock. */
+                (*out)->lockp = durable->lockp;
+                (*out)->twin = durable;
+                durable->twin = *out;
+        }
+        return 0;
 }
 
 uint64_t sfs_ocistore_corrupt(const struct sfs_ocistore *s)
@@ -674,6 +717,35 @@ int sfs_ocistore_add(struct sfs_ocistore *s, const struct snap_digest *d, const 
         return r;
 }
 
+static int remove_one(struct sfs_ocistore *s, const struct snap_digest *d);
+
+/* Content of the runtime store that a uid now holds (published on the main mount as well) is
+ * the main mount's: it moves to the durable store s, with its holders, and leaves the runtime
+ * store. */
+static int move_from_twin(struct sfs_ocistore *s, const struct snap_digest *d,
+                          const uint32_t *holders, size_t n)
+{
+        struct sfs_ocistore *t = s->twin;
+        ssize_t i = find(t, d);
+        struct sfs_ocistore_meta meta = { .holders = holders, .n_holders = n };
+        void *buf = NULL;
+        uint64_t size;
+        int r;
+
+        if (i < 0)
+                return -ENOENT;
+        size = t->v[i].size;
+        meta.title = t->v[i].title;
+        meta.created = t->v[i].created;
+        r = snap_oci_blob_read(&t->layout, d, size, size, &buf);
+        if (r == 0)
+                r = sfs_ocistore_add(s, d, buf, (size_t)size, &meta);
+        free_zeroed(buf, (size_t)size);
+        if (r == 0)
+                remove_one(t, d);
+        return r;
+}
+
 int sfs_ocistore_set_holders(struct sfs_ocistore *s, const struct snap_digest *d,
                              const uint32_t *holders, size_t n)
 {
@@ -691,6 +763,8 @@ int sfs_ocistore_set_holders_title(struct sfs_ocistore *s, const struct snap_dig
         int r;
 
         s->fs_full = false;
+        if (i < 0 && s->twin && n > 0)
+                return move_from_twin(s, d, holders, n);
         if (i < 0)
                 return -ENOENT;
         if (title && !(new_title = strdup(title)))
@@ -724,6 +798,16 @@ int sfs_ocistore_set_holders_title(struct sfs_ocistore *s, const struct snap_dig
 }
 
 int sfs_ocistore_remove(struct sfs_ocistore *s, const struct snap_digest *d)
+{
+        int r = remove_one(s, d);
+
+        /* A snapshot lives in one of a durable store and its runtime store. */
+        if (r == -ENOENT && s->twin)
+                r = remove_one(s->twin, d);
+        return r;
+}
+
+static int remove_one(struct sfs_ocistore *s, const struct snap_digest *d)
 {
         ssize_t i = find(s, d);
         struct entry e;

@@ -67,6 +67,13 @@ struct sfs_ocistore_why {
  * the errors of snap_oci_layout_open. why (may be NULL) says which, as above. */
 int sfs_ocistore_open(const char *dir, unsigned wait_ms, struct sfs_ocistore **out,
                       struct sfs_ocistore_why *why);
+/* --runtime-store: sfs_ocistore_open of dir, which must be on a RAM filesystem (tmpfs, ramfs):
+ * -EMEDIUMTYPE otherwise (why->fstype "a disk"). With durable (--store), the two are paired:
+ * one lock (either's sfs_ocistore_lock), a removal finds a snapshot in either, and content of
+ * the runtime store a uid comes to hold (sfs_ocistore_set_holders on durable) moves to
+ * durable. Close the runtime store first. */
+int sfs_ocistore_open_runtime(const char *dir, struct sfs_ocistore *durable, unsigned wait_ms,
+                              struct sfs_ocistore **out, struct sfs_ocistore_why *why);
 /* Records pid as the store's holder (a daemonized child names itself): 0 or -errno. */
 int sfs_ocistore_note_pid(struct sfs_ocistore *s, pid_t pid);
 /* Lowers the store's limit below SNAP_OCI_ENTRIES_MAX (never above): a store that fills in a

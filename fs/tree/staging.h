@@ -54,6 +54,9 @@ struct sfs_staging {
          * max-snapshot-size=262144", a --trust-key reason), "" when it never did: what the
          * owner's client reads after a refusal (SFS_XATTR_REFUSAL). */
         char refusal[SFS_REFUSAL_MAX];
+        /* SFS_XATTR_FOR_SCOPE: the scope its publish is for ("" for none), and the entry */
+        char for_scope[SFS_STAGING_NAME_MAX + 1];
+        char for_entry[SFS_STAGING_NAME_MAX + 1];
 };
 
 /* CLOCK_MONOTONIC in milliseconds. */

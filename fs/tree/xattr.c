@@ -17,22 +17,78 @@
 
 #include "snapshot/binding.h"
 #include "snapshot/kind.h"
+#include "snapshot/name.h"
 #include "fs/store/ocistore.h"
 
 /* ---- xattrs ---- */
 
+/* "SCOPE" or "SCOPE/ENTRY" of size bytes into scope and entry (each SFS_STAGING_NAME_MAX + 1
+ * bytes): 0, or -EINVAL for anything else (an entry is no digest: it would shadow one). */
+static int parse_for_scope(const char *value, size_t size, char *scope, char *entry)
+{
+        char text[2 * SFS_STAGING_NAME_MAX + 2];
+        char *slash;
+
+        if (!value || size == 0 || size >= sizeof(text) || memchr(value, 0, size))
+                return -EINVAL;
+        memcpy(text, value, size);
+        text[size] = 0;
+        slash = strchr(text, '/');
+        if (slash)
+                *slash++ = 0;
+        if (!snap_name_valid(text) ||
+            (slash && (!snap_name_valid(slash) || snap_is_digest_name(slash))))
+                return -EINVAL;
+        /* Both valid names: at most SFS_STAGING_NAME_MAX bytes each. */
+        memcpy(scope, text, strlen(text) + 1);
+        if (slash)
+                memcpy(entry, slash, strlen(slash) + 1);
+        else
+                entry[0] = 0;
+        return 0;
+}
+
+/* SFS_XATTR_FOR_SCOPE on a staging file of the main mount (its owner's, already visible):
+ * only the mount owner and root grant, so only they publish for a scope. t->lock held. */
+static int set_for_scope(struct sfs_tree *t, const struct sfs_caller *c, struct sfs_node *n,
+                         const char *value, size_t size)
+{
+        char scope[SFS_STAGING_NAME_MAX + 1], entry[SFS_STAGING_NAME_MAX + 1];
+        int r = 0;
+
+        if (!sfs_may_control(&t->cfg, c))
+                return -EACCES;
+        if (value && parse_for_scope(value, size, scope, entry) < 0)
+                return -EINVAL;
+        pthread_mutex_lock(&n->stg->lock);
+        if (n->stg->publishing) {
+                r = -EBUSY;
+        } else {
+                snprintf(n->stg->for_scope, sizeof(n->stg->for_scope), "%s", value ? scope : "");
+                snprintf(n->stg->for_entry, sizeof(n->stg->for_entry), "%s", value ? entry : "");
+        }
+        pthread_mutex_unlock(&n->stg->lock);
+        return r;
+}
+
 int sfs_tree_setxattr(struct sfs_tree *t, const struct sfs_caller *c, struct sfs_node *n,
-                      const char *op, const char *name)
+                      const char *op, const char *name, const char *value, size_t size)
 {
         char buf[SNAP_DIGEST_HEX_LEN + 1];
         const char *label;
         int r;
 
-        (void)name; /* the attribute's name says nothing about what was attacked */
         tree_lock(t);
         r = sfs_check_visible(t, c, n);
         label = sfs_node_label(n, buf);
+        if (r == 0 && !t->scope && node_kind(n) == SFS_KIND_STAGING_FILE &&
+            strcmp(name, SFS_XATTR_FOR_SCOPE) == 0) {
+                r = set_for_scope(t, c, n, value, size);
+                tree_unlock(t);
+                return r == -EACCES ? sfs_tree_refuse(t, c, op, label, EACCES) : r;
+        }
         tree_unlock(t);
+        /* Otherwise the attribute's name says nothing about what was attacked. */
         if (r == -ENOENT)
                 return r;
         return sfs_tree_refuse(t, c, op, label, r == -EACCES ? EACCES : EROFS);

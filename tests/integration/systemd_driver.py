@@ -186,10 +186,12 @@ def journal(unit):
 
 def make_instance_conf(confdir, name):
     """NAME.conf of snapfs@NAME.service, made from the service's file as docs/deployment.md
-    says: the same settings, with a store and an audit log of its own."""
+    says: the same settings, with a store, a runtime store and an audit log of its own."""
     with open(os.path.join(confdir, "snapfs.conf")) as f:
         text = f.read()
     text = re.sub(r"(?m)^store = .*$", f"store = /var/lib/snapfs-{name}", text)
+    text = re.sub(r"(?m)^runtime-store = .*$", f"runtime-store = /run/snapfs-{name}-scopes",
+                  text)
     text = re.sub(r"(?m)^audit-log = .*$", f"audit-log = {LOG_DIR}/audit-{name}.log", text)
     path = os.path.join(confdir, f"{name}.conf")
     with open(path, "w") as f:
@@ -449,6 +451,42 @@ def step_takeover(cfg, res):
     res["ident_after"] = [ident(p) for p in paths]
     res["show"] = show("snapfs.service", "NRestarts")
     res["remove"] = control(mnt, {"op": "scope-remove", "name": "box"})
+
+
+def holds(top, needle):
+    """Whether any file under top holds the bytes needle (grep -r)."""
+    for d, _, files in os.walk(top):
+        for name in files:
+            with open(os.path.join(d, name), "rb") as f:
+                if needle in f.read():
+                    return True
+    return False
+
+
+def step_scope_content_lives_in_ram(cfg, res):
+    """put --scope under the shipped unit: the token in its runtime store (/run, a tmpfs),
+    never in its store under /var/lib; systemctl restart keeps the scope and the grant's
+    content."""
+    mnt, snap, view = "/run/snapfs", "/usr/local/bin/snapfs", "/run/snapfs-test-views/a"
+    os.makedirs(os.path.dirname(view), exist_ok=True)
+    token = "TOKEN-unit-" + os.urandom(16).hex()
+    res["create"] = sh(snap, "scope", "create", "--mount", mnt, "unit-a", "--view", view)
+    res["put"] = sh(snap, "put", "--mount", mnt, "--scope", "unit-a", "--as", "cfg", "-",
+                    input=token)
+    res["fstype"] = sh("stat", "-f", "-c", "%T", "/run/snapfs-scopes")["out"].strip()
+    res["store"] = holds("/var/lib/snapfs", token.encode())
+    res["runtime"] = holds("/run/snapfs-scopes", token.encode())
+    pid = main_pid("snapfs.service")
+    res["restart"] = sh("systemctl", "restart", "snapfs.service")
+    wait_for(lambda: running_again("snapfs.service", pid), "the restart")
+    try:
+        with open(os.path.join(view, "cfg")) as f:
+            res["read"] = f.read() == token
+    except OSError as e:
+        res["read"] = errno.errorcode[e.errno]
+    res["store_after"] = holds("/var/lib/snapfs", token.encode())
+    res["remove"] = sh(snap, "scope", "rm", "--mount", mnt, "unit-a")
+    res["runtime_after_rm"] = holds("/run/snapfs-scopes", token.encode())
 
 
 EXITS = "/run/snapfs-exits"
@@ -734,6 +772,7 @@ STEPS = [
     step_reload_and_logrotate,
     step_kill_9_restarts,
     step_takeover,
+    step_scope_content_lives_in_ram,
     step_stop_leaves_nothing,
     step_a_foreign_dead_mount_survives,
     step_operator_edits_a_limit,

@@ -6,6 +6,7 @@ allowance, by its exact errno.
 
 The main mount is the owner's control surface (its .control file); a scope's view is a mount
 of its own that lists only the snapshots granted to it."""
+import errno
 import json
 import os
 import signal
@@ -501,8 +502,16 @@ def test_put_scope_grants_and_prints_the_binding_the_view_shows(snapfs, scopes):
     assert r.stdout == CFG2.decode()
 
 
-def test_put_to_a_scope_that_does_not_exist_publishes_but_fails(snapfs, scopes):
+def test_put_to_a_scope_that_does_not_exist_publishes_nothing(snapfs, scopes):
+    # Content for a scope is that scope's alone: without the scope it is not published.
     rc, out = jsnap("put", "--mount", snapfs.path, "--scope", "nowhere", "-",
+                    input=CFG.decode())
+    assert rc == 1 and out["error"] == "ENOENT" and "snapshot" not in out, out
+    assert {r["code"] for r in out["reasons"]} == {"no-such-scope"}
+    assert errno_of(os.stat, snapfs.p(sha256_hex(CFG))) == errno.ENOENT
+    assert os.listdir(snapfs.p(".staging")) == []
+    # --keep publishes on the main mount first (held there), then grants: that grant fails.
+    rc, out = jsnap("put", "--mount", snapfs.path, "--scope", "nowhere", "--keep", "-",
                     input=CFG.decode())
     assert rc == 1 and out["error"] == "ENOENT" and out["scope"] is None
     assert out["snapshot"]["sha256"] == sha256_hex(CFG)

@@ -368,7 +368,7 @@ def test_snapfs_mount_returns_only_once_the_daemon_serves(installed, snapfs_bin,
 
 
 def test_the_units_command_serves_and_stops_as_systemd_drives_it(installed, snapfs_bin,
-                                                                 workdir):
+                                                                 workdir, runtime_dir):
     """The installed unit's ExecStart and the installed config file it names, their paths
     moved under workdir, run as systemd would: READY=1 on the notify socket, reload (SIGHUP)
     keeps it serving, stop (SIGTERM) exits 0."""
@@ -381,6 +381,8 @@ def test_the_units_command_serves_and_stops_as_systemd_drives_it(installed, snap
     moved = {"/run/snapfs": os.path.join(workdir, "run"),
              "/var/lib/snapfs": os.path.join(workdir, "lib"),
              "/var/log/snapfs/audit.log": os.path.join(workdir, "audit.log"),
+             # RuntimeDirectory=: on a tmpfs, as /run is under systemd
+             "/run/snapfs-scopes": os.path.join(runtime_dir, "scopes"),
              conf: os.path.join(workdir, "snapfs.conf")}
     for path in moved.values():
         if not path.endswith((".log", ".conf")):

@@ -22,7 +22,8 @@ or an instance with no file, fails the start once, naming the file (and the line
 error or a refusal is not restarted (and is, once RestartPreventExitStatus= is reset); the
 documented read view (a config line and a drop-in) makes its directory and survives a kill -9
 too; the template `snapfs@.service` runs two instances side by side, each from its own config
-file with its own store and log.
+file with its own store and log; a scope's content put under the unit lives in its runtime
+directory on /run, never under /var/lib, and a restart keeps it.
 
 Runnable by hand: SNAPFS_BUILD=build unshare -m --propagation private -- python3 -m pytest
 tests/integration/test_systemd.py (needs systemd-container: scripts/deps.sh installs it)."""
@@ -287,6 +288,20 @@ def test_restart_kill_9_and_a_stall_are_taken_over_and_no_reader_notices(booted)
         r = res[name]
         assert r["failures"] == {} and r["wrong_bytes"] == 0 and r["bindings_moved"] == 0, r
     assert res["ident_after"] == res["ident_before"]
+
+
+def test_a_scopes_content_lives_in_the_units_runtime_directory_and_survives_a_restart(booted):
+    res = step(booted, "scope_content_lives_in_ram")
+    assert res["create"]["rc"] == 0 and res["put"]["rc"] == 0, res
+    # RuntimeDirectory= on /run, a tmpfs: the token is there, and nowhere under /var/lib.
+    assert res["fstype"] == "tmpfs"
+    assert (res["runtime"], res["store"]) == (True, False)
+    # systemctl restart (RuntimeDirectoryPreserve=restart): the grant still reads it, and it
+    # is still not on the disk; scope rm takes it from RAM too.
+    assert res["restart"]["rc"] == 0, res["restart"]
+    assert res["read"] is True, res["read"]
+    assert res["store_after"] is False
+    assert res["remove"]["rc"] == 0 and res["runtime_after_rm"] is False
 
 
 def test_stop_leaves_no_mount_and_no_process(booted):

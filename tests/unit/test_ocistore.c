@@ -14,7 +14,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <linux/magic.h>
 #include <sys/stat.h>
+#include <sys/vfs.h>
 #include <unistd.h>
 
 #include <pthread.h>
@@ -509,6 +511,91 @@ static void test_a_snapshot_nobody_holds_comes_back_held_by_nobody(void **state)
         sfs_ocistore_close(s);
 }
 
+/* A runtime store on /dev/shm (a tmpfs), paired with the fixture's store: path gets its
+ * directory, removed by rm_ram. */
+static struct sfs_ocistore *open_ram(struct sfs_ocistore *durable, char path[64])
+{
+        struct sfs_ocistore *rt = NULL;
+
+        snprintf(path, 64, "/dev/shm/snapfs-unit-XXXXXX");
+        assert_non_null(mkdtemp(path));
+        assert_int_equal(sfs_ocistore_open_runtime(path, durable, 0, &rt, NULL), 0);
+        return rt;
+}
+
+static void rm_ram(const char *path)
+{
+        nftw(path, rm_one, 16, FTW_DEPTH | FTW_PHYS);
+}
+
+static bool ram_blob(const char *path, const struct snap_digest *d)
+{
+        char hex[SNAP_DIGEST_HEX_LEN + 1], p[PATH_MAX];
+
+        snap_digest_to_hex(d, hex);
+        snprintf(p, sizeof(p), "%s/blobs/sha256/%s", path, hex);
+        return access(p, F_OK) == 0;
+}
+
+static void test_a_runtime_store_on_a_disk_is_refused_and_one_in_ram_taken(void **state)
+{
+        struct fx *f = *state;
+        struct sfs_ocistore_why why;
+        struct sfs_ocistore *rt = NULL;
+        char disk[PATH_MAX], ram[64];
+
+        /* The fixture's directory is on the disk /tmp is on (the premise, checked). */
+        snprintf(disk, sizeof(disk), "%s/runtime", f->dir.path);
+        {
+                struct statfs sf;
+                assert_int_equal(statfs(f->dir.path, &sf), 0);
+                if (sf.f_type == TMPFS_MAGIC)
+                        fail_msg("the test directory is on a tmpfs: set TMPDIR to a disk");
+        }
+        assert_int_equal(sfs_ocistore_open_runtime(disk, NULL, 0, &rt, &why), -EMEDIUMTYPE);
+        assert_null(rt);
+        assert_string_equal(why.fstype, "a disk");
+        rt = open_ram(NULL, ram);
+        assert_non_null(rt);
+        sfs_ocistore_close(rt);
+        rm_ram(ram);
+}
+
+static void test_a_paired_runtime_store_shares_the_lock_and_gives_held_content_to_the_disk(
+        void **state)
+{
+        struct fx *f = *state;
+        static const uint32_t one[] = { 1000 };
+        struct sfs_ocistore_meta meta = { .title = "scoped", .unheld = true };
+        struct seen seen;
+        struct sfs_ocistore *s = start(f, &seen), *rt;
+        struct snap_digest a, b;
+        char ram[64];
+
+        rt = open_ram(s, ram);
+        assert_int_equal(snap_sha256("scoped a", 8, &a), 0);
+        assert_int_equal(snap_sha256("scoped b", 8, &b), 0);
+        /* One lock: the runtime store's is the disk store's (the lock order allows one). */
+        sfs_ocistore_lock(rt);
+        assert_int_equal(sfs_ocistore_add(rt, &a, "scoped a", 8, &meta), 0);
+        assert_int_equal(sfs_ocistore_add(rt, &b, "scoped b", 8, &meta), 0);
+        /* A uid publishes b on the main mount too: it moves to the disk, held. */
+        assert_int_equal(sfs_ocistore_set_holders(s, &b, one, 1), 0);
+        /* A removal through either finds a blob in the other. */
+        assert_int_equal(sfs_ocistore_remove(s, &a), 0);
+        sfs_ocistore_unlock(s);
+        assert_false(ram_blob(ram, &a) || blob_exists(f, &a));
+        assert_true(blob_exists(f, &b));
+        assert_false(ram_blob(ram, &b));
+        sfs_ocistore_close(rt);
+        sfs_ocistore_close(s);
+        rm_ram(ram);
+        s = start(f, &seen);
+        assert_int_equal(seen.restored, 1);
+        assert_int_equal(seen.n_holders[0], 1);
+        sfs_ocistore_close(s);
+}
+
 /* What a start read of the scopes' files. */
 struct scopes_seen {
         unsigned n, unreadable;
@@ -910,6 +997,12 @@ int main(void)
                 cmocka_unit_test_setup_teardown(
                         test_repair_writes_only_the_right_bytes_of_a_stored_blob, setup,
                         teardown),
+                cmocka_unit_test_setup_teardown(
+                        test_a_runtime_store_on_a_disk_is_refused_and_one_in_ram_taken, setup,
+                        teardown),
+                cmocka_unit_test_setup_teardown(
+                        test_a_paired_runtime_store_shares_the_lock_and_gives_held_content_to_the_disk,
+                        setup, teardown),
         };
         return cmocka_run_group_tests(tests, NULL, NULL);
 }
