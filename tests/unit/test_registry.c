@@ -361,8 +361,8 @@ static void test_a_duplicate_key_is_einval_and_does_nothing(void **state)
                 /* The same key spelled with an escape is the same key. */
                 "{\"op\":\"scope-list\",\"\\u006fp\":\"scope-remove\",\"name\":\"a\"}",
                 /* Nested, and in an object inside an array. */
-                "{\"op\":\"scope-create\",\"name\":\"b\",\"view\":\"/x\","
-                "\"limits\":{\"max_bytes\":1,\"max_bytes\":2}}",
+                ("{\"op\":\"scope-create\",\"name\":\"b\",\"view\":\"/x\","
+                 "\"limits\":{\"max_bytes\":1,\"max_bytes\":2}}"),
                 "{\"op\":\"scope-list\",\"x\":[{},{\"a\":1,\"a\":1}]}",
         };
         char *reply = NULL;
