@@ -293,6 +293,30 @@ def scenario_syslog(work, binary):
     return res
 
 
+def scenario_syslog_message(work, binary):
+    """snapfs mount daemonized: a message of its own, written after it detached (a scope's
+    view already unmounted when the scope is removed), reaches /dev/log, not /dev/null."""
+    mnt = os.path.join(work, "mnt")
+    view = os.path.join(work, "view")
+    os.makedirs(mnt, exist_ok=True)
+    sock, res = private_dev_log(work)
+    res["mount"] = sh(binary, "mount", mnt)
+    if res["mount"]["rc"] != 0:
+        return res
+    res["pids"] = child_pids("snapfs")
+    res["create"] = sh(binary, "scope", "create", "--mount", mnt, "sandbox", "--view", view)
+    res["detach"] = sh("umount", "-l", view)
+    res["rm"] = sh(binary, "scope", "rm", "--mount", mnt, "sandbox")
+    messages = []
+    sock.settimeout(DEADLINE)
+    while not any("nothing to detach" in m for m in messages):
+        messages.append(sock.recv(65536).decode(errors="replace"))
+    res["messages"] = messages
+    res["umount"] = sh("umount", mnt)
+    sock.close()
+    return res
+
+
 SCENARIOS = {name[len("scenario_"):]: fn for name, fn in globals().items()
              if name.startswith("scenario_")}
 
