@@ -10,6 +10,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include <json-c/json.h>
+
 #include "snapshot/binding.h"
 #include "snapshot/name.h"
 #include "fs/tree/tree-internal.h"

@@ -14,6 +14,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include <json-c/json.h>
+
 #include "tests/unit/treefix.h"
 #include "fs/tree/scope.h"
 
