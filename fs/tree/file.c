@@ -515,6 +515,26 @@ static size_t holders_without(struct sfs_tree *t, struct snap_object *obj, uint3
  * predictable config and removing it after the runtime published the same bytes), and goes
  * with the last. Whether anything still references it is the store's one decision
  * (snap_store_kept_without). */
+/* obj's unlink written to --store (none: 0): drop's hold (or every one, SNAP_HOLDER_ALL)
+ * gone from its holders, or the snapshot removed when nothing keeps it then. 0 or -errno.
+ * On the disk first: a snapshot answered as removed never comes back after a restart, nor
+ * does a hold answered as dropped. Under t->lock: unlinks are rare, and the tree must not
+ * change between the caller's checks and its change. Removal needs no room on the store's
+ * filesystem; rewriting the holders of a snapshot that stays does. */
+static int store_unlink(struct sfs_tree *t, struct snap_object *obj, uint32_t drop)
+{
+        uint32_t holders[SNAP_HOLDERS_MAX + 1];
+        size_t n;
+
+        if (!t->cfg.ocistore)
+                return 0;
+        if (!snap_store_kept_without(t->store, obj,
+                                     &(struct snap_drop){ .hold = true, .uid = drop }))
+                return sfs_ocistore_remove(t->cfg.ocistore, &obj->digest);
+        n = holders_without(t, obj, drop, holders);
+        return sfs_ocistore_set_holders(t->cfg.ocistore, &obj->digest, holders, n);
+}
+
 static int unlink_snapshot(struct sfs_tree *t, const struct sfs_caller *c, const char *name)
 {
         struct snap_digest d;
@@ -522,7 +542,6 @@ static int unlink_snapshot(struct sfs_tree *t, const struct sfs_caller *c, const
         char hex[SNAP_DIGEST_HEX_LEN + 1];
         uint32_t drop;
         uint64_t size;
-        bool kept;
         int r;
 
         tree_lock(t);
@@ -554,26 +573,11 @@ static int unlink_snapshot(struct sfs_tree *t, const struct sfs_caller *c, const
                 tree_unlock(t);
                 return sfs_tree_refuse(t, c, "unlink", name, EPERM);
         }
-        kept = snap_store_kept_without(t->store, obj,
-                                       &(struct snap_drop){ .hold = true, .uid = drop });
-        if (t->cfg.ocistore) {
-                /* On the disk first: a snapshot answered as removed never comes back after a
-                 * restart, nor does a hold answered as dropped. Under t->lock: unlinks are
-                 * rare, and the tree must not change between the checks above and the
-                 * change below. Removal needs no room on the store's filesystem; rewriting
-                 * the holders of a snapshot that stays does. */
-                if (kept) {
-                        uint32_t holders[SNAP_HOLDERS_MAX + 1];
-                        size_t n = holders_without(t, obj, drop, holders);
-                        r = sfs_ocistore_set_holders(t->cfg.ocistore, &d, holders, n);
-                } else {
-                        r = sfs_ocistore_remove(t->cfg.ocistore, &d);
-                }
-                if (r < 0 && r != -ENOENT) {
-                        snap_store_release(t->store, obj);
-                        tree_unlock(t);
-                        return sfs_tree_refuse(t, c, "unlink", name, -r);
-                }
+        r = store_unlink(t, obj, drop);
+        if (r < 0 && r != -ENOENT) {
+                snap_store_release(t->store, obj);
+                tree_unlock(t);
+                return sfs_tree_refuse(t, c, "unlink", name, -r);
         }
         size = obj->size;
         r = snap_store_unhold(t->store, obj, drop);
