@@ -98,7 +98,7 @@ static void test_libfuses_messages_keep_their_own_words(void **state)
         close(rd);
 }
 
-static void test_a_long_message_is_written_whole_in_one_write(void **state)
+static void test_a_message_past_the_stack_buffer_is_written_whole(void **state)
 {
         char want[5000], buf[8192];
         int rd = stderr_to_pipe();
@@ -151,7 +151,7 @@ int main(void)
         const struct CMUnitTest tests[] = {
                 cmocka_unit_test(test_a_message_reaches_stderr_prefixed_with_errno_kept),
                 cmocka_unit_test(test_libfuses_messages_keep_their_own_words),
-                cmocka_unit_test(test_a_long_message_is_written_whole_in_one_write),
+                cmocka_unit_test(test_a_message_past_the_stack_buffer_is_written_whole),
                 cmocka_unit_test(test_dev_null_is_not_standard_error_but_a_file_is),
                 cmocka_unit_test(test_a_closed_standard_error_is_not_written),
         };
