@@ -814,6 +814,51 @@ static void test_an_entry_record_that_names_nothing_right_is_einval(void **state
         assert_int_equal(restore_text(f->main, grants, entries), -EINVAL);
 }
 
+/* A scope is made with a name of the grammar and every limit set; any one of them missing
+ * (or a staging count past 32 bits) makes none, the same spec made right makes one. */
+static void test_a_scope_without_a_valid_name_or_one_of_its_limits_is_einval(void **state)
+{
+        struct fx *f = *state;
+        struct sfs_scope_spec good = { .name = "made" }, spec;
+        struct sfs_tree *t = NULL;
+
+        sfs_scope_default_limits(f->main, &good.limits);
+        spec = good;
+        spec.name = NULL;
+        assert_int_equal(sfs_tree_new_scope(f->main, &spec, &t), -EINVAL);
+        spec.name = "../made";
+        assert_int_equal(sfs_tree_new_scope(f->main, &spec, &t), -EINVAL);
+        spec = good;
+        spec.limits.max_snapshots = 0;
+        assert_int_equal(sfs_tree_new_scope(f->main, &spec, &t), -EINVAL);
+        spec = good;
+        spec.limits.max_bytes = 0;
+        assert_int_equal(sfs_tree_new_scope(f->main, &spec, &t), -EINVAL);
+        spec = good;
+        spec.limits.max_staging = 0;
+        assert_int_equal(sfs_tree_new_scope(f->main, &spec, &t), -EINVAL);
+        spec = good;
+        spec.limits.max_staging = (uint64_t)UINT32_MAX + 1;
+        assert_int_equal(sfs_tree_new_scope(f->main, &spec, &t), -EINVAL);
+        spec = good;
+        spec.limits.max_staging_bytes = 0;
+        assert_int_equal(sfs_tree_new_scope(f->main, &spec, &t), -EINVAL);
+        assert_null(t);
+        assert_int_equal(sfs_tree_new_scope(f->main, &good, &t), 0);
+        assert_non_null(t);
+        sfs_tree_free(t);
+}
+
+/* A change of grants is a scope's: the main mount's tree has none to change. */
+static void test_a_grant_on_the_main_tree_is_einval(void **state)
+{
+        struct fx *f = *state;
+
+        assert_int_equal(publish(f->main, &root, "a", "stored", 6, NULL), 0);
+        assert_int_equal(apply(f->main, SFS_SCOPE_GRANT, "stored", NULL), -EINVAL);
+        assert_int_equal(apply(f->a, SFS_SCOPE_GRANT, "stored", NULL), 0);
+}
+
 int main(void)
 {
         const struct CMUnitTest tests[] = {
@@ -840,6 +885,8 @@ int main(void)
                 T(test_unpublishing_a_plain_grant_is_eperm_and_what_is_not_there_enoent),
                 T(test_a_grant_record_with_a_field_out_of_its_range_is_einval),
                 T(test_an_entry_record_that_names_nothing_right_is_einval),
+                T(test_a_scope_without_a_valid_name_or_one_of_its_limits_is_einval),
+                T(test_a_grant_on_the_main_tree_is_einval),
         };
         return cmocka_run_group_tests(tests, NULL, NULL);
 }
