@@ -305,12 +305,16 @@ def scenario_syslog_message(work, binary):
         return res
     res["pids"] = child_pids("snapfs")
     res["create"] = sh(binary, "scope", "create", "--mount", mnt, "sandbox", "--view", view)
+    # Held (O_PATH asks the daemon nothing) so that the lazy unmount leaves its session
+    # serving: only then does the removal look for the mount, and find it gone.
+    held = os.open(view, os.O_PATH | os.O_CLOEXEC)
     res["detach"] = sh("umount", "-l", view)
     res["rm"] = sh(binary, "scope", "rm", "--mount", mnt, "sandbox")
     messages = []
     sock.settimeout(DEADLINE)
     while not any("nothing to detach" in m for m in messages):
         messages.append(sock.recv(65536).decode(errors="replace"))
+    os.close(held)
     res["messages"] = messages
     res["umount"] = sh("umount", mnt)
     sock.close()
