@@ -17,11 +17,47 @@
 
 /* ---- open, create ---- */
 
+/* Opens the staging file n for its owner, a publisher: written (truncated with O_TRUNC)
+ * unless its publish runs (-EBUSY), never appended to or opened O_DIRECT (-EINVAL). 0 and
+ * *h, or -errno. t->lock held. */
+static int open_staging_file(struct sfs_tree *t, const struct sfs_caller *c, struct sfs_node *n,
+                             int flags, struct sfs_handle **h, struct sfs_open_info *oi)
+{
+        bool write = (flags & O_ACCMODE) != O_RDONLY;
+        struct sfs_staging *stg = n->stg;
+        int r = 0;
+
+        if (!n->linked || stg->owner != c->uid)
+                return -ENOENT;
+        if (!sfs_may_publish(&t->cfg, c))
+                return -EACCES;
+        if (flags & (O_APPEND | O_DIRECT))
+                return -EINVAL;
+        pthread_mutex_lock(&stg->lock);
+        if (stg->publishing && (write || (flags & O_TRUNC))) {
+                r = -EBUSY;
+        } else if (!(*h = sfs_handle_new(t, n, write))) {
+                r = -ENOMEM;
+        } else {
+                sfs_staging_touch_locked(stg);
+                if (write) {
+                        (*h)->writing = true;
+                        stg->writers++;
+                }
+                if (write && (flags & O_TRUNC))
+                        sfs_staging_resize_locked(stg, 0);
+        }
+        pthread_mutex_unlock(&stg->lock);
+        oi->direct_io = true;
+        oi->keep_cache = false;
+        oi->flush = write;
+        return r;
+}
+
 int sfs_tree_open(struct sfs_tree *t, const struct sfs_caller *c, struct sfs_node *n, int flags,
                   struct sfs_handle **h, struct sfs_open_info *oi)
 {
         bool write = (flags & O_ACCMODE) != O_RDONLY;
-        struct sfs_staging *stg;
         int r = 0;
 
         tree_lock(t);
@@ -62,37 +98,7 @@ int sfs_tree_open(struct sfs_tree *t, const struct sfs_caller *c, struct sfs_nod
                 oi->direct_io = false;
                 break;
         case SFS_KIND_STAGING_FILE:
-                if (!n->linked || n->stg->owner != c->uid) {
-                        r = -ENOENT;
-                        break;
-                }
-                if (!sfs_may_publish(&t->cfg, c)) {
-                        r = -EACCES;
-                        break;
-                }
-                if (flags & (O_APPEND | O_DIRECT)) {
-                        r = -EINVAL;
-                        break;
-                }
-                stg = n->stg;
-                pthread_mutex_lock(&stg->lock);
-                if (stg->publishing && (write || (flags & O_TRUNC))) {
-                        r = -EBUSY;
-                } else if (!(*h = sfs_handle_new(t, n, write))) {
-                        r = -ENOMEM;
-                } else {
-                        sfs_staging_touch_locked(stg);
-                        if (write) {
-                                (*h)->writing = true;
-                                stg->writers++;
-                        }
-                        if (write && (flags & O_TRUNC))
-                                sfs_staging_resize_locked(stg, 0);
-                }
-                pthread_mutex_unlock(&stg->lock);
-                oi->direct_io = true;
-                oi->keep_cache = false;
-                oi->flush = write;
+                r = open_staging_file(t, c, n, flags, h, oi);
                 break;
         default:
                 r = -EISDIR;
