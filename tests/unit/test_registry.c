@@ -103,11 +103,13 @@ struct fx {
         struct fake fake;
         struct sfs_view_ops ops;
         struct sfs_ocistore *store;
+        struct sfs_ocistore *runtime; /* --runtime-store: the scopes' files */
         struct sfs_tree *main;
         struct sfs_registry *reg;
         char store_path[300];
         char main_path[300]; /* never mounted: where a main mount would be */
-        char warned[4096];   /* the last start's warnings, one a line */
+        char runtime_path[64];        /* on /dev/shm, a tmpfs */
+        char warned[4096];            /* the last start's warnings, one a line */
 };
 
 static const struct sfs_caller me_template = { .uid = 0, .gid = 0 };
@@ -152,13 +154,19 @@ static void start(struct fx *f)
         struct sfs_ocistore_hooks hooks = { on_restore, on_corrupt, on_warn, NULL };
 
         assert_int_equal(sfs_ocistore_open(f->store_path, 0, &f->store, NULL), 0);
+        assert_int_equal(sfs_ocistore_open_runtime(f->runtime_path, f->store, 0, &f->runtime,
+                                                   NULL),
+                         0);
         cfg.ocistore = f->store;
+        cfg.runtime = f->runtime;
         f->main = new_tree(&cfg);
         hooks.ctx = f->main;
         assert_int_equal(sfs_ocistore_load(f->store, 1 << 20, &hooks), 0);
+        assert_int_equal(sfs_ocistore_load(f->runtime, 1 << 20, &hooks), 0);
         assert_int_equal(sfs_registry_new(&(struct sfs_registry_config){
                                                   .main = f->main,
                                                   .store = f->store,
+                                                  .scope_store = f->runtime,
                                                   .views = &f->ops,
                                                   .uid = getuid(),
                                                   .gid = getgid(),
@@ -175,9 +183,11 @@ static void start(struct fx *f)
 static void stop(struct fx *f)
 {
         sfs_registry_free(f->reg);
+        sfs_ocistore_close(f->runtime);
         sfs_ocistore_close(f->store);
         sfs_tree_free(f->main);
         f->reg = NULL;
+        f->runtime = NULL;
         f->store = NULL;
         f->main = NULL;
 }
@@ -190,6 +200,8 @@ static int setup(void **state)
         assert_int_equal(tu_dir_make(&f->dir), 0);
         snprintf(f->store_path, sizeof(f->store_path), "%s/store", f->dir.path);
         snprintf(f->main_path, sizeof(f->main_path), "%s/srv/mnt", f->dir.path);
+        snprintf(f->runtime_path, sizeof(f->runtime_path), "/dev/shm/snapfs-unit-XXXXXX");
+        assert_non_null(mkdtemp(f->runtime_path));
         f->ops = (struct sfs_view_ops){
                 .mount = fake_mount,
                 .detach = fake_detach,
@@ -217,6 +229,7 @@ static int teardown(void **state)
 
         stop(f);
         nftw(f->dir.path, rm_one, 16, FTW_DEPTH | FTW_PHYS);
+        nftw(f->runtime_path, rm_one, 16, FTW_DEPTH | FTW_PHYS);
         free(f);
         return 0;
 }
@@ -493,7 +506,7 @@ static void test_a_mount_that_fails_leaves_no_scope_and_no_directory(void **stat
         view_path(f, "a", view);
         assert_reply(f, "EIO", "{\"op\":\"scope-create\",\"name\":\"a\",\"view\":\"%s\"}", view);
         assert_int_equal(stat(view, &st), -1);
-        snprintf(file, sizeof(file), "%s/scopes/a.json", f->store_path);
+        snprintf(file, sizeof(file), "%s/scopes/a.json", f->runtime_path);
         assert_int_equal(stat(file, &st), -1);
         f->fake.refuse_mount = 0;
         create(f, "a", "");
@@ -647,7 +660,7 @@ static void test_a_start_collects_what_no_scope_came_back_for(void **state)
         assert_int_equal(sfs_tree_unlink(f->main, &root, sfs_tree_root(f->main), scoped), 0);
         stop(f);
         /* The scope's file goes while the daemon is down (an operator, a crash mid-delete). */
-        snprintf(p, sizeof(p), "%s/scopes/sandbox.json", f->store_path);
+        snprintf(p, sizeof(p), "%s/scopes/sandbox.json", f->runtime_path);
         assert_int_equal(unlink(p), 0);
         start(f);
         snprintf(p, sizeof(p), "%s/blobs/sha256/%s", f->store_path, scoped);
@@ -669,7 +682,7 @@ static void test_a_scope_file_that_does_not_parse_stops_the_collection(void **st
         assert_reply(f, NULL, "{\"op\":\"grant\",\"scope\":\"sandbox\",\"sha256\":\"%s\"}", scoped);
         assert_int_equal(sfs_tree_unlink(f->main, &root, sfs_tree_root(f->main), scoped), 0);
         stop(f);
-        snprintf(p, sizeof(p), "%s/scopes/sandbox.json", f->store_path);
+        snprintf(p, sizeof(p), "%s/scopes/sandbox.json", f->runtime_path);
         fp = fopen(p, "w");
         assert_non_null(fp);
         fputs("{ not json", fp);
@@ -747,7 +760,7 @@ static bool back_with(struct fx *f, const char *text)
         char p[PATH_MAX];
 
         stop(f);
-        snprintf(p, sizeof(p), "%s/scopes/sandbox.json", f->store_path);
+        snprintf(p, sizeof(p), "%s/scopes/sandbox.json", f->runtime_path);
         write_text(p, text);
         start(f);
         return listed(f, "sandbox");
@@ -778,7 +791,7 @@ static void test_a_scope_file_with_a_field_out_of_its_range_does_not_come_back(v
         publish_main(f, "granted", a);
         create(f, "sandbox", ",\"uids\":[1000]");
         assert_reply(f, NULL, "{\"op\":\"grant\",\"scope\":\"sandbox\",\"sha256\":\"%s\"}", a);
-        snprintf(p, sizeof(p), "%s/scopes/sandbox.json", f->store_path);
+        snprintf(p, sizeof(p), "%s/scopes/sandbox.json", f->runtime_path);
         good = read_text(p);
         for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
                 _cleanup_free_ char *text = replaced(good, bad[i][0], bad[i][1]);
@@ -814,7 +827,7 @@ static void test_a_scope_files_until_without_its_pid_start_or_boot_does_not_come
         };
 
         create(f, "sandbox", "");
-        snprintf(p, sizeof(p), "%s/scopes/sandbox.json", f->store_path);
+        snprintf(p, sizeof(p), "%s/scopes/sandbox.json", f->runtime_path);
         good = read_text(p);
         assert_int_equal(good[0], '{');
         for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
@@ -841,11 +854,11 @@ static void test_a_second_scope_file_over_the_same_view_does_not_come_back(void 
         _cleanup_free_ char *good = NULL, *other = NULL;
 
         create(f, "sandbox", "");
-        snprintf(p, sizeof(p), "%s/scopes/sandbox.json", f->store_path);
+        snprintf(p, sizeof(p), "%s/scopes/sandbox.json", f->runtime_path);
         good = read_text(p);
         other = replaced(good, "\"name\":\"sandbox\"", "\"name\":\"other\"");
         stop(f);
-        snprintf(p, sizeof(p), "%s/scopes/other.json", f->store_path);
+        snprintf(p, sizeof(p), "%s/scopes/other.json", f->runtime_path);
         write_text(p, other);
         start(f);
         assert_true(listed(f, "sandbox") != listed(f, "other"));
