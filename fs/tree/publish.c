@@ -330,9 +330,9 @@ static int scope_decide(struct sfs_tree *t, struct sfs_staging *stg,
         return r;
 }
 
-/* A refused scope publish undone outside the tree's lock: the lookup's reference, the room
- * claimed, the bytes --store took (stored: not published after all), the store's lock. */
-static void scope_publish_undo(struct sfs_tree *t, const struct snap_digest *d,
+/* A refused publish undone outside the tree's lock: the lookup's reference (NULL: none), the
+ * room claimed, the bytes --store took (stored: not published after all), the store's lock. */
+static void publish_undo(struct sfs_tree *t, const struct snap_digest *d,
                                struct snap_object *existing, struct snap_claim *claim,
                                bool stored)
 {
@@ -452,7 +452,7 @@ static int scope_publish(struct sfs_tree *t, const struct sfs_caller *c, struct 
                         sfs_staging_set_refusal_locked(stg, SFS_REFUSAL_STORE_FULL);
                 pthread_mutex_unlock(&stg->lock);
                 tree_unlock(t);
-                scope_publish_undo(t, d, existing, &claim, stored);
+                publish_undo(t, d, existing, &claim, stored);
                 sfs_scope_effects_free(&fx);
                 return publish_refused(t, c, name, newname, -r, reason);
         }
@@ -625,6 +625,125 @@ static int publish_for_scope(struct sfs_tree *t, const struct sfs_caller *c, str
         return 0;
 }
 
+/* The staged bytes hashed (outside the tree lock: a large staging file written out of order
+ * must not stall every other request; the publishing flag keeps its bytes still) into
+ * *actual: 0, -EBADMSG when they are not target, or the refusal of --trust-key, *reason
+ * saying why. *for_scope: the staging file is published for a scope. */
+static int verify_staged(struct sfs_tree *t, struct sfs_staging *stg,
+                         const struct snap_digest *target, struct snap_digest *actual,
+                         const char **reason, bool *for_scope)
+{
+        int r;
+
+        pthread_mutex_lock(&stg->lock);
+        r = sfs_staging_digest(stg, actual);
+        if (r == 0 && !snap_digest_equal(actual, target))
+                r = -EBADMSG;
+        if (r == 0 && t->cfg.trust)
+                r = trust_admits(t, stg, actual, reason);
+        /* Only the daemon knows why a --trust-key refused: the staging file (its owner's
+         * alone) keeps the reason for the client to read before it removes the file. */
+        if (r < 0 && *reason)
+                sfs_staging_set_refusal_locked(stg, *reason);
+        *for_scope = stg->for_scope[0] != 0;
+        pthread_mutex_unlock(&stg->lock);
+        return r;
+}
+
+/* --store, its lock held: when r (the verdict so far) is 0, the publish decided (decide) and
+ * then written, the caller's hold on *existing (*hold_stored) or the new bytes (*stored).
+ * Only what was admitted is written: a refused publish leaves the disk as it was (the
+ * attack: a uid past its limit made every refused publish write and fsync its blob, the
+ * manifest and index.json, then remove them). 0 or -errno. */
+static int decide_and_persist(struct sfs_tree *t, const struct sfs_caller *c,
+                              struct sfs_staging *stg, int r, const struct snap_digest *d,
+                              const struct timespec *now, struct snap_object **existing,
+                              struct snap_claim *claim, bool *stored, bool *hold_stored)
+{
+        struct sfs_ocistore *os = t->cfg.ocistore;
+
+        if (r == 0) {
+                tree_lock(t);
+                r = decide(t, c, stg, d, existing, claim);
+                tree_unlock(t);
+        }
+        if (r == 0 && *existing) {
+                r = persist_holders(t, os, *existing, (uint32_t)c->uid, true,
+                                    adopted_title(t, *existing, stg));
+                *hold_stored = r == 0;
+        } else if (r == 0) {
+                r = persist_new(os, stg, d, (uint32_t)c->uid, now);
+                *stored = r == 0;
+        }
+        return r == 1 ? 0 : r; /* 1: holds it already, nothing to write */
+}
+
+/* n's staged bytes put in the store as a new snapshot published by c (*obj), or, published
+ * meanwhile (without --store), the one there in *existing for a hold: 0 or -errno. t->lock
+ * and the staging's lock held. */
+static int put_staged(struct sfs_tree *t, const struct sfs_caller *c, struct sfs_node *n,
+                      const struct snap_digest *d, const struct timespec *now,
+                      struct snap_claim *claim, struct snap_object **obj,
+                      struct snap_object **existing)
+{
+        struct sfs_staging *stg = n->stg;
+        int r;
+
+        sfs_staging_fit_locked(stg);
+        r = snap_store_put(t->store,
+                           &(struct snap_put){
+                                   .data = stg->buf ? (const void *)stg->buf : "",
+                                   .len = stg->len,
+                                   .owned = stg->buf,
+                                   .digest = d,
+                                   .ino = n->ino,
+                                   .reserved = stg->len,
+                                   .publisher_uid = c->uid,
+                                   .name = sfs_staging_name_kept(stg->name) ? stg->name : NULL,
+                                   .created = now,
+                                   .claim = claim->held ? claim : NULL,
+                           },
+                           obj);
+        if (r == 1) { /* published meanwhile (without --store): a hold on it */
+                *existing = *obj;
+                *obj = NULL;
+                r = 0;
+        }
+        return r;
+}
+
+/* The store took the staged buffer and the reservation: n is the snapshot obj now, its
+ * staging gone. Called with t->lock and the staging's lock held, returns with both released:
+ * the published size. */
+static uint64_t staging_becomes_snapshot(struct sfs_tree *t, struct sfs_node *n,
+                                         struct snap_object *obj)
+{
+        struct sfs_staging *stg = n->stg;
+        uint64_t size = stg->len;
+
+        sfs_staging_handed_over_locked(stg);
+        become_snapshot(t, n, obj);
+        pthread_mutex_unlock(&stg->lock);
+        n->stg = NULL;
+        sfs_staging_free(stg);
+        sfs_touch_root(t);
+        tree_unlock(t);
+        return size;
+}
+
+/* d published on the main mount: told to the tree's published hook (the registry's, which
+ * grants again what scopes held of d before its bytes went missing). No lock held. */
+static void announce_published(struct sfs_tree *t, const struct snap_digest *d)
+{
+        struct sfs_published_hook hook;
+
+        tree_lock(t);
+        hook = t->published_hook;
+        tree_unlock(t);
+        if (hook.fn)
+                hook.fn(hook.ctx, d);
+}
+
 int sfs_tree_rename(struct sfs_tree *t, const struct sfs_caller *c, struct sfs_node *parent,
                     const char *name, struct sfs_node *newparent, const char *newname,
                     unsigned flags, struct sfs_node **published)
@@ -637,9 +756,8 @@ int sfs_tree_rename(struct sfs_tree *t, const struct sfs_caller *c, struct sfs_n
         struct sfs_ocistore *os = t->cfg.ocistore;
         const char *reason = NULL;
         bool stored = false, hold_stored = false, store_full = false, for_scope;
-        struct sfs_published_hook hook;
         struct timespec now;
-        uint64_t size = 0;
+        uint64_t size;
         int r;
 
         tree_lock(t);
@@ -652,21 +770,8 @@ int sfs_tree_rename(struct sfs_tree *t, const struct sfs_caller *c, struct sfs_n
         if (r < 0)
                 return publish_refused(t, c, name, newname, -r, reason);
 
-        /* Hash outside the tree lock: a large staging file written out of order must not
-         * stall every other request. The publishing flag keeps its bytes still. */
         stg = n->stg;
-        pthread_mutex_lock(&stg->lock);
-        r = sfs_staging_digest(stg, &actual);
-        if (r == 0 && !snap_digest_equal(&actual, &target))
-                r = -EBADMSG;
-        if (r == 0 && t->cfg.trust)
-                r = trust_admits(t, stg, &actual, &reason);
-        /* Only the daemon knows why a --trust-key refused: the staging file (its owner's
-         * alone) keeps the reason for the client to read before it removes the file. */
-        if (r < 0 && reason)
-                sfs_staging_set_refusal_locked(stg, reason);
-        for_scope = stg->for_scope[0] != 0;
-        pthread_mutex_unlock(&stg->lock);
+        r = verify_staged(t, stg, &target, &actual, &reason, &for_scope);
         clock_gettime(CLOCK_REALTIME, &now);
         if (t->scope)
                 return scope_publish(t, c, n, name, newname, r, &actual, &now, reason, published);
@@ -678,24 +783,8 @@ int sfs_tree_rename(struct sfs_tree *t, const struct sfs_caller *c, struct sfs_n
                  * reach the disk in the order the tree sees them, and what was decided below
                  * still holds when it is done. Outermost lock. */
                 sfs_ocistore_lock(os);
-                if (r == 0) {
-                        tree_lock(t);
-                        r = decide(t, c, stg, &actual, &existing, &claim);
-                        tree_unlock(t);
-                }
-                /* Only what was admitted is written: a refused publish leaves the disk as it
-                 * was (the attack: a uid past its limit made every refused publish write and
-                 * fsync its blob, the manifest and index.json, then remove them). */
-                if (r == 0 && existing) {
-                        r = persist_holders(t, os, existing, (uint32_t)c->uid, true,
-                                            adopted_title(t, existing, stg));
-                        hold_stored = r == 0;
-                } else if (r == 0) {
-                        r = persist_new(os, stg, &actual, (uint32_t)c->uid, &now);
-                        stored = r == 0;
-                }
-                if (r == 1) /* holds it already: nothing to write */
-                        r = 0;
+                r = decide_and_persist(t, c, stg, r, &actual, &now, &existing, &claim, &stored,
+                                       &hold_stored);
                 /* The disk is full, not a limit: said so, as ENOSPC from the store. */
                 if (r < 0 && sfs_ocistore_full(os)) {
                         r = -ENOSPC;
@@ -709,30 +798,8 @@ int sfs_tree_rename(struct sfs_tree *t, const struct sfs_caller *c, struct sfs_n
         pthread_mutex_lock(&stg->lock);
         if (r == 0 && !os)
                 existing = snap_store_lookup(t->store, &target);
-        if (r == 0 && !existing) {
-                sfs_staging_fit_locked(stg);
-                r = snap_store_put(t->store,
-                                   &(struct snap_put){
-                                           .data = stg->buf ? (const void *)stg->buf : "",
-                                           .len = stg->len,
-                                           .owned = stg->buf,
-                                           .digest = &actual,
-                                           .ino = n->ino,
-                                           .reserved = stg->len,
-                                           .publisher_uid = c->uid,
-                                           .name = sfs_staging_name_kept(stg->name)
-                                                           ? stg->name
-                                                           : NULL,
-                                           .created = &now,
-                                           .claim = claim.held ? &claim : NULL,
-                                   },
-                                   &obj);
-                if (r == 1) { /* published meanwhile (without --store): a hold on it */
-                        existing = obj;
-                        obj = NULL;
-                        r = 0;
-                }
-        }
+        if (r == 0 && !existing)
+                r = put_staged(t, c, n, &actual, &now, &claim, &obj, &existing);
         if (r == 0 && existing)
                 r = hold_existing(t, c, stg, existing, hold_stored);
         if (existing)
@@ -743,32 +810,16 @@ int sfs_tree_rename(struct sfs_tree *t, const struct sfs_caller *c, struct sfs_n
                         sfs_staging_set_refusal_locked(stg, SFS_REFUSAL_STORE_FULL);
                 pthread_mutex_unlock(&stg->lock);
                 tree_unlock(t);
-                snap_store_unclaim(t->store, &claim);
-                if (stored)
-                        sfs_ocistore_remove(os, &actual); /* not published after all */
-                if (os)
-                        sfs_ocistore_unlock(os);
+                publish_undo(t, &actual, NULL, &claim, stored);
                 return publish_refused(t, c, name, newname, -r, reason);
         }
-        /* The store took the buffer and the reservation; the bytes are no longer staged. */
-        size = stg->len;
-        sfs_staging_handed_over_locked(stg);
-        become_snapshot(t, n, obj);
-        pthread_mutex_unlock(&stg->lock);
-        n->stg = NULL;
-        sfs_staging_free(stg);
-        sfs_touch_root(t);
-        tree_unlock(t);
+        size = staging_becomes_snapshot(t, n, obj);
         if (os)
                 sfs_ocistore_unlock(os);
 
         audit_publish(t, c, newname, name, size);
         *published = n;
-        tree_lock(t);
-        hook = t->published_hook;
-        tree_unlock(t);
-        if (hook.fn)
-                hook.fn(hook.ctx, &actual);
+        announce_published(t, &actual);
         return 0;
 }
 
