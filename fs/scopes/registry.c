@@ -799,14 +799,12 @@ static bool same_pid_namespace(const struct sfs_caller *c, pid_t client_pid)
         return tgid > 0 && tgid == client_pid;
 }
 
-int sfs_registry_create(struct sfs_registry *r, const struct sfs_caller *c,
-                        const struct sfs_scope_request *req, json_object **out,
-                        struct sfs_msg *m)
+/* A create's request as the registry takes it: 0, or -EINVAL with m saying why (a name or
+ * view out of the grammar, scopes asked of a daemon whose only store is a disk, an until_pid
+ * of another pid namespace). */
+static int create_request_valid(struct sfs_registry *r, const struct sfs_caller *c,
+                                const struct sfs_scope_request *req, struct sfs_msg *m)
 {
-        struct scope *s;
-        int pidfd = -1, rr;
-        bool made = false;
-
         if (!req->name || !snap_name_valid(req->name))
                 return msg(m, EINVAL, "a scope name is 1-64 of [A-Za-z0-9._-], not starting "
                            "with '.'");
@@ -822,6 +820,47 @@ int sfs_registry_create(struct sfs_registry *r, const struct sfs_caller *c,
                 return msg(m, EINVAL, "client_pid is not the caller's pid as the daemon sees it: "
                            "the client is in another pid namespace, where until_pid would name "
                            "another process");
+        return 0;
+}
+
+/* A new scope's file written, then its view mounted: 0, or -errno with m saying why, its
+ * file gone again when the mount failed. The registry's lock held. */
+static int persist_and_mount(struct sfs_registry *r, struct scope *s, struct sfs_msg *m)
+{
+        bool made = false;
+        int rr;
+
+        /* The file first: a scope whose create was answered comes back at a start (a crash
+         * after it mounts it again; one before it knows nothing). */
+        store_lock(r);
+        rr = write_file(s, NULL);
+        store_unlock(r);
+        if (rr < 0)
+                return msg(m, -rr, "--store: %s", strerror(-rr));
+        rr = mount_view(r, s, false, &made, m);
+        s->view_made = made;
+        if (rr < 0 && r->cfg.scope_store) {
+                store_lock(r);
+                sfs_ocistore_drop_scope(r->cfg.scope_store, s->name);
+                store_unlock(r);
+        } else if (rr == 0 && made && r->cfg.scope_store) {
+                /* Recorded, so a delete after a restart removes what it made. */
+                store_lock(r);
+                write_file(s, NULL);
+                store_unlock(r);
+        }
+        return rr;
+}
+
+int sfs_registry_create(struct sfs_registry *r, const struct sfs_caller *c,
+                        const struct sfs_scope_request *req, json_object **out,
+                        struct sfs_msg *m)
+{
+        struct scope *s;
+        int pidfd = -1, rr;
+
+        if ((rr = create_request_valid(r, c, req, m)) < 0)
+                return rr;
         s = calloc(1, sizeof(*s));
         if (!s || !(s->view = strdup(req->view))) {
                 free(s);
@@ -860,29 +899,8 @@ int sfs_registry_create(struct sfs_registry *r, const struct sfs_caller *c,
                 s->until_pid = req->until_pid;
                 snprintf(s->boot_id, sizeof(s->boot_id), "%s", r->boot_id);
         }
-        if (rr == 0) {
-                /* The file first: a scope whose create was answered comes back at a start
-                 * (a crash after it mounts it again; one before it knows nothing). */
-                store_lock(r);
-                rr = write_file(s, NULL);
-                store_unlock(r);
-                if (rr < 0)
-                        msg(m, -rr, "--store: %s", strerror(-rr));
-        }
-        if (rr == 0) {
-                rr = mount_view(r, s, false, &made, m);
-                s->view_made = made;
-                if (rr < 0 && r->cfg.scope_store) {
-                        store_lock(r);
-                        sfs_ocistore_drop_scope(r->cfg.scope_store, s->name);
-                        store_unlock(r);
-                } else if (rr == 0 && made && r->cfg.scope_store) {
-                        /* Recorded, so a delete after a restart removes what it made. */
-                        store_lock(r);
-                        write_file(s, NULL);
-                        store_unlock(r);
-                }
-        }
+        if (rr == 0)
+                rr = persist_and_mount(r, s, m);
         if (rr == 0) {
                 s->id = r->next_id++;
                 insert(r, s);
