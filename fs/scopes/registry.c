@@ -1230,16 +1230,23 @@ static bool uint_field(json_object *o, const char *key, uint64_t max, uint64_t *
 /* A scope's file back into s (its tree made, not its view): 0, or -EINVAL. */
 static int parse_file(struct sfs_registry *r, struct scope *s, json_object *doc)
 {
-        json_object *uids = field(doc, "uids", json_type_array), *lim, *until, *v;
+        json_object *uids = field(doc, "uids", json_type_array), *until, *v;
+        json_object *lim = field(doc, "limits", json_type_object);
         const char *view;
         uint64_t x;
 
-        if (!json_object_is_type(doc, json_type_object) || !uint_field(doc, "version", 1, &x) ||
-            !(v = field(doc, "name", json_type_string)) ||
+        /* The limits first: a scope without them is refused by its tree as well
+         * (sfs_tree_new_scope), so each check after them refuses on its own account. */
+        if (!json_object_is_type(doc, json_type_object) || !lim ||
+            !uint_field(lim, "max_snapshots", UINT64_MAX >> 1, &s->limits.max_snapshots) ||
+            !uint_field(lim, "max_bytes", UINT64_MAX >> 1, &s->limits.max_bytes) ||
+            !uint_field(lim, "max_staging", UINT32_MAX, &s->limits.max_staging) ||
+            !uint_field(lim, "max_staging_bytes", UINT64_MAX >> 1, &s->limits.max_staging_bytes))
+                return -EINVAL;
+        if (!uint_field(doc, "version", 1, &x) || !(v = field(doc, "name", json_type_string)) ||
             strcmp(json_object_get_string(v), s->name) != 0 ||
             !(v = field(doc, "view", json_type_string)) || !uids ||
-            json_object_array_length(uids) > VALUE_UID_LIST_MAX ||
-            !(lim = field(doc, "limits", json_type_object)))
+            json_object_array_length(uids) > VALUE_UID_LIST_MAX)
                 return -EINVAL;
         view = json_object_get_string(v);
         if (!sfs_view_path_canonical(view) || !(s->view = strdup(view)))
@@ -1257,11 +1264,6 @@ static int parse_file(struct sfs_registry *r, struct scope *s, json_object *doc)
                 s->users.has_gid = true;
                 s->users.gid = (gid_t)x;
         }
-        if (!uint_field(lim, "max_snapshots", UINT64_MAX >> 1, &s->limits.max_snapshots) ||
-            !uint_field(lim, "max_bytes", UINT64_MAX >> 1, &s->limits.max_bytes) ||
-            !uint_field(lim, "max_staging", UINT32_MAX, &s->limits.max_staging) ||
-            !uint_field(lim, "max_staging_bytes", UINT64_MAX >> 1, &s->limits.max_staging_bytes))
-                return -EINVAL;
         if ((until = field(doc, "until", json_type_object))) {
                 const char *boot;
                 if (!uint_field(until, "pid", INT32_MAX, &x) ||
