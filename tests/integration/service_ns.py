@@ -308,6 +308,8 @@ def scenario_syslog_message(work, binary):
     if res["mount"]["rc"] != 0:
         return res
     res["pids"] = child_pids("snapfs")
+    # The serving process: the supervisor's child (docs/design.md, "Taking over").
+    res["serving"] = child_pids("snapfs", res["pids"][0])
     res["create"] = sh(binary, "scope", "create", "--mount", mnt, "sandbox", "--view", view)
     # Held (O_PATH asks the daemon nothing) so that the lazy unmount leaves its session
     # serving: only then does the removal look for the mount, and find it gone.
