@@ -19,8 +19,7 @@
 
 #include "common/util.h"
 #include "fs/base/fdstore.h"
-
-#define LOG(...) fprintf(stderr, "snapfs mount: " __VA_ARGS__)
+#include "fs/base/log.h"
 
 /* The kernel's numbers that Debian 12's headers (6.1) lack (uapi fuse.h, 6.9). */
 #define SFS_FUSE_NOTIFY_RESEND 7
