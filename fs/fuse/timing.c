@@ -65,6 +65,7 @@ TIMED(removexattr, SFS_OP_REMOVEXATTR, (fuse_req_t r, fuse_ino_t i, const char *
 /* libfuse's own messages ("fuse: ..." on its option errors, -d's trace), written as libfuse
  * writes them (no prefix) but through log.c: a daemonized process's reach syslog instead of
  * /dev/null. fuse_log_level's values are syslog's priorities. */
+__attribute__((format(printf, 2, 0)))
 static void fuse_to_log(enum fuse_log_level level, const char *fmt, va_list ap)
 {
         sfs_vlog((int)level, "", fmt, ap);

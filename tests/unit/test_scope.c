@@ -749,8 +749,8 @@ static void test_a_grant_record_with_a_field_out_of_its_range_is_einval(void **s
                 ",\"ino\":5,\"created_sec\":1,\"created_nsec\":2,\"plain\":true",
                 ",\"ino\":5,\"uid\":0,\"created_sec\":-1,\"created_nsec\":2,\"plain\":true",
                 ",\"ino\":5,\"uid\":0,\"created_sec\":1,\"created_nsec\":1000000000,\"plain\":true",
-                ",\"ino\":5,\"uid\":0,\"created_sec\":1,\"created_nsec\":2,\"plain\":true,"
-                "\"published\":true,\"name\":\"../x\"",
+                (",\"ino\":5,\"uid\":0,\"created_sec\":1,\"created_nsec\":2,\"plain\":true,"
+                 "\"published\":true,\"name\":\"../x\""),
         };
         struct fx *f = *state;
         char hex[SNAP_DIGEST_HEX_LEN + 1], buf[512], two[1024];
