@@ -18,10 +18,34 @@
 #include "snapshot/kind.h"
 #include "common/util.h"
 
-static void ls_usage(FILE *f)
-{
-        fprintf(f,
-                "Usage: snapfs ls [--mount MNT] [--owner UID] [--insecure-own-mount]\n"
+enum { OPT_NAME = CLI_OWN_OPTION, OPT_KIND, OPT_ALL, OPT_SORT, OPT_NO_TRUNC };
+
+static const struct cli_option ls_options[] = {
+        CLI_HEADING("Options:"),
+        CLI_OPTION_MOUNT("MNT", CLI_HELP_MOUNT),
+        CLI_OPTIONS_TRUST,
+        { "name", 0, CLI_ARG_VALUE, "GLOB", NULL,
+          "only snapshots whose name matches GLOB (fnmatch: *, ?, [...])", OPT_NAME },
+        { "kind", 0, CLI_ARG_CHOICE, "KIND", CLI_KIND_WORDS,
+          "only snapshots of KIND: content, signature or manifest\n"
+          "(repeatable)", OPT_KIND },
+        { "all", 0, CLI_ARG_NONE, NULL, NULL,
+          "snapshots of every kind", OPT_ALL },
+        { "sort", 0, CLI_ARG_CHOICE, "KEY", "name size age",
+          "name (A to Z), size (largest first) or age (newest first);\n"
+          "default: publishing order, oldest first", OPT_SORT },
+        { "no-trunc", 0, CLI_ARG_NONE, NULL, NULL,
+          "whole digests", OPT_NO_TRUNC },
+        CLI_OPTION_JSON("print one JSON object: ok, error, message, reasons, mount,\n"
+                        "snapshots [{sha256, size, dev, ino, name, published,\n"
+                        "publisher, binding, kind}], hidden (how many the filters left\n"
+                        "out), usage"),
+        CLI_OPTION_HELP,
+        CLI_OPTION_END,
+};
+
+const struct cli_help cli_ls_help = {
+        .head = "Usage: snapfs ls [--mount MNT] [--owner UID] [--insecure-own-mount]\n"
                 "                 [--name GLOB] [--kind KIND]... [--all] [--sort name|size|age]\n"
                 "                 [--no-trunc] [--json]\n"
                 "\n"
@@ -31,28 +55,18 @@ static void ls_usage(FILE *f)
                 "them). Only content is listed: the signature envelopes and manifests an\n"
                 "import publishes for its own bookkeeping show with --all or --kind. Then what\n"
                 "each uid holds against its limits.\n"
-                "\n"
-                "Options:\n"
-                "  --mount MNT   " CLI_HELP_MOUNT "\n"
-                CLI_HELP_TRUST
-                "  --name GLOB   only snapshots whose name matches GLOB (fnmatch: *, ?, [...])\n"
-                "  --kind KIND   only snapshots of KIND: content, signature or manifest\n"
-                "                (repeatable)\n"
-                "  --all         snapshots of every kind\n"
-                "  --sort KEY    name (A to Z), size (largest first) or age (newest first);\n"
-                "                default: publishing order, oldest first\n"
-                "  --no-trunc    whole digests\n"
-                "  --json        print one JSON object: ok, error, message, reasons, mount,\n"
-                "                snapshots [{sha256, size, dev, ino, name, published,\n"
-                "                publisher, binding, kind}], hidden (how many the filters left\n"
-                "                out), usage\n"
-                "  -h, --help    show this help\n"
-                "\n"
+                "\n",
+        .options = ls_options,
+        .tail = "\n"
                 "Exit status: 0 listed; 1 the mount is not compliant (every reason printed);\n"
-                "2 usage or system error.\n");
+                "2 usage or system error.\n",
+};
+
+static void ls_usage(FILE *f)
+{
+        cli_print_help(f, &cli_ls_help);
 }
 
-enum { OPT_NAME = CLI_OWN_OPTION, OPT_KIND, OPT_ALL, OPT_SORT, OPT_NO_TRUNC };
 enum sort_key { SORT_PUBLISHED, SORT_NAME, SORT_SIZE, SORT_AGE };
 
 struct ls_args {
@@ -170,14 +184,6 @@ static void print_table(const struct ls_args *a, const struct sfc_entry *items, 
 
 int cli_cmd_ls(int argc, char **argv)
 {
-        static const struct option own[] = {
-                { "name", required_argument, NULL, OPT_NAME },
-                { "kind", required_argument, NULL, OPT_KIND },
-                { "all", no_argument, NULL, OPT_ALL },
-                { "sort", required_argument, NULL, OPT_SORT },
-                { "no-trunc", no_argument, NULL, OPT_NO_TRUNC },
-                { NULL, 0, NULL, 0 },
-        };
         _cleanup_free_ char *mount = NULL;
         _cleanup_free_ struct sfc_entry *items = NULL;
         _cleanup_(sfc_usage_free) struct sfc_usage usage = { 0 };
@@ -189,7 +195,7 @@ int cli_cmd_ls(int argc, char **argv)
         size_t n = 0, k = 0;
         int r;
 
-        r = cli_parse(&(struct cli_spec){ .cmd = "ls", .usage = ls_usage, .options = own,
+        r = cli_parse(&(struct cli_spec){ .cmd = "ls", .usage = ls_usage, .options = ls_options,
                                           .option = take, .arg = &a },
                       argc, argv, &co);
         if (r >= 0)

@@ -19,10 +19,34 @@
 #include "client/client-internal.h"
 #include "common/util.h"
 
-static void put_usage(FILE *f)
-{
-        fprintf(f,
-                "Usage: snapfs put [--mount MNT] [--owner UID] [--insecure-own-mount]\n"
+enum {
+        OPT_NAME = CLI_OWN_OPTION,
+        OPT_SCOPE,
+        OPT_AS,
+};
+
+static const struct cli_option put_options[] = {
+        CLI_HEADING("Options:"),
+        CLI_OPTION_MOUNT("MNT", CLI_HELP_MOUNT),
+        CLI_OPTIONS_TRUST,
+        { "name", 0, CLI_ARG_VALUE, "NAME", NULL,
+          "the snapshot's name: 1-64 of [A-Za-z0-9._-], starting with\n"
+          "neither . nor _", OPT_NAME },
+        { "scope", 0, CLI_ARG_VALUE, "NAME", NULL,
+          "grant the snapshot to the scope NAME (snapfs grant)", OPT_SCOPE },
+        { "as", 0, CLI_ARG_VALUE, "ENTRY", NULL,
+          "with --scope: under the entry name ENTRY", OPT_AS },
+        CLI_OPTION_JSON("print one JSON object: ok, error, message, reasons, mount,\n"
+                        "binding, snapshot {sha256, size, dev, ino, name, published,\n"
+                        "publisher, binding}, already_published, read_view (null, or\n"
+                        "{mount, binding, snapshot}), scope (null, or {name, entry,\n"
+                        "mount, binding, snapshot})"),
+        CLI_OPTION_HELP,
+        CLI_OPTION_END,
+};
+
+const struct cli_help cli_put_help = {
+        .head = "Usage: snapfs put [--mount MNT] [--owner UID] [--insecure-own-mount]\n"
                 "                  [--name NAME] [--scope NAME [--as ENTRY]] [--json] FILE|-\n"
                 "\n"
                 "Publish the bytes of FILE (or standard input for -) to the snapfs mount MNT:\n"
@@ -42,25 +66,18 @@ static void put_usage(FILE *f)
                 "with --as: an existing ENTRY moves to it), and the second line is its binding\n"
                 "in that scope's view, judged and verified there as a sandbox of it will:\n"
                 "  scope NAME sha256=<hex> size=<n> dev=<major>:<minor> ino=<n> VIEW\n"
-                "\n"
-                "Options:\n"
-                "  --mount MNT   " CLI_HELP_MOUNT "\n"
-                CLI_HELP_TRUST
-                "  --name NAME   the snapshot's name: 1-64 of [A-Za-z0-9._-], starting with\n"
-                "                neither . nor _\n"
-                "  --scope NAME  grant the snapshot to the scope NAME (snapfs grant)\n"
-                "  --as ENTRY    with --scope: under the entry name ENTRY\n"
-                "  --json        print one JSON object: ok, error, message, reasons, mount,\n"
-                "                binding, snapshot {sha256, size, dev, ino, name, published,\n"
-                "                publisher, binding}, already_published, read_view (null, or\n"
-                "                {mount, binding, snapshot}), scope (null, or {name, entry,\n"
-                "                mount, binding, snapshot})\n"
-                "  -h, --help    show this help\n"
-                "\n"
+                "\n",
+        .options = put_options,
+        .tail = "\n"
                 "Exit status: 0 published (or already there); 1 refused, with every reason on\n"
                 "standard error (\"code: message\" lines), or published but its read view\n"
                 "does not verify, or (--scope) not granted or not verified in the scope's view;\n"
-                "2 usage or system error (FILE unreadable).\n");
+                "2 usage or system error (FILE unreadable).\n",
+};
+
+static void put_usage(FILE *f)
+{
+        cli_print_help(f, &cli_put_help);
 }
 
 /* The first line of a refused publish: what happened, before the reasons say why. */
@@ -111,11 +128,6 @@ static int put_in_scope(const char *mount, const char *scope, const char *entry,
         return r;
 }
 
-enum {
-        OPT_NAME = CLI_OWN_OPTION,
-        OPT_SCOPE,
-        OPT_AS,
-};
 
 struct put_args {
         const char *name, *scope, *entry;
@@ -173,12 +185,6 @@ static int take(void *arg, int val, const char *value, bool json)
 
 int cli_cmd_put(int argc, char **argv)
 {
-        static const struct option own[] = {
-                { "name", required_argument, NULL, OPT_NAME },
-                { "scope", required_argument, NULL, OPT_SCOPE },
-                { "as", required_argument, NULL, OPT_AS },
-                { NULL, 0, NULL, 0 },
-        };
         _cleanup_close_ int fd = -1;
         _cleanup_free_ char *mount = NULL;
         struct cli_common co;
@@ -193,7 +199,8 @@ int cli_cmd_put(int argc, char **argv)
 
         r = cli_parse(&(struct cli_spec){ .cmd = "put", .min_operands = 1, .max_operands = 1,
                                           .what = "one FILE (or - for standard input)",
-                                          .usage = put_usage, .options = own, .option = take,
+                                          .usage = put_usage, .options = put_options,
+                                          .option = take,
                                           .arg = &pa },
                       argc, argv, &co);
         if (r >= 0)

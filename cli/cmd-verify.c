@@ -15,10 +15,21 @@
 #include "snapshot/digest.h"
 #include "common/util.h"
 
-static void verify_usage(FILE *f)
-{
-        fprintf(f,
-                "Usage: snapfs verify [--mount MNT] [--owner UID] [--insecure-own-mount] [--kind KIND]\n"
+static const struct cli_option verify_options[] = {
+        CLI_HEADING("Options:"),
+        CLI_OPTION_MOUNT("MNT", "the snapfs mount for a BINDING (default: $SNAPFS_MOUNT, else\n"
+                                CLI_DEFAULT_MOUNT "); with a PATH it must be PATH's directory"),
+        CLI_OPTIONS_TRUST,
+        CLI_OPTION_KIND(CLI_HELP_KIND),
+        CLI_OPTION_JSON("print one JSON object: ok, error, message, reasons\n"
+                        "[{code, message}], mount, binding, snapshot {sha256, size,\n"
+                        "dev, ino, name, published, publisher, binding}"),
+        CLI_OPTION_HELP,
+        CLI_OPTION_END,
+};
+
+const struct cli_help cli_verify_help = {
+        .head = "Usage: snapfs verify [--mount MNT] [--owner UID] [--insecure-own-mount] [--kind KIND]\n"
                 "                     [--json] BINDING|PATH\n"
                 "\n"
                 "Verified open, then close: check the mount (type fuse.snapfs;\n"
@@ -33,19 +44,16 @@ static void verify_usage(FILE *f)
                 "ino=<n>\" (quote it), checked on MNT. PATH is MNT/<sha256-hex> (or the bare\n"
                 "<sha256-hex>, on MNT): the snapshot is held to its own name (its content must\n"
                 "hash to it) and its binding is printed.\n"
-                "\n"
-                "Options:\n"
-                "  --mount MNT   the snapfs mount for a BINDING (default: $SNAPFS_MOUNT, else\n"
-                "                " CLI_DEFAULT_MOUNT "); with a PATH it must be PATH's directory\n"
-                CLI_HELP_TRUST
-                CLI_HELP_KIND
-                "  --json        print one JSON object: ok, error, message, reasons\n"
-                "                [{code, message}], mount, binding, snapshot {sha256, size,\n"
-                "                dev, ino, name, published, publisher, binding}\n"
-                "  -h, --help    show this help\n"
-                "\n"
+                "\n",
+        .options = verify_options,
+        .tail = "\n"
                 "Exit status: 0 verified (the binding is printed); 1 not verified, every reason\n"
-                "printed as a \"code: message\" line; 2 usage error.\n");
+                "printed as a \"code: message\" line; 2 usage error.\n",
+};
+
+static void verify_usage(FILE *f)
+{
+        cli_print_help(f, &cli_verify_help);
 }
 
 int cli_cmd_verify(int argc, char **argv)
@@ -60,10 +68,11 @@ int cli_cmd_verify(int argc, char **argv)
         const char *arg;
         int r, fd;
 
-        r = cli_parse(&(struct cli_spec){ .cmd = "verify", .features = CLI_KIND,
+        r = cli_parse(&(struct cli_spec){ .cmd = "verify",
                                           .min_operands = 1, .max_operands = 1,
                                           .what = "exactly one BINDING or PATH",
-                                          .usage = verify_usage },
+                                          .usage = verify_usage,
+                                          .options = verify_options },
                       argc, argv, &co);
         if (r >= 0)
                 return r;
