@@ -133,7 +133,6 @@ struct put_args {
         const char *name, *scope, *entry;
 };
 
-/* --name NAME (checked when the file is known), --scope NAME, --as ENTRY: -1 to go on. */
 /* "already published", its name, and who else holds it: the other uids that hold it and the
  * scopes it is granted to, from user.snapfs.holders ("uids=U,U scopes=N"; the owner and root
  * may read it). Content only a scope published shows here as granted to a scope. */
@@ -169,6 +168,7 @@ static void say_already(const char *mount, const struct snapfs_snapshot *s)
         fputc('\n', stderr);
 }
 
+/* --name NAME (checked when the file is known), --scope NAME, --as ENTRY: -1 to go on. */
 static int take(void *arg, int val, const char *value, bool json)
 {
         struct put_args *a = arg;
@@ -183,141 +183,178 @@ static int take(void *arg, int val, const char *value, bool json)
         return -1;
 }
 
-int cli_cmd_put(int argc, char **argv)
+/* A publish and where a sandbox reads it, as put prints them. */
+struct put_out {
+        const char *mount, *scope, *entry;
+        int r;                       /* snapfs_publish_fd_named's: 1 already published */
+        struct snapfs_snapshot s;
+        char text[SNAPFS_BINDING_TEXT_MAX];
+        int vr;                      /* the view's verification: 0, or a negative errno */
+        bool view_failed;            /* vr is a failure (no read view at all is none) */
+        struct snapfs_binding vb;
+        struct snapfs_report vwhy;
+        char vtext[SNAPFS_BINDING_TEXT_MAX], view[PATH_MAX];
+};
+
+/* Publishes FILE (or standard input for "-") under name on o->mount: o->r and o->s, or the
+ * exit code after printing why (-1 to go on). */
+static int publish(struct put_out *o, const struct cli_common *co, const char *file,
+                   const char *name, bool named)
 {
         _cleanup_close_ int fd = -1;
-        _cleanup_free_ char *mount = NULL;
-        struct cli_common co;
-        struct snapfs_report why, vwhy;
-        struct snapfs_snapshot s;
-        struct snapfs_binding vb;
-        char text[SNAPFS_BINDING_TEXT_MAX], vtext[SNAPFS_BINDING_TEXT_MAX], view[PATH_MAX];
-        struct put_args pa = { NULL, NULL, NULL };
-        const char *file, *name, *given, *scope, *entry;
-        int vr, r, in;
-        bool view_failed;
+        struct snapfs_report why;
+        int in = STDIN_FILENO;
 
-        r = cli_parse(&(struct cli_spec){ .cmd = "put", .min_operands = 1, .max_operands = 1,
-                                          .what = "one FILE (or - for standard input)",
-                                          .usage = put_usage, .options = put_options,
-                                          .option = take,
-                                          .arg = &pa },
-                      argc, argv, &co);
-        if (r >= 0)
-                return r;
-        given = pa.name;
-        scope = pa.scope;
-        entry = pa.entry;
-        if (entry && !scope)
-                return cli_usage_error("put", co.json, put_usage, "--as needs --scope");
-        file = argv[optind];
-        if (given && !sfc_name_ok(given))
-                return cli_usage_error("put", co.json, NULL,
-                                       "--name: '%s' is not a snapshot name: 1-64 of "
-                                       "[A-Za-z0-9._-], starting with neither . nor _",
-                                       given);
-        name = given ?: default_name(file);
-        mount = cli_mount_path("put", &co);
-        if (!mount)
-                return 2;
-
-        if (strcmp(file, "-") == 0) {
-                in = STDIN_FILENO;
-        } else {
+        if (strcmp(file, "-") != 0) {
                 /* O_NONBLOCK is not used: a FIFO as FILE is a stream to publish, on purpose. */
                 fd = open(file, O_RDONLY | O_CLOEXEC | O_NOCTTY);
                 if (fd < 0)
-                        return cli_system_error("put", co.json, negative_errno(), "%s", file);
+                        return cli_system_error("put", co->json, negative_errno(), "%s", file);
                 in = fd;
         }
-        r = snapfs_publish_fd_named(mount, name, in, &co.opts, &s, &why);
+        o->r = snapfs_publish_fd_named(o->mount, name, in, &co->opts, &o->s, &why);
         /* FILE's own name is only a default: taken by a staging file of this uid (a publish
          * under it runs, or was interrupted), the snapshot goes unnamed rather than refused.
          * Nothing was read yet when that is found. */
-        if (r == -EBUSY && !given && name)
-                r = snapfs_publish_fd_named(mount, NULL, in, &co.opts, &s, &why);
-
-        if (r < 0) {
-                if (co.json) {
-                        json_object *o = cli_json_refusal(r, &why);
-                        if (o)
-                                json_object_object_add(o, "mount", json_object_new_string(mount));
-                        if (cli_print_json(o) < 0)
-                                return 2;
-                } else {
-                        fprintf(stderr, "snapfs put: %s: not published: %s\n", mount,
-                                refused_words(r));
-                        cli_print_reasons(stderr, &why);
-                }
-                return 1;
-        }
-        if (snapfs_binding_format(&s.binding, text, sizeof(text)) < 0)
-                return 2;
-        /* Where a sandbox reads: the same snapshot through the daemon's read view (or, with
-         * --scope, granted to the scope and through its view), judged and verified there like
-         * any mount. */
-        if (scope)
-                vr = put_in_scope(mount, scope, entry, &s.binding, &co.opts, view,
-                                  sizeof(view), &vb, &vwhy);
-        else
-                vr = snapfs_view_binding(mount, &s.binding, &co.opts, view, sizeof(view), &vb,
-                                         &vwhy);
-        if (vr == 0 && snapfs_binding_format(&vb, vtext, sizeof(vtext)) < 0)
-                return 2;
-        /* No read view (ENODATA) is no failure; a scope that did not take it always is. */
-        view_failed = vr < 0 && (scope || vr != -ENODATA);
-        if (co.json) {
-                json_object *o = view_failed ? cli_json_refusal(vr, &vwhy)
-                                             : cli_json_result(true, NULL, NULL, NULL);
-                json_object *v = NULL;
-                if (vr == 0 && (v = json_object_new_object())) {
-                        struct snapfs_snapshot vs = s;
-                        vs.binding = vb;
-                        if (scope) {
-                                json_object_object_add(v, "name", json_object_new_string(scope));
-                                json_object_object_add(v, "entry",
-                                                       entry ? json_object_new_string(entry)
-                                                             : NULL);
-                        }
-                        json_object_object_add(v, "mount", json_object_new_string(view));
-                        json_object_object_add(v, "binding", json_object_new_string(vtext));
-                        json_object_object_add(v, "snapshot", cli_snapshot_json(&vs));
-                }
-                if (o) {
-                        json_object_object_add(o, "mount", json_object_new_string(mount));
-                        json_object_object_add(o, "binding", json_object_new_string(text));
-                        json_object_object_add(o, "snapshot", cli_snapshot_json(&s));
-                        json_object_object_add(o, "already_published",
-                                               json_object_new_boolean(r == 1));
-                        json_object_object_add(o, "read_view", scope ? NULL : v);
-                        json_object_object_add(o, "scope", scope ? v : NULL);
-                } else {
-                        json_object_put(v);
-                }
-                if (cli_print_json(o) < 0)
+        if (o->r == -EBUSY && !named && name)
+                o->r = snapfs_publish_fd_named(o->mount, NULL, in, &co->opts, &o->s, &why);
+        if (o->r >= 0)
+                return -1;
+        if (co->json) {
+                json_object *j = cli_json_refusal(o->r, &why);
+                if (j)
+                        json_object_object_add(j, "mount", json_object_new_string(o->mount));
+                if (cli_print_json(j) < 0)
                         return 2;
-                return view_failed ? 1 : 0;
+        } else {
+                fprintf(stderr, "snapfs put: %s: not published: %s\n", o->mount,
+                        refused_words(o->r));
+                cli_print_reasons(stderr, &why);
         }
+        return 1;
+}
+
+/* Where a sandbox reads: the same snapshot through the daemon's read view (or, with --scope,
+ * granted to the scope and through its view), judged and verified there like any mount. 0,
+ * or -1 when a binding cannot be written. */
+static int through_view(struct put_out *o, const struct cli_common *co)
+{
+        if (o->scope)
+                o->vr = put_in_scope(o->mount, o->scope, o->entry, &o->s.binding, &co->opts,
+                                     o->view, sizeof(o->view), &o->vb, &o->vwhy);
+        else
+                o->vr = snapfs_view_binding(o->mount, &o->s.binding, &co->opts, o->view,
+                                            sizeof(o->view), &o->vb, &o->vwhy);
+        if (o->vr == 0 && snapfs_binding_format(&o->vb, o->vtext, sizeof(o->vtext)) < 0)
+                return -1;
+        /* No read view (ENODATA) is no failure; a scope that did not take it always is. */
+        o->view_failed = o->vr < 0 && (o->scope || o->vr != -ENODATA);
+        return 0;
+}
+
+/* {mount, binding, snapshot} of the view (and the scope's name and entry), or NULL. */
+static json_object *view_json(const struct put_out *o)
+{
+        struct snapfs_snapshot vs = o->s;
+        json_object *v;
+
+        if (o->vr != 0 || !(v = json_object_new_object()))
+                return NULL;
+        vs.binding = o->vb;
+        if (o->scope) {
+                json_object_object_add(v, "name", json_object_new_string(o->scope));
+                json_object_object_add(v, "entry",
+                                       o->entry ? json_object_new_string(o->entry) : NULL);
+        }
+        json_object_object_add(v, "mount", json_object_new_string(o->view));
+        json_object_object_add(v, "binding", json_object_new_string(o->vtext));
+        json_object_object_add(v, "snapshot", cli_snapshot_json(&vs));
+        return v;
+}
+
+static int print_json(const struct put_out *o)
+{
+        json_object *j = o->view_failed ? cli_json_refusal(o->vr, &o->vwhy)
+                                         : cli_json_result(true, NULL, NULL, NULL);
+        json_object *v = view_json(o);
+
+        if (j) {
+                json_object_object_add(j, "mount", json_object_new_string(o->mount));
+                json_object_object_add(j, "binding", json_object_new_string(o->text));
+                json_object_object_add(j, "snapshot", cli_snapshot_json(&o->s));
+                json_object_object_add(j, "already_published",
+                                       json_object_new_boolean(o->r == 1));
+                json_object_object_add(j, "read_view", o->scope ? NULL : v);
+                json_object_object_add(j, "scope", o->scope ? v : NULL);
+        } else {
+                json_object_put(v);
+        }
+        if (cli_print_json(j) < 0)
+                return 2;
+        return o->view_failed ? 1 : 0;
+}
+
+static int print_text(const struct put_out *o)
+{
         /* Idempotent: the content is there, bound to the existing snapshot. Not a failure. */
-        if (r == 1)
-                say_already(mount, &s);
-        if (printf("%s\n", text) < 0 ||
-            (vr == 0 && !scope && printf("read-view %s %s\n", vtext, view) < 0) ||
-            (vr == 0 && scope && printf("scope %s %s %s\n", scope, vtext, view) < 0) ||
+        if (o->r == 1)
+                say_already(o->mount, &o->s);
+        if (printf("%s\n", o->text) < 0 ||
+            (o->vr == 0 && !o->scope && printf("read-view %s %s\n", o->vtext, o->view) < 0) ||
+            (o->vr == 0 && o->scope &&
+             printf("scope %s %s %s\n", o->scope, o->vtext, o->view) < 0) ||
             fflush(stdout) != 0) {
                 fprintf(stderr, "snapfs put: writing output: %s\n", strerror(errno));
                 return 2;
         }
-        if (view_failed) {
-                if (scope)
-                        fprintf(stderr, "snapfs put: %s: published, but not granted to scope "
-                                        "%s or not verified in its view: %s\n", mount, scope,
-                                snapfs_strerror(vr));
-                else
-                        fprintf(stderr, "snapfs put: %s: published, but its read view does not "
-                                        "verify: %s\n", mount, snapfs_strerror(vr));
-                cli_print_reasons(stderr, &vwhy);
-                return 1;
-        }
-        return 0;
+        if (!o->view_failed)
+                return 0;
+        if (o->scope)
+                fprintf(stderr, "snapfs put: %s: published, but not granted to scope %s or not "
+                                "verified in its view: %s\n", o->mount, o->scope,
+                        snapfs_strerror(o->vr));
+        else
+                fprintf(stderr, "snapfs put: %s: published, but its read view does not "
+                                "verify: %s\n", o->mount, snapfs_strerror(o->vr));
+        cli_print_reasons(stderr, &o->vwhy);
+        return 1;
+}
+
+int cli_cmd_put(int argc, char **argv)
+{
+        _cleanup_free_ char *mount = NULL;
+        struct put_args pa = { NULL, NULL, NULL };
+        struct put_out o = { 0 };
+        struct cli_common co;
+        const char *file;
+        int r;
+
+        r = cli_parse(&(struct cli_spec){ .cmd = "put", .min_operands = 1, .max_operands = 1,
+                                          .what = "one FILE (or - for standard input)",
+                                          .usage = put_usage, .options = put_options,
+                                          .option = take, .arg = &pa },
+                      argc, argv, &co);
+        if (r >= 0)
+                return r;
+        if (pa.entry && !pa.scope)
+                return cli_usage_error("put", co.json, put_usage, "--as needs --scope");
+        file = argv[optind];
+        if (pa.name && !sfc_name_ok(pa.name))
+                return cli_usage_error("put", co.json, NULL,
+                                       "--name: '%s' is not a snapshot name: 1-64 of "
+                                       "[A-Za-z0-9._-], starting with neither . nor _",
+                                       pa.name);
+        mount = cli_mount_path("put", &co);
+        if (!mount)
+                return 2;
+        o.mount = mount;
+        o.scope = pa.scope;
+        o.entry = pa.entry;
+        r = publish(&o, &co, file, pa.name ?: default_name(file), pa.name != NULL);
+        if (r >= 0)
+                return r;
+        if (snapfs_binding_format(&o.s.binding, o.text, sizeof(o.text)) < 0 ||
+            through_view(&o, &co) < 0)
+                return 2;
+        return co.json ? print_json(&o) : print_text(&o);
 }
