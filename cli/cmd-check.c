@@ -245,6 +245,50 @@ static int print_json(const char *path, const char *preset, const struct mc_verd
         return r;
 }
 
+/* The policy: the preset, the trust options as every client takes them, then the policy
+ * options in the order given. -1 to go on, or 2 after the usage error. */
+static int make_policy(struct mc_policy *pol, const struct check_args *a,
+                       const struct cli_common *co)
+{
+        int r;
+
+        if (mc_policy_preset(pol, a->preset) < 0)
+                return cli_usage_error("check", co->json, NULL,
+                                       "invalid value for --preset: '%s'", a->preset);
+        /* The trust options, as every client takes them. $SNAPFS_OWNER names the trusted
+         * owner of the snapfs preset (a tmpfs has no FUSE owner); --owner any switches the
+         * owner check off, on this command line only. */
+        if (co->owner_any)
+                pol->check_owner = false;
+        else if ((co->opts.flags & SNAPFS_OPT_OWNER) &&
+                 (!co->owner_from_env || strcmp(a->preset, "snapfs") == 0)) {
+                pol->check_owner = true;
+                pol->owner = co->opts.owner;
+        }
+        if (co->opts.flags & SNAPFS_OPT_INSECURE_OWN_MOUNT)
+                pol->insecure_own_mount = true;
+        if (co->opts.flags & SNAPFS_OPT_TRUST_USER_NAMESPACE)
+                pol->trust_user_namespace = true;
+        for (size_t i = 0; i < a->n_settings; i++) {
+                const char *value = a->settings[i].value ? a->settings[i].value : "";
+                char what[64];
+                uint64_t lo, hi;
+                int type;
+
+                r = mc_policy_set(pol, a->settings[i].key, a->settings[i].value);
+                if (r == 0)
+                        continue;
+                snprintf(what, sizeof(what), "--%s", a->settings[i].option);
+                /* A size is refused in the words every command uses. */
+                if (mc_policy_value_of(a->settings[i].key, &type, &lo, &hi) == 0)
+                        return cli_bad_value("check", co->json, what, (enum value_type)type,
+                                             value, r, lo, hi, "; or any (no check)");
+                return cli_usage_error("check", co->json, NULL, "invalid value for %s: '%s'",
+                                       what, value);
+        }
+        return -1;
+}
+
 int cli_cmd_check(int argc, char **argv)
 {
         struct check_args a = { .preset = "snapfs", .backend = MC_BACKEND_AUTO };
@@ -279,40 +323,9 @@ int cli_cmd_check(int argc, char **argv)
         if (!path)
                 return cli_system_error("check", json, -ENOMEM, "PATH");
 
-        if (mc_policy_preset(&pol, preset) < 0)
-                return cli_usage_error("check", json, NULL, "invalid value for --preset: '%s'",
-                                       preset);
-        /* The trust options, as every client takes them. $SNAPFS_OWNER names the trusted
-         * owner of the snapfs preset (a tmpfs has no FUSE owner); --owner any switches the
-         * owner check off, on this command line only. */
-        if (co.owner_any)
-                pol.check_owner = false;
-        else if ((co.opts.flags & SNAPFS_OPT_OWNER) &&
-                 (!co.owner_from_env || strcmp(preset, "snapfs") == 0)) {
-                pol.check_owner = true;
-                pol.owner = co.opts.owner;
-        }
-        if (co.opts.flags & SNAPFS_OPT_INSECURE_OWN_MOUNT)
-                pol.insecure_own_mount = true;
-        if (co.opts.flags & SNAPFS_OPT_TRUST_USER_NAMESPACE)
-                pol.trust_user_namespace = true;
-        for (size_t i = 0; i < a.n_settings; i++) {
-                const char *value = a.settings[i].value ? a.settings[i].value : "";
-                char what[64];
-                uint64_t lo, hi;
-                int type;
-
-                r = mc_policy_set(&pol, a.settings[i].key, a.settings[i].value);
-                if (r == 0)
-                        continue;
-                snprintf(what, sizeof(what), "--%s", a.settings[i].option);
-                /* A size is refused in the words every command uses. */
-                if (mc_policy_value_of(a.settings[i].key, &type, &lo, &hi) == 0)
-                        return cli_bad_value("check", json, what, (enum value_type)type, value,
-                                             r, lo, hi, "; or any (no check)");
-                return cli_usage_error("check", json, NULL, "invalid value for %s: '%s'", what,
-                                       value);
-        }
+        r = make_policy(&pol, &a, &co);
+        if (r >= 0)
+                return r;
 
         /* Which scope a view serves is reported whatever its flags (the clients ask only a
          * read-write mount, the one kind the answer can refuse). */

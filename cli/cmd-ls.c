@@ -182,6 +182,34 @@ static void print_table(const struct ls_args *a, const struct sfc_entry *items, 
         }
 }
 
+/* The --json object: the k snapshots shown, how many hidden, the usage table (NULL: not
+ * reported). An exit code. */
+static int print_json(const char *mount, const struct sfc_entry *items, size_t k,
+                      size_t hidden, const struct sfc_usage *usage)
+{
+        json_object *top = cli_json_result(true, NULL, NULL, NULL);
+        json_object *arr = json_object_new_array();
+
+        for (size_t i = 0; arr && i < k; i++) {
+                json_object *o = cli_snapshot_json(&items[i].snap);
+                const char *kind = cli_kind_name(items[i].snap.kind);
+                if (!o)
+                        break;
+                json_object_object_add(o, "kind", kind ? json_object_new_string(kind) : NULL);
+                json_object_array_add(arr, o);
+        }
+        if (top) {
+                json_object_object_add(top, "mount", json_object_new_string(mount));
+                /* An object holding the list, as findmnt --json does: room for more. */
+                json_object_object_add(top, "snapshots", arr);
+                json_object_object_add(top, "hidden", json_object_new_uint64(hidden));
+                json_object_object_add(top, "usage", usage ? cli_json_usage(usage) : NULL);
+        } else {
+                json_object_put(arr);
+        }
+        return cli_print_json(top) < 0 ? 2 : 0;
+}
+
 int cli_cmd_ls(int argc, char **argv)
 {
         _cleanup_free_ char *mount = NULL;
@@ -232,30 +260,8 @@ int cli_cmd_ls(int argc, char **argv)
                 qsort(items, k, sizeof(*items),
                       a.sort == SORT_NAME ? by_name : a.sort == SORT_SIZE ? by_size : by_age);
 
-        if (co.json) {
-                json_object *top = cli_json_result(true, NULL, NULL, NULL);
-                json_object *arr = json_object_new_array();
-                for (size_t i = 0; arr && i < k; i++) {
-                        json_object *o = cli_snapshot_json(&items[i].snap);
-                        const char *kind = cli_kind_name(items[i].snap.kind);
-                        if (!o)
-                                break;
-                        json_object_object_add(o, "kind", kind ? json_object_new_string(kind)
-                                                               : NULL);
-                        json_object_array_add(arr, o);
-                }
-                if (top) {
-                        json_object_object_add(top, "mount", json_object_new_string(mount));
-                        /* An object holding the list, as findmnt --json does: room for more. */
-                        json_object_object_add(top, "snapshots", arr);
-                        json_object_object_add(top, "hidden", json_object_new_uint64(n - k));
-                        json_object_object_add(top, "usage",
-                                               have_usage ? cli_json_usage(&usage) : NULL);
-                } else {
-                        json_object_put(arr);
-                }
-                return cli_print_json(top) < 0 ? 2 : 0;
-        }
+        if (co.json)
+                return print_json(mount, items, k, n - k, have_usage ? &usage : NULL);
         print_table(&a, items, k);
         if (have_usage) {
                 printf("\n");

@@ -264,12 +264,89 @@ static int scope_create(int argc, char **argv)
         return fflush(stdout) == 0 ? 0 : 2;
 }
 
+/* scope ls: every scope of mount. An exit code. */
+static int list_scopes(const char *mount, const struct cli_common *co)
+{
+        struct snapfs_report why;
+        struct snapfs_scope *v;
+        size_t n;
+        int r;
+
+        r = snapfs_scope_list(mount, &co->opts, &v, &n, &why);
+        if (r < 0)
+                return refused("scope ls", mount, r, &why, co->json, fields1("scopes", NULL));
+        if (co->json) {
+                json_object *o = cli_json_result(true, NULL, NULL, NULL);
+                json_object *list = json_object_new_array();
+                for (size_t i = 0; list && i < n; i++)
+                        json_object_array_add(list, cli_scope_json(&v[i]));
+                if (o) {
+                        json_object_object_add(o, "mount", json_object_new_string(mount));
+                        json_object_object_add(o, "scopes", list);
+                } else {
+                        json_object_put(list);
+                }
+                snapfs_scopes_free(v, n);
+                return cli_print_json(o) < 0 ? 2 : 0;
+        }
+        cli_scope_table(stdout, v, n);
+        snapfs_scopes_free(v, n);
+        return fflush(stdout) == 0 ? 0 : 2;
+}
+
+/* scope ls NAME --json: the scope and its grants, each described. An exit code. */
+static int show_scope_json(const char *mount, const struct cli_common *co,
+                           struct snapfs_scope *s, const struct snapfs_grant *g, size_t n)
+{
+        _cleanup_free_ struct snapfs_snapshot *snap = calloc(n ? n : 1, sizeof(*snap));
+        _cleanup_free_ unsigned *seen = calloc(n ? n : 1, sizeof(*seen));
+        json_object *o = cli_json_result(true, NULL, NULL, NULL);
+        json_object *list = snap && seen ? json_object_new_array() : NULL;
+
+        if (list)
+                cli_grants_describe(mount, s, g, n, &co->opts, snap, seen);
+        for (size_t i = 0; list && i < n; i++)
+                json_object_array_add(list, cli_grant_json(&g[i], &snap[i], seen[i]));
+        if (o) {
+                json_object_object_add(o, "mount", json_object_new_string(mount));
+                json_object_object_add(o, "scope", cli_scope_json(s));
+                json_object_object_add(o, "grants", list);
+        } else {
+                json_object_put(list);
+        }
+        snapfs_scope_free(s);
+        return cli_print_json(o) < 0 ? 2 : 0;
+}
+
+/* scope ls NAME: the scope, then its grants. An exit code. */
+static int show_scope(const char *mount, const char *name, const struct cli_common *co)
+{
+        _cleanup_free_ struct snapfs_grant *g = NULL;
+        struct snapfs_report why;
+        struct snapfs_scope s;
+        size_t n;
+        int r;
+
+        r = snapfs_scope_show(mount, name, &co->opts, &s, &g, &n, &why);
+        if (r < 0) {
+                json_object *f = fields1("scope", NULL);
+                if (f)
+                        json_object_object_add(f, "grants", NULL);
+                return refused("scope ls", mount, r, &why, co->json, f);
+        }
+        if (co->json)
+                return show_scope_json(mount, co, &s, g, n);
+        cli_scope_print(stdout, &s);
+        snapfs_scope_free(&s);
+        for (size_t i = 0; i < n; i++)
+                cli_grant_print(stdout, &g[i]);
+        return fflush(stdout) == 0 ? 0 : 2;
+}
+
 static int scope_ls(int argc, char **argv)
 {
         _cleanup_free_ char *mount = NULL;
-        struct snapfs_report why;
         struct cli_common co;
-        const char *name;
         int r;
 
         r = cli_parse(&(struct cli_spec){ .cmd = "scope ls", .min_operands = 0,
@@ -278,77 +355,10 @@ static int scope_ls(int argc, char **argv)
                       argc, argv, &co);
         if (r >= 0)
                 return r;
-        name = optind < argc ? argv[optind] : NULL;
         mount = cli_mount_path("scope ls", &co);
         if (!mount)
                 return 2;
-
-        if (!name) {
-                struct snapfs_scope *v;
-                size_t n;
-
-                r = snapfs_scope_list(mount, &co.opts, &v, &n, &why);
-                if (r < 0)
-                        return refused("scope ls", mount, r, &why, co.json,
-                                       fields1("scopes", NULL));
-                if (co.json) {
-                        json_object *o = cli_json_result(true, NULL, NULL, NULL);
-                        json_object *list = json_object_new_array();
-                        for (size_t i = 0; list && i < n; i++)
-                                json_object_array_add(list, cli_scope_json(&v[i]));
-                        if (o) {
-                                json_object_object_add(o, "mount", json_object_new_string(mount));
-                                json_object_object_add(o, "scopes", list);
-                        } else {
-                                json_object_put(list);
-                        }
-                        snapfs_scopes_free(v, n);
-                        return cli_print_json(o) < 0 ? 2 : 0;
-                }
-                cli_scope_table(stdout, v, n);
-                snapfs_scopes_free(v, n);
-                return fflush(stdout) == 0 ? 0 : 2;
-        }
-
-        {
-                _cleanup_free_ struct snapfs_grant *g = NULL;
-                struct snapfs_scope s;
-                size_t n;
-
-                r = snapfs_scope_show(mount, name, &co.opts, &s, &g, &n, &why);
-                if (r < 0) {
-                        json_object *f = fields1("scope", NULL);
-                        if (f)
-                                json_object_object_add(f, "grants", NULL);
-                        return refused("scope ls", mount, r, &why, co.json, f);
-                }
-                if (co.json) {
-                        _cleanup_free_ struct snapfs_snapshot *snap =
-                                calloc(n ? n : 1, sizeof(*snap));
-                        _cleanup_free_ unsigned *seen = calloc(n ? n : 1, sizeof(*seen));
-                        json_object *o = cli_json_result(true, NULL, NULL, NULL);
-                        json_object *list = snap && seen ? json_object_new_array() : NULL;
-                        if (list)
-                                cli_grants_describe(mount, &s, g, n, &co.opts, snap, seen);
-                        for (size_t i = 0; list && i < n; i++)
-                                json_object_array_add(list,
-                                                      cli_grant_json(&g[i], &snap[i], seen[i]));
-                        if (o) {
-                                json_object_object_add(o, "mount", json_object_new_string(mount));
-                                json_object_object_add(o, "scope", cli_scope_json(&s));
-                                json_object_object_add(o, "grants", list);
-                        } else {
-                                json_object_put(list);
-                        }
-                        snapfs_scope_free(&s);
-                        return cli_print_json(o) < 0 ? 2 : 0;
-                }
-                cli_scope_print(stdout, &s);
-                snapfs_scope_free(&s);
-                for (size_t i = 0; i < n; i++)
-                        cli_grant_print(stdout, &g[i]);
-                return fflush(stdout) == 0 ? 0 : 2;
-        }
+        return optind < argc ? show_scope(mount, argv[optind], &co) : list_scopes(mount, &co);
 }
 
 static int scope_rm(int argc, char **argv)

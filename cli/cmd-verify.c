@@ -56,9 +56,57 @@ static void verify_usage(FILE *f)
         cli_print_help(f, &cli_verify_help);
 }
 
+/* Opens what arg names, verified: a binding on the mount, or a snapshot path held to its
+ * own name. -1 with *fd (a descriptor, or the refusal with why) and *mount set, or the exit
+ * code after a usage error. */
+static int open_arg(const char *arg, const struct cli_common *co, char **mount,
+                    struct snapfs_binding *b, struct snapfs_report *why, int *fd)
+{
+        _cleanup_free_ char *path = NULL, *dir = NULL, *name = NULL;
+
+        if (strncmp(arg, "sha256=", 7) == 0) {
+                if (snapfs_binding_parse(arg, b) < 0)
+                        return cli_usage_error("verify", co->json, NULL,
+                                               "not a valid binding: '%s'", arg);
+                *mount = cli_mount_path("verify", co);
+                if (!*mount)
+                        return 2;
+                *fd = snapfs_open_verified(*mount, b, &co->opts, why);
+        } else {
+                /* dirname/basename may modify their argument: each gets its own copy. */
+                path = path_make_absolute(arg);
+                dir = path ? strdup(path) : NULL;
+                name = path ? strdup(path) : NULL;
+                if (!dir || !name)
+                        return cli_system_error("verify", co->json, -ENOMEM, "%s", arg);
+                if (!snap_is_digest_name(basename(name)))
+                        return cli_usage_error("verify", co->json, NULL,
+                                               "'%s' is neither a binding (sha256=<hex> size=<n> "
+                                               "dev=<maj>:<min> ino=<n>) nor a snapshot path "
+                                               "(MNT/<sha256-hex>)", arg);
+                if (!strchr(arg, '/')) {
+                        /* A bare digest names that snapshot on the mount. */
+                        *mount = cli_mount_path("verify", co);
+                } else {
+                        *mount = cli_absolute_dir(dirname(dir));
+                        if (*mount && co->mount_arg) {
+                                _cleanup_free_ char *given = cli_absolute_dir(co->mount_arg);
+                                if (given && strcmp(given, *mount) != 0)
+                                        return cli_usage_error("verify", co->json, NULL,
+                                                               "%s is not on --mount %s", arg,
+                                                               co->mount_arg);
+                        }
+                }
+                if (!*mount)
+                        return 2;
+                *fd = snapfs_open_digest(*mount, basename(name), &co->opts, b, why);
+        }
+        return -1;
+}
+
 int cli_cmd_verify(int argc, char **argv)
 {
-        _cleanup_free_ char *mount = NULL, *path = NULL, *dir = NULL, *name = NULL;
+        _cleanup_free_ char *mount = NULL;
         struct cli_common co;
         struct snapfs_report why;
         struct snapfs_binding b;
@@ -66,7 +114,7 @@ int cli_cmd_verify(int argc, char **argv)
         bool described = false;
         char text[SNAPFS_BINDING_TEXT_MAX];
         const char *arg;
-        int r, fd;
+        int r, fd = -1;
 
         r = cli_parse(&(struct cli_spec){ .cmd = "verify",
                                           .min_operands = 1, .max_operands = 1,
@@ -78,44 +126,9 @@ int cli_cmd_verify(int argc, char **argv)
                 return r;
         arg = argv[optind];
 
-        if (strncmp(arg, "sha256=", 7) == 0) {
-                if (snapfs_binding_parse(arg, &b) < 0)
-                        return cli_usage_error("verify", co.json, NULL,
-                                               "not a valid binding: '%s'", arg);
-                mount = cli_mount_path("verify", &co);
-                if (!mount)
-                        return 2;
-                fd = snapfs_open_verified(mount, &b, &co.opts, &why);
-        } else {
-                /* dirname/basename may modify their argument: each gets its own copy. */
-                path = path_make_absolute(arg);
-                dir = path ? strdup(path) : NULL;
-                name = path ? strdup(path) : NULL;
-                if (!dir || !name)
-                        return cli_system_error("verify", co.json, -ENOMEM, "%s", arg);
-                if (!snap_is_digest_name(basename(name)))
-                        return cli_usage_error("verify", co.json, NULL,
-                                               "'%s' is neither a binding (sha256=<hex> size=<n> "
-                                               "dev=<maj>:<min> ino=<n>) nor a snapshot path "
-                                               "(MNT/<sha256-hex>)", arg);
-                if (!strchr(arg, '/')) {
-                        /* A bare digest names that snapshot on the mount. */
-                        mount = cli_mount_path("verify", &co);
-                } else {
-                        mount = cli_absolute_dir(dirname(dir));
-                        if (mount && co.mount_arg) {
-                                _cleanup_free_ char *given = cli_absolute_dir(co.mount_arg);
-                                if (given && strcmp(given, mount) != 0)
-                                        return cli_usage_error("verify", co.json, NULL,
-                                                               "%s is not on --mount %s", arg,
-                                                               co.mount_arg);
-                        }
-                }
-                if (!mount)
-                        return 2;
-                fd = snapfs_open_digest(mount, basename(name), &co.opts, &b, &why);
-        }
-
+        r = open_arg(arg, &co, &mount, &b, &why, &fd);
+        if (r >= 0)
+                return r;
         if (fd >= 0) {
                 /* What the daemon says of it, read through the very descriptor verified. */
                 described = snapfs_describe_fd(fd, &b, &s) == 0;
