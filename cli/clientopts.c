@@ -136,15 +136,18 @@ static int long_options(const struct cli_spec *spec, struct option **out, char *
         return 0;
 }
 
-/* The label of o's row: "-h, --help", "--mount MNT". */
-static int option_label(const struct cli_option *o, char *buf, size_t n)
+/* Appends o's label ("-h, --help", "--mount MNT") to the n bytes of label (size bytes),
+ * after ", " when not the first; truncated, never past size. */
+static void add_label(char *label, size_t size, size_t *n, const struct cli_option *o)
 {
         char s[8] = "";
+        int w;
 
         if (o->short_name)
                 snprintf(s, sizeof(s), "-%c, ", o->short_name);
-        return snprintf(buf, n, "%s--%s%s%s", s, o->name, o->metavar ? " " : "",
-                        o->metavar ?: "");
+        w = snprintf(label + *n, size - *n, "%s%s--%s%s%s", *n ? ", " : "", s, o->name,
+                     o->metavar ? " " : "", o->metavar ?: "");
+        *n = w < 0 || (size_t)w >= size - *n ? size - 1 : *n + (size_t)w;
 }
 
 /* One row: its labels joined (the options before whose help is NULL), the help lines at
@@ -156,23 +159,22 @@ static const struct cli_option *print_row(FILE *f, const struct cli_option *o, i
         const char *line;
 
         for (;; o++) {
-                if (n)
-                        n += (size_t)snprintf(label + n, sizeof(label) - n, ", ");
-                n += (size_t)option_label(o, label + n, sizeof(label) - n);
-                if (o->help || n >= sizeof(label))
+                add_label(label, sizeof(label), &n, o);
+                if (o->help || !o[1].name)
                         break;
         }
         if ((int)n + 4 <= column)
                 fprintf(f, "  %-*s", column - 2, label);
         else
                 fprintf(f, "  %s\n%*s", label, column, "");
-        for (line = o->help; *line;) {
+        line = o->help ?: "";
+        do {
                 size_t len = strcspn(line, "\n");
                 fprintf(f, "%.*s\n", (int)len, line);
                 line += len;
                 if (*line == '\n' && *++line)
                         fprintf(f, "%*s", column, "");
-        }
+        } while (*line);
         return o;
 }
 
