@@ -107,18 +107,16 @@ const struct cli_help cli_check_help = {
                 "Exit status: 0 compliant (nothing printed without --json, but the scope line);\n"
                 "1 not compliant, one \"code: message\" line per finding; 2 usage or system error.\n"
                 "\n"
-                "Finding codes:\n"
-                "  non-canonical-path symlink-in-path not-a-mount-point ancestor-overmounted\n"
-                "  bind-of-subdirectory stacked submount fstype\n"
-                "  missing-option forbidden-option propagation idmapped\n"
-                "  owner mode size transport-not-connected\n"
-                "  changed-during-check owner-is-caller user-namespace scope-writable\n",
+                "Finding codes:",
         .column = 21,
 };
 
 static void check_usage(FILE *f)
 {
         cli_print_help(f, &cli_check_help);
+        for (int c = 0; c < MC_CODE_COUNT; c++)
+                fprintf(f, "%s%s", c % 4 == 0 ? "\n  " : " ", mc_code_name((enum mc_code)c));
+        fprintf(f, "\n");
 }
 
 

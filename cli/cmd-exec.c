@@ -45,13 +45,14 @@ static const struct cli_option exec_options[] = {
           "the snapshot an entry of the scope view MNT names: opened\n"
           "below MNT's root, its digest read from that descriptor,\n"
           "its content hashed against it (an entry moved meanwhile\n"
-          "gives the old snapshot or the new one, whole); NAME is\n"
-          "set to its binding", OPT_ENTRY },
+          "gives the old snapshot or the new one, whole, followed\n"
+          "for up to $SNAPFS_ENTRY_TIMEOUT, 10s by default); NAME\n"
+          "is set to its binding", OPT_ENTRY },
         { "fd", 0, CLI_ARG_VALUE, "N", NULL,
-          "the descriptor number COMMAND gets (default 3)", OPT_FD },
+          "the descriptor number COMMAND gets (default " CLI_STR(DEFAULT_FD) ")", OPT_FD },
         { "env", 0, CLI_ARG_VALUE, "NAME", NULL,
           "the variable that carries the binding (default\n"
-          "SNAPFS_BINDING); names the loader, libc, a shell, an\n"
+          DEFAULT_ENV "); names the loader, libc, a shell, an\n"
           "interpreter or a common tool read to load code or run a\n"
           "command (PATH, LD_*, IFS, PYTHONPATH, NODE_OPTIONS,\n"
           "OPENSSL_*, GIT_*, EDITOR, *_COMMAND, ...; snapfs(1) lists\n"
@@ -69,7 +70,7 @@ const struct cli_help cli_exec_help = {
                 "the one the entry ENTRY of the scope view MNT names now, then run\n"
                 "COMMAND with that very descriptor at fd N: every ARG that is exactly {} becomes\n"
                 "/proc/self/fd/N, the environment variable NAME is set to the binding and\n"
-                "SNAPFS_FD_PATH to /proc/self/fd/N. No other descriptor of the caller above\n"
+                FD_PATH_ENV " to /proc/self/fd/N. No other descriptor of the caller above\n"
                 "standard error reaches COMMAND. If the snapshot does not verify, or is a\n"
                 "signature envelope or a manifest rather than content, COMMAND is never\n"
                 "started.\n"

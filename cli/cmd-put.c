@@ -23,6 +23,7 @@ enum {
         OPT_NAME = CLI_OWN_OPTION,
         OPT_SCOPE,
         OPT_AS,
+        OPT_KEEP,
 };
 
 static const struct cli_option put_options[] = {
@@ -33,9 +34,11 @@ static const struct cli_option put_options[] = {
           "the snapshot's name: 1-64 of [A-Za-z0-9._-], starting with\n"
           "neither . nor _", OPT_NAME },
         { "scope", 0, CLI_ARG_VALUE, "NAME", NULL,
-          "grant the snapshot to the scope NAME (snapfs grant)", OPT_SCOPE },
+          "publish for the scope NAME alone (the mount owner and root)", OPT_SCOPE },
         { "as", 0, CLI_ARG_VALUE, "ENTRY", NULL,
           "with --scope: under the entry name ENTRY", OPT_AS },
+        { "keep", 0, CLI_ARG_NONE, NULL, NULL,
+          "with --scope: keep a hold on the main mount too", OPT_KEEP },
         CLI_OPTION_JSON("print one JSON object: ok, error, message, reasons, mount,\n"
                         "binding, snapshot {sha256, size, dev, ino, name, published,\n"
                         "publisher, binding}, already_published, read_view (null, or\n"
@@ -47,7 +50,8 @@ static const struct cli_option put_options[] = {
 
 const struct cli_help cli_put_help = {
         .head = "Usage: snapfs put [--mount MNT] [--owner UID] [--insecure-own-mount]\n"
-                "                  [--name NAME] [--scope NAME [--as ENTRY]] [--json] FILE|-\n"
+                "                  [--name NAME] [--scope NAME [--as ENTRY] [--keep]] [--json]\n"
+                "                  FILE|-\n"
                 "\n"
                 "Publish the bytes of FILE (or standard input for -) to the snapfs mount MNT:\n"
                 "check the mount, write the bytes to a staging file, rename it to their SHA-256,\n"
@@ -62,8 +66,12 @@ const struct cli_help cli_put_help = {
                 "line gives the binding as seen there, where a sandbox reads, once that view\n"
                 "has passed the same mount check and the snapshot verified through it:\n"
                 "  read-view sha256=<hex> size=<n> dev=<major>:<minor> ino=<n> VIEW\n"
-                "With --scope NAME the snapshot is also granted to the scope NAME (under ENTRY\n"
-                "with --as: an existing ENTRY moves to it), and the second line is its binding\n"
+                "With --scope NAME the snapshot is published for the scope NAME alone: granted\n"
+                "to it (under ENTRY with --as: an existing ENTRY moves to it), held by no uid,\n"
+                "not listed on the main mount, and gone (from memory and the runtime store)\n"
+                "once its last grant goes (a revoke, the entry moved on, the scope removed)\n"
+                "and its last descriptor closes. --keep keeps your hold on the main mount as\n"
+                "well (the snapshot stays until you remove it). The second line is its binding\n"
                 "in that scope's view, judged and verified there as a sandbox of it will:\n"
                 "  scope NAME sha256=<hex> size=<n> dev=<major>:<minor> ino=<n> VIEW\n"
                 "\n",
@@ -81,8 +89,11 @@ static void put_usage(FILE *f)
 }
 
 /* The first line of a refused publish: what happened, before the reasons say why. */
-static const char *refused_words(int r)
+static const char *refused_words(int r, const struct snapfs_report *why)
 {
+        /* ENOSPC from the store's disk is no limit of the mount's: named as what it is. */
+        if (why->n_reasons && strcmp(why->reasons[0].code, "store-full") == 0)
+                return "the store's filesystem is full";
         switch (-r) {
         case EPERM:
                 return "the daemon refused it";
@@ -128,9 +139,21 @@ static int put_in_scope(const char *mount, const char *scope, const char *entry,
         return r;
 }
 
+/* The publish itself: for the scope alone (granted as it is published), or, without a scope
+ * or with --keep, on the main mount (held by this uid; --keep grants it afterwards). */
+static int put_fd(const char *mount, const char *scope, const char *entry, bool keep,
+                  const char *name, int in, const struct snapfs_options *opts,
+                  struct snapfs_snapshot *s, struct snapfs_report *why)
+{
+        if (scope && !keep)
+                return snapfs_publish_fd_for_scope(mount, scope, entry, name, in, opts, s, why);
+        return snapfs_publish_fd_named(mount, name, in, opts, s, why);
+}
+
 
 struct put_args {
         const char *name, *scope, *entry;
+        bool keep;
 };
 
 /* "already published", its name, and who else holds it: the other uids that hold it and the
@@ -168,7 +191,8 @@ static void say_already(const char *mount, const struct snapfs_snapshot *s)
         fputc('\n', stderr);
 }
 
-/* --name NAME (checked when the file is known), --scope NAME, --as ENTRY: -1 to go on. */
+/* --name NAME (checked when the file is known), --scope NAME, --as ENTRY, --keep: -1 to go
+ * on. */
 static int take(void *arg, int val, const char *value, bool json)
 {
         struct put_args *a = arg;
@@ -178,6 +202,8 @@ static int take(void *arg, int val, const char *value, bool json)
                 a->name = value;
         else if (val == OPT_SCOPE)
                 a->scope = value;
+        else if (val == OPT_KEEP)
+                a->keep = true;
         else
                 a->entry = value;
         return -1;
@@ -186,6 +212,7 @@ static int take(void *arg, int val, const char *value, bool json)
 /* A publish and where a sandbox reads it, as put prints them. */
 struct put_out {
         const char *mount, *scope, *entry;
+        bool keep;                   /* --keep: published on the main mount, then granted */
         int r;                       /* snapfs_publish_fd_named's: 1 already published */
         struct snapfs_snapshot s;
         char text[SNAPFS_BINDING_TEXT_MAX];
@@ -212,12 +239,13 @@ static int publish(struct put_out *o, const struct cli_common *co, const char *f
                         return cli_system_error("put", co->json, negative_errno(), "%s", file);
                 in = fd;
         }
-        o->r = snapfs_publish_fd_named(o->mount, name, in, &co->opts, &o->s, &why);
+        o->r = put_fd(o->mount, o->scope, o->entry, o->keep, name, in, &co->opts, &o->s, &why);
         /* FILE's own name is only a default: taken by a staging file of this uid (a publish
          * under it runs, or was interrupted), the snapshot goes unnamed rather than refused.
          * Nothing was read yet when that is found. */
         if (o->r == -EBUSY && !named && name)
-                o->r = snapfs_publish_fd_named(o->mount, NULL, in, &co->opts, &o->s, &why);
+                o->r = put_fd(o->mount, o->scope, o->entry, o->keep, NULL, in, &co->opts, &o->s,
+                              &why);
         if (o->r >= 0)
                 return -1;
         if (co->json) {
@@ -228,7 +256,7 @@ static int publish(struct put_out *o, const struct cli_common *co, const char *f
                         return 2;
         } else {
                 fprintf(stderr, "snapfs put: %s: not published: %s\n", o->mount,
-                        refused_words(o->r));
+                        refused_words(o->r, &why));
                 cli_print_reasons(stderr, &why);
         }
         return 1;
@@ -239,7 +267,10 @@ static int publish(struct put_out *o, const struct cli_common *co, const char *f
  * or -1 when a binding cannot be written. */
 static int through_view(struct put_out *o, const struct cli_common *co)
 {
-        if (o->scope)
+        if (o->scope && !o->keep)
+                o->vr = snapfs_scope_binding(o->mount, o->scope, &o->s.binding, &co->opts,
+                                             o->view, sizeof(o->view), &o->vb, &o->vwhy);
+        else if (o->scope)
                 o->vr = put_in_scope(o->mount, o->scope, o->entry, &o->s.binding, &co->opts,
                                      o->view, sizeof(o->view), &o->vb, &o->vwhy);
         else
@@ -323,7 +354,7 @@ static int print_text(const struct put_out *o)
 int cli_cmd_put(int argc, char **argv)
 {
         _cleanup_free_ char *mount = NULL;
-        struct put_args pa = { NULL, NULL, NULL };
+        struct put_args pa = { NULL, NULL, NULL, false };
         struct put_out o = { 0 };
         struct cli_common co;
         const char *file;
@@ -338,6 +369,8 @@ int cli_cmd_put(int argc, char **argv)
                 return r;
         if (pa.entry && !pa.scope)
                 return cli_usage_error("put", co.json, put_usage, "--as needs --scope");
+        if (pa.keep && !pa.scope)
+                return cli_usage_error("put", co.json, put_usage, "--keep needs --scope");
         file = argv[optind];
         if (pa.name && !sfc_name_ok(pa.name))
                 return cli_usage_error("put", co.json, NULL,
@@ -350,6 +383,7 @@ int cli_cmd_put(int argc, char **argv)
         o.mount = mount;
         o.scope = pa.scope;
         o.entry = pa.entry;
+        o.keep = pa.keep;
         r = publish(&o, &co, file, pa.name ?: default_name(file), pa.name != NULL);
         if (r >= 0)
                 return r;

@@ -82,12 +82,9 @@ static const struct cli_option scope_create_options[] = {
 };
 
 const struct cli_help cli_scope_help = {
-        .head = "Usage: snapfs scope create [--mount MNT] [TRUST] [--json] NAME --view PATH\n"
-                "                    [--uid UID[,UID...]] [--gid GID] [--publish] [--until-pid PID]\n"
-                "                    [--max-snapshots N] [--max-bytes SIZE] [--max-staging N]\n"
-                "                    [--max-staging-bytes SIZE]\n"
-                "       snapfs scope ls [--mount MNT] [TRUST] [--json] [NAME]\n"
-                "       snapfs scope rm [--mount MNT] [TRUST] [--json] NAME\n"
+        .head = "Usage: " USAGE_CREATE
+                "       " USAGE_LS
+                "       " USAGE_RM
                 "TRUST: [--owner UID] [--insecure-own-mount] [--trust-user-namespace]\n"
                 "\n"
                 "A scope is what one sandbox may see: a mount of its own, the view, that lists\n"
@@ -124,12 +121,12 @@ static int refused(const char *cmd, const char *mount, int r, const struct snapf
                                 json_object_object_add(o, key, json_object_get(val));
                 }
                 json_object_put(fields);
-                return cli_print_json(o) < 0 ? 2 : 1;
+                return cli_print_json(o) < 0 ? 2 : cli_refusal_status(why);
         }
         json_object_put(fields);
-        fprintf(stderr, "snapfs %s: %s: %s\n", cmd, mount, snapfs_strerror(r));
+        fprintf(stderr, "snapfs %s: %s: %s\n", cmd, mount, cli_headline(r, why));
         cli_print_reasons(stderr, why);
-        return 1;
+        return cli_refusal_status(why);
 }
 
 static json_object *fields1(const char *key, json_object *v)

@@ -269,7 +269,9 @@ static void free_object(struct object *o)
 {
         if (o->holders != &o->holder_inline)
                 free(o->holders);
-        free((void *)o->pub.data);
+        /* Zeroed before it is freed: collected content (a scope's secret) must not stay
+         * readable in a freed heap chunk of the daemon. */
+        free_zeroed((void *)o->pub.data, o->pub.size);
         free(o->pub.name);
         free(o);
 }

@@ -22,6 +22,7 @@ EXAMPLE = ROOT / "tests" / "pkgconfig" / "example.c"
 INSTALL = ROOT / "scripts" / "install.sh"
 EXPORTED = {"snapfs_binding_format", "snapfs_binding_parse", "snapfs_publish",
             "snapfs_publish_fd", "snapfs_publish_named", "snapfs_publish_fd_named",
+            "snapfs_publish_for_scope", "snapfs_publish_fd_for_scope",
             "snapfs_describe", "snapfs_describe_fd", "snapfs_open_verified",
             "snapfs_open_digest", "snapfs_verify_fd", "snapfs_view_binding", "snapfs_strerror",
             # scopes: the control channel and what a sandbox reads through a view
