@@ -131,6 +131,14 @@ static int open_entry_once(const struct sfc_mnt *m, const char *entry, const cha
                 switch (-fd) {
                 case ENOENT:
                         return sfc_report_fail(why, fd, "open", "no entry %s in this view", esc);
+                case ESTALE:
+                        /* The snapshot the name resolved to went with its grant before the
+                         * open reached it (the daemon answers ESTALE; the kernel's one lookup
+                         * again met the next move too): the entry moved on. */
+                        *moved = true;
+                        return sfc_report_fail(why, fd, "changed",
+                                                  "%s moved to another snapshot while being "
+                                                  "opened", esc);
                 case ELOOP:
                         return sfc_report_fail(why, fd, "open",
                                                   "%s is a symlink: refused, never followed", esc);
