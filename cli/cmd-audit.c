@@ -29,8 +29,8 @@ enum { OPT_VERIFY_KEY = CLI_OWN_OPTION };
 
 static const struct cli_option audit_options[] = {
         CLI_HEADING("Options:"),
-        CLI_OPTION_MOUNT("MNT", "the snapfs mount (default: $SNAPFS_MOUNT, else " CLI_DEFAULT_MOUNT ");\n"
-                                     "a lone MNT operand is the same (the older spelling)"),
+        CLI_OPTION_MOUNT("MNT", CLI_HELP_MOUNT ";\n"
+                                "a lone MNT operand is the same (the older spelling)"),
         CLI_OPTIONS_TRUST,
         { "verify-key", 0, CLI_ARG_FILE, "PUB", NULL,
           "also require every snapshot of content to be a layer of\n"

@@ -1,8 +1,8 @@
 # SPDX-License-Identifier: MIT
 # bash completion for snapfs: the commands, each command's options (read from the command's
-# own table, snapfs help --options CMD, so they never fall out of step), the values of the options that take a fixed set, files and
-# directories where a path goes, the snapshot names of the mount for snapfs rm, and the scope
-# names of the mount for the scope commands. Installed
+# own table, snapfs help --options CMD, so they never fall out of step), the values of the
+# options that take a fixed set, files and directories where a path goes, the snapshot names
+# of the mount for snapfs rm, and the scope names of the mount for the scope commands. Installed
 # as PREFIX/share/bash-completion/completions/snapfs, where bash-completion loads it the first
 # time snapfs is completed.
 

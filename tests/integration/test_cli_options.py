@@ -21,8 +21,8 @@ COMMON = {"mount", "json", "kind"}
 
 
 def commands():
-    out = run(SNAPFS, "--help").stdout
-    return [line.split()[0] for line in out.split("Commands:\n", 1)[1].split("\n\n")[0].splitlines()]
+    listed = run(SNAPFS, "--help").stdout.split("Commands:\n", 1)[1].split("\n\n")[0]
+    return [line.split()[0] for line in listed.splitlines()]
 
 
 COMMANDS = commands()
@@ -96,7 +96,8 @@ def test_the_man_page_has_an_item_for_each_option_and_none_the_command_lacks(cmd
     assert cmd in sections, f"no section for snapfs {cmd}"
     text, options = sections[cmd], declared(cmd)
     items = man_items(text)
-    assert not items - set(options), f"items for options snapfs {cmd} lacks: {items - set(options)}"
+    stale = items - set(options)
+    assert not stale, f"items for options snapfs {cmd} lacks: {stale}"
     own = set(options) - TRUST - COMMON - {"help"}
     assert not own - items, f"snapfs {cmd}: no item for {own - items}"
     for name in COMMON & set(options):
