@@ -77,7 +77,6 @@ static void audit_usage(FILE *f)
         cli_print_help(f, &cli_audit_help);
 }
 
-
 struct verify_keys {
         EVP_PKEY *keys[VERIFY_KEYS_MAX];
         size_t n;

@@ -119,7 +119,6 @@ static void check_usage(FILE *f)
         fprintf(f, "\n");
 }
 
-
 /* The policy and output options; the client options (--mount, --owner, the trust flags,
  * --json) are cli_parse's, as in every client command. */
 

@@ -185,7 +185,6 @@ static int place_descriptor(int fd, int target)
         return 0;
 }
 
-
 struct exec_args {
         const char *binding, *entry, *env;
         int target;

@@ -92,7 +92,6 @@ static json_object *result(bool ok, int r, const struct snapfs_report *why, cons
         return o;
 }
 
-
 /* --as ENTRY: -1 to go on. */
 static int take_as(void *arg, int val, const char *value, bool json)
 {

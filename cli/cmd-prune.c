@@ -57,7 +57,6 @@ static void prune_usage(FILE *f)
         cli_print_help(f, &cli_prune_help);
 }
 
-
 struct prune_args {
         bool dry_run, aged;
         uint64_t older_ms;

@@ -150,7 +150,6 @@ static int put_fd(const char *mount, const char *scope, const char *entry, bool 
         return snapfs_publish_fd_named(mount, name, in, opts, s, why);
 }
 
-
 struct put_args {
         const char *name, *scope, *entry;
         bool keep;

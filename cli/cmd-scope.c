@@ -140,7 +140,6 @@ static json_object *fields1(const char *key, json_object *v)
         return o;
 }
 
-
 /* What scope create is given besides the common options. */
 struct create_args {
         struct snapfs_scope_spec *spec;

@@ -50,7 +50,6 @@ static void status_usage(FILE *f)
         cli_print_help(f, &cli_status_help);
 }
 
-
 static const struct cli_option metrics_options[] = {
         CLI_HEADING("Options:"),
         CLI_OPTION_MOUNT("MNT", CLI_HELP_MOUNT),
@@ -251,7 +250,6 @@ int cli_cmd_status(int argc, char **argv)
 }
 
 /* ---- metrics ---- */
-
 
 struct metrics_args {
         const char *format;

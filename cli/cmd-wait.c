@@ -57,7 +57,6 @@ static void wait_usage(FILE *f)
         cli_print_help(f, &cli_wait_help);
 }
 
-
 struct wait_args {
         const char *entry;
         int timeout_ms; /* -1: none */
