@@ -34,7 +34,8 @@ const struct cli_help cli_status_help = {
         .head = "Usage: snapfs status [--mount MNT] [TRUST] [--json]\n"
                 "TRUST: [--owner UID] [--insecure-own-mount] [--trust-user-namespace]\n"
                 "\n"
-                "The daemon behind the mount MNT: its pid, version and uptime, its mounts (the\n"
+                "The daemon behind the mount MNT: its pid, version and uptime (its supervisor\n"
+                "and how many successors took its mounts over), its mounts (the\n"
                 "main mount, the read view, every scope's view), the store, the limits and\n"
                 "their use, and counters of publishes and refusals by reason. Asked through\n"
                 "MNT/.control: the mount owner and root only (EACCES for anyone else).\n"
@@ -165,6 +166,10 @@ static void print_status(json_object *s)
         printf("pid        %" PRId64 "\n", num(s, "pid"));
         printf("version    %s\n", str(s, "version"));
         printf("started    %s (up %" PRId64 " s)\n", str(s, "started"), num(s, "uptime_s"));
+        /* The process that keeps the mounts for a successor, and how many took over. */
+        if (num(s, "supervisor_pid") > 0)
+                printf("supervisor %" PRId64 "\n", num(s, "supervisor_pid"));
+        printf("takeovers  %" PRId64 "\n", num(s, "takeovers"));
         print_mount("mount", get(s, "mounts.main"));
         print_mount("read view", get(s, "mounts.read_view"));
         for (size_t i = 0; i < n; i++) {

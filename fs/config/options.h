@@ -33,6 +33,7 @@
 #define SFS_TRUST_KEYS_MAX 16
 
 struct sfs_audit;
+struct sfs_inostate;
 struct sfs_ocistore;
 struct snap_trust;
 struct sfs_scope_users;
@@ -67,6 +68,7 @@ struct sfs_tree_config {
         struct sfs_ocistore *runtime;  /* --runtime-store: what is published for a scope is
                                           written there instead; or NULL */
         struct snap_trust *trust;  /* --trust-key: publish only what signed manifests name */
+        struct sfs_inostate *inostate; /* the inode numbers kept for a successor, or NULL */
         /* A scope's view (docs/design.md, "Scopes"): its users read it, and publish when it
          * allows that, instead of readers and publishers. NULL on the main mount. */
         const struct sfs_scope_users *scope_users;

@@ -294,10 +294,13 @@ static void op_read(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
         int r;
 
         /* No handle: the read view, whose opens the kernel made without asking us. The
-         * publishing mount always has one. */
+         * publishing mount always has one, or had it from a predecessor (taken over): the
+         * open it answered was judged then, and a snapshot never changes, so the file is
+         * read again by its node. */
         if (h)
                 r = sfs_tree_read(ctx_of(req)->tree, h, size, off, reply_data, &rr);
-        else if ((ctx_of(req)->read_view || ctx_of(req)->no_open) && fi->fh == 0 &&
+        else if ((((ctx_of(req)->read_view || ctx_of(req)->no_open) && fi->fh == 0) ||
+                  sfs_tree_id_foreign(ctx_of(req)->tree, fi->fh)) &&
                  (n = node_of(req, ino)))
                 r = sfs_tree_read_node(ctx_of(req)->tree, n, size, off, reply_data, &rr);
         else
@@ -571,20 +574,38 @@ static int fill_dirent(void *ctx, const char *name, uint64_t ino, mode_t mode, o
         return 0;
 }
 
+/* The open directory fi names. One a predecessor opened (taken over) is opened again for
+ * this request alone, as its caller, into *tmp: listings resume at their offset (the root's
+ * is an inode number). */
+static struct sfs_dir *dir_of(fuse_req_t req, fuse_ino_t ino, const struct fuse_file_info *fi,
+                              struct sfs_dir **tmp)
+{
+        struct sfs_tree *t = ctx_of(req)->tree;
+        struct sfs_dir *d = sfs_tree_dir(t, fi->fh);
+        struct sfs_caller c = caller_of(req);
+        struct sfs_node *n;
+
+        *tmp = NULL;
+        if (d || !sfs_tree_id_foreign(t, fi->fh) || !(n = node_of(req, ino)))
+                return d;
+        return sfs_tree_opendir(t, &c, n, tmp) == 0 ? *tmp : NULL;
+}
+
 static void op_readdir(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
                        struct fuse_file_info *fi)
 {
         struct dirbuf b = { .req = req, .size = size };
+        struct sfs_dir *tmp;
         int r;
 
-        (void)ino;
         b.buf = malloc(size ? size : 1);
         if (!b.buf) {
                 fuse_reply_err(req, ENOMEM);
                 return;
         }
-        r = sfs_tree_readdir(ctx_of(req)->tree, sfs_tree_dir(ctx_of(req)->tree, fi->fh), off,
-                             fill_dirent, &b);
+        r = sfs_tree_readdir(ctx_of(req)->tree, dir_of(req, ino, fi, &tmp), off, fill_dirent,
+                             &b);
+        sfs_tree_releasedir(ctx_of(req)->tree, tmp);
         if (r < 0 && !b.used)
                 fuse_reply_err(req, -r);
         else
@@ -627,6 +648,7 @@ static void op_readdirplus(fuse_req_t req, fuse_ino_t ino, size_t size, off_t of
                            struct fuse_file_info *fi)
 {
         struct sfs_ops_ctx *ctx = ctx_of(req);
+        struct sfs_dir *tmp;
         struct dirbuf b = {
                 .req = req,
                 .size = size,
@@ -648,8 +670,8 @@ static void op_readdirplus(fuse_req_t req, fuse_ino_t ino, size_t size, off_t of
                 fuse_reply_err(req, ENOMEM);
                 return;
         }
-        r = sfs_tree_readdir(ctx->tree, sfs_tree_dir(ctx->tree, fi->fh), off, fill_dirent_plus,
-                             &b);
+        r = sfs_tree_readdir(ctx->tree, dir_of(req, ino, fi, &tmp), off, fill_dirent_plus, &b);
+        sfs_tree_releasedir(ctx->tree, tmp);
         if (r < 0 && !b.used)
                 fuse_reply_err(req, -r);
         else if (fuse_reply_buf(req, b.buf, b.used) < 0)

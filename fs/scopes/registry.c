@@ -685,6 +685,8 @@ static int mount_view(struct sfs_registry *r, struct scope *s, bool clear_stale,
                 return msg(m, ENOMEM, "out of memory");
         if ((rr = covers(r, s, m)) < 0)
                 return rr;
+        if (r->cfg.views->handed_over && r->cfg.views->handed_over(r->cfg.views->ctx, s->view))
+                goto mount; /* taken over: the first daemon prepared and checked it */
         rr = sfs_view_path_prepare(s->view, r->cfg.uid, devs, n, made, &why);
         if (rr == -ENOTCONN && clear_stale) {
                 /* A killed daemon's view: cleared as --replace-stale clears the main mount. */
@@ -697,6 +699,7 @@ static int mount_view(struct sfs_registry *r, struct scope *s, bool clear_stale,
         }
         if (rr < 0)
                 return msg(m, rr == -ENOTCONN ? EBUSY : -rr, "%s", why.message);
+mount:
         rr = r->cfg.views->mount(r->cfg.views->ctx, &req, s->tree, &s->view_h, &s->dev, m->text,
                                  sizeof(m->text));
         if (rr < 0) {

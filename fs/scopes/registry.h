@@ -55,6 +55,10 @@ struct sfs_view_ops {
         int (*clear_stale)(void *ctx, const char *path);
         /* Stops serving and unmounts the view at exit; tree stays the caller's. */
         void (*shutdown)(void *ctx, struct sfs_view *view);
+        /* Whether a predecessor handed over a live connection mounted at path, which mount
+         * adopts: the path is then not prepared (a lookup there would wait for this very
+         * daemon). NULL: never. */
+        bool (*handed_over)(void *ctx, const char *path);
         /* How many views detached are still held open (their sessions not ended by the
          * kernel yet); when text is not NULL, a list of them for a refusal ("PATH (N open)",
          * N the files and directories open in it, or "PATH (held)" for a view that declines

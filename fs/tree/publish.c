@@ -11,6 +11,7 @@
 #include <time.h>
 
 #include "fs/store/ocistore.h"
+#include "fs/base/inostate.h"
 #include "fs/tree/tree-internal.h"
 #include "snapshot/trust.h"
 #include "common/util.h"
@@ -734,6 +735,8 @@ int sfs_tree_restore(struct sfs_tree *t, const struct snap_digest *d, void *data
                                    .len = len,
                                    .owned = len ? data : NULL,
                                    .digest = d,
+                                   /* A successor: the number the kernel knows it by. */
+                                   .ino = sfs_inostate_ino(t->cfg.inostate, d->bytes, 0),
                                    .publisher_uid = unheld ? owner : holders[0],
                                    /* A title that is no staging NAME was not ours. */
                                    .name = sfs_staging_name_valid(name) ? name : NULL,

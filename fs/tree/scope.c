@@ -12,6 +12,7 @@
 
 #include "snapshot/binding.h"
 #include "snapshot/name.h"
+#include "fs/base/inostate.h"
 #include "fs/tree/tree-internal.h"
 #include "common/util.h"
 
@@ -124,7 +125,7 @@ uint64_t sfs_scope_alloc_ino(struct sfs_tree *t)
         uint64_t ino;
 
         tree_lock(t);
-        ino = t->scope->next_ino++;
+        ino = sfs_tree_alloc_ino(t);
         tree_unlock(t);
         return ino;
 }
@@ -411,7 +412,7 @@ void sfs_scope_effects_release(struct sfs_tree *t, struct sfs_scope_effects *fx)
  * 0 used while it held most of the daemon, and another scope got ENOSPC. t->lock held. */
 static void uncount(struct sfs_tree *t, struct sfs_grant *gr)
 {
-        struct sfs_node *n = sfs_tree_node(t, gr->ino);
+        struct sfs_node *n = sfs_node_find(t, gr->ino);
 
         if (n && node_kind(n) == SFS_KIND_SNAPSHOT && n->obj == gr->obj && n->pins &&
             !n->held_in_usage) {
@@ -433,7 +434,7 @@ static void drop_grant(struct sfs_tree *t, struct sfs_grant *gr, struct sfs_scop
         sfs_grants_remove(&t->scope->grants, gr);
         snap_digest_to_hex(&gr->digest, hex);
         snprintf(fx->names[fx->n_names++], SNAP_NAME_MAX + 1, "%s", hex);
-        n = sfs_tree_node(t, gr->ino);
+        n = sfs_node_find(t, gr->ino);
         if (n && node_kind(n) == SFS_KIND_SNAPSHOT) {
                 n->revoked = true;
                 /* Nothing open on it: its bytes go now, not when the kernel forgets it. */
@@ -849,6 +850,7 @@ int sfs_scope_restore(struct sfs_tree *t, json_object *grants, json_object *entr
                       void (*warn)(void *ctx, const char *what, const char *why), void *ctx,
                       struct sfs_scope_effects *fx)
 {
+        uint64_t kept;
         size_t n;
         int r = 0;
 
@@ -866,6 +868,10 @@ int sfs_scope_restore(struct sfs_tree *t, json_object *grants, json_object *entr
                 r = restore_entry(t, json_object_array_get_idx(entries, i), warn, ctx);
         if (r >= 0)
                 r = renumber(t, next_ino);
+        /* Past what a predecessor handed out here (taken over), staging files included. */
+        kept = sfs_inostate_space_next(t->cfg.inostate, sfs_tree_ino_space(t));
+        if (r >= 0 && kept > t->scope->next_ino)
+                t->scope->next_ino = kept;
         /* A digest only entries named, whose entries did not come back: not granted. */
         if (r >= 0)
                 r = make_room(t, fx, t->scope->grants.n_digests);

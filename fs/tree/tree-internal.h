@@ -131,7 +131,9 @@ struct sfs_tree {
          * every id from the store (docs/design.md, "Inode numbers and node ids"). */
         pthread_mutex_t ids_lock;
         struct sfs_idmap ids_nodes, ids_handles, ids_dirs;
-        uint64_t next_fh;              /* handle ids, from 1 (0 is "no handle") */
+        uint64_t next_fh;              /* handle ids, from fh_base (0 is "no handle") */
+        uint64_t fh_base;              /* this process's first handle id: those below are a
+                                          predecessor's (docs/design.md, "Taking over") */
         struct sfs_handle *handles;    /* list of open handles */
         struct sfs_dir *dirs;          /* list of open directory listings */
         struct sfs_uidstage **stages;
@@ -228,7 +230,13 @@ int sfs_refused(struct sfs_tree *t, const struct sfs_caller *c, const char *even
 /* A new inode number: the view's own in a scope's view, the store's on the main mount.
  * t->lock held. */
 uint64_t sfs_tree_alloc_ino(struct sfs_tree *t);
+/* The space t's numbers are kept in for a successor (fs/base/inostate.h): 0 for the main
+ * tree, a scope's name's FNV-1a (never 0) for a view, which numbers its own inodes. */
+uint32_t sfs_tree_ino_space(const struct sfs_tree *t);
 struct sfs_node *sfs_node_new(struct sfs_tree *t, enum sfs_kind kind, uint64_t ino);
+/* The node this tree knows under ino, or NULL; never one made again for a predecessor's
+ * number (sfs_tree_node does that). Takes the id table's lock alone. */
+struct sfs_node *sfs_node_find(struct sfs_tree *t, uint64_t ino);
 /* The snapshot node of obj under inode number ino, made on first use; takes over the
  * caller's reference on obj. NULL (the reference dropped) without memory. */
 struct sfs_node *sfs_snapshot_node(struct sfs_tree *t, struct snap_object *obj, uint64_t ino);

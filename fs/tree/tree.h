@@ -166,12 +166,17 @@ struct snap_store *sfs_tree_store(struct sfs_tree *t);
 int sfs_tree_set_view_path(struct sfs_tree *t, const char *path);
 
 struct sfs_node *sfs_tree_root(struct sfs_tree *t);
-/* The node the kernel knows by this node id (its inode number; FUSE_ROOT_ID is the root's),
+/* For a request: the node the kernel knows by this node id (its inode number; FUSE_ROOT_ID is
+ * the root's), made again in a successor for a number a predecessor handed out (it takes
+ * t->lock: never call it with a tree lock held; the tree's own files use sfs_node_find),
  * the open file or the open directory it knows by this handle id: NULL for an id the tree
  * never handed out or took back. The kernel names only what it holds, so what it names stays
  * alive while its request runs. */
 struct sfs_node *sfs_tree_node(struct sfs_tree *t, uint64_t ino);
 struct sfs_handle *sfs_tree_handle(struct sfs_tree *t, uint64_t id);
+/* Whether a handle or directory id was handed out by a predecessor of this daemon (taken
+ * over: docs/design.md, "Taking over"), which this tree cannot know. */
+bool sfs_tree_id_foreign(struct sfs_tree *t, uint64_t id);
 struct sfs_dir *sfs_tree_dir(struct sfs_tree *t, uint64_t id);
 /* How many files and directories the kernel has open in the tree (OPEN and OPENDIR not yet
  * released): the descriptors the daemon can count (a view that declines OPEN sees none). */

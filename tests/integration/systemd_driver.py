@@ -369,6 +369,93 @@ def step_kill_9_restarts(cfg, res):
     res["served"] = served(mnt)
 
 
+READER = os.path.join(os.path.dirname(os.path.abspath(__file__)), "takeover_reader.py")
+
+
+def control(mnt, request):
+    fd = os.open(os.path.join(mnt, ".control"), os.O_RDWR)
+    try:
+        os.write(fd, json.dumps(request).encode())
+        out = b""
+        while True:
+            chunk = os.pread(fd, 65536, len(out))
+            if not chunk:
+                return json.loads(out)
+            out += chunk
+    finally:
+        os.close(fd)
+
+
+def start_reader(pairs, out, uid=None):
+    argv = ["/usr/bin/python3", READER, out, out + ".stop", *pairs]
+    if uid is not None:
+        argv = ["setpriv", f"--reuid={uid}", f"--regid={uid}", "--clear-groups", *argv]
+    return subprocess.Popen(argv, stderr=subprocess.DEVNULL)
+
+
+def reader_progress(out):
+    try:
+        with open(out + ".progress") as f:
+            return int(f.read() or 0)
+    except (OSError, ValueError):
+        return 0
+
+
+def ident(path):
+    st = os.stat(path)
+    return [st.st_dev, st.st_ino]
+
+
+def step_takeover(cfg, res):
+    """Two readers checking every byte (takeover_reader.py), root on /run/snapfs and uid
+    1000 on a scope's view, through systemctl restart, kill -9 and a stall past WatchdogSec=:
+    each time a successor takes the mounts over from the unit's file-descriptor store."""
+    mnt, view, outdir = "/run/snapfs", "/run/snapfs-box", "/run/takeover-out"
+    digest = publish(mnt, os.urandom(200000), "takeover")
+    res["create"] = control(mnt, {"op": "scope-create", "name": "box", "view": view,
+                                  "uids": [1000]})
+    res["grant"] = control(mnt, {"op": "grant", "scope": "box", "sha256": digest})
+    os.mkdir(outdir)
+    os.chmod(outdir, 0o777)
+    paths = (mnt, view, f"{mnt}/{digest}", f"{view}/{digest}")
+    res["ident_before"] = [ident(p) for p in paths]
+    host = start_reader([f"{mnt}/{digest}={digest}"], f"{outdir}/host.json")
+    box = start_reader([f"{view}/{digest}={digest}"], f"{outdir}/box.json", uid=1000)
+    outs = (f"{outdir}/host.json", f"{outdir}/box.json")
+
+    def goes_on():
+        before = [reader_progress(o) for o in outs]
+        wait_for(lambda: all(reader_progress(o) > b for o, b in zip(outs, before)),
+                 "the readers to go on")
+    try:
+        goes_on()
+        res["actions"] = []
+        for action in ("restart", "kill-9", "stall"):
+            pid = main_pid("snapfs.service")
+            if action == "restart":
+                r = sh("systemctl", "restart", "snapfs.service")
+                if r["rc"] != 0:
+                    raise RuntimeError(f"restart: {r}")
+            else:
+                os.kill(pid, signal.SIGKILL if action == "kill-9" else signal.SIGSTOP)
+            wait_for(lambda: running_again("snapfs.service", pid), f"the {action} taken over")
+            goes_on()
+            res["actions"].append([action, exits("snapfs.service")[-1:]])
+    finally:
+        for o, p in zip(outs, (host, box)):
+            open(o + ".stop", "w").close()
+            res.setdefault("exit", []).append(p.wait(60))
+    for o, name in zip(outs, ("host", "box")):
+        with open(o) as f:
+            res[name] = json.load(f)
+    res["ident_after"] = [ident(p) for p in paths]
+    res["show"] = show("snapfs.service", "NRestarts")
+    res["remove"] = control(mnt, {"op": "scope-remove", "name": "box"})
+    # Three starts in a few seconds: the unit's start limit (5 in 10 s, which stops a crash
+    # loop) is reset, so the steps after this one start afresh.
+    sh("systemctl", "reset-failed", "snapfs.service")
+
+
 def holds(top, needle):
     """Whether any file under top holds the bytes needle (grep -r)."""
     for d, _, files in os.walk(top):
@@ -687,6 +774,7 @@ STEPS = [
     step_status_and_metrics,
     step_reload_and_logrotate,
     step_kill_9_restarts,
+    step_takeover,
     step_scope_content_lives_in_ram,
     step_stop_leaves_nothing,
     step_a_foreign_dead_mount_survives,

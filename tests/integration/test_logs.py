@@ -132,7 +132,8 @@ def test_a_daemon_without_audit_log_logs_to_syslog(snapfs_bin, workdir):
         g = re.match(r"<(\d+)>.*? snapfs\[(\d+)\]: (\{.*\})$", m)
         assert g, m
         assert int(g.group(1)) // 8 == 3, m
-        assert int(g.group(2)) == res["pids"][0]
+        # Logged by the serving process, whose supervisor is the pid file's and MAINPID.
+        assert [int(g.group(2))] == res["serving"]
         e = json.loads(g.group(3))
         lines[e["event"]] = e
     assert lines["publish"]["digest"] == res["digest"]

@@ -86,6 +86,7 @@ def boot(workdir, installed):
     os.mkdir(test_dir)
     os.mkdir(out)
     shutil.copy(os.path.join(HERE, "systemd_driver.py"), test_dir)
+    shutil.copy(os.path.join(HERE, "takeover_reader.py"), test_dir)
     dropin = documented_dropin("# /etc/systemd/system/snapfs.service.d/read-view.conf")
     assert "ExecStart=" not in dropin, "the read view is a config line, not a command line"
     with open(os.path.join(test_dir, "config.json"), "w") as f:
@@ -177,7 +178,9 @@ def test_the_fstab_line_mounts_with_mount_a_on_a_fresh_host(booted):
     assert res["mount"]["rc"] == 0, res["mount"]
     assert res["served"]["mounts"] == ["fuse.snapfs"]
     assert set(res["served"]["flags"].split(",")) >= {"nosuid", "nodev", "noexec"}
-    assert res["pidfile"] == f"{res['pids'][0]}\n" and len(res["pids"]) == 1
+    # The pid file names the supervisor; the serving process is its child (docs/deployment.md,
+    # "mount(8) and fstab").
+    assert res["pidfile"] == f"{res['pids'][0]}\n" and len(res["pids"]) == 2
     # snapfs made the directory (0750) and logged the publish there.
     assert res["log_dir_mode"] == "0o750"
     # The service, started while this daemon serves there (and holds the same store), is
@@ -270,6 +273,23 @@ def test_kill_9_of_the_main_pid_is_restarted_with_its_snapshots(booted):
     assert len(res["before"]) == 2 + stream["published"]
 
 
+def test_restart_kill_9_and_a_stall_are_taken_over_and_no_reader_notices(booted):
+    """docs/deployment.md, "Restarts and upgrades": readers (root on the mount, uid 1000 on a
+    scope's view) see no failure, no wrong byte, no binding moved."""
+    res = step(booted, "takeover")
+    assert res["create"]["ok"] and res["grant"]["ok"] and res["remove"]["ok"], res
+    assert [a for a, _ in res["actions"]] == ["restart", "kill-9", "stall"]
+    exits = [e for _, e in res["actions"]]
+    # The restart handed over (exit 75, a success); kill -9 and the watchdog killed.
+    assert exits == [[["success", "exited", "75"]], [["signal", "killed", "KILL"]],
+                     [["watchdog", "killed", "KILL"]]], exits
+    assert res["exit"] == [0, 0]
+    for name in ("host", "box"):
+        r = res[name]
+        assert r["failures"] == {} and r["wrong_bytes"] == 0 and r["bindings_moved"] == 0, r
+    assert res["ident_after"] == res["ident_before"]
+
+
 def test_a_scopes_content_lives_in_the_units_runtime_directory_and_survives_a_restart(booted):
     res = step(booted, "scope_content_lives_in_ram")
     assert res["create"]["rc"] == 0 and res["put"]["rc"] == 0, res
@@ -307,7 +327,7 @@ def test_a_foreign_dead_mount_at_the_mount_point_survives_a_refused_start_and_st
     # after stop, and the journal says why it was left.
     assert res["after_start"] == ["fuse.hello"], res
     assert res["after_stop"] == ["fuse.hello"], res
-    assert ("/run/snapfs: a dead mount that is not a snapfs mount (fuse.hello); left as it is"
+    assert ("/run/snapfs: a mount that is not a snapfs mount (fuse.hello); left as it is"
             in res["journal"]), res["journal"]
     # The allowance: without it, the unit starts and serves, and its own dead mount after a
     # kill -9 is cleared for the restart.
