@@ -92,48 +92,118 @@ bool cli_json_requested(int argc, char **argv)
         return false;
 }
 
-/* The common options: val below CLI_OWN_OPTION. */
-enum {
-        OPT_MOUNT = 0x100,
-        OPT_OWNER,
-        OPT_INSECURE_OWN_MOUNT,
-        OPT_TRUST_USER_NAMESPACE,
-        OPT_JSON,
-        OPT_KIND,
-};
-
-static const struct option trust_options[] = {
-        { "mount", required_argument, NULL, OPT_MOUNT },
-        { "owner", required_argument, NULL, OPT_OWNER },
-        { "insecure-own-mount", no_argument, NULL, OPT_INSECURE_OWN_MOUNT },
-        { "trust-user-namespace", no_argument, NULL, OPT_TRUST_USER_NAMESPACE },
-};
-
-/* The long options of spec: the trust options unless CLI_NO_TRUST, --json unless
- * CLI_NO_JSON, --kind with CLI_KIND, --help, then the command's own. 0 and *out
- * (malloc'd), or -ENOMEM. */
-static int long_options(const struct cli_spec *spec, struct option **out)
+static bool has_option(const struct cli_option *options, int val)
 {
-        size_t own = 0, n = 0;
-        struct option *v;
+        for (const struct cli_option *o = options; o && (o->name || o->help); o++)
+                if (o->name && o->val == val)
+                        return true;
+        return false;
+}
 
-        for (const struct option *o = spec->options; o && o->name; o++)
-                own++;
-        v = calloc(ARRAY_SIZE(trust_options) + own + 4, sizeof(*v));
-        if (!v)
+/* getopt_long's table and short options (':' first, '+' too with CLI_STOP_AT_OPERAND) of
+ * spec's options: 0 and both malloc'd, or -ENOMEM. */
+static int long_options(const struct cli_spec *spec, struct option **out, char **shorts)
+{
+        size_t n = 0, k = 0;
+        struct option *v;
+        char *s;
+
+        for (const struct cli_option *o = spec->options; o->name || o->help; o++)
+                n++;
+        v = calloc(n + 1, sizeof(*v));
+        s = calloc(n + 3, 1);
+        if (!v || !s) {
+                free(v);
+                free(s);
                 return -ENOMEM;
-        if (!(spec->features & CLI_NO_TRUST))
-                for (size_t i = 0; i < ARRAY_SIZE(trust_options); i++)
-                        v[n++] = trust_options[i];
-        if (!(spec->features & CLI_NO_JSON))
-                v[n++] = (struct option){ "json", no_argument, NULL, OPT_JSON };
-        if (spec->features & CLI_KIND)
-                v[n++] = (struct option){ "kind", required_argument, NULL, OPT_KIND };
-        v[n++] = (struct option){ "help", no_argument, NULL, 'h' };
-        for (size_t i = 0; i < own; i++)
-                v[n++] = spec->options[i];
+        }
+        if (spec->features & CLI_STOP_AT_OPERAND)
+                s[k++] = '+';
+        s[k++] = ':';
+        n = 0;
+        for (const struct cli_option *o = spec->options; o->name || o->help; o++) {
+                if (!o->name)
+                        continue;
+                v[n++] = (struct option){ o->name,
+                                          o->arg == CLI_ARG_NONE ? no_argument
+                                                                 : required_argument,
+                                          NULL, o->val };
+                if (o->short_name)
+                        s[k++] = o->short_name;
+        }
         *out = v;
+        *shorts = s;
         return 0;
+}
+
+/* Appends o's label ("-h, --help", "--mount MNT") to the n bytes of label (size bytes),
+ * after ", " when not the first; truncated, never past size. */
+static void add_label(char *label, size_t size, size_t *n, const struct cli_option *o)
+{
+        char s[8] = "";
+        int w;
+
+        if (o->short_name)
+                snprintf(s, sizeof(s), "-%c, ", o->short_name);
+        w = snprintf(label + *n, size - *n, "%s%s--%s%s%s", *n ? ", " : "", s, o->name,
+                     o->metavar ? " " : "", o->metavar ?: "");
+        *n = w < 0 || (size_t)w >= size - *n ? size - 1 : *n + (size_t)w;
+}
+
+/* One row: its labels joined (the options before whose help is NULL), the help lines at
+ * column. Returns the last option of the row. */
+static const struct cli_option *print_row(FILE *f, const struct cli_option *o, int column)
+{
+        char label[512];
+        size_t n = 0;
+        const char *line;
+
+        for (;; o++) {
+                add_label(label, sizeof(label), &n, o);
+                if (o->help || !o[1].name)
+                        break;
+        }
+        if ((int)n + 4 <= column)
+                fprintf(f, "  %-*s", column - 2, label);
+        else
+                fprintf(f, "  %s\n%*s", label, column, "");
+        line = o->help ?: "";
+        do {
+                size_t len = strcspn(line, "\n");
+                fprintf(f, "%.*s\n", (int)len, line);
+                line += len;
+                if (*line == '\n' && *++line)
+                        fprintf(f, "%*s", column, "");
+        } while (*line);
+        return o;
+}
+
+void cli_print_help(FILE *f, const struct cli_help *h)
+{
+        int column = h->column ?: 16;
+
+        fputs(h->head, f);
+        for (const struct cli_option *o = h->options; o->name || o->help; o++) {
+                if (!o->name)
+                        fprintf(f, "%s\n", o->help);
+                else
+                        o = print_row(f, o, column);
+        }
+        if (h->tail)
+                fputs(h->tail, f);
+}
+
+void cli_print_option_list(FILE *f, const struct cli_option *options)
+{
+        static const char *const kind[] = {
+                [CLI_ARG_NONE] = "flag", [CLI_ARG_VALUE] = "value", [CLI_ARG_FILE] = "file",
+                [CLI_ARG_DIR] = "dir", [CLI_ARG_CHOICE] = "choice",
+        };
+
+        for (const struct cli_option *o = options; o->name || o->help; o++)
+                if (o->name)
+                        fprintf(f, "--%s %s%s%s\n", o->name, kind[o->arg],
+                                o->choices ? " " : "", o->choices ?: "");
 }
 
 /* One common option: -1 to go on, or the exit code (printed). */
@@ -143,10 +213,10 @@ static int common_option(const struct cli_spec *spec, int ch, const char *value,
         int r;
 
         switch (ch) {
-        case OPT_MOUNT:
+        case CLI_OPT_MOUNT:
                 c->mount_arg = value;
                 return -1;
-        case OPT_OWNER:
+        case CLI_OPT_OWNER:
                 if ((spec->features & CLI_OWNER_ANY) && strcmp(value, "any") == 0) {
                         c->owner_any = true;
                         c->owner_from_env = false;
@@ -163,16 +233,16 @@ static int common_option(const struct cli_spec *spec, int ch, const char *value,
                 c->owner_any = false;
                 c->owner_from_env = false;
                 return -1;
-        case OPT_INSECURE_OWN_MOUNT:
+        case CLI_OPT_INSECURE_OWN_MOUNT:
                 c->opts.flags |= SNAPFS_OPT_INSECURE_OWN_MOUNT;
                 return -1;
-        case OPT_TRUST_USER_NAMESPACE:
+        case CLI_OPT_TRUST_USER_NAMESPACE:
                 c->opts.flags |= SNAPFS_OPT_TRUST_USER_NAMESPACE;
                 return -1;
-        case OPT_JSON:
+        case CLI_OPT_JSON:
                 c->json = true;
                 return -1;
-        case OPT_KIND:
+        case CLI_OPT_KIND:
                 if (parse_kind(value, &c->opts) < 0)
                         return cli_usage_error(spec->cmd, c->json, NULL,
                                                "--kind: '%s' is not content, signature or "
@@ -186,27 +256,27 @@ static int common_option(const struct cli_spec *spec, int ch, const char *value,
 int cli_parse(const struct cli_spec *spec, int argc, char **argv, struct cli_common *c)
 {
         _cleanup_free_ struct option *longopts = NULL;
+        _cleanup_free_ char *shorts = NULL;
         const bool mount_operand = spec->features & CLI_MOUNT_OPERAND;
         int ch, r, left;
 
         *c = (struct cli_common){
-                .json = !(spec->features & CLI_NO_JSON) && cli_json_requested(argc, argv),
+                .json = has_option(spec->options, CLI_OPT_JSON) &&
+                        cli_json_requested(argc, argv),
         };
-        if (long_options(spec, &longopts) < 0)
+        if (long_options(spec, &longopts, &shorts) < 0)
                 return cli_system_error(spec->cmd, c->json, -ENOMEM, "options");
         /* $SNAPFS_OWNER first, a uid in every command (never "any": a stray variable must not
          * switch the owner check off); --owner wins. */
-        if (!(spec->features & CLI_NO_TRUST)) {
+        if (has_option(spec->options, CLI_OPT_OWNER)) {
                 if (apply_env_owner(spec->cmd, c->json, &c->opts) != 0)
                         return 2;
                 c->owner_from_env = c->opts.flags & SNAPFS_OPT_OWNER;
         }
         optind = 1;
         opterr = 0;
-        while ((ch = getopt_long(argc, argv,
-                                 spec->features & CLI_STOP_AT_OPERAND ? "+:h" : ":h", longopts,
-                                 NULL)) != -1) {
-                if (ch == 'h') {
+        while ((ch = getopt_long(argc, argv, shorts, longopts, NULL)) != -1) {
+                if (ch == CLI_OPT_HELP) {
                         spec->usage(stdout);
                         return 0;
                 }

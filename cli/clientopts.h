@@ -30,27 +30,115 @@ struct cli_common {
         bool owner_any;             /* --owner any (with CLI_OWNER_ANY): no owner check */
 };
 
-/* What a command takes besides the trust options (struct cli_spec's features). */
+/* How a command parses besides its options (struct cli_spec's features). */
 enum {
         /* The one operand may also be the mount (an alias of --mount, refused when both
          * disagree). */
         CLI_MOUNT_OPERAND = 1u << 0,
-        /* --kind KIND: the kind of snapshot to hand over (snapshot/kind.h). */
-        CLI_KIND = 1u << 1,
         /* --owner any: no owner check at all (snapfs check's policy; never from
          * $SNAPFS_OWNER). */
-        CLI_OWNER_ANY = 1u << 2,
-        /* No --json (snapfs exec: its standard output is the program's). */
-        CLI_NO_JSON = 1u << 3,
+        CLI_OWNER_ANY = 1u << 1,
         /* Options end at the first operand, whose own options are its business (exec). */
-        CLI_STOP_AT_OPERAND = 1u << 4,
-        /* No trust options at all: not a client of a mount (keygen). */
-        CLI_NO_TRUST = 1u << 5,
+        CLI_STOP_AT_OPERAND = 1u << 2,
 };
 
-/* A command's own options beside the common ones: getopt_long's table (val from
- * CLI_OWN_OPTION on, so it never meets a common one) and what takes each. */
+/* What an option's value is: what the completion offers after it
+ * (dist/snapfs-completion.bash, checked against `snapfs help --options CMD`). */
+enum cli_arg {
+        CLI_ARG_NONE,   /* a flag: no value */
+        CLI_ARG_VALUE,  /* a value of the user's own */
+        CLI_ARG_FILE,   /* a file */
+        CLI_ARG_DIR,    /* a directory */
+        CLI_ARG_CHOICE, /* one of the words of choices */
+};
+
+/* One option of a command, declared once: getopt_long's table (cli_parse), the rows of
+ * --help and `snapfs help CMD` (cli_print_help), and the list the completion and the tests
+ * read (cli_print_option_list) all come from it. A table is a command's rows in --help's
+ * order, ended by CLI_OPTION_END. */
+struct cli_option {
+        const char *name;    /* the long name without "--"; NULL: a heading row, or the end */
+        char short_name;     /* 'h', or 0 */
+        enum cli_arg arg;
+        const char *metavar; /* the value's name in --help ("MNT"), NULL for a flag */
+        const char *choices; /* CLI_ARG_CHOICE: the words, one space between */
+        /* --help's text, lines split by '\n' (indented under the first); a heading row's
+         * line as it is; NULL: the row goes on with the next option ("--a N, --b N"). */
+        const char *help;
+        int val;             /* what getopt_long returns: CLI_OPT_* or from CLI_OWN_OPTION */
+};
+
+/* The options every client command shares, taken by cli_parse itself. */
+enum {
+        CLI_OPT_HELP = 'h',
+        CLI_OPT_MOUNT = 0x100,
+        CLI_OPT_OWNER,
+        CLI_OPT_INSECURE_OWN_MOUNT,
+        CLI_OPT_TRUST_USER_NAMESPACE,
+        CLI_OPT_JSON,
+        CLI_OPT_KIND,
+};
+
+/* A command's own options take val from CLI_OWN_OPTION on, so they never meet a common
+ * one. */
 #define CLI_OWN_OPTION 0x200
+
+/* The --help texts of the trust options. */
+#define CLI_HELP_OWNER "trust a mount made by UID (default: $SNAPFS_OWNER, else 0: root)"
+#define CLI_HELP_INSECURE_OWN_MOUNT \
+        "INSECURE: also trust a mount made by your own uid. Any process of\n" \
+        "your uid can unmount it and mount its own FUSE server in its place,\n" \
+        "serving whatever bytes it likes. Refused without it (owner-is-caller)."
+#define CLI_HELP_TRUST_USER_NAMESPACE \
+        "accept a mount whose owner cannot be verified: one made in another\n" \
+        "user namespace, or any FUSE mount when you run inside one\n" \
+        "(refused without it: user-namespace)"
+/* The --kind text of verify, exec and wait. */
+#define CLI_HELP_KIND \
+        "the kind of snapshot to accept: content (default), or signature\n" \
+        "or manifest (published for --trust-key; never content)"
+#define CLI_KIND_WORDS "content signature manifest"
+
+/* A number's macro as text, for a help text: CLI_STR(3) is "3". */
+#define CLI_STR(x) CLI_STR_(x)
+#define CLI_STR_(x) #x
+
+/* The rows every client command declares from. */
+#define CLI_HEADING(text) { .help = (text) }
+#define CLI_OPTION_MOUNT(metavar, text) \
+        { "mount", 0, CLI_ARG_DIR, (metavar), NULL, (text), CLI_OPT_MOUNT }
+#define CLI_OPTION_OWNER(text) { "owner", 0, CLI_ARG_VALUE, "UID", NULL, (text), CLI_OPT_OWNER }
+#define CLI_OPTION_INSECURE_OWN_MOUNT(text) \
+        { "insecure-own-mount", 0, CLI_ARG_NONE, NULL, NULL, (text), CLI_OPT_INSECURE_OWN_MOUNT }
+#define CLI_OPTION_TRUST_USER_NAMESPACE(text) \
+        { "trust-user-namespace", 0, CLI_ARG_NONE, NULL, NULL, (text), \
+          CLI_OPT_TRUST_USER_NAMESPACE }
+/* --owner, --insecure-own-mount, --trust-user-namespace with their usual texts. */
+#define CLI_OPTIONS_TRUST \
+        CLI_OPTION_OWNER(CLI_HELP_OWNER), \
+        CLI_OPTION_INSECURE_OWN_MOUNT(CLI_HELP_INSECURE_OWN_MOUNT), \
+        CLI_OPTION_TRUST_USER_NAMESPACE(CLI_HELP_TRUST_USER_NAMESPACE)
+#define CLI_OPTION_JSON(text) { "json", 0, CLI_ARG_NONE, NULL, NULL, (text), CLI_OPT_JSON }
+#define CLI_OPTION_KIND(text) \
+        { "kind", 0, CLI_ARG_CHOICE, "KIND", CLI_KIND_WORDS, (text), CLI_OPT_KIND }
+#define CLI_OPTION_HELP { "help", 'h', CLI_ARG_NONE, NULL, NULL, "show this help", CLI_OPT_HELP }
+#define CLI_OPTION_END { 0 }
+
+/* A command's --help: head (the usage line through the text before the options), the rows
+ * of options, then tail; the help of the rows starts at column (0: 16). */
+struct cli_help {
+        const char *head;
+        const struct cli_option *options;
+        const char *tail;
+        int column;
+};
+
+/* Prints h as --help shows it. */
+void cli_print_help(FILE *f, const struct cli_help *h);
+
+/* One line per option of options, for the completion and the tests: "--NAME KIND
+ * [WORD...]", KIND one of flag, value, file, dir, choice (then its words). */
+void cli_print_option_list(FILE *f, const struct cli_option *options);
 
 struct cli_spec {
         const char *cmd;                /* "put": "snapfs put: " starts every message */
@@ -58,9 +146,11 @@ struct cli_spec {
         int min_operands, max_operands; /* max -1: no bound */
         const char *what;               /* the operands in a usage error: "one FILE" */
         void (*usage)(FILE *f);
-        const struct option *options;   /* the command's own, or NULL */
-        /* Takes one of them (value NULL for a flag): -1 to go on, or an exit code, the
-         * refusal printed (cli_usage_error with json). */
+        /* Every option the command takes, the common ones included: the trust options
+         * ($SNAPFS_OWNER read) only when it has --owner, --json only when it has it. */
+        const struct cli_option *options;
+        /* Takes one of its own (val from CLI_OWN_OPTION; value NULL for a flag): -1 to go
+         * on, or an exit code, the refusal printed (cli_usage_error with json). */
         int (*option)(void *arg, int val, const char *value, bool json);
         void *arg;
 };
@@ -76,11 +166,6 @@ bool cli_json_requested(int argc, char **argv);
  * the exit code: 0 after --help, 2 for a usage error, already printed (as JSON too when
  * --json was asked for). */
 int cli_parse(const struct cli_spec *spec, int argc, char **argv, struct cli_common *c);
-
-/* The --kind line of the --help of verify and exec. */
-#define CLI_HELP_KIND \
-        "  --kind KIND   the kind of snapshot to accept: content (default), or signature\n" \
-        "                or manifest (published for --trust-key; never content)\n"
 
 /* --mount, else $SNAPFS_MOUNT, else CLI_DEFAULT_MOUNT, made absolute without its trailing
  * slashes: malloc'd, or NULL after printing why. */
@@ -100,19 +185,6 @@ int cli_same_mount(const char *cmd, bool json, void (*usage)(FILE *f), const cha
  * '007': expected ..." (value_error's words, then also when not NULL). Returns 2. */
 int cli_bad_value(const char *cmd, bool json, const char *what, enum value_type t,
                   const char *value, int err, uint64_t min, uint64_t max, const char *also);
-
-/* The trust options of every client command's --help. */
-#define CLI_HELP_TRUST \
-        "  --owner UID   trust a mount made by UID (default: $SNAPFS_OWNER, else 0: root)\n" \
-        "  --insecure-own-mount\n" \
-        "                INSECURE: also trust a mount made by your own uid. Any process of\n" \
-        "                your uid can unmount it and mount its own FUSE server in its place,\n" \
-        "                serving whatever bytes it likes. Refused without it (owner-is-caller).\n" \
-        "  --trust-user-namespace\n" \
-        "                accept a mount whose owner cannot be verified: one made in another\n" \
-        "                user namespace, or any FUSE mount when you run inside one\n" \
-        "                (refused without it: user-namespace)\n"
-
 
 /* Why the key file path could not be used (r from snap_oci_key_load; want_private as asked),
  * as one phrase that says what to do: a private key where a public one is expected names the

@@ -25,10 +25,33 @@
 #define PROGRESS_BYTES (UINT64_C(64) << 20)
 #define VERIFY_KEYS_MAX 16
 
-static void audit_usage(FILE *f)
-{
-        fprintf(f,
-                "Usage: snapfs audit [--mount MNT] [--owner UID] [--insecure-own-mount]\n"
+enum { OPT_VERIFY_KEY = CLI_OWN_OPTION };
+
+static const struct cli_option audit_options[] = {
+        CLI_HEADING("Options:"),
+        CLI_OPTION_MOUNT("MNT", CLI_HELP_MOUNT ";\n"
+                                "a lone MNT operand is the same (the older spelling)"),
+        CLI_OPTIONS_TRUST,
+        { "verify-key", 0, CLI_ARG_FILE, "PUB", NULL,
+          "also require every snapshot of content to be a layer of\n"
+          "a manifest signed by the Ed25519 public key in PUB (PEM;\n"
+          "repeatable), every signature envelope to verify with such a\n"
+          "key and every manifest to be signed by such an envelope\n"
+          "(counted apart: they are never content); each other one is a\n"
+          "problem \"unsigned-snapshot\"", OPT_VERIFY_KEY },
+        CLI_OPTION_JSON("print one JSON object: ok, error, message, reasons (the\n"
+                        "mount's findings, then every problem), mount, compliant,\n"
+                        "mount_id, snapshots, bytes, checks [{check, ran, passed,\n"
+                        "failed}] (null counts for a check that did not run),\n"
+                        "problems [{entry, code, message}], store (null without\n"
+                        "--store: {rehashed, blobs, intact, corrupt, missing, repaired,\n"
+                        "set_aside, note}), usage"),
+        CLI_OPTION_HELP,
+        CLI_OPTION_END,
+};
+
+const struct cli_help cli_audit_help = {
+        .head = "Usage: snapfs audit [--mount MNT] [--owner UID] [--insecure-own-mount]\n"
                 "                    [--verify-key PUB]... [--json]\n"
                 "\n"
                 "Check the mount MNT, then every entry of it through the pinned mount root:\n"
@@ -41,33 +64,18 @@ static void audit_usage(FILE *f)
                 "is a problem named by its digest; asked by another uid, the store's blobs are\n"
                 "not re-hashed and the output says so. Prints a summary table and every\n"
                 "problem; a check that did not run says so and why. A terminal gets a progress\n"
-                "line (bytes re-hashed) past %d snapshots or 64M.\n"
-                "\n"
-                "Options:\n"
-                "  --mount MNT   " CLI_HELP_MOUNT ";\n"
-                "                a lone MNT operand is the same (the older spelling)\n"
-                CLI_HELP_TRUST
-                "  --verify-key PUB  also require every snapshot of content to be a layer of\n"
-                "                a manifest signed by the Ed25519 public key in PUB (PEM;\n"
-                "                repeatable), every signature envelope to verify with such a\n"
-                "                key and every manifest to be signed by such an envelope\n"
-                "                (counted apart: they are never content); each other one is a\n"
-                "                problem \"unsigned-snapshot\"\n"
-                "  --json        print one JSON object: ok, error, message, reasons (the\n"
-                "                mount's findings, then every problem), mount, compliant,\n"
-                "                mount_id, snapshots, bytes, checks [{check, ran, passed,\n"
-                "                failed}] (null counts for a check that did not run),\n"
-                "                problems [{entry, code, message}], store (null without\n"
-                "                --store: {rehashed, blobs, intact, corrupt, missing, repaired,\n"
-                "                set_aside, note}), usage\n"
-                "  -h, --help    show this help\n"
-                "\n"
+                "line (bytes re-hashed) past " CLI_STR(PROGRESS_OVER) " snapshots or 64M.\n"
+                "\n",
+        .options = audit_options,
+        .tail = "\n"
                 "Exit status: 0 everything holds; 1 the mount is not compliant (its snapshots\n"
                 "are then not audited) or a problem was found; 2 usage or system error.\n",
-                PROGRESS_OVER);
-}
+};
 
-enum { OPT_VERIFY_KEY = CLI_OWN_OPTION };
+static void audit_usage(FILE *f)
+{
+        cli_print_help(f, &cli_audit_help);
+}
 
 struct verify_keys {
         EVP_PKEY *keys[VERIFY_KEYS_MAX];
@@ -266,17 +274,13 @@ int cli_cmd_audit(int argc, char **argv)
         struct snapfs_report why;
         struct sfc_audit a = { 0 };
         struct sfc_usage usage = { 0 }; /* what each uid holds, as the daemon counts it */
-        static const struct option options[] = {
-                { "verify-key", required_argument, NULL, OPT_VERIFY_KEY },
-                { NULL, 0, NULL, 0 },
-        };
         struct verify_keys vk = { .n = 0 };
         EVP_PKEY **keys = vk.keys;
         bool compliant, tty, have_usage = false;
         int r, check;
 
         r = cli_parse(&(struct cli_spec){ .cmd = "audit", .features = CLI_MOUNT_OPERAND,
-                                          .usage = audit_usage, .options = options,
+                                          .usage = audit_usage, .options = audit_options,
                                           .option = take_verify_key, .arg = &vk },
                       argc, argv, &co);
         if (r >= 0) {

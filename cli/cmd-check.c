@@ -14,79 +14,6 @@
 #include "mountcheck/mountcheck.h"
 #include "common/util.h"
 
-static void check_usage(FILE *f)
-{
-        fprintf(f,
-                "Usage: snapfs check [--preset snapfs|tmpfs] [POLICY OPTIONS]\n"
-                "                    [--backend auto|statmount|mountinfo] [--json]\n"
-                "                    [--mount PATH | PATH]\n"
-                "\n"
-                "Judges the mount that PATH (default: $SNAPFS_MOUNT, else " CLI_DEFAULT_MOUNT ")\n"
-                "really reaches - through a descriptor opened without\n"
-                "following any symlink, by mount id, never by the text of the mount table - and\n"
-                "lists every reason it is not compliant.\n"
-                "\n"
-                "Policy (a preset, then overrides in the order given):\n"
-                "  --preset NAME      snapfs (default): type fuse.snapfs; nosuid,nodev,noexec;\n"
-                "                     private propagation; mounted by --owner (default: root;\n"
-                "                     $SNAPFS_OWNER when set), in the initial user namespace.\n"
-                "                     tmpfs: type tmpfs; rw,nosuid,nodev,noexec; private;\n"
-                "                     root mode 1777; size limit at most 1M.\n"
-                "                     Both: PATH canonical with no symlink, the root of exactly\n"
-                "                     one mount (nothing beneath, on top or below), its root /,\n"
-                "                     not idmapped.\n"
-                "  --fstype TYPE      exact filesystem type as mountinfo spells it\n"
-                "                     (\"fuse.snapfs\", \"tmpfs\"), or \"any\"\n"
-                "  --require OPT,...  options the mount must carry; replaces the preset's list\n"
-                "                     (\"\" requires none). OPT: ro rw nosuid nodev noexec\n"
-                "                     noatime nodiratime nosymfollow\n"
-                "  --forbid OPT,...   options the mount must not carry; replaces the list\n"
-                "  --ro               require a read-only mount (and stop requiring rw)\n"
-                "  --mode OCTAL       permission bits the mount root must have (1777), or \"any\"\n"
-                "  --max-size SIZE    largest allowed size= limit, N with optional K, M or G\n"
-                "                     (binary units), or \"any\"\n"
-                "  --owner UID        uid that must have mounted the FUSE filesystem (its\n"
-                "                     user_id= option), or \"any\". Default: 0, or $SNAPFS_OWNER\n"
-                "                     (a uid, as in every command: never \"any\")\n"
-                "  --insecure-own-mount\n"
-                "                     INSECURE: accept a FUSE mount made by your own uid. Any\n"
-                "                     process of your uid can unmount it and mount its own FUSE\n"
-                "                     server in its place, serving whatever bytes it likes.\n"
-                "                     Without it such a mount is refused (owner-is-caller).\n"
-                "  --trust-user-namespace\n"
-                "                     accept a FUSE mount whose superblock may belong to another\n"
-                "                     user namespace, or a check run from inside one (where\n"
-                "                     user_id=0 can be anyone); refused by default (user-namespace)\n"
-                "  --no-probe         skip the liveness probe: one FUSE GETATTR on the mount\n"
-                "                     root that reveals a dead daemon (transport-not-connected).\n"
-                "                     Without the probe the check sends no FUSE request at all.\n"
-                "\n"
-                "Output:\n"
-                "  --backend NAME     auto (default: statmount, or mountinfo where the kernel\n"
-                "                     lacks it), statmount (statx + statmount/listmount), or\n"
-                "                     mountinfo (/proc/self/mountinfo through libmount)\n"
-                "  --mount PATH       the path to judge, as every client takes its mount (made\n"
-                "                     absolute, a trailing / dropped); PATH is judged as written\n"
-                "  --json             print one JSON object: ok, error, message, reasons\n"
-                "                     [{code, message}] (the findings), mount, backend,\n"
-                "                     mount_id, mount_id_unique, reasons_dropped, scope (null,\n"
-                "                     or a view's scope), scope_publishes (and path, the same\n"
-                "                     as mount: deprecated)\n"
-                "  -h, --help         show this help\n"
-                "\n"
-                "A snapfs scope view (its root names the scope it serves) is reported on a line\n"
-                "\"scope NAME\" before any finding; a view that is read-write while its scope does\n"
-                "not allow publishing is refused (scope-writable).\n"
-                "\n"
-                "Exit status: 0 compliant (nothing printed without --json, but the scope line);\n"
-                "1 not compliant, one \"code: message\" line per finding; 2 usage or system error.\n"
-                "\n"
-                "Finding codes:");
-        for (int c = 0; c < MC_CODE_COUNT; c++)
-                fprintf(f, "%s%s", c % 4 == 0 ? "\n  " : " ", mc_code_name((enum mc_code)c));
-        fprintf(f, "\n");
-}
-
 enum {
         OPT_PRESET = CLI_OWN_OPTION,
         OPT_FSTYPE,
@@ -99,25 +26,106 @@ enum {
         OPT_BACKEND,
 };
 
+static const struct cli_option check_options[] = {
+        CLI_HEADING("Policy (a preset, then overrides in the order given):"),
+        { "preset", 0, CLI_ARG_CHOICE, "NAME", "snapfs tmpfs",
+          "snapfs (default): type fuse.snapfs; nosuid,nodev,noexec;\n"
+          "private propagation; mounted by --owner (default: root;\n"
+          "$SNAPFS_OWNER when set), in the initial user namespace.\n"
+          "tmpfs: type tmpfs; rw,nosuid,nodev,noexec; private;\n"
+          "root mode 1777; size limit at most 1M.\n"
+          "Both: PATH canonical with no symlink, the root of exactly\n"
+          "one mount (nothing beneath, on top or below), its root /,\n"
+          "not idmapped.", OPT_PRESET },
+        { "fstype", 0, CLI_ARG_VALUE, "TYPE", NULL,
+          "exact filesystem type as mountinfo spells it\n"
+          "(\"fuse.snapfs\", \"tmpfs\"), or \"any\"", OPT_FSTYPE },
+        { "require", 0, CLI_ARG_VALUE, "OPT,...", NULL,
+          "options the mount must carry; replaces the preset's list\n"
+          "(\"\" requires none). OPT: ro rw nosuid nodev noexec\n"
+          "noatime nodiratime nosymfollow", OPT_REQUIRE },
+        { "forbid", 0, CLI_ARG_VALUE, "OPT,...", NULL,
+          "options the mount must not carry; replaces the list", OPT_FORBID },
+        { "ro", 0, CLI_ARG_NONE, NULL, NULL,
+          "require a read-only mount (and stop requiring rw)", OPT_RO },
+        { "mode", 0, CLI_ARG_VALUE, "OCTAL", NULL,
+          "permission bits the mount root must have (1777), or \"any\"", OPT_MODE },
+        { "max-size", 0, CLI_ARG_VALUE, "SIZE", NULL,
+          "largest allowed size= limit, N with optional K, M or G\n"
+          "(binary units), or \"any\"", OPT_MAX_SIZE },
+        { "owner", 0, CLI_ARG_VALUE, "UID", NULL,
+          "uid that must have mounted the FUSE filesystem (its\n"
+          "user_id= option), or \"any\". Default: 0, or $SNAPFS_OWNER\n"
+          "(a uid, as in every command: never \"any\")", CLI_OPT_OWNER },
+        { "insecure-own-mount", 0, CLI_ARG_NONE, NULL, NULL,
+          "INSECURE: accept a FUSE mount made by your own uid. Any\n"
+          "process of your uid can unmount it and mount its own FUSE\n"
+          "server in its place, serving whatever bytes it likes.\n"
+          "Without it such a mount is refused (owner-is-caller).", CLI_OPT_INSECURE_OWN_MOUNT },
+        { "trust-user-namespace", 0, CLI_ARG_NONE, NULL, NULL,
+          "accept a FUSE mount whose superblock may belong to another\n"
+          "user namespace, or a check run from inside one (where\n"
+          "user_id=0 can be anyone); refused by default (user-namespace)",
+          CLI_OPT_TRUST_USER_NAMESPACE },
+        { "no-probe", 0, CLI_ARG_NONE, NULL, NULL,
+          "skip the liveness probe: one FUSE GETATTR on the mount\n"
+          "root that reveals a dead daemon (transport-not-connected).\n"
+          "Without the probe the check sends no FUSE request at all.", OPT_NO_PROBE },
+        CLI_HEADING(""),
+        CLI_HEADING("Output:"),
+        { "backend", 0, CLI_ARG_CHOICE, "NAME", "auto statmount mountinfo",
+          "auto (default: statmount, or mountinfo where the kernel\n"
+          "lacks it), statmount (statx + statmount/listmount), or\n"
+          "mountinfo (/proc/self/mountinfo through libmount)", OPT_BACKEND },
+        CLI_OPTION_MOUNT("PATH", "the path to judge, as every client takes its mount (made\n"
+                                 "absolute, a trailing / dropped); PATH is judged as written"),
+        CLI_OPTION_JSON("print one JSON object: ok, error, message, reasons\n"
+                        "[{code, message}] (the findings), mount, backend,\n"
+                        "mount_id, mount_id_unique, reasons_dropped, scope (null,\n"
+                        "or a view's scope), scope_publishes (and path, the same\n"
+                        "as mount: deprecated)"),
+        CLI_OPTION_HELP,
+        CLI_OPTION_END,
+};
+
+const struct cli_help cli_check_help = {
+        .head = "Usage: snapfs check [--preset snapfs|tmpfs] [POLICY OPTIONS]\n"
+                "                    [--backend auto|statmount|mountinfo] [--json]\n"
+                "                    [--mount PATH | PATH]\n"
+                "\n"
+                "Judges the mount that PATH (default: $SNAPFS_MOUNT, else " CLI_DEFAULT_MOUNT ")\n"
+                "really reaches - through a descriptor opened without\n"
+                "following any symlink, by mount id, never by the text of the mount table - and\n"
+                "lists every reason it is not compliant.\n"
+                "\n",
+        .options = check_options,
+        .tail = "\n"
+                "A snapfs scope view (its root names the scope it serves) is reported on a line\n"
+                "\"scope NAME\" before any finding; a view that is read-write while its scope does\n"
+                "not allow publishing is refused (scope-writable).\n"
+                "\n"
+                "Exit status: 0 compliant (nothing printed without --json, but the scope line);\n"
+                "1 not compliant, one \"code: message\" line per finding; 2 usage or system error.\n"
+                "\n"
+                "Finding codes:",
+        .column = 21,
+};
+
+static void check_usage(FILE *f)
+{
+        cli_print_help(f, &cli_check_help);
+        for (int c = 0; c < MC_CODE_COUNT; c++)
+                fprintf(f, "%s%s", c % 4 == 0 ? "\n  " : " ", mc_code_name((enum mc_code)c));
+        fprintf(f, "\n");
+}
+
 /* The policy and output options; the client options (--mount, --owner, the trust flags,
  * --json) are cli_parse's, as in every client command. */
-static const struct option check_options[] = {
-        { "preset", required_argument, NULL, OPT_PRESET },
-        { "fstype", required_argument, NULL, OPT_FSTYPE },
-        { "require", required_argument, NULL, OPT_REQUIRE },
-        { "forbid", required_argument, NULL, OPT_FORBID },
-        { "ro", no_argument, NULL, OPT_RO },
-        { "mode", required_argument, NULL, OPT_MODE },
-        { "max-size", required_argument, NULL, OPT_MAX_SIZE },
-        { "no-probe", no_argument, NULL, OPT_NO_PROBE },
-        { "backend", required_argument, NULL, OPT_BACKEND },
-        { NULL, 0, NULL, 0 },
-};
 
 static const char *option_name(int val)
 {
-        for (const struct option *o = check_options; o->name; o++)
-                if (o->val == val)
+        for (const struct cli_option *o = check_options; o->name || o->help; o++)
+                if (o->name && o->val == val)
                         return o->name;
         return "?";
 }
@@ -234,6 +242,50 @@ static int print_json(const char *path, const char *preset, const struct mc_verd
         return r;
 }
 
+/* The policy: the preset, the trust options as every client takes them, then the policy
+ * options in the order given. -1 to go on, or 2 after the usage error. */
+static int make_policy(struct mc_policy *pol, const struct check_args *a,
+                       const struct cli_common *co)
+{
+        int r;
+
+        if (mc_policy_preset(pol, a->preset) < 0)
+                return cli_usage_error("check", co->json, NULL,
+                                       "invalid value for --preset: '%s'", a->preset);
+        /* The trust options, as every client takes them. $SNAPFS_OWNER names the trusted
+         * owner of the snapfs preset (a tmpfs has no FUSE owner); --owner any switches the
+         * owner check off, on this command line only. */
+        if (co->owner_any)
+                pol->check_owner = false;
+        else if ((co->opts.flags & SNAPFS_OPT_OWNER) &&
+                 (!co->owner_from_env || strcmp(a->preset, "snapfs") == 0)) {
+                pol->check_owner = true;
+                pol->owner = co->opts.owner;
+        }
+        if (co->opts.flags & SNAPFS_OPT_INSECURE_OWN_MOUNT)
+                pol->insecure_own_mount = true;
+        if (co->opts.flags & SNAPFS_OPT_TRUST_USER_NAMESPACE)
+                pol->trust_user_namespace = true;
+        for (size_t i = 0; i < a->n_settings; i++) {
+                const char *value = a->settings[i].value ? a->settings[i].value : "";
+                char what[64];
+                uint64_t lo, hi;
+                int type;
+
+                r = mc_policy_set(pol, a->settings[i].key, a->settings[i].value);
+                if (r == 0)
+                        continue;
+                snprintf(what, sizeof(what), "--%s", a->settings[i].option);
+                /* A size is refused in the words every command uses. */
+                if (mc_policy_value_of(a->settings[i].key, &type, &lo, &hi) == 0)
+                        return cli_bad_value("check", co->json, what, (enum value_type)type,
+                                             value, r, lo, hi, "; or any (no check)");
+                return cli_usage_error("check", co->json, NULL, "invalid value for %s: '%s'",
+                                       what, value);
+        }
+        return -1;
+}
+
 int cli_cmd_check(int argc, char **argv)
 {
         struct check_args a = { .preset = "snapfs", .backend = MC_BACKEND_AUTO };
@@ -268,40 +320,9 @@ int cli_cmd_check(int argc, char **argv)
         if (!path)
                 return cli_system_error("check", json, -ENOMEM, "PATH");
 
-        if (mc_policy_preset(&pol, preset) < 0)
-                return cli_usage_error("check", json, NULL, "invalid value for --preset: '%s'",
-                                       preset);
-        /* The trust options, as every client takes them. $SNAPFS_OWNER names the trusted
-         * owner of the snapfs preset (a tmpfs has no FUSE owner); --owner any switches the
-         * owner check off, on this command line only. */
-        if (co.owner_any)
-                pol.check_owner = false;
-        else if ((co.opts.flags & SNAPFS_OPT_OWNER) &&
-                 (!co.owner_from_env || strcmp(preset, "snapfs") == 0)) {
-                pol.check_owner = true;
-                pol.owner = co.opts.owner;
-        }
-        if (co.opts.flags & SNAPFS_OPT_INSECURE_OWN_MOUNT)
-                pol.insecure_own_mount = true;
-        if (co.opts.flags & SNAPFS_OPT_TRUST_USER_NAMESPACE)
-                pol.trust_user_namespace = true;
-        for (size_t i = 0; i < a.n_settings; i++) {
-                const char *value = a.settings[i].value ? a.settings[i].value : "";
-                char what[64];
-                uint64_t lo, hi;
-                int type;
-
-                r = mc_policy_set(&pol, a.settings[i].key, a.settings[i].value);
-                if (r == 0)
-                        continue;
-                snprintf(what, sizeof(what), "--%s", a.settings[i].option);
-                /* A size is refused in the words every command uses. */
-                if (mc_policy_value_of(a.settings[i].key, &type, &lo, &hi) == 0)
-                        return cli_bad_value("check", json, what, (enum value_type)type, value,
-                                             r, lo, hi, "; or any (no check)");
-                return cli_usage_error("check", json, NULL, "invalid value for %s: '%s'", what,
-                                       value);
-        }
+        r = make_policy(&pol, &a, &co);
+        if (r >= 0)
+                return r;
 
         /* Which scope a view serves is reported whatever its flags (the clients ask only a
          * read-write mount, the one kind the answer can refuse). */

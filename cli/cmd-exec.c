@@ -26,10 +26,43 @@
 /* Highest --fd accepted; dup2 refuses anything past RLIMIT_NOFILE anyway. */
 #define MAX_FD 65535
 
-static void exec_usage(FILE *f)
-{
-        fprintf(f,
-                "Usage: snapfs exec [--mount MNT] [--owner UID] [--insecure-own-mount]\n"
+enum {
+        OPT_BINDING = CLI_OWN_OPTION,
+        OPT_ENTRY,
+        OPT_FD,
+        OPT_ENV,
+};
+
+static const struct cli_option exec_options[] = {
+        CLI_HEADING("Options:"),
+        CLI_OPTION_MOUNT("MNT", CLI_HELP_MOUNT),
+        CLI_OPTIONS_TRUST,
+        CLI_OPTION_KIND(CLI_HELP_KIND),
+        { "binding", 0, CLI_ARG_VALUE, "BINDING", NULL,
+          "the snapshot, as its binding text:\n"
+          "\"sha256=<hex> size=<n> dev=<maj>:<min> ino=<n>\"", OPT_BINDING },
+        { "entry", 0, CLI_ARG_VALUE, "ENTRY", NULL,
+          "the snapshot an entry of the scope view MNT names: opened\n"
+          "below MNT's root, its digest read from that descriptor,\n"
+          "its content hashed against it (an entry moved meanwhile\n"
+          "gives the old snapshot or the new one, whole, followed\n"
+          "for up to $SNAPFS_ENTRY_TIMEOUT, 10s by default); NAME\n"
+          "is set to its binding", OPT_ENTRY },
+        { "fd", 0, CLI_ARG_VALUE, "N", NULL,
+          "the descriptor number COMMAND gets (default " CLI_STR(DEFAULT_FD) ")", OPT_FD },
+        { "env", 0, CLI_ARG_VALUE, "NAME", NULL,
+          "the variable that carries the binding (default\n"
+          DEFAULT_ENV "); names the loader, libc, a shell, an\n"
+          "interpreter or a common tool read to load code or run a\n"
+          "command (PATH, LD_*, IFS, PYTHONPATH, NODE_OPTIONS,\n"
+          "OPENSSL_*, GIT_*, EDITOR, *_COMMAND, ...; snapfs(1) lists\n"
+          "them) are refused", OPT_ENV },
+        CLI_OPTION_HELP,
+        CLI_OPTION_END,
+};
+
+const struct cli_help cli_exec_help = {
+        .head = "Usage: snapfs exec [--mount MNT] [--owner UID] [--insecure-own-mount]\n"
                 "                   --binding BINDING|--entry ENTRY [--fd N]\n"
                 "                   [--env NAME] [--kind KIND] -- COMMAND [ARG...]\n"
                 "\n"
@@ -41,31 +74,17 @@ static void exec_usage(FILE *f)
                 "standard error reaches COMMAND. If the snapshot does not verify, or is a\n"
                 "signature envelope or a manifest rather than content, COMMAND is never\n"
                 "started.\n"
-                "\n"
-                "Options:\n"
-                "  --mount MNT       " CLI_HELP_MOUNT "\n"
-                CLI_HELP_TRUST
-                CLI_HELP_KIND
-                "  --binding BINDING the snapshot, as its binding text:\n"
-                "                    \"sha256=<hex> size=<n> dev=<maj>:<min> ino=<n>\"\n"
-                "  --entry ENTRY     the snapshot an entry of the scope view MNT names: opened\n"
-                "                    below MNT's root, its digest read from that descriptor,\n"
-                "                    its content hashed against it (an entry moved meanwhile\n"
-                "                    gives the old snapshot or the new one, whole, followed\n"
-                "                    for up to $SNAPFS_ENTRY_TIMEOUT, 10s by default); NAME\n"
-                "                    is set to its binding\n"
-                "  --fd N            the descriptor number COMMAND gets (default %d)\n"
-                "  --env NAME        the variable that carries the binding (default %s); names\n"
-                "                    the loader, libc, a shell, an interpreter or a common tool\n"
-                "                    read to load code or run a command (PATH, LD_*, IFS,\n"
-                "                    PYTHONPATH, NODE_OPTIONS, OPENSSL_*, GIT_*, EDITOR,\n"
-                "                    *_COMMAND, ...; snapfs(1) lists them) are refused\n"
-                "  -h, --help        show this help\n"
-                "\n"
+                "\n",
+        .options = exec_options,
+        .tail = "\n"
                 "Exit status: COMMAND's own; 125 when snapfs exec fails itself (the snapshot does\n"
                 "not verify, every reason on standard error; a usage error); 126 COMMAND cannot\n"
                 "run; 127 COMMAND not found.\n",
-                DEFAULT_FD, DEFAULT_ENV);
+};
+
+static void exec_usage(FILE *f)
+{
+        cli_print_help(f, &cli_exec_help);
 }
 
 /* Names the dynamic loader, libc or a shell reads to decide what code runs or which files
@@ -166,13 +185,6 @@ static int place_descriptor(int fd, int target)
         return 0;
 }
 
-enum {
-        OPT_BINDING = CLI_OWN_OPTION,
-        OPT_ENTRY,
-        OPT_FD,
-        OPT_ENV,
-};
-
 struct exec_args {
         const char *binding, *entry, *env;
         int target;
@@ -212,13 +224,6 @@ static int take_option(void *arg, int val, const char *value, bool json)
 
 int cli_cmd_exec(int argc, char **argv)
 {
-        static const struct option options[] = {
-                { "binding", required_argument, NULL, OPT_BINDING },
-                { "entry", required_argument, NULL, OPT_ENTRY },
-                { "fd", required_argument, NULL, OPT_FD },
-                { "env", required_argument, NULL, OPT_ENV },
-                { NULL, 0, NULL, 0 },
-        };
         struct exec_args a = { .env = DEFAULT_ENV, .target = DEFAULT_FD };
         _cleanup_free_ char *mount = NULL;
         struct cli_common co;
@@ -232,10 +237,9 @@ int cli_cmd_exec(int argc, char **argv)
         /* Options end at COMMAND, whose own options are its business; no --json: standard
          * output is COMMAND's. Every failure of exec itself is 125, as env(1)'s. */
         r = cli_parse(&(struct cli_spec){ .cmd = "exec",
-                                          .features = CLI_KIND | CLI_NO_JSON |
-                                                      CLI_STOP_AT_OPERAND,
+                                          .features = CLI_STOP_AT_OPERAND,
                                           .min_operands = 0, .max_operands = -1,
-                                          .usage = exec_usage, .options = options,
+                                          .usage = exec_usage, .options = exec_options,
                                           .option = take_option, .arg = &a },
                       argc, argv, &co);
         if (r >= 0)

@@ -12,10 +12,25 @@
 #include "common/util.h"
 #include "snapshot/digest.h"
 
-static void grant_usage(FILE *f)
-{
-        fprintf(f,
-                "Usage: snapfs grant [--mount MNT] [--owner UID] [--insecure-own-mount] [--json]\n"
+enum {
+        OPT_AS = CLI_OWN_OPTION,
+};
+
+static const struct cli_option grant_options[] = {
+        CLI_HEADING("Options:"),
+        CLI_OPTION_MOUNT("MNT", CLI_HELP_MOUNT),
+        CLI_OPTIONS_TRUST,
+        { "as", 0, CLI_ARG_VALUE, "ENTRY", NULL,
+          "the entry name: 1-64 of [A-Za-z0-9._-], not starting with '.'", OPT_AS },
+        CLI_OPTION_JSON("print one JSON object: ok, error, message, reasons, mount,\n"
+                        "scope, grant (the snapshot object, entry beside it; or\n"
+                        "null)"),
+        CLI_OPTION_HELP,
+        CLI_OPTION_END,
+};
+
+const struct cli_help cli_grant_help = {
+        .head = "Usage: snapfs grant [--mount MNT] [--owner UID] [--insecure-own-mount] [--json]\n"
                 "                    NAME DIGEST|BINDING [--as ENTRY]\n"
                 "\n"
                 "Grant the snapshot DIGEST (64 lowercase hex; a BINDING names it by its sha256)\n"
@@ -24,39 +39,45 @@ static void grant_usage(FILE *f)
                 "moves to DIGEST at once, so a reader of the name gets the old snapshot or the\n"
                 "new one, never an error. Prints the grant:\n"
                 "  sha256=<hex> size=<n> ino=<n> [entry=<ENTRY>]\n"
-                "\n"
-                "Options:\n"
-                "  --mount MNT   " CLI_HELP_MOUNT "\n"
-                CLI_HELP_TRUST
-                "  --as ENTRY    the entry name: 1-64 of [A-Za-z0-9._-], not starting with '.'\n"
-                "  --json        print one JSON object: ok, error, message, reasons, mount,\n"
-                "                scope, grant (the snapshot object, entry beside it; or\n"
-                "                null)\n"
-                "  -h, --help    show this help\n"
-                "\n"
+                "\n",
+        .options = grant_options,
+        .tail = "\n"
                 "Exit status: 0 granted; 1 refused (every reason on standard error); 2 usage\n"
-                "or system error.\n");
+                "or system error.\n",
+};
+
+static void grant_usage(FILE *f)
+{
+        cli_print_help(f, &cli_grant_help);
 }
 
-static void revoke_usage(FILE *f)
-{
-        fprintf(f,
-                "Usage: snapfs revoke [--mount MNT] [--owner UID] [--insecure-own-mount] [--json]\n"
+static const struct cli_option revoke_options[] = {
+        CLI_HEADING("Options:"),
+        CLI_OPTION_MOUNT("MNT", CLI_HELP_MOUNT),
+        CLI_OPTIONS_TRUST,
+        CLI_OPTION_JSON("print one JSON object: ok, error, message, reasons, mount,\n"
+                        "scope, sha256 (or null), entry (or null)"),
+        CLI_OPTION_HELP,
+        CLI_OPTION_END,
+};
+
+const struct cli_help cli_revoke_help = {
+        .head = "Usage: snapfs revoke [--mount MNT] [--owner UID] [--insecure-own-mount] [--json]\n"
                 "                     NAME DIGEST|ENTRY\n"
                 "\n"
                 "Revoke from the scope NAME every grant of DIGEST (its entries included), or the\n"
                 "one entry ENTRY. New lookups in the view get ENOENT; descriptors already open\n"
                 "keep reading. A snapshot nothing references any more is removed.\n"
-                "\n"
-                "Options:\n"
-                "  --mount MNT   " CLI_HELP_MOUNT "\n"
-                CLI_HELP_TRUST
-                "  --json        print one JSON object: ok, error, message, reasons, mount,\n"
-                "                scope, sha256 (or null), entry (or null)\n"
-                "  -h, --help    show this help\n"
-                "\n"
+                "\n",
+        .options = revoke_options,
+        .tail = "\n"
                 "Exit status: 0 revoked; 1 refused (every reason on standard error); 2 usage\n"
-                "or system error.\n");
+                "or system error.\n",
+};
+
+static void revoke_usage(FILE *f)
+{
+        cli_print_help(f, &cli_revoke_help);
 }
 
 static json_object *result(bool ok, int r, const struct snapfs_report *why, const char *mount,
@@ -71,10 +92,6 @@ static json_object *result(bool ok, int r, const struct snapfs_report *why, cons
         return o;
 }
 
-enum {
-        OPT_AS = CLI_OWN_OPTION,
-};
-
 /* --as ENTRY: -1 to go on. */
 static int take_as(void *arg, int val, const char *value, bool json)
 {
@@ -85,10 +102,6 @@ static int take_as(void *arg, int val, const char *value, bool json)
 
 int cli_cmd_grant(int argc, char **argv)
 {
-        static const struct option options[] = {
-                { "as", required_argument, NULL, OPT_AS },
-                { NULL, 0, NULL, 0 },
-        };
         const char *entry = NULL;
         _cleanup_free_ char *mount = NULL;
         char hex[SNAP_DIGEST_HEX_LEN + 1];
@@ -101,7 +114,7 @@ int cli_cmd_grant(int argc, char **argv)
 
         r = cli_parse(&(struct cli_spec){ .cmd = "grant", .min_operands = 2, .max_operands = 2,
                                           .what = "NAME and DIGEST or BINDING",
-                                          .usage = grant_usage, .options = options,
+                                          .usage = grant_usage, .options = grant_options,
                                           .option = take_as, .arg = &entry },
                       argc, argv, &co);
         if (r >= 0)
@@ -168,7 +181,7 @@ int cli_cmd_revoke(int argc, char **argv)
 
         r = cli_parse(&(struct cli_spec){ .cmd = "revoke", .min_operands = 2, .max_operands = 2,
                                           .what = "NAME and DIGEST or ENTRY",
-                                          .usage = revoke_usage },
+                                          .usage = revoke_usage, .options = revoke_options },
                       argc, argv, &co);
         if (r >= 0)
                 return r;

@@ -30,18 +30,50 @@ static const struct cli_command *find(const char *name)
         return NULL;
 }
 
+static const struct cli_option help_options[] = {
+        CLI_HEADING("Options:"),
+        { "options", 0, CLI_ARG_NONE, NULL, NULL,
+          "list COMMAND's options instead, one a line: --NAME KIND\n"
+          "[WORD...], KIND one of flag, value, file, dir or choice (then\n"
+          "its words); what the bash completion offers", CLI_OWN_OPTION },
+        CLI_OPTION_HELP,
+        CLI_OPTION_END,
+};
+
+const struct cli_help cli_help_help = {
+        .head = "Usage: snapfs help [--options] [COMMAND]\n\nShow what COMMAND does and takes, "
+                "or every command.\n\n",
+        .options = help_options,
+};
+
+/* snapfs help --options COMMAND: the options c declares. */
+static int list_options(const struct cli_command *c)
+{
+        if (c->help)
+                cli_print_option_list(stdout, c->help->options);
+        else
+                cli_mount_option_list(stdout);
+        return fflush(stdout) == 0 ? 0 : 2;
+}
+
 int cli_cmd_help(int argc, char **argv)
 {
+        const bool list = argc > 1 && strcmp(argv[1], "--options") == 0;
         const struct cli_command *c;
         char *args[3];
 
+        if (list) {
+                argc--;
+                argv++;
+        }
+        if (argc < 2 && list)
+                return cli_usage_error("help", false, NULL, "--options: which COMMAND?");
         if (argc < 2) {
                 cli_main_usage(stdout);
                 return 0;
         }
-        if (strcmp(argv[1], "--help") == 0 || strcmp(argv[1], "-h") == 0) {
-                printf("Usage: snapfs help [COMMAND]\n\nShow what COMMAND does and takes, or "
-                       "every command.\n");
+        if (!list && (strcmp(argv[1], "--help") == 0 || strcmp(argv[1], "-h") == 0)) {
+                cli_print_help(stdout, &cli_help_help);
                 return 0;
         }
         c = find(argv[1]);
@@ -56,12 +88,8 @@ int cli_cmd_help(int argc, char **argv)
                         argv[2]);
                 return 2;
         }
-        if (c->run == cli_cmd_help) {
-                args[0] = "help";
-                args[1] = "--help";
-                args[2] = NULL;
-                return cli_cmd_help(2, args);
-        }
+        if (list)
+                return list_options(c);
         /* Each command's own --help: one text, never two to keep in step. */
         args[0] = (char *)c->name;
         args[1] = (char *)"--help";
@@ -69,17 +97,30 @@ int cli_cmd_help(int argc, char **argv)
         return c->run(2, args);
 }
 
+static const struct cli_option version_options[] = {
+        CLI_HEADING("Options:"),
+        CLI_OPTION_JSON("print one JSON object: ok, error, message, reasons, version"),
+        CLI_OPTION_HELP,
+        CLI_OPTION_END,
+};
+
+const struct cli_help cli_version_help = {
+        .head = "Usage: snapfs version [--json]\n\nPrint the version of snapfs (also: "
+                "snapfs --version).\n\n",
+        .options = version_options,
+};
+
 static void version_usage(FILE *f)
 {
-        fprintf(f, "Usage: snapfs version [--json]\n\nPrint the version of snapfs (also: "
-                   "snapfs --version).\n");
+        cli_print_help(f, &cli_version_help);
 }
 
 int cli_cmd_version(int argc, char **argv)
 {
         struct cli_common co;
-        int r = cli_parse(&(struct cli_spec){ .cmd = "version", .features = CLI_NO_TRUST,
-                                              .usage = version_usage },
+        int r = cli_parse(&(struct cli_spec){ .cmd = "version",
+                                              .usage = version_usage,
+                                              .options = version_options },
                           argc, argv, &co);
 
         if (r >= 0)

@@ -18,10 +18,34 @@
 #include "snapshot/kind.h"
 #include "common/util.h"
 
-static void ls_usage(FILE *f)
-{
-        fprintf(f,
-                "Usage: snapfs ls [--mount MNT] [--owner UID] [--insecure-own-mount]\n"
+enum { OPT_NAME = CLI_OWN_OPTION, OPT_KIND, OPT_ALL, OPT_SORT, OPT_NO_TRUNC };
+
+static const struct cli_option ls_options[] = {
+        CLI_HEADING("Options:"),
+        CLI_OPTION_MOUNT("MNT", CLI_HELP_MOUNT),
+        CLI_OPTIONS_TRUST,
+        { "name", 0, CLI_ARG_VALUE, "GLOB", NULL,
+          "only snapshots whose name matches GLOB (fnmatch: *, ?, [...])", OPT_NAME },
+        { "kind", 0, CLI_ARG_CHOICE, "KIND", CLI_KIND_WORDS,
+          "only snapshots of KIND: content, signature or manifest\n"
+          "(repeatable)", OPT_KIND },
+        { "all", 0, CLI_ARG_NONE, NULL, NULL,
+          "snapshots of every kind", OPT_ALL },
+        { "sort", 0, CLI_ARG_CHOICE, "KEY", "name size age",
+          "name (A to Z), size (largest first) or age (newest first);\n"
+          "default: publishing order, oldest first", OPT_SORT },
+        { "no-trunc", 0, CLI_ARG_NONE, NULL, NULL,
+          "whole digests", OPT_NO_TRUNC },
+        CLI_OPTION_JSON("print one JSON object: ok, error, message, reasons, mount,\n"
+                        "snapshots [{sha256, size, dev, ino, name, published,\n"
+                        "publisher, binding, kind}], hidden (how many the filters left\n"
+                        "out), usage"),
+        CLI_OPTION_HELP,
+        CLI_OPTION_END,
+};
+
+const struct cli_help cli_ls_help = {
+        .head = "Usage: snapfs ls [--mount MNT] [--owner UID] [--insecure-own-mount]\n"
                 "                 [--name GLOB] [--kind KIND]... [--all] [--sort name|size|age]\n"
                 "                 [--no-trunc] [--json]\n"
                 "\n"
@@ -31,28 +55,18 @@ static void ls_usage(FILE *f)
                 "them). Only content is listed: the signature envelopes and manifests an\n"
                 "import publishes for its own bookkeeping show with --all or --kind. Then what\n"
                 "each uid holds against its limits.\n"
-                "\n"
-                "Options:\n"
-                "  --mount MNT   " CLI_HELP_MOUNT "\n"
-                CLI_HELP_TRUST
-                "  --name GLOB   only snapshots whose name matches GLOB (fnmatch: *, ?, [...])\n"
-                "  --kind KIND   only snapshots of KIND: content, signature or manifest\n"
-                "                (repeatable)\n"
-                "  --all         snapshots of every kind\n"
-                "  --sort KEY    name (A to Z), size (largest first) or age (newest first);\n"
-                "                default: publishing order, oldest first\n"
-                "  --no-trunc    whole digests\n"
-                "  --json        print one JSON object: ok, error, message, reasons, mount,\n"
-                "                snapshots [{sha256, size, dev, ino, name, published,\n"
-                "                publisher, binding, kind}], hidden (how many the filters left\n"
-                "                out), usage\n"
-                "  -h, --help    show this help\n"
-                "\n"
+                "\n",
+        .options = ls_options,
+        .tail = "\n"
                 "Exit status: 0 listed; 1 the mount is not compliant (every reason printed);\n"
-                "2 usage or system error.\n");
+                "2 usage or system error.\n",
+};
+
+static void ls_usage(FILE *f)
+{
+        cli_print_help(f, &cli_ls_help);
 }
 
-enum { OPT_NAME = CLI_OWN_OPTION, OPT_KIND, OPT_ALL, OPT_SORT, OPT_NO_TRUNC };
 enum sort_key { SORT_PUBLISHED, SORT_NAME, SORT_SIZE, SORT_AGE };
 
 struct ls_args {
@@ -168,16 +182,36 @@ static void print_table(const struct ls_args *a, const struct sfc_entry *items, 
         }
 }
 
+/* The --json object: the k snapshots shown, how many hidden, the usage table (NULL: not
+ * reported). An exit code. */
+static int print_json(const char *mount, const struct sfc_entry *items, size_t k,
+                      size_t hidden, const struct sfc_usage *usage)
+{
+        json_object *top = cli_json_result(true, NULL, NULL, NULL);
+        json_object *arr = json_object_new_array();
+
+        for (size_t i = 0; arr && i < k; i++) {
+                json_object *o = cli_snapshot_json(&items[i].snap);
+                const char *kind = cli_kind_name(items[i].snap.kind);
+                if (!o)
+                        break;
+                json_object_object_add(o, "kind", kind ? json_object_new_string(kind) : NULL);
+                json_object_array_add(arr, o);
+        }
+        if (top) {
+                json_object_object_add(top, "mount", json_object_new_string(mount));
+                /* An object holding the list, as findmnt --json does: room for more. */
+                json_object_object_add(top, "snapshots", arr);
+                json_object_object_add(top, "hidden", json_object_new_uint64(hidden));
+                json_object_object_add(top, "usage", usage ? cli_json_usage(usage) : NULL);
+        } else {
+                json_object_put(arr);
+        }
+        return cli_print_json(top) < 0 ? 2 : 0;
+}
+
 int cli_cmd_ls(int argc, char **argv)
 {
-        static const struct option own[] = {
-                { "name", required_argument, NULL, OPT_NAME },
-                { "kind", required_argument, NULL, OPT_KIND },
-                { "all", no_argument, NULL, OPT_ALL },
-                { "sort", required_argument, NULL, OPT_SORT },
-                { "no-trunc", no_argument, NULL, OPT_NO_TRUNC },
-                { NULL, 0, NULL, 0 },
-        };
         _cleanup_free_ char *mount = NULL;
         _cleanup_free_ struct sfc_entry *items = NULL;
         _cleanup_(sfc_usage_free) struct sfc_usage usage = { 0 };
@@ -189,7 +223,7 @@ int cli_cmd_ls(int argc, char **argv)
         size_t n = 0, k = 0;
         int r;
 
-        r = cli_parse(&(struct cli_spec){ .cmd = "ls", .usage = ls_usage, .options = own,
+        r = cli_parse(&(struct cli_spec){ .cmd = "ls", .usage = ls_usage, .options = ls_options,
                                           .option = take, .arg = &a },
                       argc, argv, &co);
         if (r >= 0)
@@ -226,30 +260,8 @@ int cli_cmd_ls(int argc, char **argv)
                 qsort(items, k, sizeof(*items),
                       a.sort == SORT_NAME ? by_name : a.sort == SORT_SIZE ? by_size : by_age);
 
-        if (co.json) {
-                json_object *top = cli_json_result(true, NULL, NULL, NULL);
-                json_object *arr = json_object_new_array();
-                for (size_t i = 0; arr && i < k; i++) {
-                        json_object *o = cli_snapshot_json(&items[i].snap);
-                        const char *kind = cli_kind_name(items[i].snap.kind);
-                        if (!o)
-                                break;
-                        json_object_object_add(o, "kind", kind ? json_object_new_string(kind)
-                                                               : NULL);
-                        json_object_array_add(arr, o);
-                }
-                if (top) {
-                        json_object_object_add(top, "mount", json_object_new_string(mount));
-                        /* An object holding the list, as findmnt --json does: room for more. */
-                        json_object_object_add(top, "snapshots", arr);
-                        json_object_object_add(top, "hidden", json_object_new_uint64(n - k));
-                        json_object_object_add(top, "usage",
-                                               have_usage ? cli_json_usage(&usage) : NULL);
-                } else {
-                        json_object_put(arr);
-                }
-                return cli_print_json(top) < 0 ? 2 : 0;
-        }
+        if (co.json)
+                return print_json(mount, items, k, n - k, have_usage ? &usage : NULL);
         print_table(&a, items, k);
         if (have_usage) {
                 printf("\n");

@@ -104,6 +104,13 @@ static void mount_usage(FILE *f)
                 "dead mount in the way, an unsafe path), 2 usage or system error.\n");
 }
 
+void cli_mount_option_list(FILE *f)
+{
+        for (size_t i = 0; i < SFS_OPT_COUNT; i++)
+                fprintf(f, "--%s %s\n", sfs_options[i].name,
+                        sfs_options[i].arg == SFS_ARG_FLAG ? "flag" : "value");
+}
+
 /* The table as getopt_long's options; val is 0x100 + the option's id. */
 static void long_options(struct option out[SFS_OPT_COUNT + 1])
 {

@@ -29,10 +29,25 @@ struct oci_args {
         size_t n_verify;
 };
 
-static void export_usage(FILE *f)
-{
-        fprintf(f,
-                "Usage: snapfs export [--mount MNT] [--owner UID] [--insecure-own-mount]\n"
+enum {
+        OPT_SIGN = CLI_OWN_OPTION,
+        OPT_VERIFY_KEY,
+};
+
+static const struct cli_option export_options[] = {
+        CLI_HEADING("Options:"),
+        CLI_OPTION_MOUNT("MNT", CLI_HELP_MOUNT),
+        CLI_OPTIONS_TRUST,
+        { "sign", 0, CLI_ARG_FILE, "KEY", NULL,
+          "sign the manifest with the Ed25519 private key in KEY (PEM);\n"
+          "the signature is a second manifest, tagged TAG.sig", OPT_SIGN },
+        CLI_OPTION_JSON("print one JSON object"),
+        CLI_OPTION_HELP,
+        CLI_OPTION_END,
+};
+
+const struct cli_help cli_export_help = {
+        .head = "Usage: snapfs export [--mount MNT] [--owner UID] [--insecure-own-mount]\n"
                 "                     [--trust-user-namespace] [--sign KEY] [--json]\n"
                 "                     oci:DIR:TAG [DIGEST...]\n"
                 "\n"
@@ -41,23 +56,33 @@ static void export_usage(FILE *f)
                 "tagged TAG in DIR/index.json: a layer per snapshot, titled by its name. Each\n"
                 "snapshot is opened verified first. skopeo copies the layout to a registry:\n"
                 "  skopeo copy oci:DIR:TAG docker://HOST/NAME:TAG\n"
-                "\n"
-                "Options:\n"
-                "  --mount MNT   " CLI_HELP_MOUNT "\n"
-                CLI_HELP_TRUST
-                "  --sign KEY    sign the manifest with the Ed25519 private key in KEY (PEM);\n"
-                "                the signature is a second manifest, tagged TAG.sig\n"
-                "  --json        print one JSON object\n"
-                "  -h, --help    show this help\n"
-                "\n"
+                "\n",
+        .options = export_options,
+        .tail = "\n"
                 "Exit status: 0 exported; 1 refused (a snapshot did not verify); 2 usage or\n"
-                "system error.\n");
+                "system error.\n",
+};
+
+static void export_usage(FILE *f)
+{
+        cli_print_help(f, &cli_export_help);
 }
 
-static void import_usage(FILE *f)
-{
-        fprintf(f,
-                "Usage: snapfs import [--mount MNT] [--owner UID] [--insecure-own-mount]\n"
+static const struct cli_option import_options[] = {
+        CLI_HEADING("Options:"),
+        CLI_OPTION_MOUNT("MNT", CLI_HELP_MOUNT),
+        CLI_OPTIONS_TRUST,
+        { "verify-key", 0, CLI_ARG_FILE, "PUB", NULL,
+          "publish nothing unless the manifest carries a signature\n"
+          "that the Ed25519 public key in PUB (PEM) verifies; may be\n"
+          "given more than once (any of them)", OPT_VERIFY_KEY },
+        CLI_OPTION_JSON("print one JSON object"),
+        CLI_OPTION_HELP,
+        CLI_OPTION_END,
+};
+
+const struct cli_help cli_import_help = {
+        .head = "Usage: snapfs import [--mount MNT] [--owner UID] [--insecure-own-mount]\n"
                 "                     [--trust-user-namespace] [--verify-key PUB]... [--json]\n"
                 "                     oci:DIR:TAG|oci:DIR:@sha256:<hex>\n"
                 "\n"
@@ -66,38 +91,44 @@ static void import_usage(FILE *f)
                 "against its digest and size before any is published: one that does not match\n"
                 "publishes nothing and is named. Each layer is staged under its title when that\n"
                 "is a valid name. Prints one line per layer: its binding, then name=NAME.\n"
-                "\n"
-                "Options:\n"
-                "  --mount MNT        " CLI_HELP_MOUNT "\n"
-                CLI_HELP_TRUST
-                "  --verify-key PUB   publish nothing unless the manifest carries a signature\n"
-                "                     that the Ed25519 public key in PUB (PEM) verifies; may be\n"
-                "                     given more than once (any of them)\n"
-                "  --json             print one JSON object\n"
-                "  -h, --help         show this help\n"
-                "\n"
+                "\n",
+        .options = import_options,
+        .tail = "\n"
                 "Exit status: 0 published; 1 refused (a blob or the manifest does not match,\n"
                 "unsigned, wrong key, bad signature, or the mount refused); 2 usage or system\n"
-                "error (no such layout or tag).\n");
+                "error (no such layout or tag).\n",
+};
+
+static void import_usage(FILE *f)
+{
+        cli_print_help(f, &cli_import_help);
 }
 
-static void keygen_usage(FILE *f)
-{
-        fprintf(f,
-                "Usage: snapfs keygen [--json] KEY\n"
+static const struct cli_option keygen_options[] = {
+        CLI_HEADING("Options:"),
+        CLI_OPTION_JSON("print one JSON object: ok, error, message, reasons,\n"
+                        "private_key, public_key, key"),
+        CLI_OPTION_HELP,
+        CLI_OPTION_END,
+};
+
+const struct cli_help cli_keygen_help = {
+        .head = "Usage: snapfs keygen [--json] KEY\n"
                 "\n"
                 "Write a new Ed25519 key pair: the private key to KEY (PEM, mode 0600) and the\n"
                 "public key to KEY.pub. Neither file may exist. The same keys come from\n"
                 "  openssl genpkey -algorithm ed25519 -out KEY\n"
                 "  openssl pkey -in KEY -pubout -out KEY.pub\n"
-                "\n"
-                "Exit status: 0 written; 2 usage or system error.\n");
-}
-
-enum {
-        OPT_SIGN = CLI_OWN_OPTION,
-        OPT_VERIFY_KEY,
+                "\n",
+        .options = keygen_options,
+        .tail = "\n"
+                "Exit status: 0 written; 2 usage or system error.\n",
 };
+
+static void keygen_usage(FILE *f)
+{
+        cli_print_help(f, &cli_keygen_help);
+}
 
 /* --sign KEY (export), --verify-key PUB (import): -1 to go on, or 2 after printing why. */
 static int take_option(void *arg, int val, const char *value, bool json)
@@ -119,27 +150,18 @@ static int take_option(void *arg, int val, const char *value, bool json)
 static int parse(const char *cmd, int argc, char **argv, void (*usage)(FILE *f),
                  struct oci_args *a)
 {
-        static const struct option sign[] = {
-                { "sign", required_argument, NULL, OPT_SIGN },
-                { NULL, 0, NULL, 0 },
-        };
-        static const struct option verify[] = {
-                { "verify-key", required_argument, NULL, OPT_VERIFY_KEY },
-                { NULL, 0, NULL, 0 },
-        };
         const bool keygen = strcmp(cmd, "keygen") == 0;
 
         *a = (struct oci_args){ 0 };
         return cli_parse(&(struct cli_spec){
                                  .cmd = cmd,
-                                 .features = keygen ? CLI_NO_TRUST : 0,
                                  .min_operands = 1,
                                  .max_operands = -1,
                                  .what = keygen ? "KEY" : "oci:DIR:TAG",
                                  .usage = usage,
-                                 .options = keygen ? NULL
-                                            : strcmp(cmd, "export") == 0 ? sign
-                                                                          : verify,
+                                 .options = keygen ? keygen_options
+                                            : strcmp(cmd, "export") == 0 ? export_options
+                                                                          : import_options,
                                  .option = take_option,
                                  .arg = a,
                          },

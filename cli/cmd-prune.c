@@ -14,10 +14,28 @@
 #include "common/util.h"
 #include "common/values.h"
 
-static void prune_usage(FILE *f)
-{
-        fprintf(f,
-                "Usage: snapfs prune [--mount MNT] [--owner UID] [--insecure-own-mount]\n"
+enum { OPT_OLDER_THAN = CLI_OWN_OPTION, OPT_KIND, OPT_NAME, OPT_DRY_RUN };
+
+static const struct cli_option prune_options[] = {
+        CLI_HEADING("Options:"),
+        CLI_OPTION_MOUNT("MNT", CLI_HELP_MOUNT),
+        CLI_OPTIONS_TRUST,
+        { "older-than", 0, CLI_ARG_VALUE, "DURATION", NULL,
+          "first published longer ago than DURATION: 90, 90s,\n"
+          "15m, 2h, 7d, 2w", OPT_OLDER_THAN },
+        { "kind", 0, CLI_ARG_CHOICE, "KIND", CLI_KIND_WORDS,
+          "content, signature or manifest (repeatable: any)", OPT_KIND },
+        { "name", 0, CLI_ARG_VALUE, "GLOB", NULL,
+          "named to match GLOB (fnmatch: *, ?, [...])", OPT_NAME },
+        { "dry-run", 0, CLI_ARG_NONE, NULL, NULL,
+          "say what would be removed, remove nothing", OPT_DRY_RUN },
+        CLI_OPTION_JSON("print one JSON object, as snapfs rm does"),
+        CLI_OPTION_HELP,
+        CLI_OPTION_END,
+};
+
+const struct cli_help cli_prune_help = {
+        .head = "Usage: snapfs prune [--mount MNT] [--owner UID] [--insecure-own-mount]\n"
                 "                    [--older-than DURATION] [--kind KIND]... [--name GLOB]\n"
                 "                    [--dry-run] [--json]\n"
                 "\n"
@@ -27,23 +45,17 @@ static void prune_usage(FILE *f)
                 "removes everything unasked. The signature envelopes and manifests an import\n"
                 "publishes are --kind signature and --kind manifest. Only the mount's owner\n"
                 "and root remove snapshots (see snapfs rm).\n"
-                "\n"
-                "Options:\n"
-                "  --mount MNT           " CLI_HELP_MOUNT "\n"
-                CLI_HELP_TRUST
-                "  --older-than DURATION first published longer ago than DURATION: 90, 90s,\n"
-                "                        15m, 2h, 7d, 2w\n"
-                "  --kind KIND           content, signature or manifest (repeatable: any)\n"
-                "  --name GLOB           named to match GLOB (fnmatch: *, ?, [...])\n"
-                "  --dry-run             say what would be removed, remove nothing\n"
-                "  --json                print one JSON object, as snapfs rm does\n"
-                "  -h, --help            show this help\n"
-                "\n"
+                "\n",
+        .options = prune_options,
+        .tail = "\n"
                 "Exit status: 0 pruned (or nothing to prune); 1 a removal was refused; 2 usage\n"
-                "or system error.\n");
-}
+                "or system error.\n",
+};
 
-enum { OPT_OLDER_THAN = CLI_OWN_OPTION, OPT_KIND, OPT_NAME, OPT_DRY_RUN };
+static void prune_usage(FILE *f)
+{
+        cli_print_help(f, &cli_prune_help);
+}
 
 struct prune_args {
         bool dry_run, aged;
@@ -104,13 +116,6 @@ static bool chosen(const struct prune_args *a, const struct sfc_entry *e,
 
 int cli_cmd_prune(int argc, char **argv)
 {
-        static const struct option own[] = {
-                { "older-than", required_argument, NULL, OPT_OLDER_THAN },
-                { "kind", required_argument, NULL, OPT_KIND },
-                { "name", required_argument, NULL, OPT_NAME },
-                { "dry-run", no_argument, NULL, OPT_DRY_RUN },
-                { NULL, 0, NULL, 0 },
-        };
         _cleanup_free_ char *mount = NULL;
         _cleanup_free_ struct sfc_entry *items = NULL;
         struct sfc_mnt m = SFC_MNT_INIT;
@@ -122,7 +127,8 @@ int cli_cmd_prune(int argc, char **argv)
         struct timespec now;
         int r;
 
-        r = cli_parse(&(struct cli_spec){ .cmd = "prune", .usage = prune_usage, .options = own,
+        r = cli_parse(&(struct cli_spec){ .cmd = "prune", .usage = prune_usage,
+                                          .options = prune_options,
                                           .option = take, .arg = &a },
                       argc, argv, &co);
         if (r >= 0)

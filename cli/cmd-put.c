@@ -19,10 +19,37 @@
 #include "client/client-internal.h"
 #include "common/util.h"
 
-static void put_usage(FILE *f)
-{
-        fprintf(f,
-                "Usage: snapfs put [--mount MNT] [--owner UID] [--insecure-own-mount]\n"
+enum {
+        OPT_NAME = CLI_OWN_OPTION,
+        OPT_SCOPE,
+        OPT_AS,
+        OPT_KEEP,
+};
+
+static const struct cli_option put_options[] = {
+        CLI_HEADING("Options:"),
+        CLI_OPTION_MOUNT("MNT", CLI_HELP_MOUNT),
+        CLI_OPTIONS_TRUST,
+        { "name", 0, CLI_ARG_VALUE, "NAME", NULL,
+          "the snapshot's name: 1-64 of [A-Za-z0-9._-], starting with\n"
+          "neither . nor _", OPT_NAME },
+        { "scope", 0, CLI_ARG_VALUE, "NAME", NULL,
+          "publish for the scope NAME alone (the mount owner and root)", OPT_SCOPE },
+        { "as", 0, CLI_ARG_VALUE, "ENTRY", NULL,
+          "with --scope: under the entry name ENTRY", OPT_AS },
+        { "keep", 0, CLI_ARG_NONE, NULL, NULL,
+          "with --scope: keep a hold on the main mount too", OPT_KEEP },
+        CLI_OPTION_JSON("print one JSON object: ok, error, message, reasons, mount,\n"
+                        "binding, snapshot {sha256, size, dev, ino, name, published,\n"
+                        "publisher, binding}, already_published, read_view (null, or\n"
+                        "{mount, binding, snapshot}), scope (null, or {name, entry,\n"
+                        "mount, binding, snapshot})"),
+        CLI_OPTION_HELP,
+        CLI_OPTION_END,
+};
+
+const struct cli_help cli_put_help = {
+        .head = "Usage: snapfs put [--mount MNT] [--owner UID] [--insecure-own-mount]\n"
                 "                  [--name NAME] [--scope NAME [--as ENTRY] [--keep]] [--json]\n"
                 "                  FILE|-\n"
                 "\n"
@@ -47,26 +74,18 @@ static void put_usage(FILE *f)
                 "well (the snapshot stays until you remove it). The second line is its binding\n"
                 "in that scope's view, judged and verified there as a sandbox of it will:\n"
                 "  scope NAME sha256=<hex> size=<n> dev=<major>:<minor> ino=<n> VIEW\n"
-                "\n"
-                "Options:\n"
-                "  --mount MNT   " CLI_HELP_MOUNT "\n"
-                CLI_HELP_TRUST
-                "  --name NAME   the snapshot's name: 1-64 of [A-Za-z0-9._-], starting with\n"
-                "                neither . nor _\n"
-                "  --scope NAME  publish for the scope NAME alone (the mount owner and root)\n"
-                "  --as ENTRY    with --scope: under the entry name ENTRY\n"
-                "  --keep        with --scope: keep a hold on the main mount too\n"
-                "  --json        print one JSON object: ok, error, message, reasons, mount,\n"
-                "                binding, snapshot {sha256, size, dev, ino, name, published,\n"
-                "                publisher, binding}, already_published, read_view (null, or\n"
-                "                {mount, binding, snapshot}), scope (null, or {name, entry,\n"
-                "                mount, binding, snapshot})\n"
-                "  -h, --help    show this help\n"
-                "\n"
+                "\n",
+        .options = put_options,
+        .tail = "\n"
                 "Exit status: 0 published (or already there); 1 refused, with every reason on\n"
                 "standard error (\"code: message\" lines), or published but its read view\n"
                 "does not verify, or (--scope) not granted or not verified in the scope's view;\n"
-                "2 usage or system error (FILE unreadable).\n");
+                "2 usage or system error (FILE unreadable).\n",
+};
+
+static void put_usage(FILE *f)
+{
+        cli_print_help(f, &cli_put_help);
 }
 
 /* The first line of a refused publish: what happened, before the reasons say why. */
@@ -131,19 +150,11 @@ static int put_fd(const char *mount, const char *scope, const char *entry, bool 
         return snapfs_publish_fd_named(mount, name, in, opts, s, why);
 }
 
-enum {
-        OPT_NAME = CLI_OWN_OPTION,
-        OPT_SCOPE,
-        OPT_AS,
-        OPT_KEEP,
-};
-
 struct put_args {
         const char *name, *scope, *entry;
         bool keep;
 };
 
-/* --name NAME (checked when the file is known), --scope NAME, --as ENTRY: -1 to go on. */
 /* "already published", its name, and who else holds it: the other uids that hold it and the
  * scopes it is granted to, from user.snapfs.holders ("uids=U,U scopes=N"; the owner and root
  * may read it). Content only a scope published shows here as granted to a scope. */
@@ -179,6 +190,8 @@ static void say_already(const char *mount, const struct snapfs_snapshot *s)
         fputc('\n', stderr);
 }
 
+/* --name NAME (checked when the file is known), --scope NAME, --as ENTRY, --keep: -1 to go
+ * on. */
 static int take(void *arg, int val, const char *value, bool json)
 {
         struct put_args *a = arg;
@@ -195,152 +208,186 @@ static int take(void *arg, int val, const char *value, bool json)
         return -1;
 }
 
-int cli_cmd_put(int argc, char **argv)
-{
-        static const struct option own[] = {
-                { "name", required_argument, NULL, OPT_NAME },
-                { "scope", required_argument, NULL, OPT_SCOPE },
-                { "as", required_argument, NULL, OPT_AS },
-                { "keep", no_argument, NULL, OPT_KEEP },
-                { NULL, 0, NULL, 0 },
-        };
-        _cleanup_close_ int fd = -1;
-        _cleanup_free_ char *mount = NULL;
-        struct cli_common co;
-        struct snapfs_report why, vwhy;
+/* A publish and where a sandbox reads it, as put prints them. */
+struct put_out {
+        const char *mount, *scope, *entry;
+        bool keep;                   /* --keep: published on the main mount, then granted */
+        int r;                       /* snapfs_publish_fd_named's: 1 already published */
         struct snapfs_snapshot s;
+        char text[SNAPFS_BINDING_TEXT_MAX];
+        int vr;                      /* the view's verification: 0, or a negative errno */
+        bool view_failed;            /* vr is a failure (no read view at all is none) */
         struct snapfs_binding vb;
-        char text[SNAPFS_BINDING_TEXT_MAX], vtext[SNAPFS_BINDING_TEXT_MAX], view[PATH_MAX];
-        struct put_args pa = { NULL, NULL, NULL, false };
-        const char *file, *name, *given, *scope, *entry;
-        int vr, r, in;
-        bool view_failed;
+        struct snapfs_report vwhy;
+        char vtext[SNAPFS_BINDING_TEXT_MAX], view[PATH_MAX];
+};
 
-        r = cli_parse(&(struct cli_spec){ .cmd = "put", .min_operands = 1, .max_operands = 1,
-                                          .what = "one FILE (or - for standard input)",
-                                          .usage = put_usage, .options = own, .option = take,
-                                          .arg = &pa },
-                      argc, argv, &co);
-        if (r >= 0)
-                return r;
-        given = pa.name;
-        scope = pa.scope;
-        entry = pa.entry;
-        if (entry && !scope)
-                return cli_usage_error("put", co.json, put_usage, "--as needs --scope");
-        if (pa.keep && !scope)
-                return cli_usage_error("put", co.json, put_usage, "--keep needs --scope");
-        file = argv[optind];
-        if (given && !sfc_name_ok(given))
-                return cli_usage_error("put", co.json, NULL,
-                                       "--name: '%s' is not a snapshot name: 1-64 of "
-                                       "[A-Za-z0-9._-], starting with neither . nor _",
-                                       given);
-        name = given ?: default_name(file);
-        mount = cli_mount_path("put", &co);
-        if (!mount)
-                return 2;
+/* Publishes FILE (or standard input for "-") under name on o->mount: o->r and o->s, or the
+ * exit code after printing why (-1 to go on). */
+static int publish(struct put_out *o, const struct cli_common *co, const char *file,
+                   const char *name, bool named)
+{
+        _cleanup_close_ int fd = -1;
+        struct snapfs_report why;
+        int in = STDIN_FILENO;
 
-        if (strcmp(file, "-") == 0) {
-                in = STDIN_FILENO;
-        } else {
+        if (strcmp(file, "-") != 0) {
                 /* O_NONBLOCK is not used: a FIFO as FILE is a stream to publish, on purpose. */
                 fd = open(file, O_RDONLY | O_CLOEXEC | O_NOCTTY);
                 if (fd < 0)
-                        return cli_system_error("put", co.json, negative_errno(), "%s", file);
+                        return cli_system_error("put", co->json, negative_errno(), "%s", file);
                 in = fd;
         }
-        r = put_fd(mount, scope, entry, pa.keep, name, in, &co.opts, &s, &why);
+        o->r = put_fd(o->mount, o->scope, o->entry, o->keep, name, in, &co->opts, &o->s, &why);
         /* FILE's own name is only a default: taken by a staging file of this uid (a publish
          * under it runs, or was interrupted), the snapshot goes unnamed rather than refused.
          * Nothing was read yet when that is found. */
-        if (r == -EBUSY && !given && name)
-                r = put_fd(mount, scope, entry, pa.keep, NULL, in, &co.opts, &s, &why);
-
-        if (r < 0) {
-                if (co.json) {
-                        json_object *o = cli_json_refusal(r, &why);
-                        if (o)
-                                json_object_object_add(o, "mount", json_object_new_string(mount));
-                        if (cli_print_json(o) < 0)
-                                return 2;
-                } else {
-                        fprintf(stderr, "snapfs put: %s: not published: %s\n", mount,
-                                refused_words(r, &why));
-                        cli_print_reasons(stderr, &why);
-                }
-                return 1;
-        }
-        if (snapfs_binding_format(&s.binding, text, sizeof(text)) < 0)
-                return 2;
-        /* Where a sandbox reads: the same snapshot through the daemon's read view (or, with
-         * --scope, granted to the scope and through its view), judged and verified there like
-         * any mount. */
-        if (scope && !pa.keep)
-                vr = snapfs_scope_binding(mount, scope, &s.binding, &co.opts, view,
-                                          sizeof(view), &vb, &vwhy);
-        else if (scope)
-                vr = put_in_scope(mount, scope, entry, &s.binding, &co.opts, view,
-                                  sizeof(view), &vb, &vwhy);
-        else
-                vr = snapfs_view_binding(mount, &s.binding, &co.opts, view, sizeof(view), &vb,
-                                         &vwhy);
-        if (vr == 0 && snapfs_binding_format(&vb, vtext, sizeof(vtext)) < 0)
-                return 2;
-        /* No read view (ENODATA) is no failure; a scope that did not take it always is. */
-        view_failed = vr < 0 && (scope || vr != -ENODATA);
-        if (co.json) {
-                json_object *o = view_failed ? cli_json_refusal(vr, &vwhy)
-                                             : cli_json_result(true, NULL, NULL, NULL);
-                json_object *v = NULL;
-                if (vr == 0 && (v = json_object_new_object())) {
-                        struct snapfs_snapshot vs = s;
-                        vs.binding = vb;
-                        if (scope) {
-                                json_object_object_add(v, "name", json_object_new_string(scope));
-                                json_object_object_add(v, "entry",
-                                                       entry ? json_object_new_string(entry)
-                                                             : NULL);
-                        }
-                        json_object_object_add(v, "mount", json_object_new_string(view));
-                        json_object_object_add(v, "binding", json_object_new_string(vtext));
-                        json_object_object_add(v, "snapshot", cli_snapshot_json(&vs));
-                }
-                if (o) {
-                        json_object_object_add(o, "mount", json_object_new_string(mount));
-                        json_object_object_add(o, "binding", json_object_new_string(text));
-                        json_object_object_add(o, "snapshot", cli_snapshot_json(&s));
-                        json_object_object_add(o, "already_published",
-                                               json_object_new_boolean(r == 1));
-                        json_object_object_add(o, "read_view", scope ? NULL : v);
-                        json_object_object_add(o, "scope", scope ? v : NULL);
-                } else {
-                        json_object_put(v);
-                }
-                if (cli_print_json(o) < 0)
+        if (o->r == -EBUSY && !named && name)
+                o->r = put_fd(o->mount, o->scope, o->entry, o->keep, NULL, in, &co->opts, &o->s,
+                              &why);
+        if (o->r >= 0)
+                return -1;
+        if (co->json) {
+                json_object *j = cli_json_refusal(o->r, &why);
+                if (j)
+                        json_object_object_add(j, "mount", json_object_new_string(o->mount));
+                if (cli_print_json(j) < 0)
                         return 2;
-                return view_failed ? 1 : 0;
+        } else {
+                fprintf(stderr, "snapfs put: %s: not published: %s\n", o->mount,
+                        refused_words(o->r, &why));
+                cli_print_reasons(stderr, &why);
         }
+        return 1;
+}
+
+/* Where a sandbox reads: the same snapshot through the daemon's read view (or, with --scope,
+ * granted to the scope and through its view), judged and verified there like any mount. 0,
+ * or -1 when a binding cannot be written. */
+static int through_view(struct put_out *o, const struct cli_common *co)
+{
+        if (o->scope && !o->keep)
+                o->vr = snapfs_scope_binding(o->mount, o->scope, &o->s.binding, &co->opts,
+                                             o->view, sizeof(o->view), &o->vb, &o->vwhy);
+        else if (o->scope)
+                o->vr = put_in_scope(o->mount, o->scope, o->entry, &o->s.binding, &co->opts,
+                                     o->view, sizeof(o->view), &o->vb, &o->vwhy);
+        else
+                o->vr = snapfs_view_binding(o->mount, &o->s.binding, &co->opts, o->view,
+                                            sizeof(o->view), &o->vb, &o->vwhy);
+        if (o->vr == 0 && snapfs_binding_format(&o->vb, o->vtext, sizeof(o->vtext)) < 0)
+                return -1;
+        /* No read view (ENODATA) is no failure; a scope that did not take it always is. */
+        o->view_failed = o->vr < 0 && (o->scope || o->vr != -ENODATA);
+        return 0;
+}
+
+/* {mount, binding, snapshot} of the view (and the scope's name and entry), or NULL. */
+static json_object *view_json(const struct put_out *o)
+{
+        struct snapfs_snapshot vs = o->s;
+        json_object *v;
+
+        if (o->vr != 0 || !(v = json_object_new_object()))
+                return NULL;
+        vs.binding = o->vb;
+        if (o->scope) {
+                json_object_object_add(v, "name", json_object_new_string(o->scope));
+                json_object_object_add(v, "entry",
+                                       o->entry ? json_object_new_string(o->entry) : NULL);
+        }
+        json_object_object_add(v, "mount", json_object_new_string(o->view));
+        json_object_object_add(v, "binding", json_object_new_string(o->vtext));
+        json_object_object_add(v, "snapshot", cli_snapshot_json(&vs));
+        return v;
+}
+
+static int print_json(const struct put_out *o)
+{
+        json_object *j = o->view_failed ? cli_json_refusal(o->vr, &o->vwhy)
+                                         : cli_json_result(true, NULL, NULL, NULL);
+        json_object *v = view_json(o);
+
+        if (j) {
+                json_object_object_add(j, "mount", json_object_new_string(o->mount));
+                json_object_object_add(j, "binding", json_object_new_string(o->text));
+                json_object_object_add(j, "snapshot", cli_snapshot_json(&o->s));
+                json_object_object_add(j, "already_published",
+                                       json_object_new_boolean(o->r == 1));
+                json_object_object_add(j, "read_view", o->scope ? NULL : v);
+                json_object_object_add(j, "scope", o->scope ? v : NULL);
+        } else {
+                json_object_put(v);
+        }
+        if (cli_print_json(j) < 0)
+                return 2;
+        return o->view_failed ? 1 : 0;
+}
+
+static int print_text(const struct put_out *o)
+{
         /* Idempotent: the content is there, bound to the existing snapshot. Not a failure. */
-        if (r == 1)
-                say_already(mount, &s);
-        if (printf("%s\n", text) < 0 ||
-            (vr == 0 && !scope && printf("read-view %s %s\n", vtext, view) < 0) ||
-            (vr == 0 && scope && printf("scope %s %s %s\n", scope, vtext, view) < 0) ||
+        if (o->r == 1)
+                say_already(o->mount, &o->s);
+        if (printf("%s\n", o->text) < 0 ||
+            (o->vr == 0 && !o->scope && printf("read-view %s %s\n", o->vtext, o->view) < 0) ||
+            (o->vr == 0 && o->scope &&
+             printf("scope %s %s %s\n", o->scope, o->vtext, o->view) < 0) ||
             fflush(stdout) != 0) {
                 fprintf(stderr, "snapfs put: writing output: %s\n", strerror(errno));
                 return 2;
         }
-        if (view_failed) {
-                if (scope)
-                        fprintf(stderr, "snapfs put: %s: published, but not granted to scope "
-                                        "%s or not verified in its view: %s\n", mount, scope,
-                                snapfs_strerror(vr));
-                else
-                        fprintf(stderr, "snapfs put: %s: published, but its read view does not "
-                                        "verify: %s\n", mount, snapfs_strerror(vr));
-                cli_print_reasons(stderr, &vwhy);
-                return 1;
-        }
-        return 0;
+        if (!o->view_failed)
+                return 0;
+        if (o->scope)
+                fprintf(stderr, "snapfs put: %s: published, but not granted to scope %s or not "
+                                "verified in its view: %s\n", o->mount, o->scope,
+                        snapfs_strerror(o->vr));
+        else
+                fprintf(stderr, "snapfs put: %s: published, but its read view does not "
+                                "verify: %s\n", o->mount, snapfs_strerror(o->vr));
+        cli_print_reasons(stderr, &o->vwhy);
+        return 1;
+}
+
+int cli_cmd_put(int argc, char **argv)
+{
+        _cleanup_free_ char *mount = NULL;
+        struct put_args pa = { NULL, NULL, NULL, false };
+        struct put_out o = { 0 };
+        struct cli_common co;
+        const char *file;
+        int r;
+
+        r = cli_parse(&(struct cli_spec){ .cmd = "put", .min_operands = 1, .max_operands = 1,
+                                          .what = "one FILE (or - for standard input)",
+                                          .usage = put_usage, .options = put_options,
+                                          .option = take, .arg = &pa },
+                      argc, argv, &co);
+        if (r >= 0)
+                return r;
+        if (pa.entry && !pa.scope)
+                return cli_usage_error("put", co.json, put_usage, "--as needs --scope");
+        if (pa.keep && !pa.scope)
+                return cli_usage_error("put", co.json, put_usage, "--keep needs --scope");
+        file = argv[optind];
+        if (pa.name && !sfc_name_ok(pa.name))
+                return cli_usage_error("put", co.json, NULL,
+                                       "--name: '%s' is not a snapshot name: 1-64 of "
+                                       "[A-Za-z0-9._-], starting with neither . nor _",
+                                       pa.name);
+        mount = cli_mount_path("put", &co);
+        if (!mount)
+                return 2;
+        o.mount = mount;
+        o.scope = pa.scope;
+        o.entry = pa.entry;
+        o.keep = pa.keep;
+        r = publish(&o, &co, file, pa.name ?: default_name(file), pa.name != NULL);
+        if (r >= 0)
+                return r;
+        if (snapfs_binding_format(&o.s.binding, o.text, sizeof(o.text)) < 0 ||
+            through_view(&o, &co) < 0)
+                return 2;
+        return co.json ? print_json(&o) : print_text(&o);
 }

@@ -11,10 +11,24 @@
 #include "cli/remove.h"
 #include "common/util.h"
 
-static void rm_usage(FILE *f)
-{
-        fprintf(f,
-                "Usage: snapfs rm [--mount MNT] [--owner UID] [--insecure-own-mount] [--all]\n"
+enum { OPT_ALL = CLI_OWN_OPTION, OPT_DRY_RUN };
+
+static const struct cli_option rm_options[] = {
+        CLI_HEADING("Options:"),
+        CLI_OPTION_MOUNT("MNT", CLI_HELP_MOUNT),
+        CLI_OPTIONS_TRUST,
+        { "all", 0, CLI_ARG_NONE, NULL, NULL, "every snapshot a name names", OPT_ALL },
+        { "dry-run", 0, CLI_ARG_NONE, NULL, NULL, "say what would be removed, remove nothing",
+          OPT_DRY_RUN },
+        CLI_OPTION_JSON("print one JSON object: ok, error, message, reasons, mount,\n"
+                        "dry_run, snapshots [{sha256, size, dev, ino, name, published,\n"
+                        "publisher, binding, kind, removed, kept, error, message}]"),
+        CLI_OPTION_HELP,
+        CLI_OPTION_END,
+};
+
+const struct cli_help cli_rm_help = {
+        .head = "Usage: snapfs rm [--mount MNT] [--owner UID] [--insecure-own-mount] [--all]\n"
                 "                 [--dry-run] [--json] TARGET...\n"
                 "\n"
                 "Check the mount, then remove the snapshots each TARGET names, through the mount\n"
@@ -26,22 +40,17 @@ static void rm_usage(FILE *f)
                 "when the daemon runs with --unlink-own, a holder's rm drops its own hold and\n"
                 "the snapshot stays for its other holders. Descriptors already open keep\n"
                 "reading a removed snapshot.\n"
-                "\n"
-                "Options:\n"
-                "  --mount MNT   " CLI_HELP_MOUNT "\n"
-                CLI_HELP_TRUST
-                "  --all         every snapshot a name names\n"
-                "  --dry-run     say what would be removed, remove nothing\n"
-                "  --json        print one JSON object: ok, error, message, reasons, mount,\n"
-                "                dry_run, snapshots [{sha256, size, dev, ino, name, published,\n"
-                "                publisher, binding, kind, removed, kept, error, message}]\n"
-                "  -h, --help    show this help\n"
-                "\n"
+                "\n",
+        .options = rm_options,
+        .tail = "\n"
                 "Exit status: 0 removed; 1 a TARGET names nothing or several, or a removal\n"
-                "was refused (EPERM: not the owner or root); 2 usage or system error.\n");
-}
+                "was refused (EPERM: not the owner or root); 2 usage or system error.\n",
+};
 
-enum { OPT_ALL = CLI_OWN_OPTION, OPT_DRY_RUN };
+static void rm_usage(FILE *f)
+{
+        cli_print_help(f, &cli_rm_help);
+}
 
 struct rm_args {
         bool all, dry_run;
@@ -63,11 +72,6 @@ static int take(void *ctx, int val, const char *arg, bool json)
 
 int cli_cmd_rm(int argc, char **argv)
 {
-        static const struct option own[] = {
-                { "all", no_argument, NULL, OPT_ALL },
-                { "dry-run", no_argument, NULL, OPT_DRY_RUN },
-                { NULL, 0, NULL, 0 },
-        };
         _cleanup_free_ char *mount = NULL;
         _cleanup_free_ struct sfc_entry *items = NULL;
         _cleanup_free_ size_t *match = NULL;
@@ -83,7 +87,7 @@ int cli_cmd_rm(int argc, char **argv)
         r = cli_parse(&(struct cli_spec){ .cmd = "rm", .min_operands = 1, .max_operands = -1,
                                           .what = "at least one TARGET (a name, a digest or a "
                                                   "binding)",
-                                          .usage = rm_usage, .options = own, .option = take,
+                                          .usage = rm_usage, .options = rm_options, .option = take,
                                           .arg = &a },
                       argc, argv, &co);
         if (r >= 0)

@@ -24,10 +24,65 @@
 #define USAGE_LS "snapfs scope ls [--mount MNT] [TRUST] [--json] [NAME]\n"
 #define USAGE_RM "snapfs scope rm [--mount MNT] [TRUST] [--json] NAME\n"
 
-static void scope_usage(FILE *f)
-{
-        fprintf(f,
-                "Usage: " USAGE_CREATE
+enum {
+        OPT_VIEW = CLI_OWN_OPTION,
+        OPT_UID,
+        OPT_GID,
+        OPT_PUBLISH,
+        OPT_UNTIL_PID,
+        OPT_MAX_SNAPSHOTS,
+        OPT_MAX_BYTES,
+        OPT_MAX_STAGING,
+        OPT_MAX_STAGING_BYTES,
+};
+
+/* What every scope subcommand takes. */
+#define SCOPE_OPTIONS \
+        CLI_HEADING("Options:"), \
+        CLI_OPTION_MOUNT("MNT", CLI_HELP_MOUNT), \
+        CLI_OPTIONS_TRUST, \
+        CLI_OPTION_JSON("print one JSON object: ok, error, message, reasons, mount,\n" \
+                        "then scope (create, ls NAME: the scope or null; rm: its\n" \
+                        "name), grants (ls NAME), scopes (ls)"), \
+        CLI_OPTION_HELP
+
+/* scope ls and scope rm. */
+static const struct cli_option scope_options[] = {
+        SCOPE_OPTIONS,
+        CLI_OPTION_END,
+};
+
+/* scope create, whose rows close scope's --help. */
+static const struct cli_option scope_create_options[] = {
+        SCOPE_OPTIONS,
+        CLI_HEADING("create:"),
+        { "view", 0, CLI_ARG_DIR, "PATH", NULL,
+          "where the view is mounted (required)", OPT_VIEW },
+        { "uid", 0, CLI_ARG_VALUE, "UID[,UID...]", NULL,
+          "the uids that may use the view", OPT_UID },
+        { "gid", 0, CLI_ARG_VALUE, "GID", NULL,
+          "a group whose members may use it (default without --uid and\n"
+          "--gid: root only; uid 0 always may)", OPT_GID },
+        { "publish", 0, CLI_ARG_NONE, NULL, NULL,
+          "processes in the scope may publish in its view (.staging/);\n"
+          "without it the view is read-only", OPT_PUBLISH },
+        { "until-pid", 0, CLI_ARG_VALUE, "PID", NULL,
+          "delete the scope by itself when process PID exits (PID as\n"
+          "this pid namespace sees it, which must be the daemon's)", OPT_UNTIL_PID },
+        { "max-snapshots", 0, CLI_ARG_VALUE, "N", NULL,
+          NULL, OPT_MAX_SNAPSHOTS },
+        { "max-bytes", 0, CLI_ARG_VALUE, "SIZE", NULL,
+          NULL, OPT_MAX_BYTES },
+        { "max-staging", 0, CLI_ARG_VALUE, "N", NULL,
+          NULL, OPT_MAX_STAGING },
+        { "max-staging-bytes", 0, CLI_ARG_VALUE, "SIZE", NULL,
+          "what may be published in the scope's view and staged there\n"
+          "(SIZE: digits with an optional K, M or G); past them EDQUOT", OPT_MAX_STAGING_BYTES },
+        CLI_OPTION_END,
+};
+
+const struct cli_help cli_scope_help = {
+        .head = "Usage: " USAGE_CREATE
                 "       " USAGE_LS
                 "       " USAGE_RM
                 "TRUST: [--owner UID] [--insecure-own-mount] [--trust-user-namespace]\n"
@@ -42,29 +97,16 @@ static void scope_usage(FILE *f)
                 "  ls [NAME]     every scope with its usage; with NAME, that scope and its grants\n"
                 "  rm NAME       delete the scope: its grants go, its view is detached (open\n"
                 "                descriptors keep reading until closed)\n"
-                "\n"
-                "Options:\n"
-                "  --mount MNT   " CLI_HELP_MOUNT "\n"
-                CLI_HELP_TRUST
-                "  --json        print one JSON object: ok, error, message, reasons, mount,\n"
-                "                then scope (create, ls NAME: the scope or null; rm: its\n"
-                "                name), grants (ls NAME), scopes (ls)\n"
-                "  -h, --help    show this help\n"
-                "create:\n"
-                "  --view PATH   where the view is mounted (required)\n"
-                "  --uid UID[,UID...]  the uids that may use the view\n"
-                "  --gid GID     a group whose members may use it (default without --uid and\n"
-                "                --gid: root only; uid 0 always may)\n"
-                "  --publish     processes in the scope may publish in its view (.staging/);\n"
-                "                without it the view is read-only\n"
-                "  --until-pid PID  delete the scope by itself when process PID exits (PID as\n"
-                "                this pid namespace sees it, which must be the daemon's)\n"
-                "  --max-snapshots N, --max-bytes SIZE, --max-staging N, --max-staging-bytes SIZE\n"
-                "                what may be published in the scope's view and staged there\n"
-                "                (SIZE: digits with an optional K, M or G); past them EDQUOT\n"
-                "\n"
+                "\n",
+        .options = scope_create_options,
+        .tail = "\n"
                 "Exit status: 0 done; 1 refused (the mount, or the daemon: every reason on\n"
-                "standard error as \"code: message\" lines); 2 usage or system error.\n");
+                "standard error as \"code: message\" lines); 2 usage or system error.\n",
+};
+
+static void scope_usage(FILE *f)
+{
+        cli_print_help(f, &cli_scope_help);
 }
 
 /* The refusal of a call: text or the one JSON object (its command fields null). */
@@ -97,18 +139,6 @@ static json_object *fields1(const char *key, json_object *v)
                 json_object_put(v);
         return o;
 }
-
-enum {
-        OPT_VIEW = CLI_OWN_OPTION,
-        OPT_UID,
-        OPT_GID,
-        OPT_PUBLISH,
-        OPT_UNTIL_PID,
-        OPT_MAX_SNAPSHOTS,
-        OPT_MAX_BYTES,
-        OPT_MAX_STAGING,
-        OPT_MAX_STAGING_BYTES,
-};
 
 /* What scope create is given besides the common options. */
 struct create_args {
@@ -178,18 +208,6 @@ static int take_create_option(void *arg, int val, const char *value, bool json)
 
 static int scope_create(int argc, char **argv)
 {
-        static const struct option options[] = {
-                { "view", required_argument, NULL, OPT_VIEW },
-                { "uid", required_argument, NULL, OPT_UID },
-                { "gid", required_argument, NULL, OPT_GID },
-                { "publish", no_argument, NULL, OPT_PUBLISH },
-                { "until-pid", required_argument, NULL, OPT_UNTIL_PID },
-                { "max-snapshots", required_argument, NULL, OPT_MAX_SNAPSHOTS },
-                { "max-bytes", required_argument, NULL, OPT_MAX_BYTES },
-                { "max-staging", required_argument, NULL, OPT_MAX_STAGING },
-                { "max-staging-bytes", required_argument, NULL, OPT_MAX_STAGING_BYTES },
-                { NULL, 0, NULL, 0 },
-        };
         _cleanup_free_ char *mount = NULL, *view_abs = NULL;
         struct snapfs_scope_spec spec = { 0 };
         struct create_args a = { .spec = &spec };
@@ -201,7 +219,8 @@ static int scope_create(int argc, char **argv)
 
         r = cli_parse(&(struct cli_spec){ .cmd = "scope create", .min_operands = 1,
                                           .max_operands = 1, .what = "one NAME",
-                                          .usage = scope_usage, .options = options,
+                                          .usage = scope_usage,
+                                          .options = scope_create_options,
                                           .option = take_create_option, .arg = &a },
                       argc, argv, &co);
         if (r >= 0)
@@ -241,91 +260,101 @@ static int scope_create(int argc, char **argv)
         return fflush(stdout) == 0 ? 0 : 2;
 }
 
+/* scope ls: every scope of mount. An exit code. */
+static int list_scopes(const char *mount, const struct cli_common *co)
+{
+        struct snapfs_report why;
+        struct snapfs_scope *v;
+        size_t n;
+        int r;
+
+        r = snapfs_scope_list(mount, &co->opts, &v, &n, &why);
+        if (r < 0)
+                return refused("scope ls", mount, r, &why, co->json, fields1("scopes", NULL));
+        if (co->json) {
+                json_object *o = cli_json_result(true, NULL, NULL, NULL);
+                json_object *list = json_object_new_array();
+                for (size_t i = 0; list && i < n; i++)
+                        json_object_array_add(list, cli_scope_json(&v[i]));
+                if (o) {
+                        json_object_object_add(o, "mount", json_object_new_string(mount));
+                        json_object_object_add(o, "scopes", list);
+                } else {
+                        json_object_put(list);
+                }
+                snapfs_scopes_free(v, n);
+                return cli_print_json(o) < 0 ? 2 : 0;
+        }
+        cli_scope_table(stdout, v, n);
+        snapfs_scopes_free(v, n);
+        return fflush(stdout) == 0 ? 0 : 2;
+}
+
+/* scope ls NAME --json: the scope and its grants, each described. An exit code. */
+static int show_scope_json(const char *mount, const struct cli_common *co,
+                           struct snapfs_scope *s, const struct snapfs_grant *g, size_t n)
+{
+        _cleanup_free_ struct snapfs_snapshot *snap = calloc(n ? n : 1, sizeof(*snap));
+        _cleanup_free_ unsigned *seen = calloc(n ? n : 1, sizeof(*seen));
+        json_object *o = cli_json_result(true, NULL, NULL, NULL);
+        json_object *list = snap && seen ? json_object_new_array() : NULL;
+
+        if (list)
+                cli_grants_describe(mount, s, g, n, &co->opts, snap, seen);
+        for (size_t i = 0; list && i < n; i++)
+                json_object_array_add(list, cli_grant_json(&g[i], &snap[i], seen[i]));
+        if (o) {
+                json_object_object_add(o, "mount", json_object_new_string(mount));
+                json_object_object_add(o, "scope", cli_scope_json(s));
+                json_object_object_add(o, "grants", list);
+        } else {
+                json_object_put(list);
+        }
+        snapfs_scope_free(s);
+        return cli_print_json(o) < 0 ? 2 : 0;
+}
+
+/* scope ls NAME: the scope, then its grants. An exit code. */
+static int show_scope(const char *mount, const char *name, const struct cli_common *co)
+{
+        _cleanup_free_ struct snapfs_grant *g = NULL;
+        struct snapfs_report why;
+        struct snapfs_scope s;
+        size_t n;
+        int r;
+
+        r = snapfs_scope_show(mount, name, &co->opts, &s, &g, &n, &why);
+        if (r < 0) {
+                json_object *f = fields1("scope", NULL);
+                if (f)
+                        json_object_object_add(f, "grants", NULL);
+                return refused("scope ls", mount, r, &why, co->json, f);
+        }
+        if (co->json)
+                return show_scope_json(mount, co, &s, g, n);
+        cli_scope_print(stdout, &s);
+        snapfs_scope_free(&s);
+        for (size_t i = 0; i < n; i++)
+                cli_grant_print(stdout, &g[i]);
+        return fflush(stdout) == 0 ? 0 : 2;
+}
+
 static int scope_ls(int argc, char **argv)
 {
         _cleanup_free_ char *mount = NULL;
-        struct snapfs_report why;
         struct cli_common co;
-        const char *name;
         int r;
 
         r = cli_parse(&(struct cli_spec){ .cmd = "scope ls", .min_operands = 0,
                                           .max_operands = 1, .what = "at most one NAME",
-                                          .usage = scope_usage },
+                                          .usage = scope_usage, .options = scope_options },
                       argc, argv, &co);
         if (r >= 0)
                 return r;
-        name = optind < argc ? argv[optind] : NULL;
         mount = cli_mount_path("scope ls", &co);
         if (!mount)
                 return 2;
-
-        if (!name) {
-                struct snapfs_scope *v;
-                size_t n;
-
-                r = snapfs_scope_list(mount, &co.opts, &v, &n, &why);
-                if (r < 0)
-                        return refused("scope ls", mount, r, &why, co.json,
-                                       fields1("scopes", NULL));
-                if (co.json) {
-                        json_object *o = cli_json_result(true, NULL, NULL, NULL);
-                        json_object *list = json_object_new_array();
-                        for (size_t i = 0; list && i < n; i++)
-                                json_object_array_add(list, cli_scope_json(&v[i]));
-                        if (o) {
-                                json_object_object_add(o, "mount", json_object_new_string(mount));
-                                json_object_object_add(o, "scopes", list);
-                        } else {
-                                json_object_put(list);
-                        }
-                        snapfs_scopes_free(v, n);
-                        return cli_print_json(o) < 0 ? 2 : 0;
-                }
-                cli_scope_table(stdout, v, n);
-                snapfs_scopes_free(v, n);
-                return fflush(stdout) == 0 ? 0 : 2;
-        }
-
-        {
-                _cleanup_free_ struct snapfs_grant *g = NULL;
-                struct snapfs_scope s;
-                size_t n;
-
-                r = snapfs_scope_show(mount, name, &co.opts, &s, &g, &n, &why);
-                if (r < 0) {
-                        json_object *f = fields1("scope", NULL);
-                        if (f)
-                                json_object_object_add(f, "grants", NULL);
-                        return refused("scope ls", mount, r, &why, co.json, f);
-                }
-                if (co.json) {
-                        _cleanup_free_ struct snapfs_snapshot *snap =
-                                calloc(n ? n : 1, sizeof(*snap));
-                        _cleanup_free_ unsigned *seen = calloc(n ? n : 1, sizeof(*seen));
-                        json_object *o = cli_json_result(true, NULL, NULL, NULL);
-                        json_object *list = snap && seen ? json_object_new_array() : NULL;
-                        if (list)
-                                cli_grants_describe(mount, &s, g, n, &co.opts, snap, seen);
-                        for (size_t i = 0; list && i < n; i++)
-                                json_object_array_add(list,
-                                                      cli_grant_json(&g[i], &snap[i], seen[i]));
-                        if (o) {
-                                json_object_object_add(o, "mount", json_object_new_string(mount));
-                                json_object_object_add(o, "scope", cli_scope_json(&s));
-                                json_object_object_add(o, "grants", list);
-                        } else {
-                                json_object_put(list);
-                        }
-                        snapfs_scope_free(&s);
-                        return cli_print_json(o) < 0 ? 2 : 0;
-                }
-                cli_scope_print(stdout, &s);
-                snapfs_scope_free(&s);
-                for (size_t i = 0; i < n; i++)
-                        cli_grant_print(stdout, &g[i]);
-                return fflush(stdout) == 0 ? 0 : 2;
-        }
+        return optind < argc ? show_scope(mount, argv[optind], &co) : list_scopes(mount, &co);
 }
 
 static int scope_rm(int argc, char **argv)
@@ -337,7 +366,7 @@ static int scope_rm(int argc, char **argv)
 
         r = cli_parse(&(struct cli_spec){ .cmd = "scope rm", .min_operands = 1,
                                           .max_operands = 1, .what = "one NAME",
-                                          .usage = scope_usage },
+                                          .usage = scope_usage, .options = scope_options },
                       argc, argv, &co);
         if (r >= 0)
                 return r;

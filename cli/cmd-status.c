@@ -18,10 +18,20 @@
 #include "common/util.h"
 #include "common/values.h"
 
-static void status_usage(FILE *f)
-{
-        fprintf(f,
-                "Usage: snapfs status [--mount MNT] [TRUST] [--json]\n"
+enum { OPT_FORMAT = CLI_OWN_OPTION, OPT_OUTPUT, OPT_GROUP };
+
+static const struct cli_option status_options[] = {
+        CLI_HEADING("Options:"),
+        CLI_OPTION_MOUNT("MNT", CLI_HELP_MOUNT),
+        CLI_OPTIONS_TRUST,
+        CLI_OPTION_JSON("print one JSON object: ok, error, message, reasons, mount,\n"
+                        "status (the daemon's, as docs/design.md describes it)"),
+        CLI_OPTION_HELP,
+        CLI_OPTION_END,
+};
+
+const struct cli_help cli_status_help = {
+        .head = "Usage: snapfs status [--mount MNT] [TRUST] [--json]\n"
                 "TRUST: [--owner UID] [--insecure-own-mount] [--trust-user-namespace]\n"
                 "\n"
                 "The daemon behind the mount MNT: its pid, version and uptime (its supervisor\n"
@@ -29,45 +39,56 @@ static void status_usage(FILE *f)
                 "main mount, the read view, every scope's view), the store, the limits and\n"
                 "their use, and counters of publishes and refusals by reason. Asked through\n"
                 "MNT/.control: the mount owner and root only (EACCES for anyone else).\n"
-                "\n"
-                "Options:\n"
-                "  --mount MNT   " CLI_HELP_MOUNT "\n"
-                CLI_HELP_TRUST
-                "  --json        print one JSON object: ok, error, message, reasons, mount,\n"
-                "                status (the daemon's, as docs/design.md describes it)\n"
-                "  -h, --help    show this help\n"
-                "\n"
+                "\n",
+        .options = status_options,
+        .tail = "\n"
                 "Exit status: 0 done; 1 refused (the mount, or the daemon: every reason on\n"
-                "standard error as \"code: message\" lines); 2 usage or system error.\n");
+                "standard error as \"code: message\" lines); 2 usage or system error.\n",
+};
+
+static void status_usage(FILE *f)
+{
+        cli_print_help(f, &cli_status_help);
 }
 
-static void metrics_usage(FILE *f)
-{
-        fprintf(f,
-                "Usage: snapfs metrics [--mount MNT] [TRUST] [--format FORMAT]\n"
+static const struct cli_option metrics_options[] = {
+        CLI_HEADING("Options:"),
+        CLI_OPTION_MOUNT("MNT", CLI_HELP_MOUNT),
+        CLI_OPTIONS_TRUST,
+        { "format", 0, CLI_ARG_CHOICE, "FORMAT", "openmetrics prometheus",
+          "openmetrics (default: OpenMetrics 1.0, ending \"# EOF\") or\n"
+          "prometheus (the text format 0.0.4 node_exporter's textfile\n"
+          "collector reads)", OPT_FORMAT },
+        { "output", 0, CLI_ARG_FILE, "FILE", NULL,
+          "write FILE whole, atomically (a temporary file beside it,\n"
+          "renamed over it), instead of standard output; mode 0600:\n"
+          "the counts of every scope are for the operator alone", OPT_OUTPUT },
+        { "group", 0, CLI_ARG_VALUE, "GROUP", NULL,
+          "with --output: FILE of GROUP (a name or a gid), mode 0640,\n"
+          "for a collector that runs as that group (node_exporter:\n"
+          "prometheus)", OPT_GROUP },
+        CLI_OPTION_HELP,
+        CLI_OPTION_END,
+};
+
+const struct cli_help cli_metrics_help = {
+        .head = "Usage: snapfs metrics [--mount MNT] [TRUST] [--format FORMAT]\n"
                 "                      [--output FILE [--group GROUP]]\n"
                 "TRUST: [--owner UID] [--insecure-own-mount] [--trust-user-namespace]\n"
                 "\n"
                 "The daemon's counters as text for Prometheus: publishes, refusals by reason,\n"
                 "bytes served, quota use, request latency per operation as a histogram. Asked\n"
                 "through MNT/.control: the mount owner and root only (EACCES for anyone else).\n"
-                "\n"
-                "Options:\n"
-                "  --mount MNT   " CLI_HELP_MOUNT "\n"
-                CLI_HELP_TRUST
-                "  --format FORMAT  openmetrics (default: OpenMetrics 1.0, ending \"# EOF\") or\n"
-                "                prometheus (the text format 0.0.4 node_exporter's textfile\n"
-                "                collector reads)\n"
-                "  --output FILE write FILE whole, atomically (a temporary file beside it,\n"
-                "                renamed over it), instead of standard output; mode 0600:\n"
-                "                the counts of every scope are for the operator alone\n"
-                "  --group GROUP with --output: FILE of GROUP (a name or a gid), mode 0640,\n"
-                "                for a collector that runs as that group (node_exporter:\n"
-                "                prometheus)\n"
-                "  -h, --help    show this help\n"
-                "\n"
+                "\n",
+        .options = metrics_options,
+        .tail = "\n"
                 "Exit status: 0 done; 1 refused (the mount, or the daemon: every reason on\n"
-                "standard error as \"code: message\" lines); 2 usage or system error.\n");
+                "standard error as \"code: message\" lines); 2 usage or system error.\n",
+};
+
+static void metrics_usage(FILE *f)
+{
+        cli_print_help(f, &cli_metrics_help);
 }
 
 /* One request through snapfs_control: 0 and *reply (the daemon's object), or the refusal
@@ -202,7 +223,8 @@ int cli_cmd_status(int argc, char **argv)
         int r;
 
         r = cli_parse(&(struct cli_spec){ .cmd = "status", .min_operands = 0, .max_operands = 0,
-                                          .what = "no operand", .usage = status_usage },
+                                          .what = "no operand", .usage = status_usage,
+                                          .options = status_options },
                       argc, argv, &co);
         if (r >= 0)
                 return r;
@@ -233,8 +255,6 @@ int cli_cmd_status(int argc, char **argv)
 }
 
 /* ---- metrics ---- */
-
-enum { OPT_FORMAT = CLI_OWN_OPTION, OPT_OUTPUT, OPT_GROUP };
 
 struct metrics_args {
         const char *format;
@@ -329,22 +349,16 @@ fail:
 
 int cli_cmd_metrics(int argc, char **argv)
 {
-        static const struct option options[] = {
-                { "format", required_argument, NULL, OPT_FORMAT },
-                { "output", required_argument, NULL, OPT_OUTPUT },
-                { "group", required_argument, NULL, OPT_GROUP },
-                { NULL, 0, NULL, 0 },
-        };
         _cleanup_free_ char *mount = NULL, *request = NULL;
         struct metrics_args a = { .format = "openmetrics" };
         struct cli_common co;
         json_object *reply, *text;
         int r;
 
-        r = cli_parse(&(struct cli_spec){ .cmd = "metrics", .features = CLI_NO_JSON,
-                                          .min_operands = 0, .max_operands = 0,
+        r = cli_parse(&(struct cli_spec){ .cmd = "metrics", .min_operands = 0, .max_operands = 0,
                                           .what = "no operand", .usage = metrics_usage,
-                                          .options = options, .option = take_metrics_option,
+                                          .options = metrics_options,
+                                          .option = take_metrics_option,
                                           .arg = &a },
                       argc, argv, &co);
         if (r >= 0)

@@ -15,10 +15,21 @@
 #include "snapshot/digest.h"
 #include "common/util.h"
 
-static void verify_usage(FILE *f)
-{
-        fprintf(f,
-                "Usage: snapfs verify [--mount MNT] [--owner UID] [--insecure-own-mount] [--kind KIND]\n"
+static const struct cli_option verify_options[] = {
+        CLI_HEADING("Options:"),
+        CLI_OPTION_MOUNT("MNT", "the snapfs mount for a BINDING (default: $SNAPFS_MOUNT, else\n"
+                                CLI_DEFAULT_MOUNT "); with a PATH it must be PATH's directory"),
+        CLI_OPTIONS_TRUST,
+        CLI_OPTION_KIND(CLI_HELP_KIND),
+        CLI_OPTION_JSON("print one JSON object: ok, error, message, reasons\n"
+                        "[{code, message}], mount, binding, snapshot {sha256, size,\n"
+                        "dev, ino, name, published, publisher, binding}"),
+        CLI_OPTION_HELP,
+        CLI_OPTION_END,
+};
+
+const struct cli_help cli_verify_help = {
+        .head = "Usage: snapfs verify [--mount MNT] [--owner UID] [--insecure-own-mount] [--kind KIND]\n"
                 "                     [--json] BINDING|PATH\n"
                 "\n"
                 "Verified open, then close: check the mount (type fuse.snapfs;\n"
@@ -33,24 +44,69 @@ static void verify_usage(FILE *f)
                 "ino=<n>\" (quote it), checked on MNT. PATH is MNT/<sha256-hex> (or the bare\n"
                 "<sha256-hex>, on MNT): the snapshot is held to its own name (its content must\n"
                 "hash to it) and its binding is printed.\n"
-                "\n"
-                "Options:\n"
-                "  --mount MNT   the snapfs mount for a BINDING (default: $SNAPFS_MOUNT, else\n"
-                "                " CLI_DEFAULT_MOUNT "); with a PATH it must be PATH's directory\n"
-                CLI_HELP_TRUST
-                CLI_HELP_KIND
-                "  --json        print one JSON object: ok, error, message, reasons\n"
-                "                [{code, message}], mount, binding, snapshot {sha256, size,\n"
-                "                dev, ino, name, published, publisher, binding}\n"
-                "  -h, --help    show this help\n"
-                "\n"
+                "\n",
+        .options = verify_options,
+        .tail = "\n"
                 "Exit status: 0 verified (the binding is printed); 1 not verified, every reason\n"
-                "printed as a \"code: message\" line; 2 usage error.\n");
+                "printed as a \"code: message\" line; 2 usage error.\n",
+};
+
+static void verify_usage(FILE *f)
+{
+        cli_print_help(f, &cli_verify_help);
+}
+
+/* Opens what arg names, verified: a binding on the mount, or a snapshot path held to its
+ * own name. -1 with *fd (a descriptor, or the refusal with why) and *mount set, or the exit
+ * code after a usage error. */
+static int open_arg(const char *arg, const struct cli_common *co, char **mount,
+                    struct snapfs_binding *b, struct snapfs_report *why, int *fd)
+{
+        _cleanup_free_ char *path = NULL, *dir = NULL, *name = NULL;
+
+        if (strncmp(arg, "sha256=", 7) == 0) {
+                if (snapfs_binding_parse(arg, b) < 0)
+                        return cli_usage_error("verify", co->json, NULL,
+                                               "not a valid binding: '%s'", arg);
+                *mount = cli_mount_path("verify", co);
+                if (!*mount)
+                        return 2;
+                *fd = snapfs_open_verified(*mount, b, &co->opts, why);
+        } else {
+                /* dirname/basename may modify their argument: each gets its own copy. */
+                path = path_make_absolute(arg);
+                dir = path ? strdup(path) : NULL;
+                name = path ? strdup(path) : NULL;
+                if (!dir || !name)
+                        return cli_system_error("verify", co->json, -ENOMEM, "%s", arg);
+                if (!snap_is_digest_name(basename(name)))
+                        return cli_usage_error("verify", co->json, NULL,
+                                               "'%s' is neither a binding (sha256=<hex> size=<n> "
+                                               "dev=<maj>:<min> ino=<n>) nor a snapshot path "
+                                               "(MNT/<sha256-hex>)", arg);
+                if (!strchr(arg, '/')) {
+                        /* A bare digest names that snapshot on the mount. */
+                        *mount = cli_mount_path("verify", co);
+                } else {
+                        *mount = cli_absolute_dir(dirname(dir));
+                        if (*mount && co->mount_arg) {
+                                _cleanup_free_ char *given = cli_absolute_dir(co->mount_arg);
+                                if (given && strcmp(given, *mount) != 0)
+                                        return cli_usage_error("verify", co->json, NULL,
+                                                               "%s is not on --mount %s", arg,
+                                                               co->mount_arg);
+                        }
+                }
+                if (!*mount)
+                        return 2;
+                *fd = snapfs_open_digest(*mount, basename(name), &co->opts, b, why);
+        }
+        return -1;
 }
 
 int cli_cmd_verify(int argc, char **argv)
 {
-        _cleanup_free_ char *mount = NULL, *path = NULL, *dir = NULL, *name = NULL;
+        _cleanup_free_ char *mount = NULL;
         struct cli_common co;
         struct snapfs_report why;
         struct snapfs_binding b;
@@ -58,55 +114,21 @@ int cli_cmd_verify(int argc, char **argv)
         bool described = false;
         char text[SNAPFS_BINDING_TEXT_MAX];
         const char *arg;
-        int r, fd;
+        int r, fd = -1;
 
-        r = cli_parse(&(struct cli_spec){ .cmd = "verify", .features = CLI_KIND,
+        r = cli_parse(&(struct cli_spec){ .cmd = "verify",
                                           .min_operands = 1, .max_operands = 1,
                                           .what = "exactly one BINDING or PATH",
-                                          .usage = verify_usage },
+                                          .usage = verify_usage,
+                                          .options = verify_options },
                       argc, argv, &co);
         if (r >= 0)
                 return r;
         arg = argv[optind];
 
-        if (strncmp(arg, "sha256=", 7) == 0) {
-                if (snapfs_binding_parse(arg, &b) < 0)
-                        return cli_usage_error("verify", co.json, NULL,
-                                               "not a valid binding: '%s'", arg);
-                mount = cli_mount_path("verify", &co);
-                if (!mount)
-                        return 2;
-                fd = snapfs_open_verified(mount, &b, &co.opts, &why);
-        } else {
-                /* dirname/basename may modify their argument: each gets its own copy. */
-                path = path_make_absolute(arg);
-                dir = path ? strdup(path) : NULL;
-                name = path ? strdup(path) : NULL;
-                if (!dir || !name)
-                        return cli_system_error("verify", co.json, -ENOMEM, "%s", arg);
-                if (!snap_is_digest_name(basename(name)))
-                        return cli_usage_error("verify", co.json, NULL,
-                                               "'%s' is neither a binding (sha256=<hex> size=<n> "
-                                               "dev=<maj>:<min> ino=<n>) nor a snapshot path "
-                                               "(MNT/<sha256-hex>)", arg);
-                if (!strchr(arg, '/')) {
-                        /* A bare digest names that snapshot on the mount. */
-                        mount = cli_mount_path("verify", &co);
-                } else {
-                        mount = cli_absolute_dir(dirname(dir));
-                        if (mount && co.mount_arg) {
-                                _cleanup_free_ char *given = cli_absolute_dir(co.mount_arg);
-                                if (given && strcmp(given, mount) != 0)
-                                        return cli_usage_error("verify", co.json, NULL,
-                                                               "%s is not on --mount %s", arg,
-                                                               co.mount_arg);
-                        }
-                }
-                if (!mount)
-                        return 2;
-                fd = snapfs_open_digest(mount, basename(name), &co.opts, &b, &why);
-        }
-
+        r = open_arg(arg, &co, &mount, &b, &why, &fd);
+        if (r >= 0)
+                return r;
         if (fd >= 0) {
                 /* What the daemon says of it, read through the very descriptor verified. */
                 described = snapfs_describe_fd(fd, &b, &s) == 0;

@@ -14,10 +14,29 @@
 #include "common/util.h"
 #include "common/values.h"
 
-static void wait_usage(FILE *f)
-{
-        fprintf(f,
-                "Usage: snapfs wait [--mount VIEW] [--owner UID] [--insecure-own-mount]\n"
+enum {
+        OPT_ENTRY = CLI_OWN_OPTION,
+        OPT_TIMEOUT,
+};
+
+static const struct cli_option wait_options[] = {
+        CLI_HEADING("Options:"),
+        CLI_OPTION_MOUNT("VIEW", CLI_HELP_MOUNT),
+        CLI_OPTIONS_TRUST,
+        CLI_OPTION_KIND(CLI_HELP_KIND),
+        { "entry", 0, CLI_ARG_VALUE, "ENTRY", NULL,
+          "the entry of VIEW to wait for", OPT_ENTRY },
+        { "timeout", 0, CLI_ARG_VALUE, "DURATION", NULL,
+          "give up after DURATION (\"90\" or \"90s\" seconds, \"15m\", \"2h\";\n"
+          "default: no limit)", OPT_TIMEOUT },
+        CLI_OPTION_JSON("print one JSON object: ok, error, message, reasons, mount,\n"
+                        "entry, binding, snapshot"),
+        CLI_OPTION_HELP,
+        CLI_OPTION_END,
+};
+
+const struct cli_help cli_wait_help = {
+        .head = "Usage: snapfs wait [--mount VIEW] [--owner UID] [--insecure-own-mount]\n"
                 "                   --entry ENTRY [--timeout DURATION] [--kind KIND] [--json]\n"
                 "\n"
                 "Sleep until the entry ENTRY of the scope view VIEW moves from the snapshot it\n"
@@ -25,28 +44,18 @@ static void wait_usage(FILE *f)
                 "binding of the snapshot it names then, opened and verified as snapfs exec\n"
                 "--entry does. The daemon wakes the wait when the entry moves: nothing polls.\n"
                 "Start it before reading the entry, so no move in between is missed.\n"
-                "\n"
-                "Options:\n"
-                "  --mount VIEW  " CLI_HELP_MOUNT "\n"
-                CLI_HELP_TRUST
-                CLI_HELP_KIND
-                "  --entry ENTRY the entry of VIEW to wait for\n"
-                "  --timeout DURATION\n"
-                "                give up after DURATION (\"90\" or \"90s\" seconds, \"15m\", \"2h\";\n"
-                "                default: no limit)\n"
-                "  --json        print one JSON object: ok, error, message, reasons, mount,\n"
-                "                entry, binding, snapshot\n"
-                "  -h, --help    show this help\n"
-                "\n"
+                "\n",
+        .options = wait_options,
+        .tail = "\n"
                 "Exit status: 0 the entry moved (its new binding printed); 1 it did not move\n"
                 "before the timeout, it was removed (removed: ENOENT), or what it names now\n"
-                "does not verify; 2 usage or system error.\n");
-}
-
-enum {
-        OPT_ENTRY = CLI_OWN_OPTION,
-        OPT_TIMEOUT,
+                "does not verify; 2 usage or system error.\n",
 };
+
+static void wait_usage(FILE *f)
+{
+        cli_print_help(f, &cli_wait_help);
+}
 
 struct wait_args {
         const char *entry;
@@ -116,11 +125,6 @@ static int print_outcome(const char *view, const struct wait_args *a, int fd,
 
 int cli_cmd_wait(int argc, char **argv)
 {
-        static const struct option options[] = {
-                { "entry", required_argument, NULL, OPT_ENTRY },
-                { "timeout", required_argument, NULL, OPT_TIMEOUT },
-                { NULL, 0, NULL, 0 },
-        };
         struct wait_args a = { .timeout_ms = -1 };
         _cleanup_free_ char *view = NULL;
         struct cli_common co;
@@ -128,9 +132,9 @@ int cli_cmd_wait(int argc, char **argv)
         struct snapfs_binding b;
         int r, fd;
 
-        r = cli_parse(&(struct cli_spec){ .cmd = "wait", .features = CLI_KIND,
+        r = cli_parse(&(struct cli_spec){ .cmd = "wait",
                                           .min_operands = 0, .max_operands = 0,
-                                          .usage = wait_usage, .options = options,
+                                          .usage = wait_usage, .options = wait_options,
                                           .option = take_option, .arg = &a },
                       argc, argv, &co);
         if (r >= 0)

@@ -1,8 +1,8 @@
 # SPDX-License-Identifier: MIT
-# bash completion for snapfs: the commands, each command's options (read from its own --help,
-# so they never fall out of step), the values of the options that take a fixed set, files and
-# directories where a path goes, the snapshot names of the mount for snapfs rm, and the scope
-# names of the mount for the scope commands. Installed
+# bash completion for snapfs: the commands, each command's options (read from the command's
+# own table, snapfs help --options CMD, so they never fall out of step), the values of the
+# options that take a fixed set, files and directories where a path goes, the snapshot names
+# of the mount for snapfs rm, and the scope names of the mount for the scope commands. Installed
 # as PREFIX/share/bash-completion/completions/snapfs, where bash-completion loads it the first
 # time snapfs is completed.
 
@@ -45,6 +45,9 @@ _snapfs()
         mapfile -t COMPREPLY < <(compgen -W "$(_snapfs_commands "$snapfs") --help --version" -- "$cur")
         return 0
     fi
+    # The values of the options that take a fixed set, a directory, a file or a value of the
+    # user's own: what snapfs help --options says of each (tests/integration/test_cli_options.py
+    # holds these lists to it).
     case $prev in
     --kind) words="content signature manifest" ;;
     --sort) words="name size age" ;;
@@ -63,7 +66,7 @@ _snapfs()
         ;;
     --owner | --name | --older-than | --binding | --fd | --env | --max-* | --staging-ttl | \
         --threads | --publishers | --readers | --mode | --fstype | --require | --forbid | \
-        --uid | --gid | --until-pid | --as | --entry | --timeout)
+        --uid | --gid | --until-pid | --as | --entry | --timeout | --group)
         return 0 # a value of the user's own
         ;;
     esac
@@ -86,7 +89,7 @@ _snapfs()
         return 0
     fi
     if [[ $cur == -* ]]; then
-        words=$("$snapfs" "$cmd" --help 2>/dev/null | grep -oE -- '--[a-z][a-z0-9-]*' | sort -u)
+        words=$("$snapfs" help --options "$cmd" 2>/dev/null | cut -d' ' -f1)
         mapfile -t COMPREPLY < <(compgen -W "$words" -- "$cur")
         return 0
     fi
