@@ -198,11 +198,12 @@ static char *usage_text(struct sfs_tree *t)
 /* A blob of ck found corrupt or missing on disk while the daemon holds its bytes: rewritten
  * from them (the store checks they hash to its name), and counted intact from then on. Only
  * the next start could lose it otherwise: it sets aside what does not hash. */
-static bool repair(struct sfs_tree *t, struct sfs_ocistore_check *ck, size_t i)
+static bool repair(struct sfs_tree *t, struct sfs_ocistore *store, struct sfs_ocistore_check *ck,
+                   size_t i)
 {
         struct snap_object *obj = snap_store_lookup(t->store, &ck->bad[i].digest);
-        int r = obj ? sfs_ocistore_repair(t->cfg.ocistore, &obj->digest, obj->data, obj->size)
-                    : -ENOENT;
+        int r = obj && store ? sfs_ocistore_repair(store, &obj->digest, obj->data, obj->size)
+                             : -ENOENT;
 
         if (obj)
                 snap_store_release(t->store, obj);
@@ -217,14 +218,50 @@ static bool repair(struct sfs_tree *t, struct sfs_ocistore_check *ck, size_t i)
         return true;
 }
 
+/* Every blob re-hashed: --store's, then --runtime-store's (every scope's content: a byte
+ * changed there is as wrong, and is repaired the same way), their counts added and their
+ * problems named in that order; from[i] is the store bad[i] lies in. 0 or a negative errno. */
+static int check_stores(struct sfs_tree *t, struct sfs_ocistore_check *ck,
+                        struct sfs_ocistore **from)
+{
+        struct sfs_ocistore_check *rt;
+        int r = t->cfg.ocistore ? sfs_ocistore_check(t->cfg.ocistore, ck) : 0;
+
+        if (r < 0)
+                return r;
+        if (!t->cfg.ocistore)
+                *ck = (struct sfs_ocistore_check){ 0 };
+        for (size_t i = 0; i < ck->n_named; i++)
+                from[i] = t->cfg.ocistore;
+        if (!t->cfg.runtime)
+                return 0;
+        rt = malloc(sizeof(*rt));
+        if (!rt)
+                return -ENOMEM;
+        r = sfs_ocistore_check(t->cfg.runtime, rt);
+        if (r == 0) {
+                ck->blobs += rt->blobs;
+                ck->intact += rt->intact;
+                ck->corrupt += rt->corrupt;
+                ck->missing += rt->missing;
+                for (size_t i = 0; i < rt->n_named && ck->n_named < SFS_OCISTORE_CHECK_NAMED; i++) {
+                        from[ck->n_named] = t->cfg.runtime;
+                        ck->bad[ck->n_named++] = rt->bad[i];
+                }
+        }
+        free(rt);
+        return r;
+}
+
 /* The value of SFS_XATTR_STORE_CHECK, at most SFS_USAGE_MAX bytes: the daemon re-hashes every
- * blob of --store as it is on disk now. Each problem is also an audit event, so it is on
+ * blob of --store and --runtime-store as it is now. Each problem is also an audit event, so it is on
  * record whoever asked. malloc'd into *out, or a negative errno. */
 static int store_check_text(struct sfs_tree *t, const struct sfs_caller *c, char **out)
 {
         struct sfs_ocistore_check *ck = malloc(sizeof(*ck));
         char *text = malloc(SFS_USAGE_MAX + 1);
         bool repaired[SFS_OCISTORE_CHECK_NAMED];
+        struct sfs_ocistore *from[SFS_OCISTORE_CHECK_NAMED];
         size_t used, bad_shown = 0;
         int r;
 
@@ -233,7 +270,7 @@ static int store_check_text(struct sfs_tree *t, const struct sfs_caller *c, char
                 free(text);
                 return -ENOMEM;
         }
-        r = sfs_ocistore_check(t->cfg.ocistore, ck);
+        r = check_stores(t, ck, from);
         if (r < 0) {
                 free(ck);
                 free(text);
@@ -241,12 +278,17 @@ static int store_check_text(struct sfs_tree *t, const struct sfs_caller *c, char
         }
         /* Repaired first: the counts then say what is on disk once this answer is given. */
         for (size_t i = 0; i < ck->n_named; i++)
-                repaired[i] = repair(t, ck, i);
+                repaired[i] = repair(t, from[i], ck, i);
         used = (size_t)snprintf(text, SFS_USAGE_MAX + 1,
                                 "blobs=%llu intact=%llu corrupt=%llu missing=%llu set-aside=%llu\n",
                                 (unsigned long long)ck->blobs, (unsigned long long)ck->intact,
                                 (unsigned long long)ck->corrupt, (unsigned long long)ck->missing,
-                                (unsigned long long)sfs_ocistore_corrupt(t->cfg.ocistore));
+                                (unsigned long long)((t->cfg.ocistore
+                                                              ? sfs_ocistore_corrupt(t->cfg.ocistore)
+                                                              : 0) +
+                                                     (t->cfg.runtime
+                                                              ? sfs_ocistore_corrupt(t->cfg.runtime)
+                                                              : 0)));
         for (size_t i = 0; i < ck->n_named; i++) {
                 char hex[SNAP_DIGEST_HEX_LEN + 1];
                 const char *what = repaired[i]                ? "repaired"
@@ -532,7 +574,7 @@ static int get_store_check(struct sfs_tree *t, const struct sfs_caller *c, struc
 
         (void)n;
         tree_unlock(t);
-        if (!t->cfg.ocistore)
+        if (!t->cfg.ocistore && !t->cfg.runtime)
                 return -ENODATA;
         /* A re-hash of the whole store is not for every uid to trigger. */
         if (!sfs_tree_may_check_store(t, c))

@@ -327,6 +327,30 @@ def test_a_scopes_token_never_reaches_the_disk_store_and_survives_a_restart(
     assert sha256_hex(data) in listed(fs)
 
 
+def test_the_audit_re_hashes_the_runtime_store_and_repairs_a_scopes_blob(
+        mount_snapfs, workdir, runtime_dir):
+    """Scope content lives in --runtime-store, not --store: the audit re-hashes it too, and a
+    byte changed there is repaired from the daemon's copy, beside the intact ones."""
+    store = os.path.join(workdir, "store")
+    fs = mount_snapfs("--store", store, "--runtime-store", runtime_dir)
+    scope(fs, workdir)
+    data, _ = secret(b"audited")
+    put(fs, data, "--scope", "sandbox-a", "--as", "cfg")
+    digest = sha256_hex(data)
+    blob = os.path.join(runtime_dir, "blobs", "sha256", digest)
+    rc, out = jsnap("audit", "--mount", fs.path)
+    assert rc == 0 and out["store"]["corrupt"] == 0 and out["store"]["repaired"] == 0, out
+    clean_blobs = out["store"]["blobs"]
+    with open(blob, "r+b") as f:
+        f.write(b"X")  # same size, other bytes
+    rc, out = jsnap("audit", "--mount", fs.path)
+    assert rc == 0, out
+    assert (out["store"]["blobs"], out["store"]["repaired"], out["store"]["corrupt"]) == \
+        (clean_blobs, 1, 0), out
+    with open(blob, "rb") as f:
+        assert sha256_hex(f.read()) == digest
+
+
 # ---- rotations never fill the mount ---------------------------------------------------------
 
 ROTATIONS = 1000  # the figure the issue names; about 6 s here through the Python client
