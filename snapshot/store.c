@@ -282,11 +282,15 @@ void snap_store_free(struct snap_store *s)
                 while (s->buckets[i]) {
                         struct object *o = s->buckets[i];
                         unlink_object(o);
+                        if (s->cfg.freed)
+                                s->cfg.freed(&o->pub);
                         free_object(o);
                 }
         while (s->detached) {
                 struct object *o = s->detached;
                 unlink_object(o);
+                if (s->cfg.freed)
+                        s->cfg.freed(&o->pub);
                 free_object(o);
         }
         free(s->buckets);
@@ -723,8 +727,11 @@ void snap_store_release(struct snap_store *s, struct snap_object *so)
                 last = true;
         }
         pthread_mutex_unlock(&s->lock);
-        if (last)
+        if (last) {
+                if (s->cfg.freed)
+                        s->cfg.freed(&o->pub);
                 free_object(o);
+        }
 }
 
 int snap_store_detach(struct snap_store *s, struct snap_object *so)

@@ -20,6 +20,8 @@
 
 struct snap_store;
 
+struct snap_object;
+
 struct snap_store_config {
         uint64_t max_object_size; /* one object larger than this: -EFBIG */
         uint64_t max_bytes;       /* objects + reservations past this: -ENOSPC */
@@ -39,6 +41,9 @@ struct snap_store_config {
          * under the store's lock; it must not call back. NULL: nobody is told. */
         void (*ino_noted)(void *ctx, const struct snap_digest *digest, uint64_t ino);
         void *ino_ctx;
+        /* Told of an object whose last reference went, just before its content is freed
+         * (outside the store's lock; it must not touch the store). NULL: nobody is told. */
+        void (*freed)(const struct snap_object *o);
 };
 
 /* A snapshot has at most this many holders besides the privileged uid: what one manifest

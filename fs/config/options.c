@@ -131,6 +131,11 @@ const struct sfs_option sfs_options[SFS_OPT_COUNT] = {
                                  .def = SFS_MAX_SCOPES_LIMIT,
                                  .help = "scopes the daemon serves at most; ENOSPC past it",
                                  .flags = SFS_OPTF_LIMIT },
+        [SFS_OPT_NO_PASSTHROUGH] = { .id = SFS_OPT_NO_PASSTHROUGH,
+                                     FLAG("no-passthrough", "answer every read of a snapshot "
+                                          "in the daemon; by default the kernel reads a "
+                                          "sealed copy itself (FUSE passthrough) where it "
+                                          "can: Linux 6.9, CAP_SYS_ADMIN") },
         [SFS_OPT_DEBUG] = { .id = SFS_OPT_DEBUG, FLAG("debug", "print every FUSE request (implies -f)"),
                             .flags = SFS_OPTF_COMMAND_LINE_ONLY },
         [SFS_OPT_HELP] = { .id = SFS_OPT_HELP, FLAG("help", "show this help"), .short_name = 'h',
@@ -245,6 +250,7 @@ static int set_flag(struct sfs_daemon_config *cfg, const struct sfs_option *o, b
         case SFS_OPT_READ_ONLY: cfg->tree.read_only = on; break;
         case SFS_OPT_ALLOW_OTHER: cfg->allow_other = on; break;
         case SFS_OPT_REPLACE_STALE: cfg->replace_stale = on; break;
+        case SFS_OPT_NO_PASSTHROUGH: cfg->no_passthrough = on; break;
         case SFS_OPT_NOATIME: cfg->noatime = on; break;
         case SFS_OPT_NODIRATIME: cfg->nodiratime = on; break;
         case SFS_OPT_RELATIME: cfg->relatime = on; break;

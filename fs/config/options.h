@@ -109,6 +109,7 @@ enum sfs_opt_id {
         SFS_OPT_THREADS,
         SFS_OPT_SCOPE_THREADS,
         SFS_OPT_MAX_SCOPES,
+        SFS_OPT_NO_PASSTHROUGH,
         SFS_OPT_DEBUG,
         SFS_OPT_HELP,
         SFS_OPT_COUNT,
@@ -179,6 +180,7 @@ struct sfs_daemon_config {
         bool foreground;
         bool allow_other;
         bool replace_stale;
+        bool no_passthrough;          /* every snapshot READ answered by the daemon */
         bool debug;
         bool help;                    /* --help: print the help, do nothing else */
         unsigned max_threads;         /* 0: libfuse's default */

@@ -32,6 +32,7 @@
 #include "fs/base/notify.h"
 #include "fs/store/ocistore.h"
 #include "fs/fuse/conn.h"
+#include "fs/fuse/passthrough.h"
 #include "fs/fuse/ops.h"
 #include "fs/control/protocol.h"
 #include "fs/scopes/registry.h"
@@ -937,6 +938,10 @@ static int daemon_prepare_tree(struct daemon *d)
                         return r;
                 d->tc.ocistore = d->store;
         }
+        /* Before any content exists: each snapshot's backing file (passthrough) is closed when
+         * the store frees it. */
+        sfs_pt_configure(!d->cfg->no_passthrough);
+        sfs_tree_set_content_freed(sfs_pt_forget);
         r = sfs_tree_new(&d->tc, &d->ctx.tree);
         if (r < 0) {
                 LOG("%s\n", strerror(-r));
