@@ -145,8 +145,14 @@ int sfs_inostate_open(int fd, struct sfs_inostate **out)
 void sfs_inostate_note(struct sfs_inostate *st, const uint8_t *digest, uint64_t ino,
                        uint32_t space)
 {
+        static const uint8_t none[32];
+
         if (!st || !ino)
                 return;
+        /* A number of a space of its own (a scope view's), named or not, is kept as a record:
+         * the successor finds that space's highest. */
+        if (!digest && space)
+                digest = none;
         pthread_mutex_lock(&st->lock);
         /* A successor serving again what a predecessor noted: nothing new to write. */
         if (digest && st->n_old) {
@@ -208,6 +214,25 @@ int sfs_inostate_digest(struct sfs_inostate *st, uint64_t ino, uint32_t space, u
                 return -ENOENT;
         memcpy(out, r->digest, 32);
         return 0;
+}
+
+uint64_t sfs_inostate_space_next(struct sfs_inostate *st, uint32_t space)
+{
+        struct rec key = { .ino = UINT64_MAX, .space = space };
+        size_t lo = 0, hi;
+
+        if (!st || !st->n_old)
+                return 0;
+        /* The last record at or below (space, UINT64_MAX) in (space, ino) order. */
+        hi = st->n_old;
+        while (lo < hi) {
+                size_t mid = lo + (hi - lo) / 2;
+                if (by_ino(&st->old[mid], &key) <= 0)
+                        lo = mid + 1;
+                else
+                        hi = mid;
+        }
+        return lo && st->old[lo - 1].space == space ? st->old[lo - 1].ino + 1 : 0;
 }
 
 uint64_t sfs_inostate_next(struct sfs_inostate *st)

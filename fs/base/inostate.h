@@ -14,8 +14,9 @@ struct sfs_inostate;
  * over: judged, and refused with -EBADMSG when it does not parse or names one number
  * twice). 0 and *out, or -errno. */
 int sfs_inostate_open(int fd, struct sfs_inostate **out);
-/* Notes that ino names digest (32 bytes) in space (0: the main mount), or, digest NULL,
- * that ino was handed out: before the reply that names it. Never fails the request: a write
+/* Notes that ino names digest (32 bytes) in space (0: the main mount; a scope view's
+ * numbers are a space of their own), or, digest NULL, that ino was handed out: before the
+ * reply that names it. Never fails the request: a write
  * that fails is counted, and a successor then serves fewer of the old numbers. */
 void sfs_inostate_note(struct sfs_inostate *st, const uint8_t *digest, uint64_t ino,
                        uint32_t space);
@@ -23,6 +24,8 @@ void sfs_inostate_note(struct sfs_inostate *st, const uint8_t *digest, uint64_t 
 uint64_t sfs_inostate_ino(struct sfs_inostate *st, const uint8_t *digest, uint32_t space);
 /* The digest a predecessor's number ino names in space into out: 0, or -ENOENT. */
 int sfs_inostate_digest(struct sfs_inostate *st, uint64_t ino, uint32_t space, uint8_t out[32]);
+/* One past the highest number a predecessor noted in space (0 when none). */
+uint64_t sfs_inostate_space_next(struct sfs_inostate *st, uint32_t space);
 /* One past the highest number ever handed out (0 when none was). */
 uint64_t sfs_inostate_next(struct sfs_inostate *st);
 /* Takeovers this state has seen, counted once per successor. */

@@ -12,6 +12,7 @@
 
 #include "snapshot/binding.h"
 #include "snapshot/name.h"
+#include "fs/base/inostate.h"
 #include "fs/tree/tree-internal.h"
 #include "common/util.h"
 
@@ -120,7 +121,7 @@ uint64_t sfs_scope_alloc_ino(struct sfs_tree *t)
         uint64_t ino;
 
         tree_lock(t);
-        ino = t->scope->next_ino++;
+        ino = sfs_tree_alloc_ino(t);
         tree_unlock(t);
         return ino;
 }
@@ -836,6 +837,7 @@ int sfs_scope_restore(struct sfs_tree *t, json_object *grants, json_object *entr
                       void (*warn)(void *ctx, const char *what, const char *why), void *ctx,
                       struct sfs_scope_effects *fx)
 {
+        uint64_t kept;
         size_t n;
         int r = 0;
 
@@ -853,6 +855,10 @@ int sfs_scope_restore(struct sfs_tree *t, json_object *grants, json_object *entr
                 r = restore_entry(t, json_object_array_get_idx(entries, i), warn, ctx);
         if (r >= 0)
                 r = renumber(t, next_ino);
+        /* Past what a predecessor handed out here (taken over), staging files included. */
+        kept = sfs_inostate_space_next(t->cfg.inostate, sfs_tree_ino_space(t));
+        if (r >= 0 && kept > t->scope->next_ino)
+                t->scope->next_ino = kept;
         /* A digest only entries named, whose entries did not come back: not granted. */
         if (r >= 0)
                 r = make_room(t, fx, t->scope->grants.n_digests);

@@ -211,6 +211,9 @@ int sfs_refused(struct sfs_tree *t, const struct sfs_caller *c, const char *even
 /* A new inode number: the view's own in a scope's view, the store's on the main mount.
  * t->lock held. */
 uint64_t sfs_tree_alloc_ino(struct sfs_tree *t);
+/* The space t's numbers are kept in for a successor (fs/base/inostate.h): 0 for the main
+ * tree, a scope's name's FNV-1a (never 0) for a view, which numbers its own inodes. */
+uint32_t sfs_tree_ino_space(const struct sfs_tree *t);
 struct sfs_node *sfs_node_new(struct sfs_tree *t, enum sfs_kind kind, uint64_t ino);
 /* The node this tree knows under ino, or NULL; never one made again for a predecessor's
  * number (sfs_tree_node does that). Takes the id table's lock alone. */

@@ -392,14 +392,31 @@ uint64_t sfs_next_handle_id(struct sfs_tree *t)
         return t->next_fh++;
 }
 
+uint32_t sfs_tree_ino_space(const struct sfs_tree *t)
+{
+        uint32_t h = 2166136261u;
+
+        if (!t->scope)
+                return 0;
+        for (const char *p = t->scope->name; *p; p++)
+                h = (h ^ (uint8_t)*p) * 16777619u;
+        return h ? h : 1;
+}
+
 uint64_t sfs_tree_alloc_ino(struct sfs_tree *t)
 {
+        uint64_t ino;
+
         assert(mutex_held(&t->lock));
         /* A view counts alone: the store's counter moves with every publish of every scope
          * and of the operator, which a sandbox could read off its own new files. */
-        if (t->scope)
-                return t->scope->next_ino++;
-        return snap_store_alloc_ino(t->store);
+        if (!t->scope)
+                return snap_store_alloc_ino(t->store);
+        ino = t->scope->next_ino++;
+        /* A staging file's number is in no scope file: kept for a successor before anyone
+         * is told it, so it is never handed out again while the kernel may hold it. */
+        sfs_inostate_note(t->cfg.inostate, NULL, ino, sfs_tree_ino_space(t));
+        return ino;
 }
 
 struct sfs_node *sfs_node_new(struct sfs_tree *t, enum sfs_kind kind, uint64_t ino)

@@ -21,7 +21,7 @@ import time
 
 import pytest
 
-from snaptest import (BUILD, NOBODY_UID, ROOT, SNAPFS, control_ok, is_mounted, run,
+from snaptest import (BUILD, NOBODY_UID, ROOT, SNAPFS, as_uid, control_ok, is_mounted, run,
                       sha256_hex, wait_for)
 
 READER = pathlib.Path(__file__).resolve().parent / "takeover_reader.py"
@@ -352,3 +352,60 @@ def test_a_publish_in_progress_at_a_kill_fails_clearly_and_publishes_nothing(dae
     os.rename(path, target)
     with open(target, "rb") as f:
         assert f.read() == data
+
+
+def test_a_scope_views_staging_numbers_are_never_handed_out_again(daemon):
+    """A view numbers its own inodes; a staging file's number is in no scope file, so the
+    successor learns it from the numbers kept for it: the next staging file after the kill
+    gets a higher one, never one the kernel may still hold for the first."""
+    d = daemon
+    view = os.path.join(d.dir, "views", "pub")
+    control_ok(d.mnt, {"op": "scope-create", "name": "pub", "view": view,
+                       "uids": [NOBODY_UID], "publish": True})
+    code = ("import os, sys; fd = os.open(sys.argv[1], os.O_WRONLY | os.O_CREAT | os.O_EXCL); "
+            "print(os.fstat(fd).st_ino); os.close(fd)")
+    first = int(as_uid(NOBODY_UID, code, f"{view}/.staging/a").stdout)
+    second = int(as_uid(NOBODY_UID, code, f"{view}/.staging/b").stdout)
+    d.kill_and_wait_successor()
+    third = int(as_uid(NOBODY_UID, code, f"{view}/.staging/c").stdout)
+    assert first < second < third, (first, second, third)
+    control_ok(d.mnt, {"op": "scope-remove", "name": "pub"})
+
+
+def test_a_hand_over_runs_the_program_now_at_the_path(workdir):
+    """An upgrade outside systemd: the program at the daemon's path is replaced (here by a
+    wrapper that leaves a mark, then runs snapfs), SIGUSR1 to the pid file's process, and the
+    successor is the new program; the mount serves on with the same device and content."""
+    bindir, mnt = os.path.join(workdir, "bin"), os.path.join(workdir, "m")
+    os.mkdir(bindir)
+    os.mkdir(mnt)
+    prog, mark = os.path.join(bindir, "snapfs"), os.path.join(workdir, "upgraded")
+    shutil.copy(SNAPFS, prog)
+    pidfile, store = os.path.join(workdir, "pid"), os.path.join(workdir, "store")
+    os.mkdir(store, 0o700)
+    r = run(prog, "mount", "--store", store, "--pid-file", pidfile, mnt)
+    assert r.returncode == 0, r.stderr
+    with open(pidfile) as f:
+        supervisor = int(f.read())
+    try:
+        r = subprocess.run([str(SNAPFS), "put", "--mount", mnt, "-"], input=b"before",
+                           capture_output=True, timeout=60)
+        assert r.returncode == 0, r.stderr
+        dev, old = os.stat(mnt).st_dev, status(mnt)["pid"]
+        new = prog + ".new"
+        with open(new, "w") as f:
+            f.write(f"#!/bin/sh\necho \"$$\" > {mark}\nexec {SNAPFS} \"$@\"\n")
+        os.chmod(new, 0o755)
+        os.rename(new, prog)  # as dpkg replaces a program
+        os.kill(supervisor, signal.SIGUSR1)
+        wait_for(lambda: not alive(old), "the old serving process to end")
+        s = status(mnt)
+        with open(mark) as f:
+            assert int(f.read()) == s["pid"] != old  # the new program is what serves
+        assert s["takeovers"] == 1 and os.stat(mnt).st_dev == dev
+        with open(os.path.join(mnt, sha256_hex(b"before")), "rb") as f:
+            assert f.read() == b"before"
+    finally:
+        os.kill(supervisor, signal.SIGTERM)
+        wait_for(lambda: not alive(supervisor), "the supervisor to exit")
+    assert not is_mounted(mnt)
