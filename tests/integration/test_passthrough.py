@@ -1,0 +1,212 @@
+# SPDX-License-Identifier: MIT
+"""Snapshot reads in both modes (docs/design.md, "Reads without the daemon"): by FUSE
+passthrough, where the kernel reads a sealed memory file the daemon registered and no READ
+reaches the daemon, and through the daemon (--no-passthrough, or a kernel, a privilege or an
+INIT without it). Every guarantee of a snapshot is asserted in both, with the same errno: the
+bytes, the binding (dev, ino, size, SHA-256, mode 0000), every write refused, a writable shared
+mapping refused, and a view's uid policy decided at OPEN."""
+import errno
+import hashlib
+import mmap
+import os
+
+import pytest
+
+from snaptest import NOBODY_UID, UID_PRELUDE, as_uid, control_ok, wait_for
+
+MODES = {"passthrough": (), "read": ("--no-passthrough",)}
+
+
+def status(fs):
+    return control_ok(fs.path, {"op": "status"})["status"]
+
+
+def reads(fs):
+    return status(fs)["reads"]
+
+
+def bytes_read(fs):
+    return status(fs)["counters"]["bytes_read"]
+
+
+@pytest.fixture(params=sorted(MODES))
+def mode(request):
+    return request.param
+
+
+@pytest.fixture
+def start(mount_snapfs, mode):
+    """mount_snapfs in this test's mode: the daemon says which mode serves, and why not
+    passthrough when it does not."""
+    def go(*opts, name="mnt"):
+        fs = mount_snapfs(*opts, *MODES[mode], name=name)
+        r = reads(fs)
+        if mode == "read":
+            assert (r["mode"], r["why"]) == ("read", "--no-passthrough"), r
+        elif r["mode"] != "passthrough":
+            pytest.skip(f"no FUSE passthrough here: {r['why']}")
+        assert r["backing_files"] == 0
+        return fs
+    return go
+
+
+def cold_read(path):
+    """The whole file, after dropping whatever the FUSE mount's page cache held of it."""
+    fd = os.open(path, os.O_RDONLY)
+    try:
+        os.posix_fadvise(fd, 0, 0, os.POSIX_FADV_DONTNEED)
+        return os.pread(fd, 1 << 20, 0)
+    finally:
+        os.close(fd)
+
+
+def test_a_snapshot_reads_right_and_only_passthrough_sends_no_read_to_the_daemon(start, mode):
+    fs = start("--allow-other")
+    data = os.urandom(200 * 1024 + 17)
+    digest = fs.publish(data)
+    before = bytes_read(fs)
+    got = cold_read(fs.p(digest))
+    assert hashlib.sha256(got).hexdigest() == digest and got == data
+    if mode == "passthrough":
+        # The kernel read the backing file: not one byte of content came from the daemon.
+        assert bytes_read(fs) == before
+        assert reads(fs)["backing_files"] == 1
+    else:
+        assert bytes_read(fs) - before == len(data)
+        assert reads(fs)["backing_files"] == 0
+
+
+def test_the_binding_is_the_same_through_an_open_file_as_by_its_name(start):
+    fs = start("--allow-other")
+    data = b"bound once, read anywhere\n" * 100
+    digest = fs.publish(data)
+    st = os.stat(fs.p(digest))
+    assert (st.st_mode, st.st_size) == (0o100000, len(data))
+    with open(fs.p(digest), "rb") as f:
+        fst = os.fstat(f.fileno())
+        assert hashlib.sha256(f.read()).hexdigest() == digest
+    after = os.stat(fs.p(digest))
+    for s in (fst, after):
+        assert (s.st_dev, s.st_ino, s.st_size, s.st_mode) == \
+            (st.st_dev, st.st_ino, st.st_size, st.st_mode)
+
+
+@pytest.mark.parametrize("flags", [os.O_WRONLY, os.O_RDWR, os.O_RDONLY | os.O_TRUNC,
+                                   os.O_WRONLY | os.O_APPEND])
+def test_every_writable_open_is_erofs_and_a_read_only_one_reads(start, flags):
+    fs = start("--allow-other")
+    digest = fs.publish(b"immutable\n")
+    with pytest.raises(OSError) as e:
+        os.open(fs.p(digest), flags)
+    assert e.value.errno == errno.EROFS
+    assert cold_read(fs.p(digest)) == b"immutable\n"
+
+
+def test_a_writable_shared_mapping_is_eacces_a_private_one_reads(start):
+    fs = start("--allow-other")
+    data = b"mapped\n" * 1000
+    digest = fs.publish(data)
+    with open(fs.p(digest), "rb") as f:
+        with pytest.raises(OSError) as e:
+            mmap.mmap(f.fileno(), 0, mmap.MAP_SHARED, mmap.PROT_READ | mmap.PROT_WRITE)
+        assert e.value.errno == errno.EACCES
+        # A private writable mapping copies on write: the snapshot stays as it was.
+        m = mmap.mmap(f.fileno(), 0, mmap.MAP_PRIVATE, mmap.PROT_READ | mmap.PROT_WRITE)
+        assert m[:len(data)] == data
+        m[0:6] = b"CHANGE"
+        m.close()
+        with pytest.raises(OSError) as e:
+            os.write(f.fileno(), b"x")
+        assert e.value.errno == errno.EBADF
+    with pytest.raises(OSError) as e:
+        os.truncate(fs.p(digest), 0)
+    assert e.value.errno == errno.EROFS
+    assert cold_read(fs.p(digest)) == data
+
+
+def test_a_uid_view_lets_its_uid_read_and_refuses_another_at_open(start, mode, workdir):
+    fs = start("--allow-other")
+    data = b"for uid 1000 alone"
+    digest = fs.publish(data, "c")
+    views = os.path.join(workdir, "views")
+    os.makedirs(views)
+    view = control_ok(fs.path, {"op": "scope-create", "name": "a", "view": f"{views}/a",
+                                "uids": [NOBODY_UID]})["scope"]["view"]
+    control_ok(fs.path, {"op": "grant", "scope": "a", "sha256": digest, "entry": "cfg"})
+    code = UID_PRELUDE + r'''
+view = sys.argv[2]
+if os.getuid() == 1000:
+    fd = os.open(f"{view}/cfg", os.O_RDONLY)
+    os.posix_fadvise(fd, 0, 0, os.POSIX_FADV_DONTNEED)
+    print(os.pread(fd, 100, 0).decode(), refused(os.open, f"{view}/cfg", os.O_RDWR))
+else:
+    print(refused(os.open, f"{view}/cfg", os.O_RDONLY))
+'''
+    before = bytes_read(fs)
+    assert as_uid(NOBODY_UID, code, fs.path, view).stdout.split() == [
+        "for", "uid", "1000", "alone", str(errno.EROFS)]
+    assert as_uid(NOBODY_UID + 1, code, fs.path, view).stdout.split() == [str(errno.EACCES)]
+    if mode == "passthrough":
+        assert bytes_read(fs) == before
+        assert reads(fs)["backing_files"] == 1  # the view's connection's
+    else:
+        assert bytes_read(fs) - before == len(data)
+
+
+def test_the_read_view_and_a_root_only_scope_view_read_in_both_modes(start, mode, workdir):
+    view = os.path.join(workdir, "view")
+    os.makedirs(view)
+    fs = start("--allow-other", "--readers", "any", "--read-view", view)
+    data = os.urandom(100 * 1024)
+    digest = fs.publish(data, "c")
+    views = os.path.join(workdir, "views")
+    os.makedirs(views)
+    scoped = control_ok(fs.path, {"op": "scope-create", "name": "r",
+                                  "view": f"{views}/r"})["scope"]["view"]
+    control_ok(fs.path, {"op": "grant", "scope": "r", "sha256": digest, "entry": "cfg"})
+    code = UID_PRELUDE + r'''
+fd = os.open(f"{sys.argv[2]}/{sys.argv[3]}", os.O_RDONLY)
+os.posix_fadvise(fd, 0, 0, os.POSIX_FADV_DONTNEED)
+print(hashlib.sha256(os.pread(fd, 1 << 20, 0)).hexdigest(),
+      refused(os.open, f"{sys.argv[2]}/{sys.argv[3]}", os.O_WRONLY))
+'''
+    before = bytes_read(fs)
+    # The read view: every uid reads; the kernel refuses writes on the read-only mount.
+    assert as_uid(NOBODY_UID, code, fs.path, view, digest).stdout.split() == [
+        digest, str(errno.EROFS)]
+    # A scope's view of root alone.
+    assert cold_read(os.path.join(scoped, "cfg")) == data
+    with pytest.raises(OSError) as e:
+        os.open(os.path.join(scoped, "cfg"), os.O_WRONLY)
+    assert e.value.errno == errno.EROFS
+    if mode == "passthrough":
+        assert bytes_read(fs) == before
+        assert reads(fs)["backing_files"] == 2  # one on each connection
+    else:
+        assert bytes_read(fs) - before == 2 * len(data)
+
+
+def test_a_backing_file_is_registered_once_and_closed_when_its_snapshot_goes(start, mode):
+    fs = start("--allow-other")
+    data = b"registered once\n" * 64
+    digest = fs.publish(data)
+    fds = [os.open(fs.p(digest), os.O_RDONLY) for _ in range(5)]
+    try:
+        assert reads(fs)["backing_files"] == (1 if mode == "passthrough" else 0)
+        # Removed while open: the open files read on (their own reference to the content).
+        os.unlink(fs.p(digest))
+        assert not os.path.exists(fs.p(digest))
+        for fd in fds:
+            os.posix_fadvise(fd, 0, 0, os.POSIX_FADV_DONTNEED)
+            assert os.pread(fd, 4096, 0) == data
+    finally:
+        for fd in fds:
+            os.close(fd)
+    # The last close collects the snapshot, and with it its backing file (RELEASE is sent
+    # after close() returns: waited for, not timed).
+    wait_for(lambda: status(fs)["usage"]["snapshots"] == 0, "the snapshot collected")
+    assert reads(fs)["backing_files"] == 0
+    # Published again: a new backing file, served as before.
+    digest2 = fs.publish(data)
+    assert digest2 == digest and cold_read(fs.p(digest)) == data
+    assert reads(fs)["backing_files"] == (1 if mode == "passthrough" else 0)
