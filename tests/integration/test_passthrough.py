@@ -9,6 +9,7 @@ import errno
 import hashlib
 import mmap
 import os
+import subprocess
 
 import pytest
 
@@ -210,3 +211,25 @@ def test_a_backing_file_is_registered_once_and_closed_when_its_snapshot_goes(sta
     digest2 = fs.publish(data)
     assert digest2 == digest and cold_read(fs.p(digest)) == data
     assert reads(fs)["backing_files"] == (1 if mode == "passthrough" else 0)
+
+
+def test_status_text_metrics_and_the_log_say_which_mode_serves(start, mode):
+    fs = start("--allow-other")
+    digest = fs.publish(b"which mode\n")
+    assert cold_read(fs.p(digest)) == b"which mode\n"
+    text = subprocess.run([fs.binary, "status", "--mount", fs.path], capture_output=True,
+                          text=True, timeout=60)
+    metrics = subprocess.run([fs.binary, "metrics", "--mount", fs.path], capture_output=True,
+                             text=True, timeout=60)
+    assert text.returncode == 0 and metrics.returncode == 0, text.stderr + metrics.stderr
+    lines = metrics.stdout.splitlines()
+    if mode == "passthrough":
+        assert "reads      passthrough (1 backing files)\n" in text.stdout
+        assert "snapfs_passthrough 1" in lines and "snapfs_backing_files 1" in lines
+        said = "snapshot reads: passthrough"
+    else:
+        assert "reads      through the daemon (--no-passthrough)\n" in text.stdout
+        assert "snapfs_passthrough 0" in lines and "snapfs_backing_files 0" in lines
+        said = "snapshot reads: through the daemon (no passthrough: --no-passthrough)"
+    # One line at start, whatever the number of connections.
+    assert fs.stderr().count("snapshot reads:") == 1 and said in fs.stderr()
