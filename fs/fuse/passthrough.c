@@ -14,6 +14,7 @@
 #include <unistd.h>
 
 #include "common/util.h"
+#include "fs/base/inostate.h"
 #include "fs/base/metrics.h"
 #include "fs/fuse/conn.h"
 #include "snapshot/store.h"
@@ -61,10 +62,12 @@ struct reg {
         struct reg *next;
 };
 
-/* A snapshot's backing file: fd -1 when none could be made (read through the daemon). */
+/* A snapshot's backing file: fd a negative errno when none could be made (read through the
+ * daemon), -1 too before the first try. */
 struct entry {
         const struct snap_object *obj;
         int fd;
+        bool tried;
         struct reg *regs;
         struct entry *next;
 };
@@ -75,6 +78,7 @@ static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
 static struct entry *table[BUCKETS];
 static unsigned n_files; /* entries with a memory file */
 static bool wanted, privileged, offered_seen, refused_seen, on_seen, said;
+static struct sfs_inostate *record; /* where ids are noted for a successor, or NULL */
 
 static void publish_mode(void);
 
@@ -107,8 +111,9 @@ static bool check_privileged(void)
         return cap && init_ns;
 }
 
-void sfs_pt_configure(bool want)
+void sfs_pt_configure(bool want, struct sfs_inostate *st)
 {
+        record = st;
         wanted = want;
         privileged = want && check_privileged();
         /* One descriptor per backing file (SFS_PT_MAX_BACKING): the soft limit (often 1,024)
@@ -267,7 +272,7 @@ static int make_backing(const struct snap_object *obj)
         return TAKE_FD(fd);
 }
 
-/* obj's entry, made at its first open: NULL only without memory. */
+/* obj's entry: NULL only without memory. */
 static struct entry *entry_of(const struct snap_object *obj)
 {
         struct entry **pp = find(obj), *e;
@@ -278,19 +283,50 @@ static struct entry *entry_of(const struct snap_object *obj)
         if (!e)
                 return NULL;
         e->obj = obj;
-        e->fd = -ENOSPC;
-        /* The bound: past it a new snapshot is read through the daemon, for good. */
-        if (n_files < SFS_PT_MAX_BACKING)
-                e->fd = make_backing(obj);
-        if (e->fd >= 0)
-                n_files++;
+        e->fd = -1;
         *pp = e;
         return e;
 }
 
-int sfs_pt_backing(struct sfs_conn *c, const struct snap_object *obj, uint32_t *id)
+/* e's memory file, made at the first registration that needs one: 0, -ENOSPC past the
+ * bound (the snapshot is then read through the daemon, for good), or -errno. */
+static int backing_file(struct entry *e)
+{
+        if (e->tried)
+                return e->fd >= 0 ? 0 : e->fd;
+        e->tried = true;
+        e->fd = n_files < SFS_PT_MAX_BACKING ? make_backing(e->obj) : -ENOSPC;
+        if (e->fd < 0)
+                return e->fd;
+        n_files++;
+        return 0;
+}
+
+/* Registers e with c: the id, or 0 when it could not be (for good: noted in g). A connection
+ * taken over names what its predecessor registered and did not close: the kernel ties an
+ * inode a reader has open to one backing file and refuses any other (EBUSY). */
+static uint32_t register_on(struct sfs_conn *c, struct entry *e)
 {
         struct sfs_backing_map map = { 0 };
+        uint32_t id = 0;
+        int r;
+
+        if (c->adopted && (id = sfs_inostate_backing(record, e->obj->digest.bytes, c->id)))
+                return id;
+        if (backing_file(e) < 0)
+                return 0;
+        map.fd = e->fd;
+        r = ioctl(c->fd, SFS_FUSE_DEV_IOC_BACKING_OPEN, &map);
+        if (r <= 0)
+                return 0;
+        id = (uint32_t)r;
+        /* Before the OPEN reply names it: a successor must name the same file. */
+        sfs_inostate_note_backing(record, e->obj->digest.bytes, c->id, id, false);
+        return id;
+}
+
+int sfs_pt_backing(struct sfs_conn *c, const struct snap_object *obj, uint32_t *id)
+{
         struct entry *e;
         struct reg *g;
         int r;
@@ -303,26 +339,27 @@ int sfs_pt_backing(struct sfs_conn *c, const struct snap_object *obj, uint32_t *
         }
         for (g = e->regs; g && g->conn != c; g = g->next)
                 ;
-        if (!g && e->fd >= 0 && (g = calloc(1, sizeof(*g)))) {
-                map.fd = e->fd;
-                r = ioctl(c->fd, SFS_FUSE_DEV_IOC_BACKING_OPEN, &map);
+        if (!g && (g = calloc(1, sizeof(*g)))) {
                 g->conn = c;
-                g->id = r > 0 ? (uint32_t)r : 0;
+                g->id = register_on(c, e);
                 g->next = e->regs;
                 e->regs = g;
                 if (g->id)
                         sfs_metrics_backing_files(1);
         }
-        r = !g ? (e->fd < 0 ? e->fd : -ENOMEM) : g->id ? 0 : -EPERM;
+        r = !g ? -ENOMEM : g->id ? 0 : e->fd < 0 && e->tried ? e->fd : -EPERM;
         if (r == 0)
                 *id = g->id;
         pthread_mutex_unlock(&lock);
         return r;
 }
 
-static void close_reg(struct reg *g)
+static void close_reg(const struct entry *e, struct reg *g)
 {
         if (g->id) {
+                /* Noted first: a successor must never name an id closed since. */
+                sfs_inostate_note_backing(record, e->obj->digest.bytes, g->conn->id, g->id,
+                                          true);
                 /* The kernel keeps the file for readers that have it open; new opens name a
                  * backing id no more. */
                 if (ioctl(g->conn->fd, SFS_FUSE_DEV_IOC_BACKING_CLOSE, &g->id) < 0 &&
@@ -345,7 +382,7 @@ void sfs_pt_forget(const struct snap_object *obj)
                 while (e->regs) {
                         struct reg *g = e->regs;
                         e->regs = g->next;
-                        close_reg(g);
+                        close_reg(e, g);
                 }
                 if (e->fd >= 0) {
                         close(e->fd);
@@ -372,7 +409,7 @@ void sfs_pt_conn_gone(struct sfs_conn *c, bool close_ids)
                                         sfs_metrics_backing_files(-1);
                                         g->id = 0;
                                 }
-                                close_reg(g);
+                                close_reg(e, g);
                         }
         pthread_mutex_unlock(&lock);
 }

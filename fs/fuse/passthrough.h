@@ -13,6 +13,7 @@
 #include <stdint.h>
 
 struct sfs_conn;
+struct sfs_inostate;
 struct snap_object;
 
 /* The most backing files at once: past it, a snapshot opened for the first time is read
@@ -22,8 +23,9 @@ struct snap_object;
 
 /* Whether passthrough is wanted: false for --no-passthrough. Before any mount. Also checks
  * the privilege (CAP_SYS_ADMIN in the initial user namespace, which the kernel demands to
- * register a backing file) and says why in sfs_pt_mode(). */
-void sfs_pt_configure(bool wanted);
+ * register a backing file) and says why in sfs_pt_mode(). st is where each connection's
+ * backing ids are noted for a successor (inostate.h), or NULL. */
+void sfs_pt_configure(bool wanted, struct sfs_inostate *st);
 /* Whether an INIT whose request offers passthrough (flags2) gets it. */
 bool sfs_pt_wanted(void);
 /* The INIT request's fields (after its header): whether the kernel offers FUSE_PASSTHROUGH.
@@ -45,7 +47,8 @@ void sfs_pt_conn_off(void);
 int sfs_pt_backing(struct sfs_conn *c, const struct snap_object *obj, uint32_t *id);
 /* obj is collected: its backing file is closed on every connection, its memory file too. */
 void sfs_pt_forget(const struct snap_object *obj);
-/* Connection c ends: its backing ids are forgotten (closed first when close is true). */
+/* Connection c ends: its backing ids are forgotten; closed first when close is true (an
+ * unmount; a hand-over leaves them to the successor). */
 void sfs_pt_conn_gone(struct sfs_conn *c, bool close);
 
 /* Sets the OPEN reply the current thread sends next to passthrough with backing id (0: none);

@@ -79,10 +79,10 @@ void sfs_session_end(struct fuse_session *se, struct sfs_ops_ctx *ctx, bool unmo
                 return;
         if (unmount)
                 sfs_conn_unmount(se, ctx->conn);
-        /* Its backing ids are closed while its descriptor is still open: the keeper's copy
-         * keeps the connection, and with it every file they name, alive. */
+        /* Its backing ids are closed while its descriptor is still open, when it is
+         * unmounted; on a hand-over they stay, for the successor to name (passthrough.h). */
         if (ctx->conn)
-                sfs_pt_conn_gone(ctx->conn, true);
+                sfs_pt_conn_gone(ctx->conn, unmount);
         fuse_session_destroy(se);
         sfs_conn_free(ctx->conn);
         ctx->conn = NULL;

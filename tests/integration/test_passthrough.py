@@ -9,11 +9,13 @@ import errno
 import hashlib
 import mmap
 import os
+import signal
 import subprocess
 
 import pytest
 
-from snaptest import NOBODY_UID, UID_PRELUDE, as_uid, control_ok, wait_for
+from snaptest import NOBODY_UID, UID_PRELUDE, as_uid, control_ok, is_mounted, wait_for
+from test_takeover import Daemon, alive, status as takeover_status
 
 MODES = {"passthrough": (), "read": ("--no-passthrough",)}
 
@@ -233,3 +235,51 @@ def test_status_text_metrics_and_the_log_say_which_mode_serves(start, mode):
         said = "snapshot reads: through the daemon (no passthrough: --no-passthrough)"
     # One line at start, whatever the number of connections.
     assert fs.stderr().count("snapshot reads:") == 1 and said in fs.stderr()
+
+
+def test_across_a_kill_9_open_files_read_on_and_the_successor_serves_old_snapshots(mode,
+                                                                                   workdir):
+    """The serving process is killed while its supervisor is stopped, so no daemon runs for a
+    while: with passthrough a file held open reads on from its backing file all along (in
+    the read mode its READ would wait for a daemon: not tried). Then the successor serves new
+    opens of the same snapshot (its inode tied to the predecessor's backing file, which the
+    successor must name again: any other is refused) and of one opened for the first time."""
+    d = Daemon(workdir, *MODES[mode])
+    held = None
+    try:
+        d.populate()
+        if mode == "passthrough" and takeover_status(d.mnt)["reads"]["mode"] != "passthrough":
+            pytest.skip("no FUSE passthrough here")
+        s1 = f"{d.mnt}/{d.digests['s1']}"
+        held = os.open(s1, os.O_RDONLY)
+        assert os.pread(held, 1 << 20, 0) == d.data["s1"]
+        os.kill(d.supervisor, signal.SIGSTOP)
+        try:
+            old = d.pid
+            os.kill(old, signal.SIGKILL)
+            wait_for(lambda: not alive(old), f"pid {old} to end")
+            if mode == "passthrough":
+                os.posix_fadvise(held, 0, 0, os.POSIX_FADV_DONTNEED)
+                assert os.pread(held, 1 << 20, 0) == d.data["s1"]
+        finally:
+            os.kill(d.supervisor, signal.SIGCONT)
+        d.pid = d.serving_pid()
+        assert d.pid != old
+        for name in ("s1", "s0"):
+            assert cold_read(f"{d.mnt}/{d.digests[name]}") == d.data[name]
+        os.posix_fadvise(held, 0, 0, os.POSIX_FADV_DONTNEED)
+        assert os.pread(held, 1 << 20, 0) == d.data["s1"]
+        st = takeover_status(d.mnt)
+        assert st["takeovers"] == 1
+        if mode == "passthrough":
+            assert st["reads"]["mode"] == "passthrough" and st["counters"]["bytes_read"] == 0
+            assert st["reads"]["backing_files"] == 2  # s1 named again, s0 registered
+        else:
+            assert st["reads"]["mode"] == "read" and st["counters"]["bytes_read"] > 0
+    finally:
+        if held is not None:
+            os.close(held)
+        if alive(d.pid) or alive(d.supervisor):
+            d.stop()
+    for m in (d.scope_view, d.view, d.mnt):
+        assert not is_mounted(m), f"{m} left mounted"

@@ -45,7 +45,7 @@ def alive(pid):
     try:
         with open(f"/proc/{pid}/stat") as f:
             return f.read().rsplit(")", 1)[1].split()[0] != "Z"
-    except FileNotFoundError:
+    except (FileNotFoundError, ProcessLookupError):  # gone before, or between open and read
         return False
 
 
@@ -54,7 +54,7 @@ class Daemon:
     snapshots. The pid file names the supervisor (the process that stays); snapfs status
     names the serving process, the supervisor's child."""
 
-    def __init__(self, workdir):
+    def __init__(self, workdir, *opts):
         self.dir = workdir
         self.mnt, self.view = os.path.join(workdir, "m"), os.path.join(workdir, "v")
         self.store, self.pidfile = os.path.join(workdir, "store"), os.path.join(workdir, "pid")
@@ -65,7 +65,7 @@ class Daemon:
         os.mkdir(self.store, 0o700)
         r = run(SNAPFS, "mount", "--store", self.store, "--read-view", self.view,
                 "--pid-file", self.pidfile, "--audit-log", self.audit, "--allow-other",
-                "--readers", "any",
+                "--readers", "any", *opts,
                 self.mnt)
         assert r.returncode == 0, r.stderr
         with open(self.pidfile) as f:

@@ -1167,11 +1167,47 @@ static void test_collect_detaches_only_what_nothing_references(void **state)
         snap_store_release(s, held);
 }
 
+/* The freed hook: told once, at the last reference, with the object still whole. */
+static int freed_calls;
+static uint64_t freed_size;
+
+static void count_freed(const struct snap_object *o)
+{
+        freed_calls++;
+        freed_size = o->size;
+}
+
+static void test_freed_is_told_once_at_the_last_release_not_before(void **state)
+{
+        struct snap_store_config cfg = cfg_default;
+        struct snap_store *s;
+        struct snap_object *o, *again;
+
+        (void)state;
+        cfg.freed = count_freed;
+        freed_calls = 0;
+        assert_int_equal(snap_store_new(&cfg, &s), 0);
+        assert_int_equal(snap_store_put_bytes(s, "abc", 3, &o), 0);
+        assert_int_equal(snap_store_put_bytes(s, "abc", 3, &again), 1);
+        assert_ptr_equal(o, again);
+        snap_store_release(s, again);
+        assert_int_equal(freed_calls, 0); /* one reference left: not freed */
+        snap_store_release(s, o);
+        assert_int_equal(freed_calls, 1);
+        assert_int_equal(freed_size, 3);
+        /* And for what the store still holds when it is freed. */
+        assert_int_equal(snap_store_put_bytes(s, "held", 4, &o), 0);
+        snap_store_free(s);
+        assert_int_equal(freed_calls, 2);
+        assert_int_equal(freed_size, 4);
+}
+
 #define T(name) cmocka_unit_test_setup_teardown(name, setup, teardown)
 
 int main(void)
 {
         const struct CMUnitTest tests[] = {
+                cmocka_unit_test(test_freed_is_told_once_at_the_last_release_not_before),
                 T(test_new_store_is_empty),
                 T(test_zero_limit_is_refused_with_einval),
                 T(test_put_stores_content_under_its_digest),
