@@ -940,7 +940,8 @@ static int daemon_prepare_tree(struct daemon *d)
         }
         /* Before any content exists: each snapshot's backing file (passthrough) is closed when
          * the store frees it. */
-        sfs_pt_configure(!d->cfg->no_passthrough, d->inostate);
+        sfs_pt_configure(!d->cfg->no_passthrough, d->inostate,
+                         d->cfg->max_backing_files);
         sfs_tree_set_content_freed(sfs_pt_forget);
         r = sfs_tree_new(&d->tc, &d->ctx.tree);
         if (r < 0) {

@@ -76,7 +76,8 @@ struct entry {
 
 static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
 static struct entry *table[BUCKETS];
-static unsigned n_files; /* entries with a memory file */
+static unsigned n_files;   /* entries with a memory file */
+static unsigned max_files; /* --max-backing-files */
 static bool wanted, privileged, offered_seen, refused_seen, on_seen, said;
 static struct sfs_inostate *record; /* where ids are noted for a successor, or NULL */
 
@@ -111,12 +112,13 @@ static bool check_privileged(void)
         return cap && init_ns;
 }
 
-void sfs_pt_configure(bool want, struct sfs_inostate *st)
+void sfs_pt_configure(bool want, struct sfs_inostate *st, unsigned max)
 {
         record = st;
+        max_files = max;
         wanted = want;
         privileged = want && check_privileged();
-        /* One descriptor per backing file (SFS_PT_MAX_BACKING): the soft limit (often 1,024)
+        /* One descriptor per backing file (--max-backing-files): the soft limit (often 1,024)
          * is raised to the hard one; past it a snapshot falls back to READ, said nowhere
          * but correct. */
         if (privileged) {
@@ -295,7 +297,7 @@ static int backing_file(struct entry *e)
         if (e->tried)
                 return e->fd >= 0 ? 0 : e->fd;
         e->tried = true;
-        e->fd = n_files < SFS_PT_MAX_BACKING ? make_backing(e->obj) : -ENOSPC;
+        e->fd = n_files < max_files ? make_backing(e->obj) : -ENOSPC;
         if (e->fd < 0)
                 return e->fd;
         n_files++;

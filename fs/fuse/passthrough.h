@@ -16,16 +16,13 @@ struct sfs_conn;
 struct sfs_inostate;
 struct snap_object;
 
-/* The most backing files at once: past it, a snapshot opened for the first time is read
- * through the daemon (READ requests), as without passthrough. Each is one descriptor of the
- * daemon and one kernel file. */
-#define SFS_PT_MAX_BACKING 4096
-
 /* Whether passthrough is wanted: false for --no-passthrough. Before any mount. Also checks
  * the privilege (CAP_SYS_ADMIN in the initial user namespace, which the kernel demands to
  * register a backing file) and says why in sfs_pt_mode(). st is where each connection's
- * backing ids are noted for a successor (inostate.h), or NULL. */
-void sfs_pt_configure(bool wanted, struct sfs_inostate *st);
+ * backing ids are noted for a successor (inostate.h), or NULL. max: snapshots with a backing
+ * file at once (--max-backing-files; each is a descriptor of the daemon): past it, a
+ * snapshot opened for the first time is read through the daemon, for good. */
+void sfs_pt_configure(bool wanted, struct sfs_inostate *st, unsigned max);
 /* Whether an INIT whose request offers passthrough (flags2) gets it. */
 bool sfs_pt_wanted(void);
 /* The INIT request's fields (after its header): whether the kernel offers FUSE_PASSTHROUGH.
@@ -41,7 +38,7 @@ void sfs_pt_conn_on(struct sfs_conn *c);
 void sfs_pt_conn_off(void);
 
 /* The backing id of obj's content on connection c, registered at its first open there: 0 and
- * *id; -ENOSPC past SFS_PT_MAX_BACKING, -EPERM (no privilege), or another negative errno: the
+ * *id; -ENOSPC past the bound, -EPERM (no privilege), or another negative errno: the
  * snapshot is then read through the daemon, on c, for good (the kernel refuses an inode mixing
  * both: EINVAL, ETXTBSY). */
 int sfs_pt_backing(struct sfs_conn *c, const struct snap_object *obj, uint32_t *id);

@@ -283,3 +283,29 @@ def test_across_a_kill_9_open_files_read_on_and_the_successor_serves_old_snapsho
             d.stop()
     for m in (d.scope_view, d.view, d.mnt):
         assert not is_mounted(m), f"{m} left mounted"
+
+
+def test_past_max_backing_files_a_new_snapshot_is_read_through_the_daemon_for_good(start,
+                                                                                   mode):
+    fs = start("--allow-other", "--max-backing-files", "1")
+    one, two = b"first, with a backing file\n", b"second, past the bound\n"
+    d1, d2 = fs.publish(one, "a"), fs.publish(two, "b")
+    assert cold_read(fs.p(d1)) == one
+    before = bytes_read(fs)
+    # Past the bound: read right, by READs the daemon answers, in both modes.
+    assert cold_read(fs.p(d2)) == two
+    assert bytes_read(fs) - before == len(two)
+    if mode == "passthrough":
+        assert reads(fs)["backing_files"] == 1
+        # The first one's place freed: the second stays read through the daemon (an inode
+        # whose opens mixed both would be refused by the kernel), a third gets the place.
+        os.unlink(fs.p(d1))
+        wait_for(lambda: status(fs)["usage"]["snapshots"] == 1, "the first one collected")
+        assert reads(fs)["backing_files"] == 0
+        before = bytes_read(fs)
+        assert cold_read(fs.p(d2)) == two
+        assert bytes_read(fs) - before == len(two)
+        d3 = fs.publish(b"third\n", "c")
+        assert cold_read(fs.p(d3)) == b"third\n"
+        assert bytes_read(fs) - before == len(two)
+        assert reads(fs)["backing_files"] == 1
