@@ -28,6 +28,7 @@ struct object {
         uint32_t grants;          /* scopes it is granted to */
         uint32_t refs;
         bool indexed;
+        bool adopted;             /* pub.data is cfg.adopt's copy, not the store's to free */
 };
 
 static struct object *obj_of(struct snap_object *o)
@@ -269,7 +270,8 @@ static void free_object(struct object *o)
 {
         if (o->holders != &o->holder_inline)
                 free(o->holders);
-        free((void *)o->pub.data);
+        if (!o->adopted)
+                free((void *)o->pub.data);
         free(o->pub.name);
         free(o);
 }
@@ -557,6 +559,33 @@ static bool claim_fits(const struct snap_put *p)
         return c->unheld || c->uid == p->publisher_uid;
 }
 
+/* Offers o's content to cfg.adopt before o is linked: from then on o->pub.data may be the
+ * hook's copy. */
+static void adopt(struct snap_store *s, struct object *o)
+{
+        const uint8_t *copy;
+
+        if (!s->cfg.adopt || !o->pub.size)
+                return;
+        copy = s->cfg.adopt(&o->pub);
+        if (copy) {
+                o->pub.data = copy;
+                o->adopted = true;
+        }
+}
+
+/* A put that stores nothing gives the hook's copy back: data is the store's or the caller's
+ * again. */
+static void unadopt(struct snap_store *s, struct object *o, const uint8_t *data)
+{
+        if (!o->adopted)
+                return;
+        if (s->cfg.freed)
+                s->cfg.freed(&o->pub);
+        o->pub.data = data;
+        o->adopted = false;
+}
+
 int snap_store_put(struct snap_store *s, const struct snap_put *p, struct snap_object **out)
 {
         _cleanup_free_ struct object *o = NULL;
@@ -622,6 +651,7 @@ int snap_store_put(struct snap_store *s, const struct snap_put *p, struct snap_o
         o->grants = p->grants;
         o->refs = 1;
         o->indexed = true;
+        adopt(s, o);
 
         /* Second look: another thread may have stored the same content, or used up the space,
          * while this one copied. */
@@ -666,6 +696,7 @@ int snap_store_put(struct snap_store *s, const struct snap_put *p, struct snap_o
         if (found || r < 0) {
                 if (o->holders != &o->holder_inline)
                         free(o->holders);
+                unadopt(s, o, p->owned ? p->owned : copy);
         }
         if (found) {
                 *out = &found->pub;
@@ -674,7 +705,10 @@ int snap_store_put(struct snap_store *s, const struct snap_put *p, struct snap_o
         if (r < 0)
                 return r;
 
-        copy = NULL; /* it is o->pub.data now: the object's */
+        if (o->adopted)
+                free(p->owned); /* taken, and copied: copy goes with the cleanup */
+        else
+                copy = NULL; /* it is o->pub.data now: the object's */
         name = NULL;
         *out = &TAKE_PTR(o)->pub;
         return 0;

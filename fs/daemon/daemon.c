@@ -938,11 +938,12 @@ static int daemon_prepare_tree(struct daemon *d)
                         return r;
                 d->tc.ocistore = d->store;
         }
-        /* Before any content exists: each snapshot's backing file (passthrough) is closed when
-         * the store frees it. */
+        /* Before any content exists: with passthrough, each snapshot's content lives once, in
+         * the sealed memory file the kernel reads, mapped read-only for the daemon's own
+         * reads; closed when the store frees it. */
         sfs_pt_configure(!d->cfg->no_passthrough, d->inostate,
                          d->cfg->max_backing_files);
-        sfs_tree_set_content_freed(sfs_pt_forget);
+        sfs_tree_set_content_hooks(sfs_pt_adopt, sfs_pt_forget);
         r = sfs_tree_new(&d->tc, &d->ctx.tree);
         if (r < 0) {
                 LOG("%s\n", strerror(-r));

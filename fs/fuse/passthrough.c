@@ -68,6 +68,7 @@ struct entry {
         const struct snap_object *obj;
         int fd;
         bool tried;
+        void *map; /* the adopted copy the store reads (size bytes), or NULL */
         struct reg *regs;
         struct entry *next;
 };
@@ -327,6 +328,23 @@ static uint32_t register_on(struct sfs_conn *c, struct entry *e)
         return id;
 }
 
+const uint8_t *sfs_pt_adopt(const struct snap_object *obj)
+{
+        struct entry *e;
+        void *map = NULL;
+
+        if (!sfs_pt_wanted())
+                return NULL;
+        pthread_mutex_lock(&lock);
+        e = entry_of(obj);
+        if (e && backing_file(e) == 0) {
+                map = mmap(NULL, obj->size, PROT_READ, MAP_SHARED, e->fd, 0);
+                e->map = map == MAP_FAILED ? NULL : map;
+        }
+        pthread_mutex_unlock(&lock);
+        return e ? e->map : NULL;
+}
+
 int sfs_pt_backing(struct sfs_conn *c, const struct snap_object *obj, uint32_t *id)
 {
         struct entry *e;
@@ -386,6 +404,8 @@ void sfs_pt_forget(const struct snap_object *obj)
                         e->regs = g->next;
                         close_reg(e, g);
                 }
+                if (e->map)
+                        munmap(e->map, e->obj->size);
                 if (e->fd >= 0) {
                         close(e->fd);
                         n_files--;

@@ -42,7 +42,13 @@ void sfs_pt_conn_off(void);
  * snapshot is then read through the daemon, on c, for good (the kernel refuses an inode mixing
  * both: EINVAL, ETXTBSY). */
 int sfs_pt_backing(struct sfs_conn *c, const struct snap_object *obj, uint32_t *id);
-/* obj is collected: its backing file is closed on every connection, its memory file too. */
+/* The store's adopt hook (snapshot/store.h): obj's content copied into its sealed memory file,
+ * mapped read-only, for the store to keep instead of its heap copy, so the content lives once
+ * (the kernel's passthrough reads and the daemon's own read the same pages). NULL without
+ * passthrough wanted, past the bound, or on any failure (the heap copy serves). */
+const uint8_t *sfs_pt_adopt(const struct snap_object *obj);
+/* obj is collected: its backing file is closed on every connection, its memory file too (and
+ * its mapping, when adopted). */
 void sfs_pt_forget(const struct snap_object *obj);
 /* Connection c ends: its backing ids are forgotten; closed first when close is true (an
  * unmount; a hand-over leaves them to the successor). */

@@ -6,6 +6,7 @@ INIT without it). Every guarantee of a snapshot is asserted in both, with the sa
 bytes, the binding (dev, ino, size, SHA-256, mode 0000), every write refused, a writable shared
 mapping refused, and a view's uid policy decided at OPEN."""
 import errno
+import fcntl
 import hashlib
 import mmap
 import os
@@ -309,3 +310,62 @@ def test_past_max_backing_files_a_new_snapshot_is_read_through_the_daemon_for_go
         assert cold_read(fs.p(d3)) == b"third\n"
         assert bytes_read(fs) - before == len(two)
         assert reads(fs)["backing_files"] == 1
+
+
+F_GET_SEALS = 1034
+SEALS = 0x0001 | 0x0002 | 0x0004 | 0x0008  # F_SEAL_SEAL, _SHRINK, _GROW, _WRITE
+
+
+def backing_fds(pid):
+    """The daemon's descriptors of sealed snapshot copies: {fd: size}."""
+    out = {}
+    for fd in os.listdir(f"/proc/{pid}/fd"):
+        try:
+            if os.readlink(f"/proc/{pid}/fd/{fd}").startswith("/memfd:snapfs-snapshot"):
+                out[int(fd)] = os.stat(f"/proc/{pid}/fd/{fd}").st_size
+        except FileNotFoundError:
+            pass
+    return out
+
+
+def test_each_snapshot_lives_once_in_a_sealed_copy_nobody_can_write(start, mode):
+    """The attack: a process that reaches the copy the kernel reads (root, through
+    /proc/PID/fd) changes a snapshot under readers who verified it. The copy is sealed against
+    writes, growth and shrinking, and the seals themselves: root's write is EPERM. With
+    passthrough the daemon's own reads use that copy too (mapped read-only): the content is
+    held once."""
+    fs = start("--allow-other")
+    data = [os.urandom(100_000 + i) for i in range(3)]
+    digests = [fs.publish(d, f"n{i}") for i, d in enumerate(data)]
+    copies = backing_fds(fs.proc.pid)
+    with open(f"/proc/{fs.proc.pid}/maps") as f:
+        maps = f.read().count("/memfd:snapfs-snapshot")
+    if mode == "read":
+        assert copies == {} and maps == 0
+        return
+    assert sorted(copies.values()) == sorted(len(d) for d in data) and maps == 3
+    for fd in copies:
+        path = f"/proc/{fs.proc.pid}/fd/{fd}"
+        with open(path, "rb") as f:
+            assert fcntl.fcntl(f.fileno(), F_GET_SEALS) == SEALS
+        w = os.open(path, os.O_RDWR)
+        try:
+            with pytest.raises(OSError) as e:
+                os.pwrite(w, b"X", 0)
+            assert e.value.errno == errno.EPERM
+            with pytest.raises(OSError) as e:
+                os.ftruncate(w, 0)
+            assert e.value.errno == errno.EPERM
+            with pytest.raises(OSError) as e:
+                mmap.mmap(w, 0, mmap.MAP_SHARED, mmap.PROT_READ | mmap.PROT_WRITE)
+            assert e.value.errno == errno.EPERM
+        finally:
+            os.close(w)
+    # Beside the refusals: each reads back whole, through the mount and from its copy.
+    for d, digest in zip(data, digests):
+        assert cold_read(fs.p(digest)) == d
+    held = []
+    for fd in copies:
+        with open(f"/proc/{fs.proc.pid}/fd/{fd}", "rb") as f:
+            held.append(f.read())
+    assert sorted(held) == sorted(data)
