@@ -17,6 +17,7 @@ import pytest
 
 from snaptest import NOBODY_UID, UID_PRELUDE, as_uid, control_ok, is_mounted, wait_for
 from test_takeover import Daemon, alive, status as takeover_status
+from test_trust import ATTACKER, rootless_snapfs, user_dir, user_fuse  # noqa: F401 (fixture)
 
 MODES = {"passthrough": (), "read": ("--no-passthrough",)}
 
@@ -369,3 +370,33 @@ def test_each_snapshot_lives_once_in_a_sealed_copy_nobody_can_write(start, mode)
         with open(f"/proc/{fs.proc.pid}/fd/{fd}", "rb") as f:
             held.append(f.read())
     assert sorted(held) == sorted(data)
+
+
+@pytest.mark.parametrize("wrap", [(), ("unshare", "-Ur", "-m")],
+                         ids=["fusermount3", "root-of-a-user-namespace"])
+def test_without_cap_sys_admin_in_the_initial_namespace_the_daemon_reads_and_says_why(
+        workdir, user_fuse, wrap):
+    """A rootless daemon (mounted through fusermount3), and one that is root only in a user
+    namespace of its own: the kernel would refuse every backing file (EPERM), so neither asks
+    for passthrough; both serve reads themselves and say why at start."""
+    mnt = os.path.join(user_dir(workdir, "run"), "snapfs")
+    os.mkdir(mnt)
+    os.chown(mnt, ATTACKER, ATTACKER)
+    code = UID_PRELUDE + r'''
+data = b"read by a rootless daemon\n"
+with open(f"{mnt}/.staging/x", "wb") as f:
+    f.write(data)
+digest = hashlib.sha256(data).hexdigest()
+os.rename(f"{mnt}/.staging/x", f"{mnt}/{digest}")
+fd = os.open(f"{mnt}/{digest}", os.O_RDONLY)
+os.posix_fadvise(fd, 0, 0, os.POSIX_FADV_DONTNEED)
+print(os.pread(fd, 100, 0) == data, refused(os.open, f"{mnt}/{digest}", os.O_WRONLY))
+'''
+    with rootless_snapfs(mnt, wrap) as p:
+        if not wrap:  # the other one's mount is in its own namespace: nothing to read here
+            assert as_uid(ATTACKER, code, mnt).stdout.split() == ["True", str(errno.EROFS)]
+        p.terminate()
+        p.wait(timeout=20)
+        err = p.stderr.read()
+    assert "snapshot reads: through the daemon (no passthrough: no CAP_SYS_ADMIN in the " \
+        "initial user namespace)" in err, err
