@@ -83,6 +83,7 @@ static bool wanted, privileged, offered_seen, refused_seen, on_seen, said;
 static struct sfs_inostate *record; /* where ids are noted for a successor, or NULL */
 
 static void publish_mode(void);
+static void say_read_mode(void);
 
 static _Thread_local bool next_set;
 static _Thread_local uint32_t next_id;
@@ -130,6 +131,10 @@ void sfs_pt_configure(bool want, struct sfs_inostate *st, unsigned max)
                 }
         }
         publish_mode();
+        /* Said now when the reason is known before any INIT: a daemon stopped before the
+         * kernel's INIT still said which mode it serves in. */
+        if (!privileged)
+                say_read_mode();
 }
 
 bool sfs_pt_wanted(void)

@@ -399,4 +399,4 @@ print(os.pread(fd, 100, 0) == data, refused(os.open, f"{mnt}/{digest}", os.O_WRO
         p.wait(timeout=20)
         err = p.stderr.read()
     assert "snapshot reads: through the daemon (no passthrough: no CAP_SYS_ADMIN in the " \
-        "initial user namespace)" in err, err
+        "initial user namespace)" in err, (p.returncode, err)
