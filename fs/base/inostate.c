@@ -130,7 +130,8 @@ static int load(struct sfs_inostate *st)
         n = split_backing(st, n);
         if (n == SIZE_MAX)
                 return -ENOMEM;
-        qsort(st->old, n, sizeof(*st->old), by_ino);
+        if (n) /* qsort's array may not be NULL, even empty */
+                qsort(st->old, n, sizeof(*st->old), by_ino);
         /* One number, one digest: a number named twice for two contents is refused. */
         for (size_t i = 0; i < n; i++)
                 if ((i && by_ino(&st->old[i - 1], &st->old[i]) == 0 &&
@@ -140,9 +141,10 @@ static int load(struct sfs_inostate *st)
         st->by_digest = n ? malloc(n * sizeof(*st->by_digest)) : NULL;
         if (n && !st->by_digest)
                 return -ENOMEM;
-        if (n)
+        if (n) {
                 memcpy(st->by_digest, st->old, n * sizeof(*st->old));
-        qsort(st->by_digest, n, sizeof(*st->by_digest), by_digest_cmp);
+                qsort(st->by_digest, n, sizeof(*st->by_digest), by_digest_cmp);
+        }
         st->n_old = n;
         st->head.generation++;
         return write_head(st);
