@@ -95,7 +95,7 @@ static int ask(const char *cmd, const char *mount, const struct cli_common *co,
                 }
                 return cli_print_json(o) < 0 ? 2 : 1;
         }
-        fprintf(stderr, "snapfs %s: %s: %s\n", cmd, mount, snapfs_strerror(r));
+        fprintf(stderr, "snapfs %s: %s: %s\n", cmd, mount, cli_headline(r, &why));
         cli_print_reasons(stderr, &why);
         return 1;
 }
@@ -194,6 +194,11 @@ static void print_status(json_object *s)
         printf("\n");
         printf("requests   %" PRId64 " answered, %" PRId64 " bytes read\n",
                num(s, "counters.requests"), num(s, "counters.bytes_read"));
+        /* Refusals nobody heard: said whenever there are any, first word first. */
+        if (num(s, "counters.audit_lines_lost"))
+                printf("audit      %" PRId64 " lines lost: the audit log could not be written "
+                       "(see the daemon's journal or standard error)\n",
+                       num(s, "counters.audit_lines_lost"));
 }
 
 int cli_cmd_status(int argc, char **argv)

@@ -16,7 +16,7 @@ enum value_type {
         VALUE_UID_LIST, /* "0,1000" or "any" */
         VALUE_SIZE,     /* "4096", "256K", "64M", "1G" */
         VALUE_COUNT,    /* "16" */
-        VALUE_DURATION, /* "90", "90s", "15m", "2h": milliseconds */
+        VALUE_DURATION, /* "90", "90s", "15m", "2h", "7d", "2w": milliseconds */
         VALUE_TYPE_COUNT,
 };
 

@@ -14,7 +14,8 @@
 #                                                     system prefix), e.g.
 #                                                     -Dsystemdsystemunitdir=DIR
 #   scripts/install.sh --uninstall     remove what every install from this checkout's build
-#                                      directory put in place
+#                                      directory put in place (with none, name a snapfs
+#                                      installed otherwise, and why it is not cleaned)
 #
 # Each run configures exactly the options it is given: a run with other -D options than the
 # last one starts from a fresh build directory, so none of the last run's options stays; a
@@ -41,6 +42,22 @@ if [ "${1:-}" = --uninstall ]; then
   found=("$manifests"/*.manifest)
   if [ ${#found[@]} -eq 0 ]; then
     echo "scripts/install.sh: nothing installed from $dir (no manifest in $manifests)" >&2
+    # A snapfs this checkout has no record of (installed from another checkout or build
+    # directory, by a package, or its manifests gone with the build, e.g. git clean -x): named
+    # with why it is not cleaned here, never guessed at.
+    { command -v snapfs || true; ldconfig -p 2>/dev/null |
+        sed -n 's|^[[:space:]]*libsnapfs\.so\.0 (.*) => \(/.*\)$|\1|p'; } |
+      while IFS= read -r f; do
+        case $(realpath -m "$f") in "$PWD"/*) continue ;; esac  # this checkout's own builds
+        if pkg=$(dpkg-query -S "$f" 2>/dev/null); then
+          echo "scripts/install.sh: cannot clean $f: the Debian package ${pkg%%:*} installed" \
+            "it (apt-get remove ${pkg%%:*})" >&2
+        else
+          echo "scripts/install.sh: cannot clean $f: no manifest of it here (installed from" \
+            "another checkout or build directory, or its manifest was removed with the" \
+            "build); run scripts/install.sh --uninstall where it was installed from" >&2
+        fi
+      done
     exit 1
   fi
   rc=0
@@ -184,6 +201,33 @@ meson install -C "$dir" --quiet --no-rebuild
 mkdir -p "$manifests"
 key=$(printf '%s' "${DESTDIR:-}$prefix" | sha256sum | cut -c1-16)
 manifest=$manifests/$key.manifest
+# The manifest in place: this run's record, and what an earlier install to the same
+# destination put in place and this one did not (a snippet of a -D directory this run does
+# not name, the config file kept), and the directories it made.
+record_manifest() {
+  [ -f "$manifest.new" ] || return 0
+  python3 - "$manifest.new" "$manifest" <<'PY'
+import os, sys
+new, old = sys.argv[1], sys.argv[2]
+with open(new) as f:
+    lines = f.read().splitlines()
+paths = {line.split(" ", 2)[2] for line in lines if line.startswith(("file ", "link "))}
+have = set(lines)
+if os.path.exists(old):
+    with open(old) as f:
+        for line in f.read().splitlines():
+            if line.startswith(("file ", "link ")) and line.split(" ", 2)[2] not in paths or \
+                    line.startswith("dir ") and line not in have:
+                lines.append(line)
+                have.add(line)
+with open(new, "w") as f:
+    f.write("\n".join(lines) + "\n")
+PY
+  mv "$manifest.new" "$manifest"
+}
+# A run that stops half-way (a loader file it may not write) still records what it put in
+# place, so that --uninstall removes it.
+trap record_manifest EXIT
 {
   echo "prefix ${DESTDIR:-}$prefix"
   grep '^/' "$log" | while IFS= read -r f; do
@@ -223,32 +267,18 @@ if [ -z "${DESTDIR:-}" ]; then
       /usr/local/lib/*-linux-gnu*) ;;
     *)
       ldconf=/etc/ld.so.conf.d/snapfs$(printf '%s' "$prefix" | tr -c 'A-Za-z0-9\n' '-').conf
-      echo "$libdir" >"$ldconf"
+      if ! { echo "$libdir" >"$ldconf"; } 2>/dev/null; then
+        echo "scripts/install.sh: cannot write $ldconf, so the loader will not find" \
+          "$libdir/libsnapfs.so.0 (run as root); what is installed is recorded:" \
+          "scripts/install.sh --uninstall removes it" >&2
+        exit 1
+      fi
       echo "file $(sha256sum <"$ldconf" | cut -c1-64) $ldconf" >>"$manifest.new"
       echo "installed $ldconf (the loader searches $libdir)"
       ;;
   esac
 fi
-# An earlier install to the same destination: what it put in place and this one did not (a
-# snippet of a -D directory this run does not name, the config file kept) stays recorded,
-# and so do the directories it made.
-python3 - "$manifest.new" "$manifest" <<'PY'
-import os, sys
-new, old = sys.argv[1], sys.argv[2]
-with open(new) as f:
-    lines = f.read().splitlines()
-paths = {line.split(" ", 2)[2] for line in lines if line.startswith(("file ", "link "))}
-have = set(lines)
-if os.path.exists(old):
-    with open(old) as f:
-        for line in f.read().splitlines():
-            if line.startswith(("file ", "link ")) and line.split(" ", 2)[2] not in paths or \
-                    line.startswith("dir ") and line not in have:
-                lines.append(line)
-                have.add(line)
-with open(new, "w") as f:
-    f.write("\n".join(lines) + "\n")
-PY
-mv "$manifest.new" "$manifest"
+record_manifest
+trap - EXIT
 [ -n "${DESTDIR:-}" ] || "${LDCONFIG:-ldconfig}"
 echo "snapfs installed under ${DESTDIR:-}$prefix"

@@ -270,8 +270,12 @@ static void free_object(struct object *o)
 {
         if (o->holders != &o->holder_inline)
                 free(o->holders);
+        /* Zeroed before it is freed: collected content (a scope's secret) must not stay
+         * readable in a freed heap chunk of the daemon. An adopted copy is the hook's: its
+         * memory file goes with its last descriptor and mapping (freed pages are cleared by
+         * the kernel before anyone gets them again). */
         if (!o->adopted)
-                free((void *)o->pub.data);
+                free_zeroed((void *)o->pub.data, o->pub.size);
         free(o->pub.name);
         free(o);
 }
@@ -705,10 +709,12 @@ int snap_store_put(struct snap_store *s, const struct snap_put *p, struct snap_o
         if (r < 0)
                 return r;
 
-        if (o->adopted)
-                free(p->owned); /* taken, and copied: copy goes with the cleanup */
-        else
-                copy = NULL; /* it is o->pub.data now: the object's */
+        if (o->adopted) {
+                /* Taken, and copied into the hook's: zeroed as a collected object's would
+                 * be, so no heap chunk keeps the content. */
+                free_zeroed(p->owned ? p->owned : copy, p->len);
+        }
+        copy = NULL; /* the object's now, or freed just above */
         name = NULL;
         *out = &TAKE_PTR(o)->pub;
         return 0;

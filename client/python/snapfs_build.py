@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import base64
 import hashlib
+import importlib
 import os
 import re
 import sys
@@ -34,12 +35,13 @@ def _toml_project(text: str) -> Dict[str, Any]:
     is one (3.11+), else the few forms the file uses (strings, lists of strings, an inline
     table of strings)."""
     try:
-        import tomllib
-        data = tomllib.loads(text)
-        project: Dict[str, Any] = data["project"]
-        return project
+        # By name: the module is 3.11's, and this file is checked as the 3.9 it runs under.
+        tomllib = importlib.import_module("tomllib")
     except ImportError:
-        pass
+        tomllib = None
+    if tomllib is not None:
+        found: Dict[str, Any] = tomllib.loads(text)["project"]
+        return found
     project: Dict[str, Any] = {}
     table: Optional[str] = None
     pending = ""  # a list that goes on over lines

@@ -186,6 +186,7 @@ static json_object *counters_json(const struct sfs_metrics_snapshot *m)
         json_object_object_add(o, "events", ev);
         json_object_object_add(o, "requests", u64(requests));
         json_object_object_add(o, "bytes_read", u64(m->bytes_read));
+        json_object_object_add(o, "audit_lines_lost", u64(m->audit_lost));
         return o;
 }
 

@@ -7,7 +7,6 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
-#include <linux/magic.h>
 #include <poll.h>
 #include <pthread.h>
 #include <signal.h>
@@ -30,6 +29,7 @@
 #include "fs/base/fdstore.h"
 #include "fs/base/inostate.h"
 #include "fs/base/notify.h"
+#include "fs/base/trustpath.h"
 #include "fs/store/ocistore.h"
 #include "fs/fuse/conn.h"
 #include "fs/fuse/passthrough.h"
@@ -288,23 +288,6 @@ static int pid_fd = -1;
 static char *pid_path; /* absolute: the daemon's working directory becomes / */
 static bool pid_written;
 
-/* Filesystems whose files are kernel settings, not files: writing a pid into one does
- * something (cgroup.procs moves the daemon, /proc/sys/kernel/ns_last_pid steers pid
- * allocation). A pid file there is refused before anything is written. */
-static bool kernel_interface(const struct statfs *sfs)
-{
-        static const unsigned long types[] = {
-                PROC_SUPER_MAGIC, SYSFS_MAGIC,    CGROUP_SUPER_MAGIC, CGROUP2_SUPER_MAGIC,
-                DEBUGFS_MAGIC,    TRACEFS_MAGIC,  SECURITYFS_MAGIC,   BPF_FS_MAGIC,
-                EFIVARFS_MAGIC,   PSTOREFS_MAGIC,
-        };
-
-        for (size_t i = 0; i < sizeof(types) / sizeof(types[0]); i++)
-                if ((unsigned long)sfs->f_type == types[i])
-                        return true;
-        return false;
-}
-
 /* Opens --pid-file before anything is mounted, so a bad path fails the mount: O_NOFOLLOW and
  * a regular file only (a symlink planted there must not make us truncate another file), on
  * no kernel interface, and written once as it will be written (then emptied until the
@@ -328,10 +311,18 @@ static int pidfile_open(const char *file)
                 LOG("--pid-file %s: %m; nothing mounted\n", file);
                 return errno == ELOOP ? SFS_EXIT_REFUSED : SFS_EXIT_ERROR;
         }
-        if (!S_ISREG(st.st_mode) || kernel_interface(&sfs)) {
+        if (!S_ISREG(st.st_mode) || sfs_trustpath_kernel_fs(&sfs)) {
                 LOG("--pid-file %s: refused: %s; nothing mounted\n", file,
                     S_ISREG(st.st_mode) ? "a kernel interface, not a file"
                                         : "not a regular file");
+                return SFS_EXIT_REFUSED;
+        }
+        /* Another uid's file, planted in a sticky directory after the path was judged: its
+         * owner chose what the daemon truncates and writes. */
+        if (st.st_uid != geteuid()) {
+                LOG("--pid-file %s: refused: owned by uid %u, not this uid (%u): remove it, "
+                    "or give a path in a directory of root or this uid alone; nothing "
+                    "mounted\n", file, (unsigned)st.st_uid, (unsigned)geteuid());
                 return SFS_EXIT_REFUSED;
         }
         n = snprintf(line, sizeof(line), "%d\n", (int)getpid());
@@ -378,7 +369,7 @@ struct daemon {
         struct sfs_ops_ctx ctx;
         struct sfs_view view;
         struct sfs_audit *audit;
-        struct sfs_ocistore *store;
+        struct sfs_ocistore *store, *runtime;
         struct snap_trust *trust;
         struct sfs_inostate *inostate;
         struct fuse_session *se;
@@ -387,6 +378,7 @@ struct daemon {
         uint64_t dev;
         int supervisor;        /* the socket to this process's supervisor, or -1 */
         bool keeper;           /* a supervisor or systemd keeps the connections */
+        char *cwd;             /* the start directory, where a successor starts too */
         unsigned handed;       /* connections handed to this process */
         bool handover;         /* ending for a successor: nothing is unmounted */
         bool signals;          /* the stop signals are installed */
@@ -542,6 +534,10 @@ static int audit_refused(const char *path, int r)
         case -ELOOP:
                 LOG("--audit-log %s: refused: a symbolic link; nothing mounted\n", path);
                 return SFS_EXIT_REFUSED;
+        case -EOPNOTSUPP:
+                LOG("--audit-log %s: refused: a kernel interface (/proc, /sys), not a file; "
+                    "nothing mounted\n", path);
+                return SFS_EXIT_REFUSED;
         default:
                 LOG("--audit-log %s: %s; nothing mounted\n", path ? path : "(stderr)",
                     strerror(-r));
@@ -586,11 +582,13 @@ static int store_restore_tree(void *ctx, const struct snap_digest *d, void *data
                                 &meta->created);
 }
 
-/* Opens --store and serves its snapshots again: 0, or an SFS_EXIT_* code (printed). */
-static int store_start(const struct sfs_daemon_config *cfg, struct sfs_ocistore *store,
-                       struct sfs_tree *tree, struct sfs_audit *audit)
+/* Opens --store (or --runtime-store, dir) and serves its snapshots again: 0, or an SFS_EXIT_*
+ * code (printed). */
+static int store_start(const struct sfs_daemon_config *cfg, const char *dir,
+                       struct sfs_ocistore *store, struct sfs_tree *tree,
+                       struct sfs_audit *audit)
 {
-        struct store_ctx sc = { .tree = tree, .audit = audit, .dir = cfg->store };
+        struct store_ctx sc = { .tree = tree, .audit = audit, .dir = dir };
         struct sfs_ocistore_hooks hooks = {
                 .restore = store_restore_tree,
                 .corrupt = store_corrupt,
@@ -600,7 +598,7 @@ static int store_start(const struct sfs_daemon_config *cfg, struct sfs_ocistore 
         int r = sfs_ocistore_load(store, cfg->tree.max_snapshot_size, &hooks);
 
         if (r < 0) {
-                LOG("--store %s: %s\n", cfg->store, strerror(-r));
+                LOG("%s: %s\n", dir, strerror(-r));
                 return SFS_EXIT_ERROR;
         }
         return 0;
@@ -609,23 +607,27 @@ static int store_start(const struct sfs_daemon_config *cfg, struct sfs_ocistore 
 static void scope_warn(void *ctx, const char *msg)
 {
         const char *dir = ctx;
-        LOG("--store %s: %s\n", dir, msg);
+        LOG("%s: %s\n", dir, msg);
 }
 
 /* The scope registry and its views, their scopes back from --store: 0, or an SFS_EXIT_* code
  * (printed). */
 static int scopes_start(const struct sfs_daemon_config *cfg, const char *mountpoint,
                         const char *read_view, struct sfs_tree *tree,
-                        struct sfs_ocistore *store, struct sfs_audit *audit,
-                        struct sfs_scopeviews **views, struct sfs_registry **reg)
+                        struct sfs_ocistore *store, struct sfs_ocistore *runtime,
+                        struct sfs_audit *audit, struct sfs_scopeviews **views,
+                        struct sfs_registry **reg)
 {
         _cleanup_free_ char *store_dir = cfg->store ? path_make_absolute(cfg->store) : NULL;
+        _cleanup_free_ char *runtime_dir =
+                cfg->runtime_store ? path_make_absolute(cfg->runtime_store) : NULL;
         int r = sfs_scopeviews_new(cfg->scope_threads, cfg->debug, views);
 
         if (r == 0)
                 r = sfs_registry_new(&(struct sfs_registry_config){
                                              .main = tree,
                                              .store = store,
+                                             .scope_store = runtime,
                                              .audit = audit,
                                              .views = sfs_scopeviews_ops(*views),
                                              .uid = getuid(),
@@ -634,16 +636,20 @@ static int scopes_start(const struct sfs_daemon_config *cfg, const char *mountpo
                                              .mountpoint = mountpoint,
                                              .read_view = read_view,
                                              .store_dir = store_dir,
+                                             .runtime_dir = runtime_dir,
                                      },
                                      reg);
         if (r == 0)
-                r = sfs_registry_restore(*reg, scope_warn, (void *)cfg->store);
+                r = sfs_registry_restore(*reg, scope_warn,
+                                         (void *)(cfg->runtime_store ? cfg->runtime_store
+                                                                     : cfg->store));
         if (r < 0) {
                 LOG("scopes: %s\n", strerror(-r));
                 return SFS_EXIT_ERROR;
         }
         /* The control channel: MNT/.control executes requests from here on. */
         sfs_tree_set_control(tree, sfs_protocol_exec, *reg);
+        sfs_tree_set_scope_grant(tree, sfs_registry_grant_hook, *reg);
         return 0;
 }
 
@@ -691,6 +697,39 @@ static int store_open(const struct sfs_daemon_config *cfg, struct sfs_ocistore *
         }
         if (r < 0) {
                 LOG("--store %s: %s\n", cfg->store, strerror(-r));
+                return SFS_EXIT_ERROR;
+        }
+        return 0;
+}
+
+/* --runtime-store: on a RAM filesystem, paired with --store. 0, or an SFS_EXIT_* code
+ * (printed). */
+static int runtime_open(const struct sfs_daemon_config *cfg, struct sfs_ocistore *store,
+                        struct sfs_ocistore **out)
+{
+        struct sfs_ocistore_why why;
+        char pid[32];
+        int r = sfs_ocistore_open_runtime(cfg->runtime_store, store, SFS_STORE_WAIT_MS, out,
+                                          &why);
+
+        if (r == -EMEDIUMTYPE) {
+                LOG("--runtime-store %s: refused: not on a RAM filesystem (tmpfs, ramfs): a "
+                    "scope's content must never reach a disk\n", cfg->runtime_store);
+                return SFS_EXIT_REFUSED;
+        }
+        if (r == -EWOULDBLOCK) {
+                LOG("--runtime-store %s: refused: another snapfs daemon%s uses it\n",
+                    cfg->runtime_store, holder_text(why.holder, pid, sizeof(pid)));
+                return SFS_EXIT_REFUSED;
+        }
+        if (r == -EPERM || r == -EREMOTE) {
+                LOG("--runtime-store %s: refused: %s\n", cfg->runtime_store,
+                    r == -EPERM ? "not owned by this uid, or writable by group or others"
+                                : "on a remote filesystem");
+                return SFS_EXIT_REFUSED;
+        }
+        if (r < 0) {
+                LOG("--runtime-store %s: %s\n", cfg->runtime_store, strerror(-r));
                 return SFS_EXIT_ERROR;
         }
         return 0;
@@ -765,6 +804,43 @@ static int trust_load(const struct sfs_daemon_config *cfg, struct snap_trust **o
         return 0;
 }
 
+/* --OPT path judged along its whole path (fs/base/trustpath.h) before the daemon reads or
+ * writes it: 0 (a missing file is left to the option's own open, which reports or makes it),
+ * or an SFS_EXIT_* code (printed). */
+static int path_trusted(const char *opt, const char *path, unsigned flags)
+{
+        _cleanup_free_ char *abs = path_make_absolute(path);
+        struct sfs_trustpath_why why;
+        int r;
+
+        if (!abs) {
+                LOG("--%s %s: %m; nothing mounted\n", opt, path);
+                return SFS_EXIT_ERROR;
+        }
+        r = sfs_trustpath_judge(abs, geteuid(), flags, &why);
+        if (r == 0 || r == -ENOENT)
+                return 0;
+        LOG("--%s %s: refused: %s; nothing mounted\n", opt, path, why.message);
+        return r == -EPERM || r == -ELOOP || r == -ENOTDIR || r == -EINVAL ? SFS_EXIT_REFUSED
+                                                                           : SFS_EXIT_ERROR;
+}
+
+/* Every other path the daemon trusts, once the config file has named them. */
+static int paths_trusted(const struct sfs_daemon_config *c)
+{
+        int r = 0;
+
+        if (c->store)
+                r = path_trusted("store", c->store, SFS_TRUSTPATH_MAY_BE_ABSENT);
+        if (!r && c->audit_log)
+                r = path_trusted("audit-log", c->audit_log, SFS_TRUSTPATH_MAY_BE_ABSENT);
+        if (!r && c->pid_file)
+                r = path_trusted("pid-file", c->pid_file, SFS_TRUSTPATH_MAY_BE_ABSENT);
+        for (unsigned i = 0; !r && i < c->n_trust_keys; i++)
+                r = path_trusted("trust-key", c->trust_keys[i], 0);
+        return r;
+}
+
 /* The config file, the rules between options and the derived defaults, into *c (a copy of
  * what the caller built): 0, or an SFS_EXIT_* code (printed). */
 static int config_start(struct sfs_daemon_config *c)
@@ -773,6 +849,8 @@ static int config_start(struct sfs_daemon_config *c)
         unsigned line;
         int r;
 
+        if (c->config && (r = path_trusted("config", c->config, 0)) != 0)
+                return r;
         if (c->config) {
                 r = sfs_conffile_load(c, c->config, &line, why, sizeof(why));
                 if (r < 0 && line) {
@@ -785,6 +863,9 @@ static int config_start(struct sfs_daemon_config *c)
                                                                           : SFS_EXIT_ERROR;
                 }
         }
+        r = paths_trusted(c);
+        if (r)
+                return r;
         if (sfs_daemon_config_finish(c, why, sizeof(why)) < 0) {
                 LOG("%s; nothing mounted\n", why);
                 return SFS_EXIT_ERROR;
@@ -896,6 +977,7 @@ static int daemon_prepare(struct daemon *d)
                 .attr_set = cfg->mount_attr_set,
                 .attr_clr = cfg->mount_attr_clr,
         };
+        d->cwd = get_current_dir_name(); /* before daemonizing: a successor's arguments */
         d->path = path_make_absolute(cfg->mountpoint);
         if (!d->path) {
                 LOG("%s: %m\n", cfg->mountpoint);
@@ -938,6 +1020,12 @@ static int daemon_prepare_tree(struct daemon *d)
                         return r;
                 d->tc.ocistore = d->store;
         }
+        if (d->cfg->runtime_store) {
+                r = runtime_open(d->cfg, d->store, &d->runtime);
+                if (r)
+                        return r;
+                d->tc.runtime = d->runtime;
+        }
         /* Before any content exists: with passthrough, each snapshot's content lives once, in
          * the sealed memory file the kernel reads, mapped read-only for the daemon's own
          * reads; closed when the store frees it. */
@@ -949,7 +1037,12 @@ static int daemon_prepare_tree(struct daemon *d)
                 LOG("%s\n", strerror(-r));
                 return SFS_EXIT_ERROR;
         }
-        return d->store ? store_start(d->cfg, d->store, d->ctx.tree, d->audit) : 0;
+        if (d->store)
+                r = store_start(d->cfg, d->cfg->store, d->store, d->ctx.tree, d->audit);
+        if (r == 0 && d->runtime)
+                r = store_start(d->cfg, d->cfg->runtime_store, d->runtime, d->ctx.tree,
+                                d->audit);
+        return r;
 }
 
 /* The main mount (made and checked, or taken over), the read view, the scopes: 0, or an
@@ -995,8 +1088,8 @@ static int daemon_mount(struct daemon *d)
         if (sfs_status_set_daemon(d->path, d->view.path, d->cfg->store) < 0)
                 LOG("snapfs status: out of memory; it names no paths\n");
         /* Scopes after every mount of this daemon, so no view lands on one of them. */
-        return scopes_start(d->cfg, d->path, d->view.path, d->ctx.tree, d->store, d->audit,
-                            &d->views, &d->reg);
+        return scopes_start(d->cfg, d->path, d->view.path, d->ctx.tree, d->store, d->runtime,
+                            d->audit, &d->views, &d->reg);
 }
 
 /* Daemonized: the supervisor that keeps the connections, forked here (after the mounts, so
@@ -1017,7 +1110,7 @@ static void daemon_supervise(struct daemon *d)
                 return;
         }
         if (d->supervisor < 0 && !d->cfg->foreground) {
-                r = sfs_supervisor_start(&d->supervisor);
+                r = sfs_supervisor_start(&d->supervisor, d->cwd);
                 if (r < 0)
                         LOG("cannot start the supervisor: %s; a crash will end the mounts\n",
                             strerror(-r));
@@ -1082,8 +1175,10 @@ static void daemon_teardown(struct daemon *d, int ret)
 {
         bool unmount = !d->handover;
 
-        if (d->ctx.tree)
+        if (d->ctx.tree) {
                 sfs_tree_set_control(d->ctx.tree, NULL, NULL);
+                sfs_tree_set_scope_grant(d->ctx.tree, NULL, NULL);
+        }
         if (d->handover)
                 sfs_scopeviews_handover(d->views);
         sfs_registry_free(d->reg);
@@ -1103,6 +1198,7 @@ static void daemon_teardown(struct daemon *d, int ret)
         reopen_on_hup(NULL, true);
         /* The store first: nothing serves any more, and a daemon started on it at once
          * must not wait while this one frees what it served (seconds for a large store). */
+        sfs_ocistore_close(d->runtime); /* first: it may use --store's lock */
         sfs_ocistore_close(d->store);
         /* Everything the snapshots held is freed before exit. */
         sfs_tree_free(d->ctx.tree);
@@ -1113,6 +1209,7 @@ static void daemon_teardown(struct daemon *d, int ret)
         sfs_status_clear_daemon();
         safe_close(d->supervisor);
         free(d->path);
+        free(d->cwd);
 }
 
 int sfs_daemon_run(const struct sfs_daemon_config *given)

@@ -47,6 +47,7 @@ struct sup {
         unsigned failed; /* successors in a row that died before serving */
         char exe[PATH_MAX];
         char **argv;
+        char *cwd;       /* the daemon's start directory: its arguments may be relative */
 };
 
 static int send_fds(int sock, uint32_t kind, uint32_t id, const int *fds, unsigned n)
@@ -170,6 +171,8 @@ static void exec_successor(struct sup *s, int sock)
                 if (from[i] < 0 || dup2(from[i], (int)(3 + i)) < 0)
                         _exit(127);
         close_range((unsigned)(3 + k), ~0U, 0);
+        if (s->cwd && chdir(s->cwd) < 0)
+                _exit(127);
         snprintf(num, sizeof(num), "%d", (int)getpid());
         setenv("LISTEN_PID", num, 1);
         snprintf(num, sizeof(num), "%zu", k);
@@ -317,7 +320,7 @@ static char **read_cmdline(void)
 
 /* The supervisor's own setup: nothing of the daemon kept but the socket; signals read from
  * a descriptor. Never returns. */
-static void become_supervisor(pid_t child, int sock)
+static void become_supervisor(pid_t child, int sock, const char *cwd)
 {
         static struct sup s;
         ssize_t n;
@@ -325,6 +328,7 @@ static void become_supervisor(pid_t child, int sock)
         int null;
 
         s.child = child;
+        s.cwd = cwd ? strdup(cwd) : NULL;
         s.argv = read_cmdline();
         /* The path, not /proc/self/exe: after a package upgrade the path names the new
          * program, which is what a successor must run. */
@@ -362,7 +366,7 @@ static void become_supervisor(pid_t child, int sock)
         _exit(supervise(&s));
 }
 
-int sfs_supervisor_start(int *sock)
+int sfs_supervisor_start(int *sock, const char *cwd)
 {
         int sv[2];
         pid_t pid;
@@ -384,7 +388,7 @@ int sfs_supervisor_start(int *sock)
         }
         if (pid > 0) {
                 close(sv[1]);
-                become_supervisor(pid, sv[0]);
+                become_supervisor(pid, sv[0], cwd);
         }
         sigprocmask(SIG_SETMASK, &old, NULL);
         close(sv[0]);

@@ -16,8 +16,10 @@
 
 /* Forks the supervisor: returns in the child (the serving process) with 0 and *sock, the
  * socket its connections go to; the parent never returns (it supervises, then exits with
- * the serving process's status). -errno when socketpair or fork fail (nothing forked). */
-int sfs_supervisor_start(int *sock);
+ * the serving process's status). A successor starts in cwd (the directory the daemon was
+ * started in: its arguments may be relative to it; NULL: /). -errno when socketpair or fork
+ * fail (nothing forked). */
+int sfs_supervisor_start(int *sock, const char *cwd);
 /* Sends the pair of connection id (the /dev/fuse descriptor and its record) to the
  * supervisor at sock: 0 or -errno. */
 int sfs_supervisor_keep(int sock, int fd, int rec, unsigned id);

@@ -350,6 +350,11 @@ static void op_write(fuse_req_t req, fuse_ino_t ino, const char *buf, size_t siz
                 r = sfs_tree_write_flags(ctx_of(req)->tree, &c, fi->flags);
         if (r == 0)
                 r = sfs_tree_write(ctx_of(req)->tree, &c, h, buf, size, off);
+        /* buf lies in libfuse's receive buffer, which the thread reuses: a later request
+         * overwrites only its own length of it, so a secret written to a staging file would
+         * stay readable in the daemon's memory long after its snapshot was collected. The
+         * bytes are copied (or refused) now: zero them. */
+        explicit_bzero((void *)(uintptr_t)buf, size);
         if (r < 0)
                 fuse_reply_err(req, -r);
         else
@@ -777,10 +782,10 @@ static void op_setxattr(fuse_req_t req, fuse_ino_t ino, const char *name, const 
         struct sfs_caller c = caller_of(req);
         struct sfs_node *n = node_or_reply(req, ino);
 
-        (void)value, (void)size, (void)flags;
+        (void)flags;
         if (n)
                 fuse_reply_err(req, -sfs_tree_setxattr(ctx_of(req)->tree, &c, n, "setxattr",
-                                                       name));
+                                                       name, value, size));
 }
 
 static void op_removexattr(fuse_req_t req, fuse_ino_t ino, const char *name)
@@ -790,7 +795,7 @@ static void op_removexattr(fuse_req_t req, fuse_ino_t ino, const char *name)
 
         if (n)
                 fuse_reply_err(req, -sfs_tree_setxattr(ctx_of(req)->tree, &c, n, "removexattr",
-                                                       name));
+                                                       name, NULL, 0));
 }
 
 /* flush only reaches the daemon for staging writes (everything else opens with noflush). No

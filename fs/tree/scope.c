@@ -82,7 +82,11 @@ int sfs_tree_new_scope(struct sfs_tree *main, const struct sfs_scope_spec *spec,
         t->cfg.dev = t->cfg.read_view_dev = 0;
         t->cfg.max_staging = (unsigned)spec->limits.max_staging;
         t->cfg.max_staging_bytes = spec->limits.max_staging_bytes;
+        /* What the scope publishes goes to --runtime-store (RAM), never to --store (a disk);
+         * without one it lives in memory alone. */
+        t->cfg.ocistore = t->cfg.runtime;
         t->store = main->store;
+        t->scope->main = main;
         t->reserve_objects = main->reserve_objects;
         t->reserve_bytes = main->reserve_bytes;
         t->budget = (struct sfs_staging_budget){
@@ -390,8 +394,15 @@ void sfs_scope_effects_free(struct sfs_scope_effects *fx)
 
 void sfs_scope_effects_release(struct sfs_tree *t, struct sfs_scope_effects *fx)
 {
-        for (size_t i = 0; i < fx->n_gone; i++)
+        /* The main tree's lock is taken below: no tree's may be held (--store's may). */
+        assert(!(sfs_locks_held & (1u << SFS_LOCK_TREE)));
+        for (size_t i = 0; i < fx->n_gone; i++) {
+                /* The owner may have looked the digest up on the main mount: that node's
+                 * reference must not keep collected content alive either. */
+                if (t->scope && t->scope->main)
+                        sfs_tree_drop_collected(t->scope->main, fx->gone[i]);
                 snap_store_release(t->store, fx->gone[i]);
+        }
         fx->n_gone = 0;
 }
 
@@ -426,6 +437,8 @@ static void drop_grant(struct sfs_tree *t, struct sfs_grant *gr, struct sfs_scop
         n = sfs_node_find(t, gr->ino);
         if (n && node_kind(n) == SFS_KIND_SNAPSHOT) {
                 n->revoked = true;
+                /* Nothing open on it: its bytes go now, not when the kernel forgets it. */
+                sfs_node_drop_content(t, n);
                 fx->inos[fx->n_inos++] = gr->ino;
         }
         if (gr->published)

@@ -155,6 +155,17 @@ int sfs_tree_init_common(struct sfs_tree *t)
         return 0;
 }
 
+void sfs_tree_set_scope_grant(struct sfs_tree *t,
+                              int (*grant)(void *ctx, const struct sfs_caller *c,
+                                           const char *scope, const struct snap_digest *d,
+                                           const char *entry),
+                              void *ctx)
+{
+        tree_lock(t);
+        t->grant_hook = (struct sfs_grant_hook){ .grant = grant, .ctx = ctx };
+        tree_unlock(t);
+}
+
 void sfs_tree_set_control(struct sfs_tree *t,
                           int (*exec)(void *ctx, const struct sfs_caller *c, const char *req,
                                       size_t len, char **reply, size_t *reply_len),
@@ -162,6 +173,14 @@ void sfs_tree_set_control(struct sfs_tree *t,
 {
         tree_lock(t);
         t->control_hook = (struct sfs_control_hook){ .exec = exec, .ctx = ctx };
+        tree_unlock(t);
+}
+
+void sfs_tree_set_published(struct sfs_tree *t,
+                            void (*fn)(void *ctx, const struct snap_digest *d), void *ctx)
+{
+        tree_lock(t);
+        t->published_hook = (struct sfs_published_hook){ .fn = fn, .ctx = ctx };
         tree_unlock(t);
 }
 
@@ -474,6 +493,35 @@ struct sfs_handle *sfs_handle_new(struct sfs_tree *t, struct sfs_node *n, bool w
         return h;
 }
 
+/* A snapshot's bytes live while the daemon serves them (a handle), never because the kernel
+ * still caches a node: the kernel sends FORGET when it likes (or, for an inode a sandbox keeps
+ * in its dentry cache, never), and until then a revoked secret stayed in the daemon's memory
+ * and charged against --max-bytes (the attack: rotation 17 of a 250 KB entry under
+ * --max-bytes 4M refused "the mount is full" until drop_caches). A node without content
+ * answers ESTALE to an open, and the kernel looks the name up again: a reader racing a
+ * rotation gets what the name names now. */
+void sfs_node_drop_content(struct sfs_tree *t, struct sfs_node *n)
+{
+        assert(mutex_held(&t->lock));
+        if (node_kind(n) != SFS_KIND_SNAPSHOT || !n->obj || n->pins || !n->revoked)
+                return;
+        snap_store_release(t->store, n->obj);
+        n->obj = NULL;
+}
+
+void sfs_tree_drop_collected(struct sfs_tree *t, struct snap_object *obj)
+{
+        struct sfs_node *n;
+
+        tree_lock(t);
+        n = sfs_tree_node(t, obj->ino);
+        if (n && node_kind(n) == SFS_KIND_SNAPSHOT && n->obj == obj) {
+                n->revoked = true;
+                sfs_node_drop_content(t, n);
+        }
+        tree_unlock(t);
+}
+
 static void stage_release_held(struct sfs_tree *t, struct sfs_node *n);
 
 void sfs_handle_del(struct sfs_tree *t, struct sfs_handle *h)
@@ -495,6 +543,7 @@ void sfs_handle_del(struct sfs_tree *t, struct sfs_handle *h)
         pthread_mutex_unlock(&t->ids_lock);
         LIST_DEL(t->handles, h);
         stage_release_held(t, n);
+        sfs_node_drop_content(t, n);
         sfs_node_maybe_free(t, n);
 }
 
@@ -508,6 +557,8 @@ const char *sfs_node_label(struct sfs_node *n, char *buf)
 {
         switch (node_kind(n)) {
         case SFS_KIND_SNAPSHOT:
+                if (!n->obj)
+                        return NULL;
                 snap_digest_to_hex(&n->obj->digest, buf);
                 return buf;
         case SFS_KIND_STAGING_FILE:
@@ -567,6 +618,12 @@ void sfs_fill_attr(struct sfs_tree *t, struct sfs_node *n, struct stat *st)
                 /* Mode 0000: no path-based access right exists; the daemon mediates all. */
                 st->st_mode = S_IFREG;
                 st->st_gid = t->cfg.owner_gid;
+                if (!n->obj) {
+                        /* Collected: nothing left to show but that it is gone. */
+                        st->st_uid = t->scope ? n->vuid : t->cfg.owner_uid;
+                        st->st_atim = st->st_mtim = st->st_ctim = n->vtime;
+                        break;
+                }
                 st->st_size = (off_t)n->obj->size;
                 st->st_blocks = (blkcnt_t)((n->obj->size + 511) / 512);
                 if (t->scope) {
@@ -595,7 +652,7 @@ void sfs_fill_attr(struct sfs_tree *t, struct sfs_node *n, struct stat *st)
  * kernel must ask again for every caller. */
 static bool main_unheld(struct sfs_tree *t, struct sfs_node *n)
 {
-        return !t->scope && node_kind(n) == SFS_KIND_SNAPSHOT &&
+        return !t->scope && node_kind(n) == SFS_KIND_SNAPSHOT && n->obj &&
                !snap_store_held(t->store, n->obj) && snap_store_indexed(t->store, n->obj);
 }
 
@@ -639,6 +696,9 @@ int sfs_check_visible(struct sfs_tree *t, const struct sfs_caller *c, struct sfs
         case SFS_KIND_SNAPSHOT:
                 if (!sfs_may_see(&t->cfg, c))
                         return -EACCES;
+                /* Collected (sfs_node_drop_content): the kernel looks the name up again. */
+                if (!n->obj)
+                        return -ESTALE;
                 return sfs_main_may_see_snapshot(t, c, n->obj) ? 0 : -ENOENT;
         case SFS_KIND_STAGING_FILE:
                 if (!n->linked || n->stg->owner != c->uid)
@@ -727,6 +787,12 @@ struct sfs_node *sfs_snapshot_node(struct sfs_tree *t, struct snap_object *obj, 
          * that object's snapshot node. */
         if (n && node_kind(n) == SFS_KIND_SNAPSHOT && n->obj == obj) {
                 snap_store_release(t->store, obj);
+                return n;
+        }
+        if (n && node_kind(n) == SFS_KIND_SNAPSHOT && !n->obj) {
+                /* Its content was dropped with its grant, and granted again since (the same
+                 * object: the inode number is its): the node serves it again. */
+                n->obj = obj;
                 return n;
         }
         if (n) {

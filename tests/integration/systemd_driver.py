@@ -10,6 +10,7 @@ OUT/result.json gets one entry per step; a step that raised has its error under
 "errors" and the steps after it still run. OUT/journal.txt is the whole journal, for whoever
 reads a failure. Nothing here asserts: test_systemd.py does, on the result.
 """
+import ctypes
 import errno
 import grp
 import gzip
@@ -185,10 +186,12 @@ def journal(unit):
 
 def make_instance_conf(confdir, name):
     """NAME.conf of snapfs@NAME.service, made from the service's file as docs/deployment.md
-    says: the same settings, with a store and an audit log of its own."""
+    says: the same settings, with a store, a runtime store and an audit log of its own."""
     with open(os.path.join(confdir, "snapfs.conf")) as f:
         text = f.read()
     text = re.sub(r"(?m)^store = .*$", f"store = /var/lib/snapfs-{name}", text)
+    text = re.sub(r"(?m)^runtime-store = .*$", f"runtime-store = /run/snapfs-{name}-scopes",
+                  text)
     text = re.sub(r"(?m)^audit-log = .*$", f"audit-log = {LOG_DIR}/audit-{name}.log", text)
     path = os.path.join(confdir, f"{name}.conf")
     with open(path, "w") as f:
@@ -450,6 +453,42 @@ def step_takeover(cfg, res):
     res["remove"] = control(mnt, {"op": "scope-remove", "name": "box"})
 
 
+def holds(top, needle):
+    """Whether any file under top holds the bytes needle (grep -r)."""
+    for d, _, files in os.walk(top):
+        for name in files:
+            with open(os.path.join(d, name), "rb") as f:
+                if needle in f.read():
+                    return True
+    return False
+
+
+def step_scope_content_lives_in_ram(cfg, res):
+    """put --scope under the shipped unit: the token in its runtime store (/run, a tmpfs),
+    never in its store under /var/lib; systemctl restart keeps the scope and the grant's
+    content."""
+    mnt, snap, view = "/run/snapfs", "/usr/local/bin/snapfs", "/run/snapfs-test-views/a"
+    os.makedirs(os.path.dirname(view), exist_ok=True)
+    token = "TOKEN-unit-" + os.urandom(16).hex()
+    res["create"] = sh(snap, "scope", "create", "--mount", mnt, "unit-a", "--view", view)
+    res["put"] = sh(snap, "put", "--mount", mnt, "--scope", "unit-a", "--as", "cfg", "-",
+                    input=token)
+    res["fstype"] = sh("stat", "-f", "-c", "%T", "/run/snapfs-scopes")["out"].strip()
+    res["store"] = holds("/var/lib/snapfs", token.encode())
+    res["runtime"] = holds("/run/snapfs-scopes", token.encode())
+    pid = main_pid("snapfs.service")
+    res["restart"] = sh("systemctl", "restart", "snapfs.service")
+    wait_for(lambda: running_again("snapfs.service", pid), "the restart")
+    try:
+        with open(os.path.join(view, "cfg")) as f:
+            res["read"] = f.read() == token
+    except OSError as e:
+        res["read"] = errno.errorcode[e.errno]
+    res["store_after"] = holds("/var/lib/snapfs", token.encode())
+    res["remove"] = sh(snap, "scope", "rm", "--mount", mnt, "unit-a")
+    res["runtime_after_rm"] = holds("/run/snapfs-scopes", token.encode())
+
+
 EXITS = "/run/snapfs-exits"
 # systemctl show forgets the main process's exit status once the unit is inactive; an
 # ExecStopPost= of the test's own (a drop-in in /run, beside the shipped unit) is told it.
@@ -472,6 +511,49 @@ def step_stop_leaves_nothing(cfg, res, unit="snapfs.service", mnts=("/run/snapfs
     res["exit"] = exits(unit)[-1:]
     res["mounts"] = {m: mountinfo(m) for m in mnts}
     res["pids"] = snapfs_pids()
+
+
+def dead_fuse_mount(path, subtype="hello"):
+    """A FUSE mount of another filesystem whose server is gone: mounted on a /dev/fuse
+    descriptor that is closed at once, it answers ENOTCONN, as a crashed server's does."""
+    libc = ctypes.CDLL(None, use_errno=True)
+    fd = os.open("/dev/fuse", os.O_RDWR | os.O_CLOEXEC)
+    try:
+        opts = f"fd={fd},rootmode=40000,user_id=0,group_id=0".encode()
+        if libc.mount(subtype.encode(), path.encode(), f"fuse.{subtype}".encode(), 0, opts):
+            e = ctypes.get_errno()
+            raise OSError(e, os.strerror(e), path)
+    finally:
+        os.close(fd)
+
+
+def step_a_foreign_dead_mount_survives(cfg, res):
+    """A dead fuse.hello at the unit's mount point: the start is refused, and the unit's
+    ExecStopPost unmounted that foreign mount anyway."""
+    mnt = "/run/snapfs"
+    os.makedirs(mnt, exist_ok=True)
+    dead_fuse_mount(mnt)
+    try:
+        res["start"] = sh("systemctl", "start", "snapfs.service")
+        res["show"] = show("snapfs.service", "ActiveState", "Result", "ExecMainStatus",
+                           "NRestarts")
+        res["after_start"] = [fstype(l) for l in mountinfo(mnt)]
+        res["stop"] = sh("systemctl", "stop", "snapfs.service")
+        res["after_stop"] = [fstype(l) for l in mountinfo(mnt)]
+        res["journal"] = journal("snapfs.service")[-3000:]
+    finally:
+        sh("umount", "--lazy", mnt)
+        sh("systemctl", "reset-failed", "snapfs.service")
+    # Beside it: once the foreign mount is gone, the same unit starts and serves; killed,
+    # its own dead mount is cleared by ExecStopPost (the restart finds the point free).
+    res["fixed"] = sh("systemctl", "start", "snapfs.service")
+    res["fixed_show"] = show("snapfs.service", "ActiveState", "SubState")
+    pid = main_pid("snapfs.service")
+    sh("systemctl", "kill", "--signal=SIGKILL", "--kill-who=main", "snapfs.service")
+    wait_for(lambda: running_again("snapfs.service", pid), "the restart")
+    res["restarted"] = [fstype(l) for l in mountinfo(mnt)]
+    res["fixed_stop"] = sh("systemctl", "stop", "snapfs.service")
+    res["after"] = {"mounts": mountinfo(mnt), "pids": snapfs_pids()}
 
 
 def write_dropin(unit, name, text):
@@ -690,7 +772,9 @@ STEPS = [
     step_reload_and_logrotate,
     step_kill_9_restarts,
     step_takeover,
+    step_scope_content_lives_in_ram,
     step_stop_leaves_nothing,
+    step_a_foreign_dead_mount_survives,
     step_operator_edits_a_limit,
     step_a_bad_config_file_fails_once,
     step_configuration_errors_do_not_restart,

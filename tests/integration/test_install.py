@@ -6,7 +6,8 @@ another prefix takes it, the Python client lands where /usr/bin/python3 imports 
 libsnapfs with no environment variable, the logrotate snippet lands in /etc/logrotate.d
 whatever the prefix, snapfs.service's config file lands in PREFIX/etc/snapfs only where there
 is none and --uninstall removes it only unchanged, and --uninstall removes every installed
-file."""
+file. The clients built from the source find an install under a prefix of its own through
+the loader install.sh told of it."""
 import os
 import re
 import shutil
@@ -21,6 +22,7 @@ EXAMPLE = ROOT / "tests" / "pkgconfig" / "example.c"
 INSTALL = ROOT / "scripts" / "install.sh"
 EXPORTED = {"snapfs_binding_format", "snapfs_binding_parse", "snapfs_publish",
             "snapfs_publish_fd", "snapfs_publish_named", "snapfs_publish_fd_named",
+            "snapfs_publish_for_scope", "snapfs_publish_fd_for_scope",
             "snapfs_describe", "snapfs_describe_fd", "snapfs_open_verified",
             "snapfs_open_digest", "snapfs_verify_fd", "snapfs_view_binding", "snapfs_strerror",
             # scopes: the control channel and what a sandbox reads through a view
@@ -416,3 +418,152 @@ def test_the_python_client_installed_from_source_finds_the_library_install_sh_pu
                                   "user.snapfs.binding").decode()
     r = install_sh(release_build, "--uninstall")
     assert r.returncode == 0, r.stdout + r.stderr
+
+
+@pytest.fixture
+def scratch_opt_and_etc(workdir):
+    """An empty /opt and a scratch /etc (an overlay: the host's files below, writes in a
+    tmpfs) for this test only: an install under a prefix of its own writes its file in
+    /etc/ld.so.conf.d and ldconfig its cache, /etc/ld.so.cache, as on a real host, and both
+    vanish with the mounts."""
+    scratch = os.path.join(workdir, "etc-scratch")
+    os.mkdir(scratch)
+    mounted = []
+    try:
+        for argv in (["-t", "tmpfs", "-o", "mode=755", "tmpfs", "/opt"],
+                     ["-t", "tmpfs", "tmpfs", scratch]):
+            r = run("mount", *argv)
+            assert r.returncode == 0, r.stderr
+            mounted.insert(0, argv[-1])
+        os.mkdir(os.path.join(scratch, "upper"))
+        os.mkdir(os.path.join(scratch, "work"))
+        r = run("mount", "-t", "overlay", "overlay", "-o",
+                f"lowerdir=/etc,upperdir={scratch}/upper,workdir={scratch}/work", "/etc")
+        assert r.returncode == 0, r.stderr
+        mounted.insert(0, "/etc")
+        yield "/opt"
+    finally:
+        for m in mounted:
+            subprocess.run(["umount", "-l", m], capture_output=True, check=False)
+
+
+WHICH_LIBRARY = """
+import sys
+import snapfs_client as snapfs
+b = snapfs.publish(sys.argv[1], b"client of a prefix of its own", owner=0)
+print(next(line.split()[-1] for line in open("/proc/self/maps") if "libsnapfs.so" in line))
+print(b)
+"""
+
+NODE_WHICH_ADDON = r"""
+const snapfs = require(process.argv[1]);
+(async () => {
+  const s = await snapfs.publish("node client of a prefix of its own", { mount: process.argv[2] });
+  const maps = require("fs").readFileSync("/proc/self/maps", "utf8").split("\n");
+  for (const name of ["snapfs.node", "libsnapfs.so"])
+    console.log(maps.find((l) => l.includes(name)).split(/\s+/).pop());
+  console.log(s.binding);
+})().catch((e) => { console.error(e.message); process.exit(1); });
+"""
+
+
+def test_the_clients_from_source_find_an_install_under_a_prefix_of_its_own(
+        release_build, scratch_opt_and_etc, snapfs, workdir):
+    """The Python client pip installed from the source and the Node.js package built from it
+    (no library path, no addon beside it) find libsnapfs and the addon that install.sh put
+    under /opt/snapfs-x, through the loader it told of them (/etc/ld.so.conf.d, ldconfig);
+    with the install gone, each names what to run."""
+    src = os.path.join(workdir, "python")
+    shutil.copytree(ROOT / "client" / "python", src, ignore=shutil.ignore_patterns("__pycache__"))
+    venv = os.path.join(workdir, "venv")
+    assert run("/usr/bin/python3", "-m", "venv", venv, timeout=120).returncode == 0
+    r = run(os.path.join(venv, "bin", "pip"), "install", "--no-index", src, timeout=300)
+    assert r.returncode == 0, r.stdout + r.stderr
+    python = os.path.join(venv, "bin", "python")
+    # The Node.js package as `npm install client/node` builds it: lib/ and package.json only.
+    node_pkg = os.path.join(workdir, "node-from-source")
+    shutil.copytree(BUILD / "client" / "node" / "lib", os.path.join(node_pkg, "lib"))
+    shutil.copy(BUILD / "client" / "node" / "package.json", node_pkg)
+    clean = {"PATH": "/usr/bin:/bin"}
+
+    def clients():
+        py = subprocess.run([python, "-c", WHICH_LIBRARY, snapfs.path], capture_output=True,
+                            text=True, timeout=60, env=clean)
+        node = subprocess.run(["node", "-e", NODE_WHICH_ADDON, node_pkg, snapfs.path],
+                              capture_output=True, text=True, timeout=60, env=clean)
+        return py, node
+
+    r = run(INSTALL, "/opt/snapfs-x", env=dict(os.environ, SNAPFS_INSTALL_BUILD=release_build),
+            timeout=600)
+    assert r.returncode == 0, r.stdout + r.stderr
+    libdir = "/opt/snapfs-x/lib/x86_64-linux-gnu"
+    assert f"installed /etc/ld.so.conf.d/snapfs-opt-snapfs-x.conf (the loader searches " \
+        f"{libdir})" in r.stdout
+    py, node = clients()
+    assert py.returncode == 0, py.stderr
+    library, binding = py.stdout.splitlines()
+    assert library.startswith(f"{libdir}/libsnapfs.so.0"), library
+    assert binding == os.getxattr(snapfs.p(sha256_hex(b"client of a prefix of its own")),
+                                  "user.snapfs.binding").decode()
+    assert node.returncode == 0, node.stderr
+    addon, library, binding = node.stdout.splitlines()
+    assert addon == f"{libdir}/nodejs/snapfs/snapfs.node", addon
+    assert library.startswith(f"{libdir}/libsnapfs.so.0"), library
+    assert binding == os.getxattr(snapfs.p(sha256_hex(b"node client of a prefix of its own")),
+                                  "user.snapfs.binding").decode()
+
+    r = run(INSTALL, "--uninstall", env=dict(os.environ, SNAPFS_INSTALL_BUILD=release_build))
+    assert r.returncode == 0, r.stdout + r.stderr
+    assert os.listdir("/opt") == [] and not os.path.exists(
+        "/etc/ld.so.conf.d/snapfs-opt-snapfs-x.conf")
+    py, node = clients()
+    assert py.returncode == 1 and "`sudo scripts/install.sh /usr/local`" in py.stderr, py.stderr
+    assert node.returncode == 1 and "no Node-API addon (snapfs.node)" in node.stderr and \
+        "`scripts/install.sh /usr/local`" in node.stderr, node.stderr
+
+
+def test_an_install_that_stops_half_way_is_recorded_and_uninstalls(
+        release_build, scratch_opt_and_etc):
+    """A prefix whose loader file cannot be written (here /etc/ld.so.conf.d read-only; a user
+    without root, elsewhere): the run fails saying so, and what it had put in place is in its
+    manifest all the same, so --uninstall removes every file of it."""
+    r = run("mount", "--bind", "-o", "ro", "/etc/ld.so.conf.d", "/etc/ld.so.conf.d")
+    assert r.returncode == 0, r.stderr
+    try:
+        r = run(INSTALL, "/opt/snapfs-y",
+                env=dict(os.environ, SNAPFS_INSTALL_BUILD=release_build), timeout=600)
+    finally:
+        subprocess.run(["umount", "-l", "/etc/ld.so.conf.d"], capture_output=True, check=False)
+    assert r.returncode == 1, r.stdout + r.stderr
+    assert "cannot write /etc/ld.so.conf.d/snapfs-opt-snapfs-y.conf, so the loader will not " \
+        "find /opt/snapfs-y/lib/x86_64-linux-gnu/libsnapfs.so.0 (run as root)" in r.stderr
+    assert os.path.exists("/opt/snapfs-y/bin/snapfs")
+    records = []
+    for name in os.listdir(f"{release_build}.installs"):
+        with open(os.path.join(f"{release_build}.installs", name)) as f:
+            if f.readline() == "prefix /opt/snapfs-y\n":
+                records.append(name)
+    assert len(records) == 1 and records[0].endswith(".manifest"), records
+    r = install_sh(release_build, "--uninstall")
+    assert r.returncode == 0, r.stdout + r.stderr
+    assert "files installed under /opt/snapfs-y" in r.stdout
+    assert installed_files("/opt") == [] and os.listdir("/opt") == []
+
+
+def test_uninstall_names_a_snapfs_it_has_no_manifest_of(scratch_usr_local, workdir):
+    """A build directory with no manifest: nothing to remove; and a snapfs installed from
+    elsewhere (here copied into /usr/local/bin) is named, with why it is not cleaned here."""
+    nowhere = os.path.join(workdir, "no-build")
+    env = {"PATH": f"/usr/local/bin:{os.environ['PATH']}"}
+    r = install_sh(nowhere, "--uninstall", **env)
+    assert r.returncode == 1 and "nothing installed from" in r.stderr, r.stderr
+    assert "cannot clean" not in r.stderr, r.stderr
+    os.makedirs("/usr/local/bin", exist_ok=True)
+    shutil.copy(BUILD / "cli" / "snapfs", "/usr/local/bin/snapfs")
+    r = install_sh(nowhere, "--uninstall", **env)
+    assert r.returncode == 1, r.stdout + r.stderr
+    assert "scripts/install.sh: cannot clean /usr/local/bin/snapfs: no manifest of it here " \
+        "(installed from another checkout or build directory, or its manifest was removed " \
+        "with the build); run scripts/install.sh --uninstall where it was installed from" \
+        in r.stderr, r.stderr
+    assert os.path.exists("/usr/local/bin/snapfs")

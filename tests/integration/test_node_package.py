@@ -92,7 +92,11 @@ def test_the_types_refuse_a_program_that_misuses_the_api(workdir):
                   'void readVerified({ entry: "mcp" }, { kind: ["content"] });\n'
                   'void spawnVerified("cat", ["{}"], { binding: "b", stdio: "inherit" });\n'
                   'void scopes.create("a", { view: "/run/views/a" });\n'
-                  'void publish("x").then((s) => s.size.toFixed());\n')
+                  'void publish("x").then((s) => s.size.toFixed());\n'
+                  # What a publish or a verified open binds has its binding and device.
+                  'void publish("x").then((s) => s.binding.length + s.dev.length);\n'
+                  'void spawnVerified("true", [], { entry: "e" })'
+                  '.then((c) => c.snapshot.binding.length);\n')
     assert r.returncode == 0, r.stdout + r.stderr
 
 

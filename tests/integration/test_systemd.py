@@ -14,13 +14,16 @@ journal show it; `systemctl status` shows the daemon's STATUS=, updated after a 
 `snapfs status` names the same daemon; the metrics service and its timer write
 node_exporter's textfile, which `promtool check metrics` takes; `reload` reopens the audit log and a forced logrotate (twice, during a
 stream of publishes) loses no line; after `kill -9` of the main pid, Restart= brings the
-mount back with its snapshots; `stop` leaves no mount and no process; the operator lowers a
+mount back with its snapshots; `stop` leaves no mount and no process; a dead FUSE mount of
+another filesystem at the mount point survives the refused start and the stop; the operator
+lowers a
 limit in the shipped config file and `systemctl restart` applies it; a bad line in that file,
 or an instance with no file, fails the start once, naming the file (and the line); a usage
 error or a refusal is not restarted (and is, once RestartPreventExitStatus= is reset); the
 documented read view (a config line and a drop-in) makes its directory and survives a kill -9
 too; the template `snapfs@.service` runs two instances side by side, each from its own config
-file with its own store and log.
+file with its own store and log; a scope's content put under the unit lives in its runtime
+directory on /run, never under /var/lib, and a restart keeps it.
 
 Runnable by hand: SNAPFS_BUILD=build unshare -m --propagation private -- python3 -m pytest
 tests/integration/test_systemd.py (needs systemd-container: scripts/deps.sh installs it)."""
@@ -287,6 +290,20 @@ def test_restart_kill_9_and_a_stall_are_taken_over_and_no_reader_notices(booted)
     assert res["ident_after"] == res["ident_before"]
 
 
+def test_a_scopes_content_lives_in_the_units_runtime_directory_and_survives_a_restart(booted):
+    res = step(booted, "scope_content_lives_in_ram")
+    assert res["create"]["rc"] == 0 and res["put"]["rc"] == 0, res
+    # RuntimeDirectory= on /run, a tmpfs: the token is there, and nowhere under /var/lib.
+    assert res["fstype"] == "tmpfs"
+    assert (res["runtime"], res["store"]) == (True, False)
+    # systemctl restart (RuntimeDirectoryPreserve=restart): the grant still reads it, and it
+    # is still not on the disk; scope rm takes it from RAM too.
+    assert res["restart"]["rc"] == 0, res["restart"]
+    assert res["read"] is True, res["read"]
+    assert res["store_after"] is False
+    assert res["remove"]["rc"] == 0 and res["runtime_after_rm"] is False
+
+
 def test_stop_leaves_no_mount_and_no_process(booted):
     res = step(booted, "stop_leaves_nothing")
     assert res["stop"]["rc"] == 0, res["stop"]
@@ -296,6 +313,29 @@ def test_stop_leaves_no_mount_and_no_process(booted):
     assert res["exit"] == [["success", "exited", "0"]]
     assert res["mounts"] == {"/run/snapfs": []}
     assert res["pids"] == []
+
+
+def test_a_foreign_dead_mount_at_the_mount_point_survives_a_refused_start_and_stop(booted):
+    res = step(booted, "a_foreign_dead_mount_survives")
+    # Refused (exit 1, not restarted): the daemon clears only a dead snapfs mount...
+    assert res["start"]["rc"] != 0
+    assert (res["show"]["ActiveState"], res["show"]["ExecMainStatus"],
+            res["show"]["NRestarts"]) == ("failed", "1", "0"), res["show"]
+    assert "/run/snapfs: the dead mount there is not a snapfs mount; not clearing it" in \
+        res["journal"]
+    # ...and so does the unit: the foreign mount is still there after the failed start and
+    # after stop, and the journal says why it was left.
+    assert res["after_start"] == ["fuse.hello"], res
+    assert res["after_stop"] == ["fuse.hello"], res
+    assert ("/run/snapfs: a mount that is not a snapfs mount (fuse.hello); left as it is"
+            in res["journal"]), res["journal"]
+    # The allowance: without it, the unit starts and serves, and its own dead mount after a
+    # kill -9 is cleared for the restart.
+    assert res["fixed"]["rc"] == 0, res["fixed"]
+    assert res["fixed_show"] == {"ActiveState": "active", "SubState": "running"}
+    assert res["restarted"] == ["fuse.snapfs"], res
+    assert res["fixed_stop"]["rc"] == 0
+    assert res["after"] == {"mounts": [], "pids": []}
 
 
 def test_the_operator_lowers_a_limit_in_the_config_file_and_restart_applies_it(booted):
@@ -346,7 +386,8 @@ def test_a_configuration_error_is_not_restarted(booted):
         assert (show["ActiveState"], show["Result"], show["ExecMainStatus"],
                 show["NRestarts"]) == ("failed", "exit-code", status, "0"), (case, res[case])
     assert "'lots'" in res["usage"]["journal"], res["usage"]["journal"]
-    assert "a symbolic link; nothing mounted" in res["refused"]["journal"]
+    assert "/run/snapfs-audit-link is a symbolic link: the daemon follows no link on a path it " \
+        "trusts" in res["refused"]["journal"], res["refused"]["journal"]
     # Beside it, the same refusal without RestartPreventExitStatus= is retried.
     assert int(res["refused_restarted"]["show"]["NRestarts"]) >= 1
     assert res["after"] == {"mounts": [], "pids": []}

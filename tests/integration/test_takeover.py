@@ -383,7 +383,8 @@ def test_a_hand_over_runs_the_program_now_at_the_path(workdir):
     shutil.copy(SNAPFS, prog)
     pidfile, store = os.path.join(workdir, "pid"), os.path.join(workdir, "store")
     os.mkdir(store, 0o700)
-    r = run(prog, "mount", "--store", store, "--pid-file", pidfile, mnt)
+    # Relative paths: the successor starts where the daemon was started.
+    r = run(prog, "mount", "--store", "store", "--pid-file", "pid", "m", cwd=workdir)
     assert r.returncode == 0, r.stderr
     with open(pidfile) as f:
         supervisor = int(f.read())

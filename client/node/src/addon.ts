@@ -90,6 +90,22 @@ const TRIPLETS: Record<string, string> = {
   riscv64: "riscv64-linux-gnu",
 };
 
+/** The directories of the libsnapfs.so.0 the loader's cache (ldconfig -p) names. */
+function loaderDirectories(): string[] {
+  for (const ldconfig of ["/sbin/ldconfig", "/usr/sbin/ldconfig"]) {
+    let listing: string;
+    try {
+      listing = execFileSync(ldconfig, ["-p"], { encoding: "utf8", timeout: 10000,
+                                                 stdio: ["ignore", "pipe", "ignore"] });
+    } catch {
+      continue;
+    }
+    const libs = [...listing.matchAll(/^\s*libsnapfs\.so\.0 \([^)]*\) => (\/.*)$/gm)];
+    return [...new Set(libs.map((m) => path.dirname(m[1] as string)))];
+  }
+  return [];
+}
+
 /** Where an install of snapfs put its addon: LIBDIR/nodejs/snapfs/snapfs.node. */
 function installedCandidates(): string[] {
   const out: string[] = [];
@@ -102,6 +118,10 @@ function installedCandidates(): string[] {
   } catch {
     // No pkg-config, or no snapfs.pc on its path: the usual prefixes below.
   }
+  // An install under a prefix of its own: scripts/install.sh tells the loader where its
+  // library is (/etc/ld.so.conf.d), and the addon is in the same library directory.
+  for (const dir of loaderDirectories())
+    out.push(path.join(dir, "nodejs", "snapfs", "snapfs.node"));
   const triplet = TRIPLETS[process.arch];
   for (const prefix of ["/usr/local", "/usr"]) {
     if (triplet) out.push(path.join(prefix, "lib", triplet, "nodejs", "snapfs", "snapfs.node"));

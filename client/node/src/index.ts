@@ -27,15 +27,16 @@ import type { RawOpen } from "./addon";
 import { call, invalid } from "./errors";
 import { mountOf, nativeOptions } from "./options";
 import type { ReadOptions, TrustOptions } from "./options";
-import { Snapshot } from "./snapshot";
+import { boundSnapshot, Snapshot } from "./snapshot";
+import type { BoundSnapshot } from "./snapshot";
 import * as scopes from "./scopes";
 
 export { SnapfsError } from "./errors";
 export type { Reason } from "./errors";
 export type { Kind, ReadOptions, TrustOptions } from "./options";
-export { parseUid } from "./options";
+export { parseUid, uidError } from "./options";
 export { Grant, Snapshot } from "./snapshot";
-export type { SnapshotJSON } from "./snapshot";
+export type { BoundSnapshot, SnapshotJSON } from "./snapshot";
 export type { CreateOptions, GrantOptions, Scope, ScopeLimits } from "./scopes";
 export { scopes };
 
@@ -55,15 +56,16 @@ export interface PublishOptions extends TrustOptions {
 }
 
 /** A published snapshot; with `scope`, where a sandbox of that scope reads it. */
-export interface Published extends Snapshot {
-  readonly scope?: { name: string; entry: string | null; view: string; snapshot: Snapshot };
+export interface Published extends BoundSnapshot {
+  readonly scope?: { name: string; entry: string | null; view: string;
+                     snapshot: BoundSnapshot };
 }
 
 /** A FileHandle on a snapshot that passed the verified open, and which snapshot it is. */
-export type VerifiedFileHandle = FileHandle & { readonly snapshot: Snapshot };
+export type VerifiedFileHandle = FileHandle & { readonly snapshot: BoundSnapshot };
 
 /** The child that got the verified descriptor at fd 3, and which snapshot it was. */
-export type VerifiedChild = ChildProcess & { readonly snapshot: Snapshot };
+export type VerifiedChild = ChildProcess & { readonly snapshot: BoundSnapshot };
 
 export type SpawnVerifiedOptions = ReadOptions & Omit<SpawnOptions, "stdio"> & {
   /** The snapshot to hand over (one of binding and entry). */
@@ -104,14 +106,14 @@ export async function publish(data: Buffer | Uint8Array | string,
   const mount = mountOf(o);
   const opts = nativeOptions(o);
   const raw = await call(() => native().publish(mount, bytes, o.name ?? null, opts));
-  const s = new Snapshot(raw, raw.alreadyPublished);
+  const s = boundSnapshot(raw, raw.alreadyPublished);
   if (o.scope === undefined) return s;
   const name = o.scope;
-  const binding = raw.binding as string;
+  const binding = s.binding;
   await call(() => native().grant(mount, name, raw.sha256, o.entry ?? null, opts));
   const v = await call(() => native().scopeBinding(mount, name, binding, opts));
-  const inView = new Snapshot({ ...raw, dev: v.snapshot.dev, ino: v.snapshot.ino,
-                                binding: v.snapshot.binding });
+  const inView = boundSnapshot({ ...raw, dev: v.snapshot.dev, ino: v.snapshot.ino,
+                                 binding: v.snapshot.binding });
   Object.defineProperty(s, "scope", {
     value: Object.freeze({ name, entry: o.entry ?? null, view: v.view, snapshot: inView }),
     enumerable: false,
@@ -176,7 +178,7 @@ export async function openVerified(target: Target,
     const opts = nativeOptions(o, true);
     await call(() => native().verifyReopened(h.fd, opened.snapshot.binding as string, opts,
                                              opened.mountId));
-    Object.defineProperty(h, "snapshot", { value: new Snapshot(opened.snapshot),
+    Object.defineProperty(h, "snapshot", { value: boundSnapshot(opened.snapshot),
                                            enumerable: true });
     return h as VerifiedFileHandle;
   } catch (e) {
@@ -234,7 +236,7 @@ export async function spawnVerified(command: string, args: readonly string[],
   try {
     stdioOut.splice(3, 1, opened.fd);
     const child = spawn(command, argv, { ...spawnOptions, stdio: stdioOut });
-    Object.defineProperty(child, "snapshot", { value: new Snapshot(opened.snapshot),
+    Object.defineProperty(child, "snapshot", { value: boundSnapshot(opened.snapshot),
                                                enumerable: true });
     return child as VerifiedChild;
   } finally {
@@ -292,7 +294,8 @@ export interface WaitOptions extends ReadOptions {
  * pool (UV_THREADPOOL_SIZE). Past `timeout` seconds: rejected with ETIMEDOUT (finding
  * "timeout").
  */
-export async function wait(target: { entry: string }, o: WaitOptions = {}): Promise<Snapshot> {
+export async function wait(target: { entry: string },
+                           o: WaitOptions = {}): Promise<BoundSnapshot> {
   const { timeout, ...rest } = o;
   if (typeof target !== "object" || target === null || typeof target.entry !== "string")
     throw invalid("wait: the target is { entry }");
@@ -303,7 +306,7 @@ export async function wait(target: { entry: string }, o: WaitOptions = {}): Prom
   const ms = timeout === undefined ? null : Math.floor(timeout * 1000);
   const opened = await call(() => native().waitEntry(mountOf(rest), target.entry, ms, opts));
   try {
-    return new Snapshot(opened.snapshot);
+    return boundSnapshot(opened.snapshot);
   } finally {
     await close(opened.fd);
   }

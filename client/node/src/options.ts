@@ -52,6 +52,30 @@ export function parseUid(text: string): number | null {
   return v <= UID_MAX ? v : null;
 }
 
+/** text as common/values.c quotes input in a message: control bytes and DEL as \xHH, cut
+ *  after 64 bytes. */
+function quote(text: string): string {
+  const raw = Buffer.from(text, "utf8");
+  const out: number[] = [];
+  for (const b of raw.subarray(0, 64)) {
+    if (b < 0x20 || b === 0x7f)
+      out.push(...Buffer.from(`\\x${b.toString(16).padStart(2, "0")}`));
+    else
+      out.push(b);
+  }
+  return Buffer.from(out).toString("utf8") + (raw.length > 64 ? "..." : "");
+}
+
+/** Why text is not a uid, in the words of every snapfs command (value_error in
+ *  common/values.c: "invalid uid '007': expected ..."); null when it is one. */
+export function uidError(text: string): string | null {
+  if (parseUid(text) !== null) return null;
+  if (/^[0-9]+$/.test(text) && !/^0[0-9]/.test(text))
+    return `invalid uid '${quote(text)}': out of range (a uid is at most ${UID_MAX})`;
+  return `invalid uid '${quote(text)}': expected a decimal uid below 4294967295, without sign ` +
+         "or leading zero";
+}
+
 /** The mount a call uses. */
 export function mountOf(o: TrustOptions): string {
   const m = o.mount ?? process.env["SNAPFS_MOUNT"] ?? "";
@@ -67,9 +91,7 @@ function ownerOf(o: TrustOptions): number {
   const env = process.env["SNAPFS_OWNER"];
   if (env === undefined || env === "") return 0;
   const uid = parseUid(env);
-  if (uid === null)
-    throw invalid(`SNAPFS_OWNER: invalid uid '${env}': expected a decimal uid below ` +
-                  "4294967295, without sign or leading zero");
+  if (uid === null) throw invalid(`SNAPFS_OWNER: ${uidError(env)}`);
   return uid;
 }
 

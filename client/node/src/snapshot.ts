@@ -69,6 +69,18 @@ export class Snapshot implements SnapshotJSON {
   }
 }
 
+/** A snapshot that a publish or a verified open has just bound in a mount: its binding and
+ *  the mount's device are known, never null. */
+export type BoundSnapshot = Snapshot & { readonly binding: string; readonly dev: string };
+
+/** @internal What a publish or a verified open reported, as a Snapshot: the addon fills its
+ *  binding and device from the bound descriptor, so neither is ever missing. */
+export function boundSnapshot(raw: RawSnapshot, alreadyPublished = false): BoundSnapshot {
+  if (typeof raw.binding !== "string" || typeof raw.dev !== "string")
+    throw new Error("snapfs: the addon reported a bound snapshot with no binding or device");
+  return new Snapshot(raw, alreadyPublished) as BoundSnapshot;
+}
+
 /** A snapshot granted to a scope: the snapshot object with the grant's entry beside it. */
 export class Grant extends Snapshot {
   /** The entry name it is granted under; null for a grant by digest. */

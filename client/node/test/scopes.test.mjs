@@ -2,8 +2,9 @@
 // scopes.* and status() on a real daemon: each refusal by its errno, beside its allowance.
 import { after, before, test } from "node:test";
 import assert from "node:assert/strict";
+import { spawn } from "node:child_process";
 import { once } from "node:events";
-import { readFileSync } from "node:fs";
+import * as fs from "node:fs";
 
 import { cli, refusal, snapfs, startDaemon } from "./daemon.mjs";
 
@@ -33,6 +34,33 @@ test("create, list, show and remove a scope, as snapfs scope ls --json shows it"
   assert.deepEqual(await snapfs.scopes.list({ mount: d.mount }), []);
 });
 
+test("create takes gid, publish, untilPid and every limit; a pid of no process is refused",
+     async () => {
+  const holder = spawn("sleep", ["600"], { stdio: "ignore" });
+  try {
+    const limits = { maxSnapshots: 4, maxBytes: 1 << 20, maxStaging: 2, maxStagingBytes: 4096 };
+    const sc = await snapfs.scopes.create("e", { mount: d.mount, view: d.view("e"), gid: 100,
+                                                 publish: true, untilPid: holder.pid, limits });
+    assert.equal(sc.gid, 100);
+    assert.equal(sc.publish, true);
+    assert.equal(sc.until_pid, holder.pid);
+    assert.deepEqual(sc.limits, { max_snapshots: 4, max_bytes: 1 << 20, max_staging: 2,
+                                  max_staging_bytes: 4096 });
+    const shown = JSON.parse(cli("scope", "ls", "--mount", d.mount, "e", "--json").stdout);
+    assert.deepEqual(sc, shown.scope);
+    await snapfs.scopes.remove("e", { mount: d.mount });
+    // A pid no process has (pids stay below pid_max): refused, no scope made.
+    const none = Number(fs.readFileSync("/proc/sys/kernel/pid_max", "utf8"));
+    const e = await refusal(snapfs.scopes.create("f", { mount: d.mount, view: d.view("f"),
+                                                        untilPid: none }));
+    assert.equal(e.code, "ESRCH");
+    assert.match(e.reasons[0].message, /no such process/);
+    assert.deepEqual(await snapfs.scopes.list({ mount: d.mount }), []);
+  } finally {
+    holder.kill();
+  }
+});
+
 test("a grant under an entry moves, the view reads it, a revoke ends it", async () => {
   const view = d.view("b");
   await snapfs.scopes.create("b", { mount: d.mount, view });
@@ -46,6 +74,13 @@ test("a grant under an entry moves, the view reads it, a revoke ends it", async 
     const shown = JSON.parse(cli("scope", "ls", "--mount", d.mount, "b", "--json").stdout);
     assert.deepEqual(JSON.parse(JSON.stringify(g)), shown.grants[0]);
     assert.equal((await snapfs.readVerified({ entry: "mcp" }, { mount: view })).toString(), CFG);
+    const fh = await snapfs.openVerified({ entry: "mcp" }, { mount: view });
+    try {
+      assert.equal((await fh.readFile()).toString(), CFG);
+      assert.equal(fh.snapshot.binding, g.binding);  // the snapshot as the view serves it
+    } finally {
+      await fh.close();
+    }
     // The entry moves to the other snapshot at once.
     await snapfs.scopes.grant("b", two, { mount: d.mount, entry: "mcp" });
     assert.equal((await snapfs.readVerified({ entry: "mcp" }, { mount: view })).toString(), CFG2);
@@ -121,7 +156,7 @@ test("status is the daemon's status object; not on a mount that is not snapfs", 
 });
 
 test("entry names: the vectors' set refused EINVAL before asking, the rest asked", async () => {
-  const vectors = JSON.parse(readFileSync(new URL("../../../tests/vectors/names.json",
+  const vectors = JSON.parse(fs.readFileSync(new URL("../../../tests/vectors/names.json",
                                                   import.meta.url), "utf8"));
   const digest = "ab".repeat(32);
   const gone = { mount: "/nonexistent/mnt" };
