@@ -412,7 +412,7 @@ void sfs_scope_effects_release(struct sfs_tree *t, struct sfs_scope_effects *fx)
  * 0 used while it held most of the daemon, and another scope got ENOSPC. t->lock held. */
 static void uncount(struct sfs_tree *t, struct sfs_grant *gr)
 {
-        struct sfs_node *n = sfs_tree_node(t, gr->ino);
+        struct sfs_node *n = sfs_node_find(t, gr->ino);
 
         if (n && node_kind(n) == SFS_KIND_SNAPSHOT && n->obj == gr->obj && n->pins &&
             !n->held_in_usage) {

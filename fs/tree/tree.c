@@ -514,7 +514,7 @@ void sfs_tree_drop_collected(struct sfs_tree *t, struct snap_object *obj)
         struct sfs_node *n;
 
         tree_lock(t);
-        n = sfs_tree_node(t, obj->ino);
+        n = sfs_node_find(t, obj->ino);
         if (n && node_kind(n) == SFS_KIND_SNAPSHOT && n->obj == obj) {
                 n->revoked = true;
                 sfs_node_drop_content(t, n);

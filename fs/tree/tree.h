@@ -166,7 +166,9 @@ struct snap_store *sfs_tree_store(struct sfs_tree *t);
 int sfs_tree_set_view_path(struct sfs_tree *t, const char *path);
 
 struct sfs_node *sfs_tree_root(struct sfs_tree *t);
-/* The node the kernel knows by this node id (its inode number; FUSE_ROOT_ID is the root's),
+/* For a request: the node the kernel knows by this node id (its inode number; FUSE_ROOT_ID is
+ * the root's), made again in a successor for a number a predecessor handed out (it takes
+ * t->lock: never call it with a tree lock held; the tree's own files use sfs_node_find),
  * the open file or the open directory it knows by this handle id: NULL for an id the tree
  * never handed out or took back. The kernel names only what it holds, so what it names stays
  * alive while its request runs. */

@@ -239,14 +239,14 @@ def test_status_text_metrics_and_the_log_say_which_mode_serves(start, mode):
     assert fs.stderr().count("snapshot reads:") == 1 and said in fs.stderr()
 
 
-def test_across_a_kill_9_open_files_read_on_and_the_successor_serves_old_snapshots(mode,
-                                                                                   workdir):
+def test_across_a_kill_9_open_files_read_on_and_the_successor_serves_old_snapshots(
+        mode, workdir, runtime_dir):
     """The serving process is killed while its supervisor is stopped, so no daemon runs for a
     while: with passthrough a file held open reads on from its backing file all along (in
     the read mode its READ would wait for a daemon: not tried). Then the successor serves new
     opens of the same snapshot (its inode tied to the predecessor's backing file, which the
     successor must name again: any other is refused) and of one opened for the first time."""
-    d = Daemon(workdir, *MODES[mode])
+    d = Daemon(workdir, runtime_dir, *MODES[mode])
     held = None
     try:
         d.populate()
