@@ -229,6 +229,17 @@ static uint32_t backing_of(struct sfs_ops_ctx *ctx, const struct sfs_handle *h)
         return id;
 }
 
+/* The flags an open in a read-only view is judged by. The kernel refused every write intent
+ * there before asking (the mount is ro); what is left of O_APPEND on a read-only descriptor
+ * cannot write, and the kernel accepted it when the view declined OPEN: so does the daemon
+ * when it answers OPEN there (passthrough), and the errno table stays one for both modes. */
+static int view_flags(const struct sfs_ops_ctx *ctx, int flags)
+{
+        if ((ctx->read_view || ctx->no_open) && (flags & O_ACCMODE) == O_RDONLY)
+                return flags & ~O_APPEND;
+        return flags;
+}
+
 static void op_open(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 {
         struct sfs_ops_ctx *ctx = ctx_of(req);
@@ -252,7 +263,7 @@ static void op_open(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
         n = node_or_reply(req, ino);
         if (!n)
                 return;
-        r = sfs_tree_open(ctx->tree, &c, n, fi->flags, &h, &oi);
+        r = sfs_tree_open(ctx->tree, &c, n, view_flags(ctx, fi->flags), &h, &oi);
         if (r < 0) {
                 fuse_reply_err(req, -r);
                 return;
