@@ -45,7 +45,9 @@ def alive(pid):
     try:
         with open(f"/proc/{pid}/stat") as f:
             return f.read().rsplit(")", 1)[1].split()[0] != "Z"
-    except (FileNotFoundError, ProcessLookupError):  # gone before, or between open and read
+    except (FileNotFoundError, ProcessLookupError):
+        # Gone, or going: a process that exits between the open and the read of its stat
+        # file fails the read with ESRCH.
         return False
 
 
