@@ -252,15 +252,98 @@ static int check_xattr(struct audit *a, int fd, const char *name, const char *xa
         return 0;
 }
 
+/* The file's type, link count, mode and device as a snapshot's must be, each problem
+ * recorded: 0, 1 when it is no regular file (a FIFO or device is never read), or -errno. */
+static int audit_stat(struct audit *a, const char *name, const struct stat *st)
+{
+        int r;
+
+        if (!S_ISREG(st->st_mode) || st->st_nlink != 1) {
+                r = problem(a, SFC_AUDIT_REGULAR, name,
+                            S_ISREG(st->st_mode) ? "nlink" : "not-regular", "file type %06o, %ju links", (unsigned)(st->st_mode & S_IFMT),
+                            (uintmax_t)st->st_nlink);
+                if (r < 0 || !S_ISREG(st->st_mode))
+                        return r < 0 ? r : 1;
+        } else
+                sfc_audit_count(a->out, SFC_AUDIT_REGULAR, true);
+        a->out->bytes += (uint64_t)st->st_size;
+
+        if ((st->st_mode & 07777) != 0)
+                r = problem(a, SFC_AUDIT_MODE, name, "mode", "mode is %04o, must be 0000",
+                            (unsigned)(st->st_mode & 07777));
+        else
+                sfc_audit_count(a->out, SFC_AUDIT_MODE, true), r = 0;
+        if (r < 0)
+                return r;
+
+        if ((uint64_t)st->st_dev != a->m->dev)
+                r = problem(a, SFC_AUDIT_DEV, name, "dev", "device %u:%u, the mount's is %u:%u",
+                            major(st->st_dev), minor(st->st_dev), major(a->m->dev),
+                            minor(a->m->dev));
+        else
+                sfc_audit_count(a->out, SFC_AUDIT_DEV, true), r = 0;
+        return r;
+}
+
+/* The snapshot's xattrs name its digest and its binding (*b, made from name and st): each
+ * problem recorded. 0 or -errno. */
+static int audit_xattrs(struct audit *a, int fd, const char *name, const struct stat *st,
+                        struct snap_binding *b)
+{
+        char text[SNAPFS_BINDING_TEXT_MAX];
+        bool ok = true;
+        int r;
+
+        r = snap_digest_from_hex(name, SNAP_DIGEST_HEX_LEN, &b->sha256);
+        if (r < 0)
+                return r;
+        b->size = (uint64_t)st->st_size;
+        b->dev = (uint64_t)st->st_dev;
+        b->ino = (uint64_t)st->st_ino;
+        r = snap_binding_format(b, text, sizeof(text));
+        if (r < 0)
+                return r;
+        r = check_xattr(a, fd, name, XATTR_SHA256, name, &ok);
+        if (r == 0)
+                r = check_xattr(a, fd, name, XATTR_BINDING, text, &ok);
+        if (r < 0)
+                return r;
+        if (ok)
+                sfc_audit_count(a->out, SFC_AUDIT_XATTRS, true);
+        return 0;
+}
+
+/* The name is the promise: everything re-read and hashed, whatever the mode said. A problem
+ * recorded when it is not what want names; 0 or -errno. */
+static int audit_content(struct audit *a, int fd, const char *name, const struct stat *st,
+                         const struct snap_digest *want)
+{
+        char hex[SNAP_DIGEST_HEX_LEN + 1];
+        struct snap_digest d;
+        uint64_t len = 0;
+        int r = hash_content(fd, (uint64_t)st->st_size, a->hasher, &d, &len);
+
+        if (r < 0)
+                return problem(a, SFC_AUDIT_CONTENT, name, r == -EFBIG ? "too-big" : "io",
+                               "reading the content: %s", strerror(-r));
+        if (len != (uint64_t)st->st_size)
+                return problem(a, SFC_AUDIT_CONTENT, name, "size",
+                               "read %" PRIu64 " bytes, fstat says %" PRIu64, len,
+                               (uint64_t)st->st_size);
+        if (!snap_digest_equal(&d, want)) {
+                snap_digest_to_hex(&d, hex);
+                return problem(a, SFC_AUDIT_CONTENT, name, "digest-mismatch",
+                               "content hashes to %s", hex);
+        }
+        sfc_audit_count(a->out, SFC_AUDIT_CONTENT, true);
+        return 0;
+}
+
 static int audit_snapshot(struct audit *a, const char *name, size_t index)
 {
         _cleanup_close_ int fd = -1;
-        char text[SNAPFS_BINDING_TEXT_MAX], hex[SNAP_DIGEST_HEX_LEN + 1];
         struct snap_binding b;
-        struct snap_digest d;
         struct stat st;
-        uint64_t len = 0;
-        bool ok;
         int r;
 
         fd = sfc_mnt_open(a->m, name, O_RDONLY | O_NONBLOCK | O_NOCTTY, 0);
@@ -275,70 +358,17 @@ static int audit_snapshot(struct audit *a, const char *name, size_t index)
         sfc_audit_count(a->out, SFC_AUDIT_OPEN, true);
         a->out->snapshots++;
 
-        if (!S_ISREG(st.st_mode) || st.st_nlink != 1) {
-                r = problem(a, SFC_AUDIT_REGULAR, name, S_ISREG(st.st_mode) ? "nlink" : "not-regular",
-                            "file type %06o, %ju links", (unsigned)(st.st_mode & S_IFMT),
-                            (uintmax_t)st.st_nlink);
-                if (r < 0 || !S_ISREG(st.st_mode))
-                        return r; /* a FIFO or device is never read */
-        } else
-                sfc_audit_count(a->out, SFC_AUDIT_REGULAR, true);
-        a->out->bytes += (uint64_t)st.st_size;
-
-        if ((st.st_mode & 07777) != 0)
-                r = problem(a, SFC_AUDIT_MODE, name, "mode", "mode is %04o, must be 0000",
-                            (unsigned)(st.st_mode & 07777));
-        else
-                sfc_audit_count(a->out, SFC_AUDIT_MODE, true), r = 0;
-        if (r < 0)
-                return r;
-
-        if ((uint64_t)st.st_dev != a->m->dev)
-                r = problem(a, SFC_AUDIT_DEV, name, "dev", "device %u:%u, the mount's is %u:%u",
-                            major(st.st_dev), minor(st.st_dev), major(a->m->dev),
-                            minor(a->m->dev));
-        else
-                sfc_audit_count(a->out, SFC_AUDIT_DEV, true), r = 0;
-        if (r < 0)
-                return r;
+        r = audit_stat(a, name, &st);
+        if (r != 0)
+                return r < 0 ? r : 0;
         /* Inode uniqueness is judged once every snapshot is in (see find_duplicates). */
         a->inos[a->n_inos].ino = (uint64_t)st.st_ino;
         a->inos[a->n_inos++].entry = index;
 
-        r = snap_digest_from_hex(name, SNAP_DIGEST_HEX_LEN, &b.sha256);
+        r = audit_xattrs(a, fd, name, &st, &b);
         if (r < 0)
                 return r;
-        b.size = (uint64_t)st.st_size;
-        b.dev = (uint64_t)st.st_dev;
-        b.ino = (uint64_t)st.st_ino;
-        r = snap_binding_format(&b, text, sizeof(text));
-        if (r < 0)
-                return r;
-        ok = true;
-        r = check_xattr(a, fd, name, XATTR_SHA256, name, &ok);
-        if (r == 0)
-                r = check_xattr(a, fd, name, XATTR_BINDING, text, &ok);
-        if (r < 0)
-                return r;
-        if (ok)
-                sfc_audit_count(a->out, SFC_AUDIT_XATTRS, true);
-
-        /* The name is the promise: re-read everything and hash it, whatever the mode said. */
-        r = hash_content(fd, (uint64_t)st.st_size, a->hasher, &d, &len);
-        if (r < 0)
-                return problem(a, SFC_AUDIT_CONTENT, name, r == -EFBIG ? "too-big" : "io",
-                               "reading the content: %s", strerror(-r));
-        if (len != (uint64_t)st.st_size)
-                return problem(a, SFC_AUDIT_CONTENT, name, "size",
-                               "read %" PRIu64 " bytes, fstat says %" PRIu64, len,
-                               (uint64_t)st.st_size);
-        if (!snap_digest_equal(&d, &b.sha256)) {
-                snap_digest_to_hex(&d, hex);
-                return problem(a, SFC_AUDIT_CONTENT, name, "digest-mismatch",
-                               "content hashes to %s", hex);
-        }
-        sfc_audit_count(a->out, SFC_AUDIT_CONTENT, true);
-        return 0;
+        return audit_content(a, fd, name, &st, &b.sha256);
 }
 
 /* Whether the judged root is a scope's view: 1 yes, 0 no, or a negative errno. */
@@ -475,6 +505,50 @@ static int read_names(const struct sfc_mnt *m, char ***out, size_t *n_out)
 #define PROGRESS_ENTRIES 64
 #define PROGRESS_BYTES (UINT64_C(8) << 20)
 
+/* The bytes to re-hash, from the attributes alone: what the progress counts. */
+static uint64_t bytes_to_hash(const struct sfc_mnt *m, char **names, size_t n)
+{
+        uint64_t total = 0;
+
+        for (size_t i = 0; i < n; i++) {
+                struct stat st;
+                if (snap_is_digest_name(names[i]) &&
+                    fstatat(m->fd, names[i], &st, AT_SYMLINK_NOFOLLOW) == 0 && S_ISREG(st.st_mode))
+                        total += (uint64_t)st.st_size;
+        }
+        return total;
+}
+
+/* One name of the root listing (not a view's entry): the staging directory, the control
+ * file, or a snapshot audited; anything else is a problem. 0 or -errno. */
+static int audit_name(struct audit *a, const char *name, size_t index)
+{
+        struct stat st;
+
+        if (strcmp(name, STAGING) == 0) {
+                /* Publishing's write area: a directory, not a snapshot. */
+                if (fstatat(a->m->fd, STAGING, &st, AT_SYMLINK_NOFOLLOW) < 0 ||
+                    !S_ISDIR(st.st_mode))
+                        return problem(a, SFC_AUDIT_NAME, name, "unexpected-entry",
+                                       ".staging is not a directory");
+                return 0;
+        }
+        if (strcmp(name, ".control") == 0) {
+                /* The daemon's control channel, listed for the mount owner and root: a
+                 * regular file, not a snapshot (docs/design.md). */
+                if (fstatat(a->m->fd, name, &st, AT_SYMLINK_NOFOLLOW) < 0 ||
+                    !S_ISREG(st.st_mode))
+                        return problem(a, SFC_AUDIT_NAME, name, "unexpected-entry",
+                                       ".control is not a regular file");
+                return 0;
+        }
+        if (!snap_is_digest_name(name))
+                return problem(a, SFC_AUDIT_NAME, name, "unexpected-entry",
+                               "not a snapshot name (64 lowercase hex)");
+        sfc_audit_count(a->out, SFC_AUDIT_NAME, true);
+        return audit_snapshot(a, name, index);
+}
+
 int sfc_audit_mount(const struct sfc_mnt *m, struct sfc_audit *out,
                        void (*progress)(const struct sfc_audit_progress *p, void *ctx),
                        void *ctx)
@@ -507,13 +581,8 @@ int sfc_audit_mount(const struct sfc_mnt *m, struct sfc_audit *out,
         }
         for (size_t i = 0; i < ARRAY_SIZE(each); i++)
                 out->ran[each[i]] = r == 0;
-        /* The bytes to re-hash, from the attributes alone: what the progress counts. */
-        for (size_t i = 0; r == 0 && progress && i < n_names; i++) {
-                struct stat st;
-                if (snap_is_digest_name(names[i]) &&
-                    fstatat(m->fd, names[i], &st, AT_SYMLINK_NOFOLLOW) == 0 && S_ISREG(st.st_mode))
-                        p.total_bytes += (uint64_t)st.st_size;
-        }
+        if (r == 0 && progress)
+                p.total_bytes = bytes_to_hash(m, names, n_names);
         p.total_entries = n_names;
         for (size_t i = 0; r == 0 && i < n_names; i++) {
                 p.entries = i;
@@ -522,38 +591,13 @@ int sfc_audit_mount(const struct sfc_mnt *m, struct sfc_audit *out,
                         progress(&p, ctx);
                         reported = p.bytes;
                 }
-                if (strcmp(names[i], STAGING) == 0) {
-                        struct stat st;
-                        /* Publishing's write area: a directory, not a snapshot. */
-                        if (fstatat(m->fd, STAGING, &st, AT_SYMLINK_NOFOLLOW) < 0 ||
-                            !S_ISDIR(st.st_mode))
-                                r = problem(&a, SFC_AUDIT_NAME, names[i], "unexpected-entry",
-                                            ".staging is not a directory");
-                        continue;
-                }
-                if (strcmp(names[i], ".control") == 0) {
-                        struct stat st;
-                        /* The daemon's control channel, listed for the mount owner and root:
-                         * a regular file, not a snapshot (docs/design.md). */
-                        if (fstatat(m->fd, names[i], &st, AT_SYMLINK_NOFOLLOW) < 0 ||
-                            !S_ISREG(st.st_mode))
-                                r = problem(&a, SFC_AUDIT_NAME, names[i], "unexpected-entry",
-                                            ".control is not a regular file");
-                        continue;
-                }
                 /* In a scope's view a name in the staging grammar is an entry, audited once
                  * the snapshots it may name are in. */
-                if (view && !snap_is_digest_name(names[i]) && snap_name_valid(names[i])) {
+                if (view && !snap_is_digest_name(names[i]) && snap_name_valid(names[i]) &&
+                    strcmp(names[i], STAGING) != 0 && strcmp(names[i], ".control") != 0)
                         entries[n_entries++] = i;
-                        continue;
-                }
-                if (!snap_is_digest_name(names[i])) {
-                        r = problem(&a, SFC_AUDIT_NAME, names[i], "unexpected-entry",
-                                    "not a snapshot name (64 lowercase hex)");
-                        continue;
-                }
-                sfc_audit_count(out, SFC_AUDIT_NAME, true);
-                r = audit_snapshot(&a, names[i], i);
+                else
+                        r = audit_name(&a, names[i], i);
         }
         /* A view's entries are checked even when it has none: "0 passed" is then the truth,
          * where a main mount's row says the check did not run. */

@@ -208,6 +208,76 @@ static int identity_only(const struct sfc_mnt *m, const char *hex, uint64_t size
         return 0;
 }
 
+/* A new staging file on m, its path in staged: named name when given (when taken, a scratch
+ * name, or -EBUSY when strict), else a scratch name. Its descriptor, or -errno said in why. */
+static int open_staging(const struct sfc_mnt *m, const char *name, bool strict, char *staged,
+                        size_t size, struct snapfs_report *why)
+{
+        int fd = -EEXIST;
+
+        /* The staging NAME is what the daemon keeps as the snapshot's name. */
+        if (name) {
+                snprintf(staged, size, ".staging/%s", name);
+                fd = sfc_mnt_open(m, staged, O_WRONLY | O_CREAT | O_EXCL, 0600);
+                if (fd == -EEXIST && strict)
+                        return sfc_report_fail(why, -EBUSY, "staging",
+                                               "a staging file named %s of your uid exists "
+                                               "already: another publish under that name runs, "
+                                               "or one was interrupted (the daemon removes it "
+                                               "after its --staging-ttl)", name);
+        }
+        for (int i = 0; fd == -EEXIST && i < STAGING_TRIES; i++) {
+                staging_name(staged, size);
+                fd = sfc_mnt_open(m, staged, O_WRONLY | O_CREAT | O_EXCL, 0600);
+        }
+        if (fd < 0)
+                return sfc_explain_publish(m, why, fd, "staging", "cannot create a staging file");
+        return fd;
+}
+
+/* Renames staged to hex (*created false once the staging entry is the snapshot), then binds
+ * out to the snapshot published there: 0, 1 when the same bytes were published already, or
+ * -errno said in why. */
+static int rename_and_bind(const struct sfc_mnt *m, const char *staged, const char *hex,
+                           uint64_t limit, uint64_t written, struct snap_hasher *h,
+                           bool *created, struct snapfs_snapshot *out, struct snapfs_report *why)
+{
+        struct snap_binding got;
+        int r, already = 0;
+
+        for (int i = 0;; i++) {
+                if (renameat(m->fd, staged, m->fd, hex) == 0) {
+                        *created = false; /* the staging entry is the snapshot now */
+                        already = 0;
+                } else if (errno == EEXIST) {
+                        already = 1; /* the same bytes are published: bind to those */
+                } else {
+                        return rename_refused(m, staged, hex, negative_errno(), why);
+                }
+                /* The binding comes from the published snapshot itself, verified like any
+                 * reader would: name, dev, ino and size from its descriptor, content hashed. */
+                r = sfc_mnt_open_snapshot(m, hex, NULL, limit, SFC_KINDS_ANY, h, &got, why);
+                if (r >= 0) {
+                        int k = sfc_fd_describe(r, &got, out);
+                        safe_close(r);
+                        if (k < 0)
+                                return sfc_report_fail(why, k, "io", "fstat %s: %s", hex,
+                                                       describe(k));
+                        return already;
+                }
+                if (r == -EACCES) {
+                        sfc_report_reset(why);
+                        r = identity_only(m, hex, written, out, why);
+                        if (r == 0)
+                                return already;
+                }
+                /* Unlinked by its publisher between our rename and open: rename ours again. */
+                if (!(already && r == -ENOENT && i + 1 < RENAME_TRIES))
+                        return r;
+                sfc_report_reset(why);
+        }
+}
+
 /* Publishes src on the judged mount m: staging file (named name when given: when it is
  * taken, a scratch name, or -EBUSY when strict), content, rename to its digest, then the
  * snapshot itself, verified and described. */
@@ -217,10 +287,9 @@ static int publish_on(const struct sfc_mnt *m, struct source *src, const char *n
 {
         struct snap_hasher *h = NULL;
         struct snap_digest d;
-        struct snap_binding got;
         char staged[96], hex[SNAP_DIGEST_HEX_LEN + 1];
         uint64_t limit = sfc_opt_limit(opts), written = 0;
-        int fd = -EEXIST, r, already = 0;
+        int fd = -1, r;
         bool created = false;
 
         source_measure(src);
@@ -230,26 +299,9 @@ static int publish_on(const struct sfc_mnt *m, struct source *src, const char *n
                 goto out;
         }
 
-        /* The staging NAME is what the daemon keeps as the snapshot's name. */
-        if (name) {
-                snprintf(staged, sizeof(staged), ".staging/%s", name);
-                fd = sfc_mnt_open(m, staged, O_WRONLY | O_CREAT | O_EXCL, 0600);
-                if (fd == -EEXIST && strict) {
-                        r = sfc_report_fail(why, -EBUSY, "staging",
-                                               "a staging file named %s of your uid exists "
-                                               "already: another publish under that name runs, "
-                                               "or one was interrupted (the daemon removes it "
-                                               "after its --staging-ttl)", name);
-                        goto out;
-                }
-        }
-        for (int i = 0; fd == -EEXIST && i < STAGING_TRIES; i++) {
-                staging_name(staged, sizeof(staged));
-                fd = sfc_mnt_open(m, staged, O_WRONLY | O_CREAT | O_EXCL, 0600);
-        }
+        fd = open_staging(m, name, strict, staged, sizeof(staged), why);
         if (fd < 0) {
-                r = sfc_explain_publish(m, why, fd, "staging",
-                                           "cannot create a staging file");
+                r = fd;
                 goto out;
         }
         created = true;
@@ -288,41 +340,7 @@ static int publish_on(const struct sfc_mnt *m, struct source *src, const char *n
         }
         snap_digest_to_hex(&d, hex);
 
-        for (int i = 0;; i++) {
-                if (renameat(m->fd, staged, m->fd, hex) == 0) {
-                        created = false; /* the staging entry is the snapshot now */
-                        already = 0;
-                } else if (errno == EEXIST) {
-                        already = 1; /* the same bytes are published: bind to those */
-                } else {
-                        r = rename_refused(m, staged, hex, negative_errno(), why);
-                        goto out;
-                }
-                /* The binding comes from the published snapshot itself, verified like any
-                 * reader would: name, dev, ino and size from its descriptor, content hashed. */
-                r = sfc_mnt_open_snapshot(m, hex, NULL, limit, SFC_KINDS_ANY, h, &got, why);
-                if (r >= 0) {
-                        int k = sfc_fd_describe(r, &got, out);
-                        safe_close(r);
-                        if (k < 0) {
-                                r = sfc_report_fail(why, k, "io", "fstat %s: %s", hex,
-                                                       describe(k));
-                                goto out;
-                        }
-                        break;
-                }
-                if (r == -EACCES) {
-                        sfc_report_reset(why);
-                        r = identity_only(m, hex, written, out, why);
-                        if (r == 0)
-                                break;
-                }
-                /* Unlinked by its publisher between our rename and open: rename ours again. */
-                if (!(already && r == -ENOENT && i + 1 < RENAME_TRIES))
-                        goto out;
-                sfc_report_reset(why);
-        }
-        r = already;
+        r = rename_and_bind(m, staged, hex, limit, written, h, &created, out, why);
 out:
         safe_close(fd);
         /* Removed in every outcome: a staging file left behind would count against the

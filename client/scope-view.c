@@ -110,6 +110,55 @@ int snapfs_scope_binding(const char *mount, const char *scope, const struct snap
 /* One attempt of snapfs_open_entry on the judged view m. The descriptor, or a negative errno;
  * *moved says the entry named another snapshot meanwhile (the one opened was revoked from the
  * view: its nlink is 0), so a new attempt gets the snapshot it names now. */
+/* Why entry (esc, escaped) could not be opened (fd, a negative errno), in why: fd. */
+static int open_refused(int fd, const char *esc, struct snapfs_report *why)
+{
+        switch (-fd) {
+        case ENOENT:
+                return sfc_report_fail(why, fd, "open", "no entry %s in this view", esc);
+        case ESTALE:
+                return sfc_report_fail(why, fd, "changed",
+                                       "%s moved to another snapshot while being opened", esc);
+        case ELOOP:
+                return sfc_report_fail(why, fd, "open",
+                                       "%s is a symlink: refused, never followed", esc);
+        case EXDEV:
+                return sfc_report_fail(why, fd, "other-mount",
+                                       "%s lies on another mount than the one checked", esc);
+        default:
+                return sfc_report_fail(why, fd, "open", "open %s: %s", esc,
+                                       strerrordesc_np(-fd) ?: "unknown error");
+        }
+}
+
+/* The digest the content must hash to, asked of the descriptor (the node the name resolved
+ * to), never of the name again: into hex (SNAP_DIGEST_HEX_LEN + 2 bytes) and *d. 0, or
+ * -EBADMSG (none, or not 64 lowercase hex), -ESTALE (a digest-named entry that is another
+ * snapshot), -errno, said in why. */
+static int digest_of(int fd, const char *entry, const char *esc, char *hex,
+                     struct snap_digest *d, struct snapfs_report *why)
+{
+        ssize_t n = fgetxattr(fd, XATTR_SHA256, hex, SNAP_DIGEST_HEX_LEN + 1);
+        int r;
+
+        if (n < 0) {
+                r = negative_errno();
+                return sfc_report_fail(why, r == -ENODATA || r == -ERANGE ? -EBADMSG : r,
+                                       "entry", "%s: no digest of its own (%s): %s", esc,
+                                       XATTR_SHA256, strerrordesc_np(-r) ?: "unknown error");
+        }
+        hex[n] = '\0';
+        if ((size_t)n != SNAP_DIGEST_HEX_LEN || !snap_is_digest_name(hex) ||
+            snap_digest_from_hex(hex, SNAP_DIGEST_HEX_LEN, d) < 0)
+                return sfc_report_fail(why, -EBADMSG, "entry",
+                                       "%s: its digest is not 64 lowercase hex characters", esc);
+        /* A digest name is its own claim: the node behind it must say the same. */
+        if (snap_is_digest_name(entry) && strcmp(entry, hex) != 0)
+                return sfc_report_fail(why, -ESTALE, "identity", "%s is the snapshot %s", esc,
+                                       hex);
+        return 0;
+}
+
 static int open_entry_once(const struct sfc_mnt *m, const char *entry, const char *esc,
                            const struct snapfs_options *opts, struct snapfs_binding *out,
                            bool *moved, struct snapfs_report *why)
@@ -118,7 +167,6 @@ static int open_entry_once(const struct sfc_mnt *m, const char *entry, const cha
         struct snap_binding want;
         char hex[SNAP_DIGEST_HEX_LEN + 2];
         struct stat st;
-        ssize_t n;
         int r;
 
         *moved = false;
@@ -128,20 +176,11 @@ static int open_entry_once(const struct sfc_mnt *m, const char *entry, const cha
          * snapshot the name resolved to. */
         fd = sfc_mnt_open(m, entry, O_RDONLY | O_NONBLOCK | O_NOCTTY, 0);
         if (fd < 0) {
-                switch (-fd) {
-                case ENOENT:
-                        return sfc_report_fail(why, fd, "open", "no entry %s in this view", esc);
-                case ELOOP:
-                        return sfc_report_fail(why, fd, "open",
-                                                  "%s is a symlink: refused, never followed", esc);
-                case EXDEV:
-                        return sfc_report_fail(why, fd, "other-mount",
-                                                  "%s lies on another mount than the one checked",
-                                                  esc);
-                default:
-                        return sfc_report_fail(why, fd, "open", "open %s: %s", esc,
-                                                  strerrordesc_np(-fd) ?: "unknown error");
-                }
+                /* The snapshot the name resolved to went with its grant before the open
+                 * reached it (the daemon answers ESTALE; the kernel's one lookup again met the
+                 * next move too): the entry moved on. */
+                *moved = fd == -ESTALE;
+                return open_refused(fd, esc, why);
         }
         /* Step 3: the descriptor lies on the judged view. */
         r = sfc_mnt_confirm(m, fd);
@@ -164,24 +203,9 @@ static int open_entry_once(const struct sfc_mnt *m, const char *entry, const cha
                                           "%s moved to another snapshot while being opened", esc);
         }
 
-        /* The digest the content must hash to, asked of the descriptor (the node the name
-         * resolved to), never of the name again. */
-        n = fgetxattr(fd, XATTR_SHA256, hex, sizeof(hex) - 1);
-        if (n < 0) {
-                r = negative_errno();
-                return sfc_report_fail(why, r == -ENODATA || r == -ERANGE ? -EBADMSG : r,
-                                          "entry", "%s: no digest of its own (%s): %s", esc,
-                                          XATTR_SHA256, strerrordesc_np(-r) ?: "unknown error");
-        }
-        hex[n] = '\0';
-        if ((size_t)n != SNAP_DIGEST_HEX_LEN || !snap_is_digest_name(hex) ||
-            snap_digest_from_hex(hex, SNAP_DIGEST_HEX_LEN, &want.sha256) < 0)
-                return sfc_report_fail(why, -EBADMSG, "entry",
-                                          "%s: its digest is not 64 lowercase hex characters", esc);
-        /* A digest name is its own claim: the node behind it must say the same. */
-        if (snap_is_digest_name(entry) && strcmp(entry, hex) != 0)
-                return sfc_report_fail(why, -ESTALE, "identity",
-                                          "%s is the snapshot %s", esc, hex);
+        r = digest_of(fd, entry, esc, hex, &want.sha256, why);
+        if (r < 0)
+                return r;
 
         /* Steps 2, 4 and 5 on that descriptor: the identity it has now (dev, ino, size), the
          * whole content hashed against the digest, fstat again, its kind. A revocation while

@@ -89,6 +89,101 @@ static int reached_same_mount(const char *path, const struct mc_identity *first,
         return 0;
 }
 
+/* The mount fd reached, by the id the backend lists mounts by, into id, f and v: 0, or
+ * -EOPNOTSUPP when the kernel gives no such id, -errno. */
+static int identify(int fd, const struct mc_backend_ops *ops, struct mc_identity *id,
+                    struct mc_facts *f, struct mc_verdict *v)
+{
+        int r = mc_fd_identity(fd, id);
+
+        if (r < 0)
+                return r;
+        if (ops->id_unique ? !id->has_unique : !id->has_old)
+                return -EOPNOTSUPP;
+        v->mount_id = best_id(id, &v->mount_id_unique);
+        v->has_mount_id = true;
+        f->mount_id = ops->id_unique ? id->unique_id : id->old_id;
+        f->mount_root = id->mount_root;
+        f->root_mode = id->mode & 07777;
+        return 0;
+}
+
+/* The mounts the judge needs around the one fd reached (f->mount_id): it, and its parent and
+ * children when fd is its root, or what is mounted at the path when it is not: 0 or -errno. */
+static int collect_around(const struct mc_backend_ops *ops, const struct mc_identity *id,
+                          const struct mc_facts *f, struct mc_query *q, struct mc_mount_set *set)
+{
+        const struct mc_mount *t;
+        int r;
+
+        q->has_target = true;
+        q->target_id = f->mount_id;
+        q->want = id->mount_root ? MC_WANT_TARGET | MC_WANT_PARENT | MC_WANT_CHILDREN
+                                 : MC_WANT_TARGET | MC_WANT_AT_PATH;
+        r = ops->collect(q, set);
+        if (r < 0)
+                return r;
+        t = mc_mount_set_find(set, f->mount_id);
+        if (id->mount_root && (!t || !t->mount_point || strcmp(t->mount_point, f->path) != 0)) {
+                /* A mount root, but not of a mount at this path: look for the one that is. */
+                q->want = MC_WANT_AT_PATH;
+                r = ops->collect(q, set);
+                if (r < 0)
+                        return r;
+        }
+        return 0;
+}
+
+/* Who owns the mount's root: asked of the daemon when the policy probes (a dead transport and
+ * an unmapped caller are facts, not errors), else the kernel's cached owner: 0 or -errno. */
+static int gather_owner(int fd, const struct mc_policy *pol, const struct mc_identity *id,
+                        struct mc_facts *f)
+{
+        int r;
+
+        if (pol->probe_transport) {
+                r = mc_probe_owner(fd, &f->root_uid);
+                if (r == -ENOTCONN || r == -ECONNABORTED)
+                        f->transport_dead = true;
+                else if (r == -EOVERFLOW)
+                        /* Not a system error but a fact about the mount: FUSE answers
+                         * EOVERFLOW for a caller whose uid or gid the connection's user
+                         * namespace does not map (a process that entered a user namespace
+                         * with its own credentials, say). */
+                        f->caller_unmapped = true;
+                else if (r < 0)
+                        return r;
+                else
+                        f->has_root_uid = true;
+        }
+        if (!f->has_root_uid && id->has_uid) {
+                /* No fresh owner (no probe, or a dead daemon): the cached one. FUSE mapped it
+                 * through the superblock's user namespace too, so a foreign namespace still
+                 * shows; a rootless mount nobody has stat'ed yet may show the uid 0 the kernel
+                 * gives a new root, and is then refused rather than trusted. */
+                f->has_root_uid = true;
+                f->root_uid = id->uid;
+        }
+        return 0;
+}
+
+/* The scope the mount serves (into scope, which f then points to): only where the daemon is
+ * known to answer, and of the mount the path reaches as its root (anything else is refused
+ * before a scope could matter). 0 or -errno. */
+static int gather_served_scope(int fd, const struct mc_policy *pol, const struct mc_identity *id,
+                               const struct mc_mount_set *set, struct mc_facts *f, char *scope,
+                               size_t size)
+{
+        const struct mc_mount *t;
+
+        if (!pol->probe_transport || f->transport_dead || f->caller_unmapped || !id->mount_root)
+                return 0;
+        t = mc_mount_set_find(set, f->mount_id);
+        if (!t || !t->mount_point || strcmp(t->mount_point, f->path) != 0)
+                return 0;
+        return gather_scope(fd, t, pol, f, scope, size);
+}
+
 int mc_check_path_with(const char *path, const struct mc_policy *pol,
                        const struct mc_backend_ops *ops, struct mc_verdict *v, int *pinned_fd_out)
 {
@@ -97,7 +192,6 @@ int mc_check_path_with(const char *path, const struct mc_policy *pol,
         struct mc_facts f = { .path = path };
         struct mc_query q = { .path = path };
         struct mc_identity id;
-        const struct mc_mount *t;
         char scope[MC_SCOPE_NAME_MAX + 2];
         bool same;
         int r;
@@ -137,67 +231,20 @@ int mc_check_path_with(const char *path, const struct mc_policy *pol,
         if (r < 0)
                 return r;
 
-        r = mc_fd_identity(fd, &id);
+        r = identify(fd, ops, &id, &f, v);
         if (r < 0)
                 return r;
-        if (ops->id_unique ? !id.has_unique : !id.has_old)
-                return -EOPNOTSUPP;
-        v->mount_id = best_id(&id, &v->mount_id_unique);
-        v->has_mount_id = true;
-        f.mount_id = ops->id_unique ? id.unique_id : id.old_id;
-        f.mount_root = id.mount_root;
-        f.root_mode = id.mode & 07777;
 
-        q.has_target = true;
-        q.target_id = f.mount_id;
-        q.want = id.mount_root ? MC_WANT_TARGET | MC_WANT_PARENT | MC_WANT_CHILDREN
-                               : MC_WANT_TARGET | MC_WANT_AT_PATH;
-        r = ops->collect(&q, &set);
+        r = collect_around(ops, &id, &f, &q, &set);
         if (r < 0)
                 return r;
-        t = mc_mount_set_find(&set, f.mount_id);
-        if (id.mount_root && (!t || !t->mount_point || strcmp(t->mount_point, path) != 0)) {
-                /* A mount root, but not of a mount at this path: look for the one that is. */
-                q.want = MC_WANT_AT_PATH;
-                r = ops->collect(&q, &set);
-                if (r < 0)
-                        return r;
-        }
+        r = gather_owner(fd, pol, &id, &f);
+        if (r < 0)
+                return r;
 
-        if (pol->probe_transport) {
-                r = mc_probe_owner(fd, &f.root_uid);
-                if (r == -ENOTCONN || r == -ECONNABORTED)
-                        f.transport_dead = true;
-                else if (r == -EOVERFLOW)
-                        /* Not a system error but a fact about the mount: FUSE answers
-                         * EOVERFLOW for a caller whose uid or gid the connection's user
-                         * namespace does not map (a process that entered a user namespace
-                         * with its own credentials, say). */
-                        f.caller_unmapped = true;
-                else if (r < 0)
-                        return r;
-                else
-                        f.has_root_uid = true;
-        }
-        if (!f.has_root_uid && id.has_uid) {
-                /* No fresh owner (no probe, or a dead daemon): the cached one. FUSE mapped it
-                 * through the superblock's user namespace too, so a foreign namespace still
-                 * shows; a rootless mount nobody has stat'ed yet may show the uid 0 the kernel
-                 * gives a new root, and is then refused rather than trusted. */
-                f.has_root_uid = true;
-                f.root_uid = id.uid;
-        }
-
-        /* Only where the daemon is known to answer, and of the mount the path reaches as its
-         * root (anything else is refused before a scope could matter). */
-        if (pol->probe_transport && !f.transport_dead && !f.caller_unmapped && id.mount_root) {
-                t = mc_mount_set_find(&set, f.mount_id);
-                if (t && t->mount_point && strcmp(t->mount_point, path) == 0) {
-                        r = gather_scope(fd, t, pol, &f, scope, sizeof(scope));
-                        if (r < 0)
-                                return r;
-                }
-        }
+        r = gather_served_scope(fd, pol, &id, &set, &f, scope, sizeof(scope));
+        if (r < 0)
+                return r;
 
         r = reached_same_mount(path, &id, &same);
         if (r < 0)

@@ -144,12 +144,129 @@ int mc_policy_preset(struct mc_policy *pol, const char *name)
         return 0;
 }
 
-int mc_policy_set(struct mc_policy *pol, const char *key, const char *value)
+static int set_require_or_forbid(struct mc_policy *pol, bool req, const char *value)
+{
+        uint32_t bits;
+        int r = mc_parse_options(value, &bits);
+
+        if (r < 0)
+                return r;
+        /* Requiring and forbidding the same option is a policy nothing can meet. */
+        if (bits & (req ? pol->forbid : pol->require))
+                return -EINVAL;
+        /* Every mount is exactly one of ro and rw: requiring both, or forbidding both, refuses
+         * every mount. */
+        if ((bits & (MC_OPT_RO | MC_OPT_RW)) == (MC_OPT_RO | MC_OPT_RW))
+                return -EINVAL;
+        if (req)
+                pol->require = bits;
+        else
+                pol->forbid = bits;
+        return 0;
+}
+
+static int set_require(struct mc_policy *pol, const char *value)
+{
+        return set_require_or_forbid(pol, true, value);
+}
+
+static int set_forbid(struct mc_policy *pol, const char *value)
+{
+        return set_require_or_forbid(pol, false, value);
+}
+
+static int set_mode(struct mc_policy *pol, const char *value)
 {
         uint64_t n;
-        uint32_t bits;
         int r;
 
+        if (is_any(value)) {
+                pol->check_mode = false;
+                return 0;
+        }
+        r = parse_uint(value, 07777, 8, &n);
+        if (r < 0)
+                return r;
+        pol->check_mode = true;
+        pol->mode = (uint32_t)n;
+        return 0;
+}
+
+static int set_max_size(struct mc_policy *pol, const char *value)
+{
+        uint64_t n;
+        int r;
+
+        if (is_any(value)) {
+                pol->check_size = false;
+                return 0;
+        }
+        /* size=0 means "unlimited" to tmpfs, so no mount has a bound of at most 0
+         * (mc_policy_value_of's range). */
+        r = value_parse(VALUE_SIZE, value, 1, UINT64_MAX, &n);
+        if (r < 0)
+                return r;
+        pol->check_size = true;
+        pol->max_size = n;
+        return 0;
+}
+
+static int set_owner(struct mc_policy *pol, const char *value)
+{
+        int r;
+
+        if (is_any(value)) {
+                pol->check_owner = false;
+                return 0;
+        }
+        /* A uid as every command reads one (never (uid_t)-1, chown's "no change"). */
+        r = value_parse_uid(value, &pol->owner);
+        if (r < 0)
+                return r;
+        pol->check_owner = true;
+        return 0;
+}
+
+static int set_insecure_own_mount(struct mc_policy *pol, const char *value)
+{
+        return parse_yes_no(value, &pol->insecure_own_mount);
+}
+
+static int set_user_namespace(struct mc_policy *pol, const char *value)
+{
+        if (strcmp(value, "trust") == 0)
+                pol->trust_user_namespace = true;
+        else if (strcmp(value, "refuse") == 0)
+                pol->trust_user_namespace = false;
+        else
+                return -EINVAL;
+        return 0;
+}
+
+static int set_probe(struct mc_policy *pol, const char *value)
+{
+        return parse_yes_no(value, &pol->probe_transport);
+}
+
+/* Every key that takes a value, and what sets it. */
+static const struct {
+        const char *key;
+        int (*set)(struct mc_policy *pol, const char *value);
+} setters[] = {
+        { "preset", mc_policy_preset },
+        { "fstype", set_fstype },
+        { "require", set_require },
+        { "forbid", set_forbid },
+        { "mode", set_mode },
+        { "max-size", set_max_size },
+        { "owner", set_owner },
+        { "insecure-own-mount", set_insecure_own_mount },
+        { "user-namespace", set_user_namespace },
+        { "probe", set_probe },
+};
+
+int mc_policy_set(struct mc_policy *pol, const char *key, const char *value)
+{
         if (!pol || !key)
                 return -EINVAL;
         if (strcmp(key, "ro") == 0) {
@@ -159,80 +276,9 @@ int mc_policy_set(struct mc_policy *pol, const char *key, const char *value)
         }
         if (!value)
                 return -EINVAL;
-
-        if (strcmp(key, "preset") == 0)
-                return mc_policy_preset(pol, value);
-        if (strcmp(key, "fstype") == 0)
-                return set_fstype(pol, value);
-        if (strcmp(key, "require") == 0 || strcmp(key, "forbid") == 0) {
-                bool req = key[0] == 'r';
-                r = mc_parse_options(value, &bits);
-                if (r < 0)
-                        return r;
-                /* Requiring and forbidding the same option is a policy nothing can meet. */
-                if (bits & (req ? pol->forbid : pol->require))
-                        return -EINVAL;
-                /* Every mount is exactly one of ro and rw: requiring both, or forbidding
-                 * both, refuses every mount. */
-                if ((bits & (MC_OPT_RO | MC_OPT_RW)) == (MC_OPT_RO | MC_OPT_RW))
-                        return -EINVAL;
-                if (req)
-                        pol->require = bits;
-                else
-                        pol->forbid = bits;
-                return 0;
-        }
-        if (strcmp(key, "mode") == 0) {
-                if (is_any(value)) {
-                        pol->check_mode = false;
-                        return 0;
-                }
-                r = parse_uint(value, 07777, 8, &n);
-                if (r < 0)
-                        return r;
-                pol->check_mode = true;
-                pol->mode = (uint32_t)n;
-                return 0;
-        }
-        if (strcmp(key, "max-size") == 0) {
-                if (is_any(value)) {
-                        pol->check_size = false;
-                        return 0;
-                }
-                /* size=0 means "unlimited" to tmpfs, so no mount has a bound of at most 0
-                 * (mc_policy_value_of's range). */
-                r = value_parse(VALUE_SIZE, value, 1, UINT64_MAX, &n);
-                if (r < 0)
-                        return r;
-                pol->check_size = true;
-                pol->max_size = n;
-                return 0;
-        }
-        if (strcmp(key, "owner") == 0) {
-                if (is_any(value)) {
-                        pol->check_owner = false;
-                        return 0;
-                }
-                /* A uid as every command reads one (never (uid_t)-1, chown's "no change"). */
-                r = value_parse_uid(value, &pol->owner);
-                if (r < 0)
-                        return r;
-                pol->check_owner = true;
-                return 0;
-        }
-        if (strcmp(key, "insecure-own-mount") == 0)
-                return parse_yes_no(value, &pol->insecure_own_mount);
-        if (strcmp(key, "user-namespace") == 0) {
-                if (strcmp(value, "trust") == 0)
-                        pol->trust_user_namespace = true;
-                else if (strcmp(value, "refuse") == 0)
-                        pol->trust_user_namespace = false;
-                else
-                        return -EINVAL;
-                return 0;
-        }
-        if (strcmp(key, "probe") == 0)
-                return parse_yes_no(value, &pol->probe_transport);
+        for (size_t i = 0; i < sizeof(setters) / sizeof(setters[0]); i++)
+                if (strcmp(key, setters[i].key) == 0)
+                        return setters[i].set(pol, value);
         return -ENOENT;
 }
 

@@ -590,6 +590,88 @@ static void unadopt(struct snap_store *s, struct object *o, const uint8_t *data)
         o->adopted = false;
 }
 
+/* The digest p's content is put under (given, or hashed now), once p is checked: 0, or
+ * -EINVAL (a put that contradicts itself), -EFBIG (past max_object_size). */
+static int put_digest(const struct snap_store *s, const struct snap_put *p, struct snap_digest *d)
+{
+        if (!s || !p || (p->len && !p->data) || (p->owned && p->owned != p->data) ||
+            !claim_fits(p) || (p->unheld && p->holders) || (!p->unheld && p->grants))
+                return -EINVAL;
+        if (p->len > s->cfg.max_object_size)
+                return -EFBIG;
+        if (p->digest) {
+                *d = *p->digest;
+                return 0;
+        }
+        return snap_sha256(p->data, p->len, d);
+}
+
+/* o's fields from p but its data, digest and name (the caller's copies). */
+static void fill_object(struct object *o, const struct snap_put *p)
+{
+        o->pub.size = p->len;
+        o->pub.publisher_uid = p->publisher_uid;
+        if (p->created)
+                o->pub.created = *p->created;
+        else
+                clock_gettime(CLOCK_REALTIME, &o->pub.created);
+        o->grants = p->grants;
+        o->refs = 1;
+        o->indexed = true;
+}
+
+/* The new object o of p numbered, counted, charged and linked where lookups find it. Room
+ * was made. s->lock held. */
+static void insert_new(struct snap_store *s, const struct snap_put *p, struct object *o)
+{
+        if (p->ino) {
+                o->pub.ino = p->ino;
+                /* Keep "never reused" even for a number that did not come from
+                 * snap_store_alloc_ino(). */
+                if (p->ino >= s->next_ino)
+                        s->next_ino = p->ino + 1;
+        } else
+                o->pub.ino = s->next_ino++;
+        if (s->cfg.ino_noted)
+                s->cfg.ino_noted(s->cfg.ino_ctx, &o->pub.digest, o->pub.ino);
+        if (p->claim) {
+                /* Counted and charged to the publisher when it was claimed. */
+                p->claim->held = false;
+                for (uint32_t i = 0; i < o->n_holders; i++)
+                        if (o->holders[i] != p->publisher_uid)
+                                charge(s, o->holders[i], o->pub.size);
+        } else {
+                s->reserved -= reservation_taken(s, p->reserved);
+                s->bytes += p->len;
+                s->objects++;
+                charge_holders(s, o);
+        }
+        s->indexed++;
+        o->pub.seq = ++s->seq;
+        link_object(&s->buckets[bucket_of(s, &o->pub.digest)], o);
+        by_ino_insert(s, o);
+        maybe_grow(s);
+}
+
+/* A put that stores nothing: o's holders freed, its adopted copy given back (o itself and
+ * the store's copy go with the caller's cleanup; data is the store's or the caller's again). */
+static void put_undo(struct snap_store *s, struct object *o, const uint8_t *data)
+{
+        if (o->holders != &o->holder_inline)
+                free(o->holders);
+        unadopt(s, o, data);
+}
+
+/* Once o is stored: its heap copy (copy, or the caller's p->owned) is its data, or, when the
+ * hook adopted a copy of its own, zeroed as a collected object's would be and freed, so no
+ * heap chunk keeps the content. NULL: what the caller's cleanup must no longer free. */
+static uint8_t *keep_or_zero(const struct object *o, const struct snap_put *p, uint8_t *copy)
+{
+        if (o->adopted)
+                free_zeroed(p->owned ? p->owned : copy, p->len);
+        return NULL;
+}
+
 int snap_store_put(struct snap_store *s, const struct snap_put *p, struct snap_object **out)
 {
         _cleanup_free_ struct object *o = NULL;
@@ -599,18 +681,11 @@ int snap_store_put(struct snap_store *s, const struct snap_put *p, struct snap_o
         struct snap_digest d;
         int r = 0;
 
-        if (!s || !p || !out || (p->len && !p->data) || (p->owned && p->owned != p->data) ||
-            !claim_fits(p) || (p->unheld && p->holders) || (!p->unheld && p->grants))
+        if (!out)
                 return -EINVAL;
-        if (p->len > s->cfg.max_object_size)
-                return -EFBIG;
-        if (p->digest)
-                d = *p->digest;
-        else {
-                r = snap_sha256(p->data, p->len, &d);
-                if (r < 0)
-                        return r;
-        }
+        r = put_digest(s, p, &d);
+        if (r < 0)
+                return r;
 
         /* First look, before copying anything: the common case of content published again
          * costs one lookup, and a store that is full refuses without a useless copy. */
@@ -645,16 +720,8 @@ int snap_store_put(struct snap_store *s, const struct snap_put *p, struct snap_o
          * return it the moment the lock is dropped. */
         o->pub.data = p->owned ? p->owned : copy;
         o->pub.digest = d;
-        o->pub.size = p->len;
-        o->pub.publisher_uid = p->publisher_uid;
         o->pub.name = name;
-        if (p->created)
-                o->pub.created = *p->created;
-        else
-                clock_gettime(CLOCK_REALTIME, &o->pub.created);
-        o->grants = p->grants;
-        o->refs = 1;
-        o->indexed = true;
+        fill_object(o, p);
         adopt(s, o);
 
         /* Second look: another thread may have stored the same content, or used up the space,
@@ -667,41 +734,11 @@ int snap_store_put(struct snap_store *s, const struct snap_put *p, struct snap_o
                 r = make_room(s);
         if (!found && r == 0)
                 r = make_room_for_holders(s, o->n_holders);
-        if (!found && r == 0) {
-                if (p->ino) {
-                        o->pub.ino = p->ino;
-                        /* Keep "never reused" even for a number that did not come from
-                         * snap_store_alloc_ino(). */
-                        if (p->ino >= s->next_ino)
-                                s->next_ino = p->ino + 1;
-                } else
-                        o->pub.ino = s->next_ino++;
-                if (s->cfg.ino_noted)
-                        s->cfg.ino_noted(s->cfg.ino_ctx, &o->pub.digest, o->pub.ino);
-                if (p->claim) {
-                        /* Counted and charged to the publisher when it was claimed. */
-                        p->claim->held = false;
-                        for (uint32_t i = 0; i < o->n_holders; i++)
-                                if (o->holders[i] != p->publisher_uid)
-                                        charge(s, o->holders[i], o->pub.size);
-                } else {
-                        s->reserved -= reservation_taken(s, p->reserved);
-                        s->bytes += p->len;
-                        s->objects++;
-                        charge_holders(s, o);
-                }
-                s->indexed++;
-                o->pub.seq = ++s->seq;
-                link_object(&s->buckets[bucket_of(s, &d)], o);
-                by_ino_insert(s, o);
-                maybe_grow(s);
-        }
+        if (!found && r == 0)
+                insert_new(s, p, o);
         pthread_mutex_unlock(&s->lock);
-        if (found || r < 0) {
-                if (o->holders != &o->holder_inline)
-                        free(o->holders);
-                unadopt(s, o, p->owned ? p->owned : copy);
-        }
+        if (found || r < 0)
+                put_undo(s, o, p->owned ? p->owned : copy);
         if (found) {
                 *out = &found->pub;
                 return 1; /* o and copy are freed; p->owned stays the caller's */
@@ -709,12 +746,7 @@ int snap_store_put(struct snap_store *s, const struct snap_put *p, struct snap_o
         if (r < 0)
                 return r;
 
-        if (o->adopted) {
-                /* Taken, and copied into the hook's: zeroed as a collected object's would
-                 * be, so no heap chunk keeps the content. */
-                free_zeroed(p->owned ? p->owned : copy, p->len);
-        }
-        copy = NULL; /* the object's now, or freed just above */
+        copy = keep_or_zero(o, p, copy);
         name = NULL;
         *out = &TAKE_PTR(o)->pub;
         return 0;

@@ -214,15 +214,9 @@ static double ratio(uint64_t used, uint64_t max)
         return max ? (double)used / (double)max : 0.0;
 }
 
-int sfs_metrics_render(const struct sfs_metrics_snapshot *s, const struct sfs_metrics_gauges *g,
-                       enum sfs_metrics_format fmt, char **out, size_t *len)
+/* The daemon's state of the moment: its build, start, mounts, usage against its limits. */
+static void render_gauges(FILE *f, enum sfs_metrics_format fmt, const struct sfs_metrics_gauges *g)
 {
-        char *buf = NULL;
-        size_t size = 0;
-        FILE *f = open_memstream(&buf, &size);
-
-        if (!f)
-                return -ENOMEM;
         family(f, fmt, "snapfs_build", "gauge", NULL, "The daemon's version, as a label.");
         fprintf(f, "snapfs_build{version=\"%s\"} 1\n", g->version);
         family(f, fmt, "snapfs_start_time_seconds", "gauge", "seconds",
@@ -265,6 +259,12 @@ int sfs_metrics_render(const struct sfs_metrics_snapshot *s, const struct sfs_me
               "Backing files registered with the kernel: each snapshot opened once per "
               "connection.",
               sfs_metrics_backing_files_now());
+}
+
+/* What happened since the start: publishes, bytes read, audit events, refusals by errno. */
+static void render_counters(FILE *f, enum sfs_metrics_format fmt,
+                            const struct sfs_metrics_snapshot *s)
+{
         counter(f, fmt, "snapfs_publishes", NULL, "Snapshots published.",
                 s->events[SFS_METRICS_EVENT_PUBLISH]);
         counter(f, fmt, "snapfs_read_bytes", "bytes",
@@ -291,7 +291,12 @@ int sfs_metrics_render(const struct sfs_metrics_snapshot *s, const struct sfs_me
                         fprintf(f, "snapfs_refusals_total{reason=\"%s\"} %llu\n",
                                 name ? name : "other", (unsigned long long)s->refusals[i]);
         }
+}
 
+/* The requests' time, a histogram by operation (an operation never asked has no series). */
+static void render_durations(FILE *f, enum sfs_metrics_format fmt,
+                             const struct sfs_metrics_snapshot *s)
+{
         family(f, fmt, "snapfs_request_duration_seconds", "histogram", "seconds",
                "Time from a FUSE request's arrival to its answer, by operation.");
         for (size_t o = 0; o < SFS_OP_COUNT; o++) {
@@ -312,6 +317,20 @@ int sfs_metrics_render(const struct sfs_metrics_snapshot *s, const struct sfs_me
                 fprintf(f, "snapfs_request_duration_seconds_count{op=\"%s\"} %llu\n",
                         op_names[o], (unsigned long long)cum);
         }
+}
+
+int sfs_metrics_render(const struct sfs_metrics_snapshot *s, const struct sfs_metrics_gauges *g,
+                       enum sfs_metrics_format fmt, char **out, size_t *len)
+{
+        char *buf = NULL;
+        size_t size = 0;
+        FILE *f = open_memstream(&buf, &size);
+
+        if (!f)
+                return -ENOMEM;
+        render_gauges(f, fmt, g);
+        render_counters(f, fmt, s);
+        render_durations(f, fmt, s);
         if (fmt == SFS_METRICS_OPENMETRICS)
                 fputs("# EOF\n", f);
         if (ferror(f)) {

@@ -11,6 +11,8 @@
 #include <time.h>
 #include <unistd.h>
 
+#include <json-c/json.h>
+
 #include "config.h"
 #include "fs/base/notify.h"
 #include "fs/store/ocistore.h"

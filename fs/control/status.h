@@ -6,11 +6,14 @@
  * counters of fs/base/metrics.h. */
 #pragma once
 
-#include <json-c/json.h>
 #include <stddef.h>
 #include <sys/types.h>
 
 #include "fs/base/metrics.h"
+
+/* json-c's object, declared, not included: status.c builds the status object, its callers
+ * write it. */
+struct json_object;
 
 struct sfs_registry;
 
@@ -25,7 +28,7 @@ void sfs_status_clear_daemon(void);
 
 /* The status object: pid, version, started, uptime, mounts (main, read view, scopes), store,
  * limits, usage, counters. 0 and *out, or -ENOMEM. */
-int sfs_status_json(struct sfs_registry *r, json_object **out);
+int sfs_status_json(struct sfs_registry *r, struct json_object **out);
 /* The metrics text in format: 0, *out (malloc'd) and *len, or -ENOMEM. */
 int sfs_status_metrics(struct sfs_registry *r, enum sfs_metrics_format format, char **out,
                        size_t *len);

@@ -832,6 +832,10 @@ static int paths_trusted(const struct sfs_daemon_config *c)
 
         if (c->store)
                 r = path_trusted("store", c->store, SFS_TRUSTPATH_MAY_BE_ABSENT);
+        /* Every scope's content and state: swapped for a directory of another uid's, it would
+         * hand that uid the secrets (or plant scopes and grants). */
+        if (!r && c->runtime_store)
+                r = path_trusted("runtime-store", c->runtime_store, SFS_TRUSTPATH_MAY_BE_ABSENT);
         if (!r && c->audit_log)
                 r = path_trusted("audit-log", c->audit_log, SFS_TRUSTPATH_MAY_BE_ABSENT);
         if (!r && c->pid_file)

@@ -19,9 +19,8 @@
 
 #include "common/util.h"
 #include "fs/base/fdstore.h"
+#include "fs/base/log.h"
 #include "fs/fuse/passthrough.h"
-
-#define LOG(...) fprintf(stderr, "snapfs mount: " __VA_ARGS__)
 
 /* The kernel's numbers that Debian 12's headers (6.1) lack (uapi fuse.h, 6.9). */
 #define SFS_FUSE_NOTIFY_RESEND 7

@@ -15,11 +15,10 @@
 
 #include "common/util.h"
 #include "fs/base/inostate.h"
+#include "fs/base/log.h"
 #include "fs/base/metrics.h"
 #include "fs/fuse/conn.h"
 #include "snapshot/store.h"
-
-#define LOG(...) fprintf(stderr, "snapfs mount: " __VA_ARGS__)
 
 /* The kernel's numbers that Debian 12's headers (6.1) and libfuse 3.14 lack (uapi fuse.h,
  * 6.9). */
@@ -191,7 +190,7 @@ void sfs_pt_conn_on(struct sfs_conn *c)
         pthread_mutex_unlock(&lock);
         publish_mode();
         if (first)
-                LOG("snapshot reads: passthrough (the kernel reads each snapshot's sealed "
+                sfs_log(LOG_INFO, "snapshot reads: passthrough (the kernel reads each snapshot's sealed "
                     "memory file; no READ reaches the daemon)\n");
 }
 
@@ -233,7 +232,7 @@ static void say_read_mode(void)
         publish_mode();
         sfs_pt_mode(&why);
         if (first)
-                LOG("snapshot reads: through the daemon (no passthrough: %s)\n", why);
+                sfs_log(LOG_INFO, "snapshot reads: through the daemon (no passthrough: %s)\n", why);
 }
 
 void sfs_pt_conn_off(void)

@@ -10,9 +10,8 @@
 #include <stdint.h>
 #include <stdio.h>
 
+#include "fs/base/log.h"
 #include "fs/fuse/ops.h"
-
-#define LOG(...) fprintf(stderr, "snapfs mount: " __VA_ARGS__)
 
 /* How a session is mounted. */
 struct sfs_session_config {

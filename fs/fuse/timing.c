@@ -5,6 +5,9 @@
  * INIT and FORGET are not timed (once per mount; no reply). */
 #include "fs/fuse/timing.h"
 
+#include <fuse_log.h>
+
+#include "fs/base/log.h"
 #include "fs/base/metrics.h"
 
 #define TIMED(op, OP, params, args)                                                        \
@@ -59,8 +62,19 @@ TIMED(setxattr, SFS_OP_SETXATTR,
       (r, i, n, v, s, f))
 TIMED(removexattr, SFS_OP_REMOVEXATTR, (fuse_req_t r, fuse_ino_t i, const char *n), (r, i, n))
 
+/* libfuse's own messages ("fuse: ..." on its option errors, -d's trace), written as libfuse
+ * writes them (no prefix) but through log.c: a daemonized process's reach syslog instead of
+ * /dev/null. fuse_log_level's values are syslog's priorities. */
+__attribute__((format(printf, 2, 0)))
+static void fuse_to_log(enum fuse_log_level level, const char *fmt, va_list ap)
+{
+        sfs_vlog((int)level, "", fmt, ap);
+}
+
 void sfs_timed_ops(struct fuse_lowlevel_ops *out)
 {
+        /* Every session is made from this table, before its first libfuse call. */
+        fuse_set_log_func(fuse_to_log);
         *out = sfs_ops;
         if (out->lookup)
                 out->lookup = timed_lookup;

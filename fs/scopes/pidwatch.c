@@ -218,18 +218,13 @@ static int proc_read(pid_t pid, const char *file, char *buf, size_t size)
         return 0;
 }
 
-/* Field 22 of /proc/PID/stat: its start time, in clock ticks since boot. The command name
- * (field 2) may hold spaces and parentheses: fields are counted after its last ')'. */
-static int start_time(pid_t pid, uint64_t *out)
+int sfs_proc_stat_start_time(const char *stat, uint64_t *out)
 {
-        char buf[1024], *p, *end;
+        const char *p;
+        char *end;
         unsigned long long v;
-        int r;
 
-        r = proc_read(pid, "stat", buf, sizeof(buf));
-        if (r < 0)
-                return r;
-        p = strrchr(buf, ')');
+        p = strrchr(stat, ')');
         if (!p)
                 return -EIO;
         /* After ") ": field 3 (state) is the first; field 22 is the 20th from it. */
@@ -247,23 +242,20 @@ static int start_time(pid_t pid, uint64_t *out)
         return 0;
 }
 
-/* /proc/PID/status: the thread group pid belongs to and its state letter ('Z' a zombie). */
-static int proc_status(pid_t pid, pid_t *tgid, char *state)
+int sfs_proc_status_fields(const char *status, pid_t *tgid, char *state)
 {
-        char buf[4096], *p;
+        const char *p;
         long v;
-        int r;
 
-        r = proc_read(pid, "status", buf, sizeof(buf));
-        if (r < 0)
-                return r;
-        p = strstr(buf, "\nState:");
-        if (!p)
-                return -EIO;
-        p += 7;
-        p += strspn(p, " \t");
-        *state = *p;
-        p = strstr(buf, "\nTgid:");
+        if (state) {
+                p = strstr(status, "\nState:");
+                if (!p)
+                        return -EIO;
+                p += 7;
+                p += strspn(p, " \t");
+                *state = *p;
+        }
+        p = strstr(status, "\nTgid:");
         if (!p)
                 return -EIO;
         v = strtol(p + 6, NULL, 10);
@@ -271,6 +263,24 @@ static int proc_status(pid_t pid, pid_t *tgid, char *state)
                 return -EIO;
         *tgid = (pid_t)v;
         return 0;
+}
+
+/* Field 22 of /proc/PID/stat: its start time, in clock ticks since boot. */
+static int start_time(pid_t pid, uint64_t *out)
+{
+        char buf[1024];
+        int r = proc_read(pid, "stat", buf, sizeof(buf));
+
+        return r < 0 ? r : sfs_proc_stat_start_time(buf, out);
+}
+
+/* /proc/PID/status: the thread group pid belongs to and its state letter ('Z' a zombie). */
+static int proc_status(pid_t pid, pid_t *tgid, char *state)
+{
+        char buf[4096];
+        int r = proc_read(pid, "status", buf, sizeof(buf));
+
+        return r < 0 ? r : sfs_proc_status_fields(buf, tgid, state);
 }
 
 /* Whether pid is a live process, not a thread of one and not a zombie: 0, or -ESRCH with why.
@@ -359,16 +369,8 @@ int sfs_boot_id(char out[40])
 
 pid_t sfs_tgid_of(pid_t tid)
 {
-        char buf[4096], *p;
-        long v;
-        int r;
+        pid_t tgid;
+        int r = proc_status(tid, &tgid, NULL);
 
-        r = proc_read(tid, "status", buf, sizeof(buf));
-        if (r < 0)
-                return r;
-        p = strstr(buf, "\nTgid:");
-        if (!p)
-                return -EIO;
-        v = strtol(p + 6, NULL, 10);
-        return v > 0 ? (pid_t)v : -EIO;
+        return r < 0 ? r : tgid;
 }

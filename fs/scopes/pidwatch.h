@@ -35,5 +35,12 @@ bool sfs_pid_same(pid_t pid, uint64_t start);
 /* This boot's id (/proc/sys/kernel/random/boot_id, 36 characters): a start time compares only
  * within one boot. 0 or -errno. */
 int sfs_boot_id(char out[40]);
+/* The start time (field 22, clock ticks since boot) in a /proc/PID/stat text: 0, or -EIO when
+ * the text is not what the kernel writes (no ')' closing the command name, fewer fields, no
+ * number). The command name may hold spaces and parentheses: fields count after its last ')'. */
+int sfs_proc_stat_start_time(const char *stat, uint64_t *out);
+/* Tgid (a positive number) and, when state is not NULL, State's letter in a /proc/PID/status
+ * text: 0, or -EIO when a line is missing or Tgid is no positive number. */
+int sfs_proc_status_fields(const char *status, pid_t *tgid, char *state);
 /* The thread group id of a task (a thread's tid, in the daemon's pid namespace), or -errno. */
 pid_t sfs_tgid_of(pid_t tid);

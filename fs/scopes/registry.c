@@ -802,14 +802,12 @@ static bool same_pid_namespace(const struct sfs_caller *c, pid_t client_pid)
         return tgid > 0 && tgid == client_pid;
 }
 
-int sfs_registry_create(struct sfs_registry *r, const struct sfs_caller *c,
-                        const struct sfs_scope_request *req, json_object **out,
-                        struct sfs_msg *m)
+/* A create's request as the registry takes it: 0, or -EINVAL with m saying why (a name or
+ * view out of the grammar, scopes asked of a daemon whose only store is a disk, an until_pid
+ * of another pid namespace). */
+static int create_request_valid(struct sfs_registry *r, const struct sfs_caller *c,
+                                const struct sfs_scope_request *req, struct sfs_msg *m)
 {
-        struct scope *s;
-        int pidfd = -1, rr;
-        bool made = false;
-
         if (!req->name || !snap_name_valid(req->name))
                 return msg(m, EINVAL, "a scope name is 1-64 of [A-Za-z0-9._-], not starting "
                            "with '.'");
@@ -825,6 +823,47 @@ int sfs_registry_create(struct sfs_registry *r, const struct sfs_caller *c,
                 return msg(m, EINVAL, "client_pid is not the caller's pid as the daemon sees it: "
                            "the client is in another pid namespace, where until_pid would name "
                            "another process");
+        return 0;
+}
+
+/* A new scope's file written, then its view mounted: 0, or -errno with m saying why, its
+ * file gone again when the mount failed. The registry's lock held. */
+static int persist_and_mount(struct sfs_registry *r, struct scope *s, struct sfs_msg *m)
+{
+        bool made = false;
+        int rr;
+
+        /* The file first: a scope whose create was answered comes back at a start (a crash
+         * after it mounts it again; one before it knows nothing). */
+        store_lock(r);
+        rr = write_file(s, NULL);
+        store_unlock(r);
+        if (rr < 0)
+                return msg(m, -rr, "--store: %s", strerror(-rr));
+        rr = mount_view(r, s, false, &made, m);
+        s->view_made = made;
+        if (rr < 0 && r->cfg.scope_store) {
+                store_lock(r);
+                sfs_ocistore_drop_scope(r->cfg.scope_store, s->name);
+                store_unlock(r);
+        } else if (rr == 0 && made && r->cfg.scope_store) {
+                /* Recorded, so a delete after a restart removes what it made. */
+                store_lock(r);
+                write_file(s, NULL);
+                store_unlock(r);
+        }
+        return rr;
+}
+
+int sfs_registry_create(struct sfs_registry *r, const struct sfs_caller *c,
+                        const struct sfs_scope_request *req, json_object **out,
+                        struct sfs_msg *m)
+{
+        struct scope *s;
+        int pidfd = -1, rr;
+
+        if ((rr = create_request_valid(r, c, req, m)) < 0)
+                return rr;
         s = calloc(1, sizeof(*s));
         if (!s || !(s->view = strdup(req->view))) {
                 free(s);
@@ -863,29 +902,8 @@ int sfs_registry_create(struct sfs_registry *r, const struct sfs_caller *c,
                 s->until_pid = req->until_pid;
                 snprintf(s->boot_id, sizeof(s->boot_id), "%s", r->boot_id);
         }
-        if (rr == 0) {
-                /* The file first: a scope whose create was answered comes back at a start
-                 * (a crash after it mounts it again; one before it knows nothing). */
-                store_lock(r);
-                rr = write_file(s, NULL);
-                store_unlock(r);
-                if (rr < 0)
-                        msg(m, -rr, "--store: %s", strerror(-rr));
-        }
-        if (rr == 0) {
-                rr = mount_view(r, s, false, &made, m);
-                s->view_made = made;
-                if (rr < 0 && r->cfg.scope_store) {
-                        store_lock(r);
-                        sfs_ocistore_drop_scope(r->cfg.scope_store, s->name);
-                        store_unlock(r);
-                } else if (rr == 0 && made && r->cfg.scope_store) {
-                        /* Recorded, so a delete after a restart removes what it made. */
-                        store_lock(r);
-                        write_file(s, NULL);
-                        store_unlock(r);
-                }
-        }
+        if (rr == 0)
+                rr = persist_and_mount(r, s, m);
         if (rr == 0) {
                 s->id = r->next_id++;
                 insert(r, s);
@@ -1215,16 +1233,23 @@ static bool uint_field(json_object *o, const char *key, uint64_t max, uint64_t *
 /* A scope's file back into s (its tree made, not its view): 0, or -EINVAL. */
 static int parse_file(struct sfs_registry *r, struct scope *s, json_object *doc)
 {
-        json_object *uids = field(doc, "uids", json_type_array), *lim, *until, *v;
+        json_object *uids = field(doc, "uids", json_type_array), *until, *v;
+        json_object *lim = field(doc, "limits", json_type_object);
         const char *view;
         uint64_t x;
 
-        if (!json_object_is_type(doc, json_type_object) || !uint_field(doc, "version", 1, &x) ||
-            !(v = field(doc, "name", json_type_string)) ||
+        /* The limits first: a scope without them is refused by its tree as well
+         * (sfs_tree_new_scope), so each check after them refuses on its own account. */
+        if (!json_object_is_type(doc, json_type_object) || !lim ||
+            !uint_field(lim, "max_snapshots", UINT64_MAX >> 1, &s->limits.max_snapshots) ||
+            !uint_field(lim, "max_bytes", UINT64_MAX >> 1, &s->limits.max_bytes) ||
+            !uint_field(lim, "max_staging", UINT32_MAX, &s->limits.max_staging) ||
+            !uint_field(lim, "max_staging_bytes", UINT64_MAX >> 1, &s->limits.max_staging_bytes))
+                return -EINVAL;
+        if (!uint_field(doc, "version", 1, &x) || !(v = field(doc, "name", json_type_string)) ||
             strcmp(json_object_get_string(v), s->name) != 0 ||
             !(v = field(doc, "view", json_type_string)) || !uids ||
-            json_object_array_length(uids) > VALUE_UID_LIST_MAX ||
-            !(lim = field(doc, "limits", json_type_object)))
+            json_object_array_length(uids) > VALUE_UID_LIST_MAX)
                 return -EINVAL;
         view = json_object_get_string(v);
         if (!sfs_view_path_canonical(view) || !(s->view = strdup(view)))
@@ -1242,11 +1267,6 @@ static int parse_file(struct sfs_registry *r, struct scope *s, json_object *doc)
                 s->users.has_gid = true;
                 s->users.gid = (gid_t)x;
         }
-        if (!uint_field(lim, "max_snapshots", UINT64_MAX >> 1, &s->limits.max_snapshots) ||
-            !uint_field(lim, "max_bytes", UINT64_MAX >> 1, &s->limits.max_bytes) ||
-            !uint_field(lim, "max_staging", UINT32_MAX, &s->limits.max_staging) ||
-            !uint_field(lim, "max_staging_bytes", UINT64_MAX >> 1, &s->limits.max_staging_bytes))
-                return -EINVAL;
         if ((until = field(doc, "until", json_type_object))) {
                 const char *boot;
                 if (!uint_field(until, "pid", INT32_MAX, &x) ||

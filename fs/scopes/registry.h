@@ -11,7 +11,6 @@
  * send the kernel invalidations while it holds it (never a tree or store lock). */
 #pragma once
 
-#include <json-c/json.h>
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -20,6 +19,10 @@
 #include "fs/config/roles.h"
 #include "fs/tree/scope.h"
 #include "fs/tree/tree.h"
+
+/* json-c's object, declared, not included: replies are handed over as json-c objects, which
+ * registry.c builds and protocol.c writes. */
+struct json_object;
 
 struct sfs_view; /* a backend's mounted view */
 struct sfs_audit;
@@ -131,21 +134,21 @@ struct sfs_scope_request {
  * or it is --store or lies in it), -ESRCH (no such until-pid: a thread id, a zombie), or the
  * errno of mounting it. */
 int sfs_registry_create(struct sfs_registry *r, const struct sfs_caller *c,
-                        const struct sfs_scope_request *req, json_object **scope,
+                        const struct sfs_scope_request *req, struct json_object **scope,
                         struct sfs_msg *msg);
 /* scope-remove: every grant revoked (what nothing else references collected), the view
  * detached lazily, its directory removed if the daemon made it. -ENOENT: no such scope. */
 int sfs_registry_remove(struct sfs_registry *r, const struct sfs_caller *c, const char *name,
                         struct sfs_msg *msg);
 /* scope-list: *scopes, a JSON array of every scope. */
-int sfs_registry_list(struct sfs_registry *r, json_object **scopes);
+int sfs_registry_list(struct sfs_registry *r, struct json_object **scopes);
 /* scope-show: *scope and *grants (a JSON array). -ENOENT. */
-int sfs_registry_show(struct sfs_registry *r, const char *name, json_object **scope,
-                      json_object **grants, struct sfs_msg *msg);
+int sfs_registry_show(struct sfs_registry *r, const char *name, struct json_object **scope,
+                      struct json_object **grants, struct sfs_msg *msg);
 /* grant: *grant. -ENOENT (no such scope or snapshot), -EINVAL (a bad entry), -ENOSPC. */
 int sfs_registry_grant(struct sfs_registry *r, const struct sfs_caller *c, const char *scope,
-                       const struct snap_digest *d, const char *entry, json_object **grant,
-                       struct sfs_msg *msg);
+                       const struct snap_digest *d, const char *entry,
+                       struct json_object **grant, struct sfs_msg *msg);
 /* sfs_registry_grant for a publish for a scope (sfs_tree_set_scope_grant's hook; ctx is the
  * registry): 0 or the refusal's negative errno. */
 int sfs_registry_grant_hook(void *ctx, const struct sfs_caller *c, const char *scope,

@@ -71,6 +71,47 @@ static const char *dir_path(const char *path, const char *buf, const char *comp,
         return out;
 }
 
+/* comp in dirfd into *st, without following it: the view's own directory (last) made when
+ * missing (*made), never a parent. 0, or -ENOTCONN (a dead FUSE mount at the view), -EINVAL
+ * (a parent missing), -errno, said in why. */
+static int stat_component(int dirfd, const char *comp, bool last, const char *path,
+                          struct stat *st, bool *made, struct sfs_view_path_why *why)
+{
+        if (fstatat(dirfd, comp, st, AT_SYMLINK_NOFOLLOW) == 0)
+                return 0;
+        if (errno == ENOENT && last) {
+                /* Only the view's own directory is made, never its parents. */
+                if (mkdirat(dirfd, comp, 0755) < 0)
+                        return say(why, errno, "%s: cannot create the view's directory: %s",
+                                   path, strerror(errno));
+                *made = true;
+                return fstatat(dirfd, comp, st, AT_SYMLINK_NOFOLLOW) < 0 ? negative_errno() : 0;
+        }
+        if (errno == ENOTCONN && last)
+                return say(why, ENOTCONN, "%s: a dead FUSE mount is there", path);
+        if (errno == ENOENT)
+                return say(why, EINVAL, "%s: %s does not exist (a view's parent directory must)",
+                           path, comp);
+        return say(why, errno, "%s: %s: %s", path, comp, strerror(errno));
+}
+
+/* The view's own directory, as dirfd reaches it: no mount point already, not on one of the
+ * daemon's own mounts (-EBUSY). 0 or -errno, said in why. */
+static int check_view_dir(int dirfd, const char *path, const uint64_t *own_devs, size_t n_own,
+                          struct sfs_view_path_why *why)
+{
+        struct statx stx;
+
+        if (statx(dirfd, "", AT_EMPTY_PATH | AT_STATX_DONT_SYNC, STATX_TYPE, &stx) < 0)
+                return negative_errno();
+        if ((stx.stx_attributes_mask & STATX_ATTR_MOUNT_ROOT) &&
+            (stx.stx_attributes & STATX_ATTR_MOUNT_ROOT))
+                return say(why, EBUSY, "%s: already a mount point", path);
+        if (own_dev(makedev(stx.stx_dev_major, stx.stx_dev_minor), own_devs, n_own))
+                return say(why, EBUSY, "%s: on one of this daemon's own mounts", path);
+        return 0;
+}
+
 int sfs_view_path_prepare(const char *path, uid_t trusted, const uint64_t *own_devs,
                           size_t n_own, bool *made, struct sfs_view_path_why *why)
 {
@@ -78,8 +119,6 @@ int sfs_view_path_prepare(const char *path, uid_t trusted, const uint64_t *own_d
         struct sfs_trustpath_why tw;
         _cleanup_close_ int dirfd = -1;
         struct stat dir_st, st;
-        struct statx stx;
-        uint64_t dev;
         int r;
 
         *made = false;
@@ -99,26 +138,9 @@ int sfs_view_path_prepare(const char *path, uid_t trusted, const uint64_t *own_d
                         r = say(why, EBUSY, "%s: on one of this daemon's own mounts", path);
                         goto fail;
                 }
-                if (fstatat(dirfd, comp, &st, AT_SYMLINK_NOFOLLOW) < 0) {
-                        if (errno == ENOENT && last) {
-                                /* Only the view's own directory is made, never its parents. */
-                                if (mkdirat(dirfd, comp, 0755) < 0)
-                                        return say(why, errno, "%s: cannot create the view's "
-                                                   "directory: %s", path, strerror(errno));
-                                *made = true;
-                                if (fstatat(dirfd, comp, &st, AT_SYMLINK_NOFOLLOW) < 0) {
-                                        r = negative_errno();
-                                        goto fail;
-                                }
-                        } else if (errno == ENOTCONN && last) {
-                                return say(why, ENOTCONN, "%s: a dead FUSE mount is there", path);
-                        } else if (errno == ENOENT) {
-                                return say(why, EINVAL, "%s: %s does not exist (a view's parent "
-                                           "directory must)", path, comp);
-                        } else {
-                                return say(why, errno, "%s: %s: %s", path, comp, strerror(errno));
-                        }
-                }
+                r = stat_component(dirfd, comp, last, path, &st, made, why);
+                if (r < 0)
+                        goto fail;
                 if (S_ISLNK(st.st_mode)) {
                         r = say(why, EINVAL, "%s: %s is a symbolic link", path, comp);
                         goto fail;
@@ -148,22 +170,9 @@ int sfs_view_path_prepare(const char *path, uid_t trusted, const uint64_t *own_d
                         goto fail;
                 }
         }
-        /* The view's own directory, as the descriptor reaches it. */
-        if (statx(dirfd, "", AT_EMPTY_PATH | AT_STATX_DONT_SYNC, STATX_TYPE, &stx) < 0) {
-                r = negative_errno();
-                goto fail;
-        }
-        if ((stx.stx_attributes_mask & STATX_ATTR_MOUNT_ROOT) &&
-            (stx.stx_attributes & STATX_ATTR_MOUNT_ROOT)) {
-                r = say(why, EBUSY, "%s: already a mount point", path);
-                goto fail;
-        }
-        dev = makedev(stx.stx_dev_major, stx.stx_dev_minor);
-        if (own_dev(dev, own_devs, n_own)) {
-                r = say(why, EBUSY, "%s: on one of this daemon's own mounts", path);
-                goto fail;
-        }
-        return 0;
+        r = check_view_dir(dirfd, path, own_devs, n_own, why);
+        if (r == 0)
+                return 0;
 fail:
         if (*made) {
                 rmdir(path);

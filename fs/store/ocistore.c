@@ -1196,6 +1196,72 @@ static void restore_one(struct sfs_ocistore *s, const struct sfs_ocistore_hooks 
                 h->warn(h->ctx, hex, "stored but not served", r < 0 ? r : -EEXIST);
 }
 
+/* The snapshots the tagged manifest m names, served again from the intact blobs (good):
+ * each pushed and handed to the hooks; one whose blob is set aside or gone left out (and
+ * *changed: the manifest is to be rewritten), a missing one said. 0 or -errno. */
+static int load_layers(struct sfs_ocistore *s, const struct snap_oci_manifest *m,
+                       const struct blobset *good, uint64_t max_size,
+                       const struct sfs_ocistore_hooks *h, bool *changed)
+{
+        int r = 0;
+
+        for (size_t i = 0; i < m->n_layers && r == 0; i++) {
+                const struct snap_oci_desc *l = &m->layers[i];
+                char hex[SNAP_DIGEST_HEX_LEN + 1];
+                struct sfs_ocistore_meta meta;
+                uint32_t *holders;
+
+                if (find(s, &l->digest) >= 0)
+                        continue;
+                if (blobset_find(good, &l->digest) < 0) {
+                        /* Set aside (reported already), or gone: an unlink that took the blob
+                         * and could not rewrite the manifest, or a loss. */
+                        snap_digest_to_hex(&l->digest, hex);
+                        if (faccessat(s->layout.blobsfd, hex, F_OK, AT_SYMLINK_NOFOLLOW) < 0 &&
+                            errno == ENOENT && !was_set_aside(s, hex))
+                                h->warn(h->ctx, hex, "named by the manifest but missing (an "
+                                        "unlink that did not finish, or a loss); dropped",
+                                        -ENOENT);
+                        *changed = true;
+                        continue;
+                }
+                layer_meta(s, h, l, &meta, &holders);
+                r = push(s, &l->digest, l->size, &meta);
+                if (r == 0)
+                        restore_one(s, h, &l->digest, l->size, max_size, &meta);
+                free(holders);
+        }
+        return r;
+}
+
+/* The tag names a manifest that is gone: every intact blob (good) that no other manifest
+ * names is served as a snapshot (titles are lost) rather than deleted, and marked named.
+ * 0 or -errno. */
+static int load_untitled(struct sfs_ocistore *s, struct blobset *good, uint64_t max_size,
+                         const struct sfs_ocistore_hooks *h)
+{
+        int r = 0;
+
+        for (size_t i = 0; i < good->n && r == 0; i++) {
+                struct sfs_ocistore_meta meta = { 0 };
+                struct stat st;
+                char hex[SNAP_DIGEST_HEX_LEN + 1];
+
+                if (good->named[i] || is_empty_config(&good->v[i]))
+                        continue;
+                snap_digest_to_hex(&good->v[i], hex);
+                if (fstatat(s->layout.blobsfd, hex, &st, AT_SYMLINK_NOFOLLOW) < 0)
+                        continue;
+                meta.created = st.st_mtim;
+                r = push(s, &good->v[i], (uint64_t)st.st_size, &meta);
+                if (r == 0) {
+                        good->named[i] = true;
+                        restore_one(s, h, &good->v[i], (uint64_t)st.st_size, max_size, &meta);
+                }
+        }
+        return r;
+}
+
 int sfs_ocistore_load(struct sfs_ocistore *s, uint64_t max_size,
                       const struct sfs_ocistore_hooks *h)
 {
@@ -1219,54 +1285,9 @@ int sfs_ocistore_load(struct sfs_ocistore *s, uint64_t max_size,
         if (r < 0)
                 goto out;
         if (m) {
-                for (size_t i = 0; i < m->n_layers && r == 0; i++) {
-                        const struct snap_oci_desc *l = &m->layers[i];
-                        char hex[SNAP_DIGEST_HEX_LEN + 1];
-                        struct sfs_ocistore_meta meta;
-                        uint32_t *holders;
-
-                        if (find(s, &l->digest) >= 0)
-                                continue;
-                        if (blobset_find(&good, &l->digest) < 0) {
-                                /* Set aside (reported already), or gone: an unlink that took
-                                 * the blob and could not rewrite the manifest, or a loss. */
-                                snap_digest_to_hex(&l->digest, hex);
-                                if (faccessat(s->layout.blobsfd, hex, F_OK,
-                                              AT_SYMLINK_NOFOLLOW) < 0 && errno == ENOENT &&
-                                    !was_set_aside(s, hex))
-                                        h->warn(h->ctx, hex, "named by the manifest but "
-                                                "missing (an unlink that did not finish, or a "
-                                                "loss); dropped", -ENOENT);
-                                changed = true;
-                                continue;
-                        }
-                        layer_meta(s, h, l, &meta, &holders);
-                        r = push(s, &l->digest, l->size, &meta);
-                        if (r == 0)
-                                restore_one(s, h, &l->digest, l->size, max_size, &meta);
-                        free(holders);
-                }
+                r = load_layers(s, m, &good, max_size, h, &changed);
         } else if (broken || lost) {
-                /* The tag names a manifest that is gone: keep every intact blob that no other
-                 * manifest names as a snapshot (titles are lost), rather than delete them. */
-                for (size_t i = 0; i < good.n && r == 0; i++) {
-                        struct sfs_ocistore_meta meta = { 0 };
-                        struct stat st;
-                        char hex[SNAP_DIGEST_HEX_LEN + 1];
-
-                        if (good.named[i] || is_empty_config(&good.v[i]))
-                                continue;
-                        snap_digest_to_hex(&good.v[i], hex);
-                        if (fstatat(s->layout.blobsfd, hex, &st, AT_SYMLINK_NOFOLLOW) < 0)
-                                continue;
-                        meta.created = st.st_mtim;
-                        r = push(s, &good.v[i], (uint64_t)st.st_size, &meta);
-                        if (r == 0) {
-                                good.named[i] = true;
-                                restore_one(s, h, &good.v[i], (uint64_t)st.st_size, max_size,
-                                            &meta);
-                        }
-                }
+                r = load_untitled(s, &good, max_size, h);
                 if (broken)
                         h->warn(h->ctx, SFS_OCISTORE_TAG, "the tagged manifest is missing or "
                                 "corrupt; every intact blob is served, untitled", -EBADMSG);

@@ -29,8 +29,8 @@
 #define SFS_OCISTORE_CORRUPT_DIR "corrupt"
 /* The pid of the daemon that holds the store, for a second daemon's refusal to name it. */
 #define SFS_OCISTORE_PID_FILE "snapfs.pid"
-/* The scopes and their grants, one file each: DIR/scopes/NAME.json (fs/scopefile.c says what
- * is in it). */
+/* The scopes and their grants, one file each: DIR/scopes/NAME.json, kept here as bytes;
+ * fs/scopes/registry.c writes and reads the scope, fs/tree/scope.c its grants and entries. */
 #define SFS_OCISTORE_SCOPES_DIR "scopes"
 /* The largest scope file a start reads back. */
 #define SFS_OCISTORE_SCOPE_MAX (32u << 20)

@@ -17,11 +17,47 @@
 
 /* ---- open, create ---- */
 
+/* Opens the staging file n for its owner, a publisher: written (truncated with O_TRUNC)
+ * unless its publish runs (-EBUSY), never appended to or opened O_DIRECT (-EINVAL). 0 and
+ * *h, or -errno. t->lock held. */
+static int open_staging_file(struct sfs_tree *t, const struct sfs_caller *c, struct sfs_node *n,
+                             int flags, struct sfs_handle **h, struct sfs_open_info *oi)
+{
+        bool write = (flags & O_ACCMODE) != O_RDONLY;
+        struct sfs_staging *stg = n->stg;
+        int r = 0;
+
+        if (!n->linked || stg->owner != c->uid)
+                return -ENOENT;
+        if (!sfs_may_publish(&t->cfg, c))
+                return -EACCES;
+        if (flags & (O_APPEND | O_DIRECT))
+                return -EINVAL;
+        pthread_mutex_lock(&stg->lock);
+        if (stg->publishing && (write || (flags & O_TRUNC))) {
+                r = -EBUSY;
+        } else if (!(*h = sfs_handle_new(t, n, write))) {
+                r = -ENOMEM;
+        } else {
+                sfs_staging_touch_locked(stg);
+                if (write) {
+                        (*h)->writing = true;
+                        stg->writers++;
+                }
+                if (write && (flags & O_TRUNC))
+                        sfs_staging_resize_locked(stg, 0);
+        }
+        pthread_mutex_unlock(&stg->lock);
+        oi->direct_io = true;
+        oi->keep_cache = false;
+        oi->flush = write;
+        return r;
+}
+
 int sfs_tree_open(struct sfs_tree *t, const struct sfs_caller *c, struct sfs_node *n, int flags,
                   struct sfs_handle **h, struct sfs_open_info *oi)
 {
         bool write = (flags & O_ACCMODE) != O_RDONLY;
-        struct sfs_staging *stg;
         int r = 0;
 
         tree_lock(t);
@@ -69,37 +105,7 @@ int sfs_tree_open(struct sfs_tree *t, const struct sfs_caller *c, struct sfs_nod
                 oi->keep_cache = !oi->direct_io;
                 break;
         case SFS_KIND_STAGING_FILE:
-                if (!n->linked || n->stg->owner != c->uid) {
-                        r = -ENOENT;
-                        break;
-                }
-                if (!sfs_may_publish(&t->cfg, c)) {
-                        r = -EACCES;
-                        break;
-                }
-                if (flags & (O_APPEND | O_DIRECT)) {
-                        r = -EINVAL;
-                        break;
-                }
-                stg = n->stg;
-                pthread_mutex_lock(&stg->lock);
-                if (stg->publishing && (write || (flags & O_TRUNC))) {
-                        r = -EBUSY;
-                } else if (!(*h = sfs_handle_new(t, n, write))) {
-                        r = -ENOMEM;
-                } else {
-                        sfs_staging_touch_locked(stg);
-                        if (write) {
-                                (*h)->writing = true;
-                                stg->writers++;
-                        }
-                        if (write && (flags & O_TRUNC))
-                                sfs_staging_resize_locked(stg, 0);
-                }
-                pthread_mutex_unlock(&stg->lock);
-                oi->direct_io = true;
-                oi->keep_cache = false;
-                oi->flush = write;
+                r = open_staging_file(t, c, n, flags, h, oi);
                 break;
         default:
                 r = -EISDIR;
@@ -540,6 +546,26 @@ static size_t holders_without(struct sfs_tree *t, struct snap_object *obj, uint3
  * predictable config and removing it after the runtime published the same bytes), and goes
  * with the last. Whether anything still references it is the store's one decision
  * (snap_store_kept_without). */
+/* obj's unlink written to --store (none: 0): drop's hold (or every one, SNAP_HOLDER_ALL)
+ * gone from its holders, or the snapshot removed when nothing keeps it then. 0 or -errno.
+ * On the disk first: a snapshot answered as removed never comes back after a restart, nor
+ * does a hold answered as dropped. Under t->lock: unlinks are rare, and the tree must not
+ * change between the caller's checks and its change. Removal needs no room on the store's
+ * filesystem; rewriting the holders of a snapshot that stays does. */
+static int store_unlink(struct sfs_tree *t, struct snap_object *obj, uint32_t drop)
+{
+        uint32_t holders[SNAP_HOLDERS_MAX + 1];
+        size_t n;
+
+        if (!t->cfg.ocistore)
+                return 0;
+        if (!snap_store_kept_without(t->store, obj,
+                                     &(struct snap_drop){ .hold = true, .uid = drop }))
+                return sfs_ocistore_remove(t->cfg.ocistore, &obj->digest);
+        n = holders_without(t, obj, drop, holders);
+        return sfs_ocistore_set_holders(t->cfg.ocistore, &obj->digest, holders, n);
+}
+
 static int unlink_snapshot(struct sfs_tree *t, const struct sfs_caller *c, const char *name)
 {
         struct snap_digest d;
@@ -547,7 +573,6 @@ static int unlink_snapshot(struct sfs_tree *t, const struct sfs_caller *c, const
         char hex[SNAP_DIGEST_HEX_LEN + 1];
         uint32_t drop;
         uint64_t size;
-        bool kept;
         int r;
 
         tree_lock(t);
@@ -579,26 +604,11 @@ static int unlink_snapshot(struct sfs_tree *t, const struct sfs_caller *c, const
                 tree_unlock(t);
                 return sfs_tree_refuse(t, c, "unlink", name, EPERM);
         }
-        kept = snap_store_kept_without(t->store, obj,
-                                       &(struct snap_drop){ .hold = true, .uid = drop });
-        if (t->cfg.ocistore) {
-                /* On the disk first: a snapshot answered as removed never comes back after a
-                 * restart, nor does a hold answered as dropped. Under t->lock: unlinks are
-                 * rare, and the tree must not change between the checks above and the
-                 * change below. Removal needs no room on the store's filesystem; rewriting
-                 * the holders of a snapshot that stays does. */
-                if (kept) {
-                        uint32_t holders[SNAP_HOLDERS_MAX + 1];
-                        size_t n = holders_without(t, obj, drop, holders);
-                        r = sfs_ocistore_set_holders(t->cfg.ocistore, &d, holders, n);
-                } else {
-                        r = sfs_ocistore_remove(t->cfg.ocistore, &d);
-                }
-                if (r < 0 && r != -ENOENT) {
-                        snap_store_release(t->store, obj);
-                        tree_unlock(t);
-                        return sfs_tree_refuse(t, c, "unlink", name, -r);
-                }
+        r = store_unlink(t, obj, drop);
+        if (r < 0 && r != -ENOENT) {
+                snap_store_release(t->store, obj);
+                tree_unlock(t);
+                return sfs_tree_refuse(t, c, "unlink", name, -r);
         }
         size = obj->size;
         r = snap_store_unhold(t->store, obj, drop);

@@ -232,6 +232,158 @@ static void audit_publish(const struct sfs_tree *t, const struct sfs_caller *c,
                                      });
 }
 
+/* --store: the bytes a scope's view publishes, durably, before anything is answered;
+ * untitled (the name is the scope's own, kept in its file). The store's lock is held. */
+static int scope_persist_new(struct sfs_ocistore *os, struct sfs_staging *stg,
+                             const struct snap_digest *d, const struct timespec *now)
+{
+        struct sfs_ocistore_meta meta = { .unheld = true, .created = *now };
+        int r;
+
+        pthread_mutex_lock(&stg->lock);
+        r = sfs_ocistore_add(os, d, stg->buf ? (const void *)stg->buf : "", stg->len, &meta);
+        pthread_mutex_unlock(&stg->lock);
+        return r;
+}
+
+/* The object a scope's publish grants, with a reference for the grant in *obj: *existing
+ * (looked up before; its reference becomes the grant's, and *existing is NULL after), or
+ * the staged bytes put in the store as new content, held by no uid, charged through claim.
+ * 0, or -errno (nothing taken). t->lock and stg->lock held. */
+static int scope_take_object(struct sfs_tree *t, struct sfs_staging *stg,
+                             const struct snap_digest *d, const struct timespec *now,
+                             struct snap_claim *claim, struct snap_object **existing,
+                             struct snap_object **obj)
+{
+        int r;
+
+        if (*existing) {
+                /* The lookup's reference becomes the grant's. Detached meanwhile (no
+                 * --store, whose lock keeps the index still): published below as new. */
+                r = snap_store_grant(t->store, *existing);
+                if (r == 0)
+                        *obj = *existing;
+                else
+                        snap_store_release(t->store, *existing);
+                *existing = NULL;
+                if (r == 0)
+                        return 0;
+        }
+        r = snap_store_put(t->store,
+                           &(struct snap_put){
+                                   .data = stg->buf ? (const void *)stg->buf : "",
+                                   .len = stg->len,
+                                   .owned = stg->buf,
+                                   .digest = d,
+                                   /* The store's own number: the node's is the view's
+                                    * (sfs_tree_alloc_ino). */
+                                   .reserved = stg->len,
+                                   /* Named in the scope's grant alone. */
+                                   .publisher_uid = (uint32_t)t->cfg.owner_uid,
+                                   .name = NULL,
+                                   .created = now,
+                                   .unheld = true,
+                                   .grants = 1,
+                                   .claim = claim,
+                           },
+                           obj);
+        if (r == 0) {
+                /* The new object's reference is its publication's; the grant and the node
+                 * take one each. */
+                snap_store_ref(t->store, *obj);
+                sfs_staging_handed_over_locked(stg);
+        } else if (r == 1) {
+                /* Published meanwhile (no --store): its reference is the grant's. It is
+                 * indexed (the put found it under the store's lock), so the grant can only
+                 * fail if it goes again at once: then this publish loses the race and says
+                 * so. */
+                r = snap_store_grant(t->store, *obj) == 0 ? 0 : -EAGAIN;
+                if (r < 0) {
+                        snap_store_release(t->store, *obj);
+                        *obj = NULL;
+                }
+        }
+        return r;
+}
+
+/* Decide before writing: a scope deleted meanwhile, granted here already (EEXIST), no room
+ * for one more grant (ENOSPC), the scope's limits (EDQUOT), a read-only tree (EACCES). r is
+ * the hash's verdict, returned first. The staged length in *len, the scope's save hook in
+ * *save and *save_ctx. Takes t->lock. */
+static int scope_decide(struct sfs_tree *t, struct sfs_staging *stg,
+                        const struct sfs_scope_op *op, int r, uint64_t *len,
+                        int (**save)(void *ctx, const struct sfs_scope_op *op), void **save_ctx)
+{
+        tree_lock(t);
+        *save = t->scope->save;
+        *save_ctx = t->scope->save_ctx;
+        pthread_mutex_lock(&stg->lock);
+        sfs_staging_fit_locked(stg);
+        *len = stg->len;
+        pthread_mutex_unlock(&stg->lock);
+        if (r == 0 && t->cfg.read_only)
+                r = -EACCES;
+        if (r == 0)
+                r = sfs_scope_check_locked(t, op);
+        if (r == 0)
+                r = scope_quota(t, *len);
+        tree_unlock(t);
+        return r;
+}
+
+/* A refused publish undone outside the tree's lock: the lookup's reference (NULL: none), the
+ * room claimed, the bytes --store took (stored: not published after all), the store's lock. */
+static void publish_undo(struct sfs_tree *t, const struct snap_digest *d,
+                               struct snap_object *existing, struct snap_claim *claim,
+                               bool stored)
+{
+        struct sfs_ocistore *os = t->cfg.ocistore;
+
+        snap_store_release(t->store, existing);
+        snap_store_unclaim(t->store, claim);
+        if (stored)
+                sfs_ocistore_remove(os, d);
+        if (os)
+                sfs_ocistore_unlock(os);
+}
+
+/* The grant of obj (its reference the grant's) applied to the scope: 0, or -ENOMEM for
+ * the effects, the grant and reference given back and *obj NULL. t->lock held. */
+static int scope_grant_object(struct sfs_tree *t, const struct sfs_scope_op *op,
+                              struct snap_object **obj, struct sfs_scope_effects *fx)
+{
+        int r = sfs_scope_apply_locked(t, op, *obj, NULL, fx);
+
+        if (r < 0) {
+                /* Out of memory for the effects: nothing changed but the grant. */
+                if (snap_store_ungrant(t->store, *obj) == 1)
+                        snap_store_release(t->store, *obj); /* its publication's */
+                snap_store_release(t->store, *obj);
+                *obj = NULL;
+        }
+        return r;
+}
+
+/* The node the kernel has for the name is the snapshot obj now (a reference of its own),
+ * under its inode number; its staging goes. Called with t->lock and the staging's lock
+ * held, returns with both released. */
+static void scope_node_becomes_snapshot(struct sfs_tree *t, struct sfs_node *n,
+                                        struct snap_object *obj, const struct snap_digest *d)
+{
+        struct sfs_staging *stg = n->stg;
+
+        snap_store_ref(t->store, obj);
+        sfs_stage_remove(t, n, false);
+        n->obj = obj;
+        sfs_scope_node_refresh(n, sfs_scope_grant_of(t, d));
+        __atomic_store_n(&n->kind, SFS_KIND_SNAPSHOT, __ATOMIC_RELEASE);
+        pthread_mutex_unlock(&stg->lock);
+        n->stg = NULL;
+        sfs_staging_free(stg);
+        sfs_touch_root(t);
+        tree_unlock(t);
+}
+
 /* Publishing in a scope's view (docs/design.md, "Scopes"): what is published there is
  * granted to that scope alone, held by no uid, counted against the scope's limits. Every
  * answer is the one the scope would get if nothing else existed: content already granted
@@ -260,40 +412,18 @@ static int scope_publish(struct sfs_tree *t, const struct sfs_caller *c, struct 
         };
         int (*save)(void *ctx, const struct sfs_scope_op *op);
         void *save_ctx;
-        bool stored = false, new_content = false, store_full = false;
+        bool stored = false, store_full = false;
         uint64_t len;
 
         if (os)
                 sfs_ocistore_lock(os);
-        /* Decide before writing: a scope deleted meanwhile, granted here already, the
-         * scope's limits, the room. */
-        tree_lock(t);
-        save = t->scope->save;
-        save_ctx = t->scope->save_ctx;
-        pthread_mutex_lock(&stg->lock);
-        sfs_staging_fit_locked(stg);
-        len = stg->len;
-        pthread_mutex_unlock(&stg->lock);
-        if (r == 0 && t->cfg.read_only)
-                r = -EACCES;
-        /* Granted here already (EEXIST), or no room for one more grant (ENOSPC). */
-        if (r == 0)
-                r = sfs_scope_check_locked(t, &op);
-        if (r == 0)
-                r = scope_quota(t, len);
-        tree_unlock(t);
+        r = scope_decide(t, stg, &op, r, &len, &save, &save_ctx);
         if (r == 0)
                 r = snap_store_claim_unheld(t->store, len, len, &claim);
         if (r == 0)
                 existing = snap_store_lookup(t->store, d);
         if (r == 0 && !existing && os) {
-                /* --store: the bytes, durably, before anything is answered. */
-                /* Untitled: the name is the scope's own, kept in its file. */
-                struct sfs_ocistore_meta meta = { .unheld = true, .created = *now };
-                pthread_mutex_lock(&stg->lock);
-                r = sfs_ocistore_add(os, d, stg->buf ? (const void *)stg->buf : "", stg->len,
-                                     &meta);
-                pthread_mutex_unlock(&stg->lock);
+                r = scope_persist_new(os, stg, d, now);
                 stored = r == 0;
                 /* The disk is full, not the scope's limit: said so, as ENOSPC. */
                 if (r < 0 && sfs_ocistore_full(os)) {
@@ -313,92 +443,21 @@ static int scope_publish(struct sfs_tree *t, const struct sfs_caller *c, struct 
         if (r == 0)
                 r = sfs_scope_check_locked(t, &op);
         pthread_mutex_lock(&stg->lock);
-        if (r == 0 && existing) {
-                /* The lookup's reference becomes the grant's. Detached meanwhile (no
-                 * --store, whose lock keeps the index still): published below as new. */
-                if (snap_store_grant(t->store, existing) == 0) {
-                        obj = existing;
-                        existing = NULL;
-                } else {
-                        snap_store_release(t->store, existing);
-                        existing = NULL;
-                        new_content = true;
-                }
-        } else if (r == 0) {
-                new_content = true;
-        }
-        if (r == 0 && new_content) {
-                r = snap_store_put(t->store,
-                                   &(struct snap_put){
-                                           .data = stg->buf ? (const void *)stg->buf : "",
-                                           .len = stg->len,
-                                           .owned = stg->buf,
-                                           .digest = d,
-                                           /* The store's own number: n->ino is the
-                                            * view's (sfs_tree_alloc_ino). */
-                                           .reserved = stg->len,
-                                           /* Named in the scope's grant alone. */
-                                           .publisher_uid = (uint32_t)t->cfg.owner_uid,
-                                           .name = NULL,
-                                           .created = now,
-                                           .unheld = true,
-                                           .grants = 1,
-                                           .claim = &claim,
-                                   },
-                                   &obj);
-                if (r == 0) {
-                        /* The new object's reference is its publication's; the grant and
-                         * the node take one each. */
-                        snap_store_ref(t->store, obj);
-                        sfs_staging_handed_over_locked(stg);
-                } else if (r == 1) {
-                        /* Published meanwhile (no --store): its reference is the grant's.
-                         * It is indexed (the put found it under the store's lock), so the
-                         * grant can only fail if it goes again at once: then this publish
-                         * loses the race and says so. */
-                        r = snap_store_grant(t->store, obj) == 0 ? 0 : -EAGAIN;
-                        if (r < 0) {
-                                snap_store_release(t->store, obj);
-                                obj = NULL;
-                        }
-                }
-        }
-        if (r == 0) {
-                r = sfs_scope_apply_locked(t, &op, obj, NULL, &fx);
-                if (r < 0) {
-                        /* Out of memory for the effects: nothing changed but the grant. */
-                        if (snap_store_ungrant(t->store, obj) == 1)
-                                snap_store_release(t->store, obj); /* its publication's */
-                        snap_store_release(t->store, obj);
-                        obj = NULL;
-                }
-        }
+        if (r == 0)
+                r = scope_take_object(t, stg, d, now, &claim, &existing, &obj);
+        if (r == 0)
+                r = scope_grant_object(t, &op, &obj, &fx);
         if (r < 0) {
                 stg->publishing = false;
                 if (store_full)
                         sfs_staging_set_refusal_locked(stg, SFS_REFUSAL_STORE_FULL);
                 pthread_mutex_unlock(&stg->lock);
                 tree_unlock(t);
-                snap_store_release(t->store, existing);
-                snap_store_unclaim(t->store, &claim);
-                if (stored)
-                        sfs_ocistore_remove(os, d); /* not published after all */
-                if (os)
-                        sfs_ocistore_unlock(os);
+                publish_undo(t, d, existing, &claim, stored);
                 sfs_scope_effects_free(&fx);
                 return publish_refused(t, c, name, newname, -r, reason);
         }
-        /* The node the kernel has for the name is the snapshot now, under its inode number. */
-        snap_store_ref(t->store, obj);
-        sfs_stage_remove(t, n, false);
-        n->obj = obj;
-        sfs_scope_node_refresh(n, sfs_scope_grant_of(t, d));
-        __atomic_store_n(&n->kind, SFS_KIND_SNAPSHOT, __ATOMIC_RELEASE);
-        pthread_mutex_unlock(&stg->lock);
-        n->stg = NULL;
-        sfs_staging_free(stg);
-        sfs_touch_root(t);
-        tree_unlock(t);
+        scope_node_becomes_snapshot(t, n, obj, d);
         /* Content that was there already: its room was only asked for. */
         snap_store_unclaim(t->store, &claim);
         if (os)
@@ -567,6 +626,125 @@ static int publish_for_scope(struct sfs_tree *t, const struct sfs_caller *c, str
         return 0;
 }
 
+/* The staged bytes hashed (outside the tree lock: a large staging file written out of order
+ * must not stall every other request; the publishing flag keeps its bytes still) into
+ * *actual: 0, -EBADMSG when they are not target, or the refusal of --trust-key, *reason
+ * saying why. *for_scope: the staging file is published for a scope. */
+static int verify_staged(struct sfs_tree *t, struct sfs_staging *stg,
+                         const struct snap_digest *target, struct snap_digest *actual,
+                         const char **reason, bool *for_scope)
+{
+        int r;
+
+        pthread_mutex_lock(&stg->lock);
+        r = sfs_staging_digest(stg, actual);
+        if (r == 0 && !snap_digest_equal(actual, target))
+                r = -EBADMSG;
+        if (r == 0 && t->cfg.trust)
+                r = trust_admits(t, stg, actual, reason);
+        /* Only the daemon knows why a --trust-key refused: the staging file (its owner's
+         * alone) keeps the reason for the client to read before it removes the file. */
+        if (r < 0 && *reason)
+                sfs_staging_set_refusal_locked(stg, *reason);
+        *for_scope = stg->for_scope[0] != 0;
+        pthread_mutex_unlock(&stg->lock);
+        return r;
+}
+
+/* --store, its lock held: when r (the verdict so far) is 0, the publish decided (decide) and
+ * then written, the caller's hold on *existing (*hold_stored) or the new bytes (*stored).
+ * Only what was admitted is written: a refused publish leaves the disk as it was (the
+ * attack: a uid past its limit made every refused publish write and fsync its blob, the
+ * manifest and index.json, then remove them). 0 or -errno. */
+static int decide_and_persist(struct sfs_tree *t, const struct sfs_caller *c,
+                              struct sfs_staging *stg, int r, const struct snap_digest *d,
+                              const struct timespec *now, struct snap_object **existing,
+                              struct snap_claim *claim, bool *stored, bool *hold_stored)
+{
+        struct sfs_ocistore *os = t->cfg.ocistore;
+
+        if (r == 0) {
+                tree_lock(t);
+                r = decide(t, c, stg, d, existing, claim);
+                tree_unlock(t);
+        }
+        if (r == 0 && *existing) {
+                r = persist_holders(t, os, *existing, (uint32_t)c->uid, true,
+                                    adopted_title(t, *existing, stg));
+                *hold_stored = r == 0;
+        } else if (r == 0) {
+                r = persist_new(os, stg, d, (uint32_t)c->uid, now);
+                *stored = r == 0;
+        }
+        return r == 1 ? 0 : r; /* 1: holds it already, nothing to write */
+}
+
+/* n's staged bytes put in the store as a new snapshot published by c (*obj), or, published
+ * meanwhile (without --store), the one there in *existing for a hold: 0 or -errno. t->lock
+ * and the staging's lock held. */
+static int put_staged(struct sfs_tree *t, const struct sfs_caller *c, struct sfs_node *n,
+                      const struct snap_digest *d, const struct timespec *now,
+                      struct snap_claim *claim, struct snap_object **obj,
+                      struct snap_object **existing)
+{
+        struct sfs_staging *stg = n->stg;
+        int r;
+
+        sfs_staging_fit_locked(stg);
+        r = snap_store_put(t->store,
+                           &(struct snap_put){
+                                   .data = stg->buf ? (const void *)stg->buf : "",
+                                   .len = stg->len,
+                                   .owned = stg->buf,
+                                   .digest = d,
+                                   .ino = n->ino,
+                                   .reserved = stg->len,
+                                   .publisher_uid = c->uid,
+                                   .name = sfs_staging_name_kept(stg->name) ? stg->name : NULL,
+                                   .created = now,
+                                   .claim = claim->held ? claim : NULL,
+                           },
+                           obj);
+        if (r == 1) { /* published meanwhile (without --store): a hold on it */
+                *existing = *obj;
+                *obj = NULL;
+                r = 0;
+        }
+        return r;
+}
+
+/* The store took the staged buffer and the reservation: n is the snapshot obj now, its
+ * staging gone. Called with t->lock and the staging's lock held, returns with both released:
+ * the published size. */
+static uint64_t staging_becomes_snapshot(struct sfs_tree *t, struct sfs_node *n,
+                                         struct snap_object *obj)
+{
+        struct sfs_staging *stg = n->stg;
+        uint64_t size = stg->len;
+
+        sfs_staging_handed_over_locked(stg);
+        become_snapshot(t, n, obj);
+        pthread_mutex_unlock(&stg->lock);
+        n->stg = NULL;
+        sfs_staging_free(stg);
+        sfs_touch_root(t);
+        tree_unlock(t);
+        return size;
+}
+
+/* d published on the main mount: told to the tree's published hook (the registry's, which
+ * grants again what scopes held of d before its bytes went missing). No lock held. */
+static void announce_published(struct sfs_tree *t, const struct snap_digest *d)
+{
+        struct sfs_published_hook hook;
+
+        tree_lock(t);
+        hook = t->published_hook;
+        tree_unlock(t);
+        if (hook.fn)
+                hook.fn(hook.ctx, d);
+}
+
 int sfs_tree_rename(struct sfs_tree *t, const struct sfs_caller *c, struct sfs_node *parent,
                     const char *name, struct sfs_node *newparent, const char *newname,
                     unsigned flags, struct sfs_node **published)
@@ -579,9 +757,8 @@ int sfs_tree_rename(struct sfs_tree *t, const struct sfs_caller *c, struct sfs_n
         struct sfs_ocistore *os = t->cfg.ocistore;
         const char *reason = NULL;
         bool stored = false, hold_stored = false, store_full = false, for_scope;
-        struct sfs_published_hook hook;
         struct timespec now;
-        uint64_t size = 0;
+        uint64_t size;
         int r;
 
         tree_lock(t);
@@ -594,21 +771,8 @@ int sfs_tree_rename(struct sfs_tree *t, const struct sfs_caller *c, struct sfs_n
         if (r < 0)
                 return publish_refused(t, c, name, newname, -r, reason);
 
-        /* Hash outside the tree lock: a large staging file written out of order must not
-         * stall every other request. The publishing flag keeps its bytes still. */
         stg = n->stg;
-        pthread_mutex_lock(&stg->lock);
-        r = sfs_staging_digest(stg, &actual);
-        if (r == 0 && !snap_digest_equal(&actual, &target))
-                r = -EBADMSG;
-        if (r == 0 && t->cfg.trust)
-                r = trust_admits(t, stg, &actual, &reason);
-        /* Only the daemon knows why a --trust-key refused: the staging file (its owner's
-         * alone) keeps the reason for the client to read before it removes the file. */
-        if (r < 0 && reason)
-                sfs_staging_set_refusal_locked(stg, reason);
-        for_scope = stg->for_scope[0] != 0;
-        pthread_mutex_unlock(&stg->lock);
+        r = verify_staged(t, stg, &target, &actual, &reason, &for_scope);
         clock_gettime(CLOCK_REALTIME, &now);
         if (t->scope)
                 return scope_publish(t, c, n, name, newname, r, &actual, &now, reason, published);
@@ -620,24 +784,8 @@ int sfs_tree_rename(struct sfs_tree *t, const struct sfs_caller *c, struct sfs_n
                  * reach the disk in the order the tree sees them, and what was decided below
                  * still holds when it is done. Outermost lock. */
                 sfs_ocistore_lock(os);
-                if (r == 0) {
-                        tree_lock(t);
-                        r = decide(t, c, stg, &actual, &existing, &claim);
-                        tree_unlock(t);
-                }
-                /* Only what was admitted is written: a refused publish leaves the disk as it
-                 * was (the attack: a uid past its limit made every refused publish write and
-                 * fsync its blob, the manifest and index.json, then remove them). */
-                if (r == 0 && existing) {
-                        r = persist_holders(t, os, existing, (uint32_t)c->uid, true,
-                                            adopted_title(t, existing, stg));
-                        hold_stored = r == 0;
-                } else if (r == 0) {
-                        r = persist_new(os, stg, &actual, (uint32_t)c->uid, &now);
-                        stored = r == 0;
-                }
-                if (r == 1) /* holds it already: nothing to write */
-                        r = 0;
+                r = decide_and_persist(t, c, stg, r, &actual, &now, &existing, &claim, &stored,
+                                       &hold_stored);
                 /* The disk is full, not a limit: said so, as ENOSPC from the store. */
                 if (r < 0 && sfs_ocistore_full(os)) {
                         r = -ENOSPC;
@@ -651,30 +799,8 @@ int sfs_tree_rename(struct sfs_tree *t, const struct sfs_caller *c, struct sfs_n
         pthread_mutex_lock(&stg->lock);
         if (r == 0 && !os)
                 existing = snap_store_lookup(t->store, &target);
-        if (r == 0 && !existing) {
-                sfs_staging_fit_locked(stg);
-                r = snap_store_put(t->store,
-                                   &(struct snap_put){
-                                           .data = stg->buf ? (const void *)stg->buf : "",
-                                           .len = stg->len,
-                                           .owned = stg->buf,
-                                           .digest = &actual,
-                                           .ino = n->ino,
-                                           .reserved = stg->len,
-                                           .publisher_uid = c->uid,
-                                           .name = sfs_staging_name_kept(stg->name)
-                                                           ? stg->name
-                                                           : NULL,
-                                           .created = &now,
-                                           .claim = claim.held ? &claim : NULL,
-                                   },
-                                   &obj);
-                if (r == 1) { /* published meanwhile (without --store): a hold on it */
-                        existing = obj;
-                        obj = NULL;
-                        r = 0;
-                }
-        }
+        if (r == 0 && !existing)
+                r = put_staged(t, c, n, &actual, &now, &claim, &obj, &existing);
         if (r == 0 && existing)
                 r = hold_existing(t, c, stg, existing, hold_stored);
         if (existing)
@@ -685,32 +811,16 @@ int sfs_tree_rename(struct sfs_tree *t, const struct sfs_caller *c, struct sfs_n
                         sfs_staging_set_refusal_locked(stg, SFS_REFUSAL_STORE_FULL);
                 pthread_mutex_unlock(&stg->lock);
                 tree_unlock(t);
-                snap_store_unclaim(t->store, &claim);
-                if (stored)
-                        sfs_ocistore_remove(os, &actual); /* not published after all */
-                if (os)
-                        sfs_ocistore_unlock(os);
+                publish_undo(t, &actual, NULL, &claim, stored);
                 return publish_refused(t, c, name, newname, -r, reason);
         }
-        /* The store took the buffer and the reservation; the bytes are no longer staged. */
-        size = stg->len;
-        sfs_staging_handed_over_locked(stg);
-        become_snapshot(t, n, obj);
-        pthread_mutex_unlock(&stg->lock);
-        n->stg = NULL;
-        sfs_staging_free(stg);
-        sfs_touch_root(t);
-        tree_unlock(t);
+        size = staging_becomes_snapshot(t, n, obj);
         if (os)
                 sfs_ocistore_unlock(os);
 
         audit_publish(t, c, newname, name, size);
         *published = n;
-        tree_lock(t);
-        hook = t->published_hook;
-        tree_unlock(t);
-        if (hook.fn)
-                hook.fn(hook.ctx, &actual);
+        announce_published(t, &actual);
         return 0;
 }
 

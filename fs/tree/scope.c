@@ -10,6 +10,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include <json-c/json.h>
+
 #include "snapshot/binding.h"
 #include "snapshot/name.h"
 #include "fs/base/inostate.h"
@@ -516,47 +518,56 @@ int sfs_scope_check_locked(struct sfs_tree *t, const struct sfs_scope_op *op)
         return r;
 }
 
-int sfs_scope_apply_locked(struct sfs_tree *t, const struct sfs_scope_op *op,
-                           struct snap_object *obj, struct sfs_grant_info *info,
-                           struct sfs_scope_effects *fx)
+/* op's plan (p) and what applying it needs, taken before anything changes: room in the
+ * tables, the new grant (*gr, with its snapshot's reference and store grant in *obj when op
+ * grants) and the new entry (*e), each NULL when the plan adds none. 0, or why op cannot
+ * apply, nothing taken. t->lock held. */
+static int prepare_op(struct sfs_tree *t, const struct sfs_scope_op *op, struct plan *p,
+                      struct sfs_scope_effects *fx, struct snap_object **obj,
+                      struct sfs_grant **gr, struct sfs_grant_entry **e)
 {
-        struct sfs_grants *g = &t->scope->grants;
-        struct sfs_grant *gr = NULL;
-        struct sfs_grant_entry *e = NULL;
-        struct plan p;
         int r;
 
-        r = plan_op(t, op, &p);
+        *gr = NULL;
+        *e = NULL;
+        r = plan_op(t, op, p);
         if (r == 0)
-                r = sfs_grants_reserve(g, 1, 1);
+                r = sfs_grants_reserve(&t->scope->grants, 1, 1);
         if (r == 0)
                 r = make_room(t, fx, 0);
-        if (r == 0 && p.add_entry && !(e = calloc(1, sizeof(*e))))
+        if (r == 0 && p->add_entry && !(*e = calloc(1, sizeof(**e))))
                 r = -ENOMEM;
-        if (r == 0 && p.add_target && !(gr = calloc(1, sizeof(*gr))))
+        if (r == 0 && p->add_target && !(*gr = calloc(1, sizeof(**gr))))
                 r = -ENOMEM;
-        if (r == 0 && gr && op->kind == SFS_SCOPE_PUBLISH && op->name &&
-            !(gr->name = strdup(op->name)))
+        if (r == 0 && *gr && op->kind == SFS_SCOPE_PUBLISH && op->name &&
+            !((*gr)->name = strdup(op->name)))
                 r = -ENOMEM;
-        if (r == 0 && gr && op->kind == SFS_SCOPE_GRANT) {
+        if (r == 0 && *gr && op->kind == SFS_SCOPE_GRANT) {
                 /* The grant's own reference and its store grant: a snapshot unpublished
                  * since the plan is absent. */
-                obj = snap_store_lookup(t->store, &op->digest);
-                r = obj ? snap_store_grant(t->store, obj) : -ENOENT;
+                *obj = snap_store_lookup(t->store, &op->digest);
+                r = *obj ? snap_store_grant(t->store, *obj) : -ENOENT;
                 if (r < 0)
-                        snap_store_release(t->store, obj);
+                        snap_store_release(t->store, *obj);
         }
         if (r < 0) {
-                if (gr)
-                        free(gr->name);
-                free(gr);
-                free(e);
-                return r;
+                if (*gr)
+                        free((*gr)->name);
+                free(*gr);
+                free(*e);
         }
+        return r;
+}
+
+/* The plan's target made what op says: the new grant gr inserted (of obj), or the one there
+ * given its new flags. t->lock held. */
+static void set_target(struct sfs_tree *t, const struct sfs_scope_op *op, struct plan *p,
+                       struct sfs_grant *gr, struct snap_object *obj)
+{
         if (gr) {
                 gr->digest = op->digest;
                 gr->obj = obj;
-                gr->plain = p.target_plain;
+                gr->plain = p->target_plain;
                 gr->published = op->kind == SFS_SCOPE_PUBLISH;
                 if (gr->published) {
                         gr->ino = op->ino ? op->ino : t->scope->next_ino++;
@@ -569,18 +580,34 @@ int sfs_scope_apply_locked(struct sfs_tree *t, const struct sfs_scope_op *op,
                         gr->uid = (uint32_t)t->cfg.owner_uid;
                         clock_gettime(CLOCK_REALTIME, &gr->created);
                 }
-                sfs_grants_insert(g, gr);
-                p.target = gr;
-        } else if (p.target && !p.noop) {
-                if (p.target->published && !p.target_published)
-                        uncount(t, p.target);
-                p.target->plain = p.target_plain;
-                p.target->published = p.target_published;
-                if (!p.target->published) {
-                        free(p.target->name);
-                        p.target->name = NULL;
+                sfs_grants_insert(&t->scope->grants, gr);
+                p->target = gr;
+        } else if (p->target && !p->noop) {
+                if (p->target->published && !p->target_published)
+                        uncount(t, p->target);
+                p->target->plain = p->target_plain;
+                p->target->published = p->target_published;
+                if (!p->target->published) {
+                        free(p->target->name);
+                        p->target->name = NULL;
                 }
         }
+}
+
+int sfs_scope_apply_locked(struct sfs_tree *t, const struct sfs_scope_op *op,
+                           struct snap_object *obj, struct sfs_grant_info *info,
+                           struct sfs_scope_effects *fx)
+{
+        struct sfs_grants *g = &t->scope->grants;
+        struct sfs_grant *gr;
+        struct sfs_grant_entry *e;
+        struct plan p;
+        int r;
+
+        r = prepare_op(t, op, &p, fx, &obj, &gr, &e);
+        if (r < 0)
+                return r;
+        set_target(t, op, &p, gr, obj);
         if (e) {
                 snprintf(e->name, sizeof(e->name), "%s", op->entry);
                 e->target = p.target;

@@ -11,7 +11,6 @@
  * it (sfs_scope_apply). Every function returns 0 or a negative errno. Thread-safe. */
 #pragma once
 
-#include <json-c/json.h>
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -20,6 +19,10 @@
 #include "snapshot/digest.h"
 #include "fs/config/roles.h"
 #include "fs/tree/tree.h"
+
+/* json-c's object, declared, not included: the scope file's grants are handed over as
+ * json-c objects, which only scope.c builds and reads. */
+struct json_object;
 
 struct sfs_scope_op;
 
@@ -122,7 +125,8 @@ struct sfs_grant_info {
  * snapshot, grant or entry; -EINVAL: a bad entry name; -ENOSPC: past the grants a scope
  * holds). Takes the tree's lock. */
 int sfs_scope_grants_json(struct sfs_tree *t, const struct sfs_scope_op *op,
-                          json_object **grants, json_object **entries, uint64_t *next_ino);
+                          struct json_object **grants, struct json_object **entries,
+                          uint64_t *next_ino);
 /* Applies op: SFS_SCOPE_GRANT of a published snapshot (-ENOENT otherwise; an entry that
  * exists moves to it; granting what is granted already changes nothing), SFS_SCOPE_REVOKE
  * (-ENOENT when not granted). *info (may be NULL) is the grant made. Effects in *fx. */
@@ -149,8 +153,8 @@ void sfs_scope_get_usage(struct sfs_tree *t, struct sfs_scope_usage *u);
  * reported through warn (hex or entry name, why) and left out (a digest only entries named
  * that did not come back goes too: in *fx). 0, -EINVAL for a file that does not parse,
  * -ENOMEM. */
-int sfs_scope_restore(struct sfs_tree *t, json_object *grants, json_object *entries,
-                      uint64_t next_ino,
+int sfs_scope_restore(struct sfs_tree *t, struct json_object *grants,
+                      struct json_object *entries, uint64_t next_ino,
                       void (*warn)(void *ctx, const char *what, const char *why), void *ctx,
                       struct sfs_scope_effects *fx);
 

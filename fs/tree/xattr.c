@@ -367,12 +367,223 @@ static int holders_text(struct sfs_tree *t, const struct sfs_caller *c, struct s
         return 0;
 }
 
+/* ---- getxattr: one getter a name, per node kind ---- */
+
+/* Where a getter's value goes: getxattr(2)'s buffer, or its size alone when bufsize is 0. */
+struct xattr_out {
+        char *buf;
+        size_t bufsize;
+        size_t *len;
+};
+
+static int reply_text(const struct xattr_out *o, const char *text)
+{
+        return xattr_value(o->buf, o->bufsize, text, strlen(text), o->len);
+}
+
+/* A getter is called with t->lock held, the node visible to c, and returns with it released:
+ * a value, or -errno. */
+typedef int xattr_getter(struct sfs_tree *t, const struct sfs_caller *c, struct sfs_node *n,
+                         const struct xattr_out *o);
+
+static int get_sha256(struct sfs_tree *t, const struct sfs_caller *c, struct sfs_node *n,
+                      const struct xattr_out *o)
+{
+        char value[SNAP_DIGEST_HEX_LEN + 1];
+
+        (void)c;
+        snap_digest_to_hex(&n->obj->digest, value);
+        tree_unlock(t);
+        return reply_text(o, value);
+}
+
+static int get_binding(struct sfs_tree *t, const struct sfs_caller *c, struct sfs_node *n,
+                       const struct xattr_out *o)
+{
+        char value[SNAP_BINDING_TEXT_MAX];
+        /* The node's own inode number: in a view, the one it shows there. */
+        struct snap_binding b = {
+                .sha256 = n->obj->digest,
+                .size = n->obj->size,
+                .dev = c->read_view ? t->cfg.read_view_dev : t->cfg.dev,
+                .ino = n->ino,
+        };
+        int r = snap_binding_format(&b, value, sizeof(value));
+
+        tree_unlock(t);
+        return r < 0 ? r : reply_text(o, value);
+}
+
+static int get_name(struct sfs_tree *t, const struct sfs_caller *c, struct sfs_node *n,
+                    const struct xattr_out *o)
+{
+        char value[SNAP_BINDING_TEXT_MAX];
+        const char *sname = snapshot_name(t, n);
+
+        (void)c;
+        if (sname)
+                snprintf(value, sizeof(value), "%s", sname);
+        tree_unlock(t);
+        return sname ? reply_text(o, value) : -ENODATA;
+}
+
+static int get_holders(struct sfs_tree *t, const struct sfs_caller *c, struct sfs_node *n,
+                       const struct xattr_out *o)
+{
+        char value[SNAP_BINDING_TEXT_MAX];
+        int r = holders_text(t, c, n, value, sizeof(value));
+
+        tree_unlock(t);
+        return r < 0 ? r : reply_text(o, value);
+}
+
+/* Classified outside the tree lock (a manifest is parsed), on the object a reference keeps
+ * alive, by the classifier every client uses. Not refused to a uid outside the reader policy:
+ * what it tells is whether the bytes parse as a manifest or an envelope, which import's names
+ * for them say already. */
+static int get_kind(struct sfs_tree *t, const struct sfs_caller *c, struct sfs_node *n,
+                    const struct xattr_out *o)
+{
+        struct snap_object *obj = n->obj;
+        int kind;
+
+        (void)c;
+        snap_store_ref(t->store, obj);
+        tree_unlock(t);
+        kind = snap_kind_of(obj->data, (size_t)obj->size);
+        snap_store_release(t->store, obj);
+        return kind < 0 ? kind : reply_text(o, snap_kind_name(kind));
+}
+
+/* Only the owner gets to a staging file's: another uid's staging file is invisible
+ * (sfs_check_visible), so no uid learns why another's publish failed. */
+static int get_refusal(struct sfs_tree *t, const struct sfs_caller *c, struct sfs_node *n,
+                       const struct xattr_out *o)
+{
+        char value[SNAP_BINDING_TEXT_MAX];
+        struct sfs_staging *stg = n->stg;
+
+        (void)c;
+        pthread_mutex_lock(&stg->lock);
+        tree_unlock(t);
+        snprintf(value, sizeof(value), "%s", stg->refusal);
+        pthread_mutex_unlock(&stg->lock);
+        return value[0] ? reply_text(o, value) : -ENODATA;
+}
+
+static int get_staging_sha256(struct sfs_tree *t, const struct sfs_caller *c,
+                              struct sfs_node *n, const struct xattr_out *o)
+{
+        char value[SNAP_DIGEST_HEX_LEN + 1];
+        struct sfs_staging *stg = n->stg;
+        struct snap_digest d;
+        int r;
+
+        (void)c;
+        pthread_mutex_lock(&stg->lock);
+        tree_unlock(t);
+        /* The digest of bytes still being written would be a lie a moment later. */
+        if (stg->writers)
+                r = -EBUSY;
+        else
+                r = sfs_staging_digest(stg, &d);
+        pthread_mutex_unlock(&stg->lock);
+        if (r < 0)
+                return r;
+        snap_digest_to_hex(&d, value);
+        return reply_text(o, value);
+}
+
+/* Where the read view is, asked on the main mount only. */
+static int get_read_view(struct sfs_tree *t, const struct sfs_caller *c, struct sfs_node *n,
+                         const struct xattr_out *o)
+{
+        char path[PATH_MAX];
+
+        (void)n;
+        if (c->read_view || !t->view_path) {
+                tree_unlock(t);
+                return -ENODATA;
+        }
+        snprintf(path, sizeof(path), "%s", t->view_path);
+        tree_unlock(t);
+        return reply_text(o, path);
+}
+
+static int get_usage(struct sfs_tree *t, const struct sfs_caller *c, struct sfs_node *n,
+                     const struct xattr_out *o)
+{
+        _cleanup_free_ char *text = NULL;
+
+        (void)c;
+        (void)n;
+        tree_unlock(t);
+        text = usage_text(t);
+        if (!text)
+                return -ENOMEM;
+        return reply_text(o, text);
+}
+
+static int get_store_check(struct sfs_tree *t, const struct sfs_caller *c, struct sfs_node *n,
+                           const struct xattr_out *o)
+{
+        _cleanup_free_ char *text = NULL;
+        int r;
+
+        (void)n;
+        tree_unlock(t);
+        if (!t->cfg.ocistore)
+                return -ENODATA;
+        /* A re-hash of the whole store is not for every uid to trigger. */
+        if (!sfs_tree_may_check_store(t, c))
+                return sfs_tree_refuse(t, c, "getxattr", NULL, EACCES);
+        r = store_check_text(t, c, &text);
+        if (r < 0)
+                return r;
+        return reply_text(o, text);
+}
+
+/* What `snapfs audit` reads to learn that --store set blobs aside at start. */
+static int get_store_corrupt(struct sfs_tree *t, const struct sfs_caller *c, struct sfs_node *n,
+                             const struct xattr_out *o)
+{
+        char value[32];
+
+        (void)c;
+        (void)n;
+        tree_unlock(t);
+        if (!t->cfg.ocistore)
+                return -ENODATA;
+        snprintf(value, sizeof(value), "%llu",
+                 (unsigned long long)sfs_ocistore_corrupt(t->cfg.ocistore));
+        return reply_text(o, value);
+}
+
+/* Every attribute getxattr answers, by the kind of node asked; any other name is ENODATA. A
+ * scope view's root answers its own (scope_root_xattr). */
+static const struct {
+        enum sfs_kind kind;
+        const char *name;
+        xattr_getter *get;
+} xattr_getters[] = {
+        { SFS_KIND_SNAPSHOT, SFS_XATTR_SHA256, get_sha256 },
+        { SFS_KIND_SNAPSHOT, SFS_XATTR_BINDING, get_binding },
+        { SFS_KIND_SNAPSHOT, SFS_XATTR_NAME, get_name },
+        { SFS_KIND_SNAPSHOT, SFS_XATTR_HOLDERS, get_holders },
+        { SFS_KIND_SNAPSHOT, SFS_XATTR_KIND, get_kind },
+        { SFS_KIND_STAGING_FILE, SFS_XATTR_SHA256, get_staging_sha256 },
+        { SFS_KIND_STAGING_FILE, SFS_XATTR_REFUSAL, get_refusal },
+        { SFS_KIND_ROOT, SFS_XATTR_READ_VIEW, get_read_view },
+        { SFS_KIND_ROOT, SFS_XATTR_USAGE, get_usage },
+        { SFS_KIND_ROOT, SFS_XATTR_STORE_CHECK, get_store_check },
+        { SFS_KIND_ROOT, SFS_XATTR_STORE_CORRUPT, get_store_corrupt },
+};
+
 int sfs_tree_getxattr(struct sfs_tree *t, const struct sfs_caller *c, struct sfs_node *n,
                       const char *name, char *buf, size_t bufsize, size_t *len)
 {
-        char value[SNAP_BINDING_TEXT_MAX];
-        struct snap_digest d;
-        struct sfs_staging *stg;
+        const struct xattr_out o = { .buf = buf, .bufsize = bufsize, .len = len };
+        enum sfs_kind kind;
         int r;
 
         tree_lock(t);
@@ -381,119 +592,16 @@ int sfs_tree_getxattr(struct sfs_tree *t, const struct sfs_caller *c, struct sfs
                 tree_unlock(t);
                 return r;
         }
-        switch (node_kind(n)) {
-        case SFS_KIND_SNAPSHOT: {
-                const char *sname = snapshot_name(t, n);
-                if (strcmp(name, SFS_XATTR_SHA256) == 0) {
-                        snap_digest_to_hex(&n->obj->digest, value);
-                } else if (strcmp(name, SFS_XATTR_BINDING) == 0) {
-                        /* The node's own inode number: in a view, the one it shows there. */
-                        struct snap_binding b = {
-                                .sha256 = n->obj->digest,
-                                .size = n->obj->size,
-                                .dev = c->read_view ? t->cfg.read_view_dev : t->cfg.dev,
-                                .ino = n->ino,
-                        };
-                        r = snap_binding_format(&b, value, sizeof(value));
-                } else if (strcmp(name, SFS_XATTR_NAME) == 0 && sname) {
-                        snprintf(value, sizeof(value), "%s", sname);
-                } else if (strcmp(name, SFS_XATTR_HOLDERS) == 0) {
-                        r = holders_text(t, c, n, value, sizeof(value));
-                } else if (strcmp(name, SFS_XATTR_KIND) == 0) {
-                        /* Classified outside the tree lock (a manifest is parsed), on the
-                         * object a reference keeps alive, by the classifier every client
-                         * uses. Not refused to a uid outside the reader policy: what it tells
-                         * is whether the bytes parse as a manifest or an envelope, which
-                         * import's names for them say already. */
-                        struct snap_object *obj = n->obj;
-                        int kind;
-
-                        snap_store_ref(t->store, obj);
-                        tree_unlock(t);
-                        kind = snap_kind_of(obj->data, (size_t)obj->size);
-                        snap_store_release(t->store, obj);
-                        if (kind < 0)
-                                return kind;
-                        return xattr_value(buf, bufsize, snap_kind_name(kind),
-                                           strlen(snap_kind_name(kind)), len);
-                } else {
-                        r = -ENODATA;
-                }
+        kind = node_kind(n);
+        if (kind == SFS_KIND_ROOT && t->scope) {
                 tree_unlock(t);
-                break;
+                return scope_root_xattr(t, name, buf, bufsize, len);
         }
-        case SFS_KIND_STAGING_FILE:
-                if (strcmp(name, SFS_XATTR_SHA256) != 0 && strcmp(name, SFS_XATTR_REFUSAL) != 0) {
-                        tree_unlock(t);
-                        return -ENODATA;
-                }
-                stg = n->stg;
-                pthread_mutex_lock(&stg->lock);
-                tree_unlock(t);
-                /* Only the owner gets here: another uid's staging file is invisible
-                 * (sfs_check_visible), so no uid learns why another's publish failed. */
-                if (strcmp(name, SFS_XATTR_REFUSAL) == 0) {
-                        snprintf(value, sizeof(value), "%s", stg->refusal);
-                        pthread_mutex_unlock(&stg->lock);
-                        if (!value[0])
-                                return -ENODATA;
-                        break;
-                }
-                /* The digest of bytes still being written would be a lie a moment later. */
-                if (stg->writers)
-                        r = -EBUSY;
-                else
-                        r = sfs_staging_digest(stg, &d);
-                pthread_mutex_unlock(&stg->lock);
-                if (r == 0)
-                        snap_digest_to_hex(&d, value);
-                break;
-        case SFS_KIND_ROOT:
-                if (t->scope) {
-                        tree_unlock(t);
-                        return scope_root_xattr(t, name, buf, bufsize, len);
-                }
-                if (strcmp(name, SFS_XATTR_READ_VIEW) == 0) {
-                        char path[PATH_MAX];
-                        /* Where the view is, asked on the main mount only. */
-                        if (c->read_view || !t->view_path) {
-                                tree_unlock(t);
-                                return -ENODATA;
-                        }
-                        snprintf(path, sizeof(path), "%s", t->view_path);
-                        tree_unlock(t);
-                        return xattr_value(buf, bufsize, path, strlen(path), len);
-                }
-                tree_unlock(t);
-                if (strcmp(name, SFS_XATTR_USAGE) == 0) {
-                        _cleanup_free_ char *text = usage_text(t);
-                        if (!text)
-                                return -ENOMEM;
-                        return xattr_value(buf, bufsize, text, strlen(text), len);
-                }
-                if (t->cfg.ocistore && strcmp(name, SFS_XATTR_STORE_CHECK) == 0) {
-                        _cleanup_free_ char *text = NULL;
-                        /* A re-hash of the whole store is not for every uid to trigger. */
-                        if (!sfs_tree_may_check_store(t, c))
-                                return sfs_tree_refuse(t, c, "getxattr", NULL, EACCES);
-                        r = store_check_text(t, c, &text);
-                        if (r < 0)
-                                return r;
-                        return xattr_value(buf, bufsize, text, strlen(text), len);
-                }
-                /* What `snapfs audit` reads to learn that --store set blobs aside at start. */
-                if (!t->cfg.ocistore || strcmp(name, SFS_XATTR_STORE_CORRUPT) != 0)
-                        return -ENODATA;
-                snprintf(value, sizeof(value), "%llu",
-                         (unsigned long long)sfs_ocistore_corrupt(t->cfg.ocistore));
-                break;
-        default:
-                tree_unlock(t);
-                return -ENODATA;
-        }
-        if (r < 0)
-                return r;
-        return xattr_value(buf, bufsize, value, strlen(value), len);
+        for (size_t i = 0; i < ARRAY_SIZE(xattr_getters); i++)
+                if (xattr_getters[i].kind == kind && strcmp(xattr_getters[i].name, name) == 0)
+                        return xattr_getters[i].get(t, c, n, &o);
+        tree_unlock(t);
+        return -ENODATA;
 }
 
 int sfs_tree_listxattr(struct sfs_tree *t, const struct sfs_caller *c, struct sfs_node *n,

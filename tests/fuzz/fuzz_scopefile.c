@@ -121,7 +121,7 @@ static char *file_text(const uint8_t *data, size_t size, size_t *len, bool *pars
 }
 
 static void start(struct sfs_tree **main, struct sfs_ocistore **store,
-                  struct sfs_registry **reg, unsigned *warned)
+                  struct sfs_ocistore **runtime, struct sfs_registry **reg, unsigned *warned)
 {
         static const char hello[] = "hello\n";
         struct sfs_tree_config cfg = {
@@ -137,6 +137,7 @@ static void start(struct sfs_tree **main, struct sfs_ocistore **store,
                 abort();
         memcpy(data, hello, sizeof(hello) - 1);
         cfg.ocistore = *store;
+        cfg.runtime = *runtime;
         FZ_CHECK(sfs_tree_new(&cfg, main) == 0);
         FZ_CHECK(stat("/", &st) == 0);
         sfs_tree_set_dev(*main, (uint64_t)st.st_dev, false);
@@ -144,6 +145,7 @@ static void start(struct sfs_tree **main, struct sfs_ocistore **store,
         FZ_CHECK(sfs_tree_restore(*main, &d, data, sizeof(hello) - 1, "hello", NULL, 0, false,
                                   NULL) == 0);
         FZ_CHECK(sfs_registry_new(&(struct sfs_registry_config){ .main = *main, .store = *store,
+                                                                 .scope_store = *runtime,
                                                                  .views = &ops,
                                                                  .uid = getuid(),
                                                                  .gid = getgid() },
@@ -153,8 +155,10 @@ static void start(struct sfs_tree **main, struct sfs_ocistore **store,
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
-        char dir[64] = "/tmp/snapfs-fuzz-scopefile-XXXXXX", path[128], *text;
-        struct sfs_ocistore *store = NULL;
+        /* On /dev/shm (a tmpfs): a scope's files live in the runtime store, which must be
+         * on a RAM filesystem. */
+        char dir[64] = "/dev/shm/snapfs-fuzz-scopefile-XXXXXX", path[128], *text;
+        struct sfs_ocistore *store = NULL, *runtime = NULL;
         struct sfs_registry *reg = NULL;
         struct sfs_tree *main = NULL;
         json_object *list = NULL;
@@ -167,14 +171,16 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
                 return 0;
         snprintf(path, sizeof(path), "%s/store", dir);
         FZ_CHECK(sfs_ocistore_open(path, 0, &store, NULL) == 0);
+        snprintf(path, sizeof(path), "%s/runtime", dir);
+        FZ_CHECK(sfs_ocistore_open_runtime(path, store, 0, &runtime, NULL) == 0);
         text = file_text(data, size, &len, &parses);
-        snprintf(path, sizeof(path), "%s/store/scopes/s.json", dir);
+        snprintf(path, sizeof(path), "%s/runtime/scopes/s.json", dir);
         fd = open(path, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
         FZ_CHECK(fd >= 0);
         FZ_CHECK(write(fd, text, len) == (ssize_t)len);
         close(fd);
         free(text);
-        start(&main, &store, &reg, &warned);
+        start(&main, &store, &runtime, &reg, &warned);
         FZ_CHECK(sfs_registry_list(reg, &list) == 0);
         /* A file the strict parser refuses brings nothing back, and is reported. */
         if (!parses)
@@ -192,6 +198,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         }
         json_object_put(list);
         sfs_registry_free(reg);
+        sfs_ocistore_close(runtime);
         sfs_ocistore_close(store);
         sfs_tree_free(main);
         nftw(dir, rm_one, 16, FTW_DEPTH | FTW_PHYS);

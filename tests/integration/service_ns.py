@@ -297,6 +297,36 @@ def scenario_syslog(work, binary):
     return res
 
 
+def scenario_syslog_message(work, binary):
+    """snapfs mount daemonized: a message of its own, written after it detached (a scope's
+    view already unmounted when the scope is removed), reaches /dev/log, not /dev/null."""
+    mnt = os.path.join(work, "mnt")
+    view = os.path.join(work, "view")
+    os.makedirs(mnt, exist_ok=True)
+    sock, res = private_dev_log(work)
+    res["mount"] = sh(binary, "mount", mnt)
+    if res["mount"]["rc"] != 0:
+        return res
+    res["pids"] = child_pids("snapfs")
+    # The serving process: the supervisor's child (docs/design.md, "Taking over").
+    res["serving"] = child_pids("snapfs", res["pids"][0])
+    res["create"] = sh(binary, "scope", "create", "--mount", mnt, "sandbox", "--view", view)
+    # Held (O_PATH asks the daemon nothing) so that the lazy unmount leaves its session
+    # serving: only then does the removal look for the mount, and find it gone.
+    held = os.open(view, os.O_PATH | os.O_CLOEXEC)
+    res["detach"] = sh("umount", "-l", view)
+    res["rm"] = sh(binary, "scope", "rm", "--mount", mnt, "sandbox")
+    messages = []
+    sock.settimeout(DEADLINE)
+    while not any("nothing to detach" in m for m in messages):
+        messages.append(sock.recv(65536).decode(errors="replace"))
+    os.close(held)
+    res["messages"] = messages
+    res["umount"] = sh("umount", mnt)
+    sock.close()
+    return res
+
+
 SCENARIOS = {name[len("scenario_"):]: fn for name, fn in globals().items()
              if name.startswith("scenario_")}
 

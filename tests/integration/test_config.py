@@ -176,14 +176,15 @@ def test_a_config_reached_through_a_directory_another_uid_can_change_is_refused(
     assert mount_snapfs("--config", layout["safe"]).publish(b"served")
 
 
-@pytest.mark.parametrize("option", ["store", "audit-log", "pid-file", "trust-key"])
+@pytest.mark.parametrize("option", ["store", "runtime-store", "audit-log", "pid-file",
+                                    "trust-key"])
 def test_every_path_the_daemon_trusts_is_judged_along_its_whole_path(snapfs_bin, workdir,
                                                                      option):
     opened = os.path.join(workdir, "open")
     os.mkdir(opened)
     os.chmod(opened, 0o777)
-    name = {"store": "store", "audit-log": "audit.log", "pid-file": "snapfs.pid",
-            "trust-key": "key.pub"}[option]
+    name = {"store": "store", "runtime-store": "runtime", "audit-log": "audit.log",
+            "pid-file": "snapfs.pid", "trust-key": "key.pub"}[option]
     path = os.path.join(opened, name)
     if option == "trust-key":
         run("openssl", "genpkey", "-algorithm", "ed25519", "-out",

@@ -1,5 +1,6 @@
 # SPDX-License-Identifier: MIT
-"""Logs that reach someone: a daemon without --audit-log logs to syslog, never to /dev/null;
+"""Logs that reach someone: a daemon without --audit-log logs to syslog, never to /dev/null, and
+so do its own messages once it detached;
 SIGHUP reopens the audit log (a rotated file keeps its lines, the new one gets the next) and
 does not stop the daemon; the shipped logrotate snippet passes logrotate -d and, run for
 real, rotates a live daemon's log."""
@@ -207,3 +208,26 @@ def test_an_audit_line_the_full_log_filesystem_does_not_take_is_counted_and_said
             fs.stop()
         subprocess.run(["umount", "-l", mnt], check=False, capture_output=True)
         subprocess.run(["umount", full], check=True)
+
+
+def test_a_daemonized_daemons_own_message_reaches_syslog(snapfs_bin, workdir):
+    r = subprocess.run(["unshare", "-m", "--propagation", "private", sys.executable,
+                        os.path.join(HERE, "service_ns.py"), "syslog_message", "/usr/local/bin",
+                        workdir, snapfs_bin], capture_output=True, text=True, timeout=300)
+    assert r.returncode == 0, r.stdout + r.stderr
+    res = json.loads(r.stdout)
+    assert res["killed"] == [], res
+    assert res["mount"]["rc"] == 0, res["mount"]
+    assert res["create"]["rc"] == 0 and res["detach"]["rc"] == 0, res
+    assert res["rm"]["rc"] == 0, res["rm"]
+    view = os.path.join(workdir, "view")
+    said = [m for m in res["messages"] if "nothing to detach" in m]
+    # <PRI>timestamp snapfs[pid]: message; PRI = facility daemon (3) * 8 + error (3).
+    g = re.match(r"<(\d+)>.*? snapfs\[(\d+)\]: (.*)$", said[0])
+    assert g, said
+    assert int(g.group(1)) == 3 * 8 + 3
+    # Said by the serving process, whose supervisor is the pid file's and MAINPID.
+    assert [int(g.group(2))] == res["serving"]
+    assert g.group(3) == f"{view}: the view is no longer mounted there; nothing to detach"
+    assert res["umount"]["rc"] == 0
+    assert res["reaped"] == [[res["pids"][0], 0]]

@@ -60,13 +60,32 @@ def in_memory(pid: int, needle: bytes) -> bool:
                                                                          "[vsyscall]")):
                 continue
             start, end = (int(x, 16) for x in fields[0].split("-"))
-            try:
-                mem.seek(start)
-                chunk = mem.read(end - start)
-            except OSError:  # a mapping with nothing behind it (a guard page)
+            # An ASan daemon reserves terabytes of shadow memory: no heap is that large.
+            if end - start > SCAN_MAPPING_MAX:
                 continue
-            if needle in chunk:
+            if in_mapping(mem, start, end, needle):
                 return True
+    return False
+
+
+SCAN_MAPPING_MAX = 64 << 30
+SCAN_PIECE = 16 << 20
+
+
+def in_mapping(mem, start: int, end: int, needle: bytes) -> bool:
+    """needle in [start, end) of /proc/PID/mem, read a piece at a time (overlapping by the
+    needle's length, so one across two pieces is found)."""
+    pos = start
+    while pos < end:
+        n = min(SCAN_PIECE + len(needle), end - pos)
+        try:
+            mem.seek(pos)
+            chunk = mem.read(n)
+        except OSError:  # a mapping with nothing behind it (a guard page)
+            return False
+        if needle in chunk:
+            return True
+        pos += SCAN_PIECE
     return False
 
 

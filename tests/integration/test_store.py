@@ -588,12 +588,15 @@ def test_an_index_json_damaged_while_the_daemon_runs_does_not_stop_its_publishes
     assert "index.json" not in fs.stderr()
 
 
-def test_a_grant_whose_blob_is_lost_stays_dangling_and_comes_back_with_its_bytes(store_mount,
-                                                                                workdir):
+def test_a_grant_whose_blob_is_lost_stays_dangling_and_comes_back_with_its_bytes(
+        store_mount, workdir, runtime_dir):
     """One flipped byte in a granted blob: the next start set the blob aside and dropped its
     grant and entry for good. The grant is kept, dangling, and comes back when those bytes
-    are published again."""
-    fs = store_mount()
+    are published again. (The operator's bytes are in --store; the scope's file in the
+    runtime store.)"""
+    def store_mount_rt():
+        return store_mount("--runtime-store", runtime_dir)
+    fs = store_mount_rt()
     data = b'{"mcpServers": {"fs": {}}}\n'
     digest = fs.publish(data, name="mcp.json")
     other = fs.publish(b"granted and intact", name="other")
@@ -605,9 +608,9 @@ def test_a_grant_whose_blob_is_lost_stays_dangling_and_comes_back_with_its_bytes
     assert fs.stop() == 0
     with open(blob_path(store_mount.store, digest), "r+b") as f:
         f.write(b"#")
-    scope_file = os.path.join(store_mount.store, "scopes", "sandbox.json")
+    scope_file = os.path.join(runtime_dir, "scopes", "sandbox.json")
     for _ in range(2):  # a start, and one more: the grant is still kept
-        fs = store_mount()
+        fs = store_mount_rt()
         # Set aside, not served; the intact grant beside it is.
         assert sorted(os.listdir(view)) == sorted([other, "cfg"])
         with open(scope_file) as f:
@@ -615,14 +618,14 @@ def test_a_grant_whose_blob_is_lost_stays_dangling_and_comes_back_with_its_bytes
         assert digest in [g["sha256"] for g in kept["grants"]], kept
         assert ("mcp", digest) in [(e["name"], e["sha256"]) for e in kept["entries"]], kept
         assert fs.stop() == 0
-    fs = store_mount()
+    fs = store_mount_rt()
     # The same bytes published again: the grant and its entry are back.
     assert fs.publish(data, name="mcp.json") == digest
     assert sorted(os.listdir(view)) == sorted([other, "cfg", digest, "mcp"])
     with open(os.path.join(view, "mcp"), "rb") as f:
         assert f.read() == data
     assert fs.stop() == 0
-    fs = store_mount()
+    fs = store_mount_rt()
     assert sorted(os.listdir(view)) == sorted([other, "cfg", digest, "mcp"])
     assert snap("scope", "rm", "--mount", fs.path, "sandbox").returncode == 0
 

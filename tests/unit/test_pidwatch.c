@@ -7,11 +7,13 @@
 #include <cmocka.h>
 
 #include <errno.h>
+#include <fcntl.h>
 #include <pthread.h>
 #include <stdbool.h>
 #include <string.h>
 #include <signal.h>
 #include <stdlib.h>
+#include <sys/eventfd.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
 #include <time.h>
@@ -220,6 +222,99 @@ static void test_a_thread_id_or_a_zombie_is_esrch_with_its_reason_and_a_live_pid
         waitpid(live, NULL, 0);
 }
 
+/* A stat line as the kernel writes it: pid, (comm), then fields 3..52; field 22 is 4242. */
+#define STAT_TAIL "S 1 2 3 4 5 6 7 8 9 10 11 12 13 14 15 16 17 18 4242 20 21 22\n"
+
+static void test_a_stat_line_gives_field_22_counted_after_the_last_paren(void **state)
+{
+        uint64_t start = 0;
+
+        (void)state;
+        assert_int_equal(sfs_proc_stat_start_time("7 (sh) " STAT_TAIL, &start), 0);
+        assert_int_equal(start, 4242);
+        /* A command name of spaces and parentheses does not shift the fields. */
+        start = 0;
+        assert_int_equal(sfs_proc_stat_start_time("7 (a) 1 2 (b) ) " STAT_TAIL, &start), 0);
+        assert_int_equal(start, 4242);
+}
+
+static void test_a_stat_line_the_kernel_never_writes_is_eio(void **state)
+{
+        uint64_t start = 99;
+
+        (void)state;
+        /* No ')' closing the command name. */
+        assert_int_equal(sfs_proc_stat_start_time("7 (sh " STAT_TAIL, &start), -EIO);
+        /* Fewer than 22 fields. */
+        assert_int_equal(sfs_proc_stat_start_time("7 (sh) S 1 2 3 4 5\n", &start), -EIO);
+        /* Field 22 is no number, or one out of range. */
+        assert_int_equal(sfs_proc_stat_start_time(
+                                 "7 (sh) S 1 2 3 4 5 6 7 8 9 10 11 12 13 14 15 16 17 18 x 20\n",
+                                 &start),
+                         -EIO);
+        assert_int_equal(sfs_proc_stat_start_time(
+                                 "7 (sh) S 1 2 3 4 5 6 7 8 9 10 11 12 13 14 15 16 17 18 "
+                                 "99999999999999999999999 20\n",
+                                 &start),
+                         -EIO);
+        assert_int_equal(start, 99);
+}
+
+#define STATUS_OK "Name:\tsh\nUmask:\t0022\nState:\tS (sleeping)\nTgid:\t77\nPid:\t78\n"
+
+static void test_a_status_text_gives_tgid_and_state(void **state)
+{
+        pid_t tgid = 0;
+        char st = 0;
+
+        (void)state;
+        assert_int_equal(sfs_proc_status_fields(STATUS_OK, &tgid, &st), 0);
+        assert_int_equal(tgid, 77);
+        assert_int_equal(st, 'S');
+        /* Without a state asked, State need not be there (sfs_tgid_of). */
+        tgid = 0;
+        assert_int_equal(sfs_proc_status_fields("Name:\tsh\nTgid:\t77\n", &tgid, NULL), 0);
+        assert_int_equal(tgid, 77);
+}
+
+static void test_a_status_text_the_kernel_never_writes_is_eio(void **state)
+{
+        pid_t tgid = 5;
+        char st = 'x';
+
+        (void)state;
+        assert_int_equal(sfs_proc_status_fields("Name:\tsh\nTgid:\t77\n", &tgid, &st), -EIO);
+        assert_int_equal(sfs_proc_status_fields("Name:\tsh\nState:\tR\n", &tgid, &st), -EIO);
+        assert_int_equal(sfs_proc_status_fields("Name:\tsh\nState:\tR\n", &tgid, NULL), -EIO);
+        assert_int_equal(sfs_proc_status_fields("Name:\tsh\nState:\tR\nTgid:\t0\n", &tgid, &st),
+                         -EIO);
+        assert_int_equal(sfs_proc_status_fields("Name:\tsh\nState:\tR\nTgid:\t-3\n", &tgid, &st),
+                         -EIO);
+        assert_int_equal(tgid, 5);
+}
+
+/* UINT64_MAX is the watcher's own wake-up's: a pidfd under it is refused (and closed), one
+ * under any other cookie is watched. */
+static void test_the_wake_up_cookie_is_einval_and_another_is_watched(void **state)
+{
+        struct seen seen = { .lock = PTHREAD_MUTEX_INITIALIZER };
+        struct sfs_pidwatch *w;
+        int fd;
+
+        (void)state;
+        assert_int_equal(sfs_pidwatch_new(on_exit_cb, &seen, &w), 0);
+        fd = open("/dev/null", O_RDONLY | O_CLOEXEC); /* epoll takes any pollable descriptor */
+        assert_true(fd >= 0);
+        assert_int_equal(sfs_pidwatch_add(w, fd, UINT64_MAX), -EINVAL);
+        assert_int_equal(fcntl(fd, F_GETFD), -1); /* taken over: closed */
+        assert_int_equal(errno, EBADF);
+        fd = eventfd(0, EFD_CLOEXEC);
+        assert_true(fd >= 0);
+        assert_int_equal(sfs_pidwatch_add(w, fd, 3), 0);
+        sfs_pidwatch_free(w);
+        assert_int_equal(seen_count(&seen), 0);
+}
+
 int main(void)
 {
         const struct CMUnitTest tests[] = {
@@ -228,6 +323,11 @@ int main(void)
                 cmocka_unit_test(test_a_threads_tid_belongs_to_its_process),
                 cmocka_unit_test(
                         test_a_thread_id_or_a_zombie_is_esrch_with_its_reason_and_a_live_pid_ties),
+                cmocka_unit_test(test_a_stat_line_gives_field_22_counted_after_the_last_paren),
+                cmocka_unit_test(test_a_stat_line_the_kernel_never_writes_is_eio),
+                cmocka_unit_test(test_a_status_text_gives_tgid_and_state),
+                cmocka_unit_test(test_a_status_text_the_kernel_never_writes_is_eio),
+                cmocka_unit_test(test_the_wake_up_cookie_is_einval_and_another_is_watched),
         };
         return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -28,6 +28,7 @@
 #include "fs/scopes/registry.h"
 #include "tests/unit/testutil.h"
 #include "tests/unit/treefix.h"
+#include "common/util.h"
 
 /* ---- a fake backend ---- */
 
@@ -108,6 +109,7 @@ struct fx {
         char store_path[300];
         char main_path[300]; /* never mounted: where a main mount would be */
         char runtime_path[64];        /* on /dev/shm, a tmpfs */
+        char warned[4096];            /* the last start's warnings, one a line */
 };
 
 static const struct sfs_caller me_template = { .uid = 0, .gid = 0 };
@@ -136,8 +138,16 @@ static void on_warn(void *ctx, const char *hex, const char *what, int err)
         (void)ctx, (void)hex, (void)what, (void)err;
 }
 
+static void on_registry_warn(void *ctx, const char *msg)
+{
+        struct fx *f = ctx;
+        size_t used = strlen(f->warned);
+
+        snprintf(f->warned + used, sizeof(f->warned) - used, "%s\n", msg);
+}
+
 /* A main tree over --store at f->store_path (its snapshots served again), and a registry
- * with its scopes back. */
+ * with its scopes back (what could not come back in f->warned). */
 static void start(struct fx *f)
 {
         struct sfs_tree_config cfg = base_config();
@@ -165,7 +175,8 @@ static void start(struct fx *f)
                                           },
                                           &f->reg),
                          0);
-        assert_int_equal(sfs_registry_restore(f->reg, NULL, NULL), 0);
+        f->warned[0] = '\0';
+        assert_int_equal(sfs_registry_restore(f->reg, on_registry_warn, f), 0);
         assert_int_equal(sfs_registry_start(f->reg), 0);
 }
 
@@ -361,8 +372,8 @@ static void test_a_duplicate_key_is_einval_and_does_nothing(void **state)
                 /* The same key spelled with an escape is the same key. */
                 "{\"op\":\"scope-list\",\"\\u006fp\":\"scope-remove\",\"name\":\"a\"}",
                 /* Nested, and in an object inside an array. */
-                "{\"op\":\"scope-create\",\"name\":\"b\",\"view\":\"/x\","
-                "\"limits\":{\"max_bytes\":1,\"max_bytes\":2}}",
+                ("{\"op\":\"scope-create\",\"name\":\"b\",\"view\":\"/x\","
+                 "\"limits\":{\"max_bytes\":1,\"max_bytes\":2}}"),
                 "{\"op\":\"scope-list\",\"x\":[{},{\"a\":1,\"a\":1}]}",
         };
         char *reply = NULL;
@@ -705,6 +716,167 @@ static void test_removing_a_scope_collects_its_last_grants_and_detaches_its_view
 
 #define T(name) cmocka_unit_test_setup_teardown(name, setup, teardown)
 
+/* ---- the scope's file, decoded at a start ---- */
+
+static char *read_text(const char *path)
+{
+        FILE *fp = fopen(path, "r");
+        char *text = calloc(1, 65536);
+        size_t n;
+
+        assert_non_null(fp);
+        assert_non_null(text);
+        n = fread(text, 1, 65535, fp);
+        assert_true(n > 0 && n < 65535);
+        fclose(fp);
+        return text;
+}
+
+static void write_text(const char *path, const char *text)
+{
+        FILE *fp = fopen(path, "w");
+
+        assert_non_null(fp);
+        assert_int_equal(fputs(text, fp) >= 0, 1);
+        assert_int_equal(fclose(fp), 0);
+}
+
+/* text with its first from replaced by to (from must be there). */
+static char *replaced(const char *text, const char *from, const char *to)
+{
+        const char *at = strstr(text, from);
+        char *out;
+
+        assert_non_null(at);
+        out = malloc(strlen(text) + strlen(to) + 1);
+        assert_non_null(out);
+        sprintf(out, "%.*s%s%s", (int)(at - text), text, to, at + strlen(from));
+        return out;
+}
+
+/* The daemon restarted over sandbox's file as text: whether the scope came back. */
+static bool back_with(struct fx *f, const char *text)
+{
+        char p[PATH_MAX];
+
+        stop(f);
+        snprintf(p, sizeof(p), "%s/scopes/sandbox.json", f->runtime_path);
+        write_text(p, text);
+        start(f);
+        return listed(f, "sandbox");
+}
+
+#define UNPARSED "scope sandbox: its file does not parse (Invalid argument)"
+
+/* Each field of a scope's file checked at a start: a file with one out of its range does not
+ * come back (and is left as it is), the same file with that field right does. */
+static void test_a_scope_file_with_a_field_out_of_its_range_does_not_come_back(void **state)
+{
+        struct fx *f = *state;
+        char p[PATH_MAX], a[SNAP_DIGEST_HEX_LEN + 1];
+        _cleanup_free_ char *good = NULL;
+        static const char *const bad[][2] = {
+                { "\"version\":1", "\"version\":2" },
+                { "\"name\":\"sandbox\"", "\"name\":\"sandbax\"" },
+                { "\"view\":\"/", "\"view\":\"" },
+                { "\"view\":\"", "\"view_\":\"" },
+                { "\"uids\":[1000", "\"uids\":[-1" },
+                { "\"uids\":[1000", "\"uids\":[4294967295" },
+                { "\"uids\":[1000", "\"uids\":[\"1000\"" },
+                { "\"limits\"", "\"limitz\"" },
+                { "\"max_staging\":", "\"max_staging\":4294967296,\"x\":" },
+                { "\"max_bytes\":", "\"max_bytes\":-1,\"x\":" },
+        };
+
+        publish_main(f, "granted", a);
+        create(f, "sandbox", ",\"uids\":[1000]");
+        assert_reply(f, NULL, "{\"op\":\"grant\",\"scope\":\"sandbox\",\"sha256\":\"%s\"}", a);
+        snprintf(p, sizeof(p), "%s/scopes/sandbox.json", f->runtime_path);
+        good = read_text(p);
+        for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+                _cleanup_free_ char *text = replaced(good, bad[i][0], bad[i][1]);
+
+                assert_false(back_with(f, text));
+                assert_non_null(strstr(f->warned, UNPARSED));
+        }
+        /* No grants, or no entries: the rest parses, the grants do not. */
+        {
+                _cleanup_free_ char *text = replaced(good, "\"grants\"", "\"grantz\"");
+
+                assert_false(back_with(f, text));
+                assert_non_null(strstr(f->warned, "scope sandbox: its grants do not parse "
+                                                  "(Invalid argument)"));
+        }
+        assert_true(back_with(f, good));
+        assert_string_equal(f->warned, "");
+}
+
+/* An until-pid's record needs its pid, start and boot; a whole one of another boot comes back
+ * as a scope whose process is gone. */
+static void test_a_scope_files_until_without_its_pid_start_or_boot_does_not_come_back(
+        void **state)
+{
+        struct fx *f = *state;
+        char p[PATH_MAX];
+        _cleanup_free_ char *good = NULL;
+        static const char *const bad[] = {
+                "{\"until\":{\"start\":5,\"boot_id\":\"b\"},",
+                "{\"until\":{\"pid\":2147483648,\"start\":5,\"boot_id\":\"b\"},",
+                "{\"until\":{\"pid\":7,\"boot_id\":\"b\"},",
+                "{\"until\":{\"pid\":7,\"start\":5,\"boot_id\":3},",
+        };
+
+        create(f, "sandbox", "");
+        snprintf(p, sizeof(p), "%s/scopes/sandbox.json", f->runtime_path);
+        good = read_text(p);
+        assert_int_equal(good[0], '{');
+        for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+                _cleanup_free_ char *text = replaced(good, "{", bad[i]);
+
+                assert_false(back_with(f, text));
+                assert_non_null(strstr(f->warned, UNPARSED));
+        }
+        {
+                _cleanup_free_ char *text =
+                        replaced(good, "{", "{\"until\":{\"pid\":7,\"start\":5,\"boot_id\":\"b\"},");
+
+                assert_false(back_with(f, text));
+                assert_null(strstr(f->warned, UNPARSED));
+                assert_non_null(strstr(f->warned, "scope sandbox: its until-pid 7 is gone"));
+        }
+}
+
+/* Two files naming one view: the first back keeps it, the second does not come back. */
+static void test_a_second_scope_file_over_the_same_view_does_not_come_back(void **state)
+{
+        struct fx *f = *state;
+        char p[PATH_MAX];
+        _cleanup_free_ char *good = NULL, *other = NULL;
+
+        create(f, "sandbox", "");
+        snprintf(p, sizeof(p), "%s/scopes/sandbox.json", f->runtime_path);
+        good = read_text(p);
+        other = replaced(good, "\"name\":\"sandbox\"", "\"name\":\"other\"");
+        stop(f);
+        snprintf(p, sizeof(p), "%s/scopes/other.json", f->runtime_path);
+        write_text(p, other);
+        start(f);
+        assert_true(listed(f, "sandbox") != listed(f, "other"));
+        assert_non_null(strstr(f->warned, "its file does not parse (Invalid argument)"));
+        /* Its own view, and it comes back too. */
+        stop(f);
+        free(other);
+        other = replaced(good, "\"name\":\"sandbox\"", "\"name\":\"other\"");
+        {
+                _cleanup_free_ char *moved = replaced(other, "/sandbox\"", "/other\"");
+
+                write_text(p, moved);
+        }
+        start(f);
+        assert_true(listed(f, "sandbox"));
+        assert_true(listed(f, "other"));
+}
+
 int main(void)
 {
         const struct CMUnitTest tests[] = {
@@ -722,6 +894,9 @@ int main(void)
                 T(test_a_start_collects_what_no_scope_came_back_for),
                 T(test_a_scope_file_that_does_not_parse_stops_the_collection),
                 T(test_removing_a_scope_collects_its_last_grants_and_detaches_its_view),
+                T(test_a_scope_file_with_a_field_out_of_its_range_does_not_come_back),
+                T(test_a_scope_files_until_without_its_pid_start_or_boot_does_not_come_back),
+                T(test_a_second_scope_file_over_the_same_view_does_not_come_back),
         };
         return cmocka_run_group_tests(tests, NULL, NULL);
 }

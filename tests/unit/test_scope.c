@@ -14,6 +14,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include <json-c/json.h>
+
 #include "tests/unit/treefix.h"
 #include "fs/tree/scope.h"
 
@@ -628,6 +630,235 @@ static void test_a_full_scope_refuses_one_more_grant_or_publish_with_enospc(void
 
 #define T(name) cmocka_unit_test_setup_teardown(name, setup, teardown)
 
+/* sfs_scope_apply of kind on text's digest (none: NULL) under entry (none: NULL). */
+static int apply(struct sfs_tree *t, enum sfs_scope_op_kind kind, const char *text,
+                 const char *entry)
+{
+        struct sfs_scope_op op = { .kind = kind, .has_digest = text != NULL, .entry = entry };
+        struct sfs_scope_effects fx = { 0 };
+        int r;
+
+        if (text)
+                op.digest = digest(text);
+        r = sfs_scope_apply(t, &op, NULL, &fx);
+        sfs_scope_effects_release(t, &fx);
+        sfs_scope_effects_free(&fx);
+        return r;
+}
+
+/* A grant names a digest the main mount serves, under an entry of the grammar; beside each
+ * refusal, the same grant made right. */
+static void test_a_grant_of_no_digest_or_a_bad_entry_is_einval_of_nothing_stored_enoent(
+        void **state)
+{
+        struct fx *f = *state;
+        char hex[SNAP_DIGEST_HEX_LEN + 1];
+
+        assert_int_equal(publish(f->main, &root, "a", "stored", 6, NULL), 0);
+        hex_of("stored", 6, hex);
+        assert_int_equal(apply(f->a, SFS_SCOPE_GRANT, NULL, "cfg"), -EINVAL);
+        assert_int_equal(apply(f->a, SFS_SCOPE_GRANT, "stored", "-cfg"), -EINVAL);
+        assert_int_equal(apply(f->a, SFS_SCOPE_GRANT, "stored", hex), -EINVAL);
+        assert_int_equal(apply(f->a, SFS_SCOPE_GRANT, "never published", "cfg"), -ENOENT);
+        assert_int_equal(apply(f->a, SFS_SCOPE_GRANT, "never published", NULL), -ENOENT);
+        lookup_name(f->a, &carol, "cfg", -ENOENT);
+        assert_int_equal(apply(f->a, SFS_SCOPE_GRANT, "stored", "cfg"), 0);
+        lookup_name(f->a, &carol, "cfg", 0);
+        /* Publishing is the view's own (publish.c), never a change asked of the registry. */
+        assert_int_equal(apply(f->a, SFS_SCOPE_PUBLISH, "stored", NULL), -EINVAL);
+}
+
+/* A revoke names what the scope has: an entry it lists, a digest granted to it. */
+static void test_revoking_what_the_scope_does_not_have_is_enoent(void **state)
+{
+        struct fx *f = *state;
+
+        assert_int_equal(publish(f->main, &root, "a", "granted", 7, NULL), 0);
+        assert_int_equal(publish(f->main, &root, "b", "only b", 6, NULL), 0);
+        assert_int_equal(grant(f->a, "granted", "cfg", NULL, NULL), 0);
+        assert_int_equal(grant(f->b, "only b", NULL, NULL, NULL), 0);
+        assert_int_equal(revoke(f->a, NULL, "other", NULL), -ENOENT);
+        assert_int_equal(revoke(f->a, "only b", NULL, NULL), -ENOENT);
+        assert_int_equal(revoke(f->a, NULL, NULL, NULL), -ENOENT);
+        lookup_name(f->a, &carol, "cfg", 0);
+        assert_int_equal(revoke(f->a, NULL, "cfg", NULL), 0);
+        lookup_name(f->a, &carol, "cfg", -ENOENT);
+        assert_int_equal(revoke(f->b, "only b", NULL, NULL), 0);
+}
+
+/* What a view published may be taken back as such; a grant the operator made may not, and
+ * what the scope does not have is ENOENT. */
+static void test_unpublishing_a_plain_grant_is_eperm_and_what_is_not_there_enoent(void **state)
+{
+        struct fx *f = *state;
+        char hex[SNAP_DIGEST_HEX_LEN + 1];
+
+        assert_int_equal(publish(f->main, &root, "a", "granted", 7, NULL), 0);
+        assert_int_equal(grant(f->a, "granted", NULL, NULL, NULL), 0);
+        assert_int_equal(publish(f->a, &carol, "mine", "its own", 7, NULL), 0);
+        assert_int_equal(apply(f->a, SFS_SCOPE_UNPUBLISH, "granted", NULL), -EPERM);
+        assert_int_equal(apply(f->a, SFS_SCOPE_UNPUBLISH, "never published", NULL), -ENOENT);
+        assert_int_equal(apply(f->a, SFS_SCOPE_UNPUBLISH, NULL, NULL), -ENOENT);
+        hex_of("granted", 7, hex);
+        lookup_name(f->a, &carol, hex, 0);
+        hex_of("its own", 7, hex);
+        lookup_name(f->a, &carol, hex, 0);
+        assert_int_equal(apply(f->a, SFS_SCOPE_UNPUBLISH, "its own", NULL), 0);
+        lookup_name(f->a, &carol, hex, -ENOENT);
+}
+
+/* ---- the scope file's grants and entries, decoded ---- */
+
+/* sfs_scope_restore of grants and entries (JSON texts) into a scope of its own: its result. */
+static int restore_text(struct sfs_tree *main, const char *grants, const char *entries)
+{
+        json_object *g = json_tokener_parse(grants), *e = json_tokener_parse(entries);
+        struct sfs_scope_effects fx = { 0 };
+        struct sfs_tree *t = scope_of(main, "restored", true);
+        int r;
+
+        assert_non_null(g);
+        assert_non_null(e);
+        r = sfs_scope_restore(t, g, e, 0, NULL, NULL, &fx);
+        sfs_scope_effects_release(t, &fx);
+        sfs_scope_effects_free(&fx);
+        sfs_tree_free(t);
+        json_object_put(g);
+        json_object_put(e);
+        return r;
+}
+
+/* One grant record of hex with the given fields' text after "sha256". */
+static const char *grant_text(char *buf, size_t size, const char *hex, const char *rest)
+{
+        snprintf(buf, size, "[{\"sha256\":\"%s\"%s}]", hex, rest);
+        return buf;
+}
+
+#define GOOD_GRANT ",\"ino\":5,\"uid\":0,\"created_sec\":1,\"created_nsec\":2,\"plain\":true"
+
+/* A file this daemon did not write is refused whole, field by field; the same record with
+ * that field right comes back. */
+static void test_a_grant_record_with_a_field_out_of_its_range_is_einval(void **state)
+{
+        static const char *const bad[] = {
+                ",\"ino\":\"5\",\"uid\":0,\"created_sec\":1,\"created_nsec\":2,\"plain\":true",
+                ",\"ino\":0,\"uid\":0,\"created_sec\":1,\"created_nsec\":2,\"plain\":true",
+                ",\"ino\":5,\"uid\":4294967295,\"created_sec\":1,\"created_nsec\":2,\"plain\":true",
+                ",\"ino\":5,\"uid\":-1,\"created_sec\":1,\"created_nsec\":2,\"plain\":true",
+                ",\"ino\":5,\"created_sec\":1,\"created_nsec\":2,\"plain\":true",
+                ",\"ino\":5,\"uid\":0,\"created_sec\":-1,\"created_nsec\":2,\"plain\":true",
+                ",\"ino\":5,\"uid\":0,\"created_sec\":1,\"created_nsec\":1000000000,\"plain\":true",
+                (",\"ino\":5,\"uid\":0,\"created_sec\":1,\"created_nsec\":2,\"plain\":true,"
+                 "\"published\":true,\"name\":\"../x\""),
+        };
+        struct fx *f = *state;
+        char hex[SNAP_DIGEST_HEX_LEN + 1], buf[512], two[1024];
+
+        assert_int_equal(publish(f->main, &root, "a", "granted", 7, NULL), 0);
+        hex_of("granted", 7, hex);
+        assert_int_equal(restore_text(f->main, grant_text(buf, sizeof(buf), hex, GOOD_GRANT),
+                                      "[]"),
+                         0);
+        for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++)
+                assert_int_equal(restore_text(f->main, grant_text(buf, sizeof(buf), hex, bad[i]),
+                                              "[]"),
+                                 -EINVAL);
+        /* No digest, or not one; not an object; not a list. */
+        assert_int_equal(restore_text(f->main, "[{\"ino\":5}]", "[]"), -EINVAL);
+        assert_int_equal(restore_text(f->main, "[{\"sha256\":\"abc\"}]", "[]"), -EINVAL);
+        assert_int_equal(restore_text(f->main, "[[]]", "[]"), -EINVAL);
+        assert_int_equal(restore_text(f->main, "{}", "[]"), -EINVAL);
+        assert_int_equal(restore_text(f->main, "[]", "{}"), -EINVAL);
+        /* The same digest twice; two grants under one number. */
+        snprintf(two, sizeof(two), "[{\"sha256\":\"%s\"%s},{\"sha256\":\"%s\"%s}]", hex,
+                 GOOD_GRANT, hex, GOOD_GRANT);
+        assert_int_equal(restore_text(f->main, two, "[]"), -EINVAL);
+        assert_int_equal(publish(f->main, &root, "b", "another", 7, NULL), 0);
+        {
+                char hex2[SNAP_DIGEST_HEX_LEN + 1];
+
+                hex_of("another", 7, hex2);
+                snprintf(two, sizeof(two), "[{\"sha256\":\"%s\"%s},{\"sha256\":\"%s\"%s}]", hex,
+                         GOOD_GRANT, hex2, GOOD_GRANT);
+                assert_int_equal(restore_text(f->main, two, "[]"), -EINVAL);
+                snprintf(two, sizeof(two),
+                         "[{\"sha256\":\"%s\"%s},{\"sha256\":\"%s\",\"ino\":6,\"uid\":0,"
+                         "\"created_sec\":1,\"created_nsec\":2,\"plain\":true}]",
+                         hex, GOOD_GRANT, hex2);
+                assert_int_equal(restore_text(f->main, two, "[]"), 0);
+        }
+}
+
+static void test_an_entry_record_that_names_nothing_right_is_einval(void **state)
+{
+        struct fx *f = *state;
+        char hex[SNAP_DIGEST_HEX_LEN + 1], grants[512], entries[512];
+
+        assert_int_equal(publish(f->main, &root, "a", "granted", 7, NULL), 0);
+        hex_of("granted", 7, hex);
+        grant_text(grants, sizeof(grants), hex, ",\"ino\":5,\"uid\":0,\"created_sec\":1,"
+                                                "\"created_nsec\":2");
+        snprintf(entries, sizeof(entries), "[{\"name\":\"cfg\",\"sha256\":\"%s\"}]", hex);
+        assert_int_equal(restore_text(f->main, grants, entries), 0);
+        snprintf(entries, sizeof(entries), "[{\"name\":\"../cfg\",\"sha256\":\"%s\"}]", hex);
+        assert_int_equal(restore_text(f->main, grants, entries), -EINVAL);
+        snprintf(entries, sizeof(entries), "[{\"sha256\":\"%s\"}]", hex);
+        assert_int_equal(restore_text(f->main, grants, entries), -EINVAL);
+        assert_int_equal(restore_text(f->main, grants, "[{\"name\":\"cfg\",\"sha256\":\"ab\"}]"),
+                         -EINVAL);
+        assert_int_equal(restore_text(f->main, grants, "[\"cfg\"]"), -EINVAL);
+        snprintf(entries, sizeof(entries),
+                 "[{\"name\":\"cfg\",\"sha256\":\"%s\"},{\"name\":\"cfg\",\"sha256\":\"%s\"}]",
+                 hex, hex);
+        assert_int_equal(restore_text(f->main, grants, entries), -EINVAL);
+}
+
+/* A scope is made with a name of the grammar and every limit set; any one of them missing
+ * (or a staging count past 32 bits) makes none, the same spec made right makes one. */
+static void test_a_scope_without_a_valid_name_or_one_of_its_limits_is_einval(void **state)
+{
+        struct fx *f = *state;
+        struct sfs_scope_spec good = { .name = "made" }, spec;
+        struct sfs_tree *t = NULL;
+
+        sfs_scope_default_limits(f->main, &good.limits);
+        spec = good;
+        spec.name = NULL;
+        assert_int_equal(sfs_tree_new_scope(f->main, &spec, &t), -EINVAL);
+        spec.name = "../made";
+        assert_int_equal(sfs_tree_new_scope(f->main, &spec, &t), -EINVAL);
+        spec = good;
+        spec.limits.max_snapshots = 0;
+        assert_int_equal(sfs_tree_new_scope(f->main, &spec, &t), -EINVAL);
+        spec = good;
+        spec.limits.max_bytes = 0;
+        assert_int_equal(sfs_tree_new_scope(f->main, &spec, &t), -EINVAL);
+        spec = good;
+        spec.limits.max_staging = 0;
+        assert_int_equal(sfs_tree_new_scope(f->main, &spec, &t), -EINVAL);
+        spec = good;
+        spec.limits.max_staging = (uint64_t)UINT32_MAX + 1;
+        assert_int_equal(sfs_tree_new_scope(f->main, &spec, &t), -EINVAL);
+        spec = good;
+        spec.limits.max_staging_bytes = 0;
+        assert_int_equal(sfs_tree_new_scope(f->main, &spec, &t), -EINVAL);
+        assert_null(t);
+        assert_int_equal(sfs_tree_new_scope(f->main, &good, &t), 0);
+        assert_non_null(t);
+        sfs_tree_free(t);
+}
+
+/* A change of grants is a scope's: the main mount's tree has none to change. */
+static void test_a_grant_on_the_main_tree_is_einval(void **state)
+{
+        struct fx *f = *state;
+
+        assert_int_equal(publish(f->main, &root, "a", "stored", 6, NULL), 0);
+        assert_int_equal(apply(f->main, SFS_SCOPE_GRANT, "stored", NULL), -EINVAL);
+        assert_int_equal(apply(f->a, SFS_SCOPE_GRANT, "stored", NULL), 0);
+}
+
 int main(void)
 {
         const struct CMUnitTest tests[] = {
@@ -649,6 +880,13 @@ int main(void)
                 T(test_a_views_root_answers_for_its_scope_alone),
                 T(test_a_view_numbers_its_inodes_alone),
                 T(test_grants_come_back_from_their_json),
+                T(test_a_grant_of_no_digest_or_a_bad_entry_is_einval_of_nothing_stored_enoent),
+                T(test_revoking_what_the_scope_does_not_have_is_enoent),
+                T(test_unpublishing_a_plain_grant_is_eperm_and_what_is_not_there_enoent),
+                T(test_a_grant_record_with_a_field_out_of_its_range_is_einval),
+                T(test_an_entry_record_that_names_nothing_right_is_einval),
+                T(test_a_scope_without_a_valid_name_or_one_of_its_limits_is_einval),
+                T(test_a_grant_on_the_main_tree_is_einval),
         };
         return cmocka_run_group_tests(tests, NULL, NULL);
 }

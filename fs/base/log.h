@@ -1,0 +1,24 @@
+/* SPDX-License-Identifier: MIT */
+/* The daemon's messages: standard error while someone reads it (the foreground, or the
+ * daemonized child before it reports to its parent), syslog (the journal, where there is
+ * one) once standard error is /dev/null or closed, as a daemonized process's is. Every
+ * message of fs/ goes through here, libfuse's own included (fs/fuse/timing.c routes them). */
+#pragma once
+
+#include <stdarg.h>
+#include <stdbool.h>
+#include <syslog.h>
+
+/* Writes one message at a syslog priority (LOG_ERR, ...): on standard error as
+ * "<prefix><message>", or to syslog (facility daemon) without the prefix and the final
+ * newline. "%m" and errno work as in printf(3); errno is left as it was. */
+void sfs_vlog(int priority, const char *prefix, const char *fmt, va_list ap)
+        __attribute__((format(printf, 3, 0)));
+void sfs_log(int priority, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+
+/* Whether a message now goes to standard error: false when descriptor 2 is closed or is
+ * /dev/null (a daemon's, after it detached), where a message would be lost. */
+bool sfs_log_to_stderr(void);
+
+/* The daemon's message, at error priority, prefixed "snapfs mount: " on standard error. */
+#define LOG(...) sfs_log(LOG_ERR, __VA_ARGS__)
