@@ -170,6 +170,13 @@ static void print_status(json_object *s)
         if (num(s, "supervisor_pid") > 0)
                 printf("supervisor %" PRId64 "\n", num(s, "supervisor_pid"));
         printf("takeovers  %" PRId64 "\n", num(s, "takeovers"));
+        /* How snapshot reads are served: by the kernel from sealed backing files, or by the
+         * daemon, and why. */
+        if (strcmp(str(s, "reads.mode"), "passthrough") == 0)
+                printf("reads      passthrough (%" PRId64 " backing files)\n",
+                       num(s, "reads.backing_files"));
+        else
+                printf("reads      through the daemon (%s)\n", str(s, "reads.why"));
         print_mount("mount", get(s, "mounts.main"));
         print_mount("read view", get(s, "mounts.read_view"));
         for (size_t i = 0; i < n; i++) {

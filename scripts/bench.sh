@@ -4,7 +4,7 @@
 # build-bench/ and runs every section, or only those named:
 #
 #   scripts/bench.sh [SECTION...]           sections: latency read scale mountcheck import
-#                                           scopes takeover
+#                                           scopes takeover passthrough
 #
 # What is measured (items of the summary table):
 #   1 publish + first verified open, 256 B .. 1 MiB: snapfs vs a sealed memfd, O_TMPFILE
@@ -31,6 +31,11 @@
 #     the mounts over), vs a plain restart that remounts (`snapfs mount -f --replace-stale`
 #     after each kill, 50 rounds); the requests that failed in the note. TAKEOVER_ROUNDS=N
 #     changes the 200.
+#  10 snapshot reads by FUSE passthrough vs through the daemon (--no-passthrough), each vs the
+#     same bytes on tmpfs (passthrough): cold 256 MiB sequential (GB/s) and cold 4 KiB random
+#     (kIOPS) reads by a C reader, the READ requests the daemon answered during them (goal 0
+#     with passthrough), and the memory 100 MiB of snapshots take (daemon heap, sealed copies,
+#     the mount's page cache) once published and read. PT_ROUNDS=N changes the 5 rounds.
 # "Verified" is docs/design.md's verified open: open, fstat identity checks, the descriptor's mount
 # id against the judged mount, pread + SHA-256, fstat again. The latency section runs three
 # times: client and daemon left to the scheduler ("free"), pinned to one CPU ("same"), and
@@ -123,7 +128,15 @@ section_takeover() {
     "${TAKEOVER_ROUNDS:-200}"
 }
 
-sections=(latency read scale mountcheck import scopes takeover)
+# passthrough: cold reads by FUSE passthrough and through the daemon, each vs tmpfs; memory.
+section_passthrough() {
+  echo "== item 10: cold reads, passthrough vs through the daemon, each vs tmpfs (higher is"
+  echo "   better); the daemon's READs during them; memory for 100 MiB of snapshots"
+  private /usr/bin/python3 tests/bench/bench_passthrough.py "$builddir/cli/snapfs" \
+    "$builddir/tests/bench/bench_preader" "$csv" "${PT_ROUNDS:-5}"
+}
+
+sections=(latency read scale mountcheck import scopes takeover passthrough)
 
 # One table of every row in the CSV, in the order measured.
 table() {

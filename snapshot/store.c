@@ -28,6 +28,7 @@ struct object {
         uint32_t grants;          /* scopes it is granted to */
         uint32_t refs;
         bool indexed;
+        bool adopted;             /* pub.data is cfg.adopt's copy, not the store's to free */
 };
 
 static struct object *obj_of(struct snap_object *o)
@@ -270,8 +271,11 @@ static void free_object(struct object *o)
         if (o->holders != &o->holder_inline)
                 free(o->holders);
         /* Zeroed before it is freed: collected content (a scope's secret) must not stay
-         * readable in a freed heap chunk of the daemon. */
-        free_zeroed((void *)o->pub.data, o->pub.size);
+         * readable in a freed heap chunk of the daemon. An adopted copy is the hook's: its
+         * memory file goes with its last descriptor and mapping (freed pages are cleared by
+         * the kernel before anyone gets them again). */
+        if (!o->adopted)
+                free_zeroed((void *)o->pub.data, o->pub.size);
         free(o->pub.name);
         free(o);
 }
@@ -284,11 +288,15 @@ void snap_store_free(struct snap_store *s)
                 while (s->buckets[i]) {
                         struct object *o = s->buckets[i];
                         unlink_object(o);
+                        if (s->cfg.freed)
+                                s->cfg.freed(&o->pub);
                         free_object(o);
                 }
         while (s->detached) {
                 struct object *o = s->detached;
                 unlink_object(o);
+                if (s->cfg.freed)
+                        s->cfg.freed(&o->pub);
                 free_object(o);
         }
         free(s->buckets);
@@ -555,6 +563,33 @@ static bool claim_fits(const struct snap_put *p)
         return c->unheld || c->uid == p->publisher_uid;
 }
 
+/* Offers o's content to cfg.adopt before o is linked: from then on o->pub.data may be the
+ * hook's copy. */
+static void adopt(struct snap_store *s, struct object *o)
+{
+        const uint8_t *copy;
+
+        if (!s->cfg.adopt || !o->pub.size)
+                return;
+        copy = s->cfg.adopt(&o->pub);
+        if (copy) {
+                o->pub.data = copy;
+                o->adopted = true;
+        }
+}
+
+/* A put that stores nothing gives the hook's copy back: data is the store's or the caller's
+ * again. */
+static void unadopt(struct snap_store *s, struct object *o, const uint8_t *data)
+{
+        if (!o->adopted)
+                return;
+        if (s->cfg.freed)
+                s->cfg.freed(&o->pub);
+        o->pub.data = data;
+        o->adopted = false;
+}
+
 /* The digest p's content is put under (given, or hashed now), once p is checked: 0, or
  * -EINVAL (a put that contradicts itself), -EFBIG (past max_object_size). */
 static int put_digest(const struct snap_store *s, const struct snap_put *p, struct snap_digest *d)
@@ -618,6 +653,25 @@ static void insert_new(struct snap_store *s, const struct snap_put *p, struct ob
         maybe_grow(s);
 }
 
+/* A put that stores nothing: o's holders freed, its adopted copy given back (o itself and
+ * the store's copy go with the caller's cleanup; data is the store's or the caller's again). */
+static void put_undo(struct snap_store *s, struct object *o, const uint8_t *data)
+{
+        if (o->holders != &o->holder_inline)
+                free(o->holders);
+        unadopt(s, o, data);
+}
+
+/* Once o is stored: its heap copy (copy, or the caller's p->owned) is its data, or, when the
+ * hook adopted a copy of its own, zeroed as a collected object's would be and freed, so no
+ * heap chunk keeps the content. NULL: what the caller's cleanup must no longer free. */
+static uint8_t *keep_or_zero(const struct object *o, const struct snap_put *p, uint8_t *copy)
+{
+        if (o->adopted)
+                free_zeroed(p->owned ? p->owned : copy, p->len);
+        return NULL;
+}
+
 int snap_store_put(struct snap_store *s, const struct snap_put *p, struct snap_object **out)
 {
         _cleanup_free_ struct object *o = NULL;
@@ -668,6 +722,7 @@ int snap_store_put(struct snap_store *s, const struct snap_put *p, struct snap_o
         o->pub.digest = d;
         o->pub.name = name;
         fill_object(o, p);
+        adopt(s, o);
 
         /* Second look: another thread may have stored the same content, or used up the space,
          * while this one copied. */
@@ -681,11 +736,9 @@ int snap_store_put(struct snap_store *s, const struct snap_put *p, struct snap_o
                 r = make_room_for_holders(s, o->n_holders);
         if (!found && r == 0)
                 insert_new(s, p, o);
-    pthread_mutex_unlock(&s->lock);
-        if (found || r < 0) {
-                if (o->holders != &o->holder_inline)
-                        free(o->holders);
-        }
+        pthread_mutex_unlock(&s->lock);
+        if (found || r < 0)
+                put_undo(s, o, p->owned ? p->owned : copy);
         if (found) {
                 *out = &found->pub;
                 return 1; /* o and copy are freed; p->owned stays the caller's */
@@ -693,7 +746,7 @@ int snap_store_put(struct snap_store *s, const struct snap_put *p, struct snap_o
         if (r < 0)
                 return r;
 
-        copy = NULL; /* it is o->pub.data now: the object's */
+        copy = keep_or_zero(o, p, copy);
         name = NULL;
         *out = &TAKE_PTR(o)->pub;
         return 0;
@@ -746,8 +799,11 @@ void snap_store_release(struct snap_store *s, struct snap_object *so)
                 last = true;
         }
         pthread_mutex_unlock(&s->lock);
-        if (last)
+        if (last) {
+                if (s->cfg.freed)
+                        s->cfg.freed(&o->pub);
                 free_object(o);
+        }
 }
 
 int snap_store_detach(struct snap_store *s, struct snap_object *so)

@@ -20,6 +20,8 @@
 
 struct snap_store;
 
+struct snap_object;
+
 struct snap_store_config {
         uint64_t max_object_size; /* one object larger than this: -EFBIG */
         uint64_t max_bytes;       /* objects + reservations past this: -ENOSPC */
@@ -39,6 +41,15 @@ struct snap_store_config {
          * under the store's lock; it must not call back. NULL: nobody is told. */
         void (*ino_noted)(void *ctx, const struct snap_digest *digest, uint64_t ino);
         void *ino_ctx;
+        /* Offered each new object's content (not empty) before anyone can see the object,
+         * outside the store's lock: a copy to keep instead (a read-only mapping of a sealed
+         * memory file, say), or NULL to keep the store's own. An adopted copy is the hook's:
+         * freed is told when the object goes (or when a put that made it stores nothing),
+         * and the store frees none of it. NULL: nothing is offered. Set freed with it. */
+        const uint8_t *(*adopt)(const struct snap_object *o);
+        /* Told of an object whose last reference went, just before its content is freed
+         * (outside the store's lock; it must not touch the store). NULL: nobody is told. */
+        void (*freed)(const struct snap_object *o);
 };
 
 /* A snapshot has at most this many holders besides the privileged uid: what one manifest

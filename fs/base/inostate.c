@@ -31,10 +31,17 @@ struct rec {
         uint32_t reserved;
 };
 
+/* Records of backing files (sfs_inostate_note_backing) are in spaces of their own, with the
+ * backing id in ino and BACKING_DROPPED once it was closed; read in file order. */
+#define BACKING_SPACE 0x80000000u
+#define BACKING_DROPPED (1ULL << 32)
+
 struct sfs_inostate {
         pthread_mutex_t lock;
         int fd;
         struct head head;
+        struct rec *backing; /* a predecessor's backing records, in file order */
+        size_t n_backing;
         struct rec *old; /* a predecessor's records, sorted by (space, ino) */
         struct rec *by_digest; /* the same, sorted by (space, digest, ino) */
         size_t n_old;
@@ -73,6 +80,28 @@ static int write_head(struct sfs_inostate *st)
         return pwrite(st->fd, buf, sizeof(buf), 0) == (ssize_t)sizeof(buf) ? 0 : negative_errno();
 }
 
+/* Moves the backing records out of st->old (n records) into st->backing, in file order: the
+ * number of records left, or SIZE_MAX without memory. */
+static size_t split_backing(struct sfs_inostate *st, size_t n)
+{
+        size_t k = 0, b = 0;
+
+        for (size_t i = 0; i < n; i++)
+                b += (st->old[i].space & BACKING_SPACE) != 0;
+        if (!b)
+                return n;
+        st->backing = calloc(b, sizeof(*st->backing));
+        if (!st->backing)
+                return SIZE_MAX;
+        for (size_t i = 0; i < n; i++) {
+                if (st->old[i].space & BACKING_SPACE)
+                        st->backing[st->n_backing++] = st->old[i];
+                else
+                        st->old[k++] = st->old[i];
+        }
+        return k;
+}
+
 static int load(struct sfs_inostate *st)
 {
         unsigned char buf[sizeof(struct head)];
@@ -97,7 +126,12 @@ static int load(struct sfs_inostate *st)
         if (n && pread(st->fd, st->old, n * sizeof(*st->old), sizeof(st->head)) !=
                          (ssize_t)(n * sizeof(*st->old)))
                 return -EBADMSG;
-        qsort(st->old, n, sizeof(*st->old), by_ino);
+        st->n = n;
+        n = split_backing(st, n);
+        if (n == SIZE_MAX)
+                return -ENOMEM;
+        if (n) /* qsort's array may not be NULL, even empty */
+                qsort(st->old, n, sizeof(*st->old), by_ino);
         /* One number, one digest: a number named twice for two contents is refused. */
         for (size_t i = 0; i < n; i++)
                 if ((i && by_ino(&st->old[i - 1], &st->old[i]) == 0 &&
@@ -107,10 +141,11 @@ static int load(struct sfs_inostate *st)
         st->by_digest = n ? malloc(n * sizeof(*st->by_digest)) : NULL;
         if (n && !st->by_digest)
                 return -ENOMEM;
-        if (n)
+        if (n) {
                 memcpy(st->by_digest, st->old, n * sizeof(*st->old));
-        qsort(st->by_digest, n, sizeof(*st->by_digest), by_digest_cmp);
-        st->n_old = st->n = n;
+                qsort(st->by_digest, n, sizeof(*st->by_digest), by_digest_cmp);
+        }
+        st->n_old = n;
         st->head.generation++;
         return write_head(st);
 }
@@ -250,11 +285,53 @@ int sfs_inostate_fd(const struct sfs_inostate *st)
         return st->fd;
 }
 
+/* Appends r: 0, or counted as failed. Under st->lock. */
+static void append(struct sfs_inostate *st, const struct rec *r)
+{
+        if (st->n >= RECORDS_MAX)
+                return;
+        if (pwrite(st->fd, r, sizeof(*r), (off_t)(sizeof(st->head) + st->n * sizeof(*r))) ==
+            sizeof(*r))
+                st->n++;
+        else
+                st->failed++;
+}
+
+void sfs_inostate_note_backing(struct sfs_inostate *st, const uint8_t *digest, uint32_t conn,
+                               uint32_t id, bool dropped)
+{
+        struct rec r = { .ino = id | (dropped ? BACKING_DROPPED : 0),
+                         .space = BACKING_SPACE | conn };
+
+        if (!st || !id)
+                return;
+        memcpy(r.digest, digest, 32);
+        pthread_mutex_lock(&st->lock);
+        append(st, &r);
+        pthread_mutex_unlock(&st->lock);
+}
+
+uint32_t sfs_inostate_backing(struct sfs_inostate *st, const uint8_t *digest, uint32_t conn)
+{
+        uint64_t id = 0;
+
+        if (!st)
+                return 0;
+        /* The last word on digest wins: registered, then perhaps closed, then registered
+         * again under another id. */
+        for (size_t i = 0; i < st->n_backing; i++)
+                if (st->backing[i].space == (BACKING_SPACE | conn) &&
+                    memcmp(st->backing[i].digest, digest, 32) == 0)
+                        id = st->backing[i].ino;
+        return id & BACKING_DROPPED || id > UINT32_MAX ? 0 : (uint32_t)id;
+}
+
 void sfs_inostate_free(struct sfs_inostate *st)
 {
         if (!st)
                 return;
         safe_close(st->fd);
+        free(st->backing);
         free(st->old);
         free(st->by_digest);
         pthread_mutex_destroy(&st->lock);

@@ -6,6 +6,7 @@
  * here: a successor serves only what it verified itself (--store), under these numbers. */
 #pragma once
 
+#include <stdbool.h>
 #include <stdint.h>
 
 struct sfs_inostate;
@@ -30,6 +31,15 @@ uint64_t sfs_inostate_space_next(struct sfs_inostate *st, uint32_t space);
 uint64_t sfs_inostate_next(struct sfs_inostate *st);
 /* Takeovers this state has seen, counted once per successor. */
 uint32_t sfs_inostate_generation(struct sfs_inostate *st);
+/* A backing file (FUSE passthrough) that connection conn (its keeper id) registered for
+ * digest under id, or closed (dropped): noted before the OPEN reply that names it, and before
+ * it is closed. A successor names the same file again: the kernel refuses another one for an
+ * inode a reader still has open. Never fails; a write that fails is counted. */
+void sfs_inostate_note_backing(struct sfs_inostate *st, const uint8_t *digest, uint32_t conn,
+                               uint32_t id, bool dropped);
+/* The backing id a predecessor registered for digest on connection conn and did not close,
+ * or 0. */
+uint32_t sfs_inostate_backing(struct sfs_inostate *st, const uint8_t *digest, uint32_t conn);
 /* The memory file, for the keeper. */
 int sfs_inostate_fd(const struct sfs_inostate *st);
 void sfs_inostate_free(struct sfs_inostate *st);

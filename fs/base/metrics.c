@@ -57,6 +57,32 @@ static struct {
         uint64_t generation;
 } m;
 
+static const char *read_mode = "read", *read_mode_why = "no connection yet";
+static int64_t backing_files;
+
+void sfs_metrics_set_read_mode(const char *mode, const char *why)
+{
+        __atomic_store_n(&read_mode_why, why, __ATOMIC_RELAXED);
+        __atomic_store_n(&read_mode, mode, __ATOMIC_RELAXED);
+}
+
+const char *sfs_metrics_read_mode(const char **why)
+{
+        *why = __atomic_load_n(&read_mode_why, __ATOMIC_RELAXED);
+        return __atomic_load_n(&read_mode, __ATOMIC_RELAXED);
+}
+
+void sfs_metrics_backing_files(int64_t delta)
+{
+        __atomic_add_fetch(&backing_files, delta, __ATOMIC_RELAXED);
+}
+
+uint64_t sfs_metrics_backing_files_now(void)
+{
+        int64_t n = __atomic_load_n(&backing_files, __ATOMIC_RELAXED);
+        return n > 0 ? (uint64_t)n : 0;
+}
+
 static void add(uint64_t *p, uint64_t n)
 {
         __atomic_fetch_add(p, n, __ATOMIC_RELAXED);
@@ -221,6 +247,18 @@ static void render_gauges(FILE *f, enum sfs_metrics_format fmt, const struct sfs
                 gauge(f, fmt, "snapfs_store_corrupt_blobs", NULL,
                       "Blobs of --store set aside at start: they did not hash to their name.",
                       g->store_corrupt);
+        {
+                const char *why, *mode = sfs_metrics_read_mode(&why);
+                gauge(f, fmt, "snapfs_passthrough", NULL,
+                      "1 when snapshot reads go from the kernel to a sealed backing file "
+                      "(FUSE passthrough), never to the daemon; 0 when the daemon answers "
+                      "each READ.",
+                      strcmp(mode, "passthrough") == 0);
+        }
+        gauge(f, fmt, "snapfs_backing_files", NULL,
+              "Backing files registered with the kernel: each snapshot opened once per "
+              "connection.",
+              sfs_metrics_backing_files_now());
 }
 
 /* What happened since the start: publishes, bytes read, audit events, refusals by errno. */

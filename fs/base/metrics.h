@@ -72,6 +72,14 @@ void sfs_metrics_event(const char *event, int err);
 /* n audit lines the sink did not take (a full filesystem, an I/O error): lost, and counted. */
 void sfs_metrics_audit_lost(uint64_t n);
 
+/* How snapshot reads are served (fs/fuse/passthrough.h): mode "passthrough" or "read", and why
+ * not passthrough (NULL when it is); both static strings. */
+void sfs_metrics_set_read_mode(const char *mode, const char *why);
+const char *sfs_metrics_read_mode(const char **why);
+/* Backing files registered with the kernel: delta added to the gauge. */
+void sfs_metrics_backing_files(int64_t delta);
+uint64_t sfs_metrics_backing_files_now(void);
+
 /* A copy of every counter. */
 struct sfs_metrics_snapshot {
         uint64_t buckets[SFS_OP_COUNT][SFS_METRICS_BUCKETS + 1]; /* not cumulative */

@@ -138,6 +138,19 @@ const struct sfs_option sfs_options[SFS_OPT_COUNT] = {
                                  .def = SFS_MAX_SCOPES_LIMIT,
                                  .help = "scopes the daemon serves at most; ENOSPC past it",
                                  .flags = SFS_OPTF_LIMIT },
+        [SFS_OPT_NO_PASSTHROUGH] = { .id = SFS_OPT_NO_PASSTHROUGH,
+                                     FLAG("no-passthrough", "answer every read of a snapshot "
+                                          "in the daemon; by default the kernel reads a "
+                                          "sealed copy itself (FUSE passthrough) where it "
+                                          "can: Linux 6.9, CAP_SYS_ADMIN") },
+        [SFS_OPT_MAX_BACKING_FILES] = { .id = SFS_OPT_MAX_BACKING_FILES, .name = "max-backing-files",
+                                        .arg = SFS_ARG_VALUE, .type = VALUE_COUNT, .metavar = "N",
+                                        .min = 1, .max = SFS_MAX_BACKING_FILES_LIMIT, .has_def = true,
+                                        .def = SFS_MAX_BACKING_FILES_DEFAULT,
+                                        .help = "snapshots read by passthrough at once (a sealed "
+                                                "copy each); past it a snapshot opened for the "
+                                                "first time is read through the daemon",
+                                        .flags = SFS_OPTF_LIMIT },
         [SFS_OPT_DEBUG] = { .id = SFS_OPT_DEBUG, FLAG("debug", "print every FUSE request (implies -f)"),
                             .flags = SFS_OPTF_COMMAND_LINE_ONLY },
         [SFS_OPT_HELP] = { .id = SFS_OPT_HELP, FLAG("help", "show this help"), .short_name = 'h',
@@ -216,6 +229,7 @@ void sfs_daemon_config_init(struct sfs_daemon_config *cfg)
                 },
                 .scope_threads = (unsigned)sfs_options[SFS_OPT_SCOPE_THREADS].def,
                 .max_scopes = (unsigned)sfs_options[SFS_OPT_MAX_SCOPES].def,
+                .max_backing_files = (unsigned)sfs_options[SFS_OPT_MAX_BACKING_FILES].def,
         };
 }
 
@@ -252,6 +266,7 @@ static int set_flag(struct sfs_daemon_config *cfg, const struct sfs_option *o, b
         case SFS_OPT_READ_ONLY: cfg->tree.read_only = on; break;
         case SFS_OPT_ALLOW_OTHER: cfg->allow_other = on; break;
         case SFS_OPT_REPLACE_STALE: cfg->replace_stale = on; break;
+        case SFS_OPT_NO_PASSTHROUGH: cfg->no_passthrough = on; break;
         case SFS_OPT_NOATIME: cfg->noatime = on; break;
         case SFS_OPT_NODIRATIME: cfg->nodiratime = on; break;
         case SFS_OPT_RELATIME: cfg->relatime = on; break;
@@ -328,6 +343,7 @@ static int set_value(struct sfs_daemon_config *cfg, const struct sfs_option *o,
         case SFS_OPT_THREADS: cfg->max_threads = (unsigned)v; break;
         case SFS_OPT_SCOPE_THREADS: cfg->scope_threads = (unsigned)v; break;
         case SFS_OPT_MAX_SCOPES: cfg->max_scopes = (unsigned)v; break;
+        case SFS_OPT_MAX_BACKING_FILES: cfg->max_backing_files = (unsigned)v; break;
         default:
                 assert(!"a row of the table whose arg is a value and whose id is none");
                 return -EINVAL;

@@ -29,6 +29,10 @@
  * bound keeps the refusal an ENOSPC that says so, with room left for the main mount, the read
  * view and the libraries' own keys. */
 #define SFS_MAX_SCOPES_LIMIT 1000
+/* Snapshots with a backing file (FUSE passthrough) at once unless --max-backing-files says
+ * otherwise, and the most it may say: each is a descriptor of the daemon. */
+#define SFS_MAX_BACKING_FILES_DEFAULT 4096
+#define SFS_MAX_BACKING_FILES_LIMIT 65536
 /* --trust-key may be given this many times. */
 #define SFS_TRUST_KEYS_MAX 16
 
@@ -112,6 +116,8 @@ enum sfs_opt_id {
         SFS_OPT_THREADS,
         SFS_OPT_SCOPE_THREADS,
         SFS_OPT_MAX_SCOPES,
+        SFS_OPT_NO_PASSTHROUGH,
+        SFS_OPT_MAX_BACKING_FILES,
         SFS_OPT_DEBUG,
         SFS_OPT_HELP,
         SFS_OPT_COUNT,
@@ -184,6 +190,8 @@ struct sfs_daemon_config {
         bool foreground;
         bool allow_other;
         bool replace_stale;
+        bool no_passthrough;          /* every snapshot READ answered by the daemon */
+        unsigned max_backing_files;   /* snapshots with a backing file (passthrough) at once */
         bool debug;
         bool help;                    /* --help: print the help, do nothing else */
         unsigned max_threads;         /* 0: libfuse's default */

@@ -222,6 +222,17 @@ int sfs_status_json(struct sfs_registry *r, json_object **out)
         json_object_object_add(o, "supervisor_pid",
                                supervisor_pid > 0 ? json_object_new_int(supervisor_pid) : NULL);
         json_object_object_add(o, "takeovers", u64(takeovers));
+        {
+                const char *why, *mode = sfs_metrics_read_mode(&why);
+                json_object *reads = json_object_new_object();
+                if (reads) {
+                        json_object_object_add(reads, "mode", json_object_new_string(mode));
+                        json_object_object_add(reads, "why", str_or_null(why));
+                        json_object_object_add(reads, "backing_files",
+                                               u64(sfs_metrics_backing_files_now()));
+                }
+                json_object_object_add(o, "reads", reads);
+        }
         json_object_object_add(o, "uptime_s", u64(uptime_s()));
 
         json_object_object_add(mounts, "main",

@@ -32,6 +32,7 @@
 #include "fs/base/trustpath.h"
 #include "fs/store/ocistore.h"
 #include "fs/fuse/conn.h"
+#include "fs/fuse/passthrough.h"
 #include "fs/fuse/ops.h"
 #include "fs/control/protocol.h"
 #include "fs/scopes/registry.h"
@@ -1029,6 +1030,12 @@ static int daemon_prepare_tree(struct daemon *d)
                         return r;
                 d->tc.runtime = d->runtime;
         }
+        /* Before any content exists: with passthrough, each snapshot's content lives once, in
+         * the sealed memory file the kernel reads, mapped read-only for the daemon's own
+         * reads; closed when the store frees it. */
+        sfs_pt_configure(!d->cfg->no_passthrough, d->inostate,
+                         d->cfg->max_backing_files);
+        sfs_tree_set_content_hooks(sfs_pt_adopt, sfs_pt_forget);
         r = sfs_tree_new(&d->tc, &d->ctx.tree);
         if (r < 0) {
                 LOG("%s\n", strerror(-r));

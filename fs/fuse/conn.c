@@ -20,6 +20,7 @@
 #include "common/util.h"
 #include "fs/base/fdstore.h"
 #include "fs/base/log.h"
+#include "fs/fuse/passthrough.h"
 
 /* The kernel's numbers that Debian 12's headers (6.1) lack (uapi fuse.h, 6.9). */
 #define SFS_FUSE_NOTIFY_RESEND 7
@@ -113,19 +114,43 @@ static void record_init(struct sfs_conn *c, const void *buf, size_t len)
         __atomic_store_n(&c->recorded, true, __ATOMIC_RELEASE);
 }
 
+static void note_init(struct sfs_conn *c, const void *buf, size_t len)
+{
+        const struct fuse_in_header *in = buf;
+
+        c->init_unique = in->unique;
+        c->pt_offered = sfs_pt_init_offered((const char *)buf + sizeof(*in), len - sizeof(*in));
+}
+
 static ssize_t io_read(int fd, void *buf, size_t len, void *userdata)
 {
         struct sfs_conn *c = conn_of(userdata);
         ssize_t n = read(fd, buf, len);
         const struct fuse_in_header *in = buf;
 
-        if (n >= (ssize_t)sizeof(*in) && in->opcode == FUSE_INIT &&
-            !__atomic_load_n(&c->recorded, __ATOMIC_ACQUIRE)) {
+        if (n >= (ssize_t)sizeof(*in) && in->opcode == FUSE_INIT) {
                 int saved = errno;
-                record_init(c, buf, (size_t)n);
+                if (!__atomic_load_n(&c->recorded, __ATOMIC_ACQUIRE))
+                        record_init(c, buf, (size_t)n);
+                note_init(c, buf, (size_t)n);
                 errno = saved;
         }
         return n;
+}
+
+/* The INIT reply asks for passthrough when the kernel offers it and the daemon may use it;
+ * an adopted connection's replayed INIT decides the same way, so the successor knows what its
+ * predecessor's reply asked for. */
+static void answer_init(struct sfs_conn *c, struct iovec *iov, int count)
+{
+        c->init_unique = 0;
+        if (count >= 2 && c->pt_offered && sfs_pt_wanted() &&
+            sfs_pt_patch_init(iov[1].iov_base, iov[1].iov_len)) {
+                __atomic_store_n(&c->passthrough, true, __ATOMIC_RELEASE);
+                sfs_pt_conn_on(c);
+        } else {
+                sfs_pt_conn_off();
+        }
 }
 
 static ssize_t io_writev(int fd, struct iovec *iov, int count, void *userdata)
@@ -133,6 +158,11 @@ static ssize_t io_writev(int fd, struct iovec *iov, int count, void *userdata)
         struct sfs_conn *c = conn_of(userdata);
         const struct fuse_out_header *out = iov[0].iov_base;
 
+        if (c->init_unique && iov[0].iov_len >= sizeof(*out) && out->unique == c->init_unique &&
+            out->error == 0)
+                answer_init(c, iov, count);
+        else if (count == 2)
+                sfs_pt_patch_open(iov[1].iov_base, iov[1].iov_len);
         /* The replayed INIT's reply: the kernel applied the first server's long ago, and a
          * second one for the same unique would be refused (ENOENT) at best. */
         if (c->swallow && iov[0].iov_len >= sizeof(*out) && out->unique == c->swallow) {
@@ -473,6 +503,7 @@ int sfs_conn_resume(struct fuse_session *se, const struct sfs_ops_ctx *ctx)
                 return 1; /* INIT is still the kernel's to send: read it as usual */
         buf = (struct fuse_buf){ .mem = c->init, .size = c->init_len };
         c->swallow = ((const struct fuse_in_header *)c->init)->unique;
+        note_init(c, c->init, c->init_len);
         fuse_session_process_buf(se, &buf);
         if (!ctx->initialized)
                 return -EPROTO;

@@ -35,6 +35,9 @@ struct sfs_conn {
         void *init;              /* adopted: the recorded INIT request */
         size_t init_len;
         uint64_t swallow;        /* the unique of the replayed INIT, whose reply is not sent */
+        uint64_t init_unique;    /* the INIT whose reply is still to be written, or 0 */
+        bool pt_offered;         /* that INIT offers FUSE passthrough (passthrough.h) */
+        bool passthrough;        /* its reply asked for it (atomic): OPEN may name backing files */
 };
 
 /* Where connections are handed as they are made: keep(arg, fuse_fd, rec_fd, id) sends

@@ -16,6 +16,8 @@
 #include <string.h>
 
 #include "fs/base/lockorder.h"
+#include "fs/fuse/conn.h"
+#include "fs/fuse/passthrough.h"
 #include "fs/tree/tree.h"
 
 static struct sfs_ops_ctx *ctx_of(fuse_req_t req)
@@ -209,6 +211,35 @@ static void set_file_info(struct fuse_file_info *fi, struct sfs_handle *h,
         fi->noflush = !oi->flush;
 }
 
+/* Whether ctx's connection serves snapshot reads by passthrough (its INIT asked for it). */
+static bool passthrough(const struct sfs_ops_ctx *ctx)
+{
+        return ctx->conn && __atomic_load_n(&ctx->conn->passthrough, __ATOMIC_ACQUIRE);
+}
+
+/* The backing id an open of h names (0: read through the daemon). Decided after the tree
+ * judged the open, so every policy (a view's uids, writes refused) is what it was. */
+static uint32_t backing_of(struct sfs_ops_ctx *ctx, const struct sfs_handle *h)
+{
+        const struct snap_object *obj = sfs_handle_snapshot(h);
+        uint32_t id = 0;
+
+        if (!obj || !passthrough(ctx) || sfs_pt_backing(ctx->conn, obj, &id) < 0)
+                return 0;
+        return id;
+}
+
+/* The flags an open in a read-only view is judged by. The kernel refused every write intent
+ * there before asking (the mount is ro); what is left of O_APPEND on a read-only descriptor
+ * cannot write, and the kernel accepted it when the view declined OPEN: so does the daemon
+ * when it answers OPEN there (passthrough), and the errno table stays one for both modes. */
+static int view_flags(const struct sfs_ops_ctx *ctx, int flags)
+{
+        if ((ctx->read_view || ctx->no_open) && (flags & O_ACCMODE) == O_RDONLY)
+                return flags & ~O_APPEND;
+        return flags;
+}
+
 static void op_open(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 {
         struct sfs_ops_ctx *ctx = ctx_of(req);
@@ -222,8 +253,9 @@ static void op_open(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
          * writing, writable shared mappings, truncation and attribute changes before asking
          * us. What is left, read-only opens of immutable files, needs no round trip: ENOSYS
          * tells the kernel to stop sending OPEN (and RELEASE) on this mount altogether. It is
-         * only mounted when every uid may read, so no per-open policy is skipped. */
-        if (ctx->read_view || ctx->no_open) {
+         * only mounted when every uid may read, so no per-open policy is skipped. With
+         * passthrough, OPEN is where the backing file is named: answered as anywhere else. */
+        if ((ctx->read_view || ctx->no_open) && !passthrough(ctx)) {
                 fuse_reply_err(req, ENOSYS);
                 return;
         }
@@ -231,13 +263,17 @@ static void op_open(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
         n = node_or_reply(req, ino);
         if (!n)
                 return;
-        r = sfs_tree_open(ctx->tree, &c, n, fi->flags, &h, &oi);
+        r = sfs_tree_open(ctx->tree, &c, n, view_flags(ctx, fi->flags), &h, &oi);
         if (r < 0) {
                 fuse_reply_err(req, -r);
                 return;
         }
         set_file_info(fi, h, &oi);
-        if (fuse_reply_open(req, fi) < 0)
+        /* conn.c's writev adds FOPEN_PASSTHROUGH and the id to this very reply. */
+        sfs_pt_next_open(backing_of(ctx, h));
+        r = fuse_reply_open(req, fi);
+        sfs_pt_next_open(0);
+        if (r < 0)
                 sfs_tree_release(ctx->tree, h);
 }
 
@@ -437,6 +473,10 @@ static bool prefill(struct sfs_ops_ctx *ctx, struct sfs_node *n, fuse_ino_t id,
         uint64_t size, off;
 
         *filled = 0;
+        /* Passthrough reads never look at this mount's page cache: filling it would hold the
+         * content a second time for nothing. */
+        if (passthrough(ctx))
+                return false;
         if (sfs_tree_get_content(ctx->tree, n, &ref, (const void **)&data, &size) < 0)
                 return false;
         for (off = 0; off < size; off += PREFILL_CHUNK) {

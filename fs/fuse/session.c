@@ -19,6 +19,7 @@
 
 #include "mountcheck/mountcheck.h"
 #include "fs/fuse/conn.h"
+#include "fs/fuse/passthrough.h"
 #include "fs/fuse/readahead.h"
 #include "fs/fuse/timing.h"
 #include "common/util.h"
@@ -78,6 +79,10 @@ void sfs_session_end(struct fuse_session *se, struct sfs_ops_ctx *ctx, bool unmo
                 return;
         if (unmount)
                 sfs_conn_unmount(se, ctx->conn);
+        /* Its backing ids are closed while its descriptor is still open, when it is
+         * unmounted; on a hand-over they stay, for the successor to name (passthrough.h). */
+        if (ctx->conn)
+                sfs_pt_conn_gone(ctx->conn, unmount);
         fuse_session_destroy(se);
         sfs_conn_free(ctx->conn);
         ctx->conn = NULL;

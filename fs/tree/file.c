@@ -207,10 +207,12 @@ static int read_snapshot(struct sfs_tree *t, struct snap_object *obj, size_t siz
         }
         if (size > obj->size - (uint64_t)off)
                 size = (size_t)(obj->size - (uint64_t)off);
+        /* Counted before the reply: once a reader has the bytes, they are in the counter (a
+         * status asked right after the read sees them). A reply that fails is rare (the
+         * request interrupted) and counted all the same. */
+        sfs_metrics_bytes_read(size);
         r = reply(ctx, obj->data + off, size);
         snap_store_release(t->store, obj);
-        if (r >= 0)
-                sfs_metrics_bytes_read(size);
         return r;
 }
 

@@ -56,6 +56,9 @@ int sfs_tree_refuse(struct sfs_tree *t, const struct sfs_caller *c, const char *
 /* ---- lifecycle ---- */
 
 /* Every inode number goes into the state a successor reads, before anyone is told it. */
+static const uint8_t *(*content_adopt)(const struct snap_object *o);
+static void (*content_freed)(const struct snap_object *o);
+
 static void ino_noted(void *ctx, const struct snap_digest *d, uint64_t ino)
 {
         sfs_inostate_note(ctx, d ? d->bytes : NULL, ino, 0);
@@ -89,6 +92,8 @@ int sfs_tree_new(const struct sfs_tree_config *cfg, struct sfs_tree **out)
                                    .reserve_bytes = t->reserve_bytes,
                                    .ino_noted = ino_noted,
                                    .ino_ctx = cfg->inostate,
+                                   .adopt = content_adopt,
+                                   .freed = content_freed,
                            },
                            &t->store);
         if (r < 0) {
@@ -384,6 +389,19 @@ size_t sfs_tree_open_handles(struct sfs_tree *t)
 uint64_t sfs_handle_id(const struct sfs_handle *h)
 {
         return h->id.id;
+}
+
+const struct snap_object *sfs_handle_snapshot(const struct sfs_handle *h)
+{
+        /* A snapshot node stays one: its kind and content never change. */
+        return node_kind(h->node) == SFS_KIND_SNAPSHOT ? h->node->obj : NULL;
+}
+
+void sfs_tree_set_content_hooks(const uint8_t *(*adopt)(const struct snap_object *o),
+                                void (*freed)(const struct snap_object *o))
+{
+        content_adopt = adopt;
+        content_freed = freed;
 }
 
 uint64_t sfs_dir_id(const struct sfs_dir *d)

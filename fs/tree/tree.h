@@ -182,6 +182,13 @@ struct sfs_dir *sfs_tree_dir(struct sfs_tree *t, uint64_t id);
  * released): the descriptors the daemon can count (a view that declines OPEN sees none). */
 size_t sfs_tree_open_handles(struct sfs_tree *t);
 uint64_t sfs_handle_id(const struct sfs_handle *h);
+/* The content an open snapshot reads (alive while h is open), or NULL for any other file. */
+const struct snap_object *sfs_handle_snapshot(const struct sfs_handle *h);
+/* Who keeps a new snapshot's content (a sealed memory file the kernel reads by passthrough),
+ * and who is told when it is freed (its backing file is closed then): fs/fuse/passthrough.h,
+ * snapshot/store.h's adopt and freed. Set before sfs_tree_new; NULL: nobody. */
+void sfs_tree_set_content_hooks(const uint8_t *(*adopt)(const struct snap_object *o),
+                                void (*freed)(const struct snap_object *o));
 uint64_t sfs_dir_id(const struct sfs_dir *d);
 enum sfs_kind sfs_node_kind(const struct sfs_node *n);
 uint64_t sfs_node_ino(const struct sfs_node *n);

@@ -2,7 +2,8 @@
 """The daemon's fast paths keep every byte exact and every refusal in place: the page cache
 pre-filled at publish, the larger readahead the daemon sets on its mount, and listings that
 carry attributes (readdirplus). Nothing here measures time (scripts/bench.sh does, side by
-side with its baselines)."""
+side with its baselines). The first three are fast paths of reads the daemon answers: they run
+with --no-passthrough (with passthrough no READ reaches the daemon: test_passthrough.py)."""
 import ctypes
 import hashlib
 import mmap
@@ -66,7 +67,7 @@ def content(n, seed):
 
 
 def test_published_snapshot_is_in_the_page_cache_and_reads_back_identically(mount_snapfs):
-    fs = mount_snapfs("--max-snapshot-size", "4M")
+    fs = mount_snapfs("--max-snapshot-size", "4M", "--no-passthrough")
     data = content(3 * 1024 * 1024 + 123, b"prefilled")
     digest = fs.publish(data)
     path = fs.p(digest)
@@ -79,7 +80,7 @@ def test_published_snapshot_is_in_the_page_cache_and_reads_back_identically(moun
 
 def test_snapshot_with_a_handle_open_at_publish_is_not_prefilled_and_still_reads_exactly(
         mount_snapfs):
-    fs = mount_snapfs("--max-snapshot-size", "4M")
+    fs = mount_snapfs("--max-snapshot-size", "4M", "--no-passthrough")
     data = content(1024 * 1024 + 7, b"held open")
     fs.stage(data, "held")
     # The owner keeps a read-only descriptor on the staging file across the rename: a page
@@ -97,7 +98,7 @@ def test_snapshot_with_a_handle_open_at_publish_is_not_prefilled_and_still_reads
 
 
 def test_mount_reads_ahead_one_mib_and_cold_reads_stay_exact(mount_snapfs):
-    fs = mount_snapfs("--max-snapshot-size", "8M")
+    fs = mount_snapfs("--max-snapshot-size", "8M", "--no-passthrough")
     st = os.stat(fs.path)
     bdi = f"/sys/class/bdi/{os.major(st.st_dev)}:{os.minor(st.st_dev)}/read_ahead_kb"
     with open(bdi) as f:

@@ -79,7 +79,9 @@ def test_status_names_the_daemon_its_mounts_and_counts_a_publish_and_a_refusal(
         mount_snapfs, workdir):
     view = os.path.join(workdir, "view")
     os.mkdir(view)
-    fs = mount_snapfs("--allow-other", "--readers", "any", "--read-view", view)
+    # Reads the daemon answers, counted (with passthrough none reaches it: test_passthrough.py).
+    fs = mount_snapfs("--allow-other", "--readers", "any", "--read-view", view,
+                      "--no-passthrough")
     rc, out = jsnap("scope", "create", "--mount", fs.path, "sandbox-a", "--view",
                     os.path.join(workdir, "scope-a"))
     assert rc == 0, out
@@ -112,12 +114,14 @@ def test_status_names_the_daemon_its_mounts_and_counts_a_publish_and_a_refusal(
     assert c["publishes"] == 1 and c["events"]["publish"] == 1
     assert c["refusals_by_reason"] == {"EROFS": 1} and c["refusals"] == 1
     assert c["bytes_read"] == 6 and c["requests"] > 0
+    assert s["reads"] == {"mode": "read", "why": "--no-passthrough", "backing_files": 0}
 
     # The text form says the same.
     r = snap("status", "--mount", fs.path)
     assert r.returncode == 0, r.stderr
     assert f"pid        {fs.proc.pid}\n" in r.stdout
     assert "published  1\n" in r.stdout and "refused    1 (EROFS 1)\n" in r.stdout
+    assert "reads      through the daemon (--no-passthrough)\n" in r.stdout
 
 
 @pytest.mark.readers_any
@@ -143,7 +147,8 @@ def test_openmetrics_text_is_taken_by_promtools_parser_and_a_cut_one_is_not(moun
                                                                               workdir):
     view = os.path.join(workdir, "view")
     os.mkdir(view)
-    snapfs = mount_snapfs("--allow-other", "--readers", "any", "--read-view", view)
+    snapfs = mount_snapfs("--allow-other", "--readers", "any", "--read-view", view,
+                          "--no-passthrough")
     digest = snapfs.publish(b"x" * 1000)
     with open(os.path.join(view, digest), "rb") as f:
         assert len(f.read()) == 1000

@@ -56,7 +56,7 @@ class Daemon:
     snapshots. The pid file names the supervisor (the process that stays); snapfs status
     names the serving process, the supervisor's child."""
 
-    def __init__(self, workdir, runtime):
+    def __init__(self, workdir, runtime, *opts):
         self.dir = workdir
         self.mnt, self.view = os.path.join(workdir, "m"), os.path.join(workdir, "v")
         self.store, self.pidfile = os.path.join(workdir, "store"), os.path.join(workdir, "pid")
@@ -69,7 +69,7 @@ class Daemon:
         r = run(SNAPFS, "mount", "--store", self.store, "--runtime-store", runtime,
                 "--read-view", self.view,
                 "--pid-file", self.pidfile, "--audit-log", self.audit, "--allow-other",
-                "--readers", "any",
+                "--readers", "any", *opts,
                 self.mnt)
         assert r.returncode == 0, r.stderr
         with open(self.pidfile) as f:

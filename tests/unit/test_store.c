@@ -1167,11 +1167,102 @@ static void test_collect_detaches_only_what_nothing_references(void **state)
         snap_store_release(s, held);
 }
 
+/* The freed hook: told once, at the last reference, with the object still whole. */
+static int freed_calls;
+static uint64_t freed_size;
+
+static void count_freed(const struct snap_object *o)
+{
+        freed_calls++;
+        freed_size = o->size;
+}
+
+static void test_freed_is_told_once_at_the_last_release_not_before(void **state)
+{
+        struct snap_store_config cfg = cfg_default;
+        struct snap_store *s;
+        struct snap_object *o, *again;
+
+        (void)state;
+        cfg.freed = count_freed;
+        freed_calls = 0;
+        assert_int_equal(snap_store_new(&cfg, &s), 0);
+        assert_int_equal(snap_store_put_bytes(s, "abc", 3, &o), 0);
+        assert_int_equal(snap_store_put_bytes(s, "abc", 3, &again), 1);
+        assert_ptr_equal(o, again);
+        snap_store_release(s, again);
+        assert_int_equal(freed_calls, 0); /* one reference left: not freed */
+        snap_store_release(s, o);
+        assert_int_equal(freed_calls, 1);
+        assert_int_equal(freed_size, 3);
+        /* And for what the store still holds when it is freed. */
+        assert_int_equal(snap_store_put_bytes(s, "held", 4, &o), 0);
+        snap_store_free(s);
+        assert_int_equal(freed_calls, 2);
+        assert_int_equal(freed_size, 4);
+}
+
+/* The adopt hook: its copy is what the store serves, given back when the put stores
+ * nothing, and never freed by the store. */
+static uint8_t adopted_buf[2][16];
+static int adopted, given_back;
+
+static const uint8_t *adopt_copy(const struct snap_object *o)
+{
+        uint8_t *buf = adopted_buf[adopted % 2];
+
+        memcpy(buf, o->data, o->size);
+        adopted++;
+        return buf;
+}
+
+static void adopt_freed(const struct snap_object *o)
+{
+        if (o->data == adopted_buf[0] || o->data == adopted_buf[1])
+                given_back++;
+}
+
+static void test_adopt_keeps_the_hooks_copy_and_a_duplicate_put_gives_it_back(void **state)
+{
+        struct snap_store_config cfg = cfg_default;
+        struct snap_store *s;
+        struct snap_object *o, *dup;
+        struct snap_put p = { .data = "content", .len = 7 };
+        char *owned = strdup("content");
+
+        (void)state;
+        cfg.adopt = adopt_copy;
+        cfg.freed = adopt_freed;
+        adopted = given_back = 0;
+        assert_int_equal(snap_store_new(&cfg, &s), 0);
+        /* Taken over from the caller (owned) and adopted: the store frees the heap copy. */
+        p.data = owned;
+        p.owned = owned;
+        assert_int_equal(snap_store_put(s, &p, &o), 0);
+        assert_ptr_equal(o->data, adopted_buf[0]);
+        assert_memory_equal(o->data, "content", 7);
+        /* The same content again: found first, before any copy is offered. */
+        p = (struct snap_put){ .data = "content", .len = 7 };
+        assert_int_equal(snap_store_put(s, &p, &dup), 1);
+        assert_ptr_equal(dup, o);
+        assert_int_equal(adopted, 1);
+        snap_store_release(s, dup);
+        /* Empty content is never offered. */
+        assert_int_equal(snap_store_put_bytes(s, "", 0, &dup), 0);
+        assert_int_equal(adopted, 1);
+        snap_store_release(s, dup);
+        snap_store_release(s, o);
+        assert_int_equal(given_back, 1);
+        snap_store_free(s);
+}
+
 #define T(name) cmocka_unit_test_setup_teardown(name, setup, teardown)
 
 int main(void)
 {
         const struct CMUnitTest tests[] = {
+                cmocka_unit_test(test_freed_is_told_once_at_the_last_release_not_before),
+                cmocka_unit_test(test_adopt_keeps_the_hooks_copy_and_a_duplicate_put_gives_it_back),
                 T(test_new_store_is_empty),
                 T(test_zero_limit_is_refused_with_einval),
                 T(test_put_stores_content_under_its_digest),
