@@ -89,6 +89,16 @@ int sfc_verify_kind(int fd, const char *hex, const struct snap_binding *want, ui
         return 0;
 }
 
+void sfc_finding_hint(int code, const char *mount, char *buf, size_t n)
+{
+        buf[0] = '\0';
+        if (code == MC_NOT_A_MOUNT_POINT)
+                snprintf(buf, n, "; nothing is mounted there: run `snapfs mount %s`", mount);
+        else if (code == MC_TRANSPORT_NOT_CONNECTED)
+                snprintf(buf, n, "; clear the dead mount with `fusermount3 -u %s`, or "
+                                 "`snapfs mount --replace-stale %s`", mount, mount);
+}
+
 int sfc_mnt_check(const char *mount, const struct snapfs_options *opts, struct sfc_mnt *m,
                   struct snapfs_report *why)
 {
