@@ -126,11 +126,6 @@ void sfs_metrics_reset(void)
         memset(&m, 0, sizeof(m));
 }
 
-const char *sfs_metrics_op_name(enum sfs_metrics_op op)
-{
-        return (unsigned)op < SFS_OP_COUNT ? op_names[op] : "other";
-}
-
 const char *sfs_metrics_event_name(size_t i)
 {
         return i < SFS_METRICS_EVENTS ? event_names[i] : "other";
