@@ -9,6 +9,8 @@
 #include <sys/sysmacros.h>
 #include <unistd.h>
 
+#include "common/hex.h"
+
 static json_object *object(const struct snapfs_binding *b, const struct snapfs_snapshot *s)
 {
         char hex[2 * SNAPFS_DIGEST_LEN + 1], dev[32], when[32], text[SNAPFS_BINDING_TEXT_MAX];
@@ -16,8 +18,7 @@ static json_object *object(const struct snapfs_binding *b, const struct snapfs_s
 
         if (!o)
                 return NULL;
-        for (size_t i = 0; i < SNAPFS_DIGEST_LEN; i++)
-                snprintf(hex + 2 * i, 3, "%02x", b->sha256[i]);
+        hex_encode(b->sha256, SNAPFS_DIGEST_LEN, hex);
         snprintf(dev, sizeof(dev), "%u:%u", major(b->dev), minor(b->dev));
         if (snapfs_binding_format(b, text, sizeof(text)) < 0)
                 text[0] = '\0';
