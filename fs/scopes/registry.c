@@ -20,6 +20,7 @@
 #include "fs/scopes/viewpath.h"
 #include "snapshot/oci-json.h"
 #include "snapshot/store.h"
+#include "common/array.h"
 #include "common/util.h"
 
 #define SCOPE_FILE_VERSION 1
@@ -76,18 +77,16 @@ static int msg(struct sfs_msg *m, int err, const char *fmt, ...)
 
 /* ---- the table ---- */
 
+static int name_cmp(const void *key, const void *element)
+{
+        const struct scope *const *s = element;
+
+        return strcmp(key, (*s)->name);
+}
+
 static size_t lower(const struct sfs_registry *r, const char *name)
 {
-        size_t lo = 0, hi = r->n;
-
-        while (lo < hi) {
-                size_t mid = lo + (hi - lo) / 2;
-                if (strcmp(r->v[mid]->name, name) < 0)
-                        lo = mid + 1;
-                else
-                        hi = mid;
-        }
-        return lo;
+        return lower_bound(name, r->v, r->n, sizeof(*r->v), name_cmp);
 }
 
 static struct scope *find(const struct sfs_registry *r, const char *name)
@@ -122,15 +121,7 @@ static unsigned max_scopes(const struct sfs_registry *r)
 
 static int room(struct sfs_registry *r)
 {
-        if (r->n == r->cap) {
-                size_t cap = r->cap ? 2 * r->cap : 16;
-                struct scope **v = realloc(r->v, cap * sizeof(*v));
-                if (!v)
-                        return -ENOMEM;
-                r->v = v;
-                r->cap = cap;
-        }
-        return 0;
+        return ARRAY_GROW(r->v, r->cap, r->n + 1, 16);
 }
 
 static void insert(struct sfs_registry *r, struct scope *s)
