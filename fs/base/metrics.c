@@ -8,6 +8,8 @@
 #include <string.h>
 #include <time.h>
 
+#include "common/strtable.h"
+
 const uint64_t sfs_metrics_bounds_ns[SFS_METRICS_BUCKETS] = {
         10000,    25000,    50000,     100000,    250000,    500000,    1000000,   2500000,
         5000000,  10000000, 25000000,  50000000,  100000000, 250000000, 1000000000,
@@ -94,10 +96,10 @@ void sfs_metrics_bytes_read(uint64_t n)
 
 void sfs_metrics_event(const char *event, int err)
 {
-        size_t i = 0;
+        /* An event of no name in the table counts in the last slot, "other". */
+        int k = strtable_index(event_names, SFS_METRICS_EVENTS, event);
+        size_t i = k < 0 ? SFS_METRICS_EVENTS : (size_t)k;
 
-        while (i < SFS_METRICS_EVENTS && (!event || strcmp(event, event_names[i]) != 0))
-                i++;
         add(&m.events[i], 1);
         /* A refusal is an event with an errno; an idempotent publish (EEXIST) is none, and a
          * corrupt blob is the store's state, not a request refused. */
