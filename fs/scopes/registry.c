@@ -18,9 +18,9 @@
 #include "fs/config/options.h"
 #include "fs/scopes/pidwatch.h"
 #include "fs/scopes/viewpath.h"
-#include "snapshot/oci-json.h"
 #include "snapshot/store.h"
 #include "common/array.h"
+#include "common/json.h"
 #include "common/util.h"
 
 #define SCOPE_FILE_VERSION 1
@@ -1132,8 +1132,8 @@ static int restore_one(void *ctx, const char *name, const char *text, size_t len
         snprintf(s->name, sizeof(s->name), "%s", name);
         s->reg = r;
         /* The daemon's one strict parser: a file with a key twice is two files to two
-         * readers (snapshot/oci-json.h). */
-        rr = oci_json_parse_max(text, len, SFS_OCISTORE_SCOPE_MAX, &doc);
+         * readers (common/json.h). */
+        rr = json_parse_strict(text, len, SFS_OCISTORE_SCOPE_MAX, &doc);
         if (rr == 0)
                 rr = parse_file(r, s, doc);
         if (rr == 0 && (find(r, s->name) || find_view(r, s->view)))
