@@ -224,21 +224,24 @@ _PROTOS: "dict[str, List[Any]]" = {
 }
 
 
+_STRINGS: "dict[str, List[Any]]" = {"snapfs_strerror": [ctypes.c_int], "snapfs_version": []}
+_FREES: "dict[str, List[Any]]" = {"snapfs_scope_free": [P(CScope)],
+                                  "snapfs_scopes_free": [P(CScope), ctypes.c_size_t],
+                                  "snapfs_free": [ctypes.c_void_p]}
+# Every function this client declares: the test suite holds it equal to what the library
+# exports (client/libsnapfs.sym), so a function added there is declared here too.
+SYMBOLS = frozenset(_PROTOS) | frozenset(_STRINGS) | frozenset(_FREES)
+
+
 def _declare(lib: ctypes.CDLL) -> None:
     """Every prototype declared: ctypes guesses nothing."""
     for fn, args in _PROTOS.items():
         f = getattr(lib, fn)
         f.argtypes, f.restype = args, ctypes.c_int
-    strings: "list[tuple[str, List[Any]]]" = [("snapfs_strerror", [ctypes.c_int]),
-                                              ("snapfs_version", [])]
-    for fn, args in strings:
+    for fn, args in _STRINGS.items():
         f = getattr(lib, fn)
         f.argtypes, f.restype = args, ctypes.c_char_p
-    frees: "list[tuple[str, List[Any]]]" = [("snapfs_scope_free", [P(CScope)]),
-                                            ("snapfs_scopes_free",
-                                             [P(CScope), ctypes.c_size_t]),
-                                            ("snapfs_free", [ctypes.c_void_p])]
-    for fn, args in frees:
+    for fn, args in _FREES.items():
         f = getattr(lib, fn)
         f.argtypes, f.restype = args, None
 
