@@ -46,6 +46,9 @@ int sfc_open_beneath_by_hand(int root, const char *name, int flags, mode_t mode)
 int sfc_mnt_check(const char *mount, const struct snapfs_options *opts, struct sfc_mnt *m,
                   struct snapfs_report *why);
 
+/* Whether the n reserved words at r (SNAPFS_RESERVED) are all zero. */
+bool sfc_reserved_zero(const uint64_t *r, size_t n);
+
 /* What to do about a mount-check finding code (enum mc_code) on the snapfs mount at mount
  * (escaped): "; nothing is mounted there: run `snapfs mount MNT`" and the like, or "". */
 void sfc_finding_hint(int code, const char *mount, char *buf, size_t n);

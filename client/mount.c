@@ -99,6 +99,14 @@ void sfc_finding_hint(int code, const char *mount, char *buf, size_t n)
                                  "`snapfs mount --replace-stale %s`", mount, mount);
 }
 
+bool sfc_reserved_zero(const uint64_t *r, size_t n)
+{
+        for (size_t i = 0; i < n; i++)
+                if (r[i])
+                        return false;
+        return true;
+}
+
 int sfc_mnt_check(const char *mount, const struct snapfs_options *opts, struct sfc_mnt *m,
                   struct snapfs_report *why)
 {
@@ -112,6 +120,10 @@ int sfc_mnt_check(const char *mount, const struct snapfs_options *opts, struct s
         m->fd = -1;
         if (!mount)
                 return sfc_report_fail(why, -EINVAL, "invalid-argument", "no mount path");
+        /* A field of a later release set: refused rather than ignored (SNAPFS_RESERVED). */
+        if (opts && !sfc_reserved_zero(opts->reserved, ARRAY_SIZE(opts->reserved)))
+                return sfc_report_fail(why, -EINVAL, "invalid-argument",
+                                       "the options' reserved fields are not zero");
         mc_escape(mount, esc, sizeof(esc));
 
         mc_policy_preset(&pol, "snapfs");

@@ -263,6 +263,9 @@ int sfc_scope_create_request(const struct snapfs_scope_spec *spec, int32_t clien
                                           "the view must be an absolute path");
         if (spec->n_uids && !spec->uids)
                 return sfc_report_fail(why, -EINVAL, "invalid-argument", "no uids");
+        if (!sfc_reserved_zero(spec->reserved, ARRAY_SIZE(spec->reserved)))
+                return sfc_report_fail(why, -EINVAL, "invalid-argument",
+                                       "the scope spec's reserved fields are not zero");
         if ((spec->flags & SNAPFS_SCOPE_UNTIL_PID) && spec->until_pid <= 0)
                 return sfc_report_fail(why, -EINVAL, "invalid-argument",
                                           "until_pid must be a process id (above 0)");
