@@ -32,7 +32,7 @@ def exported_symbols() -> "dict[str, str]":
     with open(SYMBOL_FILE) as f:
         text = re.sub(r"/\*.*?\*/", "", f.read(), flags=re.S)
     out = {}
-    for node, body in re.findall(r"(\w+)\s*\{(.*?)\}", text, flags=re.S):
+    for node, body in re.findall(r"([\w.]+)\s*\{(.*?)\}", text, flags=re.S):
         glob = body.split("local:")[0].split("global:")[-1]
         for name in re.findall(r"(\w+)\s*;", glob):
             out[name] = node
