@@ -343,6 +343,19 @@ static int bad_reply(struct snapfs_report *why, int r, const char *what)
                                   "the daemon's reply has no valid %s", what);
 }
 
+/* call, and the scope its reply holds: 0 with *reply and *s (snapfs_scope_free), or the
+ * refusal. */
+static int call_for_scope(const char *mount, json_object *req, const struct snapfs_options *opts,
+                          json_object **reply, struct snapfs_scope *s, struct snapfs_report *why)
+{
+        int r = call(mount, req, opts, reply, why);
+
+        if (r < 0)
+                return r;
+        r = sfc_scope_from_json(field(*reply, "scope"), s);
+        return r < 0 ? bad_reply(why, r, "scope") : 0;
+}
+
 int snapfs_scope_create(const char *mount, const struct snapfs_scope_spec *spec,
                         const struct snapfs_options *opts, struct snapfs_scope *out,
                         struct snapfs_report *why)
@@ -361,12 +374,9 @@ int snapfs_scope_create(const char *mount, const struct snapfs_scope_spec *spec,
         r = sfc_scope_create_request(spec, (int32_t)gettid(), &req, why);
         if (r < 0)
                 return r;
-        r = call(mount, req, opts, &reply, why);
+        r = call_for_scope(mount, req, opts, &reply, &s, why);
         if (r < 0)
                 return r;
-        r = sfc_scope_from_json(field(reply, "scope"), &s);
-        if (r < 0)
-                return bad_reply(why, r, "scope");
         if (out)
                 *out = s;
         else
@@ -437,12 +447,9 @@ int snapfs_scope_show(const char *mount, const char *name, const struct snapfs_o
                 json_object_put(req);
                 req = NULL;
         }
-        r = call(mount, req, opts, &reply, why);
+        r = call_for_scope(mount, req, opts, &reply, &s, why);
         if (r < 0)
                 return r;
-        r = sfc_scope_from_json(field(reply, "scope"), &s);
-        if (r < 0)
-                return bad_reply(why, r, "scope");
         if (grants) {
                 list = field(reply, "grants");
                 if (!json_object_is_type(list, json_type_array)) {
