@@ -318,6 +318,16 @@ int cli_key_refused(const char *cmd, bool json, int r, const char *message)
         return 2;
 }
 
+const char *cli_headline(int err, const struct snapfs_report *why)
+{
+        return why->n_reasons ? why->reasons[0].message : snapfs_strerror(err);
+}
+
+int cli_refusal_status(const struct snapfs_report *why)
+{
+        return why->n_reasons && strcmp(why->reasons[0].code, "invalid-argument") == 0 ? 2 : 1;
+}
+
 void cli_print_reasons(FILE *f, const struct snapfs_report *why)
 {
         for (unsigned i = 0; i < why->n_reasons; i++)

@@ -125,6 +125,13 @@ int cli_key_refused(const char *cmd, bool json, int r, const char *message);
 
 /* One "code: message" line per reason, then a line counting dropped ones. */
 void cli_print_reasons(FILE *f, const struct snapfs_report *why);
+/* The first line of a refusal: the first reason's own words (the cause and what to do), or
+ * what err means when there is none. An errno's words alone headed a bad scope name with "not
+ * a regular file, or an invalid argument", the reason second. */
+const char *cli_headline(int err, const struct snapfs_report *why);
+/* The exit status of a refusal: 2 for input refused before any request (a usage error, the
+ * reason "invalid-argument"), else 1. */
+int cli_refusal_status(const struct snapfs_report *why);
 
 /* [{"code": ..., "message": ...}, ...] */
 json_object *cli_reasons_json(const struct snapfs_report *why);

@@ -58,7 +58,7 @@ static void audit_usage(FILE *f)
                 "                mount_id, snapshots, bytes, checks [{check, ran, passed,\n"
                 "                failed}] (null counts for a check that did not run),\n"
                 "                problems [{entry, code, message}], store (null without\n"
-                "                --store: {rehashed, blobs, intact, corrupt, missing,\n"
+                "                --store: {rehashed, blobs, intact, corrupt, missing, repaired,\n"
                 "                set_aside, note}), usage\n"
                 "  -h, --help    show this help\n"
                 "\n"
@@ -144,10 +144,10 @@ static int print_text(const char *mount, const struct snapfs_report *why, bool c
                 printf("snapshots  not audited: the mount is not compliant\n");
         if (a->store.state == SFC_AUDIT_STORE_REHASHED)
                 printf("store      %" PRIu64 " blobs on disk re-hashed by the daemon: %" PRIu64
-                       " intact, %" PRIu64 " corrupt, %" PRIu64 " missing; %" PRIu64
-                       " set aside at its start\n",
-                       a->store.blobs, a->store.intact, a->store.corrupt, a->store.missing,
-                       a->store.set_aside);
+                       " intact (%" PRIu64 " repaired from its copy), %" PRIu64 " corrupt, %"
+                       PRIu64 " missing; %" PRIu64 " set aside at its start\n",
+                       a->store.blobs, a->store.intact, a->store.repaired, a->store.corrupt,
+                       a->store.missing, a->store.set_aside);
         else if (a->store.state == SFC_AUDIT_STORE_NOT_REHASHED)
                 printf("store      blobs on disk NOT re-hashed (%s); %" PRIu64
                        " set aside at its start\n", a->store.note, a->store.set_aside);
@@ -184,6 +184,8 @@ static json_object *store_json(const struct sfc_audit_store *st)
                                rehashed ? json_object_new_uint64(st->corrupt) : NULL);
         json_object_object_add(o, "missing",
                                rehashed ? json_object_new_uint64(st->missing) : NULL);
+        json_object_object_add(o, "repaired",
+                               rehashed ? json_object_new_uint64(st->repaired) : NULL);
         json_object_object_add(o, "set_aside", json_object_new_uint64(st->set_aside));
         json_object_object_add(o, "note", rehashed ? NULL : json_object_new_string(st->note));
         return o;

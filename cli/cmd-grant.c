@@ -146,12 +146,13 @@ int cli_cmd_grant(int argc, char **argv)
                 }
                 if (cli_print_json(o) < 0)
                         return 2;
-                return r < 0 ? 1 : 0;
+                return r < 0 ? cli_refusal_status(&why) : 0;
         }
         if (r < 0) {
-                fprintf(stderr, "snapfs grant: %s: not granted: %s\n", mount, snapfs_strerror(r));
+                fprintf(stderr, "snapfs grant: %s: not granted: %s\n", mount,
+                        cli_headline(r, &why));
                 cli_print_reasons(stderr, &why);
-                return 1;
+                return cli_refusal_status(&why);
         }
         cli_grant_print(stdout, &g);
         return fflush(stdout) == 0 ? 0 : 2;
@@ -194,12 +195,13 @@ int cli_cmd_revoke(int argc, char **argv)
                 }
                 if (cli_print_json(o) < 0)
                         return 2;
-                return r < 0 ? 1 : 0;
+                return r < 0 ? cli_refusal_status(&why) : 0;
         }
         if (r < 0) {
-                fprintf(stderr, "snapfs revoke: %s: not revoked: %s\n", mount, snapfs_strerror(r));
+                fprintf(stderr, "snapfs revoke: %s: not revoked: %s\n", mount,
+                        cli_headline(r, &why));
                 cli_print_reasons(stderr, &why);
-                return 1;
+                return cli_refusal_status(&why);
         }
         return 0;
 }

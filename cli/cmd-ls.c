@@ -207,7 +207,7 @@ int cli_cmd_ls(int argc, char **argv)
                                 json_object_object_add(o, "mount", json_object_new_string(mount));
                         return cli_print_json(o) < 0 ? 2 : 1;
                 }
-                fprintf(stderr, "snapfs ls: %s: %s\n", mount, snapfs_strerror(r));
+                fprintf(stderr, "snapfs ls: %s: %s\n", mount, cli_headline(r, &why));
                 cli_print_reasons(stderr, &why);
                 return 1;
         }

@@ -24,7 +24,8 @@ static void put_usage(FILE *f)
 {
         fprintf(f,
                 "Usage: snapfs put [--mount MNT] [--owner UID] [--insecure-own-mount]\n"
-                "                  [--name NAME] [--scope NAME [--as ENTRY]] [--json] FILE|-\n"
+                "                  [--name NAME] [--scope NAME [--as ENTRY] [--keep]] [--json]\n"
+                "                  FILE|-\n"
                 "\n"
                 "Publish the bytes of FILE (or standard input for -) to the snapfs mount MNT:\n"
                 "check the mount, write the bytes to a staging file, rename it to their SHA-256,\n"
@@ -39,8 +40,12 @@ static void put_usage(FILE *f)
                 "line gives the binding as seen there, where a sandbox reads, once that view\n"
                 "has passed the same mount check and the snapshot verified through it:\n"
                 "  read-view sha256=<hex> size=<n> dev=<major>:<minor> ino=<n> VIEW\n"
-                "With --scope NAME the snapshot is also granted to the scope NAME (under ENTRY\n"
-                "with --as: an existing ENTRY moves to it), and the second line is its binding\n"
+                "With --scope NAME the snapshot is published for the scope NAME alone: granted\n"
+                "to it (under ENTRY with --as: an existing ENTRY moves to it), held by no uid,\n"
+                "not listed on the main mount, and gone (from memory and the runtime store)\n"
+                "once its last grant goes (a revoke, the entry moved on, the scope removed)\n"
+                "and its last descriptor closes. --keep keeps your hold on the main mount as\n"
+                "well (the snapshot stays until you remove it). The second line is its binding\n"
                 "in that scope's view, judged and verified there as a sandbox of it will:\n"
                 "  scope NAME sha256=<hex> size=<n> dev=<major>:<minor> ino=<n> VIEW\n"
                 "\n"
@@ -49,8 +54,9 @@ static void put_usage(FILE *f)
                 CLI_HELP_TRUST
                 "  --name NAME   the snapshot's name: 1-64 of [A-Za-z0-9._-], starting with\n"
                 "                neither . nor _\n"
-                "  --scope NAME  grant the snapshot to the scope NAME (snapfs grant)\n"
+                "  --scope NAME  publish for the scope NAME alone (the mount owner and root)\n"
                 "  --as ENTRY    with --scope: under the entry name ENTRY\n"
+                "  --keep        with --scope: keep a hold on the main mount too\n"
                 "  --json        print one JSON object: ok, error, message, reasons, mount,\n"
                 "                binding, snapshot {sha256, size, dev, ino, name, published,\n"
                 "                publisher, binding}, already_published, read_view (null, or\n"
@@ -65,8 +71,11 @@ static void put_usage(FILE *f)
 }
 
 /* The first line of a refused publish: what happened, before the reasons say why. */
-static const char *refused_words(int r)
+static const char *refused_words(int r, const struct snapfs_report *why)
 {
+        /* ENOSPC from the store's disk is no limit of the mount's: named as what it is. */
+        if (why->n_reasons && strcmp(why->reasons[0].code, "store-full") == 0)
+                return "the store's filesystem is full";
         switch (-r) {
         case EPERM:
                 return "the daemon refused it";
@@ -111,14 +120,27 @@ static int put_in_scope(const char *mount, const char *scope, const char *entry,
         return r;
 }
 
+/* The publish itself: for the scope alone (granted as it is published), or, without a scope
+ * or with --keep, on the main mount (held by this uid; --keep grants it afterwards). */
+static int put_fd(const char *mount, const char *scope, const char *entry, bool keep,
+                  const char *name, int in, const struct snapfs_options *opts,
+                  struct snapfs_snapshot *s, struct snapfs_report *why)
+{
+        if (scope && !keep)
+                return snapfs_publish_fd_for_scope(mount, scope, entry, name, in, opts, s, why);
+        return snapfs_publish_fd_named(mount, name, in, opts, s, why);
+}
+
 enum {
         OPT_NAME = CLI_OWN_OPTION,
         OPT_SCOPE,
         OPT_AS,
+        OPT_KEEP,
 };
 
 struct put_args {
         const char *name, *scope, *entry;
+        bool keep;
 };
 
 /* --name NAME (checked when the file is known), --scope NAME, --as ENTRY: -1 to go on. */
@@ -166,6 +188,8 @@ static int take(void *arg, int val, const char *value, bool json)
                 a->name = value;
         else if (val == OPT_SCOPE)
                 a->scope = value;
+        else if (val == OPT_KEEP)
+                a->keep = true;
         else
                 a->entry = value;
         return -1;
@@ -177,6 +201,7 @@ int cli_cmd_put(int argc, char **argv)
                 { "name", required_argument, NULL, OPT_NAME },
                 { "scope", required_argument, NULL, OPT_SCOPE },
                 { "as", required_argument, NULL, OPT_AS },
+                { "keep", no_argument, NULL, OPT_KEEP },
                 { NULL, 0, NULL, 0 },
         };
         _cleanup_close_ int fd = -1;
@@ -186,7 +211,7 @@ int cli_cmd_put(int argc, char **argv)
         struct snapfs_snapshot s;
         struct snapfs_binding vb;
         char text[SNAPFS_BINDING_TEXT_MAX], vtext[SNAPFS_BINDING_TEXT_MAX], view[PATH_MAX];
-        struct put_args pa = { NULL, NULL, NULL };
+        struct put_args pa = { NULL, NULL, NULL, false };
         const char *file, *name, *given, *scope, *entry;
         int vr, r, in;
         bool view_failed;
@@ -203,6 +228,8 @@ int cli_cmd_put(int argc, char **argv)
         entry = pa.entry;
         if (entry && !scope)
                 return cli_usage_error("put", co.json, put_usage, "--as needs --scope");
+        if (pa.keep && !scope)
+                return cli_usage_error("put", co.json, put_usage, "--keep needs --scope");
         file = argv[optind];
         if (given && !sfc_name_ok(given))
                 return cli_usage_error("put", co.json, NULL,
@@ -223,12 +250,12 @@ int cli_cmd_put(int argc, char **argv)
                         return cli_system_error("put", co.json, negative_errno(), "%s", file);
                 in = fd;
         }
-        r = snapfs_publish_fd_named(mount, name, in, &co.opts, &s, &why);
+        r = put_fd(mount, scope, entry, pa.keep, name, in, &co.opts, &s, &why);
         /* FILE's own name is only a default: taken by a staging file of this uid (a publish
          * under it runs, or was interrupted), the snapshot goes unnamed rather than refused.
          * Nothing was read yet when that is found. */
         if (r == -EBUSY && !given && name)
-                r = snapfs_publish_fd_named(mount, NULL, in, &co.opts, &s, &why);
+                r = put_fd(mount, scope, entry, pa.keep, NULL, in, &co.opts, &s, &why);
 
         if (r < 0) {
                 if (co.json) {
@@ -239,7 +266,7 @@ int cli_cmd_put(int argc, char **argv)
                                 return 2;
                 } else {
                         fprintf(stderr, "snapfs put: %s: not published: %s\n", mount,
-                                refused_words(r));
+                                refused_words(r, &why));
                         cli_print_reasons(stderr, &why);
                 }
                 return 1;
@@ -249,7 +276,10 @@ int cli_cmd_put(int argc, char **argv)
         /* Where a sandbox reads: the same snapshot through the daemon's read view (or, with
          * --scope, granted to the scope and through its view), judged and verified there like
          * any mount. */
-        if (scope)
+        if (scope && !pa.keep)
+                vr = snapfs_scope_binding(mount, scope, &s.binding, &co.opts, view,
+                                          sizeof(view), &vb, &vwhy);
+        else if (scope)
                 vr = put_in_scope(mount, scope, entry, &s.binding, &co.opts, view,
                                   sizeof(view), &vb, &vwhy);
         else

@@ -79,12 +79,12 @@ static int refused(const char *cmd, const char *mount, int r, const struct snapf
                                 json_object_object_add(o, key, json_object_get(val));
                 }
                 json_object_put(fields);
-                return cli_print_json(o) < 0 ? 2 : 1;
+                return cli_print_json(o) < 0 ? 2 : cli_refusal_status(why);
         }
         json_object_put(fields);
-        fprintf(stderr, "snapfs %s: %s: %s\n", cmd, mount, snapfs_strerror(r));
+        fprintf(stderr, "snapfs %s: %s: %s\n", cmd, mount, cli_headline(r, why));
         cli_print_reasons(stderr, why);
-        return 1;
+        return cli_refusal_status(why);
 }
 
 static json_object *fields1(const char *key, json_object *v)

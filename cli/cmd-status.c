@@ -25,7 +25,8 @@ static void status_usage(FILE *f)
                 "Usage: snapfs status [--mount MNT] [TRUST] [--json]\n"
                 "TRUST: [--owner UID] [--insecure-own-mount] [--trust-user-namespace]\n"
                 "\n"
-                "The daemon behind the mount MNT: its pid, version and uptime, its mounts (the\n"
+                "The daemon behind the mount MNT: its pid, version and uptime (its supervisor\n"
+                "and how many successors took its mounts over), its mounts (the\n"
                 "main mount, the read view, every scope's view), the store, the limits and\n"
                 "their use, and counters of publishes and refusals by reason. Asked through\n"
                 "MNT/.control: the mount owner and root only (EACCES for anyone else).\n"
@@ -96,7 +97,7 @@ static int ask(const char *cmd, const char *mount, const struct cli_common *co,
                 }
                 return cli_print_json(o) < 0 ? 2 : 1;
         }
-        fprintf(stderr, "snapfs %s: %s: %s\n", cmd, mount, snapfs_strerror(r));
+        fprintf(stderr, "snapfs %s: %s: %s\n", cmd, mount, cli_headline(r, &why));
         cli_print_reasons(stderr, &why);
         return 1;
 }
@@ -146,6 +147,10 @@ static void print_status(json_object *s)
         printf("pid        %" PRId64 "\n", num(s, "pid"));
         printf("version    %s\n", str(s, "version"));
         printf("started    %s (up %" PRId64 " s)\n", str(s, "started"), num(s, "uptime_s"));
+        /* The process that keeps the mounts for a successor, and how many took over. */
+        if (num(s, "supervisor_pid") > 0)
+                printf("supervisor %" PRId64 "\n", num(s, "supervisor_pid"));
+        printf("takeovers  %" PRId64 "\n", num(s, "takeovers"));
         print_mount("mount", get(s, "mounts.main"));
         print_mount("read view", get(s, "mounts.read_view"));
         for (size_t i = 0; i < n; i++) {
@@ -184,6 +189,11 @@ static void print_status(json_object *s)
         printf("\n");
         printf("requests   %" PRId64 " answered, %" PRId64 " bytes read\n",
                num(s, "counters.requests"), num(s, "counters.bytes_read"));
+        /* Refusals nobody heard: said whenever there are any, first word first. */
+        if (num(s, "counters.audit_lines_lost"))
+                printf("audit      %" PRId64 " lines lost: the audit log could not be written "
+                       "(see the daemon's journal or standard error)\n",
+                       num(s, "counters.audit_lines_lost"));
 }
 
 int cli_cmd_status(int argc, char **argv)

@@ -127,6 +127,15 @@ int sfc_explain_daemon(struct snapfs_report *why, int err, const char *code, uin
                                           "daemon's limit of %s per uid (snapfs mount "
                                           "--max-staging-bytes)",
                                           sfc_size_text(value, l, sizeof(l)));
+        if (!strcmp(code, "store-full"))
+                return sfc_report_fail(why, err, code,
+                                          "the store's filesystem is full (the daemon's "
+                                          "--store): free room on it; no limit of the "
+                                          "daemon's refused this, and nothing was published");
+        if (!strcmp(code, "no-such-scope"))
+                return sfc_report_fail(why, err, code,
+                                          "the daemon has no scope of that name: nothing was "
+                                          "published (snapfs scope ls lists the scopes)");
         if (!strcmp(code, "full"))
                 return sfc_report_fail(why, err, code,
                                           "the mount is full: its snapshots and staging files "

@@ -113,8 +113,8 @@ static int read_set_aside(struct audit *a, int fd, uint64_t *count)
         return 0;
 }
 
-/* The daemon's answer to XATTR_STORE_CHECK (fs/tree/tree.h): a header line, then "corrupt HEX" or
- * "missing HEX" lines, then "more=N". Each problem names its blob. */
+/* The daemon's answer to XATTR_STORE_CHECK (fs/tree/tree.h): a header line, then "repaired HEX",
+ * "corrupt HEX" or "missing HEX" lines, then "more=N". Each problem names its blob. */
 static int parse_store_check(struct audit *a, char *text)
 {
         struct sfc_audit_store *st = &a->out->store;
@@ -133,7 +133,11 @@ static int parse_store_check(struct audit *a, char *text)
         a->out->passed[SFC_AUDIT_STORE] += (unsigned)intact;
         for (line = strtok_r(text + used, "\n", &save); r == 0 && line;
              line = strtok_r(NULL, "\n", &save)) {
-                if (!strncmp(line, "corrupt ", 8) && snap_is_digest_name(line + 8))
+                /* Found corrupt or missing and rewritten from the daemon's own copy: intact
+                 * now, and said so. */
+                if (!strncmp(line, "repaired ", 9) && snap_is_digest_name(line + 9))
+                        st->repaired++;
+                else if (!strncmp(line, "corrupt ", 8) && snap_is_digest_name(line + 8))
                         r = problem(a, SFC_AUDIT_STORE, line + 8, "store-blob-corrupt",
                                     "the blob on disk does not hash to its name (changed since "
                                     "it was written): the snapshot is served from memory, but "

@@ -51,6 +51,8 @@ enum sfc_audit_store_state {
 struct sfc_audit_store {
         enum sfc_audit_store_state state;
         uint64_t blobs, intact, corrupt, missing; /* REHASHED */
+        uint64_t repaired;                        /* REHASHED: rewritten from the daemon's
+                                                     copy (counted intact) */
         uint64_t set_aside;                       /* set aside at the daemon's start */
         char note[160];                           /* NOT_REHASHED: why */
 };

@@ -9,6 +9,7 @@
 #include <string.h>
 #include <sys/random.h>
 #include <sys/stat.h>
+#include <sys/xattr.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -211,7 +212,7 @@ static int identity_only(const struct sfc_mnt *m, const char *hex, uint64_t size
  * taken, a scratch name, or -EBUSY when strict), content, rename to its digest, then the
  * snapshot itself, verified and described. */
 static int publish_on(const struct sfc_mnt *m, struct source *src, const char *name,
-                      bool strict, const struct snapfs_options *opts,
+                      const char *for_scope, bool strict, const struct snapfs_options *opts,
                       struct snapfs_snapshot *out, struct snapfs_report *why)
 {
         struct snap_hasher *h = NULL;
@@ -256,6 +257,17 @@ static int publish_on(const struct sfc_mnt *m, struct source *src, const char *n
         if (r < 0) {
                 sfc_report_fail(why, r, "other-mount",
                                 "the staging file lies on another mount than the one checked");
+                goto out;
+        }
+        /* For a scope: said before a byte is written, so a refusal costs nothing. */
+        if (for_scope &&
+            fsetxattr(fd, "user.snapfs.for-scope", for_scope, strlen(for_scope), 0) < 0) {
+                r = negative_errno();
+                sfc_report_fail(why, r, r == -EACCES ? "not-operator" : "scope",
+                                r == -EACCES ? "only the mount owner and root publish for a "
+                                               "scope"
+                                             : "publishing for scope %s: %s",
+                                for_scope, describe(r));
                 goto out;
         }
 
@@ -322,8 +334,8 @@ out:
 }
 
 static int publish(const char *mount, struct source *src, const char *name,
-                   const struct snapfs_options *opts, struct snapfs_snapshot *out,
-                   struct snapfs_report *why)
+                   const char *for_scope, const struct snapfs_options *opts,
+                   struct snapfs_snapshot *out, struct snapfs_report *why)
 {
         struct sfc_mnt m = SFC_MNT_INIT;
         int r;
@@ -344,7 +356,7 @@ static int publish(const char *mount, struct source *src, const char *name,
         r = sfc_mnt_check(mount, opts, &m, why);
         if (r < 0)
                 return r;
-        r = publish_on(&m, src, name, true, opts, out, why);
+        r = publish_on(&m, src, name, for_scope, true, opts, out, why);
         sfc_mnt_close(&m);
         return r;
 }
@@ -361,7 +373,7 @@ int sfc_mnt_publish(const struct sfc_mnt *m, const void *data, size_t len,
         if (len > sfc_opt_limit(opts))
                 return sfc_explain_too_big(why, -EFBIG, len, true, sfc_opt_limit(opts),
                                               false);
-        return publish_on(m, &src, name, false, opts, out, why);
+        return publish_on(m, &src, name, NULL, false, opts, out, why);
 }
 
 int snapfs_publish_named(const char *mount, const char *name, const void *data, size_t len,
@@ -376,7 +388,7 @@ int snapfs_publish_named(const char *mount, const char *name, const void *data, 
         }
         if (!data)
                 src.data = (const uint8_t *)"";
-        return publish(mount, &src, name, opts, out, why);
+        return publish(mount, &src, name, NULL, opts, out, why);
 }
 
 int snapfs_publish_fd_named(const char *mount, const char *name, int fd,
@@ -389,7 +401,66 @@ int snapfs_publish_fd_named(const char *mount, const char *name, int fd,
                 sfc_report_reset(why);
                 return sfc_report_fail(why, -EINVAL, "invalid-argument", "no descriptor");
         }
-        return publish(mount, &src, name, opts, out, why);
+        return publish(mount, &src, name, NULL, opts, out, why);
+}
+
+/* A scope or entry name: 1-SNAPFS_NAME_MAX of [A-Za-z0-9._-], not starting with '.' (the
+ * daemon judges it again). */
+static bool scope_name_ok(const char *s)
+{
+        size_t n = strlen(s);
+
+        if (n == 0 || n > SNAPFS_NAME_MAX || s[0] == '.')
+                return false;
+        return strspn(s, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789._-") == n;
+}
+
+/* "SCOPE" or "SCOPE/ENTRY" into buf (2 * SNAPFS_NAME_MAX + 2 bytes): 0, or -EINVAL with why
+ * filled for a name outside the grammar. */
+static int for_scope_value(const char *scope, const char *entry, char *buf, size_t size,
+                           struct snapfs_report *why)
+{
+        if (!scope || !scope_name_ok(scope))
+                return sfc_report_fail(why, -EINVAL, "invalid-argument",
+                                       "'%s' is not a scope name: 1-64 of [A-Za-z0-9._-], not "
+                                       "starting with '.'", scope ? scope : "");
+        if (entry && !scope_name_ok(entry))
+                return sfc_report_fail(why, -EINVAL, "invalid-argument",
+                                       "'%s' is not an entry name: 1-64 of [A-Za-z0-9._-], not "
+                                       "starting with '.'", entry);
+        snprintf(buf, size, "%s%s%s", scope, entry ? "/" : "", entry ? entry : "");
+        return 0;
+}
+
+int snapfs_publish_for_scope(const char *mount, const char *scope, const char *entry,
+                             const char *name, const void *data, size_t len,
+                             const struct snapfs_options *opts, struct snapfs_snapshot *out,
+                             struct snapfs_report *why)
+{
+        struct source src = { .data = data ? data : (const uint8_t *)"", .len = len, .fd = -1 };
+        char dest[2 * SNAPFS_NAME_MAX + 2];
+
+        sfc_report_reset(why);
+        if (!data && len > 0)
+                return sfc_report_fail(why, -EINVAL, "invalid-argument", "no data");
+        if (for_scope_value(scope, entry, dest, sizeof(dest), why) < 0)
+                return -EINVAL;
+        return publish(mount, &src, name, dest, opts, out, why);
+}
+
+int snapfs_publish_fd_for_scope(const char *mount, const char *scope, const char *entry,
+                                const char *name, int fd, const struct snapfs_options *opts,
+                                struct snapfs_snapshot *out, struct snapfs_report *why)
+{
+        struct source src = { .fd = fd };
+        char dest[2 * SNAPFS_NAME_MAX + 2];
+
+        sfc_report_reset(why);
+        if (fd < 0)
+                return sfc_report_fail(why, -EINVAL, "invalid-argument", "no descriptor");
+        if (for_scope_value(scope, entry, dest, sizeof(dest), why) < 0)
+                return -EINVAL;
+        return publish(mount, &src, name, dest, opts, out, why);
 }
 
 int snapfs_publish(const char *mount, const void *data, size_t len,

@@ -7,10 +7,12 @@
 #include <sys/stat.h>
 #include <sys/sysmacros.h>
 #include <sys/xattr.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "client/client-internal.h"
 #include "common/util.h"
+#include "common/values.h"
 #include "mountcheck/verdict.h"
 #include "snapshot/digest.h"
 #include "snapshot/name.h"
@@ -97,9 +99,13 @@ int snapfs_scope_binding(const char *mount, const char *scope, const struct snap
         return 0;
 }
 
-/* How many times an entry moved while it was being opened is taken before giving up: each
- * move means a newer snapshot to open, and a rotation is rare next to an open. */
-#define ENTRY_TRIES 8
+/* How long an entry that keeps moving is followed before giving up, unless
+ * $SNAPFS_ENTRY_TIMEOUT (a duration: "30s", "2m", or milliseconds) says otherwise: each move
+ * means a newer snapshot to open, and a rotation costs the reader time, never an error, until
+ * then. A count of tries was no bound worth having: a rotator faster than an open made the
+ * eighth try fail (exec exited 125) while the docs promised a reader never sees a rotation. */
+#define ENTRY_TIMEOUT_ENV "SNAPFS_ENTRY_TIMEOUT"
+#define ENTRY_TIMEOUT_MS 10000
 
 /* One attempt of snapfs_open_entry on the judged view m. The descriptor, or a negative errno;
  * *moved says the entry named another snapshot meanwhile (the one opened was revoked from the
@@ -125,6 +131,14 @@ static int open_entry_once(const struct sfc_mnt *m, const char *entry, const cha
                 switch (-fd) {
                 case ENOENT:
                         return sfc_report_fail(why, fd, "open", "no entry %s in this view", esc);
+                case ESTALE:
+                        /* The snapshot the name resolved to went with its grant before the
+                         * open reached it (the daemon answers ESTALE; the kernel's one lookup
+                         * again met the next move too): the entry moved on. */
+                        *moved = true;
+                        return sfc_report_fail(why, fd, "changed",
+                                                  "%s moved to another snapshot while being "
+                                                  "opened", esc);
                 case ELOOP:
                         return sfc_report_fail(why, fd, "open",
                                                   "%s is a symlink: refused, never followed", esc);
@@ -194,12 +208,51 @@ static int open_entry_once(const struct sfc_mnt *m, const char *entry, const cha
         return TAKE_FD(fd);
 }
 
+static uint64_t now_ms(void)
+{
+        struct timespec ts;
+
+        clock_gettime(CLOCK_MONOTONIC, &ts);
+        return (uint64_t)ts.tv_sec * 1000 + (uint64_t)ts.tv_nsec / 1000000;
+}
+
+/* $SNAPFS_ENTRY_TIMEOUT in ms into *out (the default without it): 0, or -EINVAL reported. */
+static int entry_timeout(uint64_t *out, struct snapfs_report *why)
+{
+        const char *v = secure_getenv(ENTRY_TIMEOUT_ENV);
+
+        *out = ENTRY_TIMEOUT_MS;
+        if (!v || !*v)
+                return 0;
+        if (value_parse_duration(v, out) < 0)
+                return sfc_report_fail(why, -EINVAL, "invalid-argument",
+                                          "$" ENTRY_TIMEOUT_ENV " is no duration: give one as "
+                                          "30s, 2m or milliseconds");
+        return 0;
+}
+
+/* A pause between two tries, a little longer each time (at most 20 ms) and jittered, so the
+ * next open does not start in step with a rotator that keeps moving the entry. */
+static void entry_pause(unsigned tries)
+{
+        unsigned step = tries < 20 ? tries : 20;
+        long ns = (long)step * 1000000L;
+        struct timespec ts;
+
+        clock_gettime(CLOCK_MONOTONIC, &ts);
+        ns = ns / 2 + (ts.tv_nsec % (ns + 1)) / 2;
+        ts = (struct timespec){ .tv_sec = 0, .tv_nsec = ns };
+        nanosleep(&ts, NULL);
+}
+
 int snapfs_open_entry(const char *view, const char *entry, const struct snapfs_options *opts,
                       struct snapfs_binding *out, struct snapfs_report *why)
 {
         struct sfc_mnt m = SFC_MNT_INIT;
         char esc[96];
         bool moved = false;
+        uint64_t timeout, until;
+        unsigned tries = 0;
         int r;
 
         sfc_report_reset(why);
@@ -210,17 +263,31 @@ int snapfs_open_entry(const char *view, const char *entry, const struct snapfs_o
                                        "%s: " SNAP_ENTRY_NAME_RULE ", or a granted digest",
                                        entry ? "not a valid entry name" : "no entry name");
         mc_escape(entry, esc, sizeof(esc));
+        r = entry_timeout(&timeout, why);
+        if (r < 0)
+                return r;
         r = sfc_mnt_check(view, opts, &m, why);
         if (r < 0)
                 return r;
         /* An entry moved while it was opened leaves the snapshot it named revoked: open it
          * again, to hand over the snapshot it names now, whole (a rotation yields the old
          * snapshot or the new one, never an error while it settles). */
-        for (int i = 0; i < ENTRY_TRIES; i++) {
+        until = now_ms() + timeout;
+        for (;;) {
                 sfc_report_reset(why);
                 r = open_entry_once(&m, entry, esc, opts, out, &moved, why);
                 if (r >= 0 || !moved)
                         break;
+                if (now_ms() >= until) {
+                        sfc_report_reset(why);
+                        r = sfc_report_fail(why, -EAGAIN, "changed",
+                                               "%s moved to another snapshot during each of %u "
+                                               "opens in %llu ms: rotated faster than it can be "
+                                               "read; allow longer with $" ENTRY_TIMEOUT_ENV,
+                                               esc, tries + 1, (unsigned long long)timeout);
+                        break;
+                }
+                entry_pause(++tries);
         }
         sfc_mnt_close(&m);
         return r;

@@ -174,6 +174,22 @@ int snapfs_publish_fd_named(const char *mount, const char *name, int fd,
                             const struct snapfs_options *opts, struct snapfs_snapshot *out,
                             struct snapfs_report *why);
 
+/* snapfs_publish_named for a scope (docs/design.md, "Scopes"): the snapshot is the scope's
+ * alone, granted to scope (under entry when not NULL: an entry that exists moves to it), held
+ * by no uid (not listed on the main mount) and gone with its last grant; *out is its binding
+ * on the main mount (the owner's and root's: snapfs_scope_binding gives the view's). For the
+ * mount owner and root only: -EACCES otherwise; -ENOENT no such scope; -EINVAL a bad scope or
+ * entry name; else what snapfs_publish_named returns (1: the content was published already,
+ * and is granted now). */
+int snapfs_publish_for_scope(const char *mount, const char *scope, const char *entry,
+                             const char *name, const void *data, size_t len,
+                             const struct snapfs_options *opts, struct snapfs_snapshot *out,
+                             struct snapfs_report *why);
+/* snapfs_publish_for_scope of everything read from fd until end of file. */
+int snapfs_publish_fd_for_scope(const char *mount, const char *scope, const char *entry,
+                                const char *name, int fd, const struct snapfs_options *opts,
+                                struct snapfs_snapshot *out, struct snapfs_report *why);
+
 /* What the daemon of the snapfs mount at mount says of the snapshot b binds: judges the
  * mount, looks the snapshot up below its pinned root without opening it (a uid the reader
  * policy leaves out may ask too), checks its identity (regular, mode 0000, dev, ino, size),

@@ -142,7 +142,10 @@ int snapfs_wait_entry(const char *view, const char *entry, int timeout_ms,
         if (r == -ETIMEDOUT)
                 return sfc_report_fail(why, r, "timeout", "%s did not move within %d ms", esc,
                                        timeout_ms);
-        if (r < 0)
+        /* -EIO: the watch can tell no more (its view removed and answering from its
+         * reaper, or its daemon gone): what the entry names now is asked of a fresh open,
+         * which says "removed", ENOTCONN or the new snapshot. */
+        if (r < 0 && r != -EIO)
                 return sfc_report_fail(why, r, "io", "waiting for %s: %s", esc,
                                        strerrordesc_np(-r) ?: "unknown error");
         /* Moved: what it names now, opened and verified like any entry. */

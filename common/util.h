@@ -59,6 +59,33 @@ static inline void fclosep(FILE **f)
 #define TAKE_PTR(p) ({ __typeof__(p) _p = (p); (p) = NULL; _p; })
 #define TAKE_FD(fd) ({ int _fd = (fd); (fd) = -1; _fd; })
 
+/* Frees content bytes (a snapshot's, a staging file's) after zeroing them: a freed heap
+ * chunk keeps what it held until reused, and a secret collected from the store must not be
+ * readable later in the daemon's memory (a core dump, /proc/PID/mem, a swapped-out page). */
+static inline void free_zeroed(void *p, size_t len)
+{
+        if (p) {
+                explicit_bzero(p, len);
+                free(p);
+        }
+}
+
+/* realloc() that leaves no copy behind: the old block is zeroed before it is freed (plain
+ * realloc may move the bytes and free the old block as it was). len: the bytes of p in use,
+ * kept; cap: p's allocated size, zeroed. NULL (p untouched) without memory. */
+static inline void *realloc_zeroed(void *p, size_t len, size_t cap, size_t newcap)
+{
+        void *n = malloc(newcap ? newcap : 1);
+
+        if (!n)
+                return NULL;
+        if (p) {
+                memcpy(n, p, len < newcap ? len : newcap);
+                free_zeroed(p, cap);
+        }
+        return n;
+}
+
 /* Negative errno of the last failed libc call, never 0 (a library bug must not look like
  * success). */
 static inline int negative_errno(void)

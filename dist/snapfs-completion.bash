@@ -51,7 +51,7 @@ _snapfs()
     --preset) words="snapfs tmpfs" ;;
     --backend) words="auto statmount mountinfo" ;;
     --format) words="openmetrics prometheus" ;;
-    --mount | --read-view | --store | --view)
+    --mount | --read-view | --store | --runtime-store | --view)
         compopt -o filenames 2>/dev/null
         mapfile -t COMPREPLY < <(compgen -d -- "$cur")
         return 0

@@ -4,7 +4,7 @@
 # build-bench/ and runs every section, or only those named:
 #
 #   scripts/bench.sh [SECTION...]           sections: latency read scale mountcheck import
-#                                           scopes
+#                                           scopes takeover
 #
 # What is measured (items of the summary table):
 #   1 publish + first verified open, 256 B .. 1 MiB: snapfs vs a sealed memfd, O_TMPFILE
@@ -25,6 +25,12 @@
 #     open in a scope view vs a memfd its holder has open; a waiter on an entry's watch woken by
 #     a rotation, from the grant request's start, vs that request's reply. SCOPES=N changes the
 #     1,000.
+#   9 the takeover window (takeover): the longest time a reader checking every byte through
+#     the main mount and the read view went without a whole round read right, across 200
+#     kill -9 rounds of the serving process (its supervisor starts a successor that takes
+#     the mounts over), vs a plain restart that remounts (`snapfs mount -f --replace-stale`
+#     after each kill, 50 rounds); the requests that failed in the note. TAKEOVER_ROUNDS=N
+#     changes the 200.
 # "Verified" is docs/design.md's verified open: open, fstat identity checks, the descriptor's mount
 # id against the judged mount, pread + SHA-256, fstat again. The latency section runs three
 # times: client and daemon left to the scheduler ("free"), pinned to one CPU ("same"), and
@@ -109,7 +115,15 @@ section_scopes() {
     --scopes "${SCOPES:-1000}"
 }
 
-sections=(latency read scale mountcheck import scopes)
+# takeover: kill -9 rounds of a supervised daemon under a byte-checking reader, vs a remount.
+section_takeover() {
+  echo "== item 9: the takeover window, ${TAKEOVER_ROUNDS:-200} kill -9 rounds; the longest wait"
+  echo "   in ms, vs a restart that remounts (lower is better)"
+  private /usr/bin/python3 tests/bench/bench_takeover.py "$builddir/cli/snapfs" "$csv" \
+    "${TAKEOVER_ROUNDS:-200}"
+}
+
+sections=(latency read scale mountcheck import scopes takeover)
 
 # One table of every row in the CSV, in the order measured.
 table() {

@@ -255,7 +255,9 @@ static void free_object(struct object *o)
 {
         if (o->holders != &o->holder_inline)
                 free(o->holders);
-        free((void *)o->pub.data);
+        /* Zeroed before it is freed: collected content (a scope's secret) must not stay
+         * readable in a freed heap chunk of the daemon. */
+        free_zeroed((void *)o->pub.data, o->pub.size);
         free(o->pub.name);
         free(o);
 }
@@ -288,8 +290,18 @@ uint64_t snap_store_alloc_ino(struct snap_store *s)
 
         pthread_mutex_lock(&s->lock);
         ino = s->next_ino++;
+        if (s->cfg.ino_noted)
+                s->cfg.ino_noted(s->cfg.ino_ctx, NULL, ino);
         pthread_mutex_unlock(&s->lock);
         return ino;
+}
+
+void snap_store_skip_inos(struct snap_store *s, uint64_t next)
+{
+        pthread_mutex_lock(&s->lock);
+        if (next > s->next_ino)
+                s->next_ino = next;
+        pthread_mutex_unlock(&s->lock);
 }
 
 /* Room left below max_bytes: the privileged uid may use it all, anyone else not the
@@ -614,6 +626,8 @@ int snap_store_put(struct snap_store *s, const struct snap_put *p, struct snap_o
                                 s->next_ino = p->ino + 1;
                 } else
                         o->pub.ino = s->next_ino++;
+                if (s->cfg.ino_noted)
+                        s->cfg.ino_noted(s->cfg.ino_ctx, &o->pub.digest, o->pub.ino);
                 if (p->claim) {
                         /* Counted and charged to the publisher when it was claimed. */
                         p->claim->held = false;

@@ -34,6 +34,11 @@ struct snap_store_config {
         uint32_t privileged_uid;
         uint64_t reserve_objects;
         uint64_t reserve_bytes;
+        /* Told every inode number as it is handed out, before the caller can name it to
+         * anyone: digest the object's, or NULL for a number of snap_store_alloc_ino(). Called
+         * under the store's lock; it must not call back. NULL: nobody is told. */
+        void (*ino_noted)(void *ctx, const struct snap_digest *digest, uint64_t ino);
+        void *ino_ctx;
 };
 
 /* A snapshot has at most this many holders besides the privileged uid: what one manifest
@@ -114,6 +119,9 @@ void snap_store_free(struct snap_store *s);
 
 /* Next inode number: strictly greater than every number handed out before. */
 uint64_t snap_store_alloc_ino(struct snap_store *s);
+/* No number below next is handed out from here on (a successor's start, after a
+ * predecessor handed those out). */
+void snap_store_skip_inos(struct snap_store *s, uint64_t next);
 
 /* Reserve bytes against max_bytes (for content still being written): 0, or -ENOSPC. */
 int snap_store_reserve(struct snap_store *s, uint64_t bytes);

@@ -2,6 +2,7 @@
 /* Audit events: the writer thread and its bounded queue, per-uid coalescing of refusals,
  * JSON lines in valid UTF-8, and the file, stderr and syslog sinks (audit.h). */
 #include "fs/base/audit.h"
+#include "fs/base/trustpath.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -14,6 +15,7 @@
 #include <string.h>
 #include <sys/eventfd.h>
 #include <sys/stat.h>
+#include <sys/statfs.h>
 #include <syslog.h>
 #include <time.h>
 #include <unistd.h>
@@ -73,6 +75,7 @@ struct sfs_audit {
         uint64_t co_other;   /* refusals whose key did not fit */
         uint64_t dropped;    /* other events that found the queue full */
         uint64_t co_from_ms; /* monotonic time of the first refusal counted */
+        uint64_t lost_burst; /* lines lost since the sink last took one (the writer's) */
         struct timespec co_from, co_to; /* wall clock of the first and last */
 };
 
@@ -206,6 +209,7 @@ static int open_log_path(const char *path)
 static int open_log(const char *path)
 {
         _cleanup_close_ int fd = -1;
+        struct statfs sfs;
         struct stat st;
 
         fd = open_log_path(path);
@@ -221,14 +225,44 @@ static int open_log(const char *path)
                         return -EINVAL;
                 return negative_errno();
         }
-        if (fstat(fd, &st) < 0)
+        if (fstat(fd, &st) < 0 || fstatfs(fd, &sfs) < 0)
                 return negative_errno();
         if (!S_ISREG(st.st_mode))
                 return -EINVAL;
+        /* A file of /proc or /sys is a setting: a line appended there does something (or
+         * nothing, and every refusal would be lost). Refused as for --pid-file. */
+        if (sfs_trustpath_kernel_fs(&sfs))
+                return -EOPNOTSUPP;
         /* Whoever else may write the file can rewrite or erase what it says. */
         if ((st.st_mode & (S_IWGRP | S_IWOTH)) || st.st_uid != geteuid())
                 return -EPERM;
         return TAKE_FD(fd);
+}
+
+/* "Every refusal is audited" must not turn false in silence (the attack: fill the log's
+ * filesystem, then act unheard). A line the sink did not take is counted (snapfs status,
+ * snapfs metrics), and the first of a burst is said once to syslog (the journal) and
+ * standard error; the line that goes through again ends the burst, said with its count. */
+static void line_lost(struct sfs_audit *a, int err)
+{
+        sfs_metrics_audit_lost(1);
+        if (a->lost_burst++)
+                return;
+        syslog(LOG_DAEMON | LOG_ERR, "audit log %s cannot be written (%s): audit lines are lost "
+               "until it can, and counted (snapfs status, snapfs metrics)",
+               a->path ? a->path : "(standard error)", strerror(err));
+        fprintf(stderr, "snapfs mount: audit log %s cannot be written (%s): audit lines are "
+                "lost until it can, and counted (snapfs status, snapfs metrics)\n",
+                a->path ? a->path : "(standard error)", strerror(err));
+}
+
+static void line_taken(struct sfs_audit *a)
+{
+        if (!a->lost_burst)
+                return;
+        syslog(LOG_DAEMON | LOG_NOTICE, "audit log %s written again; %llu lines were lost",
+               a->path ? a->path : "(standard error)", (unsigned long long)a->lost_burst);
+        a->lost_burst = 0;
 }
 
 static void write_line(struct sfs_audit *a, const struct line *l)
@@ -244,11 +278,16 @@ static void write_line(struct sfs_audit *a, const struct line *l)
                 ssize_t n = write(a->fd, p, left);
                 if (n < 0 && errno == EINTR)
                         continue;
-                if (n <= 0)
-                        return; /* the line is lost; the next one tries again */
+                if (n <= 0) {
+                        /* Lost (a part written stays: the next line starts on a line of its
+                         * own only if the sink takes it whole); the next one tries again. */
+                        line_lost(a, n < 0 ? errno : EIO);
+                        return;
+                }
                 p += n;
                 left -= (size_t)n;
         }
+        line_taken(a);
 }
 
 static void do_reopen(struct sfs_audit *a)

@@ -45,7 +45,8 @@ enum sfs_audit_sink {
  * (mode 0600), its directory made first when that is missing (one level, 0750 less the umask;
  * -ENOENT when its parent is missing too), and judged on the descriptor: -ELOOP for a
  * symlink, -EINVAL for anything but a
- * regular file (a FIFO nobody reads would block the writer), -EPERM for a file writable by
+ * regular file (a FIFO nobody reads would block the writer), -EOPNOTSUPP for a file of a
+ * kernel interface (/proc, /sys: sfs_trustpath_kernel_fs), -EPERM for a file writable by
  * group or others or owned by another uid (they could rewrite the log); other open errors as
  * they are. No thread runs until sfs_audit_start. 0 and *out, or a negative errno. */
 int sfs_audit_open(enum sfs_audit_sink sink, const char *path, struct sfs_audit **out);

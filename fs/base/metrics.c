@@ -53,6 +53,7 @@ static struct {
         uint64_t buckets[SFS_OP_COUNT][SFS_METRICS_BUCKETS + 1];
         uint64_t sum_ns[SFS_OP_COUNT];
         uint64_t bytes_read;
+        uint64_t audit_lost;
         uint64_t events[SFS_METRICS_EVENTS + 1];
         uint64_t refusals[SFS_METRICS_ERRNO_MAX + 1];
         uint64_t generation;
@@ -94,6 +95,12 @@ void sfs_metrics_bytes_read(uint64_t n)
         add(&m.bytes_read, n);
 }
 
+void sfs_metrics_audit_lost(uint64_t n)
+{
+        add(&m.audit_lost, n);
+        add(&m.generation, 1);
+}
+
 void sfs_metrics_event(const char *event, int err)
 {
         /* An event of no name in the table counts in the last slot, "other". */
@@ -116,6 +123,7 @@ void sfs_metrics_read(struct sfs_metrics_snapshot *out)
                 out->sum_ns[o] = load(&m.sum_ns[o]);
         }
         out->bytes_read = load(&m.bytes_read);
+        out->audit_lost = load(&m.audit_lost);
         for (size_t i = 0; i <= SFS_METRICS_EVENTS; i++)
                 out->events[i] = load(&m.events[i]);
         for (size_t i = 0; i <= SFS_METRICS_ERRNO_MAX; i++)
@@ -222,6 +230,10 @@ int sfs_metrics_render(const struct sfs_metrics_snapshot *s, const struct sfs_me
                 "Bytes of snapshot content sent in answer to reads (cached pages are served "
                 "by the kernel without asking).",
                 s->bytes_read);
+        counter(f, fmt, "snapfs_audit_lines_lost", NULL,
+                "Audit lines the log did not take (a full filesystem, an I/O error): lost, "
+                "and counted here.",
+                s->audit_lost);
 
         family(f, fmt, "snapfs_events", "counter", NULL,
                "Audit events by kind (docs/design.md, \"Audit log\").");

@@ -69,12 +69,15 @@ void sfs_metrics_request(enum sfs_metrics_op op, uint64_t start_ns);
 void sfs_metrics_bytes_read(uint64_t n);
 /* An audit event (what sfs_audit_emit queues): event its name, err its errno (0: none). */
 void sfs_metrics_event(const char *event, int err);
+/* n audit lines the sink did not take (a full filesystem, an I/O error): lost, and counted. */
+void sfs_metrics_audit_lost(uint64_t n);
 
 /* A copy of every counter. */
 struct sfs_metrics_snapshot {
         uint64_t buckets[SFS_OP_COUNT][SFS_METRICS_BUCKETS + 1]; /* not cumulative */
         uint64_t sum_ns[SFS_OP_COUNT];
         uint64_t bytes_read;
+        uint64_t audit_lost;                          /* audit lines not written */
         uint64_t events[SFS_METRICS_EVENTS + 1];     /* by sfs_metrics_event_name(i) */
         uint64_t refusals[SFS_METRICS_ERRNO_MAX + 1]; /* by errno; [0] any other */
         uint64_t generation; /* grows with every event: a change to report */

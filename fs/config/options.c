@@ -105,6 +105,13 @@ const struct sfs_option sfs_options[SFS_OPT_COUNT] = {
                                     "filesystem, written before each publish is answered; at "
                                     "start every blob is re-hashed and served again (one that "
                                     "does not match is set aside in DIR/corrupt/)" },
+        [SFS_OPT_RUNTIME_STORE] = { .id = SFS_OPT_RUNTIME_STORE, .name = "runtime-store",
+                                    .arg = SFS_ARG_PATH, .metavar = "DIR",
+                                    .help = "keep the scopes (their grants, and the content "
+                                            "published for them) in DIR, on a RAM filesystem "
+                                            "(tmpfs, ramfs; any other is refused): it survives "
+                                            "a restart of the daemon, not a reboot, and never "
+                                            "reaches a disk; with --store, scopes need it" },
         [SFS_OPT_TRUST_KEY] = { .id = SFS_OPT_TRUST_KEY, .name = "trust-key", .arg = SFS_ARG_PATH, .metavar = "PUB",
                                 .help = "publish only what a manifest signed by the Ed25519 "
                                         "public key in PUB (PEM) names, learned from the "
@@ -268,6 +275,7 @@ static int set_path(struct sfs_daemon_config *cfg, const struct sfs_option *o,
         case SFS_OPT_READ_VIEW: cfg->read_view = value; break;
         case SFS_OPT_AUDIT_LOG: cfg->audit_log = value; break;
         case SFS_OPT_STORE: cfg->store = value; break;
+        case SFS_OPT_RUNTIME_STORE: cfg->runtime_store = value; break;
         case SFS_OPT_PID_FILE: cfg->pid_file = value; break;
         case SFS_OPT_TRUST_KEY:
                 if (cfg->n_trust_keys == SFS_TRUST_KEYS_MAX) {
@@ -386,6 +394,11 @@ int sfs_daemon_config_finish(struct sfs_daemon_config *cfg, char *why, size_t n)
         if (cfg->read_view && !cfg->tree.readers.any) {
                 /* The view never asks the daemon at open: a reader policy could not apply. */
                 snprintf(why, n, "--read-view needs every uid to be a reader (--readers any)");
+                return -EINVAL;
+        }
+        if (cfg->store && cfg->runtime_store && strcmp(cfg->store, cfg->runtime_store) == 0) {
+                /* One is on a disk, the other in RAM: one directory cannot be both. */
+                snprintf(why, n, "--store and --runtime-store must be two directories");
                 return -EINVAL;
         }
         if (cfg->tree.max_snapshot_size > cfg->tree.max_bytes) {

@@ -33,6 +33,7 @@
 #define SFS_TRUST_KEYS_MAX 16
 
 struct sfs_audit;
+struct sfs_inostate;
 struct sfs_ocistore;
 struct snap_trust;
 struct sfs_scope_users;
@@ -64,7 +65,10 @@ struct sfs_tree_config {
         uint64_t staging_ttl_ms;   /* closed staging files idle this long are removed; 0 never */
         struct sfs_audit *audit;   /* may be NULL */
         struct sfs_ocistore *ocistore; /* --store: snapshots written there first; or NULL */
+        struct sfs_ocistore *runtime;  /* --runtime-store: what is published for a scope is
+                                          written there instead; or NULL */
         struct snap_trust *trust;  /* --trust-key: publish only what signed manifests name */
+        struct sfs_inostate *inostate; /* the inode numbers kept for a successor, or NULL */
         /* A scope's view (docs/design.md, "Scopes"): its users read it, and publish when it
          * allows that, instead of readers and publishers. NULL on the main mount. */
         const struct sfs_scope_users *scope_users;
@@ -101,6 +105,7 @@ enum sfs_opt_id {
         SFS_OPT_NOSYMFOLLOW,
         SFS_OPT_AUDIT_LOG,
         SFS_OPT_STORE,
+        SFS_OPT_RUNTIME_STORE,
         SFS_OPT_TRUST_KEY,
         SFS_OPT_PID_FILE,
         SFS_OPT_REPLACE_STALE,
@@ -171,6 +176,8 @@ struct sfs_daemon_config {
         const char *audit_log;        /* NULL: standard error in the foreground, else syslog */
         const char *read_view;        /* also mount a read-only view here, or NULL */
         const char *store;            /* --store: an OCI image layout to keep snapshots in */
+        const char *runtime_store;    /* --runtime-store: the scopes' content and state, on a
+                                         RAM filesystem */
         const char *pid_file;         /* --pid-file: the serving pid, written once it serves */
         const char *trust_keys[SFS_TRUST_KEYS_MAX]; /* --trust-key PUB..., loaded at start */
         unsigned n_trust_keys;

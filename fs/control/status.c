@@ -25,6 +25,15 @@ struct daemon_info {
         uint64_t started_ns;       /* CLOCK_MONOTONIC */
 };
 static struct daemon_info daemon_info;
+/* Set before the first request (docs/design.md, "Taking over"). */
+static pid_t supervisor_pid;
+static unsigned takeovers;
+
+void sfs_status_set_takeover(pid_t supervisor, unsigned count)
+{
+        supervisor_pid = supervisor;
+        takeovers = count;
+}
 
 static int dup_or_null(const char *s, char **out)
 {
@@ -177,6 +186,7 @@ static json_object *counters_json(const struct sfs_metrics_snapshot *m)
         json_object_object_add(o, "events", ev);
         json_object_object_add(o, "requests", u64(requests));
         json_object_object_add(o, "bytes_read", u64(m->bytes_read));
+        json_object_object_add(o, "audit_lines_lost", u64(m->audit_lost));
         return o;
 }
 
@@ -207,6 +217,9 @@ int sfs_status_json(struct sfs_registry *r, json_object **out)
         json_object_object_add(o, "pid", json_object_new_int(getpid()));
         json_object_object_add(o, "version", json_object_new_string(SNAPFS_VERSION));
         json_object_object_add(o, "started", json_object_new_string(started));
+        json_object_object_add(o, "supervisor_pid",
+                               supervisor_pid > 0 ? json_object_new_int(supervisor_pid) : NULL);
+        json_object_object_add(o, "takeovers", u64(takeovers));
         json_object_object_add(o, "uptime_s", u64(uptime_s()));
 
         json_object_object_add(mounts, "main",

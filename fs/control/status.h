@@ -8,6 +8,7 @@
 
 #include <json-c/json.h>
 #include <stddef.h>
+#include <sys/types.h>
 
 #include "fs/base/metrics.h"
 
@@ -16,6 +17,9 @@ struct sfs_registry;
 /* What only the daemon's start knows: where it serves. Copied; NULL strings are fine. Sets
  * the start time too. 0 or -ENOMEM. */
 int sfs_status_set_daemon(const char *mount, const char *read_view, const char *store_dir);
+/* The supervisor that keeps the mounts' connections (0: none) and how many successors took
+ * them over so far. */
+void sfs_status_set_takeover(pid_t supervisor, unsigned count);
 /* Forgets it (at exit). */
 void sfs_status_clear_daemon(void);
 

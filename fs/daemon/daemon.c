@@ -7,7 +7,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
-#include <linux/magic.h>
+#include <poll.h>
 #include <pthread.h>
 #include <signal.h>
 #include <stdio.h>
@@ -26,14 +26,19 @@
 #include "fs/base/audit.h"
 #include "fs/config/conffile.h"
 #include "mountcheck/mountcheck.h"
+#include "fs/base/fdstore.h"
+#include "fs/base/inostate.h"
 #include "fs/base/notify.h"
+#include "fs/base/trustpath.h"
 #include "fs/store/ocistore.h"
+#include "fs/fuse/conn.h"
 #include "fs/fuse/ops.h"
 #include "fs/control/protocol.h"
 #include "fs/scopes/registry.h"
 #include "fs/fuse/scopeview.h"
 #include "fs/fuse/session.h"
 #include "fs/control/status.h"
+#include "fs/daemon/supervisor.h"
 #include "common/util.h"
 #include "snapshot/oci.h"
 #include "snapshot/trust.h"
@@ -222,14 +227,17 @@ static void report_to_parent(int code)
  * own handlers set a flag its loop checks before it waits, and a signal landing between the
  * check and the wait was lost: the daemon then never stopped. */
 static int stop_pipe[2] = { -1, -1 };
-static const int stop_signals[] = { SIGTERM, SIGINT };
+/* SIGUSR1 asks for a hand-over instead (docs/deployment.md, "Upgrading"): the loops end, the
+ * mounts stay, and a successor takes them over. */
+static const int stop_signals[] = { SIGTERM, SIGINT, SIGUSR1 };
+#define STOP_HANDOVER 'H'
 
 static void on_stop_signal(int sig)
 {
         int saved = errno;
+        char c = sig == SIGUSR1 ? STOP_HANDOVER : 0;
 
-        (void)sig;
-        if (write(stop_pipe[1], "", 1) < 0) {
+        if (write(stop_pipe[1], &c, 1) < 0) {
                 /* Full: a stop is already waiting to be read. */
         }
         errno = saved;
@@ -263,12 +271,14 @@ static void stop_signals_remove(void)
                 stop_pipe[i] = safe_close(stop_pipe[i]);
 }
 
-static void wait_for_stop(void)
+/* Whether the stop read is a hand-over. */
+static bool wait_for_stop(void)
 {
-        char c;
+        char c = 0;
 
         while (read(stop_pipe[0], &c, 1) < 0 && errno == EINTR)
                 ;
+        return c == STOP_HANDOVER;
 }
 
 /* ---- --pid-file ---- */
@@ -276,23 +286,6 @@ static void wait_for_stop(void)
 static int pid_fd = -1;
 static char *pid_path; /* absolute: the daemon's working directory becomes / */
 static bool pid_written;
-
-/* Filesystems whose files are kernel settings, not files: writing a pid into one does
- * something (cgroup.procs moves the daemon, /proc/sys/kernel/ns_last_pid steers pid
- * allocation). A pid file there is refused before anything is written. */
-static bool kernel_interface(const struct statfs *sfs)
-{
-        static const unsigned long types[] = {
-                PROC_SUPER_MAGIC, SYSFS_MAGIC,    CGROUP_SUPER_MAGIC, CGROUP2_SUPER_MAGIC,
-                DEBUGFS_MAGIC,    TRACEFS_MAGIC,  SECURITYFS_MAGIC,   BPF_FS_MAGIC,
-                EFIVARFS_MAGIC,   PSTOREFS_MAGIC,
-        };
-
-        for (size_t i = 0; i < sizeof(types) / sizeof(types[0]); i++)
-                if ((unsigned long)sfs->f_type == types[i])
-                        return true;
-        return false;
-}
 
 /* Opens --pid-file before anything is mounted, so a bad path fails the mount: O_NOFOLLOW and
  * a regular file only (a symlink planted there must not make us truncate another file), on
@@ -317,10 +310,18 @@ static int pidfile_open(const char *file)
                 LOG("--pid-file %s: %m; nothing mounted\n", file);
                 return errno == ELOOP ? SFS_EXIT_REFUSED : SFS_EXIT_ERROR;
         }
-        if (!S_ISREG(st.st_mode) || kernel_interface(&sfs)) {
+        if (!S_ISREG(st.st_mode) || sfs_trustpath_kernel_fs(&sfs)) {
                 LOG("--pid-file %s: refused: %s; nothing mounted\n", file,
                     S_ISREG(st.st_mode) ? "a kernel interface, not a file"
                                         : "not a regular file");
+                return SFS_EXIT_REFUSED;
+        }
+        /* Another uid's file, planted in a sticky directory after the path was judged: its
+         * owner chose what the daemon truncates and writes. */
+        if (st.st_uid != geteuid()) {
+                LOG("--pid-file %s: refused: owned by uid %u, not this uid (%u): remove it, "
+                    "or give a path in a directory of root or this uid alone; nothing "
+                    "mounted\n", file, (unsigned)st.st_uid, (unsigned)geteuid());
                 return SFS_EXIT_REFUSED;
         }
         n = snprintf(line, sizeof(line), "%d\n", (int)getpid());
@@ -332,11 +333,13 @@ static int pidfile_open(const char *file)
         return 0;
 }
 
-/* The serving process's pid, once it serves. */
-static void pidfile_write(void)
+/* Once the mount serves: the pid of the process that stays for the mounts' life, the
+ * supervisor's when there is one (it forwards every signal to the serving process), else
+ * the serving process's. */
+static void pidfile_write(pid_t pid)
 {
         char line[32];
-        int n = snprintf(line, sizeof(line), "%d\n", (int)getpid());
+        int n = snprintf(line, sizeof(line), "%d\n", (int)pid);
 
         if (pid_fd < 0)
                 return;
@@ -355,49 +358,163 @@ static void pidfile_remove(void)
         pid_path = NULL;
 }
 
+/* Everything one run of the daemon holds, from its preparation to its tear-down. */
+struct daemon {
+        struct sfs_daemon_config conf; /* owns what a config file gave */
+        const struct sfs_daemon_config *cfg;
+        char *path;
+        struct sfs_tree_config tc;
+        struct sfs_session_config sc;
+        struct sfs_ops_ctx ctx;
+        struct sfs_view view;
+        struct sfs_audit *audit;
+        struct sfs_ocistore *store, *runtime;
+        struct snap_trust *trust;
+        struct sfs_inostate *inostate;
+        struct fuse_session *se;
+        struct sfs_scopeviews *views;
+        struct sfs_registry *reg;
+        uint64_t dev;
+        int supervisor;        /* the socket to this process's supervisor, or -1 */
+        bool keeper;           /* a supervisor or systemd keeps the connections */
+        char *cwd;             /* the start directory, where a successor starts too */
+        unsigned handed;       /* connections handed to this process */
+        bool handover;         /* ending for a successor: nothing is unmounted */
+        bool signals;          /* the stop signals are installed */
+};
+
 /* INIT is answered and the self-check passed before it: the mount serves. READY=1 for a
- * service manager (a daemonized process names itself, since its manager watched the parent),
- * and a daemonized child's waiting parent may return. */
+ * service manager (a daemonized process names the process that stays, its supervisor, since
+ * its manager watched the parent), and a daemonized child's waiting parent may return; a
+ * supervisor learns that its child serves. */
 static void announce_ready(void *arg)
 {
-        const struct sfs_daemon_config *cfg = arg;
+        const struct daemon *d = arg;
+        pid_t main_pid = d->supervisor >= 0 ? getppid() : getpid();
         char state[64] = "READY=1";
         int r;
 
-        if (!cfg->foreground)
-                snprintf(state, sizeof(state), "MAINPID=%d\nREADY=1", (int)getpid());
-        pidfile_write();
+        if (!d->cfg->foreground)
+                snprintf(state, sizeof(state), "MAINPID=%d\nREADY=1", (int)main_pid);
+        pidfile_write(main_pid);
         r = sfs_notify(state);
         if (r < 0)
                 LOG("$NOTIFY_SOCKET: %s\n", strerror(-r));
+        if (d->supervisor >= 0 && sfs_supervisor_serving(d->supervisor) < 0)
+                LOG("cannot tell the supervisor that this process serves: %m\n");
         report_to_parent(SFS_EXIT_OK);
 }
 
-/* Serves the main mount from a thread of its own until SIGTERM or SIGINT, or until the
- * kernel ends the session. An SFS_EXIT_* code. */
-static int serve(const struct sfs_daemon_config *cfg, struct fuse_session *se,
-                 const struct sfs_ops_ctx *ctx, uint64_t dev)
+/* ---- the service manager's watchdog ---- */
+
+/* WATCHDOG=1 is sent only while the main mount's loop answers: each ping follows a request
+ * only that loop answers (a GETATTR of the root, AT_STATX_FORCE_SYNC). A stuck daemon (a
+ * deadlock, a stopped process, a disk that never returns) stops pinging, systemd kills it
+ * (WatchdogSec=), and a successor takes the mounts over and answers what waited; no kernel
+ * request timeout, which would abort the connection and every sandbox's bind with it. */
+struct watchdog {
+        const char *path;
+        long period_ms;
+        int stop[2];
+        pthread_t thread;
+        bool running;
+};
+
+static void *watchdog_loop(void *arg)
+{
+        struct watchdog *w = arg;
+        struct pollfd p = { .fd = w->stop[0], .events = POLLIN };
+        struct statx stx;
+
+        for (;;) {
+                int r = poll(&p, 1, (int)w->period_ms);
+                if (r < 0 && errno == EINTR)
+                        continue;
+                if (r != 0)
+                        break;
+                statx(AT_FDCWD, w->path, AT_STATX_FORCE_SYNC, STATX_TYPE, &stx);
+                sfs_notify("WATCHDOG=1");
+        }
+        return NULL;
+}
+
+/* Starts pinging when the service manager asked for it ($WATCHDOG_USEC, for this process
+ * when $WATCHDOG_PID says). */
+static void watchdog_start(struct watchdog *w, const char *path)
+{
+        const char *usec = getenv("WATCHDOG_USEC"), *pid = getenv("WATCHDOG_PID");
+        unsigned long long us = usec ? strtoull(usec, NULL, 10) : 0;
+
+        *w = (struct watchdog){ .path = path, .stop = { -1, -1 } };
+        if (!us || (pid && strtol(pid, NULL, 10) != (long)getpid()))
+                return;
+        /* Half the interval, as sd_watchdog_enabled(3) advises. */
+        w->period_ms = us / 2000 ? (long)(us / 2000) : 1;
+        if (pipe2(w->stop, O_CLOEXEC) < 0 ||
+            pthread_create_quiet(&w->thread, watchdog_loop, w, 0) != 0) {
+                LOG("cannot start the watchdog pings: %m; the service manager will kill the "
+                    "daemon\n");
+                return;
+        }
+        w->running = true;
+}
+
+/* Before the main loop stops: a ping's request in flight is still answered. */
+static void watchdog_stop(struct watchdog *w)
+{
+        if (w->running) {
+                if (write(w->stop[1], "", 1) < 0) {
+                        /* The thread polls for POLLHUP too once the pipe closes below. */
+                }
+                pthread_join(w->thread, NULL);
+        }
+        safe_close(w->stop[0]);
+        safe_close(w->stop[1]);
+        w->running = false;
+}
+
+/* Serves the main mount from a thread of its own until SIGTERM or SIGINT (or SIGUSR1, a
+ * hand-over, when a supervisor keeps the connections), or until the kernel ends the
+ * session. An SFS_EXIT_* code. */
+static int serve(struct daemon *d)
 {
         struct sfs_serving main_mount = {
-                .se = se,
-                .ctx = ctx,
-                .dev = dev,
-                .max_threads = cfg->max_threads,
-                .debug = cfg->debug,
+                .se = d->se,
+                .ctx = &d->ctx,
+                .dev = d->dev,
+                .max_threads = d->cfg->max_threads,
+                .debug = d->cfg->debug,
                 .ready = announce_ready,
-                .arg = (void *)(uintptr_t)cfg,
+                .arg = d,
                 .done_fd = stop_pipe[1],
         };
         int r;
+
+        struct watchdog wd;
 
         r = sfs_serving_start(&main_mount);
         if (r < 0) {
                 LOG("cannot serve: %s\n", strerror(-r));
                 return SFS_EXIT_ERROR;
         }
-        wait_for_stop();
+        watchdog_start(&wd, d->path);
+        for (;;) {
+                bool handover = wait_for_stop();
+                /* Without a keeper a hand-over would leave the mounts with nobody to serve
+                 * them: SIGUSR1 is ignored then. */
+                if (!handover || d->keeper) {
+                        d->handover = handover && !sfs_serving_ended(&main_mount);
+                        break;
+                }
+                LOG("SIGUSR1: nothing keeps the mounts for a successor; not handing them "
+                    "over\n");
+        }
+        watchdog_stop(&wd);
         r = sfs_serving_stop(&main_mount);
-        sfs_notify("STOPPING=1");
+        if (!d->handover)
+                sfs_notify("STOPPING=1");
+        if (d->handover)
+                return SFS_EXIT_HANDOVER;
         return r < 0 ? SFS_EXIT_ERROR : SFS_EXIT_OK;
 }
 
@@ -415,6 +532,10 @@ static int audit_refused(const char *path, int r)
                 return SFS_EXIT_REFUSED;
         case -ELOOP:
                 LOG("--audit-log %s: refused: a symbolic link; nothing mounted\n", path);
+                return SFS_EXIT_REFUSED;
+        case -EOPNOTSUPP:
+                LOG("--audit-log %s: refused: a kernel interface (/proc, /sys), not a file; "
+                    "nothing mounted\n", path);
                 return SFS_EXIT_REFUSED;
         default:
                 LOG("--audit-log %s: %s; nothing mounted\n", path ? path : "(stderr)",
@@ -460,11 +581,13 @@ static int store_restore_tree(void *ctx, const struct snap_digest *d, void *data
                                 &meta->created);
 }
 
-/* Opens --store and serves its snapshots again: 0, or an SFS_EXIT_* code (printed). */
-static int store_start(const struct sfs_daemon_config *cfg, struct sfs_ocistore *store,
-                       struct sfs_tree *tree, struct sfs_audit *audit)
+/* Opens --store (or --runtime-store, dir) and serves its snapshots again: 0, or an SFS_EXIT_*
+ * code (printed). */
+static int store_start(const struct sfs_daemon_config *cfg, const char *dir,
+                       struct sfs_ocistore *store, struct sfs_tree *tree,
+                       struct sfs_audit *audit)
 {
-        struct store_ctx sc = { .tree = tree, .audit = audit, .dir = cfg->store };
+        struct store_ctx sc = { .tree = tree, .audit = audit, .dir = dir };
         struct sfs_ocistore_hooks hooks = {
                 .restore = store_restore_tree,
                 .corrupt = store_corrupt,
@@ -474,7 +597,7 @@ static int store_start(const struct sfs_daemon_config *cfg, struct sfs_ocistore 
         int r = sfs_ocistore_load(store, cfg->tree.max_snapshot_size, &hooks);
 
         if (r < 0) {
-                LOG("--store %s: %s\n", cfg->store, strerror(-r));
+                LOG("%s: %s\n", dir, strerror(-r));
                 return SFS_EXIT_ERROR;
         }
         return 0;
@@ -483,23 +606,27 @@ static int store_start(const struct sfs_daemon_config *cfg, struct sfs_ocistore 
 static void scope_warn(void *ctx, const char *msg)
 {
         const char *dir = ctx;
-        LOG("--store %s: %s\n", dir, msg);
+        LOG("%s: %s\n", dir, msg);
 }
 
 /* The scope registry and its views, their scopes back from --store: 0, or an SFS_EXIT_* code
  * (printed). */
 static int scopes_start(const struct sfs_daemon_config *cfg, const char *mountpoint,
                         const char *read_view, struct sfs_tree *tree,
-                        struct sfs_ocistore *store, struct sfs_audit *audit,
-                        struct sfs_scopeviews **views, struct sfs_registry **reg)
+                        struct sfs_ocistore *store, struct sfs_ocistore *runtime,
+                        struct sfs_audit *audit, struct sfs_scopeviews **views,
+                        struct sfs_registry **reg)
 {
         _cleanup_free_ char *store_dir = cfg->store ? path_make_absolute(cfg->store) : NULL;
+        _cleanup_free_ char *runtime_dir =
+                cfg->runtime_store ? path_make_absolute(cfg->runtime_store) : NULL;
         int r = sfs_scopeviews_new(cfg->scope_threads, cfg->debug, views);
 
         if (r == 0)
                 r = sfs_registry_new(&(struct sfs_registry_config){
                                              .main = tree,
                                              .store = store,
+                                             .scope_store = runtime,
                                              .audit = audit,
                                              .views = sfs_scopeviews_ops(*views),
                                              .uid = getuid(),
@@ -508,16 +635,20 @@ static int scopes_start(const struct sfs_daemon_config *cfg, const char *mountpo
                                              .mountpoint = mountpoint,
                                              .read_view = read_view,
                                              .store_dir = store_dir,
+                                             .runtime_dir = runtime_dir,
                                      },
                                      reg);
         if (r == 0)
-                r = sfs_registry_restore(*reg, scope_warn, (void *)cfg->store);
+                r = sfs_registry_restore(*reg, scope_warn,
+                                         (void *)(cfg->runtime_store ? cfg->runtime_store
+                                                                     : cfg->store));
         if (r < 0) {
                 LOG("scopes: %s\n", strerror(-r));
                 return SFS_EXIT_ERROR;
         }
         /* The control channel: MNT/.control executes requests from here on. */
         sfs_tree_set_control(tree, sfs_protocol_exec, *reg);
+        sfs_tree_set_scope_grant(tree, sfs_registry_grant_hook, *reg);
         return 0;
 }
 
@@ -565,6 +696,39 @@ static int store_open(const struct sfs_daemon_config *cfg, struct sfs_ocistore *
         }
         if (r < 0) {
                 LOG("--store %s: %s\n", cfg->store, strerror(-r));
+                return SFS_EXIT_ERROR;
+        }
+        return 0;
+}
+
+/* --runtime-store: on a RAM filesystem, paired with --store. 0, or an SFS_EXIT_* code
+ * (printed). */
+static int runtime_open(const struct sfs_daemon_config *cfg, struct sfs_ocistore *store,
+                        struct sfs_ocistore **out)
+{
+        struct sfs_ocistore_why why;
+        char pid[32];
+        int r = sfs_ocistore_open_runtime(cfg->runtime_store, store, SFS_STORE_WAIT_MS, out,
+                                          &why);
+
+        if (r == -EMEDIUMTYPE) {
+                LOG("--runtime-store %s: refused: not on a RAM filesystem (tmpfs, ramfs): a "
+                    "scope's content must never reach a disk\n", cfg->runtime_store);
+                return SFS_EXIT_REFUSED;
+        }
+        if (r == -EWOULDBLOCK) {
+                LOG("--runtime-store %s: refused: another snapfs daemon%s uses it\n",
+                    cfg->runtime_store, holder_text(why.holder, pid, sizeof(pid)));
+                return SFS_EXIT_REFUSED;
+        }
+        if (r == -EPERM || r == -EREMOTE) {
+                LOG("--runtime-store %s: refused: %s\n", cfg->runtime_store,
+                    r == -EPERM ? "not owned by this uid, or writable by group or others"
+                                : "on a remote filesystem");
+                return SFS_EXIT_REFUSED;
+        }
+        if (r < 0) {
+                LOG("--runtime-store %s: %s\n", cfg->runtime_store, strerror(-r));
                 return SFS_EXIT_ERROR;
         }
         return 0;
@@ -639,6 +803,47 @@ static int trust_load(const struct sfs_daemon_config *cfg, struct snap_trust **o
         return 0;
 }
 
+/* --OPT path judged along its whole path (fs/base/trustpath.h) before the daemon reads or
+ * writes it: 0 (a missing file is left to the option's own open, which reports or makes it),
+ * or an SFS_EXIT_* code (printed). */
+static int path_trusted(const char *opt, const char *path, unsigned flags)
+{
+        _cleanup_free_ char *abs = path_make_absolute(path);
+        struct sfs_trustpath_why why;
+        int r;
+
+        if (!abs) {
+                LOG("--%s %s: %m; nothing mounted\n", opt, path);
+                return SFS_EXIT_ERROR;
+        }
+        r = sfs_trustpath_judge(abs, geteuid(), flags, &why);
+        if (r == 0 || r == -ENOENT)
+                return 0;
+        LOG("--%s %s: refused: %s; nothing mounted\n", opt, path, why.message);
+        return r == -EPERM || r == -ELOOP || r == -ENOTDIR || r == -EINVAL ? SFS_EXIT_REFUSED
+                                                                           : SFS_EXIT_ERROR;
+}
+
+/* Every other path the daemon trusts, once the config file has named them. */
+static int paths_trusted(const struct sfs_daemon_config *c)
+{
+        int r = 0;
+
+        if (c->store)
+                r = path_trusted("store", c->store, SFS_TRUSTPATH_MAY_BE_ABSENT);
+        /* Every scope's content and state: swapped for a directory of another uid's, it would
+         * hand that uid the secrets (or plant scopes and grants). */
+        if (!r && c->runtime_store)
+                r = path_trusted("runtime-store", c->runtime_store, SFS_TRUSTPATH_MAY_BE_ABSENT);
+        if (!r && c->audit_log)
+                r = path_trusted("audit-log", c->audit_log, SFS_TRUSTPATH_MAY_BE_ABSENT);
+        if (!r && c->pid_file)
+                r = path_trusted("pid-file", c->pid_file, SFS_TRUSTPATH_MAY_BE_ABSENT);
+        for (unsigned i = 0; !r && i < c->n_trust_keys; i++)
+                r = path_trusted("trust-key", c->trust_keys[i], 0);
+        return r;
+}
+
 /* The config file, the rules between options and the derived defaults, into *c (a copy of
  * what the caller built): 0, or an SFS_EXIT_* code (printed). */
 static int config_start(struct sfs_daemon_config *c)
@@ -647,6 +852,8 @@ static int config_start(struct sfs_daemon_config *c)
         unsigned line;
         int r;
 
+        if (c->config && (r = path_trusted("config", c->config, 0)) != 0)
+                return r;
         if (c->config) {
                 r = sfs_conffile_load(c, c->config, &line, why, sizeof(why));
                 if (r < 0 && line) {
@@ -659,6 +866,9 @@ static int config_start(struct sfs_daemon_config *c)
                                                                           : SFS_EXIT_ERROR;
                 }
         }
+        r = paths_trusted(c);
+        if (r)
+                return r;
         if (sfs_daemon_config_finish(c, why, sizeof(why)) < 0) {
                 LOG("%s; nothing mounted\n", why);
                 return SFS_EXIT_ERROR;
@@ -666,24 +876,345 @@ static int config_start(struct sfs_daemon_config *c)
         return 0;
 }
 
-int sfs_daemon_run(const struct sfs_daemon_config *given)
+/* ---- taking over (docs/design.md, "Taking over") ---- */
+
+static int daemon_prepare_tree(struct daemon *d);
+
+static int keep_supervisor(void *arg, int fd, int rec, unsigned id)
 {
-        _cleanup_free_ char *path = NULL;
-        struct sfs_daemon_config conf = *given;
-        const struct sfs_daemon_config *cfg = &conf;
-        struct sfs_tree_config tc = { 0 };
-        struct sfs_ops_ctx ctx = { 0 };
-        struct sfs_view view = { 0 };
-        struct sfs_session_config sc = { 0 };
-        struct sfs_audit *audit = NULL;
-        struct sfs_ocistore *store = NULL;
-        struct snap_trust *trust = NULL;
-        struct fuse_session *se = NULL;
-        struct sfs_scopeviews *views = NULL;
-        struct sfs_registry *reg = NULL;
-        uint64_t dev = 0;
+        const struct daemon *d = arg;
+        return sfs_supervisor_keep(d->supervisor, fd, rec, id);
+}
+
+/* Under systemd: the unit's file-descriptor store keeps the pair, under the names a
+ * successor finds in LISTEN_FDNAMES. */
+static int keep_fdstore(void *arg, int fd, int rec, unsigned id)
+{
+        char name[64];
+        int r;
+
+        (void)arg;
+        snprintf(name, sizeof(name), "snapfs-fuse-%u", id);
+        r = sfs_fdstore_store(name, fd);
+        snprintf(name, sizeof(name), "snapfs-rec-%u", id);
+        return r < 0 ? r : sfs_fdstore_store(name, rec);
+}
+
+/* Whether a service manager keeps descriptors for this process: $FDSTORE, the store's size,
+ * as systemd sets it from 254 on (the shipped unit sets it for 252), with $NOTIFY_SOCKET. */
+static bool fdstore_offered(void)
+{
+        const char *n = getenv("FDSTORE"), *sock = getenv("NOTIFY_SOCKET");
+
+        return n && sock && *sock && strtoul(n, NULL, 10) > 0;
+}
+
+/* What a supervisor handed this process: its socket, the inode numbers, the connections.
+ * Only from a supervisor (LISTEN_PID names this very process, and only a process that holds
+ * the connections could pass them); anything that is not what it claims is closed. 0, or an
+ * SFS_EXIT_* code (printed). */
+static int inherit(struct daemon *d)
+{
+        int r = sfs_fdstore_load(), fd;
+
+        if (r < 0) {
+                LOG("LISTEN_FDS: %s\n", strerror(-r));
+                return SFS_EXIT_ERROR;
+        }
+        if (r == 0)
+                return 0;
+        d->supervisor = sfs_fdstore_take("snapfs-supervisor");
+        fd = sfs_fdstore_take("snapfs-inodes");
+        if (fd >= 0 && (r = sfs_inostate_open(fd, &d->inostate)) < 0)
+                LOG("the inode numbers handed over are not valid (%s); serving with new "
+                    "ones\n", strerror(-r));
+        r = sfs_conn_inherit();
+        if (r > 0)
+                d->handed = (unsigned)r;
+        sfs_fdstore_close_rest();
+        return 0;
+}
+
+/* The audit line and the log line of a takeover, once every connection was adopted. */
+static void takeover_report(struct daemon *d)
+{
+        char why[128];
+        unsigned n = sfs_conn_adopted_count(), dropped = sfs_conn_drop_unadopted();
+
+        if (!n)
+                return;
+        snprintf(why, sizeof(why), "%u connections taken over, takeover %u%s", n,
+                 sfs_inostate_generation(d->inostate), dropped ? ", some ended since" : "");
+        LOG("%s\n", why);
+        sfs_audit_emit(d->audit, &(struct sfs_audit_event){
+                                         .event = "takeover",
+                                         .uid = getuid(),
+                                         .pid = getpid(),
+                                         .reason = why,
+                                 });
+}
+
+/* ---- the daemon's life: prepare, mount, serve, tear down ---- */
+
+/* Configuration, the stale mount, the pid file, the audit log, --store and the tree: 0, or an
+ * SFS_EXIT_* code (printed). Nothing is mounted yet. */
+static int daemon_prepare(struct daemon *d)
+{
+        const struct sfs_daemon_config *cfg = d->cfg;
+        int r;
+
+        r = config_start(&d->conf);
+        if (r == 0)
+                r = trust_load(cfg, &d->trust);
+        if (r == 0)
+                r = inherit(d);
+        if (r)
+                return r;
+        d->tc = cfg->tree;
+        d->tc.trust = d->trust;
+        d->tc.single_uid = !cfg->allow_other;
+        d->sc = (struct sfs_session_config){
+                .allow_other = cfg->allow_other,
+                .ro = cfg->tree.read_only,
+                .debug = cfg->debug,
+                .attr_set = cfg->mount_attr_set,
+                .attr_clr = cfg->mount_attr_clr,
+        };
+        d->cwd = get_current_dir_name(); /* before daemonizing: a successor's arguments */
+        d->path = path_make_absolute(cfg->mountpoint);
+        if (!d->path) {
+                LOG("%s: %m\n", cfg->mountpoint);
+                return SFS_EXIT_ERROR;
+        }
+        /* A connection handed over is alive, not stale: a look at it would wait for this
+         * very process. */
+        if (!sfs_conn_handed_over(d->path, SFS_CONN_MAIN) && (r = handle_stale(cfg, d->path)))
+                return r;
+        if (cfg->pid_file && (r = pidfile_open(cfg->pid_file)))
+                return r;
+        /* Open the log before daemonizing: a relative path means the caller's directory.
+         * A daemon's standard error is /dev/null: without a file, its events go to syslog
+         * (the journal, where there is one). */
+        r = sfs_audit_open(cfg->audit_log ? SFS_AUDIT_FILE
+                           : cfg->foreground ? SFS_AUDIT_STDERR : SFS_AUDIT_SYSLOG,
+                           cfg->audit_log, &d->audit);
+        if (r < 0)
+                return audit_refused(cfg->audit_log, r);
+        reopen_on_hup(d->audit, false); /* cannot fail: the same handler, set above */
+        return daemon_prepare_tree(d);
+}
+
+/* The inode numbers, the tree and what --store serves again: 0, or an SFS_EXIT_* code. */
+static int daemon_prepare_tree(struct daemon *d)
+{
+        int r;
+
+        if (!d->inostate && (r = sfs_inostate_open(-1, &d->inostate)) < 0) {
+                LOG("%s\n", strerror(-r));
+                return SFS_EXIT_ERROR;
+        }
+        d->tc.audit = d->audit;
+        d->tc.inostate = d->inostate;
+        d->tc.owner_uid = getuid();
+        d->tc.owner_gid = getgid();
+        if (d->cfg->store) {
+                r = store_open(d->cfg, &d->store);
+                if (r)
+                        return r;
+                d->tc.ocistore = d->store;
+        }
+        if (d->cfg->runtime_store) {
+                r = runtime_open(d->cfg, d->store, &d->runtime);
+                if (r)
+                        return r;
+                d->tc.runtime = d->runtime;
+        }
+        r = sfs_tree_new(&d->tc, &d->ctx.tree);
+        if (r < 0) {
+                LOG("%s\n", strerror(-r));
+                return SFS_EXIT_ERROR;
+        }
+        if (d->store)
+                r = store_start(d->cfg, d->cfg->store, d->store, d->ctx.tree, d->audit);
+        if (r == 0 && d->runtime)
+                r = store_start(d->cfg, d->cfg->runtime_store, d->runtime, d->ctx.tree,
+                                d->audit);
+        return r;
+}
+
+/* The main mount (made and checked, or taken over), the read view, the scopes: 0, or an
+ * SFS_EXIT_* code (printed). */
+static int daemon_mount(struct daemon *d)
+{
+        int r;
+
+        d->se = sfs_session_new(&d->sc, &d->ctx);
+        if (!d->se) {
+                LOG("cannot create the FUSE session\n");
+                return SFS_EXIT_ERROR;
+        }
+        d->ctx.se = d->se;
+        /* Before anything can announce the mount: a SIGTERM that arrives early must end the
+         * loop (and unmount) like any other, not kill the process by default action. */
+        if (stop_signals_install() < 0) {
+                LOG("cannot install signal handlers: %m\n");
+                return SFS_EXIT_ERROR;
+        }
+        d->signals = true;
+        r = sfs_session_mount(d->se, &d->ctx, d->path, &d->sc, SFS_CONN_MAIN, &d->dev);
+        if (r < 0)
+                return SFS_EXIT_ERROR;
+        if (r == 0) {
+                /* A mount on a shared parent joins its peer group: events elsewhere could
+                 * then propagate in. Make ours private when we may (mountcheck refuses it
+                 * otherwise). */
+                if (geteuid() == 0 && mount(NULL, d->path, NULL, MS_PRIVATE, NULL) < 0)
+                        LOG("%s: cannot make the mount private: %m\n", d->path);
+                r = sfs_session_check(d->path, &d->sc, false, &d->dev);
+                if (r)
+                        return exit_code(r);
+                sfs_session_checked(&d->ctx, d->dev);
+        }
+        sfs_tree_set_dev(d->ctx.tree, d->dev, false);
+        if (d->cfg->read_view) {
+                r = sfs_view_mount(&d->view, d->cfg->read_view, &d->sc, d->ctx.tree);
+                if (r)
+                        return exit_code(r);
+                d->ctx.view_se = d->view.se;
+        }
+        if (sfs_status_set_daemon(d->path, d->view.path, d->cfg->store) < 0)
+                LOG("snapfs status: out of memory; it names no paths\n");
+        /* Scopes after every mount of this daemon, so no view lands on one of them. */
+        return scopes_start(d->cfg, d->path, d->view.path, d->ctx.tree, d->store, d->runtime,
+                            d->audit, &d->views, &d->reg);
+}
+
+/* Daemonized: the supervisor that keeps the connections, forked here (after the mounts, so
+ * `snapfs mount` returns once they serve; before any thread). A successor has one already.
+ * Its failure is said, and the daemon serves without. */
+static void daemon_supervise(struct daemon *d)
+{
+        int r;
+
+        if (d->supervisor < 0 && d->cfg->foreground && fdstore_offered()) {
+                r = sfs_fdstore_store("snapfs-inodes", sfs_inostate_fd(d->inostate));
+                if (r < 0)
+                        LOG("cannot store the inode numbers with the service manager: %s\n",
+                            strerror(-r));
+                sfs_conn_set_keeper(keep_fdstore, d);
+                d->keeper = true;
+                sfs_status_set_takeover(0, sfs_inostate_generation(d->inostate));
+                return;
+        }
+        if (d->supervisor < 0 && !d->cfg->foreground) {
+                r = sfs_supervisor_start(&d->supervisor, d->cwd);
+                if (r < 0)
+                        LOG("cannot start the supervisor: %s; a crash will end the mounts\n",
+                            strerror(-r));
+        }
+        if (d->supervisor < 0)
+                return;
+        if (sfs_supervisor_keep_state(d->supervisor, sfs_inostate_fd(d->inostate)) < 0)
+                LOG("cannot hand the inode numbers to the supervisor: %m\n");
+        sfs_conn_set_keeper(keep_supervisor, d);
+        d->keeper = true;
+        sfs_status_set_takeover(getppid(), sfs_inostate_generation(d->inostate));
+}
+
+/* Daemonizes, starts what runs beside the requests and serves: an SFS_EXIT_* code. */
+static int daemon_serve(struct daemon *d)
+{
+        const struct sfs_daemon_config *cfg = d->cfg;
+        /* Threads only after the fork: a fork keeps just one. */
+        struct sweeper sw;
         int r, ret = SFS_EXIT_ERROR;
 
+        /* A successor is its supervisor's child already: it neither forks nor prints. */
+        if (d->supervisor < 0 && !cfg->foreground && (r = daemonize()) < 0) {
+                LOG("cannot daemonize: %s\n", strerror(-r));
+                return SFS_EXIT_ERROR;
+        }
+        daemon_supervise(d);
+        takeover_report(d);
+        if (d->store && !cfg->foreground)
+                sfs_ocistore_note_pid(d->store, getpid()); /* the serving pid, named */
+        if (sfs_audit_start(d->audit) < 0)
+                LOG("cannot start the audit writer; events are written at exit\n");
+        sweeper_start(&sw, d->ctx.tree, d->reg, cfg->tree.staging_ttl_ms);
+        r = sfs_view_start(&d->view, cfg->max_threads);
+        if (r == 0 && (r = sfs_scopeviews_start(d->views)) < 0)
+                LOG("cannot serve the scopes' views: %s\n", strerror(-r));
+        if (r == 0 && (r = sfs_registry_start(d->reg)) < 0)
+                LOG("cannot watch the scopes' until-pids: %s\n", strerror(-r));
+        /* STATUS= for a service manager: a summary it shows, kept up to date. */
+        if (r == 0 && sfs_status_notifier_start(d->reg) < 0)
+                LOG("cannot start the STATUS= notifier: %m\n");
+        if (r < 0) {
+                LOG("cannot serve the read view: %s\n", strerror(-r));
+        } else {
+                if (cfg->foreground && d->view.path)
+                        printf("snapfs: serving %s, read view %s (pid %d)\n", d->path,
+                               d->view.path, (int)getpid());
+                else if (cfg->foreground)
+                        printf("snapfs: serving %s (pid %d)\n", d->path, (int)getpid());
+                fflush(stdout);
+                ret = serve(d);
+        }
+        sfs_status_notifier_stop();
+        sweeper_stop(&sw);
+        return ret;
+}
+
+/* Unmounts (unless handing over) and frees everything, in the order the loops need: the
+ * scopes' views first (their scopes stay in --store), then the read view, then the main
+ * mount; their loops must be gone before the trees they read are freed. */
+static void daemon_teardown(struct daemon *d, int ret)
+{
+        bool unmount = !d->handover;
+
+        if (d->ctx.tree) {
+                sfs_tree_set_control(d->ctx.tree, NULL, NULL);
+                sfs_tree_set_scope_grant(d->ctx.tree, NULL, NULL);
+        }
+        if (d->handover)
+                sfs_scopeviews_handover(d->views);
+        sfs_registry_free(d->reg);
+        sfs_scopeviews_free(d->views);
+        d->ctx.view_se = NULL;
+        sfs_view_end(&d->view, unmount);
+        if (d->signals)
+                stop_signals_remove();
+        sfs_session_end(d->se, &d->ctx, unmount);
+        /* A successor that failed to start: what it was handed has nobody to serve it. */
+        sfs_conn_drop_unadopted();
+        /* A daemonized child that never served tells its parent why it stops. */
+        report_to_parent(ret == SFS_EXIT_OK ? SFS_EXIT_ERROR : ret);
+        /* A successor writes its own pid there. */
+        if (!d->handover)
+                pidfile_remove();
+        reopen_on_hup(NULL, true);
+        /* The store first: nothing serves any more, and a daemon started on it at once
+         * must not wait while this one frees what it served (seconds for a large store). */
+        sfs_ocistore_close(d->runtime); /* first: it may use --store's lock */
+        sfs_ocistore_close(d->store);
+        /* Everything the snapshots held is freed before exit. */
+        sfs_tree_free(d->ctx.tree);
+        sfs_inostate_free(d->inostate);
+        sfs_audit_close(d->audit);
+        snap_trust_free(d->trust);
+        sfs_daemon_config_free(&d->conf);
+        sfs_status_clear_daemon();
+        safe_close(d->supervisor);
+        free(d->path);
+        free(d->cwd);
+}
+
+int sfs_daemon_run(const struct sfs_daemon_config *given)
+{
+        struct daemon d = { .conf = *given, .supervisor = -1 };
+        int r;
+
+        d.cfg = &d.conf;
         /* First of all: a SIGHUP at any moment of the start must not end it. */
         if (reopen_on_hup(NULL, false) < 0) {
                 LOG("cannot install signal handlers: %m\n");
@@ -691,188 +1222,13 @@ int sfs_daemon_run(const struct sfs_daemon_config *given)
         }
         /* Then the configuration, whoever built it: nothing is touched before it holds. The
          * caller's cfg owns nothing; conf owns what a config file gave. */
-        conf.owned = NULL;
-        conf.n_owned = 0;
-        r = config_start(&conf);
+        d.conf.owned = NULL;
+        d.conf.n_owned = 0;
+        r = daemon_prepare(&d);
         if (r == 0)
-                r = trust_load(cfg, &trust);
-        if (r) {
-                sfs_daemon_config_free(&conf);
-                return r;
-        }
-        tc = cfg->tree;
-        tc.trust = trust;
-        tc.single_uid = !cfg->allow_other;
-        sc = (struct sfs_session_config){
-                .allow_other = cfg->allow_other,
-                .ro = cfg->tree.read_only,
-                .debug = cfg->debug,
-                .attr_set = cfg->mount_attr_set,
-                .attr_clr = cfg->mount_attr_clr,
-        };
-        path = path_make_absolute(cfg->mountpoint);
-        if (!path) {
-                LOG("%s: %m\n", cfg->mountpoint);
-                ret = SFS_EXIT_ERROR;
-                goto out;
-        }
-        r = handle_stale(cfg, path);
-        if (r) {
-                ret = r;
-                goto out;
-        }
-        if (cfg->pid_file) {
-                r = pidfile_open(cfg->pid_file);
-                if (r) {
-                        ret = r;
-                        goto out;
-                }
-        }
-        /* Open the log before daemonizing: a relative path means the caller's directory.
-         * A daemon's standard error is /dev/null: without a file, its events go to syslog
-         * (the journal, where there is one). */
-        r = sfs_audit_open(cfg->audit_log ? SFS_AUDIT_FILE
-                           : cfg->foreground ? SFS_AUDIT_STDERR : SFS_AUDIT_SYSLOG,
-                           cfg->audit_log, &audit);
-        if (r < 0) {
-                ret = audit_refused(cfg->audit_log, r);
-                goto out;
-        }
-        reopen_on_hup(audit, false); /* cannot fail: the same handler, set above */
-        tc.audit = audit;
-        tc.owner_uid = getuid();
-        tc.owner_gid = getgid();
-        if (cfg->store) {
-                r = store_open(cfg, &store);
-                if (r) {
-                        ret = r;
-                        goto out;
-                }
-                tc.ocistore = store;
-        }
-        r = sfs_tree_new(&tc, &ctx.tree);
-        if (r < 0) {
-                LOG("%s\n", strerror(-r));
-                goto out;
-        }
-        if (store) {
-                r = store_start(cfg, store, ctx.tree, audit);
-                if (r) {
-                        ret = r;
-                        goto out;
-                }
-        }
-        se = sfs_session_new(&sc, &ctx);
-        if (!se) {
-                LOG("cannot create the FUSE session\n");
-                goto out;
-        }
-        ctx.se = se;
-        /* Before anything can announce the mount: a SIGTERM that arrives early must end the
-         * loop (and unmount) like any other, not kill the process by default action. */
-        if (stop_signals_install() < 0) {
-                LOG("cannot install signal handlers: %m\n");
-                stop_signals_remove();
-                fuse_session_destroy(se);
-                se = NULL;
-                goto out;
-        }
-        if (fuse_session_mount(se, path) != 0) {
-                LOG("%s: mount failed\n", path);
-                stop_signals_remove();
-                fuse_session_destroy(se);
-                se = NULL;
-                goto out;
-        }
-        /* A mount on a shared parent joins its peer group: events elsewhere could then
-         * propagate in. Make ours private when we may (mountcheck refuses it otherwise). */
-        if (geteuid() == 0 && mount(NULL, path, NULL, MS_PRIVATE, NULL) < 0)
-                LOG("%s: cannot make the mount private: %m\n", path);
-
-        r = sfs_session_check(path, &sc, false, &dev);
-        if (r) {
-                ret = exit_code(r);
-                goto unmount;
-        }
-        sfs_tree_set_dev(ctx.tree, dev, false);
-        if (cfg->read_view) {
-                r = sfs_view_mount(&view, cfg->read_view, &sc, ctx.tree);
-                if (r) {
-                        ret = exit_code(r);
-                        goto unmount;
-                }
-                ctx.view_se = view.se;
-        }
-        if (sfs_status_set_daemon(path, view.path, cfg->store) < 0)
-                LOG("snapfs status: out of memory; it names no paths\n");
-        /* Scopes after every mount of this daemon, so no view lands on one of them. */
-        r = scopes_start(cfg, path, view.path, ctx.tree, store, audit, &views, &reg);
-        if (r) {
-                ret = r;
-                goto unmount;
-        }
-
-        if (!cfg->foreground && (r = daemonize()) < 0) {
-                LOG("cannot daemonize: %s\n", strerror(-r));
-                goto unmount;
-        }
-        {
-                /* Threads only after the fork: a fork keeps just one. */
-                struct sweeper sw;
-                if (store && !cfg->foreground)
-                        sfs_ocistore_note_pid(store, getpid()); /* the serving pid, named */
-                if (sfs_audit_start(audit) < 0)
-                        LOG("cannot start the audit writer; events are written at exit\n");
-                sweeper_start(&sw, ctx.tree, reg, cfg->tree.staging_ttl_ms);
-                r = sfs_view_start(&view, cfg->max_threads);
-                if (r == 0 && (r = sfs_scopeviews_start(views)) < 0)
-                        LOG("cannot serve the scopes' views: %s\n", strerror(-r));
-                if (r == 0 && (r = sfs_registry_start(reg)) < 0)
-                        LOG("cannot watch the scopes' until-pids: %s\n", strerror(-r));
-                /* STATUS= for a service manager: a summary it shows, kept up to date. */
-                if (r == 0 && sfs_status_notifier_start(reg) < 0)
-                        LOG("cannot start the STATUS= notifier: %m\n");
-                if (r < 0) {
-                        LOG("cannot serve the read view: %s\n", strerror(-r));
-                } else {
-                        if (cfg->foreground) {
-                                if (view.path)
-                                        printf("snapfs: serving %s, read view %s (pid %d)\n",
-                                               path, view.path, (int)getpid());
-                                else
-                                        printf("snapfs: serving %s (pid %d)\n", path,
-                                               (int)getpid());
-                                fflush(stdout);
-                        }
-                        ret = serve(cfg, se, &ctx, dev);
-                }
-                sfs_status_notifier_stop();
-                sweeper_stop(&sw);
-        }
-unmount:
-        /* The scopes' views first (their scopes stay in --store), then the read view: their
-         * loops must be gone before the trees they read are freed. */
-        sfs_tree_set_control(ctx.tree, NULL, NULL);
-        sfs_registry_free(reg);
-        sfs_scopeviews_free(views);
-        ctx.view_se = NULL;
-        sfs_view_stop(&view);
-        fuse_session_unmount(se);
-        stop_signals_remove();
-        fuse_session_destroy(se);
-out:
-        /* A daemonized child that never served tells its parent why it stops. */
-        report_to_parent(ret == SFS_EXIT_OK ? SFS_EXIT_ERROR : ret);
-        pidfile_remove();
-        reopen_on_hup(NULL, true);
-        /* The store first: nothing serves any more, and a daemon started on it at once
-         * must not wait while this one frees what it served (seconds for a large store). */
-        sfs_ocistore_close(store);
-        /* Everything the snapshots held is freed before exit. */
-        sfs_tree_free(ctx.tree);
-        sfs_audit_close(audit);
-        snap_trust_free(trust);
-        sfs_daemon_config_free(&conf);
-        sfs_status_clear_daemon();
-        return ret;
+                r = daemon_mount(&d);
+        if (r == 0)
+                r = daemon_serve(&d);
+        daemon_teardown(&d, r);
+        return r;
 }

@@ -294,10 +294,13 @@ static void op_read(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
         int r;
 
         /* No handle: the read view, whose opens the kernel made without asking us. The
-         * publishing mount always has one. */
+         * publishing mount always has one, or had it from a predecessor (taken over): the
+         * open it answered was judged then, and a snapshot never changes, so the file is
+         * read again by its node. */
         if (h)
                 r = sfs_tree_read(ctx_of(req)->tree, h, size, off, reply_data, &rr);
-        else if ((ctx_of(req)->read_view || ctx_of(req)->no_open) && fi->fh == 0 &&
+        else if ((((ctx_of(req)->read_view || ctx_of(req)->no_open) && fi->fh == 0) ||
+                  sfs_tree_id_foreign(ctx_of(req)->tree, fi->fh)) &&
                  (n = node_of(req, ino)))
                 r = sfs_tree_read_node(ctx_of(req)->tree, n, size, off, reply_data, &rr);
         else
@@ -322,6 +325,11 @@ static void op_write(fuse_req_t req, fuse_ino_t ino, const char *buf, size_t siz
                 r = sfs_tree_write_flags(ctx_of(req)->tree, &c, fi->flags);
         if (r == 0)
                 r = sfs_tree_write(ctx_of(req)->tree, &c, h, buf, size, off);
+        /* buf lies in libfuse's receive buffer, which the thread reuses: a later request
+         * overwrites only its own length of it, so a secret written to a staging file would
+         * stay readable in the daemon's memory long after its snapshot was collected. The
+         * bytes are copied (or refused) now: zero them. */
+        explicit_bzero((void *)(uintptr_t)buf, size);
         if (r < 0)
                 fuse_reply_err(req, -r);
         else
@@ -566,20 +574,38 @@ static int fill_dirent(void *ctx, const char *name, uint64_t ino, mode_t mode, o
         return 0;
 }
 
+/* The open directory fi names. One a predecessor opened (taken over) is opened again for
+ * this request alone, as its caller, into *tmp: listings resume at their offset (the root's
+ * is an inode number). */
+static struct sfs_dir *dir_of(fuse_req_t req, fuse_ino_t ino, const struct fuse_file_info *fi,
+                              struct sfs_dir **tmp)
+{
+        struct sfs_tree *t = ctx_of(req)->tree;
+        struct sfs_dir *d = sfs_tree_dir(t, fi->fh);
+        struct sfs_caller c = caller_of(req);
+        struct sfs_node *n;
+
+        *tmp = NULL;
+        if (d || !sfs_tree_id_foreign(t, fi->fh) || !(n = node_of(req, ino)))
+                return d;
+        return sfs_tree_opendir(t, &c, n, tmp) == 0 ? *tmp : NULL;
+}
+
 static void op_readdir(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
                        struct fuse_file_info *fi)
 {
         struct dirbuf b = { .req = req, .size = size };
+        struct sfs_dir *tmp;
         int r;
 
-        (void)ino;
         b.buf = malloc(size ? size : 1);
         if (!b.buf) {
                 fuse_reply_err(req, ENOMEM);
                 return;
         }
-        r = sfs_tree_readdir(ctx_of(req)->tree, sfs_tree_dir(ctx_of(req)->tree, fi->fh), off,
-                             fill_dirent, &b);
+        r = sfs_tree_readdir(ctx_of(req)->tree, dir_of(req, ino, fi, &tmp), off, fill_dirent,
+                             &b);
+        sfs_tree_releasedir(ctx_of(req)->tree, tmp);
         if (r < 0 && !b.used)
                 fuse_reply_err(req, -r);
         else
@@ -622,6 +648,7 @@ static void op_readdirplus(fuse_req_t req, fuse_ino_t ino, size_t size, off_t of
                            struct fuse_file_info *fi)
 {
         struct sfs_ops_ctx *ctx = ctx_of(req);
+        struct sfs_dir *tmp;
         struct dirbuf b = {
                 .req = req,
                 .size = size,
@@ -643,8 +670,8 @@ static void op_readdirplus(fuse_req_t req, fuse_ino_t ino, size_t size, off_t of
                 fuse_reply_err(req, ENOMEM);
                 return;
         }
-        r = sfs_tree_readdir(ctx->tree, sfs_tree_dir(ctx->tree, fi->fh), off, fill_dirent_plus,
-                             &b);
+        r = sfs_tree_readdir(ctx->tree, dir_of(req, ino, fi, &tmp), off, fill_dirent_plus, &b);
+        sfs_tree_releasedir(ctx->tree, tmp);
         if (r < 0 && !b.used)
                 fuse_reply_err(req, -r);
         else if (fuse_reply_buf(req, b.buf, b.used) < 0)
@@ -726,10 +753,10 @@ static void op_setxattr(fuse_req_t req, fuse_ino_t ino, const char *name, const 
         struct sfs_caller c = caller_of(req);
         struct sfs_node *n = node_or_reply(req, ino);
 
-        (void)value, (void)size, (void)flags;
+        (void)flags;
         if (n)
                 fuse_reply_err(req, -sfs_tree_setxattr(ctx_of(req)->tree, &c, n, "setxattr",
-                                                       name));
+                                                       name, value, size));
 }
 
 static void op_removexattr(fuse_req_t req, fuse_ino_t ino, const char *name)
@@ -739,7 +766,7 @@ static void op_removexattr(fuse_req_t req, fuse_ino_t ino, const char *name)
 
         if (n)
                 fuse_reply_err(req, -sfs_tree_setxattr(ctx_of(req)->tree, &c, n, "removexattr",
-                                                       name));
+                                                       name, NULL, 0));
 }
 
 /* flush only reaches the daemon for staging writes (everything else opens with noflush). No

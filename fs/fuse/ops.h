@@ -7,6 +7,7 @@
 #include <stdbool.h>
 
 struct sfs_tree;
+struct sfs_conn;
 
 /* The session's userdata. */
 struct sfs_ops_ctx {
@@ -17,6 +18,7 @@ struct sfs_ops_ctx {
         bool no_open;            /* OPEN answered ENOSYS (a read-only scope view only its
                                     daemon's uid reaches): the kernel opens without asking */
         struct fuse_session *view_se; /* the publishing session's read view, or NULL */
+        struct sfs_conn *conn;   /* the kernel connection (conn.h), set when mounted */
 };
 
 extern const struct fuse_lowlevel_ops sfs_ops;

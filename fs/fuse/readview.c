@@ -9,6 +9,7 @@
 #include <sys/mount.h>
 #include <unistd.h>
 
+#include "fs/fuse/conn.h"
 #include "fs/tree/tree.h"
 #include "common/util.h"
 
@@ -30,20 +31,24 @@ int sfs_view_mount(struct sfs_view *v, const char *path, const struct sfs_sessio
                 goto fail;
         }
         v->ctx.se = v->se;
-        if (fuse_session_mount(v->se, v->path) != 0) {
+        r = sfs_session_mount(v->se, &v->ctx, v->path, sc, SFS_CONN_READ_VIEW, &v->dev);
+        if (r < 0) {
                 LOG("%s: mounting the read view failed\n", v->path);
-                fuse_session_destroy(v->se);
+                sfs_session_end(v->se, &v->ctx, false);
                 v->se = NULL;
                 goto fail;
         }
-        if (geteuid() == 0 && mount(NULL, v->path, NULL, MS_PRIVATE, NULL) < 0)
-                LOG("%s: cannot make the read view private: %m\n", v->path);
-        /* The view must really be read-only: that, not the daemon, is what refuses writes
-         * there, since the daemon is never asked at open. */
-        r = sfs_session_check(v->path, sc, true, &v->dev);
-        if (r) {
-                sfs_view_stop(v);
-                return r;
+        if (r == 0) {
+                if (geteuid() == 0 && mount(NULL, v->path, NULL, MS_PRIVATE, NULL) < 0)
+                        LOG("%s: cannot make the read view private: %m\n", v->path);
+                /* The view must really be read-only: that, not the daemon, is what refuses
+                 * writes there, since the daemon is never asked at open. */
+                r = sfs_session_check(v->path, sc, true, &v->dev);
+                if (r) {
+                        sfs_view_stop(v);
+                        return r;
+                }
+                sfs_session_checked(&v->ctx, v->dev);
         }
         sfs_tree_set_dev(tree, v->dev, true);
         r = sfs_tree_set_view_path(tree, v->path);
@@ -75,12 +80,14 @@ int sfs_view_start(struct sfs_view *v, unsigned max_threads)
 
 void sfs_view_stop(struct sfs_view *v)
 {
+        sfs_view_end(v, true);
+}
+
+void sfs_view_end(struct sfs_view *v, bool unmount)
+{
         sfs_serving_stop(&v->serving);
-        if (v->se) {
-                fuse_session_unmount(v->se);
-                fuse_session_destroy(v->se);
-                v->se = NULL;
-        }
+        sfs_session_end(v->se, &v->ctx, unmount);
+        v->se = NULL;
         free(v->path);
         v->path = NULL;
 }

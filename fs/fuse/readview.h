@@ -28,3 +28,6 @@ int sfs_view_mount(struct sfs_view *v, const char *path, const struct sfs_sessio
 int sfs_view_start(struct sfs_view *v, unsigned max_threads);
 /* Stops serving, unmounts and frees; safe on a view never mounted or never started. */
 void sfs_view_stop(struct sfs_view *v);
+/* The same, unmounting only when unmount (false: a handover, the mount stays for a
+ * successor). */
+void sfs_view_end(struct sfs_view *v, bool unmount);

@@ -16,6 +16,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "fs/fuse/conn.h"
 #include "fs/fuse/ops.h"
 #include "fs/config/options.h"
 #include "fs/fuse/session.h"
@@ -53,6 +54,7 @@ struct sfs_scopeviews {
         pthread_t reaper;
         bool reaper_running, stop;
         struct sfs_view_ops ops;
+        bool handover;           /* ending for a successor: nothing is unmounted */
 };
 
 /* ---- the list ---- */
@@ -71,12 +73,9 @@ static void unlink_view(struct sfs_scopeviews *v, struct sfs_view *view)
 static void view_free(struct sfs_view *view)
 {
         sfs_serving_stop(&view->serving);
-        if (view->se) {
-                /* A session the kernel ended has nothing to unmount (its descriptor polls
-                 * POLLERR); a live one is unmounted here. */
-                fuse_session_unmount(view->se);
-                fuse_session_destroy(view->se);
-        }
+        /* A session the kernel ended has nothing to unmount (its descriptor polls POLLERR);
+         * a live one is unmounted here, unless a successor takes it over. */
+        sfs_session_end(view->se, &view->ctx, !view->owner->handover);
         if (view->state == VIEW_DETACHED)
                 sfs_tree_free(view->tree);
         free(view->path);
@@ -128,8 +127,7 @@ static int reap_ended(struct sfs_scopeviews *v)
                 } else {
                         /* Unmounted from outside: the scope stays, unserved. */
                         sfs_serving_stop(&view->serving);
-                        fuse_session_unmount(view->se);
-                        fuse_session_destroy(view->se);
+                        sfs_session_end(view->se, &view->ctx, true);
                         view->se = NULL;
                         view->ctx.se = NULL;
                         view->state = VIEW_ENDED;
@@ -216,6 +214,21 @@ static int linger(struct sfs_scopeviews *v, struct sfs_view *view)
 
 /* ---- the backend ---- */
 
+/* A new view's mount made private and judged like the main mount before one request is
+ * served from it: 0, 1 not compliant, or -errno. */
+static int check_new(struct sfs_view *view, const struct sfs_session_config *sc, bool ro)
+{
+        int r;
+
+        /* Private: a mount on a shared parent would join its peer group. */
+        if (geteuid() == 0 && mount(NULL, view->path, NULL, MS_PRIVATE, NULL) < 0)
+                LOG("%s: cannot make the view private: %m\n", view->path);
+        r = sfs_session_check(view->path, sc, ro, &view->dev);
+        if (r == 0)
+                sfs_session_checked(&view->ctx, view->dev);
+        return r;
+}
+
 static int op_mount(void *ctx, const struct sfs_view_request *req, struct sfs_tree *tree,
                     struct sfs_view **out, uint64_t *dev, char *msg, size_t msgsize)
 {
@@ -243,8 +256,9 @@ static int op_mount(void *ctx, const struct sfs_view_request *req, struct sfs_tr
                 return -EIO;
         }
         view->ctx.se = view->se;
-        if (fuse_session_mount(view->se, view->path) != 0) {
-                fuse_session_destroy(view->se);
+        r = sfs_session_mount(view->se, &view->ctx, view->path, &sc, SFS_CONN_SCOPE, &view->dev);
+        if (r < 0) {
+                sfs_session_end(view->se, &view->ctx, false);
                 free(view->path);
                 free(view);
                 snprintf(msg, msgsize, "%s: mounting the view failed%s", req->path,
@@ -253,14 +267,9 @@ static int op_mount(void *ctx, const struct sfs_view_request *req, struct sfs_tr
                                  : "");
                 return -EIO;
         }
-        /* Private: a mount on a shared parent would join its peer group. */
-        if (geteuid() == 0 && mount(NULL, view->path, NULL, MS_PRIVATE, NULL) < 0)
-                LOG("%s: cannot make the view private: %m\n", view->path);
-        /* Judged like the main mount before one request is served from it. */
-        r = sfs_session_check(view->path, &sc, req->ro, &view->dev);
+        r = r == 0 ? check_new(view, &sc, req->ro) : 0;
         if (r) {
-                fuse_session_unmount(view->se);
-                fuse_session_destroy(view->se);
+                sfs_session_end(view->se, &view->ctx, true);
                 free(view->path);
                 free(view);
                 snprintf(msg, msgsize, "%s: the new view is not a compliant mount%s", req->path,
@@ -275,8 +284,7 @@ static int op_mount(void *ctx, const struct sfs_view_request *req, struct sfs_tr
         }
         pthread_mutex_unlock(&v->lock);
         if (r < 0) {
-                fuse_session_unmount(view->se);
-                fuse_session_destroy(view->se);
+                sfs_session_end(view->se, &view->ctx, true);
                 free(view->path);
                 free(view);
                 snprintf(msg, msgsize, "cannot serve the view: %s", strerror(-r));
@@ -404,6 +412,12 @@ static int op_clear_stale(void *ctx, const char *path)
         return r < 0 ? r : 0;
 }
 
+static bool op_handed_over(void *ctx, const char *path)
+{
+        (void)ctx;
+        return sfs_conn_handed_over(path, SFS_CONN_SCOPE);
+}
+
 static unsigned op_lingering(void *ctx, char *text, size_t size)
 {
         struct sfs_scopeviews *v = ctx;
@@ -481,6 +495,7 @@ int sfs_scopeviews_new(unsigned max_threads, bool debug, struct sfs_scopeviews *
                 .alive = op_alive,
                 .clear_stale = op_clear_stale,
                 .shutdown = op_shutdown,
+                .handed_over = op_handed_over,
                 .lingering = op_lingering,
                 .ctx = v,
         };
@@ -508,6 +523,12 @@ int sfs_scopeviews_start(struct sfs_scopeviews *v)
         }
         pthread_mutex_unlock(&v->lock);
         return r;
+}
+
+void sfs_scopeviews_handover(struct sfs_scopeviews *v)
+{
+        if (v)
+                v->handover = true;
 }
 
 void sfs_scopeviews_free(struct sfs_scopeviews *v)

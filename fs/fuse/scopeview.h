@@ -24,6 +24,9 @@ const struct sfs_view_ops *sfs_scopeviews_ops(struct sfs_scopeviews *v);
 /* Starts serving every view mounted so far, and every later one at once (after any fork):
  * 0 or -errno. */
 int sfs_scopeviews_start(struct sfs_scopeviews *v);
+/* From here on, views are ended without being unmounted: the daemon hands its connections
+ * over to a successor. */
+void sfs_scopeviews_handover(struct sfs_scopeviews *v);
 /* Frees what is left (views detached and still serving: their sessions end now); the
  * registry shut its views down first. NULL is fine. */
 void sfs_scopeviews_free(struct sfs_scopeviews *v);

@@ -18,6 +18,7 @@
 #include <sys/wait.h>
 
 #include "mountcheck/mountcheck.h"
+#include "fs/fuse/conn.h"
 #include "fs/fuse/readahead.h"
 #include "fs/fuse/timing.h"
 #include "common/util.h"
@@ -45,6 +46,41 @@ struct fuse_session *sfs_session_new(const struct sfs_session_config *cfg,
         se = fuse_session_new(&args, &ops, sizeof(ops), ctx);
         fuse_opt_free_args(&args);
         return se;
+}
+
+int sfs_session_mount(struct fuse_session *se, struct sfs_ops_ctx *ctx, const char *path,
+                      const struct sfs_session_config *cfg, int kind, uint64_t *dev)
+{
+        struct sfs_conn *c;
+        int r;
+
+        r = sfs_conn_adopt(se, ctx, path, (enum sfs_conn_kind)kind, &c);
+        if (r == 1) {
+                *dev = c->dev;
+                return 1;
+        }
+        if (r < 0)
+                return r;
+        return sfs_conn_mount(se, ctx, path, (enum sfs_conn_kind)kind,
+                              cfg->allow_other ? "allow_other" : "", cfg->ro || ctx->read_view,
+                              &c);
+}
+
+void sfs_session_checked(struct sfs_ops_ctx *ctx, uint64_t dev)
+{
+        if (ctx->conn && !ctx->conn->adopted)
+                sfs_conn_keep(ctx->conn, dev);
+}
+
+void sfs_session_end(struct fuse_session *se, struct sfs_ops_ctx *ctx, bool unmount)
+{
+        if (!se)
+                return;
+        if (unmount)
+                sfs_conn_unmount(se, ctx->conn);
+        fuse_session_destroy(se);
+        sfs_conn_free(ctx->conn);
+        ctx->conn = NULL;
 }
 
 static void print_findings(const char *path, const struct mc_verdict *v)
@@ -162,6 +198,15 @@ static int session_init(struct fuse_session *se, const struct sfs_ops_ctx *ctx, 
 {
         int r;
 
+        /* A connection taken over: its INIT is replayed, and the kernel applied the
+         * readahead the first server set long ago. */
+        r = sfs_conn_resume(se, ctx);
+        if (r <= 0) {
+                if (r < 0)
+                        LOG("the INIT of the connection taken over was refused: %s\n",
+                            strerror(-r));
+                return r;
+        }
         r = answer_init(se);
         if (r < 0) {
                 LOG("no INIT from the kernel: %s\n", strerror(-r));
@@ -191,8 +236,12 @@ static int session_loop(struct fuse_session *se, unsigned max_threads)
         lc = fuse_loop_cfg_create();
         if (!lc)
                 return -ENOMEM;
-        /* One /dev/fuse descriptor per worker: requests do not queue behind one read(). */
-        fuse_loop_cfg_set_clone_fd(lc, 1);
+        /* Every worker reads the connection's own descriptor, which the keeper holds too
+         * (conn.h): a request read but not answered when the process dies stays on that
+         * descriptor's processing queue, and FUSE_NOTIFY_RESEND gives it to the successor.
+         * A cloned descriptor (FUSE_DEV_IOC_CLONE) is this process's alone: at its death the
+         * kernel ends what it had read with ECONNABORTED. */
+        fuse_loop_cfg_set_clone_fd(lc, 0);
         if (max_threads)
                 fuse_loop_cfg_set_max_threads(lc, max_threads);
         r = fuse_session_loop_mt(se, lc);

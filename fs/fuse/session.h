@@ -28,6 +28,17 @@ struct sfs_session_config {
  * libfuse refuses it. */
 struct fuse_session *sfs_session_new(const struct sfs_session_config *cfg,
                                      struct sfs_ops_ctx *ctx);
+/* Mounts se (whose userdata is ctx) at path as a connection of kind (conn.h's
+ * sfs_conn_kind), or adopts the one a predecessor left mounted there: 0 for a new mount (to be
+ * checked, then sfs_session_checked), 1 for an adopted one (*dev its device: nothing to
+ * check, the first server checked it), or a negative errno (said). */
+int sfs_session_mount(struct fuse_session *se, struct sfs_ops_ctx *ctx, const char *path,
+                      const struct sfs_session_config *cfg, int kind, uint64_t *dev);
+/* A new mount passed its check: its connection goes to the keeper (conn.h). */
+void sfs_session_checked(struct sfs_ops_ctx *ctx, uint64_t dev);
+/* Unmounts se's mount when asked (a planned stop; never on a handover), destroys se and
+ * frees its connection. NULL is fine. */
+void sfs_session_end(struct fuse_session *se, struct sfs_ops_ctx *ctx, bool unmount);
 /* Sets cfg's per-mount flags on the new mount at path, then runs mountcheck (preset snapfs, no
  * FUSE round trip; ro required when ro, and each flag set required too) on it: 0 and *dev
  * (its superblock's device); 1 when it is not compliant, after printing every finding; or a

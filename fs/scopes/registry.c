@@ -41,6 +41,10 @@ struct scope {
         struct sfs_view *view_h;     /* NULL: not mounted (it could not be at a start) */
         uint64_t dev;
         struct sfs_registry *reg;
+        /* Grants (and their entries) of the scope's file whose snapshot was not stored at the
+         * start: kept as written, in the file at every rewrite, until those bytes are
+         * published again (dangling_published). NULL: none. */
+        json_object *dangling_grants, *dangling_entries;
 };
 
 struct sfs_registry {
@@ -52,10 +56,11 @@ struct sfs_registry {
         struct sfs_pidwatch *pw;
         char boot_id[40];
         /* The daemon's own paths, resolved (own_path): what no view covers. */
-        char *own[3];
+        char *own[4];
 };
 
-static const char *const own_what[3] = { "the main mount", "the read view", "--store" };
+static const char *const own_what[4] = { "the main mount", "the read view", "--store",
+                                         "--runtime-store" };
 
 /* A scope that is not there, and what to do (docs/design.md, "Every refusal says what to
  * do"): its name twice. */
@@ -148,6 +153,8 @@ static void scope_free(struct scope *s)
         if (!s)
                 return;
         sfs_tree_free(s->tree);
+        json_object_put(s->dangling_grants);
+        json_object_put(s->dangling_entries);
         free(s->view);
         free(s);
 }
@@ -284,6 +291,53 @@ static json_object *grant_json(const struct sfs_grant_info *g)
 /* ---- the scope's file in --store ---- */
 
 /* The scope's file with op applied (NULL: as it is). */
+/* ---- grants whose bytes were missing at the start ---- */
+
+static const char *json_str(json_object *o, const char *key)
+{
+        json_object *v;
+
+        return json_object_object_get_ex(o, key, &v) && json_object_is_type(v, json_type_string)
+                       ? json_object_get_string(v)
+                       : NULL;
+}
+
+/* Whether list (JSON objects) has one whose key is value. */
+static bool listed(json_object *list, const char *key, const char *value)
+{
+        size_t n = json_object_array_length(list);
+
+        for (size_t i = 0; value && i < n; i++) {
+                const char *v = json_str(json_object_array_get_idx(list, i), key);
+                if (v && strcmp(v, value) == 0)
+                        return true;
+        }
+        return false;
+}
+
+/* The scope's dangling grants and entries added to the file's lists, as they were written,
+ * unless the scope has one of the same digest or name again (the file must restore). */
+static int dangling_json(struct scope *s, json_object *grants, json_object *entries)
+{
+        json_object *lists[2][2] = { { s->dangling_grants, grants },
+                                     { s->dangling_entries, entries } };
+        static const char *const keys[2] = { "sha256", "name" };
+
+        for (size_t k = 0; k < 2; k++) {
+                size_t n = lists[k][0] ? json_object_array_length(lists[k][0]) : 0;
+                for (size_t i = 0; i < n; i++) {
+                        json_object *o = json_object_array_get_idx(lists[k][0], i);
+                        if (listed(lists[k][1], keys[k], json_str(o, keys[k])))
+                                continue;
+                        if (json_object_array_add(lists[k][1], json_object_get(o)) < 0) {
+                                json_object_put(o);
+                                return -ENOMEM;
+                        }
+                }
+        }
+        return 0;
+}
+
 static int file_json(struct scope *s, const struct sfs_scope_op *op, char **text, size_t *len)
 {
         json_object *doc = json_object_new_object(), *grants = NULL, *entries = NULL, *until;
@@ -293,6 +347,8 @@ static int file_json(struct scope *s, const struct sfs_scope_op *op, char **text
 
         if (r == 0)
                 r = sfs_scope_grants_json(s->tree, op, &grants, &entries, &next_ino);
+        if (r == 0)
+                r = dangling_json(s, grants, entries);
         if (r == 0 && s->until_pid) {
                 until = json_object_new_object();
                 r = until ? 0 : -ENOMEM;
@@ -339,11 +395,11 @@ static int write_file(struct scope *s, const struct sfs_scope_op *op)
         size_t len;
         int r;
 
-        if (!s->reg->cfg.store)
+        if (!s->reg->cfg.scope_store)
                 return 0;
         r = file_json(s, op, &text, &len);
         if (r == 0)
-                r = sfs_ocistore_put_scope(s->reg->cfg.store, s->name, text, len);
+                r = sfs_ocistore_put_scope(s->reg->cfg.scope_store, s->name, text, len);
         return r;
 }
 
@@ -353,16 +409,23 @@ static int save_hook(void *ctx, const struct sfs_scope_op *op)
         return write_file(ctx, op);
 }
 
+/* The store a change may write: the scopes' (whose lock is --store's too when both exist), or
+ * --store alone. NULL: nothing is persisted. */
+static struct sfs_ocistore *files(const struct sfs_registry *r)
+{
+        return r->cfg.scope_store ? r->cfg.scope_store : r->cfg.store;
+}
+
 static void store_lock(struct sfs_registry *r)
 {
-        if (r->cfg.store)
-                sfs_ocistore_lock(r->cfg.store);
+        if (files(r))
+                sfs_ocistore_lock(files(r));
 }
 
 static void store_unlock(struct sfs_registry *r)
 {
-        if (r->cfg.store)
-                sfs_ocistore_unlock(r->cfg.store);
+        if (files(r))
+                sfs_ocistore_unlock(files(r));
 }
 
 /* What a change left to finish with no tree lock: the snapshots it was the last reference of
@@ -370,8 +433,8 @@ static void store_unlock(struct sfs_registry *r)
 static void collect_gone(struct sfs_registry *r, struct scope *s, struct sfs_scope_effects *fx)
 {
         for (size_t i = 0; i < fx->n_gone; i++)
-                if (r->cfg.store)
-                        sfs_ocistore_remove(r->cfg.store, &fx->gone[i]->digest);
+                if (files(r))
+                        sfs_ocistore_remove(files(r), &fx->gone[i]->digest);
         sfs_scope_effects_release(s->tree, fx);
 }
 
@@ -394,6 +457,7 @@ static void invalidate(struct sfs_registry *r, struct scope *s, const struct sfs
 /* ---- lifecycle ---- */
 
 static void pid_exited(void *ctx, uint64_t id);
+static void dangling_published(void *ctx, const struct snap_digest *d);
 
 /* path as a view path is written: absolute, its parent directory resolved (a link in it
  * followed, as the kernel did when it mounted there) and the last component kept as given
@@ -422,7 +486,8 @@ static char *own_path(const char *path)
 int sfs_registry_new(const struct sfs_registry_config *cfg, struct sfs_registry **out)
 {
         struct sfs_registry *r = calloc(1, sizeof(*r));
-        const char *own[3] = { cfg->mountpoint, cfg->read_view, cfg->store_dir };
+        const char *own[4] = { cfg->mountpoint, cfg->read_view, cfg->store_dir,
+                               cfg->runtime_dir };
 
         if (!r)
                 return -ENOMEM;
@@ -442,6 +507,8 @@ int sfs_registry_new(const struct sfs_registry_config *cfg, struct sfs_registry 
         pthread_mutex_init(&r->lock, NULL);
         if (sfs_boot_id(r->boot_id) < 0)
                 r->boot_id[0] = '\0'; /* no boot id: no until-pid survives a restart */
+        if (r->cfg.main)
+                sfs_tree_set_published(r->cfg.main, dangling_published, r);
         *out = r;
         return 0;
 }
@@ -462,8 +529,8 @@ static void remove_scope(struct sfs_registry *r, struct scope *s, const struct s
         /* Nothing its view does is persisted from here on, and it publishes no more. */
         sfs_scope_disarm(s->tree);
         /* First the file: a scope answered as removed never comes back at a start. */
-        if (r->cfg.store) {
-                rr = sfs_ocistore_drop_scope(r->cfg.store, s->name);
+        if (r->cfg.scope_store) {
+                rr = sfs_ocistore_drop_scope(r->cfg.scope_store, s->name);
                 (void)rr; /* -ENOENT: never written (a failed start) */
         }
         rr = sfs_scope_revoke_all(s->tree, &fx);
@@ -505,6 +572,8 @@ void sfs_registry_free(struct sfs_registry *r)
 {
         if (!r)
                 return;
+        if (r->cfg.main)
+                sfs_tree_set_published(r->cfg.main, NULL, NULL);
         /* The watcher first: it removes scopes, and must not while they are shut down. */
         sfs_pidwatch_free(r->pw);
         for (size_t i = 0; i < r->n; i++) {
@@ -547,9 +616,9 @@ static int covers(struct sfs_registry *r, const struct scope *s, struct sfs_msg 
                 if (inside(r->own[i], s->view) || strcmp(r->own[i], s->view) == 0)
                         return msg(m, EBUSY, "%s would cover %s (%s): choose a path beside "
                                    "it, not above it", s->view, own_what[i], r->own[i]);
-                if (i == 2 && inside(s->view, r->own[i]))
-                        return msg(m, EBUSY, "%s lies inside --store (%s): choose a path "
-                                   "outside it", s->view, r->own[i]);
+                if (i >= 2 && inside(s->view, r->own[i]))
+                        return msg(m, EBUSY, "%s lies inside %s (%s): choose a path "
+                                   "outside it", s->view, own_what[i], r->own[i]);
         }
         return 0;
 }
@@ -593,7 +662,10 @@ static int mount_view(struct sfs_registry *r, struct scope *s, bool clear_stale,
                 .path = s->view,
                 .allow_other = s->allow_other,
                 .ro = !s->publish,
-                .no_open = !s->allow_other && !s->publish,
+                /* Every view answers OPEN: a scope's content lives while a descriptor is
+                 * open on it and goes with its grant otherwise, so the daemon must count
+                 * the descriptors (an open it never saw would read a collected node). */
+                .no_open = false,
         };
         struct sfs_view_path_why why = { .message = "" };
         _cleanup_free_ uint64_t *devs = NULL;
@@ -604,6 +676,8 @@ static int mount_view(struct sfs_registry *r, struct scope *s, bool clear_stale,
                 return msg(m, ENOMEM, "out of memory");
         if ((rr = covers(r, s, m)) < 0)
                 return rr;
+        if (r->cfg.views->handed_over && r->cfg.views->handed_over(r->cfg.views->ctx, s->view))
+                goto mount; /* taken over: the first daemon prepared and checked it */
         rr = sfs_view_path_prepare(s->view, r->cfg.uid, devs, n, made, &why);
         if (rr == -ENOTCONN && clear_stale) {
                 /* A killed daemon's view: cleared as --replace-stale clears the main mount. */
@@ -616,6 +690,7 @@ static int mount_view(struct sfs_registry *r, struct scope *s, bool clear_stale,
         }
         if (rr < 0)
                 return msg(m, rr == -ENOTCONN ? EBUSY : -rr, "%s", why.message);
+mount:
         rr = r->cfg.views->mount(r->cfg.views->ctx, &req, s->tree, &s->view_h, &s->dev, m->text,
                                  sizeof(m->text));
         if (rr < 0) {
@@ -658,7 +733,7 @@ static int new_tree(struct sfs_registry *r, struct scope *s)
                 .users = s->users,
                 .publish = s->publish,
                 .limits = s->limits,
-                .save = r->cfg.store ? save_hook : NULL,
+                .save = r->cfg.scope_store ? save_hook : NULL,
                 .save_ctx = s,
         };
         return sfs_tree_new_scope(r->cfg.main, &spec, &s->tree);
@@ -732,6 +807,11 @@ int sfs_registry_create(struct sfs_registry *r, const struct sfs_caller *c,
         if (!req->view || !sfs_view_path_canonical(req->view))
                 return msg(m, EINVAL, "view: an absolute, canonical path in UTF-8 (no \"//\", "
                            "\".\" or \"..\" component, no trailing \"/\")");
+        if (r->cfg.store && !r->cfg.scope_store)
+                /* Its grants' content would have to survive a restart in --store, a disk. */
+                return msg(m, EINVAL, "this daemon keeps --store on a disk, where a scope's "
+                           "content must never go: start it with --runtime-store DIR (a "
+                           "directory on a RAM filesystem, tmpfs) to have scopes");
         if (req->until_pid && !same_pid_namespace(c, req->client_pid))
                 return msg(m, EINVAL, "client_pid is not the caller's pid as the daemon sees it: "
                            "the client is in another pid namespace, where until_pid would name "
@@ -786,11 +866,11 @@ int sfs_registry_create(struct sfs_registry *r, const struct sfs_caller *c,
         if (rr == 0) {
                 rr = mount_view(r, s, false, &made, m);
                 s->view_made = made;
-                if (rr < 0 && r->cfg.store) {
+                if (rr < 0 && r->cfg.scope_store) {
                         store_lock(r);
-                        sfs_ocistore_drop_scope(r->cfg.store, s->name);
+                        sfs_ocistore_drop_scope(r->cfg.scope_store, s->name);
                         store_unlock(r);
-                } else if (rr == 0 && made && r->cfg.store) {
+                } else if (rr == 0 && made && r->cfg.scope_store) {
                         /* Recorded, so a delete after a restart removes what it made. */
                         store_lock(r);
                         write_file(s, NULL);
@@ -970,6 +1050,17 @@ int sfs_registry_grant(struct sfs_registry *r, const struct sfs_caller *c, const
         return *grant ? 0 : msg(m, ENOMEM, "out of memory");
 }
 
+int sfs_registry_grant_hook(void *ctx, const struct sfs_caller *c, const char *scope,
+                            const struct snap_digest *d, const char *entry)
+{
+        struct sfs_msg m;
+        json_object *g = NULL;
+        int rr = sfs_registry_grant(ctx, c, scope, d, entry, &g, &m);
+
+        json_object_put(g);
+        return rr;
+}
+
 int sfs_registry_revoke(struct sfs_registry *r, const struct sfs_caller *c, const char *scope,
                         const struct snap_digest *d, const char *entry, struct sfs_msg *m)
 {
@@ -980,6 +1071,75 @@ int sfs_registry_revoke(struct sfs_registry *r, const struct sfs_caller *c, cons
                 op.digest = *d;
         }
         return change(r, c, scope, &op, NULL, m);
+}
+
+/* The dangling grants of s for hex taken out of it: into ops (entries, then NULL for a grant
+ * by digest alone, at most max - 1 of them, each a strdup'd entry or NULL), their count. */
+static size_t dangling_take(struct scope *s, const char *hex, char **ops, size_t max)
+{
+        size_t n = 0, i;
+
+        for (i = s->dangling_entries ? json_object_array_length(s->dangling_entries) : 0;
+             i-- > 0;) {
+                json_object *e = json_object_array_get_idx(s->dangling_entries, i);
+                const char *eh = json_str(e, "sha256"), *name = json_str(e, "name");
+                if (!eh || strcmp(eh, hex) != 0 || !name || n + 1 >= max)
+                        continue;
+                if (!(ops[n] = strdup(name)))
+                        break;
+                n++;
+                json_object_array_del_idx(s->dangling_entries, i, 1);
+        }
+        for (i = s->dangling_grants ? json_object_array_length(s->dangling_grants) : 0;
+             i-- > 0;) {
+                json_object *g = json_object_array_get_idx(s->dangling_grants, i);
+                const char *gh = json_str(g, "sha256");
+                if (!gh || strcmp(gh, hex) != 0)
+                        continue;
+                if (n == 0) /* a grant by digest alone: granted again as one */
+                        ops[n++] = NULL;
+                json_object_array_del_idx(s->dangling_grants, i, 1);
+        }
+        return n;
+}
+
+/* The main mount published d: every scope's grant of d that was dangling since the start
+ * (its bytes were missing) is granted again, its entries too, as the daemon's own request. */
+static void dangling_published(void *ctx, const struct snap_digest *d)
+{
+        struct sfs_registry *r = ctx;
+        const struct sfs_caller c = { .uid = r->cfg.uid, .gid = r->cfg.gid, .pid = getpid() };
+        char hex[SNAP_DIGEST_HEX_LEN + 1];
+
+        snap_digest_to_hex(d, hex);
+        for (;;) {
+                char name[SNAP_NAME_MAX + 1] = "", *ops[65]; /* a round: the rest next */
+                size_t n = 0;
+
+                /* The store's lock too: a publish in a view writes the scope's file (and
+                 * reads its dangling lists) holding that one alone. */
+                sfs_lock_order(&r->lock, SFS_LOCK_REGISTRY);
+                store_lock(r);
+                for (size_t i = 0; i < r->n && n == 0; i++) {
+                        n = dangling_take(r->v[i], hex, ops, ARRAY_SIZE(ops));
+                        if (n)
+                                snprintf(name, sizeof(name), "%s", r->v[i]->name);
+                }
+                store_unlock(r);
+                sfs_unlock_order(&r->lock, SFS_LOCK_REGISTRY);
+                if (n == 0)
+                        return;
+                for (size_t k = 0; k < n; k++) {
+                        const struct sfs_scope_op op = { .kind = SFS_SCOPE_GRANT,
+                                                         .has_digest = true, .digest = *d,
+                                                         .entry = ops[k] };
+                        struct sfs_grant_info info;
+                        struct sfs_msg m = { .text = "" };
+
+                        change(r, &c, name, &op, &info, &m);
+                        free(ops[k]);
+                }
+        }
 }
 
 void sfs_registry_expire_staging(struct sfs_registry *r, uint64_t now_ms)
@@ -1092,6 +1252,42 @@ static int parse_file(struct sfs_registry *r, struct scope *s, json_object *doc)
         return 0;
 }
 
+/* The grants of a scope's file whose snapshot is not stored (its blob lost, or set aside at
+ * this start), and the entries naming them, kept in s as written: never dropped for good
+ * because bytes went missing (docs/design.md, "The store"). 0 or -ENOMEM. */
+static int dangling_collect(struct sfs_registry *r, struct scope *s, json_object *grants,
+                            json_object *entries)
+{
+        struct snap_store *store = sfs_tree_store(r->cfg.main);
+        size_t n = json_object_array_length(grants), ne = json_object_array_length(entries);
+
+        for (size_t i = 0; i < n; i++) {
+                json_object *g = json_object_array_get_idx(grants, i);
+                const char *hex = json_str(g, "sha256");
+                struct snap_digest d;
+                struct snap_object *o;
+
+                if (!hex || snap_digest_from_hex(hex, strlen(hex), &d) < 0)
+                        continue; /* the tree's restore refuses the file */
+                if ((o = snap_store_lookup(store, &d))) {
+                        snap_store_release(store, o);
+                        continue;
+                }
+                if ((!s->dangling_grants && !(s->dangling_grants = json_object_new_array())) ||
+                    (!s->dangling_entries && !(s->dangling_entries = json_object_new_array())) ||
+                    json_object_array_add(s->dangling_grants, json_object_get(g)) < 0)
+                        return -ENOMEM;
+                for (size_t j = 0; j < ne; j++) {
+                        json_object *e = json_object_array_get_idx(entries, j);
+                        const char *eh = json_str(e, "sha256");
+                        if (eh && strcmp(eh, hex) == 0 &&
+                            json_object_array_add(s->dangling_entries, json_object_get(e)) < 0)
+                                return -ENOMEM;
+                }
+        }
+        return 0;
+}
+
 /* The grants and entries of a scope's file back into its tree, each under the inode number
  * its view had it under: 0, or -EINVAL for a file without them. */
 static int restore_grants(struct scope *s, json_object *doc, struct restoring *rs,
@@ -1100,9 +1296,13 @@ static int restore_grants(struct scope *s, json_object *doc, struct restoring *r
         json_object *grants = field(doc, "grants", json_type_array);
         json_object *entries = field(doc, "entries", json_type_array);
         uint64_t next_ino;
+        int rr;
 
         if (!grants || !entries)
                 return -EINVAL;
+        rr = dangling_collect(s->reg, s, grants, entries);
+        if (rr < 0)
+                return rr;
         /* The view's counter as it was: a file of before has none (0). */
         if (!uint_field(doc, "next_ino", INT64_MAX, &next_ino))
                 next_ino = 0;
@@ -1218,10 +1418,14 @@ int sfs_registry_restore(struct sfs_registry *r, void (*warn_fn)(void *ctx, cons
         struct snap_store *store;
         int rr = 0;
 
-        if (!r->cfg.store)
+        if (!files(r))
                 return 0;
         sfs_lock_order(&r->lock, SFS_LOCK_REGISTRY);
-        rr = sfs_ocistore_load_scopes(r->cfg.store, restore_one, &rs);
+        /* The scopes live in --runtime-store. A --store alone keeps none (a scope's content
+         * never goes to a disk): what an older daemon kept there is not served again, and
+         * its content, granted to nothing now, is collected below. */
+        if (r->cfg.scope_store)
+                rr = sfs_ocistore_load_scopes(r->cfg.scope_store, restore_one, &rs);
         if (rr < 0 || rs.unreadable) {
                 sfs_unlock_order(&r->lock, SFS_LOCK_REGISTRY);
                 return rr;
@@ -1237,7 +1441,7 @@ int sfs_registry_restore(struct sfs_registry *r, void (*warn_fn)(void *ctx, cons
                 store_lock(r);
                 if (snap_store_kept_without(store, o, &(struct snap_drop){ 0 }) == false &&
                     snap_store_collect(store, o) == 1) {
-                        sfs_ocistore_remove(r->cfg.store, &v[1][i]);
+                        sfs_ocistore_remove(files(r), &v[1][i]);
                         snap_store_release(store, o); /* its publication's */
                 }
                 store_unlock(r);

@@ -55,6 +55,10 @@ struct sfs_view_ops {
         int (*clear_stale)(void *ctx, const char *path);
         /* Stops serving and unmounts the view at exit; tree stays the caller's. */
         void (*shutdown)(void *ctx, struct sfs_view *view);
+        /* Whether a predecessor handed over a live connection mounted at path, which mount
+         * adopts: the path is then not prepared (a lookup there would wait for this very
+         * daemon). NULL: never. */
+        bool (*handed_over)(void *ctx, const char *path);
         /* How many views detached are still held open (their sessions not ended by the
          * kernel yet); when text is not NULL, a list of them for a refusal ("PATH (N open)",
          * N the files and directories open in it, or "PATH (held)" for a view that declines
@@ -66,6 +70,10 @@ struct sfs_view_ops {
 struct sfs_registry_config {
         struct sfs_tree *main;         /* the main mount's tree: its store, configuration */
         struct sfs_ocistore *store;    /* --store, or NULL */
+        /* --runtime-store (paired with --store when both are given: one lock): the scopes'
+         * files and what is published for them, or NULL. With --store and without it, a
+         * scope-create is refused (a scope's content must never reach a disk). */
+        struct sfs_ocistore *scope_store;
         struct sfs_audit *audit;
         const struct sfs_view_ops *views;
         uid_t uid;                     /* the daemon's own */
@@ -73,8 +81,9 @@ struct sfs_registry_config {
         unsigned max_scopes;           /* a create past it is ENOSPC (0: SFS_MAX_SCOPES_LIMIT);
                                           removed scopes' views still held open count */
         /* What a view may not cover, be or lie in (NULL: none): the main mount, the read
-         * view, --store. Absolute; the registry resolves each one's parent directory. */
-        const char *mountpoint, *read_view, *store_dir;
+         * view, --store, --runtime-store. Absolute; the registry resolves each one's parent
+         * directory. */
+        const char *mountpoint, *read_view, *store_dir, *runtime_dir;
 };
 
 struct sfs_registry;
@@ -137,6 +146,10 @@ int sfs_registry_show(struct sfs_registry *r, const char *name, json_object **sc
 int sfs_registry_grant(struct sfs_registry *r, const struct sfs_caller *c, const char *scope,
                        const struct snap_digest *d, const char *entry, json_object **grant,
                        struct sfs_msg *msg);
+/* sfs_registry_grant for a publish for a scope (sfs_tree_set_scope_grant's hook; ctx is the
+ * registry): 0 or the refusal's negative errno. */
+int sfs_registry_grant_hook(void *ctx, const struct sfs_caller *c, const char *scope,
+                            const struct snap_digest *d, const char *entry);
 /* revoke: by digest (d, entry NULL) or by entry (d NULL). -ENOENT. */
 int sfs_registry_revoke(struct sfs_registry *r, const struct sfs_caller *c, const char *scope,
                         const struct snap_digest *d, const char *entry, struct sfs_msg *msg);

@@ -16,6 +16,7 @@
 
 #include "common/utf8.h"
 #include "common/util.h"
+#include "fs/base/trustpath.h"
 
 bool sfs_view_path_canonical(const char *path)
 {
@@ -60,26 +61,21 @@ static bool own_dev(dev_t dev, const uint64_t *own_devs, size_t n_own)
         return false;
 }
 
-static bool trusted_uid(uid_t uid, uid_t trusted)
+/* The directory holding comp (a component of buf, a copy of path cut by strtok_r). */
+static const char *dir_path(const char *path, const char *buf, const char *comp, char *out,
+                            size_t size)
 {
-        return uid == 0 || uid == trusted;
-}
+        size_t len = (size_t)(comp - buf) - 1;
 
-/* Whether another uid could replace the entry child_st of directory dir_st: it owns the
- * directory, or may write it (a sticky directory only lets an entry's owner move it). */
-static bool replaceable(const struct stat *dir_st, const struct stat *child_st, uid_t trusted)
-{
-        if (!trusted_uid(dir_st->st_uid, trusted))
-                return true;
-        if (!(dir_st->st_mode & (S_IWGRP | S_IWOTH)))
-                return false;
-        return !(dir_st->st_mode & S_ISVTX) || !trusted_uid(child_st->st_uid, trusted);
+        snprintf(out, size, "%.*s", (int)(len ? len : 1), path);
+        return out;
 }
 
 int sfs_view_path_prepare(const char *path, uid_t trusted, const uint64_t *own_devs,
                           size_t n_own, bool *made, struct sfs_view_path_why *why)
 {
-        char buf[PATH_MAX], *comp, *save = NULL;
+        char buf[PATH_MAX], parent[PATH_MAX], *comp, *save = NULL;
+        struct sfs_trustpath_why tw;
         _cleanup_close_ int dirfd = -1;
         struct stat dir_st, st;
         struct statx stx;
@@ -132,10 +128,11 @@ int sfs_view_path_prepare(const char *path, uid_t trusted, const uint64_t *own_d
                         goto fail;
                 }
                 /* The attack: a uid that can rename a component swaps in a link between this
-                 * check and the mount, and the daemon mounts over what it points at. */
-                if (replaceable(&dir_st, &st, trusted)) {
-                        r = say(why, EINVAL, "%s: %s lies in a directory another uid can change",
-                                path, comp);
+                 * check and the mount, and the daemon mounts over what it points at. The
+                 * directory holding comp is judged as every path the daemon trusts is. */
+                if (sfs_trustpath_dir(dir_path(path, buf, comp, parent, sizeof(parent)),
+                                      &dir_st, &st, trusted, &tw) < 0) {
+                        r = say(why, EPERM, "%s: refused: %s", path, tw.message);
                         goto fail;
                 }
                 fd = openat(dirfd, comp, O_PATH | O_NOFOLLOW | O_DIRECTORY | O_CLOEXEC);

@@ -8,18 +8,20 @@
  * one of the daemon's own mounts (the main mount, the read view, another view). */
 #pragma once
 
+#include <limits.h>
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <sys/types.h>
 
 struct sfs_view_path_why {
-        char message[256];
+        char message[PATH_MAX + 512];
 };
 
 /* Prepares path: 0, *made when this call created the directory, *dev the device of the
  * filesystem it lies on; or -EINVAL (not absolute or canonical, a symlink, not a directory, a
- * missing parent, an untrusted directory on the way), -EBUSY (a mount point already, or on
+ * missing parent), -EPERM (a directory on the way another uid can change, judged by
+ * sfs_trustpath_dir: why names it and what is wrong with it), -EBUSY (a mount point already, or on
  * one of the devices own_devs lists), -ENOTCONN (a dead FUSE mount at it: the caller may clear
  * it and ask again), or the errno of a step; why says which, naming the component. trusted:
  * the uid besides root that may own the directories on the way (the daemon's). */

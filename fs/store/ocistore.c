@@ -17,7 +17,10 @@
 #include <sys/file.h>
 #include <sys/stat.h>
 #include <sys/vfs.h>
+#include <time.h>
 #include <unistd.h>
+
+#include <json-c/json.h>
 
 #include "fs/base/lockorder.h"
 #include "snapshot/oci.h"
@@ -56,7 +59,10 @@ struct sfs_ocistore {
         uint64_t corrupt;
         size_t max_entries; /* SNAP_OCI_ENTRIES_MAX, or less (sfs_ocistore_set_max_entries) */
         bool locked;        /* the store is ours: the pid file is ours to remove */
+        bool fs_full;       /* the last add or set_holders failed on a full filesystem */
         int scopesfd;       /* DIR/scopes */
+        pthread_mutex_t *lockp; /* &lock, or the durable store's (sfs_ocistore_open_runtime) */
+        struct sfs_ocistore *twin; /* the other of a durable store and its runtime store */
 };
 
 /* Filesystems whose fsync and rename promise nothing to this host, or that a FUSE daemon
@@ -238,6 +244,7 @@ int sfs_ocistore_open(const char *dir, unsigned wait_ms, struct sfs_ocistore **o
         s->max_entries = SNAP_OCI_ENTRIES_MAX;
         s->scopesfd = -1;
         pthread_mutex_init(&s->lock, NULL);
+        s->lockp = &s->lock;
         /* Judged before anything is created: the directory, or where it would be made. */
         if (statfs(dir, &sf) < 0) {
                 int e = errno;
@@ -297,6 +304,8 @@ void sfs_ocistore_close(struct sfs_ocistore *s)
          * store never reads the name of one that is gone. */
         if (s->locked && s->layout.dirfd >= 0)
                 unlinkat(s->layout.dirfd, SFS_OCISTORE_PID_FILE, 0);
+        if (s->twin)
+                s->twin->twin = NULL;
         for (size_t i = 0; i < s->n; i++)
                 entry_clear(&s->v[i]);
         free(s->v);
@@ -313,12 +322,50 @@ void sfs_ocistore_set_max_entries(struct sfs_ocistore *s, size_t max)
 
 void sfs_ocistore_lock(struct sfs_ocistore *s)
 {
-        sfs_lock_order(&s->lock, SFS_LOCK_OCISTORE);
+        sfs_lock_order(s->lockp, SFS_LOCK_OCISTORE);
 }
 
 void sfs_ocistore_unlock(struct sfs_ocistore *s)
 {
-        sfs_unlock_order(&s->lock, SFS_LOCK_OCISTORE);
+        sfs_unlock_order(s->lockp, SFS_LOCK_OCISTORE);
+}
+
+/* RAM filesystems: what they hold never reaches a disk (but swap, which an encrypted or no
+ * swap keeps from being one). */
+#ifndef RAMFS_MAGIC
+#define RAMFS_MAGIC 0x858458f6
+#endif
+
+int sfs_ocistore_open_runtime(const char *dir, struct sfs_ocistore *durable, unsigned wait_ms,
+                              struct sfs_ocistore **out, struct sfs_ocistore_why *why)
+{
+        struct sfs_ocistore_why ignored;
+        struct statfs sf;
+        int r;
+
+        if (!why)
+                why = &ignored;
+        r = sfs_ocistore_open(dir, wait_ms, out, why);
+        if (r < 0)
+                return r;
+        /* Judged where it is now (the directory exists: the open made it). The attack it
+         * stops: a scope's secret written in plaintext to a disk, where it outlives its grant
+         * in freed blocks, backups and images of the host. */
+        if (fstatfs((*out)->layout.dirfd, &sf) < 0 ||
+            ((long)sf.f_type != TMPFS_MAGIC && (long)sf.f_type != RAMFS_MAGIC)) {
+                sfs_ocistore_close(*out);
+                *out = NULL;
+                why->fstype = "a disk";
+                return -EMEDIUMTYPE;
+        }
+        if (durable) {
+                /* One lock for both: a change may touch either store's files, and the lock
+                 * order has room for one store lock. */
+                (*out)->lockp = durable->lockp;
+                (*out)->twin = durable;
+                durable->twin = *out;
+        }
+        return 0;
 }
 
 uint64_t sfs_ocistore_corrupt(const struct sfs_ocistore *s)
@@ -552,6 +599,22 @@ static int build(struct sfs_ocistore *s, struct built *b)
         return r;
 }
 
+static bool index_readable(struct sfs_ocistore *s);
+static int index_set_aside(struct sfs_ocistore *s);
+
+/* A write's result, remembered when the filesystem was full (ENOSPC, or EDQUOT: a disk quota)
+ * so the caller tells that apart from the manifest's own bounds (sfs_ocistore_full). */
+static int wrote(struct sfs_ocistore *s, int r)
+{
+        s->fs_full = r == -ENOSPC || r == -EDQUOT;
+        return r;
+}
+
+bool sfs_ocistore_full(const struct sfs_ocistore *s)
+{
+        return s->fs_full;
+}
+
 /* Writes a built manifest (and the empty config blob it names) and points the tag at it: 0
  * once index.json is durable. The manifest it replaces is removed after that (a crash
  * between leaves a blob nothing names, removed at the next start). */
@@ -567,7 +630,7 @@ static int write_built(struct sfs_ocistore *s, const struct built *b)
         if (r >= 0)
                 r = snap_oci_blob_write(&s->layout, b->json, b->len, &d);
         if (r < 0)
-                return r;
+                return wrote(s, r);
         desc = (struct snap_oci_desc){
                 .media_type = (char *)SNAP_OCI_MEDIA_MANIFEST,
                 .digest = d,
@@ -575,8 +638,13 @@ static int write_built(struct sfs_ocistore *s, const struct built *b)
                 .artifact_type = (char *)SNAP_OCI_ARTIFACT_SNAPSHOTS,
         };
         r = snap_oci_tag(&s->layout, &desc, SFS_OCISTORE_TAG);
+        /* index.json damaged under a running daemon (cut short, a byte flipped): every
+         * publish failed EINVAL. What it said is in memory: it is set aside, written anew. */
+        if ((r == -EINVAL || r == -EBADMSG || r == -EFBIG) && !index_readable(s) &&
+            index_set_aside(s) == 0)
+                r = snap_oci_tag(&s->layout, &desc, SFS_OCISTORE_TAG);
         if (r < 0)
-                return r;
+                return wrote(s, r);
         s->manifest = d;
         s->manifest_size = b->len;
         s->has_manifest = true;
@@ -614,8 +682,9 @@ int sfs_ocistore_add(struct sfs_ocistore *s, const struct snap_digest *d, const 
                      size_t len, const struct sfs_ocistore_meta *meta)
 {
         struct built b;
-        int r, wrote;
+        int r, written;
 
+        s->fs_full = false;
         if (find(s, d) >= 0)
                 return 0;
         if (meta->n_holders > HOLDERS_MAX)
@@ -629,17 +698,46 @@ int sfs_ocistore_add(struct sfs_ocistore *s, const struct snap_digest *d, const 
                 entry_clear(&s->v[--s->n]);
                 return r;
         }
-        wrote = snap_oci_blob_write(&s->layout, data, len, NULL);
-        r = wrote < 0 ? wrote : write_built(s, &b);
+        written = wrote(s, snap_oci_blob_write(&s->layout, data, len, NULL));
+        r = written < 0 ? written : write_built(s, &b);
         built_free(&b);
         if (r < 0) {
                 entry_clear(&s->v[--s->n]);
                 /* Not published: a blob written for it now goes again, so no older manifest
                  * that still names it (an unlink that could not rewrite a full store's
                  * manifest) serves it after a restart. */
-                if (wrote == 0 && !needed_by_the_manifest(s, d))
+                if (written == 0 && !needed_by_the_manifest(s, d))
                         snap_oci_blob_remove(&s->layout, d);
         }
+        return r;
+}
+
+static int remove_one(struct sfs_ocistore *s, const struct snap_digest *d);
+
+/* Content of the runtime store that a uid now holds (published on the main mount as well) is
+ * the main mount's: it moves to the durable store s, with its holders, and leaves the runtime
+ * store. */
+static int move_from_twin(struct sfs_ocistore *s, const struct snap_digest *d,
+                          const uint32_t *holders, size_t n)
+{
+        struct sfs_ocistore *t = s->twin;
+        ssize_t i = find(t, d);
+        struct sfs_ocistore_meta meta = { .holders = holders, .n_holders = n };
+        void *buf = NULL;
+        uint64_t size;
+        int r;
+
+        if (i < 0)
+                return -ENOENT;
+        size = t->v[i].size;
+        meta.title = t->v[i].title;
+        meta.created = t->v[i].created;
+        r = snap_oci_blob_read(&t->layout, d, size, size, &buf);
+        if (r == 0)
+                r = sfs_ocistore_add(s, d, buf, (size_t)size, &meta);
+        free_zeroed(buf, (size_t)size);
+        if (r == 0)
+                remove_one(t, d);
         return r;
 }
 
@@ -659,6 +757,9 @@ int sfs_ocistore_set_holders_title(struct sfs_ocistore *s, const struct snap_dig
         bool old_unheld;
         int r;
 
+        s->fs_full = false;
+        if (i < 0 && s->twin && n > 0)
+                return move_from_twin(s, d, holders, n);
         if (i < 0)
                 return -ENOENT;
         if (title && !(new_title = strdup(title)))
@@ -692,6 +793,16 @@ int sfs_ocistore_set_holders_title(struct sfs_ocistore *s, const struct snap_dig
 }
 
 int sfs_ocistore_remove(struct sfs_ocistore *s, const struct snap_digest *d)
+{
+        int r = remove_one(s, d);
+
+        /* A snapshot lives in one of a durable store and its runtime store. */
+        if (r == -ENOENT && s->twin)
+                r = remove_one(s->twin, d);
+        return r;
+}
+
+static int remove_one(struct sfs_ocistore *s, const struct snap_digest *d)
 {
         ssize_t i = find(s, d);
         struct entry e;
@@ -893,6 +1004,121 @@ static int name_referenced(struct sfs_ocistore *s, struct blobset *good,
         return 0;
 }
 
+/* ---- index.json lost or damaged: nothing is deleted for it ---- */
+
+#define INDEX_FILE "index.json"
+
+/* Where the JSON of buf breaks, in words, with the byte offset: an operator opens the file
+ * there. */
+static void json_break(const char *buf, size_t len, char *out, size_t n)
+{
+        json_tokener *tok = json_tokener_new_ex(64);
+        json_object *root = NULL;
+        size_t end = 0;
+
+        if (!tok) {
+                snprintf(out, n, "not valid JSON");
+                return;
+        }
+        json_tokener_set_flags(tok, JSON_TOKENER_STRICT | JSON_TOKENER_VALIDATE_UTF8);
+        root = len ? json_tokener_parse_ex(tok, buf, (int)len) : NULL;
+        end = json_tokener_get_parse_end(tok);
+        if (!len)
+                snprintf(out, n, "empty (0 bytes)");
+        else if (!root && json_tokener_get_error(tok) == json_tokener_continue)
+                snprintf(out, n, "cut short: its JSON ends at byte %zu, before the document does",
+                         len);
+        else if (!root)
+                snprintf(out, n, "not valid JSON at byte %zu (%s)", end,
+                         json_tokener_error_desc(json_tokener_get_error(tok)));
+        else if (end < len)
+                snprintf(out, n, "bytes after its JSON, from byte %zu", end);
+        else
+                snprintf(out, n, "valid JSON at every byte, but not an OCI image index");
+        json_object_put(root);
+        json_tokener_free(tok);
+}
+
+/* Moves index.json to DIR/corrupt/index.json-SECONDS, durably: kept for the operator, out of
+ * the way of the one the store writes next. 0 or a negative errno. */
+static int index_set_aside(struct sfs_ocistore *s)
+{
+        _cleanup_close_ int cfd = -1;
+        char name[64];
+
+        if (mkdirat(s->layout.dirfd, SFS_OCISTORE_CORRUPT_DIR, 0700) < 0 && errno != EEXIST)
+                return negative_errno();
+        cfd = openat(s->layout.dirfd, SFS_OCISTORE_CORRUPT_DIR,
+                     O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+        if (cfd < 0)
+                return negative_errno();
+        snprintf(name, sizeof(name), INDEX_FILE "-%lld", (long long)time(NULL));
+        if (renameat(s->layout.dirfd, INDEX_FILE, cfd, name) < 0)
+                return negative_errno();
+        if (fsync(cfd) < 0 || fsync(s->layout.dirfd) < 0)
+                return negative_errno();
+        return 0;
+}
+
+/* Whether index.json reads as an OCI index (or is missing: written anew, nothing lost). */
+static bool index_readable(struct sfs_ocistore *s)
+{
+        _cleanup_free_ void *buf = NULL;
+        struct snap_oci_index *ix = NULL;
+        size_t len = 0;
+        int r = snap_read_untrusted(s->layout.dirfd, INDEX_FILE, SNAP_OCI_DOC_MAX, &buf, &len);
+
+        if (r == -ENOENT)
+                return true;
+        if (r < 0 || snap_oci_index_parse(buf, len, &ix) < 0)
+                return false;
+        snap_oci_index_free(ix);
+        return true;
+}
+
+/* The attack on the store's own data: index.json deleted (or cut short, or a byte flipped),
+ * then a start, and every blob it no longer named was removed as unfinished. Here a missing
+ * index.json beside blobs, or one that does not read, makes *lost true: the caller serves
+ * every intact blob, untitled, and deletes nothing. A damaged one is set aside first, named
+ * with the byte where it breaks. 0, or a negative errno that leaves the store unusable. */
+static int index_check(struct sfs_ocistore *s, const struct sfs_ocistore_hooks *h,
+                       const struct blobset *good, bool *lost)
+{
+        _cleanup_free_ void *buf = NULL;
+        struct snap_oci_index *ix = NULL;
+        char what[256], why[160];
+        size_t len = 0;
+        int r = snap_read_untrusted(s->layout.dirfd, INDEX_FILE, SNAP_OCI_DOC_MAX, &buf, &len);
+
+        *lost = false;
+        if (r == -ENOENT) {
+                for (size_t i = 0; i < good->n; i++)
+                        if (!is_empty_config(&good->v[i]))
+                                *lost = true;
+                if (*lost)
+                        h->warn(h->ctx, INDEX_FILE, "missing beside the store's blobs; every "
+                                "intact blob is served, untitled, and nothing is deleted",
+                                -ENOENT);
+                return 0;
+        }
+        if (r == 0 && snap_oci_index_parse(buf, len, &ix) == 0) {
+                snap_oci_index_free(ix);
+                return 0;
+        }
+        if (r == 0)
+                json_break(buf, len, why, sizeof(why));
+        else
+                snprintf(why, sizeof(why), "cannot be read (%s)", strerror(-r));
+        r = index_set_aside(s);
+        if (r < 0)
+                return r;
+        snprintf(what, sizeof(what), "%s; set aside in %s/, every intact blob is served, "
+                 "untitled, and nothing is deleted", why, SFS_OCISTORE_CORRUPT_DIR);
+        h->warn(h->ctx, INDEX_FILE, what, -EBADMSG);
+        *lost = true;
+        return 0;
+}
+
 static bool was_set_aside(const struct sfs_ocistore *s, const char *hex)
 {
         int cfd = openat(s->layout.dirfd, SFS_OCISTORE_CORRUPT_DIR,
@@ -962,7 +1188,7 @@ int sfs_ocistore_load(struct sfs_ocistore *s, uint64_t max_size,
                                             SFS_OCISTORE_SCOPES_DIR };
         struct blobset good = { 0 };
         struct snap_oci_manifest *m = NULL;
-        bool broken = false, changed = false;
+        bool broken = false, changed = false, lost = false;
         int r;
 
         for (size_t i = 0; i < ARRAY_SIZE(dirs); i++)
@@ -971,6 +1197,8 @@ int sfs_ocistore_load(struct sfs_ocistore *s, uint64_t max_size,
         tidy(s->layout.blobsfd);
         tidy(s->scopesfd);
         r = rehash_all(s, h, &good);
+        if (r == 0)
+                r = index_check(s, h, &good, &lost);
         if (r == 0)
                 r = name_referenced(s, &good, &m, &broken);
         if (r < 0)
@@ -1003,7 +1231,7 @@ int sfs_ocistore_load(struct sfs_ocistore *s, uint64_t max_size,
                                 restore_one(s, h, &l->digest, l->size, max_size, &meta);
                         free(holders);
                 }
-        } else if (broken) {
+        } else if (broken || lost) {
                 /* The tag names a manifest that is gone: keep every intact blob that no other
                  * manifest names as a snapshot (titles are lost), rather than delete them. */
                 for (size_t i = 0; i < good.n && r == 0; i++) {
@@ -1024,14 +1252,14 @@ int sfs_ocistore_load(struct sfs_ocistore *s, uint64_t max_size,
                                             &meta);
                         }
                 }
-                h->warn(h->ctx, SFS_OCISTORE_TAG, "the tagged manifest is missing or corrupt; "
-                                                  "every intact blob is served, untitled",
-                        -EBADMSG);
+                if (broken)
+                        h->warn(h->ctx, SFS_OCISTORE_TAG, "the tagged manifest is missing or "
+                                "corrupt; every intact blob is served, untitled", -EBADMSG);
                 changed = true;
         }
         if (r < 0)
                 goto out;
-        if (!s->has_manifest && !broken) {
+        if (!s->has_manifest && !broken && !lost) {
                 /* A fresh store: tagged at once, so standard tools read it before the first
                  * publish. A store that cannot even hold that cannot take a publish either. */
                 r = commit(s);
@@ -1046,8 +1274,9 @@ int sfs_ocistore_load(struct sfs_ocistore *s, uint64_t max_size,
                                                           "without what is gone", c);
         }
         /* A blob nothing names is a publish that never reached index.json (it was never
-         * answered) or an unlink that did: either way not a snapshot. */
-        for (size_t i = 0; i < good.n; i++) {
+         * answered) or an unlink that did: either way not a snapshot. Only an index.json
+         * that was read says so: without one, nothing is deleted. */
+        for (size_t i = 0; i < good.n && !lost; i++) {
                 if (good.named[i] || find(s, &good.v[i]) >= 0 ||
                     needed_by_the_manifest(s, &good.v[i]))
                         continue;
@@ -1246,4 +1475,21 @@ int sfs_ocistore_check(struct sfs_ocistore *s, struct sfs_ocistore_check *out)
         }
         pthread_mutex_unlock(&s->lock);
         return 0;
+}
+
+int sfs_ocistore_repair(struct sfs_ocistore *s, const struct snap_digest *d, const void *data,
+                        size_t len)
+{
+        struct snap_digest actual;
+        int r = snap_sha256(data, len, &actual);
+
+        /* Only the right bytes are ever written under a blob's name. */
+        if (r < 0)
+                return r;
+        if (!snap_digest_equal(&actual, d))
+                return -EBADMSG;
+        pthread_mutex_lock(&s->lock);
+        r = find(s, d) >= 0 ? snap_oci_blob_write(&s->layout, data, len, NULL) : -ENOENT;
+        pthread_mutex_unlock(&s->lock);
+        return r < 0 ? r : 0;
 }

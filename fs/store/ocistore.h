@@ -16,6 +16,7 @@
  * them). */
 #pragma once
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <sys/types.h>
@@ -66,6 +67,13 @@ struct sfs_ocistore_why {
  * the errors of snap_oci_layout_open. why (may be NULL) says which, as above. */
 int sfs_ocistore_open(const char *dir, unsigned wait_ms, struct sfs_ocistore **out,
                       struct sfs_ocistore_why *why);
+/* --runtime-store: sfs_ocistore_open of dir, which must be on a RAM filesystem (tmpfs, ramfs):
+ * -EMEDIUMTYPE otherwise (why->fstype "a disk"). With durable (--store), the two are paired:
+ * one lock (either's sfs_ocistore_lock), a removal finds a snapshot in either, and content of
+ * the runtime store a uid comes to hold (sfs_ocistore_set_holders on durable) moves to
+ * durable. Close the runtime store first. */
+int sfs_ocistore_open_runtime(const char *dir, struct sfs_ocistore *durable, unsigned wait_ms,
+                              struct sfs_ocistore **out, struct sfs_ocistore_why *why);
 /* Records pid as the store's holder (a daemonized child names itself): 0 or -errno. */
 int sfs_ocistore_note_pid(struct sfs_ocistore *s, pid_t pid);
 /* Lowers the store's limit below SNAP_OCI_ENTRIES_MAX (never above): a store that fills in a
@@ -102,6 +110,11 @@ int sfs_ocistore_load(struct sfs_ocistore *s, uint64_t max_size,
  * the errno of a write. Already stored: 0, nothing written. */
 int sfs_ocistore_add(struct sfs_ocistore *s, const struct snap_digest *d, const void *data,
                      size_t len, const struct sfs_ocistore_meta *meta);
+/* Whether the last sfs_ocistore_add or sfs_ocistore_set_holders failed because the store's
+ * filesystem is full (a write's ENOSPC, or EDQUOT from a disk quota), not because of the
+ * manifest's own bounds: the caller says which (the attack on the operator's attention: a
+ * full disk reported as --max-bytes sends them raising a limit that is not the cause). */
+bool sfs_ocistore_full(const struct sfs_ocistore *s);
 /* Rewrites the holders of a stored snapshot (n 0: no uid holds it any more, its grants to
  * scopes keep it): 0 once durable, -ENOENT when not stored, -EINVAL, or the errno of a write
  * (-ENOSPC on a full filesystem) with the manifest unchanged. */
@@ -160,3 +173,9 @@ struct sfs_ocistore_check {
  * lock while it reads: a blob removed meanwhile is not counted. Takes the lock itself: call
  * it without. 0 and *out, or -ENOMEM / the errno of a read that is no verdict on a blob. */
 int sfs_ocistore_check(struct sfs_ocistore *s, struct sfs_ocistore_check *out);
+/* Rewrites the blob of stored snapshot d from data (len bytes: the daemon's own copy, which
+ * must hash to d), durably, when the one on disk is corrupt or missing: 0 once it is intact
+ * (nothing written when it was), -ENOENT when d is not stored, -EBADMSG when data does not
+ * hash to d, or the errno of the write. Takes the lock itself: call it without. */
+int sfs_ocistore_repair(struct sfs_ocistore *s, const struct snap_digest *d, const void *data,
+                        size_t len);

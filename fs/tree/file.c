@@ -46,6 +46,10 @@ int sfs_tree_open(struct sfs_tree *t, const struct sfs_caller *c, struct sfs_nod
                  * new lookups find nothing. */
                 if (!sfs_may_read(&t->cfg, c))
                         r = -EACCES;
+                else if (!n->obj)
+                        /* Its grant went and its content with it: ESTALE makes the kernel
+                         * look the name up again (what it names now, or ENOENT). */
+                        r = -ESTALE;
                 else if (!sfs_main_may_see_snapshot(t, c, n->obj))
                         r = -ENOENT;
                 else if (write || (flags & (O_TRUNC | O_APPEND)))
@@ -57,9 +61,12 @@ int sfs_tree_open(struct sfs_tree *t, const struct sfs_caller *c, struct sfs_nod
                         r = -ENOMEM;
                         break;
                 }
-                /* Immutable content: the page cache never goes stale. */
-                oi->keep_cache = true;
-                oi->direct_io = false;
+                /* Immutable content: the page cache never goes stale. But a scope's content
+                 * on the main mount (only grants keep it: the owner verifying a put --scope)
+                 * bypasses it: nothing of a scope's secret stays cached for the main mount's
+                 * inode once its grants go, where no invalidation reaches it. */
+                oi->direct_io = !t->scope && !snap_store_held(t->store, n->obj);
+                oi->keep_cache = !oi->direct_io;
                 break;
         case SFS_KIND_STAGING_FILE:
                 if (!n->linked || n->stg->owner != c->uid) {
@@ -182,21 +189,18 @@ refused:
 
 /* ---- read ---- */
 
-static int read_snapshot(struct sfs_tree *t, struct sfs_node *n, size_t size, off_t off,
+/* Reads obj, on which the caller took a reference for this read (released here). */
+static int read_snapshot(struct sfs_tree *t, struct snap_object *obj, size_t size, off_t off,
                          int (*reply)(void *ctx, const void *data, size_t len), void *ctx)
 {
-        struct snap_object *obj = n->obj;
         int r;
 
-        if ((uint64_t)off >= obj->size)
+        if ((uint64_t)off >= obj->size) {
+                snap_store_release(t->store, obj);
                 return reply(ctx, "", 0);
-        /* The reply completes the kernel's READ inside writev(), and with it the kernel may
-         * send the RELEASE that unpins this node, which another thread can process while this
-         * one is still returning from writev(). Hold the content for the whole reply rather
-         * than rely on that ordering. */
+        }
         if (size > obj->size - (uint64_t)off)
                 size = (size_t)(obj->size - (uint64_t)off);
-        snap_store_ref(t->store, obj);
         r = reply(ctx, obj->data + off, size);
         snap_store_release(t->store, obj);
         if (r >= 0)
@@ -220,7 +224,7 @@ int sfs_tree_read(struct sfs_tree *t, struct sfs_handle *h, size_t size, off_t o
                 return sfs_control_read(t, h, size, off, reply, ctx);
         if (node_kind(n) == SFS_KIND_WATCH)
                 return reply(ctx, "", 0);
-        /* Snapshot content never changes and the handle keeps it alive: no lock. */
+        /* Snapshot content never changes and the handle keeps it alive. */
         if (node_kind(n) != SFS_KIND_SNAPSHOT) {
                 tree_lock(t);
                 if (node_kind(n) != SFS_KIND_SNAPSHOT) {
@@ -233,19 +237,36 @@ int sfs_tree_read(struct sfs_tree *t, struct sfs_handle *h, size_t size, off_t o
                 }
                 tree_unlock(t);
         }
-        return read_snapshot(t, n, size, off, reply, ctx);
+        /* The reply completes the kernel's READ inside writev(), and with it the kernel may
+         * send the RELEASE that unpins this node (and drops a revoked node's content), which
+         * another thread can process while this one is still returning from writev(). Hold
+         * the content for the whole reply rather than rely on that ordering; until the reply
+         * the open handle keeps it. */
+        snap_store_ref(t->store, n->obj);
+        return read_snapshot(t, n->obj, size, off, reply, ctx);
 }
 
 int sfs_tree_read_node(struct sfs_tree *t, struct sfs_node *n, size_t size, off_t off,
                        int (*reply)(void *ctx, const void *data, size_t len), void *ctx)
 {
+        struct snap_object *obj;
+
         if (off < 0)
                 return -EINVAL;
         if (node_kind(n) == SFS_KIND_WATCH)
                 return reply(ctx, "", 0);
         if (node_kind(n) != SFS_KIND_SNAPSHOT)
                 return -EBADF;
-        return read_snapshot(t, n, size, off, reply, ctx);
+        /* No handle keeps the content (the kernel opened without asking): it may have been
+         * collected. */
+        tree_lock(t);
+        obj = n->obj;
+        if (obj)
+                snap_store_ref(t->store, obj);
+        tree_unlock(t);
+        if (!obj)
+                return -ESTALE;
+        return read_snapshot(t, obj, size, off, reply, ctx);
 }
 
 int sfs_tree_get_content(struct sfs_tree *t, struct sfs_node *n, struct snap_object **ref,
@@ -258,6 +279,8 @@ int sfs_tree_get_content(struct sfs_tree *t, struct sfs_node *n, struct snap_obj
                 r = -EINVAL;
         } else if (n->pins) {
                 r = -EBUSY;
+        } else if (!n->obj) {
+                r = -ESTALE;
         } else {
                 snap_store_ref(t->store, n->obj);
                 *ref = n->obj;

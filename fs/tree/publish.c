@@ -11,6 +11,7 @@
 #include <time.h>
 
 #include "fs/store/ocistore.h"
+#include "fs/base/inostate.h"
 #include "fs/tree/tree-internal.h"
 #include "snapshot/trust.h"
 #include "common/util.h"
@@ -259,7 +260,7 @@ static int scope_publish(struct sfs_tree *t, const struct sfs_caller *c, struct 
         };
         int (*save)(void *ctx, const struct sfs_scope_op *op);
         void *save_ctx;
-        bool stored = false, new_content = false;
+        bool stored = false, new_content = false, store_full = false;
         uint64_t len;
 
         if (os)
@@ -294,6 +295,12 @@ static int scope_publish(struct sfs_tree *t, const struct sfs_caller *c, struct 
                                      &meta);
                 pthread_mutex_unlock(&stg->lock);
                 stored = r == 0;
+                /* The disk is full, not the scope's limit: said so, as ENOSPC. */
+                if (r < 0 && sfs_ocistore_full(os)) {
+                        r = -ENOSPC;
+                        reason = SFS_REFUSAL_STORE_FULL;
+                        store_full = true;
+                }
         }
         /* The scope's file says it is granted before it is. */
         if (r == 0 && save)
@@ -368,6 +375,8 @@ static int scope_publish(struct sfs_tree *t, const struct sfs_caller *c, struct 
         }
         if (r < 0) {
                 stg->publishing = false;
+                if (store_full)
+                        sfs_staging_set_refusal_locked(stg, SFS_REFUSAL_STORE_FULL);
                 pthread_mutex_unlock(&stg->lock);
                 tree_unlock(t);
                 snap_store_release(t->store, existing);
@@ -401,6 +410,163 @@ static int scope_publish(struct sfs_tree *t, const struct sfs_caller *c, struct 
         return 0;
 }
 
+/* A publish for a scope put its new object in the store (held by no uid, no grant yet) and
+ * the grant was refused: nothing else references it, so it goes again, from --store too.
+ * No lock held. */
+static void unpublish_fresh(struct sfs_tree *t, struct snap_object *obj, bool stored)
+{
+        struct sfs_ocistore *os = t->cfg.runtime;
+
+        if (os)
+                sfs_ocistore_lock(os);
+        if (snap_store_collect(t->store, obj) == 1) {
+                if (stored)
+                        sfs_ocistore_remove(os, &obj->digest);
+                snap_store_release(t->store, obj); /* its publication's */
+        }
+        if (os)
+                sfs_ocistore_unlock(os);
+}
+
+/* The object a publish for a scope grants: the one published already (*fresh false), or a
+ * new one held by no uid and granted to nothing yet (*fresh, its room claimed first, its blob
+ * in --store first, *stored). A reference of the caller's either way. No lock held. */
+static int scope_object(struct sfs_tree *t, const struct sfs_caller *c, struct sfs_staging *stg,
+                        const struct snap_digest *d, const struct timespec *now,
+                        struct snap_object **obj, bool *fresh, bool *stored)
+{
+        /* --runtime-store (RAM), never --store: a scope's content never reaches a disk. */
+        struct sfs_ocistore *os = t->cfg.runtime;
+        struct snap_claim claim = { 0 };
+        int r = 0;
+
+        if (os)
+                sfs_ocistore_lock(os);
+        *obj = snap_store_lookup(t->store, d);
+        /* The staging file keeps its own reservation until it is freed: room for a second
+         * copy is claimed (the bytes are copied, so a refused grant leaves it as it was). */
+        if (!*obj)
+                r = snap_store_claim_unheld(t->store, stg->len, 0, &claim);
+        pthread_mutex_lock(&stg->lock);
+        if (r == 0 && !*obj && os) {
+                struct sfs_ocistore_meta meta = { .unheld = true, .created = *now };
+                meta.title = sfs_staging_name_kept(stg->name) ? stg->name : NULL;
+                r = sfs_ocistore_add(os, d, stg->buf ? (const void *)stg->buf : "", stg->len,
+                                     &meta);
+                *stored = r == 0;
+        }
+        if (r == 0 && !*obj) {
+                r = snap_store_put(t->store,
+                                   &(struct snap_put){
+                                           .data = stg->buf ? (const void *)stg->buf : "",
+                                           .len = stg->len,
+                                           .digest = d,
+                                           .publisher_uid = (uint32_t)c->uid,
+                                           .name = sfs_staging_name_kept(stg->name)
+                                                           ? stg->name
+                                                           : NULL,
+                                           .created = now,
+                                           .unheld = true,
+                                           .claim = &claim,
+                                   },
+                                   obj);
+                /* 0: the put's reference is its publication's; the caller takes its own. 1:
+                 * published meanwhile (without --store), a reference taken. */
+                *fresh = r == 0;
+                if (r == 0)
+                        snap_store_ref(t->store, *obj);
+                r = r == 1 ? 0 : r;
+        }
+        pthread_mutex_unlock(&stg->lock);
+        if (r < 0 && *stored)
+                sfs_ocistore_remove(os, d);
+        if (os)
+                sfs_ocistore_unlock(os);
+        snap_store_unclaim(t->store, &claim);
+        return r;
+}
+
+/* Publishing for a scope through the main mount (SFS_XATTR_FOR_SCOPE: `snapfs put --scope`):
+ * the snapshot is the scope's alone, as what the scope publishes in its view is: held by no
+ * uid (not listed on the main mount, no hold of the publisher's left behind), granted to the
+ * scope (an entry moved to it), and collected with its last grant. The attack it stops: put
+ * --scope took the publisher's hold, so every rotated token stayed listed, readable on the
+ * main mount and kept in --store until someone removed it by hand. The rest as
+ * sfs_tree_rename; r is the hash's verdict. */
+static int publish_for_scope(struct sfs_tree *t, const struct sfs_caller *c, struct sfs_node *n,
+                             const char *name, const char *newname, int r,
+                             const struct snap_digest *d, const struct timespec *now,
+                             const char *reason, struct sfs_node **published)
+{
+        struct sfs_staging *stg = n->stg;
+        struct snap_object *obj = NULL;
+        struct sfs_grant_hook hook;
+        char scope[SFS_STAGING_NAME_MAX + 1], entry[SFS_STAGING_NAME_MAX + 1];
+        bool fresh = false, stored = false;
+        uint64_t len;
+
+        tree_lock(t);
+        hook = t->grant_hook;
+        pthread_mutex_lock(&stg->lock);
+        sfs_staging_fit_locked(stg);
+        len = stg->len;
+        memcpy(scope, stg->for_scope, sizeof(scope));
+        memcpy(entry, stg->for_entry, sizeof(entry));
+        pthread_mutex_unlock(&stg->lock);
+        tree_unlock(t);
+        if (r == 0 && !sfs_may_control(&t->cfg, c))
+                r = -EACCES;
+        if (r == 0 && !hook.grant)
+                r = -ENOENT;
+        if (r == 0)
+                r = scope_object(t, c, stg, d, now, &obj, &fresh, &stored);
+        if (r == 0)
+                r = hook.grant(hook.ctx, c, scope, d, entry[0] ? entry : NULL);
+        if (r < 0 && fresh)
+                unpublish_fresh(t, obj, stored);
+
+        tree_lock(t);
+        n->pins--;
+        pthread_mutex_lock(&stg->lock);
+        if (r < 0 || !fresh) {
+                /* Refused, or content published already, granted now: the caller binds to it
+                 * (EEXIST, as any publish of published content) and removes its file. */
+                if (r == -ENOENT && !reason)
+                        sfs_staging_set_refusal_locked(stg, "no-such-scope");
+                stg->publishing = false;
+                pthread_mutex_unlock(&stg->lock);
+                tree_unlock(t);
+                snap_store_release(t->store, obj);
+                return publish_refused(t, c, name, newname, r < 0 ? -r : EEXIST, reason);
+        }
+        /* The node the kernel has for the name is the snapshot now, with our reference. */
+        sfs_stage_remove(t, n, false);
+        n->obj = obj;
+        __atomic_store_n(&n->kind, SFS_KIND_SNAPSHOT, __ATOMIC_RELEASE);
+        pthread_mutex_unlock(&stg->lock);
+        n->stg = NULL;
+        sfs_staging_free(stg);
+        /* Revoked already (a rotation raced this reply): the kernel's node keeps nothing. */
+        if (!snap_store_indexed(t->store, obj)) {
+                n->revoked = true;
+                sfs_node_drop_content(t, n);
+        }
+        sfs_touch_root(t);
+        tree_unlock(t);
+        sfs_audit_emit(t->cfg.audit, &(struct sfs_audit_event){
+                                             .event = "publish",
+                                             .op = "rename",
+                                             .uid = c->uid,
+                                             .pid = c->pid,
+                                             .digest = newname,
+                                             .name = name,
+                                             .size = len,
+                                             .scope = scope,
+                                     });
+        *published = n;
+        return 0;
+}
+
 int sfs_tree_rename(struct sfs_tree *t, const struct sfs_caller *c, struct sfs_node *parent,
                     const char *name, struct sfs_node *newparent, const char *newname,
                     unsigned flags, struct sfs_node **published)
@@ -412,7 +578,8 @@ int sfs_tree_rename(struct sfs_tree *t, const struct sfs_caller *c, struct sfs_n
         struct sfs_node *n = NULL;
         struct sfs_ocistore *os = t->cfg.ocistore;
         const char *reason = NULL;
-        bool stored = false, hold_stored = false;
+        bool stored = false, hold_stored = false, store_full = false, for_scope;
+        struct sfs_published_hook hook;
         struct timespec now;
         uint64_t size = 0;
         int r;
@@ -440,10 +607,14 @@ int sfs_tree_rename(struct sfs_tree *t, const struct sfs_caller *c, struct sfs_n
          * alone) keeps the reason for the client to read before it removes the file. */
         if (r < 0 && reason)
                 sfs_staging_set_refusal_locked(stg, reason);
+        for_scope = stg->for_scope[0] != 0;
         pthread_mutex_unlock(&stg->lock);
         clock_gettime(CLOCK_REALTIME, &now);
         if (t->scope)
                 return scope_publish(t, c, n, name, newname, r, &actual, &now, reason, published);
+        if (for_scope)
+                return publish_for_scope(t, c, n, name, newname, r, &actual, &now, reason,
+                                         published);
         if (os) {
                 /* Held until the snapshot is in the tree: publishes and unlinks of a store
                  * reach the disk in the order the tree sees them, and what was decided below
@@ -467,6 +638,12 @@ int sfs_tree_rename(struct sfs_tree *t, const struct sfs_caller *c, struct sfs_n
                 }
                 if (r == 1) /* holds it already: nothing to write */
                         r = 0;
+                /* The disk is full, not a limit: said so, as ENOSPC from the store. */
+                if (r < 0 && sfs_ocistore_full(os)) {
+                        r = -ENOSPC;
+                        reason = SFS_REFUSAL_STORE_FULL;
+                        store_full = true;
+                }
         }
 
         tree_lock(t);
@@ -504,6 +681,8 @@ int sfs_tree_rename(struct sfs_tree *t, const struct sfs_caller *c, struct sfs_n
                 snap_store_release(t->store, existing);
         if (r < 0) {
                 stg->publishing = false;
+                if (store_full)
+                        sfs_staging_set_refusal_locked(stg, SFS_REFUSAL_STORE_FULL);
                 pthread_mutex_unlock(&stg->lock);
                 tree_unlock(t);
                 snap_store_unclaim(t->store, &claim);
@@ -527,6 +706,11 @@ int sfs_tree_rename(struct sfs_tree *t, const struct sfs_caller *c, struct sfs_n
 
         audit_publish(t, c, newname, name, size);
         *published = n;
+        tree_lock(t);
+        hook = t->published_hook;
+        tree_unlock(t);
+        if (hook.fn)
+                hook.fn(hook.ctx, &actual);
         return 0;
 }
 
@@ -551,6 +735,8 @@ int sfs_tree_restore(struct sfs_tree *t, const struct snap_digest *d, void *data
                                    .len = len,
                                    .owned = len ? data : NULL,
                                    .digest = d,
+                                   /* A successor: the number the kernel knows it by. */
+                                   .ino = sfs_inostate_ino(t->cfg.inostate, d->bytes, 0),
                                    .publisher_uid = unheld ? owner : holders[0],
                                    /* A title that is no staging NAME was not ours. */
                                    .name = sfs_staging_name_valid(name) ? name : NULL,

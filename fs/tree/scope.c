@@ -12,6 +12,7 @@
 
 #include "snapshot/binding.h"
 #include "snapshot/name.h"
+#include "fs/base/inostate.h"
 #include "fs/tree/tree-internal.h"
 #include "common/util.h"
 
@@ -81,7 +82,11 @@ int sfs_tree_new_scope(struct sfs_tree *main, const struct sfs_scope_spec *spec,
         t->cfg.dev = t->cfg.read_view_dev = 0;
         t->cfg.max_staging = (unsigned)spec->limits.max_staging;
         t->cfg.max_staging_bytes = spec->limits.max_staging_bytes;
+        /* What the scope publishes goes to --runtime-store (RAM), never to --store (a disk);
+         * without one it lives in memory alone. */
+        t->cfg.ocistore = t->cfg.runtime;
         t->store = main->store;
+        t->scope->main = main;
         t->reserve_objects = main->reserve_objects;
         t->reserve_bytes = main->reserve_bytes;
         t->budget = (struct sfs_staging_budget){
@@ -120,7 +125,7 @@ uint64_t sfs_scope_alloc_ino(struct sfs_tree *t)
         uint64_t ino;
 
         tree_lock(t);
-        ino = t->scope->next_ino++;
+        ino = sfs_tree_alloc_ino(t);
         tree_unlock(t);
         return ino;
 }
@@ -384,8 +389,15 @@ void sfs_scope_effects_free(struct sfs_scope_effects *fx)
 
 void sfs_scope_effects_release(struct sfs_tree *t, struct sfs_scope_effects *fx)
 {
-        for (size_t i = 0; i < fx->n_gone; i++)
+        /* The main tree's lock is taken below: no tree's may be held (--store's may). */
+        assert(!(sfs_locks_held & (1u << SFS_LOCK_TREE)));
+        for (size_t i = 0; i < fx->n_gone; i++) {
+                /* The owner may have looked the digest up on the main mount: that node's
+                 * reference must not keep collected content alive either. */
+                if (t->scope && t->scope->main)
+                        sfs_tree_drop_collected(t->scope->main, fx->gone[i]);
                 snap_store_release(t->store, fx->gone[i]);
+        }
         fx->n_gone = 0;
 }
 
@@ -395,7 +407,7 @@ void sfs_scope_effects_release(struct sfs_tree *t, struct sfs_scope_effects *fx)
  * 0 used while it held most of the daemon, and another scope got ENOSPC. t->lock held. */
 static void uncount(struct sfs_tree *t, struct sfs_grant *gr)
 {
-        struct sfs_node *n = sfs_tree_node(t, gr->ino);
+        struct sfs_node *n = sfs_node_find(t, gr->ino);
 
         if (n && node_kind(n) == SFS_KIND_SNAPSHOT && n->obj == gr->obj && n->pins &&
             !n->held_in_usage) {
@@ -417,9 +429,11 @@ static void drop_grant(struct sfs_tree *t, struct sfs_grant *gr, struct sfs_scop
         sfs_grants_remove(&t->scope->grants, gr);
         snap_digest_to_hex(&gr->digest, hex);
         snprintf(fx->names[fx->n_names++], SNAP_NAME_MAX + 1, "%s", hex);
-        n = sfs_tree_node(t, gr->ino);
+        n = sfs_node_find(t, gr->ino);
         if (n && node_kind(n) == SFS_KIND_SNAPSHOT) {
                 n->revoked = true;
+                /* Nothing open on it: its bytes go now, not when the kernel forgets it. */
+                sfs_node_drop_content(t, n);
                 fx->inos[fx->n_inos++] = gr->ino;
         }
         if (gr->published)
@@ -831,6 +845,7 @@ int sfs_scope_restore(struct sfs_tree *t, json_object *grants, json_object *entr
                       void (*warn)(void *ctx, const char *what, const char *why), void *ctx,
                       struct sfs_scope_effects *fx)
 {
+        uint64_t kept;
         size_t n;
         int r = 0;
 
@@ -848,6 +863,10 @@ int sfs_scope_restore(struct sfs_tree *t, json_object *grants, json_object *entr
                 r = restore_entry(t, json_object_array_get_idx(entries, i), warn, ctx);
         if (r >= 0)
                 r = renumber(t, next_ino);
+        /* Past what a predecessor handed out here (taken over), staging files included. */
+        kept = sfs_inostate_space_next(t->cfg.inostate, sfs_tree_ino_space(t));
+        if (r >= 0 && kept > t->scope->next_ino)
+                t->scope->next_ino = kept;
         /* A digest only entries named, whose entries did not come back: not granted. */
         if (r >= 0)
                 r = make_room(t, fx, t->scope->grants.n_digests);

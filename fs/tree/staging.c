@@ -82,7 +82,7 @@ void sfs_staging_drop_content(struct sfs_staging *stg)
 {
         pthread_mutex_lock(&stg->lock);
         give_back(stg, stg->len);
-        free(stg->buf);
+        free_zeroed(stg->buf, stg->cap);
         stg->buf = NULL;
         stg->len = stg->cap = 0;
         stg->hashed = SFS_HASH_BROKEN;
@@ -95,7 +95,7 @@ void sfs_staging_free(struct sfs_staging *stg)
         if (!stg)
                 return;
         give_back(stg, stg->len);
-        free(stg->buf);
+        free_zeroed(stg->buf, stg->cap);
         snap_hasher_free(stg->hasher);
         pthread_mutex_destroy(&stg->lock);
         free(stg);
@@ -197,7 +197,8 @@ static int grow(struct sfs_staging *stg, uint64_t len)
                         ncap *= 2;
                 if (ncap > b->max_size)
                         ncap = b->max_size;
-                nb = realloc(stg->buf, (size_t)ncap);
+                /* Zeroing: a staging file's bytes may be a scope's secret. */
+                nb = realloc_zeroed(stg->buf, stg->len, stg->cap, (size_t)ncap);
                 if (!nb) {
                         give_back(stg, len - stg->len);
                         return -ENOMEM;
@@ -304,10 +305,10 @@ void sfs_staging_fit_locked(struct sfs_staging *stg)
         uint8_t *buf = stg->buf;
 
         if (buf && stg->len == 0) {
-                free(buf);
+                free_zeroed(buf, stg->cap);
                 buf = NULL;
         } else if (buf && stg->len < stg->cap) {
-                uint8_t *shrunk = realloc(buf, stg->len);
+                uint8_t *shrunk = realloc_zeroed(buf, stg->len, stg->cap, stg->len);
                 if (shrunk)
                         buf = shrunk;
         }

@@ -54,6 +54,9 @@ struct sfs_staging {
          * max-snapshot-size=262144", a --trust-key reason), "" when it never did: what the
          * owner's client reads after a refusal (SFS_XATTR_REFUSAL). */
         char refusal[SFS_REFUSAL_MAX];
+        /* SFS_XATTR_FOR_SCOPE: the scope its publish is for ("" for none), and the entry */
+        char for_scope[SFS_STAGING_NAME_MAX + 1];
+        char for_entry[SFS_STAGING_NAME_MAX + 1];
 };
 
 /* CLOCK_MONOTONIC in milliseconds. */
@@ -98,6 +101,9 @@ void sfs_staging_fit_locked(struct sfs_staging *stg);
  * "too-big max-snapshot-size=N" (EFBIG), "staging-bytes max-staging-bytes=N" (EDQUOT),
  * "full" (ENOSPC: the tree's byte limit); any other err records nothing. */
 void sfs_staging_note_refusal_locked(struct sfs_staging *stg, int err);
+/* The refusal of a publish that --store could not write: its filesystem is full (a disk, not
+ * a limit of the daemon's). */
+#define SFS_REFUSAL_STORE_FULL "store-full"
 /* Records reason (a finding code, at most SFS_REFUSAL_MAX - 1 bytes) as the last refusal. */
 void sfs_staging_set_refusal_locked(struct sfs_staging *stg, const char *reason);
 /* The store took the buffer and its reservation: the owner's quota gets the bytes back and

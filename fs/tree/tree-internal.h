@@ -40,7 +40,10 @@ struct sfs_node {
          * store knows of its other references (who else published it, and when): */
         uint32_t vuid;            /* its owner there */
         struct timespec vtime;    /* its times there */
-        bool revoked;             /* its grant went: nlink 0, no new lookup finds it */
+        bool revoked;             /* its grant went (a view), or it was collected as content
+                                     only grants kept (the main mount): nlink 0, no new
+                                     lookup finds it, and its content reference goes with
+                                     its last handle (sfs_node_drop_content) */
         struct sfs_watch *watch;  /* WATCH: the entry it watches (watch.c) */
         bool held_in_usage;       /* a scope's snapshot unpublished or revoked while open:
                                      still counted in its scope's usage (one snapshot, its
@@ -85,6 +88,14 @@ struct sfs_scope_state {
          * here, not in the store, so a sandbox learns nothing from them of what another
          * scope or the operator publishes or grants (kept in the scope's file). */
         uint64_t next_ino;
+        struct sfs_tree *main;          /* the main tree, which outlives every scope's */
+};
+
+/* The scopes' grant, for a publish for a scope (sfs_tree_set_scope_grant). */
+struct sfs_grant_hook {
+        int (*grant)(void *ctx, const struct sfs_caller *c, const char *scope,
+                     const struct snap_digest *d, const char *entry);
+        void *ctx;
 };
 
 /* The control channel's hook (sfs_tree_set_control). */
@@ -94,12 +105,20 @@ struct sfs_control_hook {
         void *ctx;
 };
 
+/* What a publish on the main mount tells (sfs_tree_set_published). */
+struct sfs_published_hook {
+        void (*fn)(void *ctx, const struct snap_digest *d);
+        void *ctx;
+};
+
 struct sfs_tree {
         pthread_mutex_t lock;
         struct sfs_tree_config cfg;
         struct snap_store *store;      /* the main tree's own; a scope's tree borrows it */
         struct sfs_scope_state *scope; /* a scope's view; NULL on the main mount */
         struct sfs_control_hook control_hook;
+        struct sfs_published_hook published_hook;
+        struct sfs_grant_hook grant_hook;
         struct sfs_staging_budget budget; /* what staging files are charged to */
         uint64_t reserve_objects;      /* kept for the owner: nobody else may use them */
         uint64_t reserve_bytes;
@@ -112,7 +131,9 @@ struct sfs_tree {
          * every id from the store (docs/design.md, "Inode numbers and node ids"). */
         pthread_mutex_t ids_lock;
         struct sfs_idmap ids_nodes, ids_handles, ids_dirs;
-        uint64_t next_fh;              /* handle ids, from 1 (0 is "no handle") */
+        uint64_t next_fh;              /* handle ids, from fh_base (0 is "no handle") */
+        uint64_t fh_base;              /* this process's first handle id: those below are a
+                                          predecessor's (docs/design.md, "Taking over") */
         struct sfs_handle *handles;    /* list of open handles */
         struct sfs_dir *dirs;          /* list of open directory listings */
         struct sfs_uidstage **stages;
@@ -209,12 +230,25 @@ int sfs_refused(struct sfs_tree *t, const struct sfs_caller *c, const char *even
 /* A new inode number: the view's own in a scope's view, the store's on the main mount.
  * t->lock held. */
 uint64_t sfs_tree_alloc_ino(struct sfs_tree *t);
+/* The space t's numbers are kept in for a successor (fs/base/inostate.h): 0 for the main
+ * tree, a scope's name's FNV-1a (never 0) for a view, which numbers its own inodes. */
+uint32_t sfs_tree_ino_space(const struct sfs_tree *t);
 struct sfs_node *sfs_node_new(struct sfs_tree *t, enum sfs_kind kind, uint64_t ino);
+/* The node this tree knows under ino, or NULL; never one made again for a predecessor's
+ * number (sfs_tree_node does that). Takes the id table's lock alone. */
+struct sfs_node *sfs_node_find(struct sfs_tree *t, uint64_t ino);
 /* The snapshot node of obj under inode number ino, made on first use; takes over the
  * caller's reference on obj. NULL (the reference dropped) without memory. */
 struct sfs_node *sfs_snapshot_node(struct sfs_tree *t, struct snap_object *obj, uint64_t ino);
 /* A handle id never handed out before in this tree. */
 uint64_t sfs_next_handle_id(struct sfs_tree *t);
+/* Drops a revoked snapshot node's content reference once no handle is open on it: the kernel's
+ * lookup count keeps the node, never the bytes (n->obj is NULL then: ESTALE to an open). */
+void sfs_node_drop_content(struct sfs_tree *t, struct sfs_node *n);
+/* The main tree's node of obj, collected because the last grant of content only grants kept
+ * went: revoked, its content dropped with its last handle. Takes t->lock (no other tree lock
+ * held). */
+void sfs_tree_drop_collected(struct sfs_tree *t, struct snap_object *obj);
 /* Frees n once nothing holds it: no kernel reference, no handle, not listed in .staging/. */
 void sfs_node_maybe_free(struct sfs_tree *t, struct sfs_node *n);
 void sfs_fill_attr(struct sfs_tree *t, struct sfs_node *n, struct stat *st);

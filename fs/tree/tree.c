@@ -13,6 +13,7 @@
 #include <unistd.h>
 
 #include "snapshot/binding.h"
+#include "fs/base/inostate.h"
 #include "fs/tree/tree-internal.h"
 #include "common/array.h"
 #include "common/util.h"
@@ -55,6 +56,12 @@ int sfs_tree_refuse(struct sfs_tree *t, const struct sfs_caller *c, const char *
 
 /* ---- lifecycle ---- */
 
+/* Every inode number goes into the state a successor reads, before anyone is told it. */
+static void ino_noted(void *ctx, const struct snap_digest *d, uint64_t ino)
+{
+        sfs_inostate_note(ctx, d ? d->bytes : NULL, ino, 0);
+}
+
 int sfs_tree_new(const struct sfs_tree_config *cfg, struct sfs_tree **out)
 {
         struct sfs_tree *t;
@@ -81,12 +88,16 @@ int sfs_tree_new(const struct sfs_tree_config *cfg, struct sfs_tree **out)
                                    .privileged_uid = (uint32_t)cfg->owner_uid,
                                    .reserve_objects = t->reserve_objects,
                                    .reserve_bytes = t->reserve_bytes,
+                                   .ino_noted = ino_noted,
+                                   .ino_ctx = cfg->inostate,
                            },
                            &t->store);
         if (r < 0) {
                 free(t);
                 return r;
         }
+        /* Never a number a predecessor handed out: the kernel may still hold it. */
+        snap_store_skip_inos(t->store, sfs_inostate_next(cfg->inostate));
         t->budget = (struct sfs_staging_budget){
                 .store = t->store,
                 .max_size = t->cfg.max_snapshot_size,
@@ -125,7 +136,10 @@ int sfs_tree_init_common(struct sfs_tree *t)
         }
         pthread_mutex_init(&t->lock, NULL);
         pthread_mutex_init(&t->ids_lock, NULL);
-        t->next_fh = 1;
+        /* Each generation of the daemon hands out handle ids of its own: one a predecessor
+         * gave the kernel can never name another file here (wrong bytes to its reader). */
+        t->fh_base = ((uint64_t)sfs_inostate_generation(t->cfg.inostate) << 40) + 1;
+        t->next_fh = t->fh_base;
         t->next_watch_ino = SFS_WATCH_FIRST_INO;
         t->root.kind = SFS_KIND_ROOT;
         t->root.ino = t->root.id.id = SFS_ROOT_INO;
@@ -137,6 +151,17 @@ int sfs_tree_init_common(struct sfs_tree *t)
         return 0;
 }
 
+void sfs_tree_set_scope_grant(struct sfs_tree *t,
+                              int (*grant)(void *ctx, const struct sfs_caller *c,
+                                           const char *scope, const struct snap_digest *d,
+                                           const char *entry),
+                              void *ctx)
+{
+        tree_lock(t);
+        t->grant_hook = (struct sfs_grant_hook){ .grant = grant, .ctx = ctx };
+        tree_unlock(t);
+}
+
 void sfs_tree_set_control(struct sfs_tree *t,
                           int (*exec)(void *ctx, const struct sfs_caller *c, const char *req,
                                       size_t len, char **reply, size_t *reply_len),
@@ -144,6 +169,14 @@ void sfs_tree_set_control(struct sfs_tree *t,
 {
         tree_lock(t);
         t->control_hook = (struct sfs_control_hook){ .exec = exec, .ctx = ctx };
+        tree_unlock(t);
+}
+
+void sfs_tree_set_published(struct sfs_tree *t,
+                            void (*fn)(void *ctx, const struct snap_digest *d), void *ctx)
+{
+        tree_lock(t);
+        t->published_hook = (struct sfs_published_hook){ .fn = fn, .ctx = ctx };
         tree_unlock(t);
 }
 
@@ -246,7 +279,51 @@ uint64_t sfs_node_ino(const struct sfs_node *n)
         return n->ino;
 }
 
-struct sfs_node *sfs_tree_node(struct sfs_tree *t, uint64_t ino)
+/* The node of a snapshot the kernel learnt from a predecessor (docs/design.md, "Taking
+ * over"): made again from what the number names, if that content is still served under it
+ * here (on the main mount the object the kept number's digest names, in a scope view the
+ * grant that carries the number). Visibility is judged by each
+ * request, as for any node. It counts one lookup: the kernel holds at least one, and its
+ * FORGET (the whole count) frees it. NULL when the number names nothing served. */
+static struct sfs_node *adopt_node(struct sfs_tree *t, uint64_t ino)
+{
+        struct snap_digest d;
+        struct snap_object *obj = NULL;
+        struct sfs_node *n = NULL;
+        struct sfs_grant *g = NULL;
+
+        if (ino < SFS_FIRST_INO)
+                return NULL;
+        tree_lock(t);
+        if (t->scope) {
+                /* A view numbers its own inodes, kept with its grants in --store. */
+                struct sfs_grants *gs = &t->scope->grants;
+                for (size_t i = 0; i < gs->n_digests && !g; i++)
+                        if (gs->digests[i]->ino == ino)
+                                g = gs->digests[i];
+                if (g) {
+                        obj = g->obj;
+                        snap_store_ref(t->store, obj);
+                }
+        } else if (sfs_inostate_digest(t->cfg.inostate, ino, 0, d.bytes) == 0) {
+                obj = snap_store_lookup(t->store, &d);
+                if (obj && obj->ino != ino) {
+                        /* Republished since: another object, another number. */
+                        snap_store_release(t->store, obj);
+                        obj = NULL;
+                }
+        }
+        if (obj)
+                n = sfs_snapshot_node(t, obj, ino);
+        if (n && g)
+                sfs_scope_node_refresh(n, g);
+        if (n && !n->nlookup)
+                n->nlookup = 1;
+        tree_unlock(t);
+        return n;
+}
+
+struct sfs_node *sfs_node_find(struct sfs_tree *t, uint64_t ino)
 {
         struct sfs_idlink *l;
 
@@ -254,6 +331,21 @@ struct sfs_node *sfs_tree_node(struct sfs_tree *t, uint64_t ino)
         l = sfs_idmap_find(&t->ids_nodes, ino);
         pthread_mutex_unlock(&t->ids_lock);
         return l ? container_of(l, struct sfs_node, id) : NULL;
+}
+
+struct sfs_node *sfs_tree_node(struct sfs_tree *t, uint64_t ino)
+{
+        struct sfs_node *n = sfs_node_find(t, ino);
+
+        /* Only a successor was ever named numbers it did not hand out itself. */
+        if (!n && t->fh_base > 1)
+                n = adopt_node(t, ino);
+        return n;
+}
+
+bool sfs_tree_id_foreign(struct sfs_tree *t, uint64_t id)
+{
+        return id && id < t->fh_base;
 }
 
 struct sfs_handle *sfs_tree_handle(struct sfs_tree *t, uint64_t id)
@@ -306,14 +398,31 @@ uint64_t sfs_next_handle_id(struct sfs_tree *t)
         return t->next_fh++;
 }
 
+uint32_t sfs_tree_ino_space(const struct sfs_tree *t)
+{
+        uint32_t h = 2166136261u;
+
+        if (!t->scope)
+                return 0;
+        for (const char *p = t->scope->name; *p; p++)
+                h = (h ^ (uint8_t)*p) * 16777619u;
+        return h ? h : 1;
+}
+
 uint64_t sfs_tree_alloc_ino(struct sfs_tree *t)
 {
+        uint64_t ino;
+
         assert(mutex_held(&t->lock));
         /* A view counts alone: the store's counter moves with every publish of every scope
          * and of the operator, which a sandbox could read off its own new files. */
-        if (t->scope)
-                return t->scope->next_ino++;
-        return snap_store_alloc_ino(t->store);
+        if (!t->scope)
+                return snap_store_alloc_ino(t->store);
+        ino = t->scope->next_ino++;
+        /* A staging file's number is in no scope file: kept for a successor before anyone
+         * is told it, so it is never handed out again while the kernel may hold it. */
+        sfs_inostate_note(t->cfg.inostate, NULL, ino, sfs_tree_ino_space(t));
+        return ino;
 }
 
 struct sfs_node *sfs_node_new(struct sfs_tree *t, enum sfs_kind kind, uint64_t ino)
@@ -367,6 +476,35 @@ struct sfs_handle *sfs_handle_new(struct sfs_tree *t, struct sfs_node *n, bool w
         return h;
 }
 
+/* A snapshot's bytes live while the daemon serves them (a handle), never because the kernel
+ * still caches a node: the kernel sends FORGET when it likes (or, for an inode a sandbox keeps
+ * in its dentry cache, never), and until then a revoked secret stayed in the daemon's memory
+ * and charged against --max-bytes (the attack: rotation 17 of a 250 KB entry under
+ * --max-bytes 4M refused "the mount is full" until drop_caches). A node without content
+ * answers ESTALE to an open, and the kernel looks the name up again: a reader racing a
+ * rotation gets what the name names now. */
+void sfs_node_drop_content(struct sfs_tree *t, struct sfs_node *n)
+{
+        assert(mutex_held(&t->lock));
+        if (node_kind(n) != SFS_KIND_SNAPSHOT || !n->obj || n->pins || !n->revoked)
+                return;
+        snap_store_release(t->store, n->obj);
+        n->obj = NULL;
+}
+
+void sfs_tree_drop_collected(struct sfs_tree *t, struct snap_object *obj)
+{
+        struct sfs_node *n;
+
+        tree_lock(t);
+        n = sfs_node_find(t, obj->ino);
+        if (n && node_kind(n) == SFS_KIND_SNAPSHOT && n->obj == obj) {
+                n->revoked = true;
+                sfs_node_drop_content(t, n);
+        }
+        tree_unlock(t);
+}
+
 static void stage_release_held(struct sfs_tree *t, struct sfs_node *n);
 
 void sfs_handle_del(struct sfs_tree *t, struct sfs_handle *h)
@@ -388,6 +526,7 @@ void sfs_handle_del(struct sfs_tree *t, struct sfs_handle *h)
         pthread_mutex_unlock(&t->ids_lock);
         LIST_DEL(t->handles, h);
         stage_release_held(t, n);
+        sfs_node_drop_content(t, n);
         sfs_node_maybe_free(t, n);
 }
 
@@ -401,6 +540,8 @@ const char *sfs_node_label(struct sfs_node *n, char *buf)
 {
         switch (node_kind(n)) {
         case SFS_KIND_SNAPSHOT:
+                if (!n->obj)
+                        return NULL;
                 snap_digest_to_hex(&n->obj->digest, buf);
                 return buf;
         case SFS_KIND_STAGING_FILE:
@@ -460,6 +601,12 @@ void sfs_fill_attr(struct sfs_tree *t, struct sfs_node *n, struct stat *st)
                 /* Mode 0000: no path-based access right exists; the daemon mediates all. */
                 st->st_mode = S_IFREG;
                 st->st_gid = t->cfg.owner_gid;
+                if (!n->obj) {
+                        /* Collected: nothing left to show but that it is gone. */
+                        st->st_uid = t->scope ? n->vuid : t->cfg.owner_uid;
+                        st->st_atim = st->st_mtim = st->st_ctim = n->vtime;
+                        break;
+                }
                 st->st_size = (off_t)n->obj->size;
                 st->st_blocks = (blkcnt_t)((n->obj->size + 511) / 512);
                 if (t->scope) {
@@ -488,7 +635,7 @@ void sfs_fill_attr(struct sfs_tree *t, struct sfs_node *n, struct stat *st)
  * kernel must ask again for every caller. */
 static bool main_unheld(struct sfs_tree *t, struct sfs_node *n)
 {
-        return !t->scope && node_kind(n) == SFS_KIND_SNAPSHOT &&
+        return !t->scope && node_kind(n) == SFS_KIND_SNAPSHOT && n->obj &&
                !snap_store_held(t->store, n->obj) && snap_store_indexed(t->store, n->obj);
 }
 
@@ -532,6 +679,9 @@ int sfs_check_visible(struct sfs_tree *t, const struct sfs_caller *c, struct sfs
         case SFS_KIND_SNAPSHOT:
                 if (!sfs_may_see(&t->cfg, c))
                         return -EACCES;
+                /* Collected (sfs_node_drop_content): the kernel looks the name up again. */
+                if (!n->obj)
+                        return -ESTALE;
                 return sfs_main_may_see_snapshot(t, c, n->obj) ? 0 : -ENOENT;
         case SFS_KIND_STAGING_FILE:
                 if (!n->linked || n->stg->owner != c->uid)
@@ -620,6 +770,12 @@ struct sfs_node *sfs_snapshot_node(struct sfs_tree *t, struct snap_object *obj, 
          * that object's snapshot node. */
         if (n && node_kind(n) == SFS_KIND_SNAPSHOT && n->obj == obj) {
                 snap_store_release(t->store, obj);
+                return n;
+        }
+        if (n && node_kind(n) == SFS_KIND_SNAPSHOT && !n->obj) {
+                /* Its content was dropped with its grant, and granted again since (the same
+                 * object: the inode number is its): the node serves it again. */
+                n->obj = obj;
                 return n;
         }
         if (n) {

@@ -73,6 +73,11 @@
 #define SFS_XATTR_READ_VIEW "user.snapfs.read-view"
 /* On a scope view's root: the scope's name. */
 #define SFS_XATTR_SCOPE "user.snapfs.scope"
+/* Set on a staging file of the main mount by the mount owner or root: "SCOPE" or
+ * "SCOPE/ENTRY". Its publish is then for that scope alone (docs/design.md, "Scopes"): held by
+ * no uid, granted to SCOPE (under ENTRY: an entry that exists moves), gone with its last
+ * grant. */
+#define SFS_XATTR_FOR_SCOPE "user.snapfs.for-scope"
 
 enum sfs_kind {
         SFS_KIND_ROOT,
@@ -137,6 +142,19 @@ void sfs_tree_set_control(struct sfs_tree *t,
                           int (*exec)(void *ctx, const struct sfs_caller *c, const char *req,
                                       size_t len, char **reply, size_t *reply_len),
                           void *ctx);
+/* Installs what is told of each snapshot newly published on the main mount (its digest),
+ * once it is published and no lock is held (NULL: nothing). The registry brings back a
+ * scope's grant whose bytes were missing at its start. */
+void sfs_tree_set_published(struct sfs_tree *t,
+                            void (*fn)(void *ctx, const struct snap_digest *d), void *ctx);
+/* The hook a publish for a scope (SFS_XATTR_FOR_SCOPE) grants its snapshot through, as the
+ * control channel's grant does: 0 or its refusal (-ENOENT no such scope, ...). Called with no
+ * tree or store lock held. Without one, such a publish is refused (-ENOENT). */
+void sfs_tree_set_scope_grant(struct sfs_tree *t,
+                              int (*grant)(void *ctx, const struct sfs_caller *c,
+                                           const char *scope, const struct snap_digest *d,
+                                           const char *entry),
+                              void *ctx);
 /* Sets the mount's device number once it is known (after mounting); view: of the read-only
  * view instead. */
 void sfs_tree_set_dev(struct sfs_tree *t, uint64_t dev, bool view);
@@ -148,12 +166,17 @@ struct snap_store *sfs_tree_store(struct sfs_tree *t);
 int sfs_tree_set_view_path(struct sfs_tree *t, const char *path);
 
 struct sfs_node *sfs_tree_root(struct sfs_tree *t);
-/* The node the kernel knows by this node id (its inode number; FUSE_ROOT_ID is the root's),
+/* For a request: the node the kernel knows by this node id (its inode number; FUSE_ROOT_ID is
+ * the root's), made again in a successor for a number a predecessor handed out (it takes
+ * t->lock: never call it with a tree lock held; the tree's own files use sfs_node_find),
  * the open file or the open directory it knows by this handle id: NULL for an id the tree
  * never handed out or took back. The kernel names only what it holds, so what it names stays
  * alive while its request runs. */
 struct sfs_node *sfs_tree_node(struct sfs_tree *t, uint64_t ino);
 struct sfs_handle *sfs_tree_handle(struct sfs_tree *t, uint64_t id);
+/* Whether a handle or directory id was handed out by a predecessor of this daemon (taken
+ * over: docs/design.md, "Taking over"), which this tree cannot know. */
+bool sfs_tree_id_foreign(struct sfs_tree *t, uint64_t id);
 struct sfs_dir *sfs_tree_dir(struct sfs_tree *t, uint64_t id);
 /* How many files and directories the kernel has open in the tree (OPEN and OPENDIR not yet
  * released): the descriptors the daemon can count (a view that declines OPEN sees none). */
@@ -261,9 +284,12 @@ int sfs_tree_getxattr(struct sfs_tree *t, const struct sfs_caller *c, struct sfs
                       const char *name, char *buf, size_t bufsize, size_t *len);
 int sfs_tree_listxattr(struct sfs_tree *t, const struct sfs_caller *c, struct sfs_node *n,
                        char *buf, size_t bufsize, size_t *len);
-/* setxattr/removexattr: -EROFS everywhere, audited. */
+/* setxattr (value, size) and removexattr (value NULL): SFS_XATTR_FOR_SCOPE on the caller's
+ * own staging file of the main mount, by the mount owner or root (-EACCES otherwise, -EINVAL
+ * for a value that is no scope and entry name, -EBUSY while it is published); everything else
+ * -EROFS, audited. */
 int sfs_tree_setxattr(struct sfs_tree *t, const struct sfs_caller *c, struct sfs_node *n,
-                      const char *op, const char *name);
+                      const char *op, const char *name, const char *value, size_t size);
 
 /* The mount's limits and what is free, as the caller may use them: f_blocks/f_files are the
  * global limits, f_bfree the bytes free of them, f_bavail and f_ffree/f_favail what this

@@ -17,22 +17,78 @@
 
 #include "snapshot/binding.h"
 #include "snapshot/kind.h"
+#include "snapshot/name.h"
 #include "fs/store/ocistore.h"
 
 /* ---- xattrs ---- */
 
+/* "SCOPE" or "SCOPE/ENTRY" of size bytes into scope and entry (each SFS_STAGING_NAME_MAX + 1
+ * bytes): 0, or -EINVAL for anything else (an entry is no digest: it would shadow one). */
+static int parse_for_scope(const char *value, size_t size, char *scope, char *entry)
+{
+        char text[2 * SFS_STAGING_NAME_MAX + 2];
+        char *slash;
+
+        if (!value || size == 0 || size >= sizeof(text) || memchr(value, 0, size))
+                return -EINVAL;
+        memcpy(text, value, size);
+        text[size] = 0;
+        slash = strchr(text, '/');
+        if (slash)
+                *slash++ = 0;
+        if (!snap_name_valid(text) ||
+            (slash && (!snap_name_valid(slash) || snap_is_digest_name(slash))))
+                return -EINVAL;
+        /* Both valid names: at most SFS_STAGING_NAME_MAX bytes each. */
+        memcpy(scope, text, strlen(text) + 1);
+        if (slash)
+                memcpy(entry, slash, strlen(slash) + 1);
+        else
+                entry[0] = 0;
+        return 0;
+}
+
+/* SFS_XATTR_FOR_SCOPE on a staging file of the main mount (its owner's, already visible):
+ * only the mount owner and root grant, so only they publish for a scope. t->lock held. */
+static int set_for_scope(struct sfs_tree *t, const struct sfs_caller *c, struct sfs_node *n,
+                         const char *value, size_t size)
+{
+        char scope[SFS_STAGING_NAME_MAX + 1], entry[SFS_STAGING_NAME_MAX + 1];
+        int r = 0;
+
+        if (!sfs_may_control(&t->cfg, c))
+                return -EACCES;
+        if (value && parse_for_scope(value, size, scope, entry) < 0)
+                return -EINVAL;
+        pthread_mutex_lock(&n->stg->lock);
+        if (n->stg->publishing) {
+                r = -EBUSY;
+        } else {
+                snprintf(n->stg->for_scope, sizeof(n->stg->for_scope), "%s", value ? scope : "");
+                snprintf(n->stg->for_entry, sizeof(n->stg->for_entry), "%s", value ? entry : "");
+        }
+        pthread_mutex_unlock(&n->stg->lock);
+        return r;
+}
+
 int sfs_tree_setxattr(struct sfs_tree *t, const struct sfs_caller *c, struct sfs_node *n,
-                      const char *op, const char *name)
+                      const char *op, const char *name, const char *value, size_t size)
 {
         char buf[SNAP_DIGEST_HEX_LEN + 1];
         const char *label;
         int r;
 
-        (void)name; /* the attribute's name says nothing about what was attacked */
         tree_lock(t);
         r = sfs_check_visible(t, c, n);
         label = sfs_node_label(n, buf);
+        if (r == 0 && !t->scope && node_kind(n) == SFS_KIND_STAGING_FILE &&
+            strcmp(name, SFS_XATTR_FOR_SCOPE) == 0) {
+                r = set_for_scope(t, c, n, value, size);
+                tree_unlock(t);
+                return r == -EACCES ? sfs_tree_refuse(t, c, op, label, EACCES) : r;
+        }
         tree_unlock(t);
+        /* Otherwise the attribute's name says nothing about what was attacked. */
         if (r == -ENOENT)
                 return r;
         return sfs_tree_refuse(t, c, op, label, r == -EACCES ? EACCES : EROFS);
@@ -139,6 +195,28 @@ static char *usage_text(struct sfs_tree *t)
 
 /* ---- the store's blobs, re-hashed on demand ---- */
 
+/* A blob of ck found corrupt or missing on disk while the daemon holds its bytes: rewritten
+ * from them (the store checks they hash to its name), and counted intact from then on. Only
+ * the next start could lose it otherwise: it sets aside what does not hash. */
+static bool repair(struct sfs_tree *t, struct sfs_ocistore_check *ck, size_t i)
+{
+        struct snap_object *obj = snap_store_lookup(t->store, &ck->bad[i].digest);
+        int r = obj ? sfs_ocistore_repair(t->cfg.ocistore, &obj->digest, obj->data, obj->size)
+                    : -ENOENT;
+
+        if (obj)
+                snap_store_release(t->store, obj);
+        if (r < 0)
+                return false;
+        if (ck->bad[i].err == -ENOENT)
+                ck->missing--;
+        else
+                ck->corrupt--;
+        ck->intact++;
+        ck->bad[i].err = 0;
+        return true;
+}
+
 /* The value of SFS_XATTR_STORE_CHECK, at most SFS_USAGE_MAX bytes: the daemon re-hashes every
  * blob of --store as it is on disk now. Each problem is also an audit event, so it is on
  * record whoever asked. malloc'd into *out, or a negative errno. */
@@ -146,7 +224,8 @@ static int store_check_text(struct sfs_tree *t, const struct sfs_caller *c, char
 {
         struct sfs_ocistore_check *ck = malloc(sizeof(*ck));
         char *text = malloc(SFS_USAGE_MAX + 1);
-        size_t used, shown = 0;
+        bool repaired[SFS_OCISTORE_CHECK_NAMED];
+        size_t used, bad_shown = 0;
         int r;
 
         if (!ck || !text) {
@@ -160,6 +239,9 @@ static int store_check_text(struct sfs_tree *t, const struct sfs_caller *c, char
                 free(text);
                 return r;
         }
+        /* Repaired first: the counts then say what is on disk once this answer is given. */
+        for (size_t i = 0; i < ck->n_named; i++)
+                repaired[i] = repair(t, ck, i);
         used = (size_t)snprintf(text, SFS_USAGE_MAX + 1,
                                 "blobs=%llu intact=%llu corrupt=%llu missing=%llu set-aside=%llu\n",
                                 (unsigned long long)ck->blobs, (unsigned long long)ck->intact,
@@ -167,11 +249,14 @@ static int store_check_text(struct sfs_tree *t, const struct sfs_caller *c, char
                                 (unsigned long long)sfs_ocistore_corrupt(t->cfg.ocistore));
         for (size_t i = 0; i < ck->n_named; i++) {
                 char hex[SNAP_DIGEST_HEX_LEN + 1];
-                bool missing = ck->bad[i].err == -ENOENT;
+                const char *what = repaired[i]                ? "repaired"
+                                   : ck->bad[i].err == -ENOENT ? "missing"
+                                                               : "corrupt";
 
                 snap_digest_to_hex(&ck->bad[i].digest, hex);
                 sfs_audit_emit(t->cfg.audit, &(struct sfs_audit_event){
-                                                     .event = "store-blob-corrupt",
+                                                     .event = repaired[i] ? "store-blob-repaired"
+                                                                          : "store-blob-corrupt",
                                                      .op = "getxattr",
                                                      .uid = c->uid,
                                                      .pid = c->pid,
@@ -179,15 +264,16 @@ static int store_check_text(struct sfs_tree *t, const struct sfs_caller *c, char
                                                      .err = -ck->bad[i].err,
                                              });
                 /* Room kept for the "more" line. */
-                if (used + 8 + SNAP_DIGEST_HEX_LEN + 2 + 24 > SFS_USAGE_MAX)
+                if (used + 9 + SNAP_DIGEST_HEX_LEN + 2 + 24 > SFS_USAGE_MAX)
                         continue;
                 used += (size_t)snprintf(text + used, SFS_USAGE_MAX + 1 - used, "%s %s\n",
-                                         missing ? "missing" : "corrupt", hex);
-                shown++;
+                                         what, hex);
+                bad_shown += !repaired[i];
         }
-        if (shown < ck->corrupt + ck->missing)
+        if (bad_shown < ck->corrupt + ck->missing)
                 used += (size_t)snprintf(text + used, SFS_USAGE_MAX + 1 - used, "more=%llu\n",
-                                         (unsigned long long)(ck->corrupt + ck->missing - shown));
+                                         (unsigned long long)(ck->corrupt + ck->missing -
+                                                              bad_shown));
         text[used] = '\0';
         free(ck);
         *out = text;

@@ -61,6 +61,14 @@ def workdir():
 
 
 @pytest.fixture
+def runtime_dir():
+    """A private directory on a RAM filesystem (/dev/shm, a tmpfs) for --runtime-store."""
+    d = tempfile.mkdtemp(prefix="snapfs-runtime-", dir="/dev/shm")
+    yield d
+    subprocess.run(["rm", "-rf", "--one-file-system", d], check=False)
+
+
+@pytest.fixture
 def mount_snapfs(snapfs_bin, workdir):
     """Factory: mount_snapfs(*options) -> Snapfs, unmounted (SIGTERM, exit 0) at the end."""
     started = []

@@ -18,7 +18,8 @@ import stat
 import sys
 import traceback
 
-from systemd_driver import make_instance_conf, mountinfo, served, sh, show, snapfs_pids
+from systemd_driver import (dead_fuse_mount, fstype, make_instance_conf, mountinfo, served, sh,
+                            show, snapfs_pids)
 
 UPPER = "/snapfs-upper"
 # A client's environment: nothing that would point Python or the loader elsewhere.
@@ -53,6 +54,22 @@ def upper_listing():
                     "w" if stat.S_ISCHR(st.st_mode) and st.st_rdev == 0 else "f")
             found[path[len(UPPER):]] = kind
     return found
+
+
+def step_install_refused(cfg, res):
+    """A dead fuse.hello at /run/snapfs: the unit cannot start there, and dpkg -i returned 0
+    all the same (and the unit's ExecStopPost unmounted that foreign mount). The install
+    fails, saying why; the foreign mount stays."""
+    deb = glob.glob(os.path.join(cfg["dir"], "snapfs_*.deb"))
+    os.makedirs("/run/snapfs", exist_ok=True)
+    dead_fuse_mount("/run/snapfs")
+    try:
+        res["dpkg"] = sh("dpkg", "--install", *deb)
+        res["status"] = sh("dpkg-query", "--show", "--showformat=${Status}", "snapfs")["out"]
+        res["mounts"] = [fstype(l) for l in mountinfo("/run/snapfs")]
+    finally:
+        sh("umount", "--lazy", "/run/snapfs")
+        sh("systemctl", "reset-failed", "snapfs.service")
 
 
 def step_install(cfg, res):
@@ -133,7 +150,7 @@ def step_purge(cfg, res):
     res["mountinfo"] = {m: mountinfo(m) for m in ("/run/snapfs", "/run/snapfs-pkg")}
 
 
-STEPS = [step_install, step_service, step_clients, step_template, step_purge]
+STEPS = [step_install_refused, step_install, step_service, step_clients, step_template, step_purge]
 
 
 def main():

@@ -72,7 +72,9 @@ def stage(mnt, name, data):
     return errno_name(do)
 
 
-def child_pids(comm_wanted=None):
+def child_pids(comm_wanted=None, parent=None):
+    """The processes whose parent is parent (default: this one), named comm_wanted."""
+    parent = os.getpid() if parent is None else parent
     pids = []
     for e in os.listdir("/proc"):
         if e.isdigit():
@@ -83,7 +85,7 @@ def child_pids(comm_wanted=None):
                     comm = f.read().strip()
             except OSError:
                 continue
-            if fields[1] == str(os.getpid()) and comm_wanted in (None, comm):
+            if fields[1] == str(parent) and comm_wanted in (None, comm):
                 pids.append(int(e))
     return pids
 
@@ -276,6 +278,8 @@ def scenario_syslog(work, binary):
     if res["mount"]["rc"] != 0:
         return res
     res["pids"] = child_pids("snapfs")
+    # The serving process: the supervisor's child (docs/design.md, "Taking over").
+    res["serving"] = child_pids("snapfs", res["pids"][0])
     data = b"audited through syslog"
     digest = hashlib.sha256(data).hexdigest()
     res["stage"] = stage(mnt, "cfg", data)

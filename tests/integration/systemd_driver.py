@@ -10,6 +10,7 @@ OUT/result.json gets one entry per step; a step that raised has its error under
 "errors" and the steps after it still run. OUT/journal.txt is the whole journal, for whoever
 reads a failure. Nothing here asserts: test_systemd.py does, on the result.
 """
+import ctypes
 import errno
 import grp
 import gzip
@@ -185,10 +186,12 @@ def journal(unit):
 
 def make_instance_conf(confdir, name):
     """NAME.conf of snapfs@NAME.service, made from the service's file as docs/deployment.md
-    says: the same settings, with a store and an audit log of its own."""
+    says: the same settings, with a store, a runtime store and an audit log of its own."""
     with open(os.path.join(confdir, "snapfs.conf")) as f:
         text = f.read()
     text = re.sub(r"(?m)^store = .*$", f"store = /var/lib/snapfs-{name}", text)
+    text = re.sub(r"(?m)^runtime-store = .*$", f"runtime-store = /run/snapfs-{name}-scopes",
+                  text)
     text = re.sub(r"(?m)^audit-log = .*$", f"audit-log = {LOG_DIR}/audit-{name}.log", text)
     path = os.path.join(confdir, f"{name}.conf")
     with open(path, "w") as f:
@@ -366,6 +369,129 @@ def step_kill_9_restarts(cfg, res):
     res["served"] = served(mnt)
 
 
+READER = os.path.join(os.path.dirname(os.path.abspath(__file__)), "takeover_reader.py")
+
+
+def control(mnt, request):
+    fd = os.open(os.path.join(mnt, ".control"), os.O_RDWR)
+    try:
+        os.write(fd, json.dumps(request).encode())
+        out = b""
+        while True:
+            chunk = os.pread(fd, 65536, len(out))
+            if not chunk:
+                return json.loads(out)
+            out += chunk
+    finally:
+        os.close(fd)
+
+
+def start_reader(pairs, out, uid=None):
+    argv = ["/usr/bin/python3", READER, out, out + ".stop", *pairs]
+    if uid is not None:
+        argv = ["setpriv", f"--reuid={uid}", f"--regid={uid}", "--clear-groups", *argv]
+    return subprocess.Popen(argv, stderr=subprocess.DEVNULL)
+
+
+def reader_progress(out):
+    try:
+        with open(out + ".progress") as f:
+            return int(f.read() or 0)
+    except (OSError, ValueError):
+        return 0
+
+
+def ident(path):
+    st = os.stat(path)
+    return [st.st_dev, st.st_ino]
+
+
+def step_takeover(cfg, res):
+    """Two readers checking every byte (takeover_reader.py), root on /run/snapfs and uid
+    1000 on a scope's view, through systemctl restart, kill -9 and a stall past WatchdogSec=:
+    each time a successor takes the mounts over from the unit's file-descriptor store."""
+    mnt, view, outdir = "/run/snapfs", "/run/snapfs-box", "/run/takeover-out"
+    digest = publish(mnt, os.urandom(200000), "takeover")
+    res["create"] = control(mnt, {"op": "scope-create", "name": "box", "view": view,
+                                  "uids": [1000]})
+    res["grant"] = control(mnt, {"op": "grant", "scope": "box", "sha256": digest})
+    os.mkdir(outdir)
+    os.chmod(outdir, 0o777)
+    paths = (mnt, view, f"{mnt}/{digest}", f"{view}/{digest}")
+    res["ident_before"] = [ident(p) for p in paths]
+    host = start_reader([f"{mnt}/{digest}={digest}"], f"{outdir}/host.json")
+    box = start_reader([f"{view}/{digest}={digest}"], f"{outdir}/box.json", uid=1000)
+    outs = (f"{outdir}/host.json", f"{outdir}/box.json")
+
+    def goes_on():
+        before = [reader_progress(o) for o in outs]
+        wait_for(lambda: all(reader_progress(o) > b for o, b in zip(outs, before)),
+                 "the readers to go on")
+    try:
+        goes_on()
+        res["actions"] = []
+        for action in ("restart", "kill-9", "stall"):
+            pid = main_pid("snapfs.service")
+            if action == "restart":
+                r = sh("systemctl", "restart", "snapfs.service")
+                if r["rc"] != 0:
+                    raise RuntimeError(f"restart: {r}")
+            else:
+                os.kill(pid, signal.SIGKILL if action == "kill-9" else signal.SIGSTOP)
+            wait_for(lambda: running_again("snapfs.service", pid), f"the {action} taken over")
+            goes_on()
+            res["actions"].append([action, exits("snapfs.service")[-1:]])
+    finally:
+        for o, p in zip(outs, (host, box)):
+            open(o + ".stop", "w").close()
+            res.setdefault("exit", []).append(p.wait(60))
+    for o, name in zip(outs, ("host", "box")):
+        with open(o) as f:
+            res[name] = json.load(f)
+    res["ident_after"] = [ident(p) for p in paths]
+    res["show"] = show("snapfs.service", "NRestarts")
+    res["remove"] = control(mnt, {"op": "scope-remove", "name": "box"})
+    # Three starts in a few seconds: the unit's start limit (5 in 10 s, which stops a crash
+    # loop) is reset, so the steps after this one start afresh.
+    sh("systemctl", "reset-failed", "snapfs.service")
+
+
+def holds(top, needle):
+    """Whether any file under top holds the bytes needle (grep -r)."""
+    for d, _, files in os.walk(top):
+        for name in files:
+            with open(os.path.join(d, name), "rb") as f:
+                if needle in f.read():
+                    return True
+    return False
+
+
+def step_scope_content_lives_in_ram(cfg, res):
+    """put --scope under the shipped unit: the token in its runtime store (/run, a tmpfs),
+    never in its store under /var/lib; systemctl restart keeps the scope and the grant's
+    content."""
+    mnt, snap, view = "/run/snapfs", "/usr/local/bin/snapfs", "/run/snapfs-test-views/a"
+    os.makedirs(os.path.dirname(view), exist_ok=True)
+    token = "TOKEN-unit-" + os.urandom(16).hex()
+    res["create"] = sh(snap, "scope", "create", "--mount", mnt, "unit-a", "--view", view)
+    res["put"] = sh(snap, "put", "--mount", mnt, "--scope", "unit-a", "--as", "cfg", "-",
+                    input=token)
+    res["fstype"] = sh("stat", "-f", "-c", "%T", "/run/snapfs-scopes")["out"].strip()
+    res["store"] = holds("/var/lib/snapfs", token.encode())
+    res["runtime"] = holds("/run/snapfs-scopes", token.encode())
+    pid = main_pid("snapfs.service")
+    res["restart"] = sh("systemctl", "restart", "snapfs.service")
+    wait_for(lambda: running_again("snapfs.service", pid), "the restart")
+    try:
+        with open(os.path.join(view, "cfg")) as f:
+            res["read"] = f.read() == token
+    except OSError as e:
+        res["read"] = errno.errorcode[e.errno]
+    res["store_after"] = holds("/var/lib/snapfs", token.encode())
+    res["remove"] = sh(snap, "scope", "rm", "--mount", mnt, "unit-a")
+    res["runtime_after_rm"] = holds("/run/snapfs-scopes", token.encode())
+
+
 EXITS = "/run/snapfs-exits"
 # systemctl show forgets the main process's exit status once the unit is inactive; an
 # ExecStopPost= of the test's own (a drop-in in /run, beside the shipped unit) is told it.
@@ -388,6 +514,49 @@ def step_stop_leaves_nothing(cfg, res, unit="snapfs.service", mnts=("/run/snapfs
     res["exit"] = exits(unit)[-1:]
     res["mounts"] = {m: mountinfo(m) for m in mnts}
     res["pids"] = snapfs_pids()
+
+
+def dead_fuse_mount(path, subtype="hello"):
+    """A FUSE mount of another filesystem whose server is gone: mounted on a /dev/fuse
+    descriptor that is closed at once, it answers ENOTCONN, as a crashed server's does."""
+    libc = ctypes.CDLL(None, use_errno=True)
+    fd = os.open("/dev/fuse", os.O_RDWR | os.O_CLOEXEC)
+    try:
+        opts = f"fd={fd},rootmode=40000,user_id=0,group_id=0".encode()
+        if libc.mount(subtype.encode(), path.encode(), f"fuse.{subtype}".encode(), 0, opts):
+            e = ctypes.get_errno()
+            raise OSError(e, os.strerror(e), path)
+    finally:
+        os.close(fd)
+
+
+def step_a_foreign_dead_mount_survives(cfg, res):
+    """A dead fuse.hello at the unit's mount point: the start is refused, and the unit's
+    ExecStopPost unmounted that foreign mount anyway."""
+    mnt = "/run/snapfs"
+    os.makedirs(mnt, exist_ok=True)
+    dead_fuse_mount(mnt)
+    try:
+        res["start"] = sh("systemctl", "start", "snapfs.service")
+        res["show"] = show("snapfs.service", "ActiveState", "Result", "ExecMainStatus",
+                           "NRestarts")
+        res["after_start"] = [fstype(l) for l in mountinfo(mnt)]
+        res["stop"] = sh("systemctl", "stop", "snapfs.service")
+        res["after_stop"] = [fstype(l) for l in mountinfo(mnt)]
+        res["journal"] = journal("snapfs.service")[-3000:]
+    finally:
+        sh("umount", "--lazy", mnt)
+        sh("systemctl", "reset-failed", "snapfs.service")
+    # Beside it: once the foreign mount is gone, the same unit starts and serves; killed,
+    # its own dead mount is cleared by ExecStopPost (the restart finds the point free).
+    res["fixed"] = sh("systemctl", "start", "snapfs.service")
+    res["fixed_show"] = show("snapfs.service", "ActiveState", "SubState")
+    pid = main_pid("snapfs.service")
+    sh("systemctl", "kill", "--signal=SIGKILL", "--kill-who=main", "snapfs.service")
+    wait_for(lambda: running_again("snapfs.service", pid), "the restart")
+    res["restarted"] = [fstype(l) for l in mountinfo(mnt)]
+    res["fixed_stop"] = sh("systemctl", "stop", "snapfs.service")
+    res["after"] = {"mounts": mountinfo(mnt), "pids": snapfs_pids()}
 
 
 def write_dropin(unit, name, text):
@@ -605,7 +774,10 @@ STEPS = [
     step_status_and_metrics,
     step_reload_and_logrotate,
     step_kill_9_restarts,
+    step_takeover,
+    step_scope_content_lives_in_ram,
     step_stop_leaves_nothing,
+    step_a_foreign_dead_mount_survives,
     step_operator_edits_a_limit,
     step_a_bad_config_file_fails_once,
     step_configuration_errors_do_not_restart,

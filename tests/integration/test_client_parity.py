@@ -32,7 +32,8 @@ COUNTERPARTS = {
     "check": ("the mount check runs first in every libsnapfs call, by the same mountcheck "
               "code; its verdict alone, each finding listed, is snapfs check's"),
     "put": (("snapfs_publish", "snapfs_publish_fd", "snapfs_publish_named",
-             "snapfs_publish_fd_named"), ("publish", "publish_fd"), ("index.publish",)),
+             "snapfs_publish_fd_named", "snapfs_publish_for_scope",
+             "snapfs_publish_fd_for_scope"), ("publish", "publish_fd"), ("index.publish",)),
     "ls": (("snapfs_list", "snapfs_describe"), ("snapshots", "describe"), None),
     "rm": (("snapfs_remove",), ("remove",), ("index.remove",)),
     # A program picks by age or kind from the list itself, then removes what it picked.

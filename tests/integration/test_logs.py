@@ -13,7 +13,7 @@ import time
 
 import pytest
 
-from snaptest import BUILD, ROOT, E, errno_of, is_mounted, run, sha256_hex
+from snaptest import BUILD, ROOT, E, errno_of, is_mounted, run, sha256_hex, start_snapfs
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 SNIPPET = ROOT / "dist" / "snapfs.logrotate"
@@ -132,10 +132,78 @@ def test_a_daemon_without_audit_log_logs_to_syslog(snapfs_bin, workdir):
         g = re.match(r"<(\d+)>.*? snapfs\[(\d+)\]: (\{.*\})$", m)
         assert g, m
         assert int(g.group(1)) // 8 == 3, m
-        assert int(g.group(2)) == res["pids"][0]
+        # Logged by the serving process, whose supervisor is the pid file's and MAINPID.
+        assert [int(g.group(2))] == res["serving"]
         e = json.loads(g.group(3))
         lines[e["event"]] = e
     assert lines["publish"]["digest"] == res["digest"]
     assert lines["refused"]["error"] == "EROFS" and lines["refused"]["digest"] == res["digest"]
     assert res["umount"]["rc"] == 0
     assert res["reaped"] == [[res["pids"][0], 0]]
+
+
+def lost_lines(fs):
+    r = run(BUILD / "cli" / "snapfs", "status", "--mount", fs.path, "--json")
+    assert r.returncode == 0, r.stderr
+    return json.loads(r.stdout)["status"]["counters"]["audit_lines_lost"]
+
+
+def refuse_a_write(fs, digest):
+    assert errno_of(os.open, fs.p(digest), os.O_WRONLY) == E.EROFS
+
+
+def test_an_audit_line_the_full_log_filesystem_does_not_take_is_counted_and_said_once(
+        snapfs_bin, workdir):
+    """"Every refusal is audited" was false in silence: with the log's filesystem full, every
+    line was dropped, no counter moved and nothing was said."""
+    full = os.path.join(workdir, "full")
+    os.mkdir(full)
+    subprocess.run(["mount", "-t", "tmpfs", "-o", "size=64k,mode=0755", "tmpfs", full],
+                   check=True)
+    mnt = os.path.join(workdir, "mnt")
+    os.mkdir(mnt)
+    fs = None
+    try:
+        fs = start_snapfs(snapfs_bin, mnt, audit_log=os.path.join(full, "audit.log"))
+        digest = fs.publish(b"refused to writers\n")
+        # The allowance: while there is room, the refusal is a line and nothing is lost.
+        refuse_a_write(fs, digest)
+        wait_until(lambda: any(e.get("error") == "EROFS" for e in events(fs.audit_log)),
+                   "the first refusal's line")
+        assert lost_lines(fs) == 0
+        # Full: a filler takes the free pages, blank lines the rest of the log's last one.
+        for path, chunk in ((os.path.join(full, "filler"), b"\0" * 4096),
+                            (fs.audit_log, b"\n")):
+            fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o600)
+            try:
+                with pytest.raises(OSError) as e:
+                    while True:
+                        os.write(fd, chunk)
+                assert e.value.errno == E.ENOSPC
+            finally:
+                os.close(fd)
+        written = read_text(fs.audit_log)
+        for _ in range(3):
+            refuse_a_write(fs, digest)
+        wait_until(lambda: lost_lines(fs) >= 1, "the lost line to be counted")
+        assert read_text(fs.audit_log) == written  # nothing more could be written
+        r = run(BUILD / "cli" / "snapfs", "metrics", "--mount", fs.path)
+        assert r.returncode == 0, r.stderr
+        lost = [x for x in r.stdout.splitlines() if x.startswith("snapfs_audit_lines_lost_total ")]
+        assert lost and int(lost[0].split()[1]) >= 1, r.stdout
+        said = [x for x in fs.stderr().splitlines() if "cannot be written" in x]
+        assert said == [f"snapfs mount: audit log {fs.audit_log} cannot be written (No space "
+                        "left on device): audit lines are lost until it can, and counted "
+                        "(snapfs status, snapfs metrics)"], fs.stderr()
+        # Room again: the next refusal is a line once more; the count stays what it was.
+        os.unlink(os.path.join(full, "filler"))
+        count = lost_lines(fs)
+        refuse_a_write(fs, digest)
+        wait_until(lambda: read_text(fs.audit_log) != written, "a line after the burst")
+        assert lost_lines(fs) == count
+        assert fs.stop() == 0
+    finally:
+        if fs and fs.proc.poll() is None:
+            fs.stop()
+        subprocess.run(["umount", "-l", mnt], check=False, capture_output=True)
+        subprocess.run(["umount", full], check=True)

@@ -370,6 +370,37 @@ def _(fs, workdir):
         assert snap("scope", "rm", "--mount", fs.path, "sandbox").returncode == 0
 
 
+@row("scope-bad-name")
+def _(fs, workdir):
+    # Headed "not a regular file, or an invalid argument", the reason second, and exit 1: a
+    # usage error is 2, its first line the cause and the grammar to follow.
+    view = scope_view(workdir, "sandbox")
+    os.makedirs(os.path.dirname(view), exist_ok=True)
+    r = snap("scope", "create", "--mount", fs.path, "bad/name", "--view", view)
+    assert r.returncode == 2 and lines(r.stderr) == [
+        f"snapfs scope create: {fs.path}: not a valid scope name: 1-64 of [A-Za-z0-9._-], not "
+        "starting with '.'",
+        "invalid-argument: not a valid scope name: 1-64 of [A-Za-z0-9._-], not starting with "
+        "'.'"], r.stderr
+    # The name it asks for: created.
+    assert snap("scope", "create", "--mount", fs.path, "sandbox", "--view", view).returncode == 0
+    assert snap("scope", "rm", "--mount", fs.path, "sandbox").returncode == 0
+
+
+@row("scope-view-parent-missing")
+def _(fs, workdir):
+    view = os.path.join(workdir, "nowhere", "sandbox")
+    r = snap("scope", "create", "--mount", fs.path, "sandbox", "--view", view)
+    assert r.returncode == 1 and lines(r.stderr) == [
+        f"snapfs scope create: {fs.path}: {view}: nowhere does not exist (a view's parent "
+        "directory must)",
+        f"refused: {view}: nowhere does not exist (a view's parent directory must)"], r.stderr
+    # Made, as it says: the view is mounted there.
+    os.mkdir(os.path.dirname(view))
+    assert snap("scope", "create", "--mount", fs.path, "sandbox", "--view", view).returncode == 0
+    assert snap("scope", "rm", "--mount", fs.path, "sandbox").returncode == 0
+
+
 @row("scope-exists")
 def _(fs, workdir):
     view = scope_view(workdir, "sandbox")

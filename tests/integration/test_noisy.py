@@ -40,7 +40,7 @@ def test_an_audit_log_that_is_not_a_private_regular_file_is_refused_and_nothing_
     else:
         os.close(os.open(os.path.join(workdir, "elsewhere"), os.O_WRONLY | os.O_CREAT, 0o600))
         os.symlink(os.path.join(workdir, "elsewhere"), log)
-        want = "a symbolic link"
+        want = f"{log} is a symbolic link"
     try:
         rc, err = refused_start(snapfs_bin, path, log)
     finally:
@@ -270,7 +270,18 @@ assert os.listdir(f"{mnt}/.staging") == []
 # The attack: unlinked, but held open, they still count.
 assert refused(os.open, f"{mnt}/.staging/s4", os.O_WRONLY | os.O_CREAT | os.O_EXCL) == errno.EDQUOT
 os.close(fds.pop())
-fd = os.open(f"{mnt}/.staging/s4", os.O_WRONLY | os.O_CREAT | os.O_EXCL)
+# close() returns before the kernel's RELEASE (sent after it, asynchronously) reaches the
+# daemon: the slot comes back once that RELEASE is handled, so wait for that state.
+import time
+deadline = time.monotonic() + 30
+while True:
+    try:
+        fd = os.open(f"{mnt}/.staging/s4", os.O_WRONLY | os.O_CREAT | os.O_EXCL)
+        break
+    except OSError as e:
+        if e.errno != errno.EDQUOT or time.monotonic() > deadline:
+            raise
+        time.sleep(0.01)
 os.close(fd)
 os.unlink(f"{mnt}/.staging/s4")
 for fd in fds:

@@ -22,8 +22,9 @@ SERVICE_CONF = ROOT / "dist" / "snapfs.conf"
 UNIT_IN = ROOT / "dist" / "snapfs.service.in"
 # What snapfs.service needs that is not a default: everything its command line said before
 # the config file existed. The unit passes nothing else but --foreground and --config.
-SERVICE_SETTINGS = {"store": "/var/lib/snapfs", "audit-log": "/var/log/snapfs/audit.log",
-                    "allow-other": "yes", "replace-stale": "yes"}
+SERVICE_SETTINGS = {"store": "/var/lib/snapfs", "runtime-store": "/run/snapfs-scopes",
+                    "audit-log": "/var/log/snapfs/audit.log", "allow-other": "yes",
+                    "replace-stale": "yes"}
 
 
 def table():

@@ -177,6 +177,20 @@ def test_the_package_is_built_by_debhelper_and_lintian_reports_no_error(deb):
         assert dep in fields["Depends"], fields
 
 
+def test_an_install_whose_service_cannot_start_fails_with_the_units_reason(installed):
+    res = step(installed, "install_refused")
+    # A dead fuse.hello at /run/snapfs: dpkg -i returned 0 while the unit failed.
+    assert res["dpkg"]["rc"] != 0, res["dpkg"]
+    out = res["dpkg"]["out"] + res["dpkg"]["err"]
+    assert "snapfs: snapfs.service did not start; nothing serves /run/snapfs. Its journal:" \
+        in out, out
+    assert "/run/snapfs: the dead mount there is not a snapfs mount; not clearing it" in out
+    assert res["status"].endswith("half-configured"), res["status"]
+    # The foreign mount was not the unit's to take: still there after the failed start.
+    assert res["mounts"] == ["fuse.hello"], res
+    # The allowance: the next test's install, the same .deb once the point is free, succeeds.
+
+
 def test_dpkg_installs_every_piece_in_debians_places(installed):
     res = step(installed, "install")
     assert res["dpkg"]["rc"] == 0, res["dpkg"]

@@ -6,6 +6,7 @@ allowance, by its exact errno.
 
 The main mount is the owner's control surface (its .control file); a scope's view is a mount
 of its own that lists only the snapshots granted to it."""
+import errno
 import json
 import os
 import signal
@@ -135,7 +136,8 @@ def test_a_scope_name_outside_the_grammar_is_einval_before_any_request(snapfs, s
                                                                       workdir, name):
     rc, out = jsnap("scope", "create", "--mount", snapfs.path, name, "--view",
                     scopes.view("v"))
-    assert rc == 1 and out["error"] == "EINVAL" and codes(out) == {"invalid-argument"}
+    # Refused before any request: a usage error, 2.
+    assert rc == 2 and out["error"] == "EINVAL" and codes(out) == {"invalid-argument"}
     assert not os.path.exists(scopes.view("v"))
     scopes.create("x" * 64, view=scopes.view("v"))
 
@@ -277,7 +279,7 @@ def test_an_entry_outside_the_grammar_or_shaped_as_a_digest_is_einval(snapfs, sc
     put(snapfs, CFG)
     rc, out = jsnap("grant", "--mount", snapfs.path, "sandbox-a", sha256_hex(CFG), "--as",
                     entry)
-    assert rc == 1 and out["error"] == "EINVAL" and codes(out) == {"invalid-argument"}
+    assert rc == 2 and out["error"] == "EINVAL" and codes(out) == {"invalid-argument"}
     rc, out = jsnap("grant", "--mount", snapfs.path, "sandbox-a", sha256_hex(CFG), "--as",
                     "mcp")
     assert rc == 0 and out["grant"]["entry"] == "mcp"
@@ -362,6 +364,74 @@ print(" ".join(sorted(seen)), opens)
         assert sorted(digests) == sorted([x, y]) and int(opens) >= 2, out
 
 
+ROTATOR = """
+import json, os, sys
+mnt, x, y, stop = sys.argv[1:]
+moves = 0
+while not os.path.exists(stop):
+    fd = os.open(os.path.join(mnt, ".control"), os.O_RDWR | os.O_CLOEXEC)
+    req = {"op": "grant", "scope": "sandbox-a", "sha256": y if moves % 2 == 0 else x,
+           "entry": "mcp"}
+    os.write(fd, json.dumps(req).encode())
+    reply = json.loads(os.pread(fd, 65536, 0))
+    os.close(fd)
+    # Another rotator may have moved it there first: EEXIST, and on to the other one.
+    assert reply["ok"] or reply["error"] == "EEXIST", reply
+    moves += 1
+print(moves)
+"""
+
+
+def test_exec_entry_follows_an_entry_a_tight_loop_keeps_moving_without_a_failure(snapfs,
+                                                                                 scopes,
+                                                                                 workdir):
+    """exec --entry exited 125 "moved ... while being opened" when its entry moved 8 times
+    during one open. A rotation costs the reader time, never an error (up to
+    $SNAPFS_ENTRY_TIMEOUT, 10 s by default)."""
+    view = scopes.create("sandbox-a")
+    # Large enough that an open (every page read and hashed) outlasts several moves.
+    big_x, big_y = b"x" * 200000, b"y" * 200000
+    x, y = sha256_hex(big_x), sha256_hex(big_y)
+    put(snapfs, big_x)
+    put(snapfs, big_y)
+    assert snap("grant", "--mount", snapfs.path, "sandbox-a", x, "--as", "mcp").returncode == 0
+    stop = os.path.join(workdir, "stop-rotating")
+    # Four rotators at once: the entry moves many times during each open.
+    rotators = [subprocess.Popen(["/usr/bin/python3", "-c", ROTATOR, snapfs.path, x, y, stop],
+                                 stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+                for _ in range(4)]
+    failures, seen = [], set()
+    try:
+        for _ in range(40):
+            r = snap("exec", "--mount", view, "--entry", "mcp", "--", "sh", "-c",
+                     'cat "$1"; printf "\\n%s" "$SNAPFS_BINDING"', "sh", "{}",
+                     env={**os.environ, "SNAPFS_ENTRY_TIMEOUT": "60s"})
+            if r.returncode != 0:
+                failures.append(r.stderr)
+                continue
+            content, binding = r.stdout.rsplit("\n", 1)
+            # One snapshot or the other, whole, with its own binding.
+            digest = binding.split()[0][len("sha256="):]
+            assert digest in (x, y) and sha256_hex(content.encode()) == digest, r.stdout
+            seen.add(digest)
+    finally:
+        with open(stop, "w"):
+            pass
+        done = [(p, *p.communicate(timeout=120)) for p in rotators]
+    for p, out, err in done:
+        assert p.returncode == 0, err
+    assert failures == [], failures[:3]
+    # The entry kept moving while exec ran.
+    assert sum(int(out) for _, out, _ in done) >= 40, done
+    # A timeout that is no duration is refused before anything is opened.
+    r = snap("exec", "--mount", view, "--entry", "mcp", "--", "true",
+             env={**os.environ, "SNAPFS_ENTRY_TIMEOUT": "soon"})
+    assert r.returncode == 125 and "$SNAPFS_ENTRY_TIMEOUT is no duration" in r.stderr, r.stderr
+    r = snap("exec", "--mount", view, "--entry", "mcp", "--", "true",
+             env={**os.environ, "SNAPFS_ENTRY_TIMEOUT": "30s"})
+    assert r.returncode == 0, r.stderr
+
+
 def test_revoke_makes_new_opens_enoent_while_an_open_descriptor_reads_on(client, snapfs,
                                                                          scopes):
     view = scopes.create("sandbox-a")
@@ -432,8 +502,16 @@ def test_put_scope_grants_and_prints_the_binding_the_view_shows(snapfs, scopes):
     assert r.stdout == CFG2.decode()
 
 
-def test_put_to_a_scope_that_does_not_exist_publishes_but_fails(snapfs, scopes):
+def test_put_to_a_scope_that_does_not_exist_publishes_nothing(snapfs, scopes):
+    # Content for a scope is that scope's alone: without the scope it is not published.
     rc, out = jsnap("put", "--mount", snapfs.path, "--scope", "nowhere", "-",
+                    input=CFG.decode())
+    assert rc == 1 and out["error"] == "ENOENT" and "snapshot" not in out, out
+    assert {r["code"] for r in out["reasons"]} == {"no-such-scope"}
+    assert errno_of(os.stat, snapfs.p(sha256_hex(CFG))) == errno.ENOENT
+    assert os.listdir(snapfs.p(".staging")) == []
+    # --keep publishes on the main mount first (held there), then grants: that grant fails.
+    rc, out = jsnap("put", "--mount", snapfs.path, "--scope", "nowhere", "--keep", "-",
                     input=CFG.decode())
     assert rc == 1 and out["error"] == "ENOENT" and out["scope"] is None
     assert out["snapshot"]["sha256"] == sha256_hex(CFG)

@@ -248,7 +248,9 @@ def test_a_view_in_a_directory_another_uid_can_change_is_refused(snapfs, workdir
     os.makedirs(shared)
     os.chmod(shared, 0o777)  # anyone could swap the view's directory for a link
     reply = control(snapfs.path, {"op": "scope-create", "name": "a", "view": f"{shared}/a"})
-    assert (reply["error"], "another uid" in reply["message"]) == ("EINVAL", True)
+    # The refusal names the directory and what is wrong with it.
+    assert (reply["error"], f"refused: {shared} is writable by group or others (mode 0777)"
+            in reply["message"]) == ("EPERM", True), reply
     os.chmod(shared, 0o1777)  # sticky: only the owner of an entry may move it
     control_ok(snapfs.path, {"op": "scope-create", "name": "a", "view": f"{shared}/a"})
 
@@ -657,9 +659,9 @@ def test_every_change_is_audited(snapfs, workdir):
 # ---- --store ------------------------------------------------------------------------------
 
 
-def test_scopes_and_grants_survive_a_restart_with_store(mount_snapfs, workdir):
+def test_scopes_and_grants_survive_a_restart_with_store(mount_snapfs, workdir, runtime_dir):
     store = os.path.join(workdir, "store")
-    fs = mount_snapfs("--store", store)
+    fs = mount_snapfs("--store", store, "--runtime-store", runtime_dir)
     held = fs.publish(b"held by the owner", "h")
     dropped = fs.publish(b"kept by its grant alone", "k")
     s = scope(fs, workdir, publish=True)
@@ -670,7 +672,7 @@ def test_scopes_and_grants_survive_a_restart_with_store(mount_snapfs, workdir):
     assert fs.stop() == 0
     assert not is_mounted(s["view"])
 
-    fs2 = mount_snapfs("--store", store, name="mnt")
+    fs2 = mount_snapfs("--store", store, "--runtime-store", runtime_dir, name="mnt")
     assert is_mounted(s["view"])
     assert names(s["view"]) == sorted([".staging", held, dropped, own, "cfg"])
     assert read(os.path.join(s["view"], "cfg")) == b"kept by its grant alone"
@@ -686,13 +688,13 @@ def inos(view, names_):
 
 
 def test_a_views_inode_numbers_are_its_own_unmoved_by_others_and_the_same_after_a_restart(
-        mount_snapfs, workdir):
+        mount_snapfs, workdir, runtime_dir):
     """Nothing a tenant can count: B's numbers (of its digests and entries, and of its next
     new grant) do not move when A publishes or the operator publishes and grants, where the
     main mount's (the store's) do; and a restart with --store serves B's under the same
     numbers, its counter going on from where it was (a revoked number is not given again)."""
     store = os.path.join(workdir, "store")
-    fs = mount_snapfs("--store", store)
+    fs = mount_snapfs("--store", store, "--runtime-store", runtime_dir)
     a = scope(fs, workdir, "sandbox-a", publish=True)
     b = scope(fs, workdir, "sandbox-b")
     first = fs.publish(b"b's first", "b1")
@@ -716,7 +718,7 @@ def test_a_views_inode_numbers_are_its_own_unmoved_by_others_and_the_same_after_
     control_ok(fs.path, {"op": "revoke", "scope": "sandbox-b", "sha256": second})
     assert fs.stop() == 0
 
-    fs2 = mount_snapfs("--store", store, name="mnt")
+    fs2 = mount_snapfs("--store", store, "--runtime-store", runtime_dir, name="mnt")
     assert inos(b["view"], [first, "cfg"]) == {n: after[n] for n in (first, "cfg")}
     third = fs2.publish(b"b's third", "b3")
     assert grant(fs2, "sandbox-b", third)["ino"] == after[second] + 1
@@ -725,31 +727,34 @@ def test_a_views_inode_numbers_are_its_own_unmoved_by_others_and_the_same_after_
                                    if n != ".staging"]).values())[0] == before[first]
 
 
-def test_the_last_grant_of_a_snapshot_takes_its_blob_out_of_the_store(mount_snapfs, workdir):
+def test_the_last_grant_of_a_snapshot_takes_its_blob_out_of_the_store(mount_snapfs, workdir,
+                                                                     runtime_dir):
     store = os.path.join(workdir, "store")
-    fs = mount_snapfs("--store", store)
+    fs = mount_snapfs("--store", store, "--runtime-store", runtime_dir)
     s = scope(fs, workdir, publish=True)
     digest = publish_in(s["view"], b"only this scope's")
-    blob = os.path.join(store, "blobs", "sha256", digest)
+    # What the scope published is in the runtime store (RAM), never in --store (a disk).
+    blob = os.path.join(runtime_dir, "blobs", "sha256", digest)
+    assert not os.path.exists(os.path.join(store, "blobs", "sha256", digest))
     assert os.path.exists(blob)
     kept = fs.publish(b"held as well", "k")
     grant(fs, "sandbox-a", kept)
     control_ok(fs.path, {"op": "scope-remove", "name": "sandbox-a"})
     assert not os.path.exists(blob)
     assert os.path.exists(os.path.join(store, "blobs", "sha256", kept))
-    assert not os.path.exists(os.path.join(store, "scopes", "sandbox-a.json"))
+    assert not os.path.exists(os.path.join(runtime_dir, "scopes", "sandbox-a.json"))
 
 
 def test_content_in_two_scopes_is_one_blob_gone_with_its_last_grant_read_on_by_a_descriptor(
-        mount_snapfs, workdir):
+        mount_snapfs, workdir, runtime_dir):
     store = os.path.join(workdir, "store")
-    fs = mount_snapfs("--store", store)
+    fs = mount_snapfs("--store", store, "--runtime-store", runtime_dir)
     a = scope(fs, workdir, "sandbox-a", publish=True)
     scope(fs, workdir, "sandbox-b")
     digest = publish_in(a["view"], b"one blob for two scopes")
     grant(fs, "sandbox-b", digest, "cfg")
-    blob = os.path.join(store, "blobs", "sha256", digest)
-    blobs = os.listdir(os.path.join(store, "blobs", "sha256"))
+    blob = os.path.join(runtime_dir, "blobs", "sha256", digest)
+    blobs = os.listdir(os.path.join(runtime_dir, "blobs", "sha256"))
     assert blobs.count(digest) == 1
     fd = os.open(os.path.join(a["view"], digest), os.O_RDONLY)
     try:
@@ -768,28 +773,29 @@ def test_content_in_two_scopes_is_one_blob_gone_with_its_last_grant_read_on_by_a
         os.close(fd)
     # The store still serves what it holds after a restart, and nothing of the collected one.
     assert fs.stop() == 0
-    fs2 = mount_snapfs("--store", store, name="mnt")
+    fs2 = mount_snapfs("--store", store, "--runtime-store", runtime_dir, name="mnt")
     assert errno_of(os.stat, fs2.p(digest)) == errno.ENOENT
     assert names(os.path.join(workdir, "views", "sandbox-b")) == []
 
 
-def test_a_killed_daemons_view_is_cleared_and_mounted_again(mount_snapfs, workdir):
+def test_a_killed_daemons_view_is_cleared_and_mounted_again(mount_snapfs, workdir, runtime_dir):
     store = os.path.join(workdir, "store")
-    fs = mount_snapfs("--store", store)
+    fs = mount_snapfs("--store", store, "--runtime-store", runtime_dir)
     digest = fs.publish(b"after a crash", "c")
     s = scope(fs, workdir)
     grant(fs, "sandbox-a", digest, "cfg")
     assert fs.stop(signal.SIGKILL) == -signal.SIGKILL
     assert errno_of(os.stat, os.path.join(s["view"], "cfg")) == errno.ENOTCONN
     subprocess.run(["umount", "-l", fs.path], check=True)
-    fs2 = mount_snapfs("--store", store)
+    fs2 = mount_snapfs("--store", store, "--runtime-store", runtime_dir)
     assert read(os.path.join(s["view"], "cfg")) == b"after a crash"
     assert "cleared a dead snapfs view" in fs2.stderr()
 
 
-def test_a_scope_whose_process_ended_while_the_daemon_was_down_is_gone(mount_snapfs, workdir):
+def test_a_scope_whose_process_ended_while_the_daemon_was_down_is_gone(mount_snapfs, workdir,
+                                                                      runtime_dir):
     store = os.path.join(workdir, "store")
-    fs = mount_snapfs("--store", store)
+    fs = mount_snapfs("--store", store, "--runtime-store", runtime_dir)
     child = subprocess.Popen(["sleep", "600"])
     try:
         control_ok(fs.path, {"op": "scope-create", "name": "tied",
@@ -800,6 +806,6 @@ def test_a_scope_whose_process_ended_while_the_daemon_was_down_is_gone(mount_sna
     finally:
         child.kill()
         child.wait()
-    fs2 = mount_snapfs("--store", store)
+    fs2 = mount_snapfs("--store", store, "--runtime-store", runtime_dir)
     assert [x["name"] for x in control_ok(fs2.path, {"op": "scope-list"})["scopes"]] == ["untied"]
-    assert not os.path.exists(os.path.join(store, "scopes", "tied.json"))
+    assert not os.path.exists(os.path.join(runtime_dir, "scopes", "tied.json"))

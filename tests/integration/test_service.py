@@ -99,7 +99,8 @@ def test_a_pid_file_that_is_a_symlink_is_refused_and_nothing_is_mounted(installe
                    f"pid_file={os.path.join(workdir, 'snapfs.pid')}")
     assert res["mount"]["rc"] != 0
     assert "--pid-file" in res["mount"]["err"]
-    assert "Too many levels of symbolic links" in res["mount"]["err"], res["mount"]
+    assert f"refused: {workdir}/snapfs.pid is a symbolic link" in res["mount"]["err"], \
+        res["mount"]
     assert res["mountinfo"] is None and res["reaped"] == []
     with open(target) as f:
         assert f.read() == "not a pid file\n"  # untouched
@@ -136,12 +137,18 @@ def test_options_that_cannot_run_under_mount_8_are_refused_and_nothing_is_mounte
 
 def test_a_pid_file_that_cannot_be_written_fails_the_mount_before_it_is_made(installed,
                                                                              workdir):
-    # /proc/self/status opens for writing as root and takes no write: the mount was made and
-    # mount(8) said success.
+    # /proc/PID/status opens for writing as root and takes no write: the mount was made and
+    # mount(8) said success. (/proc/self/status is refused before: /proc/self is a link.)
+    status = f"/proc/{os.getpid()}/status"
+    res = scenario("mount8", installed, workdir, "-o",
+                   f"max_snapshot_size=1K,pid_file={status}")
+    assert res["mount"]["rc"] != 0, res["mount"]
+    assert f"--pid-file {status}: refused: a kernel interface" in res["mount"]["err"]
+    assert res["mountinfo"] is None and res["reaped"] == []
     res = scenario("mount8", installed, workdir, "-o",
                    "max_snapshot_size=1K,pid_file=/proc/self/status")
-    assert res["mount"]["rc"] != 0, res["mount"]
-    assert "--pid-file /proc/self/status: refused: a kernel interface" in res["mount"]["err"]
+    assert "--pid-file /proc/self/status: refused: /proc/self is a symbolic link" in \
+        res["mount"]["err"], res["mount"]
     assert res["mountinfo"] is None and res["reaped"] == []
     # A regular file on a full filesystem: opened, created, and not writable.
     full = os.path.join(workdir, "full")
@@ -361,7 +368,7 @@ def test_snapfs_mount_returns_only_once_the_daemon_serves(installed, snapfs_bin,
 
 
 def test_the_units_command_serves_and_stops_as_systemd_drives_it(installed, snapfs_bin,
-                                                                 workdir):
+                                                                 workdir, runtime_dir):
     """The installed unit's ExecStart and the installed config file it names, their paths
     moved under workdir, run as systemd would: READY=1 on the notify socket, reload (SIGHUP)
     keeps it serving, stop (SIGTERM) exits 0."""
@@ -374,6 +381,8 @@ def test_the_units_command_serves_and_stops_as_systemd_drives_it(installed, snap
     moved = {"/run/snapfs": os.path.join(workdir, "run"),
              "/var/lib/snapfs": os.path.join(workdir, "lib"),
              "/var/log/snapfs/audit.log": os.path.join(workdir, "audit.log"),
+             # RuntimeDirectory=: on a tmpfs, as /run is under systemd
+             "/run/snapfs-scopes": os.path.join(runtime_dir, "scopes"),
              conf: os.path.join(workdir, "snapfs.conf")}
     for path in moved.values():
         if not path.endswith((".log", ".conf")):

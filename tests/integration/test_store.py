@@ -18,6 +18,7 @@ import time
 import pytest
 
 from snaptest import (NOBODY_UID, UID_PRELUDE, E, as_uid, errno_of, is_mounted, run, sha256_hex,
+                      snap,
                       start_snapfs)
 
 
@@ -496,6 +497,161 @@ def test_a_daemon_killed_during_publishes_leaves_each_snapshot_complete_or_absen
     assert acked > 0 and attempted > acked
 
 
+# ---- index.json lost or damaged: nothing is deleted for it ----------------------------------
+
+EMPTY_CONFIG = sha256_hex(b"{}")
+
+
+def blobs(store):
+    return {n for n in os.listdir(os.path.join(store, "blobs", "sha256"))
+            if not n.startswith(".")}
+
+
+def test_a_deleted_index_json_serves_every_intact_blob_and_deletes_nothing(store_mount):
+    """index.json deleted, then a start: exit 0 and every snapshot gone, its blob deleted (9
+    blobs -> 2), grants dropped. Now every intact blob is served, untitled, and kept."""
+    fs = store_mount()
+    a = fs.publish(b"first", name="a.txt")
+    b = fs.publish(b"second", name="b.txt")
+    assert fs.stop() == 0
+    store = store_mount.store
+    before = blobs(store)
+    # The allowance: with index.json there, a restart serves both under their names.
+    fs = store_mount()
+    assert served(fs) == sorted([a, b])
+    assert os.getxattr(fs.p(a), "user.snapfs.name") == b"a.txt"
+    assert fs.stop() == 0
+    os.unlink(os.path.join(store, "index.json"))
+    fs = store_mount()
+    manifest = (before - {a, b, EMPTY_CONFIG}).pop()
+    # Every intact blob, the old manifest's too: nothing can say it was not content.
+    assert served(fs) == sorted([a, b, manifest])
+    assert read_snapshot(fs, a) == b"first" and read_snapshot(fs, b) == b"second"
+    assert blobs(store) >= before
+    assert (f"--store {store}: index.json: missing beside the store's blobs; every intact "
+            "blob is served, untitled, and nothing is deleted") in fs.stderr()
+    # The store is whole again: a publish, and a restart that serves everything.
+    c = fs.publish(b"third", name="c.txt")
+    assert fs.stop() == 0
+    fs = store_mount()
+    assert served(fs) == sorted([a, b, c, manifest])
+    assert "index.json" not in fs.stderr()
+
+
+@pytest.mark.parametrize("damage", ["truncated", "flipped"])
+def test_a_damaged_index_json_is_set_aside_named_at_its_byte_and_nothing_is_deleted(
+        store_mount, damage):
+    """index.json cut short: the start failed (exit 2, "--store ...: Invalid argument",
+    naming no file) and the unit never restarted it."""
+    fs = store_mount()
+    a = fs.publish(b"first", name="a.txt")
+    assert fs.stop() == 0
+    store = store_mount.store
+    index = os.path.join(store, "index.json")
+    before = blobs(store)
+    with open(index, "rb") as f:
+        text = f.read()
+    bad = text[:40] if damage == "truncated" else b"#" + text[1:]
+    with open(index, "wb") as f:
+        f.write(bad)
+    fs = store_mount()
+    assert served(fs) == sorted(before - {EMPTY_CONFIG})
+    assert blobs(store) >= before
+    where = ("cut short: its JSON ends at byte 40, before the document does"
+             if damage == "truncated" else "not valid JSON at byte 0")
+    assert f"--store {store}: index.json: {where}" in fs.stderr(), fs.stderr()
+    # Set aside, as it was, for the operator; a valid index.json written in its place.
+    kept = os.listdir(os.path.join(store, "corrupt"))
+    assert len(kept) == 1 and kept[0].startswith("index.json-")
+    with open(os.path.join(store, "corrupt", kept[0]), "rb") as f:
+        assert f.read() == bad
+    with open(blob_path(store, tagged_manifest(store))) as f:
+        layers = [x["digest"].split(":")[1] for x in json.load(f)["layers"]]
+    assert sorted(layers) == sorted(before - {EMPTY_CONFIG})
+    assert read_snapshot(fs, a) == b"first"
+
+
+def test_an_index_json_damaged_while_the_daemon_runs_does_not_stop_its_publishes(store_mount):
+    """Truncated while running: every publish got EINVAL ("not a regular file, or an invalid
+    argument"). What index.json said is in the daemon's memory: it is written anew."""
+    fs = store_mount()
+    a = fs.publish(b"first", name="a.txt")
+    store = store_mount.store
+    with open(os.path.join(store, "index.json"), "r+b") as f:
+        f.truncate(40)
+    c = fs.publish(b"after the damage", name="c.txt")
+    assert len(os.listdir(os.path.join(store, "corrupt"))) == 1
+    assert fs.stop() == 0
+    fs = store_mount()
+    assert served(fs) == sorted([a, c])
+    assert os.getxattr(fs.p(c), "user.snapfs.name") == b"c.txt"
+    assert "index.json" not in fs.stderr()
+
+
+def test_a_grant_whose_blob_is_lost_stays_dangling_and_comes_back_with_its_bytes(
+        store_mount, workdir, runtime_dir):
+    """One flipped byte in a granted blob: the next start set the blob aside and dropped its
+    grant and entry for good. The grant is kept, dangling, and comes back when those bytes
+    are published again. (The operator's bytes are in --store; the scope's file in the
+    runtime store.)"""
+    def store_mount_rt():
+        return store_mount("--runtime-store", runtime_dir)
+    fs = store_mount_rt()
+    data = b'{"mcpServers": {"fs": {}}}\n'
+    digest = fs.publish(data, name="mcp.json")
+    other = fs.publish(b"granted and intact", name="other")
+    view = os.path.join(workdir, "views", "sandbox")
+    os.makedirs(os.path.dirname(view))
+    assert snap("scope", "create", "--mount", fs.path, "sandbox", "--view", view).returncode == 0
+    assert snap("grant", "--mount", fs.path, "sandbox", digest, "--as", "mcp").returncode == 0
+    assert snap("grant", "--mount", fs.path, "sandbox", other, "--as", "cfg").returncode == 0
+    assert fs.stop() == 0
+    with open(blob_path(store_mount.store, digest), "r+b") as f:
+        f.write(b"#")
+    scope_file = os.path.join(runtime_dir, "scopes", "sandbox.json")
+    for _ in range(2):  # a start, and one more: the grant is still kept
+        fs = store_mount_rt()
+        # Set aside, not served; the intact grant beside it is.
+        assert sorted(os.listdir(view)) == sorted([other, "cfg"])
+        with open(scope_file) as f:
+            kept = json.load(f)
+        assert digest in [g["sha256"] for g in kept["grants"]], kept
+        assert ("mcp", digest) in [(e["name"], e["sha256"]) for e in kept["entries"]], kept
+        assert fs.stop() == 0
+    fs = store_mount_rt()
+    # The same bytes published again: the grant and its entry are back.
+    assert fs.publish(data, name="mcp.json") == digest
+    assert sorted(os.listdir(view)) == sorted([other, "cfg", digest, "mcp"])
+    with open(os.path.join(view, "mcp"), "rb") as f:
+        assert f.read() == data
+    assert fs.stop() == 0
+    fs = store_mount_rt()
+    assert sorted(os.listdir(view)) == sorted([other, "cfg", digest, "mcp"])
+    assert snap("scope", "rm", "--mount", fs.path, "sandbox").returncode == 0
+
+
+def test_a_store_crash_run_then_a_lost_index_json_keeps_every_blob(snapfs_bin, workdir):
+    """The daemon killed mid-publish (SIGKILL), its answered publishes checked; then
+    index.json goes: every blob survives the next start, served."""
+    mnt = os.path.join(workdir, "mnt")
+    store = os.path.join(workdir, "store")
+    try:
+        acked, _ = crash_rounds(snapfs_bin, workdir, rounds=2, seed=27)
+        assert acked > 0
+        before = blobs(store)
+        os.unlink(os.path.join(store, "index.json"))
+        fs = start_snapfs(snapfs_bin, mnt, "--store", store, "--max-snapshot-size", "1M",
+                          "--max-bytes", "1G", "--max-snapshots", "100000")
+        try:
+            assert blobs(store) >= before
+            assert served(fs) == sorted(before - {EMPTY_CONFIG})
+        finally:
+            assert fs.stop() == 0
+    finally:
+        if is_mounted(mnt):
+            subprocess.run(["umount", "-l", mnt], check=False)
+
+
 # ---- crash safety, at every file the daemon opens in the store ---------------------------
 
 FAN_CLOEXEC, FAN_CLASS_CONTENT = 0x1, 0x4
@@ -827,9 +983,59 @@ def test_unlink_works_when_the_stores_filesystem_is_full(snapfs_bin, workdir):
         subprocess.run(["umount", "-l", small], check=True)
 
 
+def test_a_full_store_filesystem_is_reported_as_that_not_as_a_limit(snapfs_bin, workdir):
+    """snapfs put blamed --max-bytes or --max-snapshots when the disk under --store was full:
+    the operator raised a limit that was not the cause."""
+    small = os.path.join(workdir, "small")
+    mnt = os.path.join(workdir, "mnt")
+    os.mkdir(small)
+    os.mkdir(mnt)
+    subprocess.run(["mount", "-t", "tmpfs", "-o", "size=256k,mode=0755", "tmpfs", small],
+                   check=True)
+    fs = None
+    try:
+        fs = start_snapfs(snapfs_bin, mnt, "--store", os.path.join(small, "store"),
+                          "--max-bytes", "64K", "--max-snapshot-size", "64K")
+        kept = fs.publish(b"k" * 20000, name="kept")
+        # Beside it: with room on the disk, the daemon's own limit is named as that.
+        r = snap("put", "--mount", mnt, "-", input=b"m" * 60000, text=False)
+        assert r.returncode != 0 and b"the daemon's --max-bytes" in r.stderr, r.stderr
+        fill(small)
+        # Full: ENOSPC from the store, with the staging file's reason saying so...
+        fs.stage(b"no room for this", "late")
+        assert errno_of(os.rename, fs.p(".staging/late"), fs.p(sha256_hex(b"no room for this"))) \
+            == E.ENOSPC
+        assert os.getxattr(fs.p(".staging/late"), "user.snapfs.refusal") == b"store-full"
+        os.unlink(fs.p(".staging/late"))
+        # ...and snapfs put says it first, not "--max-bytes or --max-snapshots".
+        r = snap("put", "--mount", mnt, "-", input=b"no room either", text=False)
+        err = r.stderr.decode()
+        assert r.returncode == 1 and err.splitlines() == [
+            f"snapfs put: {mnt}: not published: the store's filesystem is full",
+            "store-full: the store's filesystem is full (the daemon's --store): free room on "
+            "it; no limit of the daemon's refused this, and nothing was published"], err
+        assert read_snapshot(fs, kept) == b"k" * 20000
+        assert fs.stop() == 0
+    finally:
+        if fs and fs.proc.poll() is None:
+            fs.stop()
+        if is_mounted(mnt):
+            subprocess.run(["umount", "-l", mnt], check=False)
+        subprocess.run(["umount", "-l", small], check=True)
+
+
 # ---- the audit re-hashes the store ----------------------------------------------------------
 
-def test_audit_names_a_blob_changed_on_disk_while_the_daemon_runs(store_mount, snapfs_bin):
+def tagged_manifest(store):
+    with open(os.path.join(store, "index.json")) as f:
+        return [m["digest"].split(":")[1] for m in json.load(f)["manifests"]
+                if m.get("annotations", {}).get("org.opencontainers.image.ref.name") ==
+                "snapfs"][0]
+
+
+def test_audit_repairs_a_blob_changed_on_disk_from_the_daemons_copy(store_mount, snapfs_bin):
+    """A flipped byte in a blob the daemon holds: the next start set it aside and dropped its
+    snapshot for good. The audit rewrites it from the right bytes in memory."""
     fs = store_mount("--allow-other", "--readers", "any")
     changed = fs.publish(b"changed on disk later", name="changed")
     intact = fs.publish(b"left alone", name="intact")
@@ -839,18 +1045,29 @@ def test_audit_names_a_blob_changed_on_disk_while_the_daemon_runs(store_mount, s
     assert r.returncode == 0, r.stdout + r.stderr
     out = json.loads(r.stdout)
     assert out["store"] == {"rehashed": True, "blobs": 4, "intact": 4, "corrupt": 0,
-                            "missing": 0, "set_aside": 0, "note": None}
+                            "missing": 0, "repaired": 0, "set_aside": 0, "note": None}
     with open(blob_path(store_mount.store, changed), "r+b") as f:
         f.write(b"C")  # same size, other bytes: the attack, found only by a restart before
     r = run(snapfs_bin, "audit", "--mount", fs.path)
+    assert r.returncode == 0, r.stdout + r.stderr
+    assert ("store      4 blobs on disk re-hashed by the daemon: 4 intact (1 repaired from its "
+            "copy), 0 corrupt") in r.stdout
+    with open(blob_path(store_mount.store, changed), "rb") as f:
+        assert sha256_hex(f.read()) == changed
+    events = fs.wait_audit(lambda ev: any(e["event"] == "store-blob-repaired" for e in ev))
+    assert [e["digest"] for e in events if e["event"] == "store-blob-repaired"] == [changed]
+    # What the daemon holds no copy of (the tagged manifest) is found, named, not repaired.
+    manifest = tagged_manifest(store_mount.store)
+    with open(blob_path(store_mount.store, manifest), "r+b") as f:
+        f.write(b" ")
+    r = run(snapfs_bin, "audit", "--mount", fs.path)
     assert r.returncode == 1, r.stdout + r.stderr
-    assert f"{changed}: store-blob-corrupt: the blob on disk does not hash to its name" \
+    assert f"{manifest}: store-blob-corrupt: the blob on disk does not hash to its name" \
         in r.stdout
-    assert intact not in r.stdout
-    assert "store      4 blobs on disk re-hashed by the daemon: 3 intact, 1 corrupt" in r.stdout
+    assert intact not in r.stdout and changed not in r.stdout
+    assert "4 blobs on disk re-hashed by the daemon: 3 intact (0 repaired from its copy), " \
+        "1 corrupt" in r.stdout
     assert "audit: FAILED" in r.stdout
-    events = fs.wait_audit(lambda ev: any(e["event"] == "store-blob-corrupt" for e in ev))
-    assert [e["digest"] for e in events if e["event"] == "store-blob-corrupt"] == [changed]
     # The snapshot itself is served from memory, intact; another uid may not have the store
     # re-hashed, and the audit says so plainly rather than pass it.
     assert read_snapshot(fs, changed) == b"changed on disk later"

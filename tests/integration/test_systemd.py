@@ -14,13 +14,16 @@ journal show it; `systemctl status` shows the daemon's STATUS=, updated after a 
 `snapfs status` names the same daemon; the metrics service and its timer write
 node_exporter's textfile, which `promtool check metrics` takes; `reload` reopens the audit log and a forced logrotate (twice, during a
 stream of publishes) loses no line; after `kill -9` of the main pid, Restart= brings the
-mount back with its snapshots; `stop` leaves no mount and no process; the operator lowers a
+mount back with its snapshots; `stop` leaves no mount and no process; a dead FUSE mount of
+another filesystem at the mount point survives the refused start and the stop; the operator
+lowers a
 limit in the shipped config file and `systemctl restart` applies it; a bad line in that file,
 or an instance with no file, fails the start once, naming the file (and the line); a usage
 error or a refusal is not restarted (and is, once RestartPreventExitStatus= is reset); the
 documented read view (a config line and a drop-in) makes its directory and survives a kill -9
 too; the template `snapfs@.service` runs two instances side by side, each from its own config
-file with its own store and log.
+file with its own store and log; a scope's content put under the unit lives in its runtime
+directory on /run, never under /var/lib, and a restart keeps it.
 
 Runnable by hand: SNAPFS_BUILD=build unshare -m --propagation private -- python3 -m pytest
 tests/integration/test_systemd.py (needs systemd-container: scripts/deps.sh installs it)."""
@@ -83,6 +86,7 @@ def boot(workdir, installed):
     os.mkdir(test_dir)
     os.mkdir(out)
     shutil.copy(os.path.join(HERE, "systemd_driver.py"), test_dir)
+    shutil.copy(os.path.join(HERE, "takeover_reader.py"), test_dir)
     dropin = documented_dropin("# /etc/systemd/system/snapfs.service.d/read-view.conf")
     assert "ExecStart=" not in dropin, "the read view is a config line, not a command line"
     with open(os.path.join(test_dir, "config.json"), "w") as f:
@@ -174,7 +178,9 @@ def test_the_fstab_line_mounts_with_mount_a_on_a_fresh_host(booted):
     assert res["mount"]["rc"] == 0, res["mount"]
     assert res["served"]["mounts"] == ["fuse.snapfs"]
     assert set(res["served"]["flags"].split(",")) >= {"nosuid", "nodev", "noexec"}
-    assert res["pidfile"] == f"{res['pids'][0]}\n" and len(res["pids"]) == 1
+    # The pid file names the supervisor; the serving process is its child (docs/deployment.md,
+    # "mount(8) and fstab").
+    assert res["pidfile"] == f"{res['pids'][0]}\n" and len(res["pids"]) == 2
     # snapfs made the directory (0750) and logged the publish there.
     assert res["log_dir_mode"] == "0o750"
     # The service, started while this daemon serves there (and holds the same store), is
@@ -267,6 +273,37 @@ def test_kill_9_of_the_main_pid_is_restarted_with_its_snapshots(booted):
     assert len(res["before"]) == 2 + stream["published"]
 
 
+def test_restart_kill_9_and_a_stall_are_taken_over_and_no_reader_notices(booted):
+    """docs/deployment.md, "Restarts and upgrades": readers (root on the mount, uid 1000 on a
+    scope's view) see no failure, no wrong byte, no binding moved."""
+    res = step(booted, "takeover")
+    assert res["create"]["ok"] and res["grant"]["ok"] and res["remove"]["ok"], res
+    assert [a for a, _ in res["actions"]] == ["restart", "kill-9", "stall"]
+    exits = [e for _, e in res["actions"]]
+    # The restart handed over (exit 75, a success); kill -9 and the watchdog killed.
+    assert exits == [[["success", "exited", "75"]], [["signal", "killed", "KILL"]],
+                     [["watchdog", "killed", "KILL"]]], exits
+    assert res["exit"] == [0, 0]
+    for name in ("host", "box"):
+        r = res[name]
+        assert r["failures"] == {} and r["wrong_bytes"] == 0 and r["bindings_moved"] == 0, r
+    assert res["ident_after"] == res["ident_before"]
+
+
+def test_a_scopes_content_lives_in_the_units_runtime_directory_and_survives_a_restart(booted):
+    res = step(booted, "scope_content_lives_in_ram")
+    assert res["create"]["rc"] == 0 and res["put"]["rc"] == 0, res
+    # RuntimeDirectory= on /run, a tmpfs: the token is there, and nowhere under /var/lib.
+    assert res["fstype"] == "tmpfs"
+    assert (res["runtime"], res["store"]) == (True, False)
+    # systemctl restart (RuntimeDirectoryPreserve=restart): the grant still reads it, and it
+    # is still not on the disk; scope rm takes it from RAM too.
+    assert res["restart"]["rc"] == 0, res["restart"]
+    assert res["read"] is True, res["read"]
+    assert res["store_after"] is False
+    assert res["remove"]["rc"] == 0 and res["runtime_after_rm"] is False
+
+
 def test_stop_leaves_no_mount_and_no_process(booted):
     res = step(booted, "stop_leaves_nothing")
     assert res["stop"]["rc"] == 0, res["stop"]
@@ -276,6 +313,29 @@ def test_stop_leaves_no_mount_and_no_process(booted):
     assert res["exit"] == [["success", "exited", "0"]]
     assert res["mounts"] == {"/run/snapfs": []}
     assert res["pids"] == []
+
+
+def test_a_foreign_dead_mount_at_the_mount_point_survives_a_refused_start_and_stop(booted):
+    res = step(booted, "a_foreign_dead_mount_survives")
+    # Refused (exit 1, not restarted): the daemon clears only a dead snapfs mount...
+    assert res["start"]["rc"] != 0
+    assert (res["show"]["ActiveState"], res["show"]["ExecMainStatus"],
+            res["show"]["NRestarts"]) == ("failed", "1", "0"), res["show"]
+    assert "/run/snapfs: the dead mount there is not a snapfs mount; not clearing it" in \
+        res["journal"]
+    # ...and so does the unit: the foreign mount is still there after the failed start and
+    # after stop, and the journal says why it was left.
+    assert res["after_start"] == ["fuse.hello"], res
+    assert res["after_stop"] == ["fuse.hello"], res
+    assert ("/run/snapfs: a mount that is not a snapfs mount (fuse.hello); left as it is"
+            in res["journal"]), res["journal"]
+    # The allowance: without it, the unit starts and serves, and its own dead mount after a
+    # kill -9 is cleared for the restart.
+    assert res["fixed"]["rc"] == 0, res["fixed"]
+    assert res["fixed_show"] == {"ActiveState": "active", "SubState": "running"}
+    assert res["restarted"] == ["fuse.snapfs"], res
+    assert res["fixed_stop"]["rc"] == 0
+    assert res["after"] == {"mounts": [], "pids": []}
 
 
 def test_the_operator_lowers_a_limit_in_the_config_file_and_restart_applies_it(booted):
@@ -326,7 +386,8 @@ def test_a_configuration_error_is_not_restarted(booted):
         assert (show["ActiveState"], show["Result"], show["ExecMainStatus"],
                 show["NRestarts"]) == ("failed", "exit-code", status, "0"), (case, res[case])
     assert "'lots'" in res["usage"]["journal"], res["usage"]["journal"]
-    assert "a symbolic link; nothing mounted" in res["refused"]["journal"]
+    assert "/run/snapfs-audit-link is a symbolic link: the daemon follows no link on a path it " \
+        "trusts" in res["refused"]["journal"], res["refused"]["journal"]
     # Beside it, the same refusal without RestartPreventExitStatus= is retried.
     assert int(res["refused_restarted"]["show"]["NRestarts"]) >= 1
     assert res["after"] == {"mounts": [], "pids": []}

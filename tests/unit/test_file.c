@@ -67,8 +67,8 @@ static void test_setattr_and_xattr_changes_on_a_snapshot_are_erofs_for_everyone(
                 assert_int_equal(sfs_tree_setattr(t, &alice, n, &attr, sets[i], &st, &timeout),
                                  -EROFS);
         }
-        assert_int_equal(sfs_tree_setxattr(t, &root, n, "setxattr", "user.x"), -EROFS);
-        assert_int_equal(sfs_tree_setxattr(t, &alice, n, "removexattr", SFS_XATTR_SHA256),
+        assert_int_equal(sfs_tree_setxattr(t, &root, n, "setxattr", "user.x", "v", 1), -EROFS);
+        assert_int_equal(sfs_tree_setxattr(t, &alice, n, "removexattr", SFS_XATTR_SHA256, NULL, 0),
                          -EROFS);
         assert_int_equal(sfs_tree_getattr(t, &alice, n, &st, &timeout), 0);
         assert_int_equal(st.st_mode, S_IFREG | 0000);

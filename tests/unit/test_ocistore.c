@@ -14,7 +14,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <linux/magic.h>
 #include <sys/stat.h>
+#include <sys/vfs.h>
 #include <unistd.h>
 
 #include <pthread.h>
@@ -267,6 +269,71 @@ static void test_an_unnamed_blob_and_temporary_files_are_removed_at_start(void *
         sfs_ocistore_close(s);
 }
 
+static void test_a_missing_or_damaged_index_serves_every_blob_and_deletes_nothing(void **state)
+{
+        static const char *const damage[] = { NULL, "{\"schemaVersion\": 2, \"mani", "#" };
+        struct fx *f = *state;
+        struct snap_digest a, b;
+        char p[PATH_MAX];
+        struct seen seen;
+        struct sfs_ocistore *s = start(f, &seen);
+        FILE *out;
+
+        add(s, "kept one", "a", &a);
+        add(s, "kept two", "b", &b);
+        sfs_ocistore_close(s);
+        snprintf(p, sizeof(p), "%s/index.json", f->store);
+        for (size_t i = 0; i < sizeof(damage) / sizeof(damage[0]); i++) {
+                /* Missing, cut short, not JSON: the blobs it named are all served, kept. */
+                if (damage[i]) {
+                        assert_non_null(out = fopen(p, "w"));
+                        fputs(damage[i], out);
+                        fclose(out);
+                } else {
+                        assert_int_equal(unlink(p), 0);
+                }
+                s = start(f, &seen);
+                assert_true(seen.restored >= 2);
+                assert_int_equal(seen.titled, 0);
+                assert_true(seen.warned >= 1);
+                assert_true(blob_exists(f, &a) && blob_exists(f, &b));
+                sfs_ocistore_close(s);
+                /* The store wrote a valid index.json again: the next start is quiet. */
+                s = start(f, &seen);
+                assert_int_equal(seen.warned, 0);
+                assert_true(blob_exists(f, &a) && blob_exists(f, &b));
+                sfs_ocistore_close(s);
+        }
+}
+
+static void test_repair_writes_only_the_right_bytes_of_a_stored_blob(void **state)
+{
+        struct fx *f = *state;
+        struct snap_digest a, other;
+        char p[PATH_MAX], buf[16] = { 0 };
+        struct seen seen;
+        struct sfs_ocistore *s = start(f, &seen);
+        FILE *out;
+
+        add(s, "right bytes", "a", &a);
+        blob_path(f, &a, p);
+        assert_non_null(out = fopen(p, "r+"));
+        fputs("wrong", out);
+        fclose(out);
+        /* Other bytes under its name: refused, the blob left as it is. */
+        assert_int_equal(sfs_ocistore_repair(s, &a, "wrong bytes", 11), -EBADMSG);
+        assert_int_equal(snap_sha256("not stored", 10, &other), 0);
+        assert_int_equal(sfs_ocistore_repair(s, &other, "not stored", 10), -ENOENT);
+        assert_false(blob_exists(f, &other));
+        /* The right ones: rewritten. */
+        assert_int_equal(sfs_ocistore_repair(s, &a, "right bytes", 11), 0);
+        assert_non_null(out = fopen(p, "r"));
+        assert_int_equal(fread(buf, 1, sizeof(buf), out), 11);
+        fclose(out);
+        assert_memory_equal(buf, "right bytes", 11);
+        sfs_ocistore_close(s);
+}
+
 static void test_a_lost_manifest_serves_every_intact_blob_untitled(void **state)
 {
         struct fx *f = *state;
@@ -361,6 +428,8 @@ static void test_a_store_past_what_one_manifest_names_is_enospc_and_keeps_the_re
         assert_int_equal(add_as(s, text[0], "a", owner_only, 1, &d[0]), 0);
         assert_int_equal(add_as(s, text[1], "b", owner_only, 1, &d[1]), 0);
         assert_int_equal(add_as(s, text[2], "c", owner_only, 1, &d[2]), -ENOSPC);
+        /* The manifest's bound, not a full disk: the caller must not say "filesystem full". */
+        assert_false(sfs_ocistore_full(s));
         /* Refused before anything was written: not even its blob. */
         assert_false(blob_exists(f, &d[2]));
         sfs_ocistore_close(s);
@@ -439,6 +508,91 @@ static void test_a_snapshot_nobody_holds_comes_back_held_by_nobody(void **state)
         s = start(f, &seen);
         assert_int_equal(seen.unheld, 1);
         assert_int_equal(seen.n_holders[1], 1);
+        sfs_ocistore_close(s);
+}
+
+/* A runtime store on /dev/shm (a tmpfs), paired with the fixture's store: path gets its
+ * directory, removed by rm_ram. */
+static struct sfs_ocistore *open_ram(struct sfs_ocistore *durable, char path[64])
+{
+        struct sfs_ocistore *rt = NULL;
+
+        snprintf(path, 64, "/dev/shm/snapfs-unit-XXXXXX");
+        assert_non_null(mkdtemp(path));
+        assert_int_equal(sfs_ocistore_open_runtime(path, durable, 0, &rt, NULL), 0);
+        return rt;
+}
+
+static void rm_ram(const char *path)
+{
+        nftw(path, rm_one, 16, FTW_DEPTH | FTW_PHYS);
+}
+
+static bool ram_blob(const char *path, const struct snap_digest *d)
+{
+        char hex[SNAP_DIGEST_HEX_LEN + 1], p[PATH_MAX];
+
+        snap_digest_to_hex(d, hex);
+        snprintf(p, sizeof(p), "%s/blobs/sha256/%s", path, hex);
+        return access(p, F_OK) == 0;
+}
+
+static void test_a_runtime_store_on_a_disk_is_refused_and_one_in_ram_taken(void **state)
+{
+        struct fx *f = *state;
+        struct sfs_ocistore_why why;
+        struct sfs_ocistore *rt = NULL;
+        char disk[PATH_MAX], ram[64];
+
+        /* The fixture's directory is on the disk /tmp is on (the premise, checked). */
+        snprintf(disk, sizeof(disk), "%s/runtime", f->dir.path);
+        {
+                struct statfs sf;
+                assert_int_equal(statfs(f->dir.path, &sf), 0);
+                if (sf.f_type == TMPFS_MAGIC)
+                        fail_msg("the test directory is on a tmpfs: set TMPDIR to a disk");
+        }
+        assert_int_equal(sfs_ocistore_open_runtime(disk, NULL, 0, &rt, &why), -EMEDIUMTYPE);
+        assert_null(rt);
+        assert_string_equal(why.fstype, "a disk");
+        rt = open_ram(NULL, ram);
+        assert_non_null(rt);
+        sfs_ocistore_close(rt);
+        rm_ram(ram);
+}
+
+static void test_a_paired_runtime_store_shares_the_lock_and_gives_held_content_to_the_disk(
+        void **state)
+{
+        struct fx *f = *state;
+        static const uint32_t one[] = { 1000 };
+        struct sfs_ocistore_meta meta = { .title = "scoped", .unheld = true };
+        struct seen seen;
+        struct sfs_ocistore *s = start(f, &seen), *rt;
+        struct snap_digest a, b;
+        char ram[64];
+
+        rt = open_ram(s, ram);
+        assert_int_equal(snap_sha256("scoped a", 8, &a), 0);
+        assert_int_equal(snap_sha256("scoped b", 8, &b), 0);
+        /* One lock: the runtime store's is the disk store's (the lock order allows one). */
+        sfs_ocistore_lock(rt);
+        assert_int_equal(sfs_ocistore_add(rt, &a, "scoped a", 8, &meta), 0);
+        assert_int_equal(sfs_ocistore_add(rt, &b, "scoped b", 8, &meta), 0);
+        /* A uid publishes b on the main mount too: it moves to the disk, held. */
+        assert_int_equal(sfs_ocistore_set_holders(s, &b, one, 1), 0);
+        /* A removal through either finds a blob in the other. */
+        assert_int_equal(sfs_ocistore_remove(s, &a), 0);
+        sfs_ocistore_unlock(s);
+        assert_false(ram_blob(ram, &a) || blob_exists(f, &a));
+        assert_true(blob_exists(f, &b));
+        assert_false(ram_blob(ram, &b));
+        sfs_ocistore_close(rt);
+        sfs_ocistore_close(s);
+        rm_ram(ram);
+        s = start(f, &seen);
+        assert_int_equal(seen.restored, 1);
+        assert_int_equal(seen.n_holders[0], 1);
         sfs_ocistore_close(s);
 }
 
@@ -837,6 +991,18 @@ int main(void)
                 cmocka_unit_test_setup_teardown(
                         test_remove_takes_the_blob_first_and_the_snapshot_stays_gone, setup,
                         teardown),
+                cmocka_unit_test_setup_teardown(
+                        test_a_missing_or_damaged_index_serves_every_blob_and_deletes_nothing,
+                        setup, teardown),
+                cmocka_unit_test_setup_teardown(
+                        test_repair_writes_only_the_right_bytes_of_a_stored_blob, setup,
+                        teardown),
+                cmocka_unit_test_setup_teardown(
+                        test_a_runtime_store_on_a_disk_is_refused_and_one_in_ram_taken, setup,
+                        teardown),
+                cmocka_unit_test_setup_teardown(
+                        test_a_paired_runtime_store_shares_the_lock_and_gives_held_content_to_the_disk,
+                        setup, teardown),
         };
         return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -102,10 +102,12 @@ struct fx {
         struct fake fake;
         struct sfs_view_ops ops;
         struct sfs_ocistore *store;
+        struct sfs_ocistore *runtime; /* --runtime-store: the scopes' files */
         struct sfs_tree *main;
         struct sfs_registry *reg;
         char store_path[300];
         char main_path[300]; /* never mounted: where a main mount would be */
+        char runtime_path[64];        /* on /dev/shm, a tmpfs */
 };
 
 static const struct sfs_caller me_template = { .uid = 0, .gid = 0 };
@@ -142,13 +144,19 @@ static void start(struct fx *f)
         struct sfs_ocistore_hooks hooks = { on_restore, on_corrupt, on_warn, NULL };
 
         assert_int_equal(sfs_ocistore_open(f->store_path, 0, &f->store, NULL), 0);
+        assert_int_equal(sfs_ocistore_open_runtime(f->runtime_path, f->store, 0, &f->runtime,
+                                                   NULL),
+                         0);
         cfg.ocistore = f->store;
+        cfg.runtime = f->runtime;
         f->main = new_tree(&cfg);
         hooks.ctx = f->main;
         assert_int_equal(sfs_ocistore_load(f->store, 1 << 20, &hooks), 0);
+        assert_int_equal(sfs_ocistore_load(f->runtime, 1 << 20, &hooks), 0);
         assert_int_equal(sfs_registry_new(&(struct sfs_registry_config){
                                                   .main = f->main,
                                                   .store = f->store,
+                                                  .scope_store = f->runtime,
                                                   .views = &f->ops,
                                                   .uid = getuid(),
                                                   .gid = getgid(),
@@ -164,9 +172,11 @@ static void start(struct fx *f)
 static void stop(struct fx *f)
 {
         sfs_registry_free(f->reg);
+        sfs_ocistore_close(f->runtime);
         sfs_ocistore_close(f->store);
         sfs_tree_free(f->main);
         f->reg = NULL;
+        f->runtime = NULL;
         f->store = NULL;
         f->main = NULL;
 }
@@ -179,6 +189,8 @@ static int setup(void **state)
         assert_int_equal(tu_dir_make(&f->dir), 0);
         snprintf(f->store_path, sizeof(f->store_path), "%s/store", f->dir.path);
         snprintf(f->main_path, sizeof(f->main_path), "%s/srv/mnt", f->dir.path);
+        snprintf(f->runtime_path, sizeof(f->runtime_path), "/dev/shm/snapfs-unit-XXXXXX");
+        assert_non_null(mkdtemp(f->runtime_path));
         f->ops = (struct sfs_view_ops){
                 .mount = fake_mount,
                 .detach = fake_detach,
@@ -206,6 +218,7 @@ static int teardown(void **state)
 
         stop(f);
         nftw(f->dir.path, rm_one, 16, FTW_DEPTH | FTW_PHYS);
+        nftw(f->runtime_path, rm_one, 16, FTW_DEPTH | FTW_PHYS);
         free(f);
         return 0;
 }
@@ -482,7 +495,7 @@ static void test_a_mount_that_fails_leaves_no_scope_and_no_directory(void **stat
         view_path(f, "a", view);
         assert_reply(f, "EIO", "{\"op\":\"scope-create\",\"name\":\"a\",\"view\":\"%s\"}", view);
         assert_int_equal(stat(view, &st), -1);
-        snprintf(file, sizeof(file), "%s/scopes/a.json", f->store_path);
+        snprintf(file, sizeof(file), "%s/scopes/a.json", f->runtime_path);
         assert_int_equal(stat(file, &st), -1);
         f->fake.refuse_mount = 0;
         create(f, "a", "");
@@ -636,7 +649,7 @@ static void test_a_start_collects_what_no_scope_came_back_for(void **state)
         assert_int_equal(sfs_tree_unlink(f->main, &root, sfs_tree_root(f->main), scoped), 0);
         stop(f);
         /* The scope's file goes while the daemon is down (an operator, a crash mid-delete). */
-        snprintf(p, sizeof(p), "%s/scopes/sandbox.json", f->store_path);
+        snprintf(p, sizeof(p), "%s/scopes/sandbox.json", f->runtime_path);
         assert_int_equal(unlink(p), 0);
         start(f);
         snprintf(p, sizeof(p), "%s/blobs/sha256/%s", f->store_path, scoped);
@@ -658,7 +671,7 @@ static void test_a_scope_file_that_does_not_parse_stops_the_collection(void **st
         assert_reply(f, NULL, "{\"op\":\"grant\",\"scope\":\"sandbox\",\"sha256\":\"%s\"}", scoped);
         assert_int_equal(sfs_tree_unlink(f->main, &root, sfs_tree_root(f->main), scoped), 0);
         stop(f);
-        snprintf(p, sizeof(p), "%s/scopes/sandbox.json", f->store_path);
+        snprintf(p, sizeof(p), "%s/scopes/sandbox.json", f->runtime_path);
         fp = fopen(p, "w");
         assert_non_null(fp);
         fputs("{ not json", fp);

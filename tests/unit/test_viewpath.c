@@ -104,17 +104,23 @@ static void test_a_symlink_a_file_or_a_missing_parent_is_einval(void **state)
         assert_int_equal(sfs_view_path_remove(f->p), 0);
 }
 
-static void test_a_directory_another_uid_can_change_is_einval_unless_sticky(void **state)
+static void test_a_directory_another_uid_can_change_is_eperm_unless_sticky(void **state)
 {
         struct fx *f = *state;
-        char open_dir[PATH_MAX];
+        struct sfs_view_path_why why;
+        char open_dir[PATH_MAX], want[PATH_MAX + 64];
         bool made;
 
         tu_path(&f->dir, "open", open_dir);
         assert_int_equal(mkdir(open_dir, 0777), 0);
         assert_int_equal(chmod(open_dir, 0777), 0);
-        assert_int_equal(prepare(f, "open/view", &made, NULL, 0), -EINVAL);
+        tu_path(&f->dir, "open/view", f->p);
+        assert_int_equal(sfs_view_path_prepare(f->p, getuid(), NULL, 0, &made, &why), -EPERM);
         assert_false(made);
+        /* The refusal names the directory and what is wrong with it. */
+        snprintf(want, sizeof(want), "refused: %s is writable by group or others (mode 0777)",
+                 open_dir);
+        assert_non_null(strstr(why.message, want));
         /* Sticky: an entry is moved by its owner alone, and this one is ours. */
         assert_int_equal(chmod(open_dir, 01777), 0);
         assert_int_equal(prepare(f, "open/view", &made, NULL, 0), 0);
@@ -152,7 +158,7 @@ int main(void)
                 cmocka_unit_test(test_only_absolute_canonical_paths_are_views),
                 T(test_a_missing_directory_is_made_and_removed_again),
                 T(test_a_symlink_a_file_or_a_missing_parent_is_einval),
-                T(test_a_directory_another_uid_can_change_is_einval_unless_sticky),
+                T(test_a_directory_another_uid_can_change_is_eperm_unless_sticky),
                 T(test_a_mount_point_or_a_daemons_own_mount_is_ebusy),
         };
         return cmocka_run_group_tests(tests, NULL, NULL);

@@ -270,7 +270,7 @@ static void ignore_warn(void *ctx, const char *hex, const char *what, int err)
         (void)ctx, (void)hex, (void)what, (void)err;
 }
 
-static void test_store_check_re_hashes_for_the_owner_and_root_alone(void **state)
+static void test_store_check_re_hashes_and_repairs_for_the_owner_and_root_alone(void **state)
 {
         struct sfs_ocistore_hooks hooks = { keep_nothing, ignore_corrupt, ignore_warn, NULL };
         struct sfs_tree_config cfg = base_config();
@@ -310,10 +310,25 @@ static void test_store_check_re_hashes_for_the_owner_and_root_alone(void **state
         assert_int_equal(sfs_tree_getxattr(t, &root, sfs_tree_root(t), SFS_XATTR_STORE_CHECK,
                                            buf, sizeof(buf), &len),
                          0);
-        snprintf(want, sizeof(want), "blobs=3 intact=2 corrupt=1 missing=0 set-aside=0\n"
-                                     "corrupt %s\n", hex);
+        /* The daemon holds its right bytes: rewritten from them, and said so. */
+        snprintf(want, sizeof(want), "blobs=3 intact=3 corrupt=0 missing=0 set-aside=0\n"
+                                     "repaired %s\n", hex);
         assert_int_equal(len, strlen(want));
         assert_memory_equal(buf, want, len);
+        fd = open(blob, O_RDONLY);
+        assert_true(fd >= 0);
+        assert_int_equal(pread(fd, want, 7, 0), 7);
+        close(fd);
+        assert_memory_equal(want, "on disk", 7);
+        /* Gone from disk: written again. */
+        assert_int_equal(unlink(blob), 0);
+        assert_int_equal(sfs_tree_getxattr(t, &root, sfs_tree_root(t), SFS_XATTR_STORE_CHECK,
+                                           buf, sizeof(buf), &len),
+                         0);
+        snprintf(want, sizeof(want), "blobs=3 intact=3 corrupt=0 missing=0 set-aside=0\n"
+                                     "repaired %s\n", hex);
+        assert_memory_equal(buf, want, len);
+        assert_int_equal(access(blob, F_OK), 0);
         sfs_tree_free(t);
         sfs_ocistore_close(os);
         assert_int_equal(nftw(dir.path, rm_one, 16, FTW_DEPTH | FTW_PHYS), 0);
@@ -324,7 +339,7 @@ int main(void)
         const struct CMUnitTest tests[] = {
                 cmocka_unit_test(test_root_xattrs_that_do_not_apply_are_enodata_and_usage_is_there),
                 cmocka_unit_test(test_binding_xattr_names_the_snapshot),
-                cmocka_unit_test(test_store_check_re_hashes_for_the_owner_and_root_alone),
+                cmocka_unit_test(test_store_check_re_hashes_and_repairs_for_the_owner_and_root_alone),
                 cmocka_unit_test(test_kind_xattr_says_content_manifest_or_signature_from_the_bytes),
                 cmocka_unit_test(test_refusal_xattr_names_the_limit_for_the_owner_and_no_other_uid),
                 cmocka_unit_test(test_trust_key_refusal_reason_is_kept_on_the_staging_file),

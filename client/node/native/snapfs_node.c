@@ -78,28 +78,59 @@ static napi_value done_publish(napi_env env, struct job *j)
         return o;
 }
 
-/* publish(mount, data: Buffer | Uint8Array, name: string | null, options) */
-static napi_value publish(napi_env env, napi_callback_info info)
+/* The bytes to publish: true, or false with a TypeError pending. They stay where they are:
+ * a reference keeps the buffer alive until the job is done, so a large snapshot is not
+ * copied once more. */
+static bool arg_data(napi_env env, napi_value v, struct job *j)
 {
         bool typed = false;
         void *data = NULL;
 
+        if (napi_is_typedarray(env, v, &typed) != napi_ok || !typed) {
+                napi_throw_type_error(env, "EINVAL", "snapfs: data must be a Uint8Array");
+                return false;
+        }
+        napi_get_typedarray_info(env, v, NULL, &j->len, &data, NULL, NULL);
+        if (napi_create_reference(env, v, 1, &j->data_ref) != napi_ok)
+                return false;
+        j->data = data ? data : "";
+        return true;
+}
+
+/* publish(mount, data: Buffer | Uint8Array, name: string | null, options) */
+static napi_value publish(napi_env env, napi_callback_info info)
+{
         ARGS(4);
         if (!arg_string(env, argv[0], false, &j->mount, "mount") ||
             !arg_string(env, argv[2], true, &j->name, "name") ||
-            !arg_options(env, argv[3], &j->opts))
+            !arg_options(env, argv[3], &j->opts) || !arg_data(env, argv[1], j))
                 FAIL();
-        if (napi_is_typedarray(env, argv[1], &typed) != napi_ok || !typed) {
-                napi_throw_type_error(env, "EINVAL", "snapfs: data must be a Uint8Array");
-                FAIL();
-        }
-        /* The bytes stay where they are: a reference keeps the buffer alive until the job
-         * is done, so a large snapshot is not copied once more. */
-        napi_get_typedarray_info(env, argv[1], NULL, &j->len, &data, NULL, NULL);
-        if (napi_create_reference(env, argv[1], 1, &j->data_ref) != napi_ok)
-                FAIL();
-        j->data = data ? data : "";
         j->run = run_publish;
+        j->done = done_publish;
+        QUEUE("snapfs.publish");
+}
+
+/* Published for the scope alone: granted to it as it is published, held by no uid, so never
+ * listed on the main mount (a secret there is every reader's of the main mount) and gone
+ * with its last grant. */
+static int run_publish_for_scope(struct job *j)
+{
+        return snapfs_publish_for_scope(j->mount, j->scope, j->entry, j->name, j->data, j->len,
+                                        &j->opts, &j->snap, &j->why);
+}
+
+/* publishForScope(mount, scope, entry: string | null, data, name: string | null, options):
+ * what publish() resolves to, the binding being the main mount's (the owner's and root's). */
+static napi_value publish_for_scope(napi_env env, napi_callback_info info)
+{
+        ARGS(6);
+        if (!arg_string(env, argv[0], false, &j->mount, "mount") ||
+            !arg_string(env, argv[1], false, &j->scope, "scope") ||
+            !arg_string(env, argv[2], true, &j->entry, "entry") ||
+            !arg_string(env, argv[4], true, &j->name, "name") ||
+            !arg_options(env, argv[5], &j->opts) || !arg_data(env, argv[3], j))
+                FAIL();
+        j->run = run_publish_for_scope;
         j->done = done_publish;
         QUEUE("snapfs.publish");
 }
@@ -694,6 +725,7 @@ NAPI_MODULE_INIT()
                 napi_callback fn;
         } fns[] = {
                 { "publish", publish },         { "openBinding", open_binding },
+                { "publishForScope", publish_for_scope },
                 { "openEntry", open_entry },    { "waitEntry", wait_entry },    { "verifyReopened", verify_reopened },
                 { "scopeCreate", scope_create }, { "scopeList", scope_list },
                 { "scopeShow", scope_show },    { "scopeRemove", scope_remove },

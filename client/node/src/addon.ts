@@ -53,6 +53,9 @@ export interface Native {
   readonly napiVersion: number;
   publish(mount: string, data: Uint8Array, name: string | null,
           o: NativeOptions): Promise<RawSnapshot & { alreadyPublished: boolean }>;
+  publishForScope(mount: string, scope: string, entry: string | null, data: Uint8Array,
+                  name: string | null,
+                  o: NativeOptions): Promise<RawSnapshot & { alreadyPublished: boolean }>;
   openBinding(mount: string, binding: string, o: NativeOptions): Promise<RawOpen>;
   openEntry(view: string, entry: string, o: NativeOptions): Promise<RawOpen>;
   waitEntry(view: string, entry: string, timeoutMs: number | null,

@@ -47,18 +47,33 @@ export type Target = string | Snapshot | { binding: string } | { entry: string }
 export interface PublishOptions extends TrustOptions {
   /** The snapshot's name (1-64 of [A-Za-z0-9._-], starting with neither '.' nor '_'). */
   name?: string;
-  /** Grant the snapshot to this scope too, and return its binding in the scope's view. */
+  /** Publish the snapshot for this scope alone (the mount owner and root): granted to it,
+   *  held by no uid, not listed on the main mount, gone with its last grant; `scope` of the
+   *  result is its binding in the scope's view. */
   scope?: string;
   /** With scope: grant it under this entry name (an entry that exists moves to it). */
   entry?: string;
+  /** With scope: keep a hold on the main mount too, as `snapfs put --keep` does (the
+   *  snapshot is then listed there, and stays until removed). */
+  keep?: boolean;
   /** The largest snapshot to publish, in bytes; default: the library's. */
   maxSize?: number;
 }
 
-/** A published snapshot; with `scope`, where a sandbox of that scope reads it. */
+/** Where a snapshot published for a scope is read: the scope, the entry it is granted under
+ *  (null: by digest), the scope's view, and the snapshot as that view binds it. */
+export interface PublishedScope {
+  readonly name: string;
+  readonly entry: string | null;
+  readonly view: string;
+  readonly snapshot: BoundSnapshot;
+}
+
+/** A published snapshot: its binding on the main mount (with `scope` and no `keep`, the mount
+ *  owner's and root's only: nothing is listed there); with `scope`, where a sandbox of that
+ *  scope reads it (not enumerable: `JSON.stringify` gives the one snapshot object). */
 export interface Published extends BoundSnapshot {
-  readonly scope?: { name: string; entry: string | null; view: string;
-                     snapshot: BoundSnapshot };
+  readonly scope?: PublishedScope;
 }
 
 /** A FileHandle on a snapshot that passed the verified open, and which snapshot it is. */
@@ -94,30 +109,39 @@ function bytesOf(data: Buffer | Uint8Array | string): Uint8Array {
 /**
  * Publishes the bytes (a string as UTF-8; empty is allowed) on the main mount, then opens the
  * snapshot verified: its Snapshot. `alreadyPublished`: the same bytes were there (they keep
- * their first name). With `scope`, the snapshot is also granted to that scope (under `entry`)
- * and verified through its view, where `scope.snapshot` binds it. Never a temporary file: the
- * bytes go from this buffer to the daemon.
+ * their first name). With `scope`, the snapshot is published for that scope alone (granted
+ * under `entry`, held by no uid: never listed on the main mount, where every reader the main
+ * mount admits would read a secret) and verified through its view, where `scope.snapshot`
+ * binds it; `keep` publishes it on the main mount, held there, then grants it. Never a
+ * temporary file: the bytes go from this buffer to the daemon.
  */
 export async function publish(data: Buffer | Uint8Array | string,
                               o: PublishOptions = {}): Promise<Published> {
   if (o.entry !== undefined && o.scope === undefined) throw invalid("entry needs scope");
+  if (o.keep !== undefined && typeof o.keep !== "boolean") throw invalid("keep must be a boolean");
+  if (o.keep && o.scope === undefined) throw invalid("keep needs scope");
   if (o.entry !== undefined) scopes.checkedEntry(o.entry);
   const bytes = bytesOf(data);
   const mount = mountOf(o);
   const opts = nativeOptions(o);
-  const raw = await call(() => native().publish(mount, bytes, o.name ?? null, opts));
-  const s = boundSnapshot(raw, raw.alreadyPublished);
-  if (o.scope === undefined) return s;
+  if (o.scope === undefined) {
+    const raw = await call(() => native().publish(mount, bytes, o.name ?? null, opts));
+    return boundSnapshot(raw, raw.alreadyPublished);
+  }
   const name = o.scope;
+  const entry = o.entry ?? null;
+  const raw = o.keep
+    ? await call(() => native().publish(mount, bytes, o.name ?? null, opts))
+    : await call(() => native().publishForScope(mount, name, entry, bytes, o.name ?? null,
+                                                opts));
+  const s: Published = boundSnapshot(raw, raw.alreadyPublished);
+  if (o.keep) await call(() => native().grant(mount, name, raw.sha256, entry, opts));
   const binding = s.binding;
-  await call(() => native().grant(mount, name, raw.sha256, o.entry ?? null, opts));
   const v = await call(() => native().scopeBinding(mount, name, binding, opts));
   const inView = boundSnapshot({ ...raw, dev: v.snapshot.dev, ino: v.snapshot.ino,
                                  binding: v.snapshot.binding });
-  Object.defineProperty(s, "scope", {
-    value: Object.freeze({ name, entry: o.entry ?? null, view: v.view, snapshot: inView }),
-    enumerable: false,
-  });
+  const scope: PublishedScope = Object.freeze({ name, entry, view: v.view, snapshot: inView });
+  Object.defineProperty(s, "scope", { value: scope, enumerable: false });
   return s;
 }
 

@@ -5,8 +5,9 @@ import assert from "node:assert/strict";
 import { spawn } from "node:child_process";
 import { once } from "node:events";
 import * as fs from "node:fs";
+import * as path from "node:path";
 
-import { cli, refusal, snapfs, startDaemon } from "./daemon.mjs";
+import { cli, refusal, sha256, snapfs, startDaemon } from "./daemon.mjs";
 
 const CFG = '{"mcpServers": {"fs": {"command": "true"}}}\n';
 const CFG2 = '{"mcpServers": {"fs": {"command": "false"}}}\n';
@@ -143,6 +144,59 @@ test("publish into a scope: granted under its entry, verified in its view, spawn
     assert.equal(usage.code, "EINVAL");
   } finally {
     await snapfs.scopes.remove("d", { mount: d.mount });
+  }
+});
+
+test("publish for a scope: the scope's alone, not on the main mount; keep holds it there",
+     async () => {
+  const view = d.view("g");
+  await snapfs.scopes.create("g", { mount: d.mount, view });
+  const secret = `token ${await sha256(String(process.hrtime.bigint()))}\n`;
+  const kept = `kept ${secret}`;
+  try {
+    const s = await snapfs.publish(secret, { mount: d.mount, scope: "g", entry: "cfg" });
+    assert.equal(s.sha256, await sha256(secret));
+    assert.equal(s.alreadyPublished, false);
+    // The one snapshot object, as `snapfs put --json` prints it: the main mount's binding;
+    // where the scope reads it is beside it, not in it.
+    assert.deepEqual(Object.keys(JSON.parse(JSON.stringify(s))),
+                     ["sha256", "size", "dev", "ino", "name", "published", "publisher",
+                      "binding"]);
+    assert.deepEqual(Object.keys(s.scope), ["name", "entry", "view", "snapshot"]);
+    assert.equal(s.scope.entry, "cfg");
+    assert.equal(s.scope.snapshot.sha256, s.sha256);
+    // Denied on the main mount: not listed there, by readdir nor snapfs ls; allowed in the
+    // view, whose entry reads the bytes.
+    assert.ok(!fs.readdirSync(d.mount).includes(s.sha256));
+    const ls = JSON.parse(cli("ls", "--mount", d.mount, "--all", "--json").stdout);
+    assert.ok(!ls.snapshots.some((x) => x.sha256 === s.sha256));
+    assert.ok(fs.readdirSync(view).includes("cfg"));
+    assert.equal((await snapfs.readVerified({ entry: "cfg" }, { mount: view })).toString(),
+                 secret);
+    // keep: the old hold on the main mount, listed there, beside the scope's grant.
+    const k = await snapfs.publish(kept, { mount: d.mount, scope: "g", entry: "kept",
+                                           keep: true });
+    assert.equal(k.scope.entry, "kept");
+    assert.ok(fs.readdirSync(d.mount).includes(k.sha256));
+    assert.equal((await snapfs.readVerified({ entry: "kept" }, { mount: view })).toString(),
+                 kept);
+    // The revoke of its only grant: gone from the view and from the daemon (the owner's stat
+    // of its digest on the main mount is ENOENT); what keep held stays on the main mount.
+    await snapfs.scopes.revoke("g", { entry: "cfg" }, { mount: d.mount });
+    await snapfs.scopes.revoke("g", { entry: "kept" }, { mount: d.mount });
+    const gone = await refusal(snapfs.readVerified({ entry: "cfg" }, { mount: view }));
+    assert.equal(gone.code, "ENOENT");
+    assert.ok(!fs.readdirSync(view).includes("cfg"));
+    assert.throws(() => fs.statSync(path.join(d.mount, s.sha256)), { code: "ENOENT" });
+    assert.equal(fs.statSync(path.join(d.mount, k.sha256)).size, Buffer.byteLength(kept));
+    assert.ok(fs.readdirSync(d.mount).includes(k.sha256));
+    // keep without a scope, or not a boolean: refused before anything is asked.
+    const alone = await refusal(snapfs.publish(kept, { mount: d.mount, keep: true }));
+    assert.equal(alone.code, "EINVAL");
+    const word = await refusal(snapfs.publish(kept, { mount: d.mount, scope: "g", keep: "yes" }));
+    assert.equal(word.code, "EINVAL");
+  } finally {
+    await snapfs.scopes.remove("g", { mount: d.mount });
   }
 });
 

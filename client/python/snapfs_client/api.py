@@ -133,16 +133,27 @@ def _entry_arg(entry: Optional[str], digest_ok: bool = False) -> Optional[bytes]
 def publish(mount: PathLike, data: Union[bytes, bytearray, memoryview], *,
             name: Optional[str] = None, trust: Optional[Trust] = None,
             owner: Optional[int] = None, max_size: int = 0, insecure_own_mount: bool = False,
-            trust_user_namespace: bool = False) -> Binding:
+            trust_user_namespace: bool = False, scope: Optional[str] = None,
+            entry: Optional[str] = None) -> Binding:
     """Publishes bytes (b"" is allowed) -> Binding: the verified binding of the snapshot, with
     its name, publish time, publisher and kind as the daemon says them. .already_published
     tells whether the same bytes were there already (they keep their first name). name: the
-    snapshot's name (None: none); max_size: 0 for the library's default."""
+    snapshot's name (None: none); max_size: 0 for the library's default. scope: publish for
+    that scope alone (the mount owner and root): granted to it (under entry: an entry that
+    exists moves), held by no uid, gone with its last grant; the binding is the main mount's
+    (scope_binding() gives the view's)."""
     o = options(trust, owner, max_size, insecure_own_mount, trust_user_namespace)
     raw = bytes(data)
     lib, c, rep = _abi.load(), _abi.CSnapshot(), _abi.CReport()
-    r = lib.snapfs_publish_named(_path(mount), _name_arg(name), raw, len(raw), ctypes.byref(o),
-                                 ctypes.byref(c), ctypes.byref(rep))
+    if entry is not None and scope is None:
+        raise invalid("entry needs scope")
+    if scope is not None:
+        r = lib.snapfs_publish_for_scope(_path(mount), scope.encode(), _name(entry),
+                                         _name_arg(name), raw, len(raw), ctypes.byref(o),
+                                         ctypes.byref(c), ctypes.byref(rep))
+    else:
+        r = lib.snapfs_publish_named(_path(mount), _name_arg(name), raw, len(raw),
+                                     ctypes.byref(o), ctypes.byref(c), ctypes.byref(rep))
     if r < 0:
         raise_for(r, rep)
     return Binding.from_snapshot(c, r == 1)
@@ -150,12 +161,20 @@ def publish(mount: PathLike, data: Union[bytes, bytearray, memoryview], *,
 
 def publish_fd(mount: PathLike, fd: int, *, name: Optional[str] = None,
                trust: Optional[Trust] = None, owner: Optional[int] = None, max_size: int = 0,
-               insecure_own_mount: bool = False, trust_user_namespace: bool = False) -> Binding:
+               insecure_own_mount: bool = False, trust_user_namespace: bool = False,
+               scope: Optional[str] = None, entry: Optional[str] = None) -> Binding:
     """publish() of everything read from the descriptor fd until end of file -> Binding."""
     o = options(trust, owner, max_size, insecure_own_mount, trust_user_namespace)
     lib, c, rep = _abi.load(), _abi.CSnapshot(), _abi.CReport()
-    r = lib.snapfs_publish_fd_named(_path(mount), _name_arg(name), fd, ctypes.byref(o),
-                                    ctypes.byref(c), ctypes.byref(rep))
+    if entry is not None and scope is None:
+        raise invalid("entry needs scope")
+    if scope is not None:
+        r = lib.snapfs_publish_fd_for_scope(_path(mount), scope.encode(), _name(entry),
+                                            _name_arg(name), fd, ctypes.byref(o),
+                                            ctypes.byref(c), ctypes.byref(rep))
+    else:
+        r = lib.snapfs_publish_fd_named(_path(mount), _name_arg(name), fd, ctypes.byref(o),
+                                        ctypes.byref(c), ctypes.byref(rep))
     if r < 0:
         raise_for(r, rep)
     return Binding.from_snapshot(c, r == 1)
