@@ -9,6 +9,7 @@
 #include "cli/clientopts.h"
 #include "cli/commands.h"
 #include "cli/scope-out.h"
+#include "common/hex.h"
 #include "common/util.h"
 #include "snapshot/digest.h"
 
@@ -126,8 +127,7 @@ int cli_cmd_grant(int argc, char **argv)
         if (snap_is_digest_name(what)) {
                 snprintf(hex, sizeof(hex), "%s", what);
         } else if (snapfs_binding_parse(what, &b) == 0) {
-                for (size_t i = 0; i < SNAPFS_DIGEST_LEN; i++)
-                        snprintf(hex + 2 * i, 3, "%02x", b.sha256[i]);
+                hex_encode(b.sha256, SNAPFS_DIGEST_LEN, hex);
         } else {
                 return cli_usage_error("grant", co.json, grant_usage,
                                        "'%s' is neither a digest (64 lowercase hex) nor a binding",

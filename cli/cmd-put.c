@@ -17,6 +17,7 @@
 #include "cli/commands.h"
 #include "cli/show.h"
 #include "client/client-internal.h"
+#include "common/hex.h"
 #include "common/util.h"
 
 enum {
@@ -131,8 +132,7 @@ static int put_in_scope(const char *mount, const char *scope, const char *entry,
         char hex[2 * SNAPFS_DIGEST_LEN + 1];
         int r;
 
-        for (size_t i = 0; i < SNAPFS_DIGEST_LEN; i++)
-                snprintf(hex + 2 * i, 3, "%02x", b->sha256[i]);
+        hex_encode(b->sha256, SNAPFS_DIGEST_LEN, hex);
         r = snapfs_grant(mount, scope, hex, entry, opts, NULL, why);
         if (r == 0)
                 r = snapfs_scope_binding(mount, scope, b, opts, view, viewlen, vb, why);
@@ -160,14 +160,14 @@ struct put_args {
  * may read it). Content only a scope published shows here as granted to a scope. */
 static void say_already(const char *mount, const struct snapfs_snapshot *s)
 {
-        char path[PATH_MAX], holders[200] = "", others[200] = "", *p, *save = NULL;
+        char path[PATH_MAX], hex[2 * SNAPFS_DIGEST_LEN + 1], holders[200] = "", others[200] = "";
+        char *p, *save = NULL;
         unsigned long scopes = 0;
         size_t o = 0;
         ssize_t n;
 
-        snprintf(path, sizeof(path), "%s/", mount);
-        for (size_t i = 0; i < SNAPFS_DIGEST_LEN; i++)
-                snprintf(path + strlen(path), 3, "%02x", s->binding.sha256[i]);
+        snprintf(path, sizeof(path), "%s/%s", mount,
+                 hex_encode(s->binding.sha256, SNAPFS_DIGEST_LEN, hex));
         n = getxattr(path, "user.snapfs.holders", holders, sizeof(holders) - 1);
         holders[n > 0 ? n : 0] = '\0';
         p = strstr(holders, " scopes=");

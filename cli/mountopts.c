@@ -10,6 +10,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "common/array.h"
 #include "common/util.h"
 
 /* Generic flags that mount(8), mount.fuse3 or an fstab line add on their own. dev and suid
@@ -27,22 +28,18 @@ static const char *const ignored[] = {
 
 struct vec {
         char **v;
-        int n, cap;
+        int n;
+        size_t cap;
 };
 
 static int vec_push(struct vec *vec, char *s)
 {
         if (!s)
                 return -ENOMEM;
-        if (vec->n + 2 > vec->cap) {
-                int cap = vec->cap ? vec->cap * 2 : 16;
-                char **v = realloc(vec->v, (size_t)cap * sizeof(*v));
-                if (!v) {
-                        free(s);
-                        return -ENOMEM;
-                }
-                vec->v = v;
-                vec->cap = cap;
+        /* Room for s and the NULL after it. */
+        if (ARRAY_GROW(vec->v, vec->cap, (size_t)vec->n + 2, 16) < 0) {
+                free(s);
+                return -ENOMEM;
         }
         vec->v[vec->n++] = s;
         vec->v[vec->n] = NULL;

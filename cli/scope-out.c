@@ -8,12 +8,12 @@
 
 #include "cli/scope-out.h"
 #include "cli/show.h"
+#include "common/hex.h"
 #include "common/util.h"
 
 void cli_grant_hex(const struct snapfs_grant *g, char *out)
 {
-        for (size_t i = 0; i < SNAPFS_DIGEST_LEN; i++)
-                snprintf(out + 2 * i, 3, "%02x", g->sha256[i]);
+        hex_encode(g->sha256, SNAPFS_DIGEST_LEN, out);
 }
 
 static json_object *limit(uint64_t v)

@@ -2,12 +2,21 @@
 /* The one snapshot object, and the human columns of snapfs ls. */
 #include "cli/show.h"
 
+#include <assert.h>
 #include <inttypes.h>
 #include <pwd.h>
 #include <stdio.h>
 #include <string.h>
 #include <sys/sysmacros.h>
 #include <unistd.h>
+
+#include "common/hex.h"
+#include "snapshot/kind.h"
+
+static_assert((int)SNAPFS_KIND_CONTENT == (int)SNAP_KIND_CONTENT &&
+                      (int)SNAPFS_KIND_SIGNATURE == (int)SNAP_KIND_SIGNATURE &&
+                      (int)SNAPFS_KIND_MANIFEST == (int)SNAP_KIND_MANIFEST,
+              "the library's kinds are snapshot/kind.h's");
 
 static json_object *object(const struct snapfs_binding *b, const struct snapfs_snapshot *s)
 {
@@ -16,8 +25,7 @@ static json_object *object(const struct snapfs_binding *b, const struct snapfs_s
 
         if (!o)
                 return NULL;
-        for (size_t i = 0; i < SNAPFS_DIGEST_LEN; i++)
-                snprintf(hex + 2 * i, 3, "%02x", b->sha256[i]);
+        hex_encode(b->sha256, SNAPFS_DIGEST_LEN, hex);
         snprintf(dev, sizeof(dev), "%u:%u", major(b->dev), minor(b->dev));
         if (snapfs_binding_format(b, text, sizeof(text)) < 0)
                 text[0] = '\0';
@@ -60,15 +68,8 @@ json_object *cli_seen_json(const struct snapfs_snapshot *s, unsigned seen)
 
 const char *cli_kind_name(int kind)
 {
-        switch (kind) {
-        case SNAPFS_KIND_CONTENT:
-                return "content";
-        case SNAPFS_KIND_SIGNATURE:
-                return "signature";
-        case SNAPFS_KIND_MANIFEST:
-                return "manifest";
-        }
-        return NULL;
+        /* The library's kinds are snapshot/kind.h's (snapfs.h says so): one table of names. */
+        return snap_kind_name(kind);
 }
 
 const char *cli_human_size(uint64_t size, char *buf, size_t n)

@@ -12,6 +12,7 @@
 
 #include "client/client-internal.h"
 #include "snapshot/digest.h"
+#include "common/array.h"
 #include "common/util.h"
 
 static int by_ino(const void *a, const void *b)
@@ -39,14 +40,9 @@ int sfc_mnt_catalog(const struct sfc_mnt *m, struct sfc_entry **out, size_t *n_o
         while ((errno = 0, de = readdir(d))) {
                 if (!snap_is_digest_name(de->d_name))
                         continue; /* ".", "..", ".staging" */
-                if (n == cap) {
-                        struct sfc_entry *p = reallocarray(items, cap = cap ? cap * 2 : 256,
-                                                              sizeof(*items));
-                        if (!p) {
-                                closedir(d);
-                                return sfc_report_fail(why, -ENOMEM, "io", "out of memory");
-                        }
-                        items = p;
+                if (ARRAY_GROW(items, cap, n + 1, 256) < 0) {
+                        closedir(d);
+                        return sfc_report_fail(why, -ENOMEM, "io", "out of memory");
                 }
                 memcpy(items[n].hex, de->d_name, sizeof(items[n].hex));
                 /* Unlinked since readdir, or not a snapshot the mount vouches for: not

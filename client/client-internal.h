@@ -46,6 +46,13 @@ int sfc_open_beneath_by_hand(int root, const char *name, int flags, mode_t mode)
 int sfc_mnt_check(const char *mount, const struct snapfs_options *opts, struct sfc_mnt *m,
                   struct snapfs_report *why);
 
+/* Whether the n reserved words at r (SNAPFS_RESERVED) are all zero. */
+bool sfc_reserved_zero(const uint64_t *r, size_t n);
+
+/* What to do about a mount-check finding code (enum mc_code) on the snapfs mount at mount
+ * (escaped): "; nothing is mounted there: run `snapfs mount MNT`" and the like, or "". */
+void sfc_finding_hint(int code, const char *mount, char *buf, size_t n);
+
 /* openat2 relative to the judged root without following a symlink, leaving the mount or
  * climbing out of it (O_CLOEXEC|O_NOFOLLOW added): a descriptor, or a negative errno. */
 int sfc_mnt_open(const struct sfc_mnt *m, const char *name, int flags, mode_t mode);
@@ -208,10 +215,6 @@ int sfc_explain_daemon(struct snapfs_report *why, int err, const char *code, uin
  * the mount full; what names what was refused. Returns err. */
 int sfc_explain_publish(const struct sfc_mnt *m, struct snapfs_report *why, int err,
                            const char *step, const char *what);
-
-/* What to do about a mount-check finding code (enum mc_code) on the snapfs mount at mount
- * (escaped): "; nothing is mounted there: run `snapfs mount MNT`" and the like, or "". */
-void sfc_finding_hint(int code, const char *mount, char *buf, size_t n);
 
 /* ---- the snapshots of a mount, as a person asks about them (client/catalog.c) ---- */
 

@@ -10,6 +10,7 @@
 #include <unistd.h>
 
 #include "client/client-internal.h"
+#include "common/json.h"
 #include "common/util.h"
 #include "mountcheck/verdict.h"
 
@@ -33,9 +34,7 @@ int sfc_errno_from_name(const char *name)
 int sfc_control_parse_reply(const char *text, size_t len, json_object **out,
                             struct snapfs_report *why)
 {
-        json_tokener *tok;
-        json_object *o, *ok, *error, *message;
-        enum json_tokener_error jerr;
+        json_object *o = NULL, *ok, *error, *message;
         const char *name, *msg;
         int e;
 
@@ -44,25 +43,14 @@ int sfc_control_parse_reply(const char *text, size_t len, json_object **out,
                 return sfc_report_fail(why, -EPROTO, "reply",
                                           len ? "the daemon's reply holds a NUL byte"
                                               : "the daemon sent no reply");
-        tok = json_tokener_new();
-        if (!tok)
+        /* One object and nothing after it (but the blanks a writer may end with), read by
+         * the one strict parser: no key twice, UTF-8, bounded depth. */
+        e = json_parse_strict(text, len, SIZE_MAX, &o);
+        if (e == -ENOMEM)
                 return sfc_report_fail(why, -ENOMEM, "reply", "out of memory");
-        o = json_tokener_parse_ex(tok, text, (int)len);
-        jerr = json_tokener_get_error(tok);
-        /* One object and nothing after it (but the blanks a writer may end with). */
-        if (o && jerr == json_tokener_success) {
-                size_t used = json_tokener_get_parse_end(tok);
-                while (used < len && strchr(" \t\r\n", text[used]))
-                        used++;
-                if (used != len)
-                        jerr = json_tokener_error_parse_unexpected;
-        }
-        json_tokener_free(tok);
-        if (!o || jerr != json_tokener_success || !json_object_is_type(o, json_type_object)) {
-                json_object_put(o);
+        if (e < 0)
                 return sfc_report_fail(why, -EPROTO, "reply",
                                           "the daemon's reply is not one JSON object");
-        }
         if (!json_object_object_get_ex(o, "ok", &ok) || !json_object_is_type(ok, json_type_boolean)) {
                 json_object_put(o);
                 return sfc_report_fail(why, -EPROTO, "reply",

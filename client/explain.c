@@ -12,7 +12,6 @@
 #include <unistd.h>
 
 #include "client/client-internal.h"
-#include "mountcheck/verdict.h"
 #include "snapshot/trust.h"
 #include "common/util.h"
 
@@ -203,14 +202,4 @@ int sfc_explain_publish(const struct sfc_mnt *m, struct snapfs_report *why, int 
         }
         return sfc_report_fail(why, err, step, "%s: %s", what,
                                   strerrordesc_np(-err) ?: "unknown error");
-}
-
-void sfc_finding_hint(int code, const char *mount, char *buf, size_t n)
-{
-        buf[0] = '\0';
-        if (code == MC_NOT_A_MOUNT_POINT)
-                snprintf(buf, n, "; nothing is mounted there: run `snapfs mount %s`", mount);
-        else if (code == MC_TRANSPORT_NOT_CONNECTED)
-                snprintf(buf, n, "; clear the dead mount with `fusermount3 -u %s`, or "
-                                 "`snapfs mount --replace-stale %s`", mount, mount);
 }

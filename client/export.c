@@ -12,6 +12,7 @@
 
 #include "snapshot/safeopen.h"
 #include "client/transfer.h"
+#include "common/array.h"
 #include "common/util.h"
 
 static const char *describe(int r)
@@ -79,13 +80,8 @@ int sfc_mnt_list(const struct sfc_mnt *m, char ***out, size_t *n,
         while ((errno = 0, e = readdir(d))) {
                 if (!snap_is_digest_name(e->d_name))
                         continue;
-                if (k == cap) {
-                        char **nn = reallocarray(names, cap ? 2 * cap : 64, sizeof(*names));
-                        if (!nn)
-                                goto nomem;
-                        names = nn;
-                        cap = cap ? 2 * cap : 64;
-                }
+                if (ARRAY_GROW(names, cap, k + 1, 64) < 0)
+                        goto nomem;
                 names[k] = strdup(e->d_name);
                 if (!names[k])
                         goto nomem;

@@ -20,6 +20,7 @@
 #include "snapshot/name.h"
 #include "mountcheck/mountcheck.h"
 #include "snapshot/readhash.h"
+#include "common/array.h"
 #include "common/util.h"
 
 #define XATTR_SHA256 "user.snapfs.sha256"
@@ -73,14 +74,8 @@ int sfc_audit_problem(struct sfc_audit *a, enum sfc_audit_check c, const char *e
         va_list ap;
 
         sfc_audit_count(a, c, false);
-        if (a->n_problems == a->cap_problems) {
-                size_t cap = a->cap_problems ? a->cap_problems * 2 : 16;
-                p = reallocarray(a->problems, cap, sizeof(*p));
-                if (!p)
-                        return -ENOMEM;
-                a->problems = p;
-                a->cap_problems = cap;
-        }
+        if (ARRAY_GROW(a->problems, a->cap_problems, a->n_problems + 1, 16) < 0)
+                return -ENOMEM;
         p = &a->problems[a->n_problems++];
         /* Entry names come from the filesystem under audit: escaped, one line each. */
         mc_escape(entry, p->entry, sizeof(p->entry));
@@ -478,13 +473,9 @@ static int read_names(const struct sfc_mnt *m, char ***out, size_t *n_out)
         while ((errno = 0, de = readdir(d))) {
                 if (strcmp(de->d_name, ".") == 0 || strcmp(de->d_name, "..") == 0)
                         continue;
-                if (n == cap) {
-                        char **p = reallocarray(names, cap = cap ? cap * 2 : 256, sizeof(*names));
-                        if (!p) {
-                                r = -ENOMEM;
-                                break;
-                        }
-                        names = p;
+                if (ARRAY_GROW(names, cap, n + 1, 256) < 0) {
+                        r = -ENOMEM;
+                        break;
                 }
                 names[n] = strdup(de->d_name);
                 if (!names[n]) {

@@ -89,6 +89,24 @@ int sfc_verify_kind(int fd, const char *hex, const struct snap_binding *want, ui
         return 0;
 }
 
+void sfc_finding_hint(int code, const char *mount, char *buf, size_t n)
+{
+        buf[0] = '\0';
+        if (code == MC_NOT_A_MOUNT_POINT)
+                snprintf(buf, n, "; nothing is mounted there: run `snapfs mount %s`", mount);
+        else if (code == MC_TRANSPORT_NOT_CONNECTED)
+                snprintf(buf, n, "; clear the dead mount with `fusermount3 -u %s`, or "
+                                 "`snapfs mount --replace-stale %s`", mount, mount);
+}
+
+bool sfc_reserved_zero(const uint64_t *r, size_t n)
+{
+        for (size_t i = 0; i < n; i++)
+                if (r[i])
+                        return false;
+        return true;
+}
+
 int sfc_mnt_check(const char *mount, const struct snapfs_options *opts, struct sfc_mnt *m,
                   struct snapfs_report *why)
 {
@@ -102,6 +120,10 @@ int sfc_mnt_check(const char *mount, const struct snapfs_options *opts, struct s
         m->fd = -1;
         if (!mount)
                 return sfc_report_fail(why, -EINVAL, "invalid-argument", "no mount path");
+        /* A field of a later release set: refused rather than ignored (SNAPFS_RESERVED). */
+        if (opts && !sfc_reserved_zero(opts->reserved, ARRAY_SIZE(opts->reserved)))
+                return sfc_report_fail(why, -EINVAL, "invalid-argument",
+                                       "the options' reserved fields are not zero");
         mc_escape(mount, esc, sizeof(esc));
 
         mc_policy_preset(&pol, "snapfs");

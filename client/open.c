@@ -65,6 +65,9 @@ int snapfs_verify_fd(int fd, const struct snapfs_binding *b, const struct snapfs
         if (fd < 0 || !b)
                 return sfc_report_fail(why, -EINVAL, "invalid-argument",
                                        fd < 0 ? "no descriptor" : "no binding");
+        if (opts && !sfc_reserved_zero(opts->reserved, ARRAY_SIZE(opts->reserved)))
+                return sfc_report_fail(why, -EINVAL, "invalid-argument",
+                                       "the options' reserved fields are not zero");
         sfc_binding_to_snap(b, &want);
         snap_digest_to_hex(&want.sha256, hex);
         return sfc_verify_kind(fd, hex, &want, sfc_opt_limit(opts), sfc_opt_kinds(opts),

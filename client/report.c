@@ -14,6 +14,7 @@ void sfc_report_reset(struct snapfs_report *why)
         why->error = 0;
         why->n_reasons = 0;
         why->n_dropped = 0;
+        memset(why->reserved, 0, sizeof(why->reserved));
 }
 
 __attribute__((format(printf, 3, 0)))

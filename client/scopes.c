@@ -13,18 +13,14 @@
 #include <unistd.h>
 
 #include "client/client-internal.h"
+#include "common/json.h"
 #include "common/util.h"
 #include "snapshot/digest.h"
 #include "snapshot/name.h"
 
-static void putp(json_object **o)
-{
-        json_object_put(*o);
-}
-#define _cleanup_json_ _cleanup_(putp)
-
 /* ---- reading the daemon's JSON ---- */
 
+/* The member, NULL when absent or null. */
 static json_object *field(json_object *o, const char *key)
 {
         json_object *v = NULL;
@@ -32,61 +28,23 @@ static json_object *field(json_object *o, const char *key)
         return json_object_object_get_ex(o, key, &v) ? v : NULL;
 }
 
-/* An unsigned integer up to max: absent or null leaves *out (0), anything else -EPROTO. */
+/* The typed fields of common/json.h: absent or null leaves *out, anything but what is asked
+ * is -EPROTO (the daemon said something it does not say). */
 static int get_uint(json_object *o, const char *key, uint64_t max, uint64_t *out)
 {
-        json_object *v = field(o, key);
-        int64_t i;
-
-        if (!v)
-                return 0;
-        if (!json_object_is_type(v, json_type_int))
-                return -EPROTO;
-        /* json-c keeps what does not fit in int64 as uint64: ask it which. */
-        errno = 0;
-        i = json_object_get_int64(v);
-        if (i < 0)
-                return -EPROTO;
-        if (i == INT64_MAX) {
-                uint64_t u = json_object_get_uint64(v);
-                if (u > max)
-                        return -EPROTO;
-                *out = u;
-                return 0;
-        }
-        if ((uint64_t)i > max)
-                return -EPROTO;
-        *out = (uint64_t)i;
-        return 0;
+        return json_field_uint(o, key, max, out, NULL, 0) < 0 ? -EPROTO : 0;
 }
 
 static int get_bool(json_object *o, const char *key, bool *out)
 {
-        json_object *v = field(o, key);
-
-        if (!v)
-                return 0;
-        if (!json_object_is_type(v, json_type_boolean))
-                return -EPROTO;
-        *out = json_object_get_boolean(v);
-        return 0;
+        return json_field_bool(o, key, out, NULL, 0) < 0 ? -EPROTO : 0;
 }
 
-/* A string field, NULL when absent or null; -EPROTO for another type. */
+/* A string field, NULL when absent or null. */
 static int get_str(json_object *o, const char *key, const char **out)
 {
-        json_object *v = field(o, key);
-
         *out = NULL;
-        if (!v)
-                return 0;
-        if (!json_object_is_type(v, json_type_string))
-                return -EPROTO;
-        *out = json_object_get_string(v);
-        /* A NUL inside would cut the string short of what the daemon said. */
-        if ((size_t)json_object_get_string_len(v) != strlen(*out))
-                return -EPROTO;
-        return 0;
+        return json_field_str(o, key, out, NULL, 0) < 0 ? -EPROTO : 0;
 }
 
 static bool name_valid(const char *s)
@@ -305,6 +263,9 @@ int sfc_scope_create_request(const struct snapfs_scope_spec *spec, int32_t clien
                                           "the view must be an absolute path");
         if (spec->n_uids && !spec->uids)
                 return sfc_report_fail(why, -EINVAL, "invalid-argument", "no uids");
+        if (!sfc_reserved_zero(spec->reserved, ARRAY_SIZE(spec->reserved)))
+                return sfc_report_fail(why, -EINVAL, "invalid-argument",
+                                       "the scope spec's reserved fields are not zero");
         if ((spec->flags & SNAPFS_SCOPE_UNTIL_PID) && spec->until_pid <= 0)
                 return sfc_report_fail(why, -EINVAL, "invalid-argument",
                                           "until_pid must be a process id (above 0)");
@@ -382,6 +343,19 @@ static int bad_reply(struct snapfs_report *why, int r, const char *what)
                                   "the daemon's reply has no valid %s", what);
 }
 
+/* call, and the scope its reply holds: 0 with *reply and *s (snapfs_scope_free), or the
+ * refusal. */
+static int call_for_scope(const char *mount, json_object *req, const struct snapfs_options *opts,
+                          json_object **reply, struct snapfs_scope *s, struct snapfs_report *why)
+{
+        int r = call(mount, req, opts, reply, why);
+
+        if (r < 0)
+                return r;
+        r = sfc_scope_from_json(field(*reply, "scope"), s);
+        return r < 0 ? bad_reply(why, r, "scope") : 0;
+}
+
 int snapfs_scope_create(const char *mount, const struct snapfs_scope_spec *spec,
                         const struct snapfs_options *opts, struct snapfs_scope *out,
                         struct snapfs_report *why)
@@ -400,12 +374,9 @@ int snapfs_scope_create(const char *mount, const struct snapfs_scope_spec *spec,
         r = sfc_scope_create_request(spec, (int32_t)gettid(), &req, why);
         if (r < 0)
                 return r;
-        r = call(mount, req, opts, &reply, why);
+        r = call_for_scope(mount, req, opts, &reply, &s, why);
         if (r < 0)
                 return r;
-        r = sfc_scope_from_json(field(reply, "scope"), &s);
-        if (r < 0)
-                return bad_reply(why, r, "scope");
         if (out)
                 *out = s;
         else
@@ -476,12 +447,9 @@ int snapfs_scope_show(const char *mount, const char *name, const struct snapfs_o
                 json_object_put(req);
                 req = NULL;
         }
-        r = call(mount, req, opts, &reply, why);
+        r = call_for_scope(mount, req, opts, &reply, &s, why);
         if (r < 0)
                 return r;
-        r = sfc_scope_from_json(field(reply, "scope"), &s);
-        if (r < 0)
-                return bad_reply(why, r, "scope");
         if (grants) {
                 list = field(reply, "grants");
                 if (!json_object_is_type(list, json_type_array)) {

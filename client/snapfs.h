@@ -35,6 +35,16 @@ extern "C" {
 /* Largest snapshot accepted when the options set no max_size: the most a daemon can serve. */
 #define SNAPFS_DEFAULT_MAX_SIZE (UINT64_C(1) << 30)
 
+/* Room to grow (SNAPFS_RESERVED; docs/clients.md, "The ABI and its versions"): every struct
+ * here ends in reserved words but snapfs_binding (its text form fixes its four fields) and
+ * snapfs_reason (fixed text), so a later release adds a field there without moving another or
+ * changing a struct's size; a new scope limit goes in the reserved words of snapfs_scope_spec
+ * and snapfs_scope. Callers zero them ({0}, memset, or designated initializers, which zero
+ * every field they do not name). The library refuses options and a scope spec whose reserved
+ * words are not zero (-EINVAL, "invalid-argument"): a program that sets a field of a later
+ * release fails against this one instead of being silently ignored. What the library fills
+ * comes back with them zero. */
+
 struct snapfs_binding {
         uint8_t sha256[SNAPFS_DIGEST_LEN];
         uint64_t size;
@@ -72,6 +82,7 @@ struct snapfs_options {
         unsigned flags;    /* SNAPFS_OPT_* */
         uint32_t owner;    /* with SNAPFS_OPT_OWNER: the uid that must have mounted snapfs */
         uint64_t max_size; /* largest snapshot to publish or read; 0: the default */
+        uint64_t reserved[4]; /* zero (SNAPFS_RESERVED): -EINVAL otherwise */
 };
 
 #define SNAPFS_REASONS_MAX 40
@@ -96,6 +107,7 @@ struct snapfs_report {
         unsigned n_reasons; /* stored in reasons[] */
         unsigned n_dropped; /* found but not stored: the array was full */
         struct snapfs_reason reasons[SNAPFS_REASONS_MAX];
+        uint64_t reserved[4]; /* zero (SNAPFS_RESERVED) */
 };
 
 /* What a snapshot is (docs/design.md, "Kinds of snapshot"), as the daemon says it. */
@@ -118,6 +130,7 @@ struct snapfs_snapshot {
         uint32_t published_nsec;
         uint32_t publisher;             /* the uid that first published it (st_uid) */
         int kind;                       /* enum snapfs_kind (user.snapfs.kind) */
+        uint64_t reserved[4];           /* zero (SNAPFS_RESERVED) */
 };
 
 /* The one-line text form "sha256=<hex> size=<n> dev=<major>:<minor> ino=<n>" into buf (at
@@ -304,6 +317,7 @@ struct snapfs_scope_spec {
         int32_t until_pid;    /* with SNAPFS_SCOPE_UNTIL_PID: a pid of the caller's own pid
                                * namespace, which must be the daemon's (-EINVAL otherwise) */
         struct snapfs_scope_limits limits;
+        uint64_t reserved[4]; /* zero (SNAPFS_RESERVED): -EINVAL otherwise */
 };
 
 /* A scope as the daemon reports it. view and uids are allocated: snapfs_scope_free. */
@@ -320,6 +334,7 @@ struct snapfs_scope {
         struct snapfs_scope_limits limits;
         struct snapfs_scope_usage usage;
         uint64_t n_grants;
+        uint64_t reserved[4]; /* zero (SNAPFS_RESERVED) */
 };
 
 /* A snapshot granted to a scope: by its digest alone, or under an entry name (an alias in the
@@ -329,6 +344,7 @@ struct snapfs_grant {
         uint64_t size;
         uint64_t ino;                     /* in the view: with the scope's dev, the binding there */
         char entry[SNAPFS_NAME_MAX + 1];  /* "" for a grant by digest */
+        uint64_t reserved[4];             /* zero (SNAPFS_RESERVED) */
 };
 
 /* Frees what *s holds (view, uids) and zeroes it; not s itself. NULL is fine. */

@@ -9,6 +9,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "common/hex.h"
+
 /* Length of the well-formed UTF-8 sequence at s (RFC 3629: no overlong forms, no surrogates,
  * nothing past U+10FFFF), or 0 when the byte at s starts none. s is NUL-terminated: a
  * sequence cut short by the NUL is not well formed, and nothing past the NUL is read. */
@@ -50,7 +52,6 @@ static inline bool utf8_valid(const char *s)
  * -ENOMEM. */
 static inline int utf8_fix(const char *s, char **fixed, char **hex)
 {
-        static const char digits[] = "0123456789abcdef";
         const unsigned char *u = (const unsigned char *)s;
         size_t len = strlen(s), bad = 0, j = 0;
 
@@ -82,10 +83,6 @@ static inline int utf8_fix(const char *s, char **fixed, char **hex)
                 }
         }
         (*fixed)[j] = '\0';
-        for (size_t i = 0; i < len; i++) {
-                (*hex)[2 * i] = digits[u[i] >> 4];
-                (*hex)[2 * i + 1] = digits[u[i] & 15];
-        }
-        (*hex)[2 * len] = '\0';
+        hex_encode(u, len, *hex);
         return 1;
 }

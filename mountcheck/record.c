@@ -7,18 +7,13 @@
 
 #include "mountcheck/record.h"
 
+#include "common/array.h"
 #include "common/values.h"
 
 struct mc_mount *mc_mount_set_push(struct mc_mount_set *set)
 {
-        if (set->n == set->cap) {
-                size_t cap = set->cap ? set->cap * 2 : 8;
-                struct mc_mount *v = reallocarray(set->v, cap, sizeof(*v));
-                if (!v)
-                        return NULL;
-                set->v = v;
-                set->cap = cap;
-        }
+        if (ARRAY_GROW(set->v, set->cap, set->n + 1, 8) < 0)
+                return NULL;
         memset(&set->v[set->n], 0, sizeof(set->v[0]));
         return &set->v[set->n++];
 }

@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "mountcheck/verdict.h"
+#include "common/strtable.h"
 
 static const char *const code_names[MC_CODE_COUNT] = {
         [MC_NON_CANONICAL_PATH] = "non-canonical-path",
@@ -39,28 +40,22 @@ static const char *const backend_names[] = {
 
 const char *mc_code_name(enum mc_code code)
 {
-        if ((unsigned)code >= MC_CODE_COUNT)
-                return NULL;
-        return code_names[code];
+        return STRTABLE_NAME(code_names, code);
 }
 
 const char *mc_backend_name(enum mc_backend b)
 {
-        if ((unsigned)b >= sizeof(backend_names) / sizeof(backend_names[0]))
-                return NULL;
-        return backend_names[b];
+        return STRTABLE_NAME(backend_names, b);
 }
 
 int mc_backend_from_name(const char *name, enum mc_backend *out)
 {
-        if (!name || !out)
+        int i = STRTABLE_INDEX(backend_names, name);
+
+        if (i < 0 || !out)
                 return -EINVAL;
-        for (size_t i = 0; i < sizeof(backend_names) / sizeof(backend_names[0]); i++)
-                if (strcmp(name, backend_names[i]) == 0) {
-                        *out = (enum mc_backend)i;
-                        return 0;
-                }
-        return -EINVAL;
+        *out = (enum mc_backend)i;
+        return 0;
 }
 
 void mc_verdict_init(struct mc_verdict *v)

@@ -8,6 +8,8 @@
 
 #include <openssl/evp.h>
 
+#include "common/hex.h"
+
 struct snap_hasher {
         EVP_MD_CTX *ctx;
 };
@@ -72,12 +74,7 @@ int snap_sha256(const void *buf, size_t len, struct snap_digest *out)
 
 void snap_digest_to_hex(const struct snap_digest *d, char out[SNAP_DIGEST_HEX_LEN + 1])
 {
-        static const char hex[] = "0123456789abcdef";
-        for (size_t i = 0; i < SNAP_DIGEST_LEN; i++) {
-                out[2 * i] = hex[d->bytes[i] >> 4];
-                out[2 * i + 1] = hex[d->bytes[i] & 0xf];
-        }
-        out[SNAP_DIGEST_HEX_LEN] = '\0';
+        hex_encode(d->bytes, SNAP_DIGEST_LEN, out);
 }
 
 static int unhex(char c)

@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "snapshot/oci.h"
+#include "common/strtable.h"
 
 static const char *const names[SNAP_KIND_COUNT] = {
         [SNAP_KIND_CONTENT] = "content",
@@ -53,13 +54,10 @@ int snap_kind_of(const void *buf, size_t len)
 
 const char *snap_kind_name(int kind)
 {
-        return kind >= 0 && kind < SNAP_KIND_COUNT ? names[kind] : NULL;
+        return STRTABLE_NAME(names, kind);
 }
 
 int snap_kind_from_name(const char *name)
 {
-        for (int k = 0; name && k < SNAP_KIND_COUNT; k++)
-                if (strcmp(name, names[k]) == 0)
-                        return k;
-        return -EINVAL;
+        return STRTABLE_INDEX(names, name);
 }

@@ -9,14 +9,9 @@
 
 #include "snapshot/oci-desc.h"
 
-/* Parses len bytes as one JSON object in strict mode (RFC 8259 only: no comments, single
- * quotes, bare words or raw control bytes in strings; valid UTF-8; no key twice in an
- * object; depth at most 32) with nothing after it but whitespace: the one parser of every
- * JSON the daemon reads. 0 and *out, or -EFBIG (len past SNAP_OCI_DOC_MAX), -EINVAL (also
- * for a NULL buf), -ENOMEM. */
+/* An OCI document (at most SNAP_OCI_DOC_MAX bytes) through the one strict parser,
+ * common/json.h's json_parse_strict: 0 and *out, or -EFBIG, -EINVAL, -ENOMEM as it says. */
 int oci_json_parse(const void *buf, size_t len, json_object **out);
-/* The same with another bound than SNAP_OCI_DOC_MAX (a scope file of many grants). */
-int oci_json_parse_max(const void *buf, size_t len, size_t max, json_object **out);
 
 /* Adds o under key to obj, or drops o: 0 or -ENOMEM. */
 int oci_json_add(json_object *obj, const char *key, json_object *o);

@@ -17,6 +17,7 @@
 
 #include "snapshot/oci-json.h"
 #include "snapshot/safeopen.h"
+#include "common/json.h"
 #include "common/util.h"
 
 #define ALGORITHM "ed25519"
@@ -37,12 +38,6 @@ static void biop(BIO **b)
 static void mdctxp(EVP_MD_CTX **c)
 {
         EVP_MD_CTX_free(*c);
-}
-
-static void jsonp(json_object **o)
-{
-        if (*o)
-                json_object_put(*o);
 }
 
 /* The signed bytes. A fixed prefix keeps a signature made here from ever being read as a
@@ -240,7 +235,7 @@ static const char *field(json_object *o, const char *key, const char *want)
 
 int snap_oci_envelope_parse(const void *buf, size_t len, struct snap_oci_envelope *out)
 {
-        _cleanup_(jsonp) json_object *root = NULL;
+        _cleanup_json_ json_object *root = NULL;
         unsigned char raw[SIG_B64_LEN];
         char again[SIG_B64_LEN + 1], text[SNAP_OCI_ENVELOPE_TEXT_MAX];
         json_object *m, *v;

@@ -18,6 +18,7 @@
 
 #include "snapshot/oci-json.h"
 #include "snapshot/safeopen.h"
+#include "common/json.h"
 #include "common/util.h"
 
 #define LAYOUT_FILE "oci-layout"
@@ -378,15 +379,9 @@ static void indexp(struct snap_oci_index **ix)
         snap_oci_index_free(*ix);
 }
 
-static void jsonp(json_object **o)
-{
-        if (*o)
-                json_object_put(*o);
-}
-
 int snap_oci_manifest_build(const struct snap_oci_manifest *m, char **json, size_t *len)
 {
-        _cleanup_(jsonp) json_object *root = NULL;
+        _cleanup_json_ json_object *root = NULL;
         json_object *layers, *o;
         const char *text;
         size_t n;
@@ -469,7 +464,7 @@ static int check_schema_version(json_object *root)
  * media_type, annotations (when there) strings only. */
 static int parse_doc(const void *buf, size_t len, const char *media_type, json_object **out)
 {
-        _cleanup_(jsonp) json_object *root = NULL;
+        _cleanup_json_ json_object *root = NULL;
         json_object *v;
         int r;
 
@@ -514,7 +509,7 @@ static int parse_desc_array(json_object *root, const char *key, struct snap_oci_
 int snap_oci_manifest_parse(const void *buf, size_t len, struct snap_oci_manifest **out)
 {
         _cleanup_(manifestp) struct snap_oci_manifest *m = NULL;
-        _cleanup_(jsonp) json_object *root = NULL;
+        _cleanup_json_ json_object *root = NULL;
         json_object *v;
         int r;
 
@@ -550,7 +545,7 @@ int snap_oci_manifest_parse(const void *buf, size_t len, struct snap_oci_manifes
 int snap_oci_index_parse(const void *buf, size_t len, struct snap_oci_index **out)
 {
         _cleanup_(indexp) struct snap_oci_index *ix = NULL;
-        _cleanup_(jsonp) json_object *root = NULL;
+        _cleanup_json_ json_object *root = NULL;
         int r;
 
         if (!out)
@@ -668,7 +663,7 @@ static bool entry_has_tag(json_object *e, const char *tag)
 static int tag_locked(const struct snap_oci_layout *l, const struct snap_oci_desc *desc,
                       const char *tag)
 {
-        _cleanup_(jsonp) json_object *old = NULL, *root = NULL;
+        _cleanup_json_ json_object *old = NULL, *root = NULL;
         _cleanup_(indexp) struct snap_oci_index *check = NULL;
         _cleanup_free_ void *buf = NULL;
         struct snap_oci_desc entry = *desc;

@@ -14,6 +14,7 @@
 #include <string.h>
 #include <sys/random.h>
 
+#include "common/array.h"
 #include "common/util.h"
 
 #define BUCKETS_START_BITS 4
@@ -56,41 +57,26 @@ struct snap_store {
 
 /* ---- the inode-ordered index ---- */
 
+static int ino_cmp(const void *key, const void *element)
+{
+        uint64_t k = *(const uint64_t *)key, at = (*(struct object *const *)element)->pub.ino;
+
+        return (k > at) - (k < at);
+}
+
 /* Index of the first object whose inode number is at least ino. Lock held. */
 static size_t by_ino_lower(const struct snap_store *s, uint64_t ino)
 {
-        size_t lo = 0, hi = s->n_by_ino;
-
-        while (lo < hi) {
-                size_t mid = lo + (hi - lo) / 2;
-                if (s->by_ino[mid]->pub.ino < ino)
-                        lo = mid + 1;
-                else
-                        hi = mid;
-        }
-        return lo;
+        return lower_bound(&ino, s->by_ino, s->n_by_ino, sizeof(*s->by_ino), ino_cmp);
 }
 
 /* Room for one more entry in both arrays, so linking a new object cannot fail half way.
  * Lock held. */
 static int make_room(struct snap_store *s)
 {
-        if (s->n_by_ino == s->cap_by_ino) {
-                size_t cap = s->cap_by_ino ? 2 * s->cap_by_ino : 64;
-                struct object **n = realloc(s->by_ino, cap * sizeof(*n));
-                if (!n)
-                        return -ENOMEM;
-                s->by_ino = n;
-                s->cap_by_ino = cap;
-        }
-        if (s->n_usage == s->cap_usage) {
-                size_t cap = s->cap_usage ? 2 * s->cap_usage : 8;
-                struct snap_store_usage *n = realloc(s->usage, cap * sizeof(*n));
-                if (!n)
-                        return -ENOMEM;
-                s->usage = n;
-                s->cap_usage = cap;
-        }
+        if (ARRAY_GROW(s->by_ino, s->cap_by_ino, s->n_by_ino + 1, 64) < 0 ||
+            ARRAY_GROW(s->usage, s->cap_usage, s->n_usage + 1, 8) < 0)
+                return -ENOMEM;
         return 0;
 }
 

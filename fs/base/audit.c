@@ -24,6 +24,7 @@
 
 #include "fs/base/audit-internal.h"
 #include "fs/base/metrics.h"
+#include "common/utf8.h"
 #include "common/util.h"
 
 #define N_BUCKETS 64      /* uids with a budget of their own; the rest share one */
@@ -96,80 +97,25 @@ static void format_time(const struct timespec *ts, char out[96])
 
 /* ---- UTF-8 ---- */
 
-/* Length of the well-formed UTF-8 sequence at s (RFC 3629: no overlong forms, no
- * surrogates, nothing past U+10FFFF), or 0 when the byte at s starts none. */
-static size_t utf8_seq(const unsigned char *s)
-{
-        unsigned char c = s[0];
-
-        if (c < 0x80)
-                return 1;
-        if (c >= 0xc2 && c <= 0xdf)
-                return (s[1] & 0xc0) == 0x80 ? 2 : 0;
-        if (c >= 0xe0 && c <= 0xef) {
-                unsigned char lo = c == 0xe0 ? 0xa0 : 0x80, hi = c == 0xed ? 0x9f : 0xbf;
-                return s[1] >= lo && s[1] <= hi && (s[2] & 0xc0) == 0x80 ? 3 : 0;
-        }
-        if (c >= 0xf0 && c <= 0xf4) {
-                unsigned char lo = c == 0xf0 ? 0x90 : 0x80, hi = c == 0xf4 ? 0x8f : 0xbf;
-                return s[1] >= lo && s[1] <= hi && (s[2] & 0xc0) == 0x80 &&
-                                       (s[3] & 0xc0) == 0x80
-                               ? 4
-                               : 0;
-        }
-        return 0;
-}
-
 /* Adds key: v to o. json-c copies bytes >= 0x80 as they are, so a caller's name that is not
  * UTF-8 would make the line invalid JSON for strict readers: each invalid byte becomes U+FFFD
- * and the raw bytes go, in hex, in key_hex beside it. */
+ * and the raw bytes go, in hex, in key_hex beside it. Out of memory, the field is left out. */
 static void add_str(json_object *o, const char *key, const char *v)
 {
-        const unsigned char *s = (const unsigned char *)v;
-        size_t len, bad = 0;
+        _cleanup_free_ char *fixed = NULL, *hex = NULL;
+        char hkey[64];
 
         if (!v)
                 return;
-        len = strlen(v);
-        for (size_t i = 0; i < len;) {
-                size_t k = utf8_seq(s + i);
-                bad += k == 0;
-                i += k ? k : 1;
-        }
-        if (!bad) {
+        switch (utf8_fix(v, &fixed, &hex)) {
+        case 0:
                 json_object_object_add(o, key, json_object_new_string(v));
                 return;
-        }
-        {
-                static const char hexd[] = "0123456789abcdef";
-                _cleanup_free_ char *fixed = malloc(len + 2 * bad + 1);
-                _cleanup_free_ char *hex = malloc(2 * len + 1);
-                char hkey[64];
-                size_t j = 0;
-
-                if (!fixed || !hex)
-                        return;
-                for (size_t i = 0; i < len;) {
-                        size_t k = utf8_seq(s + i);
-                        if (k) {
-                                memcpy(fixed + j, s + i, k);
-                                j += k;
-                                i += k;
-                        } else {
-                                memcpy(fixed + j, "\xef\xbf\xbd", 3);
-                                j += 3;
-                                i++;
-                        }
-                }
-                fixed[j] = '\0';
-                for (size_t i = 0; i < len; i++) {
-                        hex[2 * i] = hexd[s[i] >> 4];
-                        hex[2 * i + 1] = hexd[s[i] & 15];
-                }
-                hex[2 * len] = '\0';
+        case 1:
                 snprintf(hkey, sizeof(hkey), "%s_hex", key);
                 json_object_object_add(o, key, json_object_new_string(fixed));
                 json_object_object_add(o, hkey, json_object_new_string(hex));
+                return;
         }
 }
 

@@ -8,6 +8,8 @@
 #include <string.h>
 #include <time.h>
 
+#include "common/strtable.h"
+
 const uint64_t sfs_metrics_bounds_ns[SFS_METRICS_BUCKETS] = {
         10000,    25000,    50000,     100000,    250000,    500000,    1000000,   2500000,
         5000000,  10000000, 25000000,  50000000,  100000000, 250000000, 1000000000,
@@ -127,10 +129,10 @@ void sfs_metrics_audit_lost(uint64_t n)
 
 void sfs_metrics_event(const char *event, int err)
 {
-        size_t i = 0;
+        /* An event of no name in the table counts in the last slot, "other". */
+        int k = strtable_index(event_names, SFS_METRICS_EVENTS, event);
+        size_t i = k < 0 ? SFS_METRICS_EVENTS : (size_t)k;
 
-        while (i < SFS_METRICS_EVENTS && (!event || strcmp(event, event_names[i]) != 0))
-                i++;
         add(&m.events[i], 1);
         /* A refusal is an event with an errno; an idempotent publish (EEXIST) is none, and a
          * corrupt blob is the store's state, not a request refused. */
@@ -158,11 +160,6 @@ void sfs_metrics_read(struct sfs_metrics_snapshot *out)
 void sfs_metrics_reset(void)
 {
         memset(&m, 0, sizeof(m));
-}
-
-const char *sfs_metrics_op_name(enum sfs_metrics_op op)
-{
-        return (unsigned)op < SFS_OP_COUNT ? op_names[op] : "other";
 }
 
 const char *sfs_metrics_event_name(size_t i)

@@ -94,8 +94,7 @@ void sfs_metrics_read(struct sfs_metrics_snapshot *out);
 /* Zeroes every counter (for tests). */
 void sfs_metrics_reset(void);
 
-/* The name of operation op ("lookup"), of event index i ("publish"; "other" for the last). */
-const char *sfs_metrics_op_name(enum sfs_metrics_op op);
+/* The name of event index i ("publish"; "other" for the last). */
 const char *sfs_metrics_event_name(size_t i);
 /* Refusals of every errno together. */
 uint64_t sfs_metrics_refusals_total(const struct sfs_metrics_snapshot *s);

@@ -16,6 +16,7 @@
 #include "fs/control/status.h"
 #include "snapshot/digest.h"
 #include "snapshot/oci-json.h"
+#include "common/json.h"
 #include "common/utf8.h"
 #include "common/util.h"
 
@@ -53,57 +54,41 @@ static int known_fields(json_object *o, const char *const *keys, struct bad *b)
         return 0;
 }
 
+/* A field common/json.h refused: its reason is in b already. */
+static int field_refused(struct bad *b, int r)
+{
+        if (r < 0)
+                b->err = EINVAL;
+        return r;
+}
+
 /* A string field: *out (NULL when absent and not required). */
 static int str_field(json_object *o, const char *key, bool required, const char **out,
                      struct bad *b)
 {
-        json_object *v;
+        int r;
 
         *out = NULL;
-        if (!json_object_object_get_ex(o, key, &v) || json_object_is_type(v, json_type_null)) {
-                if (required)
-                        return refuse(b, EINVAL, "\"%s\" is missing", key);
-                return 0;
-        }
-        if (!json_object_is_type(v, json_type_string))
-                return refuse(b, EINVAL, "\"%s\" is not a string", key);
-        *out = json_object_get_string(v);
-        /* A string with a NUL inside is not the name it seems to be. */
-        if (strlen(*out) != (size_t)json_object_get_string_len(v))
-                return refuse(b, EINVAL, "\"%s\" holds a NUL byte", key);
-        return 0;
+        r = json_field_str(o, key, out, b->text, sizeof(b->text));
+        if (r == 0 && required)
+                return refuse(b, EINVAL, "\"%s\" is missing", key);
+        return r < 0 ? field_refused(b, r) : 0;
 }
 
 /* An integer field in [min, max]: 1 and *out when present, 0 when absent (or null). */
 static int int_field(json_object *o, const char *key, int64_t min, int64_t max, int64_t *out,
                      struct bad *b)
 {
-        json_object *v;
-        int64_t x;
-
-        if (!json_object_object_get_ex(o, key, &v) || json_object_is_type(v, json_type_null))
-                return 0;
-        if (!json_object_is_type(v, json_type_int))
-                return refuse(b, EINVAL, "\"%s\" is not an integer", key);
-        errno = 0;
-        x = json_object_get_int64(v);
-        if (errno || x < min || x > max)
-                return refuse(b, EINVAL, "\"%s\" is out of range", key);
-        *out = x;
-        return 1;
+        return field_refused(b, json_field_int(o, key, min, max, out, b->text, sizeof(b->text)));
 }
 
 static int bool_field(json_object *o, const char *key, bool *out, struct bad *b)
 {
-        json_object *v;
+        int r;
 
         *out = false;
-        if (!json_object_object_get_ex(o, key, &v) || json_object_is_type(v, json_type_null))
-                return 0;
-        if (!json_object_is_type(v, json_type_boolean))
-                return refuse(b, EINVAL, "\"%s\" is not a boolean", key);
-        *out = json_object_get_boolean(v);
-        return 0;
+        r = json_field_bool(o, key, out, b->text, sizeof(b->text));
+        return r < 0 ? field_refused(b, r) : 0;
 }
 
 static int digest_field(json_object *o, const char *key, bool required, struct snap_digest *d,
@@ -416,10 +401,10 @@ int sfs_protocol_exec(void *reg, const struct sfs_caller *c, const char *req, si
 
         if (len > INT32_MAX || memchr(req, '\0', len))
                 return -EINVAL;
-        /* The daemon's one strict parser (snapshot/oci-json.h): one object, UTF-8, a bounded
-         * depth, nothing after it, and no key twice — json-c alone keeps the last of two
-         * "op" keys, so {"op":"scope-list","op":"scope-remove",...} removed a scope while a
-         * proxy that checked the first "op" saw a listing. */
+        /* The one strict parser (common/json.h, at the bound of a document): one object,
+         * UTF-8, a bounded depth, nothing after it, and no key twice — json-c alone keeps the
+         * last of two "op" keys, so {"op":"scope-list","op":"scope-remove",...} removed a
+         * scope while a proxy that checked the first "op" saw a listing. */
         if (oci_json_parse(req, len, &x.req) < 0)
                 return -EINVAL; /* nothing executed: the write itself fails */
         x.reply = reply_new(0, NULL);

@@ -18,8 +18,9 @@
 #include "fs/config/options.h"
 #include "fs/scopes/pidwatch.h"
 #include "fs/scopes/viewpath.h"
-#include "snapshot/oci-json.h"
 #include "snapshot/store.h"
+#include "common/array.h"
+#include "common/json.h"
 #include "common/util.h"
 
 #define SCOPE_FILE_VERSION 1
@@ -81,18 +82,16 @@ static int msg(struct sfs_msg *m, int err, const char *fmt, ...)
 
 /* ---- the table ---- */
 
+static int name_cmp(const void *key, const void *element)
+{
+        const struct scope *const *s = element;
+
+        return strcmp(key, (*s)->name);
+}
+
 static size_t lower(const struct sfs_registry *r, const char *name)
 {
-        size_t lo = 0, hi = r->n;
-
-        while (lo < hi) {
-                size_t mid = lo + (hi - lo) / 2;
-                if (strcmp(r->v[mid]->name, name) < 0)
-                        lo = mid + 1;
-                else
-                        hi = mid;
-        }
-        return lo;
+        return lower_bound(name, r->v, r->n, sizeof(*r->v), name_cmp);
 }
 
 static struct scope *find(const struct sfs_registry *r, const char *name)
@@ -127,15 +126,7 @@ static unsigned max_scopes(const struct sfs_registry *r)
 
 static int room(struct sfs_registry *r)
 {
-        if (r->n == r->cap) {
-                size_t cap = r->cap ? 2 * r->cap : 16;
-                struct scope **v = realloc(r->v, cap * sizeof(*v));
-                if (!v)
-                        return -ENOMEM;
-                r->v = v;
-                r->cap = cap;
-        }
-        return 0;
+        return ARRAY_GROW(r->v, r->cap, r->n + 1, 16);
 }
 
 static void insert(struct sfs_registry *r, struct scope *s)
@@ -1361,8 +1352,8 @@ static int restore_one(void *ctx, const char *name, const char *text, size_t len
         snprintf(s->name, sizeof(s->name), "%s", name);
         s->reg = r;
         /* The daemon's one strict parser: a file with a key twice is two files to two
-         * readers (snapshot/oci-json.h). */
-        rr = oci_json_parse_max(text, len, SFS_OCISTORE_SCOPE_MAX, &doc);
+         * readers (common/json.h). */
+        rr = json_parse_strict(text, len, SFS_OCISTORE_SCOPE_MAX, &doc);
         if (rr == 0)
                 rr = parse_file(r, s, doc);
         if (rr == 0 && (find(r, s->name) || find_view(r, s->view)))

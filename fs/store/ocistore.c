@@ -27,6 +27,7 @@
 #include "snapshot/name.h"
 #include "snapshot/safeopen.h"
 #include "snapshot/store.h"
+#include "common/array.h"
 #include "common/util.h"
 #include "common/values.h"
 
@@ -499,14 +500,8 @@ static int push(struct sfs_ocistore *s, const struct snap_digest *d, uint64_t si
         struct entry e = { .digest = *d, .size = size, .created = meta->created };
         int r;
 
-        if (s->n == s->cap) {
-                size_t cap = s->cap ? s->cap * 2 : 64;
-                struct entry *v = realloc(s->v, cap * sizeof(*v));
-                if (!v)
-                        return -ENOMEM;
-                s->v = v;
-                s->cap = cap;
-        }
+        if (ARRAY_GROW(s->v, s->cap, s->n + 1, 64) < 0)
+                return -ENOMEM;
         if (meta->title && !(e.title = strdup(meta->title)))
                 return -ENOMEM;
         /* A store written before holders were kept: none recorded, the caller decides. One
@@ -839,24 +834,14 @@ static int remove_one(struct sfs_ocistore *s, const struct snap_digest *d)
 struct blobset {
         struct snap_digest *v;
         bool *named; /* referenced by a manifest of index.json (or is one) */
-        size_t n, cap;
+        size_t n, cap, cap_named;
 };
 
 static int blobset_add(struct blobset *b, const struct snap_digest *d)
 {
-        if (b->n == b->cap) {
-                size_t cap = b->cap ? b->cap * 2 : 64;
-                struct snap_digest *v = realloc(b->v, cap * sizeof(*v));
-                bool *named;
-                if (!v)
-                        return -ENOMEM;
-                b->v = v;
-                named = realloc(b->named, cap * sizeof(*named));
-                if (!named)
-                        return -ENOMEM;
-                b->named = named;
-                b->cap = cap;
-        }
+        if (ARRAY_GROW(b->v, b->cap, b->n + 1, 64) < 0 ||
+            ARRAY_GROW(b->named, b->cap_named, b->n + 1, 64) < 0)
+                return -ENOMEM;
         b->named[b->n] = false;
         b->v[b->n++] = *d;
         return 0;
@@ -1393,14 +1378,10 @@ static int scope_names(struct sfs_ocistore *s, char ***out, size_t *n_out)
                         free(name);
                         continue;
                 }
-                if (n == cap) {
-                        char **nv = realloc(v, (cap = cap ? 2 * cap : 16) * sizeof(*nv));
-                        if (!nv) {
-                                free(name);
-                                r = -ENOMEM;
-                                break;
-                        }
-                        v = nv;
+                if (ARRAY_GROW(v, cap, n + 1, 16) < 0) {
+                        free(name);
+                        r = -ENOMEM;
+                        break;
                 }
                 v[n++] = name;
         }

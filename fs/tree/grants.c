@@ -8,6 +8,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "common/array.h"
+
 void sfs_grants_init(struct sfs_grants *g, uint64_t first_key)
 {
         *g = (struct sfs_grants){ .next_key = first_key };
@@ -27,77 +29,52 @@ void sfs_grants_free(struct sfs_grants *g)
         *g = (struct sfs_grants){ 0 };
 }
 
-static int grow(void **v, size_t *cap, size_t need, size_t size)
-{
-        size_t ncap;
-        void *nv;
-
-        if (need <= *cap)
-                return 0;
-        ncap = *cap ? *cap : 16;
-        while (ncap < need)
-                ncap *= 2;
-        nv = realloc(*v, ncap * size);
-        if (!nv)
-                return -ENOMEM;
-        *v = nv;
-        *cap = ncap;
-        return 0;
-}
 
 int sfs_grants_reserve(struct sfs_grants *g, size_t digests, size_t entries)
 {
-        if (grow((void **)&g->digests, &g->cap_digests, g->n_digests + digests,
-                 sizeof(*g->digests)) < 0 ||
-            grow((void **)&g->entries, &g->cap_entries, g->n_entries + entries,
-                 sizeof(*g->entries)) < 0 ||
-            grow((void **)&g->listed, &g->cap_listed, g->n_listed + digests + entries,
-                 sizeof(*g->listed)) < 0)
+        if (ARRAY_GROW(g->digests, g->cap_digests, g->n_digests + digests, 16) < 0 ||
+            ARRAY_GROW(g->entries, g->cap_entries, g->n_entries + entries, 16) < 0 ||
+            ARRAY_GROW(g->listed, g->cap_listed, g->n_listed + digests + entries, 16) < 0)
                 return -ENOMEM;
         return 0;
+}
+
+static int digest_cmp(const void *key, const void *element)
+{
+        const struct sfs_grant *const *gr = element;
+
+        return memcmp(((const struct snap_digest *)key)->bytes, (*gr)->digest.bytes,
+                      SNAP_DIGEST_LEN);
+}
+
+static int entry_cmp(const void *key, const void *element)
+{
+        const struct sfs_grant_entry *const *e = element;
+
+        return strcmp(key, (*e)->name);
+}
+
+static int listed_cmp(const void *key, const void *element)
+{
+        uint64_t k = *(const uint64_t *)key, at = ((const struct sfs_listed *)element)->key;
+
+        return (k > at) - (k < at);
 }
 
 /* Index of the first digest not below d. */
 static size_t digest_lower(const struct sfs_grants *g, const struct snap_digest *d)
 {
-        size_t lo = 0, hi = g->n_digests;
-
-        while (lo < hi) {
-                size_t mid = lo + (hi - lo) / 2;
-                if (memcmp(g->digests[mid]->digest.bytes, d->bytes, SNAP_DIGEST_LEN) < 0)
-                        lo = mid + 1;
-                else
-                        hi = mid;
-        }
-        return lo;
+        return lower_bound(d, g->digests, g->n_digests, sizeof(*g->digests), digest_cmp);
 }
 
 static size_t entry_lower(const struct sfs_grants *g, const char *name)
 {
-        size_t lo = 0, hi = g->n_entries;
-
-        while (lo < hi) {
-                size_t mid = lo + (hi - lo) / 2;
-                if (strcmp(g->entries[mid]->name, name) < 0)
-                        lo = mid + 1;
-                else
-                        hi = mid;
-        }
-        return lo;
+        return lower_bound(name, g->entries, g->n_entries, sizeof(*g->entries), entry_cmp);
 }
 
 size_t sfs_grants_listed_from(const struct sfs_grants *g, uint64_t key)
 {
-        size_t lo = 0, hi = g->n_listed;
-
-        while (lo < hi) {
-                size_t mid = lo + (hi - lo) / 2;
-                if (g->listed[mid].key < key)
-                        lo = mid + 1;
-                else
-                        hi = mid;
-        }
-        return lo;
+        return lower_bound(&key, g->listed, g->n_listed, sizeof(*g->listed), listed_cmp);
 }
 
 struct sfs_grant *sfs_grants_find(const struct sfs_grants *g, const struct snap_digest *d)

@@ -132,11 +132,6 @@ uint64_t sfs_scope_alloc_ino(struct sfs_tree *t)
         return ino;
 }
 
-const char *sfs_scope_name(const struct sfs_tree *t)
-{
-        return t->scope ? t->scope->name : NULL;
-}
-
 /* ---- planning ---- */
 
 /* An entry name (snapshot/name.h): not a digest in any case (the view's digests and entries

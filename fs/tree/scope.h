@@ -79,8 +79,6 @@ int sfs_tree_new_scope(struct sfs_tree *main, const struct sfs_scope_spec *spec,
 /* A scope deleted: its view takes no more publishes (EACCES) and nothing it does is
  * persisted any more, while its session serves what is open. */
 void sfs_scope_disarm(struct sfs_tree *t);
-/* The scope's name, or NULL for a tree that is no scope's. */
-const char *sfs_scope_name(const struct sfs_tree *t);
 
 /* The view's next inode number, taken (never handed out again): what a grant that adds a
  * digest is shown under, given before the scope's file is written with it. Takes the

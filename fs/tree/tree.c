@@ -15,6 +15,7 @@
 #include "snapshot/binding.h"
 #include "fs/base/inostate.h"
 #include "fs/tree/tree-internal.h"
+#include "common/array.h"
 #include "common/util.h"
 
 #define DIR_ATTR_TIMEOUT 1.0
@@ -1009,14 +1010,8 @@ struct sfs_uidstage *sfs_stage_find(struct sfs_tree *t, uid_t uid, bool create)
                         return t->stages[i];
         if (!create)
                 return NULL;
-        if (t->nstages == t->capstages) {
-                size_t ncap = t->capstages ? t->capstages * 2 : 8;
-                struct sfs_uidstage **n = realloc(t->stages, ncap * sizeof(*n));
-                if (!n)
-                        return NULL;
-                t->stages = n;
-                t->capstages = ncap;
-        }
+        if (ARRAY_GROW(t->stages, t->capstages, t->nstages + 1, 8) < 0)
+                return NULL;
         st = calloc(1, sizeof(*st));
         if (!st)
                 return NULL;

@@ -308,22 +308,26 @@ static int cmd_abi(void)
         SIZE(snapfs_options);
         OFF(snapfs_options, owner);
         OFF(snapfs_options, max_size);
+        OFF(snapfs_options, reserved);
         SIZE(snapfs_reason);
         OFF(snapfs_reason, message);
         SIZE(snapfs_report);
         OFF(snapfs_report, n_reasons);
         OFF(snapfs_report, n_dropped);
         OFF(snapfs_report, reasons);
+        OFF(snapfs_report, reserved);
         SIZE(snapfs_snapshot);
         OFF(snapfs_snapshot, name);
         OFF(snapfs_snapshot, published_sec);
         OFF(snapfs_snapshot, published_nsec);
         OFF(snapfs_snapshot, publisher);
         OFF(snapfs_snapshot, kind);
+        OFF(snapfs_snapshot, reserved);
         SIZE(snapfs_scope_spec);
         OFF(snapfs_scope_spec, n_uids);
         OFF(snapfs_scope_spec, until_pid);
         OFF(snapfs_scope_spec, limits);
+        OFF(snapfs_scope_spec, reserved);
         SIZE(snapfs_scope);
         OFF(snapfs_scope, view);
         OFF(snapfs_scope, dev);
@@ -332,10 +336,12 @@ static int cmd_abi(void)
         OFF(snapfs_scope, limits);
         OFF(snapfs_scope, usage);
         OFF(snapfs_scope, n_grants);
+        OFF(snapfs_scope, reserved);
         SIZE(snapfs_grant);
         OFF(snapfs_grant, size);
         OFF(snapfs_grant, ino);
         OFF(snapfs_grant, entry);
+        OFF(snapfs_grant, reserved);
         return 0;
 }
 

@@ -7,6 +7,7 @@ import contextlib
 import functools
 import json
 import os
+import re
 import select
 import signal
 import subprocess
@@ -21,6 +22,21 @@ APICLIENT = BUILD / "tests" / "helpers" / "apiclient"
 PYCLIENT = ROOT / "client" / "python" / "snapfs_client"
 FAKESNAP = BUILD / "tests" / "helpers" / "fakesnap"
 MOUNTTOOL = BUILD / "tests" / "helpers" / "mounttool"
+SYMBOL_FILE = ROOT / "client" / "libsnapfs.sym"
+
+
+@functools.lru_cache(maxsize=None)
+def exported_symbols() -> "dict[str, str]":
+    """What libsnapfs exports, read from the one list of it (client/libsnapfs.sym): each
+    function and the version node that brought it in."""
+    with open(SYMBOL_FILE) as f:
+        text = re.sub(r"/\*.*?\*/", "", f.read(), flags=re.S)
+    out = {}
+    for node, body in re.findall(r"([\w.]+)\s*\{(.*?)\}", text, flags=re.S):
+        glob = body.split("local:")[0].split("global:")[-1]
+        for name in re.findall(r"(\w+)\s*;", glob):
+            out[name] = node
+    return out
 
 
 @functools.lru_cache(maxsize=None)

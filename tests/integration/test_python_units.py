@@ -12,7 +12,7 @@ import sys
 
 import pytest
 
-from clients import APICLIENT, LIBSNAPFS, PYCLIENT, client_env
+from clients import APICLIENT, LIBSNAPFS, PYCLIENT, client_env, exported_symbols
 from snaptest import ROOT
 
 os.environ.setdefault("SNAPFS_LIBRARY", str(LIBSNAPFS))
@@ -94,6 +94,12 @@ def test_the_mirrored_structs_are_laid_out_as_the_c_driver_compiled_them():
                        env=client_env())
     assert r.returncode == 0, r.stderr
     assert snapfs._abi.layout() == json.loads(r.stdout)
+
+
+def test_the_client_declares_every_function_the_library_exports_and_no_other():
+    # client/libsnapfs.sym is the one list: a function added there and not declared here
+    # (or declared here and never exported) fails.
+    assert set(snapfs._abi.SYMBOLS) == set(exported_symbols())
 
 
 def test_a_library_of_another_version_is_refused_before_any_call(monkeypatch):

@@ -169,6 +169,28 @@ static void test_publish_past_the_client_limit_is_efbig_before_any_mount_work(vo
         assert_string_equal(why.reasons[0].code, "mount-check");
 }
 
+static void test_options_with_a_reserved_word_set_are_einval_and_zero_ones_go_on(void **state)
+{
+        static const char hex[] = "abababababababababababababababababababababababababababababababab";
+        struct snapfs_options o = { .max_size = 4 };
+        struct snapfs_report why;
+        struct snapfs_binding b;
+        (void)state;
+
+        /* Zero: the mount check runs (and finds no mount there). */
+        assert_int_equal(snapfs_open_digest("/nonexistent/snapfs", hex, &o, &b, &why), -ENOENT);
+        assert_string_equal(why.reasons[0].code, "mount-check");
+        for (size_t i = 0; i < sizeof(o.reserved) / sizeof(o.reserved[0]); i++) {
+                o.reserved[i] = 1;
+                assert_int_equal(snapfs_open_digest("/nonexistent/snapfs", hex, &o, &b, &why),
+                                 -EINVAL);
+                assert_string_equal(why.reasons[0].code, "invalid-argument");
+                assert_non_null(strstr(why.reasons[0].message, "reserved"));
+                o.reserved[i] = 0;
+        }
+        assert_true(why.reserved[0] == 0 && why.reserved[3] == 0);
+}
+
 static void test_a_plain_directory_is_not_a_snapfs_mount(void **state)
 {
         struct snapfs_report why;
@@ -754,6 +776,7 @@ int main(void)
                 T(test_the_daemons_refusal_parses_into_its_code_and_limit_and_nothing_else),
                 T(test_the_daemons_reasons_say_what_to_do),
                 T(test_rm_targets_match_a_name_a_prefix_or_a_binding_exactly),
+                T(test_options_with_a_reserved_word_set_are_einval_and_zero_ones_go_on),
                 T(test_a_plain_directory_is_not_a_snapfs_mount),
                 T(test_usage_text_parses_into_limits_and_uids),
                 T(test_usage_text_that_is_not_its_form_is_ebadmsg),

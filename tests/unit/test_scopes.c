@@ -249,6 +249,8 @@ static void test_a_spec_that_is_not_one_is_einval(void **state)
                 { .name = "a", .view = "/v", .flags = SNAPFS_SCOPE_GID, .gid = UINT32_MAX },
                 { .name = "a", .view = "/v", .flags = SNAPFS_SCOPE_UNTIL_PID, .until_pid = 0 },
                 { .name = "a", .view = "/v", .flags = 1u << 7 },
+                /* A field of a later release set (SNAPFS_RESERVED). */
+                { .name = "a", .view = "/v", .reserved = { 0, 0, 0, 1 } },
         };
         char long_name[SNAPFS_NAME_MAX + 2];
         struct snapfs_report why;

@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: MIT */
-/* client/watch.c without a mount: what snapfs_watch_entry and snapfs_wait_entry refuse before
+/* client/wait-entry.c without a mount: what snapfs_watch_entry and snapfs_wait_entry refuse before
  * anything is opened, and snapfs_watch_wait on a descriptor that is, or is not yet, readable
  * (the watch of a real view is driven in tests/integration/test_entry_wait.py). */
 #include <setjmp.h>

@@ -11,6 +11,8 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "common/hex.h"
+
 /* A JavaScript number holds integers exactly up to 2^53: past that a size, inode or uid would
  * silently become another one. */
 #define EXACT_MAX (UINT64_C(1) << 53)
@@ -278,8 +280,7 @@ napi_value make_snapshot(napi_env env, const struct snapfs_binding *b,
 
         if (napi_create_object(env, &o) != napi_ok)
                 return NULL;
-        for (size_t i = 0; i < SNAPFS_DIGEST_LEN; i++)
-                snprintf(hex + 2 * i, 3, "%02x", b->sha256[i]);
+        hex_encode(b->sha256, SNAPFS_DIGEST_LEN, hex);
         snprintf(dev, sizeof(dev), "%u:%u", major(b->dev), minor(b->dev));
         if (snapfs_binding_format(b, text, sizeof(text)) < 0)
                 text[0] = '\0';

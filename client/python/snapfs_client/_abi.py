@@ -58,6 +58,11 @@ KIND_FLAGS = {"content": Opt.KIND_CONTENT, "signature": Opt.KIND_SIGNATURE,
 KIND_NAMES = {0: "content", 1: "signature", 2: "manifest"}
 
 
+# The reserved words that end every struct but the binding and a reason (snapfs.h,
+# SNAPFS_RESERVED): left zero, as ctypes makes them.
+RESERVED = ctypes.c_uint64 * 4
+
+
 class CBinding(ctypes.Structure):
     _fields_ = [("sha256", ctypes.c_uint8 * DIGEST_LEN), ("size", ctypes.c_uint64),
                 ("dev", ctypes.c_uint64), ("ino", ctypes.c_uint64)]
@@ -65,13 +70,13 @@ class CBinding(ctypes.Structure):
 
 class COptions(ctypes.Structure):
     _fields_ = [("flags", ctypes.c_uint), ("owner", ctypes.c_uint32),
-                ("max_size", ctypes.c_uint64)]
+                ("max_size", ctypes.c_uint64), ("reserved", RESERVED)]
 
 
 class CSnapshot(ctypes.Structure):
     _fields_ = [("binding", CBinding), ("name", ctypes.c_char * (NAME_MAX + 1)),
                 ("published_sec", ctypes.c_int64), ("published_nsec", ctypes.c_uint32),
-                ("publisher", ctypes.c_uint32), ("kind", ctypes.c_int)]
+                ("publisher", ctypes.c_uint32), ("kind", ctypes.c_int), ("reserved", RESERVED)]
 
 
 class CReason(ctypes.Structure):
@@ -80,7 +85,8 @@ class CReason(ctypes.Structure):
 
 class CReport(ctypes.Structure):
     _fields_ = [("error", ctypes.c_int), ("n_reasons", ctypes.c_uint),
-                ("n_dropped", ctypes.c_uint), ("reasons", CReason * REASONS_MAX)]
+                ("n_dropped", ctypes.c_uint), ("reasons", CReason * REASONS_MAX),
+                ("reserved", RESERVED)]
 
 
 class CScopeLimits(ctypes.Structure):
@@ -97,7 +103,7 @@ class CScopeSpec(ctypes.Structure):
     _fields_ = [("name", ctypes.c_char_p), ("view", ctypes.c_char_p),
                 ("uids", ctypes.POINTER(ctypes.c_uint32)), ("n_uids", ctypes.c_size_t),
                 ("flags", ctypes.c_uint), ("gid", ctypes.c_uint32),
-                ("until_pid", ctypes.c_int32), ("limits", CScopeLimits)]
+                ("until_pid", ctypes.c_int32), ("limits", CScopeLimits), ("reserved", RESERVED)]
 
 
 class CScope(ctypes.Structure):
@@ -107,12 +113,13 @@ class CScope(ctypes.Structure):
                 ("dev", ctypes.c_uint64), ("uids", ctypes.c_void_p), ("n_uids", ctypes.c_size_t),
                 ("flags", ctypes.c_uint), ("gid", ctypes.c_uint32), ("until_pid", ctypes.c_int32),
                 ("limits", CScopeLimits), ("usage", CScopeUsage),
-                ("n_grants", ctypes.c_uint64)]
+                ("n_grants", ctypes.c_uint64), ("reserved", RESERVED)]
 
 
 class CGrant(ctypes.Structure):
     _fields_ = [("sha256", ctypes.c_uint8 * DIGEST_LEN), ("size", ctypes.c_uint64),
-                ("ino", ctypes.c_uint64), ("entry", ctypes.c_char * (NAME_MAX + 1))]
+                ("ino", ctypes.c_uint64), ("entry", ctypes.c_char * (NAME_MAX + 1)),
+                ("reserved", RESERVED)]
 
 
 def layout() -> "dict[str, int]":
@@ -120,15 +127,15 @@ def layout() -> "dict[str, int]":
     out = {}
     for name, struct, fields in (
             ("snapfs_binding", CBinding, ("size", "dev", "ino")),
-            ("snapfs_options", COptions, ("owner", "max_size")),
+            ("snapfs_options", COptions, ("owner", "max_size", "reserved")),
             ("snapfs_reason", CReason, ("message",)),
-            ("snapfs_report", CReport, ("n_reasons", "n_dropped", "reasons")),
+            ("snapfs_report", CReport, ("n_reasons", "n_dropped", "reasons", "reserved")),
             ("snapfs_snapshot", CSnapshot, ("name", "published_sec", "published_nsec",
-                                            "publisher", "kind")),
-            ("snapfs_scope_spec", CScopeSpec, ("n_uids", "until_pid", "limits")),
+                                            "publisher", "kind", "reserved")),
+            ("snapfs_scope_spec", CScopeSpec, ("n_uids", "until_pid", "limits", "reserved")),
             ("snapfs_scope", CScope, ("view", "dev", "flags", "until_pid", "limits", "usage",
-                                      "n_grants")),
-            ("snapfs_grant", CGrant, ("size", "ino", "entry"))):
+                                      "n_grants", "reserved")),
+            ("snapfs_grant", CGrant, ("size", "ino", "entry", "reserved"))):
         out[f"sizeof {name}"] = ctypes.sizeof(struct)
         for f in fields:
             out[f"{name}.{f}"] = getattr(struct, f).offset
@@ -230,21 +237,24 @@ _PROTOS: "dict[str, List[Any]]" = {
 }
 
 
+_STRINGS: "dict[str, List[Any]]" = {"snapfs_strerror": [ctypes.c_int], "snapfs_version": []}
+_FREES: "dict[str, List[Any]]" = {"snapfs_scope_free": [P(CScope)],
+                                  "snapfs_scopes_free": [P(CScope), ctypes.c_size_t],
+                                  "snapfs_free": [ctypes.c_void_p]}
+# Every function this client declares: the test suite holds it equal to what the library
+# exports (client/libsnapfs.sym), so a function added there is declared here too.
+SYMBOLS = frozenset(_PROTOS) | frozenset(_STRINGS) | frozenset(_FREES)
+
+
 def _declare(lib: ctypes.CDLL) -> None:
     """Every prototype declared: ctypes guesses nothing."""
     for fn, args in _PROTOS.items():
         f = getattr(lib, fn)
         f.argtypes, f.restype = args, ctypes.c_int
-    strings: "list[tuple[str, List[Any]]]" = [("snapfs_strerror", [ctypes.c_int]),
-                                              ("snapfs_version", [])]
-    for fn, args in strings:
+    for fn, args in _STRINGS.items():
         f = getattr(lib, fn)
         f.argtypes, f.restype = args, ctypes.c_char_p
-    frees: "list[tuple[str, List[Any]]]" = [("snapfs_scope_free", [P(CScope)]),
-                                            ("snapfs_scopes_free",
-                                             [P(CScope), ctypes.c_size_t]),
-                                            ("snapfs_free", [ctypes.c_void_p])]
-    for fn, args in frees:
+    for fn, args in _FREES.items():
         f = getattr(lib, fn)
         f.argtypes, f.restype = args, None
 
