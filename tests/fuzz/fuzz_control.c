@@ -19,67 +19,7 @@
 #include "snapshot/digest.h"
 #include "snapshot/oci-json.h"
 
-struct sfs_view {
-        int unused;
-};
-
-static int fake_mount(void *ctx, const struct sfs_view_request *req, struct sfs_tree *tree,
-                      struct sfs_view **view, uint64_t *dev, char *msg, size_t msgsize)
-{
-        static uint64_t next = 0x1000;
-
-        (void)ctx, (void)req, (void)tree, (void)msg, (void)msgsize;
-        *view = calloc(1, sizeof(**view));
-        if (!*view)
-                abort();
-        *dev = next++;
-        return 0;
-}
-
-static void fake_detach(void *ctx, struct sfs_view *view, struct sfs_tree *tree)
-{
-        (void)ctx;
-        sfs_tree_free(tree);
-        free(view);
-}
-
-static void fake_invalidate(void *ctx, struct sfs_view *view, const char *name)
-{
-        (void)ctx, (void)view, (void)name;
-}
-
-static void fake_invalidate_inode(void *ctx, struct sfs_view *view, uint64_t ino)
-{
-        (void)ctx, (void)view, (void)ino;
-}
-
-static bool fake_alive(void *ctx, struct sfs_view *view)
-{
-        (void)ctx, (void)view;
-        return true;
-}
-
-static int fake_clear_stale(void *ctx, const char *path)
-{
-        (void)ctx, (void)path;
-        return -EBUSY;
-}
-
-static void fake_shutdown(void *ctx, struct sfs_view *view)
-{
-        (void)ctx;
-        free(view);
-}
-
-static const struct sfs_view_ops ops = {
-        .mount = fake_mount,
-        .detach = fake_detach,
-        .invalidate = fake_invalidate,
-        .invalidate_inode = fake_invalidate_inode,
-        .alive = fake_alive,
-        .clear_stale = fake_clear_stale,
-        .shutdown = fake_shutdown,
-};
+#include "tests/fuzz/fake-views.h"
 
 static char scratch[64];
 
