@@ -103,6 +103,19 @@ void sfs_fdstore_close_rest(void)
         passed = NULL;
         n_passed = 0;
 }
+void sfs_msg_put_fds(struct msghdr *mh, void *buf, const int *fds, unsigned n)
+{
+        struct cmsghdr *cm;
+
+        mh->msg_control = buf;
+        mh->msg_controllen = CMSG_SPACE(sizeof(int) * n);
+        cm = CMSG_FIRSTHDR(mh);
+        cm->cmsg_level = SOL_SOCKET;
+        cm->cmsg_type = SCM_RIGHTS;
+        cm->cmsg_len = CMSG_LEN(sizeof(int) * n);
+        memcpy(CMSG_DATA(cm), fds, sizeof(int) * n);
+}
+
 /* One sd_notify datagram carrying state and fds. */
 static int notify_with_fds(const char *state, const int *fds, unsigned n)
 {
@@ -127,15 +140,8 @@ static int notify_with_fds(const char *state, const int *fds, unsigned n)
                 sa.sun_path[0] = '\0';
         mh.msg_namelen = (socklen_t)(offsetof(struct sockaddr_un, sun_path) + len + (e[0] == '/'));
         if (n) {
-                struct cmsghdr *cm;
                 memset(&u, 0, sizeof(u));
-                mh.msg_control = u.buf;
-                mh.msg_controllen = CMSG_SPACE(sizeof(int) * n);
-                cm = CMSG_FIRSTHDR(&mh);
-                cm->cmsg_level = SOL_SOCKET;
-                cm->cmsg_type = SCM_RIGHTS;
-                cm->cmsg_len = CMSG_LEN(sizeof(int) * n);
-                memcpy(CMSG_DATA(cm), fds, sizeof(int) * n);
+                sfs_msg_put_fds(&mh, u.buf, fds, n);
         }
         fd = socket(AF_UNIX, SOCK_DGRAM | SOCK_CLOEXEC, 0);
         if (fd < 0)

@@ -5,6 +5,7 @@
 #pragma once
 
 #include <stdbool.h>
+#include <sys/socket.h>
 
 /* Reads LISTEN_* once and unsets them (a child must not take them for its own): the number
  * of named descriptors kept, 0 when none were passed or LISTEN_PID names another process
@@ -21,3 +22,7 @@ void sfs_fdstore_close_rest(void);
  * crash of the unit (FileDescriptorStoreMax=), drops it once it polls POLLERR or POLLHUP,
  * and flushes the store when the unit stops. */
 int sfs_fdstore_store(const char *name, int fd);
+
+/* Puts the n descriptors fds (n > 0) in mh as one SCM_RIGHTS message, its control data in
+ * buf: CMSG_SPACE(sizeof(int) * n) zeroed bytes at least, aligned for a struct cmsghdr. */
+void sfs_msg_put_fds(struct msghdr *mh, void *buf, const int *fds, unsigned n);

@@ -18,6 +18,7 @@
 #include <unistd.h>
 
 #include "common/util.h"
+#include "fs/base/fdstore.h"
 
 #define HELD_MAX 4096
 /* Successors that die before they serve, in a row, before the supervisor gives up (a
@@ -61,15 +62,8 @@ static int send_fds(int sock, uint32_t kind, uint32_t id, const int *fds, unsign
         struct msghdr mh = { .msg_iov = &iov, .msg_iovlen = 1 };
 
         if (n) {
-                struct cmsghdr *cm;
                 memset(&u, 0, sizeof(u));
-                mh.msg_control = u.buf;
-                mh.msg_controllen = CMSG_SPACE(sizeof(int) * n);
-                cm = CMSG_FIRSTHDR(&mh);
-                cm->cmsg_level = SOL_SOCKET;
-                cm->cmsg_type = SCM_RIGHTS;
-                cm->cmsg_len = CMSG_LEN(sizeof(int) * n);
-                memcpy(CMSG_DATA(cm), fds, sizeof(int) * n);
+                sfs_msg_put_fds(&mh, u.buf, fds, n);
         }
         return sendmsg(sock, &mh, MSG_NOSIGNAL) < 0 ? negative_errno() : 0;
 }
