@@ -15,4 +15,6 @@ def test_the_demo_runs_end_to_end_and_exits_zero():
     assert "chmod 600 refused" in out
     assert "compliant" in out
     assert '"event":"publish"' in out                   # the audit log
-    assert out.rstrip().endswith("unmounted")
+    assert r.stdout.rstrip().endswith("unmounted")
+    # The daemon's one line at start says how snapshots are read (on its standard error).
+    assert "snapshot reads: " in r.stderr

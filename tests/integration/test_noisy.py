@@ -295,16 +295,30 @@ for fd in fds:
 
 # ---- requests without the handle they need --------------------------------------------------
 
+@pytest.mark.parametrize("mode", ["through-the-daemon", "passthrough"])
 def test_a_write_through_the_read_view_remounted_rw_is_erofs_and_both_mounts_live(
-        mount_snapfs, workdir):
+        mount_snapfs, workdir, mode):
     view = os.path.join(workdir, "view")
     os.mkdir(view)
-    fs = mount_snapfs("--allow-other", "--readers", "any", "--read-view", view)
+    opts = ("--no-passthrough",) if mode == "through-the-daemon" else ()
+    fs = mount_snapfs("--allow-other", "--readers", "any", "--read-view", view, *opts)
     data = b"never rewritten" * 400
     digest = fs.publish(data)
     # Root makes the kernel's read-only view writable behind the daemon's back (-i: the
-    # superblock itself, without mount.fuse). The kernel then sends WRITE with no handle.
+    # superblock itself, without mount.fuse).
     subprocess.run(["mount", "-i", "-o", "remount,rw", view], check=True)
+    reads = control_ok(fs.path, {"op": "status"})["status"]["reads"]
+    assert reads["mode"] == ("read" if opts else "passthrough"), reads
+    if mode == "passthrough":
+        # OPEN names the backing file, so the daemon sees it: a writable open is refused
+        # there, before any write can be tried; a read-only one reads the published bytes.
+        assert errno_of(os.open, os.path.join(view, digest), os.O_RDWR) == E.EROFS
+        with open(os.path.join(view, digest), "rb") as f:
+            assert f.read() == data
+        assert fs.proc.poll() is None
+        return
+    # Reads through the daemon: the view declines OPEN, so the kernel sends WRITE with no
+    # handle.
     fd = os.open(os.path.join(view, digest), os.O_RDWR)
     try:
         assert errno_of(os.pwrite, fd, b"EVIL", 0) == E.EROFS
