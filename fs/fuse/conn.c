@@ -490,13 +490,19 @@ int sfs_conn_adopt(struct fuse_session *se, struct sfs_ops_ctx *ctx, const char 
         return 1;
 }
 
-int sfs_conn_resume(struct fuse_session *se, const struct sfs_ops_ctx *ctx)
+int sfs_conn_resend(int fd)
 {
-        struct sfs_conn *c = ctx->conn;
         const struct fuse_out_header resend = {
                 .len = sizeof(resend),
                 .error = SFS_FUSE_NOTIFY_RESEND,
         };
+
+        return write(fd, &resend, sizeof(resend)) == sizeof(resend) ? 0 : negative_errno();
+}
+
+int sfs_conn_resume(struct fuse_session *se, const struct sfs_ops_ctx *ctx)
+{
+        struct sfs_conn *c = ctx->conn;
         struct fuse_buf buf;
 
         if (!c || !c->adopted || !c->init)
@@ -510,7 +516,7 @@ int sfs_conn_resume(struct fuse_session *se, const struct sfs_ops_ctx *ctx)
         /* Requests the dead server had read but not answered go back on the queue (6.9);
          * an older kernel refuses the notice, and its in-flight requests stay unanswered
          * until their callers give up (docs/design.md, "Taking over"). */
-        if (write(c->fd, &resend, sizeof(resend)) != sizeof(resend))
+        if (sfs_conn_resend(c->fd) < 0)
                 LOG("%s: the kernel cannot resend what was in flight (%m)\n", c->path);
         return 0;
 }

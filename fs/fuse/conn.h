@@ -61,6 +61,9 @@ void sfs_conn_keep(struct sfs_conn *c, uint64_t dev);
  * to resend what was in flight: 0. 1 when there is nothing to replay (a new connection, or
  * one whose INIT the kernel still has to send); -EPROTO when libfuse refused the INIT. */
 int sfs_conn_resume(struct fuse_session *se, const struct sfs_ops_ctx *ctx);
+/* Asks the kernel to put back on fd's queue every request a server read but has not answered
+ * (FUSE_NOTIFY_RESEND, 6.9): 0, or -errno (an older kernel refuses it). */
+int sfs_conn_resend(int fd);
 /* A planned stop: unmounts (lazily) what c mounted, if it is still there. */
 void sfs_conn_unmount(struct fuse_session *se, struct sfs_conn *c);
 /* Frees c (after fuse_session_destroy, which closed c->fd). NULL is fine. */

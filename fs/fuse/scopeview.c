@@ -209,6 +209,13 @@ static int linger(struct sfs_scopeviews *v, struct sfs_view *view)
                 return negative_errno();
         fuse_session_reset(view->se);
         view->lingering = true;
+        /* A worker stopped just after it read a request drops it (libfuse discards what it
+         * reads once its session exited): without this, a poll or open of the removed view
+         * in that window waited for an answer forever. The kernel queues it again, for the
+         * reaper. */
+        if (sfs_conn_resend(fd) < 0)
+                LOG("%s: the kernel cannot resend what the view's workers left (%m)\n",
+                    view->path);
         return 0;
 }
 
