@@ -17,13 +17,12 @@
 #include "fs/store/ocistore.h"
 #include "fs/config/options.h"
 #include "fs/scopes/pidwatch.h"
+#include "fs/scopes/scopefile.h"
 #include "fs/scopes/viewpath.h"
 #include "snapshot/store.h"
 #include "common/array.h"
 #include "common/json.h"
 #include "common/util.h"
-
-#define SCOPE_FILE_VERSION 1
 
 struct scope {
         uint64_t id;                 /* never reused: what the until-pid watcher reports */
@@ -43,8 +42,8 @@ struct scope {
         struct sfs_registry *reg;
         /* Grants (and their entries) of the scope's file whose snapshot was not stored at the
          * start: kept as written, in the file at every rewrite, until those bytes are
-         * published again (dangling_published). NULL: none. */
-        json_object *dangling_grants, *dangling_entries;
+         * published again (dangling_published). */
+        struct sfs_scope_grants dangling;
 };
 
 struct sfs_registry {
@@ -153,8 +152,7 @@ static void scope_free(struct scope *s)
         if (!s)
                 return;
         sfs_tree_free(s->tree);
-        json_object_put(s->dangling_grants);
-        json_object_put(s->dangling_entries);
+        sfs_scope_grants_free(&s->dangling);
         free(s->view);
         free(s);
 }
@@ -191,48 +189,10 @@ void sfs_registry_audit_refused(struct sfs_registry *r, const struct sfs_caller 
 
 /* ---- a scope's JSON ---- */
 
-static int add(json_object *o, const char *key, json_object *v)
-{
-        if (!v)
-                return -ENOMEM;
-        json_object_object_add(o, key, v);
-        return 0;
-}
-
 /* JSON null is json-c's NULL: v, or null when !present (v then NULL too). */
 static int add_opt(json_object *o, const char *key, bool present, json_object *v)
 {
-        if (!present) {
-                json_object_object_add(o, key, NULL);
-                return 0;
-        }
-        return add(o, key, v);
-}
-
-static json_object *limits_json(const struct sfs_scope_limits *l)
-{
-        json_object *o = json_object_new_object();
-
-        if (!o || add(o, "max_snapshots", json_object_new_uint64(l->max_snapshots)) < 0 ||
-            add(o, "max_bytes", json_object_new_uint64(l->max_bytes)) < 0 ||
-            add(o, "max_staging", json_object_new_uint64(l->max_staging)) < 0 ||
-            add(o, "max_staging_bytes", json_object_new_uint64(l->max_staging_bytes)) < 0) {
-                json_object_put(o);
-                return NULL;
-        }
-        return o;
-}
-
-static json_object *uids_json(const struct value_uid_list *u)
-{
-        json_object *a = json_object_new_array();
-
-        for (unsigned i = 0; a && i < u->n; i++)
-                if (json_object_array_add(a, json_object_new_int64(u->uids[i])) < 0) {
-                        json_object_put(a);
-                        return NULL;
-                }
-        return a;
+        return present ? json_add(o, key, v) : json_add_null(o, key);
 }
 
 /* The scope as the control channel reports it (docs/design.md, "The control channel"). */
@@ -245,26 +205,26 @@ static json_object *scope_json(struct scope *s, struct sfs_registry *r)
 
         sfs_scope_get_usage(s->tree, &u);
         snprintf(dev, sizeof(dev), "%u:%u", major(s->dev), minor(s->dev));
-        if (!o || !usage || add(o, "name", json_object_new_string(s->name)) < 0 ||
-            add(o, "view", json_object_new_string(s->view)) < 0 ||
+        if (!o || !usage || json_add(o, "name", json_object_new_string(s->name)) < 0 ||
+            json_add(o, "view", json_object_new_string(s->view)) < 0 ||
             add_opt(o, "dev", mounted, mounted ? json_object_new_string(dev) : NULL) < 0 ||
-            add(o, "uids", uids_json(&s->users.uids)) < 0 ||
+            json_add(o, "uids", sfs_scopefile_uids_json(&s->users.uids)) < 0 ||
             add_opt(o, "gid", s->users.has_gid,
                     s->users.has_gid ? json_object_new_int64(s->users.gid) : NULL) < 0 ||
-            add(o, "publish", json_object_new_boolean(s->publish)) < 0 ||
+            json_add(o, "publish", json_object_new_boolean(s->publish)) < 0 ||
             add_opt(o, "until_pid", s->until_pid != 0,
                     s->until_pid ? json_object_new_int64(s->until_pid) : NULL) < 0 ||
-            add(o, "limits", limits_json(&s->limits)) < 0 ||
-            add(usage, "snapshots", json_object_new_uint64(u.snapshots)) < 0 ||
-            add(usage, "bytes", json_object_new_uint64(u.bytes)) < 0 ||
-            add(usage, "staging", json_object_new_uint64(u.staging)) < 0 ||
-            add(usage, "staging_bytes", json_object_new_uint64(u.staging_bytes)) < 0) {
+            json_add(o, "limits", sfs_scopefile_limits_json(&s->limits)) < 0 ||
+            json_add(usage, "snapshots", json_object_new_uint64(u.snapshots)) < 0 ||
+            json_add(usage, "bytes", json_object_new_uint64(u.bytes)) < 0 ||
+            json_add(usage, "staging", json_object_new_uint64(u.staging)) < 0 ||
+            json_add(usage, "staging_bytes", json_object_new_uint64(u.staging_bytes)) < 0) {
                 json_object_put(o);
                 json_object_put(usage);
                 return NULL;
         }
         json_object_object_add(o, "usage", usage);
-        if (add(o, "grants", json_object_new_uint64(u.grants)) < 0) {
+        if (json_add(o, "grants", json_object_new_uint64(u.grants)) < 0) {
                 json_object_put(o);
                 return NULL;
         }
@@ -277,9 +237,9 @@ static json_object *grant_json(const struct sfs_grant_info *g)
         json_object *o = json_object_new_object();
 
         snap_digest_to_hex(&g->digest, hex);
-        if (!o || add(o, "sha256", json_object_new_string(hex)) < 0 ||
-            add(o, "size", json_object_new_uint64(g->size)) < 0 ||
-            add(o, "ino", json_object_new_uint64(g->ino)) < 0 ||
+        if (!o || json_add(o, "sha256", json_object_new_string(hex)) < 0 ||
+            json_add(o, "size", json_object_new_uint64(g->size)) < 0 ||
+            json_add(o, "ino", json_object_new_uint64(g->ino)) < 0 ||
             add_opt(o, "entry", g->entry[0] != 0,
                     g->entry[0] ? json_object_new_string(g->entry) : NULL) < 0) {
                 json_object_put(o);
@@ -290,101 +250,70 @@ static json_object *grant_json(const struct sfs_grant_info *g)
 
 /* ---- the scope's file in --store ---- */
 
-/* The scope's file with op applied (NULL: as it is). */
-/* ---- grants whose bytes were missing at the start ---- */
-
-static const char *json_str(json_object *o, const char *key)
+static bool has_grant(const struct sfs_scope_grants *g, const struct snap_digest *d)
 {
-        json_object *v;
-
-        return json_object_object_get_ex(o, key, &v) && json_object_is_type(v, json_type_string)
-                       ? json_object_get_string(v)
-                       : NULL;
-}
-
-/* Whether list (JSON objects) has one whose key is value. */
-static bool listed(json_object *list, const char *key, const char *value)
-{
-        size_t n = json_object_array_length(list);
-
-        for (size_t i = 0; value && i < n; i++) {
-                const char *v = json_str(json_object_array_get_idx(list, i), key);
-                if (v && strcmp(v, value) == 0)
+        for (size_t i = 0; i < g->n_grants; i++)
+                if (snap_digest_equal(&g->grants[i].digest, d))
                         return true;
-        }
         return false;
 }
 
-/* The scope's dangling grants and entries added to the file's lists, as they were written,
- * unless the scope has one of the same digest or name again (the file must restore). */
-static int dangling_json(struct scope *s, json_object *grants, json_object *entries)
+static bool has_entry(const struct sfs_scope_grants *g, const char *name)
 {
-        json_object *lists[2][2] = { { s->dangling_grants, grants },
-                                     { s->dangling_entries, entries } };
-        static const char *const keys[2] = { "sha256", "name" };
+        for (size_t i = 0; i < g->n_entries; i++)
+                if (strcmp(g->entries[i].name, name) == 0)
+                        return true;
+        return false;
+}
 
-        for (size_t k = 0; k < 2; k++) {
-                size_t n = lists[k][0] ? json_object_array_length(lists[k][0]) : 0;
-                for (size_t i = 0; i < n; i++) {
-                        json_object *o = json_object_array_get_idx(lists[k][0], i);
-                        if (listed(lists[k][1], keys[k], json_str(o, keys[k])))
-                                continue;
-                        if (json_object_array_add(lists[k][1], json_object_get(o)) < 0) {
-                                json_object_put(o);
-                                return -ENOMEM;
-                        }
-                }
-        }
+/* The scope's dangling grants and entries added to g, as they were written, unless the scope
+ * has one of the same digest or name again (the file must restore). 0 or -ENOMEM. */
+static int add_dangling(const struct scope *s, struct sfs_scope_grants *g)
+{
+        const struct sfs_scope_grants *d = &s->dangling;
+        struct sfs_grant_record *gv;
+        struct sfs_entry_record *ev;
+
+        if (!d->n_grants && !d->n_entries)
+                return 0;
+        gv = reallocarray(g->grants, g->n_grants + d->n_grants, sizeof(*gv));
+        if (gv)
+                g->grants = gv;
+        ev = gv ? reallocarray(g->entries, g->n_entries + d->n_entries, sizeof(*ev)) : NULL;
+        if (!ev)
+                return -ENOMEM;
+        g->entries = ev;
+        for (size_t i = 0; i < d->n_grants; i++)
+                if (!has_grant(g, &d->grants[i].digest))
+                        g->grants[g->n_grants++] = d->grants[i];
+        for (size_t i = 0; i < d->n_entries; i++)
+                if (!has_entry(g, d->entries[i].name))
+                        g->entries[g->n_entries++] = d->entries[i];
         return 0;
 }
 
-static int file_json(struct scope *s, const struct sfs_scope_op *op, char **text, size_t *len)
+/* The scope's file with op applied (NULL: as it is): its text. */
+static int file_text(struct scope *s, const struct sfs_scope_op *op, char **text, size_t *len)
 {
-        json_object *doc = json_object_new_object(), *grants = NULL, *entries = NULL, *until;
-        uint64_t next_ino = 0;
-        const char *t;
-        int r = doc ? 0 : -ENOMEM;
+        struct sfs_scopefile f = {
+                .view = s->view,
+                .view_made = s->view_made,
+                .users = s->users,
+                .publish = s->publish,
+                .limits = s->limits,
+                .until_pid = s->until_pid,
+                .until_start = s->until_start,
+        };
+        int r;
 
+        snprintf(f.name, sizeof(f.name), "%s", s->name);
+        snprintf(f.boot_id, sizeof(f.boot_id), "%s", s->boot_id);
+        r = sfs_scope_get_grants(s->tree, op, &f.grants);
         if (r == 0)
-                r = sfs_scope_grants_json(s->tree, op, &grants, &entries, &next_ino);
+                r = add_dangling(s, &f.grants);
         if (r == 0)
-                r = dangling_json(s, grants, entries);
-        if (r == 0 && s->until_pid) {
-                until = json_object_new_object();
-                r = until ? 0 : -ENOMEM;
-                if (r == 0 && (add(until, "pid", json_object_new_int64(s->until_pid)) < 0 ||
-                               add(until, "start", json_object_new_uint64(s->until_start)) < 0 ||
-                               add(until, "boot_id", json_object_new_string(s->boot_id)) < 0))
-                        r = -ENOMEM;
-                if (r == 0)
-                        json_object_object_add(doc, "until", until);
-                else
-                        json_object_put(until);
-        }
-        if (r == 0 && (add(doc, "version", json_object_new_int(SCOPE_FILE_VERSION)) < 0 ||
-                       add(doc, "name", json_object_new_string(s->name)) < 0 ||
-                       add(doc, "view", json_object_new_string(s->view)) < 0 ||
-                       add(doc, "view_made", json_object_new_boolean(s->view_made)) < 0 ||
-                       add(doc, "uids", uids_json(&s->users.uids)) < 0 ||
-                       add_opt(doc, "gid", s->users.has_gid,
-                               s->users.has_gid ? json_object_new_int64(s->users.gid) : NULL) < 0 ||
-                       add(doc, "publish", json_object_new_boolean(s->publish)) < 0 ||
-                       add(doc, "limits", limits_json(&s->limits)) < 0 ||
-                       add(doc, "next_ino", json_object_new_uint64(next_ino)) < 0))
-                r = -ENOMEM;
-        if (r == 0) {
-                json_object_object_add(doc, "grants", grants);
-                json_object_object_add(doc, "entries", entries);
-                grants = entries = NULL;
-                t = json_object_to_json_string_ext(doc, JSON_C_TO_STRING_PLAIN |
-                                                                JSON_C_TO_STRING_NOSLASHESCAPE);
-                *text = t ? strdup(t) : NULL;
-                *len = t ? strlen(t) : 0;
-                r = *text ? 0 : -ENOMEM;
-        }
-        json_object_put(grants);
-        json_object_put(entries);
-        json_object_put(doc);
+                r = sfs_scopefile_encode(&f, text, len);
+        sfs_scope_grants_free(&f.grants);
         return r;
 }
 
@@ -397,7 +326,7 @@ static int write_file(struct scope *s, const struct sfs_scope_op *op)
 
         if (!s->reg->cfg.scope_store)
                 return 0;
-        r = file_json(s, op, &text, &len);
+        r = file_text(s, op, &text, &len);
         if (r == 0)
                 r = sfs_ocistore_put_scope(s->reg->cfg.scope_store, s->name, text, len);
         return r;
@@ -1091,32 +1020,30 @@ int sfs_registry_revoke(struct sfs_registry *r, const struct sfs_caller *c, cons
         return change(r, c, scope, &op, NULL, m);
 }
 
-/* The dangling grants of s for hex taken out of it: into ops (entries, then NULL for a grant
+/* The dangling grants of s for d taken out of it: into ops (entries, then NULL for a grant
  * by digest alone, at most max - 1 of them, each a strdup'd entry or NULL), their count. */
-static size_t dangling_take(struct scope *s, const char *hex, char **ops, size_t max)
+static size_t dangling_take(struct scope *s, const struct snap_digest *d, char **ops,
+                            size_t max)
 {
+        struct sfs_scope_grants *g = &s->dangling;
         size_t n = 0, i;
 
-        for (i = s->dangling_entries ? json_object_array_length(s->dangling_entries) : 0;
-             i-- > 0;) {
-                json_object *e = json_object_array_get_idx(s->dangling_entries, i);
-                const char *eh = json_str(e, "sha256"), *name = json_str(e, "name");
-                if (!eh || strcmp(eh, hex) != 0 || !name || n + 1 >= max)
+        for (i = g->n_entries; i-- > 0;) {
+                if (!snap_digest_equal(&g->entries[i].digest, d) || n + 1 >= max)
                         continue;
-                if (!(ops[n] = strdup(name)))
+                if (!(ops[n] = strdup(g->entries[i].name)))
                         break;
                 n++;
-                json_object_array_del_idx(s->dangling_entries, i, 1);
+                memmove(&g->entries[i], &g->entries[i + 1],
+                        (--g->n_entries - i) * sizeof(g->entries[0]));
         }
-        for (i = s->dangling_grants ? json_object_array_length(s->dangling_grants) : 0;
-             i-- > 0;) {
-                json_object *g = json_object_array_get_idx(s->dangling_grants, i);
-                const char *gh = json_str(g, "sha256");
-                if (!gh || strcmp(gh, hex) != 0)
+        for (i = g->n_grants; i-- > 0;) {
+                if (!snap_digest_equal(&g->grants[i].digest, d))
                         continue;
                 if (n == 0) /* a grant by digest alone: granted again as one */
                         ops[n++] = NULL;
-                json_object_array_del_idx(s->dangling_grants, i, 1);
+                memmove(&g->grants[i], &g->grants[i + 1],
+                        (--g->n_grants - i) * sizeof(g->grants[0]));
         }
         return n;
 }
@@ -1127,9 +1054,7 @@ static void dangling_published(void *ctx, const struct snap_digest *d)
 {
         struct sfs_registry *r = ctx;
         const struct sfs_caller c = { .uid = r->cfg.uid, .gid = r->cfg.gid, .pid = getpid() };
-        char hex[SNAP_DIGEST_HEX_LEN + 1];
 
-        snap_digest_to_hex(d, hex);
         for (;;) {
                 char name[SNAP_NAME_MAX + 1] = "", *ops[65]; /* a round: the rest next */
                 size_t n = 0;
@@ -1139,7 +1064,7 @@ static void dangling_published(void *ctx, const struct snap_digest *d)
                 sfs_lock_order(&r->lock, SFS_LOCK_REGISTRY);
                 store_lock(r);
                 for (size_t i = 0; i < r->n && n == 0; i++) {
-                        n = dangling_take(r->v[i], hex, ops, ARRAY_SIZE(ops));
+                        n = dangling_take(r->v[i], d, ops, ARRAY_SIZE(ops));
                         if (n)
                                 snprintf(name, sizeof(name), "%s", r->v[i]->name);
                 }
@@ -1198,221 +1123,164 @@ static void warn_grant(void *ctx, const char *what, const char *why)
         warn(rs, "scope file: %s: %s", what, why);
 }
 
-static json_object *field(json_object *o, const char *key, json_type type)
+/* A scope's file that does not come back: said, left as it is, and nothing is collected at
+ * this start (the scope that did not come back may still need it). */
+static int left_as_it_is(struct restoring *rs, const char *name, const char *what,
+                         const char *why)
 {
-        json_object *v;
-
-        if (!json_object_object_get_ex(o, key, &v) || !json_object_is_type(v, type))
-                return NULL;
-        return v;
+        warn(rs, "scope %s: %s (%s); left as it is, and nothing is collected at this start", name,
+             what, why);
+        rs->unreadable = true;
+        return 0;
 }
 
-static bool uint_field(json_object *o, const char *key, uint64_t max, uint64_t *out)
+/* A scope of its decoded file f (its view taken from f), with its tree made, not its view:
+ * 0 and *out, or -EINVAL (another scope has its view), -ENOMEM, the tree's refusal. */
+static int scope_of_file(struct sfs_registry *r, struct sfs_scopefile *f, struct scope **out)
 {
-        json_object *v = field(o, key, json_type_int);
-        int64_t x;
+        struct scope *s = calloc(1, sizeof(*s));
+        int rr;
 
-        if (!v)
-                return false;
-        x = json_object_get_int64(v);
-        if (x < 0 || (uint64_t)x > max)
-                return false;
-        *out = (uint64_t)x;
-        return true;
-}
-
-/* A scope's file back into s (its tree made, not its view): 0, or -EINVAL. */
-static int parse_file(struct sfs_registry *r, struct scope *s, json_object *doc)
-{
-        json_object *uids = field(doc, "uids", json_type_array), *until, *v;
-        json_object *lim = field(doc, "limits", json_type_object);
-        const char *view;
-        uint64_t x;
-
-        /* The limits first: a scope without them is refused by its tree as well
-         * (sfs_tree_new_scope), so each check after them refuses on its own account. */
-        if (!json_object_is_type(doc, json_type_object) || !lim ||
-            !uint_field(lim, "max_snapshots", UINT64_MAX >> 1, &s->limits.max_snapshots) ||
-            !uint_field(lim, "max_bytes", UINT64_MAX >> 1, &s->limits.max_bytes) ||
-            !uint_field(lim, "max_staging", UINT32_MAX, &s->limits.max_staging) ||
-            !uint_field(lim, "max_staging_bytes", UINT64_MAX >> 1, &s->limits.max_staging_bytes))
-                return -EINVAL;
-        if (!uint_field(doc, "version", 1, &x) || !(v = field(doc, "name", json_type_string)) ||
-            strcmp(json_object_get_string(v), s->name) != 0 ||
-            !(v = field(doc, "view", json_type_string)) || !uids ||
-            json_object_array_length(uids) > VALUE_UID_LIST_MAX)
-                return -EINVAL;
-        view = json_object_get_string(v);
-        if (!sfs_view_path_canonical(view) || !(s->view = strdup(view)))
-                return -EINVAL;
-        s->view_made = (v = field(doc, "view_made", json_type_boolean)) && json_object_get_boolean(v);
-        s->publish = (v = field(doc, "publish", json_type_boolean)) && json_object_get_boolean(v);
-        for (size_t i = 0; i < json_object_array_length(uids); i++) {
-                json_object *u = json_object_array_get_idx(uids, i);
-                int64_t uid = json_object_is_type(u, json_type_int) ? json_object_get_int64(u) : -1;
-                if (uid < 0 || uid >= UINT32_MAX)
-                        return -EINVAL;
-                s->users.uids.uids[s->users.uids.n++] = (uid_t)uid;
-        }
-        if (uint_field(doc, "gid", UINT32_MAX - 1, &x)) {
-                s->users.has_gid = true;
-                s->users.gid = (gid_t)x;
-        }
-        if ((until = field(doc, "until", json_type_object))) {
-                const char *boot;
-                if (!uint_field(until, "pid", INT32_MAX, &x) ||
-                    !uint_field(until, "start", UINT64_MAX >> 1, &s->until_start) ||
-                    !(v = field(until, "boot_id", json_type_string)))
-                        return -EINVAL;
-                s->until_pid = (pid_t)x;
-                boot = json_object_get_string(v);
-                snprintf(s->boot_id, sizeof(s->boot_id), "%s", boot);
-        }
+        if (!s)
+                return -ENOMEM;
+        snprintf(s->name, sizeof(s->name), "%s", f->name);
+        s->reg = r;
+        s->view = f->view;
+        f->view = NULL;
+        s->view_made = f->view_made;
+        s->users = f->users;
+        s->publish = f->publish;
+        s->limits = f->limits;
+        s->until_pid = f->until_pid;
+        s->until_start = f->until_start;
+        snprintf(s->boot_id, sizeof(s->boot_id), "%s", f->boot_id);
         s->allow_other = needs_allow_other(&s->users, r->cfg.uid);
+        rr = find(r, s->name) || find_view(r, s->view) ? -EINVAL : room(r);
+        if (rr == 0)
+                rr = new_tree(r, s);
+        if (rr < 0) {
+                scope_free(s);
+                return rr;
+        }
+        *out = s;
         return 0;
 }
 
 /* The grants of a scope's file whose snapshot is not stored (its blob lost, or set aside at
  * this start), and the entries naming them, kept in s as written: never dropped for good
  * because bytes went missing (docs/design.md, "The store"). 0 or -ENOMEM. */
-static int dangling_collect(struct sfs_registry *r, struct scope *s, json_object *grants,
-                            json_object *entries)
+static int dangling_collect(struct sfs_registry *r, struct scope *s,
+                            const struct sfs_scope_grants *g)
 {
         struct snap_store *store = sfs_tree_store(r->cfg.main);
-        size_t n = json_object_array_length(grants), ne = json_object_array_length(entries);
+        struct sfs_scope_grants *d = &s->dangling;
 
-        for (size_t i = 0; i < n; i++) {
-                json_object *g = json_object_array_get_idx(grants, i);
-                const char *hex = json_str(g, "sha256");
-                struct snap_digest d;
-                struct snap_object *o;
+        for (size_t i = 0; i < g->n_grants; i++) {
+                struct snap_object *o = snap_store_lookup(store, &g->grants[i].digest);
 
-                if (!hex || snap_digest_from_hex(hex, strlen(hex), &d) < 0)
-                        continue; /* the tree's restore refuses the file */
-                if ((o = snap_store_lookup(store, &d))) {
+                if (o) {
                         snap_store_release(store, o);
                         continue;
                 }
-                if ((!s->dangling_grants && !(s->dangling_grants = json_object_new_array())) ||
-                    (!s->dangling_entries && !(s->dangling_entries = json_object_new_array())) ||
-                    json_object_array_add(s->dangling_grants, json_object_get(g)) < 0)
+                if (!d->grants && !(d->grants = calloc(g->n_grants, sizeof(*d->grants))))
                         return -ENOMEM;
-                for (size_t j = 0; j < ne; j++) {
-                        json_object *e = json_object_array_get_idx(entries, j);
-                        const char *eh = json_str(e, "sha256");
-                        if (eh && strcmp(eh, hex) == 0 &&
-                            json_object_array_add(s->dangling_entries, json_object_get(e)) < 0)
-                                return -ENOMEM;
-                }
+                if (!d->entries && !(d->entries = calloc(g->n_entries + 1, sizeof(*d->entries))))
+                        return -ENOMEM;
+                d->grants[d->n_grants++] = g->grants[i];
+                for (size_t j = 0; j < g->n_entries; j++)
+                        if (snap_digest_equal(&g->entries[j].digest, &g->grants[i].digest))
+                                d->entries[d->n_entries++] = g->entries[j];
         }
         return 0;
 }
 
 /* The grants and entries of a scope's file back into its tree, each under the inode number
- * its view had it under: 0, or -EINVAL for a file without them. */
-static int restore_grants(struct scope *s, json_object *doc, struct restoring *rs,
-                          struct sfs_scope_effects *fx)
+ * its view had it under; what nothing references any more collected. 0, or the tree's
+ * refusal (-EINVAL: grants this daemon did not write). */
+static int restore_grants(struct scope *s, const struct sfs_scope_grants *g,
+                          struct restoring *rs)
 {
-        json_object *grants = field(doc, "grants", json_type_array);
-        json_object *entries = field(doc, "entries", json_type_array);
-        uint64_t next_ino;
-        int rr;
+        struct sfs_scope_effects fx = { 0 };
+        int rr = dangling_collect(s->reg, s, g);
 
-        if (!grants || !entries)
-                return -EINVAL;
-        rr = dangling_collect(s->reg, s, grants, entries);
-        if (rr < 0)
-                return rr;
-        /* The view's counter as it was: a file of before has none (0). */
-        if (!uint_field(doc, "next_ino", INT64_MAX, &next_ino))
-                next_ino = 0;
-        return sfs_scope_restore(s->tree, grants, entries, next_ino, warn_grant, rs, fx);
+        if (rr == 0)
+                rr = sfs_scope_restore(s->tree, g, warn_grant, rs, &fx);
+        collect_gone(s->reg, s, &fx);
+        sfs_scope_effects_free(&fx);
+        return rr;
+}
+
+/* A scope tied to a process, tied to it again if it still runs (same boot, same start):
+ * whether it is. */
+static bool retie(struct sfs_registry *r, struct scope *s)
+{
+        bool same = r->boot_id[0] && strcmp(s->boot_id, r->boot_id) == 0 &&
+                    sfs_pid_same(s->until_pid, s->until_start);
+        uint64_t start = 0;
+        int pidfd = -1;
+
+        if (same && sfs_pid_tie(s->until_pid, &pidfd, &start, NULL) == 0 &&
+            start == s->until_start && sfs_pidwatch_add(r->pw, pidfd, s->id) == 0)
+                return true;
+        safe_close(pidfd);
+        return false;
+}
+
+/* A scope back: its view mounted again. One that cannot be is kept with its grants,
+ * unserved: the operator removes it or fixes the path and restarts. */
+static void remount(struct restoring *rs, struct scope *s)
+{
+        struct sfs_msg m = { .text = "" };
+        bool made = false;
+
+        if (mount_view(rs->r, s, true, &made, &m) < 0) {
+                warn(rs, "scope %s: its view is not mounted: %s", s->name, m.text);
+                return;
+        }
+        if (made && !s->view_made) {
+                s->view_made = true;
+                store_lock(rs->r);
+                write_file(s, NULL);
+                store_unlock(rs->r);
+        }
 }
 
 static int restore_one(void *ctx, const char *name, const char *text, size_t len, int err)
 {
         struct restoring *rs = ctx;
         struct sfs_registry *r = rs->r;
-        struct sfs_scope_effects fx = { 0 };
-        json_object *doc = NULL;
-        struct sfs_msg m = { .text = "" };
-        struct scope *s;
-        int pidfd = -1, rr;
-        bool made = false;
+        struct sfs_scopefile f;
+        struct scope *s = NULL;
+        char why[200];
+        int rr;
 
-        if (err) {
-                warn(rs, "scope %s: its file cannot be read (%s); left as it is, and nothing "
-                     "is collected at this start", name, strerror(-err));
-                rs->unreadable = true;
-                return 0;
-        }
-        s = calloc(1, sizeof(*s));
-        if (!s)
-                return -ENOMEM;
-        snprintf(s->name, sizeof(s->name), "%s", name);
-        s->reg = r;
-        /* The daemon's one strict parser: a file with a key twice is two files to two
-         * readers (common/json.h). */
-        rr = json_parse_strict(text, len, SFS_OCISTORE_SCOPE_MAX, &doc);
-        if (rr == 0)
-                rr = parse_file(r, s, doc);
-        if (rr == 0 && (find(r, s->name) || find_view(r, s->view)))
-                rr = -EINVAL;
-        if (rr == 0)
-                rr = room(r);
-        if (rr == 0)
-                rr = new_tree(r, s);
+        if (err)
+                return left_as_it_is(rs, name, "its file cannot be read", strerror(-err));
+        rr = sfs_scopefile_decode(name, text, len, &f, why, sizeof(why));
+        if (rr < 0)
+                return rr == -ENOMEM ? rr : left_as_it_is(rs, name, "its file does not parse", why);
+        rr = scope_of_file(r, &f, &s);
         if (rr < 0) {
-                warn(rs, "scope %s: its file does not parse (%s); left as it is, and nothing is "
-                     "collected at this start", name, strerror(-rr));
-                rs->unreadable = true;
-                json_object_put(doc);
-                scope_free(s);
-                return 0;
+                sfs_scopefile_free(&f);
+                return left_as_it_is(rs, name, "its file does not parse", strerror(-rr));
         }
-        rr = restore_grants(s, doc, rs, &fx);
-        json_object_put(doc);
-        collect_gone(r, s, &fx);
-        sfs_scope_effects_free(&fx);
+        rr = restore_grants(s, &f.grants, rs);
+        sfs_scopefile_free(&f);
         if (rr < 0) {
-                warn(rs, "scope %s: its grants do not parse (%s); left as it is, and nothing is "
-                     "collected at this start", name, strerror(-rr));
-                rs->unreadable = true;
                 scope_free(s);
-                return 0;
+                return left_as_it_is(rs, name, "its grants do not parse", strerror(-rr));
         }
         s->id = r->next_id++;
         insert(r, s);
-        /* Tied to a process: re-tied to it if it still runs (same boot, same start), else
-         * the scope goes, as it would have when that process ended. */
-        if (s->until_pid) {
-                bool same = r->boot_id[0] && strcmp(s->boot_id, r->boot_id) == 0 &&
-                            sfs_pid_same(s->until_pid, s->until_start);
-                uint64_t start = 0;
-                if (same && sfs_pid_tie(s->until_pid, &pidfd, &start, NULL) == 0 &&
-                    start == s->until_start && sfs_pidwatch_add(r->pw, pidfd, s->id) == 0) {
-                        pidfd = -1;
-                } else {
-                        safe_close(pidfd);
-                        warn(rs, "scope %s: its until-pid %d is gone; the scope is removed", name,
-                             (int)s->until_pid);
-                        remove_scope(r, s, NULL, "until-pid exited");
-                        return 0;
-                }
-        }
-        rr = mount_view(r, s, true, &made, &m);
-        if (rr < 0) {
-                /* Kept with its grants, unserved: the operator removes it or fixes the path
-                 * and restarts. */
-                warn(rs, "scope %s: its view is not mounted: %s", name, m.text);
+        /* Tied to a process that is gone: the scope goes, as it would have when that process
+         * ended. */
+        if (s->until_pid && !retie(r, s)) {
+                warn(rs, "scope %s: its until-pid %d is gone; the scope is removed", name,
+                     (int)s->until_pid);
+                remove_scope(r, s, NULL, "until-pid exited");
                 return 0;
         }
-        if (made && !s->view_made) {
-                s->view_made = true;
-                store_lock(r);
-                write_file(s, NULL);
-                store_unlock(r);
-        }
+        remount(rs, s);
         return 0;
 }
 
