@@ -289,3 +289,18 @@ int json_add_null(json_object *o, const char *key)
 {
         return json_object_object_add(o, key, NULL) < 0 ? -ENOMEM : 0;
 }
+
+json_object *json_list(const void *v, size_t n, size_t size, json_object *(*fn)(const void *e))
+{
+        json_object *a = json_object_new_array();
+
+        for (size_t i = 0; a && i < n; i++) {
+                json_object *e = fn((const char *)v + i * size);
+                if (!e || json_object_array_add(a, e) < 0) {
+                        json_object_put(e);
+                        json_object_put(a);
+                        return NULL;
+                }
+        }
+        return a;
+}

@@ -50,3 +50,6 @@ int json_field_of(json_object *o, const char *key, json_type type, json_object *
 int json_add(json_object *o, const char *key, json_object *v);
 /* Adds key to o as null: 0 or -ENOMEM. */
 int json_add_null(json_object *o, const char *key);
+/* A list of the n elements of size bytes each at v, each made by fn: NULL when fn or the list
+ * fails (no memory). */
+json_object *json_list(const void *v, size_t n, size_t size, json_object *(*fn)(const void *e));

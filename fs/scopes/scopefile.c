@@ -57,30 +57,19 @@ struct json_object *sfs_scopefile_limits_json(const struct sfs_scope_limits *l)
         return o;
 }
 
+static json_object *uid_json(const void *e)
+{
+        return json_object_new_int64(*(const uint32_t *)e);
+}
+
 struct json_object *sfs_scopefile_uids_json(const struct value_uid_list *u)
 {
-        json_object *a = json_object_new_array();
-
-        for (unsigned i = 0; a && i < u->n; i++)
-                if (json_object_array_add(a, json_object_new_int64(u->uids[i])) < 0) {
-                        json_object_put(a);
-                        return NULL;
-                }
-        return a;
+        return json_list(u->uids, u->n, sizeof(*u->uids), uid_json);
 }
 
-/* Adds v to list a: 0, or -ENOMEM (v put). */
-static int push(json_object *a, json_object *v)
+static json_object *grant_json(const void *e)
 {
-        if (!v || json_object_array_add(a, v) < 0) {
-                json_object_put(v);
-                return -ENOMEM;
-        }
-        return 0;
-}
-
-static json_object *grant_json(const struct sfs_grant_record *g)
-{
+        const struct sfs_grant_record *g = e;
         char hex[SNAP_DIGEST_HEX_LEN + 1];
         json_object *o = json_object_new_object();
 
@@ -99,8 +88,9 @@ static json_object *grant_json(const struct sfs_grant_record *g)
         return o;
 }
 
-static json_object *entry_json(const struct sfs_entry_record *e)
+static json_object *entry_json(const void *rec)
 {
+        const struct sfs_entry_record *e = rec;
         char hex[SNAP_DIGEST_HEX_LEN + 1];
         json_object *o = json_object_new_object();
 
@@ -111,30 +101,6 @@ static json_object *entry_json(const struct sfs_entry_record *e)
                 return NULL;
         }
         return o;
-}
-
-static json_object *grants_json(const struct sfs_scope_grants *g)
-{
-        json_object *a = json_object_new_array();
-
-        for (size_t i = 0; a && i < g->n_grants; i++)
-                if (push(a, grant_json(&g->grants[i])) < 0) {
-                        json_object_put(a);
-                        return NULL;
-                }
-        return a;
-}
-
-static json_object *entries_json(const struct sfs_scope_grants *g)
-{
-        json_object *a = json_object_new_array();
-
-        for (size_t i = 0; a && i < g->n_entries; i++)
-                if (push(a, entry_json(&g->entries[i])) < 0) {
-                        json_object_put(a);
-                        return NULL;
-                }
-        return a;
 }
 
 static int add_until(json_object *doc, const struct sfs_scopefile *f)
@@ -170,8 +136,10 @@ static json_object *file_json(const struct sfs_scopefile *f)
             json_add(doc, "publish", json_object_new_boolean(f->publish)) < 0 ||
             json_add(doc, "limits", sfs_scopefile_limits_json(&f->limits)) < 0 ||
             json_add(doc, "next_ino", json_object_new_uint64(f->grants.next_ino)) < 0 ||
-            json_add(doc, "grants", grants_json(&f->grants)) < 0 ||
-            json_add(doc, "entries", entries_json(&f->grants)) < 0) {
+            json_add(doc, "grants", json_list(f->grants.grants, f->grants.n_grants,
+                                              sizeof(*f->grants.grants), grant_json)) < 0 ||
+            json_add(doc, "entries", json_list(f->grants.entries, f->grants.n_entries,
+                                               sizeof(*f->grants.entries), entry_json)) < 0) {
                 json_object_put(doc);
                 return NULL;
         }
