@@ -13,6 +13,7 @@
 
 #include "fs/config/options.h"
 #include "fs/scopes/registry.h"
+#include "fs/scopes/scopejson.h"
 #include "fs/control/status.h"
 #include "snapshot/digest.h"
 #include "snapshot/oci-json.h"
@@ -219,7 +220,7 @@ static int op_scope_create(struct ctx *x)
         static const char *const keys[] = { "op", "name", "view", "uids", "gid", "publish",
                                             "until_pid", "client_pid", "limits", NULL };
         struct sfs_scope_request q = { 0 };
-        json_object *scope = NULL;
+        struct sfs_scope_info scope;
         int64_t v;
         int r;
 
@@ -248,40 +249,48 @@ static int op_scope_create(struct ctx *x)
         r = sfs_registry_create(x->reg, x->c, &q, &scope, &x->msg);
         if (r < 0)
                 return r;
-        json_object_object_add(x->reply, "scope", scope);
-        return 0;
+        r = json_add(x->reply, "scope", sfs_scope_info_json(&scope));
+        sfs_scope_info_clear(&scope);
+        return r;
 }
 
 static int op_scope_list(struct ctx *x)
 {
         static const char *const keys[] = { "op", NULL };
-        json_object *scopes;
+        struct sfs_scope_info *scopes;
+        size_t n;
         int r = known_fields(x->req, keys, &x->bad);
 
         if (r == 0)
-                r = sfs_registry_list(x->reg, &scopes);
+                r = sfs_registry_list(x->reg, &scopes, &n);
         if (r < 0)
                 return r;
-        json_object_object_add(x->reply, "scopes", scopes);
-        return 0;
+        r = json_add(x->reply, "scopes", sfs_scope_infos_json(scopes, n));
+        sfs_scope_infos_free(scopes, n);
+        return r;
 }
 
 static int op_scope_show(struct ctx *x)
 {
         static const char *const keys[] = { "op", "name", NULL };
-        json_object *scope, *grants;
+        struct sfs_scope_info scope;
+        struct sfs_grant_info *grants;
         const char *name;
+        size_t n;
         int r;
 
         if ((r = known_fields(x->req, keys, &x->bad)) < 0 ||
             (r = str_field(x->req, "name", true, &name, &x->bad)) < 0)
                 return r;
-        r = sfs_registry_show(x->reg, name, &scope, &grants, &x->msg);
+        r = sfs_registry_show(x->reg, name, &scope, &grants, &n, &x->msg);
         if (r < 0)
                 return r;
-        json_object_object_add(x->reply, "scope", scope);
-        json_object_object_add(x->reply, "grants", grants);
-        return 0;
+        r = json_add(x->reply, "scope", sfs_scope_info_json(&scope));
+        if (r == 0)
+                r = json_add(x->reply, "grants", sfs_grant_infos_json(grants, n));
+        sfs_scope_info_clear(&scope);
+        free(grants);
+        return r;
 }
 
 static int op_scope_remove(struct ctx *x)
@@ -301,7 +310,7 @@ static int op_grant(struct ctx *x)
         static const char *const keys[] = { "op", "scope", "sha256", "entry", NULL };
         const char *scope, *entry;
         struct snap_digest d;
-        json_object *grant;
+        struct sfs_grant_info grant;
         bool have;
         int r;
 
@@ -313,8 +322,7 @@ static int op_grant(struct ctx *x)
         r = sfs_registry_grant(x->reg, x->c, scope, &d, entry, &grant, &x->msg);
         if (r < 0)
                 return r;
-        json_object_object_add(x->reply, "grant", grant);
-        return 0;
+        return json_add(x->reply, "grant", sfs_grant_info_json(&grant));
 }
 
 static int op_revoke(struct ctx *x)

@@ -9,7 +9,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/sysmacros.h>
 #include <unistd.h>
 
 #include "fs/base/audit.h"
@@ -21,20 +20,13 @@
 #include "fs/scopes/viewpath.h"
 #include "snapshot/store.h"
 #include "common/array.h"
-#include "common/json.h"
 #include "common/util.h"
 
 struct scope {
         uint64_t id;                 /* never reused: what the until-pid watcher reports */
-        char name[SNAP_NAME_MAX + 1];
-        char *view;
-        bool view_made;              /* the daemon created the view's directory */
-        struct sfs_scope_users users;
-        bool publish;
-        struct sfs_scope_limits limits;
-        pid_t until_pid;             /* 0: none */
-        uint64_t until_start;
-        char boot_id[40];
+        /* What its file keeps (the name, the view, the users, the limits, the until-pid);
+         * file.grants unused: they are the tree's. */
+        struct sfs_scopefile file;
         bool allow_other;
         struct sfs_tree *tree;
         struct sfs_view *view_h;     /* NULL: not mounted (it could not be at a start) */
@@ -85,7 +77,7 @@ static int name_cmp(const void *key, const void *element)
 {
         const struct scope *const *s = element;
 
-        return strcmp(key, (*s)->name);
+        return strcmp(key, (*s)->file.name);
 }
 
 static size_t lower(const struct sfs_registry *r, const char *name)
@@ -97,7 +89,7 @@ static struct scope *find(const struct sfs_registry *r, const char *name)
 {
         size_t i = lower(r, name);
 
-        return i < r->n && strcmp(r->v[i]->name, name) == 0 ? r->v[i] : NULL;
+        return i < r->n && strcmp(r->v[i]->file.name, name) == 0 ? r->v[i] : NULL;
 }
 
 static struct scope *find_id(const struct sfs_registry *r, uint64_t id)
@@ -111,7 +103,7 @@ static struct scope *find_id(const struct sfs_registry *r, uint64_t id)
 static struct scope *find_view(const struct sfs_registry *r, const char *view)
 {
         for (size_t i = 0; i < r->n; i++)
-                if (strcmp(r->v[i]->view, view) == 0)
+                if (strcmp(r->v[i]->file.view, view) == 0)
                         return r->v[i];
         return NULL;
 }
@@ -130,7 +122,7 @@ static int room(struct sfs_registry *r)
 
 static void insert(struct sfs_registry *r, struct scope *s)
 {
-        size_t i = lower(r, s->name);
+        size_t i = lower(r, s->file.name);
 
         memmove(&r->v[i + 1], &r->v[i], (r->n - i) * sizeof(r->v[0]));
         r->v[i] = s;
@@ -139,7 +131,7 @@ static void insert(struct sfs_registry *r, struct scope *s)
 
 static void take_out(struct sfs_registry *r, struct scope *s)
 {
-        size_t i = lower(r, s->name);
+        size_t i = lower(r, s->file.name);
 
         if (i < r->n && r->v[i] == s) {
                 memmove(&r->v[i], &r->v[i + 1], (r->n - i - 1) * sizeof(r->v[0]));
@@ -153,7 +145,7 @@ static void scope_free(struct scope *s)
                 return;
         sfs_tree_free(s->tree);
         sfs_scope_grants_free(&s->dangling);
-        free(s->view);
+        free(s->file.view);
         free(s);
 }
 
@@ -187,65 +179,39 @@ void sfs_registry_audit_refused(struct sfs_registry *r, const struct sfs_caller 
         audit(r, c, "refused", op, scope, NULL, NULL, NULL, err, NULL);
 }
 
-/* ---- a scope's JSON ---- */
+/* ---- a scope as the control channel reports it ---- */
 
-/* JSON null is json-c's NULL: v, or null when !present (v then NULL too). */
-static int add_opt(json_object *o, const char *key, bool present, json_object *v)
+void sfs_scope_info_clear(struct sfs_scope_info *s)
 {
-        return present ? json_add(o, key, v) : json_add_null(o, key);
+        if (!s)
+                return;
+        free(s->view);
+        *s = (struct sfs_scope_info){ 0 };
 }
 
-/* The scope as the control channel reports it (docs/design.md, "The control channel"). */
-static json_object *scope_json(struct scope *s, struct sfs_registry *r)
+void sfs_scope_infos_free(struct sfs_scope_info *v, size_t n)
 {
-        struct sfs_scope_usage u;
-        json_object *o = json_object_new_object(), *usage = json_object_new_object();
-        bool mounted = s->view_h && r->cfg.views->alive(r->cfg.views->ctx, s->view_h);
-        char dev[32];
-
-        sfs_scope_get_usage(s->tree, &u);
-        snprintf(dev, sizeof(dev), "%u:%u", major(s->dev), minor(s->dev));
-        if (!o || !usage || json_add(o, "name", json_object_new_string(s->name)) < 0 ||
-            json_add(o, "view", json_object_new_string(s->view)) < 0 ||
-            add_opt(o, "dev", mounted, mounted ? json_object_new_string(dev) : NULL) < 0 ||
-            json_add(o, "uids", sfs_scopefile_uids_json(&s->users.uids)) < 0 ||
-            add_opt(o, "gid", s->users.has_gid,
-                    s->users.has_gid ? json_object_new_int64(s->users.gid) : NULL) < 0 ||
-            json_add(o, "publish", json_object_new_boolean(s->publish)) < 0 ||
-            add_opt(o, "until_pid", s->until_pid != 0,
-                    s->until_pid ? json_object_new_int64(s->until_pid) : NULL) < 0 ||
-            json_add(o, "limits", sfs_scopefile_limits_json(&s->limits)) < 0 ||
-            json_add(usage, "snapshots", json_object_new_uint64(u.snapshots)) < 0 ||
-            json_add(usage, "bytes", json_object_new_uint64(u.bytes)) < 0 ||
-            json_add(usage, "staging", json_object_new_uint64(u.staging)) < 0 ||
-            json_add(usage, "staging_bytes", json_object_new_uint64(u.staging_bytes)) < 0) {
-                json_object_put(o);
-                json_object_put(usage);
-                return NULL;
-        }
-        json_object_object_add(o, "usage", usage);
-        if (json_add(o, "grants", json_object_new_uint64(u.grants)) < 0) {
-                json_object_put(o);
-                return NULL;
-        }
-        return o;
+        for (size_t i = 0; v && i < n; i++)
+                sfs_scope_info_clear(&v[i]);
+        free(v);
 }
 
-static json_object *grant_json(const struct sfs_grant_info *g)
+/* s as the control channel reports it (docs/design.md, "The control channel"): 0 or
+ * -ENOMEM. Registry lock held. */
+static int scope_info(struct scope *s, struct sfs_registry *r, struct sfs_scope_info *out)
 {
-        char hex[SNAP_DIGEST_HEX_LEN + 1];
-        json_object *o = json_object_new_object();
-
-        snap_digest_to_hex(&g->digest, hex);
-        if (!o || json_add(o, "sha256", json_object_new_string(hex)) < 0 ||
-            json_add(o, "size", json_object_new_uint64(g->size)) < 0 ||
-            json_add(o, "ino", json_object_new_uint64(g->ino)) < 0 ||
-            add_opt(o, "entry", g->entry[0] != 0,
-                    g->entry[0] ? json_object_new_string(g->entry) : NULL) < 0) {
-                json_object_put(o);
-                return NULL;
-        }
-        return o;
+        *out = (struct sfs_scope_info){
+                .mounted = s->view_h && r->cfg.views->alive(r->cfg.views->ctx, s->view_h),
+                .dev = s->dev,
+                .users = s->file.users,
+                .publish = s->file.publish,
+                .until_pid = s->file.until_pid,
+                .limits = s->file.limits,
+        };
+        snprintf(out->name, sizeof(out->name), "%s", s->file.name);
+        sfs_scope_get_usage(s->tree, &out->usage);
+        out->view = strdup(s->file.view);
+        return out->view ? 0 : -ENOMEM;
 }
 
 /* ---- the scope's file in --store ---- */
@@ -295,20 +261,9 @@ static int add_dangling(const struct scope *s, struct sfs_scope_grants *g)
 /* The scope's file with op applied (NULL: as it is): its text. */
 static int file_text(struct scope *s, const struct sfs_scope_op *op, char **text, size_t *len)
 {
-        struct sfs_scopefile f = {
-                .view = s->view,
-                .view_made = s->view_made,
-                .users = s->users,
-                .publish = s->publish,
-                .limits = s->limits,
-                .until_pid = s->until_pid,
-                .until_start = s->until_start,
-        };
-        int r;
+        struct sfs_scopefile f = s->file; /* the grants: the tree's, and the dangling */
+        int r = sfs_scope_get_grants(s->tree, op, &f.grants);
 
-        snprintf(f.name, sizeof(f.name), "%s", s->name);
-        snprintf(f.boot_id, sizeof(f.boot_id), "%s", s->boot_id);
-        r = sfs_scope_get_grants(s->tree, op, &f.grants);
         if (r == 0)
                 r = add_dangling(s, &f.grants);
         if (r == 0)
@@ -328,7 +283,7 @@ static int write_file(struct scope *s, const struct sfs_scope_op *op)
                 return 0;
         r = file_text(s, op, &text, &len);
         if (r == 0)
-                r = sfs_ocistore_put_scope(s->reg->cfg.scope_store, s->name, text, len);
+                r = sfs_ocistore_put_scope(s->reg->cfg.scope_store, s->file.name, text, len);
         return r;
 }
 
@@ -449,7 +404,7 @@ static void remove_scope(struct sfs_registry *r, struct scope *s, const struct s
                          const char *reason)
 {
         struct sfs_scope_effects fx = { 0 };
-        char *view = s->view;
+        char *view = s->file.view;
         int rr;
 
         take_out(r, s);
@@ -459,7 +414,7 @@ static void remove_scope(struct sfs_registry *r, struct scope *s, const struct s
         sfs_scope_disarm(s->tree);
         /* First the file: a scope answered as removed never comes back at a start. */
         if (r->cfg.scope_store) {
-                rr = sfs_ocistore_drop_scope(r->cfg.scope_store, s->name);
+                rr = sfs_ocistore_drop_scope(r->cfg.scope_store, s->file.name);
                 (void)rr; /* -ENOENT: never written (a failed start) */
         }
         rr = sfs_scope_revoke_all(s->tree, &fx);
@@ -468,14 +423,14 @@ static void remove_scope(struct sfs_registry *r, struct scope *s, const struct s
         store_unlock(r);
         invalidate(r, s, &fx);
         sfs_scope_effects_free(&fx);
-        audit(r, c, "scope-remove", "scope-remove", s->name, NULL, NULL, view, 0, reason);
+        audit(r, c, "scope-remove", "scope-remove", s->file.name, NULL, NULL, view, 0, reason);
         if (s->view_h) {
                 /* The view's session keeps serving what is open; the backend frees the tree
                  * once the kernel ends it. */
                 r->cfg.views->detach(r->cfg.views->ctx, s->view_h, s->tree);
                 s->tree = NULL;
         }
-        if (s->view_made)
+        if (s->file.view_made)
                 sfs_view_path_remove(view);
         scope_free(s);
 }
@@ -535,19 +490,19 @@ static bool inside(const char *path, const char *dir)
 static int covers(struct sfs_registry *r, const struct scope *s, struct sfs_msg *m)
 {
         for (size_t i = 0; i < r->n; i++)
-                if (r->v[i] != s && inside(r->v[i]->view, s->view))
+                if (r->v[i] != s && inside(r->v[i]->file.view, s->file.view))
                         return msg(m, EBUSY, "%s would cover the view of scope %s (%s): choose "
-                                   "a path beside it, not above it", s->view, r->v[i]->name,
-                                   r->v[i]->view);
+                                   "a path beside it, not above it", s->file.view,
+                                   r->v[i]->file.name, r->v[i]->file.view);
         for (size_t i = 0; i < ARRAY_SIZE(r->own); i++) {
                 if (!r->own[i])
                         continue;
-                if (inside(r->own[i], s->view) || strcmp(r->own[i], s->view) == 0)
+                if (inside(r->own[i], s->file.view) || strcmp(r->own[i], s->file.view) == 0)
                         return msg(m, EBUSY, "%s would cover %s (%s): choose a path beside "
-                                   "it, not above it", s->view, own_what[i], r->own[i]);
-                if (i >= 2 && inside(s->view, r->own[i]))
+                                   "it, not above it", s->file.view, own_what[i], r->own[i]);
+                if (i >= 2 && inside(s->file.view, r->own[i]))
                         return msg(m, EBUSY, "%s lies inside %s (%s): choose a path "
-                                   "outside it", s->view, own_what[i], r->own[i]);
+                                   "outside it", s->file.view, own_what[i], r->own[i]);
         }
         return 0;
 }
@@ -587,10 +542,10 @@ static int mount_view(struct sfs_registry *r, struct scope *s, bool clear_stale,
                       struct sfs_msg *m)
 {
         const struct sfs_view_request req = {
-                .scope = s->name,
-                .path = s->view,
+                .scope = s->file.name,
+                .path = s->file.view,
                 .allow_other = s->allow_other,
-                .ro = !s->publish,
+                .ro = !s->file.publish,
                 /* Every view answers OPEN: a scope's content lives while a descriptor is
                  * open on it and goes with its grant otherwise, so the daemon must count
                  * the descriptors (an open it never saw would read a collected node). */
@@ -605,17 +560,18 @@ static int mount_view(struct sfs_registry *r, struct scope *s, bool clear_stale,
                 return msg(m, ENOMEM, "out of memory");
         if ((rr = covers(r, s, m)) < 0)
                 return rr;
-        if (r->cfg.views->handed_over && r->cfg.views->handed_over(r->cfg.views->ctx, s->view))
+        if (r->cfg.views->handed_over && r->cfg.views->handed_over(r->cfg.views->ctx, s->file.view))
                 goto mount; /* taken over: the first daemon prepared and checked it */
-        rr = sfs_view_path_prepare(s->view, r->cfg.uid, devs, n, made, &why);
+        rr = sfs_view_path_prepare(s->file.view, r->cfg.uid, devs, n, made, &why);
         if (rr == -ENOTCONN && clear_stale) {
                 /* A killed daemon's view: cleared as --replace-stale clears the main mount. */
-                rr = r->cfg.views->clear_stale(r->cfg.views->ctx, s->view);
+                rr = r->cfg.views->clear_stale(r->cfg.views->ctx, s->file.view);
                 if (rr == 0)
-                        rr = sfs_view_path_prepare(s->view, r->cfg.uid, devs, n, made, &why);
+                        rr = sfs_view_path_prepare(s->file.view, r->cfg.uid, devs, n, made, &why);
                 else
                         snprintf(why.message, sizeof(why.message),
-                                 "%s: a dead mount is there and could not be cleared", s->view);
+                                 "%s: a dead mount is there and could not be cleared",
+                                 s->file.view);
         }
         if (rr < 0)
                 return msg(m, rr == -ENOTCONN ? EBUSY : -rr, "%s", why.message);
@@ -624,7 +580,7 @@ mount:
                                  sizeof(m->text));
         if (rr < 0) {
                 if (*made)
-                        sfs_view_path_remove(s->view);
+                        sfs_view_path_remove(s->file.view);
                 *made = false;
                 return rr;
         }
@@ -658,10 +614,10 @@ static int scope_room(struct sfs_registry *r, struct sfs_msg *m)
 static int new_tree(struct sfs_registry *r, struct scope *s)
 {
         const struct sfs_scope_spec spec = {
-                .name = s->name,
-                .users = s->users,
-                .publish = s->publish,
-                .limits = s->limits,
+                .name = s->file.name,
+                .users = s->file.users,
+                .publish = s->file.publish,
+                .limits = s->file.limits,
                 .save = r->cfg.scope_store ? save_hook : NULL,
                 .save_ctx = s,
         };
@@ -761,10 +717,10 @@ static int persist_and_mount(struct sfs_registry *r, struct scope *s, struct sfs
         if (rr < 0)
                 return msg(m, -rr, "--store: %s", strerror(-rr));
         rr = mount_view(r, s, false, &made, m);
-        s->view_made = made;
+        s->file.view_made = made;
         if (rr < 0 && r->cfg.scope_store) {
                 store_lock(r);
-                sfs_ocistore_drop_scope(r->cfg.scope_store, s->name);
+                sfs_ocistore_drop_scope(r->cfg.scope_store, s->file.name);
                 store_unlock(r);
         } else if (rr == 0 && made && r->cfg.scope_store) {
                 /* Recorded, so a delete after a restart removes what it made. */
@@ -776,7 +732,7 @@ static int persist_and_mount(struct sfs_registry *r, struct scope *s, struct sfs
 }
 
 int sfs_registry_create(struct sfs_registry *r, const struct sfs_caller *c,
-                        const struct sfs_scope_request *req, json_object **out,
+                        const struct sfs_scope_request *req, struct sfs_scope_info *out,
                         struct sfs_msg *m)
 {
         struct scope *s;
@@ -785,42 +741,43 @@ int sfs_registry_create(struct sfs_registry *r, const struct sfs_caller *c,
         if ((rr = create_request_valid(r, c, req, m)) < 0)
                 return rr;
         s = calloc(1, sizeof(*s));
-        if (!s || !(s->view = strdup(req->view))) {
+        if (!s || !(s->file.view = strdup(req->view))) {
                 free(s);
                 return msg(m, ENOMEM, "out of memory");
         }
-        snprintf(s->name, sizeof(s->name), "%s", req->name);
+        snprintf(s->file.name, sizeof(s->file.name), "%s", req->name);
         s->reg = r;
-        s->users = (struct sfs_scope_users){ .uids = req->uids, .has_gid = req->has_gid,
+        s->file.users = (struct sfs_scope_users){ .uids = req->uids, .has_gid = req->has_gid,
                                              .gid = req->gid };
-        s->publish = req->publish;
-        if ((rr = scope_limits(r, &req->limits, &s->limits, m)) < 0) {
+        s->file.publish = req->publish;
+        if ((rr = scope_limits(r, &req->limits, &s->file.limits, m)) < 0) {
                 audit(r, c, "refused", "scope-create", req->name, NULL, NULL, req->view, -rr, NULL);
                 scope_free(s);
                 return rr;
         }
-        s->allow_other = needs_allow_other(&s->users, r->cfg.uid);
+        s->allow_other = needs_allow_other(&s->file.users, r->cfg.uid);
 
         sfs_lock_order(&r->lock, SFS_LOCK_REGISTRY);
-        if (find(r, s->name))
+        if (find(r, s->file.name))
                 rr = msg(m, EEXIST, "a scope named %s exists: choose another name, or delete "
-                         "it first (snapfs scope rm %s)", s->name, s->name);
-        else if (find_view(r, s->view))
+                         "it first (snapfs scope rm %s)", s->file.name, s->file.name);
+        else if (find_view(r, s->file.view))
                 rr = msg(m, EEXIST, "%s is the view of scope %s: give another view, or delete "
-                         "that scope first (snapfs scope rm %s)", s->view,
-                         find_view(r, s->view)->name, find_view(r, s->view)->name);
+                         "that scope first (snapfs scope rm %s)", s->file.view,
+                         find_view(r, s->file.view)->file.name,
+                         find_view(r, s->file.view)->file.name);
         else if ((rr = scope_room(r, m)) == 0 && (rr = room(r)) < 0)
                 msg(m, ENOMEM, "out of memory");
         if (rr == 0 && (rr = new_tree(r, s)) < 0)
                 msg(m, -rr, "the scope's limits: %s", strerror(-rr));
         if (rr == 0 && req->until_pid) {
                 const char *why = NULL;
-                rr = sfs_pid_tie(req->until_pid, &pidfd, &s->until_start, &why);
+                rr = sfs_pid_tie(req->until_pid, &pidfd, &s->file.until_start, &why);
                 if (rr < 0)
                         msg(m, -rr, "until_pid %d: %s", (int)req->until_pid,
                             rr == -ESRCH ? why : strerror(-rr));
-                s->until_pid = req->until_pid;
-                snprintf(s->boot_id, sizeof(s->boot_id), "%s", r->boot_id);
+                s->file.until_pid = req->until_pid;
+                snprintf(s->file.boot_id, sizeof(s->file.boot_id), "%s", r->boot_id);
         }
         if (rr == 0)
                 rr = persist_and_mount(r, s, m);
@@ -840,10 +797,11 @@ int sfs_registry_create(struct sfs_registry *r, const struct sfs_caller *c,
                                 return msg(m, -rr, "cannot watch until_pid: %s", strerror(-rr));
                         }
                 }
-                audit(r, c, "scope-create", "scope-create", s->name, NULL, NULL, s->view, 0, NULL);
-                *out = scope_json(s, r);
+                audit(r, c, "scope-create", "scope-create", s->file.name, NULL, NULL, s->file.view,
+                      0, NULL);
+                rr = scope_info(s, r, out);
                 sfs_unlock_order(&r->lock, SFS_LOCK_REGISTRY);
-                return *out ? 0 : msg(m, ENOMEM, "out of memory");
+                return rr < 0 ? msg(m, ENOMEM, "out of memory") : 0;
         }
         sfs_unlock_order(&r->lock, SFS_LOCK_REGISTRY);
         safe_close(pidfd);
@@ -869,62 +827,71 @@ int sfs_registry_remove(struct sfs_registry *r, const struct sfs_caller *c, cons
         return 0;
 }
 
-int sfs_registry_list(struct sfs_registry *r, json_object **out)
+int sfs_registry_list(struct sfs_registry *r, struct sfs_scope_info **out, size_t *n)
 {
-        json_object *a = json_object_new_array();
-        int rr = a ? 0 : -ENOMEM;
+        struct sfs_scope_info *v;
+        size_t count;
+        int rr = 0;
 
+        *out = NULL;
+        *n = 0;
         sfs_lock_order(&r->lock, SFS_LOCK_REGISTRY);
-        for (size_t i = 0; rr == 0 && i < r->n; i++) {
-                json_object *o = scope_json(r->v[i], r);
-                if (!o || json_object_array_add(a, o) < 0) {
-                        json_object_put(o);
-                        rr = -ENOMEM;
-                }
-        }
+        count = r->n;
+        v = calloc(count ? count : 1, sizeof(*v));
+        if (!v)
+                rr = -ENOMEM;
+        for (size_t i = 0; rr == 0 && i < count; i++)
+                rr = scope_info(r->v[i], r, &v[i]);
         sfs_unlock_order(&r->lock, SFS_LOCK_REGISTRY);
         if (rr < 0) {
-                json_object_put(a);
+                sfs_scope_infos_free(v, count);
                 return rr;
         }
-        *out = a;
+        *out = v;
+        *n = count;
         return 0;
 }
+
+/* The grants a show lists. */
+struct grant_list {
+        struct sfs_grant_info *v;
+        size_t n, cap;
+};
 
 static int add_grant(const struct sfs_grant_info *g, void *ctx)
 {
-        json_object *o = grant_json(g);
+        struct grant_list *l = ctx;
 
-        if (!o || json_object_array_add(ctx, o) < 0) {
-                json_object_put(o);
+        if (ARRAY_GROW(l->v, l->cap, l->n + 1, 16) < 0)
                 return -ENOMEM;
-        }
+        l->v[l->n++] = *g;
         return 0;
 }
 
-int sfs_registry_show(struct sfs_registry *r, const char *name, json_object **scope,
-                      json_object **grants, struct sfs_msg *m)
+int sfs_registry_show(struct sfs_registry *r, const char *name, struct sfs_scope_info *scope,
+                      struct sfs_grant_info **grants, size_t *n_grants, struct sfs_msg *m)
 {
-        json_object *a = json_object_new_array(), *o = NULL;
+        struct grant_list l = { 0 };
         struct scope *s;
-        int rr = a ? 0 : -ENOMEM;
+        int rr = 0;
 
+        *scope = (struct sfs_scope_info){ 0 };
         sfs_lock_order(&r->lock, SFS_LOCK_REGISTRY);
         s = name ? find(r, name) : NULL;
         if (!s)
                 rr = msg(m, ENOENT, NO_SCOPE, name ? name : "", name ? name : "");
         if (rr == 0)
-                rr = sfs_scope_foreach_grant(s->tree, add_grant, a);
-        if (rr == 0 && !(o = scope_json(s, r)))
-                rr = -ENOMEM;
+                rr = sfs_scope_foreach_grant(s->tree, add_grant, &l);
+        if (rr == 0)
+                rr = scope_info(s, r, scope);
         sfs_unlock_order(&r->lock, SFS_LOCK_REGISTRY);
         if (rr < 0) {
-                json_object_put(a);
-                json_object_put(o);
+                free(l.v);
+                sfs_scope_info_clear(scope);
                 return rr;
         }
-        *scope = o;
-        *grants = a;
+        *grants = l.v;
+        *n_grants = l.n;
         return 0;
 }
 
@@ -959,7 +926,7 @@ static int change(struct sfs_registry *r, const struct sfs_caller *c, const char
         store_unlock(r);
         invalidate(r, s, &fx);
         sfs_scope_effects_free(&fx);
-        audit(r, c, rr == 0 ? what : "refused", what, s->name,
+        audit(r, c, rr == 0 ? what : "refused", what, s->file.name,
               op->has_digest ? &op->digest : NULL, op->entry, NULL, rr < 0 ? -rr : 0, NULL);
         sfs_unlock_order(&r->lock, SFS_LOCK_REGISTRY);
         switch (rr) {
@@ -983,29 +950,22 @@ static int change(struct sfs_registry *r, const struct sfs_caller *c, const char
 }
 
 int sfs_registry_grant(struct sfs_registry *r, const struct sfs_caller *c, const char *scope,
-                       const struct snap_digest *d, const char *entry, json_object **grant,
-                       struct sfs_msg *m)
+                       const struct snap_digest *d, const char *entry,
+                       struct sfs_grant_info *grant, struct sfs_msg *m)
 {
         const struct sfs_scope_op op = { .kind = SFS_SCOPE_GRANT, .has_digest = true,
                                          .digest = *d, .entry = entry };
-        struct sfs_grant_info info;
-        int rr = change(r, c, scope, &op, &info, m);
 
-        if (rr < 0)
-                return rr;
-        *grant = grant_json(&info);
-        return *grant ? 0 : msg(m, ENOMEM, "out of memory");
+        return change(r, c, scope, &op, grant, m);
 }
 
 int sfs_registry_grant_hook(void *ctx, const struct sfs_caller *c, const char *scope,
                             const struct snap_digest *d, const char *entry)
 {
+        struct sfs_grant_info g;
         struct sfs_msg m;
-        json_object *g = NULL;
-        int rr = sfs_registry_grant(ctx, c, scope, d, entry, &g, &m);
 
-        json_object_put(g);
-        return rr;
+        return sfs_registry_grant(ctx, c, scope, d, entry, &g, &m);
 }
 
 int sfs_registry_revoke(struct sfs_registry *r, const struct sfs_caller *c, const char *scope,
@@ -1066,7 +1026,7 @@ static void dangling_published(void *ctx, const struct snap_digest *d)
                 for (size_t i = 0; i < r->n && n == 0; i++) {
                         n = dangling_take(r->v[i], d, ops, ARRAY_SIZE(ops));
                         if (n)
-                                snprintf(name, sizeof(name), "%s", r->v[i]->name);
+                                snprintf(name, sizeof(name), "%s", r->v[i]->file.name);
                 }
                 store_unlock(r);
                 sfs_unlock_order(&r->lock, SFS_LOCK_REGISTRY);
@@ -1134,8 +1094,9 @@ static int left_as_it_is(struct restoring *rs, const char *name, const char *wha
         return 0;
 }
 
-/* A scope of its decoded file f (its view taken from f), with its tree made, not its view:
- * 0 and *out, or -EINVAL (another scope has its view), -ENOMEM, the tree's refusal. */
+/* A scope of its decoded file f (its view taken from f, its grants left there), with its
+ * tree made, not its view: 0 and *out, or -EINVAL (another scope has its view), -ENOMEM, the
+ * tree's refusal. */
 static int scope_of_file(struct sfs_registry *r, struct sfs_scopefile *f, struct scope **out)
 {
         struct scope *s = calloc(1, sizeof(*s));
@@ -1143,19 +1104,12 @@ static int scope_of_file(struct sfs_registry *r, struct sfs_scopefile *f, struct
 
         if (!s)
                 return -ENOMEM;
-        snprintf(s->name, sizeof(s->name), "%s", f->name);
         s->reg = r;
-        s->view = f->view;
-        f->view = NULL;
-        s->view_made = f->view_made;
-        s->users = f->users;
-        s->publish = f->publish;
-        s->limits = f->limits;
-        s->until_pid = f->until_pid;
-        s->until_start = f->until_start;
-        snprintf(s->boot_id, sizeof(s->boot_id), "%s", f->boot_id);
-        s->allow_other = needs_allow_other(&s->users, r->cfg.uid);
-        rr = find(r, s->name) || find_view(r, s->view) ? -EINVAL : room(r);
+        s->file = *f;
+        s->file.grants = (struct sfs_scope_grants){ 0 }; /* the tree's, once restored */
+        f->view = NULL;                                   /* s's now */
+        s->allow_other = needs_allow_other(&s->file.users, r->cfg.uid);
+        rr = find(r, s->file.name) || find_view(r, s->file.view) ? -EINVAL : room(r);
         if (rr == 0)
                 rr = new_tree(r, s);
         if (rr < 0) {
@@ -1214,13 +1168,13 @@ static int restore_grants(struct scope *s, const struct sfs_scope_grants *g,
  * whether it is. */
 static bool retie(struct sfs_registry *r, struct scope *s)
 {
-        bool same = r->boot_id[0] && strcmp(s->boot_id, r->boot_id) == 0 &&
-                    sfs_pid_same(s->until_pid, s->until_start);
+        bool same = r->boot_id[0] && strcmp(s->file.boot_id, r->boot_id) == 0 &&
+                    sfs_pid_same(s->file.until_pid, s->file.until_start);
         uint64_t start = 0;
         int pidfd = -1;
 
-        if (same && sfs_pid_tie(s->until_pid, &pidfd, &start, NULL) == 0 &&
-            start == s->until_start && sfs_pidwatch_add(r->pw, pidfd, s->id) == 0)
+        if (same && sfs_pid_tie(s->file.until_pid, &pidfd, &start, NULL) == 0 &&
+            start == s->file.until_start && sfs_pidwatch_add(r->pw, pidfd, s->id) == 0)
                 return true;
         safe_close(pidfd);
         return false;
@@ -1234,11 +1188,11 @@ static void remount(struct restoring *rs, struct scope *s)
         bool made = false;
 
         if (mount_view(rs->r, s, true, &made, &m) < 0) {
-                warn(rs, "scope %s: its view is not mounted: %s", s->name, m.text);
+                warn(rs, "scope %s: its view is not mounted: %s", s->file.name, m.text);
                 return;
         }
-        if (made && !s->view_made) {
-                s->view_made = true;
+        if (made && !s->file.view_made) {
+                s->file.view_made = true;
                 store_lock(rs->r);
                 write_file(s, NULL);
                 store_unlock(rs->r);
@@ -1274,9 +1228,9 @@ static int restore_one(void *ctx, const char *name, const char *text, size_t len
         insert(r, s);
         /* Tied to a process that is gone: the scope goes, as it would have when that process
          * ended. */
-        if (s->until_pid && !retie(r, s)) {
+        if (s->file.until_pid && !retie(r, s)) {
                 warn(rs, "scope %s: its until-pid %d is gone; the scope is removed", name,
-                     (int)s->until_pid);
+                     (int)s->file.until_pid);
                 remove_scope(r, s, NULL, "until-pid exited");
                 return 0;
         }

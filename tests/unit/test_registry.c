@@ -778,25 +778,18 @@ static void assert_unparsed(const struct fx *f, const char *why)
                 fail_msg("\"%s\" not in \"%s\"", expect, f->warned);
 }
 
-/* Each field of a scope's file checked at a start: a file with one out of its range does not
- * come back (and is left as it is), the same file with that field right does. */
+/* A scope's file checked at a start: a file with a field out of its range does not come back
+ * (it is left as it is, and the warning names the field), the same file with that field right
+ * does. */
 static void test_a_scope_file_with_a_field_out_of_its_range_does_not_come_back(void **state)
 {
         struct fx *f = *state;
         char p[PATH_MAX], a[SNAP_DIGEST_HEX_LEN + 1];
         _cleanup_free_ char *good = NULL;
+        /* One field of each part (each field's own check: test_scopefile.c). */
         static const char *const bad[][3] = {
                 { "\"version\":1", "\"version\":2", "\"version\" is out of range" },
-                { "\"name\":\"sandbox\"", "\"name\":\"sandbax\"", "\"name\" is not the file's" },
-                { "\"view\":\"/", "\"view\":\"",
-                  "\"view\" is not an absolute, canonical path" },
-                { "\"view\":\"", "\"view_\":\"", "\"view\" is missing" },
                 { "\"uids\":[1000", "\"uids\":[-1", "uids[0]: not a uid" },
-                { "\"uids\":[1000", "\"uids\":[4294967295", "uids[0]: not a uid" },
-                { "\"uids\":[1000", "\"uids\":[\"1000\"", "uids[0]: not a uid" },
-                { "\"limits\"", "\"limitz\"", "\"limits\" is missing" },
-                { "\"max_staging\":", "\"max_staging\":4294967296,\"x\":",
-                  "\"max_staging\" is out of range" },
                 { "\"max_bytes\":", "\"max_bytes\":-1,\"x\":", "\"max_bytes\" is out of range" },
                 { "\"grants\"", "\"grantz\"", "\"grants\" is missing" },
         };
@@ -840,9 +833,6 @@ static void test_a_scope_files_until_without_its_pid_start_or_boot_does_not_come
         _cleanup_free_ char *good = NULL;
         static const char *const bad[][2] = {
                 { "{\"until\":{\"start\":5,\"boot_id\":\"b\"},", "\"pid\" is missing" },
-                { "{\"until\":{\"pid\":2147483648,\"start\":5,\"boot_id\":\"b\"},",
-                  "\"pid\" is out of range" },
-                { "{\"until\":{\"pid\":7,\"boot_id\":\"b\"},", "\"start\" is missing" },
                 { "{\"until\":{\"pid\":7,\"start\":5,\"boot_id\":3},",
                   "\"boot_id\" is not a string" },
         };
