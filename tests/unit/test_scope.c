@@ -758,6 +758,30 @@ static void test_a_digest_twice_or_two_grants_under_one_number_is_einval(void **
                          0);
 }
 
+/* More grants and entries than a scope holds are refused before any is restored; as many as
+ * it holds are taken (the digests are not stored: each is left out). */
+static void test_more_records_than_a_scope_holds_is_einval(void **state)
+{
+        struct fx *f = *state;
+        struct sfs_scope_grants g = { .n_grants = SFS_SCOPE_GRANTS_MAX / 2 + 1,
+                                      .n_entries = SFS_SCOPE_GRANTS_MAX / 2 };
+        struct sfs_scope_effects fx = { 0 };
+        struct sfs_tree *t = scope_of(f->main, "restored", true);
+
+        g.grants = calloc(g.n_grants, sizeof(*g.grants));
+        g.entries = calloc(g.n_entries, sizeof(*g.entries));
+        assert_non_null(g.grants);
+        assert_non_null(g.entries);
+        assert_int_equal(sfs_scope_restore(t, &g, NULL, NULL, &fx), -EINVAL);
+        g.n_grants = 1;
+        g.n_entries = 0;
+        assert_int_equal(sfs_scope_restore(t, &g, NULL, NULL, &fx), 0);
+        sfs_scope_effects_release(t, &fx);
+        sfs_scope_effects_free(&fx);
+        sfs_scope_grants_free(&g);
+        sfs_tree_free(t);
+}
+
 /* An entry name twice is refused; the same entries under two names come back. */
 static void test_an_entry_name_twice_is_einval(void **state)
 {
@@ -846,6 +870,7 @@ int main(void)
                 T(test_unpublishing_a_plain_grant_is_eperm_and_what_is_not_there_enoent),
                 T(test_a_digest_twice_or_two_grants_under_one_number_is_einval),
                 T(test_an_entry_name_twice_is_einval),
+                T(test_more_records_than_a_scope_holds_is_einval),
                 T(test_a_scope_without_a_valid_name_or_one_of_its_limits_is_einval),
                 T(test_a_grant_on_the_main_tree_is_einval),
         };
