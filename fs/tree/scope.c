@@ -89,11 +89,6 @@ int sfs_tree_new_scope(struct sfs_tree *main, const struct sfs_scope_spec *spec,
         t->scope->main = main;
         t->reserve_objects = main->reserve_objects;
         t->reserve_bytes = main->reserve_bytes;
-        t->budget = (struct sfs_staging_budget){
-                .store = t->store,
-                .max_size = t->cfg.max_snapshot_size,
-                .max_uid_bytes = spec->limits.max_staging_bytes,
-        };
         r = sfs_tree_init_common(t);
         if (r < 0) {
                 free(t->scope);
