@@ -9,12 +9,28 @@
 #include <pthread.h>
 #include <stdbool.h>
 #include <signal.h>
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 
 #define ARRAY_SIZE(a) (sizeof(a) / sizeof((a)[0]))
+
+/* A refusal: its reason formatted into buf (size bytes; nothing when buf is NULL), and -err.
+ * The one body of each file's msg() or say(), which name their own buffer. */
+__attribute__((format(printf, 4, 5)))
+static inline int refusalf(char *buf, size_t size, int err, const char *fmt, ...)
+{
+        va_list ap;
+
+        if (buf) {
+                va_start(ap, fmt);
+                vsnprintf(buf, size, fmt, ap);
+                va_end(ap);
+        }
+        return -err;
+}
 #define _unused_ __attribute__((unused))
 #define _must_check_ __attribute__((warn_unused_result))
 

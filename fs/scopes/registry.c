@@ -58,18 +58,8 @@ static const char *const own_what[4] = { "the main mount", "the read view", "--s
 #define NO_SCOPE "no scope named %s: snapfs scope ls lists the scopes; snapfs scope create %s " \
                  "--view PATH makes it"
 
-__attribute__((format(printf, 3, 4)))
-static int msg(struct sfs_msg *m, int err, const char *fmt, ...)
-{
-        va_list ap;
-
-        if (m) {
-                va_start(ap, fmt);
-                vsnprintf(m->text, sizeof(m->text), fmt, ap);
-                va_end(ap);
-        }
-        return -err;
-}
+/* -err, m (NULL: none) saying why. */
+#define msg(m, err, ...) refusalf((m) ? (m)->text : NULL, sizeof((m)->text), (err), __VA_ARGS__)
 
 /* ---- the table ---- */
 

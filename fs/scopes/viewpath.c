@@ -40,18 +40,9 @@ bool sfs_view_path_canonical(const char *path)
         return true;
 }
 
-__attribute__((format(printf, 3, 4)))
-static int say(struct sfs_view_path_why *why, int err, const char *fmt, ...)
-{
-        va_list ap;
-
-        if (why) {
-                va_start(ap, fmt);
-                vsnprintf(why->message, sizeof(why->message), fmt, ap);
-                va_end(ap);
-        }
-        return -err;
-}
+/* -err, why (NULL: none) saying why. */
+#define say(why, err, ...)                                                                      \
+        refusalf((why) ? (why)->message : NULL, sizeof((why)->message), (err), __VA_ARGS__)
 
 static bool own_dev(dev_t dev, const uint64_t *own_devs, size_t n_own)
 {
