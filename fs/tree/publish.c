@@ -184,7 +184,9 @@ static int publish_checks(struct publish *p)
         case PUBLISH_FOR_SCOPE:
                 if (!sfs_may_control(&t->cfg, p->c))
                         return -EACCES;
-                return p->grant.grant ? 0 : -ENOENT;
+                if (!p->grant.grant)
+                        return -ENOENT;
+                break;
         case PUBLISH_MAIN:
                 break;
         }
