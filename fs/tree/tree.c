@@ -582,43 +582,35 @@ void sfs_fill_attr(struct sfs_tree *t, struct sfs_node *n, struct stat *st)
         memset(st, 0, sizeof(*st));
         st->st_ino = n->ino;
         st->st_blksize = 128 * 1024;
+        /* The daemon's own nodes are the owner's, as of the root's last change; a snapshot
+         * and a staging file say their own below. */
+        st->st_uid = t->cfg.owner_uid;
+        st->st_gid = t->cfg.owner_gid;
+        st->st_atim = st->st_mtim = st->st_ctim = t->dir_mtime;
         switch (node_kind(n)) {
         case SFS_KIND_CONTROL:
                 /* The owner's alone; its size says nothing (every read reaches the daemon). */
                 st->st_mode = S_IFREG | 0600;
                 st->st_nlink = 1;
-                st->st_uid = t->cfg.owner_uid;
-                st->st_gid = t->cfg.owner_gid;
-                st->st_atim = st->st_mtim = st->st_ctim = t->dir_mtime;
                 break;
         case SFS_KIND_WATCH:
                 /* Empty; polled, never read for anything. Unlinked once its entry moved. */
                 st->st_mode = S_IFREG;
                 st->st_nlink = sfs_watch_moved(n->watch) ? 0 : 1;
-                st->st_uid = t->cfg.owner_uid;
-                st->st_gid = t->cfg.owner_gid;
-                st->st_atim = st->st_mtim = st->st_ctim = t->dir_mtime;
                 break;
         case SFS_KIND_ROOT:
                 st->st_mode = S_IFDIR | 0555;
                 st->st_nlink = t->cfg.read_only ? 2 : 3;
-                st->st_uid = t->cfg.owner_uid;
-                st->st_gid = t->cfg.owner_gid;
-                st->st_atim = st->st_mtim = st->st_ctim = t->dir_mtime;
                 break;
         case SFS_KIND_STAGING_DIR:
                 /* Sticky and world-writable like /tmp: every publisher writes here, and each
                  * sees only its own entries. The daemon, not these bits, enforces that. */
                 st->st_mode = S_IFDIR | 01777;
                 st->st_nlink = 2;
-                st->st_uid = t->cfg.owner_uid;
-                st->st_gid = t->cfg.owner_gid;
-                st->st_atim = st->st_mtim = st->st_ctim = t->dir_mtime;
                 break;
         case SFS_KIND_SNAPSHOT:
                 /* Mode 0000: no path-based access right exists; the daemon mediates all. */
                 st->st_mode = S_IFREG;
-                st->st_gid = t->cfg.owner_gid;
                 if (!n->obj) {
                         /* Collected: nothing left to show but that it is gone. */
                         st->st_uid = t->scope ? n->vuid : t->cfg.owner_uid;
