@@ -336,11 +336,11 @@ static int publish_persist(struct publish *p, int r)
                 p->stored = r == 0;
                 wrote = true;
         }
-        /* The disk is full, not a limit: said so, as ENOSPC from the store. The main mount's
-         * refusals all ask it (its last write tells), a view's only its own write; the
-         * runtime store of put --scope answers with its own errno. */
-        if (r < 0 && p->os && (p->to == PUBLISH_MAIN || (p->to == PUBLISH_VIEW && wrote)) &&
-            sfs_ocistore_full(p->os)) {
+        /* The disk is full, not a limit: said so, as ENOSPC from the store — only when this
+         * publish's own write failed (the store's flag tells of its last write, which may be an
+         * earlier publish's: a limit or a trust refusal since is said as itself). The runtime
+         * store of put --scope answers with its own errno. */
+        if (r < 0 && p->os && wrote && p->to != PUBLISH_FOR_SCOPE && sfs_ocistore_full(p->os)) {
                 r = -ENOSPC;
                 p->reason = SFS_REFUSAL_STORE_FULL;
                 p->store_full = true;
