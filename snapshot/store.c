@@ -477,6 +477,17 @@ int snap_store_keep_new(struct snap_store *s, uint64_t min_bytes, bool restored,
         return r;
 }
 
+void snap_store_keep_end(struct snap_store *s, struct snap_keep *k)
+{
+        if (!k)
+                return;
+        pthread_mutex_lock(&s->lock);
+        s->kept -= unused(k);
+        s->minimums -= k->min_bytes;
+        k->min_bytes = 0;
+        pthread_mutex_unlock(&s->lock);
+}
+
 void snap_store_keep_free(struct snap_store *s, struct snap_keep *k)
 {
         if (!k)

@@ -154,6 +154,9 @@ struct snap_keep;
  * kept again as it was), or -ENOMEM. */
 int snap_store_keep_new(struct snap_store *s, uint64_t min_bytes, bool restored,
                         struct snap_keep **out);
+/* Nothing kept for k from now on (its scope deleted while what it holds lingers): k stays
+ * valid, its use still counted, until snap_store_keep_free. NULL is fine. */
+void snap_store_keep_end(struct snap_store *s, struct snap_keep *k);
 /* Nothing kept for k any more; frees it. NULL is fine. */
 void snap_store_keep_free(struct snap_store *s, struct snap_keep *k);
 /* k's use grew (add) or shrank by bytes. NULL k: nothing. */
