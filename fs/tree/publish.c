@@ -419,7 +419,7 @@ static int scope_publish(struct sfs_tree *t, const struct sfs_caller *c, struct 
                 sfs_ocistore_lock(os);
         r = scope_decide(t, stg, &op, r, &len, &save, &save_ctx);
         if (r == 0)
-                r = snap_store_claim_unheld(t->store, len, len, &claim);
+                r = snap_store_claim_kept(t->store, t->budget.keep, len, len, &claim);
         if (r == 0)
                 existing = snap_store_lookup(t->store, d);
         if (r == 0 && !existing && os) {
