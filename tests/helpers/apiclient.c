@@ -327,6 +327,7 @@ static int cmd_abi(void)
         OFF(snapfs_scope_spec, n_uids);
         OFF(snapfs_scope_spec, until_pid);
         OFF(snapfs_scope_spec, limits);
+        OFF(snapfs_scope_spec, min_bytes);
         OFF(snapfs_scope_spec, reserved);
         SIZE(snapfs_scope);
         OFF(snapfs_scope, view);
@@ -336,6 +337,7 @@ static int cmd_abi(void)
         OFF(snapfs_scope, limits);
         OFF(snapfs_scope, usage);
         OFF(snapfs_scope, n_grants);
+        OFF(snapfs_scope, min_bytes);
         OFF(snapfs_scope, reserved);
         SIZE(snapfs_grant);
         OFF(snapfs_grant, size);
