@@ -7,7 +7,11 @@ import errno
 import os
 import subprocess
 
-from snaptest import NOBODY_UID, control, control_ok, is_mounted, sha256_hex, wait_for
+import pytest
+
+from clients import Client
+from snaptest import NOBODY_UID, SNAPFS, control, control_ok, is_mounted, run, sha256_hex, \
+    wait_for
 
 K, M = 1 << 10, 1 << 20
 SETPRIV = ["setpriv", f"--reuid={NOBODY_UID}", f"--regid={NOBODY_UID}", "--clear-groups",
@@ -97,10 +101,10 @@ def publish(view, size, name):
 
 def test_another_scopes_publish_within_its_minimum_succeeds_when_a_flooding_scope_is_refused(
         mount_snapfs, workdir):
-    # 8M: the owner's reserve is 512K, sb's minimum 2M; sa may hold 6M by its own limit but
-    # only 5.5M is left to it, where it used to take sb's room too.
+    # 8M: the owner's reserve is 512K, sb's minimum 2M. sa may hold 7M by its own limit, and
+    # took 7M before sb's first publish, which then got ENOSPC; only 5.5M is left to it now.
     fs = mount_snapfs("--allow-other", "--max-bytes", "8M", "--max-snapshot-size", "2M")
-    sa = created(fs, workdir, "sa", max_bytes="6M")
+    sa = created(fs, workdir, "sa", max_bytes="7M")
     sb = created(fs, workdir, "sb", max_bytes="4M", min_bytes="2M")
     sc = created(fs, workdir, "sc", max_bytes="4M")
     assert (sa["limits"]["min_bytes"], sb["limits"]["min_bytes"]) == (0, 2 * M)
@@ -109,7 +113,7 @@ def test_another_scopes_publish_within_its_minimum_succeeds_when_a_flooding_scop
     try:
         line = tenant.stdout.readline().split()
         # Eleven chunks (5.5M) held, the twelfth refused at its first write: ENOSPC, the rest
-        # is kept, not sa's limit (EDQUOT at 6M).
+        # is kept, not sa's limit (EDQUOT at 7M).
         assert line == ["11", "write", str(errno.ENOSPC)], line
         usage = control_ok(fs.path, {"op": "scope-show", "name": "sa"})["scope"]["usage"]
         assert (usage["snapshots"], usage["bytes"]) == (11, 11 * 512 * K), usage
@@ -124,7 +128,13 @@ def test_another_scopes_publish_within_its_minimum_succeeds_when_a_flooding_scop
         assert publish(sb["view"], 256 * K, "sb2")[0] == "ok"
     finally:
         tenant.stdin.close()
-        tenant.wait(timeout=30)
+        try:
+            tenant.wait(timeout=30)
+        finally:
+            if tenant.poll() is None:
+                tenant.kill()
+                tenant.wait(timeout=30)
+            tenant.stdout.close()
     # sa's descriptors closed: its room is back, and sc publishes.
     wait_for(lambda: control_ok(fs.path, {"op": "scope-show", "name": "sa"})["scope"]["usage"]
              ["bytes"] == 0, "sa's usage once its descriptors are closed")
@@ -185,3 +195,22 @@ def test_a_minimum_survives_a_restart_and_is_kept_again(mount_snapfs, workdir, r
     assert (reply["ok"], reply["error"]) == (False, "ENOSPC"), reply
     assert created(fs2, workdir, "sd", max_bytes="6M", min_bytes="5632K")["limits"][
         "min_bytes"] == 5632 * K
+
+
+@pytest.mark.parametrize("name", ["c", "python"])
+def test_each_client_and_the_cli_ask_for_a_minimum_and_show_it(mount_snapfs, workdir, name):
+    fs = mount_snapfs("--max-bytes", "8M", "--max-snapshot-size", "2M")
+    client, views = Client(name), os.path.join(workdir, "views")
+    os.makedirs(views)
+    out = client("scope-create", "--publish", "--max-bytes", 4 * M, "--min-bytes", 2 * M,
+                 fs.path, "sb", os.path.join(views, "sb"))
+    assert out["scope"]["limits"]["min_bytes"] == 2 * M, out
+    out = client("scope-create", "--max-bytes", 6 * M, "--min-bytes", 6 * M, fs.path, "sd",
+                 os.path.join(views, "sd"))
+    assert out["error"] == "ENOSPC" and "cannot be guaranteed" in out["reasons"][0]["message"]
+    r = run(SNAPFS, "scope", "create", "--mount", fs.path, "sd", "--view",
+            os.path.join(views, "sd"), "--max-bytes", "6M", "--min-bytes", "6M")
+    assert r.returncode == 1 and "limits.min_bytes 6291456 cannot be guaranteed" in r.stderr
+    r = run(SNAPFS, "scope", "create", "--mount", fs.path, "sd", "--view",
+            os.path.join(views, "sd"), "--max-bytes", "6M", "--min-bytes", "5632K")
+    assert r.returncode == 0 and " min-bytes=5767168\n" in r.stdout, r.stderr
