@@ -153,7 +153,8 @@ int sfc_scope_from_json(json_object *o, struct snapfs_scope *out)
                        (r = get_uint(limits, "max_staging", UINT64_MAX,
                                      &out->limits.max_staging)) < 0 ||
                        (r = get_uint(limits, "max_staging_bytes", UINT64_MAX,
-                                     &out->limits.max_staging_bytes)) < 0))
+                                     &out->limits.max_staging_bytes)) < 0 ||
+                       (r = get_uint(limits, "min_bytes", UINT64_MAX, &out->min_bytes)) < 0))
                 goto fail;
         usage = field(o, "usage");
         if (usage && !json_object_is_type(usage, json_type_object)) {
@@ -304,7 +305,8 @@ int sfc_scope_create_request(const struct snapfs_scope_spec *spec, int32_t clien
             add_limit(limits, "max_snapshots", spec->limits.max_snapshots) < 0 ||
             add_limit(limits, "max_bytes", spec->limits.max_bytes) < 0 ||
             add_limit(limits, "max_staging", spec->limits.max_staging) < 0 ||
-            add_limit(limits, "max_staging_bytes", spec->limits.max_staging_bytes) < 0)
+            add_limit(limits, "max_staging_bytes", spec->limits.max_staging_bytes) < 0 ||
+            add_limit(limits, "min_bytes", spec->min_bytes) < 0)
                 return sfc_report_fail(why, -ENOMEM, "control", "out of memory");
         *out = TAKE_PTR(o);
         return 0;

@@ -216,7 +216,8 @@ static json_object *limits_json(const struct sfs_scope_limits *l)
         if (!o || add(o, "max_snapshots", json_object_new_uint64(l->max_snapshots)) < 0 ||
             add(o, "max_bytes", json_object_new_uint64(l->max_bytes)) < 0 ||
             add(o, "max_staging", json_object_new_uint64(l->max_staging)) < 0 ||
-            add(o, "max_staging_bytes", json_object_new_uint64(l->max_staging_bytes)) < 0) {
+            add(o, "max_staging_bytes", json_object_new_uint64(l->max_staging_bytes)) < 0 ||
+            add(o, "min_bytes", json_object_new_uint64(l->min_bytes)) < 0) {
                 json_object_put(o);
                 return NULL;
         }
@@ -725,18 +726,38 @@ static int scope_room(struct sfs_registry *r, struct sfs_msg *m)
                    max_scopes(r), held, list);
 }
 
-/* A new scope's tree. */
-static int new_tree(struct sfs_registry *r, struct scope *s)
+/* A new scope's tree (restored: from its file, at a start). */
+static int new_tree(struct sfs_registry *r, struct scope *s, bool restored)
 {
         const struct sfs_scope_spec spec = {
                 .name = s->name,
                 .users = s->users,
                 .publish = s->publish,
                 .limits = s->limits,
+                .restored = restored,
                 .save = r->cfg.scope_store ? save_hook : NULL,
                 .save_ctx = s,
         };
         return sfs_tree_new_scope(r->cfg.main, &spec, &s->tree);
+}
+
+/* Why a new scope's tree was refused, into m: a minimum the daemon cannot guarantee names
+ * the numbers it was measured against. */
+static void new_tree_refused(struct sfs_registry *r, const struct scope *s, int rr,
+                             struct sfs_msg *m)
+{
+        struct sfs_scope_room room;
+
+        if (rr != -ENOSPC || !s->limits.min_bytes) {
+                msg(m, -rr, "the scope's limits: %s", strerror(-rr));
+                return;
+        }
+        sfs_scope_get_room(r->cfg.main, &room);
+        msg(m, ENOSPC, "limits.min_bytes %" PRIu64 " cannot be guaranteed: of this daemon's "
+            "--max-bytes (%" PRIu64 "), %" PRIu64 " are the owner's reserve and %" PRIu64
+            " other scopes' minimums, and %" PRIu64 " are free for a scope now: ask for less, "
+            "or free room first", s->limits.min_bytes, room.max_bytes, room.reserve_bytes,
+            room.minimums, room.free);
 }
 
 /* A scope's limits, those asked or the defaults, into *l, each at most the daemon's own: a
@@ -775,6 +796,11 @@ static int scope_limits(struct sfs_registry *r, const struct sfs_scope_limits *a
                         return msg(m, EINVAL, "limits.%s %" PRIu64 " is above this daemon's %s "
                                    "(%" PRIu64 "): ask for at most that", v[i].name, v[i].value,
                                    v[i].option, v[i].max);
+        /* A minimum past the scope's own limit would keep room nobody may use. */
+        if (l->min_bytes > l->max_bytes)
+                return msg(m, EINVAL, "limits.min_bytes %" PRIu64 " is above the scope's "
+                           "max_bytes (%" PRIu64 "): ask for at most that", l->min_bytes,
+                           l->max_bytes);
         return 0;
 }
 
@@ -882,8 +908,8 @@ int sfs_registry_create(struct sfs_registry *r, const struct sfs_caller *c,
                          find_view(r, s->view)->name, find_view(r, s->view)->name);
         else if ((rr = scope_room(r, m)) == 0 && (rr = room(r)) < 0)
                 msg(m, ENOMEM, "out of memory");
-        if (rr == 0 && (rr = new_tree(r, s)) < 0)
-                msg(m, -rr, "the scope's limits: %s", strerror(-rr));
+        if (rr == 0 && (rr = new_tree(r, s, false)) < 0)
+                new_tree_refused(r, s, rr, m);
         if (rr == 0 && req->until_pid) {
                 const char *why = NULL;
                 rr = sfs_pid_tie(req->until_pid, &pidfd, &s->until_start, &why);
@@ -1235,7 +1261,10 @@ static int parse_file(struct sfs_registry *r, struct scope *s, json_object *doc)
             !uint_field(lim, "max_snapshots", UINT64_MAX >> 1, &s->limits.max_snapshots) ||
             !uint_field(lim, "max_bytes", UINT64_MAX >> 1, &s->limits.max_bytes) ||
             !uint_field(lim, "max_staging", UINT32_MAX, &s->limits.max_staging) ||
-            !uint_field(lim, "max_staging_bytes", UINT64_MAX >> 1, &s->limits.max_staging_bytes))
+            !uint_field(lim, "max_staging_bytes", UINT64_MAX >> 1, &s->limits.max_staging_bytes) ||
+            /* A file written before scopes had minimums has none: 0. */
+            (json_object_object_get_ex(lim, "min_bytes", NULL) &&
+             !uint_field(lim, "min_bytes", UINT64_MAX >> 1, &s->limits.min_bytes)))
                 return -EINVAL;
         if (!uint_field(doc, "version", 1, &x) || !(v = field(doc, "name", json_type_string)) ||
             strcmp(json_object_get_string(v), s->name) != 0 ||
@@ -1361,7 +1390,7 @@ static int restore_one(void *ctx, const char *name, const char *text, size_t len
         if (rr == 0)
                 rr = room(r);
         if (rr == 0)
-                rr = new_tree(r, s);
+                rr = new_tree(r, s, true);
         if (rr < 0) {
                 warn(rs, "scope %s: its file does not parse (%s); left as it is, and nothing is "
                      "collected at this start", name, strerror(-rr));

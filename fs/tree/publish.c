@@ -218,8 +218,9 @@ static int publish_decide(struct publish *p, int r)
                 return 0;
         if (p->to == PUBLISH_MAIN)
                 return snap_store_claim(t->store, (uint32_t)p->c->uid, p->len, p->len, &p->claim);
-        return snap_store_claim_unheld(t->store, p->len, p->to == PUBLISH_VIEW ? p->len : 0,
-                                       &p->claim);
+        if (p->to == PUBLISH_VIEW) /* the scope's own minimum is not kept from it */
+                return snap_store_claim_kept(t->store, t->budget.keep, p->len, p->len, &p->claim);
+        return snap_store_claim_unheld(t->store, p->len, 0, &p->claim);
 }
 
 /* The plan: who publishes into which tree (a view's, the main mount's, or through it for a

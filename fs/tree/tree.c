@@ -535,8 +535,7 @@ void sfs_handle_del(struct sfs_tree *t, struct sfs_handle *h)
         if (n->pins == 0 && n->held_in_usage && t->scope) {
                 /* The last descriptor of a snapshot its scope unpublished or revoked while
                  * open: its place in the scope's usage goes now (drop_grant kept it). */
-                t->scope->used_snapshots--;
-                t->scope->used_bytes -= n->obj->size;
+                sfs_scope_count(t, false, n->obj->size);
                 n->held_in_usage = false;
         }
         pthread_mutex_lock(&t->ids_lock);
@@ -737,6 +736,8 @@ void sfs_scope_state_free(struct sfs_tree *t)
                 snap_store_release(t->store, obj);
         }
         sfs_grants_free(g);
+        snap_store_keep_free(t->store, t->budget.keep);
+        t->budget.keep = NULL;
         free(t->scope);
         t->scope = NULL;
 }

@@ -362,6 +362,34 @@ static void test_unknown_ops_fields_and_types_are_refused_in_the_reply(void **st
         assert_int_equal(f->fake.mounted, 1);
 }
 
+/* A scope's minimum: above its own max_bytes EINVAL; one the daemon cannot keep beside the
+ * owner's reserve (1K of --max-bytes 16K here) and the other minimums ENOSPC; neither mounts
+ * anything. */
+static void test_a_minimum_that_cannot_be_kept_is_refused_before_anything_is_made(void **state)
+{
+        struct fx *f = *state;
+        char a[PATH_MAX], b[PATH_MAX];
+
+        view_path(f, "a", a);
+        view_path(f, "b", b);
+        assert_reply(f, "EINVAL", "{\"op\":\"scope-create\",\"name\":\"a\",\"view\":\"%s\","
+                                  "\"limits\":{\"max_bytes\":\"4K\",\"min_bytes\":\"8K\"}}", a);
+        assert_reply(f, "ENOSPC", "{\"op\":\"scope-create\",\"name\":\"a\",\"view\":\"%s\","
+                                  "\"limits\":{\"max_bytes\":\"16K\",\"min_bytes\":\"16K\"}}", a);
+        assert_int_equal(f->fake.mounted, 0);
+        assert_reply(f, NULL, "{\"op\":\"scope-create\",\"name\":\"a\",\"view\":\"%s\","
+                              "\"limits\":{\"max_bytes\":\"16K\",\"min_bytes\":\"15K\"}}", a);
+        assert_int_equal(f->fake.mounted, 1);
+        /* The rest is the owner's: not one byte more for another scope's minimum. */
+        assert_reply(f, "ENOSPC", "{\"op\":\"scope-create\",\"name\":\"b\",\"view\":\"%s\","
+                                  "\"limits\":{\"min_bytes\":1}}", b);
+        assert_int_equal(f->fake.mounted, 1);
+        /* a gone, its minimum is kept no more. */
+        assert_reply(f, NULL, "{\"op\":\"scope-remove\",\"name\":\"a\"}");
+        assert_reply(f, NULL, "{\"op\":\"scope-create\",\"name\":\"b\",\"view\":\"%s\","
+                              "\"limits\":{\"min_bytes\":1}}", b);
+}
+
 static void test_a_duplicate_key_is_einval_and_does_nothing(void **state)
 {
         struct fx *f = *state;
@@ -882,6 +910,7 @@ int main(void)
         const struct CMUnitTest tests[] = {
                 T(test_a_request_that_is_no_json_object_is_einval_and_does_nothing),
                 T(test_unknown_ops_fields_and_types_are_refused_in_the_reply),
+                T(test_a_minimum_that_cannot_be_kept_is_refused_before_anything_is_made),
                 T(test_a_duplicate_key_is_einval_and_does_nothing),
                 T(test_names_and_views_are_taken_once),
                 T(test_an_entry_shaped_like_a_digest_in_any_case_or_an_option_is_einval),

@@ -325,6 +325,7 @@ napi_value make_scope(napi_env env, const struct snapfs_scope *s)
         set_property(env, limits, "max_bytes", limit(env, s->limits.max_bytes));
         set_property(env, limits, "max_staging", limit(env, s->limits.max_staging));
         set_property(env, limits, "max_staging_bytes", limit(env, s->limits.max_staging_bytes));
+        set_property(env, limits, "min_bytes", limit(env, s->min_bytes));
         set_property(env, usage, "snapshots", make_number(env, s->usage.snapshots));
         set_property(env, usage, "bytes", make_number(env, s->usage.bytes));
         set_property(env, usage, "staging", make_number(env, s->usage.staging));

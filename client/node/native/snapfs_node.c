@@ -432,14 +432,15 @@ static napi_value scope_create(napi_env env, napi_callback_info info)
         uint64_t x;
         bool given, is_array = false, publish_flag = false;
         static const char *const limit_keys[] = { "maxSnapshots", "maxBytes", "maxStaging",
-                                                  "maxStagingBytes" };
-        uint64_t *limit_fields[4];
+                                                  "maxStagingBytes", "minBytes" };
+        uint64_t *limit_fields[5];
 
         ARGS(3);
         limit_fields[0] = &j->spec.limits.max_snapshots;
         limit_fields[1] = &j->spec.limits.max_bytes;
         limit_fields[2] = &j->spec.limits.max_staging;
         limit_fields[3] = &j->spec.limits.max_staging_bytes;
+        limit_fields[4] = &j->spec.min_bytes;
         if (!arg_string(env, argv[0], false, &j->mount, "mount") ||
             !arg_options(env, argv[2], &j->opts) ||
             napi_get_named_property(env, argv[1], "name", &v) != napi_ok ||
@@ -484,7 +485,7 @@ static napi_value scope_create(napi_env env, napi_callback_info info)
                 j->spec.flags |= SNAPFS_SCOPE_PUBLISH;
         if (napi_get_named_property(env, argv[1], "limits", &limits) != napi_ok)
                 FAIL();
-        for (size_t i = 0; i < 4; i++) {
+        for (size_t i = 0; i < 5; i++) {
                 if (!spec_u64(env, limits, limit_keys[i], UINT64_MAX, limit_fields[i], &given))
                         FAIL();
         }
