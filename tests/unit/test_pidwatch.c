@@ -177,6 +177,20 @@ static void test_a_threads_tid_belongs_to_its_process(void **state)
         assert_int_equal(strlen(boot), 36);
 }
 
+static void test_a_reaped_process_has_no_tgid_and_is_esrch(void **state)
+{
+        pid_t a = child();
+
+        (void)state;
+        /* Beside it: while it runs, its pid is its own group. */
+        assert_int_equal(sfs_tgid_of(a), a);
+        kill(a, SIGKILL);
+        waitpid(a, NULL, 0);
+        /* Its /proc entry is gone: ESRCH, not the text of a file that is not there. */
+        assert_int_equal(sfs_tgid_of(a), -ESRCH);
+        assert_false(sfs_pid_same(a, 0));
+}
+
 static void test_a_thread_id_or_a_zombie_is_esrch_with_its_reason_and_a_live_pid_ties(void **state)
 {
         struct tid_box b = { .lock = PTHREAD_MUTEX_INITIALIZER, .cond = PTHREAD_COND_INITIALIZER };
@@ -321,6 +335,7 @@ int main(void)
                 cmocka_unit_test(test_a_tied_process_that_exits_is_reported_once_under_its_cookie),
                 cmocka_unit_test(test_a_process_that_is_gone_cannot_be_tied),
                 cmocka_unit_test(test_a_threads_tid_belongs_to_its_process),
+                cmocka_unit_test(test_a_reaped_process_has_no_tgid_and_is_esrch),
                 cmocka_unit_test(
                         test_a_thread_id_or_a_zombie_is_esrch_with_its_reason_and_a_live_pid_ties),
                 cmocka_unit_test(test_a_stat_line_gives_field_22_counted_after_the_last_paren),
