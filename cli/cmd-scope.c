@@ -20,7 +20,7 @@
         "snapfs scope create [--mount MNT] [TRUST] [--json] NAME --view PATH\n"                \
         "                    [--uid UID[,UID...]] [--gid GID] [--publish] [--until-pid PID]\n" \
         "                    [--max-snapshots N] [--max-bytes SIZE] [--max-staging N]\n"       \
-        "                    [--max-staging-bytes SIZE]\n"
+        "                    [--max-staging-bytes SIZE] [--min-bytes SIZE]\n"
 #define USAGE_LS "snapfs scope ls [--mount MNT] [TRUST] [--json] [NAME]\n"
 #define USAGE_RM "snapfs scope rm [--mount MNT] [TRUST] [--json] NAME\n"
 
@@ -34,6 +34,7 @@ enum {
         OPT_MAX_BYTES,
         OPT_MAX_STAGING,
         OPT_MAX_STAGING_BYTES,
+        OPT_MIN_BYTES,
 };
 
 /* What every scope subcommand takes. */
@@ -78,6 +79,11 @@ static const struct cli_option scope_create_options[] = {
         { "max-staging-bytes", 0, CLI_ARG_VALUE, "SIZE", NULL,
           "what may be published in the scope's view and staged there\n"
           "(SIZE: digits with an optional K, M or G); past them EDQUOT", OPT_MAX_STAGING_BYTES },
+        { "min-bytes", 0, CLI_ARG_VALUE, "SIZE", NULL,
+          "bytes guaranteed to the scope, at most its --max-bytes: kept\n"
+          "from every other scope and uid but the owner; refused\n"
+          "(ENOSPC) when the daemon cannot keep them (default: none,\n"
+          "the scope shares what is free)", OPT_MIN_BYTES },
         CLI_OPTION_END,
 };
 
@@ -185,6 +191,12 @@ static int take_create_option(void *arg, int val, const char *value, bool json)
                 return -1;
         case OPT_PUBLISH:
                 spec->flags |= SNAPFS_SCOPE_PUBLISH;
+                return -1;
+        case OPT_MIN_BYTES:
+                r = value_parse(VALUE_SIZE, value, 1, UINT64_MAX, &spec->min_bytes);
+                if (r < 0)
+                        return cli_bad_value(cmd, json, "--min-bytes", VALUE_SIZE, value, r, 1,
+                                             UINT64_MAX, NULL);
                 return -1;
         case OPT_UNTIL_PID:
                 r = value_parse(VALUE_COUNT, value, 1, INT32_MAX, &v);

@@ -41,6 +41,7 @@ json_object *cli_scope_json(const struct snapfs_scope *s)
         json_object_object_add(limits, "max_bytes", limit(s->limits.max_bytes));
         json_object_object_add(limits, "max_staging", limit(s->limits.max_staging));
         json_object_object_add(limits, "max_staging_bytes", limit(s->limits.max_staging_bytes));
+        json_object_object_add(limits, "min_bytes", limit(s->min_bytes));
         json_object_object_add(usage, "snapshots", json_object_new_uint64(s->usage.snapshots));
         json_object_object_add(usage, "bytes", json_object_new_uint64(s->usage.bytes));
         json_object_object_add(usage, "staging", json_object_new_uint64(s->usage.staging));
@@ -144,6 +145,7 @@ void cli_scope_print(FILE *f, const struct snapfs_scope *s)
         print_limit(f, "bytes", s->limits.max_bytes);
         print_limit(f, "staging", s->limits.max_staging);
         print_limit(f, "staging-bytes", s->limits.max_staging_bytes);
+        print_limit(f, "min-bytes", s->min_bytes);
         fprintf(f, "\nusage      published=%" PRIu64 " published-bytes=%" PRIu64 " staging=%" PRIu64
                    " staging-bytes=%" PRIu64 " (in the view itself)\n",
                 s->usage.snapshots, s->usage.bytes, s->usage.staging, s->usage.staging_bytes);

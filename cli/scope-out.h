@@ -9,7 +9,8 @@
 #include "client/snapfs.h"
 
 /* {name, view, dev "maj:min", uids [..], gid|null, publish, until_pid|null,
- *  limits {max_snapshots, max_bytes, max_staging, max_staging_bytes} (null: not set),
+ *  limits {max_snapshots, max_bytes, max_staging, max_staging_bytes, min_bytes} (null: not
+ *  set),
  *  usage {snapshots, bytes, staging, staging_bytes}, grants N}, or NULL. */
 json_object *cli_scope_json(const struct snapfs_scope *s);
 

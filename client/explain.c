@@ -136,6 +136,14 @@ int sfc_explain_daemon(struct snapfs_report *why, int err, const char *code, uin
                 return sfc_report_fail(why, err, code,
                                           "the daemon has no scope of that name: nothing was "
                                           "published (snapfs scope ls lists the scopes)");
+        if (!strcmp(code, "reserved"))
+                return sfc_report_fail(why, err, code,
+                                          "the rest of the daemon's --max-bytes is reserved: "
+                                          "%s kept for other scopes' guaranteed minimums "
+                                          "(snapfs scope create --min-bytes), besides the "
+                                          "owner's reserve; remove snapshots this scope holds, "
+                                          "or ask for a minimum of its own",
+                                          sfc_size_text(value, l, sizeof(l)));
         if (!strcmp(code, "full"))
                 return sfc_report_fail(why, err, code,
                                           "the mount is full: its snapshots and staging files "

@@ -172,6 +172,7 @@ static int scope_numbers(json_object *o, struct snapfs_scope *out)
                 { "max_bytes", &out->limits.max_bytes },
                 { "max_staging", &out->limits.max_staging },
                 { "max_staging_bytes", &out->limits.max_staging_bytes },
+                { "min_bytes", &out->min_bytes },
         };
         const struct number usage[] = {
                 { "snapshots", &out->usage.snapshots },
@@ -347,7 +348,8 @@ int sfc_scope_create_request(const struct snapfs_scope_spec *spec, int32_t clien
             add_limit(limits, "max_snapshots", spec->limits.max_snapshots) < 0 ||
             add_limit(limits, "max_bytes", spec->limits.max_bytes) < 0 ||
             add_limit(limits, "max_staging", spec->limits.max_staging) < 0 ||
-            add_limit(limits, "max_staging_bytes", spec->limits.max_staging_bytes) < 0)
+            add_limit(limits, "max_staging_bytes", spec->limits.max_staging_bytes) < 0 ||
+            add_limit(limits, "min_bytes", spec->min_bytes) < 0)
                 return sfc_report_fail(why, -ENOMEM, "control", "out of memory");
         *out = TAKE_PTR(o);
         return 0;

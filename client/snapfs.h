@@ -317,7 +317,12 @@ struct snapfs_scope_spec {
         int32_t until_pid;    /* with SNAPFS_SCOPE_UNTIL_PID: a pid of the caller's own pid
                                * namespace, which must be the daemon's (-EINVAL otherwise) */
         struct snapfs_scope_limits limits;
-        uint64_t reserved[4]; /* zero (SNAPFS_RESERVED): -EINVAL otherwise */
+        /* Bytes guaranteed to the scope (at most its max_bytes): the daemon keeps what it does
+         * not use of them from every other scope and the main mount's uids but the owner, and
+         * refuses the create with -ENOSPC when it cannot. 0: none, the scope shares what is
+         * free. A word that was reserved: the struct's size and offsets are unchanged. */
+        uint64_t min_bytes;
+        uint64_t reserved[3]; /* zero (SNAPFS_RESERVED): -EINVAL otherwise */
 };
 
 /* A scope as the daemon reports it. view and uids are allocated: snapfs_scope_free. */
@@ -334,7 +339,8 @@ struct snapfs_scope {
         struct snapfs_scope_limits limits;
         struct snapfs_scope_usage usage;
         uint64_t n_grants;
-        uint64_t reserved[4]; /* zero (SNAPFS_RESERVED) */
+        uint64_t min_bytes;   /* its guaranteed minimum (0: none); a word that was reserved */
+        uint64_t reserved[3]; /* zero (SNAPFS_RESERVED) */
 };
 
 /* A snapshot granted to a scope: by its digest alone, or under an entry name (an alias in the

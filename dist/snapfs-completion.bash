@@ -65,7 +65,7 @@ _snapfs()
         return 0
         ;;
     --owner | --name | --older-than | --binding | --fd | --env | --max-* | --staging-ttl | \
-        --threads | --publishers | --readers | --mode | --fstype | --require | --forbid | \
+        --threads | --min-bytes | --publishers | --readers | --mode | --fstype | --require | --forbid | \
         --uid | --gid | --until-pid | --as | --entry | --timeout | --group)
         return 0 # a value of the user's own
         ;;

@@ -31,8 +31,9 @@ if $test; then
   pkgs+=(
     # sanitizers and fuzzing (clang's libFuzzer and ASan runtimes)
     clang llvm libclang-rt-14-dev valgrind
-    # integration tests: setpriv, procps, a sandbox, pytest; mypy over the Python client
-    python3-pytest python3-mypy procps psmisc bubblewrap libseccomp-dev
+    # integration tests: setpriv, procps, a sandbox, pytest (with a per-test time bound, so a
+    # hang fails one test instead of stalling the run); mypy over the Python client
+    python3-pytest python3-pytest-timeout python3-mypy procps psmisc bubblewrap libseccomp-dev
     # the Python client installed with pip into virtual environments (venv, and pip's wheel)
     python3-venv python3-pip-whl
     # the service tests: systemd-analyze verify on the unit, logrotate on the snippet, and a

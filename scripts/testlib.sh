@@ -50,12 +50,15 @@ integration_pytest() {
   rm -rf "$reports"
   mkdir -p "$reports"
   chmod 1777 "$reports"
-  # A private mount namespace: a failing test can never leak a mount into the host.
+  # A private mount namespace: a failing test can never leak a mount into the host. A test
+  # still running after $SNAPFS_TEST_TIMEOUT seconds (default 600, far above the slowest test
+  # under the sanitizers) is failed with its stack: a hang costs one test, not the whole run.
   SNAPFS_BUILD="$dir" SNAPFS_SANITIZER_REPORTS="$reports" \
   ASAN_OPTIONS="$ASAN_OPTIONS:log_path=$reports/report" \
   UBSAN_OPTIONS="$UBSAN_OPTIONS:log_path=$reports/report" \
     unshare -m --propagation private -- \
-    /usr/bin/python3 -m pytest -q -p no:cacheprovider --junitxml="$xml" "$@"
+    /usr/bin/python3 -m pytest -q -p no:cacheprovider --timeout="${SNAPFS_TEST_TIMEOUT:-600}" \
+      --timeout-method=signal --junitxml="$xml" "$@"
 }
 
 # "PASSED FAILED" of the JUnit XML in $1; a skipped test counts as failed so it cannot hide,

@@ -37,6 +37,13 @@ static struct object *obj_of(struct snap_object *o)
         return (struct object *)(void *)o; /* pub is the first member */
 }
 
+/* One claimant's guaranteed minimum: in the store's list, changed under its lock. */
+struct snap_keep {
+        uint64_t min_bytes;
+        uint64_t used;          /* what the claimant counts as its use */
+        struct snap_keep *next;
+};
+
 struct snap_store {
         pthread_mutex_t lock;
         struct snap_store_config cfg;
@@ -45,6 +52,10 @@ struct snap_store {
         uint64_t hash_key;            /* secret, odd */
         struct object *detached;      /* detached objects not yet released */
         uint64_t bytes, reserved, objects, indexed, next_ino, seq;
+        /* Claimants' guaranteed minimums (snap_store_keep_new): their sum, and the part of
+         * each not used yet, summed, which is kept from everybody else. */
+        struct snap_keep *keeps;
+        uint64_t minimums, kept;
         /* Indexed objects by increasing inode number, for listings that resume by number.
          * Insertion is by binary search and memmove: a few µs for thousands of objects,
          * against the hashing and copying every publish already costs. */
@@ -312,12 +323,22 @@ void snap_store_skip_inos(struct snap_store *s, uint64_t next)
         pthread_mutex_unlock(&s->lock);
 }
 
-/* Room left below max_bytes: the privileged uid may use it all, anyone else not the
- * reserve. Invariant kept by every caller: bytes + reserved <= max_bytes. */
-static uint64_t room_for(const struct snap_store *s, bool privileged, uint64_t take_reserved)
+/* The part of k's minimum it does not use yet. */
+static uint64_t unused(const struct snap_keep *k)
+{
+        return k && k->used < k->min_bytes ? k->min_bytes - k->used : 0;
+}
+
+/* Room left below max_bytes for a claimant: the privileged uid may use it all, anyone else
+ * not the reserve, nor what is kept for the minimums of claimants other than own (a scope's
+ * own unused minimum is its to use; NULL: a claimant with none). The attack: a tenant
+ * publishing through its scope, within its own limit, until another scope's first publish
+ * got ENOSPC. Invariant kept by every caller: bytes + reserved <= max_bytes. */
+static uint64_t room_for(const struct snap_store *s, bool privileged, uint64_t take_reserved,
+                         const struct snap_keep *own)
 {
         uint64_t free_bytes = s->cfg.max_bytes - (s->bytes + s->reserved - take_reserved);
-        uint64_t keep = privileged ? 0 : s->cfg.reserve_bytes;
+        uint64_t keep = privileged ? 0 : s->cfg.reserve_bytes + s->kept - unused(own);
 
         return free_bytes > keep ? free_bytes - keep : 0;
 }
@@ -342,15 +363,16 @@ static int check_quota(const struct snap_store *s, uint64_t len, uint32_t uid)
         return 0;
 }
 
-/* The global limits (-ENOSPC), less the reserve kept for the privileged uid unless privileged. */
+/* The global limits (-ENOSPC), less the reserve kept for the privileged uid unless privileged,
+ * and what is kept for minimums other than own. */
 static int check_global(const struct snap_store *s, uint64_t len, uint64_t take_reserved,
-                        bool privileged)
+                        bool privileged, const struct snap_keep *own)
 {
         uint64_t keep = privileged ? 0 : s->cfg.reserve_objects;
 
         if (s->objects + keep >= s->cfg.max_objects || s->objects >= s->cfg.max_objects)
                 return -ENOSPC;
-        if (len > room_for(s, privileged, take_reserved))
+        if (len > room_for(s, privileged, take_reserved, own))
                 return -ENOSPC;
         return 0;
 }
@@ -364,20 +386,41 @@ static int check_space(const struct snap_store *s, uint64_t len, uint64_t take_r
 
         if (!unlimited && (r = check_quota(s, len, uid)) < 0)
                 return r;
-        return check_global(s, len, take_reserved, uid == s->cfg.privileged_uid);
+        return check_global(s, len, take_reserved, uid == s->cfg.privileged_uid, NULL);
 }
 
-int snap_store_reserve_as(struct snap_store *s, uint32_t uid, uint64_t bytes)
+/* k's use grows (add) or shrinks by bytes, and what is kept for it with it. Lock held. */
+static void keep_use(struct snap_store *s, struct snap_keep *k, bool add, uint64_t bytes)
+{
+        if (!k)
+                return;
+        s->kept -= unused(k);
+        if (add)
+                k->used += bytes;
+        else
+                k->used -= bytes < k->used ? bytes : k->used;
+        s->kept += unused(k);
+}
+
+int snap_store_reserve_kept(struct snap_store *s, uint32_t uid, struct snap_keep *k,
+                            uint64_t bytes)
 {
         int r = 0;
 
         pthread_mutex_lock(&s->lock);
-        if (bytes > room_for(s, uid == s->cfg.privileged_uid, 0))
+        if (bytes > room_for(s, uid == s->cfg.privileged_uid, 0, k)) {
                 r = -ENOSPC;
-        else
+        } else {
                 s->reserved += bytes;
+                keep_use(s, k, true, bytes);
+        }
         pthread_mutex_unlock(&s->lock);
         return r;
+}
+
+int snap_store_reserve_as(struct snap_store *s, uint32_t uid, uint64_t bytes)
+{
+        return snap_store_reserve_kept(s, uid, NULL, bytes);
 }
 
 int snap_store_reserve(struct snap_store *s, uint64_t bytes)
@@ -385,13 +428,99 @@ int snap_store_reserve(struct snap_store *s, uint64_t bytes)
         return snap_store_reserve_as(s, s->cfg.privileged_uid, bytes);
 }
 
-void snap_store_unreserve(struct snap_store *s, uint64_t bytes)
+void snap_store_unreserve_kept(struct snap_store *s, struct snap_keep *k, uint64_t bytes)
 {
         pthread_mutex_lock(&s->lock);
         /* Clamped: returning more than is reserved must not wrap the counter and with it the
          * byte limit. */
         s->reserved -= bytes < s->reserved ? bytes : s->reserved;
+        keep_use(s, k, false, bytes);
         pthread_mutex_unlock(&s->lock);
+}
+
+void snap_store_unreserve(struct snap_store *s, uint64_t bytes)
+{
+        snap_store_unreserve_kept(s, NULL, bytes);
+}
+
+int snap_store_keep_new(struct snap_store *s, uint64_t min_bytes, bool restored,
+                        struct snap_keep **out)
+{
+        struct snap_keep *k;
+        int r = 0;
+
+        *out = NULL;
+        if (!min_bytes)
+                return 0;
+        k = calloc(1, sizeof(*k));
+        if (!k)
+                return -ENOMEM;
+        k->min_bytes = min_bytes;
+        pthread_mutex_lock(&s->lock);
+        /* A minimum restored at a start was guaranteed when it was made: kept again as it
+         * was, even where what is held now leaves less free. */
+        if (!restored && (s->minimums + s->cfg.reserve_bytes > s->cfg.max_bytes ||
+                          min_bytes > s->cfg.max_bytes - s->minimums - s->cfg.reserve_bytes ||
+                          min_bytes > room_for(s, false, 0, NULL)))
+                r = -ENOSPC;
+        if (r == 0) {
+                k->next = s->keeps;
+                s->keeps = k;
+                s->minimums += min_bytes;
+                s->kept += unused(k);
+        }
+        pthread_mutex_unlock(&s->lock);
+        if (r == 0)
+                *out = k;
+        else
+                free(k);
+        return r;
+}
+
+void snap_store_keep_end(struct snap_store *s, struct snap_keep *k)
+{
+        if (!k)
+                return;
+        pthread_mutex_lock(&s->lock);
+        s->kept -= unused(k);
+        s->minimums -= k->min_bytes;
+        k->min_bytes = 0;
+        pthread_mutex_unlock(&s->lock);
+}
+
+void snap_store_keep_free(struct snap_store *s, struct snap_keep *k)
+{
+        if (!k)
+                return;
+        pthread_mutex_lock(&s->lock);
+        for (struct snap_keep **pp = &s->keeps; *pp; pp = &(*pp)->next)
+                if (*pp == k) {
+                        *pp = k->next;
+                        s->minimums -= k->min_bytes;
+                        s->kept -= unused(k);
+                        break;
+                }
+        pthread_mutex_unlock(&s->lock);
+        free(k);
+}
+
+void snap_store_keep_use(struct snap_store *s, struct snap_keep *k, bool add, uint64_t bytes)
+{
+        if (!k)
+                return;
+        pthread_mutex_lock(&s->lock);
+        keep_use(s, k, add, bytes);
+        pthread_mutex_unlock(&s->lock);
+}
+
+uint64_t snap_store_kept_from(struct snap_store *s, const struct snap_keep *own)
+{
+        uint64_t kept;
+
+        pthread_mutex_lock(&s->lock);
+        kept = s->kept - unused(own);
+        pthread_mutex_unlock(&s->lock);
+        return kept;
 }
 
 /* The indexed object for d with a reference taken, or NULL. Lock held. */
@@ -418,7 +547,7 @@ static int put_space(const struct snap_store *s, const struct snap_put *p)
         if (p->claim)
                 return 0;
         if (p->unheld)
-                return check_global(s, p->len, take, false);
+                return check_global(s, p->len, take, false, NULL);
         return check_space(s, p->len, take, p->publisher_uid, p->unlimited);
 }
 
@@ -482,8 +611,8 @@ static int make_room_for_holders(struct snap_store *s, size_t n)
 }
 
 /* A claim of len bytes, charged to uid unless unheld. */
-static int claim(struct snap_store *s, uint32_t uid, bool unheld, uint64_t len,
-                 uint64_t reserved, struct snap_claim *c)
+static int claim(struct snap_store *s, uint32_t uid, bool unheld, const struct snap_keep *k,
+                 uint64_t len, uint64_t reserved, struct snap_claim *c)
 {
         uint64_t take;
         int r;
@@ -493,7 +622,7 @@ static int claim(struct snap_store *s, uint32_t uid, bool unheld, uint64_t len,
                 return -EFBIG;
         pthread_mutex_lock(&s->lock);
         take = reservation_taken(s, reserved);
-        r = unheld ? check_global(s, len, take, false) : check_space(s, len, take, uid, false);
+        r = unheld ? check_global(s, len, take, false, k) : check_space(s, len, take, uid, false);
         if (r == 0)
                 r = make_room(s);
         if (r == 0) {
@@ -512,13 +641,19 @@ static int claim(struct snap_store *s, uint32_t uid, bool unheld, uint64_t len,
 int snap_store_claim(struct snap_store *s, uint32_t uid, uint64_t len, uint64_t reserved,
                      struct snap_claim *c)
 {
-        return claim(s, uid, false, len, reserved, c);
+        return claim(s, uid, false, NULL, len, reserved, c);
 }
 
 int snap_store_claim_unheld(struct snap_store *s, uint64_t len, uint64_t reserved,
                             struct snap_claim *c)
 {
-        return claim(s, 0, true, len, reserved, c);
+        return claim(s, 0, true, NULL, len, reserved, c);
+}
+
+int snap_store_claim_kept(struct snap_store *s, const struct snap_keep *k, uint64_t len,
+                          uint64_t reserved, struct snap_claim *c)
+{
+        return claim(s, 0, true, k, len, reserved, c);
 }
 
 void snap_store_unclaim(struct snap_store *s, struct snap_claim *c)
@@ -1131,5 +1266,7 @@ void snap_store_get_stats(struct snap_store *s, struct snap_store_stats *st)
         st->indexed = s->indexed;
         st->next_ino = s->next_ino;
         st->seq = s->seq;
+        st->minimums = s->minimums;
+        st->kept = s->kept;
         pthread_mutex_unlock(&s->lock);
 }

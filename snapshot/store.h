@@ -121,6 +121,8 @@ struct snap_store_stats {
         uint64_t indexed;  /* objects a digest lookup finds */
         uint64_t next_ino;
         uint64_t seq;      /* objects indexed so far: the seq of the latest */
+        uint64_t minimums; /* claimants' guaranteed minimums (snap_store_keep_new), summed */
+        uint64_t kept;     /* the part of them not used yet: kept from everybody else */
 };
 
 /* 0 and a new empty store, or -EINVAL (a zero limit) / -ENOMEM. */
@@ -140,6 +142,34 @@ int snap_store_reserve(struct snap_store *s, uint64_t bytes);
 int snap_store_reserve_as(struct snap_store *s, uint32_t uid, uint64_t bytes);
 void snap_store_unreserve(struct snap_store *s, uint64_t bytes);
 
+/* A claimant's guaranteed minimum (a scope's min_bytes): the part of it the claimant does not
+ * use yet is kept from every other claimant but the privileged uid, as reserve_bytes is kept
+ * for the privileged uid; the claimant itself may use it. What counts as its use is what it
+ * says: the bytes it reserves through snap_store_reserve_kept, and what it adds or takes away
+ * with snap_store_keep_use. */
+struct snap_keep;
+/* 0 and *out (NULL for a min_bytes of 0: nothing kept), or -ENOSPC: the minimums and
+ * reserve_bytes together would pass max_bytes, or min_bytes is more than is free now for a
+ * claimant that is not privileged (unless restored: a minimum kept before a restart is
+ * kept again as it was), or -ENOMEM. */
+int snap_store_keep_new(struct snap_store *s, uint64_t min_bytes, bool restored,
+                        struct snap_keep **out);
+/* Nothing kept for k from now on (its scope deleted while what it holds lingers): k stays
+ * valid, its use still counted, until snap_store_keep_free. NULL is fine. */
+void snap_store_keep_end(struct snap_store *s, struct snap_keep *k);
+/* Nothing kept for k any more; frees it. NULL is fine. */
+void snap_store_keep_free(struct snap_store *s, struct snap_keep *k);
+/* k's use grew (add) or shrank by bytes. NULL k: nothing. */
+void snap_store_keep_use(struct snap_store *s, struct snap_keep *k, bool add, uint64_t bytes);
+/* What is kept from own (NULL: a claimant with no minimum) for other claimants' minimums. */
+uint64_t snap_store_kept_from(struct snap_store *s, const struct snap_keep *own);
+/* snap_store_reserve_as for the claimant k (NULL: none), the bytes counted in its use: past
+ * the room less what is kept for other minimums, -ENOSPC. */
+int snap_store_reserve_kept(struct snap_store *s, uint32_t uid, struct snap_keep *k,
+                            uint64_t bytes);
+/* snap_store_unreserve, the bytes taken out of k's use. */
+void snap_store_unreserve_kept(struct snap_store *s, struct snap_keep *k, uint64_t bytes);
+
 /* Store content. Returns 0 for a new object (the caller holds one reference; p->owned,
  * p->reserved and p->claim are taken over), 1 when the same content is already indexed (a
  * reference to that object is taken; nothing of p is taken over), or -EFBIG (len >
@@ -156,10 +186,13 @@ int snap_store_put(struct snap_store *s, const struct snap_put *p, struct snap_o
 int snap_store_claim(struct snap_store *s, uint32_t uid, uint64_t len, uint64_t reserved,
                      struct snap_claim *claim);
 /* The same for an object no uid will hold (published in a scope, whose own limits the caller
- * decided): only the global limits, and the reserve kept for the privileged uid, which a
- * scope never uses; charged to nobody. */
+ * decided): only the global limits, the reserve kept for the privileged uid, which a scope
+ * never uses, and every minimum kept (snap_store_keep_new); charged to nobody. */
 int snap_store_claim_unheld(struct snap_store *s, uint64_t len, uint64_t reserved,
                             struct snap_claim *claim);
+/* The same for the claimant k (a scope): k's own unused minimum is not kept from it. */
+int snap_store_claim_kept(struct snap_store *s, const struct snap_keep *k, uint64_t len,
+                          uint64_t reserved, struct snap_claim *claim);
 /* Gives a claim back (its reservation too); nothing for a claim already taken over. */
 void snap_store_unclaim(struct snap_store *s, struct snap_claim *claim);
 

@@ -140,7 +140,7 @@ static int limit_field(json_object *o, const char *key, bool size, uint64_t *out
 static int parse_limits(json_object *req, struct sfs_scope_limits *l, struct bad *b)
 {
         static const char *const keys[] = { "max_snapshots", "max_bytes", "max_staging",
-                                            "max_staging_bytes", NULL };
+                                            "max_staging_bytes", "min_bytes", NULL };
         json_object *o;
         int r;
 
@@ -153,7 +153,8 @@ static int parse_limits(json_object *req, struct sfs_scope_limits *l, struct bad
             (r = limit_field(o, "max_snapshots", false, &l->max_snapshots, b)) < 0 ||
             (r = limit_field(o, "max_bytes", true, &l->max_bytes, b)) < 0 ||
             (r = limit_field(o, "max_staging", false, &l->max_staging, b)) < 0 ||
-            (r = limit_field(o, "max_staging_bytes", true, &l->max_staging_bytes, b)) < 0)
+            (r = limit_field(o, "max_staging_bytes", true, &l->max_staging_bytes, b)) < 0 ||
+            (r = limit_field(o, "min_bytes", true, &l->min_bytes, b)) < 0)
                 return r;
         if (l->max_staging > UINT32_MAX)
                 return refuse(b, EINVAL, "limits.max_staging is out of range");

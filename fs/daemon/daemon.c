@@ -7,6 +7,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
+#include <malloc.h>
 #include <poll.h>
 #include <pthread.h>
 #include <signal.h>
@@ -1005,10 +1006,24 @@ static int daemon_prepare(struct daemon *d)
         return daemon_prepare_tree(d);
 }
 
+/* Content buffers (a staging file's, a put's, the store's copy before passthrough adopts it
+ * into a memory file) are mapped by malloc and unmapped when freed, whatever their size:
+ * glibc otherwise raises its mmap threshold to each mapped block freed (up to 32 MiB), so
+ * after the first publish every later buffer comes from the heap, and freed (zeroed, so
+ * touched) it stays in the daemon's RSS: 75 MiB after five 10 MiB publishes whose content
+ * lives in memory files. A fixed threshold keeps the dynamic one off, and so the trim
+ * threshold at its default too. A build whose allocator is not glibc's (ASan) ignores it. */
+static void content_buffers_mapped(void)
+{
+        (void)mallopt(M_MMAP_THRESHOLD, 128 * 1024);
+}
+
 /* The inode numbers, the tree and what --store serves again: 0, or an SFS_EXIT_* code. */
 static int daemon_prepare_tree(struct daemon *d)
 {
         int r;
+
+        content_buffers_mapped();
 
         if (!d->inostate && (r = sfs_inostate_open(-1, &d->inostate)) < 0) {
                 LOG("%s\n", strerror(-r));

@@ -440,19 +440,6 @@ void sfs_pt_conn_gone(struct sfs_conn *c, bool close_ids)
         pthread_mutex_unlock(&lock);
 }
 
-uint64_t sfs_pt_backing_files(void)
-{
-        uint64_t n = 0;
-
-        pthread_mutex_lock(&lock);
-        for (size_t i = 0; i < BUCKETS; i++)
-                for (struct entry *e = table[i]; e; e = e->next)
-                        for (struct reg *g = e->regs; g; g = g->next)
-                                n += g->id != 0;
-        pthread_mutex_unlock(&lock);
-        return n;
-}
-
 /* ---- OPEN replies ---- */
 
 void sfs_pt_next_open(uint32_t id)

@@ -62,5 +62,3 @@ void sfs_pt_patch_open(void *open_out, size_t len);
 
 /* "passthrough", or "read" with why in *why (a static string). */
 const char *sfs_pt_mode(const char **why);
-/* Backing files registered now (each snapshot once per connection). */
-uint64_t sfs_pt_backing_files(void);

@@ -600,18 +600,38 @@ static int scope_room(struct sfs_registry *r, struct sfs_msg *m)
                    max_scopes(r), held, list);
 }
 
-/* A new scope's tree. */
-static int new_tree(struct sfs_registry *r, struct scope *s)
+/* A new scope's tree (restored: from its file, at a start). */
+static int new_tree(struct sfs_registry *r, struct scope *s, bool restored)
 {
         const struct sfs_scope_spec spec = {
                 .name = s->file.name,
                 .users = s->file.users,
                 .publish = s->file.publish,
                 .limits = s->file.limits,
+                .restored = restored,
                 .save = r->cfg.scope_store ? save_hook : NULL,
                 .save_ctx = s,
         };
         return sfs_tree_new_scope(r->cfg.main, &spec, &s->tree);
+}
+
+/* Why a new scope's tree was refused, into m: a minimum the daemon cannot guarantee names
+ * the numbers it was measured against. */
+static void new_tree_refused(struct sfs_registry *r, const struct scope *s, int rr,
+                             struct sfs_msg *m)
+{
+        struct sfs_scope_room room;
+
+        if (rr != -ENOSPC || !s->file.limits.min_bytes) {
+                msg(m, -rr, "the scope's limits: %s", strerror(-rr));
+                return;
+        }
+        sfs_scope_get_room(r->cfg.main, &room);
+        msg(m, ENOSPC, "limits.min_bytes %" PRIu64 " cannot be guaranteed: of this daemon's "
+            "--max-bytes (%" PRIu64 "), %" PRIu64 " are the owner's reserve and %" PRIu64
+            " other scopes' minimums, and %" PRIu64 " are free for a scope now: ask for less, "
+            "or free room first", s->file.limits.min_bytes, room.max_bytes, room.reserve_bytes,
+            room.minimums, room.free);
 }
 
 /* A scope's limits, those asked or the defaults, into *l, each at most the daemon's own: a
@@ -650,6 +670,11 @@ static int scope_limits(struct sfs_registry *r, const struct sfs_scope_limits *a
                         return msg(m, EINVAL, "limits.%s %" PRIu64 " is above this daemon's %s "
                                    "(%" PRIu64 "): ask for at most that", v[i].name, v[i].value,
                                    v[i].option, v[i].max);
+        /* A minimum past the scope's own limit would keep room nobody may use. */
+        if (l->min_bytes > l->max_bytes)
+                return msg(m, EINVAL, "limits.min_bytes %" PRIu64 " is above the scope's "
+                           "max_bytes (%" PRIu64 "): ask for at most that", l->min_bytes,
+                           l->max_bytes);
         return 0;
 }
 
@@ -758,8 +783,8 @@ int sfs_registry_create(struct sfs_registry *r, const struct sfs_caller *c,
                          find_view(r, s->file.view)->file.name);
         else if ((rr = scope_room(r, m)) == 0 && (rr = room(r)) < 0)
                 msg(m, ENOMEM, "out of memory");
-        if (rr == 0 && (rr = new_tree(r, s)) < 0)
-                msg(m, -rr, "the scope's limits: %s", strerror(-rr));
+        if (rr == 0 && (rr = new_tree(r, s, false)) < 0)
+                new_tree_refused(r, s, rr, m);
         if (rr == 0 && req->until_pid) {
                 const char *why = NULL;
                 rr = sfs_pid_tie(req->until_pid, &pidfd, &s->file.until_start, &why);
@@ -1101,7 +1126,7 @@ static int scope_of_file(struct sfs_registry *r, struct sfs_scopefile *f, struct
         s->allow_other = needs_allow_other(&s->file.users, r->cfg.uid);
         rr = find(r, s->file.name) || find_view(r, s->file.view) ? -EINVAL : room(r);
         if (rr == 0)
-                rr = new_tree(r, s);
+                rr = new_tree(r, s, true);
         if (rr < 0) {
                 scope_free(s);
                 return rr;

@@ -20,17 +20,21 @@
 #include "common/util.h"
 
 /* The limits, one row each: their keys in the file and in the replies, and their ranges (a
- * staging count is an unsigned of the tree's; the rest leave room to add two). */
+ * staging count is an unsigned of the tree's; the rest leave room to add two). A maximum is
+ * needed and at least 1 (a scope without one is no scope: sfs_tree_new_scope); a minimum may
+ * be absent, from a file written before scopes had it: 0. */
 static const struct {
         const char *key;
         size_t off;
         uint64_t max;
+        bool minimum;
 } limit_fields[] = {
         { "max_snapshots", offsetof(struct sfs_scope_limits, max_snapshots), UINT64_MAX >> 1 },
         { "max_bytes", offsetof(struct sfs_scope_limits, max_bytes), UINT64_MAX >> 1 },
         { "max_staging", offsetof(struct sfs_scope_limits, max_staging), UINT32_MAX },
         { "max_staging_bytes", offsetof(struct sfs_scope_limits, max_staging_bytes),
           UINT64_MAX >> 1 },
+        { "min_bytes", offsetof(struct sfs_scope_limits, min_bytes), UINT64_MAX >> 1, true },
 };
 
 static uint64_t *limit_at(struct sfs_scope_limits *l, size_t i)
@@ -136,10 +140,12 @@ static json_object *file_json(const struct sfs_scopefile *f)
             json_add(doc, "publish", json_object_new_boolean(f->publish)) < 0 ||
             json_add(doc, "limits", sfs_scopefile_limits_json(&f->limits)) < 0 ||
             json_add(doc, "next_ino", json_object_new_uint64(f->grants.next_ino)) < 0 ||
-            json_add(doc, "grants", json_list(f->grants.grants, f->grants.n_grants,
-                                              sizeof(*f->grants.grants), grant_json)) < 0 ||
-            json_add(doc, "entries", json_list(f->grants.entries, f->grants.n_entries,
-                                               sizeof(*f->grants.entries), entry_json)) < 0) {
+            json_add(doc, "grants",
+                     json_list(f->grants.grants, f->grants.n_grants, sizeof(*f->grants.grants),
+                               grant_json)) < 0 ||
+            json_add(doc, "entries",
+                     json_list(f->grants.entries, f->grants.n_entries, sizeof(*f->grants.entries),
+                               entry_json)) < 0) {
                 json_object_put(doc);
                 return NULL;
         }
@@ -296,8 +302,7 @@ static int decode_list(json_object *doc, const char *key, size_t size, void **ou
         return 0;
 }
 
-/* "limits": every one there, at least 1 (a scope without one is no scope: sfs_tree_new_scope)
- * and within its range. */
+/* "limits": each within its range; each maximum there and at least 1. */
 static int decode_limits(json_object *doc, struct sfs_scope_limits *l, char *why, size_t n)
 {
         json_object *o = NULL;
@@ -306,9 +311,9 @@ static int decode_limits(json_object *doc, struct sfs_scope_limits *l, char *why
 
         for (size_t i = 0; r == 0 && i < ARRAY_SIZE(limit_fields); i++) {
                 const char *key = limit_fields[i].key;
-                r = required(json_field_uint(o, key, limit_fields[i].max, limit_at(l, i), why, n),
-                             key, why, n);
-                if (r == 0 && *limit_at(l, i) == 0) {
+                r = json_field_uint(o, key, limit_fields[i].max, limit_at(l, i), why, n);
+                r = limit_fields[i].minimum ? optional(r) : required(r, key, why, n);
+                if (r == 0 && !limit_fields[i].minimum && *limit_at(l, i) == 0) {
                         say(why, n, key, "is out of range");
                         return -EINVAL;
                 }

@@ -288,7 +288,8 @@ int sfs_tree_statfs(struct sfs_tree *t, const struct sfs_caller *c, struct statv
         /* df as the caller sees it: what it may still publish, not what the mount has. */
         if (c->uid != t->cfg.owner_uid) {
                 snap_store_get_usage(t->store, (uint32_t)c->uid, &u);
-                avail_bytes = min64(sub0(free_bytes, t->reserve_bytes),
+                /* Less the owner's reserve and what is kept for scopes' minimums. */
+                avail_bytes = min64(sub0(free_bytes, t->reserve_bytes + s.kept),
                                     sub0(t->cfg.max_uid_bytes, u.bytes));
                 avail_files = min64(sub0(free_files, t->reserve_objects),
                                     sub0(t->cfg.max_uid_snapshots, u.objects));

@@ -51,7 +51,8 @@ int sfs_tree_new_scope(struct sfs_tree *main, const struct sfs_scope_spec *spec,
 
         if (!spec->name || !snap_name_valid(spec->name) || !spec->limits.max_snapshots ||
             !spec->limits.max_bytes || !spec->limits.max_staging ||
-            !spec->limits.max_staging_bytes || spec->limits.max_staging > UINT32_MAX)
+            !spec->limits.max_staging_bytes || spec->limits.max_staging > UINT32_MAX ||
+            spec->limits.min_bytes > spec->limits.max_bytes)
                 return -EINVAL;
         t = calloc(1, sizeof(*t));
         if (!t)
@@ -89,7 +90,10 @@ int sfs_tree_new_scope(struct sfs_tree *main, const struct sfs_scope_spec *spec,
         t->scope->main = main;
         t->reserve_objects = main->reserve_objects;
         t->reserve_bytes = main->reserve_bytes;
-        r = sfs_tree_init_common(t);
+        r = snap_store_keep_new(t->store, spec->limits.min_bytes, spec->restored,
+                                &t->budget.keep);
+        if (r == 0 && (r = sfs_tree_init_common(t)) < 0)
+                snap_store_keep_free(t->store, t->budget.keep);
         if (r < 0) {
                 free(t->scope);
                 free(t);
@@ -97,6 +101,22 @@ int sfs_tree_new_scope(struct sfs_tree *main, const struct sfs_scope_spec *spec,
         }
         *out = t;
         return 0;
+}
+
+void sfs_scope_get_room(struct sfs_tree *main, struct sfs_scope_room *out)
+{
+        struct snap_store_stats st;
+        uint64_t held, keep;
+
+        snap_store_get_stats(main->store, &st);
+        held = st.bytes + st.reserved;
+        keep = main->reserve_bytes + st.kept;
+        *out = (struct sfs_scope_room){
+                .max_bytes = main->cfg.max_bytes,
+                .reserve_bytes = main->reserve_bytes,
+                .minimums = st.minimums,
+                .free = main->cfg.max_bytes > held + keep ? main->cfg.max_bytes - held - keep : 0,
+        };
 }
 
 void sfs_scope_set_max_grants(struct sfs_tree *t, size_t max)
@@ -110,6 +130,8 @@ void sfs_scope_disarm(struct sfs_tree *t)
 {
         tree_lock(t);
         t->cfg.read_only = true;
+        /* Its minimum is kept for nobody now: what its view still holds open counts as used. */
+        snap_store_keep_end(t->store, t->budget.keep);
         t->scope->save = NULL;
         t->scope->save_ctx = NULL;
         tree_unlock(t);
@@ -381,8 +403,7 @@ static void uncount(struct sfs_tree *t, struct sfs_grant *gr)
                 n->held_in_usage = true;
                 return;
         }
-        t->scope->used_snapshots--;
-        t->scope->used_bytes -= gr->obj->size;
+        sfs_scope_count(t, false, gr->obj->size);
 }
 
 /* Takes gr out of the view: its name goes stale, its node is revoked (descriptors open on it
@@ -533,8 +554,7 @@ static void set_target(struct sfs_tree *t, const struct sfs_scope_op *op, struct
                         gr->ino = op->ino ? op->ino : t->scope->next_ino++;
                         gr->uid = op->uid;
                         gr->created = op->created;
-                        t->scope->used_snapshots++;
-                        t->scope->used_bytes += obj->size;
+                        sfs_scope_count(t, true, obj->size);
                 } else {
                         gr->ino = op->ino ? op->ino : t->scope->next_ino++;
                         gr->uid = (uint32_t)t->cfg.owner_uid;
@@ -706,8 +726,7 @@ static int restore_grant(struct sfs_tree *t, const struct sfs_grant_record *rec,
         gr->uid = rec->uid;
         gr->created = rec->created;
         if (gr->published) {
-                t->scope->used_snapshots++;
-                t->scope->used_bytes += obj->size;
+                sfs_scope_count(t, true, obj->size);
         }
         sfs_grants_insert(&t->scope->grants, gr);
         return 0;

@@ -28,6 +28,10 @@ struct sfs_scope_limits {
         uint64_t max_bytes;         /* their bytes */
         uint64_t max_staging;       /* staging files in the scope */
         uint64_t max_staging_bytes; /* their bytes */
+        /* Bytes guaranteed to the scope, at most max_bytes: what it does not use of them yet
+         * (published, unlinked but open, staged) is kept from every other scope and the main
+         * mount's uids but the owner. 0: none, the scope shares what is free. */
+        uint64_t min_bytes;
 };
 
 /* How a scope's tree is made. */
@@ -35,7 +39,9 @@ struct sfs_scope_spec {
         const char *name;           /* snap_name_valid */
         struct sfs_scope_users users;
         bool publish;               /* its view has .staging/ */
-        struct sfs_scope_limits limits; /* every one set */
+        struct sfs_scope_limits limits; /* every one set (min_bytes may be 0) */
+        bool restored;              /* brought back at a start: its minimum is kept again as
+                                       it was, whatever is free now */
         /* Persists a change before it is made (NULL: nothing to persist): called without the
          * tree's lock, with the store's (fs/store/ocistore.h) held when there is one; 0, or an
          * errno that refuses the change. */
@@ -67,13 +73,14 @@ struct sfs_scope_op {
 /* The defaults of a scope that names no limits: what one uid may hold on the main mount. */
 void sfs_scope_default_limits(struct sfs_tree *main, struct sfs_scope_limits *out);
 
-/* A new, empty scope tree over main's store: 0 and *out, or -EINVAL (a bad name or a zero
- * limit), -ENOMEM. Free it with sfs_tree_free, once its session is gone and after
+/* A new, empty scope tree over main's store: 0 and *out, or -EINVAL (a bad name, a zero
+ * limit, min_bytes above max_bytes), -ENOSPC (a minimum the daemon cannot guarantee:
+ * snap_store_keep_new), -ENOMEM. Free it with sfs_tree_free, once its session is gone and after
  * sfs_scope_revoke_all (what it still grants then is dropped without collecting). */
 int sfs_tree_new_scope(struct sfs_tree *main, const struct sfs_scope_spec *spec,
                        struct sfs_tree **out);
-/* A scope deleted: its view takes no more publishes (EACCES) and nothing it does is
- * persisted any more, while its session serves what is open. */
+/* A scope deleted: its view takes no more publishes (EACCES), nothing it does is persisted
+ * any more and its minimum is kept no more, while its session serves what is open. */
 void sfs_scope_disarm(struct sfs_tree *t);
 
 /* The view's next inode number, taken (never handed out again): what a grant that adds a
@@ -167,6 +174,14 @@ struct sfs_scope_usage {
         uint64_t grants; /* plain grants and entries */
 };
 void sfs_scope_get_usage(struct sfs_tree *t, struct sfs_scope_usage *u);
+
+/* What a new scope's minimum is measured against: the daemon's --max-bytes, the owner's
+ * reserve, the scopes' minimums together, and what is free now for anyone but the owner
+ * (less the reserve and what is kept for minimums). */
+struct sfs_scope_room {
+        uint64_t max_bytes, reserve_bytes, minimums, free;
+};
+void sfs_scope_get_room(struct sfs_tree *main, struct sfs_scope_room *out);
 
 /* Brings back a scope's grants from its file at start (what sfs_scope_get_grants gave, each
  * grant under the inode number it had, the view's counter past g->next_ino and every one):

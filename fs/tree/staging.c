@@ -74,7 +74,7 @@ static void uid_uncharge(struct sfs_staging *stg, uint64_t delta)
 /* Gives n staged bytes back to the tree and to the owner. */
 static void give_back(struct sfs_staging *stg, uint64_t n)
 {
-        snap_store_unreserve(stg->budget->store, n);
+        snap_store_unreserve_kept(stg->budget->store, stg->budget->keep, n);
         uid_uncharge(stg, n);
 }
 
@@ -105,6 +105,8 @@ void sfs_staging_handed_over_locked(struct sfs_staging *stg)
 {
         assert(mutex_held(&stg->lock));
         uid_uncharge(stg, stg->len);
+        /* Staged no more: what the scope now holds is counted by its grant. */
+        snap_store_keep_use(stg->budget->store, stg->budget->keep, false, stg->len);
         stg->buf = NULL;
         stg->len = stg->cap = 0;
 }
@@ -184,7 +186,7 @@ static int grow(struct sfs_staging *stg, uint64_t len)
         r = uid_charge(stg, len - stg->len);
         if (r < 0)
                 return r;
-        r = snap_store_reserve_as(b->store, (uint32_t)stg->owner, len - stg->len);
+        r = snap_store_reserve_kept(b->store, (uint32_t)stg->owner, b->keep, len - stg->len);
         if (r < 0) {
                 uid_uncharge(stg, len - stg->len);
                 return r;
@@ -318,6 +320,8 @@ void sfs_staging_fit_locked(struct sfs_staging *stg)
 
 void sfs_staging_note_refusal_locked(struct sfs_staging *stg, int err)
 {
+        uint64_t kept;
+
         /* The client of the file's owner reads this after its request failed (the file is
          * invisible to every other uid), so it can say which limit refused it and the option
          * that changes it: the errno alone does not. */
@@ -328,6 +332,11 @@ void sfs_staging_note_refusal_locked(struct sfs_staging *stg, int err)
                 snprintf(stg->refusal, sizeof(stg->refusal),
                          "staging-bytes max-staging-bytes=%llu",
                          (unsigned long long)stg->budget->max_uid_bytes);
+        else if (err == -ENOSPC && (kept = snap_store_kept_from(stg->budget->store,
+                                                                stg->budget->keep)) > 0)
+                /* Not full: the rest is kept for other scopes' minimums. */
+                snprintf(stg->refusal, sizeof(stg->refusal), "reserved kept=%llu",
+                         (unsigned long long)kept);
         else if (err == -ENOSPC)
                 snprintf(stg->refusal, sizeof(stg->refusal), "full");
 }

@@ -27,6 +27,7 @@ struct sfs_staging_budget {
         struct snap_store *store; /* the tree's byte limit (reserve/unreserve) */
         uint64_t max_size;        /* one file: the snapshot size limit */
         uint64_t max_uid_bytes;   /* all staging files of one uid together */
+        struct snap_keep *keep;   /* a scope's minimum, counting the staged bytes; or NULL */
 };
 
 /* Fields below lock are read and changed with lock held. */
@@ -99,7 +100,8 @@ int sfs_staging_digest(struct sfs_staging *stg, struct snap_digest *out);
 void sfs_staging_fit_locked(struct sfs_staging *stg);
 /* Records why a write or truncation was refused with err, in the words a client shows:
  * "too-big max-snapshot-size=N" (EFBIG), "staging-bytes max-staging-bytes=N" (EDQUOT),
- * "full" (ENOSPC: the tree's byte limit); any other err records nothing. */
+ * "full" (ENOSPC: the tree's byte limit), "reserved kept=N" (ENOSPC while N bytes are kept
+ * for other scopes' minimums); any other err records nothing. */
 void sfs_staging_note_refusal_locked(struct sfs_staging *stg, int err);
 /* The refusal of a publish that --store could not write: its filesystem is full (a disk, not
  * a limit of the daemon's). */

@@ -294,6 +294,15 @@ int sfs_control_read(struct sfs_tree *t, struct sfs_handle *h, size_t size, off_
 
 /* ---- a scope's grants in tree.c, t->lock held ---- */
 
+/* One snapshot of size bytes more (add) or less in the scope's usage, and in what the store
+ * keeps for its minimum: what counts toward the scope's limits counts toward it too. */
+static inline void sfs_scope_count(struct sfs_tree *t, bool add, uint64_t size)
+{
+        t->scope->used_snapshots += add ? 1 : (uint64_t)-1;
+        t->scope->used_bytes += add ? size : (uint64_t)0 - size;
+        snap_store_keep_use(t->store, t->budget.keep, add, size);
+}
+
 /* Frees a scope tree's own state: each grant's references dropped (no collection: the scope
  * was revoked already, or the daemon is stopping). */
 void sfs_scope_state_free(struct sfs_tree *t);

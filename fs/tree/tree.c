@@ -127,12 +127,11 @@ void sfs_ctl_free(struct sfs_ctl *ctl)
 
 int sfs_tree_init_common(struct sfs_tree *t)
 {
-        /* Staged bytes counted against the tree's own limits (a scope's, in a scope's). */
-        t->budget = (struct sfs_staging_budget){
-                .store = t->store,
-                .max_size = t->cfg.max_snapshot_size,
-                .max_uid_bytes = t->cfg.max_staging_bytes,
-        };
+        /* Staged bytes counted against the tree's own limits (a scope's, in a scope's; its
+         * minimum's keep, budget.keep, is the scope's to set). */
+        t->budget.store = t->store;
+        t->budget.max_size = t->cfg.max_snapshot_size;
+        t->budget.max_uid_bytes = t->cfg.max_staging_bytes;
         if (sfs_idmap_init(&t->ids_nodes) < 0 || sfs_idmap_init(&t->ids_handles) < 0 ||
             sfs_idmap_init(&t->ids_dirs) < 0) {
                 sfs_idmap_free(&t->ids_nodes);
@@ -536,8 +535,7 @@ void sfs_handle_del(struct sfs_tree *t, struct sfs_handle *h)
         if (n->pins == 0 && n->held_in_usage && t->scope) {
                 /* The last descriptor of a snapshot its scope unpublished or revoked while
                  * open: its place in the scope's usage goes now (drop_grant kept it). */
-                t->scope->used_snapshots--;
-                t->scope->used_bytes -= n->obj->size;
+                sfs_scope_count(t, false, n->obj->size);
                 n->held_in_usage = false;
         }
         pthread_mutex_lock(&t->ids_lock);
@@ -583,43 +581,35 @@ void sfs_fill_attr(struct sfs_tree *t, struct sfs_node *n, struct stat *st)
         memset(st, 0, sizeof(*st));
         st->st_ino = n->ino;
         st->st_blksize = 128 * 1024;
+        /* The daemon's own nodes are the owner's, as of the root's last change; a snapshot
+         * and a staging file say their own below. */
+        st->st_uid = t->cfg.owner_uid;
+        st->st_gid = t->cfg.owner_gid;
+        st->st_atim = st->st_mtim = st->st_ctim = t->dir_mtime;
         switch (node_kind(n)) {
         case SFS_KIND_CONTROL:
                 /* The owner's alone; its size says nothing (every read reaches the daemon). */
                 st->st_mode = S_IFREG | 0600;
                 st->st_nlink = 1;
-                st->st_uid = t->cfg.owner_uid;
-                st->st_gid = t->cfg.owner_gid;
-                st->st_atim = st->st_mtim = st->st_ctim = t->dir_mtime;
                 break;
         case SFS_KIND_WATCH:
                 /* Empty; polled, never read for anything. Unlinked once its entry moved. */
                 st->st_mode = S_IFREG;
                 st->st_nlink = sfs_watch_moved(n->watch) ? 0 : 1;
-                st->st_uid = t->cfg.owner_uid;
-                st->st_gid = t->cfg.owner_gid;
-                st->st_atim = st->st_mtim = st->st_ctim = t->dir_mtime;
                 break;
         case SFS_KIND_ROOT:
                 st->st_mode = S_IFDIR | 0555;
                 st->st_nlink = t->cfg.read_only ? 2 : 3;
-                st->st_uid = t->cfg.owner_uid;
-                st->st_gid = t->cfg.owner_gid;
-                st->st_atim = st->st_mtim = st->st_ctim = t->dir_mtime;
                 break;
         case SFS_KIND_STAGING_DIR:
                 /* Sticky and world-writable like /tmp: every publisher writes here, and each
                  * sees only its own entries. The daemon, not these bits, enforces that. */
                 st->st_mode = S_IFDIR | 01777;
                 st->st_nlink = 2;
-                st->st_uid = t->cfg.owner_uid;
-                st->st_gid = t->cfg.owner_gid;
-                st->st_atim = st->st_mtim = st->st_ctim = t->dir_mtime;
                 break;
         case SFS_KIND_SNAPSHOT:
                 /* Mode 0000: no path-based access right exists; the daemon mediates all. */
                 st->st_mode = S_IFREG;
-                st->st_gid = t->cfg.owner_gid;
                 if (!n->obj) {
                         /* Collected: nothing left to show but that it is gone. */
                         st->st_uid = t->scope ? n->vuid : t->cfg.owner_uid;
@@ -746,6 +736,8 @@ void sfs_scope_state_free(struct sfs_tree *t)
                 snap_store_release(t->store, obj);
         }
         sfs_grants_free(g);
+        snap_store_keep_free(t->store, t->budget.keep);
+        t->budget.keep = NULL;
         free(t->scope);
         t->scope = NULL;
 }

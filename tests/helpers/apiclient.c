@@ -10,7 +10,7 @@
  *   apiclient describe [--owner UID] MNT BINDING
  *   apiclient scope-create [TRUST] [--uid UID]... [--gid GID] [--publish] [--until-pid PID]
  *             [--max-snapshots N] [--max-bytes N] [--max-staging N] [--max-staging-bytes N]
- *             MNT NAME VIEW
+ *             [--min-bytes N] MNT NAME VIEW
  *   apiclient scope-list [TRUST] MNT
  *   apiclient scope-show|scope-remove [TRUST] MNT NAME
  *   apiclient grant [TRUST] [--entry ENTRY] MNT SCOPE DIGEST|BINDING
@@ -210,6 +210,7 @@ static json_object *scope_json(const struct snapfs_scope *sc)
         json_object_object_add(limits, "max_staging", limit_json(sc->limits.max_staging));
         json_object_object_add(limits, "max_staging_bytes",
                                limit_json(sc->limits.max_staging_bytes));
+        json_object_object_add(limits, "min_bytes", limit_json(sc->min_bytes));
         json_object_object_add(use, "snapshots", json_object_new_uint64(sc->usage.snapshots));
         json_object_object_add(use, "bytes", json_object_new_uint64(sc->usage.bytes));
         json_object_object_add(use, "staging", json_object_new_uint64(sc->usage.staging));
@@ -327,6 +328,7 @@ static int cmd_abi(void)
         OFF(snapfs_scope_spec, n_uids);
         OFF(snapfs_scope_spec, until_pid);
         OFF(snapfs_scope_spec, limits);
+        OFF(snapfs_scope_spec, min_bytes);
         OFF(snapfs_scope_spec, reserved);
         SIZE(snapfs_scope);
         OFF(snapfs_scope, view);
@@ -336,6 +338,7 @@ static int cmd_abi(void)
         OFF(snapfs_scope, limits);
         OFF(snapfs_scope, usage);
         OFF(snapfs_scope, n_grants);
+        OFF(snapfs_scope, min_bytes);
         OFF(snapfs_scope, reserved);
         SIZE(snapfs_grant);
         OFF(snapfs_grant, size);
@@ -362,6 +365,7 @@ int main(int argc, char **argv)
                 { "max-bytes", required_argument, NULL, '2' },
                 { "max-staging", required_argument, NULL, '3' },
                 { "max-staging-bytes", required_argument, NULL, '4' },
+                { "min-bytes", required_argument, NULL, '5' },
                 { "entry", required_argument, NULL, 'e' },
                 { "sha256", required_argument, NULL, 's' },
                 { "name", required_argument, NULL, 'n' },
@@ -429,6 +433,9 @@ int main(int argc, char **argv)
                         break;
                 case '4':
                         spec.limits.max_staging_bytes = strtoull(optarg, NULL, 10);
+                        break;
+                case '5':
+                        spec.min_bytes = strtoull(optarg, NULL, 10);
                         break;
                 case 'e':
                         entry = optarg;

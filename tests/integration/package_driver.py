@@ -1,11 +1,13 @@
 # SPDX-License-Identifier: MIT
 """Runs inside a throwaway copy of this host booted with a real systemd (test_package.py
 boots it): installs the snapfs .deb with dpkg, uses what it installed as an operator and a
-client would, purges it, and writes what happened as one JSON object.
+client would, upgrades to the newer .deb while readers check every byte, purges it, and
+writes what happened as one JSON object.
 
 Usage (as the container's oneshot unit): python3 package_driver.py DIR OUT
 
-DIR holds the .deb, tests/pkgconfig/example.c and this file's helpers (systemd_driver.py);
+DIR holds the .deb, the newer one (DIR/newer), tests/pkgconfig/example.c and this file's
+helpers (systemd_driver.py, takeover_reader.py);
 UPPER (/snapfs-upper) is the root overlay's upper directory, where every file the container
 writes lands: its listing just before `dpkg -i` and just after `dpkg -P` goes to OUT, for the
 test to find what the package left. OUT/result.json gets one entry per step; a step that
@@ -18,8 +20,9 @@ import stat
 import sys
 import traceback
 
-from systemd_driver import (dead_fuse_mount, fstype, make_instance_conf, mountinfo, served, sh,
-                            show, snapfs_pids)
+from systemd_driver import (control, dead_fuse_mount, fstype, ident, main_pid, make_instance_conf,
+                            mountinfo, publish, reader_reports, readers_go_on, served, sh, show,
+                            snapfs_pids, start_reader, stop_readers)
 
 UPPER = "/snapfs-upper"
 # A client's environment: nothing that would point Python or the loader elsewhere.
@@ -122,6 +125,52 @@ def step_template(cfg, res):
     res["served"] = served("/run/snapfs-pkg")
 
 
+def daemon_status(mnt):
+    r = sh("snapfs", "status", "--json", "--mount", mnt, env=CLEAN)
+    if r["rc"] != 0:
+        raise RuntimeError(f"snapfs status {mnt}: {r}")
+    return json.loads(r["out"])["status"]
+
+
+def step_upgrade(cfg, res):
+    """docs/deployment.md, "Upgrading": dpkg -i of the newer package (DIR/newer) while two
+    readers check every byte (takeover_reader.py): root on /run/snapfs, and uid 1000 in a
+    bubblewrap sandbox on a scope's view bound there. Its postinst restarts snapfs.service and
+    the running instance (systemctl restart): each new daemon takes the mounts over."""
+    mnt, view, outdir = "/run/snapfs", "/run/snapfs-upgrade", "/run/upgrade-out"
+    units = {"snapfs.service": mnt, "snapfs@pkg.service": "/run/snapfs-pkg"}
+    deb = glob.glob(os.path.join(cfg["dir"], "newer", "snapfs_*.deb"))
+    res["deb"] = [os.path.basename(d) for d in deb]
+    digest = publish(mnt, os.urandom(200000), "upgrade")
+    res["create"] = control(mnt, {"op": "scope-create", "name": "upgrade", "view": view,
+                                  "uids": [1000]})
+    res["grant"] = control(mnt, {"op": "grant", "scope": "upgrade", "sha256": digest})
+    os.mkdir(outdir)
+    os.chmod(outdir, 0o777)
+    paths = (mnt, view, f"{mnt}/{digest}", f"{view}/{digest}")
+    res["ident_before"] = [ident(p) for p in paths]
+    res["before"] = {u: {"pid": main_pid(u), "status": daemon_status(m)} for u, m in units.items()}
+    outs = (f"{outdir}/host.json", f"{outdir}/box.json")
+    procs = [start_reader([f"{mnt}/{digest}={digest}"], outs[0])]
+    procs.append(start_reader([f"/run/snapfs/{digest}={digest}"], outs[1], uid=1000,
+                              sandbox=(view, outdir)))
+    try:
+        readers_go_on(outs)
+        res["dpkg"] = sh("dpkg", "--install", *deb, timeout=300)
+        readers_go_on(outs)
+    finally:
+        stop_readers(outs, procs, res)
+    res["host"], res["box"] = reader_reports(outs)
+    res["ident_after"] = [ident(p) for p in paths]
+    res["after"] = {u: {"pid": main_pid(u), "status": daemon_status(m),
+                        "show": show(u, "ActiveState", "SubState", "NRestarts")}
+                    for u, m in units.items()}
+    res["version"] = sh("dpkg-query", "--show", "--showformat=${Version}", "snapfs")["out"]
+    res["remove"] = control(mnt, {"op": "scope-remove", "name": "upgrade"})
+    for d in (view, outdir):  # the test's own directories: the purge judges the package's
+        sh("rm", "-rf", "--one-file-system", d)
+
+
 def step_purge(cfg, res):
     res["state"] = {p: os.path.exists(p) for p in ("/var/lib/snapfs", "/var/lib/snapfs-pkg",
                                                    "/var/log/snapfs/audit.log",
@@ -150,7 +199,8 @@ def step_purge(cfg, res):
     res["mountinfo"] = {m: mountinfo(m) for m in ("/run/snapfs", "/run/snapfs-pkg")}
 
 
-STEPS = [step_install_refused, step_install, step_service, step_clients, step_template, step_purge]
+STEPS = [step_install_refused, step_install, step_service, step_clients, step_template,
+         step_upgrade, step_purge]
 
 
 def main():

@@ -107,6 +107,13 @@ def jsnap(*args, **kw):
 NOBODY_UID = 1000  # a non-root uid for multi-user tests (need not exist in /etc/passwd)
 
 
+def is_sanitizer_build(binary=SNAPFS) -> bool:
+    """True for the ASan+UBSan build of scripts/test.sh (its binaries load libasan)."""
+    out = subprocess.run(["ldd", str(binary)], capture_output=True, text=True,
+                         timeout=30).stdout
+    return "libasan" in out
+
+
 def sha256_hex(data: bytes) -> str:
     return hashlib.sha256(data).hexdigest()
 

@@ -386,10 +386,32 @@ def control(mnt, request):
         os.close(fd)
 
 
-def start_reader(pairs, out, uid=None):
+SANDBOX_VIEW = "/run/snapfs"  # where a sandbox sees its scope's view
+
+
+def sandboxed(argv, view, outdir):
+    """argv in a bubblewrap sandbox: this host's /usr and /etc, the readers' files and view
+    (at SANDBOX_VIEW) read-only, outdir read-write; pid, ipc and uts namespaces of its own.
+    No network namespace: under nspawn bwrap cannot bring its loopback up (RTM_NEWADDR
+    fails), and a reader needs none."""
+    here = os.path.dirname(READER)
+    return ["bwrap", "--unshare-pid", "--unshare-ipc", "--unshare-uts",
+            "--die-with-parent", "--new-session",
+            "--ro-bind", "/usr", "/usr", "--symlink", "usr/bin", "/bin",
+            "--symlink", "usr/lib", "/lib", "--symlink", "usr/lib64", "/lib64",
+            "--ro-bind", "/etc", "/etc", "--proc", "/proc", "--dev", "/dev",
+            "--tmpfs", "/tmp", "--dir", "/run", "--ro-bind", here, here,
+            "--bind", outdir, outdir, "--ro-bind", view, SANDBOX_VIEW, "--", *argv]
+
+
+def start_reader(pairs, out, uid=None, sandbox=None):
+    """takeover_reader.py on pairs (PATH=SHA256), as uid if given, in a sandboxed() one if
+    sandbox is (view, outdir): then each PATH is under SANDBOX_VIEW."""
     argv = ["/usr/bin/python3", READER, out, out + ".stop", *pairs]
     if uid is not None:
         argv = ["setpriv", f"--reuid={uid}", f"--regid={uid}", "--clear-groups", *argv]
+    if sandbox is not None:
+        argv = sandboxed(argv, *sandbox)
     return subprocess.Popen(argv, stderr=subprocess.DEVNULL)
 
 
@@ -399,6 +421,29 @@ def reader_progress(out):
             return int(f.read() or 0)
     except (OSError, ValueError):
         return 0
+
+
+def readers_go_on(outs):
+    """Returns once every reader reporting to outs has read another whole round."""
+    before = [reader_progress(o) for o in outs]
+    wait_for(lambda: all(reader_progress(o) > b for o, b in zip(outs, before)),
+             "the readers to go on")
+
+
+def stop_readers(outs, procs, res):
+    """Stops the readers; res gets their exit statuses ("exit")."""
+    for o, p in zip(outs, procs):
+        open(o + ".stop", "w").close()
+        res.setdefault("exit", []).append(p.wait(60))
+
+
+def reader_reports(outs):
+    """What each reader reported, in the order of outs."""
+    reports = []
+    for o in outs:
+        with open(o) as f:
+            reports.append(json.load(f))
+    return reports
 
 
 def ident(path):
@@ -422,13 +467,8 @@ def step_takeover(cfg, res):
     host = start_reader([f"{mnt}/{digest}={digest}"], f"{outdir}/host.json")
     box = start_reader([f"{view}/{digest}={digest}"], f"{outdir}/box.json", uid=1000)
     outs = (f"{outdir}/host.json", f"{outdir}/box.json")
-
-    def goes_on():
-        before = [reader_progress(o) for o in outs]
-        wait_for(lambda: all(reader_progress(o) > b for o, b in zip(outs, before)),
-                 "the readers to go on")
     try:
-        goes_on()
+        readers_go_on(outs)
         res["actions"] = []
         for action in ("restart", "kill-9", "stall"):
             pid = main_pid("snapfs.service")
@@ -439,15 +479,11 @@ def step_takeover(cfg, res):
             else:
                 os.kill(pid, signal.SIGKILL if action == "kill-9" else signal.SIGSTOP)
             wait_for(lambda: running_again("snapfs.service", pid), f"the {action} taken over")
-            goes_on()
+            readers_go_on(outs)
             res["actions"].append([action, exits("snapfs.service")[-1:]])
     finally:
-        for o, p in zip(outs, (host, box)):
-            open(o + ".stop", "w").close()
-            res.setdefault("exit", []).append(p.wait(60))
-    for o, name in zip(outs, ("host", "box")):
-        with open(o) as f:
-            res[name] = json.load(f)
+        stop_readers(outs, (host, box), res)
+    res["host"], res["box"] = reader_reports(outs)
     res["ident_after"] = [ident(p) for p in paths]
     res["show"] = show("snapfs.service", "NRestarts")
     res["remove"] = control(mnt, {"op": "scope-remove", "name": "box"})

@@ -11,7 +11,8 @@ from snaptest import ROOT, run
 DEPS = ROOT / "scripts" / "deps.sh"
 # What only the tests and their tooling use: never in what the demo installs.
 TEST_ONLY = {"valgrind", "clang", "llvm", "podman", "docker-registry", "prometheus", "lintian",
-             "skopeo", "systemd-container", "gnuplot-nox", "python3-pytest", "python3-mypy",
+             "skopeo", "systemd-container", "gnuplot-nox", "python3-pytest", "python3-pytest-timeout",
+             "python3-mypy",
              "bubblewrap", "debhelper"}
 BUILD_AND_RUN = {"build-essential", "meson", "ninja-build", "pkg-config", "libfuse3-dev",
                  "fuse3", "libssl-dev", "libmount-dev", "libjson-c-dev", "libcmocka-dev",

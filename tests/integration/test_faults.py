@@ -11,8 +11,8 @@ import time
 
 import pytest
 
-from snaptest import (NOBODY_UID, E, Snapfs, as_uid, errno_of, is_mounted, run, sha256_hex,
-                      start_snapfs)
+from snaptest import (NOBODY_UID, E, Snapfs, as_uid, errno_of, is_mounted, is_sanitizer_build,
+                      run, sha256_hex, start_snapfs)
 
 PY = "/usr/bin/python3"
 
@@ -194,11 +194,6 @@ def test_killing_the_daemon_under_8_readers_gives_each_an_error_never_wrong_byte
             fs.stop(signal.SIGKILL)
         subprocess.run(["umount", "-l", path], check=False)
     assert not is_mounted(path)
-
-
-def is_sanitizer_build(binary):
-    out = subprocess.run(["ldd", binary], capture_output=True, text=True).stdout
-    return "libasan" in out
 
 
 def test_memory_exhaustion_fails_only_the_greedy_request(snapfs_bin, workdir):

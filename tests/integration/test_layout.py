@@ -121,3 +121,67 @@ def test_only_the_fuse_glue_and_the_daemon_see_libfuse():
     seen = sorted(p for p in sources(".c", ".h") if p.startswith("fs/")
                   and fuse.search((ROOT / p).read_text()))
     assert seen and all(p.startswith(("fs/fuse/", "fs/daemon/")) for p in seen), seen
+
+
+def product_sources(*suffixes):
+    return [p for p in sources(*suffixes) if p.startswith(PRODUCT)]
+
+
+def test_no_two_product_sources_share_a_name():
+    """A name says one thing: two control.c files made a reader open the wrong one."""
+    seen = {}
+    for path in product_sources(".c"):
+        seen.setdefault(path.rsplit("/", 1)[-1], []).append(path)
+    assert {k: v for k, v in seen.items() if len(v) > 1} == {}
+
+
+def long_functions(text, limit=80):
+    """(name, lines) of each function over limit lines: the kernel style here opens a function's
+    body with "{" in the first column and closes it with "}" there."""
+    lines = text.split("\n")
+    out = []
+    i = 0
+    while i < len(lines):
+        if lines[i].startswith("{"):
+            head = i - 1
+            while head > 0 and not re.match(r"[A-Za-z_]", lines[head]):
+                head -= 1
+            end = i
+            while end < len(lines) and not lines[end].startswith("}"):
+                end += 1
+            name = re.search(r"(\w+)\s*\(", lines[head])
+            if end - i - 1 > limit:
+                out.append((name.group(1) if name else lines[head], end - i - 1))
+            i = end
+        i += 1
+    return out
+
+
+def test_no_product_function_over_80_lines():
+    """docs/hacking.md: a function a reader can hold. Counted between the braces; the counter is
+    shown to count."""
+    assert long_functions("int f(void)\n{\n" + "x;\n" * 81 + "}\n") == [("f", 81)]
+    assert long_functions("int f(void)\n{\n" + "x;\n" * 80 + "}\n") == []
+    found = {path: long_functions((ROOT / path).read_text(errors="replace"))
+             for path in product_sources(".c")}
+    assert {k: v for k, v in found.items() if v} == {}
+
+
+PROTOTYPE = re.compile(r"^(?!#|typedef|static|struct \w+ \{)[A-Za-z_][\w *]*?\b(\w+)\(", re.M)
+
+
+def test_every_function_a_header_declares_is_called():
+    """No dead function: each function a product header declares is named somewhere besides its
+    definition (product code, a test, or libsnapfs's export list for the outside)."""
+    declared = {}
+    for path in product_sources(".h"):
+        for name in PROTOTYPE.findall((ROOT / path).read_text(errors="replace")):
+            declared.setdefault(name, path)
+    assert "snap_store_put" in declared  # the reader reads prototypes
+    exported = set(re.findall(r"snapfs_\w+", (ROOT / "client/libsnapfs.sym").read_text()))
+    text = "\n".join((ROOT / p).read_text(errors="replace") for p in sources(".c", ".cc"))
+    uses = {}
+    for name in re.findall(r"\b[A-Za-z_]\w*\b", text):
+        uses[name] = uses.get(name, 0) + 1
+    dead = {n: h for n, h in declared.items() if n not in exported and uses.get(n, 0) <= 1}
+    assert dead == {}

@@ -5,10 +5,12 @@ meson, lintian), installed with dpkg into a throwaway copy of this host and purg
 The copy is an overlay: this host's root below, every write in an upper directory of the
 test's own; it is booted with a real systemd (the host's own enabled services left out), so
 dpkg's maintainer scripts do what they do on a real host: the unit is enabled and started on
-install, stopped and removed on purge. package_driver.py, run there as a oneshot unit,
-installs, uses the command, the daemon, the template, the Python client, a C program built
-with the packaged header and pkg-config file, the man page and the logrotate snippet, then
-purges; the tests below judge what it saw, and what the purge left in the upper directory.
+install, restarted (taken over) on upgrade, stopped and removed on purge. package_driver.py,
+run there as a oneshot unit, installs, uses the command, the daemon, the template, the Python
+client, a C program built with the packaged header and pkg-config file, the man page and the
+logrotate snippet, upgrades to a second package of another version (built the same way, with
+SNAPFS_PACKAGE_VERSION) while readers check every byte, then purges; the tests below judge
+what it saw, and what the purge left in the upper directory.
 
 The package does not depend on the build under test (it is built from this checkout), so
 scripts/test.sh runs this module once, with the normal build. By hand:
@@ -30,7 +32,10 @@ PACKAGE = ROOT / "scripts" / "package.sh"
 VERSION = json.loads(subprocess.run(["meson", "introspect", "--projectinfo",
                                      str(ROOT / "meson.build")], capture_output=True,
                                     text=True, check=True).stdout)["version"]
-BOOT_DEADLINE = 300  # seconds for the boot, install, checks, purge and poweroff: a bound
+# The version of a second package of this checkout, to upgrade to (scripts/package.sh,
+# SNAPFS_PACKAGE_VERSION): the next patch release.
+NEWER = ".".join(VERSION.split(".")[:2] + [str(int(VERSION.split(".")[2]) + 1)])
+BOOT_DEADLINE = 300  # seconds for the boot, install, checks, upgrade, purge and poweroff
 MULTIARCH = "usr/lib/x86_64-linux-gnu"
 
 # Where Debian's tools and Debian's layout put each piece.
@@ -93,35 +98,53 @@ BOOKKEEPING = re.compile(r"^/(var/lib/dpkg/|var/log/dpkg\.log$|etc/ld\.so\.cache
                          r"|var/cache/ldconfig/|var/cache/man/|var/log/journal/)")
 
 
-@pytest.fixture(scope="module")
-def deb(tmp_path_factory):
-    """scripts/package.sh, once: the .deb, and lintian's word on it."""
+def build_package(tmp_path_factory, **env):
+    """scripts/package.sh into a directory of its own: (the .deb, its output, the directory)."""
     for tool in ("dpkg-buildpackage", "dh", "lintian", "systemd-nspawn"):
         assert shutil.which(tool), f"{tool} missing: scripts/deps.sh installs it"
     out = str(tmp_path_factory.mktemp("deb"))
     # The unit tests run elsewhere in the suite: not again at build time; and no debug
     # symbols package, which nothing here installs.
-    r = run(PACKAGE, out, env=dict(os.environ, DEB_BUILD_OPTIONS="nocheck noddebs"),
+    r = run(PACKAGE, out, env=dict(os.environ, DEB_BUILD_OPTIONS="nocheck noddebs", **env),
             timeout=1200)
     assert r.returncode == 0, r.stdout + r.stderr
-    path = r.stdout.strip().splitlines()[-1]
+    return r.stdout.strip().splitlines()[-1], r.stdout, out
+
+
+@pytest.fixture(scope="module")
+def deb(tmp_path_factory):
+    """scripts/package.sh, once: the .deb, and lintian's word on it."""
+    path, output, out = build_package(tmp_path_factory)
     try:
-        yield path, r.stdout
+        yield path, output
     finally:
         shutil.rmtree(out)
 
 
 @pytest.fixture(scope="module")
-def installed(deb, tmp_path_factory):
-    """Install, use and purge in the booted copy: (result, upper before, upper after,
+def newer_deb(tmp_path_factory):
+    """The same checkout packaged as version NEWER, to upgrade to."""
+    path, output, out = build_package(tmp_path_factory, SNAPFS_PACKAGE_VERSION=NEWER)
+    try:
+        yield path, output
+    finally:
+        shutil.rmtree(out)
+
+
+@pytest.fixture(scope="module")
+def installed(deb, newer_deb, tmp_path_factory):
+    """Install, use, upgrade and purge in the booted copy: (result, upper before, upper after,
     upper directory on disk, journal)."""
     work = str(tmp_path_factory.mktemp("package"))
     test, out = os.path.join(work, "test"), os.path.join(work, "out")
     os.mkdir(test)
     os.mkdir(out)
     for f in (deb[0], ROOT / "tests" / "pkgconfig" / "example.c",
-              os.path.join(HERE, "package_driver.py"), os.path.join(HERE, "systemd_driver.py")):
+              os.path.join(HERE, "package_driver.py"), os.path.join(HERE, "systemd_driver.py"),
+              os.path.join(HERE, "takeover_reader.py")):
         shutil.copy(f, test)
+    os.mkdir(os.path.join(test, "newer"))
+    shutil.copy(newer_deb[0], os.path.join(test, "newer"))
     with open(os.path.join(test, "snapfs-package-test.service"), "w") as f:
         f.write(DRIVER_UNIT)
     with open(os.path.join(work, "nspawn.log"), "w") as log:
@@ -247,6 +270,46 @@ def test_the_packaged_template_runs_an_instance(installed):
     assert (res["show"]["ActiveState"], res["show"]["SubState"]) == ("active", "running")
     assert res["show"]["FragmentPath"] == "/lib/systemd/system/snapfs@.service"
     assert res["served"]["mounts"] == ["fuse.snapfs"]
+
+
+def test_a_second_package_of_the_checkout_says_another_version(newer_deb):
+    """What its daemon says (snapfs status) is judged after the upgrade below."""
+    path, output = newer_deb
+    assert os.path.basename(path) == f"snapfs_{NEWER}_amd64.deb"
+    assert not re.search(r"^E: ", output, re.M), output
+    r = run("dpkg-deb", "--field", path, "Version")
+    assert (r.returncode, r.stdout) == (0, f"{NEWER}\n"), r
+
+
+def test_an_upgrade_while_sandboxes_read_is_taken_over_and_no_reader_notices(installed):
+    """docs/deployment.md, "Upgrading": dpkg -i of a package of another version while a
+    reader on the mount and one in a bubblewrap sandbox (uid 1000, a scope's view bound at
+    /run/snapfs) check every byte. The postinst restarts the unit and the running instance:
+    each new daemon, of the new version, takes its mounts over."""
+    res = step(installed, "upgrade")
+    assert res["deb"] == [f"snapfs_{NEWER}_amd64.deb"]
+    assert res["create"]["ok"] and res["grant"]["ok"] and res["remove"]["ok"], res
+    assert res["dpkg"]["rc"] == 0, res["dpkg"]
+    assert res["version"] == NEWER
+    for unit in ("snapfs.service", "snapfs@pkg.service"):
+        before, after = res["before"][unit], res["after"][unit]
+        assert before["status"]["version"] == VERSION, (unit, before)
+        # A new process of the new version, which took the mounts over (not a stop and a
+        # start: that would have made new mounts, and counted no takeover).
+        assert after["status"]["version"] == NEWER, (unit, after)
+        assert after["pid"] != before["pid"] and after["status"]["pid"] == after["pid"]
+        assert after["status"]["takeovers"] == before["status"]["takeovers"] + 1, (unit, after)
+        assert (after["show"]["ActiveState"], after["show"]["SubState"]) == \
+            ("active", "running"), (unit, after)
+    # Requests failed, wrong bytes, ENOTCONN, bindings moved: 0; SIGBUS would have killed a
+    # reader (exit -7 or 135).
+    assert res["exit"] == [0, 0], res["exit"]
+    for name in ("host", "box"):
+        r = res[name]
+        assert r["rounds"] > 2 and r["reads"] > 0, (name, r)
+        assert r["failures"] == {} and r["wrong_bytes"] == 0 and r["bindings_moved"] == 0, \
+            (name, r)
+    assert res["ident_after"] == res["ident_before"]
 
 
 def test_dpkg_purge_stops_everything_and_removes_what_it_made(installed):

@@ -165,7 +165,7 @@ def test_only_the_mount_owner_and_root_control_scopes(snapfs, scopes):
 
 def test_scope_ls_shows_one_scope_with_its_grants_and_enoent_for_none(snapfs, scopes):
     scopes.create("sandbox-a", "--uid", f"{NOBODY_UID},1001", "--gid", "100",
-                  "--max-snapshots", "4", "--max-bytes", "1M")
+                  "--max-snapshots", "4", "--max-bytes", "1M", "--min-bytes", "64K")
     digest = sha256_hex(CFG)
     put(snapfs, CFG, "--name", "cfg")
     assert snap("grant", "--mount", snapfs.path, "sandbox-a", digest, "--as", "mcp"
@@ -175,6 +175,7 @@ def test_scope_ls_shows_one_scope_with_its_grants_and_enoent_for_none(snapfs, sc
     s = out["scope"]
     assert s["uids"] == [NOBODY_UID, 1001] and s["gid"] == 100
     assert s["limits"]["max_snapshots"] == 4 and s["limits"]["max_bytes"] == 1 << 20
+    assert s["limits"]["min_bytes"] == 64 << 10
     # Limits not given are the daemon's own, reported as such.
     assert isinstance(s["limits"]["max_staging"], int) and s["limits"]["max_staging"] > 0
     # Each grant is the one snapshot object, its entry beside it; the name is the daemon's,
@@ -185,6 +186,7 @@ def test_scope_ls_shows_one_scope_with_its_grants_and_enoent_for_none(snapfs, sc
     r = snap("scope", "ls", "--mount", snapfs.path, "sandbox-a")
     assert r.returncode == 0 and "name       sandbox-a\n" in r.stdout
     assert f"users      {NOBODY_UID},1001 gid=100\n" in r.stdout
+    assert " min-bytes=65536\n" in r.stdout
     rc, out = jsnap("scope", "ls", "--mount", snapfs.path, "sandbox-b")
     assert rc == 1 and out["error"] == "ENOENT" and out["scope"] is None
     assert out["grants"] is None

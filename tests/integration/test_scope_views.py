@@ -223,7 +223,7 @@ GRANT_A = {"sha256": HEX_A, "size": 1, "ino": 7, "entry": None}
 SCOPE_A = {"name": "sandbox-a", "view": "/run/views/a", "dev": "0:99", "uids": [1000],
            "gid": None, "publish": False, "until_pid": None,
            "limits": {"max_snapshots": 4, "max_bytes": None, "max_staging": None,
-                      "max_staging_bytes": None},
+                      "max_staging_bytes": None, "min_bytes": 2048},
            "usage": {"snapshots": 0, "bytes": 0, "staging": 0, "staging_bytes": 0},
            "grants": 1}
 
@@ -318,7 +318,8 @@ def test_scope_ls_prints_what_the_daemon_reports(workdir):
         r = snap("scope", "ls", "--mount", main, "sandbox-a")
         assert r.returncode == 0, r.stderr
         assert "view       /run/views/a\n" in r.stdout
-        assert "limits     snapshots=4 bytes=- staging=- staging-bytes=-\n" in r.stdout
+        assert ("limits     snapshots=4 bytes=- staging=- staging-bytes=- min-bytes=2048\n"
+                in r.stdout)
         assert r.stdout.endswith(f"sha256={HEX_A} size=1 ino=7\n")
         out = json.loads(snap("scope", "ls", "--mount", main, "sandbox-a", "--json").stdout)
         # The view the daemon names is not there: the grant is its record, with its dev.

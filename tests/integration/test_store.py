@@ -1014,6 +1014,12 @@ def test_a_full_store_filesystem_is_reported_as_that_not_as_a_limit(snapfs_bin, 
             f"snapfs put: {mnt}: not published: the store's filesystem is full",
             "store-full: the store's filesystem is full (the daemon's --store): free room on "
             "it; no limit of the daemon's refused this, and nothing was published"], err
+        # A refusal of its own on the full disk is still that refusal: the store's last failed
+        # write does not speak for a publish that wrote nothing (the wrong name is EBADMSG).
+        fs.stage(b"named wrong", "wrong")
+        assert errno_of(os.rename, fs.p(".staging/wrong"), fs.p(sha256_hex(b"other bytes"))) \
+            == E.EBADMSG
+        os.unlink(fs.p(".staging/wrong"))
         assert read_snapshot(fs, kept) == b"k" * 20000
         assert fs.stop() == 0
     finally:

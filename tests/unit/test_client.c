@@ -688,6 +688,10 @@ static void test_the_daemons_reasons_say_what_to_do(void **state)
         assert_non_null(strstr(why.reasons[0].message, "limit of 4M per uid (snapfs mount "
                                                        "--max-staging-bytes)"));
         sfc_report_reset(&why);
+        assert_int_equal(sfc_explain_daemon(&why, -ENOSPC, "reserved", 2 << 20), -ENOSPC);
+        assert_string_equal(why.reasons[0].code, "reserved");
+        assert_non_null(strstr(why.reasons[0].message, "is reserved: 2M kept for other scopes'"));
+        sfc_report_reset(&why);
         sfc_explain_too_big(&why, -EFBIG, 0, false, 262144, true);
         assert_string_equal(why.reasons[0].message,
                             "the content is over the daemon's limit of 256K (snapfs mount "

@@ -9,10 +9,13 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <pthread.h>
+#include <sched.h>
 #include <stdbool.h>
 #include <string.h>
 #include <signal.h>
+#include <stdio.h>
 #include <stdlib.h>
+#include <sys/mount.h>
 #include <sys/eventfd.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
@@ -20,6 +23,7 @@
 #include <unistd.h>
 
 #include "fs/scopes/pidwatch.h"
+#include "tests/unit/testutil.h"
 
 /* Valgrind, which runs these tests too, has no pidfd_open: then the tie is refused with
  * ENOSYS, which is what a scope's create answers there. */
@@ -177,6 +181,20 @@ static void test_a_threads_tid_belongs_to_its_process(void **state)
         assert_int_equal(strlen(boot), 36);
 }
 
+static void test_a_reaped_process_has_no_tgid_and_is_esrch(void **state)
+{
+        pid_t a = child();
+
+        (void)state;
+        /* Beside it: while it runs, its pid is its own group. */
+        assert_int_equal(sfs_tgid_of(a), a);
+        kill(a, SIGKILL);
+        waitpid(a, NULL, 0);
+        /* Its /proc entry is gone: ESRCH, not the text of a file that is not there. */
+        assert_int_equal(sfs_tgid_of(a), -ESRCH);
+        assert_false(sfs_pid_same(a, 0));
+}
+
 static void test_a_thread_id_or_a_zombie_is_esrch_with_its_reason_and_a_live_pid_ties(void **state)
 {
         struct tid_box b = { .lock = PTHREAD_MUTEX_INITIALIZER, .cond = PTHREAD_COND_INITIALIZER };
@@ -293,6 +311,71 @@ static void test_a_status_text_the_kernel_never_writes_is_eio(void **state)
         assert_int_equal(tgid, 5);
 }
 
+/* In a mount namespace of its own (gone with it): an empty file bound over /proc/victim/status
+ * and a blank line over boot_id, as a container runtime could; what the reads gave, before and
+ * after, into out[0..4]. */
+static void read_under_empty_files(pid_t victim, const char *empty, const char *blank, int out[5])
+{
+        char status[64], boot[40];
+
+        snprintf(status, sizeof(status), "/proc/%d/status", (int)victim);
+        out[0] = sfs_tgid_of(victim);
+        out[1] = sfs_boot_id(boot);
+        if (unshare(CLONE_NEWNS) < 0 || mount(NULL, "/", NULL, MS_REC | MS_PRIVATE, NULL) < 0 ||
+            mount(empty, status, NULL, MS_BIND, NULL) < 0 ||
+            mount(blank, "/proc/sys/kernel/random/boot_id", NULL, MS_BIND, NULL) < 0)
+                return;
+        out[3] = sfs_boot_id(boot);
+        /* Right after a read of another process's status: the empty one is not answered
+         * with what the buffer held from that read. */
+        out[2] = sfs_tgid_of(getpid());
+        out[4] = sfs_tgid_of(victim);
+}
+
+/* The kernel never gives an empty status or boot id (a process gone after the open reads
+ * ESRCH), but a file bound over them can: EIO, never the text of nothing. */
+static void test_an_empty_status_or_boot_id_is_eio(void **state)
+{
+        struct tu_dir dir;
+        char empty[PATH_MAX], blank[PATH_MAX];
+        int fds[2], got[5] = { 1, 1, 1, 1, 1 }, fd;
+        pid_t victim, reader;
+
+        (void)state;
+        /* Only root can bind a file over /proc's; elsewhere this is not checked, and says so. */
+        if (geteuid() != 0)
+                skip();
+        assert_int_equal(tu_dir_make(&dir), 0);
+        fd = open(tu_path(&dir, "empty", empty), O_WRONLY | O_CREAT | O_CLOEXEC, 0600);
+        assert_true(fd >= 0);
+        close(fd);
+        fd = open(tu_path(&dir, "blank", blank), O_WRONLY | O_CREAT | O_CLOEXEC, 0600);
+        assert_true(fd >= 0);
+        assert_int_equal(write(fd, "\n", 1), 1); /* trimmed, nothing is left */
+        close(fd);
+        assert_int_equal(pipe(fds), 0);
+        victim = child();
+        reader = fork();
+        assert_true(reader >= 0);
+        if (reader == 0) {
+                read_under_empty_files(victim, empty, blank, got);
+                _exit(write(fds[1], got, sizeof(got)) == (ssize_t)sizeof(got) ? 0 : 1);
+        }
+        close(fds[1]);
+        assert_int_equal(read(fds[0], got, sizeof(got)), (ssize_t)sizeof(got));
+        close(fds[0]);
+        assert_int_equal(waitpid(reader, NULL, 0), reader);
+        kill(victim, SIGKILL);
+        waitpid(victim, NULL, 0);
+        tu_dir_remove(&dir);
+        /* Beside them: the kernel's own files read, before the binds and after them. */
+        assert_int_equal(got[0], victim);
+        assert_int_equal(got[1], 0);
+        assert_int_equal(got[2], reader);
+        assert_int_equal(got[3], -EIO);
+        assert_int_equal(got[4], -EIO);
+}
+
 /* UINT64_MAX is the watcher's own wake-up's: a pidfd under it is refused (and closed), one
  * under any other cookie is watched. */
 static void test_the_wake_up_cookie_is_einval_and_another_is_watched(void **state)
@@ -321,6 +404,7 @@ int main(void)
                 cmocka_unit_test(test_a_tied_process_that_exits_is_reported_once_under_its_cookie),
                 cmocka_unit_test(test_a_process_that_is_gone_cannot_be_tied),
                 cmocka_unit_test(test_a_threads_tid_belongs_to_its_process),
+                cmocka_unit_test(test_a_reaped_process_has_no_tgid_and_is_esrch),
                 cmocka_unit_test(
                         test_a_thread_id_or_a_zombie_is_esrch_with_its_reason_and_a_live_pid_ties),
                 cmocka_unit_test(test_a_stat_line_gives_field_22_counted_after_the_last_paren),
@@ -328,6 +412,7 @@ int main(void)
                 cmocka_unit_test(test_a_status_text_gives_tgid_and_state),
                 cmocka_unit_test(test_a_status_text_the_kernel_never_writes_is_eio),
                 cmocka_unit_test(test_the_wake_up_cookie_is_einval_and_another_is_watched),
+                cmocka_unit_test(test_an_empty_status_or_boot_id_is_eio),
         };
         return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -400,6 +400,118 @@ static void test_statfs_is_eacces_outside_the_policies_and_answers_a_reader(void
         sfs_tree_free(t);
 }
 
+/* The registry's grant as a publish for a scope meets it: what it was asked, and its answer. */
+struct grant_seen {
+        int answer;
+        int calls;
+        char scope[SFS_STAGING_NAME_MAX + 1], entry[SFS_STAGING_NAME_MAX + 1];
+        struct snap_digest d;
+};
+
+static int grant_seen(void *ctx, const struct sfs_caller *c, const char *scope,
+                      const struct snap_digest *d, const char *entry)
+{
+        struct grant_seen *g = ctx;
+
+        (void)c;
+        g->calls++;
+        snprintf(g->scope, sizeof(g->scope), "%s", scope);
+        snprintf(g->entry, sizeof(g->entry), "%s", entry ? entry : "");
+        g->d = *d;
+        return g->answer;
+}
+
+/* Stages content as root, the mount owner, for "SCOPE" or "SCOPE/ENTRY" (put --scope), and
+ * renames it to its digest: what the rename returned. */
+static int publish_for(struct sfs_tree *t, const char *name, const char *content,
+                       const char *target, struct sfs_node **out)
+{
+        struct sfs_node *n = stage(t, &root, name, content, strlen(content));
+        char hex[SNAP_DIGEST_HEX_LEN + 1];
+
+        assert_int_equal(sfs_tree_setxattr(t, &root, n, "setxattr", SFS_XATTR_FOR_SCOPE, target,
+                                           strlen(target)),
+                         0);
+        hex_of(content, strlen(content), hex);
+        *out = NULL;
+        return sfs_tree_rename(t, &root, staging_dir(t, &root), name, sfs_tree_root(t), hex, 0,
+                               out);
+}
+
+static void test_a_publish_for_a_scope_is_granted_to_it_and_held_by_no_uid(void **state)
+{
+        struct sfs_tree_config cfg = base_config();
+        struct sfs_tree *t = new_tree(&cfg);
+        struct grant_seen g = { .answer = 0 };
+        struct snap_digest d;
+        struct sfs_node *n;
+        struct tree_stats st;
+
+        (void)state;
+        sfs_tree_set_scope_grant(t, grant_seen, &g);
+        assert_int_equal(publish_for(t, "tok", "token", "sandbox/config", &n), 0);
+        assert_non_null(n);
+        assert_int_equal(sfs_node_kind(n), SFS_KIND_SNAPSHOT);
+        assert_int_equal(g.calls, 1);
+        assert_string_equal(g.scope, "sandbox");
+        assert_string_equal(g.entry, "config");
+        assert_int_equal(snap_sha256("token", 5, &d), 0);
+        assert_true(snap_digest_equal(&g.d, &d));
+        get_stats(t, &st);
+        assert_int_equal(st.staging_files, 0);
+        /* The owner finds it by its digest; a publisher, who holds nothing of it, does not. */
+        lookup_digest(t, &root, "token", 0);
+        lookup_digest(t, &alice, "token", -ENOENT);
+        /* The same bytes again, for a scope: granted too, and already published (EEXIST). */
+        assert_int_equal(publish_for(t, "tok2", "token", "other", &n), -EEXIST);
+        assert_int_equal(g.calls, 2);
+        assert_string_equal(g.scope, "other");
+        assert_string_equal(g.entry, "");
+        sfs_tree_free(t);
+}
+
+static void
+test_a_publish_for_a_scope_without_a_registry_or_refused_keeps_its_staging_file(void **state)
+{
+        struct sfs_tree_config cfg = base_config();
+        struct sfs_tree *t = new_tree(&cfg);
+        struct grant_seen g = { .answer = -ENOENT };
+        char hex[SNAP_DIGEST_HEX_LEN + 1], why[64];
+        struct sfs_node *n;
+        struct sfs_entry e;
+        struct tree_stats st;
+        size_t len;
+
+        (void)state;
+        /* No registry: nothing can grant it. */
+        assert_int_equal(publish_for(t, "tok", "token", "sandbox", &n), -ENOENT);
+        assert_null(n);
+        lookup_digest(t, &root, "token", -ENOENT);
+        /* The registry knows no such scope: nothing stays published, the file says why. */
+        sfs_tree_set_scope_grant(t, grant_seen, &g);
+        assert_int_equal(publish_for(t, "tok2", "token", "gone", &n), -ENOENT);
+        assert_int_equal(g.calls, 1);
+        lookup_digest(t, &root, "token", -ENOENT);
+        get_stats(t, &st);
+        assert_int_equal(st.snapshots, 0);
+        assert_int_equal(st.staging_files, 2);
+        assert_int_equal(sfs_tree_lookup(t, &root, staging_dir(t, &root), "tok2", &e), 0);
+        assert_int_equal(sfs_tree_getxattr(t, &root, e.node, SFS_XATTR_REFUSAL, why, sizeof(why),
+                                           &len),
+                         0);
+        assert_true(len >= 13);
+        assert_memory_equal(why, "no-such-scope", 13);
+        /* Granted, the same staging file publishes: the owner finds it by its digest. */
+        g.answer = 0;
+        hex_of("token", 5, hex);
+        assert_int_equal(sfs_tree_rename(t, &root, staging_dir(t, &root), "tok2", sfs_tree_root(t),
+                                         hex, 0, &n),
+                         0);
+        assert_int_equal(sfs_node_kind(n), SFS_KIND_SNAPSHOT);
+        lookup_digest(t, &root, "token", 0);
+        sfs_tree_free(t);
+}
+
 int main(void)
 {
         const struct CMUnitTest tests[] = {
@@ -419,6 +531,9 @@ int main(void)
                 cmocka_unit_test(
                         test_a_hold_past_the_callers_limit_is_edquot_beside_its_own_again_eexist),
                 cmocka_unit_test(test_statfs_is_eacces_outside_the_policies_and_answers_a_reader),
+                cmocka_unit_test(test_a_publish_for_a_scope_is_granted_to_it_and_held_by_no_uid),
+                cmocka_unit_test(
+                        test_a_publish_for_a_scope_without_a_registry_or_refused_keeps_its_staging_file),
         };
         return cmocka_run_group_tests(tests, NULL, NULL);
 }

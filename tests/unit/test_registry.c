@@ -362,6 +362,34 @@ static void test_unknown_ops_fields_and_types_are_refused_in_the_reply(void **st
         assert_int_equal(f->fake.mounted, 1);
 }
 
+/* A scope's minimum: above its own max_bytes EINVAL; one the daemon cannot keep beside the
+ * owner's reserve (1K of --max-bytes 16K here) and the other minimums ENOSPC; neither mounts
+ * anything. */
+static void test_a_minimum_that_cannot_be_kept_is_refused_before_anything_is_made(void **state)
+{
+        struct fx *f = *state;
+        char a[PATH_MAX], b[PATH_MAX];
+
+        view_path(f, "a", a);
+        view_path(f, "b", b);
+        assert_reply(f, "EINVAL", "{\"op\":\"scope-create\",\"name\":\"a\",\"view\":\"%s\","
+                                  "\"limits\":{\"max_bytes\":\"4K\",\"min_bytes\":\"8K\"}}", a);
+        assert_reply(f, "ENOSPC", "{\"op\":\"scope-create\",\"name\":\"a\",\"view\":\"%s\","
+                                  "\"limits\":{\"max_bytes\":\"16K\",\"min_bytes\":\"16K\"}}", a);
+        assert_int_equal(f->fake.mounted, 0);
+        assert_reply(f, NULL, "{\"op\":\"scope-create\",\"name\":\"a\",\"view\":\"%s\","
+                              "\"limits\":{\"max_bytes\":\"16K\",\"min_bytes\":\"15K\"}}", a);
+        assert_int_equal(f->fake.mounted, 1);
+        /* The rest is the owner's: not one byte more for another scope's minimum. */
+        assert_reply(f, "ENOSPC", "{\"op\":\"scope-create\",\"name\":\"b\",\"view\":\"%s\","
+                                  "\"limits\":{\"min_bytes\":1}}", b);
+        assert_int_equal(f->fake.mounted, 1);
+        /* a gone, its minimum is kept no more. */
+        assert_reply(f, NULL, "{\"op\":\"scope-remove\",\"name\":\"a\"}");
+        assert_reply(f, NULL, "{\"op\":\"scope-create\",\"name\":\"b\",\"view\":\"%s\","
+                              "\"limits\":{\"min_bytes\":1}}", b);
+}
+
 static void test_a_duplicate_key_is_einval_and_does_nothing(void **state)
 {
         struct fx *f = *state;
@@ -412,6 +440,148 @@ static char *message_of(json_object *o)
                 assert_non_null(strstr(_m, what));                                             \
                 free(_m);                                                                      \
         } while (0)
+
+/* The reply refuses with want_err and says exactly want_msg. */
+#define assert_refused(f, want_err, want_msg, ...)                                             \
+        do {                                                                                   \
+                json_object *_o = exec_json(f, __VA_ARGS__), *_e;                              \
+                char *_m;                                                                      \
+                assert_true(json_object_object_get_ex(_o, "error", &_e));                      \
+                assert_false(json_object_is_type(_e, json_type_null));                         \
+                assert_string_equal(json_object_get_string(_e), (want_err));                   \
+                _m = message_of(_o);                                                           \
+                assert_string_equal(_m, (want_msg));                                           \
+                free(_m);                                                                      \
+        } while (0)
+
+/* How many elements the array at key of the reply to the request has; the reply put. */
+__attribute__((format(printf, 3, 4)))
+static size_t count_in_reply(struct fx *f, const char *key, const char *fmt, ...)
+{
+        json_object *o, *a;
+        char req[512];
+        size_t n;
+        va_list ap;
+
+        va_start(ap, fmt);
+        vsnprintf(req, sizeof(req), fmt, ap);
+        va_end(ap);
+        o = exec_json(f, "%s", req);
+        assert_true(json_object_object_get_ex(o, key, &a));
+        n = json_object_array_length(a);
+        json_object_put(o);
+        return n;
+}
+
+/* "[first,first+1,...]", n uids, into out. */
+static const char *uid_list(unsigned first, unsigned n, char *out, size_t size)
+{
+        size_t used = 0;
+
+        used += (size_t)snprintf(out, size, "[");
+        for (unsigned i = 0; i < n; i++)
+                used += (size_t)snprintf(out + used, size - used, "%s%u", i ? "," : "", first + i);
+        snprintf(out + used, size - used, "]");
+        return out;
+}
+
+static void test_uids_or_limits_of_the_wrong_shape_are_einval_naming_them_and_make_nothing(
+        void **state)
+{
+        static const struct {
+                const char *field, *message;
+        } bad[] = {
+                { "\"uids\":5", "\"uids\" is not an array" },
+                { "\"uids\":[-1]", "\"uids\" holds something that is not a uid" },
+                { "\"uids\":[\"0\"]", "\"uids\" holds something that is not a uid" },
+                /* (uid_t)-1 is no uid: chown(2)'s "leave it as it is". */
+                { "\"uids\":[4294967295]", "\"uids\" holds something that is not a uid" },
+                { "\"limits\":[]", "\"limits\" is not an object" },
+                /* 0 would read as "the daemon's default". */
+                { "\"limits\":{\"max_snapshots\":0}", "limits.max_snapshots is out of range" },
+                { "\"limits\":{\"max_bytes\":4611686018427387904}",
+                  "limits.max_bytes is out of range" },
+                { "\"limits\":{\"max_bytes\":true}",
+                  "limits.max_bytes is not an integer or a size" },
+                { "\"limits\":{\"max_bytes\":\"12Q\"}",
+                  "limits.max_bytes: invalid size '12Q': expected digits with an optional K, M or "
+                  "G suffix (binary units: 4096, 256K, 64M, 1G)" },
+                /* Past what a scope's 32-bit count holds: refused here, by name, whatever the
+                 * daemon's own limit. */
+                { "\"limits\":{\"max_staging\":4294967296}", "limits.max_staging is out of range" },
+        };
+        struct fx *f = *state;
+        char view[PATH_MAX], uids[512], msg[64];
+
+        view_path(f, "a", view);
+        for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++)
+                assert_refused(f, "EINVAL", bad[i].message,
+                               "{\"op\":\"scope-create\",\"name\":\"a\",\"view\":\"%s\",%s}", view,
+                               bad[i].field);
+        /* One uid more than a list holds (VALUE_UID_LIST_MAX). */
+        snprintf(msg, sizeof(msg), "\"uids\" names more than %d uids", VALUE_UID_LIST_MAX);
+        assert_refused(f, "EINVAL", msg,
+                       "{\"op\":\"scope-create\",\"name\":\"a\",\"view\":\"%s\",\"uids\":%s}", view,
+                       uid_list(1, VALUE_UID_LIST_MAX + 1, uids, sizeof(uids)));
+        assert_int_equal(f->fake.mounted, 0);
+        assert_int_equal(count_in_reply(f, "scopes", "{\"op\":\"scope-list\"}"), 0);
+        /* Beside them: the same fields, well-formed, make the scope; a full list of uids too. */
+        assert_reply(f, NULL, "{\"op\":\"scope-create\",\"name\":\"a\",\"view\":\"%s\","
+                              "\"uids\":[0,7,7,4294967294],\"limits\":{\"max_snapshots\":8,"
+                              "\"max_bytes\":\"16K\",\"max_staging\":3}}", view);
+        view_path(f, "b", view);
+        assert_reply(f, NULL, "{\"op\":\"scope-create\",\"name\":\"b\",\"view\":\"%s\","
+                              "\"uids\":%s,\"limits\":null}", view,
+                     uid_list(1, VALUE_UID_LIST_MAX, uids, sizeof(uids)));
+        assert_int_equal(f->fake.mounted, 2);
+        assert_int_equal(count_in_reply(f, "scopes", "{\"op\":\"scope-list\"}"), 2);
+}
+
+static void test_a_digest_that_is_not_64_lowercase_hex_is_einval_and_grants_nothing(void **state)
+{
+        struct fx *f = *state;
+        char hex[SNAP_DIGEST_HEX_LEN + 1], upper[SNAP_DIGEST_HEX_LEN + 1];
+        const char *msg = "\"sha256\" is not 64 lowercase hex characters";
+
+        create(f, "a", "");
+        publish_main(f, "content", hex);
+        for (size_t i = 0; i <= SNAP_DIGEST_HEX_LEN; i++)
+                upper[i] = (char)toupper((unsigned char)hex[i]);
+        assert_refused(f, "EINVAL", msg, "{\"op\":\"grant\",\"scope\":\"a\",\"sha256\":\"%s\"}",
+                       upper);
+        assert_refused(f, "EINVAL", msg, "{\"op\":\"grant\",\"scope\":\"a\",\"sha256\":\"%.63s\"}",
+                       hex);
+        assert_refused(f, "EINVAL", msg, "{\"op\":\"grant\",\"scope\":\"a\",\"sha256\":\"%sa\"}",
+                       hex);
+        assert_int_equal(count_in_reply(f, "grants", "{\"op\":\"scope-show\",\"name\":\"a\"}"), 0);
+        /* Beside them: the digest as it is grants, and revokes; in revoke the same check. */
+        assert_reply(f, NULL, "{\"op\":\"grant\",\"scope\":\"a\",\"sha256\":\"%s\"}", hex);
+        assert_int_equal(count_in_reply(f, "grants", "{\"op\":\"scope-show\",\"name\":\"a\"}"), 1);
+        assert_refused(f, "EINVAL", msg, "{\"op\":\"revoke\",\"scope\":\"a\",\"sha256\":\"%s\"}",
+                       upper);
+        assert_int_equal(count_in_reply(f, "grants", "{\"op\":\"scope-show\",\"name\":\"a\"}"), 1);
+        assert_reply(f, NULL, "{\"op\":\"revoke\",\"scope\":\"a\",\"sha256\":\"%s\"}", hex);
+        assert_int_equal(count_in_reply(f, "grants", "{\"op\":\"scope-show\",\"name\":\"a\"}"), 0);
+}
+
+static void test_a_metrics_format_other_than_the_two_is_einval(void **state)
+{
+        struct fx *f = *state;
+        json_object *o, *fmt;
+
+        assert_refused(f, "EINVAL", "\"format\" is \"openmetrics\" or \"prometheus\"",
+                       "{\"op\":\"metrics\",\"format\":\"json\"}");
+        /* Beside it: each of the two, and none (OpenMetrics). */
+        o = exec_json(f, "{\"op\":\"metrics\",\"format\":\"prometheus\"}");
+        assert_true(json_object_object_get_ex(o, "format", &fmt));
+        assert_string_equal(json_object_get_string(fmt), "prometheus");
+        json_object_put(o);
+        o = exec_json(f, "{\"op\":\"metrics\"}");
+        assert_true(json_object_object_get_ex(o, "format", &fmt));
+        assert_string_equal(json_object_get_string(fmt), "openmetrics");
+        json_object_put(o);
+        assert_reply(f, NULL, "{\"op\":\"metrics\",\"format\":\"openmetrics\"}");
+}
 
 static void test_a_view_over_another_view_the_main_mount_or_the_store_is_ebusy(void **state)
 {
@@ -893,7 +1063,11 @@ int main(void)
         const struct CMUnitTest tests[] = {
                 T(test_a_request_that_is_no_json_object_is_einval_and_does_nothing),
                 T(test_unknown_ops_fields_and_types_are_refused_in_the_reply),
+                T(test_a_minimum_that_cannot_be_kept_is_refused_before_anything_is_made),
                 T(test_a_duplicate_key_is_einval_and_does_nothing),
+                T(test_uids_or_limits_of_the_wrong_shape_are_einval_naming_them_and_make_nothing),
+                T(test_a_digest_that_is_not_64_lowercase_hex_is_einval_and_grants_nothing),
+                T(test_a_metrics_format_other_than_the_two_is_einval),
                 T(test_names_and_views_are_taken_once),
                 T(test_an_entry_shaped_like_a_digest_in_any_case_or_an_option_is_einval),
                 T(test_a_view_over_another_view_the_main_mount_or_the_store_is_ebusy),

@@ -25,8 +25,8 @@
         "\"limits\":{\"max_snapshots\":2,\"max_bytes\":4096,\"max_staging\":3,"                    \
         "\"max_staging_bytes\":4096}"
 
-/* Written by the daemon before this file existed (registry.c's own encoder): a scope with
- * users, a group, a grant and an entry... */
+/* Written by the daemon before this file existed (registry.c's own encoder), before scopes
+ * had minimums: a scope with users, a group, a grant and an entry... */
 static const char written_sandbox[] =
         "{\"version\":1,\"name\":\"sandbox\",\"view\":\"/tmp/snapfs-unit-WIWKZA/sandbox\","
         "\"view_made\":true,\"uids\":[1000,1001],\"gid\":77,\"publish\":true," LIMITS ","
@@ -69,6 +69,23 @@ static char *replaced(const char *text, const char *from, const char *to)
         return out;
 }
 
+/* A file read back and written again: the same text, with a minimum of 0 when it had none
+ * (want: text with its limits so). */
+static void written_again(const char *name, const char *text, const char *want)
+{
+        struct sfs_scopefile f;
+        char why[200], *again = NULL;
+        size_t len = 0;
+
+        assert_int_equal(decode(name, text, &f, why, sizeof(why)), 0);
+        assert_string_equal(why, "");
+        assert_int_equal(sfs_scopefile_encode(&f, &again, &len), 0);
+        assert_string_equal(again, want);
+        assert_int_equal(len, strlen(want));
+        free(again);
+        sfs_scopefile_free(&f);
+}
+
 static void test_files_written_before_read_back_and_are_written_the_same(void **state)
 {
         static const char *const files[][2] = { { "sandbox", written_sandbox },
@@ -76,17 +93,17 @@ static void test_files_written_before_read_back_and_are_written_the_same(void **
                                                 { "sandbox", written_published } };
         (void)state;
         for (size_t i = 0; i < ARRAY_SIZE(files); i++) {
-                struct sfs_scopefile f;
-                char why[200], *text = NULL;
-                size_t len = 0;
+                /* As the daemon writes them since scopes have minimums: byte for byte. */
+                _cleanup_free_ char *now = replaced(files[i][1], "\"max_staging_bytes\":4096}",
+                                                    "\"max_staging_bytes\":4096,"
+                                                    "\"min_bytes\":1024}");
+                _cleanup_free_ char *none = replaced(files[i][1], "\"max_staging_bytes\":4096}",
+                                                     "\"max_staging_bytes\":4096,"
+                                                     "\"min_bytes\":0}");
 
-                assert_int_equal(decode(files[i][0], files[i][1], &f, why, sizeof(why)), 0);
-                assert_string_equal(why, "");
-                assert_int_equal(sfs_scopefile_encode(&f, &text, &len), 0);
-                assert_string_equal(text, files[i][1]);
-                assert_int_equal(len, strlen(files[i][1]));
-                free(text);
-                sfs_scopefile_free(&f);
+                written_again(files[i][0], now, now);
+                /* Before: the same, with no minimum. */
+                written_again(files[i][0], files[i][1], none);
         }
 }
 
@@ -209,6 +226,12 @@ static void test_a_field_out_of_its_range_is_einval_naming_it(void **state)
                   "\"max_staging\" is out of range" },
                 { "\"max_staging_bytes\":4096", "\"max_staging_bytes\":true",
                   "\"max_staging_bytes\" is not an integer" },
+                { "\"max_staging_bytes\":4096", "\"max_staging_bytes\":4096,\"min_bytes\":-1",
+                  "\"min_bytes\" is out of range" },
+                { "\"max_staging_bytes\":4096",
+                  "\"max_staging_bytes\":4096,\"min_bytes\":9223372036854775808",
+                  "\"min_bytes\" is out of range" },
+                { "\"max_staging_bytes\":4096", "\"max_staging_bytes\":4096,\"min_bytes\":0", "" },
                 { "\"next_ino\":7", "\"next_ino\":-7", "\"next_ino\" is out of range" },
                 { "\"next_ino\":7", "\"next_ino\":9223372036854775808",
                   "\"next_ino\" is out of range" },

@@ -226,11 +226,13 @@ static void test_a_create_request_carries_what_the_spec_sets_and_nothing_else(vo
         spec.until_pid = 4242;
         spec.limits.max_snapshots = 16;
         spec.limits.max_staging_bytes = 4096;
+        spec.min_bytes = 2048;
         assert_string_equal(request_text(&spec, &o),
                             "{\"op\":\"scope-create\",\"name\":\"sandbox-a\","
                             "\"view\":\"\\/run\\/snapfs-a\",\"publish\":true,"
                             "\"uids\":[1000,0],\"gid\":100,\"until_pid\":4242,\"client_pid\":77,"
-                            "\"limits\":{\"max_snapshots\":16,\"max_staging_bytes\":4096}}");
+                            "\"limits\":{\"max_snapshots\":16,\"max_staging_bytes\":4096,"
+                            "\"min_bytes\":2048}}");
         json_object_put(o);
 }
 
@@ -250,7 +252,7 @@ static void test_a_spec_that_is_not_one_is_einval(void **state)
                 { .name = "a", .view = "/v", .flags = SNAPFS_SCOPE_UNTIL_PID, .until_pid = 0 },
                 { .name = "a", .view = "/v", .flags = 1u << 7 },
                 /* A field of a later release set (SNAPFS_RESERVED). */
-                { .name = "a", .view = "/v", .reserved = { 0, 0, 0, 1 } },
+                { .name = "a", .view = "/v", .reserved = { 0, 0, 1 } },
         };
         char long_name[SNAPFS_NAME_MAX + 2];
         struct snapfs_report why;

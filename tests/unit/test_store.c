@@ -764,6 +764,67 @@ static void test_reserve_is_kept_for_the_privileged_uid(void **state)
         snap_store_free(s);
 }
 
+/* A scope's minimum: what it does not use of it is kept from every other claimant but the
+ * privileged uid, never from itself. The attack: one scope publishing within its own limit
+ * until another scope's first publish got ENOSPC. */
+static void test_an_unused_minimum_is_kept_from_others_not_from_its_own(void **state)
+{
+        struct snap_store_config c = cfg_default;
+        struct snap_keep *sb, *more;
+        struct snap_claim claim, refused;
+        struct snap_store_stats st;
+        struct snap_store *s;
+        (void)state;
+
+        c.max_bytes = 8192;
+        c.max_object_size = 4096;
+        c.reserve_bytes = 512;
+        c.privileged_uid = 0;
+        assert_int_equal(snap_store_new(&c, &s), 0);
+        /* A minimum the daemon cannot guarantee beside the owner's reserve: refused, and the
+         * same with one byte less taken. */
+        assert_int_equal(snap_store_keep_new(s, 8192 - 512 + 1, false, &more), -ENOSPC);
+        assert_null(more);
+        assert_int_equal(snap_store_keep_new(s, 2048, false, &sb), 0);
+        assert_non_null(sb);
+        assert_int_equal(snap_store_keep_new(s, 8192 - 512 - 2048 + 1, false, &more), -ENOSPC);
+        /* A flooding claimant without a minimum gets all but the reserve and sb's minimum. */
+        assert_int_equal(snap_store_reserve_kept(s, 1000, NULL, 8192 - 512 - 2048 + 1), -ENOSPC);
+        assert_int_equal(snap_store_reserve_kept(s, 1000, NULL, 8192 - 512 - 2048), 0);
+        assert_int_equal(snap_store_reserve_kept(s, 1000, NULL, 1), -ENOSPC);
+        assert_int_equal(snap_store_claim_unheld(s, 1, 0, &refused), -ENOSPC);
+        assert_int_equal(snap_store_kept_from(s, NULL), 2048);
+        assert_int_equal(snap_store_kept_from(s, sb), 0);
+        /* At that moment sb stages and publishes 1536 bytes within its minimum. */
+        assert_int_equal(snap_store_reserve_kept(s, 1001, sb, 1536), 0);
+        assert_int_equal(snap_store_kept_from(s, NULL), 512);
+        assert_int_equal(snap_store_claim_kept(s, sb, 1536, 1536, &claim), 0);
+        assert_true(claim.held);
+        /* A third claimant without a minimum is still refused; the owner's reserve is the
+         * owner's. */
+        assert_int_equal(snap_store_reserve_kept(s, 1002, NULL, 1), -ENOSPC);
+        assert_int_equal(snap_store_reserve_as(s, 0, 512), 0);
+        /* Nothing is free now: a new minimum is refused, one restored at a start is not. */
+        assert_int_equal(snap_store_keep_new(s, 1, false, &more), -ENOSPC);
+        assert_int_equal(snap_store_keep_new(s, 1, true, &more), 0);
+        snap_store_get_stats(s, &st);
+        assert_int_equal(st.minimums, 2049);
+        snap_store_keep_free(s, more);
+        /* sb's minimum used up keeps nothing more; given back, it is kept again. */
+        snap_store_keep_use(s, sb, true, 512);
+        assert_int_equal(snap_store_kept_from(s, NULL), 0);
+        snap_store_keep_use(s, sb, false, 2048);
+        assert_int_equal(snap_store_kept_from(s, NULL), 2048);
+        /* Its scope deleted: kept for nobody, though what it holds lingers. */
+        snap_store_keep_end(s, sb);
+        assert_int_equal(snap_store_kept_from(s, NULL), 0);
+        snap_store_get_stats(s, &st);
+        assert_int_equal(st.minimums, 0);
+        snap_store_keep_free(s, sb);
+        snap_store_unclaim(s, &claim);
+        snap_store_free(s);
+}
+
 static void assert_usage(struct snap_store *s, uint32_t uid, uint64_t objects, uint64_t bytes)
 {
         struct snap_store_usage u;
@@ -1264,6 +1325,7 @@ int main(void)
                 cmocka_unit_test(test_freed_is_told_once_at_the_last_release_not_before),
                 cmocka_unit_test(test_adopt_keeps_the_hooks_copy_and_a_duplicate_put_gives_it_back),
                 T(test_new_store_is_empty),
+                cmocka_unit_test(test_an_unused_minimum_is_kept_from_others_not_from_its_own),
                 T(test_zero_limit_is_refused_with_einval),
                 T(test_put_stores_content_under_its_digest),
                 T(test_put_of_same_content_returns_the_same_object_and_inode),

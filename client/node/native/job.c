@@ -86,7 +86,7 @@ static void complete(napi_env env, napi_status status, void *data)
                 v = make_refusal(env, j->rc, &j->why);
                 /* A refusal by the daemon on the control channel comes with its reply. */
                 if (v && j->reply)
-                        set(env, v, "reply", make_string(env, j->reply));
+                        set_property(env, v, "reply", make_string(env, j->reply));
         }
         if (!v)
                 napi_get_null(env, &v);
@@ -253,7 +253,7 @@ napi_value make_bool(napi_env env, bool b)
         return v;
 }
 
-void set(napi_env env, napi_value obj, const char *key, napi_value v)
+void set_property(napi_env env, napi_value obj, const char *key, napi_value v)
 {
         if (obj && v)
                 napi_set_named_property(env, obj, key, v);
@@ -292,15 +292,15 @@ napi_value make_snapshot(napi_env env, const struct snapfs_binding *b,
                         snprintf(when, sizeof(when), "%" PRId64, s->published_sec);
         }
         /* In the order every --json prints them. */
-        set(env, o, "sha256", make_string(env, hex));
-        set(env, o, "size", make_number(env, b->size));
-        set(env, o, "dev", mounted ? make_string(env, dev) : make_null(env));
-        set(env, o, "ino", make_number(env, b->ino));
-        set(env, o, "name", make_string(env, s && s->name[0] ? s->name : NULL));
-        set(env, o, "published", make_string(env, s ? when : NULL));
-        set(env, o, "publisher", s ? make_number(env, s->publisher) : make_null(env));
-        set(env, o, "binding", make_string(env, mounted ? text : NULL));
-        set(env, o, "kind", make_string(env, s ? kind_name(s->kind) : NULL));
+        set_property(env, o, "sha256", make_string(env, hex));
+        set_property(env, o, "size", make_number(env, b->size));
+        set_property(env, o, "dev", mounted ? make_string(env, dev) : make_null(env));
+        set_property(env, o, "ino", make_number(env, b->ino));
+        set_property(env, o, "name", make_string(env, s && s->name[0] ? s->name : NULL));
+        set_property(env, o, "published", make_string(env, s ? when : NULL));
+        set_property(env, o, "publisher", s ? make_number(env, s->publisher) : make_null(env));
+        set_property(env, o, "binding", make_string(env, mounted ? text : NULL));
+        set_property(env, o, "kind", make_string(env, s ? kind_name(s->kind) : NULL));
         return o;
 }
 
@@ -321,28 +321,29 @@ napi_value make_scope(napi_env env, const struct snapfs_scope *s)
         snprintf(dev, sizeof(dev), "%u:%u", major(s->dev), minor(s->dev));
         for (size_t i = 0; i < s->n_uids; i++)
                 napi_set_element(env, uids, (uint32_t)i, make_number(env, s->uids[i]));
-        set(env, limits, "max_snapshots", limit(env, s->limits.max_snapshots));
-        set(env, limits, "max_bytes", limit(env, s->limits.max_bytes));
-        set(env, limits, "max_staging", limit(env, s->limits.max_staging));
-        set(env, limits, "max_staging_bytes", limit(env, s->limits.max_staging_bytes));
-        set(env, usage, "snapshots", make_number(env, s->usage.snapshots));
-        set(env, usage, "bytes", make_number(env, s->usage.bytes));
-        set(env, usage, "staging", make_number(env, s->usage.staging));
-        set(env, usage, "staging_bytes", make_number(env, s->usage.staging_bytes));
-        set(env, o, "name", make_string(env, s->name));
-        set(env, o, "view", make_string(env, s->view ? s->view : ""));
-        set(env, o, "dev", mounted ? make_string(env, dev) : make_null(env));
-        set(env, o, "uids", uids);
-        set(env, o, "gid", (s->flags & SNAPFS_SCOPE_GID) ? make_number(env, s->gid)
+        set_property(env, limits, "max_snapshots", limit(env, s->limits.max_snapshots));
+        set_property(env, limits, "max_bytes", limit(env, s->limits.max_bytes));
+        set_property(env, limits, "max_staging", limit(env, s->limits.max_staging));
+        set_property(env, limits, "max_staging_bytes", limit(env, s->limits.max_staging_bytes));
+        set_property(env, limits, "min_bytes", limit(env, s->min_bytes));
+        set_property(env, usage, "snapshots", make_number(env, s->usage.snapshots));
+        set_property(env, usage, "bytes", make_number(env, s->usage.bytes));
+        set_property(env, usage, "staging", make_number(env, s->usage.staging));
+        set_property(env, usage, "staging_bytes", make_number(env, s->usage.staging_bytes));
+        set_property(env, o, "name", make_string(env, s->name));
+        set_property(env, o, "view", make_string(env, s->view ? s->view : ""));
+        set_property(env, o, "dev", mounted ? make_string(env, dev) : make_null(env));
+        set_property(env, o, "uids", uids);
+        set_property(env, o, "gid", (s->flags & SNAPFS_SCOPE_GID) ? make_number(env, s->gid)
                                                           : make_null(env));
-        set(env, o, "publish", make_bool(env, s->flags & SNAPFS_SCOPE_PUBLISH));
-        set(env, o, "until_pid", (s->flags & SNAPFS_SCOPE_UNTIL_PID)
+        set_property(env, o, "publish", make_bool(env, s->flags & SNAPFS_SCOPE_PUBLISH));
+        set_property(env, o, "until_pid", (s->flags & SNAPFS_SCOPE_UNTIL_PID)
                                          ? make_number(env, (uint64_t)s->until_pid)
                                          : make_null(env));
-        set(env, o, "limits", limits);
-        set(env, o, "usage", usage);
-        set(env, o, "grants", make_number(env, s->n_grants));
-        set(env, o, "devNumber", mounted ? make_number(env, s->dev) : make_null(env));
+        set_property(env, o, "limits", limits);
+        set_property(env, o, "usage", usage);
+        set_property(env, o, "grants", make_number(env, s->n_grants));
+        set_property(env, o, "devNumber", mounted ? make_number(env, s->dev) : make_null(env));
         return o;
 }
 
@@ -360,14 +361,14 @@ napi_value make_refusal(napi_env env, int rc, const struct snapfs_report *why)
                 napi_value r;
                 if (napi_create_object(env, &r) != napi_ok)
                         return NULL;
-                set(env, r, "code", make_string(env, why->reasons[i].code));
-                set(env, r, "message", make_string(env, why->reasons[i].message));
+                set_property(env, r, "code", make_string(env, why->reasons[i].code));
+                set_property(env, r, "message", make_string(env, why->reasons[i].message));
                 napi_set_element(env, reasons, i, r);
         }
-        set(env, o, "errno", make_number(env, (uint64_t)-rc));
-        set(env, o, "code", make_string(env, name ? name : "EIO"));
-        set(env, o, "message", make_string(env, snapfs_strerror(rc)));
-        set(env, o, "reasons", reasons);
-        set(env, o, "dropped", make_number(env, why ? why->n_dropped : 0));
+        set_property(env, o, "errno", make_number(env, (uint64_t)-rc));
+        set_property(env, o, "code", make_string(env, name ? name : "EIO"));
+        set_property(env, o, "message", make_string(env, snapfs_strerror(rc)));
+        set_property(env, o, "reasons", reasons);
+        set_property(env, o, "dropped", make_number(env, why ? why->n_dropped : 0));
         return o;
 }

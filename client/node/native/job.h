@@ -80,7 +80,7 @@ napi_value make_string(napi_env env, const char *s);      /* null for NULL */
 napi_value make_number(napi_env env, uint64_t v);          /* exact up to 2^53 */
 napi_value make_null(napi_env env);
 napi_value make_bool(napi_env env, bool v);
-void set(napi_env env, napi_value obj, const char *key, napi_value v);
+void set_property(napi_env env, napi_value obj, const char *key, napi_value v);
 
 /* The one snapshot object (docs/design.md, "One snapshot object") of a binding, with what
  * the daemon says of it when s is not NULL: sha256, size, dev, ino, name, published,

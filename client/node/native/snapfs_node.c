@@ -74,7 +74,7 @@ static napi_value done_publish(napi_env env, struct job *j)
 {
         napi_value o = make_snapshot(env, &j->snap.binding, &j->snap, true);
 
-        set(env, o, "alreadyPublished", make_bool(env, j->rc == 1));
+        set_property(env, o, "alreadyPublished", make_bool(env, j->rc == 1));
         return o;
 }
 
@@ -169,10 +169,10 @@ static napi_value done_open(napi_env env, struct job *j)
         if (napi_create_object(env, &o) != napi_ok || napi_create_int32(env, j->fd, &fd) != napi_ok)
                 return NULL;
         snprintf(id, sizeof(id), "%" PRIu64, j->mnt_id);
-        set(env, o, "snapshot", make_snapshot(env, &j->out_b, j->have_snap ? &j->snap : NULL,
-                                              true));
-        set(env, o, "mountId", make_string(env, id));
-        set(env, o, "fd", fd);
+        set_property(env, o, "snapshot",
+                     make_snapshot(env, &j->out_b, j->have_snap ? &j->snap : NULL, true));
+        set_property(env, o, "mountId", make_string(env, id));
+        set_property(env, o, "fd", fd);
         /* Handed over: the caller closes it now. */
         j->fd = -1;
         return o;
@@ -305,8 +305,8 @@ static napi_value done_remove(napi_env env, struct job *j)
 
         if (napi_create_object(env, &o) != napi_ok)
                 return NULL;
-        set(env, o, "removed", make_number(env, j->removed));
-        set(env, o, "kept", make_number(env, j->kept));
+        set_property(env, o, "removed", make_number(env, j->removed));
+        set_property(env, o, "kept", make_number(env, j->kept));
         return o;
 }
 
@@ -368,8 +368,8 @@ static napi_value make_grant(napi_env env, const struct snapfs_grant *g,
         napi_value o = make_snapshot(env, &s->binding, (seen & SNAPFS_SEEN_DAEMON) ? s : NULL,
                                      has_dev);
 
-        set(env, o, "entry", make_string(env, g->entry[0] ? g->entry : NULL));
-        set(env, o, "seenInView", make_bool(env, seen & SNAPFS_SEEN_VIEW));
+        set_property(env, o, "entry", make_string(env, g->entry[0] ? g->entry : NULL));
+        set_property(env, o, "seenInView", make_bool(env, seen & SNAPFS_SEEN_VIEW));
         return o;
 }
 
@@ -432,14 +432,15 @@ static napi_value scope_create(napi_env env, napi_callback_info info)
         uint64_t x;
         bool given, is_array = false, publish_flag = false;
         static const char *const limit_keys[] = { "maxSnapshots", "maxBytes", "maxStaging",
-                                                  "maxStagingBytes" };
-        uint64_t *limit_fields[4];
+                                                  "maxStagingBytes", "minBytes" };
+        uint64_t *limit_fields[5];
 
         ARGS(3);
         limit_fields[0] = &j->spec.limits.max_snapshots;
         limit_fields[1] = &j->spec.limits.max_bytes;
         limit_fields[2] = &j->spec.limits.max_staging;
         limit_fields[3] = &j->spec.limits.max_staging_bytes;
+        limit_fields[4] = &j->spec.min_bytes;
         if (!arg_string(env, argv[0], false, &j->mount, "mount") ||
             !arg_options(env, argv[2], &j->opts) ||
             napi_get_named_property(env, argv[1], "name", &v) != napi_ok ||
@@ -484,7 +485,7 @@ static napi_value scope_create(napi_env env, napi_callback_info info)
                 j->spec.flags |= SNAPFS_SCOPE_PUBLISH;
         if (napi_get_named_property(env, argv[1], "limits", &limits) != napi_ok)
                 FAIL();
-        for (size_t i = 0; i < 4; i++) {
+        for (size_t i = 0; i < 5; i++) {
                 if (!spec_u64(env, limits, limit_keys[i], UINT64_MAX, limit_fields[i], &given))
                         FAIL();
         }
@@ -537,8 +538,8 @@ static napi_value done_scope_show(napi_env env, struct job *j)
 
         if (napi_create_object(env, &o) != napi_ok)
                 return NULL;
-        set(env, o, "scope", make_scope(env, &j->scope_out));
-        set(env, o, "grants", make_grants(env, j));
+        set_property(env, o, "scope", make_scope(env, &j->scope_out));
+        set_property(env, o, "grants", make_grants(env, j));
         return o;
 }
 
@@ -643,8 +644,8 @@ static napi_value done_scope_binding(napi_env env, struct job *j)
 
         if (napi_create_object(env, &o) != napi_ok)
                 return NULL;
-        set(env, o, "view", make_string(env, j->view));
-        set(env, o, "snapshot", make_snapshot(env, &j->out_b, NULL, true));
+        set_property(env, o, "view", make_string(env, j->view));
+        set_property(env, o, "snapshot", make_snapshot(env, &j->out_b, NULL, true));
         return o;
 }
 
@@ -759,9 +760,9 @@ NAPI_MODULE_INIT()
                     napi_set_named_property(env, exports, fns[i].name, v) != napi_ok)
                         return NULL;
         }
-        set(env, exports, "version", make_string(env, SNAPFS_VERSION));
-        set(env, exports, "libraryVersion", make_string(env, lib));
-        set(env, exports, "napiVersion", make_number(env, NAPI_VERSION));
+        set_property(env, exports, "version", make_string(env, SNAPFS_VERSION));
+        set_property(env, exports, "libraryVersion", make_string(env, lib));
+        set_property(env, exports, "napiVersion", make_number(env, NAPI_VERSION));
         return exports;
 }
 #pragma GCC diagnostic pop

@@ -27,7 +27,7 @@ export interface RawScope {
   publish: boolean;
   until_pid: number | null;
   limits: { max_snapshots: number | null; max_bytes: number | null; max_staging: number | null;
-            max_staging_bytes: number | null };
+            max_staging_bytes: number | null; min_bytes: number | null };
   usage: { snapshots: number; bytes: number; staging: number; staging_bytes: number };
   grants: number;
   devNumber: number | null;
@@ -43,7 +43,7 @@ export interface RawSpec {
   publish: boolean;
   untilPid: number | null;
   limits: { maxSnapshots: number | null; maxBytes: number | null; maxStaging: number | null;
-            maxStagingBytes: number | null };
+            maxStagingBytes: number | null; minBytes: number | null };
 }
 
 /** The addon's functions (native/snapfs_node.c). */

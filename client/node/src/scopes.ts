@@ -28,9 +28,9 @@ export interface Scope {
   publish: boolean;
   /** The scope goes when this process exits. */
   until_pid: number | null;
-  /** null: not set (the daemon's default). */
+  /** null: not set (the daemon's default; for min_bytes: no minimum). */
   limits: { max_snapshots: number | null; max_bytes: number | null; max_staging: number | null;
-            max_staging_bytes: number | null };
+            max_staging_bytes: number | null; min_bytes: number | null };
   /** What was published in the view itself and what it stages (what the limits count). */
   usage: { snapshots: number; bytes: number; staging: number; staging_bytes: number };
   /** How many grants it has (by digest or entry). */
@@ -42,6 +42,9 @@ export interface ScopeLimits {
   maxBytes?: number;
   maxStaging?: number;
   maxStagingBytes?: number;
+  /** Bytes guaranteed to the scope (at most maxBytes): kept from every other scope and uid but
+   * the owner; ENOSPC when the daemon cannot keep them. Unset: none, it shares what is free. */
+  minBytes?: number;
 }
 
 export interface CreateOptions extends TrustOptions {
@@ -108,7 +111,8 @@ export async function create(name: string, o: CreateOptions): Promise<Scope> {
                  publish: o.publish === true, untilPid: o.untilPid ?? null,
                  limits: { maxSnapshots: l.maxSnapshots ?? null, maxBytes: l.maxBytes ?? null,
                            maxStaging: l.maxStaging ?? null,
-                           maxStagingBytes: l.maxStagingBytes ?? null } };
+                           maxStagingBytes: l.maxStagingBytes ?? null,
+                           minBytes: l.minBytes ?? null } };
   const opts = nativeOptions(o);
   return scope(await call(() => native().scopeCreate(mountOf(o), spec, opts)));
 }

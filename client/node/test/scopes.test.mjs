@@ -46,7 +46,7 @@ test("create takes gid, publish, untilPid and every limit; a pid of no process i
     assert.equal(sc.publish, true);
     assert.equal(sc.until_pid, holder.pid);
     assert.deepEqual(sc.limits, { max_snapshots: 4, max_bytes: 1 << 20, max_staging: 2,
-                                  max_staging_bytes: 4096 });
+                                  max_staging_bytes: 4096, min_bytes: null });
     const shown = JSON.parse(cli("scope", "ls", "--mount", d.mount, "e", "--json").stdout);
     assert.deepEqual(sc, shown.scope);
     await snapfs.scopes.remove("e", { mount: d.mount });

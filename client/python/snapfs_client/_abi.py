@@ -103,7 +103,8 @@ class CScopeSpec(ctypes.Structure):
     _fields_ = [("name", ctypes.c_char_p), ("view", ctypes.c_char_p),
                 ("uids", ctypes.POINTER(ctypes.c_uint32)), ("n_uids", ctypes.c_size_t),
                 ("flags", ctypes.c_uint), ("gid", ctypes.c_uint32),
-                ("until_pid", ctypes.c_int32), ("limits", CScopeLimits), ("reserved", RESERVED)]
+                ("until_pid", ctypes.c_int32), ("limits", CScopeLimits),
+                ("min_bytes", ctypes.c_uint64), ("reserved", ctypes.c_uint64 * 3)]
 
 
 class CScope(ctypes.Structure):
@@ -113,7 +114,8 @@ class CScope(ctypes.Structure):
                 ("dev", ctypes.c_uint64), ("uids", ctypes.c_void_p), ("n_uids", ctypes.c_size_t),
                 ("flags", ctypes.c_uint), ("gid", ctypes.c_uint32), ("until_pid", ctypes.c_int32),
                 ("limits", CScopeLimits), ("usage", CScopeUsage),
-                ("n_grants", ctypes.c_uint64), ("reserved", RESERVED)]
+                ("n_grants", ctypes.c_uint64), ("min_bytes", ctypes.c_uint64),
+                ("reserved", ctypes.c_uint64 * 3)]
 
 
 class CGrant(ctypes.Structure):
@@ -132,9 +134,10 @@ def layout() -> "dict[str, int]":
             ("snapfs_report", CReport, ("n_reasons", "n_dropped", "reasons", "reserved")),
             ("snapfs_snapshot", CSnapshot, ("name", "published_sec", "published_nsec",
                                             "publisher", "kind", "reserved")),
-            ("snapfs_scope_spec", CScopeSpec, ("n_uids", "until_pid", "limits", "reserved")),
+            ("snapfs_scope_spec", CScopeSpec, ("n_uids", "until_pid", "limits", "min_bytes",
+                                               "reserved")),
             ("snapfs_scope", CScope, ("view", "dev", "flags", "until_pid", "limits", "usage",
-                                      "n_grants", "reserved")),
+                                      "n_grants", "min_bytes", "reserved")),
             ("snapfs_grant", CGrant, ("size", "ino", "entry", "reserved"))):
         out[f"sizeof {name}"] = ctypes.sizeof(struct)
         for f in fields:

@@ -321,7 +321,7 @@ class Scope:
     publish: bool             # processes in the scope may publish in its view
     until_pid: Optional[int]  # the scope goes when that process exits
     limits: Dict[str, Optional[int]]  # max_snapshots, max_bytes, max_staging,
-                                      # max_staging_bytes (None: unset)
+                                      # max_staging_bytes, min_bytes (None: unset)
     usage: Dict[str, int]     # snapshots, bytes, staging, staging_bytes (in the view itself)
     grants: int               # how many grants it has
 
@@ -335,7 +335,9 @@ class Scope:
                    gid=c.gid if c.flags & _abi.ScopeFlag.GID else None,
                    publish=bool(c.flags & _abi.ScopeFlag.PUBLISH),
                    until_pid=c.until_pid if c.flags & _abi.ScopeFlag.UNTIL_PID else None,
-                   limits={k: getattr(c.limits, k) or None for k, _ in _abi.CScopeLimits._fields_},
+                   limits={**{k: getattr(c.limits, k) or None
+                              for k, _ in _abi.CScopeLimits._fields_},
+                           "min_bytes": c.min_bytes or None},
                    usage={k: getattr(c.usage, k) for k, _ in _abi.CScopeUsage._fields_},
                    grants=c.n_grants)
 
@@ -423,13 +425,15 @@ def _digest_of(what: BindingLike) -> str:
 def scope_create(mount: PathLike, name: str, view: PathLike, *, uids: Iterable[int] = (),
                  gid: Optional[int] = None, publish: bool = False,
                  until_pid: Optional[int] = None, max_snapshots: int = 0, max_bytes: int = 0,
-                 max_staging: int = 0, max_staging_bytes: int = 0,
+                 max_staging: int = 0, max_staging_bytes: int = 0, min_bytes: int = 0,
                  trust: Optional[Trust] = None, owner: Optional[int] = None,
                  insecure_own_mount: bool = False, trust_user_namespace: bool = False) -> Scope:
     """Creates the scope name with its view mounted at view (an absolute path where the
     daemon runs) and returns it as the daemon reports it. uids and/or gid may use the view
     (neither: root only); publish lets processes in the scope publish there; until_pid ties
-    the scope to a process of this pid namespace (the daemon's); a limit of 0 is unset."""
+    the scope to a process of this pid namespace (the daemon's); a limit of 0 is unset.
+    min_bytes are guaranteed to the scope (kept from every other scope and uid but the
+    owner; ENOSPC when the daemon cannot keep them); 0: none, it shares what is free."""
     o = options(trust, owner, 0, insecure_own_mount, trust_user_namespace)
     ids = list(uids)
     arr = (ctypes.c_uint32 * max(len(ids), 1))(*ids)
@@ -443,6 +447,7 @@ def scope_create(mount: PathLike, name: str, view: PathLike, *, uids: Iterable[i
         spec.flags |= _abi.ScopeFlag.UNTIL_PID
         spec.until_pid = until_pid
     spec.limits = _abi.CScopeLimits(max_snapshots, max_bytes, max_staging, max_staging_bytes)
+    spec.min_bytes = min_bytes
     lib, c, rep = _abi.load(), _abi.CScope(), _abi.CReport()
     r = lib.snapfs_scope_create(_path(mount), ctypes.byref(spec), ctypes.byref(o),
                                 ctypes.byref(c), ctypes.byref(rep))

@@ -10,7 +10,7 @@ that runs the same cases as the C one (tests/helpers/apiclient.c), with the same
     snapfs-client describe [TRUST] MNT BINDING
     snapfs-client scope-create [TRUST] [--uid UID]... [--gid GID] [--publish]
                   [--until-pid PID] [--max-snapshots N] [--max-bytes SIZE] [--max-staging N]
-                  [--max-staging-bytes SIZE] MNT NAME VIEW
+                  [--max-staging-bytes SIZE] [--min-bytes SIZE] MNT NAME VIEW
     snapfs-client scope-list [TRUST] MNT
     snapfs-client scope-show|scope-remove [TRUST] MNT NAME
     snapfs-client grant [TRUST] [--entry ENTRY] MNT SCOPE DIGEST|BINDING
@@ -95,7 +95,8 @@ def run(argv: List[str]) -> int:
     p.add_argument("--gid", type=typed("uid", parse_owner))
     p.add_argument("--publish", action="store_true")
     p.add_argument("--until-pid", type=int)
-    for limit in ("max_snapshots", "max_bytes", "max_staging", "max_staging_bytes"):
+    for limit in ("max_snapshots", "max_bytes", "max_staging", "max_staging_bytes",
+                  "min_bytes"):
         # Sizes as every snapfs command reads one (K, M or G); counts in decimal.
         p.add_argument("--" + limit.replace("_", "-"), dest=limit, default=0,
                        type=typed("size", parse_size) if limit.endswith("bytes") else int)
@@ -189,7 +190,8 @@ def run(argv: List[str]) -> int:
             sc = scope_create(a.mount, a.name, a.view, uids=a.uid, gid=a.gid, publish=a.publish,
                               until_pid=a.until_pid, max_snapshots=a.max_snapshots,
                               max_bytes=a.max_bytes, max_staging=a.max_staging,
-                              max_staging_bytes=a.max_staging_bytes, **tkw)
+                              max_staging_bytes=a.max_staging_bytes,
+                              min_bytes=a.min_bytes, **tkw)
             out["scope"] = sc.as_dict()
             result = 0
         elif a.cmd == "scope-list":
