@@ -747,8 +747,21 @@ static void op_statfs(fuse_req_t req, fuse_ino_t ino)
  * caller's huge buffer is never allocated in full. */
 #define XATTR_BUF_MAX 4096
 
-static void reply_xattr_result(fuse_req_t req, int r, const char *buf, size_t size, size_t len)
+/* getxattr (name), or listxattr (name NULL); size 0 asks for the length alone. */
+static void reply_xattr(fuse_req_t req, fuse_ino_t ino, const char *name, size_t size)
 {
+        struct sfs_caller c = caller_of(req);
+        struct sfs_tree *t = ctx_of(req)->tree;
+        char buf[XATTR_BUF_MAX];
+        size_t len = 0, cap = size > sizeof(buf) ? sizeof(buf) : size;
+        int r;
+
+        struct sfs_node *n = node_or_reply(req, ino);
+
+        if (!n)
+                return;
+        r = name ? sfs_tree_getxattr(t, &c, n, name, buf, cap, &len)
+                 : sfs_tree_listxattr(t, &c, n, buf, cap, &len);
         if (r < 0)
                 fuse_reply_err(req, -r);
         else if (size == 0)
@@ -759,32 +772,12 @@ static void reply_xattr_result(fuse_req_t req, int r, const char *buf, size_t si
 
 static void op_getxattr(fuse_req_t req, fuse_ino_t ino, const char *name, size_t size)
 {
-        struct sfs_caller c = caller_of(req);
-        char buf[XATTR_BUF_MAX];
-        size_t len = 0, cap = size > sizeof(buf) ? sizeof(buf) : size;
-        int r;
-
-        struct sfs_node *n = node_or_reply(req, ino);
-
-        if (!n)
-                return;
-        r = sfs_tree_getxattr(ctx_of(req)->tree, &c, n, name, buf, cap, &len);
-        reply_xattr_result(req, r, buf, size, len);
+        reply_xattr(req, ino, name, size);
 }
 
 static void op_listxattr(fuse_req_t req, fuse_ino_t ino, size_t size)
 {
-        struct sfs_caller c = caller_of(req);
-        char buf[XATTR_BUF_MAX];
-        size_t len = 0, cap = size > sizeof(buf) ? sizeof(buf) : size;
-        int r;
-
-        struct sfs_node *n = node_or_reply(req, ino);
-
-        if (!n)
-                return;
-        r = sfs_tree_listxattr(ctx_of(req)->tree, &c, n, buf, cap, &len);
-        reply_xattr_result(req, r, buf, size, len);
+        reply_xattr(req, ino, NULL, size);
 }
 
 static void op_setxattr(fuse_req_t req, fuse_ino_t ino, const char *name, const char *value,
