@@ -252,18 +252,26 @@ static int op_scope_create(struct ctx *x)
         return 0;
 }
 
-static int op_scope_list(struct ctx *x)
+/* An op that takes no field but "op" and answers with one object, what get makes of the
+ * registry, under key. */
+static int reply_with(struct ctx *x, const char *key,
+                      int (*get)(struct sfs_registry *, struct json_object **))
 {
         static const char *const keys[] = { "op", NULL };
-        json_object *scopes;
+        json_object *o;
         int r = known_fields(x->req, keys, &x->bad);
 
         if (r == 0)
-                r = sfs_registry_list(x->reg, &scopes);
+                r = get(x->reg, &o);
         if (r < 0)
                 return r;
-        json_object_object_add(x->reply, "scopes", scopes);
+        json_object_object_add(x->reply, key, o);
         return 0;
+}
+
+static int op_scope_list(struct ctx *x)
+{
+        return reply_with(x, "scopes", sfs_registry_list);
 }
 
 static int op_scope_show(struct ctx *x)
@@ -337,16 +345,7 @@ static int op_revoke(struct ctx *x)
 
 static int op_status(struct ctx *x)
 {
-        static const char *const keys[] = { "op", NULL };
-        json_object *status;
-        int r = known_fields(x->req, keys, &x->bad);
-
-        if (r == 0)
-                r = sfs_status_json(x->reg, &status);
-        if (r < 0)
-                return r;
-        json_object_object_add(x->reply, "status", status);
-        return 0;
+        return reply_with(x, "status", sfs_status_json);
 }
 
 static int op_metrics(struct ctx *x)
