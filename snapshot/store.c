@@ -964,6 +964,16 @@ bool snap_store_indexed(struct snap_store *s, struct snap_object *so)
         return r;
 }
 
+/* The first of the n elements (size bytes each) at src into out, room for max: n, how many
+ * there are. No element yet may mean src NULL, and memcpy from NULL is undefined even for 0
+ * bytes. */
+static size_t copy_out(void *out, size_t max, const void *src, size_t n, size_t size)
+{
+        if (out && max && n)
+                memcpy(out, src, (n < max ? n : max) * size);
+        return n;
+}
+
 size_t snap_store_get_holders(struct snap_store *s, struct snap_object *so, uint32_t *out,
                               size_t max)
 {
@@ -971,9 +981,7 @@ size_t snap_store_get_holders(struct snap_store *s, struct snap_object *so, uint
         size_t n;
 
         pthread_mutex_lock(&s->lock);
-        n = o->n_holders;
-        if (out && max && n)
-                memcpy(out, o->holders, (n < max ? n : max) * sizeof(*out));
+        n = copy_out(out, max, o->holders, o->n_holders, sizeof(*out));
         pthread_mutex_unlock(&s->lock);
         return n;
 }
@@ -1120,11 +1128,8 @@ size_t snap_store_list_usage(struct snap_store *s, struct snap_store_usage *out,
         size_t n;
 
         pthread_mutex_lock(&s->lock);
-        n = s->n_usage;
-        /* No uid has published yet: s->usage is NULL, and memcpy from NULL is undefined
-         * even for 0 bytes. */
-        if (out && max && n)
-                memcpy(out, s->usage, (n < max ? n : max) * sizeof(*out));
+        /* No uid has published yet: s->usage is NULL. */
+        n = copy_out(out, max, s->usage, s->n_usage, sizeof(*out));
         pthread_mutex_unlock(&s->lock);
         return n;
 }
