@@ -1,10 +1,11 @@
 /* SPDX-License-Identifier: MIT */
-/* Arrays that grow by doubling, and the lower bound of a sorted one: the two shapes every
+/* Arrays that grow by doubling, and the bounds of a sorted one: the two shapes every
  * folder's tables share (the store's inode index, a view's grants, the scope registry, the
  * mount tables). Header-only, like util.h. */
 #pragma once
 
 #include <errno.h>
+#include <stdbool.h>
 #include <stdint.h>
 #include <stdlib.h>
 
@@ -38,18 +39,35 @@ static inline int array_grow(void **v, size_t *cap, size_t need, size_t size, si
         array_grow((void **)&(a), &(cap), (need), sizeof(*(a)), (first))
 
 /* Index of the first of the n elements at base (size bytes each, in the order of cmp) that is
- * not below key, n when every one is; cmp(key, element) as bsearch(3)'s. */
-static inline size_t lower_bound(const void *key, const void *base, size_t n, size_t size,
-                                 int (*cmp)(const void *key, const void *element))
+ * not below key (or, past_equal, above it), n when there is none; cmp(key, element) as
+ * bsearch(3)'s. */
+static inline size_t sorted_bound(const void *key, const void *base, size_t n, size_t size,
+                                  int (*cmp)(const void *key, const void *element),
+                                  bool past_equal)
 {
         size_t lo = 0, hi = n;
 
         while (lo < hi) {
                 size_t mid = lo + (hi - lo) / 2;
-                if (cmp(key, (const char *)base + mid * size) > 0)
+                int c = cmp(key, (const char *)base + mid * size);
+                if (c > 0 || (past_equal && c == 0))
                         lo = mid + 1;
                 else
                         hi = mid;
         }
         return lo;
+}
+
+/* The first element not below key: where key would go in front of its equals. */
+static inline size_t lower_bound(const void *key, const void *base, size_t n, size_t size,
+                                 int (*cmp)(const void *key, const void *element))
+{
+        return sorted_bound(key, base, n, size, cmp, false);
+}
+
+/* The first element above key: one past the last not above it (0 when every one is). */
+static inline size_t upper_bound(const void *key, const void *base, size_t n, size_t size,
+                                 int (*cmp)(const void *key, const void *element))
+{
+        return sorted_bound(key, base, n, size, cmp, true);
 }

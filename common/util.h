@@ -9,28 +9,13 @@
 #include <pthread.h>
 #include <stdbool.h>
 #include <signal.h>
-#include <stdarg.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 
 #define ARRAY_SIZE(a) (sizeof(a) / sizeof((a)[0]))
-
-/* A refusal: its reason formatted into buf (size bytes; nothing when buf is NULL), and -err.
- * The one body of each file's msg() or say(), which name their own buffer. */
-__attribute__((format(printf, 4, 5)))
-static inline int refusalf(char *buf, size_t size, int err, const char *fmt, ...)
-{
-        va_list ap;
-
-        if (buf) {
-                va_start(ap, fmt);
-                vsnprintf(buf, size, fmt, ap);
-                va_end(ap);
-        }
-        return -err;
-}
 #define _unused_ __attribute__((unused))
 #define _must_check_ __attribute__((warn_unused_result))
 
@@ -141,6 +126,26 @@ static inline bool mutex_held(const pthread_mutex_t *m)
         }
         return r == EBUSY;
 }
+
+/* One row of a translation from one set of flags to another: any bit of from in the input sets
+ * to in the output. */
+struct bit_map {
+        uint64_t from;
+        uint64_t to;
+};
+
+/* What in translates to by table (n rows): the to of every row whose from shares a bit with
+ * in; BIT_MAP for a table declared as an array. */
+static inline uint64_t bit_map(uint64_t in, const struct bit_map *table, size_t n)
+{
+        uint64_t out = 0;
+
+        for (size_t i = 0; i < n; i++)
+                if (in & table[i].from)
+                        out |= table[i].to;
+        return out;
+}
+#define BIT_MAP(in, table) bit_map((in), (table), ARRAY_SIZE(table))
 
 /* pthread_create with every signal blocked in the new thread except keep (0 for none), so
  * process-directed signals (SIGTERM, SIGINT) reach the threads that expect them: libfuse

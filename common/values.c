@@ -184,28 +184,25 @@ int value_parse(enum value_type t, const char *s, uint64_t min, uint64_t max, ui
         return 0;
 }
 
-static const char *const names[VALUE_TYPE_COUNT] = {
-        [VALUE_UID] = "uid",
-        [VALUE_UID_LIST] = "uid list",
-        [VALUE_SIZE] = "size",
-        [VALUE_COUNT] = "count",
-        [VALUE_DURATION] = "duration",
-};
-
-static const char *const forms[VALUE_TYPE_COUNT] = {
-        [VALUE_UID] = "a decimal uid below 4294967295, without sign or leading zero",
-        [VALUE_UID_LIST] = "any, or decimal uids separated by commas (at most 64, each below "
-                           "4294967295, without sign or leading zero)",
-        [VALUE_SIZE] = "digits with an optional K, M or G suffix (binary units: 4096, 256K, "
-                       "64M, 1G)",
-        [VALUE_COUNT] = "decimal digits, without sign or suffix",
-        [VALUE_DURATION] = "digits with an optional s, m, h, d or w suffix (90, 90s, "
-                           "15m, 2h, 7d, 2w; seconds without one)",
+/* Each type's name and, for a refusal, the form its text takes: one row a type, so no type
+ * has a name without a form. */
+static const struct {
+        const char *name, *form;
+} types[VALUE_TYPE_COUNT] = {
+        [VALUE_UID] = { "uid", "a decimal uid below 4294967295, without sign or leading zero" },
+        [VALUE_UID_LIST] = { "uid list", "any, or decimal uids separated by commas (at most 64, "
+                                         "each below 4294967295, without sign or leading "
+                                         "zero)" },
+        [VALUE_SIZE] = { "size", "digits with an optional K, M or G suffix (binary units: 4096, "
+                                 "256K, 64M, 1G)" },
+        [VALUE_COUNT] = { "count", "decimal digits, without sign or suffix" },
+        [VALUE_DURATION] = { "duration", "digits with an optional s, m, h, d or w suffix (90, "
+                                         "90s, 15m, 2h, 7d, 2w; seconds without one)" },
 };
 
 const char *value_type_name(enum value_type t)
 {
-        return (unsigned)t < VALUE_TYPE_COUNT ? names[t] : NULL;
+        return (unsigned)t < VALUE_TYPE_COUNT ? types[t].name : NULL;
 }
 
 int value_format(enum value_type t, uint64_t v, char *buf, size_t n)
@@ -257,7 +254,8 @@ int value_error(enum value_type t, const char *input, int err, uint64_t min, uin
                 return snprintf(buf, n, "invalid %s '%s': more than %d uids", name, q,
                                 VALUE_UID_LIST_MAX);
         if (err != -ERANGE)
-                return snprintf(buf, n, "invalid %s '%s': expected %s", name, q, forms[t]);
+                return snprintf(buf, n, "invalid %s '%s': expected %s", name, q,
+                                types[t].form);
         if (t == VALUE_UID || t == VALUE_UID_LIST)
                 return snprintf(buf, n, "invalid %s '%s': out of range (a uid is at most "
                                         "4294967294)", name, q);

@@ -175,56 +175,73 @@ static int set_forbid(struct mc_policy *pol, const char *value)
         return set_require_or_forbid(pol, false, value);
 }
 
-static int set_mode(struct mc_policy *pol, const char *value)
+/* A number check that "any" turns off: for "any", *check false; otherwise what parse makes of
+ * value, with *check true and *n set. 0, or parse's refusal with nothing changed. */
+static int set_checked(const char *value, bool *check, uint64_t *n,
+                       int (*parse)(const char *value, uint64_t *n))
 {
-        uint64_t n;
+        uint64_t v = 0;
         int r;
 
         if (is_any(value)) {
-                pol->check_mode = false;
+                *check = false;
                 return 0;
         }
-        r = parse_uint(value, 07777, 8, &n);
+        r = parse(value, &v);
         if (r < 0)
                 return r;
-        pol->check_mode = true;
-        pol->mode = (uint32_t)n;
+        *check = true;
+        *n = v;
         return 0;
+}
+
+/* The same for a 32-bit field (what parse makes fits in one). */
+static int set_checked32(const char *value, bool *check, uint32_t *field,
+                         int (*parse)(const char *value, uint64_t *n))
+{
+        uint64_t n = *field;
+        int r = set_checked(value, check, &n, parse);
+
+        *field = (uint32_t)n;
+        return r;
+}
+
+static int read_mode(const char *value, uint64_t *n)
+{
+        return parse_uint(value, 07777, 8, n);
+}
+
+static int read_size(const char *value, uint64_t *n)
+{
+        /* size=0 means "unlimited" to tmpfs, so no mount has a bound of at most 0
+         * (mc_policy_value_of's range). */
+        return value_parse(VALUE_SIZE, value, 1, UINT64_MAX, n);
+}
+
+static int read_owner(const char *value, uint64_t *n)
+{
+        uint32_t uid;
+        /* A uid as every command reads one (never (uid_t)-1, chown's "no change"). */
+        int r = value_parse_uid(value, &uid);
+
+        if (r == 0)
+                *n = uid;
+        return r;
+}
+
+static int set_mode(struct mc_policy *pol, const char *value)
+{
+        return set_checked32(value, &pol->check_mode, &pol->mode, read_mode);
 }
 
 static int set_max_size(struct mc_policy *pol, const char *value)
 {
-        uint64_t n;
-        int r;
-
-        if (is_any(value)) {
-                pol->check_size = false;
-                return 0;
-        }
-        /* size=0 means "unlimited" to tmpfs, so no mount has a bound of at most 0
-         * (mc_policy_value_of's range). */
-        r = value_parse(VALUE_SIZE, value, 1, UINT64_MAX, &n);
-        if (r < 0)
-                return r;
-        pol->check_size = true;
-        pol->max_size = n;
-        return 0;
+        return set_checked(value, &pol->check_size, &pol->max_size, read_size);
 }
 
 static int set_owner(struct mc_policy *pol, const char *value)
 {
-        int r;
-
-        if (is_any(value)) {
-                pol->check_owner = false;
-                return 0;
-        }
-        /* A uid as every command reads one (never (uid_t)-1, chown's "no change"). */
-        r = value_parse_uid(value, &pol->owner);
-        if (r < 0)
-                return r;
-        pol->check_owner = true;
-        return 0;
+        return set_checked32(value, &pol->check_owner, &pol->owner, read_owner);
 }
 
 static int set_insecure_own_mount(struct mc_policy *pol, const char *value)

@@ -89,23 +89,23 @@ static bool sm_supported(const struct mc_kstatmount *sm, uint64_t bit)
                (sm_has(sm, MC_STATMOUNT_SUPPORTED_MASK) && (sm->supported_mask & bit));
 }
 
+/* The mount attributes that are one option each. */
+static const struct bit_map attr_options[] = {
+        { MC_MOUNT_ATTR_NOSUID, MC_OPT_NOSUID },
+        { MC_MOUNT_ATTR_NODEV, MC_OPT_NODEV },
+        { MC_MOUNT_ATTR_NOEXEC, MC_OPT_NOEXEC },
+        { MC_MOUNT_ATTR_NODIRATIME, MC_OPT_NODIRATIME },
+        { MC_MOUNT_ATTR_NOSYMFOLLOW, MC_OPT_NOSYMFOLLOW },
+};
+
 static uint32_t attr_to_options(uint64_t attr)
 {
-        uint32_t o = 0;
+        uint32_t o = (uint32_t)BIT_MAP(attr, attr_options);
 
         o |= attr & MC_MOUNT_ATTR_RDONLY ? MC_OPT_RO : MC_OPT_RW;
-        if (attr & MC_MOUNT_ATTR_NOSUID)
-                o |= MC_OPT_NOSUID;
-        if (attr & MC_MOUNT_ATTR_NODEV)
-                o |= MC_OPT_NODEV;
-        if (attr & MC_MOUNT_ATTR_NOEXEC)
-                o |= MC_OPT_NOEXEC;
+        /* atime is a field of three values, not a bit. */
         if ((attr & MC_MOUNT_ATTR__ATIME) == MC_MOUNT_ATTR_NOATIME)
                 o |= MC_OPT_NOATIME;
-        if (attr & MC_MOUNT_ATTR_NODIRATIME)
-                o |= MC_OPT_NODIRATIME;
-        if (attr & MC_MOUNT_ATTR_NOSYMFOLLOW)
-                o |= MC_OPT_NOSYMFOLLOW;
         return o;
 }
 

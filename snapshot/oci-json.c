@@ -93,11 +93,26 @@ int oci_json_check_annotations(json_object *ann, struct snap_oci_desc *d)
         return 0;
 }
 
+int oci_json_size(json_object *obj, const char *key, uint64_t max, uint64_t *out)
+{
+        json_object *v;
+        int64_t size;
+
+        /* An integer in JSON, not 4.0 or "4"; json-c keeps past-int64 values as uint64 and
+         * clamps them here, which the bound then refuses. */
+        if (!json_object_object_get_ex(obj, key, &v) || !json_object_is_type(v, json_type_int))
+                return -EINVAL;
+        size = json_object_get_int64(v);
+        if (size < 0 || (uint64_t)size > max)
+                return -EINVAL;
+        *out = (uint64_t)size;
+        return 0;
+}
+
 static int desc_parse(json_object *o, struct snap_oci_desc *d)
 {
         json_object *v;
         const char *s;
-        int64_t size;
         int r;
 
         if (!json_object_is_type(o, json_type_object))
@@ -110,14 +125,8 @@ static int desc_parse(json_object *o, struct snap_oci_desc *d)
                 return -EINVAL;
         if ((r = snap_oci_digest_parse(s, strlen(s), &d->digest)) < 0)
                 return r;
-        /* An integer in JSON, not 4.0 or "4"; json-c keeps past-int64 values as uint64 and
-         * clamps them here, which the bound then refuses. */
-        if (!json_object_object_get_ex(o, "size", &v) || !json_object_is_type(v, json_type_int))
-                return -EINVAL;
-        size = json_object_get_int64(v);
-        if (size < 0 || (uint64_t)size > SNAP_OCI_BLOB_MAX)
-                return -EINVAL;
-        d->size = (uint64_t)size;
+        if ((r = oci_json_size(o, "size", SNAP_OCI_BLOB_MAX, &d->size)) < 0)
+                return r;
         if ((r = oci_json_opt_type(o, "artifactType", &d->artifact_type)) < 0)
                 return r;
         if (json_object_object_get_ex(o, "annotations", &v) &&

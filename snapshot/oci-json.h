@@ -4,6 +4,7 @@
 #pragma once
 
 #include <stddef.h>
+#include <stdint.h>
 
 #include <json-c/json.h>
 
@@ -21,6 +22,10 @@ int oci_json_add(json_object *obj, const char *key, json_object *o);
 int oci_json_opt_string(json_object *obj, const char *key, size_t max, char **out);
 /* The same for a media type (snap_oci_media_type_valid). */
 int oci_json_opt_type(json_object *obj, const char *key, char **out);
+
+/* The size under key: a JSON integer (not 4.0 or "4") from 0 to max. 0 and *out, or -EINVAL
+ * (absent, not an integer, past max). */
+int oci_json_size(json_object *obj, const char *key, uint64_t max, uint64_t *out);
 
 /* Checks annotations is an object of strings (each at most SNAP_OCI_ANNOTATION_MAX bytes, no
  * NUL); when d is not NULL, fills the annotations a descriptor keeps (title, ref_name,

@@ -238,9 +238,8 @@ int snap_oci_envelope_parse(const void *buf, size_t len, struct snap_oci_envelop
         _cleanup_json_ json_object *root = NULL;
         unsigned char raw[SIG_B64_LEN];
         char again[SIG_B64_LEN + 1], text[SNAP_OCI_ENVELOPE_TEXT_MAX];
-        json_object *m, *v;
+        json_object *m;
         const char *s;
-        int64_t size;
         int r, n;
 
         if (!buf || !out)
@@ -258,12 +257,8 @@ int snap_oci_envelope_parse(const void *buf, size_t len, struct snap_oci_envelop
         if (!(s = field(m, "digest", NULL)) ||
             snap_oci_digest_parse(s, strlen(s), &out->manifest) < 0)
                 return -EINVAL;
-        if (!json_object_object_get_ex(m, "size", &v) || !json_object_is_type(v, json_type_int))
+        if (oci_json_size(m, "size", SNAP_OCI_DOC_MAX, &out->manifest_size) < 0)
                 return -EINVAL;
-        size = json_object_get_int64(v);
-        if (size < 0 || (uint64_t)size > SNAP_OCI_DOC_MAX)
-                return -EINVAL;
-        out->manifest_size = (uint64_t)size;
         if (!(s = field(root, "key", NULL)) || snap_oci_digest_parse(s, strlen(s), &out->key) < 0)
                 return -EINVAL;
         /* One spelling of a signature: exactly the canonical base64 of 64 bytes (a decoder

@@ -379,6 +379,42 @@ static void indexp(struct snap_oci_index **ix)
         snap_oci_index_free(*ix);
 }
 
+/* A new document of media_type holding arr under key (arr taken, even on failure):
+ * schemaVersion 2, mediaType, artifactType when not NULL, then key, the order of every
+ * document this file writes. 0 and *out, or -ENOMEM. */
+static int doc_new(const char *media_type, const char *artifact_type, const char *key,
+                   json_object *arr, json_object **out)
+{
+        _cleanup_json_ json_object *root = json_object_new_object();
+
+        if (!root || !arr ||
+            json_object_object_add(root, "schemaVersion", json_object_new_int(2)) < 0 ||
+            json_object_object_add(root, "mediaType", json_object_new_string(media_type)) < 0 ||
+            (artifact_type &&
+             json_object_object_add(root, "artifactType",
+                                    json_object_new_string(artifact_type)) < 0) ||
+            json_object_object_add(root, key, arr) < 0) {
+                json_object_put(arr);
+                return -ENOMEM;
+        }
+        *out = TAKE_PTR(root);
+        return 0;
+}
+
+/* root as a document's text (json-c's, kept until root changes): 0, *text and *n, or -ENOMEM,
+ * or -EFBIG past what any reader (this one included) takes: written, it could never be read
+ * back. */
+static int doc_text(json_object *root, const char **text, size_t *n)
+{
+        *text = json_object_to_json_string_length(
+                root, JSON_C_TO_STRING_PLAIN | JSON_C_TO_STRING_NOSLASHESCAPE, n);
+        if (!*text)
+                return -ENOMEM;
+        if (*n > SNAP_OCI_DOC_MAX)
+                return -EFBIG;
+        return 0;
+}
+
 int snap_oci_manifest_build(const struct snap_oci_manifest *m, char **json, size_t *len)
 {
         _cleanup_json_ json_object *root = NULL;
@@ -390,22 +426,10 @@ int snap_oci_manifest_build(const struct snap_oci_manifest *m, char **json, size
         if (!m || !json || !len || m->n_layers > SNAP_OCI_ENTRIES_MAX ||
             (m->artifact_type && !snap_oci_media_type_valid(m->artifact_type)))
                 return -EINVAL;
-        root = json_object_new_object();
         layers = json_object_new_array_ext((int)m->n_layers);
-        if (!root || !layers) {
-                json_object_put(layers);
-                return -ENOMEM;
-        }
-        if (json_object_object_add(root, "schemaVersion", json_object_new_int(2)) < 0 ||
-            json_object_object_add(root, "mediaType",
-                                   json_object_new_string(SNAP_OCI_MEDIA_MANIFEST)) < 0 ||
-            (m->artifact_type &&
-             json_object_object_add(root, "artifactType",
-                                    json_object_new_string(m->artifact_type)) < 0) ||
-            json_object_object_add(root, "layers", layers) < 0) {
-                json_object_put(layers);
-                return -ENOMEM;
-        }
+        r = doc_new(SNAP_OCI_MEDIA_MANIFEST, m->artifact_type, "layers", layers, &root);
+        if (r < 0)
+                return r;
         r = oci_json_desc_new(&m->config, &o);
         if (r < 0 || (r = oci_json_add(root, "config", o)) < 0)
                 return r;
@@ -423,14 +447,9 @@ int snap_oci_manifest_build(const struct snap_oci_manifest *m, char **json, size
                 if (r < 0 || (r = oci_json_add(root, "subject", o)) < 0)
                         return r;
         }
-        text = json_object_to_json_string_length(
-                root, JSON_C_TO_STRING_PLAIN | JSON_C_TO_STRING_NOSLASHESCAPE, &n);
-        if (!text)
-                return -ENOMEM;
-        /* Past what any reader (this one included) takes: written, it could never be read
-         * back. */
-        if (n > SNAP_OCI_DOC_MAX)
-                return -EFBIG;
+        r = doc_text(root, &text, &n);
+        if (r < 0)
+                return r;
         *json = strndup(text, n);
         if (!*json)
                 return -ENOMEM;
@@ -506,21 +525,39 @@ static int parse_desc_array(json_object *root, const char *key, struct snap_oci_
         return 0;
 }
 
-int snap_oci_manifest_parse(const void *buf, size_t len, struct snap_oci_manifest **out)
+/* A manifest or an index (parse_doc's checks) into a new zeroed struct of size bytes that fill
+ * completes from the JSON: 0 and *out, or -EINVAL (out NULL, or what the checks and fill
+ * refuse), -EFBIG, -ENOMEM; done frees what fill left of a doc it refused. */
+static int parse_doc_into(const void *buf, size_t len, const char *media_type, size_t size,
+                          int (*fill)(json_object *root, void *doc), void (*done)(void *doc),
+                          void **out)
 {
-        _cleanup_(manifestp) struct snap_oci_manifest *m = NULL;
         _cleanup_json_ json_object *root = NULL;
-        json_object *v;
+        void *doc;
         int r;
 
         if (!out)
                 return -EINVAL;
-        r = parse_doc(buf, len, SNAP_OCI_MEDIA_MANIFEST, &root);
+        r = parse_doc(buf, len, media_type, &root);
         if (r < 0)
                 return r;
-        m = calloc(1, sizeof(*m));
-        if (!m)
+        doc = calloc(1, size);
+        if (!doc)
                 return -ENOMEM;
+        r = fill(root, doc);
+        if (r < 0)
+                done(doc);
+        else
+                *out = doc;
+        return r;
+}
+
+static int manifest_fill(json_object *root, void *doc)
+{
+        struct snap_oci_manifest *m = doc;
+        json_object *v;
+        int r;
+
         r = oci_json_opt_type(root, "artifactType", &m->artifact_type);
         if (r < 0)
                 return r;
@@ -538,29 +575,36 @@ int snap_oci_manifest_parse(const void *buf, size_t len, struct snap_oci_manifes
                         return r;
                 m->has_subject = true;
         }
-        *out = TAKE_PTR(m);
         return 0;
+}
+
+static void manifest_done(void *doc)
+{
+        snap_oci_manifest_free(doc);
+}
+
+int snap_oci_manifest_parse(const void *buf, size_t len, struct snap_oci_manifest **out)
+{
+        return parse_doc_into(buf, len, SNAP_OCI_MEDIA_MANIFEST, sizeof(**out), manifest_fill,
+                              manifest_done, (void **)out);
+}
+
+static int index_fill(json_object *root, void *doc)
+{
+        struct snap_oci_index *ix = doc;
+
+        return parse_desc_array(root, "manifests", &ix->manifests, &ix->n_manifests);
+}
+
+static void index_done(void *doc)
+{
+        snap_oci_index_free(doc);
 }
 
 int snap_oci_index_parse(const void *buf, size_t len, struct snap_oci_index **out)
 {
-        _cleanup_(indexp) struct snap_oci_index *ix = NULL;
-        _cleanup_json_ json_object *root = NULL;
-        int r;
-
-        if (!out)
-                return -EINVAL;
-        r = parse_doc(buf, len, SNAP_OCI_MEDIA_INDEX, &root);
-        if (r < 0)
-                return r;
-        ix = calloc(1, sizeof(*ix));
-        if (!ix)
-                return -ENOMEM;
-        r = parse_desc_array(root, "manifests", &ix->manifests, &ix->n_manifests);
-        if (r < 0)
-                return r;
-        *out = TAKE_PTR(ix);
-        return 0;
+        return parse_doc_into(buf, len, SNAP_OCI_MEDIA_INDEX, sizeof(**out), index_fill,
+                              index_done, (void **)out);
 }
 
 /* index.json's bytes: 0 and *buf, *len; 1 when there is none yet. */
@@ -684,19 +728,10 @@ static int tag_locked(const struct snap_oci_layout *l, const struct snap_oci_des
                 if (r < 0)
                         return r;
         }
-        root = json_object_new_object();
         list = json_object_new_array();
-        if (!root || !list) {
-                json_object_put(list);
-                return -ENOMEM;
-        }
-        if (json_object_object_add(root, "schemaVersion", json_object_new_int(2)) < 0 ||
-            json_object_object_add(root, "mediaType",
-                                   json_object_new_string(SNAP_OCI_MEDIA_INDEX)) < 0 ||
-            json_object_object_add(root, "manifests", list) < 0) {
-                json_object_put(list);
-                return -ENOMEM;
-        }
+        r = doc_new(SNAP_OCI_MEDIA_INDEX, NULL, "manifests", list, &root);
+        if (r < 0)
+                return r;
         if (old && json_object_object_get_ex(old, "manifests", &arr)) {
                 size_t n = json_object_array_length(arr);
                 for (size_t i = 0; i < n; i++) {
@@ -721,12 +756,9 @@ static int tag_locked(const struct snap_oci_layout *l, const struct snap_oci_des
                 json_object_put(o);
                 return -ENOMEM;
         }
-        text = json_object_to_json_string_length(
-                root, JSON_C_TO_STRING_PLAIN | JSON_C_TO_STRING_NOSLASHESCAPE, &len);
-        if (!text)
-                return -ENOMEM;
-        if (len > SNAP_OCI_DOC_MAX)
-                return -EFBIG;
+        r = doc_text(root, &text, &len);
+        if (r < 0)
+                return r;
         return write_atomic(l->dirfd, INDEX_FILE, text, len, file_mode(l));
 }
 

@@ -927,18 +927,29 @@ void snap_store_release(struct snap_store *s, struct snap_object *so)
         }
 }
 
-int snap_store_detach(struct snap_store *s, struct snap_object *so)
+/* fn(s, o) under the store's lock, for an object still in the index: what fn returns, or
+ * -ENOENT for an object detached already. */
+static int with_indexed(struct snap_store *s, struct snap_object *so,
+                        int (*fn)(struct snap_store *, struct object *))
 {
         struct object *o = obj_of(so);
-        int r = 0;
+        int r;
 
         pthread_mutex_lock(&s->lock);
-        if (!o->indexed)
-                r = -ENOENT;
-        else
-                detach_locked(s, o);
+        r = o->indexed ? fn(s, o) : -ENOENT;
         pthread_mutex_unlock(&s->lock);
         return r;
+}
+
+static int detach_indexed(struct snap_store *s, struct object *o)
+{
+        detach_locked(s, o);
+        return 0;
+}
+
+int snap_store_detach(struct snap_store *s, struct snap_object *so)
+{
+        return with_indexed(s, so, detach_indexed);
 }
 
 /* ---- references: holds and grants ---- */
@@ -1088,6 +1099,16 @@ bool snap_store_indexed(struct snap_store *s, struct snap_object *so)
         return r;
 }
 
+/* The first of the n elements (size bytes each) at src into out, room for max: n, how many
+ * there are. No element yet may mean src NULL, and memcpy from NULL is undefined even for 0
+ * bytes. */
+static size_t copy_out(void *out, size_t max, const void *src, size_t n, size_t size)
+{
+        if (out && max && n)
+                memcpy(out, src, (n < max ? n : max) * size);
+        return n;
+}
+
 size_t snap_store_get_holders(struct snap_store *s, struct snap_object *so, uint32_t *out,
                               size_t max)
 {
@@ -1095,9 +1116,7 @@ size_t snap_store_get_holders(struct snap_store *s, struct snap_object *so, uint
         size_t n;
 
         pthread_mutex_lock(&s->lock);
-        n = o->n_holders;
-        if (out && max && n)
-                memcpy(out, o->holders, (n < max ? n : max) * sizeof(*out));
+        n = copy_out(out, max, o->holders, o->n_holders, sizeof(*out));
         pthread_mutex_unlock(&s->lock);
         return n;
 }
@@ -1142,20 +1161,18 @@ int snap_store_unhold(struct snap_store *s, struct snap_object *so, uint32_t uid
         return r;
 }
 
+static int grant_indexed(struct snap_store *s, struct object *o)
+{
+        (void)s;
+        if (o->grants == UINT32_MAX)
+                return -EOVERFLOW;
+        o->grants++;
+        return 0;
+}
+
 int snap_store_grant(struct snap_store *s, struct snap_object *so)
 {
-        struct object *o = obj_of(so);
-        int r = 0;
-
-        pthread_mutex_lock(&s->lock);
-        if (!o->indexed)
-                r = -ENOENT;
-        else if (o->grants == UINT32_MAX)
-                r = -EOVERFLOW;
-        else
-                o->grants++;
-        pthread_mutex_unlock(&s->lock);
-        return r;
+        return with_indexed(s, so, grant_indexed);
 }
 
 int snap_store_ungrant(struct snap_store *s, struct snap_object *so)
@@ -1178,21 +1195,19 @@ int snap_store_ungrant(struct snap_store *s, struct snap_object *so)
         return r;
 }
 
-int snap_store_collect(struct snap_store *s, struct snap_object *so)
+static int collect_indexed(struct snap_store *s, struct object *o)
 {
         const struct snap_drop none = { 0 };
-        struct object *o = obj_of(so);
-        int r = 0;
 
-        pthread_mutex_lock(&s->lock);
-        if (!o->indexed) {
-                r = -ENOENT;
-        } else if (!referenced_without(o, &none)) {
-                detach_locked(s, o);
-                r = 1;
-        }
-        pthread_mutex_unlock(&s->lock);
-        return r;
+        if (referenced_without(o, &none))
+                return 0;
+        detach_locked(s, o);
+        return 1;
+}
+
+int snap_store_collect(struct snap_store *s, struct snap_object *so)
+{
+        return with_indexed(s, so, collect_indexed);
 }
 
 int snap_store_foreach(struct snap_store *s, int (*fn)(const struct snap_object *o, void *ctx),
@@ -1248,11 +1263,8 @@ size_t snap_store_list_usage(struct snap_store *s, struct snap_store_usage *out,
         size_t n;
 
         pthread_mutex_lock(&s->lock);
-        n = s->n_usage;
-        /* No uid has published yet: s->usage is NULL, and memcpy from NULL is undefined
-         * even for 0 bytes. */
-        if (out && max && n)
-                memcpy(out, s->usage, (n < max ? n : max) * sizeof(*out));
+        /* No uid has published yet: s->usage is NULL. */
+        n = copy_out(out, max, s->usage, s->n_usage, sizeof(*out));
         pthread_mutex_unlock(&s->lock);
         return n;
 }

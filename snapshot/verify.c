@@ -77,22 +77,16 @@ static bool same_time(const struct timespec *a, const struct timespec *b)
         return a->tv_sec == b->tv_sec && a->tv_nsec == b->tv_nsec;
 }
 
+/* The name of field st_f, without its prefix, when it differs between before and after. */
+#define CHANGED(f) (before->st_##f != after->st_##f ? #f : NULL)
+
 const char *snap_stat_changed(const struct stat *before, const struct stat *after)
 {
-        if (before->st_dev != after->st_dev)
-                return "dev";
-        if (before->st_ino != after->st_ino)
-                return "ino";
-        if (before->st_mode != after->st_mode)
-                return "mode";
-        if (before->st_nlink != after->st_nlink)
-                return "nlink";
-        if (before->st_uid != after->st_uid)
-                return "uid";
-        if (before->st_gid != after->st_gid)
-                return "gid";
-        if (before->st_size != after->st_size)
-                return "size";
+        const char *field = CHANGED(dev) ?: CHANGED(ino) ?: CHANGED(mode) ?: CHANGED(nlink) ?:
+                            CHANGED(uid) ?: CHANGED(gid) ?: CHANGED(size);
+
+        if (field)
+                return field;
         /* Any write moves mtime, a chmod/chown/link moves ctime; nanoseconds included so two
          * changes within one second are not mistaken for none. */
         if (!same_time(&before->st_mtim, &after->st_mtim))

@@ -24,6 +24,7 @@
 
 #include "fs/base/audit-internal.h"
 #include "fs/base/metrics.h"
+#include "fs/base/worker.h"
 #include "common/utf8.h"
 #include "common/util.h"
 
@@ -427,8 +428,9 @@ static void coalesce(struct sfs_audit *a, const struct sfs_audit_event *ev, uint
         a->co[i].count++;
 }
 
-static void wake(struct sfs_audit *a)
+static void wake(void *arg)
 {
+        struct sfs_audit *a = arg;
         uint64_t one = 1;
         ssize_t n = write(a->efd, &one, sizeof(one));
         (void)n; /* EAGAIN: the counter is already non-zero, the writer wakes anyway */
@@ -643,15 +645,10 @@ void sfs_audit_close(struct sfs_audit *a)
 {
         if (!a)
                 return;
-        if (a->running) {
-                pthread_mutex_lock(&a->lock);
-                a->stop = true;
-                pthread_mutex_unlock(&a->lock);
-                wake(a);
-                pthread_join(a->thread, NULL);
-        } else {
+        if (a->running)
+                sfs_worker_stop(a->thread, &a->lock, &a->stop, wake, a);
+        else
                 drain(a, true);
-        }
         if (a->sink == SFS_AUDIT_SYSLOG)
                 closelog();
         if (a->sink == SFS_AUDIT_FILE)

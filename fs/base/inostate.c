@@ -12,6 +12,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "common/array.h"
 #include "common/util.h"
 
 #define MAGIC "SNAPFSI1"
@@ -217,21 +218,14 @@ void sfs_inostate_note(struct sfs_inostate *st, const uint8_t *digest, uint64_t 
 uint64_t sfs_inostate_ino(struct sfs_inostate *st, const uint8_t *digest, uint32_t space)
 {
         struct rec key = { .space = space, .ino = UINT64_MAX };
-        size_t lo = 0, hi;
+        size_t lo;
 
         if (!st || !st->n_old)
                 return 0;
         memcpy(key.digest, digest, 32);
         /* The last number a digest had wins (republished content got a new one): the last
          * record below (space, digest, UINT64_MAX). */
-        hi = st->n_old;
-        while (lo < hi) {
-                size_t mid = lo + (hi - lo) / 2;
-                if (by_digest_cmp(&st->by_digest[mid], &key) <= 0)
-                        lo = mid + 1;
-                else
-                        hi = mid;
-        }
+        lo = upper_bound(&key, st->by_digest, st->n_old, sizeof(key), by_digest_cmp);
         if (lo == 0)
                 return 0;
         key = st->by_digest[lo - 1];
@@ -254,19 +248,12 @@ int sfs_inostate_digest(struct sfs_inostate *st, uint64_t ino, uint32_t space, u
 uint64_t sfs_inostate_space_next(struct sfs_inostate *st, uint32_t space)
 {
         struct rec key = { .ino = UINT64_MAX, .space = space };
-        size_t lo = 0, hi;
+        size_t lo;
 
         if (!st || !st->n_old)
                 return 0;
         /* The last record at or below (space, UINT64_MAX) in (space, ino) order. */
-        hi = st->n_old;
-        while (lo < hi) {
-                size_t mid = lo + (hi - lo) / 2;
-                if (by_ino(&st->old[mid], &key) <= 0)
-                        lo = mid + 1;
-                else
-                        hi = mid;
-        }
+        lo = upper_bound(&key, st->old, st->n_old, sizeof(key), by_ino);
         return lo && st->old[lo - 1].space == space ? st->old[lo - 1].ino + 1 : 0;
 }
 

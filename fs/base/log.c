@@ -23,6 +23,18 @@ bool sfs_log_to_stderr(void)
         return !(S_ISCHR(st.st_mode) && major(st.st_rdev) == 1 && minor(st.st_rdev) == 3);
 }
 
+int sfs_say(char *buf, size_t n, int err, const char *fmt, ...)
+{
+        va_list ap;
+
+        if (buf) {
+                va_start(ap, fmt);
+                vsnprintf(buf, n, fmt, ap);
+                va_end(ap);
+        }
+        return -err;
+}
+
 void sfs_vlog(int priority, const char *prefix, const char *fmt, va_list ap)
 {
         int saved = errno;

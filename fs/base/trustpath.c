@@ -10,26 +10,13 @@
 #include <fcntl.h>
 #include <linux/magic.h>
 #include <linux/openat2.h>
-#include <stdarg.h>
 #include <stdio.h>
 #include <string.h>
 #include <sys/syscall.h>
 #include <unistd.h>
 
 #include "common/util.h"
-
-__attribute__((format(printf, 3, 4)))
-static int say(struct sfs_trustpath_why *why, int err, const char *fmt, ...)
-{
-        va_list ap;
-
-        if (why) {
-                va_start(ap, fmt);
-                vsnprintf(why->message, sizeof(why->message), fmt, ap);
-                va_end(ap);
-        }
-        return -err;
-}
+#include "fs/base/log.h"
 
 static bool trusted_uid(uid_t uid, uid_t trusted)
 {
@@ -40,7 +27,7 @@ int sfs_trustpath_dir(const char *dir_path, const struct stat *dir_st,
                       const struct stat *child_st, uid_t trusted, struct sfs_trustpath_why *why)
 {
         if (!trusted_uid(dir_st->st_uid, trusted))
-                return say(why, EPERM, "%s is owned by uid %u, neither root nor uid %u: that uid "
+                return SAY(why, EPERM, "%s is owned by uid %u, neither root nor uid %u: that uid "
                            "could replace what the daemon reads there; make it root's (chown "
                            "root %s)", dir_path, (unsigned)dir_st->st_uid, (unsigned)trusted,
                            dir_path);
@@ -48,12 +35,12 @@ int sfs_trustpath_dir(const char *dir_path, const struct stat *dir_st,
                 return 0;
         /* A sticky directory (/tmp) lets only an entry's owner move or remove it. */
         if (!(dir_st->st_mode & S_ISVTX))
-                return say(why, EPERM, "%s is writable by group or others (mode %04o): they "
+                return SAY(why, EPERM, "%s is writable by group or others (mode %04o): they "
                            "could replace what the daemon reads there; make it not writable by "
                            "them (chmod go-w %s)", dir_path,
                            (unsigned)(dir_st->st_mode & 07777), dir_path);
         if (!trusted_uid(child_st->st_uid, trusted))
-                return say(why, EPERM, "%s is writable by others (mode %04o) and what the path "
+                return SAY(why, EPERM, "%s is writable by others (mode %04o) and what the path "
                            "reaches there is owned by uid %u, neither root nor uid %u: a sticky "
                            "directory protects only an entry of root or the daemon's uid; move "
                            "it to a directory of its own", dir_path,
@@ -133,11 +120,11 @@ int sfs_trustpath_judge(const char *path, uid_t trusted, unsigned flags,
         int r;
 
         if (!path || path[0] != '/' || strlen(path) >= sizeof(buf))
-                return say(why, EINVAL, "%s: not an absolute path", path ? path : "");
+                return SAY(why, EINVAL, "%s: not an absolute path", path ? path : "");
         snprintf(buf, sizeof(buf), "%s", path);
         dirfd = open("/", O_PATH | O_DIRECTORY | O_CLOEXEC);
         if (dirfd < 0 || fstat(dirfd, &dir_st) < 0)
-                return say(why, errno, "/: %s", strerror(errno));
+                return SAY(why, errno, "/: %s", strerror(errno));
         comp = next_component(&p);
         while (comp) {
                 char *next = next_component(&p);
@@ -149,7 +136,7 @@ int sfs_trustpath_judge(const char *path, uid_t trusted, unsigned flags,
                         continue;
                 }
                 if (strcmp(comp, "..") == 0)
-                        return say(why, EINVAL, "%s: a \"..\" component; give the path "
+                        return SAY(why, EINVAL, "%s: a \"..\" component; give the path "
                                    "without it", path);
                 append(done, sizeof(done), comp);
                 fd = open_component(dirfd, comp);
@@ -161,25 +148,25 @@ int sfs_trustpath_judge(const char *path, uid_t trusted, unsigned flags,
                         r = sfs_trustpath_dir(done, &dir_st, &st, trusted, why);
                         if (r < 0 || (!next && (flags & SFS_TRUSTPATH_MAY_BE_ABSENT)))
                                 return r;
-                        return say(why, ENOENT, "%s%s%s: %s", done, len > 1 ? "/" : "", comp,
+                        return SAY(why, ENOENT, "%s%s%s: %s", done, len > 1 ? "/" : "", comp,
                                    strerror(ENOENT));
                 }
                 if (fd == -ELOOP)
-                        return say(why, ELOOP, "%s is a symbolic link: the daemon follows no "
+                        return SAY(why, ELOOP, "%s is a symbolic link: the daemon follows no "
                                    "link on a path it trusts; give the path it points to",
                                    done);
                 if (fd < 0)
-                        return say(why, -fd, "%s: %s", done, strerror(-fd));
+                        return SAY(why, -fd, "%s: %s", done, strerror(-fd));
                 if (fstat(fd, &st) < 0) {
                         r = negative_errno();
                         safe_close(fd);
-                        return say(why, -r, "%s: %s", done, strerror(-r));
+                        return SAY(why, -r, "%s: %s", done, strerror(-r));
                 }
                 done[len] = '\0';
                 r = sfs_trustpath_dir(done, &dir_st, &st, trusted, why);
                 append(done, sizeof(done), comp);
                 if (r == 0 && next && !S_ISDIR(st.st_mode))
-                        r = say(why, ENOTDIR, "%s is not a directory", done);
+                        r = SAY(why, ENOTDIR, "%s is not a directory", done);
                 safe_close(dirfd);
                 dirfd = fd;
                 dir_st = st;

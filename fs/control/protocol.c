@@ -255,20 +255,40 @@ static int op_scope_create(struct ctx *x)
         return r;
 }
 
-static int op_scope_list(struct ctx *x)
+/* An op that takes no field but "op" and answers with one object, what get makes of the
+ * registry, under key. */
+static int reply_with(struct ctx *x, const char *key,
+                      int (*get)(struct sfs_registry *, struct json_object **))
 {
         static const char *const keys[] = { "op", NULL };
-        struct sfs_scope_info *scopes;
-        size_t n;
+        json_object *o = NULL;
         int r = known_fields(x->req, keys, &x->bad);
 
         if (r == 0)
-                r = sfs_registry_list(x->reg, &scopes, &n);
+                r = get(x->reg, &o);
         if (r < 0)
                 return r;
-        r = json_add(x->reply, "scopes", sfs_scope_infos_json(scopes, n));
-        sfs_scope_infos_free(scopes, n);
-        return r;
+        json_object_object_add(x->reply, key, o);
+        return 0;
+}
+
+/* The registry's scopes as the control channel reports them. */
+static int scopes_json(struct sfs_registry *reg, struct json_object **out)
+{
+        struct sfs_scope_info *v;
+        size_t n;
+        int r = sfs_registry_list(reg, &v, &n);
+
+        if (r < 0)
+                return r;
+        *out = sfs_scope_infos_json(v, n);
+        sfs_scope_infos_free(v, n);
+        return *out ? 0 : -ENOMEM;
+}
+
+static int op_scope_list(struct ctx *x)
+{
+        return reply_with(x, "scopes", scopes_json);
 }
 
 static int op_scope_show(struct ctx *x)
@@ -306,56 +326,54 @@ static int op_scope_remove(struct ctx *x)
         return sfs_registry_remove(x->reg, x->c, name, &x->msg);
 }
 
-static int op_grant(struct ctx *x)
-{
-        static const char *const keys[] = { "op", "scope", "sha256", "entry", NULL };
+/* What grant and revoke name: the scope, the snapshot by its digest (sha256, which a grant
+ * needs), the name of an entry in the scope's view. */
+struct grant_req {
         const char *scope, *entry;
         struct snap_digest d;
-        struct sfs_grant_info grant;
         bool have;
+};
+
+static int grant_fields(struct ctx *x, bool need_digest, struct grant_req *g)
+{
+        static const char *const keys[] = { "op", "scope", "sha256", "entry", NULL };
         int r;
 
         if ((r = known_fields(x->req, keys, &x->bad)) < 0 ||
-            (r = str_field(x->req, "scope", true, &scope, &x->bad)) < 0 ||
-            (r = digest_field(x->req, "sha256", true, &d, &have, &x->bad)) < 0 ||
-            (r = str_field(x->req, "entry", false, &entry, &x->bad)) < 0)
+            (r = str_field(x->req, "scope", true, &g->scope, &x->bad)) < 0 ||
+            (r = digest_field(x->req, "sha256", need_digest, &g->d, &g->have, &x->bad)) < 0 ||
+            (r = str_field(x->req, "entry", false, &g->entry, &x->bad)) < 0)
                 return r;
-        r = sfs_registry_grant(x->reg, x->c, scope, &d, entry, &grant, &x->msg);
-        if (r < 0)
+        return 0;
+}
+
+static int op_grant(struct ctx *x)
+{
+        struct sfs_grant_info grant;
+        struct grant_req g;
+        int r;
+
+        if ((r = grant_fields(x, true, &g)) < 0 ||
+            (r = sfs_registry_grant(x->reg, x->c, g.scope, &g.d, g.entry, &grant, &x->msg)) < 0)
                 return r;
         return json_add(x->reply, "grant", sfs_grant_info_json(&grant));
 }
 
 static int op_revoke(struct ctx *x)
 {
-        static const char *const keys[] = { "op", "scope", "sha256", "entry", NULL };
-        const char *scope, *entry;
-        struct snap_digest d;
-        bool have;
-        int r;
+        struct grant_req g;
+        int r = grant_fields(x, false, &g);
 
-        if ((r = known_fields(x->req, keys, &x->bad)) < 0 ||
-            (r = str_field(x->req, "scope", true, &scope, &x->bad)) < 0 ||
-            (r = digest_field(x->req, "sha256", false, &d, &have, &x->bad)) < 0 ||
-            (r = str_field(x->req, "entry", false, &entry, &x->bad)) < 0)
+        if (r < 0)
                 return r;
-        if (have == (entry != NULL))
+        if (g.have == (g.entry != NULL))
                 return refuse(&x->bad, EINVAL, "revoke takes one of \"sha256\" and \"entry\"");
-        return sfs_registry_revoke(x->reg, x->c, scope, have ? &d : NULL, entry, &x->msg);
+        return sfs_registry_revoke(x->reg, x->c, g.scope, g.have ? &g.d : NULL, g.entry, &x->msg);
 }
 
 static int op_status(struct ctx *x)
 {
-        static const char *const keys[] = { "op", NULL };
-        json_object *status;
-        int r = known_fields(x->req, keys, &x->bad);
-
-        if (r == 0)
-                r = sfs_status_json(x->reg, &status);
-        if (r < 0)
-                return r;
-        json_object_object_add(x->reply, "status", status);
-        return 0;
+        return reply_with(x, "status", sfs_status_json);
 }
 
 static int op_metrics(struct ctx *x)

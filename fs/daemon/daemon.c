@@ -31,6 +31,7 @@
 #include "fs/base/inostate.h"
 #include "fs/base/notify.h"
 #include "fs/base/trustpath.h"
+#include "fs/base/worker.h"
 #include "fs/store/ocistore.h"
 #include "fs/fuse/conn.h"
 #include "fs/fuse/passthrough.h"
@@ -179,13 +180,9 @@ static int daemonize(void)
 
         if (pipe2(p, O_CLOEXEC) < 0)
                 return negative_errno();
-        pid = fork();
-        if (pid < 0) {
-                int r = negative_errno();
-                close(p[0]);
-                close(p[1]);
-                return r;
-        }
+        pid = sfs_fork_with_pair(p);
+        if (pid < 0)
+                return pid;
         if (pid > 0) {
                 close(p[1]);
                 do

@@ -19,6 +19,7 @@
 
 #include "common/util.h"
 #include "fs/base/fdstore.h"
+#include "fs/base/worker.h"
 
 #define HELD_MAX 4096
 /* Successors that die before they serve, in a row, before the supervisor gives up (a
@@ -185,13 +186,9 @@ static int spawn(struct sup *s)
 
         if (socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, sv) < 0)
                 return negative_errno();
-        pid = fork();
-        if (pid < 0) {
-                int r = negative_errno();
-                close(sv[0]);
-                close(sv[1]);
-                return r;
-        }
+        pid = sfs_fork_with_pair(sv);
+        if (pid < 0)
+                return pid;
         if (pid == 0) {
                 sigemptyset(&none);
                 sigprocmask(SIG_SETMASK, &none, NULL);

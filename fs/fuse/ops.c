@@ -19,6 +19,7 @@
 #include "fs/fuse/conn.h"
 #include "fs/fuse/passthrough.h"
 #include "fs/tree/tree.h"
+#include "common/util.h"
 
 static struct sfs_ops_ctx *ctx_of(fuse_req_t req)
 {
@@ -155,6 +156,17 @@ static void op_getattr(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi
                 fuse_reply_attr(req, &st, timeout);
 }
 
+/* What a setattr sets, in the tree's terms; the _NOW forms set a time too. */
+static const struct bit_map setattr_bits[] = {
+        { FUSE_SET_ATTR_MODE, SFS_SET_MODE },
+        { FUSE_SET_ATTR_UID, SFS_SET_UID },
+        { FUSE_SET_ATTR_GID, SFS_SET_GID },
+        { FUSE_SET_ATTR_SIZE, SFS_SET_SIZE },
+        { FUSE_SET_ATTR_ATIME | FUSE_SET_ATTR_ATIME_NOW, SFS_SET_ATIME },
+        { FUSE_SET_ATTR_MTIME | FUSE_SET_ATTR_MTIME_NOW, SFS_SET_MTIME },
+        { FUSE_SET_ATTR_CTIME, SFS_SET_CTIME },
+};
+
 static void op_setattr(fuse_req_t req, fuse_ino_t ino, struct stat *attr, int to_set,
                        struct fuse_file_info *fi)
 {
@@ -162,25 +174,12 @@ static void op_setattr(fuse_req_t req, fuse_ino_t ino, struct stat *attr, int to
         struct sfs_node *n = node_or_reply(req, ino);
         struct stat st;
         double timeout;
-        int set = 0, r;
+        int set, r;
 
         (void)fi;
         if (!n)
                 return;
-        if (to_set & FUSE_SET_ATTR_MODE)
-                set |= SFS_SET_MODE;
-        if (to_set & FUSE_SET_ATTR_UID)
-                set |= SFS_SET_UID;
-        if (to_set & FUSE_SET_ATTR_GID)
-                set |= SFS_SET_GID;
-        if (to_set & FUSE_SET_ATTR_SIZE)
-                set |= SFS_SET_SIZE;
-        if (to_set & (FUSE_SET_ATTR_ATIME | FUSE_SET_ATTR_ATIME_NOW))
-                set |= SFS_SET_ATIME;
-        if (to_set & (FUSE_SET_ATTR_MTIME | FUSE_SET_ATTR_MTIME_NOW))
-                set |= SFS_SET_MTIME;
-        if (to_set & FUSE_SET_ATTR_CTIME)
-                set |= SFS_SET_CTIME;
+        set = (int)BIT_MAP((unsigned)to_set, setattr_bits);
         if (!set)
                 set = SFS_SET_OTHER;
         r = sfs_tree_setattr(ctx_of(req)->tree, &c, n, attr, set, &st, &timeout);
@@ -747,8 +746,21 @@ static void op_statfs(fuse_req_t req, fuse_ino_t ino)
  * caller's huge buffer is never allocated in full. */
 #define XATTR_BUF_MAX 4096
 
-static void reply_xattr_result(fuse_req_t req, int r, const char *buf, size_t size, size_t len)
+/* getxattr (name), or listxattr (name NULL); size 0 asks for the length alone. */
+static void reply_xattr(fuse_req_t req, fuse_ino_t ino, const char *name, size_t size)
 {
+        struct sfs_caller c = caller_of(req);
+        struct sfs_tree *t = ctx_of(req)->tree;
+        char buf[XATTR_BUF_MAX];
+        size_t len = 0, cap = size > sizeof(buf) ? sizeof(buf) : size;
+        int r;
+
+        struct sfs_node *n = node_or_reply(req, ino);
+
+        if (!n)
+                return;
+        r = name ? sfs_tree_getxattr(t, &c, n, name, buf, cap, &len)
+                 : sfs_tree_listxattr(t, &c, n, buf, cap, &len);
         if (r < 0)
                 fuse_reply_err(req, -r);
         else if (size == 0)
@@ -759,32 +771,12 @@ static void reply_xattr_result(fuse_req_t req, int r, const char *buf, size_t si
 
 static void op_getxattr(fuse_req_t req, fuse_ino_t ino, const char *name, size_t size)
 {
-        struct sfs_caller c = caller_of(req);
-        char buf[XATTR_BUF_MAX];
-        size_t len = 0, cap = size > sizeof(buf) ? sizeof(buf) : size;
-        int r;
-
-        struct sfs_node *n = node_or_reply(req, ino);
-
-        if (!n)
-                return;
-        r = sfs_tree_getxattr(ctx_of(req)->tree, &c, n, name, buf, cap, &len);
-        reply_xattr_result(req, r, buf, size, len);
+        reply_xattr(req, ino, name, size);
 }
 
 static void op_listxattr(fuse_req_t req, fuse_ino_t ino, size_t size)
 {
-        struct sfs_caller c = caller_of(req);
-        char buf[XATTR_BUF_MAX];
-        size_t len = 0, cap = size > sizeof(buf) ? sizeof(buf) : size;
-        int r;
-
-        struct sfs_node *n = node_or_reply(req, ino);
-
-        if (!n)
-                return;
-        r = sfs_tree_listxattr(ctx_of(req)->tree, &c, n, buf, cap, &len);
-        reply_xattr_result(req, r, buf, size, len);
+        reply_xattr(req, ino, NULL, size);
 }
 
 static void op_setxattr(fuse_req_t req, fuse_ino_t ino, const char *name, const char *value,

@@ -19,6 +19,7 @@
 #include "fs/fuse/conn.h"
 #include "fs/fuse/ops.h"
 #include "fs/config/options.h"
+#include "fs/base/worker.h"
 #include "fs/fuse/session.h"
 #include "fs/tree/tree.h"
 #include "common/util.h"
@@ -538,19 +539,21 @@ void sfs_scopeviews_handover(struct sfs_scopeviews *v)
                 v->handover = true;
 }
 
+static void wake_reaper(void *arg)
+{
+        struct sfs_scopeviews *v = arg;
+
+        if (write(v->reap[1], "", 1) < 0) {
+                /* The pipe holds bytes already: the reaper wakes anyway. */
+        }
+}
+
 void sfs_scopeviews_free(struct sfs_scopeviews *v)
 {
         if (!v)
                 return;
-        if (v->reaper_running) {
-                pthread_mutex_lock(&v->lock);
-                v->stop = true;
-                pthread_mutex_unlock(&v->lock);
-                if (write(v->reap[1], "", 1) < 0) {
-                        /* The pipe holds bytes already: the reaper wakes anyway. */
-                }
-                pthread_join(v->reaper, NULL);
-        }
+        if (v->reaper_running)
+                sfs_worker_stop(v->reaper, &v->lock, &v->stop, wake_reaper, v);
         while (v->views) {
                 struct sfs_view *view = v->views;
                 v->views = view->next;

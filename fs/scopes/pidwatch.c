@@ -14,6 +14,7 @@
 #include <sys/syscall.h>
 #include <unistd.h>
 
+#include "fs/base/worker.h"
 #include "common/util.h"
 
 #ifndef SYS_pidfd_open
@@ -63,8 +64,9 @@ int sfs_pidwatch_new(void (*exited)(void *ctx, uint64_t cookie), void *ctx,
         return 0;
 }
 
-static void wake(struct sfs_pidwatch *w)
+static void wake(void *arg)
 {
+        struct sfs_pidwatch *w = arg;
         uint64_t one = 1;
 
         if (write(w->wakefd, &one, sizeof(one)) < 0) {
@@ -181,13 +183,8 @@ void sfs_pidwatch_free(struct sfs_pidwatch *w)
 {
         if (!w)
                 return;
-        if (w->running) {
-                pthread_mutex_lock(&w->lock);
-                w->stop = true;
-                pthread_mutex_unlock(&w->lock);
-                wake(w);
-                pthread_join(w->thread, NULL);
-        }
+        if (w->running)
+                sfs_worker_stop(w->thread, &w->lock, &w->stop, wake, w);
         for (size_t i = 0; i < w->n; i++)
                 safe_close(w->v[i].pidfd);
         free(w->v);

@@ -13,6 +13,7 @@
 
 #include "fs/base/audit.h"
 #include "fs/base/lockorder.h"
+#include "fs/base/log.h"
 #include "fs/store/ocistore.h"
 #include "fs/config/options.h"
 #include "fs/scopes/pidwatch.h"
@@ -59,7 +60,7 @@ static const char *const own_what[4] = { "the main mount", "the read view", "--s
                  "--view PATH makes it"
 
 /* -err, m (NULL: none) saying why. */
-#define msg(m, err, ...) refusalf((m) ? (m)->text : NULL, sizeof((m)->text), (err), __VA_ARGS__)
+#define msg(m, err, ...) sfs_say((m) ? (m)->text : NULL, sizeof((m)->text), (err), __VA_ARGS__)
 
 /* ---- the table ---- */
 

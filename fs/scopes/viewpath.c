@@ -7,7 +7,6 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
-#include <stdarg.h>
 #include <stdio.h>
 #include <string.h>
 #include <sys/stat.h>
@@ -16,6 +15,7 @@
 
 #include "common/utf8.h"
 #include "common/util.h"
+#include "fs/base/log.h"
 #include "fs/base/trustpath.h"
 
 bool sfs_view_path_canonical(const char *path)
@@ -40,9 +40,6 @@ bool sfs_view_path_canonical(const char *path)
         return true;
 }
 
-/* -err, why (NULL: none) saying why. */
-#define say(why, err, ...)                                                                      \
-        refusalf((why) ? (why)->message : NULL, sizeof((why)->message), (err), __VA_ARGS__)
 
 static bool own_dev(dev_t dev, const uint64_t *own_devs, size_t n_own)
 {
@@ -73,17 +70,17 @@ static int stat_component(int dirfd, const char *comp, bool last, const char *pa
         if (errno == ENOENT && last) {
                 /* Only the view's own directory is made, never its parents. */
                 if (mkdirat(dirfd, comp, 0755) < 0)
-                        return say(why, errno, "%s: cannot create the view's directory: %s",
+                        return SAY(why, errno, "%s: cannot create the view's directory: %s",
                                    path, strerror(errno));
                 *made = true;
                 return fstatat(dirfd, comp, st, AT_SYMLINK_NOFOLLOW) < 0 ? negative_errno() : 0;
         }
         if (errno == ENOTCONN && last)
-                return say(why, ENOTCONN, "%s: a dead FUSE mount is there", path);
+                return SAY(why, ENOTCONN, "%s: a dead FUSE mount is there", path);
         if (errno == ENOENT)
-                return say(why, EINVAL, "%s: %s does not exist (a view's parent directory must)",
+                return SAY(why, EINVAL, "%s: %s does not exist (a view's parent directory must)",
                            path, comp);
-        return say(why, errno, "%s: %s: %s", path, comp, strerror(errno));
+        return SAY(why, errno, "%s: %s: %s", path, comp, strerror(errno));
 }
 
 /* The view's own directory, as dirfd reaches it: no mount point already, not on one of the
@@ -97,9 +94,9 @@ static int check_view_dir(int dirfd, const char *path, const uint64_t *own_devs,
                 return negative_errno();
         if ((stx.stx_attributes_mask & STATX_ATTR_MOUNT_ROOT) &&
             (stx.stx_attributes & STATX_ATTR_MOUNT_ROOT))
-                return say(why, EBUSY, "%s: already a mount point", path);
+                return SAY(why, EBUSY, "%s: already a mount point", path);
         if (own_dev(makedev(stx.stx_dev_major, stx.stx_dev_minor), own_devs, n_own))
-                return say(why, EBUSY, "%s: on one of this daemon's own mounts", path);
+                return SAY(why, EBUSY, "%s: on one of this daemon's own mounts", path);
         return 0;
 }
 
@@ -114,11 +111,11 @@ int sfs_view_path_prepare(const char *path, uid_t trusted, const uint64_t *own_d
 
         *made = false;
         if (!sfs_view_path_canonical(path))
-                return say(why, EINVAL, "%s: not an absolute, canonical path", path ? path : "");
+                return SAY(why, EINVAL, "%s: not an absolute, canonical path", path ? path : "");
         snprintf(buf, sizeof(buf), "%s", path);
         dirfd = open("/", O_PATH | O_DIRECTORY | O_CLOEXEC);
         if (dirfd < 0 || fstat(dirfd, &dir_st) < 0)
-                return say(why, errno, "/: %s", strerror(errno));
+                return SAY(why, errno, "/: %s", strerror(errno));
         for (comp = strtok_r(buf + 1, "/", &save); comp; comp = strtok_r(NULL, "/", &save)) {
                 bool last = save == NULL || *save == '\0';
                 int fd;
@@ -126,18 +123,18 @@ int sfs_view_path_prepare(const char *path, uid_t trusted, const uint64_t *own_d
                 /* Inside one of the daemon's own mounts: never made, never mounted on (a
                  * lookup there is a request to this very daemon). */
                 if (own_dev(dir_st.st_dev, own_devs, n_own)) {
-                        r = say(why, EBUSY, "%s: on one of this daemon's own mounts", path);
+                        r = SAY(why, EBUSY, "%s: on one of this daemon's own mounts", path);
                         goto fail;
                 }
                 r = stat_component(dirfd, comp, last, path, &st, made, why);
                 if (r < 0)
                         goto fail;
                 if (S_ISLNK(st.st_mode)) {
-                        r = say(why, EINVAL, "%s: %s is a symbolic link", path, comp);
+                        r = SAY(why, EINVAL, "%s: %s is a symbolic link", path, comp);
                         goto fail;
                 }
                 if (!S_ISDIR(st.st_mode)) {
-                        r = say(why, EINVAL, "%s: %s is not a directory", path, comp);
+                        r = SAY(why, EINVAL, "%s: %s is not a directory", path, comp);
                         goto fail;
                 }
                 /* The attack: a uid that can rename a component swaps in a link between this
@@ -145,19 +142,19 @@ int sfs_view_path_prepare(const char *path, uid_t trusted, const uint64_t *own_d
                  * directory holding comp is judged as every path the daemon trusts is. */
                 if (sfs_trustpath_dir(dir_path(path, buf, comp, parent, sizeof(parent)),
                                       &dir_st, &st, trusted, &tw) < 0) {
-                        r = say(why, EPERM, "%s: refused: %s", path, tw.message);
+                        r = SAY(why, EPERM, "%s: refused: %s", path, tw.message);
                         goto fail;
                 }
                 fd = openat(dirfd, comp, O_PATH | O_NOFOLLOW | O_DIRECTORY | O_CLOEXEC);
                 if (fd < 0) {
-                        r = say(why, errno, "%s: %s: %s", path, comp, strerror(errno));
+                        r = SAY(why, errno, "%s: %s: %s", path, comp, strerror(errno));
                         goto fail;
                 }
                 safe_close(dirfd);
                 dirfd = fd;
                 if (fstat(dirfd, &dir_st) < 0 || dir_st.st_ino != st.st_ino ||
                     dir_st.st_dev != st.st_dev) {
-                        r = say(why, EINVAL, "%s: %s changed while it was checked", path, comp);
+                        r = SAY(why, EINVAL, "%s: %s changed while it was checked", path, comp);
                         goto fail;
                 }
         }

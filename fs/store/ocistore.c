@@ -883,8 +883,9 @@ static void tidy(int dirfd)
         closedir(dir);
 }
 
-/* Moves blobs/sha256/hex to DIR/corrupt/hex, durably. */
-static int set_aside(struct sfs_ocistore *s, const char *hex)
+/* Moves name in the directory fromfd to DIR/corrupt/as, durably (both directories synced).
+ * 0 or a negative errno. */
+static int move_to_corrupt(struct sfs_ocistore *s, int fromfd, const char *name, const char *as)
 {
         _cleanup_close_ int cfd = -1;
 
@@ -894,11 +895,17 @@ static int set_aside(struct sfs_ocistore *s, const char *hex)
                      O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
         if (cfd < 0)
                 return negative_errno();
-        if (renameat(s->layout.blobsfd, hex, cfd, hex) < 0)
+        if (renameat(fromfd, name, cfd, as) < 0)
                 return negative_errno();
-        if (fsync(cfd) < 0 || fsync(s->layout.blobsfd) < 0)
+        if (fsync(cfd) < 0 || fsync(fromfd) < 0)
                 return negative_errno();
         return 0;
+}
+
+/* Moves blobs/sha256/hex to DIR/corrupt/hex, durably. */
+static int set_aside(struct sfs_ocistore *s, const char *hex)
+{
+        return move_to_corrupt(s, s->layout.blobsfd, hex, hex);
 }
 
 /* A directory stream of what dirfd names, on a descriptor of its own (dirfd stays open and
@@ -1043,21 +1050,10 @@ static void json_break(const char *buf, size_t len, char *out, size_t n)
  * the way of the one the store writes next. 0 or a negative errno. */
 static int index_set_aside(struct sfs_ocistore *s)
 {
-        _cleanup_close_ int cfd = -1;
         char name[64];
 
-        if (mkdirat(s->layout.dirfd, SFS_OCISTORE_CORRUPT_DIR, 0700) < 0 && errno != EEXIST)
-                return negative_errno();
-        cfd = openat(s->layout.dirfd, SFS_OCISTORE_CORRUPT_DIR,
-                     O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
-        if (cfd < 0)
-                return negative_errno();
         snprintf(name, sizeof(name), INDEX_FILE "-%lld", (long long)time(NULL));
-        if (renameat(s->layout.dirfd, INDEX_FILE, cfd, name) < 0)
-                return negative_errno();
-        if (fsync(cfd) < 0 || fsync(s->layout.dirfd) < 0)
-                return negative_errno();
-        return 0;
+        return move_to_corrupt(s, s->layout.dirfd, INDEX_FILE, name);
 }
 
 /* Whether index.json reads as an OCI index (or is missing: written anew, nothing lost). */

@@ -57,16 +57,21 @@ static int int_cmp(const void *key, const void *element)
         return (k > e) - (k < e);
 }
 
-static void test_the_lower_bound_is_the_first_element_not_below_the_key(void **state)
+/* The lower bound goes in front of the key's equals, the upper bound past them. */
+static void test_lower_bound_goes_before_equals_and_upper_bound_past_them(void **state)
 {
         const int v[] = { 1, 3, 3, 5, 9 };
         const int keys[] = { 0, 1, 2, 3, 4, 5, 9, 10 };
-        const size_t want[] = { 0, 0, 1, 1, 3, 3, 4, 5 };
+        const size_t lower[] = { 0, 0, 1, 1, 3, 3, 4, 5 };
+        const size_t upper[] = { 0, 1, 1, 3, 3, 4, 5, 5 };
 
         (void)state;
-        for (size_t i = 0; i < sizeof(keys) / sizeof(keys[0]); i++)
-                assert_int_equal(lower_bound(&keys[i], v, 5, sizeof(int), int_cmp), want[i]);
+        for (size_t i = 0; i < sizeof(keys) / sizeof(keys[0]); i++) {
+                assert_int_equal(lower_bound(&keys[i], v, 5, sizeof(int), int_cmp), lower[i]);
+                assert_int_equal(upper_bound(&keys[i], v, 5, sizeof(int), int_cmp), upper[i]);
+        }
         assert_int_equal(lower_bound(&keys[0], v, 0, sizeof(int), int_cmp), 0);
+        assert_int_equal(upper_bound(&keys[0], v, 0, sizeof(int), int_cmp), 0);
 }
 
 static void test_hex_is_lowercase_two_digits_a_byte_and_terminated(void **state)
@@ -86,7 +91,7 @@ int main(void)
         const struct CMUnitTest tests[] = {
                 cmocka_unit_test(test_an_array_grows_by_doubling_from_its_first_capacity),
                 cmocka_unit_test(test_a_size_past_the_address_space_is_enomem_and_leaves_the_array),
-                cmocka_unit_test(test_the_lower_bound_is_the_first_element_not_below_the_key),
+                cmocka_unit_test(test_lower_bound_goes_before_equals_and_upper_bound_past_them),
                 cmocka_unit_test(test_hex_is_lowercase_two_digits_a_byte_and_terminated),
         };
         return cmocka_run_group_tests(tests, NULL, NULL);

@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /* fs/base/log.c: where the daemon's messages go (standard error while it is read, not
- * /dev/null), and what they say there. Their syslog road is test_logs.py's (a private
- * /dev/log needs a mount namespace). */
+ * /dev/null), and what they say there; a refusal's reason (sfs_say). Their syslog road is
+ * test_logs.py's (a private /dev/log needs a mount namespace). */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -146,6 +146,26 @@ static void test_a_closed_standard_error_is_not_written(void **state)
         assert_true(sfs_log_to_stderr());
 }
 
+struct why {
+        char message[16];
+};
+
+static void test_a_reason_is_said_if_asked_for_and_the_errno_returned_anyway(void **state)
+{
+        struct why why, *w = &why, *nobody = NULL;
+
+        (void)state;
+        memset(why.message, 'z', sizeof(why.message));
+        assert_int_equal(sfs_say(why.message, sizeof(why.message), EPERM, "%s: %d", "dir", 7),
+                         -EPERM);
+        assert_string_equal(why.message, "dir: 7");
+        /* Cut to the buffer, still terminated. */
+        assert_int_equal(SAY(w, ELOOP, "%s", "a reason far past sixteen bytes"), -ELOOP);
+        assert_string_equal(why.message, "a reason far pa");
+        /* Nobody asked why: the same errno, nothing written. */
+        assert_int_equal(SAY(nobody, ENOENT, "%s", "unread"), -ENOENT);
+}
+
 int main(void)
 {
         const struct CMUnitTest tests[] = {
@@ -154,6 +174,7 @@ int main(void)
                 cmocka_unit_test(test_a_message_past_the_stack_buffer_is_written_whole),
                 cmocka_unit_test(test_dev_null_is_not_standard_error_but_a_file_is),
                 cmocka_unit_test(test_a_closed_standard_error_is_not_written),
+                cmocka_unit_test(test_a_reason_is_said_if_asked_for_and_the_errno_returned_anyway),
         };
         return cmocka_run_group_tests(tests, NULL, NULL);
 }
