@@ -18,9 +18,7 @@ enum {
 };
 
 static const struct cli_option grant_options[] = {
-        CLI_HEADING("Options:"),
-        CLI_OPTION_MOUNT("MNT", CLI_HELP_MOUNT),
-        CLI_OPTIONS_TRUST,
+        CLI_OPTIONS_CLIENT,
         { "as", 0, CLI_ARG_VALUE, "ENTRY", NULL,
           "the entry name: 1-64 of [A-Za-z0-9._-], not starting with '.'", OPT_AS },
         CLI_OPTION_JSON("print one JSON object: ok, error, message, reasons, mount,\n"
@@ -47,15 +45,8 @@ const struct cli_help cli_grant_help = {
                 "or system error.\n",
 };
 
-static void grant_usage(FILE *f)
-{
-        cli_print_help(f, &cli_grant_help);
-}
-
 static const struct cli_option revoke_options[] = {
-        CLI_HEADING("Options:"),
-        CLI_OPTION_MOUNT("MNT", CLI_HELP_MOUNT),
-        CLI_OPTIONS_TRUST,
+        CLI_OPTIONS_CLIENT,
         CLI_OPTION_JSON("print one JSON object: ok, error, message, reasons, mount,\n"
                         "scope, sha256 (or null), entry (or null)"),
         CLI_OPTION_HELP,
@@ -75,11 +66,6 @@ const struct cli_help cli_revoke_help = {
                 "Exit status: 0 revoked; 1 refused (every reason on standard error); 2 usage\n"
                 "or system error.\n",
 };
-
-static void revoke_usage(FILE *f)
-{
-        cli_print_help(f, &cli_revoke_help);
-}
 
 static json_object *result(bool ok, int r, const struct snapfs_report *why, const char *mount,
                            const char *scope)
@@ -115,7 +101,7 @@ int cli_cmd_grant(int argc, char **argv)
 
         r = cli_parse(&(struct cli_spec){ .cmd = "grant", .min_operands = 2, .max_operands = 2,
                                           .what = "NAME and DIGEST or BINDING",
-                                          .usage = grant_usage, .options = grant_options,
+                                          .help = &cli_grant_help,
                                           .option = take_as, .arg = &entry },
                       argc, argv, &co);
         if (r >= 0)
@@ -129,7 +115,7 @@ int cli_cmd_grant(int argc, char **argv)
         } else if (snapfs_binding_parse(what, &b) == 0) {
                 hex_encode(b.sha256, SNAPFS_DIGEST_LEN, hex);
         } else {
-                return cli_usage_error("grant", co.json, grant_usage,
+                return cli_usage_error("grant", co.json, true,
                                        "'%s' is neither a digest (64 lowercase hex) nor a binding",
                                        what);
         }
@@ -181,7 +167,7 @@ int cli_cmd_revoke(int argc, char **argv)
 
         r = cli_parse(&(struct cli_spec){ .cmd = "revoke", .min_operands = 2, .max_operands = 2,
                                           .what = "NAME and DIGEST or ENTRY",
-                                          .usage = revoke_usage, .options = revoke_options },
+                                          .help = &cli_revoke_help },
                       argc, argv, &co);
         if (r >= 0)
                 return r;

@@ -13,13 +13,16 @@
 
 enum { OPT_ALL = CLI_OWN_OPTION, OPT_DRY_RUN };
 
+struct rm_args {
+        bool all, dry_run;
+};
+
 static const struct cli_option rm_options[] = {
-        CLI_HEADING("Options:"),
-        CLI_OPTION_MOUNT("MNT", CLI_HELP_MOUNT),
-        CLI_OPTIONS_TRUST,
-        { "all", 0, CLI_ARG_NONE, NULL, NULL, "every snapshot a name names", OPT_ALL },
+        CLI_OPTIONS_CLIENT,
+        { "all", 0, CLI_ARG_NONE, NULL, NULL, "every snapshot a name names", OPT_ALL,
+          CLI_STORE(struct rm_args, all) },
         { "dry-run", 0, CLI_ARG_NONE, NULL, NULL, "say what would be removed, remove nothing",
-          OPT_DRY_RUN },
+          OPT_DRY_RUN, CLI_STORE(struct rm_args, dry_run) },
         CLI_OPTION_JSON("print one JSON object: ok, error, message, reasons, mount,\n"
                         "dry_run, snapshots [{sha256, size, dev, ino, name, published,\n"
                         "publisher, binding, kind, removed, kept, error, message}]"),
@@ -47,29 +50,6 @@ const struct cli_help cli_rm_help = {
                 "was refused (EPERM: not the owner or root); 2 usage or system error.\n",
 };
 
-static void rm_usage(FILE *f)
-{
-        cli_print_help(f, &cli_rm_help);
-}
-
-struct rm_args {
-        bool all, dry_run;
-};
-
-/* One of rm's own options: -1 to go on. */
-static int take(void *ctx, int val, const char *arg, bool json)
-{
-        struct rm_args *a = ctx;
-
-        (void)arg;
-        (void)json;
-        if (val == OPT_ALL)
-                a->all = true;
-        else if (val == OPT_DRY_RUN)
-                a->dry_run = true;
-        return -1;
-}
-
 int cli_cmd_rm(int argc, char **argv)
 {
         _cleanup_free_ char *mount = NULL;
@@ -84,17 +64,14 @@ int cli_cmd_rm(int argc, char **argv)
         size_t n = 0;
         int r;
 
-        r = cli_parse(&(struct cli_spec){ .cmd = "rm", .min_operands = 1, .max_operands = -1,
-                                          .what = "at least one TARGET (a name, a digest or a "
-                                                  "binding)",
-                                          .usage = rm_usage, .options = rm_options, .option = take,
-                                          .arg = &a },
-                      argc, argv, &co);
+        r = cli_parse_mount(&(struct cli_spec){ .cmd = "rm", .min_operands = 1,
+                                                .max_operands = -1,
+                                                .what = "at least one TARGET (a name, a "
+                                                        "digest or a binding)",
+                                                .help = &cli_rm_help, .arg = &a },
+                            argc, argv, &co, &mount);
         if (r >= 0)
                 return r;
-        mount = cli_mount_path("rm", &co);
-        if (!mount)
-                return 2;
         if (cli_remover_init(&rm, "rm", mount, co.json, a.dry_run) < 0)
                 return cli_system_error("rm", co.json, -ENOMEM, "%s", mount);
 
