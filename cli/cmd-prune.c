@@ -100,13 +100,10 @@ static bool chosen(const struct prune_args *a, const struct sfc_entry *e,
 int cli_cmd_prune(int argc, char **argv)
 {
         _cleanup_free_ char *mount = NULL;
-        _cleanup_free_ struct sfc_entry *items = NULL;
-        struct sfc_mnt m = SFC_MNT_INIT;
         struct prune_args a = { 0 };
         struct cli_remover rm;
         struct cli_common co;
         struct snapfs_report why;
-        size_t n = 0;
         struct timespec now;
         int r;
 
@@ -122,16 +119,12 @@ int cli_cmd_prune(int argc, char **argv)
         mount = cli_mount_path("prune", &co);
         if (!mount)
                 return 2;
-        if (cli_remover_init(&rm, "prune", mount, co.json, a.dry_run) < 0)
-                return cli_system_error("prune", co.json, -ENOMEM, "%s", mount);
-
-        r = cli_remover_catalog(&rm, &co.opts, &m, &items, &n, &why);
+        r = cli_remover_start(&rm, "prune", mount, co.json, a.dry_run, &co.opts, &why);
         if (r >= 0)
                 return r;
         clock_gettime(CLOCK_REALTIME, &now);
-        for (size_t i = 0; i < n; i++)
-                if (chosen(&a, &items[i], &now))
-                        cli_remover_one(&rm, &m, &items[i]);
-        sfc_mnt_close(&m);
+        for (size_t i = 0; i < rm.n; i++)
+                if (chosen(&a, &rm.items[i], &now))
+                        cli_remover_one(&rm, &rm.items[i]);
         return cli_remover_finish(&rm);
 }

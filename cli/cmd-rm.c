@@ -53,15 +53,12 @@ const struct cli_help cli_rm_help = {
 int cli_cmd_rm(int argc, char **argv)
 {
         _cleanup_free_ char *mount = NULL;
-        _cleanup_free_ struct sfc_entry *items = NULL;
         _cleanup_free_ size_t *match = NULL;
         _cleanup_free_ bool *chosen = NULL;
-        struct sfc_mnt m = SFC_MNT_INIT;
         struct rm_args a = { 0 };
         struct cli_remover rm;
         struct cli_common co;
         struct snapfs_report why;
-        size_t n = 0;
         int r;
 
         r = cli_parse_mount(&(struct cli_spec){ .cmd = "rm", .min_operands = 1,
@@ -72,33 +69,26 @@ int cli_cmd_rm(int argc, char **argv)
                             argc, argv, &co, &mount);
         if (r >= 0)
                 return r;
-        if (cli_remover_init(&rm, "rm", mount, co.json, a.dry_run) < 0)
-                return cli_system_error("rm", co.json, -ENOMEM, "%s", mount);
-
-        r = cli_remover_catalog(&rm, &co.opts, &m, &items, &n, &why);
+        r = cli_remover_start(&rm, "rm", mount, co.json, a.dry_run, &co.opts, &why);
         if (r >= 0)
                 return r;
-        match = calloc(n + 1, sizeof(*match));
-        chosen = calloc(n + 1, sizeof(*chosen));
+        match = calloc(rm.n + 1, sizeof(*match));
+        chosen = calloc(rm.n + 1, sizeof(*chosen));
         if (!match || !chosen) {
-                sfc_mnt_close(&m);
                 sfc_report_fail(&why, -ENOMEM, "io", "out of memory");
                 return cli_remover_refuse(&rm, -ENOMEM, &why);
         }
         /* Every TARGET first: a typo among them removes nothing. */
         for (int i = optind; i < argc; i++) {
                 size_t k = 0;
-                r = sfc_catalog_match(items, n, argv[i], a.all, match, n, &k, &why);
-                if (r < 0) {
-                        sfc_mnt_close(&m);
+                r = sfc_catalog_match(rm.items, rm.n, argv[i], a.all, match, rm.n, &k, &why);
+                if (r < 0)
                         return cli_remover_refuse(&rm, r, &why);
-                }
                 for (size_t j = 0; j < k; j++)
                         chosen[match[j]] = true;
         }
-        for (size_t i = 0; i < n; i++)
+        for (size_t i = 0; i < rm.n; i++)
                 if (chosen[i])
-                        cli_remover_one(&rm, &m, &items[i]);
-        sfc_mnt_close(&m);
+                        cli_remover_one(&rm, &rm.items[i]);
         return cli_remover_finish(&rm);
 }
