@@ -11,7 +11,8 @@ import json
 import os
 import re
 from types import TracebackType
-from typing import (Any, Dict, Iterable, List, Optional, Sequence, Tuple, Type, Union)
+from typing import (Any, Callable, Dict, Iterable, List, Optional, Sequence, Tuple, Type, TypeVar,
+                    Union)
 
 from . import _abi
 from .binding import ENTRY_NAME_RULE, Binding, entry_name_valid, name_valid
@@ -41,17 +42,16 @@ class Trust:
                      self.trust_user_namespace or trust_user_namespace)
 
 
-class VerifiedFd(int):
-    """A verified read-only descriptor (close-on-exec). It is an int, so os.read, os.pread,
-    pass_fds and /proc/self/fd/N take it as they are; as a context manager it closes itself:
+_Fd = TypeVar("_Fd", bound="_ClosingFd")
 
-        with snapfs.open_verified(mount, binding) as fd:
-            subprocess.run(["cat", f"/proc/self/fd/{fd}"], pass_fds=[fd])
-    """
+
+class _ClosingFd(int):
+    """A descriptor the API opened: an int, that closes itself once (close(), or as a context
+    manager)."""
 
     closed: bool
 
-    def __new__(cls, fd: int) -> "VerifiedFd":
+    def __new__(cls: Type[_Fd], fd: int) -> _Fd:
         self = super().__new__(cls, fd)
         self.closed = False
         return self
@@ -62,12 +62,21 @@ class VerifiedFd(int):
             self.closed = True
             os.close(self)
 
-    def __enter__(self) -> "VerifiedFd":
+    def __enter__(self: _Fd) -> _Fd:
         return self
 
     def __exit__(self, t: Optional[Type[BaseException]], v: Optional[BaseException],
                  tb: Optional[TracebackType]) -> None:
         self.close()
+
+
+class VerifiedFd(_ClosingFd):
+    """A verified read-only descriptor (close-on-exec). It is an int, so os.read, os.pread,
+    pass_fds and /proc/self/fd/N take it as they are; as a context manager it closes itself:
+
+        with snapfs.open_verified(mount, binding) as fd:
+            subprocess.run(["cat", f"/proc/self/fd/{fd}"], pass_fds=[fd])
+    """
 
 
 def kind_flags(kind: KindLike) -> int:
@@ -459,21 +468,34 @@ def scope_create(mount: PathLike, name: str, view: PathLike, *, uids: Iterable[i
         lib.snapfs_scope_free(ctypes.byref(c))
 
 
+_Item = TypeVar("_Item")
+
+
+def _listed(ctype: Any, call: Callable[[Any, Any, Any], Any], item: Callable[[Any], _Item],
+            free: Callable[[Any, Any], Any]) -> List[_Item]:
+    """What a libsnapfs call that hands out an array of ctype (call(&array, &count, &report))
+    lists, each element made an item; the array freed with free(array, count)."""
+    rep = _abi.CReport()
+    v, n = ctypes.POINTER(ctype)(), ctypes.c_size_t()
+    r = call(ctypes.byref(v), ctypes.byref(n), ctypes.byref(rep))
+    if r < 0:
+        raise_for(r, rep)
+    try:
+        return [item(v[i]) for i in range(n.value)]
+    finally:
+        free(v, n)
+
+
 def scope_list(mount: PathLike, *, trust: Optional[Trust] = None, owner: Optional[int] = None,
                insecure_own_mount: bool = False,
                trust_user_namespace: bool = False) -> List[Scope]:
     """Every scope of the mount's daemon: a list of Scope."""
     o = options(trust, owner, 0, insecure_own_mount, trust_user_namespace)
-    lib, rep = _abi.load(), _abi.CReport()
-    v, n = ctypes.POINTER(_abi.CScope)(), ctypes.c_size_t()
-    r = lib.snapfs_scope_list(_path(mount), ctypes.byref(o), ctypes.byref(v), ctypes.byref(n),
-                              ctypes.byref(rep))
-    if r < 0:
-        raise_for(r, rep)
-    try:
-        return [Scope.from_c(v[i]) for i in range(n.value)]
-    finally:
-        lib.snapfs_scopes_free(v, n)
+    lib = _abi.load()
+    return _listed(_abi.CScope,
+                   lambda v, n, rep: lib.snapfs_scope_list(_path(mount), ctypes.byref(o), v, n,
+                                                           rep),
+                   Scope.from_c, lib.snapfs_scopes_free)
 
 
 def scope_show(mount: PathLike, name: str, *, trust: Optional[Trust] = None,
@@ -523,16 +545,11 @@ def snapshots(mount: PathLike, *, trust: Optional[Trust] = None, owner: Optional
     """Every snapshot of the mount, as `snapfs ls --all` lists them (publishing order), each
     with its name, publish time, publisher and kind as the daemon says them."""
     o = options(trust, owner, 0, insecure_own_mount, trust_user_namespace)
-    lib, rep = _abi.load(), _abi.CReport()
-    v, n = ctypes.POINTER(_abi.CSnapshot)(), ctypes.c_size_t()
-    r = lib.snapfs_list(_path(mount), ctypes.byref(o), ctypes.byref(v), ctypes.byref(n),
-                        ctypes.byref(rep))
-    if r < 0:
-        raise_for(r, rep)
-    try:
-        return [Binding.from_snapshot(v[i]) for i in range(n.value)]
-    finally:
-        lib.snapfs_free(ctypes.cast(v, ctypes.c_void_p))
+    lib = _abi.load()
+    return _listed(_abi.CSnapshot,
+                   lambda v, n, rep: lib.snapfs_list(_path(mount), ctypes.byref(o), v, n, rep),
+                   Binding.from_snapshot,
+                   lambda v, n: lib.snapfs_free(ctypes.cast(v, ctypes.c_void_p)))
 
 
 def scope_remove(mount: PathLike, name: str, *, trust: Optional[Trust] = None,
@@ -621,18 +638,11 @@ def open_entry(view: PathLike, entry: str, *, trust: Optional[Trust] = None,
     return VerifiedFd(r), _described(lib, r, c)
 
 
-class EntryWatch(int):
+class EntryWatch(_ClosingFd):
     """A watch of an entry of a scope's view (watch_entry()): a descriptor that polls readable
     (POLLIN, and POLLPRI) once the entry moved from what it named when the watch was made. It
     is an int, so select.poll(), selectors and asyncio's add_reader take it as it is; wait()
     blocks on it; as a context manager it closes itself."""
-
-    closed: bool
-
-    def __new__(cls, fd: int) -> "EntryWatch":
-        self = super().__new__(cls, fd)
-        self.closed = False
-        return self
 
     def wait(self, timeout: Optional[float] = None) -> bool:
         """True once the entry moved, False when timeout seconds (None: no limit) passed
@@ -644,19 +654,6 @@ class EntryWatch(int):
         if r < 0:
             raise SnapfsError(-r)
         return True
-
-    def close(self) -> None:
-        """Closes the descriptor, once."""
-        if not self.closed:
-            self.closed = True
-            os.close(self)
-
-    def __enter__(self) -> "EntryWatch":
-        return self
-
-    def __exit__(self, t: Optional[Type[BaseException]], v: Optional[BaseException],
-                 tb: Optional[TracebackType]) -> None:
-        self.close()
 
 
 def watch_entry(view: PathLike, entry: str, *, trust: Optional[Trust] = None,
