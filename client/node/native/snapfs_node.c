@@ -46,7 +46,8 @@ static uint64_t mount_id(int fd)
         size_t argc = (n);                                                                    \
         napi_value argv[(n) > 0 ? (n) : 1];                                                   \
         struct job *j;                                                                        \
-        if (napi_get_cb_info(env, info, &argc, argv, NULL, NULL) != napi_ok)                  \
+        void *data;                                                                           \
+        if (napi_get_cb_info(env, info, &argc, argv, NULL, &data) != napi_ok)                 \
                 return NULL;                                                                  \
         j = job_new(env);                                                                     \
         if (!j)                                                                               \
@@ -548,10 +549,13 @@ static int run_scope_remove(struct job *j)
         return snapfs_scope_remove(j->mount, j->scope, &j->opts, &j->why);
 }
 
-/* scopeShow(mount, name, options) / scopeRemove(mount, name, options) */
-static napi_value scope_named(napi_env env, napi_callback_info info, bool show)
+/* scopeShow(mount, name, options) / scopeRemove(mount, name, options): which one, the
+ * function's data says (&yes: show). */
+static napi_value scope_named(napi_env env, napi_callback_info info)
 {
         ARGS(3);
+        const bool show = *(const bool *)data;
+
         if (!arg_string(env, argv[0], false, &j->mount, "mount") ||
             !arg_string(env, argv[1], false, &j->scope, "name") ||
             !arg_options(env, argv[2], &j->opts))
@@ -559,16 +563,6 @@ static napi_value scope_named(napi_env env, napi_callback_info info, bool show)
         j->run = show ? run_scope_show : run_scope_remove;
         j->done = show ? done_scope_show : done_verify;
         QUEUE(show ? "snapfs.scopes.show" : "snapfs.scopes.remove");
-}
-
-static napi_value scope_show(napi_env env, napi_callback_info info)
-{
-        return scope_named(env, info, true);
-}
-
-static napi_value scope_remove(napi_env env, napi_callback_info info)
-{
-        return scope_named(env, info, false);
 }
 
 static int run_grant(struct job *j)
@@ -607,10 +601,12 @@ static int run_revoke(struct job *j)
 }
 
 /* grant(mount, scope, sha256, entry | null, options) / revoke(mount, scope, sha256 | null,
- * entry | null, options) */
-static napi_value grant_or_revoke(napi_env env, napi_callback_info info, bool grant)
+ * entry | null, options): which one, the function's data says (&yes: grant). */
+static napi_value grant_or_revoke(napi_env env, napi_callback_info info)
 {
         ARGS(5);
+        const bool grant = *(const bool *)data;
+
         if (!arg_string(env, argv[0], false, &j->mount, "mount") ||
             !arg_string(env, argv[1], false, &j->scope, "scope") ||
             !arg_string(env, argv[2], !grant, &j->text, "sha256") ||
@@ -620,16 +616,6 @@ static napi_value grant_or_revoke(napi_env env, napi_callback_info info, bool gr
         j->run = grant ? run_grant : run_revoke;
         j->done = grant ? done_grant : done_verify;
         QUEUE(grant ? "snapfs.scopes.grant" : "snapfs.scopes.revoke");
-}
-
-static napi_value grant(napi_env env, napi_callback_info info)
-{
-        return grant_or_revoke(env, info, true);
-}
-
-static napi_value revoke_grant(napi_env env, napi_callback_info info)
-{
-        return grant_or_revoke(env, info, false);
 }
 
 static int run_scope_binding(struct job *j)
@@ -725,16 +711,18 @@ static napi_value str_error(napi_env env, napi_callback_info info)
 #pragma GCC diagnostic ignored "-Wmissing-prototypes"
 NAPI_MODULE_INIT()
 {
+        static const bool yes = true, no = false;
         static const struct {
                 const char *name;
                 napi_callback fn;
+                const bool *data; /* what fn is asked to be, when it serves two */
         } fns[] = {
                 { "publish", publish },         { "openBinding", open_binding },
                 { "publishForScope", publish_for_scope },
                 { "openEntry", open_entry },    { "waitEntry", wait_entry },    { "verifyReopened", verify_reopened },
                 { "scopeCreate", scope_create }, { "scopeList", scope_list },
-                { "scopeShow", scope_show },    { "scopeRemove", scope_remove },
-                { "grant", grant },             { "revoke", revoke_grant },
+                { "scopeShow", scope_named, &yes }, { "scopeRemove", scope_named, &no },
+                { "grant", grant_or_revoke, &yes }, { "revoke", grant_or_revoke, &no },
                 { "scopeBinding", scope_binding },
                 { "control", control },         { "parseBinding", parse_binding },
                 { "remove", remove_target },
@@ -755,8 +743,8 @@ NAPI_MODULE_INIT()
                 return NULL;
         }
         for (size_t i = 0; i < sizeof(fns) / sizeof(fns[0]); i++) {
-                if (napi_create_function(env, fns[i].name, NAPI_AUTO_LENGTH, fns[i].fn, NULL,
-                                         &v) != napi_ok ||
+                if (napi_create_function(env, fns[i].name, NAPI_AUTO_LENGTH, fns[i].fn,
+                                         (void *)fns[i].data, &v) != napi_ok ||
                     napi_set_named_property(env, exports, fns[i].name, v) != napi_ok)
                         return NULL;
         }
