@@ -455,17 +455,27 @@ void cli_print_reasons(FILE *f, const struct snapfs_report *why)
                 fprintf(f, "(and %u more reasons not listed)\n", why->n_dropped);
 }
 
+json_object *cli_json_strings(const char *key, ...)
+{
+        json_object *o = json_object_new_object();
+        va_list ap;
+
+        va_start(ap, key);
+        for (; o && key; key = va_arg(ap, const char *))
+                json_object_object_add(o, key, json_object_new_string(va_arg(ap, const char *)));
+        va_end(ap);
+        return o;
+}
+
 json_object *cli_reasons_json(const struct snapfs_report *why)
 {
         json_object *list = json_object_new_array();
 
         for (unsigned i = 0; list && i < why->n_reasons; i++) {
-                json_object *o = json_object_new_object();
+                json_object *o = cli_json_strings("code", why->reasons[i].code, "message",
+                                                  why->reasons[i].message, NULL);
                 if (!o)
                         break;
-                json_object_object_add(o, "code", json_object_new_string(why->reasons[i].code));
-                json_object_object_add(o, "message",
-                                       json_object_new_string(why->reasons[i].message));
                 json_object_array_add(list, o);
         }
         return list;

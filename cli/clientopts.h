@@ -235,6 +235,10 @@ const char *cli_headline(int err, const struct snapfs_report *why);
  * reason "invalid-argument"), else 1. */
 int cli_refusal_status(const struct snapfs_report *why);
 
+/* An object of string fields: key, value, key, value, ... up to a NULL key. NULL without
+ * memory. */
+json_object *cli_json_strings(const char *key, ...);
+
 /* [{"code": ..., "message": ...}, ...] */
 json_object *cli_reasons_json(const struct snapfs_report *why);
 

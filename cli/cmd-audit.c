@@ -246,13 +246,11 @@ static int print_json(const char *mount, const struct snapfs_report *why, int ch
         json_object_object_add(o, "checks", checks);
         problems = json_object_new_array();
         for (size_t i = 0; problems && i < a->n_problems; i++) {
-                json_object *p = json_object_new_object();
+                json_object *p = cli_json_strings("entry", a->problems[i].entry, "code",
+                                                  a->problems[i].code, "message",
+                                                  a->problems[i].message, NULL);
                 if (!p)
                         break;
-                json_object_object_add(p, "entry", json_object_new_string(a->problems[i].entry));
-                json_object_object_add(p, "code", json_object_new_string(a->problems[i].code));
-                json_object_object_add(p, "message",
-                                       json_object_new_string(a->problems[i].message));
                 json_object_array_add(problems, p);
         }
         json_object_object_add(o, "problems", problems);
