@@ -7,6 +7,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <inttypes.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -195,19 +196,6 @@ static napi_value open_binding(napi_env env, napi_callback_info info)
             !arg_binding(env, argv[1], &j->b) || !arg_options(env, argv[2], &j->opts))
                 FAIL();
         j->run = run_open_binding;
-        j->done = done_open;
-        QUEUE("snapfs.openVerified");
-}
-
-/* openEntry(view, entry, options) -> { fd, snapshot, mountId } */
-static napi_value open_entry(napi_env env, napi_callback_info info)
-{
-        ARGS(3);
-        if (!arg_string(env, argv[0], false, &j->mount, "mount") ||
-            !arg_string(env, argv[1], false, &j->entry, "entry") ||
-            !arg_options(env, argv[2], &j->opts))
-                FAIL();
-        j->run = run_open_entry;
         j->done = done_open;
         QUEUE("snapfs.openVerified");
 }
@@ -549,22 +537,6 @@ static int run_scope_remove(struct job *j)
         return snapfs_scope_remove(j->mount, j->scope, &j->opts, &j->why);
 }
 
-/* scopeShow(mount, name, options) / scopeRemove(mount, name, options): which one, the
- * function's data says (&yes: show). */
-static napi_value scope_named(napi_env env, napi_callback_info info)
-{
-        ARGS(3);
-        const bool show = *(const bool *)data;
-
-        if (!arg_string(env, argv[0], false, &j->mount, "mount") ||
-            !arg_string(env, argv[1], false, &j->scope, "name") ||
-            !arg_options(env, argv[2], &j->opts))
-                FAIL();
-        j->run = show ? run_scope_show : run_scope_remove;
-        j->done = show ? done_scope_show : done_verify;
-        QUEUE(show ? "snapfs.scopes.show" : "snapfs.scopes.remove");
-}
-
 static int run_grant(struct job *j)
 {
         int r = snapfs_grant(j->mount, j->scope, j->text, j->entry, &j->opts, &j->grant_out,
@@ -661,18 +633,46 @@ static napi_value done_control(napi_env env, struct job *j)
         return make_string(env, j->reply ? j->reply : "");
 }
 
+/* A call that takes (mount, a name, options): what it runs and answers, the job's field the
+ * name goes to and its word in a TypeError, and its async resource's name. */
+struct named_call {
+        int (*run)(struct job *j);
+        napi_value (*done)(napi_env env, struct job *j);
+        size_t field; /* offsetof(struct job, a char *) */
+        const char *key;
+        const char *resource;
+};
+
+/* openEntry(view, entry, options) -> { fd, snapshot, mountId } */
+static const struct named_call open_entry_call = {
+        run_open_entry, done_open, offsetof(struct job, entry), "entry", "snapfs.openVerified"
+};
+/* scopeShow(mount, name, options), scopeRemove(mount, name, options) */
+static const struct named_call scope_show_call = {
+        run_scope_show, done_scope_show, offsetof(struct job, scope), "name", "snapfs.scopes.show"
+};
+static const struct named_call scope_remove_call = {
+        run_scope_remove, done_verify, offsetof(struct job, scope), "name", "snapfs.scopes.remove"
+};
 /* control(mount, request JSON text, options) -> the reply's text. A refusal by the daemon
  * rejects with its errno; its reply is then in the rejection's "reply". */
-static napi_value control(napi_env env, napi_callback_info info)
+static const struct named_call control_call = {
+        run_control, done_control, offsetof(struct job, text), "request", "snapfs.control"
+};
+
+/* Each call of struct named_call, the function's data saying which. */
+static napi_value named_call(napi_env env, napi_callback_info info)
 {
         ARGS(3);
+        const struct named_call *c = data;
+
         if (!arg_string(env, argv[0], false, &j->mount, "mount") ||
-            !arg_string(env, argv[1], false, &j->text, "request") ||
+            !arg_string(env, argv[1], false, (char **)((char *)j + c->field), c->key) ||
             !arg_options(env, argv[2], &j->opts))
                 FAIL();
-        j->run = run_control;
-        j->done = done_control;
-        QUEUE("snapfs.control");
+        j->run = c->run;
+        j->done = c->done;
+        QUEUE(c->resource);
 }
 
 /* ---- synchronous helpers ------------------------------------------------------------------ */
@@ -715,16 +715,19 @@ NAPI_MODULE_INIT()
         static const struct {
                 const char *name;
                 napi_callback fn;
-                const bool *data; /* what fn is asked to be, when it serves two */
+                const void *data; /* what fn is asked to be, when it serves several */
         } fns[] = {
                 { "publish", publish },         { "openBinding", open_binding },
                 { "publishForScope", publish_for_scope },
-                { "openEntry", open_entry },    { "waitEntry", wait_entry },    { "verifyReopened", verify_reopened },
+                { "openEntry", named_call, &open_entry_call },
+                { "waitEntry", wait_entry },    { "verifyReopened", verify_reopened },
                 { "scopeCreate", scope_create }, { "scopeList", scope_list },
-                { "scopeShow", scope_named, &yes }, { "scopeRemove", scope_named, &no },
+                { "scopeShow", named_call, &scope_show_call },
+                { "scopeRemove", named_call, &scope_remove_call },
                 { "grant", grant_or_revoke, &yes }, { "revoke", grant_or_revoke, &no },
                 { "scopeBinding", scope_binding },
-                { "control", control },         { "parseBinding", parse_binding },
+                { "control", named_call, &control_call },
+                { "parseBinding", parse_binding },
                 { "remove", remove_target },
                 { "strerror", str_error },
         };
