@@ -99,13 +99,19 @@ static bool arg_data(napi_env env, napi_value v, struct job *j)
         return true;
 }
 
+/* What a publish takes after its mount (and its scope and entry): the data at argv[0], then
+ * the name (string | null) and the options, read in that order (name, options, data). */
+static bool arg_publish(napi_env env, const napi_value *argv, struct job *j)
+{
+        return arg_string(env, argv[1], true, &j->name, "name") &&
+               arg_options(env, argv[2], &j->opts) && arg_data(env, argv[0], j);
+}
+
 /* publish(mount, data: Buffer | Uint8Array, name: string | null, options) */
 static napi_value publish(napi_env env, napi_callback_info info)
 {
         ARGS(4);
-        if (!arg_string(env, argv[0], false, &j->mount, "mount") ||
-            !arg_string(env, argv[2], true, &j->name, "name") ||
-            !arg_options(env, argv[3], &j->opts) || !arg_data(env, argv[1], j))
+        if (!arg_string(env, argv[0], false, &j->mount, "mount") || !arg_publish(env, argv + 1, j))
                 FAIL();
         j->run = run_publish;
         j->done = done_publish;
@@ -128,9 +134,7 @@ static napi_value publish_for_scope(napi_env env, napi_callback_info info)
         ARGS(6);
         if (!arg_string(env, argv[0], false, &j->mount, "mount") ||
             !arg_string(env, argv[1], false, &j->scope, "scope") ||
-            !arg_string(env, argv[2], true, &j->entry, "entry") ||
-            !arg_string(env, argv[4], true, &j->name, "name") ||
-            !arg_options(env, argv[5], &j->opts) || !arg_data(env, argv[3], j))
+            !arg_string(env, argv[2], true, &j->entry, "entry") || !arg_publish(env, argv + 3, j))
                 FAIL();
         j->run = run_publish_for_scope;
         j->done = done_publish;
