@@ -45,6 +45,18 @@ static int parse_kind(const char *s, struct snapfs_options *opts)
         return 0;
 }
 
+int cli_take_kind(const char *cmd, bool json, const char *value, unsigned *kinds)
+{
+        int k = snap_kind_from_name(value);
+
+        if (k < 0)
+                return cli_usage_error(cmd, json, false,
+                                       "--kind: '%s' is not content, signature or manifest",
+                                       value);
+        *kinds |= SFC_KIND_BIT(k);
+        return -1;
+}
+
 /* --owner UID: a uid of common/values.h as the owner opts trust. 0, or -EINVAL/-ERANGE. */
 static int parse_owner(const char *s, struct snapfs_options *opts)
 {
@@ -92,23 +104,40 @@ bool cli_json_requested(int argc, char **argv)
         return false;
 }
 
-static bool has_option(const struct cli_option *options, int val)
+static const struct cli_option *find_option(const struct cli_option *options, int val)
 {
         for (const struct cli_option *o = options; o && (o->name || o->help); o++)
                 if (o->name && o->val == val)
-                        return true;
-        return false;
+                        return o;
+        return NULL;
 }
 
-/* getopt_long's table and short options (':' first, '+' too with CLI_STOP_AT_OPERAND) of
- * spec's options: 0 and both malloc'd, or -ENOMEM. */
-static int long_options(const struct cli_spec *spec, struct option **out, char **shorts)
+static bool has_option(const struct cli_option *options, int val)
+{
+        return find_option(options, val) != NULL;
+}
+
+/* Keeps the value of o (CLI_STORE) in arg. */
+static void store(const struct cli_option *o, void *arg, const char *value)
+{
+        char *at = (char *)arg + o->store - 1;
+
+        if (o->arg == CLI_ARG_NONE)
+                *(bool *)at = true;
+        else
+                *(const char **)at = value;
+}
+
+/* getopt_long's table and short options (':' first, '+' too with CLI_STOP_AT_OPERAND in
+ * features) of options: 0 and both malloc'd, or -ENOMEM. */
+static int long_options(const struct cli_option *options, unsigned features, struct option **out,
+                        char **shorts)
 {
         size_t n = 0, k = 0;
         struct option *v;
         char *s;
 
-        for (const struct cli_option *o = spec->options; o->name || o->help; o++)
+        for (const struct cli_option *o = options; o->name || o->help; o++)
                 n++;
         v = calloc(n + 1, sizeof(*v));
         s = calloc(n + 3, 1);
@@ -117,11 +146,11 @@ static int long_options(const struct cli_spec *spec, struct option **out, char *
                 free(s);
                 return -ENOMEM;
         }
-        if (spec->features & CLI_STOP_AT_OPERAND)
+        if (features & CLI_STOP_AT_OPERAND)
                 s[k++] = '+';
         s[k++] = ':';
         n = 0;
-        for (const struct cli_option *o = spec->options; o->name || o->help; o++) {
+        for (const struct cli_option *o = options; o->name || o->help; o++) {
                 if (!o->name)
                         continue;
                 v[n++] = (struct option){ o->name,
@@ -191,6 +220,8 @@ void cli_print_help(FILE *f, const struct cli_help *h)
         }
         if (h->tail)
                 fputs(h->tail, f);
+        if (h->more)
+                h->more(f);
 }
 
 void cli_print_option_list(FILE *f, const struct cli_option *options)
@@ -244,12 +275,12 @@ static int common_option(const struct cli_spec *spec, int ch, const char *value,
                 return -1;
         case CLI_OPT_KIND:
                 if (parse_kind(value, &c->opts) < 0)
-                        return cli_usage_error(spec->cmd, c->json, NULL,
+                        return cli_usage_error(spec->cmd, c->json, false,
                                                "--kind: '%s' is not content, signature or "
                                                "manifest", value);
                 return -1;
         default:
-                return cli_usage_error(spec->cmd, c->json, spec->usage, "unknown option");
+                return cli_usage_error(spec->cmd, c->json, true, "unknown option");
         }
 }
 
@@ -258,17 +289,19 @@ int cli_parse(const struct cli_spec *spec, int argc, char **argv, struct cli_com
         _cleanup_free_ struct option *longopts = NULL;
         _cleanup_free_ char *shorts = NULL;
         const bool mount_operand = spec->features & CLI_MOUNT_OPERAND;
+        const struct cli_option *options = spec->options ?: spec->help->options;
+        const struct cli_option *o;
         int ch, r, left;
 
         *c = (struct cli_common){
-                .json = has_option(spec->options, CLI_OPT_JSON) &&
+                .json = has_option(options, CLI_OPT_JSON) &&
                         cli_json_requested(argc, argv),
         };
-        if (long_options(spec, &longopts, &shorts) < 0)
+        if (long_options(options, spec->features, &longopts, &shorts) < 0)
                 return cli_system_error(spec->cmd, c->json, -ENOMEM, "options");
         /* $SNAPFS_OWNER first, a uid in every command (never "any": a stray variable must not
          * switch the owner check off); --owner wins. */
-        if (has_option(spec->options, CLI_OPT_OWNER)) {
+        if (has_option(options, CLI_OPT_OWNER)) {
                 if (apply_env_owner(spec->cmd, c->json, &c->opts) != 0)
                         return 2;
                 c->owner_from_env = c->opts.flags & SNAPFS_OPT_OWNER;
@@ -277,11 +310,16 @@ int cli_parse(const struct cli_spec *spec, int argc, char **argv, struct cli_com
         opterr = 0;
         while ((ch = getopt_long(argc, argv, shorts, longopts, NULL)) != -1) {
                 if (ch == CLI_OPT_HELP) {
-                        spec->usage(stdout);
+                        cli_print_help(stdout, spec->help);
                         return 0;
                 }
                 if (ch == '?' || ch == ':')
-                        return cli_getopt_error(spec->cmd, c->json, spec->usage, argv, ch);
+                        return cli_getopt_error(spec->cmd, c->json, true, argv, ch);
+                o = ch >= CLI_OWN_OPTION ? find_option(options, ch) : NULL;
+                if (o && o->store) {
+                        store(o, spec->arg, optarg);
+                        continue;
+                }
                 r = ch >= CLI_OWN_OPTION ? spec->option(spec->arg, ch, optarg, c->json)
                                          : common_option(spec, ch, optarg, c);
                 if (r >= 0)
@@ -291,20 +329,31 @@ int cli_parse(const struct cli_spec *spec, int argc, char **argv, struct cli_com
         if (mount_operand && left == 1 && spec->min_operands == 0) {
                 /* The mount as an operand: the older spelling, kept as an alias of --mount. */
                 if (c->mount_arg &&
-                    cli_same_mount(spec->cmd, c->json, spec->usage, argv[optind], c->mount_arg) < 0)
+                    cli_same_mount(spec->cmd, c->json, true, argv[optind], c->mount_arg) < 0)
                         return 2;
                 c->mount_arg = argv[optind++];
                 left--;
         }
         if (left < spec->min_operands || (spec->max_operands >= 0 && left > spec->max_operands)) {
                 if (left > 0 && spec->max_operands == 0)
-                        return cli_usage_error(spec->cmd, c->json, spec->usage,
+                        return cli_usage_error(spec->cmd, c->json, true,
                                                "unexpected argument '%s' (use --mount)",
                                                argv[optind]);
-                return cli_usage_error(spec->cmd, c->json, spec->usage, "expected %s",
+                return cli_usage_error(spec->cmd, c->json, true, "expected %s",
                                        spec->what);
         }
         return -1;
+}
+
+int cli_parse_mount(const struct cli_spec *spec, int argc, char **argv, struct cli_common *c,
+                    char **mount)
+{
+        int r = cli_parse(spec, argc, argv, c);
+
+        if (r >= 0)
+                return r;
+        *mount = cli_mount_path(spec->cmd, c);
+        return *mount ? -1 : 2;
 }
 
 char *cli_absolute_dir(const char *path)
@@ -320,7 +369,7 @@ char *cli_absolute_dir(const char *path)
         return out;
 }
 
-int cli_same_mount(const char *cmd, bool json, void (*usage)(FILE *f), const char *operand,
+int cli_same_mount(const char *cmd, bool json, bool hint, const char *operand,
                    const char *mount_arg)
 {
         _cleanup_free_ char *a = cli_absolute_dir(operand), *b = cli_absolute_dir(mount_arg);
@@ -328,7 +377,7 @@ int cli_same_mount(const char *cmd, bool json, void (*usage)(FILE *f), const cha
         if (!a || !b)
                 return -ENOMEM;
         if (strcmp(a, b) != 0) {
-                cli_usage_error(cmd, json, usage, "the mount operand '%s' and --mount '%s' "
+                cli_usage_error(cmd, json, hint, "the mount operand '%s' and --mount '%s' "
                                 "differ: give one of them", operand, mount_arg);
                 return -EINVAL;
         }
@@ -351,7 +400,7 @@ int cli_bad_value(const char *cmd, bool json, const char *what, enum value_type 
         char why[512];
 
         value_error(t, value, err, min, max, why, sizeof(why));
-        return cli_usage_error(cmd, json, NULL, "%s: %s%s", what, why, also ?: "");
+        return cli_usage_error(cmd, json, false, "%s: %s%s", what, why, also ?: "");
 }
 
 
@@ -406,17 +455,27 @@ void cli_print_reasons(FILE *f, const struct snapfs_report *why)
                 fprintf(f, "(and %u more reasons not listed)\n", why->n_dropped);
 }
 
+json_object *cli_json_strings(const char *key, ...)
+{
+        json_object *o = json_object_new_object();
+        va_list ap;
+
+        va_start(ap, key);
+        for (; o && key; key = va_arg(ap, const char *))
+                json_object_object_add(o, key, json_object_new_string(va_arg(ap, const char *)));
+        va_end(ap);
+        return o;
+}
+
 json_object *cli_reasons_json(const struct snapfs_report *why)
 {
         json_object *list = json_object_new_array();
 
         for (unsigned i = 0; list && i < why->n_reasons; i++) {
-                json_object *o = json_object_new_object();
+                json_object *o = cli_json_strings("code", why->reasons[i].code, "message",
+                                                  why->reasons[i].message, NULL);
                 if (!o)
                         break;
-                json_object_object_add(o, "code", json_object_new_string(why->reasons[i].code));
-                json_object_object_add(o, "message",
-                                       json_object_new_string(why->reasons[i].message));
                 json_object_array_add(list, o);
         }
         return list;
@@ -460,7 +519,7 @@ static int report_error(const char *cmd, const char *code, const char *fmt, va_l
         return 2;
 }
 
-int cli_usage_error(const char *cmd, bool json, void (*usage)(FILE *f), const char *fmt, ...)
+int cli_usage_error(const char *cmd, bool json, bool hint, const char *fmt, ...)
 {
         va_list ap;
 
@@ -469,7 +528,7 @@ int cli_usage_error(const char *cmd, bool json, void (*usage)(FILE *f), const ch
         va_end(ap);
         /* One line that says where the options are, not the whole usage: the error is what
          * the person needs to see. */
-        if (usage)
+        if (hint)
                 fprintf(stderr, "Run 'snapfs %s --help' for its options.\n", cmd);
         return 2;
 }
@@ -484,16 +543,16 @@ int cli_system_error(const char *cmd, bool json, int err, const char *fmt, ...)
         return 2;
 }
 
-int cli_getopt_error(const char *cmd, bool json, void (*usage)(FILE *f), char **argv, int ch)
+int cli_getopt_error(const char *cmd, bool json, bool hint, char **argv, int ch)
 {
         const char *arg = optind > 0 ? argv[optind - 1] : "";
 
         if (ch == ':')
-                return cli_usage_error(cmd, json, usage, "option '%s' needs a value", arg);
+                return cli_usage_error(cmd, json, hint, "option '%s' needs a value", arg);
         /* An unknown long option leaves optopt 0; an unknown short one is optopt. */
         if (optopt > 0 && optopt < 0x80)
-                return cli_usage_error(cmd, json, usage, "unknown option '-%c'", optopt);
-        return cli_usage_error(cmd, json, usage, "unknown option '%s'", arg);
+                return cli_usage_error(cmd, json, hint, "unknown option '-%c'", optopt);
+        return cli_usage_error(cmd, json, hint, "unknown option '%s'", arg);
 }
 
 /* Makes every string below o valid UTF-8, as the audit log does: json-c copies bytes >= 0x80

@@ -7,6 +7,7 @@
 #include <json-c/json.h>
 #include <getopt.h>
 #include <stdbool.h>
+#include <stddef.h>
 #include <stdio.h>
 
 #include "client/snapfs.h"
@@ -66,7 +67,16 @@ struct cli_option {
          * line as it is; NULL: the row goes on with the next option ("--a N, --b N"). */
         const char *help;
         int val;             /* what getopt_long returns: CLI_OPT_* or from CLI_OWN_OPTION */
+        /* CLI_STORE(type, field), or 0: spec->option takes it. */
+        size_t store;
 };
+
+/* An option cli_parse keeps itself in field of spec->arg (a type), the command's option
+ * function never called: a flag sets a bool to true, a value points a const char * at its
+ * text (the last one given wins). One past the offset, so 0 stays "not stored". */
+#define CLI_STORE(type, field) \
+        (offsetof(type, field) + 1 + \
+         0 * sizeof(_Generic(((type *)0)->field, bool: 1, const char *: 1)))
 
 /* The options every client command shares, taken by cli_parse itself. */
 enum {
@@ -118,6 +128,12 @@ enum {
         CLI_OPTION_OWNER(CLI_HELP_OWNER), \
         CLI_OPTION_INSECURE_OWN_MOUNT(CLI_HELP_INSECURE_OWN_MOUNT), \
         CLI_OPTION_TRUST_USER_NAMESPACE(CLI_HELP_TRUST_USER_NAMESPACE)
+/* The rows a client command's table starts with: the heading, --mount MNT and the trust
+ * options, with their usual texts. */
+#define CLI_OPTIONS_CLIENT \
+        CLI_HEADING("Options:"), \
+        CLI_OPTION_MOUNT("MNT", CLI_HELP_MOUNT), \
+        CLI_OPTIONS_TRUST
 #define CLI_OPTION_JSON(text) { "json", 0, CLI_ARG_NONE, NULL, NULL, (text), CLI_OPT_JSON }
 #define CLI_OPTION_KIND(text) \
         { "kind", 0, CLI_ARG_CHOICE, "KIND", CLI_KIND_WORDS, (text), CLI_OPT_KIND }
@@ -125,12 +141,14 @@ enum {
 #define CLI_OPTION_END { 0 }
 
 /* A command's --help: head (the usage line through the text before the options), the rows
- * of options, then tail; the help of the rows starts at column (0: 16). */
+ * of options, then tail and what more prints (NULL: nothing); the help of the rows starts at
+ * column (0: 16). */
 struct cli_help {
         const char *head;
         const struct cli_option *options;
         const char *tail;
         int column;
+        void (*more)(FILE *f);
 };
 
 /* Prints h as --help shows it. */
@@ -145,15 +163,22 @@ struct cli_spec {
         unsigned features;              /* CLI_* */
         int min_operands, max_operands; /* max -1: no bound */
         const char *what;               /* the operands in a usage error: "one FILE" */
-        void (*usage)(FILE *f);
-        /* Every option the command takes, the common ones included: the trust options
-         * ($SNAPFS_OWNER read) only when it has --owner, --json only when it has it. */
+        /* What --help prints; its options are every option the command takes, the common
+         * ones included: the trust options ($SNAPFS_OWNER read) only when it has --owner,
+         * --json only when it has it. */
+        const struct cli_help *help;
+        /* The options taken when not all of help's (scope ls and rm take fewer than scope's
+         * --help lists), else NULL. */
         const struct cli_option *options;
         /* Takes one of its own (val from CLI_OWN_OPTION; value NULL for a flag): -1 to go
          * on, or an exit code, the refusal printed (cli_usage_error with json). */
         int (*option)(void *arg, int val, const char *value, bool json);
         void *arg;
 };
+
+/* --kind KIND of a command that takes it again and again (ls, prune): its SFC_KIND_BIT added
+ * to *kinds. -1 to go on, or 2 after the usage error. */
+int cli_take_kind(const char *cmd, bool json, const char *value, unsigned *kinds);
 
 /* True when argv asks for --json before any "--": a usage error found before the parser
  * reached --json (a command dispatching to its subcommands) is then reported as JSON too. */
@@ -167,6 +192,11 @@ bool cli_json_requested(int argc, char **argv);
  * --json was asked for). */
 int cli_parse(const struct cli_spec *spec, int argc, char **argv, struct cli_common *c);
 
+/* cli_parse, then the mount to use (cli_mount_path) in *mount, malloc'd: -1 to go on, else
+ * the exit code, printed. */
+int cli_parse_mount(const struct cli_spec *spec, int argc, char **argv, struct cli_common *c,
+                    char **mount);
+
 /* --mount, else $SNAPFS_MOUNT, else CLI_DEFAULT_MOUNT, made absolute without its trailing
  * slashes: malloc'd, or NULL after printing why. */
 char *cli_mount_path(const char *cmd, const struct cli_common *c);
@@ -176,8 +206,8 @@ char *cli_mount_path(const char *cmd, const struct cli_common *c);
 char *cli_absolute_dir(const char *path);
 
 /* Whether an operand and --mount name one directory: 0, -EINVAL (they differ, printed
- * naming both as a usage error), or -ENOMEM. */
-int cli_same_mount(const char *cmd, bool json, void (*usage)(FILE *f), const char *operand,
+ * naming both as a usage error, with hint as cli_usage_error's), or -ENOMEM. */
+int cli_same_mount(const char *cmd, bool json, bool hint, const char *operand,
                    const char *mount_arg);
 
 
@@ -205,6 +235,10 @@ const char *cli_headline(int err, const struct snapfs_report *why);
  * reason "invalid-argument"), else 1. */
 int cli_refusal_status(const struct snapfs_report *why);
 
+/* An object of string fields: key, value, key, value, ... up to a NULL key. NULL without
+ * memory. */
+json_object *cli_json_strings(const char *key, ...);
+
 /* [{"code": ..., "message": ...}, ...] */
 json_object *cli_reasons_json(const struct snapfs_report *why);
 
@@ -218,11 +252,11 @@ json_object *cli_json_result(bool ok, const char *error, const char *message,
 /* cli_json_result of a refusal: error is the errno's name, message snapfs_strerror's. */
 json_object *cli_json_refusal(int err, const struct snapfs_report *why);
 
-/* A usage error: "snapfs CMD: MESSAGE" on standard error, and when usage is given a line
- * pointing at 'snapfs CMD --help'; with json also the one object {"ok": false, "error":
- * "usage", ...} on standard output. Returns 2. */
+/* A usage error: "snapfs CMD: MESSAGE" on standard error, and with hint a line pointing at
+ * 'snapfs CMD --help'; with json also the one object {"ok": false, "error": "usage", ...} on
+ * standard output. Returns 2. */
 __attribute__((format(printf, 4, 5)))
-int cli_usage_error(const char *cmd, bool json, void (*usage)(FILE *f), const char *fmt, ...);
+int cli_usage_error(const char *cmd, bool json, bool hint, const char *fmt, ...);
 
 /* A system error err (negative errno): "snapfs CMD: MESSAGE: strerror" on standard error;
  * with json the object whose error is the errno's name. Returns 2. */
@@ -231,7 +265,7 @@ int cli_system_error(const char *cmd, bool json, int err, const char *fmt, ...);
 
 /* The usage error getopt_long found (called with opterr 0 and ':' leading its optstring):
  * ch is what it returned ('?' or ':'). Returns 2. */
-int cli_getopt_error(const char *cmd, bool json, void (*usage)(FILE *f), char **argv, int ch);
+int cli_getopt_error(const char *cmd, bool json, bool hint, char **argv, int ch);
 
 /* Prints a JSON object (pretty, no slash escaping) and a newline to stdout, and frees it:
  * 0, or -EIO when stdout cannot take it. */

@@ -72,11 +72,6 @@ const struct cli_help cli_audit_help = {
                 "are then not audited) or a problem was found; 2 usage or system error.\n",
 };
 
-static void audit_usage(FILE *f)
-{
-        cli_print_help(f, &cli_audit_help);
-}
-
 struct verify_keys {
         EVP_PKEY *keys[VERIFY_KEYS_MAX];
         size_t n;
@@ -90,7 +85,7 @@ static int take_verify_key(void *arg, int val, const char *path, bool json)
 
         (void)val;
         if (k->n == VERIFY_KEYS_MAX)
-                return cli_usage_error("audit", json, audit_usage, "at most %d --verify-key",
+                return cli_usage_error("audit", json, true, "at most %d --verify-key",
                                        VERIFY_KEYS_MAX);
         r = snap_oci_key_load(path, false, &k->keys[k->n]);
         if (r < 0) {
@@ -251,13 +246,11 @@ static int print_json(const char *mount, const struct snapfs_report *why, int ch
         json_object_object_add(o, "checks", checks);
         problems = json_object_new_array();
         for (size_t i = 0; problems && i < a->n_problems; i++) {
-                json_object *p = json_object_new_object();
+                json_object *p = cli_json_strings("entry", a->problems[i].entry, "code",
+                                                  a->problems[i].code, "message",
+                                                  a->problems[i].message, NULL);
                 if (!p)
                         break;
-                json_object_object_add(p, "entry", json_object_new_string(a->problems[i].entry));
-                json_object_object_add(p, "code", json_object_new_string(a->problems[i].code));
-                json_object_object_add(p, "message",
-                                       json_object_new_string(a->problems[i].message));
                 json_object_array_add(problems, p);
         }
         json_object_object_add(o, "problems", problems);
@@ -279,18 +272,15 @@ int cli_cmd_audit(int argc, char **argv)
         bool compliant, tty, have_usage = false;
         int r, check;
 
-        r = cli_parse(&(struct cli_spec){ .cmd = "audit", .features = CLI_MOUNT_OPERAND,
-                                          .usage = audit_usage, .options = audit_options,
-                                          .option = take_verify_key, .arg = &vk },
-                      argc, argv, &co);
+        r = cli_parse_mount(&(struct cli_spec){ .cmd = "audit", .features = CLI_MOUNT_OPERAND,
+                                                .help = &cli_audit_help,
+                                                .option = take_verify_key, .arg = &vk },
+                            argc, argv, &co, &mount);
         if (r >= 0) {
                 for (size_t i = 0; i < vk.n; i++)
                         EVP_PKEY_free(vk.keys[i]);
                 return r;
         }
-        mount = cli_mount_path("audit", &co);
-        if (!mount)
-                return 2;
 
         sfc_report_reset(&why);
         r = sfc_mnt_check(mount, &co.opts, &m, &why);

@@ -88,6 +88,14 @@ static const struct cli_option check_options[] = {
         CLI_OPTION_END,
 };
 
+/* After --help's text: every finding code, four a line. */
+static void print_codes(FILE *f)
+{
+        for (int c = 0; c < MC_CODE_COUNT; c++)
+                fprintf(f, "%s%s", c % 4 == 0 ? "\n  " : " ", mc_code_name((enum mc_code)c));
+        fprintf(f, "\n");
+}
+
 const struct cli_help cli_check_help = {
         .head = "Usage: snapfs check [--preset snapfs|tmpfs] [POLICY OPTIONS]\n"
                 "                    [--backend auto|statmount|mountinfo] [--json]\n"
@@ -109,15 +117,8 @@ const struct cli_help cli_check_help = {
                 "\n"
                 "Finding codes:",
         .column = 21,
+        .more = print_codes,
 };
-
-static void check_usage(FILE *f)
-{
-        cli_print_help(f, &cli_check_help);
-        for (int c = 0; c < MC_CODE_COUNT; c++)
-                fprintf(f, "%s%s", c % 4 == 0 ? "\n  " : " ", mc_code_name((enum mc_code)c));
-        fprintf(f, "\n");
-}
 
 /* The policy and output options; the client options (--mount, --owner, the trust flags,
  * --json) are cli_parse's, as in every client command. */
@@ -156,7 +157,7 @@ static int take_option(void *arg, int val, const char *value, bool json)
                 return -1;
         case OPT_BACKEND:
                 if (mc_backend_from_name(value, &a->backend) < 0)
-                        return cli_usage_error("check", json, NULL,
+                        return cli_usage_error("check", json, false,
                                                "invalid value for --backend: '%s'", value);
                 return -1;
         case OPT_FSTYPE: key = "fstype"; break;
@@ -168,7 +169,7 @@ static int take_option(void *arg, int val, const char *value, bool json)
         default: key = "probe"; value = "no"; break; /* OPT_NO_PROBE */
         }
         if (a->n_settings == ARRAY_SIZE(a->settings))
-                return cli_usage_error("check", json, NULL, "too many policy options");
+                return cli_usage_error("check", json, false, "too many policy options");
         a->settings[a->n_settings++] = (struct setting){
                 .option = option_name(val),
                 .key = key,
@@ -250,7 +251,7 @@ static int make_policy(struct mc_policy *pol, const struct check_args *a,
         int r;
 
         if (mc_policy_preset(pol, a->preset) < 0)
-                return cli_usage_error("check", co->json, NULL,
+                return cli_usage_error("check", co->json, false,
                                        "invalid value for --preset: '%s'", a->preset);
         /* The trust options, as every client takes them. $SNAPFS_OWNER names the trusted
          * owner of the snapfs preset (a tmpfs has no FUSE owner); --owner any switches the
@@ -280,7 +281,7 @@ static int make_policy(struct mc_policy *pol, const struct check_args *a,
                 if (mc_policy_value_of(a->settings[i].key, &type, &lo, &hi) == 0)
                         return cli_bad_value("check", co->json, what, (enum value_type)type,
                                              value, r, lo, hi, "; or any (no check)");
-                return cli_usage_error("check", co->json, NULL, "invalid value for %s: '%s'",
+                return cli_usage_error("check", co->json, false, "invalid value for %s: '%s'",
                                        what, value);
         }
         return -1;
@@ -300,8 +301,8 @@ int cli_cmd_check(int argc, char **argv)
 
         r = cli_parse(&(struct cli_spec){ .cmd = "check", .features = CLI_OWNER_ANY,
                                           .min_operands = 0, .max_operands = 1,
-                                          .what = "at most one PATH", .usage = check_usage,
-                                          .options = check_options, .option = take_option,
+                                          .what = "at most one PATH", .help = &cli_check_help,
+                                          .option = take_option,
                                           .arg = &a },
                       argc, argv, &co);
         if (r >= 0)
@@ -309,7 +310,7 @@ int cli_cmd_check(int argc, char **argv)
         json = co.json;
         preset = a.preset;
         backend = a.backend;
-        if (optind < argc && co.mount_arg && cli_same_mount("check", json, check_usage,
+        if (optind < argc && co.mount_arg && cli_same_mount("check", json, true,
                                                             argv[optind], co.mount_arg) < 0)
                 return 2;
         /* PATH is judged exactly as written (the check reports a non-canonical spelling);

@@ -33,21 +33,26 @@ enum {
         OPT_ENV,
 };
 
+struct exec_args {
+        const char *binding, *entry, *env;
+        int target;
+};
+
 static const struct cli_option exec_options[] = {
-        CLI_HEADING("Options:"),
-        CLI_OPTION_MOUNT("MNT", CLI_HELP_MOUNT),
-        CLI_OPTIONS_TRUST,
+        CLI_OPTIONS_CLIENT,
         CLI_OPTION_KIND(CLI_HELP_KIND),
         { "binding", 0, CLI_ARG_VALUE, "BINDING", NULL,
           "the snapshot, as its binding text:\n"
-          "\"sha256=<hex> size=<n> dev=<maj>:<min> ino=<n>\"", OPT_BINDING },
+          "\"sha256=<hex> size=<n> dev=<maj>:<min> ino=<n>\"", OPT_BINDING,
+          CLI_STORE(struct exec_args, binding) },
         { "entry", 0, CLI_ARG_VALUE, "ENTRY", NULL,
           "the snapshot an entry of the scope view MNT names: opened\n"
           "below MNT's root, its digest read from that descriptor,\n"
           "its content hashed against it (an entry moved meanwhile\n"
           "gives the old snapshot or the new one, whole, followed\n"
           "for up to $SNAPFS_ENTRY_TIMEOUT, 10s by default); NAME\n"
-          "is set to its binding", OPT_ENTRY },
+          "is set to its binding", OPT_ENTRY,
+          CLI_STORE(struct exec_args, entry) },
         { "fd", 0, CLI_ARG_VALUE, "N", NULL,
           "the descriptor number COMMAND gets (default " CLI_STR(DEFAULT_FD) ")", OPT_FD },
         { "env", 0, CLI_ARG_VALUE, "NAME", NULL,
@@ -81,11 +86,6 @@ const struct cli_help cli_exec_help = {
                 "not verify, every reason on standard error; a usage error); 126 COMMAND cannot\n"
                 "run; 127 COMMAND not found.\n",
 };
-
-static void exec_usage(FILE *f)
-{
-        cli_print_help(f, &cli_exec_help);
-}
 
 /* Names the dynamic loader, libc or a shell reads to decide what code runs or which files
  * it loads: setting one to the binding text would change how COMMAND runs (LD_PRELOAD, PATH)
@@ -185,24 +185,13 @@ static int place_descriptor(int fd, int target)
         return 0;
 }
 
-struct exec_args {
-        const char *binding, *entry, *env;
-        int target;
-};
-
-/* --binding, --entry, --fd, --env: -1 to go on, or EXIT_OWN_FAILURE after printing why. */
+/* --fd, --env: -1 to go on, or EXIT_OWN_FAILURE after printing why. */
 static int take_option(void *arg, int val, const char *value, bool json)
 {
         struct exec_args *a = arg;
 
         (void)json;
         switch (val) {
-        case OPT_BINDING:
-                a->binding = value;
-                return -1;
-        case OPT_ENTRY:
-                a->entry = value;
-                return -1;
         case OPT_FD:
                 if (parse_fd(value, &a->target) < 0) {
                         fprintf(stderr, "snapfs exec: --fd: invalid descriptor '%s'\n", value);
@@ -239,7 +228,7 @@ int cli_cmd_exec(int argc, char **argv)
         r = cli_parse(&(struct cli_spec){ .cmd = "exec",
                                           .features = CLI_STOP_AT_OPERAND,
                                           .min_operands = 0, .max_operands = -1,
-                                          .usage = exec_usage, .options = exec_options,
+                                          .help = &cli_exec_help,
                                           .option = take_option, .arg = &a },
                       argc, argv, &co);
         if (r >= 0)

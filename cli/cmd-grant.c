@@ -18,9 +18,7 @@ enum {
 };
 
 static const struct cli_option grant_options[] = {
-        CLI_HEADING("Options:"),
-        CLI_OPTION_MOUNT("MNT", CLI_HELP_MOUNT),
-        CLI_OPTIONS_TRUST,
+        CLI_OPTIONS_CLIENT,
         { "as", 0, CLI_ARG_VALUE, "ENTRY", NULL,
           "the entry name: 1-64 of [A-Za-z0-9._-], not starting with '.'", OPT_AS },
         CLI_OPTION_JSON("print one JSON object: ok, error, message, reasons, mount,\n"
@@ -47,15 +45,8 @@ const struct cli_help cli_grant_help = {
                 "or system error.\n",
 };
 
-static void grant_usage(FILE *f)
-{
-        cli_print_help(f, &cli_grant_help);
-}
-
 static const struct cli_option revoke_options[] = {
-        CLI_HEADING("Options:"),
-        CLI_OPTION_MOUNT("MNT", CLI_HELP_MOUNT),
-        CLI_OPTIONS_TRUST,
+        CLI_OPTIONS_CLIENT,
         CLI_OPTION_JSON("print one JSON object: ok, error, message, reasons, mount,\n"
                         "scope, sha256 (or null), entry (or null)"),
         CLI_OPTION_HELP,
@@ -75,11 +66,6 @@ const struct cli_help cli_revoke_help = {
                 "Exit status: 0 revoked; 1 refused (every reason on standard error); 2 usage\n"
                 "or system error.\n",
 };
-
-static void revoke_usage(FILE *f)
-{
-        cli_print_help(f, &cli_revoke_help);
-}
 
 static json_object *result(bool ok, int r, const struct snapfs_report *why, const char *mount,
                            const char *scope)
@@ -101,6 +87,24 @@ static int take_as(void *arg, int val, const char *value, bool json)
         return -1;
 }
 
+/* How a grant or a revoke (cmd) ended, r its call's: with json the object o printed; else,
+ * refused, "snapfs CMD: MOUNT: not UNDONE: headline" and the reasons. -1 when it went
+ * through without json (the command prints what it did), else the exit code. */
+static int outcome(const char *cmd, const char *undone, const char *mount, int r,
+                   const struct snapfs_report *why, bool json, json_object *o)
+{
+        if (json) {
+                if (cli_print_json(o) < 0)
+                        return 2;
+                return r < 0 ? cli_refusal_status(why) : 0;
+        }
+        if (r >= 0)
+                return -1;
+        fprintf(stderr, "snapfs %s: %s: not %s: %s\n", cmd, mount, undone, cli_headline(r, why));
+        cli_print_reasons(stderr, why);
+        return cli_refusal_status(why);
+}
+
 int cli_cmd_grant(int argc, char **argv)
 {
         const char *entry = NULL;
@@ -115,7 +119,7 @@ int cli_cmd_grant(int argc, char **argv)
 
         r = cli_parse(&(struct cli_spec){ .cmd = "grant", .min_operands = 2, .max_operands = 2,
                                           .what = "NAME and DIGEST or BINDING",
-                                          .usage = grant_usage, .options = grant_options,
+                                          .help = &cli_grant_help,
                                           .option = take_as, .arg = &entry },
                       argc, argv, &co);
         if (r >= 0)
@@ -129,7 +133,7 @@ int cli_cmd_grant(int argc, char **argv)
         } else if (snapfs_binding_parse(what, &b) == 0) {
                 hex_encode(b.sha256, SNAPFS_DIGEST_LEN, hex);
         } else {
-                return cli_usage_error("grant", co.json, grant_usage,
+                return cli_usage_error("grant", co.json, true,
                                        "'%s' is neither a digest (64 lowercase hex) nor a binding",
                                        what);
         }
@@ -157,16 +161,11 @@ int cli_cmd_grant(int argc, char **argv)
                 } else if (o) {
                         json_object_object_add(o, "grant", NULL);
                 }
-                if (cli_print_json(o) < 0)
-                        return 2;
-                return r < 0 ? cli_refusal_status(&why) : 0;
+                return outcome("grant", "granted", mount, r, &why, true, o);
         }
-        if (r < 0) {
-                fprintf(stderr, "snapfs grant: %s: not granted: %s\n", mount,
-                        cli_headline(r, &why));
-                cli_print_reasons(stderr, &why);
-                return cli_refusal_status(&why);
-        }
+        r = outcome("grant", "granted", mount, r, &why, false, NULL);
+        if (r >= 0)
+                return r;
         cli_grant_print(stdout, &g);
         return fflush(stdout) == 0 ? 0 : 2;
 }
@@ -177,12 +176,14 @@ int cli_cmd_revoke(int argc, char **argv)
         struct snapfs_report why;
         struct cli_common co;
         const char *scope, *what, *sha256 = NULL, *entry = NULL;
+        json_object *o;
         int r;
 
-        r = cli_parse(&(struct cli_spec){ .cmd = "revoke", .min_operands = 2, .max_operands = 2,
-                                          .what = "NAME and DIGEST or ENTRY",
-                                          .usage = revoke_usage, .options = revoke_options },
-                      argc, argv, &co);
+        r = cli_parse_mount(&(struct cli_spec){ .cmd = "revoke", .min_operands = 2,
+                                                .max_operands = 2,
+                                                .what = "NAME and DIGEST or ENTRY",
+                                                .help = &cli_revoke_help },
+                            argc, argv, &co, &mount);
         if (r >= 0)
                 return r;
         scope = argv[optind];
@@ -193,28 +194,13 @@ int cli_cmd_revoke(int argc, char **argv)
                 sha256 = what;
         else
                 entry = what;
-        mount = cli_mount_path("revoke", &co);
-        if (!mount)
-                return 2;
 
         r = snapfs_revoke(mount, scope, sha256, entry, &co.opts, &why);
-        if (co.json) {
-                json_object *o = result(r == 0, r, &why, mount, scope);
-                if (o) {
-                        json_object_object_add(o, "sha256",
-                                               sha256 ? json_object_new_string(sha256) : NULL);
-                        json_object_object_add(o, "entry",
-                                               entry ? json_object_new_string(entry) : NULL);
-                }
-                if (cli_print_json(o) < 0)
-                        return 2;
-                return r < 0 ? cli_refusal_status(&why) : 0;
+        o = co.json ? result(r == 0, r, &why, mount, scope) : NULL;
+        if (o) {
+                json_object_object_add(o, "sha256", sha256 ? json_object_new_string(sha256) : NULL);
+                json_object_object_add(o, "entry", entry ? json_object_new_string(entry) : NULL);
         }
-        if (r < 0) {
-                fprintf(stderr, "snapfs revoke: %s: not revoked: %s\n", mount,
-                        cli_headline(r, &why));
-                cli_print_reasons(stderr, &why);
-                return cli_refusal_status(&why);
-        }
-        return 0;
+        r = outcome("revoke", "revoked", mount, r, &why, co.json, o);
+        return r >= 0 ? r : 0;
 }

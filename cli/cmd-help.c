@@ -67,7 +67,7 @@ int cli_cmd_help(int argc, char **argv)
                 argv++;
         }
         if (argc < 2 && list)
-                return cli_usage_error("help", false, NULL, "--options: which COMMAND?");
+                return cli_usage_error("help", false, false, "--options: which COMMAND?");
         if (argc < 2) {
                 cli_main_usage(stdout);
                 return 0;
@@ -110,17 +110,11 @@ const struct cli_help cli_version_help = {
         .options = version_options,
 };
 
-static void version_usage(FILE *f)
-{
-        cli_print_help(f, &cli_version_help);
-}
-
 int cli_cmd_version(int argc, char **argv)
 {
         struct cli_common co;
         int r = cli_parse(&(struct cli_spec){ .cmd = "version",
-                                              .usage = version_usage,
-                                              .options = version_options },
+                                              .help = &cli_version_help },
                           argc, argv, &co);
 
         if (r >= 0)

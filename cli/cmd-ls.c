@@ -20,22 +20,30 @@
 
 enum { OPT_NAME = CLI_OWN_OPTION, OPT_KIND, OPT_ALL, OPT_SORT, OPT_NO_TRUNC };
 
+enum sort_key { SORT_PUBLISHED, SORT_NAME, SORT_SIZE, SORT_AGE };
+
+struct ls_args {
+        const char *glob;
+        unsigned kinds; /* SFC_KIND_BIT mask; 0: content alone */
+        bool all, no_trunc;
+        enum sort_key sort;
+};
+
 static const struct cli_option ls_options[] = {
-        CLI_HEADING("Options:"),
-        CLI_OPTION_MOUNT("MNT", CLI_HELP_MOUNT),
-        CLI_OPTIONS_TRUST,
+        CLI_OPTIONS_CLIENT,
         { "name", 0, CLI_ARG_VALUE, "GLOB", NULL,
-          "only snapshots whose name matches GLOB (fnmatch: *, ?, [...])", OPT_NAME },
+          "only snapshots whose name matches GLOB (fnmatch: *, ?, [...])", OPT_NAME,
+          CLI_STORE(struct ls_args, glob) },
         { "kind", 0, CLI_ARG_CHOICE, "KIND", CLI_KIND_WORDS,
           "only snapshots of KIND: content, signature or manifest\n"
           "(repeatable)", OPT_KIND },
         { "all", 0, CLI_ARG_NONE, NULL, NULL,
-          "snapshots of every kind", OPT_ALL },
+          "snapshots of every kind", OPT_ALL, CLI_STORE(struct ls_args, all) },
         { "sort", 0, CLI_ARG_CHOICE, "KEY", "name size age",
           "name (A to Z), size (largest first) or age (newest first);\n"
           "default: publishing order, oldest first", OPT_SORT },
         { "no-trunc", 0, CLI_ARG_NONE, NULL, NULL,
-          "whole digests", OPT_NO_TRUNC },
+          "whole digests", OPT_NO_TRUNC, CLI_STORE(struct ls_args, no_trunc) },
         CLI_OPTION_JSON("print one JSON object: ok, error, message, reasons, mount,\n"
                         "snapshots [{sha256, size, dev, ino, name, published,\n"
                         "publisher, binding, kind}], hidden (how many the filters left\n"
@@ -62,44 +70,14 @@ const struct cli_help cli_ls_help = {
                 "2 usage or system error.\n",
 };
 
-static void ls_usage(FILE *f)
-{
-        cli_print_help(f, &cli_ls_help);
-}
-
-enum sort_key { SORT_PUBLISHED, SORT_NAME, SORT_SIZE, SORT_AGE };
-
-struct ls_args {
-        const char *glob;
-        unsigned kinds; /* SFC_KIND_BIT mask; 0: content alone */
-        bool all, no_trunc;
-        enum sort_key sort;
-};
-
 /* One of ls's own options: -1 to go on, or 2 after the usage error. */
 static int take(void *ctx, int val, const char *arg, bool json)
 {
         struct ls_args *a = ctx;
-        int k;
 
         switch (val) {
-        case OPT_NAME:
-                a->glob = arg;
-                return -1;
         case OPT_KIND:
-                k = snap_kind_from_name(arg);
-                if (k < 0)
-                        return cli_usage_error("ls", json, NULL,
-                                               "--kind: '%s' is not content, signature or "
-                                               "manifest", arg);
-                a->kinds |= SFC_KIND_BIT(k);
-                return -1;
-        case OPT_ALL:
-                a->all = true;
-                return -1;
-        case OPT_NO_TRUNC:
-                a->no_trunc = true;
-                return -1;
+                return cli_take_kind("ls", json, arg, &a->kinds);
         case OPT_SORT:
                 if (!strcmp(arg, "name"))
                         a->sort = SORT_NAME;
@@ -108,7 +86,7 @@ static int take(void *ctx, int val, const char *arg, bool json)
                 else if (!strcmp(arg, "age"))
                         a->sort = SORT_AGE;
                 else
-                        return cli_usage_error("ls", json, NULL,
+                        return cli_usage_error("ls", json, false,
                                                "--sort: '%s' is not name, size or age", arg);
                 return -1;
         }
@@ -223,14 +201,11 @@ int cli_cmd_ls(int argc, char **argv)
         size_t n = 0, k = 0;
         int r;
 
-        r = cli_parse(&(struct cli_spec){ .cmd = "ls", .usage = ls_usage, .options = ls_options,
-                                          .option = take, .arg = &a },
-                      argc, argv, &co);
+        r = cli_parse_mount(&(struct cli_spec){ .cmd = "ls", .help = &cli_ls_help,
+                                                .option = take, .arg = &a },
+                            argc, argv, &co, &mount);
         if (r >= 0)
                 return r;
-        mount = cli_mount_path("ls", &co);
-        if (!mount)
-                return 2;
 
         sfc_report_reset(&why);
         r = sfc_mnt_check(mount, &co.opts, &m, &why);

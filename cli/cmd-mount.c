@@ -150,7 +150,7 @@ static int mount_main(int argc, char **argv)
         while ((c = getopt_long(argc, argv, "+:fh", longopts, NULL)) != -1) {
                 o = option_of(c);
                 if (!o)
-                        return cli_getopt_error("mount", false, mount_usage, argv, c);
+                        return cli_getopt_error("mount", false, true, argv, c);
                 if (o->id == SFS_OPT_HELP) {
                         mount_usage(stdout);
                         return 0;
@@ -163,11 +163,11 @@ static int mount_main(int argc, char **argv)
         /* Options end at MOUNTPOINT (what mount(8) hands over after it is not ours): one
          * written after it is named, with where it goes. */
         if (optind < argc - 1 && argv[optind + 1][0] == '-')
-                return cli_usage_error("mount", false, mount_usage,
+                return cli_usage_error("mount", false, true,
                                        "'%s' after the MOUNTPOINT: options go before it "
                                        "(snapfs mount [OPTIONS] MOUNTPOINT)", argv[optind + 1]);
         if (optind != argc - 1)
-                return cli_usage_error("mount", false, mount_usage,
+                return cli_usage_error("mount", false, true,
                                        "expected exactly one MOUNTPOINT");
         cfg.mountpoint = argv[optind];
         return sfs_daemon_run(&cfg);

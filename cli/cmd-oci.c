@@ -35,12 +35,11 @@ enum {
 };
 
 static const struct cli_option export_options[] = {
-        CLI_HEADING("Options:"),
-        CLI_OPTION_MOUNT("MNT", CLI_HELP_MOUNT),
-        CLI_OPTIONS_TRUST,
+        CLI_OPTIONS_CLIENT,
         { "sign", 0, CLI_ARG_FILE, "KEY", NULL,
           "sign the manifest with the Ed25519 private key in KEY (PEM);\n"
-          "the signature is a second manifest, tagged TAG.sig", OPT_SIGN },
+          "the signature is a second manifest, tagged TAG.sig", OPT_SIGN,
+          CLI_STORE(struct oci_args, sign) },
         CLI_OPTION_JSON("print one JSON object"),
         CLI_OPTION_HELP,
         CLI_OPTION_END,
@@ -63,15 +62,8 @@ const struct cli_help cli_export_help = {
                 "system error.\n",
 };
 
-static void export_usage(FILE *f)
-{
-        cli_print_help(f, &cli_export_help);
-}
-
 static const struct cli_option import_options[] = {
-        CLI_HEADING("Options:"),
-        CLI_OPTION_MOUNT("MNT", CLI_HELP_MOUNT),
-        CLI_OPTIONS_TRUST,
+        CLI_OPTIONS_CLIENT,
         { "verify-key", 0, CLI_ARG_FILE, "PUB", NULL,
           "publish nothing unless the manifest carries a signature\n"
           "that the Ed25519 public key in PUB (PEM) verifies; may be\n"
@@ -99,11 +91,6 @@ const struct cli_help cli_import_help = {
                 "error (no such layout or tag).\n",
 };
 
-static void import_usage(FILE *f)
-{
-        cli_print_help(f, &cli_import_help);
-}
-
 static const struct cli_option keygen_options[] = {
         CLI_HEADING("Options:"),
         CLI_OPTION_JSON("print one JSON object: ok, error, message, reasons,\n"
@@ -125,29 +112,21 @@ const struct cli_help cli_keygen_help = {
                 "Exit status: 0 written; 2 usage or system error.\n",
 };
 
-static void keygen_usage(FILE *f)
-{
-        cli_print_help(f, &cli_keygen_help);
-}
-
-/* --sign KEY (export), --verify-key PUB (import): -1 to go on, or 2 after printing why. */
+/* --verify-key PUB (import): -1 to go on, or 2 after printing why. */
 static int take_option(void *arg, int val, const char *value, bool json)
 {
         struct oci_args *a = arg;
 
-        if (val == OPT_SIGN) {
-                a->sign = value;
-                return -1;
-        }
+        (void)val;
         if (a->n_verify == KEYS_MAX)
-                return cli_usage_error("import", json, import_usage, "too many --verify-key");
+                return cli_usage_error("import", json, true, "too many --verify-key");
         a->verify[a->n_verify++] = value;
         return -1;
 }
 
 /* Parses the options of export, import (the client options and their own) or keygen (no
  * mount: --json and --help only). -1 to go on, else the exit code. */
-static int parse(const char *cmd, int argc, char **argv, void (*usage)(FILE *f),
+static int parse(const char *cmd, int argc, char **argv, const struct cli_help *help,
                  struct oci_args *a)
 {
         const bool keygen = strcmp(cmd, "keygen") == 0;
@@ -158,10 +137,7 @@ static int parse(const char *cmd, int argc, char **argv, void (*usage)(FILE *f),
                                  .min_operands = 1,
                                  .max_operands = -1,
                                  .what = keygen ? "KEY" : "oci:DIR:TAG",
-                                 .usage = usage,
-                                 .options = keygen ? keygen_options
-                                            : strcmp(cmd, "export") == 0 ? export_options
-                                                                          : import_options,
+                                 .help = help,
                                  .option = take_option,
                                  .arg = a,
                          },
@@ -273,11 +249,11 @@ int cli_cmd_export(int argc, char **argv)
         const char *tag;
         int r, rc = 0;
 
-        r = parse("export", argc, argv, export_usage, &a);
+        r = parse("export", argc, argv, &cli_export_help, &a);
         if (r >= 0)
                 return r;
         if (sfc_oci_ref_parse(argv[optind], &dir, &tag) < 0)
-                return cli_usage_error("export", a.co.json, export_usage,
+                return cli_usage_error("export", a.co.json, true,
                                        "expected oci:DIR:TAG as the first operand");
         mount = cli_mount_path("export", &a.co);
         if (!mount)
@@ -353,11 +329,11 @@ int cli_cmd_import(int argc, char **argv)
         const char *ref;
         int r, rc = 0;
 
-        r = parse("import", argc, argv, import_usage, &a);
+        r = parse("import", argc, argv, &cli_import_help, &a);
         if (r >= 0)
                 return r;
         if (argc - optind != 1 || sfc_oci_ref_parse(argv[optind], &dir, &ref) < 0)
-                return cli_usage_error("import", a.co.json, import_usage,
+                return cli_usage_error("import", a.co.json, true,
                                        "expected one oci:DIR:TAG or oci:DIR:@sha256:<hex>");
         mount = cli_mount_path("import", &a.co);
         if (!mount)
@@ -440,11 +416,11 @@ int cli_cmd_keygen(int argc, char **argv)
         const char *path;
         int r;
 
-        r = parse("keygen", argc, argv, keygen_usage, &a);
+        r = parse("keygen", argc, argv, &cli_keygen_help, &a);
         if (r >= 0)
                 return r;
         if (argc - optind != 1)
-                return cli_usage_error("keygen", a.co.json, keygen_usage, "expected one KEY");
+                return cli_usage_error("keygen", a.co.json, true, "expected one KEY");
         path = argv[optind];
         if (asprintf(&pubpath, "%s.pub", path) < 0)
                 return 2;

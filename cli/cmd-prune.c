@@ -16,19 +16,26 @@
 
 enum { OPT_OLDER_THAN = CLI_OWN_OPTION, OPT_KIND, OPT_NAME, OPT_DRY_RUN };
 
+struct prune_args {
+        bool dry_run, aged;
+        uint64_t older_ms;
+        unsigned kinds;
+        const char *glob;
+};
+
 static const struct cli_option prune_options[] = {
-        CLI_HEADING("Options:"),
-        CLI_OPTION_MOUNT("MNT", CLI_HELP_MOUNT),
-        CLI_OPTIONS_TRUST,
+        CLI_OPTIONS_CLIENT,
         { "older-than", 0, CLI_ARG_VALUE, "DURATION", NULL,
           "first published longer ago than DURATION: 90, 90s,\n"
           "15m, 2h, 7d, 2w", OPT_OLDER_THAN },
         { "kind", 0, CLI_ARG_CHOICE, "KIND", CLI_KIND_WORDS,
           "content, signature or manifest (repeatable: any)", OPT_KIND },
         { "name", 0, CLI_ARG_VALUE, "GLOB", NULL,
-          "named to match GLOB (fnmatch: *, ?, [...])", OPT_NAME },
+          "named to match GLOB (fnmatch: *, ?, [...])", OPT_NAME,
+          CLI_STORE(struct prune_args, glob) },
         { "dry-run", 0, CLI_ARG_NONE, NULL, NULL,
-          "say what would be removed, remove nothing", OPT_DRY_RUN },
+          "say what would be removed, remove nothing", OPT_DRY_RUN,
+          CLI_STORE(struct prune_args, dry_run) },
         CLI_OPTION_JSON("print one JSON object, as snapfs rm does"),
         CLI_OPTION_HELP,
         CLI_OPTION_END,
@@ -52,23 +59,11 @@ const struct cli_help cli_prune_help = {
                 "or system error.\n",
 };
 
-static void prune_usage(FILE *f)
-{
-        cli_print_help(f, &cli_prune_help);
-}
-
-struct prune_args {
-        bool dry_run, aged;
-        uint64_t older_ms;
-        unsigned kinds;
-        const char *glob;
-};
-
 /* One of prune's own options: -1 to go on, or 2 after the usage error. */
 static int take(void *ctx, int val, const char *arg, bool json)
 {
         struct prune_args *a = ctx;
-        int k, r;
+        int r;
 
         switch (val) {
         case OPT_OLDER_THAN:
@@ -79,19 +74,7 @@ static int take(void *ctx, int val, const char *arg, bool json)
                 a->aged = true;
                 return -1;
         case OPT_KIND:
-                k = snap_kind_from_name(arg);
-                if (k < 0)
-                        return cli_usage_error("prune", json, NULL,
-                                               "--kind: '%s' is not content, signature or "
-                                               "manifest", arg);
-                a->kinds |= SFC_KIND_BIT(k);
-                return -1;
-        case OPT_NAME:
-                a->glob = arg;
-                return -1;
-        case OPT_DRY_RUN:
-                a->dry_run = true;
-                return -1;
+                return cli_take_kind("prune", json, arg, &a->kinds);
         }
         return 2;
 }
@@ -117,39 +100,31 @@ static bool chosen(const struct prune_args *a, const struct sfc_entry *e,
 int cli_cmd_prune(int argc, char **argv)
 {
         _cleanup_free_ char *mount = NULL;
-        _cleanup_free_ struct sfc_entry *items = NULL;
-        struct sfc_mnt m = SFC_MNT_INIT;
         struct prune_args a = { 0 };
         struct cli_remover rm;
         struct cli_common co;
         struct snapfs_report why;
-        size_t n = 0;
         struct timespec now;
         int r;
 
-        r = cli_parse(&(struct cli_spec){ .cmd = "prune", .usage = prune_usage,
-                                          .options = prune_options,
+        r = cli_parse(&(struct cli_spec){ .cmd = "prune", .help = &cli_prune_help,
                                           .option = take, .arg = &a },
                       argc, argv, &co);
         if (r >= 0)
                 return r;
         if (!a.aged && !a.kinds)
-                return cli_usage_error("prune", co.json, NULL,
+                return cli_usage_error("prune", co.json, false,
                                        "say what to prune: --older-than DURATION, --kind KIND, "
                                        "or both (snapfs rm removes snapshots by name)");
         mount = cli_mount_path("prune", &co);
         if (!mount)
                 return 2;
-        if (cli_remover_init(&rm, "prune", mount, co.json, a.dry_run) < 0)
-                return cli_system_error("prune", co.json, -ENOMEM, "%s", mount);
-
-        r = cli_remover_catalog(&rm, &co.opts, &m, &items, &n, &why);
+        r = cli_remover_start(&rm, "prune", mount, co.json, a.dry_run, &co.opts, &why);
         if (r >= 0)
                 return r;
         clock_gettime(CLOCK_REALTIME, &now);
-        for (size_t i = 0; i < n; i++)
-                if (chosen(&a, &items[i], &now))
-                        cli_remover_one(&rm, &m, &items[i]);
-        sfc_mnt_close(&m);
+        for (size_t i = 0; i < rm.n; i++)
+                if (chosen(&a, &rm.items[i], &now))
+                        cli_remover_one(&rm, &rm.items[i]);
         return cli_remover_finish(&rm);
 }

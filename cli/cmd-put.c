@@ -27,19 +27,25 @@ enum {
         OPT_KEEP,
 };
 
+struct put_args {
+        const char *name, *scope, *entry;
+        bool keep;
+};
+
 static const struct cli_option put_options[] = {
-        CLI_HEADING("Options:"),
-        CLI_OPTION_MOUNT("MNT", CLI_HELP_MOUNT),
-        CLI_OPTIONS_TRUST,
+        CLI_OPTIONS_CLIENT,
         { "name", 0, CLI_ARG_VALUE, "NAME", NULL,
           "the snapshot's name: 1-64 of [A-Za-z0-9._-], starting with\n"
-          "neither . nor _", OPT_NAME },
+          "neither . nor _", OPT_NAME,
+          CLI_STORE(struct put_args, name) },
         { "scope", 0, CLI_ARG_VALUE, "NAME", NULL,
-          "publish for the scope NAME alone (the mount owner and root)", OPT_SCOPE },
+          "publish for the scope NAME alone (the mount owner and root)", OPT_SCOPE,
+          CLI_STORE(struct put_args, scope) },
         { "as", 0, CLI_ARG_VALUE, "ENTRY", NULL,
-          "with --scope: under the entry name ENTRY", OPT_AS },
+          "with --scope: under the entry name ENTRY", OPT_AS, CLI_STORE(struct put_args, entry) },
         { "keep", 0, CLI_ARG_NONE, NULL, NULL,
-          "with --scope: keep a hold on the main mount too", OPT_KEEP },
+          "with --scope: keep a hold on the main mount too", OPT_KEEP,
+          CLI_STORE(struct put_args, keep) },
         CLI_OPTION_JSON("print one JSON object: ok, error, message, reasons, mount,\n"
                         "binding, snapshot {sha256, size, dev, ino, name, published,\n"
                         "publisher, binding}, already_published, read_view (null, or\n"
@@ -83,11 +89,6 @@ const struct cli_help cli_put_help = {
                 "does not verify, or (--scope) not granted or not verified in the scope's view;\n"
                 "2 usage or system error (FILE unreadable).\n",
 };
-
-static void put_usage(FILE *f)
-{
-        cli_print_help(f, &cli_put_help);
-}
 
 /* The first line of a refused publish: what happened, before the reasons say why. */
 static const char *refused_words(int r, const struct snapfs_report *why)
@@ -150,11 +151,6 @@ static int put_fd(const char *mount, const char *scope, const char *entry, bool 
         return snapfs_publish_fd_named(mount, name, in, opts, s, why);
 }
 
-struct put_args {
-        const char *name, *scope, *entry;
-        bool keep;
-};
-
 /* "already published", its name, and who else holds it: the other uids that hold it and the
  * scopes it is granted to, from user.snapfs.holders ("uids=U,U scopes=N"; the owner and root
  * may read it). Content only a scope published shows here as granted to a scope. */
@@ -188,24 +184,6 @@ static void say_already(const char *mount, const struct snapfs_snapshot *s)
         if (scopes)
                 fprintf(stderr, "; granted to %lu scope%s", scopes, scopes == 1 ? "" : "s");
         fputc('\n', stderr);
-}
-
-/* --name NAME (checked when the file is known), --scope NAME, --as ENTRY, --keep: -1 to go
- * on. */
-static int take(void *arg, int val, const char *value, bool json)
-{
-        struct put_args *a = arg;
-
-        (void)json;
-        if (val == OPT_NAME)
-                a->name = value;
-        else if (val == OPT_SCOPE)
-                a->scope = value;
-        else if (val == OPT_KEEP)
-                a->keep = true;
-        else
-                a->entry = value;
-        return -1;
 }
 
 /* A publish and where a sandbox reads it, as put prints them. */
@@ -361,18 +339,18 @@ int cli_cmd_put(int argc, char **argv)
 
         r = cli_parse(&(struct cli_spec){ .cmd = "put", .min_operands = 1, .max_operands = 1,
                                           .what = "one FILE (or - for standard input)",
-                                          .usage = put_usage, .options = put_options,
-                                          .option = take, .arg = &pa },
+                                          .help = &cli_put_help,
+                                          .arg = &pa },
                       argc, argv, &co);
         if (r >= 0)
                 return r;
         if (pa.entry && !pa.scope)
-                return cli_usage_error("put", co.json, put_usage, "--as needs --scope");
+                return cli_usage_error("put", co.json, true, "--as needs --scope");
         if (pa.keep && !pa.scope)
-                return cli_usage_error("put", co.json, put_usage, "--keep needs --scope");
+                return cli_usage_error("put", co.json, true, "--keep needs --scope");
         file = argv[optind];
         if (pa.name && !sfc_name_ok(pa.name))
-                return cli_usage_error("put", co.json, NULL,
+                return cli_usage_error("put", co.json, false,
                                        "--name: '%s' is not a snapshot name: 1-64 of "
                                        "[A-Za-z0-9._-], starting with neither . nor _",
                                        pa.name);

@@ -13,13 +13,16 @@
 
 enum { OPT_ALL = CLI_OWN_OPTION, OPT_DRY_RUN };
 
+struct rm_args {
+        bool all, dry_run;
+};
+
 static const struct cli_option rm_options[] = {
-        CLI_HEADING("Options:"),
-        CLI_OPTION_MOUNT("MNT", CLI_HELP_MOUNT),
-        CLI_OPTIONS_TRUST,
-        { "all", 0, CLI_ARG_NONE, NULL, NULL, "every snapshot a name names", OPT_ALL },
+        CLI_OPTIONS_CLIENT,
+        { "all", 0, CLI_ARG_NONE, NULL, NULL, "every snapshot a name names", OPT_ALL,
+          CLI_STORE(struct rm_args, all) },
         { "dry-run", 0, CLI_ARG_NONE, NULL, NULL, "say what would be removed, remove nothing",
-          OPT_DRY_RUN },
+          OPT_DRY_RUN, CLI_STORE(struct rm_args, dry_run) },
         CLI_OPTION_JSON("print one JSON object: ok, error, message, reasons, mount,\n"
                         "dry_run, snapshots [{sha256, size, dev, ino, name, published,\n"
                         "publisher, binding, kind, removed, kept, error, message}]"),
@@ -47,81 +50,45 @@ const struct cli_help cli_rm_help = {
                 "was refused (EPERM: not the owner or root); 2 usage or system error.\n",
 };
 
-static void rm_usage(FILE *f)
-{
-        cli_print_help(f, &cli_rm_help);
-}
-
-struct rm_args {
-        bool all, dry_run;
-};
-
-/* One of rm's own options: -1 to go on. */
-static int take(void *ctx, int val, const char *arg, bool json)
-{
-        struct rm_args *a = ctx;
-
-        (void)arg;
-        (void)json;
-        if (val == OPT_ALL)
-                a->all = true;
-        else if (val == OPT_DRY_RUN)
-                a->dry_run = true;
-        return -1;
-}
-
 int cli_cmd_rm(int argc, char **argv)
 {
         _cleanup_free_ char *mount = NULL;
-        _cleanup_free_ struct sfc_entry *items = NULL;
         _cleanup_free_ size_t *match = NULL;
         _cleanup_free_ bool *chosen = NULL;
-        struct sfc_mnt m = SFC_MNT_INIT;
         struct rm_args a = { 0 };
         struct cli_remover rm;
         struct cli_common co;
         struct snapfs_report why;
-        size_t n = 0;
         int r;
 
-        r = cli_parse(&(struct cli_spec){ .cmd = "rm", .min_operands = 1, .max_operands = -1,
-                                          .what = "at least one TARGET (a name, a digest or a "
-                                                  "binding)",
-                                          .usage = rm_usage, .options = rm_options, .option = take,
-                                          .arg = &a },
-                      argc, argv, &co);
+        r = cli_parse_mount(&(struct cli_spec){ .cmd = "rm", .min_operands = 1,
+                                                .max_operands = -1,
+                                                .what = "at least one TARGET (a name, a "
+                                                        "digest or a binding)",
+                                                .help = &cli_rm_help, .arg = &a },
+                            argc, argv, &co, &mount);
         if (r >= 0)
                 return r;
-        mount = cli_mount_path("rm", &co);
-        if (!mount)
-                return 2;
-        if (cli_remover_init(&rm, "rm", mount, co.json, a.dry_run) < 0)
-                return cli_system_error("rm", co.json, -ENOMEM, "%s", mount);
-
-        r = cli_remover_catalog(&rm, &co.opts, &m, &items, &n, &why);
+        r = cli_remover_start(&rm, "rm", mount, co.json, a.dry_run, &co.opts, &why);
         if (r >= 0)
                 return r;
-        match = calloc(n + 1, sizeof(*match));
-        chosen = calloc(n + 1, sizeof(*chosen));
+        match = calloc(rm.n + 1, sizeof(*match));
+        chosen = calloc(rm.n + 1, sizeof(*chosen));
         if (!match || !chosen) {
-                sfc_mnt_close(&m);
                 sfc_report_fail(&why, -ENOMEM, "io", "out of memory");
                 return cli_remover_refuse(&rm, -ENOMEM, &why);
         }
         /* Every TARGET first: a typo among them removes nothing. */
         for (int i = optind; i < argc; i++) {
                 size_t k = 0;
-                r = sfc_catalog_match(items, n, argv[i], a.all, match, n, &k, &why);
-                if (r < 0) {
-                        sfc_mnt_close(&m);
+                r = sfc_catalog_match(rm.items, rm.n, argv[i], a.all, match, rm.n, &k, &why);
+                if (r < 0)
                         return cli_remover_refuse(&rm, r, &why);
-                }
                 for (size_t j = 0; j < k; j++)
                         chosen[match[j]] = true;
         }
-        for (size_t i = 0; i < n; i++)
+        for (size_t i = 0; i < rm.n; i++)
                 if (chosen[i])
-                        cli_remover_one(&rm, &m, &items[i]);
-        sfc_mnt_close(&m);
+                        cli_remover_one(&rm, &rm.items[i]);
         return cli_remover_finish(&rm);
 }

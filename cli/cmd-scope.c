@@ -39,9 +39,7 @@ enum {
 
 /* What every scope subcommand takes. */
 #define SCOPE_OPTIONS \
-        CLI_HEADING("Options:"), \
-        CLI_OPTION_MOUNT("MNT", CLI_HELP_MOUNT), \
-        CLI_OPTIONS_TRUST, \
+        CLI_OPTIONS_CLIENT, \
         CLI_OPTION_JSON("print one JSON object: ok, error, message, reasons, mount,\n" \
                         "then scope (create, ls NAME: the scope or null; rm: its\n" \
                         "name), grants (ls NAME), scopes (ls)"), \
@@ -53,12 +51,20 @@ static const struct cli_option scope_options[] = {
         CLI_OPTION_END,
 };
 
+/* What scope create is given besides the common options. */
+struct create_args {
+        struct snapfs_scope_spec *spec;
+        const char *view;
+        struct value_uid_list uids;
+};
+
 /* scope create, whose rows close scope's --help. */
 static const struct cli_option scope_create_options[] = {
         SCOPE_OPTIONS,
         CLI_HEADING("create:"),
         { "view", 0, CLI_ARG_DIR, "PATH", NULL,
-          "where the view is mounted (required)", OPT_VIEW },
+          "where the view is mounted (required)", OPT_VIEW,
+          CLI_STORE(struct create_args, view) },
         { "uid", 0, CLI_ARG_VALUE, "UID[,UID...]", NULL,
           "the uids that may use the view", OPT_UID },
         { "gid", 0, CLI_ARG_VALUE, "GID", NULL,
@@ -110,11 +116,6 @@ const struct cli_help cli_scope_help = {
                 "standard error as \"code: message\" lines); 2 usage or system error.\n",
 };
 
-static void scope_usage(FILE *f)
-{
-        cli_print_help(f, &cli_scope_help);
-}
-
 /* The refusal of a call: text or the one JSON object (its command fields null). */
 static int refused(const char *cmd, const char *mount, int r, const struct snapfs_report *why,
                    bool json, json_object *fields)
@@ -146,13 +147,6 @@ static json_object *fields1(const char *key, json_object *v)
         return o;
 }
 
-/* What scope create is given besides the common options. */
-struct create_args {
-        struct snapfs_scope_spec *spec;
-        const char *view;
-        struct value_uid_list uids;
-};
-
 /* One option of scope create, parsed by common/values.h as every command parses its values:
  * -1 to go on, or 2 after a usage error. */
 static int take_create_option(void *arg, int val, const char *value, bool json)
@@ -169,9 +163,6 @@ static int take_create_option(void *arg, int val, const char *value, bool json)
         int r;
 
         switch (val) {
-        case OPT_VIEW:
-                a->view = value;
-                return -1;
         case OPT_UID:
                 /* A scope's users are named: never "any". */
                 r = value_parse_uid_list(value, &a->uids);
@@ -231,17 +222,16 @@ static int scope_create(int argc, char **argv)
 
         r = cli_parse(&(struct cli_spec){ .cmd = "scope create", .min_operands = 1,
                                           .max_operands = 1, .what = "one NAME",
-                                          .usage = scope_usage,
-                                          .options = scope_create_options,
+                                          .help = &cli_scope_help,
                                           .option = take_create_option, .arg = &a },
                       argc, argv, &co);
         if (r >= 0)
                 return r;
         view = a.view;
         if (!view)
-                return cli_usage_error("scope create", co.json, scope_usage, "--view is required");
+                return cli_usage_error("scope create", co.json, true, "--view is required");
         if (!*view)
-                return cli_usage_error("scope create", co.json, NULL, "--view: an empty path");
+                return cli_usage_error("scope create", co.json, false, "--view: an empty path");
         spec.uids = a.uids.uids;
         spec.n_uids = a.uids.n;
         spec.name = argv[optind];
@@ -357,15 +347,12 @@ static int scope_ls(int argc, char **argv)
         struct cli_common co;
         int r;
 
-        r = cli_parse(&(struct cli_spec){ .cmd = "scope ls", .min_operands = 0,
-                                          .max_operands = 1, .what = "at most one NAME",
-                                          .usage = scope_usage, .options = scope_options },
-                      argc, argv, &co);
+        r = cli_parse_mount(&(struct cli_spec){ .cmd = "scope ls", .max_operands = 1,
+                                                .what = "at most one NAME",
+                                                .help = &cli_scope_help, .options = scope_options },
+                            argc, argv, &co, &mount);
         if (r >= 0)
                 return r;
-        mount = cli_mount_path("scope ls", &co);
-        if (!mount)
-                return 2;
         return optind < argc ? show_scope(mount, argv[optind], &co) : list_scopes(mount, &co);
 }
 
@@ -376,15 +363,12 @@ static int scope_rm(int argc, char **argv)
         struct cli_common co;
         int r;
 
-        r = cli_parse(&(struct cli_spec){ .cmd = "scope rm", .min_operands = 1,
-                                          .max_operands = 1, .what = "one NAME",
-                                          .usage = scope_usage, .options = scope_options },
-                      argc, argv, &co);
+        r = cli_parse_mount(&(struct cli_spec){ .cmd = "scope rm", .min_operands = 1,
+                                                .max_operands = 1, .what = "one NAME",
+                                                .help = &cli_scope_help, .options = scope_options },
+                            argc, argv, &co, &mount);
         if (r >= 0)
                 return r;
-        mount = cli_mount_path("scope rm", &co);
-        if (!mount)
-                return 2;
         r = snapfs_scope_remove(mount, argv[optind], &co.opts, &why);
         if (r < 0)
                 return refused("scope rm", mount, r, &why, co.json,
@@ -413,14 +397,14 @@ int cli_cmd_scope(int argc, char **argv)
         bool json = cli_json_requested(argc, argv);
 
         if (argc >= 2 && (strcmp(argv[1], "--help") == 0 || strcmp(argv[1], "-h") == 0)) {
-                scope_usage(stdout);
+                cli_print_help(stdout, &cli_scope_help);
                 return 0;
         }
         for (size_t i = 0; argc >= 2 && i < ARRAY_SIZE(subs); i++)
                 if (strcmp(argv[1], subs[i].name) == 0)
                         return subs[i].run(argc - 1, argv + 1);
         if (argc < 2)
-                return cli_usage_error("scope", json, scope_usage, "expected create, ls or rm");
-        return cli_usage_error("scope", json, scope_usage,
+                return cli_usage_error("scope", json, true, "expected create, ls or rm");
+        return cli_usage_error("scope", json, true,
                                "unknown subcommand '%s' (create, ls or rm)", argv[1]);
 }

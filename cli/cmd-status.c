@@ -22,9 +22,7 @@
 enum { OPT_FORMAT = CLI_OWN_OPTION, OPT_OUTPUT, OPT_GROUP };
 
 static const struct cli_option status_options[] = {
-        CLI_HEADING("Options:"),
-        CLI_OPTION_MOUNT("MNT", CLI_HELP_MOUNT),
-        CLI_OPTIONS_TRUST,
+        CLI_OPTIONS_CLIENT,
         CLI_OPTION_JSON("print one JSON object: ok, error, message, reasons, mount,\n"
                         "status (the daemon's, as docs/design.md describes it)"),
         CLI_OPTION_HELP,
@@ -47,15 +45,8 @@ const struct cli_help cli_status_help = {
                 "standard error as \"code: message\" lines); 2 usage or system error.\n",
 };
 
-static void status_usage(FILE *f)
-{
-        cli_print_help(f, &cli_status_help);
-}
-
 static const struct cli_option metrics_options[] = {
-        CLI_HEADING("Options:"),
-        CLI_OPTION_MOUNT("MNT", CLI_HELP_MOUNT),
-        CLI_OPTIONS_TRUST,
+        CLI_OPTIONS_CLIENT,
         { "format", 0, CLI_ARG_CHOICE, "FORMAT", "openmetrics prometheus",
           "openmetrics (default: OpenMetrics 1.0, ending \"# EOF\") or\n"
           "prometheus (the text format 0.0.4 node_exporter's textfile\n"
@@ -86,11 +77,6 @@ const struct cli_help cli_metrics_help = {
                 "Exit status: 0 done; 1 refused (the mount, or the daemon: every reason on\n"
                 "standard error as \"code: message\" lines); 2 usage or system error.\n",
 };
-
-static void metrics_usage(FILE *f)
-{
-        cli_print_help(f, &cli_metrics_help);
-}
 
 /* One request through snapfs_control: 0 and *reply (the daemon's object), or the refusal
  * printed (text, or the one JSON object when json) and its exit code. */
@@ -231,15 +217,11 @@ int cli_cmd_status(int argc, char **argv)
         json_object *reply, *status;
         int r;
 
-        r = cli_parse(&(struct cli_spec){ .cmd = "status", .min_operands = 0, .max_operands = 0,
-                                          .what = "no operand", .usage = status_usage,
-                                          .options = status_options },
-                      argc, argv, &co);
+        r = cli_parse_mount(&(struct cli_spec){ .cmd = "status", .what = "no operand",
+                                                .help = &cli_status_help },
+                            argc, argv, &co, &mount);
         if (r >= 0)
                 return r;
-        mount = cli_mount_path("status", &co);
-        if (!mount)
-                return 2;
         r = ask("status", mount, &co, "{\"op\":\"status\"}", "status", &reply);
         if (r)
                 return r;
@@ -300,18 +282,18 @@ static int take_metrics_option(void *arg, int val, const char *value, bool json)
 
         if (val == OPT_FORMAT) {
                 if (strcmp(value, "openmetrics") != 0 && strcmp(value, "prometheus") != 0)
-                        return cli_usage_error("metrics", json, metrics_usage,
+                        return cli_usage_error("metrics", json, true,
                                                "--format: '%s' is not openmetrics or "
                                                "prometheus", value);
                 a->format = value;
         } else if (val == OPT_GROUP) {
                 if (group_id(value, &a->group) < 0)
-                        return cli_usage_error("metrics", json, metrics_usage,
+                        return cli_usage_error("metrics", json, true,
                                                "--group: no group '%s'", value);
                 a->has_group = true;
         } else {
                 if (!*value)
-                        return cli_usage_error("metrics", json, metrics_usage,
+                        return cli_usage_error("metrics", json, true,
                                                "--output: an empty path");
                 a->output = value;
         }
@@ -365,15 +347,14 @@ int cli_cmd_metrics(int argc, char **argv)
         int r;
 
         r = cli_parse(&(struct cli_spec){ .cmd = "metrics", .min_operands = 0, .max_operands = 0,
-                                          .what = "no operand", .usage = metrics_usage,
-                                          .options = metrics_options,
+                                          .what = "no operand", .help = &cli_metrics_help,
                                           .option = take_metrics_option,
                                           .arg = &a },
                       argc, argv, &co);
         if (r >= 0)
                 return r;
         if (a.has_group && !a.output)
-                return cli_usage_error("metrics", false, metrics_usage,
+                return cli_usage_error("metrics", false, true,
                                        "--group: only with --output");
         mount = cli_mount_path("metrics", &co);
         if (!mount)

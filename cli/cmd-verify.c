@@ -51,11 +51,6 @@ const struct cli_help cli_verify_help = {
                 "printed as a \"code: message\" line; 2 usage error.\n",
 };
 
-static void verify_usage(FILE *f)
-{
-        cli_print_help(f, &cli_verify_help);
-}
-
 /* Opens what arg names, verified: a binding on the mount, or a snapshot path held to its
  * own name. -1 with *fd (a descriptor, or the refusal with why) and *mount set, or the exit
  * code after a usage error. */
@@ -66,7 +61,7 @@ static int open_arg(const char *arg, const struct cli_common *co, char **mount,
 
         if (strncmp(arg, "sha256=", 7) == 0) {
                 if (snapfs_binding_parse(arg, b) < 0)
-                        return cli_usage_error("verify", co->json, NULL,
+                        return cli_usage_error("verify", co->json, false,
                                                "not a valid binding: '%s'", arg);
                 *mount = cli_mount_path("verify", co);
                 if (!*mount)
@@ -80,7 +75,7 @@ static int open_arg(const char *arg, const struct cli_common *co, char **mount,
                 if (!dir || !name)
                         return cli_system_error("verify", co->json, -ENOMEM, "%s", arg);
                 if (!snap_is_digest_name(basename(name)))
-                        return cli_usage_error("verify", co->json, NULL,
+                        return cli_usage_error("verify", co->json, false,
                                                "'%s' is neither a binding (sha256=<hex> size=<n> "
                                                "dev=<maj>:<min> ino=<n>) nor a snapshot path "
                                                "(MNT/<sha256-hex>)", arg);
@@ -92,7 +87,7 @@ static int open_arg(const char *arg, const struct cli_common *co, char **mount,
                         if (*mount && co->mount_arg) {
                                 _cleanup_free_ char *given = cli_absolute_dir(co->mount_arg);
                                 if (given && strcmp(given, *mount) != 0)
-                                        return cli_usage_error("verify", co->json, NULL,
+                                        return cli_usage_error("verify", co->json, false,
                                                                "%s is not on --mount %s", arg,
                                                                co->mount_arg);
                         }
@@ -119,8 +114,7 @@ int cli_cmd_verify(int argc, char **argv)
         r = cli_parse(&(struct cli_spec){ .cmd = "verify",
                                           .min_operands = 1, .max_operands = 1,
                                           .what = "exactly one BINDING or PATH",
-                                          .usage = verify_usage,
-                                          .options = verify_options },
+                                          .help = &cli_verify_help },
                       argc, argv, &co);
         if (r >= 0)
                 return r;

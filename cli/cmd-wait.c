@@ -19,13 +19,19 @@ enum {
         OPT_TIMEOUT,
 };
 
+struct wait_args {
+        const char *entry;
+        int timeout_ms; /* -1: none */
+};
+
 static const struct cli_option wait_options[] = {
         CLI_HEADING("Options:"),
         CLI_OPTION_MOUNT("VIEW", CLI_HELP_MOUNT),
         CLI_OPTIONS_TRUST,
         CLI_OPTION_KIND(CLI_HELP_KIND),
         { "entry", 0, CLI_ARG_VALUE, "ENTRY", NULL,
-          "the entry of VIEW to wait for", OPT_ENTRY },
+          "the entry of VIEW to wait for", OPT_ENTRY,
+          CLI_STORE(struct wait_args, entry) },
         { "timeout", 0, CLI_ARG_VALUE, "DURATION", NULL,
           "give up after DURATION (\"90\" or \"90s\" seconds, \"15m\", \"2h\";\n"
           "default: no limit)", OPT_TIMEOUT },
@@ -52,26 +58,14 @@ const struct cli_help cli_wait_help = {
                 "does not verify; 2 usage or system error.\n",
 };
 
-static void wait_usage(FILE *f)
-{
-        cli_print_help(f, &cli_wait_help);
-}
-
-struct wait_args {
-        const char *entry;
-        int timeout_ms; /* -1: none */
-};
-
+/* --timeout DURATION: -1 to go on, or 2 after the usage error. */
 static int take_option(void *arg, int val, const char *value, bool json)
 {
         struct wait_args *a = arg;
         uint64_t ms;
         int r;
 
-        if (val == OPT_ENTRY) {
-                a->entry = value;
-                return -1;
-        }
+        (void)val;
         r = value_parse(VALUE_DURATION, value, 0, INT_MAX, &ms);
         if (r < 0)
                 return cli_bad_value("wait", json, "--timeout", VALUE_DURATION, value, r, 0,
@@ -134,13 +128,13 @@ int cli_cmd_wait(int argc, char **argv)
 
         r = cli_parse(&(struct cli_spec){ .cmd = "wait",
                                           .min_operands = 0, .max_operands = 0,
-                                          .usage = wait_usage, .options = wait_options,
+                                          .help = &cli_wait_help,
                                           .option = take_option, .arg = &a },
                       argc, argv, &co);
         if (r >= 0)
                 return r;
         if (!a.entry)
-                return cli_usage_error("wait", co.json, wait_usage, "--entry is required");
+                return cli_usage_error("wait", co.json, true, "--entry is required");
         view = cli_mount_path("wait", &co);
         if (!view)
                 return 2;

@@ -4,19 +4,30 @@
 
 #include <errno.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "cli/clientopts.h"
 #include "cli/show.h"
 
-int cli_remover_init(struct cli_remover *rm, const char *cmd, const char *mount, bool json,
-                     bool dry_run)
+int cli_remover_start(struct cli_remover *rm, const char *cmd, const char *mount, bool json,
+                      bool dry_run, const struct snapfs_options *opts, struct snapfs_report *why)
 {
+        int r;
+
         *rm = (struct cli_remover){ .cmd = cmd, .mount = mount, .json = json,
-                                    .dry_run = dry_run };
+                                    .dry_run = dry_run, .m = SFC_MNT_INIT };
         sfc_report_reset(&rm->why);
         rm->list = json_object_new_array();
-        return rm->list ? 0 : -ENOMEM;
+        if (!rm->list)
+                return cli_system_error(cmd, json, -ENOMEM, "%s", mount);
+        sfc_report_reset(why);
+        r = sfc_mnt_check(mount, opts, &rm->m, why);
+        if (r == 0)
+                r = sfc_mnt_catalog(&rm->m, &rm->items, &rm->n, why);
+        if (r < 0)
+                return cli_remover_refuse_mount(rm, r, why);
+        return -1;
 }
 
 static void line(const struct cli_remover *rm, const char *what, const struct sfc_entry *e,
@@ -27,8 +38,7 @@ static void line(const struct cli_remover *rm, const char *what, const struct sf
                        after);
 }
 
-void cli_remover_one(struct cli_remover *rm, const struct sfc_mnt *m,
-                     const struct sfc_entry *e)
+void cli_remover_one(struct cli_remover *rm, const struct sfc_entry *e)
 {
         struct snapfs_report why;
         json_object *o = cli_snapshot_json(&e->snap);
@@ -38,7 +48,7 @@ void cli_remover_one(struct cli_remover *rm, const struct sfc_mnt *m,
 
         sfc_report_reset(&why);
         if (!rm->dry_run)
-                r = sfc_mnt_remove(m, e, &kept, &why);
+                r = sfc_mnt_remove(&rm->m, e, &kept, &why);
         if (r < 0) {
                 rm->failed++;
                 if (!rm->first_err)
@@ -77,6 +87,10 @@ void cli_remover_one(struct cli_remover *rm, const struct sfc_mnt *m,
 static int finish(struct cli_remover *rm, int err, const char *message)
 {
         int rc = err == -EINVAL ? 2 : err ? 1 : 0;
+
+        sfc_mnt_close(&rm->m);
+        free(rm->items);
+        rm->items = NULL;
 
         if (rm->json) {
                 json_object *o = err ? cli_json_result(false, strerrorname_np(-err) ?: "EIO",
@@ -140,21 +154,4 @@ int cli_remover_refuse_mount(struct cli_remover *rm, int err, const struct snapf
                 cli_print_reasons(stderr, why);
         }
         return finish(rm, err, why->n_reasons ? why->reasons[0].message : snapfs_strerror(err));
-}
-
-int cli_remover_catalog(struct cli_remover *rm, const struct snapfs_options *opts,
-                        struct sfc_mnt *m, struct sfc_entry **items, size_t *n,
-                        struct snapfs_report *why)
-{
-        int r;
-
-        sfc_report_reset(why);
-        r = sfc_mnt_check(rm->mount, opts, m, why);
-        if (r == 0)
-                r = sfc_mnt_catalog(m, items, n, why);
-        if (r < 0) {
-                sfc_mnt_close(m);
-                return cli_remover_refuse_mount(rm, r, why);
-        }
-        return -1;
 }

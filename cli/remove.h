@@ -17,18 +17,22 @@ struct cli_remover {
         size_t removed, kept, failed;
         struct snapfs_report why; /* every refusal's reason */
         int first_err;     /* the first refusal's errno, or 0 */
+        struct sfc_mnt m;  /* the mount checked, open until the outcome is printed */
+        struct sfc_entry *items; /* its catalog */
+        size_t n;
 };
 
-/* Starts an outcome (list allocated): 0, or -ENOMEM. */
-int cli_remover_init(struct cli_remover *rm, const char *cmd, const char *mount, bool json,
-                     bool dry_run);
+/* Starts the outcome of cmd on mount: checks the mount with opts and reads its catalog into
+ * rm->items and rm->n (why reset, then the reasons). -1 to go on, else the exit code, printed:
+ * 2 out of memory, or cli_remover_refuse_mount's when the mount is refused (rm freed). */
+int cli_remover_start(struct cli_remover *rm, const char *cmd, const char *mount, bool json,
+                      bool dry_run, const struct snapfs_options *opts, struct snapfs_report *why);
 
 /* Removes e (or, dry, says it would), printing its line unless json. */
-void cli_remover_one(struct cli_remover *rm, const struct sfc_mnt *m,
-                     const struct sfc_entry *e);
+void cli_remover_one(struct cli_remover *rm, const struct sfc_entry *e);
 
-/* Prints the summary (or the JSON object) and frees what rm holds: the exit code, 0 when
- * every removal went through, 1 when one was refused, 2 when the output failed. */
+/* Prints the summary (or the JSON object) and frees what rm holds (the mount closed): the exit
+ * code, 0 when every removal went through, 1 when one was refused, 2 when the output failed. */
 int cli_remover_finish(struct cli_remover *rm);
 
 /* A refusal before any removal (a target that names nothing, ...): err and why as the
@@ -39,10 +43,3 @@ int cli_remover_refuse(struct cli_remover *rm, int err, const struct snapfs_repo
 /* The mount check (or reading the mount) refused: as cli_remover_refuse, the text as every
  * client command prints a refused mount (the mount, then every reason as "code: message"). */
 int cli_remover_refuse_mount(struct cli_remover *rm, int err, const struct snapfs_report *why);
-
-/* Checks rm's mount with opts into m and reads its catalog into *items and *n (why reset, then
- * the reasons): -1 with m open, or, the mount refused, m closed and the exit code of
- * cli_remover_refuse_mount (rm printed and freed). */
-int cli_remover_catalog(struct cli_remover *rm, const struct snapfs_options *opts,
-                        struct sfc_mnt *m, struct sfc_entry **items, size_t *n,
-                        struct snapfs_report *why);

@@ -65,6 +65,10 @@ int sfc_mnt_opendir(const struct sfc_mnt *m, DIR **out);
  * the kernel will not say. */
 int sfc_mnt_confirm(const struct sfc_mnt *m, int fd);
 
+/* Why name (a digest, or an entry escaped) could not be opened below a judged mount (r, a
+ * negative errno; ENOENT, which each caller words, aside), in why: r. */
+int sfc_open_refused(struct snapfs_report *why, int r, const char *name);
+
 /* Opens the snapshot hex on the judged mount and verifies it against *want, or, when want
  * is NULL, against its name and its own fstat (dev, ino, size). With kinds (a mask of
  * SFC_KIND_BIT), also classifies the bytes that hashed (snapshot/kind.h) and refuses a

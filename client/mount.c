@@ -276,21 +276,26 @@ int sfc_mnt_confirm(const struct sfc_mnt *m, int fd)
         return id == m->mount_id && unique == m->unique ? 0 : -EXDEV;
 }
 
-static int open_failed(struct snapfs_report *why, int r, const char *hex)
+int sfc_open_refused(struct snapfs_report *why, int r, const char *name)
 {
         switch (-r) {
-        case ENOENT:
-                return sfc_report_fail(why, r, "open", "no snapshot %s on this mount", hex);
         case ELOOP:
                 return sfc_report_fail(why, r, "open",
-                                       "%s is a symlink: refused, never followed", hex);
+                                       "%s is a symlink: refused, never followed", name);
         case EXDEV:
                 return sfc_report_fail(why, r, "other-mount",
-                                       "%s lies on another mount than the one checked", hex);
+                                       "%s lies on another mount than the one checked", name);
         default:
-                return sfc_report_fail(why, r, "open", "open %s: %s", hex,
+                return sfc_report_fail(why, r, "open", "open %s: %s", name,
                                        strerrordesc_np(-r) ?: "unknown error");
         }
+}
+
+static int open_failed(struct snapfs_report *why, int r, const char *hex)
+{
+        if (r == -ENOENT)
+                return sfc_report_fail(why, r, "open", "no snapshot %s on this mount", hex);
+        return sfc_open_refused(why, r, hex);
 }
 
 int sfc_mnt_open_snapshot(const struct sfc_mnt *m, const char *hex,

@@ -72,23 +72,6 @@ static void source_measure(struct source *s)
         }
 }
 
-static int write_all(int fd, const uint8_t *p, size_t n)
-{
-        while (n > 0) {
-                ssize_t k = write(fd, p, n);
-                if (k < 0) {
-                        if (errno == EINTR)
-                                continue;
-                        return negative_errno();
-                }
-                if (k == 0)
-                        return -EIO;
-                p += k;
-                n -= (size_t)k;
-        }
-        return 0;
-}
-
 /* A scratch staging NAME (docs/design.md, "Publishing"): it starts with '_', so the daemon
  * keeps no name for the snapshot. */
 static void staging_name(char *out, size_t n)
@@ -167,7 +150,7 @@ static int copy_in(const struct sfc_mnt *m, int fd, struct source *src, uint64_t
                 r = snap_hasher_update(h, p, n);
                 if (r < 0)
                         return sfc_report_fail(why, r, "io", "hashing: %s", describe(r));
-                r = write_all(fd, p, n);
+                r = loop_write(fd, p, n);
                 if (r < 0)
                         return write_refused(m, fd, src, total, r, why);
                 total += n;

@@ -119,15 +119,8 @@ static int open_refused(int fd, const char *esc, struct snapfs_report *why)
         case ESTALE:
                 return sfc_report_fail(why, fd, "changed",
                                        "%s moved to another snapshot while being opened", esc);
-        case ELOOP:
-                return sfc_report_fail(why, fd, "open",
-                                       "%s is a symlink: refused, never followed", esc);
-        case EXDEV:
-                return sfc_report_fail(why, fd, "other-mount",
-                                       "%s lies on another mount than the one checked", esc);
         default:
-                return sfc_report_fail(why, fd, "open", "open %s: %s", esc,
-                                       strerrordesc_np(-fd) ?: "unknown error");
+                return sfc_open_refused(why, fd, esc);
         }
 }
 

@@ -94,6 +94,27 @@ static inline int negative_errno(void)
         return errno > 0 ? -errno : -EIO;
 }
 
+/* Writes the len bytes of buf to fd whole: again after EINTR and after a short write. 0, or
+ * a negative errno (-EIO when write takes nothing). */
+static inline int loop_write(int fd, const void *buf, size_t len)
+{
+        const unsigned char *p = buf;
+
+        while (len > 0) {
+                ssize_t k = write(fd, p, len);
+                if (k < 0) {
+                        if (errno == EINTR)
+                                continue;
+                        return negative_errno();
+                }
+                if (k == 0)
+                        return -EIO;
+                p += k;
+                len -= (size_t)k;
+        }
+        return 0;
+}
+
 /* path made absolute against the working directory, resolving nothing (a mount check must
  * see the path as the user named it). malloc'd, or NULL with errno set. */
 static inline char *path_make_absolute(const char *path)

@@ -142,23 +142,6 @@ int snap_oci_layout_open(const char *path, unsigned flags, struct snap_oci_layou
         return 0;
 }
 
-static int write_all(int fd, const void *buf, size_t len)
-{
-        const uint8_t *p = buf;
-
-        while (len > 0) {
-                ssize_t k = write(fd, p, len);
-                if (k < 0) {
-                        if (errno == EINTR)
-                                continue;
-                        return negative_errno();
-                }
-                p += k;
-                len -= (size_t)k;
-        }
-        return 0;
-}
-
 int snap_oci_write_atomic(int dirfd, const char *name, const void *buf, size_t len)
 {
         return write_atomic(dirfd, name, buf, len, 0644);
@@ -185,7 +168,7 @@ static int write_atomic(int dirfd, const char *name, const void *buf, size_t len
         fd = openat(dirfd, tmp, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, mode);
         if (fd < 0)
                 return negative_errno();
-        r = write_all(fd, buf, len);
+        r = loop_write(fd, buf, len);
         if (r == 0 && fsync(fd) < 0)
                 r = negative_errno();
         if (close(fd) < 0 && r == 0)

@@ -123,7 +123,7 @@ static int take(void *arg, int val, const char *value, bool json)
 static int parse(struct taken *t, int argc, char **argv, struct cli_common *co)
 {
         return cli_parse(&(struct cli_spec){ .cmd = "x", .max_operands = -1, .what = "FILE",
-                                             .usage = NULL, .options = options,
+                                             .options = options,
                                              .option = take, .arg = t },
                          argc, argv, co);
 }
@@ -153,6 +153,47 @@ static void test_parse_takes_the_declared_options_and_refuses_the_others(void **
         assert_int_equal(t.all, 1);
 }
 
+struct stored {
+        bool all;
+        const char *key;
+        int calls;
+};
+
+static int count_call(void *arg, int val, const char *value, bool json)
+{
+        (void)val, (void)value, (void)json;
+        ((struct stored *)arg)->calls++;
+        return -1;
+}
+
+static const struct cli_option stored_options[] = {
+        { "all", 0, CLI_ARG_NONE, NULL, NULL, "a flag", OPT_ALL, CLI_STORE(struct stored, all) },
+        { "sort", 0, CLI_ARG_VALUE, "KEY", NULL, "a value", OPT_SORT,
+          CLI_STORE(struct stored, key) },
+        { "max-a", 0, CLI_ARG_VALUE, "N", NULL, "taken by the command", OPT_MAX_A },
+        CLI_OPTION_END,
+};
+
+static void test_a_stored_option_is_kept_and_never_reaches_the_command(void **state)
+{
+        char *argv[] = { "x", "--sort", "name", "--all", "--sort", "size", NULL };
+        char *own[] = { "x", "--max-a", "1", NULL };
+        struct stored st = { 0 };
+        struct cli_common co;
+        const struct cli_spec spec = { .cmd = "x", .options = stored_options,
+                                       .option = count_call, .arg = &st };
+
+        (void)state;
+        assert_int_equal(cli_parse(&spec, 6, argv, &co), -1);
+        assert_true(st.all);
+        /* The last one given wins. */
+        assert_string_equal(st.key, "size");
+        assert_int_equal(st.calls, 0);
+        /* An option the table does not store still reaches the command. */
+        assert_int_equal(cli_parse(&spec, 3, own, &co), -1);
+        assert_int_equal(st.calls, 1);
+}
+
 int main(void)
 {
         const struct CMUnitTest tests[] = {
@@ -161,6 +202,7 @@ int main(void)
                 cmocka_unit_test(test_a_wider_column_takes_a_longer_label_on_its_line),
                 cmocka_unit_test(test_the_list_names_each_option_with_its_kind_and_words),
                 cmocka_unit_test(test_parse_takes_the_declared_options_and_refuses_the_others),
+                cmocka_unit_test(test_a_stored_option_is_kept_and_never_reaches_the_command),
         };
         return cmocka_run_group_tests(tests, NULL, NULL);
 }

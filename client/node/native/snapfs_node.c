@@ -7,6 +7,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <inttypes.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -46,7 +47,8 @@ static uint64_t mount_id(int fd)
         size_t argc = (n);                                                                    \
         napi_value argv[(n) > 0 ? (n) : 1];                                                   \
         struct job *j;                                                                        \
-        if (napi_get_cb_info(env, info, &argc, argv, NULL, NULL) != napi_ok)                  \
+        void *data;                                                                           \
+        if (napi_get_cb_info(env, info, &argc, argv, NULL, &data) != napi_ok)                 \
                 return NULL;                                                                  \
         j = job_new(env);                                                                     \
         if (!j)                                                                               \
@@ -97,13 +99,19 @@ static bool arg_data(napi_env env, napi_value v, struct job *j)
         return true;
 }
 
+/* What a publish takes after its mount (and its scope and entry): the data at argv[0], then
+ * the name (string | null) and the options, read in that order (name, options, data). */
+static bool arg_publish(napi_env env, const napi_value *argv, struct job *j)
+{
+        return arg_string(env, argv[1], true, &j->name, "name") &&
+               arg_options(env, argv[2], &j->opts) && arg_data(env, argv[0], j);
+}
+
 /* publish(mount, data: Buffer | Uint8Array, name: string | null, options) */
 static napi_value publish(napi_env env, napi_callback_info info)
 {
         ARGS(4);
-        if (!arg_string(env, argv[0], false, &j->mount, "mount") ||
-            !arg_string(env, argv[2], true, &j->name, "name") ||
-            !arg_options(env, argv[3], &j->opts) || !arg_data(env, argv[1], j))
+        if (!arg_string(env, argv[0], false, &j->mount, "mount") || !arg_publish(env, argv + 1, j))
                 FAIL();
         j->run = run_publish;
         j->done = done_publish;
@@ -126,9 +134,7 @@ static napi_value publish_for_scope(napi_env env, napi_callback_info info)
         ARGS(6);
         if (!arg_string(env, argv[0], false, &j->mount, "mount") ||
             !arg_string(env, argv[1], false, &j->scope, "scope") ||
-            !arg_string(env, argv[2], true, &j->entry, "entry") ||
-            !arg_string(env, argv[4], true, &j->name, "name") ||
-            !arg_options(env, argv[5], &j->opts) || !arg_data(env, argv[3], j))
+            !arg_string(env, argv[2], true, &j->entry, "entry") || !arg_publish(env, argv + 3, j))
                 FAIL();
         j->run = run_publish_for_scope;
         j->done = done_publish;
@@ -194,19 +200,6 @@ static napi_value open_binding(napi_env env, napi_callback_info info)
             !arg_binding(env, argv[1], &j->b) || !arg_options(env, argv[2], &j->opts))
                 FAIL();
         j->run = run_open_binding;
-        j->done = done_open;
-        QUEUE("snapfs.openVerified");
-}
-
-/* openEntry(view, entry, options) -> { fd, snapshot, mountId } */
-static napi_value open_entry(napi_env env, napi_callback_info info)
-{
-        ARGS(3);
-        if (!arg_string(env, argv[0], false, &j->mount, "mount") ||
-            !arg_string(env, argv[1], false, &j->entry, "entry") ||
-            !arg_options(env, argv[2], &j->opts))
-                FAIL();
-        j->run = run_open_entry;
         j->done = done_open;
         QUEUE("snapfs.openVerified");
 }
@@ -548,29 +541,6 @@ static int run_scope_remove(struct job *j)
         return snapfs_scope_remove(j->mount, j->scope, &j->opts, &j->why);
 }
 
-/* scopeShow(mount, name, options) / scopeRemove(mount, name, options) */
-static napi_value scope_named(napi_env env, napi_callback_info info, bool show)
-{
-        ARGS(3);
-        if (!arg_string(env, argv[0], false, &j->mount, "mount") ||
-            !arg_string(env, argv[1], false, &j->scope, "name") ||
-            !arg_options(env, argv[2], &j->opts))
-                FAIL();
-        j->run = show ? run_scope_show : run_scope_remove;
-        j->done = show ? done_scope_show : done_verify;
-        QUEUE(show ? "snapfs.scopes.show" : "snapfs.scopes.remove");
-}
-
-static napi_value scope_show(napi_env env, napi_callback_info info)
-{
-        return scope_named(env, info, true);
-}
-
-static napi_value scope_remove(napi_env env, napi_callback_info info)
-{
-        return scope_named(env, info, false);
-}
-
 static int run_grant(struct job *j)
 {
         int r = snapfs_grant(j->mount, j->scope, j->text, j->entry, &j->opts, &j->grant_out,
@@ -607,10 +577,12 @@ static int run_revoke(struct job *j)
 }
 
 /* grant(mount, scope, sha256, entry | null, options) / revoke(mount, scope, sha256 | null,
- * entry | null, options) */
-static napi_value grant_or_revoke(napi_env env, napi_callback_info info, bool grant)
+ * entry | null, options): which one, the function's data says (&yes: grant). */
+static napi_value grant_or_revoke(napi_env env, napi_callback_info info)
 {
         ARGS(5);
+        const bool grant = *(const bool *)data;
+
         if (!arg_string(env, argv[0], false, &j->mount, "mount") ||
             !arg_string(env, argv[1], false, &j->scope, "scope") ||
             !arg_string(env, argv[2], !grant, &j->text, "sha256") ||
@@ -620,16 +592,6 @@ static napi_value grant_or_revoke(napi_env env, napi_callback_info info, bool gr
         j->run = grant ? run_grant : run_revoke;
         j->done = grant ? done_grant : done_verify;
         QUEUE(grant ? "snapfs.scopes.grant" : "snapfs.scopes.revoke");
-}
-
-static napi_value grant(napi_env env, napi_callback_info info)
-{
-        return grant_or_revoke(env, info, true);
-}
-
-static napi_value revoke_grant(napi_env env, napi_callback_info info)
-{
-        return grant_or_revoke(env, info, false);
 }
 
 static int run_scope_binding(struct job *j)
@@ -675,18 +637,46 @@ static napi_value done_control(napi_env env, struct job *j)
         return make_string(env, j->reply ? j->reply : "");
 }
 
+/* A call that takes (mount, a name, options): what it runs and answers, the job's field the
+ * name goes to and its word in a TypeError, and its async resource's name. */
+struct named_call {
+        int (*run)(struct job *j);
+        napi_value (*done)(napi_env env, struct job *j);
+        size_t field; /* offsetof(struct job, a char *) */
+        const char *key;
+        const char *resource;
+};
+
+/* openEntry(view, entry, options) -> { fd, snapshot, mountId } */
+static const struct named_call open_entry_call = {
+        run_open_entry, done_open, offsetof(struct job, entry), "entry", "snapfs.openVerified"
+};
+/* scopeShow(mount, name, options), scopeRemove(mount, name, options) */
+static const struct named_call scope_show_call = {
+        run_scope_show, done_scope_show, offsetof(struct job, scope), "name", "snapfs.scopes.show"
+};
+static const struct named_call scope_remove_call = {
+        run_scope_remove, done_verify, offsetof(struct job, scope), "name", "snapfs.scopes.remove"
+};
 /* control(mount, request JSON text, options) -> the reply's text. A refusal by the daemon
  * rejects with its errno; its reply is then in the rejection's "reply". */
-static napi_value control(napi_env env, napi_callback_info info)
+static const struct named_call control_call = {
+        run_control, done_control, offsetof(struct job, text), "request", "snapfs.control"
+};
+
+/* Each call of struct named_call, the function's data saying which. */
+static napi_value named_call(napi_env env, napi_callback_info info)
 {
         ARGS(3);
+        const struct named_call *c = data;
+
         if (!arg_string(env, argv[0], false, &j->mount, "mount") ||
-            !arg_string(env, argv[1], false, &j->text, "request") ||
+            !arg_string(env, argv[1], false, (char **)((char *)j + c->field), c->key) ||
             !arg_options(env, argv[2], &j->opts))
                 FAIL();
-        j->run = run_control;
-        j->done = done_control;
-        QUEUE("snapfs.control");
+        j->run = c->run;
+        j->done = c->done;
+        QUEUE(c->resource);
 }
 
 /* ---- synchronous helpers ------------------------------------------------------------------ */
@@ -725,18 +715,23 @@ static napi_value str_error(napi_env env, napi_callback_info info)
 #pragma GCC diagnostic ignored "-Wmissing-prototypes"
 NAPI_MODULE_INIT()
 {
+        static const bool yes = true, no = false;
         static const struct {
                 const char *name;
                 napi_callback fn;
+                const void *data; /* what fn is asked to be, when it serves several */
         } fns[] = {
                 { "publish", publish },         { "openBinding", open_binding },
                 { "publishForScope", publish_for_scope },
-                { "openEntry", open_entry },    { "waitEntry", wait_entry },    { "verifyReopened", verify_reopened },
+                { "openEntry", named_call, &open_entry_call },
+                { "waitEntry", wait_entry },    { "verifyReopened", verify_reopened },
                 { "scopeCreate", scope_create }, { "scopeList", scope_list },
-                { "scopeShow", scope_show },    { "scopeRemove", scope_remove },
-                { "grant", grant },             { "revoke", revoke_grant },
+                { "scopeShow", named_call, &scope_show_call },
+                { "scopeRemove", named_call, &scope_remove_call },
+                { "grant", grant_or_revoke, &yes }, { "revoke", grant_or_revoke, &no },
                 { "scopeBinding", scope_binding },
-                { "control", control },         { "parseBinding", parse_binding },
+                { "control", named_call, &control_call },
+                { "parseBinding", parse_binding },
                 { "remove", remove_target },
                 { "strerror", str_error },
         };
@@ -755,8 +750,8 @@ NAPI_MODULE_INIT()
                 return NULL;
         }
         for (size_t i = 0; i < sizeof(fns) / sizeof(fns[0]); i++) {
-                if (napi_create_function(env, fns[i].name, NAPI_AUTO_LENGTH, fns[i].fn, NULL,
-                                         &v) != napi_ok ||
+                if (napi_create_function(env, fns[i].name, NAPI_AUTO_LENGTH, fns[i].fn,
+                                         (void *)fns[i].data, &v) != napi_ok ||
                     napi_set_named_property(env, exports, fns[i].name, v) != napi_ok)
                         return NULL;
         }

@@ -11,6 +11,7 @@ import * as path from "node:path";
 import type { RawSnapshot } from "./snapshot";
 import type { NativeOptions } from "./options";
 import type { Reason } from "./errors";
+import type { Scope } from "./scopes";
 
 export interface RawOpen {
   fd: number;
@@ -18,20 +19,9 @@ export interface RawOpen {
   mountId: string;
 }
 
-export interface RawScope {
-  name: string;
-  view: string;
-  dev: string | null;
-  uids: number[];
-  gid: number | null;
-  publish: boolean;
-  until_pid: number | null;
-  limits: { max_snapshots: number | null; max_bytes: number | null; max_staging: number | null;
-            max_staging_bytes: number | null; min_bytes: number | null };
-  usage: { snapshots: number; bytes: number; staging: number; staging_bytes: number };
-  grants: number;
-  devNumber: number | null;
-}
+/** A scope as the addon hands it over: what the API returns, and the view's device as a
+ *  number. */
+export type RawScope = Scope & { devNumber: number | null };
 
 export type RawGrant = RawSnapshot & { entry: string | null; seenInView: boolean };
 

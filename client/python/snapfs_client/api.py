@@ -11,7 +11,8 @@ import json
 import os
 import re
 from types import TracebackType
-from typing import (Any, Dict, Iterable, List, Optional, Sequence, Tuple, Type, Union)
+from typing import (Any, Callable, Dict, Iterable, List, Optional, Sequence, Tuple, Type, TypeVar,
+                    Union)
 
 from . import _abi
 from .binding import ENTRY_NAME_RULE, Binding, entry_name_valid, name_valid
@@ -41,17 +42,16 @@ class Trust:
                      self.trust_user_namespace or trust_user_namespace)
 
 
-class VerifiedFd(int):
-    """A verified read-only descriptor (close-on-exec). It is an int, so os.read, os.pread,
-    pass_fds and /proc/self/fd/N take it as they are; as a context manager it closes itself:
+_Fd = TypeVar("_Fd", bound="_ClosingFd")
 
-        with snapfs.open_verified(mount, binding) as fd:
-            subprocess.run(["cat", f"/proc/self/fd/{fd}"], pass_fds=[fd])
-    """
+
+class _ClosingFd(int):
+    """A descriptor the API opened: an int, that closes itself once (close(), or as a context
+    manager)."""
 
     closed: bool
 
-    def __new__(cls, fd: int) -> "VerifiedFd":
+    def __new__(cls: Type[_Fd], fd: int) -> _Fd:
         self = super().__new__(cls, fd)
         self.closed = False
         return self
@@ -62,12 +62,31 @@ class VerifiedFd(int):
             self.closed = True
             os.close(self)
 
-    def __enter__(self) -> "VerifiedFd":
+    def __enter__(self: _Fd) -> _Fd:
         return self
 
     def __exit__(self, t: Optional[Type[BaseException]], v: Optional[BaseException],
                  tb: Optional[TracebackType]) -> None:
         self.close()
+
+
+class VerifiedFd(_ClosingFd):
+    """A verified read-only descriptor (close-on-exec). It is an int, so os.read, os.pread,
+    pass_fds and /proc/self/fd/N take it as they are; as a context manager it closes itself:
+
+        with snapfs.open_verified(mount, binding) as fd:
+            subprocess.run(["cat", f"/proc/self/fd/{fd}"], pass_fds=[fd])
+    """
+
+
+def _call(fn: Callable[..., Any], *args: Any) -> int:
+    """fn(*args, &report), a libsnapfs call: what it returned, or the SnapfsError of its
+    refusal."""
+    rep = _abi.CReport()
+    r: int = fn(*args, ctypes.byref(rep))
+    if r < 0:
+        raise_for(r, rep)
+    return r
 
 
 def kind_flags(kind: KindLike) -> int:
@@ -144,18 +163,15 @@ def publish(mount: PathLike, data: Union[bytes, bytearray, memoryview], *,
     (scope_binding() gives the view's)."""
     o = options(trust, owner, max_size, insecure_own_mount, trust_user_namespace)
     raw = bytes(data)
-    lib, c, rep = _abi.load(), _abi.CSnapshot(), _abi.CReport()
+    lib, c = _abi.load(), _abi.CSnapshot()
     if entry is not None and scope is None:
         raise invalid("entry needs scope")
     if scope is not None:
-        r = lib.snapfs_publish_for_scope(_path(mount), scope.encode(), _name(entry),
-                                         _name_arg(name), raw, len(raw), ctypes.byref(o),
-                                         ctypes.byref(c), ctypes.byref(rep))
+        r = _call(lib.snapfs_publish_for_scope, _path(mount), scope.encode(), _name(entry),
+                  _name_arg(name), raw, len(raw), ctypes.byref(o), ctypes.byref(c))
     else:
-        r = lib.snapfs_publish_named(_path(mount), _name_arg(name), raw, len(raw),
-                                     ctypes.byref(o), ctypes.byref(c), ctypes.byref(rep))
-    if r < 0:
-        raise_for(r, rep)
+        r = _call(lib.snapfs_publish_named, _path(mount), _name_arg(name), raw, len(raw),
+                  ctypes.byref(o), ctypes.byref(c))
     return Binding.from_snapshot(c, r == 1)
 
 
@@ -165,18 +181,15 @@ def publish_fd(mount: PathLike, fd: int, *, name: Optional[str] = None,
                scope: Optional[str] = None, entry: Optional[str] = None) -> Binding:
     """publish() of everything read from the descriptor fd until end of file -> Binding."""
     o = options(trust, owner, max_size, insecure_own_mount, trust_user_namespace)
-    lib, c, rep = _abi.load(), _abi.CSnapshot(), _abi.CReport()
+    lib, c = _abi.load(), _abi.CSnapshot()
     if entry is not None and scope is None:
         raise invalid("entry needs scope")
     if scope is not None:
-        r = lib.snapfs_publish_fd_for_scope(_path(mount), scope.encode(), _name(entry),
-                                            _name_arg(name), fd, ctypes.byref(o),
-                                            ctypes.byref(c), ctypes.byref(rep))
+        r = _call(lib.snapfs_publish_fd_for_scope, _path(mount), scope.encode(), _name(entry),
+                  _name_arg(name), fd, ctypes.byref(o), ctypes.byref(c))
     else:
-        r = lib.snapfs_publish_fd_named(_path(mount), _name_arg(name), fd, ctypes.byref(o),
-                                        ctypes.byref(c), ctypes.byref(rep))
-    if r < 0:
-        raise_for(r, rep)
+        r = _call(lib.snapfs_publish_fd_named, _path(mount), _name_arg(name), fd,
+                  ctypes.byref(o), ctypes.byref(c))
     return Binding.from_snapshot(c, r == 1)
 
 
@@ -188,11 +201,9 @@ def describe(mount: PathLike, binding: BindingLike, *, trust: Optional[Trust] = 
     snapshot's identity; reads no content (open_verified() does)."""
     b = Binding.parse(binding)
     o = options(trust, owner, 0, insecure_own_mount, trust_user_namespace)
-    c, rep = _abi.CSnapshot(), _abi.CReport()
-    r = _abi.load().snapfs_describe(_path(mount), ctypes.byref(b.to_c()), ctypes.byref(o),
-                                    ctypes.byref(c), ctypes.byref(rep))
-    if r < 0:
-        raise_for(r, rep)
+    c = _abi.CSnapshot()
+    _call(_abi.load().snapfs_describe, _path(mount), ctypes.byref(b.to_c()), ctypes.byref(o),
+          ctypes.byref(c))
     return Binding.from_snapshot(c)
 
 
@@ -206,12 +217,8 @@ def open_verified(mount: PathLike, binding: BindingLike, *, trust: Optional[Trus
     them; anything else raises SnapfsError(ENOMSG) with the reason "kind"."""
     o = options(trust, owner, max_size, insecure_own_mount, trust_user_namespace, kind)
     b = Binding.parse(binding)
-    rep = _abi.CReport()
-    r = _abi.load().snapfs_open_verified(_path(mount), ctypes.byref(b.to_c()), ctypes.byref(o),
-                                         ctypes.byref(rep))
-    if r < 0:
-        raise_for(r, rep)
-    return VerifiedFd(r)
+    return VerifiedFd(_call(_abi.load().snapfs_open_verified, _path(mount),
+                            ctypes.byref(b.to_c()), ctypes.byref(o)))
 
 
 def _described(lib: Any, fd: int, c: _abi.CBinding) -> Binding:
@@ -230,11 +237,9 @@ def open_digest(mount: PathLike, digest: str, *, trust: Optional[Trust] = None,
     lowercase hex), verified against its own name, and its Binding, with name, publish time,
     publisher and kind read through that descriptor; kind as open_verified() takes it."""
     o = options(trust, owner, max_size, insecure_own_mount, trust_user_namespace, kind)
-    lib, c, rep = _abi.load(), _abi.CBinding(), _abi.CReport()
-    r = lib.snapfs_open_digest(_path(mount), digest.encode(), ctypes.byref(o), ctypes.byref(c),
-                               ctypes.byref(rep))
-    if r < 0:
-        raise_for(r, rep)
+    lib, c = _abi.load(), _abi.CBinding()
+    r = _call(lib.snapfs_open_digest, _path(mount), digest.encode(), ctypes.byref(o),
+              ctypes.byref(c))
     return VerifiedFd(r), _described(lib, r, c)
 
 
@@ -265,12 +270,8 @@ def verify_fd(fd: int, binding: BindingLike, *, max_size: int = 0,
     """-> None: re-verifies a held descriptor against the binding before a use; raises
     SnapfsError on a refusal (kind as open_verified() takes it)."""
     b = Binding.parse(binding)
-    rep = _abi.CReport()
-    r = _abi.load().snapfs_verify_fd(fd, ctypes.byref(b.to_c()),
-                                     ctypes.byref(options(None, None, max_size, kind=kind)),
-                                     ctypes.byref(rep))
-    if r < 0:
-        raise_for(r, rep)
+    _call(_abi.load().snapfs_verify_fd, fd, ctypes.byref(b.to_c()),
+          ctypes.byref(options(None, None, max_size, kind=kind)))
 
 
 def pread_all(fd: int) -> bytes:
@@ -448,15 +449,28 @@ def scope_create(mount: PathLike, name: str, view: PathLike, *, uids: Iterable[i
         spec.until_pid = until_pid
     spec.limits = _abi.CScopeLimits(max_snapshots, max_bytes, max_staging, max_staging_bytes)
     spec.min_bytes = min_bytes
-    lib, c, rep = _abi.load(), _abi.CScope(), _abi.CReport()
-    r = lib.snapfs_scope_create(_path(mount), ctypes.byref(spec), ctypes.byref(o),
-                                ctypes.byref(c), ctypes.byref(rep))
-    if r < 0:
-        raise_for(r, rep)
+    lib, c = _abi.load(), _abi.CScope()
+    r = _call(lib.snapfs_scope_create, _path(mount), ctypes.byref(spec), ctypes.byref(o),
+              ctypes.byref(c))
     try:
         return Scope.from_c(c)
     finally:
         lib.snapfs_scope_free(ctypes.byref(c))
+
+
+_Item = TypeVar("_Item")
+
+
+def _listed(ctype: Any, call: Callable[[Any, Any, Any], Any], item: Callable[[Any], _Item],
+            free: Callable[[Any, Any], Any]) -> List[_Item]:
+    """What a libsnapfs call that hands out an array of ctype (call(&array, &count, &report))
+    lists, each element made an item; the array freed with free(array, count)."""
+    v, n = ctypes.POINTER(ctype)(), ctypes.c_size_t()
+    r = _call(call, ctypes.byref(v), ctypes.byref(n))
+    try:
+        return [item(v[i]) for i in range(n.value)]
+    finally:
+        free(v, n)
 
 
 def scope_list(mount: PathLike, *, trust: Optional[Trust] = None, owner: Optional[int] = None,
@@ -464,16 +478,11 @@ def scope_list(mount: PathLike, *, trust: Optional[Trust] = None, owner: Optiona
                trust_user_namespace: bool = False) -> List[Scope]:
     """Every scope of the mount's daemon: a list of Scope."""
     o = options(trust, owner, 0, insecure_own_mount, trust_user_namespace)
-    lib, rep = _abi.load(), _abi.CReport()
-    v, n = ctypes.POINTER(_abi.CScope)(), ctypes.c_size_t()
-    r = lib.snapfs_scope_list(_path(mount), ctypes.byref(o), ctypes.byref(v), ctypes.byref(n),
-                              ctypes.byref(rep))
-    if r < 0:
-        raise_for(r, rep)
-    try:
-        return [Scope.from_c(v[i]) for i in range(n.value)]
-    finally:
-        lib.snapfs_scopes_free(v, n)
+    lib = _abi.load()
+    return _listed(_abi.CScope,
+                   lambda v, n, rep: lib.snapfs_scope_list(_path(mount), ctypes.byref(o), v, n,
+                                                           rep),
+                   Scope.from_c, lib.snapfs_scopes_free)
 
 
 def scope_show(mount: PathLike, name: str, *, trust: Optional[Trust] = None,
@@ -482,12 +491,10 @@ def scope_show(mount: PathLike, name: str, *, trust: Optional[Trust] = None,
     """(Scope, [Grant, ...]): one scope and its grants, each with its snapshot object (the
     binding in the scope's view, what the daemon says of its digest)."""
     o = options(trust, owner, 0, insecure_own_mount, trust_user_namespace)
-    lib, c, rep = _abi.load(), _abi.CScope(), _abi.CReport()
+    lib, c = _abi.load(), _abi.CScope()
     g, n = ctypes.POINTER(_abi.CGrant)(), ctypes.c_size_t()
-    r = lib.snapfs_scope_show(_path(mount), _name(name), ctypes.byref(o), ctypes.byref(c),
-                              ctypes.byref(g), ctypes.byref(n), ctypes.byref(rep))
-    if r < 0:
-        raise_for(r, rep)
+    r = _call(lib.snapfs_scope_show, _path(mount), _name(name), ctypes.byref(o), ctypes.byref(c),
+              ctypes.byref(g), ctypes.byref(n))
     try:
         sc = Scope.from_c(c)
         return sc, _described_grants(mount, sc, [g[i] for i in range(n.value)], o)
@@ -509,11 +516,9 @@ def remove(mount: PathLike, target: BindingLike, *, all_named: bool = False,
     o = options(trust, owner, 0, insecure_own_mount, trust_user_namespace)
     text = str(target) if isinstance(target, Binding) else target
     raw = text.encode() if isinstance(text, str) else bytes(text)
-    removed, kept, rep = ctypes.c_size_t(), ctypes.c_size_t(), _abi.CReport()
-    r = _abi.load().snapfs_remove(_path(mount), raw, 1 if all_named else 0, ctypes.byref(o),
-                                  ctypes.byref(removed), ctypes.byref(kept), ctypes.byref(rep))
-    if r < 0:
-        raise_for(r, rep)
+    removed, kept = ctypes.c_size_t(), ctypes.c_size_t()
+    r = _call(_abi.load().snapfs_remove, _path(mount), raw, 1 if all_named else 0, ctypes.byref(o),
+              ctypes.byref(removed), ctypes.byref(kept))
     return removed.value, kept.value
 
 
@@ -523,16 +528,11 @@ def snapshots(mount: PathLike, *, trust: Optional[Trust] = None, owner: Optional
     """Every snapshot of the mount, as `snapfs ls --all` lists them (publishing order), each
     with its name, publish time, publisher and kind as the daemon says them."""
     o = options(trust, owner, 0, insecure_own_mount, trust_user_namespace)
-    lib, rep = _abi.load(), _abi.CReport()
-    v, n = ctypes.POINTER(_abi.CSnapshot)(), ctypes.c_size_t()
-    r = lib.snapfs_list(_path(mount), ctypes.byref(o), ctypes.byref(v), ctypes.byref(n),
-                        ctypes.byref(rep))
-    if r < 0:
-        raise_for(r, rep)
-    try:
-        return [Binding.from_snapshot(v[i]) for i in range(n.value)]
-    finally:
-        lib.snapfs_free(ctypes.cast(v, ctypes.c_void_p))
+    lib = _abi.load()
+    return _listed(_abi.CSnapshot,
+                   lambda v, n, rep: lib.snapfs_list(_path(mount), ctypes.byref(o), v, n, rep),
+                   Binding.from_snapshot,
+                   lambda v, n: lib.snapfs_free(ctypes.cast(v, ctypes.c_void_p)))
 
 
 def scope_remove(mount: PathLike, name: str, *, trust: Optional[Trust] = None,
@@ -541,11 +541,7 @@ def scope_remove(mount: PathLike, name: str, *, trust: Optional[Trust] = None,
     """Deletes the scope: its grants go, its view is detached (open descriptors keep
     reading)."""
     o = options(trust, owner, 0, insecure_own_mount, trust_user_namespace)
-    rep = _abi.CReport()
-    r = _abi.load().snapfs_scope_remove(_path(mount), _name(name), ctypes.byref(o),
-                                        ctypes.byref(rep))
-    if r < 0:
-        raise_for(r, rep)
+    _call(_abi.load().snapfs_scope_remove, _path(mount), _name(name), ctypes.byref(o))
 
 
 def grant(mount: PathLike, scope: str, snapshot: BindingLike, *, entry: Optional[str] = None,
@@ -555,12 +551,9 @@ def grant(mount: PathLike, scope: str, snapshot: BindingLike, *, entry: Optional
     under the entry name when given: an entry that exists moves to it atomically. The Grant
     has its snapshot object (the scope asked for again: its view as the daemon names it)."""
     o = options(trust, owner, 0, insecure_own_mount, trust_user_namespace)
-    lib, c, rep = _abi.load(), _abi.CGrant(), _abi.CReport()
-    r = lib.snapfs_grant(_path(mount), _name(scope), _digest_of(snapshot).encode(),
-                         _entry_arg(entry), ctypes.byref(o), ctypes.byref(c),
-                         ctypes.byref(rep))
-    if r < 0:
-        raise_for(r, rep)
+    lib, c = _abi.load(), _abi.CGrant()
+    r = _call(lib.snapfs_grant, _path(mount), _name(scope), _digest_of(snapshot).encode(),
+              _entry_arg(entry), ctypes.byref(o), ctypes.byref(c))
     sc, srep = _abi.CScope(), _abi.CReport()
     if lib.snapfs_scope_show(_path(mount), _name(scope), ctypes.byref(o), ctypes.byref(sc),
                              None, None, ctypes.byref(srep)) < 0:
@@ -578,12 +571,9 @@ def revoke(mount: PathLike, scope: str, *, sha256: Optional[BindingLike] = None,
     """Revokes from the scope every grant of sha256 (its entries included), or the one
     entry: exactly one of them. New lookups get ENOENT; open descriptors keep reading."""
     o = options(trust, owner, 0, insecure_own_mount, trust_user_namespace)
-    rep = _abi.CReport()
     digest = None if sha256 is None else _digest_of(sha256).encode()
-    r = _abi.load().snapfs_revoke(_path(mount), _name(scope), digest, _entry_arg(entry),
-                                  ctypes.byref(o), ctypes.byref(rep))
-    if r < 0:
-        raise_for(r, rep)
+    _call(_abi.load().snapfs_revoke, _path(mount), _name(scope), digest, _entry_arg(entry),
+          ctypes.byref(o))
 
 
 def scope_binding(mount: PathLike, scope: str, binding: BindingLike, *,
@@ -595,12 +585,9 @@ def scope_binding(mount: PathLike, scope: str, binding: BindingLike, *,
     the name, publish time, publisher and kind the main mount's daemon says of it."""
     b = Binding.parse(binding)
     o = options(trust, owner, max_size, insecure_own_mount, trust_user_namespace)
-    c, rep, view = _abi.CBinding(), _abi.CReport(), ctypes.create_string_buffer(4096)
-    r = _abi.load().snapfs_scope_binding(_path(mount), _name(scope), ctypes.byref(b.to_c()),
-                                         ctypes.byref(o), view, len(view), ctypes.byref(c),
-                                         ctypes.byref(rep))
-    if r < 0:
-        raise_for(r, rep)
+    c, view = _abi.CBinding(), ctypes.create_string_buffer(4096)
+    _call(_abi.load().snapfs_scope_binding, _path(mount), _name(scope), ctypes.byref(b.to_c()),
+          ctypes.byref(o), view, len(view), ctypes.byref(c))
     return os.fsdecode(view.value), _describe_view(mount, None, [c], o)[0][0]
 
 
@@ -613,26 +600,17 @@ def open_entry(view: PathLike, entry: str, *, trust: Optional[Trust] = None,
     hashed against it; the descriptor holds the snapshot the entry named at the open,
     whatever it is moved to later. kind as open_verified() takes it."""
     o = options(trust, owner, max_size, insecure_own_mount, trust_user_namespace, kind)
-    lib, c, rep = _abi.load(), _abi.CBinding(), _abi.CReport()
-    r = lib.snapfs_open_entry(_path(view), _entry_arg(entry, True), ctypes.byref(o),
-                              ctypes.byref(c), ctypes.byref(rep))
-    if r < 0:
-        raise_for(r, rep)
+    lib, c = _abi.load(), _abi.CBinding()
+    r = _call(lib.snapfs_open_entry, _path(view), _entry_arg(entry, True), ctypes.byref(o),
+              ctypes.byref(c))
     return VerifiedFd(r), _described(lib, r, c)
 
 
-class EntryWatch(int):
+class EntryWatch(_ClosingFd):
     """A watch of an entry of a scope's view (watch_entry()): a descriptor that polls readable
     (POLLIN, and POLLPRI) once the entry moved from what it named when the watch was made. It
     is an int, so select.poll(), selectors and asyncio's add_reader take it as it is; wait()
     blocks on it; as a context manager it closes itself."""
-
-    closed: bool
-
-    def __new__(cls, fd: int) -> "EntryWatch":
-        self = super().__new__(cls, fd)
-        self.closed = False
-        return self
 
     def wait(self, timeout: Optional[float] = None) -> bool:
         """True once the entry moved, False when timeout seconds (None: no limit) passed
@@ -645,19 +623,6 @@ class EntryWatch(int):
             raise SnapfsError(-r)
         return True
 
-    def close(self) -> None:
-        """Closes the descriptor, once."""
-        if not self.closed:
-            self.closed = True
-            os.close(self)
-
-    def __enter__(self) -> "EntryWatch":
-        return self
-
-    def __exit__(self, t: Optional[Type[BaseException]], v: Optional[BaseException],
-                 tb: Optional[TracebackType]) -> None:
-        self.close()
-
 
 def watch_entry(view: PathLike, entry: str, *, trust: Optional[Trust] = None,
                 owner: Optional[int] = None, insecure_own_mount: bool = False,
@@ -666,11 +631,7 @@ def watch_entry(view: PathLike, entry: str, *, trust: Optional[Trust] = None,
     (rotated to another snapshot, or removed). The view is judged like any mount; make the
     watch before reading the entry, so a move in between is never missed."""
     o = options(trust, owner, 0, insecure_own_mount, trust_user_namespace)
-    rep = _abi.CReport()
-    r = _abi.load().snapfs_watch_entry(_path(view), _name(entry), ctypes.byref(o),
-                                       ctypes.byref(rep))
-    if r < 0:
-        raise_for(r, rep)
+    r = _call(_abi.load().snapfs_watch_entry, _path(view), _name(entry), ctypes.byref(o))
     return EntryWatch(r)
 
 
@@ -684,11 +645,9 @@ def wait_entry(view: PathLike, entry: str, timeout: Optional[float] = None, *,
     "removed") when it was removed."""
     o = options(trust, owner, max_size, insecure_own_mount, trust_user_namespace, kind)
     ms = -1 if timeout is None else max(0, min(int(timeout * 1000), 2**31 - 1))
-    lib, c, rep = _abi.load(), _abi.CBinding(), _abi.CReport()
-    r = lib.snapfs_wait_entry(_path(view), _name(entry), ms, ctypes.byref(o), ctypes.byref(c),
-                              ctypes.byref(rep))
-    if r < 0:
-        raise_for(r, rep)
+    lib, c = _abi.load(), _abi.CBinding()
+    r = _call(lib.snapfs_wait_entry, _path(view), _name(entry), ms, ctypes.byref(o),
+              ctypes.byref(c))
     return VerifiedFd(r), _described(lib, r, c)
 
 

@@ -43,6 +43,14 @@ from .values import parse_owner, parse_size, value_error
 KINDS = _abi.KIND_FLAGS
 
 
+def _read_held(out: Dict[str, Any], fd: int, b: Binding) -> None:
+    """The binding, snapshot and content of the snapshot opened as fd into out; fd closed."""
+    try:
+        out.update(binding=str(b), snapshot=b.as_dict(), content_hex=pread_all(fd).hex())
+    finally:
+        os.close(fd)
+
+
 def run(argv: List[str]) -> int:
     """The driver: argv as the command line has it (without the program's name); the exit
     status."""
@@ -80,17 +88,18 @@ def run(argv: List[str]) -> int:
     p.add_argument("--name", default=None, help="the snapshot's name")
     p.add_argument("mount")
     p.add_argument("file")
+    def command(name: str, parent: argparse.ArgumentParser,
+                *operands: str) -> argparse.ArgumentParser:
+        p = sub.add_parser(name, parents=[parent])
+        for o in operands:
+            p.add_argument(o)
+        return p
+
     for name, last in (("open", "binding"), ("digest", "digest"), ("cat", "binding")):
-        p = sub.add_parser(name, parents=[reading])
-        p.add_argument("mount")
-        p.add_argument(last)
-    p = sub.add_parser("verify-fd", parents=[reading])
-    p.add_argument("path")
-    p.add_argument("binding")
-    p = sub.add_parser("describe", parents=[common])
-    p.add_argument("mount")
-    p.add_argument("binding")
-    p = sub.add_parser("scope-create", parents=[common])
+        command(name, reading, "mount", last)
+    command("verify-fd", reading, "path", "binding")
+    command("describe", common, "mount", "binding")
+    p = command("scope-create", common, "mount", "name", "view")
     p.add_argument("--uid", type=typed("uid", parse_owner), action="append", default=[])
     p.add_argument("--gid", type=typed("uid", parse_owner))
     p.add_argument("--publish", action="store_true")
@@ -100,39 +109,17 @@ def run(argv: List[str]) -> int:
         # Sizes as every snapfs command reads one (K, M or G); counts in decimal.
         p.add_argument("--" + limit.replace("_", "-"), dest=limit, default=0,
                        type=typed("size", parse_size) if limit.endswith("bytes") else int)
-    p.add_argument("mount")
-    p.add_argument("name")
-    p.add_argument("view")
-    p = sub.add_parser("scope-list", parents=[common])
-    p.add_argument("mount")
+    command("scope-list", common, "mount")
     for name in ("scope-show", "scope-remove"):
-        p = sub.add_parser(name, parents=[common])
-        p.add_argument("mount")
-        p.add_argument("name")
-    p = sub.add_parser("grant", parents=[common])
-    p.add_argument("--entry")
-    p.add_argument("mount")
-    p.add_argument("scope")
-    p.add_argument("snapshot")
-    p = sub.add_parser("revoke", parents=[common])
+        command(name, common, "mount", "name")
+    command("grant", common, "mount", "scope", "snapshot").add_argument("--entry")
+    p = command("revoke", common, "mount", "scope")
     p.add_argument("--sha256")
     p.add_argument("--entry")
-    p.add_argument("mount")
-    p.add_argument("scope")
-    p = sub.add_parser("scope-binding", parents=[common])
-    p.add_argument("mount")
-    p.add_argument("scope")
-    p.add_argument("binding")
-    p = sub.add_parser("open-entry", parents=[reading])
-    p.add_argument("view")
-    p.add_argument("entry")
-    p = sub.add_parser("wait-entry", parents=[reading])
-    p.add_argument("--timeout", type=int)
-    p.add_argument("view")
-    p.add_argument("entry")
-    p = sub.add_parser("control", parents=[common])
-    p.add_argument("mount")
-    p.add_argument("request")
+    command("scope-binding", common, "mount", "scope", "binding")
+    command("open-entry", reading, "view", "entry")
+    command("wait-entry", reading, "view", "entry").add_argument("--timeout", type=int)
+    command("control", common, "mount", "request")
     sub.add_parser("abi")
     a = ap.parse_args(argv)
     result = 0
@@ -175,11 +162,7 @@ def run(argv: List[str]) -> int:
             result = 0
         elif a.cmd == "digest":
             fd, b = open_digest(a.mount, a.digest, **rkw)
-            try:
-                out.update(binding=str(b), snapshot=b.as_dict(),
-                           content_hex=pread_all(fd).hex())
-            finally:
-                os.close(fd)
+            _read_held(out, fd, b)
             result = 0
         elif a.cmd == "describe":
             kw.pop("max_size")
@@ -220,11 +203,7 @@ def run(argv: List[str]) -> int:
             else:
                 fd, b = wait_entry(a.view, a.entry, a.timeout, max_size=a.max_size,
                                    kind=a.kind, **tkw)
-            try:
-                out.update(binding=str(b), snapshot=b.as_dict(),
-                           content_hex=pread_all(fd).hex())
-            finally:
-                os.close(fd)
+            _read_held(out, fd, b)
             result = 0
         elif a.cmd == "control":
             try:
