@@ -71,17 +71,20 @@ static int parse_dev(const char *s, uint64_t *out)
         return 0;
 }
 
-int sfc_scope_from_json(json_object *o, struct snapfs_scope *out)
+/* An id that may be null (a scope without a group, an until-pid): 1 and *out when there, 0
+ * when absent or null, -EPROTO. */
+static int get_id(json_object *o, const char *key, uint64_t max, uint64_t *out)
+{
+        int r = json_field_uint(o, key, max, out, NULL, 0);
+
+        return r < 0 ? -EPROTO : r;
+}
+
+/* The scope's name, view and device. */
+static int scope_place(json_object *o, struct snapfs_scope *out)
 {
         const char *name, *view, *dev;
-        json_object *uids, *limits, *usage;
-        uint64_t v;
-        bool publish = false;
-        int r;
 
-        memset(out, 0, sizeof(*out));
-        if (!json_object_is_type(o, json_type_object))
-                return -EPROTO;
         if (get_str(o, "name", &name) < 0 || !name_valid(name) || get_str(o, "view", &view) < 0 ||
             !view || view[0] != '/' || strlen(view) >= PATH_MAX || get_str(o, "dev", &dev) < 0)
                 return -EPROTO;
@@ -95,83 +98,111 @@ int sfc_scope_from_json(json_object *o, struct snapfs_scope *out)
                 return -EPROTO;
         strcpy(out->name, name);
         out->view = strdup(view);
-        if (!out->view)
-                return -ENOMEM;
+        return out->view ? 0 : -ENOMEM;
+}
 
-        uids = field(o, "uids");
-        if (uids && !json_object_is_type(uids, json_type_array)) {
-                r = -EPROTO;
-                goto fail;
+/* Who the scope's users are: its uids, its group. */
+static int scope_users(json_object *o, struct snapfs_scope *out)
+{
+        json_object *uids = NULL;
+        uint64_t gid;
+        size_t n;
+        int r;
+
+        if (json_field_of(o, "uids", json_type_array, &uids, NULL, 0) < 0)
+                return -EPROTO;
+        n = uids ? json_object_array_length(uids) : 0;
+        if (n && !(out->uids = calloc(n, sizeof(*out->uids))))
+                return -ENOMEM;
+        for (size_t i = 0; i < n; i++) {
+                json_object *u = json_object_array_get_idx(uids, i);
+                int64_t x = json_object_get_int64(u);
+                if (!json_object_is_type(u, json_type_int) || x < 0 || x >= UINT32_MAX)
+                        return -EPROTO;
+                out->uids[out->n_uids++] = (uint32_t)x;
         }
-        if (uids && json_object_array_length(uids) > 0) {
-                size_t n = json_object_array_length(uids);
-                out->uids = calloc(n, sizeof(*out->uids));
-                if (!out->uids) {
-                        r = -ENOMEM;
-                        goto fail;
-                }
-                for (size_t i = 0; i < n; i++) {
-                        json_object *u = json_object_array_get_idx(uids, i);
-                        int64_t x = json_object_get_int64(u);
-                        if (!json_object_is_type(u, json_type_int) || x < 0 || x >= UINT32_MAX) {
-                                r = -EPROTO;
-                                goto fail;
-                        }
-                        out->uids[out->n_uids++] = (uint32_t)x;
-                }
+        if ((r = get_id(o, "gid", UINT32_MAX - 1, &gid)) == 1) {
+                out->flags |= SNAPFS_SCOPE_GID;
+                out->gid = (uint32_t)gid;
         }
-        if (field(o, "gid")) {
-                v = UINT64_MAX;
-                if ((r = get_uint(o, "gid", UINT32_MAX - 1, &v)) < 0)
-                        goto fail;
-                if (v != UINT64_MAX) {
-                        out->flags |= SNAPFS_SCOPE_GID;
-                        out->gid = (uint32_t)v;
-                }
-        }
-        if ((r = get_bool(o, "publish", &publish)) < 0)
-                goto fail;
+        return r < 0 ? r : 0;
+}
+
+/* Whether it publishes, and the process it is tied to. */
+static int scope_ties(json_object *o, struct snapfs_scope *out)
+{
+        bool publish = false;
+        uint64_t pid;
+        int r;
+
+        if (get_bool(o, "publish", &publish) < 0)
+                return -EPROTO;
         if (publish)
                 out->flags |= SNAPFS_SCOPE_PUBLISH;
-        if (field(o, "until_pid")) {
-                v = UINT64_MAX;
-                if ((r = get_uint(o, "until_pid", INT32_MAX, &v)) < 0)
-                        goto fail;
-                if (v != UINT64_MAX) {
-                        out->flags |= SNAPFS_SCOPE_UNTIL_PID;
-                        out->until_pid = (int32_t)v;
-                }
+        if ((r = get_id(o, "until_pid", INT32_MAX, &pid)) == 1) {
+                out->flags |= SNAPFS_SCOPE_UNTIL_PID;
+                out->until_pid = (int32_t)pid;
         }
-        limits = field(o, "limits");
-        if (limits && !json_object_is_type(limits, json_type_object)) {
-                r = -EPROTO;
-                goto fail;
-        }
-        if (limits && ((r = get_uint(limits, "max_snapshots", UINT64_MAX,
-                                     &out->limits.max_snapshots)) < 0 ||
-                       (r = get_uint(limits, "max_bytes", UINT64_MAX, &out->limits.max_bytes)) < 0 ||
-                       (r = get_uint(limits, "max_staging", UINT64_MAX,
-                                     &out->limits.max_staging)) < 0 ||
-                       (r = get_uint(limits, "max_staging_bytes", UINT64_MAX,
-                                     &out->limits.max_staging_bytes)) < 0 ||
-                       (r = get_uint(limits, "min_bytes", UINT64_MAX, &out->min_bytes)) < 0))
-                goto fail;
-        usage = field(o, "usage");
-        if (usage && !json_object_is_type(usage, json_type_object)) {
-                r = -EPROTO;
-                goto fail;
-        }
-        if (usage && ((r = get_uint(usage, "snapshots", UINT64_MAX, &out->usage.snapshots)) < 0 ||
-                      (r = get_uint(usage, "bytes", UINT64_MAX, &out->usage.bytes)) < 0 ||
-                      (r = get_uint(usage, "staging", UINT64_MAX, &out->usage.staging)) < 0 ||
-                      (r = get_uint(usage, "staging_bytes", UINT64_MAX,
-                                    &out->usage.staging_bytes)) < 0))
-                goto fail;
-        if ((r = get_uint(o, "grants", UINT64_MAX, &out->n_grants)) < 0)
-                goto fail;
+        return r < 0 ? r : 0;
+}
+
+/* The numbers of the object under key (absent or null: none), each into its place. */
+struct number {
+        const char *key;
+        uint64_t *out;
+};
+
+static int numbers(json_object *o, const char *key, const struct number *v, size_t n)
+{
+        json_object *sub = NULL;
+
+        if (json_field_of(o, key, json_type_object, &sub, NULL, 0) < 0)
+                return -EPROTO;
+        for (size_t i = 0; sub && i < n; i++)
+                if (get_uint(sub, v[i].key, UINT64_MAX, v[i].out) < 0)
+                        return -EPROTO;
         return 0;
-fail:
-        snapfs_scope_free(out);
+}
+
+/* Its limits, its usage against them, how many grants it has. */
+static int scope_numbers(json_object *o, struct snapfs_scope *out)
+{
+        const struct number limits[] = {
+                { "max_snapshots", &out->limits.max_snapshots },
+                { "max_bytes", &out->limits.max_bytes },
+                { "max_staging", &out->limits.max_staging },
+                { "max_staging_bytes", &out->limits.max_staging_bytes },
+                { "min_bytes", &out->min_bytes },
+        };
+        const struct number usage[] = {
+                { "snapshots", &out->usage.snapshots },
+                { "bytes", &out->usage.bytes },
+                { "staging", &out->usage.staging },
+                { "staging_bytes", &out->usage.staging_bytes },
+        };
+
+        if (numbers(o, "limits", limits, ARRAY_SIZE(limits)) < 0 ||
+            numbers(o, "usage", usage, ARRAY_SIZE(usage)) < 0)
+                return -EPROTO;
+        return get_uint(o, "grants", UINT64_MAX, &out->n_grants);
+}
+
+int sfc_scope_from_json(json_object *o, struct snapfs_scope *out)
+{
+        int r;
+
+        memset(out, 0, sizeof(*out));
+        if (!json_object_is_type(o, json_type_object))
+                return -EPROTO;
+        r = scope_place(o, out);
+        if (r == 0)
+                r = scope_users(o, out);
+        if (r == 0)
+                r = scope_ties(o, out);
+        if (r == 0)
+                r = scope_numbers(o, out);
+        if (r < 0)
+                snapfs_scope_free(out);
         return r;
 }
 
@@ -233,6 +264,18 @@ static json_object *request(const char *op)
         json_object *o = json_object_new_object();
 
         if (o && add(o, "op", json_object_new_string(op)) < 0) {
+                json_object_put(o);
+                return NULL;
+        }
+        return o;
+}
+
+/* {op, name}: a request about one scope. */
+static json_object *named_request(const char *op, const char *name)
+{
+        json_object *o = request(op);
+
+        if (o && add(o, "name", json_object_new_string(name)) < 0) {
                 json_object_put(o);
                 return NULL;
         }
@@ -444,11 +487,7 @@ int snapfs_scope_show(const char *mount, const char *name, const struct snapfs_o
                 return sfc_report_fail(why, -EINVAL, "invalid-argument", "no room for the scope");
         if (!name_valid(name))
                 return bad_name(why, "scope name", name);
-        req = request("scope-show");
-        if (req && add(req, "name", json_object_new_string(name)) < 0) {
-                json_object_put(req);
-                req = NULL;
-        }
+        req = named_request("scope-show", name);
         r = call_for_scope(mount, req, opts, &reply, &s, why);
         if (r < 0)
                 return r;
@@ -486,11 +525,7 @@ int snapfs_scope_remove(const char *mount, const char *name, const struct snapfs
         sfc_report_reset(why);
         if (!name_valid(name))
                 return bad_name(why, "scope name", name);
-        req = request("scope-remove");
-        if (req && add(req, "name", json_object_new_string(name)) < 0) {
-                json_object_put(req);
-                req = NULL;
-        }
+        req = named_request("scope-remove", name);
         return call(mount, req, opts, &reply, why);
 }
 

@@ -259,3 +259,48 @@ int json_field_bool(json_object *o, const char *key, bool *out, char *why, size_
         *out = json_object_get_boolean(v);
         return 1;
 }
+
+int json_field_of(json_object *o, const char *key, json_type type, json_object **out, char *why,
+                  size_t n)
+{
+        json_object *v = member(o, key);
+
+        if (!v)
+                return 0;
+        if (!json_object_is_type(v, type))
+                return bad_field(why, n, "\"%s\" is not %s", key,
+                                 type == json_type_array ? "a list" : "an object");
+        *out = v;
+        return 1;
+}
+
+int json_add(json_object *o, const char *key, json_object *v)
+{
+        if (!v)
+                return -ENOMEM;
+        if (json_object_object_add(o, key, v) < 0) {
+                json_object_put(v);
+                return -ENOMEM;
+        }
+        return 0;
+}
+
+int json_add_null(json_object *o, const char *key)
+{
+        return json_object_object_add(o, key, NULL) < 0 ? -ENOMEM : 0;
+}
+
+json_object *json_list(const void *v, size_t n, size_t size, json_object *(*fn)(const void *e))
+{
+        json_object *a = json_object_new_array();
+
+        for (size_t i = 0; a && i < n; i++) {
+                json_object *e = fn((const char *)v + i * size);
+                if (!e || json_object_array_add(a, e) < 0) {
+                        json_object_put(e);
+                        json_object_put(a);
+                        return NULL;
+                }
+        }
+        return a;
+}

@@ -41,3 +41,15 @@ int json_field_uint(json_object *o, const char *key, uint64_t max, uint64_t *out
                     size_t n);
 /* true or false. */
 int json_field_bool(json_object *o, const char *key, bool *out, char *why, size_t n);
+/* An object (json_type_object) or a list (json_type_array), as type says; *out is o's. */
+int json_field_of(json_object *o, const char *key, json_type type, json_object **out, char *why,
+                  size_t n);
+
+/* Adds v to o under key: 0, or -ENOMEM when v is NULL (the json_object_new_* that made it
+ * failed) or cannot be added (v put). */
+int json_add(json_object *o, const char *key, json_object *v);
+/* Adds key to o as null: 0 or -ENOMEM. */
+int json_add_null(json_object *o, const char *key);
+/* A list of the n elements of size bytes each at v, each made by fn: NULL when fn or the list
+ * fails (no memory). */
+json_object *json_list(const void *v, size_t n, size_t size, json_object *(*fn)(const void *e));

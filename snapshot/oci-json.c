@@ -17,13 +17,7 @@ int oci_json_parse(const void *buf, size_t len, json_object **out)
 
 int oci_json_add(json_object *obj, const char *key, json_object *o)
 {
-        if (!o)
-                return -ENOMEM;
-        if (json_object_object_add(obj, key, o) < 0) {
-                json_object_put(o);
-                return -ENOMEM;
-        }
-        return 0;
+        return json_add(obj, key, o);
 }
 
 /* A string value without an embedded NUL (json-c keeps "\u0000"; C would cut it short and

@@ -13,6 +13,7 @@
 
 #include "fs/config/options.h"
 #include "fs/scopes/registry.h"
+#include "fs/scopes/scopejson.h"
 #include "fs/control/status.h"
 #include "snapshot/digest.h"
 #include "snapshot/oci-json.h"
@@ -220,7 +221,7 @@ static int op_scope_create(struct ctx *x)
         static const char *const keys[] = { "op", "name", "view", "uids", "gid", "publish",
                                             "until_pid", "client_pid", "limits", NULL };
         struct sfs_scope_request q = { 0 };
-        json_object *scope = NULL;
+        struct sfs_scope_info scope;
         int64_t v;
         int r;
 
@@ -249,8 +250,9 @@ static int op_scope_create(struct ctx *x)
         r = sfs_registry_create(x->reg, x->c, &q, &scope, &x->msg);
         if (r < 0)
                 return r;
-        json_object_object_add(x->reply, "scope", scope);
-        return 0;
+        r = json_add(x->reply, "scope", sfs_scope_info_json(&scope));
+        sfs_scope_info_clear(&scope);
+        return r;
 }
 
 /* An op that takes no field but "op" and answers with one object, what get makes of the
@@ -259,7 +261,7 @@ static int reply_with(struct ctx *x, const char *key,
                       int (*get)(struct sfs_registry *, struct json_object **))
 {
         static const char *const keys[] = { "op", NULL };
-        json_object *o;
+        json_object *o = NULL;
         int r = known_fields(x->req, keys, &x->bad);
 
         if (r == 0)
@@ -270,27 +272,46 @@ static int reply_with(struct ctx *x, const char *key,
         return 0;
 }
 
+/* The registry's scopes as the control channel reports them. */
+static int scopes_json(struct sfs_registry *reg, struct json_object **out)
+{
+        struct sfs_scope_info *v;
+        size_t n;
+        int r = sfs_registry_list(reg, &v, &n);
+
+        if (r < 0)
+                return r;
+        *out = sfs_scope_infos_json(v, n);
+        sfs_scope_infos_free(v, n);
+        return *out ? 0 : -ENOMEM;
+}
+
 static int op_scope_list(struct ctx *x)
 {
-        return reply_with(x, "scopes", sfs_registry_list);
+        return reply_with(x, "scopes", scopes_json);
 }
 
 static int op_scope_show(struct ctx *x)
 {
         static const char *const keys[] = { "op", "name", NULL };
-        json_object *scope, *grants;
+        struct sfs_scope_info scope;
+        struct sfs_grant_info *grants;
         const char *name;
+        size_t n;
         int r;
 
         if ((r = known_fields(x->req, keys, &x->bad)) < 0 ||
             (r = str_field(x->req, "name", true, &name, &x->bad)) < 0)
                 return r;
-        r = sfs_registry_show(x->reg, name, &scope, &grants, &x->msg);
+        r = sfs_registry_show(x->reg, name, &scope, &grants, &n, &x->msg);
         if (r < 0)
                 return r;
-        json_object_object_add(x->reply, "scope", scope);
-        json_object_object_add(x->reply, "grants", grants);
-        return 0;
+        r = json_add(x->reply, "scope", sfs_scope_info_json(&scope));
+        if (r == 0)
+                r = json_add(x->reply, "grants", sfs_grant_infos_json(grants, n));
+        sfs_scope_info_clear(&scope);
+        free(grants);
+        return r;
 }
 
 static int op_scope_remove(struct ctx *x)
@@ -328,15 +349,14 @@ static int grant_fields(struct ctx *x, bool need_digest, struct grant_req *g)
 
 static int op_grant(struct ctx *x)
 {
+        struct sfs_grant_info grant;
         struct grant_req g;
-        json_object *grant;
         int r;
 
         if ((r = grant_fields(x, true, &g)) < 0 ||
             (r = sfs_registry_grant(x->reg, x->c, g.scope, &g.d, g.entry, &grant, &x->msg)) < 0)
                 return r;
-        json_object_object_add(x->reply, "grant", grant);
-        return 0;
+        return json_add(x->reply, "grant", sfs_grant_info_json(&grant));
 }
 
 static int op_revoke(struct ctx *x)

@@ -17,6 +17,7 @@
 #include "fs/base/notify.h"
 #include "fs/store/ocistore.h"
 #include "fs/scopes/registry.h"
+#include "fs/scopes/scopejson.h"
 #include "fs/tree/tree.h"
 #include "common/util.h"
 
@@ -71,8 +72,9 @@ struct state {
         struct sfs_tree_config cfg;
         struct sfs_tree_stats st;
         struct sfs_metrics_snapshot m;
-        json_object *scopes; /* the registry's list */
-        uint64_t n_scopes, views_served;
+        struct sfs_scope_info *scopes; /* the registry's list */
+        size_t n_scopes;
+        uint64_t views_served;
         uint64_t corrupt;
         bool store;
 };
@@ -89,17 +91,11 @@ static int read_state(struct sfs_registry *r, struct state *s)
         sfs_metrics_read(&s->m);
         s->store = store != NULL;
         s->corrupt = store ? sfs_ocistore_corrupt(store) : 0;
-        rr = sfs_registry_list(r, &s->scopes);
+        rr = sfs_registry_list(r, &s->scopes, &s->n_scopes);
         if (rr < 0)
                 return rr;
-        s->n_scopes = json_object_array_length(s->scopes);
-        for (size_t i = 0; i < s->n_scopes; i++) {
-                json_object *dev;
-                if (json_object_object_get_ex(json_object_array_get_idx(s->scopes, i), "dev",
-                                              &dev) &&
-                    json_object_is_type(dev, json_type_string))
-                        s->views_served++;
-        }
+        for (size_t i = 0; i < s->n_scopes; i++)
+                s->views_served += s->scopes[i].mounted;
         s->views_served += 1 + (s->cfg.read_view_dev != 0);
         return 0;
 }
@@ -211,7 +207,7 @@ int sfs_status_json(struct sfs_registry *r, json_object **out)
                 json_object_put(mounts);
                 json_object_put(store);
                 json_object_put(usage);
-                json_object_put(s.scopes);
+                sfs_scope_infos_free(s.scopes, s.n_scopes);
                 return -ENOMEM;
         }
         gmtime_r(&daemon_info.started.tv_sec, &tm);
@@ -241,7 +237,8 @@ int sfs_status_json(struct sfs_registry *r, json_object **out)
                                daemon_info.read_view ? mount_json(daemon_info.read_view,
                                                                   s.cfg.read_view_dev, true)
                                                      : json_object_new_null());
-        json_object_object_add(mounts, "scopes", s.scopes);
+        json_object_object_add(mounts, "scopes", sfs_scope_infos_json(s.scopes, s.n_scopes));
+        sfs_scope_infos_free(s.scopes, s.n_scopes);
         json_object_object_add(o, "mounts", mounts);
 
         json_object_object_add(store, "dir", str_or_null(daemon_info.store_dir));
@@ -272,7 +269,7 @@ int sfs_status_metrics(struct sfs_registry *r, enum sfs_metrics_format format, c
 
         if (rr < 0)
                 return rr;
-        json_object_put(s.scopes);
+        sfs_scope_infos_free(s.scopes, s.n_scopes);
         g = (struct sfs_metrics_gauges){
                 .version = SNAPFS_VERSION,
                 .start_time = (double)daemon_info.started.tv_sec +
@@ -318,7 +315,7 @@ void sfs_status_line(struct sfs_registry *r, char *buf, size_t size)
                 snprintf(buf, size, "serving %s", daemon_info.mount ? daemon_info.mount : "");
                 return;
         }
-        json_object_put(s.scopes);
+        sfs_scope_infos_free(s.scopes, s.n_scopes);
         human(s.st.bytes + s.st.reserved, used, sizeof(used));
         human(s.cfg.max_bytes, max, sizeof(max));
         snprintf(buf, size,

@@ -9,33 +9,25 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/sysmacros.h>
 #include <unistd.h>
 
 #include "fs/base/audit.h"
 #include "fs/base/lockorder.h"
+#include "fs/base/log.h"
 #include "fs/store/ocistore.h"
 #include "fs/config/options.h"
 #include "fs/scopes/pidwatch.h"
+#include "fs/scopes/scopefile.h"
 #include "fs/scopes/viewpath.h"
 #include "snapshot/store.h"
 #include "common/array.h"
-#include "common/json.h"
 #include "common/util.h"
-
-#define SCOPE_FILE_VERSION 1
 
 struct scope {
         uint64_t id;                 /* never reused: what the until-pid watcher reports */
-        char name[SNAP_NAME_MAX + 1];
-        char *view;
-        bool view_made;              /* the daemon created the view's directory */
-        struct sfs_scope_users users;
-        bool publish;
-        struct sfs_scope_limits limits;
-        pid_t until_pid;             /* 0: none */
-        uint64_t until_start;
-        char boot_id[40];
+        /* What its file keeps (the name, the view, the users, the limits, the until-pid);
+         * file.grants unused: they are the tree's. */
+        struct sfs_scopefile file;
         bool allow_other;
         struct sfs_tree *tree;
         struct sfs_view *view_h;     /* NULL: not mounted (it could not be at a start) */
@@ -43,8 +35,8 @@ struct scope {
         struct sfs_registry *reg;
         /* Grants (and their entries) of the scope's file whose snapshot was not stored at the
          * start: kept as written, in the file at every rewrite, until those bytes are
-         * published again (dangling_published). NULL: none. */
-        json_object *dangling_grants, *dangling_entries;
+         * published again (dangling_published). */
+        struct sfs_scope_grants dangling;
 };
 
 struct sfs_registry {
@@ -67,18 +59,8 @@ static const char *const own_what[4] = { "the main mount", "the read view", "--s
 #define NO_SCOPE "no scope named %s: snapfs scope ls lists the scopes; snapfs scope create %s " \
                  "--view PATH makes it"
 
-__attribute__((format(printf, 3, 4)))
-static int msg(struct sfs_msg *m, int err, const char *fmt, ...)
-{
-        va_list ap;
-
-        if (m) {
-                va_start(ap, fmt);
-                vsnprintf(m->text, sizeof(m->text), fmt, ap);
-                va_end(ap);
-        }
-        return -err;
-}
+/* -err, m (NULL: none) saying why. */
+#define msg(m, err, ...) sfs_say((m) ? (m)->text : NULL, sizeof((m)->text), (err), __VA_ARGS__)
 
 /* ---- the table ---- */
 
@@ -86,7 +68,7 @@ static int name_cmp(const void *key, const void *element)
 {
         const struct scope *const *s = element;
 
-        return strcmp(key, (*s)->name);
+        return strcmp(key, (*s)->file.name);
 }
 
 static size_t lower(const struct sfs_registry *r, const char *name)
@@ -98,7 +80,7 @@ static struct scope *find(const struct sfs_registry *r, const char *name)
 {
         size_t i = lower(r, name);
 
-        return i < r->n && strcmp(r->v[i]->name, name) == 0 ? r->v[i] : NULL;
+        return i < r->n && strcmp(r->v[i]->file.name, name) == 0 ? r->v[i] : NULL;
 }
 
 static struct scope *find_id(const struct sfs_registry *r, uint64_t id)
@@ -112,7 +94,7 @@ static struct scope *find_id(const struct sfs_registry *r, uint64_t id)
 static struct scope *find_view(const struct sfs_registry *r, const char *view)
 {
         for (size_t i = 0; i < r->n; i++)
-                if (strcmp(r->v[i]->view, view) == 0)
+                if (strcmp(r->v[i]->file.view, view) == 0)
                         return r->v[i];
         return NULL;
 }
@@ -131,7 +113,7 @@ static int room(struct sfs_registry *r)
 
 static void insert(struct sfs_registry *r, struct scope *s)
 {
-        size_t i = lower(r, s->name);
+        size_t i = lower(r, s->file.name);
 
         memmove(&r->v[i + 1], &r->v[i], (r->n - i) * sizeof(r->v[0]));
         r->v[i] = s;
@@ -140,7 +122,7 @@ static void insert(struct sfs_registry *r, struct scope *s)
 
 static void take_out(struct sfs_registry *r, struct scope *s)
 {
-        size_t i = lower(r, s->name);
+        size_t i = lower(r, s->file.name);
 
         if (i < r->n && r->v[i] == s) {
                 memmove(&r->v[i], &r->v[i + 1], (r->n - i - 1) * sizeof(r->v[0]));
@@ -153,9 +135,8 @@ static void scope_free(struct scope *s)
         if (!s)
                 return;
         sfs_tree_free(s->tree);
-        json_object_put(s->dangling_grants);
-        json_object_put(s->dangling_entries);
-        free(s->view);
+        sfs_scope_grants_free(&s->dangling);
+        free(s->file.view);
         free(s);
 }
 
@@ -189,203 +170,96 @@ void sfs_registry_audit_refused(struct sfs_registry *r, const struct sfs_caller 
         audit(r, c, "refused", op, scope, NULL, NULL, NULL, err, NULL);
 }
 
-/* ---- a scope's JSON ---- */
+/* ---- a scope as the control channel reports it ---- */
 
-static int add(json_object *o, const char *key, json_object *v)
+void sfs_scope_info_clear(struct sfs_scope_info *s)
 {
-        if (!v)
-                return -ENOMEM;
-        json_object_object_add(o, key, v);
-        return 0;
+        if (!s)
+                return;
+        free(s->view);
+        *s = (struct sfs_scope_info){ 0 };
 }
 
-/* JSON null is json-c's NULL: v, or null when !present (v then NULL too). */
-static int add_opt(json_object *o, const char *key, bool present, json_object *v)
+void sfs_scope_infos_free(struct sfs_scope_info *v, size_t n)
 {
-        if (!present) {
-                json_object_object_add(o, key, NULL);
-                return 0;
-        }
-        return add(o, key, v);
+        for (size_t i = 0; v && i < n; i++)
+                sfs_scope_info_clear(&v[i]);
+        free(v);
 }
 
-static json_object *limits_json(const struct sfs_scope_limits *l)
+/* s as the control channel reports it (docs/design.md, "The control channel"): 0 or
+ * -ENOMEM. Registry lock held. */
+static int scope_info(struct scope *s, struct sfs_registry *r, struct sfs_scope_info *out)
 {
-        json_object *o = json_object_new_object();
-
-        if (!o || add(o, "max_snapshots", json_object_new_uint64(l->max_snapshots)) < 0 ||
-            add(o, "max_bytes", json_object_new_uint64(l->max_bytes)) < 0 ||
-            add(o, "max_staging", json_object_new_uint64(l->max_staging)) < 0 ||
-            add(o, "max_staging_bytes", json_object_new_uint64(l->max_staging_bytes)) < 0 ||
-            add(o, "min_bytes", json_object_new_uint64(l->min_bytes)) < 0) {
-                json_object_put(o);
-                return NULL;
-        }
-        return o;
-}
-
-static json_object *uids_json(const struct value_uid_list *u)
-{
-        json_object *a = json_object_new_array();
-
-        for (unsigned i = 0; a && i < u->n; i++)
-                if (json_object_array_add(a, json_object_new_int64(u->uids[i])) < 0) {
-                        json_object_put(a);
-                        return NULL;
-                }
-        return a;
-}
-
-/* The scope as the control channel reports it (docs/design.md, "The control channel"). */
-static json_object *scope_json(struct scope *s, struct sfs_registry *r)
-{
-        struct sfs_scope_usage u;
-        json_object *o = json_object_new_object(), *usage = json_object_new_object();
-        bool mounted = s->view_h && r->cfg.views->alive(r->cfg.views->ctx, s->view_h);
-        char dev[32];
-
-        sfs_scope_get_usage(s->tree, &u);
-        snprintf(dev, sizeof(dev), "%u:%u", major(s->dev), minor(s->dev));
-        if (!o || !usage || add(o, "name", json_object_new_string(s->name)) < 0 ||
-            add(o, "view", json_object_new_string(s->view)) < 0 ||
-            add_opt(o, "dev", mounted, mounted ? json_object_new_string(dev) : NULL) < 0 ||
-            add(o, "uids", uids_json(&s->users.uids)) < 0 ||
-            add_opt(o, "gid", s->users.has_gid,
-                    s->users.has_gid ? json_object_new_int64(s->users.gid) : NULL) < 0 ||
-            add(o, "publish", json_object_new_boolean(s->publish)) < 0 ||
-            add_opt(o, "until_pid", s->until_pid != 0,
-                    s->until_pid ? json_object_new_int64(s->until_pid) : NULL) < 0 ||
-            add(o, "limits", limits_json(&s->limits)) < 0 ||
-            add(usage, "snapshots", json_object_new_uint64(u.snapshots)) < 0 ||
-            add(usage, "bytes", json_object_new_uint64(u.bytes)) < 0 ||
-            add(usage, "staging", json_object_new_uint64(u.staging)) < 0 ||
-            add(usage, "staging_bytes", json_object_new_uint64(u.staging_bytes)) < 0) {
-                json_object_put(o);
-                json_object_put(usage);
-                return NULL;
-        }
-        json_object_object_add(o, "usage", usage);
-        if (add(o, "grants", json_object_new_uint64(u.grants)) < 0) {
-                json_object_put(o);
-                return NULL;
-        }
-        return o;
-}
-
-static json_object *grant_json(const struct sfs_grant_info *g)
-{
-        char hex[SNAP_DIGEST_HEX_LEN + 1];
-        json_object *o = json_object_new_object();
-
-        snap_digest_to_hex(&g->digest, hex);
-        if (!o || add(o, "sha256", json_object_new_string(hex)) < 0 ||
-            add(o, "size", json_object_new_uint64(g->size)) < 0 ||
-            add(o, "ino", json_object_new_uint64(g->ino)) < 0 ||
-            add_opt(o, "entry", g->entry[0] != 0,
-                    g->entry[0] ? json_object_new_string(g->entry) : NULL) < 0) {
-                json_object_put(o);
-                return NULL;
-        }
-        return o;
+        *out = (struct sfs_scope_info){
+                .mounted = s->view_h && r->cfg.views->alive(r->cfg.views->ctx, s->view_h),
+                .dev = s->dev,
+                .users = s->file.users,
+                .publish = s->file.publish,
+                .until_pid = s->file.until_pid,
+                .limits = s->file.limits,
+        };
+        snprintf(out->name, sizeof(out->name), "%s", s->file.name);
+        sfs_scope_get_usage(s->tree, &out->usage);
+        out->view = strdup(s->file.view);
+        return out->view ? 0 : -ENOMEM;
 }
 
 /* ---- the scope's file in --store ---- */
 
-/* The scope's file with op applied (NULL: as it is). */
-/* ---- grants whose bytes were missing at the start ---- */
-
-static const char *json_str(json_object *o, const char *key)
+static bool has_grant(const struct sfs_scope_grants *g, const struct snap_digest *d)
 {
-        json_object *v;
-
-        return json_object_object_get_ex(o, key, &v) && json_object_is_type(v, json_type_string)
-                       ? json_object_get_string(v)
-                       : NULL;
-}
-
-/* Whether list (JSON objects) has one whose key is value. */
-static bool listed(json_object *list, const char *key, const char *value)
-{
-        size_t n = json_object_array_length(list);
-
-        for (size_t i = 0; value && i < n; i++) {
-                const char *v = json_str(json_object_array_get_idx(list, i), key);
-                if (v && strcmp(v, value) == 0)
+        for (size_t i = 0; i < g->n_grants; i++)
+                if (snap_digest_equal(&g->grants[i].digest, d))
                         return true;
-        }
         return false;
 }
 
-/* The scope's dangling grants and entries added to the file's lists, as they were written,
- * unless the scope has one of the same digest or name again (the file must restore). */
-static int dangling_json(struct scope *s, json_object *grants, json_object *entries)
+static bool has_entry(const struct sfs_scope_grants *g, const char *name)
 {
-        json_object *lists[2][2] = { { s->dangling_grants, grants },
-                                     { s->dangling_entries, entries } };
-        static const char *const keys[2] = { "sha256", "name" };
+        for (size_t i = 0; i < g->n_entries; i++)
+                if (strcmp(g->entries[i].name, name) == 0)
+                        return true;
+        return false;
+}
 
-        for (size_t k = 0; k < 2; k++) {
-                size_t n = lists[k][0] ? json_object_array_length(lists[k][0]) : 0;
-                for (size_t i = 0; i < n; i++) {
-                        json_object *o = json_object_array_get_idx(lists[k][0], i);
-                        if (listed(lists[k][1], keys[k], json_str(o, keys[k])))
-                                continue;
-                        if (json_object_array_add(lists[k][1], json_object_get(o)) < 0) {
-                                json_object_put(o);
-                                return -ENOMEM;
-                        }
-                }
-        }
+/* The scope's dangling grants and entries added to g, as they were written, unless the scope
+ * has one of the same digest or name again (the file must restore). 0 or -ENOMEM. */
+static int add_dangling(const struct scope *s, struct sfs_scope_grants *g)
+{
+        const struct sfs_scope_grants *d = &s->dangling;
+        struct sfs_grant_record *gv;
+        struct sfs_entry_record *ev;
+
+        if (!d->n_grants && !d->n_entries)
+                return 0;
+        gv = reallocarray(g->grants, g->n_grants + d->n_grants, sizeof(*gv));
+        if (gv)
+                g->grants = gv;
+        ev = gv ? reallocarray(g->entries, g->n_entries + d->n_entries, sizeof(*ev)) : NULL;
+        if (!ev)
+                return -ENOMEM;
+        g->entries = ev;
+        for (size_t i = 0; i < d->n_grants; i++)
+                if (!has_grant(g, &d->grants[i].digest))
+                        g->grants[g->n_grants++] = d->grants[i];
+        for (size_t i = 0; i < d->n_entries; i++)
+                if (!has_entry(g, d->entries[i].name))
+                        g->entries[g->n_entries++] = d->entries[i];
         return 0;
 }
 
-static int file_json(struct scope *s, const struct sfs_scope_op *op, char **text, size_t *len)
+/* The scope's file with op applied (NULL: as it is): its text. */
+static int file_text(struct scope *s, const struct sfs_scope_op *op, char **text, size_t *len)
 {
-        json_object *doc = json_object_new_object(), *grants = NULL, *entries = NULL, *until;
-        uint64_t next_ino = 0;
-        const char *t;
-        int r = doc ? 0 : -ENOMEM;
+        struct sfs_scopefile f = s->file; /* the grants: the tree's, and the dangling */
+        int r = sfs_scope_get_grants(s->tree, op, &f.grants);
 
         if (r == 0)
-                r = sfs_scope_grants_json(s->tree, op, &grants, &entries, &next_ino);
+                r = add_dangling(s, &f.grants);
         if (r == 0)
-                r = dangling_json(s, grants, entries);
-        if (r == 0 && s->until_pid) {
-                until = json_object_new_object();
-                r = until ? 0 : -ENOMEM;
-                if (r == 0 && (add(until, "pid", json_object_new_int64(s->until_pid)) < 0 ||
-                               add(until, "start", json_object_new_uint64(s->until_start)) < 0 ||
-                               add(until, "boot_id", json_object_new_string(s->boot_id)) < 0))
-                        r = -ENOMEM;
-                if (r == 0)
-                        json_object_object_add(doc, "until", until);
-                else
-                        json_object_put(until);
-        }
-        if (r == 0 && (add(doc, "version", json_object_new_int(SCOPE_FILE_VERSION)) < 0 ||
-                       add(doc, "name", json_object_new_string(s->name)) < 0 ||
-                       add(doc, "view", json_object_new_string(s->view)) < 0 ||
-                       add(doc, "view_made", json_object_new_boolean(s->view_made)) < 0 ||
-                       add(doc, "uids", uids_json(&s->users.uids)) < 0 ||
-                       add_opt(doc, "gid", s->users.has_gid,
-                               s->users.has_gid ? json_object_new_int64(s->users.gid) : NULL) < 0 ||
-                       add(doc, "publish", json_object_new_boolean(s->publish)) < 0 ||
-                       add(doc, "limits", limits_json(&s->limits)) < 0 ||
-                       add(doc, "next_ino", json_object_new_uint64(next_ino)) < 0))
-                r = -ENOMEM;
-        if (r == 0) {
-                json_object_object_add(doc, "grants", grants);
-                json_object_object_add(doc, "entries", entries);
-                grants = entries = NULL;
-                t = json_object_to_json_string_ext(doc, JSON_C_TO_STRING_PLAIN |
-                                                                JSON_C_TO_STRING_NOSLASHESCAPE);
-                *text = t ? strdup(t) : NULL;
-                *len = t ? strlen(t) : 0;
-                r = *text ? 0 : -ENOMEM;
-        }
-        json_object_put(grants);
-        json_object_put(entries);
-        json_object_put(doc);
+                r = sfs_scopefile_encode(&f, text, len);
+        sfs_scope_grants_free(&f.grants);
         return r;
 }
 
@@ -398,9 +272,9 @@ static int write_file(struct scope *s, const struct sfs_scope_op *op)
 
         if (!s->reg->cfg.scope_store)
                 return 0;
-        r = file_json(s, op, &text, &len);
+        r = file_text(s, op, &text, &len);
         if (r == 0)
-                r = sfs_ocistore_put_scope(s->reg->cfg.scope_store, s->name, text, len);
+                r = sfs_ocistore_put_scope(s->reg->cfg.scope_store, s->file.name, text, len);
         return r;
 }
 
@@ -521,7 +395,7 @@ static void remove_scope(struct sfs_registry *r, struct scope *s, const struct s
                          const char *reason)
 {
         struct sfs_scope_effects fx = { 0 };
-        char *view = s->view;
+        char *view = s->file.view;
         int rr;
 
         take_out(r, s);
@@ -531,7 +405,7 @@ static void remove_scope(struct sfs_registry *r, struct scope *s, const struct s
         sfs_scope_disarm(s->tree);
         /* First the file: a scope answered as removed never comes back at a start. */
         if (r->cfg.scope_store) {
-                rr = sfs_ocistore_drop_scope(r->cfg.scope_store, s->name);
+                rr = sfs_ocistore_drop_scope(r->cfg.scope_store, s->file.name);
                 (void)rr; /* -ENOENT: never written (a failed start) */
         }
         rr = sfs_scope_revoke_all(s->tree, &fx);
@@ -540,14 +414,14 @@ static void remove_scope(struct sfs_registry *r, struct scope *s, const struct s
         store_unlock(r);
         invalidate(r, s, &fx);
         sfs_scope_effects_free(&fx);
-        audit(r, c, "scope-remove", "scope-remove", s->name, NULL, NULL, view, 0, reason);
+        audit(r, c, "scope-remove", "scope-remove", s->file.name, NULL, NULL, view, 0, reason);
         if (s->view_h) {
                 /* The view's session keeps serving what is open; the backend frees the tree
                  * once the kernel ends it. */
                 r->cfg.views->detach(r->cfg.views->ctx, s->view_h, s->tree);
                 s->tree = NULL;
         }
-        if (s->view_made)
+        if (s->file.view_made)
                 sfs_view_path_remove(view);
         scope_free(s);
 }
@@ -607,19 +481,19 @@ static bool inside(const char *path, const char *dir)
 static int covers(struct sfs_registry *r, const struct scope *s, struct sfs_msg *m)
 {
         for (size_t i = 0; i < r->n; i++)
-                if (r->v[i] != s && inside(r->v[i]->view, s->view))
+                if (r->v[i] != s && inside(r->v[i]->file.view, s->file.view))
                         return msg(m, EBUSY, "%s would cover the view of scope %s (%s): choose "
-                                   "a path beside it, not above it", s->view, r->v[i]->name,
-                                   r->v[i]->view);
+                                   "a path beside it, not above it", s->file.view,
+                                   r->v[i]->file.name, r->v[i]->file.view);
         for (size_t i = 0; i < ARRAY_SIZE(r->own); i++) {
                 if (!r->own[i])
                         continue;
-                if (inside(r->own[i], s->view) || strcmp(r->own[i], s->view) == 0)
+                if (inside(r->own[i], s->file.view) || strcmp(r->own[i], s->file.view) == 0)
                         return msg(m, EBUSY, "%s would cover %s (%s): choose a path beside "
-                                   "it, not above it", s->view, own_what[i], r->own[i]);
-                if (i >= 2 && inside(s->view, r->own[i]))
+                                   "it, not above it", s->file.view, own_what[i], r->own[i]);
+                if (i >= 2 && inside(s->file.view, r->own[i]))
                         return msg(m, EBUSY, "%s lies inside %s (%s): choose a path "
-                                   "outside it", s->view, own_what[i], r->own[i]);
+                                   "outside it", s->file.view, own_what[i], r->own[i]);
         }
         return 0;
 }
@@ -659,10 +533,10 @@ static int mount_view(struct sfs_registry *r, struct scope *s, bool clear_stale,
                       struct sfs_msg *m)
 {
         const struct sfs_view_request req = {
-                .scope = s->name,
-                .path = s->view,
+                .scope = s->file.name,
+                .path = s->file.view,
                 .allow_other = s->allow_other,
-                .ro = !s->publish,
+                .ro = !s->file.publish,
                 /* Every view answers OPEN: a scope's content lives while a descriptor is
                  * open on it and goes with its grant otherwise, so the daemon must count
                  * the descriptors (an open it never saw would read a collected node). */
@@ -677,17 +551,18 @@ static int mount_view(struct sfs_registry *r, struct scope *s, bool clear_stale,
                 return msg(m, ENOMEM, "out of memory");
         if ((rr = covers(r, s, m)) < 0)
                 return rr;
-        if (r->cfg.views->handed_over && r->cfg.views->handed_over(r->cfg.views->ctx, s->view))
+        if (r->cfg.views->handed_over && r->cfg.views->handed_over(r->cfg.views->ctx, s->file.view))
                 goto mount; /* taken over: the first daemon prepared and checked it */
-        rr = sfs_view_path_prepare(s->view, r->cfg.uid, devs, n, made, &why);
+        rr = sfs_view_path_prepare(s->file.view, r->cfg.uid, devs, n, made, &why);
         if (rr == -ENOTCONN && clear_stale) {
                 /* A killed daemon's view: cleared as --replace-stale clears the main mount. */
-                rr = r->cfg.views->clear_stale(r->cfg.views->ctx, s->view);
+                rr = r->cfg.views->clear_stale(r->cfg.views->ctx, s->file.view);
                 if (rr == 0)
-                        rr = sfs_view_path_prepare(s->view, r->cfg.uid, devs, n, made, &why);
+                        rr = sfs_view_path_prepare(s->file.view, r->cfg.uid, devs, n, made, &why);
                 else
                         snprintf(why.message, sizeof(why.message),
-                                 "%s: a dead mount is there and could not be cleared", s->view);
+                                 "%s: a dead mount is there and could not be cleared",
+                                 s->file.view);
         }
         if (rr < 0)
                 return msg(m, rr == -ENOTCONN ? EBUSY : -rr, "%s", why.message);
@@ -696,7 +571,7 @@ mount:
                                  sizeof(m->text));
         if (rr < 0) {
                 if (*made)
-                        sfs_view_path_remove(s->view);
+                        sfs_view_path_remove(s->file.view);
                 *made = false;
                 return rr;
         }
@@ -730,10 +605,10 @@ static int scope_room(struct sfs_registry *r, struct sfs_msg *m)
 static int new_tree(struct sfs_registry *r, struct scope *s, bool restored)
 {
         const struct sfs_scope_spec spec = {
-                .name = s->name,
-                .users = s->users,
-                .publish = s->publish,
-                .limits = s->limits,
+                .name = s->file.name,
+                .users = s->file.users,
+                .publish = s->file.publish,
+                .limits = s->file.limits,
                 .restored = restored,
                 .save = r->cfg.scope_store ? save_hook : NULL,
                 .save_ctx = s,
@@ -748,7 +623,7 @@ static void new_tree_refused(struct sfs_registry *r, const struct scope *s, int 
 {
         struct sfs_scope_room room;
 
-        if (rr != -ENOSPC || !s->limits.min_bytes) {
+        if (rr != -ENOSPC || !s->file.limits.min_bytes) {
                 msg(m, -rr, "the scope's limits: %s", strerror(-rr));
                 return;
         }
@@ -756,7 +631,7 @@ static void new_tree_refused(struct sfs_registry *r, const struct scope *s, int 
         msg(m, ENOSPC, "limits.min_bytes %" PRIu64 " cannot be guaranteed: of this daemon's "
             "--max-bytes (%" PRIu64 "), %" PRIu64 " are the owner's reserve and %" PRIu64
             " other scopes' minimums, and %" PRIu64 " are free for a scope now: ask for less, "
-            "or free room first", s->limits.min_bytes, room.max_bytes, room.reserve_bytes,
+            "or free room first", s->file.limits.min_bytes, room.max_bytes, room.reserve_bytes,
             room.minimums, room.free);
 }
 
@@ -858,10 +733,10 @@ static int persist_and_mount(struct sfs_registry *r, struct scope *s, struct sfs
         if (rr < 0)
                 return msg(m, -rr, "--store: %s", strerror(-rr));
         rr = mount_view(r, s, false, &made, m);
-        s->view_made = made;
+        s->file.view_made = made;
         if (rr < 0 && r->cfg.scope_store) {
                 store_lock(r);
-                sfs_ocistore_drop_scope(r->cfg.scope_store, s->name);
+                sfs_ocistore_drop_scope(r->cfg.scope_store, s->file.name);
                 store_unlock(r);
         } else if (rr == 0 && made && r->cfg.scope_store) {
                 /* Recorded, so a delete after a restart removes what it made. */
@@ -873,7 +748,7 @@ static int persist_and_mount(struct sfs_registry *r, struct scope *s, struct sfs
 }
 
 int sfs_registry_create(struct sfs_registry *r, const struct sfs_caller *c,
-                        const struct sfs_scope_request *req, json_object **out,
+                        const struct sfs_scope_request *req, struct sfs_scope_info *out,
                         struct sfs_msg *m)
 {
         struct scope *s;
@@ -882,42 +757,43 @@ int sfs_registry_create(struct sfs_registry *r, const struct sfs_caller *c,
         if ((rr = create_request_valid(r, c, req, m)) < 0)
                 return rr;
         s = calloc(1, sizeof(*s));
-        if (!s || !(s->view = strdup(req->view))) {
+        if (!s || !(s->file.view = strdup(req->view))) {
                 free(s);
                 return msg(m, ENOMEM, "out of memory");
         }
-        snprintf(s->name, sizeof(s->name), "%s", req->name);
+        snprintf(s->file.name, sizeof(s->file.name), "%s", req->name);
         s->reg = r;
-        s->users = (struct sfs_scope_users){ .uids = req->uids, .has_gid = req->has_gid,
+        s->file.users = (struct sfs_scope_users){ .uids = req->uids, .has_gid = req->has_gid,
                                              .gid = req->gid };
-        s->publish = req->publish;
-        if ((rr = scope_limits(r, &req->limits, &s->limits, m)) < 0) {
+        s->file.publish = req->publish;
+        if ((rr = scope_limits(r, &req->limits, &s->file.limits, m)) < 0) {
                 audit(r, c, "refused", "scope-create", req->name, NULL, NULL, req->view, -rr, NULL);
                 scope_free(s);
                 return rr;
         }
-        s->allow_other = needs_allow_other(&s->users, r->cfg.uid);
+        s->allow_other = needs_allow_other(&s->file.users, r->cfg.uid);
 
         sfs_lock_order(&r->lock, SFS_LOCK_REGISTRY);
-        if (find(r, s->name))
+        if (find(r, s->file.name))
                 rr = msg(m, EEXIST, "a scope named %s exists: choose another name, or delete "
-                         "it first (snapfs scope rm %s)", s->name, s->name);
-        else if (find_view(r, s->view))
+                         "it first (snapfs scope rm %s)", s->file.name, s->file.name);
+        else if (find_view(r, s->file.view))
                 rr = msg(m, EEXIST, "%s is the view of scope %s: give another view, or delete "
-                         "that scope first (snapfs scope rm %s)", s->view,
-                         find_view(r, s->view)->name, find_view(r, s->view)->name);
+                         "that scope first (snapfs scope rm %s)", s->file.view,
+                         find_view(r, s->file.view)->file.name,
+                         find_view(r, s->file.view)->file.name);
         else if ((rr = scope_room(r, m)) == 0 && (rr = room(r)) < 0)
                 msg(m, ENOMEM, "out of memory");
         if (rr == 0 && (rr = new_tree(r, s, false)) < 0)
                 new_tree_refused(r, s, rr, m);
         if (rr == 0 && req->until_pid) {
                 const char *why = NULL;
-                rr = sfs_pid_tie(req->until_pid, &pidfd, &s->until_start, &why);
+                rr = sfs_pid_tie(req->until_pid, &pidfd, &s->file.until_start, &why);
                 if (rr < 0)
                         msg(m, -rr, "until_pid %d: %s", (int)req->until_pid,
                             rr == -ESRCH ? why : strerror(-rr));
-                s->until_pid = req->until_pid;
-                snprintf(s->boot_id, sizeof(s->boot_id), "%s", r->boot_id);
+                s->file.until_pid = req->until_pid;
+                snprintf(s->file.boot_id, sizeof(s->file.boot_id), "%s", r->boot_id);
         }
         if (rr == 0)
                 rr = persist_and_mount(r, s, m);
@@ -937,10 +813,11 @@ int sfs_registry_create(struct sfs_registry *r, const struct sfs_caller *c,
                                 return msg(m, -rr, "cannot watch until_pid: %s", strerror(-rr));
                         }
                 }
-                audit(r, c, "scope-create", "scope-create", s->name, NULL, NULL, s->view, 0, NULL);
-                *out = scope_json(s, r);
+                audit(r, c, "scope-create", "scope-create", s->file.name, NULL, NULL, s->file.view,
+                      0, NULL);
+                rr = scope_info(s, r, out);
                 sfs_unlock_order(&r->lock, SFS_LOCK_REGISTRY);
-                return *out ? 0 : msg(m, ENOMEM, "out of memory");
+                return rr < 0 ? msg(m, ENOMEM, "out of memory") : 0;
         }
         sfs_unlock_order(&r->lock, SFS_LOCK_REGISTRY);
         safe_close(pidfd);
@@ -966,62 +843,71 @@ int sfs_registry_remove(struct sfs_registry *r, const struct sfs_caller *c, cons
         return 0;
 }
 
-int sfs_registry_list(struct sfs_registry *r, json_object **out)
+int sfs_registry_list(struct sfs_registry *r, struct sfs_scope_info **out, size_t *n)
 {
-        json_object *a = json_object_new_array();
-        int rr = a ? 0 : -ENOMEM;
+        struct sfs_scope_info *v;
+        size_t count;
+        int rr = 0;
 
+        *out = NULL;
+        *n = 0;
         sfs_lock_order(&r->lock, SFS_LOCK_REGISTRY);
-        for (size_t i = 0; rr == 0 && i < r->n; i++) {
-                json_object *o = scope_json(r->v[i], r);
-                if (!o || json_object_array_add(a, o) < 0) {
-                        json_object_put(o);
-                        rr = -ENOMEM;
-                }
-        }
+        count = r->n;
+        v = calloc(count ? count : 1, sizeof(*v));
+        if (!v)
+                rr = -ENOMEM;
+        for (size_t i = 0; rr == 0 && i < count; i++)
+                rr = scope_info(r->v[i], r, &v[i]);
         sfs_unlock_order(&r->lock, SFS_LOCK_REGISTRY);
         if (rr < 0) {
-                json_object_put(a);
+                sfs_scope_infos_free(v, count);
                 return rr;
         }
-        *out = a;
+        *out = v;
+        *n = count;
         return 0;
 }
+
+/* The grants a show lists. */
+struct grant_list {
+        struct sfs_grant_info *v;
+        size_t n, cap;
+};
 
 static int add_grant(const struct sfs_grant_info *g, void *ctx)
 {
-        json_object *o = grant_json(g);
+        struct grant_list *l = ctx;
 
-        if (!o || json_object_array_add(ctx, o) < 0) {
-                json_object_put(o);
+        if (ARRAY_GROW(l->v, l->cap, l->n + 1, 16) < 0)
                 return -ENOMEM;
-        }
+        l->v[l->n++] = *g;
         return 0;
 }
 
-int sfs_registry_show(struct sfs_registry *r, const char *name, json_object **scope,
-                      json_object **grants, struct sfs_msg *m)
+int sfs_registry_show(struct sfs_registry *r, const char *name, struct sfs_scope_info *scope,
+                      struct sfs_grant_info **grants, size_t *n_grants, struct sfs_msg *m)
 {
-        json_object *a = json_object_new_array(), *o = NULL;
+        struct grant_list l = { 0 };
         struct scope *s;
-        int rr = a ? 0 : -ENOMEM;
+        int rr = 0;
 
+        *scope = (struct sfs_scope_info){ 0 };
         sfs_lock_order(&r->lock, SFS_LOCK_REGISTRY);
         s = name ? find(r, name) : NULL;
         if (!s)
                 rr = msg(m, ENOENT, NO_SCOPE, name ? name : "", name ? name : "");
         if (rr == 0)
-                rr = sfs_scope_foreach_grant(s->tree, add_grant, a);
-        if (rr == 0 && !(o = scope_json(s, r)))
-                rr = -ENOMEM;
+                rr = sfs_scope_foreach_grant(s->tree, add_grant, &l);
+        if (rr == 0)
+                rr = scope_info(s, r, scope);
         sfs_unlock_order(&r->lock, SFS_LOCK_REGISTRY);
         if (rr < 0) {
-                json_object_put(a);
-                json_object_put(o);
+                free(l.v);
+                sfs_scope_info_clear(scope);
                 return rr;
         }
-        *scope = o;
-        *grants = a;
+        *grants = l.v;
+        *n_grants = l.n;
         return 0;
 }
 
@@ -1056,7 +942,7 @@ static int change(struct sfs_registry *r, const struct sfs_caller *c, const char
         store_unlock(r);
         invalidate(r, s, &fx);
         sfs_scope_effects_free(&fx);
-        audit(r, c, rr == 0 ? what : "refused", what, s->name,
+        audit(r, c, rr == 0 ? what : "refused", what, s->file.name,
               op->has_digest ? &op->digest : NULL, op->entry, NULL, rr < 0 ? -rr : 0, NULL);
         sfs_unlock_order(&r->lock, SFS_LOCK_REGISTRY);
         switch (rr) {
@@ -1080,29 +966,22 @@ static int change(struct sfs_registry *r, const struct sfs_caller *c, const char
 }
 
 int sfs_registry_grant(struct sfs_registry *r, const struct sfs_caller *c, const char *scope,
-                       const struct snap_digest *d, const char *entry, json_object **grant,
-                       struct sfs_msg *m)
+                       const struct snap_digest *d, const char *entry,
+                       struct sfs_grant_info *grant, struct sfs_msg *m)
 {
         const struct sfs_scope_op op = { .kind = SFS_SCOPE_GRANT, .has_digest = true,
                                          .digest = *d, .entry = entry };
-        struct sfs_grant_info info;
-        int rr = change(r, c, scope, &op, &info, m);
 
-        if (rr < 0)
-                return rr;
-        *grant = grant_json(&info);
-        return *grant ? 0 : msg(m, ENOMEM, "out of memory");
+        return change(r, c, scope, &op, grant, m);
 }
 
 int sfs_registry_grant_hook(void *ctx, const struct sfs_caller *c, const char *scope,
                             const struct snap_digest *d, const char *entry)
 {
+        struct sfs_grant_info g;
         struct sfs_msg m;
-        json_object *g = NULL;
-        int rr = sfs_registry_grant(ctx, c, scope, d, entry, &g, &m);
 
-        json_object_put(g);
-        return rr;
+        return sfs_registry_grant(ctx, c, scope, d, entry, &g, &m);
 }
 
 int sfs_registry_revoke(struct sfs_registry *r, const struct sfs_caller *c, const char *scope,
@@ -1117,32 +996,30 @@ int sfs_registry_revoke(struct sfs_registry *r, const struct sfs_caller *c, cons
         return change(r, c, scope, &op, NULL, m);
 }
 
-/* The dangling grants of s for hex taken out of it: into ops (entries, then NULL for a grant
+/* The dangling grants of s for d taken out of it: into ops (entries, then NULL for a grant
  * by digest alone, at most max - 1 of them, each a strdup'd entry or NULL), their count. */
-static size_t dangling_take(struct scope *s, const char *hex, char **ops, size_t max)
+static size_t dangling_take(struct scope *s, const struct snap_digest *d, char **ops,
+                            size_t max)
 {
+        struct sfs_scope_grants *g = &s->dangling;
         size_t n = 0, i;
 
-        for (i = s->dangling_entries ? json_object_array_length(s->dangling_entries) : 0;
-             i-- > 0;) {
-                json_object *e = json_object_array_get_idx(s->dangling_entries, i);
-                const char *eh = json_str(e, "sha256"), *name = json_str(e, "name");
-                if (!eh || strcmp(eh, hex) != 0 || !name || n + 1 >= max)
+        for (i = g->n_entries; i-- > 0;) {
+                if (!snap_digest_equal(&g->entries[i].digest, d) || n + 1 >= max)
                         continue;
-                if (!(ops[n] = strdup(name)))
+                if (!(ops[n] = strdup(g->entries[i].name)))
                         break;
                 n++;
-                json_object_array_del_idx(s->dangling_entries, i, 1);
+                memmove(&g->entries[i], &g->entries[i + 1],
+                        (--g->n_entries - i) * sizeof(g->entries[0]));
         }
-        for (i = s->dangling_grants ? json_object_array_length(s->dangling_grants) : 0;
-             i-- > 0;) {
-                json_object *g = json_object_array_get_idx(s->dangling_grants, i);
-                const char *gh = json_str(g, "sha256");
-                if (!gh || strcmp(gh, hex) != 0)
+        for (i = g->n_grants; i-- > 0;) {
+                if (!snap_digest_equal(&g->grants[i].digest, d))
                         continue;
                 if (n == 0) /* a grant by digest alone: granted again as one */
                         ops[n++] = NULL;
-                json_object_array_del_idx(s->dangling_grants, i, 1);
+                memmove(&g->grants[i], &g->grants[i + 1],
+                        (--g->n_grants - i) * sizeof(g->grants[0]));
         }
         return n;
 }
@@ -1153,9 +1030,7 @@ static void dangling_published(void *ctx, const struct snap_digest *d)
 {
         struct sfs_registry *r = ctx;
         const struct sfs_caller c = { .uid = r->cfg.uid, .gid = r->cfg.gid, .pid = getpid() };
-        char hex[SNAP_DIGEST_HEX_LEN + 1];
 
-        snap_digest_to_hex(d, hex);
         for (;;) {
                 char name[SNAP_NAME_MAX + 1] = "", *ops[65]; /* a round: the rest next */
                 size_t n = 0;
@@ -1165,9 +1040,9 @@ static void dangling_published(void *ctx, const struct snap_digest *d)
                 sfs_lock_order(&r->lock, SFS_LOCK_REGISTRY);
                 store_lock(r);
                 for (size_t i = 0; i < r->n && n == 0; i++) {
-                        n = dangling_take(r->v[i], hex, ops, ARRAY_SIZE(ops));
+                        n = dangling_take(r->v[i], d, ops, ARRAY_SIZE(ops));
                         if (n)
-                                snprintf(name, sizeof(name), "%s", r->v[i]->name);
+                                snprintf(name, sizeof(name), "%s", r->v[i]->file.name);
                 }
                 store_unlock(r);
                 sfs_unlock_order(&r->lock, SFS_LOCK_REGISTRY);
@@ -1224,224 +1099,158 @@ static void warn_grant(void *ctx, const char *what, const char *why)
         warn(rs, "scope file: %s: %s", what, why);
 }
 
-static json_object *field(json_object *o, const char *key, json_type type)
+/* A scope's file that does not come back: said, left as it is, and nothing is collected at
+ * this start (the scope that did not come back may still need it). */
+static int left_as_it_is(struct restoring *rs, const char *name, const char *what,
+                         const char *why)
 {
-        json_object *v;
-
-        if (!json_object_object_get_ex(o, key, &v) || !json_object_is_type(v, type))
-                return NULL;
-        return v;
+        warn(rs, "scope %s: %s (%s); left as it is, and nothing is collected at this start", name,
+             what, why);
+        rs->unreadable = true;
+        return 0;
 }
 
-static bool uint_field(json_object *o, const char *key, uint64_t max, uint64_t *out)
+/* A scope of its decoded file f (its view taken from f, its grants left there), with its
+ * tree made, not its view: 0 and *out, or -EINVAL (another scope has its view), -ENOMEM, the
+ * tree's refusal. */
+static int scope_of_file(struct sfs_registry *r, struct sfs_scopefile *f, struct scope **out)
 {
-        json_object *v = field(o, key, json_type_int);
-        int64_t x;
+        struct scope *s = calloc(1, sizeof(*s));
+        int rr;
 
-        if (!v)
-                return false;
-        x = json_object_get_int64(v);
-        if (x < 0 || (uint64_t)x > max)
-                return false;
-        *out = (uint64_t)x;
-        return true;
-}
-
-/* A scope's file back into s (its tree made, not its view): 0, or -EINVAL. */
-static int parse_file(struct sfs_registry *r, struct scope *s, json_object *doc)
-{
-        json_object *uids = field(doc, "uids", json_type_array), *until, *v;
-        json_object *lim = field(doc, "limits", json_type_object);
-        const char *view;
-        uint64_t x;
-
-        /* The limits first: a scope without them is refused by its tree as well
-         * (sfs_tree_new_scope), so each check after them refuses on its own account. */
-        if (!json_object_is_type(doc, json_type_object) || !lim ||
-            !uint_field(lim, "max_snapshots", UINT64_MAX >> 1, &s->limits.max_snapshots) ||
-            !uint_field(lim, "max_bytes", UINT64_MAX >> 1, &s->limits.max_bytes) ||
-            !uint_field(lim, "max_staging", UINT32_MAX, &s->limits.max_staging) ||
-            !uint_field(lim, "max_staging_bytes", UINT64_MAX >> 1, &s->limits.max_staging_bytes) ||
-            /* A file written before scopes had minimums has none: 0. */
-            (json_object_object_get_ex(lim, "min_bytes", NULL) &&
-             !uint_field(lim, "min_bytes", UINT64_MAX >> 1, &s->limits.min_bytes)))
-                return -EINVAL;
-        if (!uint_field(doc, "version", 1, &x) || !(v = field(doc, "name", json_type_string)) ||
-            strcmp(json_object_get_string(v), s->name) != 0 ||
-            !(v = field(doc, "view", json_type_string)) || !uids ||
-            json_object_array_length(uids) > VALUE_UID_LIST_MAX)
-                return -EINVAL;
-        view = json_object_get_string(v);
-        if (!sfs_view_path_canonical(view) || !(s->view = strdup(view)))
-                return -EINVAL;
-        s->view_made = (v = field(doc, "view_made", json_type_boolean)) && json_object_get_boolean(v);
-        s->publish = (v = field(doc, "publish", json_type_boolean)) && json_object_get_boolean(v);
-        for (size_t i = 0; i < json_object_array_length(uids); i++) {
-                json_object *u = json_object_array_get_idx(uids, i);
-                int64_t uid = json_object_is_type(u, json_type_int) ? json_object_get_int64(u) : -1;
-                if (uid < 0 || uid >= UINT32_MAX)
-                        return -EINVAL;
-                s->users.uids.uids[s->users.uids.n++] = (uid_t)uid;
+        if (!s)
+                return -ENOMEM;
+        s->reg = r;
+        s->file = *f;
+        s->file.grants = (struct sfs_scope_grants){ 0 }; /* the tree's, once restored */
+        f->view = NULL;                                   /* s's now */
+        s->allow_other = needs_allow_other(&s->file.users, r->cfg.uid);
+        rr = find(r, s->file.name) || find_view(r, s->file.view) ? -EINVAL : room(r);
+        if (rr == 0)
+                rr = new_tree(r, s, true);
+        if (rr < 0) {
+                scope_free(s);
+                return rr;
         }
-        if (uint_field(doc, "gid", UINT32_MAX - 1, &x)) {
-                s->users.has_gid = true;
-                s->users.gid = (gid_t)x;
-        }
-        if ((until = field(doc, "until", json_type_object))) {
-                const char *boot;
-                if (!uint_field(until, "pid", INT32_MAX, &x) ||
-                    !uint_field(until, "start", UINT64_MAX >> 1, &s->until_start) ||
-                    !(v = field(until, "boot_id", json_type_string)))
-                        return -EINVAL;
-                s->until_pid = (pid_t)x;
-                boot = json_object_get_string(v);
-                snprintf(s->boot_id, sizeof(s->boot_id), "%s", boot);
-        }
-        s->allow_other = needs_allow_other(&s->users, r->cfg.uid);
+        *out = s;
         return 0;
 }
 
 /* The grants of a scope's file whose snapshot is not stored (its blob lost, or set aside at
  * this start), and the entries naming them, kept in s as written: never dropped for good
  * because bytes went missing (docs/design.md, "The store"). 0 or -ENOMEM. */
-static int dangling_collect(struct sfs_registry *r, struct scope *s, json_object *grants,
-                            json_object *entries)
+static int dangling_collect(struct sfs_registry *r, struct scope *s,
+                            const struct sfs_scope_grants *g)
 {
         struct snap_store *store = sfs_tree_store(r->cfg.main);
-        size_t n = json_object_array_length(grants), ne = json_object_array_length(entries);
+        struct sfs_scope_grants *d = &s->dangling;
 
-        for (size_t i = 0; i < n; i++) {
-                json_object *g = json_object_array_get_idx(grants, i);
-                const char *hex = json_str(g, "sha256");
-                struct snap_digest d;
-                struct snap_object *o;
+        for (size_t i = 0; i < g->n_grants; i++) {
+                struct snap_object *o = snap_store_lookup(store, &g->grants[i].digest);
 
-                if (!hex || snap_digest_from_hex(hex, strlen(hex), &d) < 0)
-                        continue; /* the tree's restore refuses the file */
-                if ((o = snap_store_lookup(store, &d))) {
+                if (o) {
                         snap_store_release(store, o);
                         continue;
                 }
-                if ((!s->dangling_grants && !(s->dangling_grants = json_object_new_array())) ||
-                    (!s->dangling_entries && !(s->dangling_entries = json_object_new_array())) ||
-                    json_object_array_add(s->dangling_grants, json_object_get(g)) < 0)
+                if (!d->grants && !(d->grants = calloc(g->n_grants, sizeof(*d->grants))))
                         return -ENOMEM;
-                for (size_t j = 0; j < ne; j++) {
-                        json_object *e = json_object_array_get_idx(entries, j);
-                        const char *eh = json_str(e, "sha256");
-                        if (eh && strcmp(eh, hex) == 0 &&
-                            json_object_array_add(s->dangling_entries, json_object_get(e)) < 0)
-                                return -ENOMEM;
-                }
+                if (!d->entries && !(d->entries = calloc(g->n_entries + 1, sizeof(*d->entries))))
+                        return -ENOMEM;
+                d->grants[d->n_grants++] = g->grants[i];
+                for (size_t j = 0; j < g->n_entries; j++)
+                        if (snap_digest_equal(&g->entries[j].digest, &g->grants[i].digest))
+                                d->entries[d->n_entries++] = g->entries[j];
         }
         return 0;
 }
 
 /* The grants and entries of a scope's file back into its tree, each under the inode number
- * its view had it under: 0, or -EINVAL for a file without them. */
-static int restore_grants(struct scope *s, json_object *doc, struct restoring *rs,
-                          struct sfs_scope_effects *fx)
+ * its view had it under; what nothing references any more collected. 0, or the tree's
+ * refusal (-EINVAL: grants this daemon did not write). */
+static int restore_grants(struct scope *s, const struct sfs_scope_grants *g,
+                          struct restoring *rs)
 {
-        json_object *grants = field(doc, "grants", json_type_array);
-        json_object *entries = field(doc, "entries", json_type_array);
-        uint64_t next_ino;
-        int rr;
+        struct sfs_scope_effects fx = { 0 };
+        int rr = dangling_collect(s->reg, s, g);
 
-        if (!grants || !entries)
-                return -EINVAL;
-        rr = dangling_collect(s->reg, s, grants, entries);
-        if (rr < 0)
-                return rr;
-        /* The view's counter as it was: a file of before has none (0). */
-        if (!uint_field(doc, "next_ino", INT64_MAX, &next_ino))
-                next_ino = 0;
-        return sfs_scope_restore(s->tree, grants, entries, next_ino, warn_grant, rs, fx);
+        if (rr == 0)
+                rr = sfs_scope_restore(s->tree, g, warn_grant, rs, &fx);
+        collect_gone(s->reg, s, &fx);
+        sfs_scope_effects_free(&fx);
+        return rr;
+}
+
+/* A scope tied to a process, tied to it again if it still runs (same boot, same start):
+ * whether it is. */
+static bool retie(struct sfs_registry *r, struct scope *s)
+{
+        bool same = r->boot_id[0] && strcmp(s->file.boot_id, r->boot_id) == 0 &&
+                    sfs_pid_same(s->file.until_pid, s->file.until_start);
+        uint64_t start = 0;
+        int pidfd = -1;
+
+        if (same && sfs_pid_tie(s->file.until_pid, &pidfd, &start, NULL) == 0 &&
+            start == s->file.until_start && sfs_pidwatch_add(r->pw, pidfd, s->id) == 0)
+                return true;
+        safe_close(pidfd);
+        return false;
+}
+
+/* A scope back: its view mounted again. One that cannot be is kept with its grants,
+ * unserved: the operator removes it or fixes the path and restarts. */
+static void remount(struct restoring *rs, struct scope *s)
+{
+        struct sfs_msg m = { .text = "" };
+        bool made = false;
+
+        if (mount_view(rs->r, s, true, &made, &m) < 0) {
+                warn(rs, "scope %s: its view is not mounted: %s", s->file.name, m.text);
+                return;
+        }
+        if (made && !s->file.view_made) {
+                s->file.view_made = true;
+                store_lock(rs->r);
+                write_file(s, NULL);
+                store_unlock(rs->r);
+        }
 }
 
 static int restore_one(void *ctx, const char *name, const char *text, size_t len, int err)
 {
         struct restoring *rs = ctx;
         struct sfs_registry *r = rs->r;
-        struct sfs_scope_effects fx = { 0 };
-        json_object *doc = NULL;
-        struct sfs_msg m = { .text = "" };
-        struct scope *s;
-        int pidfd = -1, rr;
-        bool made = false;
+        struct sfs_scopefile f;
+        struct scope *s = NULL;
+        char why[200];
+        int rr;
 
-        if (err) {
-                warn(rs, "scope %s: its file cannot be read (%s); left as it is, and nothing "
-                     "is collected at this start", name, strerror(-err));
-                rs->unreadable = true;
-                return 0;
-        }
-        s = calloc(1, sizeof(*s));
-        if (!s)
-                return -ENOMEM;
-        snprintf(s->name, sizeof(s->name), "%s", name);
-        s->reg = r;
-        /* The daemon's one strict parser: a file with a key twice is two files to two
-         * readers (common/json.h). */
-        rr = json_parse_strict(text, len, SFS_OCISTORE_SCOPE_MAX, &doc);
-        if (rr == 0)
-                rr = parse_file(r, s, doc);
-        if (rr == 0 && (find(r, s->name) || find_view(r, s->view)))
-                rr = -EINVAL;
-        if (rr == 0)
-                rr = room(r);
-        if (rr == 0)
-                rr = new_tree(r, s, true);
+        if (err)
+                return left_as_it_is(rs, name, "its file cannot be read", strerror(-err));
+        rr = sfs_scopefile_decode(name, text, len, &f, why, sizeof(why));
+        if (rr < 0)
+                return rr == -ENOMEM ? rr : left_as_it_is(rs, name, "its file does not parse", why);
+        rr = scope_of_file(r, &f, &s);
         if (rr < 0) {
-                warn(rs, "scope %s: its file does not parse (%s); left as it is, and nothing is "
-                     "collected at this start", name, strerror(-rr));
-                rs->unreadable = true;
-                json_object_put(doc);
-                scope_free(s);
-                return 0;
+                sfs_scopefile_free(&f);
+                return left_as_it_is(rs, name, "its file does not parse", strerror(-rr));
         }
-        rr = restore_grants(s, doc, rs, &fx);
-        json_object_put(doc);
-        collect_gone(r, s, &fx);
-        sfs_scope_effects_free(&fx);
+        rr = restore_grants(s, &f.grants, rs);
+        sfs_scopefile_free(&f);
         if (rr < 0) {
-                warn(rs, "scope %s: its grants do not parse (%s); left as it is, and nothing is "
-                     "collected at this start", name, strerror(-rr));
-                rs->unreadable = true;
                 scope_free(s);
-                return 0;
+                return left_as_it_is(rs, name, "its grants do not parse", strerror(-rr));
         }
         s->id = r->next_id++;
         insert(r, s);
-        /* Tied to a process: re-tied to it if it still runs (same boot, same start), else
-         * the scope goes, as it would have when that process ended. */
-        if (s->until_pid) {
-                bool same = r->boot_id[0] && strcmp(s->boot_id, r->boot_id) == 0 &&
-                            sfs_pid_same(s->until_pid, s->until_start);
-                uint64_t start = 0;
-                if (same && sfs_pid_tie(s->until_pid, &pidfd, &start, NULL) == 0 &&
-                    start == s->until_start && sfs_pidwatch_add(r->pw, pidfd, s->id) == 0) {
-                        pidfd = -1;
-                } else {
-                        safe_close(pidfd);
-                        warn(rs, "scope %s: its until-pid %d is gone; the scope is removed", name,
-                             (int)s->until_pid);
-                        remove_scope(r, s, NULL, "until-pid exited");
-                        return 0;
-                }
-        }
-        rr = mount_view(r, s, true, &made, &m);
-        if (rr < 0) {
-                /* Kept with its grants, unserved: the operator removes it or fixes the path
-                 * and restarts. */
-                warn(rs, "scope %s: its view is not mounted: %s", name, m.text);
+        /* Tied to a process that is gone: the scope goes, as it would have when that process
+         * ended. */
+        if (s->file.until_pid && !retie(r, s)) {
+                warn(rs, "scope %s: its until-pid %d is gone; the scope is removed", name,
+                     (int)s->file.until_pid);
+                remove_scope(r, s, NULL, "until-pid exited");
                 return 0;
         }
-        if (made && !s->view_made) {
-                s->view_made = true;
-                store_lock(r);
-                write_file(s, NULL);
-                store_unlock(r);
-        }
+        remount(rs, s);
         return 0;
 }
 

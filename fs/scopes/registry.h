@@ -20,10 +20,6 @@
 #include "fs/tree/scope.h"
 #include "fs/tree/tree.h"
 
-/* json-c's object, declared, not included: replies are handed over as json-c objects, which
- * registry.c builds and protocol.c writes. */
-struct json_object;
-
 struct sfs_view; /* a backend's mounted view */
 struct sfs_audit;
 struct sfs_ocistore;
@@ -123,10 +119,27 @@ struct sfs_scope_request {
         pid_t client_pid;               /* the client's getpid(), when until_pid is set */
 };
 
+/* A scope as the control channel reports it (fs/scopes/scopejson.h writes it as JSON). */
+struct sfs_scope_info {
+        char name[SNAP_NAME_MAX + 1];
+        char *view;                     /* malloc'd: sfs_scope_info_clear */
+        bool mounted;                   /* its view is served, on device dev */
+        uint64_t dev;
+        struct sfs_scope_users users;
+        bool publish;
+        pid_t until_pid;                /* 0: none */
+        struct sfs_scope_limits limits;
+        struct sfs_scope_usage usage;
+};
+/* Frees what s holds (NULL is fine); sfs_scope_infos_free, an array of n and what each
+ * holds. */
+void sfs_scope_info_clear(struct sfs_scope_info *s);
+void sfs_scope_infos_free(struct sfs_scope_info *v, size_t n);
+
 /* Every function below returns 0 or a negative errno, *msg saying why; those that change
  * something audit it (and audit their refusals). c is who asked. */
 
-/* scope-create: *scope (the scope's JSON). -EINVAL (a bad name, path, field; a client_pid
+/* scope-create: *scope (sfs_scope_info_clear). -EINVAL (a bad name, path, field; a client_pid
  * that is not the caller's: its pid namespace is another), -EEXIST (the name or the view
  * taken), -ENOSPC (--max-scopes reached, counting the views of removed scopes still held
  * open: the message names them), -EBUSY (the path is a mount point or on one of the daemon's mounts, or it would
@@ -134,21 +147,23 @@ struct sfs_scope_request {
  * or it is --store or lies in it), -ESRCH (no such until-pid: a thread id, a zombie), or the
  * errno of mounting it. */
 int sfs_registry_create(struct sfs_registry *r, const struct sfs_caller *c,
-                        const struct sfs_scope_request *req, struct json_object **scope,
+                        const struct sfs_scope_request *req, struct sfs_scope_info *scope,
                         struct sfs_msg *msg);
 /* scope-remove: every grant revoked (what nothing else references collected), the view
  * detached lazily, its directory removed if the daemon made it. -ENOENT: no such scope. */
 int sfs_registry_remove(struct sfs_registry *r, const struct sfs_caller *c, const char *name,
                         struct sfs_msg *msg);
-/* scope-list: *scopes, a JSON array of every scope. */
-int sfs_registry_list(struct sfs_registry *r, struct json_object **scopes);
-/* scope-show: *scope and *grants (a JSON array). -ENOENT. */
-int sfs_registry_show(struct sfs_registry *r, const char *name, struct json_object **scope,
-                      struct json_object **grants, struct sfs_msg *msg);
-/* grant: *grant. -ENOENT (no such scope or snapshot), -EINVAL (a bad entry), -ENOSPC. */
+/* scope-list: every scope, in name order: *scopes (sfs_scope_infos_free) and *n. -ENOMEM. */
+int sfs_registry_list(struct sfs_registry *r, struct sfs_scope_info **scopes, size_t *n);
+/* scope-show: *scope (sfs_scope_info_clear) and its grants, *grants (malloc'd) and *n_grants,
+ * in listing order. -ENOENT. */
+int sfs_registry_show(struct sfs_registry *r, const char *name, struct sfs_scope_info *scope,
+                      struct sfs_grant_info **grants, size_t *n_grants, struct sfs_msg *msg);
+/* grant: *grant, the grant made. -ENOENT (no such scope or snapshot), -EINVAL (a bad
+ * entry), -ENOSPC. */
 int sfs_registry_grant(struct sfs_registry *r, const struct sfs_caller *c, const char *scope,
                        const struct snap_digest *d, const char *entry,
-                       struct json_object **grant, struct sfs_msg *msg);
+                       struct sfs_grant_info *grant, struct sfs_msg *msg);
 /* sfs_registry_grant for a publish for a scope (sfs_tree_set_scope_grant's hook; ctx is the
  * registry): 0 or the refusal's negative errno. */
 int sfs_registry_grant_hook(void *ctx, const struct sfs_caller *c, const char *scope,

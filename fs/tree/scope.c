@@ -10,8 +10,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include <json-c/json.h>
-
 #include "snapshot/binding.h"
 #include "snapshot/name.h"
 #include "fs/base/inostate.h"
@@ -92,11 +90,6 @@ int sfs_tree_new_scope(struct sfs_tree *main, const struct sfs_scope_spec *spec,
         t->scope->main = main;
         t->reserve_objects = main->reserve_objects;
         t->reserve_bytes = main->reserve_bytes;
-        t->budget = (struct sfs_staging_budget){
-                .store = t->store,
-                .max_size = t->cfg.max_snapshot_size,
-                .max_uid_bytes = spec->limits.max_staging_bytes,
-        };
         r = snap_store_keep_new(t->store, spec->limits.min_bytes, spec->restored,
                                 &t->budget.keep);
         if (r == 0 && (r = sfs_tree_init_common(t)) < 0)
@@ -269,73 +262,55 @@ static int plan_op(struct sfs_tree *t, const struct sfs_scope_op *op, struct pla
 
 /* ---- the scope's file ---- */
 
-static int add_json(json_object *o, const char *key, json_object *v)
+void sfs_scope_grants_free(struct sfs_scope_grants *g)
 {
-        if (!v)
-                return -ENOMEM;
-        json_object_object_add(o, key, v);
-        return 0;
+        free(g->grants);
+        free(g->entries);
+        *g = (struct sfs_scope_grants){ 0 };
 }
 
-/* One grant's record, its flags as given. */
-static json_object *grant_json(const struct snap_digest *d, uint64_t ino, bool plain, bool pub,
-                               uint32_t uid, const char *name, const struct timespec *created)
+/* One grant's record, its flags as given; its staging name kept when published. */
+static void grant_record(struct sfs_grant_record *rec, const struct snap_digest *d, uint64_t ino,
+                         bool plain, bool pub, uint32_t uid, const char *name,
+                         const struct timespec *created)
 {
-        char hex[SNAP_DIGEST_HEX_LEN + 1];
-        json_object *o = json_object_new_object();
-
-        if (!o)
-                return NULL;
-        snap_digest_to_hex(d, hex);
-        if (add_json(o, "sha256", json_object_new_string(hex)) < 0 ||
-            add_json(o, "ino", json_object_new_uint64(ino)) < 0 ||
-            add_json(o, "plain", json_object_new_boolean(plain)) < 0 ||
-            add_json(o, "published", json_object_new_boolean(pub)) < 0 ||
-            add_json(o, "uid", json_object_new_int64(uid)) < 0 ||
-            (name && add_json(o, "name", json_object_new_string(name)) < 0) ||
-            add_json(o, "created_sec", json_object_new_int64(created->tv_sec)) < 0 ||
-            add_json(o, "created_nsec", json_object_new_int64(created->tv_nsec)) < 0) {
-                json_object_put(o);
-                return NULL;
-        }
-        return o;
+        *rec = (struct sfs_grant_record){ .digest = *d, .ino = ino, .plain = plain,
+                                          .published = pub, .uid = uid, .created = *created };
+        if (pub && name)
+                snprintf(rec->name, sizeof(rec->name), "%s", name);
 }
 
-static json_object *entry_json(const char *name, const struct snap_digest *d)
+static void entry_record(struct sfs_scope_grants *out, const char *name,
+                         const struct snap_digest *d)
 {
-        char hex[SNAP_DIGEST_HEX_LEN + 1];
-        json_object *o = json_object_new_object();
+        struct sfs_entry_record *rec = &out->entries[out->n_entries++];
 
-        if (!o)
-                return NULL;
-        snap_digest_to_hex(d, hex);
-        if (add_json(o, "name", json_object_new_string(name)) < 0 ||
-            add_json(o, "sha256", json_object_new_string(hex)) < 0) {
-                json_object_put(o);
-                return NULL;
-        }
-        return o;
+        snprintf(rec->name, sizeof(rec->name), "%s", name);
+        rec->digest = *d;
 }
 
-static int push(json_object *arr, json_object *v)
+/* The grant that op adds, as plan p has it: the number apply gives it (op's, or the next of
+ * the view's), its publisher and time. */
+static void added_grant(struct sfs_tree *t, const struct sfs_scope_op *op, const struct plan *p,
+                        struct sfs_grant_record *rec)
 {
-        if (!v)
-                return -ENOMEM;
-        if (json_object_array_add(arr, v) < 0) {
-                json_object_put(v);
-                return -ENOMEM;
-        }
-        return 0;
+        bool pub = op->kind == SFS_SCOPE_PUBLISH;
+        struct timespec now;
+
+        clock_gettime(CLOCK_REALTIME, &now);
+        grant_record(rec, &op->digest, op->ino ? op->ino : t->scope->next_ino, p->target_plain,
+                     pub, pub ? op->uid : (uint32_t)t->cfg.owner_uid, op->name,
+                     pub ? &op->created : &now);
 }
 
-/* The records of the table with plan p of op applied, in listing order (a new name last). */
-static int build_json(struct sfs_tree *t, const struct sfs_scope_op *op, const struct plan *p,
-                      json_object *grants, json_object *entries)
+/* The records of the table with plan p of op applied, in listing order (a new name last),
+ * into out (room for every one). */
+static void build_records(struct sfs_tree *t, const struct sfs_scope_op *op, const struct plan *p,
+                          struct sfs_scope_grants *out)
 {
         const struct sfs_grants *g = &t->scope->grants;
-        int r = 0;
 
-        for (size_t i = 0; r == 0 && i < g->n_listed; i++) {
+        for (size_t i = 0; i < g->n_listed; i++) {
                 const struct sfs_listed *l = &g->listed[i];
                 if (l->grant) {
                         const struct sfs_grant *gr = l->grant;
@@ -347,8 +322,8 @@ static int build_json(struct sfs_tree *t, const struct sfs_scope_op *op, const s
                                 plain = p->target_plain;
                                 pub = p->target_published;
                         }
-                        r = push(grants, grant_json(&gr->digest, gr->ino, plain, pub, gr->uid,
-                                                    pub ? gr->name : NULL, &gr->created));
+                        grant_record(&out->grants[out->n_grants++], &gr->digest, gr->ino, plain,
+                                     pub, gr->uid, gr->name, &gr->created);
                 } else {
                         const struct sfs_grant_entry *e = l->entry;
                         const struct snap_digest *d = &e->target->digest;
@@ -357,48 +332,38 @@ static int build_json(struct sfs_tree *t, const struct sfs_scope_op *op, const s
                                 continue;
                         if (e == p->entry && op->kind == SFS_SCOPE_GRANT)
                                 d = &op->digest; /* moved */
-                        r = push(entries, entry_json(e->name, d));
+                        entry_record(out, e->name, d);
                 }
         }
-        if (r == 0 && p->add_target) {
-                struct timespec now;
-                bool pub = op->kind == SFS_SCOPE_PUBLISH;
-                clock_gettime(CLOCK_REALTIME, &now);
-                /* The number apply gives it: op's, or the next of the view's. */
-                r = push(grants, grant_json(&op->digest,
-                                            op->ino ? op->ino : t->scope->next_ino,
-                                            p->target_plain, pub,
-                                            pub ? op->uid : (uint32_t)t->cfg.owner_uid,
-                                            pub ? op->name : NULL, pub ? &op->created : &now));
-        }
-        if (r == 0 && p->add_entry)
-                r = push(entries, entry_json(op->entry, &op->digest));
-        return r;
+        if (p->add_target)
+                added_grant(t, op, p, &out->grants[out->n_grants++]);
+        if (p->add_entry)
+                entry_record(out, op->entry, &op->digest);
 }
 
-int sfs_scope_grants_json(struct sfs_tree *t, const struct sfs_scope_op *op,
-                          json_object **grants, json_object **entries, uint64_t *next_ino)
+int sfs_scope_get_grants(struct sfs_tree *t, const struct sfs_scope_op *op,
+                         struct sfs_scope_grants *out)
 {
         struct plan p = { 0 };
-        json_object *ga = json_object_new_array(), *ea = json_object_new_array();
-        int r = ga && ea ? 0 : -ENOMEM;
+        int r = 0;
 
+        *out = (struct sfs_scope_grants){ 0 };
         tree_lock(t);
-        if (r == 0 && op)
+        if (op)
                 r = plan_op(t, op, &p);
+        /* Room for the table and what op adds: one grant, one entry. */
+        if (r == 0 &&
+            (!(out->grants = calloc(t->scope->grants.n_digests + 1, sizeof(*out->grants))) ||
+             !(out->entries = calloc(t->scope->grants.n_entries + 1, sizeof(*out->entries)))))
+                r = -ENOMEM;
         if (r == 0)
-                r = build_json(t, op, &p, ga, ea);
+                build_records(t, op, &p, out);
         /* Past every number given so far, the one a grant without its own takes included. */
-        *next_ino = t->scope->next_ino + (op && p.add_target && !op->ino);
+        out->next_ino = t->scope->next_ino + (op && p.add_target && !op->ino);
         tree_unlock(t);
-        if (r < 0) {
-                json_object_put(ga);
-                json_object_put(ea);
-                return r;
-        }
-        *grants = ga;
-        *entries = ea;
-        return 0;
+        if (r < 0)
+                sfs_scope_grants_free(out);
+        return r;
 }
 
 /* ---- changes ---- */
@@ -725,70 +690,27 @@ void sfs_scope_get_usage(struct sfs_tree *t, struct sfs_scope_usage *u)
 
 /* ---- restoring a scope's file ---- */
 
-static const char *str_field(json_object *o, const char *key)
-{
-        json_object *v;
-
-        if (!json_object_object_get_ex(o, key, &v) || !json_object_is_type(v, json_type_string))
-                return NULL;
-        return json_object_get_string(v);
-}
-
-static bool bool_field(json_object *o, const char *key)
-{
-        json_object *v;
-
-        return json_object_object_get_ex(o, key, &v) && json_object_is_type(v, json_type_boolean) &&
-               json_object_get_boolean(v);
-}
-
-static int64_t int_field(json_object *o, const char *key, int64_t min, int64_t max, bool *ok)
-{
-        json_object *v;
-        int64_t x;
-
-        if (!json_object_object_get_ex(o, key, &v) || !json_object_is_type(v, json_type_int)) {
-                *ok = false;
-                return 0;
-        }
-        x = json_object_get_int64(v);
-        if (x < min || x > max)
-                *ok = false;
-        return x;
-}
-
-/* One grant's record back in the table: 0, 1 when it is left out (warned), or an errno. */
-static int restore_grant(struct sfs_tree *t, json_object *o,
+/* One grant's record back in the table: 0, 1 when it is left out (warned), or an errno
+ * (-EINVAL: its digest is there already). */
+static int restore_grant(struct sfs_tree *t, const struct sfs_grant_record *rec,
                          void (*warn)(void *ctx, const char *what, const char *why), void *ctx)
 {
-        const char *hex = str_field(o, "sha256"), *name = str_field(o, "name");
+        char hex[SNAP_DIGEST_HEX_LEN + 1];
         struct sfs_grant *gr;
-        struct snap_digest d;
         struct snap_object *obj;
-        bool ok = true, has_ino = true;
-        int64_t uid, sec, nsec, ino;
 
-        if (!json_object_is_type(o, json_type_object) || !hex ||
-            snap_digest_from_hex(hex, strlen(hex), &d) < 0)
+        if (sfs_grants_find(&t->scope->grants, &rec->digest))
                 return -EINVAL;
-        /* The view's number (a file written before views had their own has none: one is
-         * given after every recorded one is back). */
-        ino = int_field(o, "ino", SFS_FIRST_INO, INT64_MAX, &has_ino);
-        if (!has_ino && json_object_object_get_ex(o, "ino", NULL))
-                return -EINVAL;
-        uid = int_field(o, "uid", 0, UINT32_MAX - 1, &ok);
-        sec = int_field(o, "created_sec", 0, INT64_MAX, &ok);
-        nsec = int_field(o, "created_nsec", 0, 999999999, &ok);
-        if (!ok || (name && !snap_name_valid(name)) || sfs_grants_find(&t->scope->grants, &d))
-                return -EINVAL;
-        obj = snap_store_lookup(t->store, &d);
+        obj = snap_store_lookup(t->store, &rec->digest);
         if (!obj) {
+                snap_digest_to_hex(&rec->digest, hex);
                 if (warn)
                         warn(ctx, hex, "granted, but its snapshot is no longer stored; left out");
                 return 1;
         }
         gr = calloc(1, sizeof(*gr));
-        if (!gr || (name && !(gr->name = strdup(name))) || sfs_grants_reserve(&t->scope->grants, 1, 0) < 0 ||
+        if (!gr || (rec->published && rec->name[0] && !(gr->name = strdup(rec->name))) ||
+            sfs_grants_reserve(&t->scope->grants, 1, 0) < 0 ||
             snap_store_grant(t->store, obj) < 0) {
                 if (gr)
                         free(gr->name);
@@ -796,17 +718,13 @@ static int restore_grant(struct sfs_tree *t, json_object *o,
                 snap_store_release(t->store, obj);
                 return -ENOMEM;
         }
-        gr->digest = d;
+        gr->digest = rec->digest;
         gr->obj = obj;
-        gr->ino = has_ino ? (uint64_t)ino : 0;
-        gr->plain = bool_field(o, "plain");
-        gr->published = bool_field(o, "published");
-        gr->uid = (uint32_t)uid;
-        gr->created = (struct timespec){ .tv_sec = (time_t)sec, .tv_nsec = (long)nsec };
-        if (!gr->published) {
-                free(gr->name);
-                gr->name = NULL;
-        }
+        gr->ino = rec->ino;
+        gr->plain = rec->plain;
+        gr->published = rec->published;
+        gr->uid = rec->uid;
+        gr->created = rec->created;
         if (gr->published) {
                 sfs_scope_count(t, true, obj->size);
         }
@@ -814,29 +732,26 @@ static int restore_grant(struct sfs_tree *t, json_object *o,
         return 0;
 }
 
-static int restore_entry(struct sfs_tree *t, json_object *o,
+static int restore_entry(struct sfs_tree *t, const struct sfs_entry_record *rec,
                          void (*warn)(void *ctx, const char *what, const char *why), void *ctx)
 {
-        const char *name = str_field(o, "name"), *hex = str_field(o, "sha256");
         struct sfs_grant_entry *e;
         struct sfs_grant *target;
-        struct snap_digest d;
 
-        if (!json_object_is_type(o, json_type_object) || !name || !snap_name_valid(name) ||
-            !hex || snap_digest_from_hex(hex, strlen(hex), &d) < 0 ||
-            sfs_grants_entry(&t->scope->grants, name))
+        if (sfs_grants_entry(&t->scope->grants, rec->name))
                 return -EINVAL;
         /* Written before the grammar refused it: left out, the rest of the scope back. */
-        if (!entry_name_valid(name)) {
+        if (!entry_name_valid(rec->name)) {
                 if (warn)
-                        warn(ctx, name, "an entry name the grammar no longer takes (a digest's "
-                             "shape, or a leading '-'); left out");
+                        warn(ctx, rec->name, "an entry name the grammar no longer takes (a "
+                             "digest's shape, or a leading '-'); left out");
                 return 1;
         }
-        target = sfs_grants_find(&t->scope->grants, &d);
+        target = sfs_grants_find(&t->scope->grants, &rec->digest);
         if (!target) {
                 if (warn)
-                        warn(ctx, name, "an entry whose snapshot is no longer stored; left out");
+                        warn(ctx, rec->name, "an entry whose snapshot is no longer stored; left "
+                             "out");
                 return 1;
         }
         e = calloc(1, sizeof(*e));
@@ -844,7 +759,7 @@ static int restore_entry(struct sfs_tree *t, json_object *o,
                 free(e);
                 return -ENOMEM;
         }
-        snprintf(e->name, sizeof(e->name), "%s", name);
+        snprintf(e->name, sizeof(e->name), "%s", rec->name);
         e->target = target;
         sfs_grants_insert_entry(&t->scope->grants, e);
         return 0;
@@ -886,29 +801,22 @@ static int renumber(struct sfs_tree *t, uint64_t next_ino)
         return 0;
 }
 
-int sfs_scope_restore(struct sfs_tree *t, json_object *grants, json_object *entries,
-                      uint64_t next_ino,
+int sfs_scope_restore(struct sfs_tree *t, const struct sfs_scope_grants *g,
                       void (*warn)(void *ctx, const char *what, const char *why), void *ctx,
                       struct sfs_scope_effects *fx)
 {
         uint64_t kept;
-        size_t n;
         int r = 0;
 
-        if (!json_object_is_type(grants, json_type_array) ||
-            !json_object_is_type(entries, json_type_array) ||
-            json_object_array_length(grants) + json_object_array_length(entries) >
-                    SFS_SCOPE_GRANTS_MAX)
+        if (g->n_grants + g->n_entries > SFS_SCOPE_GRANTS_MAX)
                 return -EINVAL;
         tree_lock(t);
-        n = json_object_array_length(grants);
-        for (size_t i = 0; r >= 0 && i < n; i++)
-                r = restore_grant(t, json_object_array_get_idx(grants, i), warn, ctx);
-        n = json_object_array_length(entries);
-        for (size_t i = 0; r >= 0 && i < n; i++)
-                r = restore_entry(t, json_object_array_get_idx(entries, i), warn, ctx);
+        for (size_t i = 0; r >= 0 && i < g->n_grants; i++)
+                r = restore_grant(t, &g->grants[i], warn, ctx);
+        for (size_t i = 0; r >= 0 && i < g->n_entries; i++)
+                r = restore_entry(t, &g->entries[i], warn, ctx);
         if (r >= 0)
-                r = renumber(t, next_ino);
+                r = renumber(t, g->next_ino);
         /* Past what a predecessor handed out here (taken over), staging files included. */
         kept = sfs_inostate_space_next(t->cfg.inostate, sfs_tree_ino_space(t));
         if (r >= 0 && kept > t->scope->next_ino)

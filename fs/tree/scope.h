@@ -7,7 +7,7 @@
  * tree.h's, answering for the scope alone.
  *
  * A change is persisted before it is made (docs/design.md, "Persistence"): the registry
- * writes the scope's file with the change already in it (sfs_scope_grants_json), then applies
+ * writes the scope's file with the change already in it (sfs_scope_get_grants), then applies
  * it (sfs_scope_apply). Every function returns 0 or a negative errno. Thread-safe. */
 #pragma once
 
@@ -19,10 +19,6 @@
 #include "snapshot/digest.h"
 #include "fs/config/roles.h"
 #include "fs/tree/tree.h"
-
-/* json-c's object, declared, not included: the scope file's grants are handed over as
- * json-c objects, which only scope.c builds and reads. */
-struct json_object;
 
 struct sfs_scope_op;
 
@@ -124,14 +120,41 @@ struct sfs_grant_info {
         bool published;
 };
 
-/* The scope's grants and entries, as the scope's file keeps them (each grant with its inode
- * number in the view), with op applied when not NULL: 0, two new JSON arrays and the view's
- * next inode number, or what applying op would fail with (-ENOENT: no such
- * snapshot, grant or entry; -EINVAL: a bad entry name; -ENOSPC: past the grants a scope
- * holds). Takes the tree's lock. */
-int sfs_scope_grants_json(struct sfs_tree *t, const struct sfs_scope_op *op,
-                          struct json_object **grants, struct json_object **entries,
-                          uint64_t *next_ino);
+/* One grant as the scope's file keeps it (fs/scopes/scopefile.h writes and reads the file). */
+struct sfs_grant_record {
+        struct snap_digest digest;
+        uint64_t ino;                  /* its number in the view; 0: none recorded (a file
+                                          written before views numbered their own) */
+        bool plain, published;         /* granted by digest; published in the view */
+        uint32_t uid;                  /* who published it; the owner for a grant */
+        char name[SNAP_NAME_MAX + 1];  /* the staging NAME it was published under, or "" */
+        struct timespec created;
+};
+
+/* One entry as the scope's file keeps it: a name for a granted digest. */
+struct sfs_entry_record {
+        char name[SNAP_NAME_MAX + 1];
+        struct snap_digest digest;
+};
+
+/* A scope's grants and entries as its file keeps them, in listing order, and the view's next
+ * inode number. Arrays malloc'd: sfs_scope_grants_free. */
+struct sfs_scope_grants {
+        struct sfs_grant_record *grants;
+        size_t n_grants;
+        struct sfs_entry_record *entries;
+        size_t n_entries;
+        uint64_t next_ino;
+};
+void sfs_scope_grants_free(struct sfs_scope_grants *g);
+
+/* The scope's grants and entries (each grant with its inode number in the view), with op
+ * applied when not NULL: 0 and *out (next_ino past every number given, the one op's grant
+ * takes included), or what applying op would fail with (-ENOENT: no such snapshot, grant or
+ * entry; -EINVAL: a bad entry name; -ENOSPC: past the grants a scope holds), -ENOMEM. Takes
+ * the tree's lock. */
+int sfs_scope_get_grants(struct sfs_tree *t, const struct sfs_scope_op *op,
+                         struct sfs_scope_grants *out);
 /* Applies op: SFS_SCOPE_GRANT of a published snapshot (-ENOENT otherwise; an entry that
  * exists moves to it; granting what is granted already changes nothing), SFS_SCOPE_REVOKE
  * (-ENOENT when not granted). *info (may be NULL) is the grant made. Effects in *fx. */
@@ -160,14 +183,14 @@ struct sfs_scope_room {
 };
 void sfs_scope_get_room(struct sfs_tree *main, struct sfs_scope_room *out);
 
-/* Brings back a scope's grants from its file at start (the JSON sfs_scope_grants_json made,
- * each under the inode number it had, the view's counter past next_ino and every one):
+/* Brings back a scope's grants from its file at start (what sfs_scope_get_grants gave, each
+ * grant under the inode number it had, the view's counter past g->next_ino and every one):
  * each digest whose snapshot is published, each entry whose digest came back; what is gone is
  * reported through warn (hex or entry name, why) and left out (a digest only entries named
- * that did not come back goes too: in *fx). 0, -EINVAL for a file that does not parse,
+ * that did not come back goes too: in *fx). 0; -EINVAL for grants this daemon did not write
+ * (more than SFS_SCOPE_GRANTS_MAX, a digest or entry twice, two grants under one number);
  * -ENOMEM. */
-int sfs_scope_restore(struct sfs_tree *t, struct json_object *grants,
-                      struct json_object *entries, uint64_t next_ino,
+int sfs_scope_restore(struct sfs_tree *t, const struct sfs_scope_grants *g,
                       void (*warn)(void *ctx, const char *what, const char *why), void *ctx,
                       struct sfs_scope_effects *fx);
 

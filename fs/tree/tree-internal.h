@@ -260,8 +260,8 @@ void sfs_touch_root(struct sfs_tree *t);
  * buf needs SNAP_DIGEST_HEX_LEN + 1 bytes. */
 const char *sfs_node_label(struct sfs_node *n, char *buf);
 
-/* The parts of a tree every tree starts with (locks, id maps, root, .staging): 0 or -ENOMEM.
- * t->cfg and t->store set first. */
+/* The parts of a tree every tree starts with (locks, id maps, root, .staging, the staging
+ * budget of its limits): 0 or -ENOMEM. t->cfg and t->store set first. */
 int sfs_tree_init_common(struct sfs_tree *t);
 /* Whether a main-mount snapshot may be seen by c: one some uid holds, by anyone the roles
  * admit; one only scopes reference, by the mount owner and root alone, never through the read

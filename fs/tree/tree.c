@@ -103,11 +103,6 @@ int sfs_tree_new(const struct sfs_tree_config *cfg, struct sfs_tree **out)
         }
         /* Never a number a predecessor handed out: the kernel may still hold it. */
         snap_store_skip_inos(t->store, sfs_inostate_next(cfg->inostate));
-        t->budget = (struct sfs_staging_budget){
-                .store = t->store,
-                .max_size = t->cfg.max_snapshot_size,
-                .max_uid_bytes = t->cfg.max_staging_bytes,
-        };
         r = sfs_tree_init_common(t);
         if (r < 0) {
                 snap_store_free(t->store);
@@ -132,6 +127,11 @@ void sfs_ctl_free(struct sfs_ctl *ctl)
 
 int sfs_tree_init_common(struct sfs_tree *t)
 {
+        /* Staged bytes counted against the tree's own limits (a scope's, in a scope's; its
+         * minimum's keep, budget.keep, is the scope's to set). */
+        t->budget.store = t->store;
+        t->budget.max_size = t->cfg.max_snapshot_size;
+        t->budget.max_uid_bytes = t->cfg.max_staging_bytes;
         if (sfs_idmap_init(&t->ids_nodes) < 0 || sfs_idmap_init(&t->ids_handles) < 0 ||
             sfs_idmap_init(&t->ids_dirs) < 0) {
                 sfs_idmap_free(&t->ids_nodes);

@@ -1,6 +1,8 @@
 /* SPDX-License-Identifier: MIT */
-/* A scope's file in --store (DIR/scopes/NAME.json) on arbitrary bytes, read back at a start
- * (sfs_registry_restore) beside one snapshot of the main mount ("hello\n"):
+/* A scope's file in --store (DIR/scopes/NAME.json) on arbitrary bytes: its decoder
+ * (fs/scopes/scopefile.c) alone, whatever it reads written again and read back the same; then
+ * the file read back at a start (sfs_registry_restore) beside one snapshot of the main mount
+ * ("hello\n"):
  *   the start never fails for a bad file (it is reported and left as it is), never crashes;
  *   a file the daemon's one strict parser (oci_json_parse) refuses brings no scope back;
  *   whatever came back lists as strict JSON.
@@ -15,6 +17,8 @@
 
 #include "tests/fuzz/fuzz.h"
 #include "fs/scopes/registry.h"
+#include "fs/scopes/scopefile.h"
+#include "fs/scopes/scopejson.h"
 #include "fs/store/ocistore.h"
 #include "fs/tree/tree.h"
 #include "snapshot/digest.h"
@@ -93,6 +97,26 @@ static void start(struct sfs_tree **main, struct sfs_ocistore **store,
         FZ_CHECK(sfs_registry_restore(*reg, warn, warned) == 0);
 }
 
+/* What the decoder reads is what its encoder writes: decoded, encoded, decoded again and
+ * encoded again, the two texts are one. */
+static void round_trip(const uint8_t *data, size_t size)
+{
+        struct sfs_scopefile f, g;
+        char *text, *again;
+        size_t len, len2;
+
+        if (sfs_scopefile_decode("s", (const char *)data, size, &f, NULL, 0) < 0)
+                return;
+        FZ_CHECK(sfs_scopefile_encode(&f, &text, &len) == 0);
+        FZ_CHECK(sfs_scopefile_decode("s", text, len, &g, NULL, 0) == 0);
+        FZ_CHECK(sfs_scopefile_encode(&g, &again, &len2) == 0);
+        FZ_CHECK(len == len2 && memcmp(text, again, len) == 0);
+        free(text);
+        free(again);
+        sfs_scopefile_free(&f);
+        sfs_scopefile_free(&g);
+}
+
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
         /* On /dev/shm (a tmpfs): a scope's files live in the runtime store, which must be
@@ -101,13 +125,18 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         struct sfs_ocistore *store = NULL, *runtime = NULL;
         struct sfs_registry *reg = NULL;
         struct sfs_tree *main = NULL;
-        json_object *list = NULL;
+        struct sfs_scope_info *scopes = NULL;
+        json_object *list;
+        size_t n_scopes = 0;
         unsigned warned = 0;
         bool parses;
         size_t len;
         int fd;
 
-        if (size > (1u << 16) || !mkdtemp(dir))
+        if (size > (1u << 16))
+                return 0;
+        round_trip(data, size);
+        if (!mkdtemp(dir))
                 return 0;
         snprintf(path, sizeof(path), "%s/store", dir);
         FZ_CHECK(sfs_ocistore_open(path, 0, &store, NULL) == 0);
@@ -121,10 +150,13 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         close(fd);
         free(text);
         start(&main, &store, &runtime, &reg, &warned);
-        FZ_CHECK(sfs_registry_list(reg, &list) == 0);
+        FZ_CHECK(sfs_registry_list(reg, &scopes, &n_scopes) == 0);
         /* A file the strict parser refuses brings nothing back, and is reported. */
         if (!parses)
-                FZ_CHECK(json_object_array_length(list) == 0 && warned > 0);
+                FZ_CHECK(n_scopes == 0 && warned > 0);
+        list = sfs_scope_infos_json(scopes, n_scopes);
+        FZ_CHECK(list != NULL);
+        sfs_scope_infos_free(scopes, n_scopes);
         {
                 const char *t = json_object_to_json_string_ext(list, JSON_C_TO_STRING_PLAIN);
                 json_object *again = NULL;

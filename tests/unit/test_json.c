@@ -94,6 +94,38 @@ static void test_a_boolean_field_is_true_or_false_and_nothing_else(void **state)
         assert_int_equal(json_field_bool(o, "absent", &b, why, sizeof(why)), 0);
 }
 
+static void test_an_object_or_list_field_is_of_its_type_and_null_is_absent(void **state)
+{
+        _cleanup_json_ json_object *o = parse("{\"o\":{},\"a\":[1],\"n\":null,\"s\":\"x\"}");
+        json_object *v = NULL;
+        char why[64] = "";
+
+        (void)state;
+        assert_int_equal(json_field_of(o, "o", json_type_object, &v, why, sizeof(why)), 1);
+        assert_true(json_object_is_type(v, json_type_object));
+        assert_int_equal(json_field_of(o, "a", json_type_array, &v, why, sizeof(why)), 1);
+        assert_int_equal(json_object_array_length(v), 1);
+        assert_int_equal(json_field_of(o, "a", json_type_object, &v, why, sizeof(why)), -EINVAL);
+        assert_string_equal(why, "\"a\" is not an object");
+        assert_int_equal(json_field_of(o, "s", json_type_array, &v, why, sizeof(why)), -EINVAL);
+        assert_string_equal(why, "\"s\" is not a list");
+        assert_int_equal(json_field_of(o, "n", json_type_array, &v, why, sizeof(why)), 0);
+        assert_int_equal(json_field_of(o, "absent", json_type_array, &v, why, sizeof(why)), 0);
+}
+
+static void test_a_member_added_is_there_and_a_value_not_made_is_enomem(void **state)
+{
+        _cleanup_json_ json_object *o = json_object_new_object();
+
+        (void)state;
+        assert_non_null(o);
+        assert_int_equal(json_add(o, "k", json_object_new_int(7)), 0);
+        assert_int_equal(json_add_null(o, "n"), 0);
+        assert_int_equal(json_add(o, "missing", NULL), -ENOMEM);
+        assert_string_equal(json_object_to_json_string_ext(o, JSON_C_TO_STRING_PLAIN),
+                            "{\"k\":7,\"n\":null}");
+}
+
 int main(void)
 {
         const struct CMUnitTest tests[] = {
@@ -101,6 +133,8 @@ int main(void)
                 cmocka_unit_test(test_a_string_field_is_taken_and_a_nul_inside_is_refused_by_name),
                 cmocka_unit_test(test_integers_are_range_checked_and_null_is_absent),
                 cmocka_unit_test(test_a_boolean_field_is_true_or_false_and_nothing_else),
+                cmocka_unit_test(test_an_object_or_list_field_is_of_its_type_and_null_is_absent),
+                cmocka_unit_test(test_a_member_added_is_there_and_a_value_not_made_is_enomem),
         };
         return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -14,7 +14,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include <json-c/json.h>
 
 #include "tests/unit/treefix.h"
 #include "fs/tree/scope.h"
@@ -525,10 +524,10 @@ static void test_a_views_root_answers_for_its_scope_alone(void **state)
         assert_int_equal(sv.f_files, sv.f_ffree);
 }
 
-static void test_grants_come_back_from_their_json(void **state)
+static void test_grants_come_back_from_their_records(void **state)
 {
         struct fx *f = *state;
-        json_object *grants = NULL, *entries = NULL;
+        struct sfs_scope_grants g;
         struct sfs_scope_effects fx = { 0 };
         struct sfs_tree *again;
         char hex[SNAP_DIGEST_HEX_LEN + 1];
@@ -537,16 +536,15 @@ static void test_grants_come_back_from_their_json(void **state)
         assert_int_equal(publish(f->main, &root, "a", "granted", 7, NULL), 0);
         assert_int_equal(grant(f->a, "granted", "cfg", NULL, NULL), 0);
         assert_int_equal(publish(f->a, &carol, "mine", "its own", 7, NULL), 0);
-        uint64_t next_ino = 0, ino_cfg, ino_own;
+        uint64_t ino_cfg, ino_own;
 
         ino_cfg = sfs_node_ino(lookup_name(f->a, &carol, "cfg", 0));
         hex_of("its own", 7, hex);
         ino_own = sfs_node_ino(lookup_name(f->a, &carol, hex, 0));
-        assert_int_equal(sfs_scope_grants_json(f->a, NULL, &grants, &entries, &next_ino), 0);
-        assert_true(next_ino > ino_cfg && next_ino > ino_own);
+        assert_int_equal(sfs_scope_get_grants(f->a, NULL, &g), 0);
+        assert_true(g.next_ino > ino_cfg && g.next_ino > ino_own);
         again = scope_of(f->main, "again", true);
-        assert_int_equal(sfs_scope_restore(again, grants, entries, next_ino, NULL, NULL, &fx),
-                         0);
+        assert_int_equal(sfs_scope_restore(again, &g, NULL, NULL, &fx), 0);
         /* Each under the number the view had it under. */
         assert_int_equal(sfs_node_ino(lookup_name(again, &carol, "cfg", 0)), ino_cfg);
         assert_int_equal(sfs_node_ino(lookup_name(again, &carol, hex, 0)), ino_own);
@@ -559,8 +557,7 @@ static void test_grants_come_back_from_their_json(void **state)
         sfs_scope_get_usage(again, &u);
         assert_int_equal(u.snapshots, 1);
         assert_int_equal(u.grants, 2);
-        json_object_put(grants);
-        json_object_put(entries);
+        sfs_scope_grants_free(&g);
         sfs_scope_effects_free(&fx);
         sfs_tree_free(again);
 }
@@ -707,111 +704,99 @@ static void test_unpublishing_a_plain_grant_is_eperm_and_what_is_not_there_enoen
         lookup_name(f->a, &carol, hex, -ENOENT);
 }
 
-/* ---- the scope file's grants and entries, decoded ---- */
+/* ---- the scope file's grants and entries, restored ---- */
 
-/* sfs_scope_restore of grants and entries (JSON texts) into a scope of its own: its result. */
-static int restore_text(struct sfs_tree *main, const char *grants, const char *entries)
+/* sfs_scope_restore of n grants (the digests of texts, at inos) and m entries (names, naming
+ * the digest of texts[entry_of[i]]) into a scope of its own: its result. Each field's own
+ * range is fs/scopes/scopefile.c's (test_scopefile.c); what is left is the table's. */
+static int restore_records(struct sfs_tree *main, const char *const *texts,
+                           const uint64_t *inos, size_t n, const char *const *names,
+                           const size_t *entry_of, size_t m)
 {
-        json_object *g = json_tokener_parse(grants), *e = json_tokener_parse(entries);
+        struct sfs_grant_record grants[4] = { 0 };
+        struct sfs_entry_record entries[4] = { 0 };
+        struct sfs_scope_grants g = { .grants = grants, .n_grants = n, .entries = entries,
+                                      .n_entries = m };
         struct sfs_scope_effects fx = { 0 };
         struct sfs_tree *t = scope_of(main, "restored", true);
         int r;
 
-        assert_non_null(g);
-        assert_non_null(e);
-        r = sfs_scope_restore(t, g, e, 0, NULL, NULL, &fx);
+        for (size_t i = 0; i < n; i++) {
+                grants[i].digest = digest(texts[i]);
+                grants[i].ino = inos[i];
+                grants[i].plain = true;
+        }
+        for (size_t i = 0; i < m; i++) {
+                snprintf(entries[i].name, sizeof(entries[i].name), "%s", names[i]);
+                entries[i].digest = digest(texts[entry_of[i]]);
+        }
+        r = sfs_scope_restore(t, &g, NULL, NULL, &fx);
         sfs_scope_effects_release(t, &fx);
         sfs_scope_effects_free(&fx);
         sfs_tree_free(t);
-        json_object_put(g);
-        json_object_put(e);
         return r;
 }
 
-/* One grant record of hex with the given fields' text after "sha256". */
-static const char *grant_text(char *buf, size_t size, const char *hex, const char *rest)
+/* Grants this daemon did not write are refused whole: a digest twice, two grants under one
+ * number; the same grants under two numbers come back. */
+static void test_a_digest_twice_or_two_grants_under_one_number_is_einval(void **state)
 {
-        snprintf(buf, size, "[{\"sha256\":\"%s\"%s}]", hex, rest);
-        return buf;
-}
-
-#define GOOD_GRANT ",\"ino\":5,\"uid\":0,\"created_sec\":1,\"created_nsec\":2,\"plain\":true"
-
-/* A file this daemon did not write is refused whole, field by field; the same record with
- * that field right comes back. */
-static void test_a_grant_record_with_a_field_out_of_its_range_is_einval(void **state)
-{
-        static const char *const bad[] = {
-                ",\"ino\":\"5\",\"uid\":0,\"created_sec\":1,\"created_nsec\":2,\"plain\":true",
-                ",\"ino\":0,\"uid\":0,\"created_sec\":1,\"created_nsec\":2,\"plain\":true",
-                ",\"ino\":5,\"uid\":4294967295,\"created_sec\":1,\"created_nsec\":2,\"plain\":true",
-                ",\"ino\":5,\"uid\":-1,\"created_sec\":1,\"created_nsec\":2,\"plain\":true",
-                ",\"ino\":5,\"created_sec\":1,\"created_nsec\":2,\"plain\":true",
-                ",\"ino\":5,\"uid\":0,\"created_sec\":-1,\"created_nsec\":2,\"plain\":true",
-                ",\"ino\":5,\"uid\":0,\"created_sec\":1,\"created_nsec\":1000000000,\"plain\":true",
-                (",\"ino\":5,\"uid\":0,\"created_sec\":1,\"created_nsec\":2,\"plain\":true,"
-                 "\"published\":true,\"name\":\"../x\""),
-        };
+        static const char *const same[] = { "granted", "granted" };
+        static const char *const two[] = { "granted", "another" };
         struct fx *f = *state;
-        char hex[SNAP_DIGEST_HEX_LEN + 1], buf[512], two[1024];
 
         assert_int_equal(publish(f->main, &root, "a", "granted", 7, NULL), 0);
-        hex_of("granted", 7, hex);
-        assert_int_equal(restore_text(f->main, grant_text(buf, sizeof(buf), hex, GOOD_GRANT),
-                                      "[]"),
-                         0);
-        for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++)
-                assert_int_equal(restore_text(f->main, grant_text(buf, sizeof(buf), hex, bad[i]),
-                                              "[]"),
-                                 -EINVAL);
-        /* No digest, or not one; not an object; not a list. */
-        assert_int_equal(restore_text(f->main, "[{\"ino\":5}]", "[]"), -EINVAL);
-        assert_int_equal(restore_text(f->main, "[{\"sha256\":\"abc\"}]", "[]"), -EINVAL);
-        assert_int_equal(restore_text(f->main, "[[]]", "[]"), -EINVAL);
-        assert_int_equal(restore_text(f->main, "{}", "[]"), -EINVAL);
-        assert_int_equal(restore_text(f->main, "[]", "{}"), -EINVAL);
-        /* The same digest twice; two grants under one number. */
-        snprintf(two, sizeof(two), "[{\"sha256\":\"%s\"%s},{\"sha256\":\"%s\"%s}]", hex,
-                 GOOD_GRANT, hex, GOOD_GRANT);
-        assert_int_equal(restore_text(f->main, two, "[]"), -EINVAL);
         assert_int_equal(publish(f->main, &root, "b", "another", 7, NULL), 0);
-        {
-                char hex2[SNAP_DIGEST_HEX_LEN + 1];
-
-                hex_of("another", 7, hex2);
-                snprintf(two, sizeof(two), "[{\"sha256\":\"%s\"%s},{\"sha256\":\"%s\"%s}]", hex,
-                         GOOD_GRANT, hex2, GOOD_GRANT);
-                assert_int_equal(restore_text(f->main, two, "[]"), -EINVAL);
-                snprintf(two, sizeof(two),
-                         "[{\"sha256\":\"%s\"%s},{\"sha256\":\"%s\",\"ino\":6,\"uid\":0,"
-                         "\"created_sec\":1,\"created_nsec\":2,\"plain\":true}]",
-                         hex, GOOD_GRANT, hex2);
-                assert_int_equal(restore_text(f->main, two, "[]"), 0);
-        }
+        assert_int_equal(restore_records(f->main, same, (uint64_t[]){ 5, 6 }, 2, NULL, NULL, 0),
+                         -EINVAL);
+        assert_int_equal(restore_records(f->main, two, (uint64_t[]){ 5, 5 }, 2, NULL, NULL, 0),
+                         -EINVAL);
+        assert_int_equal(restore_records(f->main, two, (uint64_t[]){ 5, 6 }, 2, NULL, NULL, 0),
+                         0);
+        /* A file of before views numbered their own: numbers given. */
+        assert_int_equal(restore_records(f->main, two, (uint64_t[]){ 0, 0 }, 2, NULL, NULL, 0),
+                         0);
 }
 
-static void test_an_entry_record_that_names_nothing_right_is_einval(void **state)
+/* More grants and entries than a scope holds are refused before any is restored; as many as
+ * it holds are taken (the digests are not stored: each is left out). */
+static void test_more_records_than_a_scope_holds_is_einval(void **state)
 {
         struct fx *f = *state;
-        char hex[SNAP_DIGEST_HEX_LEN + 1], grants[512], entries[512];
+        struct sfs_scope_grants g = { .n_grants = SFS_SCOPE_GRANTS_MAX / 2 + 1,
+                                      .n_entries = SFS_SCOPE_GRANTS_MAX / 2 };
+        struct sfs_scope_effects fx = { 0 };
+        struct sfs_tree *t = scope_of(f->main, "restored", true);
+
+        g.grants = calloc(g.n_grants, sizeof(*g.grants));
+        g.entries = calloc(g.n_entries, sizeof(*g.entries));
+        assert_non_null(g.grants);
+        assert_non_null(g.entries);
+        assert_int_equal(sfs_scope_restore(t, &g, NULL, NULL, &fx), -EINVAL);
+        g.n_grants = 1;
+        g.n_entries = 0;
+        assert_int_equal(sfs_scope_restore(t, &g, NULL, NULL, &fx), 0);
+        sfs_scope_effects_release(t, &fx);
+        sfs_scope_effects_free(&fx);
+        sfs_scope_grants_free(&g);
+        sfs_tree_free(t);
+}
+
+/* An entry name twice is refused; the same entries under two names come back. */
+static void test_an_entry_name_twice_is_einval(void **state)
+{
+        static const char *const texts[] = { "granted" };
+        struct fx *f = *state;
 
         assert_int_equal(publish(f->main, &root, "a", "granted", 7, NULL), 0);
-        hex_of("granted", 7, hex);
-        grant_text(grants, sizeof(grants), hex, ",\"ino\":5,\"uid\":0,\"created_sec\":1,"
-                                                "\"created_nsec\":2");
-        snprintf(entries, sizeof(entries), "[{\"name\":\"cfg\",\"sha256\":\"%s\"}]", hex);
-        assert_int_equal(restore_text(f->main, grants, entries), 0);
-        snprintf(entries, sizeof(entries), "[{\"name\":\"../cfg\",\"sha256\":\"%s\"}]", hex);
-        assert_int_equal(restore_text(f->main, grants, entries), -EINVAL);
-        snprintf(entries, sizeof(entries), "[{\"sha256\":\"%s\"}]", hex);
-        assert_int_equal(restore_text(f->main, grants, entries), -EINVAL);
-        assert_int_equal(restore_text(f->main, grants, "[{\"name\":\"cfg\",\"sha256\":\"ab\"}]"),
+        assert_int_equal(restore_records(f->main, texts, (uint64_t[]){ 5 }, 1,
+                                         (const char *const[]){ "cfg", "cfg" },
+                                         (size_t[]){ 0, 0 }, 2),
                          -EINVAL);
-        assert_int_equal(restore_text(f->main, grants, "[\"cfg\"]"), -EINVAL);
-        snprintf(entries, sizeof(entries),
-                 "[{\"name\":\"cfg\",\"sha256\":\"%s\"},{\"name\":\"cfg\",\"sha256\":\"%s\"}]",
-                 hex, hex);
-        assert_int_equal(restore_text(f->main, grants, entries), -EINVAL);
+        assert_int_equal(restore_records(f->main, texts, (uint64_t[]){ 5 }, 1,
+                                         (const char *const[]){ "cfg", "cfg2" },
+                                         (size_t[]){ 0, 0 }, 2),
+                         0);
 }
 
 /* A scope is made with a name of the grammar and every limit set; any one of them missing
@@ -879,12 +864,13 @@ int main(void)
                 T(test_a_views_metadata_is_its_own_scopes),
                 T(test_a_views_root_answers_for_its_scope_alone),
                 T(test_a_view_numbers_its_inodes_alone),
-                T(test_grants_come_back_from_their_json),
+                T(test_grants_come_back_from_their_records),
                 T(test_a_grant_of_no_digest_or_a_bad_entry_is_einval_of_nothing_stored_enoent),
                 T(test_revoking_what_the_scope_does_not_have_is_enoent),
                 T(test_unpublishing_a_plain_grant_is_eperm_and_what_is_not_there_enoent),
-                T(test_a_grant_record_with_a_field_out_of_its_range_is_einval),
-                T(test_an_entry_record_that_names_nothing_right_is_einval),
+                T(test_a_digest_twice_or_two_grants_under_one_number_is_einval),
+                T(test_an_entry_name_twice_is_einval),
+                T(test_more_records_than_a_scope_holds_is_einval),
                 T(test_a_scope_without_a_valid_name_or_one_of_its_limits_is_einval),
                 T(test_a_grant_on_the_main_tree_is_einval),
         };
