@@ -387,9 +387,6 @@ def test_a_daemon_serving_100_mib_holds_the_content_once_and_under_20_mib_itself
     alone: the heap copies it went through are unmapped when freed, and the daemon's RSS stays
     under 20 MiB (85-125 MiB before, glibc keeping the freed buffers). Through the daemon it
     serves every byte right from its own copy."""
-    if mode == "passthrough" and is_sanitizer_build():
-        pytest.skip("ASan's allocator and shadow memory inflate the RSS this test bounds; the "
-                    "normal build runs it")
     fs = start("--allow-other", "--max-snapshot-size", "16M", "--max-bytes", "256M")
     size, digests = 10 << 20, []
     for i in range(5):
@@ -419,7 +416,10 @@ def test_a_daemon_serving_100_mib_holds_the_content_once_and_under_20_mib_itself
         assert bytes_read(fs) - before == 10 * size
         return
     assert st["reads"]["backing_files"] == 10 and bytes_read(fs) == before
-    assert mem["VmRSS"] < 20 * 1024, mem
+    # The bound itself in the normal build: ASan's allocator (its quarantine keeps freed
+    # buffers) and shadow memory inflate an instrumented daemon's RSS past any such figure.
+    if not is_sanitizer_build():
+        assert mem["VmRSS"] < 20 * 1024, mem
     # Nothing of the memory files is mapped in: the kernel read them, not the daemon.
     assert mem["RssShmem"] < 1024, mem
 
