@@ -1,14 +1,15 @@
 #!/usr/bin/env bash
 # Is every refusal load-bearing? Replaces each refusal in the C sources, one at a time, by
 # success ("return -EACCES;" becomes "return 0;", "r = -EROFS;" becomes "r = 0;",
-# "fuse_reply_err(req, EROFS)" becomes "fuse_reply_err(req, 0)", and a mount check's finding,
-# "mc_verdict_add(v, MC_...", is not added), rebuilds, and runs the unit tests: a refusal whose
-# removal no test notices is a guard nobody checks.
+# "fuse_reply_err(req, EROFS)" becomes "fuse_reply_err(req, 0)", a refusal helper's
+# "return refuse(b, EINVAL, ...)" becomes "return 0 && refuse(...)", never called, and a
+# mount check's finding, "mc_verdict_add(v, MC_...", is not added), rebuilds, and runs the
+# unit tests: a refusal whose removal no test notices is a guard nobody checks.
 #
 #   scripts/guards.sh [--since REV] [--integration] [--list] [DIR-OR-FILE[:LINE]...]
 #
 # DIR-OR-FILE defaults to fs client mountcheck snapshot; FILE:LINE names one refusal. --since REV keeps only the refusals on
-# lines added since REV (the work of one round). -ENOMEM is not a refusal and is left alone.
+# lines added since REV (the work of one round). ENOMEM is not a refusal and is left alone.
 # --integration runs the integration tests (stopping at the first failure) for a refusal the
 # unit tests miss. --list prints the refusals and stops. One line per refusal:
 #   unit         caught by the unit tests
@@ -58,6 +59,8 @@ for a in args:
         paths.append(a)
 pat = re.compile(r'^\s*(return -E[A-Z0-9]+;|[A-Za-z_][A-Za-z0-9_>.\[\]-]* = -E[A-Z0-9]+;)\s*(/\*.*)?$'
                  r'|^\s*fuse_reply_err\(req, E[A-Z0-9]+\);'
+                 r'|^\s*return (refuse|bad_reply|report|msg|SAY|sfs_tree_refuse|sfc_report_fail)'
+                 r'\(.*\bE[A-Z][A-Z0-9]+\b'
                  r'|^\s*mc_verdict_add\(v, MC_[A-Z_]+,')
 files = subprocess.run(['git', 'ls-files', '--', *paths], check=True, capture_output=True,
                        text=True).stdout.split()
@@ -78,7 +81,7 @@ if since:
 for f in files:
     with open(f, encoding='utf-8') as fh:
         for i, text in enumerate(fh, 1):
-            if pat.match(text) and '-ENOMEM' not in text and \
+            if pat.match(text) and 'ENOMEM' not in text and \
                (added is None or i in added.get(f, ())) and \
                (f not in only or i in only[f]):
                 print(f'{f}:{i}')
@@ -123,6 +126,9 @@ while IFS=: read -r f l; do
     # keeps its shape).
     mc_verdict_add*) sed -i -E "${l}s/mc_verdict_add\(/(void)sizeof mc_verdict_add(/" "$f" ;;
     fuse_reply_err*) sed -i -E "${l}s/\(req, E[A-Z0-9]+\)/(req, 0)/" "$f" ;;
+    # A refusal helper that records its reason and returns the errno: not called at all
+    # (a "0 * call" mutant would still record the reason a test may be reading).
+    return\ *) sed -i -E "${l}s/return ([A-Za-z_]+)\(/return 0 \&\& \1(/" "$f" ;;
     *) sed -i -E "${l}s/-E[A-Z0-9]+;/0;/" "$f" ;;
   esac
   if ! ninja -C "$dir" >"$dir/mutant.log" 2>&1; then
