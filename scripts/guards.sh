@@ -128,7 +128,7 @@ while IFS=: read -r f l; do
     fuse_reply_err*) sed -i -E "${l}s/\(req, E[A-Z0-9]+\)/(req, 0)/" "$f" ;;
     # A refusal helper that records its reason and returns the errno: not called at all
     # (a "0 * call" mutant would still record the reason a test may be reading).
-    return\ *) sed -i -E "${l}s/return ([A-Za-z_]+)\(/return 0 \&\& \1(/" "$f" ;;
+    "return "[A-Za-z_]*\(*) sed -i -E "${l}s/return ([A-Za-z_]+)\(/return 0 \&\& \1(/" "$f" ;;
     *) sed -i -E "${l}s/-E[A-Z0-9]+;/0;/" "$f" ;;
   esac
   if ! ninja -C "$dir" >"$dir/mutant.log" 2>&1; then
