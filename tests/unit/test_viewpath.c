@@ -7,6 +7,7 @@
 #include <cmocka.h>
 
 #include <errno.h>
+#include <stdlib.h>
 #include <fcntl.h>
 #include <limits.h>
 #include <sched.h>
@@ -256,6 +257,96 @@ static void test_a_dead_fuse_mount_at_the_view_is_enotconn(void **state)
         assert_int_equal(rmdir(f->p), 0);
 }
 
+/* What preparing a view on a btrfs subvolume gave, in a mount namespace of its own. */
+struct subvolume_answer {
+        int setup; /* 0; ENOENT: no mkfs.btrfs here; else EIO: the subvolume was not made */
+        int own;      /* its device listed as one of the daemon's own */
+        char message[sizeof(((struct sfs_view_path_why *)0)->message)];
+        bool made;
+        int other;    /* not listed */
+};
+
+/* A btrfs subvolume (a loop-mounted image at dir/mnt, the subvolume mnt/sub) is a directory
+ * on a device of its own that is no mount point: the one place where the view's own
+ * directory, not any parent, is on a device the daemon lists. */
+static void prepare_on_a_subvolume(const char *dir, struct subvolume_answer *a)
+{
+        struct sfs_view_path_why why = { .message = "" };
+        char cmd[3 * PATH_MAX], mnt[PATH_MAX], sub[PATH_MAX];
+        struct stat st;
+        uint64_t own;
+
+        snprintf(mnt, sizeof(mnt), "%s/mnt", dir);
+        snprintf(sub, sizeof(sub), "%s/mnt/sub", dir);
+        if (system("command -v mkfs.btrfs >/dev/null 2>&1") != 0) {
+                a->setup = ENOENT;
+                return;
+        }
+        snprintf(cmd, sizeof(cmd), "truncate -s 128M %s/img && mkfs.btrfs -q %s/img "
+                 ">/dev/null 2>&1 && mkdir %s", dir, dir, mnt);
+        if (system(cmd) != 0 || unshare(CLONE_NEWNS) < 0 ||
+            mount("none", "/", "none", MS_REC | MS_PRIVATE, NULL) < 0) {
+                a->setup = EIO;
+                return;
+        }
+        snprintf(cmd, sizeof(cmd), "mount -o loop %s/img %s && btrfs -q subvolume create %s "
+                 ">/dev/null", dir, mnt, sub);
+        if (system(cmd) != 0 || stat(sub, &st) < 0) {
+                a->setup = EIO;
+                return;
+        }
+        own = st.st_dev;
+        a->own = sfs_view_path_prepare(sub, getuid(), &own, 1, &a->made, &why);
+        snprintf(a->message, sizeof(a->message), "%s", why.message);
+        a->other = sfs_view_path_prepare(sub, getuid(), NULL, 0, &a->made, &why);
+        umount2(mnt, MNT_DETACH);
+}
+
+/* The view's own directory on one of the daemon's own devices (a subvolume of a filesystem it
+ * serves, its parent on another): EBUSY, as for a directory inside one of its mounts (a
+ * mount there would be over a tree whose lookups are requests to this very daemon). */
+static void test_a_view_on_a_subvolume_the_daemon_serves_is_ebusy(void **state)
+{
+        struct fx *f = *state;
+        struct subvolume_answer a = { .setup = -1 };
+        char want[PATH_MAX + 64];
+        int fds[2], status;
+        pid_t pid;
+
+        /* Only root mounts an image; elsewhere this is not checked. */
+        if (geteuid() != 0)
+                skip();
+        assert_int_equal(pipe(fds), 0);
+        pid = fork();
+        assert_true(pid >= 0);
+        if (pid == 0) {
+                close(fds[0]);
+                memset(&a, 0, sizeof(a));
+                prepare_on_a_subvolume(f->dir.path, &a);
+                _exit(write(fds[1], &a, sizeof(a)) == (ssize_t)sizeof(a) ? 0 : 1);
+        }
+        close(fds[1]);
+        assert_int_equal(read(fds[0], &a, sizeof(a)), (ssize_t)sizeof(a));
+        close(fds[0]);
+        assert_int_equal(waitpid(pid, &status, 0), pid);
+        assert_int_equal(status, 0);
+        tu_path(&f->dir, "img", f->p);
+        unlink(f->p);
+        tu_path(&f->dir, "mnt", f->p);
+        rmdir(f->p);
+        /* Without btrfs-progs (scripts/deps.sh --test installs them): not checked, and says so. */
+        if (a.setup == ENOENT)
+                skip();
+        assert_int_equal(a.setup, 0);
+        assert_int_equal(a.own, -EBUSY);
+        snprintf(want, sizeof(want), "%s/mnt/sub: on one of this daemon's own mounts",
+                 f->dir.path);
+        assert_string_equal(a.message, want);
+        /* Beside it: the same subvolume, its device not the daemon's, is a view. */
+        assert_int_equal(a.other, 0);
+        assert_false(a.made);
+}
+
 #define T(name) cmocka_unit_test_setup_teardown(name, setup, teardown)
 
 int main(void)
@@ -268,6 +359,7 @@ int main(void)
                 T(test_a_directory_another_uid_can_change_is_eperm_unless_sticky),
                 T(test_a_mount_point_or_a_daemons_own_mount_is_ebusy),
                 T(test_a_dead_fuse_mount_at_the_view_is_enotconn),
+                T(test_a_view_on_a_subvolume_the_daemon_serves_is_ebusy),
         };
         return cmocka_run_group_tests(tests, NULL, NULL);
 }
