@@ -34,6 +34,9 @@ if $test; then
     # integration tests: setpriv, procps, a sandbox, pytest (with a per-test time bound, so a
     # hang fails one test instead of stalling the run); mypy over the Python client
     python3-pytest python3-pytest-timeout python3-mypy procps psmisc bubblewrap libseccomp-dev
+    # a btrfs subvolume: a directory on a device of its own that is no mount point
+    # (tests/unit/test_viewpath.c)
+    btrfs-progs
     # the Python client installed with pip into virtual environments (venv, and pip's wheel)
     python3-venv python3-pip-whl
     # the service tests: systemd-analyze verify on the unit, logrotate on the snippet, and a

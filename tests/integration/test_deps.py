@@ -13,7 +13,7 @@ DEPS = ROOT / "scripts" / "deps.sh"
 TEST_ONLY = {"valgrind", "clang", "llvm", "podman", "docker-registry", "prometheus", "lintian",
              "skopeo", "systemd-container", "gnuplot-nox", "python3-pytest", "python3-pytest-timeout",
              "python3-mypy",
-             "bubblewrap", "debhelper"}
+             "bubblewrap", "debhelper", "btrfs-progs"}
 BUILD_AND_RUN = {"build-essential", "meson", "ninja-build", "pkg-config", "libfuse3-dev",
                  "fuse3", "libssl-dev", "libmount-dev", "libjson-c-dev", "libcmocka-dev",
                  "python3"}

@@ -40,13 +40,16 @@ struct fake {
         unsigned mounted, detached, shut, invalidated;
         char last_invalidated[80];
         int refuse_mount; /* an errno mount answers with, or 0 */
+        size_t max_grants; /* a scope's most grants (sfs_scope_set_max_grants), or 0 */
+        unsigned lingering; /* views of removed scopes still held open, as lingering says */
 };
 
 static int fake_mount(void *ctx, const struct sfs_view_request *req, struct sfs_tree *tree,
                       struct sfs_view **view, uint64_t *dev, char *msg, size_t msgsize)
 {
         struct fake *f = ctx;
-        (void)tree;
+        if (f->max_grants)
+                sfs_scope_set_max_grants(tree, f->max_grants);
         if (f->refuse_mount) {
                 snprintf(msg, msgsize, "refused by the test");
                 return -f->refuse_mount;
@@ -90,6 +93,15 @@ static int fake_clear_stale(void *ctx, const char *path)
         return 0;
 }
 
+static unsigned fake_lingering(void *ctx, char *text, size_t size)
+{
+        struct fake *f = ctx;
+
+        if (text && f->lingering)
+                snprintf(text, size, "/held/view (1 open)");
+        return f->lingering;
+}
+
 static void fake_shutdown(void *ctx, struct sfs_view *view)
 {
         ((struct fake *)ctx)->shut++;
@@ -110,6 +122,8 @@ struct fx {
         char main_path[300]; /* never mounted: where a main mount would be */
         char runtime_path[64];        /* on /dev/shm, a tmpfs */
         char warned[4096];            /* the last start's warnings, one a line */
+        unsigned max_scopes;          /* --max-scopes for the next start (0: the default) */
+        bool no_runtime;              /* the next start without --runtime-store */
 };
 
 static const struct sfs_caller me_template = { .uid = 0, .gid = 0 };
@@ -166,7 +180,9 @@ static void start(struct fx *f)
         assert_int_equal(sfs_registry_new(&(struct sfs_registry_config){
                                                   .main = f->main,
                                                   .store = f->store,
-                                                  .scope_store = f->runtime,
+                                                  .scope_store = f->no_runtime ? NULL
+                                                                               : f->runtime,
+                                                  .max_scopes = f->max_scopes,
                                                   .views = &f->ops,
                                                   .uid = getuid(),
                                                   .gid = getgid(),
@@ -210,6 +226,7 @@ static int setup(void **state)
                 .alive = fake_alive,
                 .clear_stale = fake_clear_stale,
                 .shutdown = fake_shutdown,
+                .lingering = fake_lingering,
                 .ctx = &f->fake,
         };
         start(f);
@@ -1058,10 +1075,176 @@ static void test_a_second_scope_file_over_the_same_view_does_not_come_back(void 
         assert_true(listed(f, "other"));
 }
 
+/* A view sfs_view_path_prepare refuses (its parent missing): the refusal it said, and no
+ * scope, no directory, no mount. */
+static void test_a_view_the_path_checks_refuse_is_refused_with_their_reason(void **state)
+{
+        struct fx *f = *state;
+        char view[PATH_MAX], want[PATH_MAX + 80];
+        struct stat st;
+
+        view_path(f, "none/a", view);
+        snprintf(want, sizeof(want), "%s: none does not exist (a view's parent directory must)",
+                 view);
+        assert_refused(f, "EINVAL", want,
+                       "{\"op\":\"scope-create\",\"name\":\"a\",\"view\":\"%s\"}", view);
+        assert_int_equal(stat(view, &st), -1);
+        assert_int_equal(f->fake.mounted, 0);
+        assert_false(listed(f, "a"));
+        /* Beside it: the parent made, the same request makes the scope. */
+        view_path(f, "none", want);
+        assert_int_equal(mkdir(want, 0755), 0);
+        assert_reply(f, NULL, "{\"op\":\"scope-create\",\"name\":\"a\",\"view\":\"%s\"}", view);
+        assert_int_equal(f->fake.mounted, 1);
+        assert_true(listed(f, "a"));
+}
+
+/* --max-scopes: a create past it is ENOSPC saying so; the views of removed scopes still held
+ * open count, and are named. */
+static void test_a_create_past_max_scopes_is_enospc_naming_what_holds_the_room(void **state)
+{
+        struct fx *f = *state;
+        char view[PATH_MAX];
+
+        stop(f);
+        f->max_scopes = 1;
+        start(f);
+        create(f, "a", "");
+        view_path(f, "b", view);
+        assert_refused(f, "ENOSPC", "this daemon serves at most 1 scopes (--max-scopes): delete "
+                       "one first (snapfs scope rm NAME)",
+                       "{\"op\":\"scope-create\",\"name\":\"b\",\"view\":\"%s\"}", view);
+        assert_false(listed(f, "b"));
+        assert_reply(f, NULL, "{\"op\":\"scope-remove\",\"name\":\"a\"}");
+        /* a's view still held open: its session is still the daemon's. */
+        f->fake.lingering = 1;
+        assert_refused(f, "ENOSPC", "at most 1 scopes (--max-scopes), counting 1 removed scopes' "
+                       "views still held open: /held/view (1 open); close what holds them, or "
+                       "delete a scope",
+                       "{\"op\":\"scope-create\",\"name\":\"b\",\"view\":\"%s\"}", view);
+        assert_false(listed(f, "b"));
+        assert_int_equal(f->fake.mounted, 1);
+        /* Beside them: the view let go, the same create makes b. */
+        f->fake.lingering = 0;
+        create(f, "b", "");
+        assert_true(listed(f, "b"));
+        assert_int_equal(f->fake.mounted, 2);
+}
+
+/* A create's name, view and limits out of shape: EINVAL, each saying what is wrong, and
+ * nothing made. */
+static void test_a_create_out_of_shape_says_what_is_wrong_and_makes_nothing(void **state)
+{
+        static const char *names[] = { "..", ".a", "a/b", "" };
+        static const char *views[] = { "relative", "//x", "/x/./y", "/x/../y", "/x/" };
+        const char *view_msg = "view: an absolute, canonical path in UTF-8 (no \"//\", \".\" or "
+                               "\"..\" component, no trailing \"/\")";
+        struct fx *f = *state;
+        char view[PATH_MAX];
+
+        view_path(f, "a", view);
+        for (size_t i = 0; i < sizeof(names) / sizeof(names[0]); i++)
+                assert_refused(f, "EINVAL", "a scope name is 1-64 of [A-Za-z0-9._-], not "
+                               "starting with '.'",
+                               "{\"op\":\"scope-create\",\"name\":\"%s\",\"view\":\"%s\"}",
+                               names[i], view);
+        for (size_t i = 0; i < sizeof(views) / sizeof(views[0]); i++)
+                assert_refused(f, "EINVAL", view_msg,
+                               "{\"op\":\"scope-create\",\"name\":\"a\",\"view\":\"%s\"}",
+                               views[i]);
+        assert_refused(f, "EINVAL", "limits.min_bytes 8192 is above the scope's max_bytes "
+                       "(4096): ask for at most that",
+                       "{\"op\":\"scope-create\",\"name\":\"a\",\"view\":\"%s\","
+                       "\"limits\":{\"max_bytes\":\"4K\",\"min_bytes\":\"8K\"}}", view);
+        assert_int_equal(f->fake.mounted, 0);
+        assert_int_equal(count_in_reply(f, "scopes", "{\"op\":\"scope-list\"}"), 0);
+        /* Beside them: a name with a dot inside, and a minimum of the whole maximum. */
+        assert_reply(f, NULL, "{\"op\":\"scope-create\",\"name\":\"a.b\",\"view\":\"%s\","
+                              "\"limits\":{\"max_bytes\":\"4K\",\"min_bytes\":\"4K\"}}", view);
+        assert_true(listed(f, "a.b"));
+}
+
+/* A daemon whose --store is a disk and that has no --runtime-store: no scopes at all, saying
+ * how to have them. */
+static void test_scopes_asked_of_a_daemon_with_only_a_disk_store_are_einval(void **state)
+{
+        struct fx *f = *state;
+        char view[PATH_MAX];
+        struct stat st;
+
+        stop(f);
+        f->no_runtime = true;
+        start(f);
+        view_path(f, "a", view);
+        assert_refused(f, "EINVAL", "this daemon keeps --store on a disk, where a scope's content "
+                       "must never go: start it with --runtime-store DIR (a directory on a RAM "
+                       "filesystem, tmpfs) to have scopes",
+                       "{\"op\":\"scope-create\",\"name\":\"a\",\"view\":\"%s\"}", view);
+        assert_int_equal(stat(view, &st), -1);
+        assert_int_equal(f->fake.mounted, 0);
+        assert_false(listed(f, "a"));
+        /* Beside it: the same daemon with --runtime-store makes the scope. */
+        stop(f);
+        f->no_runtime = false;
+        start(f);
+        create(f, "a", "");
+        assert_true(listed(f, "a"));
+}
+
+/* A grant or revoke in a scope that is not there: ENOENT naming it, nothing granted. */
+static void test_a_grant_or_revoke_in_no_scope_is_enoent_naming_it(void **state)
+{
+        struct fx *f = *state;
+        char hex[SNAP_DIGEST_HEX_LEN + 1];
+        const char *want = "no scope named none: snapfs scope ls lists the scopes; snapfs scope "
+                           "create none --view PATH makes it";
+
+        create(f, "a", "");
+        publish_main(f, "content", hex);
+        assert_refused(f, "ENOENT", want, "{\"op\":\"grant\",\"scope\":\"none\",\"sha256\":\"%s\"}",
+                       hex);
+        assert_refused(f, "ENOENT", want,
+                       "{\"op\":\"revoke\",\"scope\":\"none\",\"sha256\":\"%s\"}", hex);
+        assert_false(listed(f, "none"));
+        assert_int_equal(count_in_reply(f, "grants", "{\"op\":\"scope-show\",\"name\":\"a\"}"), 0);
+        /* Beside them: the scope that is there takes the grant. */
+        assert_reply(f, NULL, "{\"op\":\"grant\",\"scope\":\"a\",\"sha256\":\"%s\"}", hex);
+        assert_int_equal(count_in_reply(f, "grants", "{\"op\":\"scope-show\",\"name\":\"a\"}"), 1);
+}
+
+/* A scope full of grants (lowered to one here): ENOSPC saying to revoke, the grant not made. */
+static void test_a_grant_past_a_full_scope_is_enospc(void **state)
+{
+        struct fx *f = *state;
+        char one[SNAP_DIGEST_HEX_LEN + 1], two[SNAP_DIGEST_HEX_LEN + 1];
+        char want[128];
+
+        f->fake.max_grants = 1;
+        create(f, "a", "");
+        publish_main(f, "one", one);
+        publish_main(f, "two", two);
+        assert_reply(f, NULL, "{\"op\":\"grant\",\"scope\":\"a\",\"sha256\":\"%s\"}", one);
+        snprintf(want, sizeof(want), "a scope holds at most %d grants: revoke one first (snapfs "
+                 "revoke)", SFS_SCOPE_GRANTS_MAX);
+        assert_refused(f, "ENOSPC", want, "{\"op\":\"grant\",\"scope\":\"a\",\"sha256\":\"%s\"}",
+                       two);
+        assert_int_equal(count_in_reply(f, "grants", "{\"op\":\"scope-show\",\"name\":\"a\"}"), 1);
+        /* Beside it: the first revoked, the second fits. */
+        assert_reply(f, NULL, "{\"op\":\"revoke\",\"scope\":\"a\",\"sha256\":\"%s\"}", one);
+        assert_reply(f, NULL, "{\"op\":\"grant\",\"scope\":\"a\",\"sha256\":\"%s\"}", two);
+        assert_int_equal(count_in_reply(f, "grants", "{\"op\":\"scope-show\",\"name\":\"a\"}"), 1);
+}
+
 int main(void)
 {
         const struct CMUnitTest tests[] = {
                 T(test_a_request_that_is_no_json_object_is_einval_and_does_nothing),
+                T(test_a_view_the_path_checks_refuse_is_refused_with_their_reason),
+                T(test_a_create_past_max_scopes_is_enospc_naming_what_holds_the_room),
+                T(test_a_create_out_of_shape_says_what_is_wrong_and_makes_nothing),
+                T(test_scopes_asked_of_a_daemon_with_only_a_disk_store_are_einval),
+                T(test_a_grant_or_revoke_in_no_scope_is_enoent_naming_it),
+                T(test_a_grant_past_a_full_scope_is_enospc),
                 T(test_unknown_ops_fields_and_types_are_refused_in_the_reply),
                 T(test_a_minimum_that_cannot_be_kept_is_refused_before_anything_is_made),
                 T(test_a_duplicate_key_is_einval_and_does_nothing),
