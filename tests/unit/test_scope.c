@@ -407,6 +407,33 @@ static void test_a_scopes_limits_give_edquot_and_taking_one_back_makes_room(void
         sfs_tree_free(t);
 }
 
+/* Past a scope's bytes, its count of snapshots still under its own: EDQUOT; what fits to the
+ * byte still publishes beside it. */
+static void test_a_scopes_byte_limit_gives_edquot_with_room_for_more_snapshots(void **state)
+{
+        struct fx *f = *state;
+        struct sfs_scope_spec spec = { .name = "narrow", .publish = true };
+        struct sfs_scope_usage u;
+        struct sfs_tree *t = NULL;
+
+        spec.users.uids.n = 1;
+        spec.users.uids.uids[0] = carol.uid;
+        sfs_scope_default_limits(f->main, &spec.limits);
+        spec.limits.max_snapshots = 8;
+        spec.limits.max_bytes = 8;
+        assert_int_equal(sfs_tree_new_scope(f->main, &spec, &t), 0);
+        assert_int_equal(publish(t, &carol, "one", "one", 3, NULL), 0);
+        assert_int_equal(publish(t, &carol, "four", "four", 4, NULL), 0);
+        assert_int_equal(publish(t, &carol, "xy", "xy", 2, NULL), -EDQUOT);
+        /* The refused file given up (a staged byte counts too), one byte still fits. */
+        assert_int_equal(sfs_tree_unlink(t, &carol, staging_dir(t, &carol), "xy"), 0);
+        assert_int_equal(publish(t, &carol, "x", "x", 1, NULL), 0);
+        sfs_scope_get_usage(t, &u);
+        assert_int_equal(u.snapshots, 3);
+        assert_int_equal(u.bytes, 8);
+        sfs_tree_free(t);
+}
+
 static void test_a_view_unlinks_only_what_it_published_itself(void **state)
 {
         struct fx *f = *state;
@@ -858,6 +885,7 @@ int main(void)
                 T(test_publishing_what_another_scope_has_answers_as_for_new_content),
                 T(test_a_scopes_limits_give_edquot_and_taking_one_back_makes_room),
                 T(test_a_full_scope_refuses_one_more_grant_or_publish_with_enospc),
+                T(test_a_scopes_byte_limit_gives_edquot_with_room_for_more_snapshots),
                 T(test_a_view_unlinks_only_what_it_published_itself),
                 T(test_the_last_grant_of_an_unheld_snapshot_collects_it),
                 T(test_a_grant_keeps_what_the_owner_unlinked_on_the_main_mount),
