@@ -13,6 +13,7 @@
 
 #include "fs/config/options.h"
 #include "fs/scopes/registry.h"
+#include "fs/scopes/scopefile.h"
 #include "fs/scopes/scopejson.h"
 #include "fs/control/status.h"
 #include "snapshot/digest.h"
@@ -137,10 +138,11 @@ static int limit_field(json_object *o, const char *key, bool size, uint64_t *out
         return 0;
 }
 
+/* "limits": the keys of the scope file's one list of them (fs/scopes/scopefile.h), each in
+ * the grammar of snapfs mount's options. */
 static int parse_limits(json_object *req, struct sfs_scope_limits *l, struct bad *b)
 {
-        static const char *const keys[] = { "max_snapshots", "max_bytes", "max_staging",
-                                            "max_staging_bytes", "min_bytes", NULL };
+        const char *keys[SFS_LIMIT_FIELDS + 1] = { NULL };
         json_object *o;
         int r;
 
@@ -149,13 +151,14 @@ static int parse_limits(json_object *req, struct sfs_scope_limits *l, struct bad
                 return 0;
         if (!json_object_is_type(o, json_type_object))
                 return refuse(b, EINVAL, "\"limits\" is not an object");
-        if ((r = known_fields(o, keys, b)) < 0 ||
-            (r = limit_field(o, "max_snapshots", false, &l->max_snapshots, b)) < 0 ||
-            (r = limit_field(o, "max_bytes", true, &l->max_bytes, b)) < 0 ||
-            (r = limit_field(o, "max_staging", false, &l->max_staging, b)) < 0 ||
-            (r = limit_field(o, "max_staging_bytes", true, &l->max_staging_bytes, b)) < 0 ||
-            (r = limit_field(o, "min_bytes", true, &l->min_bytes, b)) < 0)
+        for (size_t i = 0; i < SFS_LIMIT_FIELDS; i++)
+                keys[i] = sfs_limit_fields[i].key;
+        if ((r = known_fields(o, keys, b)) < 0)
                 return r;
+        for (size_t i = 0; i < SFS_LIMIT_FIELDS; i++)
+                if ((r = limit_field(o, sfs_limit_fields[i].key, sfs_limit_fields[i].size,
+                                     sfs_limit_at(l, i), b)) < 0)
+                        return r;
         if (l->max_staging > UINT32_MAX)
                 return refuse(b, EINVAL, "limits.max_staging is out of range");
         return 0;

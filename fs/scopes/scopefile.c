@@ -5,6 +5,7 @@
  * another version must come back as exactly what was written, or not at all. */
 #include "fs/scopes/scopefile.h"
 
+#include <assert.h>
 #include <errno.h>
 #include <stddef.h>
 #include <stdio.h>
@@ -23,28 +24,25 @@
  * staging count is an unsigned of the tree's; the rest leave room to add two). A maximum is
  * needed and at least 1 (a scope without one is no scope: sfs_tree_new_scope); a minimum may
  * be absent, from a file written before scopes had it: 0. */
-static const struct {
-        const char *key;
-        size_t off;
-        uint64_t max;
-        bool minimum;
-} limit_fields[] = {
+const struct sfs_limit_field sfs_limit_fields[SFS_LIMIT_FIELDS] = {
         { "max_snapshots", offsetof(struct sfs_scope_limits, max_snapshots), UINT64_MAX >> 1 },
-        { "max_bytes", offsetof(struct sfs_scope_limits, max_bytes), UINT64_MAX >> 1 },
+        { "max_bytes", offsetof(struct sfs_scope_limits, max_bytes), UINT64_MAX >> 1, true },
         { "max_staging", offsetof(struct sfs_scope_limits, max_staging), UINT32_MAX },
         { "max_staging_bytes", offsetof(struct sfs_scope_limits, max_staging_bytes),
-          UINT64_MAX >> 1 },
-        { "min_bytes", offsetof(struct sfs_scope_limits, min_bytes), UINT64_MAX >> 1, true },
+          UINT64_MAX >> 1, true },
+        { "min_bytes", offsetof(struct sfs_scope_limits, min_bytes), UINT64_MAX >> 1, true,
+          true },
 };
 
-static uint64_t *limit_at(struct sfs_scope_limits *l, size_t i)
+uint64_t *sfs_limit_at(struct sfs_scope_limits *l, size_t i)
 {
-        return (uint64_t *)((char *)l + limit_fields[i].off);
+        assert(i < SFS_LIMIT_FIELDS);
+        return (uint64_t *)((char *)l + sfs_limit_fields[i].off);
 }
 
 static uint64_t limit_of(const struct sfs_scope_limits *l, size_t i)
 {
-        return *(const uint64_t *)((const char *)l + limit_fields[i].off);
+        return *(const uint64_t *)((const char *)l + sfs_limit_fields[i].off);
 }
 
 /* ---- encoding ---- */
@@ -53,8 +51,9 @@ struct json_object *sfs_scopefile_limits_json(const struct sfs_scope_limits *l)
 {
         json_object *o = json_object_new_object();
 
-        for (size_t i = 0; o && i < ARRAY_SIZE(limit_fields); i++)
-                if (json_add(o, limit_fields[i].key, json_object_new_uint64(limit_of(l, i))) < 0) {
+        for (size_t i = 0; o && i < SFS_LIMIT_FIELDS; i++)
+                if (json_add(o, sfs_limit_fields[i].key,
+                             json_object_new_uint64(limit_of(l, i))) < 0) {
                         json_object_put(o);
                         return NULL;
                 }
@@ -309,11 +308,11 @@ static int decode_limits(json_object *doc, struct sfs_scope_limits *l, char *why
         int r = required(json_field_of(doc, "limits", json_type_object, &o, why, n), "limits", why,
                          n);
 
-        for (size_t i = 0; r == 0 && i < ARRAY_SIZE(limit_fields); i++) {
-                const char *key = limit_fields[i].key;
-                r = json_field_uint(o, key, limit_fields[i].max, limit_at(l, i), why, n);
-                r = limit_fields[i].minimum ? optional(r) : required(r, key, why, n);
-                if (r == 0 && !limit_fields[i].minimum && *limit_at(l, i) == 0) {
+        for (size_t i = 0; r == 0 && i < SFS_LIMIT_FIELDS; i++) {
+                const char *key = sfs_limit_fields[i].key;
+                r = json_field_uint(o, key, sfs_limit_fields[i].max, sfs_limit_at(l, i), why, n);
+                r = sfs_limit_fields[i].minimum ? optional(r) : required(r, key, why, n);
+                if (r == 0 && !sfs_limit_fields[i].minimum && *sfs_limit_at(l, i) == 0) {
                         say(why, n, key, "is out of range");
                         return -EINVAL;
                 }

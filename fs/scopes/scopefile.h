@@ -48,6 +48,22 @@ int sfs_scopefile_decode(const char *name, const char *text, size_t len, struct 
 /* Frees what sfs_scopefile_decode allocated in f (the view, the grants). */
 void sfs_scopefile_free(struct sfs_scopefile *f);
 
+/* A scope's limits, one row each, in the order the scope file and the control channel name
+ * them: the key, where the value lives in struct sfs_scope_limits, the largest the file
+ * takes, whether it is bytes (a size, "64M", on the control channel) or a count, and whether
+ * it is the minimum (0 allowed: none; absent from an older file). The one list of them. */
+struct sfs_limit_field {
+        const char *key;
+        size_t off;
+        uint64_t max;
+        bool size;
+        bool minimum;
+};
+#define SFS_LIMIT_FIELDS 5
+extern const struct sfs_limit_field sfs_limit_fields[SFS_LIMIT_FIELDS];
+/* Row i's value in l. */
+uint64_t *sfs_limit_at(struct sfs_scope_limits *l, size_t i);
+
 /* The scope's limits and its uids as its file keeps them: a JSON object ("max_snapshots",
  * ...) and a list; the control channel's replies show them the same way. NULL: no memory. */
 struct json_object *sfs_scopefile_limits_json(const struct sfs_scope_limits *l);
