@@ -434,6 +434,35 @@ static void test_a_scopes_byte_limit_gives_edquot_with_room_for_more_snapshots(v
         sfs_tree_free(t);
 }
 
+/* A scope deleted while a file of its view's .staging/ is still being written: that file's
+ * publish is EACCES and leaves nothing; before, the same view published. */
+static void test_a_deleted_scopes_view_publishes_no_more(void **state)
+{
+        struct fx *f = *state;
+        struct sfs_scope_spec spec = { .name = "going", .publish = true };
+        struct sfs_scope_usage u;
+        struct sfs_node *dir;
+        char hex[SNAP_DIGEST_HEX_LEN + 1];
+        struct sfs_tree *t = NULL;
+
+        spec.users.uids.n = 1;
+        spec.users.uids.uids[0] = carol.uid;
+        sfs_scope_default_limits(f->main, &spec.limits);
+        assert_int_equal(sfs_tree_new_scope(f->main, &spec, &t), 0);
+        assert_int_equal(publish(t, &carol, "before", "before", 6, NULL), 0);
+        stage(t, &carol, "late", "late", 4);
+        dir = staging_dir(t, &carol); /* the kernel's node for it, looked up before */
+        sfs_scope_disarm(t);
+        hex_of("late", 4, hex);
+        assert_int_equal(sfs_tree_rename(t, &carol, dir, "late",
+                                         sfs_tree_root(t), hex, 0, &(struct sfs_node *){ NULL }),
+                         -EACCES);
+        sfs_scope_get_usage(t, &u);
+        assert_int_equal(u.snapshots, 1);
+        assert_int_equal(u.bytes, 6);
+        sfs_tree_free(t);
+}
+
 static void test_a_view_unlinks_only_what_it_published_itself(void **state)
 {
         struct fx *f = *state;
@@ -886,6 +915,7 @@ int main(void)
                 T(test_a_scopes_limits_give_edquot_and_taking_one_back_makes_room),
                 T(test_a_full_scope_refuses_one_more_grant_or_publish_with_enospc),
                 T(test_a_scopes_byte_limit_gives_edquot_with_room_for_more_snapshots),
+                T(test_a_deleted_scopes_view_publishes_no_more),
                 T(test_a_view_unlinks_only_what_it_published_itself),
                 T(test_the_last_grant_of_an_unheld_snapshot_collects_it),
                 T(test_a_grant_keeps_what_the_owner_unlinked_on_the_main_mount),
